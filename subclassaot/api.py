@@ -758,7 +758,7 @@ def _training_graph_call(
         bw,
         backward_plan(bw_meta, functools.partial(_compile_variant, backend)),
         differentiable_backward=config.backend == "eager",
-        eager_saves=eager_saves(prog.call, prog.flat, layout, analysis),
+        eager_saves=eager_saves(prog.call, prog.flat, analysis),
     )
     return plan, traced, graph_call, bw_meta
 

@@ -595,32 +595,23 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # version counter moved. The compiled Function saves what its backward graph reads, which need not be that tensor: a
 # subclass's inner tensors (a write through the wrapper moves no inner counter: the class's `__torch_dispatch__` runs
 # below ADInplaceOrView), or nothing at all (a custom Function that saves its input and only changes its metadata in
-# the backward). So the Function also notes, per such tensor (an output it returns fresh, or an input the program leaves
-# unwritten), its counter at the call, and its backward raises eager's error where the counter moved and a tangent
-# reached an output through whose history eager's backward would run the node that saved it (`EagerSave.outputs`: the
-# probe walks each output's grad_fn graph on static fakes and reads the nodes' saved tensors). Not covered: a view of
-# the saved tensor returned instead (its counter is the saved one's), and an input the program writes before the save.
-
-
-def eager_saves(
-    call: Callable[..., object], flat: FlatInputs, layout: DenseLayout, analysis: Analysis
-) -> tuple[EagerSave, ...]:
-    """The saved wrappers of the comment above; () where there are none or the program cannot run on fakes."""
-    unwritten = [
-        p
-        for p, k in enumerate(flat.tensor_indices)
-        if not analysis.wrapper_version_bumped[p]
-        and not any(m.any or m.version_bumped for j, m in enumerate(analysis.mutations) if layout.leaves[j].owner == k)
-    ]
-    if not unwritten and not any(info.kind is OutputKind.TENSOR for info in analysis.outputs):
-        return ()
+# the backward). So the Function also notes, per such tensor (an output it returns fresh or a view of one, or an
+# input), its counter as the call leaves it, and its backward raises eager's error where the counter moved since and a
+# tangent reached an output through whose history eager's backward would run the node that saved it
+# (`EagerSave.outputs`: the probe walks each output's grad_fn graph on static fakes and reads the nodes' saved
+# tensors). A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
+# tensor moves the saved one's counter. The counter is read once the call's epilogue has written the inputs: an input
+# the program wrote before the save was saved at the count eager ends the program with, which the runtime reaches
+# only after the graph has run (a write after the save fails eager's backward on its own: the analysis's concern).
+def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> tuple[EagerSave, ...]:
+    """The saved tensors of the comment above; () where there are none or the program cannot run on fakes."""
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(call(state, args, kwargs))
             readers = _saved_readers(outs)
-            return _matched(readers, outs, values, unwritten, flat, analysis)
+            return _matched(readers, outs, values, flat, analysis)
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         return ()
 
@@ -629,20 +620,19 @@ def _matched(
     readers: dict[object, frozenset[int]],
     outs: Sequence[object],
     values: Sequence[object],
-    unwritten: Sequence[int],
     flat: FlatInputs,
     analysis: Analysis,
 ) -> tuple[EagerSave, ...]:
     found = [
-        EagerSave(output=p, input=None, outputs=readers[_identity(out)])
+        EagerSave(output=p, input=None, outputs=readers[key])
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
         if info.kind is OutputKind.TENSOR and isinstance(out, torch.Tensor)
-        if _identity(out) in readers
+        if (key := _counter_identity(out)) in readers
     ]
     found += [
-        EagerSave(output=None, input=p, outputs=readers[_identity(value)])
-        for p in unwritten
-        if isinstance(value := values[flat.tensor_indices[p]], torch.Tensor) and _identity(value) in readers
+        EagerSave(output=None, input=p, outputs=readers[key])
+        for p, k in enumerate(flat.tensor_indices)
+        if isinstance(value := values[k], torch.Tensor) and (key := _counter_identity(value)) in readers
     ]
     return tuple(found)
 
@@ -662,9 +652,15 @@ def _saved_readers(outs: Sequence[object]) -> dict[object, frozenset[int]]:
             seen.add(id(node))
             for t in _saved_by(node):
                 keep.append(t)
-                readers.setdefault(_identity(t), set()).add(p)
+                readers.setdefault(_counter_identity(t), set()).add(p)
             stack.extend(child for child, _ in node.next_functions)
     return {k: frozenset(v) for k, v in readers.items()}
+
+
+def _counter_identity(t: torch.Tensor) -> object:
+    """`_identity` of the tensor whose version counter `t` uses: its base, if it is a view."""
+    base = t._base
+    return _identity(t if base is None else base)
 
 
 def _identity(t: torch.Tensor) -> object:

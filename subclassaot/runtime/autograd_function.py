@@ -10,10 +10,11 @@ mutate is copied first. See Note [Training Through A Joint Graph].
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, cast
 
 import torch
@@ -24,6 +25,7 @@ from subclassaot.runtime.plan import (
     BackwardPlan,
     EagerSave,
     GraphCall,
+    GraphRunResult,
     MetaEvaluator,
     RetracedBackward,
     RuntimePlan,
@@ -32,7 +34,16 @@ from subclassaot.runtime.plan import (
 )
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
 from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
-from subclassaot.schemas import AliasGroupRef, Analysis, LeafSource, OutputKind, OutputLeaf, ReplaySource, UpdateKind
+from subclassaot.schemas import (
+    AliasGroupRef,
+    Analysis,
+    LeafSource,
+    OutputKind,
+    OutputLeaf,
+    Replay,
+    ReplaySource,
+    UpdateKind,
+)
 from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 
 log = logging.getLogger(__name__)
@@ -350,11 +361,14 @@ class _Step:
         # Tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
         # tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
         # through)
+        self.roots = roots = training_roots(analysis)
+        counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
+        new_values = _new_values(plan, bw_meta, fresh_outputs)
         self.checks = tuple(
-            (None if e.output is None else n_updates + fresh_outputs.index(e.output), e.input, positions)
+            (None if e.output is None else counter_of[e.output], e.input, at)
             for e in eager_saves
-            if e.output is None or e.output in fresh_outputs
-            if (positions := _through(analysis, e.outputs, n_updates, fresh_outputs))
+            if e.output is None or e.output in counter_of
+            if (at := _through(analysis, e.outputs, n_updates, fresh_outputs, new_values))
         )
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
@@ -374,7 +388,6 @@ class _Step:
         self.diff_set = frozenset(bw_meta.diff_outputs)
         self.subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
         self.releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
-        self.roots = training_roots(analysis)
         # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
         self.typed_by: set[int] = set().union(
             *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
@@ -503,9 +516,11 @@ class CompiledStep(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int]], *user: torch.Tensor
+        ctx: Any,
+        holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any]],
+        *user: torch.Tensor,
     ) -> Any:
-        s, graph_in, graph_dense, symbols = holder
+        s, graph_in, graph_dense, symbols, noted = holder
         ctx.step = s
         bw_meta, n_updates = s.bw_meta, s.n_updates
         # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
@@ -567,13 +582,7 @@ class CompiledStep(torch.autograd.Function):
             *([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved),
         )
         if s.checks:
-            # (an output by weak reference: one held by its own node's ctx would never be freed; an input, which
-            # may be a stand-in made for this call, by a strong one)
-            ctx.checks = [
-                (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions)
-                for out, inp, positions in s.checks
-            ]
-            ctx.checked = [get_version(ref()) for ref, _ in ctx.checks]
+            _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
         ctx.set_materialize_grads(False)
         ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
@@ -594,8 +603,8 @@ class CompiledStep(torch.autograd.Function):
         create_graph = torch.is_grad_enabled()
         if create_graph:
             _check_double_backward(s, ctx.primals)
-        if s.checks:
-            _check_saved_wrappers(ctx.checks, ctx.checked, grads)
+        if s.checks and ctx.checked is not None:
+            _check_saved_tensors(ctx.checks, ctx.checked, grads)
         saved = list(ctx.saved_tensors)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
@@ -793,10 +802,16 @@ def _subclass_grad(
     return unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False)
 
 
-def _through(analysis: Analysis, outputs: frozenset[int], n_updates: int, fresh: tuple[int, ...]) -> tuple[int, ...]:
+def _through(
+    analysis: Analysis,
+    outputs: frozenset[int],
+    n_updates: int,
+    fresh: tuple[int, ...],
+    new_values: Mapping[int, tuple[int, ...]],
+) -> tuple[int, ...]:
     """The Function outputs the tangents of `outputs` come in through: a fresh output's own; a view's, the base it is
-    replayed from (an intermediate base, the bases of a rebuilt subclass root, or an earlier output's); none for a
-    view of an input."""
+    replayed from (an intermediate base, the bases of a rebuilt subclass root, or an earlier output's); an input's or
+    a view of one's, the input's new value where the program wrote it (`new_values`, of `_new_values`)."""
     found: set[int] = set()
     todo, seen = sorted(outputs), set()
     while todo:
@@ -804,9 +819,16 @@ def _through(analysis: Analysis, outputs: frozenset[int], n_updates: int, fresh:
         if o in seen:
             continue
         seen.add(o)
-        replay = analysis.outputs[o].replay
+        info = analysis.outputs[o]
+        replay = info.replay
         if o in fresh:
             found.add(n_updates + fresh.index(o))
+        elif info.kind is OutputKind.IS_INPUT and info.input_index is not None:
+            found.update(new_values.get(info.input_index, ()))
+        elif info.kind is OutputKind.SAME_AS and info.input_index is not None:
+            todo.append(info.input_index)
+        elif replay is not None and replay.source is ReplaySource.INPUT:
+            found.update(new_values.get(replay.index, ()))
         elif replay is not None and replay.source is ReplaySource.BASE:
             found.add(n_updates + len(fresh) + replay.index)
         elif replay is not None and replay.source is ReplaySource.WRAPPER:
@@ -814,6 +836,22 @@ def _through(analysis: Analysis, outputs: frozenset[int], n_updates: int, fresh:
         elif replay is not None and replay.source is ReplaySource.OUTPUT:
             todo.append(replay.index)
     return tuple(sorted(found))
+
+
+def _new_values(plan: RuntimePlan, bw_meta: BackwardPlan, fresh: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
+    """Tensor input (InputIndex) -> the Function outputs that carry the program's new value of it: its leaves'
+    updates, its alias group's new base, its new wrapper (Note [Inputs Written In Training])."""
+    layout, updates = plan.layout, plan.graph_outputs.updates
+    found: dict[int, list[int]] = {}
+    for k, u in enumerate(updates):
+        item = layout.graph_inputs[u.target] if u.kind is UpdateKind.BASE else u.target
+        members: Sequence[int] = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
+        for j in members:
+            found.setdefault(layout.leaves[j].owner, []).append(k)
+    wrappers_at = len(updates) + len(fresh) + plan.graph_outputs.num_bases
+    for n, t in enumerate(bw_meta.wrapper_updates):
+        found.setdefault(plan.flat.tensor_indices[t], []).append(wrappers_at + n)
+    return {i: tuple(ks) for i, ks in found.items()}
 
 
 class _Held:
@@ -828,23 +866,64 @@ class _Held:
         return self.t
 
 
-def _check_saved_wrappers(
+def _hold_checked(
+    ctx: Any, s: _Step, tensors: Sequence[torch.Tensor], user: Sequence[torch.Tensor], noted: list[Any]
+) -> None:
+    """The tensors eager's backward checks (backward_probe.eager_saves): an output by weak reference (one held by its
+    own node's ctx would never be freed), an input, which may be a stand-in made for this call, by a strong one. Their
+    counters are read once the call has written its inputs (`_note_counters`)."""
+    ctx.checks = [
+        (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions)
+        for out, inp, positions in s.checks
+    ]
+    ctx.checked = None
+    noted.append(ctx)
+
+
+def _note_counters(noted: list[Any]) -> None:
+    """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves)."""
+    for ctx in noted:
+        ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _ in ctx.checks]
+
+
+def _counter_holders(
+    plan: RuntimePlan, bw_meta: BackwardPlan, fresh: tuple[int, ...], roots: tuple[Replay, ...]
+) -> dict[int, int]:
+    """Program output -> the Function output whose version counter it uses: its own, where it is fresh; the
+    intermediate base or subclass root it is a view of (Note [Subclass Intermediate Roots]). Views of inputs have
+    none."""
+    n_updates, n_bases = len(plan.graph_outputs.updates), plan.graph_outputs.num_bases
+    roots_at = n_updates + len(fresh) + n_bases + len(bw_meta.wrapper_updates)
+    root_of = {r.root_bases: roots_at + k for k, r in enumerate(roots)}
+    found: dict[int, int] = {}
+    for o in range(len(plan.analysis.outputs)):
+        source, replay = o, plan.analysis.outputs[o].replay
+        while source not in fresh and replay is not None and replay.source is ReplaySource.OUTPUT:
+            source, replay = replay.index, plan.analysis.outputs[replay.index].replay
+        if source in fresh:
+            found[o] = n_updates + fresh.index(source)
+        elif replay is not None and replay.source is ReplaySource.BASE:
+            found[o] = n_updates + len(fresh) + replay.index
+        elif replay is not None and replay.source is ReplaySource.WRAPPER and replay.root_bases in root_of:
+            found[o] = root_of[replay.root_bases]
+    return found
+
+
+def _check_saved_tensors(
     checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...]]],
     versions: Sequence[int],
     grads: Sequence[torch.Tensor | None],
 ) -> None:
-    """Raise eager's error where a wrapper eager's backward would unpack was written since the call (the saved
-    wrappers of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it."""
+    """Raise eager's error where a tensor eager's backward would unpack was written since the call (the saved
+    tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it."""
     for (ref, positions), version in zip(checks, versions, strict=True):
         t = ref()
-        # (only a counter that moved on counts: one the runtime set back to eager's count, as it does after writes of
-        # its own to a graph input in the same call, is no write of the caller's)
         if t is None or not any(grads[k] is not None for k in positions) or get_version(t) <= version:
             continue
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
-            "instead (a tensor subclass eager's autograd saved, written after the compiled call)"
+            "instead (a tensor eager's autograd saved, written after the compiled call)"
         )
 
 
@@ -866,7 +945,7 @@ def training_call(
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
-    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+    ) -> GraphRunResult:
         user = [values[i] for i in flat.tensor_indices]
         for i in unreached:  # Note [Backward Errors Are Deferred]
             given = user[i]
@@ -891,7 +970,8 @@ def training_call(
             # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
             # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
             user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
-        tensors = list(_apply_step((step, graph_in, dense, symbols), *user, *bases))
+        noted: list[Any] = []
+        tensors = list(_apply_step((step, graph_in, dense, symbols, noted), *user, *bases))
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index
@@ -919,7 +999,7 @@ def training_call(
         outs.extend(fresh)
         outs.extend(tensors[bases_at : bases_at + n_bases])
         outs.extend(tensors[pos:])  # the symbolic ints
-        return outs, prewrapped, wrappers, root_values
+        return outs, prewrapped, wrappers, root_values, functools.partial(_note_counters, noted) if noted else None
 
     return GraphCall(run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates))
 

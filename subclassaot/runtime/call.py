@@ -18,6 +18,7 @@ import torch
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.runtime.plan import (
     GraphCall,
+    GraphRunResult,
     MetaEvaluator,
     RuntimePlan,
     fresh_output,
@@ -88,8 +89,8 @@ def inference_call(
 
         def plain_call(
             values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
-        ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
-            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
+        ) -> GraphRunResult:
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}, None
 
         return GraphCall(run=plain_call, direct=compiled, written=written, no_views=no_views)
     if written:
@@ -97,11 +98,11 @@ def inference_call(
 
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
-    ) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+    ) -> GraphRunResult:
         # No user-level input requires grad here: autograd must not record the graph's ops on the inner tensors
         # of a subclass input that happen to require grad (eager runs subclass ops below autograd).
         with torch.no_grad():
-            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}
+            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}, None
 
     return GraphCall(run=call)
 
@@ -155,7 +156,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, early_sets, values)
-        outs, prewrapped, wrapper_values, roots = graph_call.run(values, graph_in, dense, symbols)
+        outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
         prewrapped.update(early)
         # a leaf's before its writes: eager's program wrote it only once it no longer required grad (a write to a
         # leaf that requires grad raises), which the epilogue's copies, made with grad on, must see too
@@ -173,18 +174,21 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for i in loses:  # (a view of an input dropped above follows it)
             if i not in dropped and cast(torch.Tensor, values[i]).requires_grad:
                 cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
-        if fresh_only is not None:
+        if fresh_only is not None and not prewrapped:
             # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
             # in training the autograd.Function's outputs are all of them).
-            if not prewrapped:
-                fresh = [fresh_output(cast(torch.Tensor, outs[k])) for k in fresh_only]
-                return unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
-            if len(prewrapped) == len(fresh_only):
-                given = [prewrapped[o] for o in range(len(fresh_only))]
-                return unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
-        return build_outputs(
-            plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
-        )
+            fresh = [fresh_output(cast(torch.Tensor, outs[k])) for k in fresh_only]
+            result = unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
+        elif fresh_only is not None and len(prewrapped) == len(fresh_only):
+            given = [prewrapped[o] for o in range(len(fresh_only))]
+            result = unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
+        else:
+            result = build_outputs(
+                plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
+            )
+        if after is not None:
+            after()
+        return result
 
     early_sets = epilogue.early_grad_sets
     storage_classes = plan.analysis.wrapper_storage

@@ -191,11 +191,17 @@ class MetaEvaluator:
 
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
 # subclass inputs mutated in training by tensor-input position: Note [Inputs Written In Training],
-# intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots])
-GraphRun = Callable[
-    [Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]],
-    tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]],
+# intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots], and what the runner calls
+# once the call's epilogue has run and its outputs are built, or None: training's Function notes there the version
+# counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves))
+GraphRunResult = tuple[
+    list[object],
+    dict[int, torch.Tensor],
+    dict[int, torch.Tensor],
+    dict[tuple[int, ...], torch.Tensor],
+    Callable[[], None] | None,
 ]
+GraphRun = Callable[[Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]], GraphRunResult]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,10 +224,11 @@ class GraphCall:
 
 @dataclass(frozen=True, slots=True)
 class EagerSave:
-    """A wrapper eager's autograd saves as itself: backward_probe's comment on saved wrappers."""
+    """A tensor eager's autograd saves as itself: backward_probe's comment on saved tensors."""
 
-    output: int | None  # the program output saved, or
-    input: int | None  # the tensor input (position among the tensor inputs) saved
+    # the program output whose version counter the saved tensor uses (the saved tensor, its base or a view), or
+    output: int | None
+    input: int | None  # ... the tensor input (position among the tensor inputs) whose counter it uses
     outputs: frozenset[int]  # program outputs whose backward runs a node that saved it
 
 

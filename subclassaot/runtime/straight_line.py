@@ -18,7 +18,14 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import LeafInfo, SubclassNode, Unflattener, unflattener
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, plain_fields, plain_unflattener
-from subclassaot.runtime.plan import GraphCall, MetaEvaluator, RuntimePlan, non_view_alias, requires_grad_changes
+from subclassaot.runtime.plan import (
+    GraphCall,
+    GraphRunResult,
+    MetaEvaluator,
+    RuntimePlan,
+    non_view_alias,
+    requires_grad_changes,
+)
 from subclassaot.runtime.regenerate import (
     has_size_spec,
     intermediate_base,
@@ -121,7 +128,7 @@ def graph_writes(plan: RuntimePlan) -> tuple[tuple[int, int], ...]:
 
 def _no_run(
     values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
-) -> tuple[list[object], dict[int, torch.Tensor], dict[int, torch.Tensor], dict[tuple[int, ...], torch.Tensor]]:
+) -> GraphRunResult:
     raise AssertionError("BUG: graph_writes' probe call ran")
 
 
@@ -288,7 +295,7 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         w.line(f"outs = list({w.constant(call.direct)}({graph_in}))")
         return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
-    w.line(f"outs, pre, _, given = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
+    w.line(f"outs, pre, _, given, after = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
     w.given = True
 
 
@@ -377,6 +384,9 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
 
     for o in build_order(infos):
         emit(o)
+    if call.direct is None:  # (GraphRun's last result)
+        w.line("if after is not None:")
+        w.line("after()", 2)
     results = [f"r{o}" for o in range(len(infos))]
     spec = plan.analysis.output_spec
     if has_size_spec(spec):

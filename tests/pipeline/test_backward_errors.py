@@ -813,3 +813,74 @@ def test_subclass_input_eager_saves_written_after_the_call(
     wrapper too where the program leaves it unwritten."""
     with torch.enable_grad():
         assert_matches_eager(fn, make, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The same, where the saved tensor is an input the program itself wrote before the save (eager saved it at the count
+# the program leaves, which the compiled call reaches only once its epilogue has written the input), or where the
+# tensor written after the call is a view of the saved one (it moves the saved tensor's counter).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _aliased_input_written_then_saved(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    x2.add_(x2)
+    t1 = x2.mul(x0.add(x0))  # mul saves x2 after its write
+    return t1, x1  # x1 is x2: written after the call
+
+
+def _input_written_through_a_view_then_the_view_saved(x0: T) -> tuple[T, T]:
+    t0 = x0[0:1:1]
+    with torch.no_grad():
+        t0.copy_(x0)
+    return t0.mul(t0), x0  # mul saves t0, a view of x0: writing x0 after the call moves its counter
+
+
+def _input_written_by_an_empty_copy_then_saved(x0: T) -> tuple[T, T]:
+    t0 = x0[:, 3:3:2]
+    t1 = t0.expand((3, 0))
+    with torch.no_grad():
+        t0.copy_(t1)  # writes nothing, but moves x0's counter
+    return t1, x0.sin()  # sin saves x0; t1, a view of x0, is written after the call
+
+
+def _view_of_saved_sort_indices_returned(x0: T, x1: T) -> tuple[T, T]:
+    t0, t1 = x0.sort(0, descending=True)  # sort's node saves its indices t1
+    x1.add_(t0)  # x1's backward runs that node
+    return t1.view((1,)).view(()), x1
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        pytest.param(
+            _aliased_input_written_then_saved,
+            lambda: (lambda b: (b, b, b))(pair_nonleaf(4, 1)),
+            id="subclass input passed thrice",
+        ),
+        pytest.param(
+            _input_written_through_a_view_then_the_view_saved,
+            lambda: (pair(1, requires_grad=True),),
+            id="subclass view of the input saved",
+        ),
+        pytest.param(_input_written_by_an_empty_copy_then_saved, lambda: (_leaf(3, 3),), id="plain, an empty write"),
+        pytest.param(
+            _view_of_saved_sort_indices_returned,
+            lambda: (pair_nonleaf(), torch.randn(4, 4, 3)),
+            id="view of saved subclass indices",
+        ),
+        pytest.param(
+            _view_of_saved_sort_indices_returned,
+            lambda: (nonleaf(), torch.randn(4, 4, 3)),
+            id="view of saved plain indices",
+        ),
+    ],
+)
+def test_saved_tensor_written_after_the_call_through_another_name(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    """Found by the fuzzer (seeds 76800 #8 and #174, 77000 #715, 77100 #255, once its last call wrote the outputs):
+    eager's backward raises where the caller writes, after the call, a tensor sharing the saved one's version counter
+    (the saved input itself, after the program's own write, or a view of the saved tensor); the compiled backward
+    raises too."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=write_outputs)
