@@ -189,7 +189,7 @@ class _CheckedRun:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
         _check_requires_grad_calls(run, flat)
-        check_dirty_inputs(flat, run)
+        check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [Stale View Functions]
             [

@@ -22,7 +22,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.runtime.plan import EagerSave
+from subclassaot.runtime.plan import EagerSave, EagerSaves
 from subclassaot.runtime.steps import epilogue_write_hidden
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -36,7 +36,13 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import EXAMPLE_INPUT_HISTORY_ERROR, static_fake_copies, storage_key
+from subclassaot.torch_internals import (
+    EXAMPLE_INPUT_HISTORY_ERROR,
+    get_version,
+    set_version,
+    static_fake_copies,
+    storage_key,
+)
 
 # Note [Probing Eager's Backward]
 # Where the traced backward fails (Note [Backward Errors Are Deferred]), or may pass where eager's fails, what eager's
@@ -149,11 +155,13 @@ def _trial(
     errors: list[RuntimeError] | None = None,
     returned: frozenset[int] = frozenset(),
     before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
+    after_call: Callable[[Sequence[object], Sequence[object]], None] | None = None,
 ) -> tuple[list[int], BackwardEnd | None]:
     """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
     of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
     gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
-    backward, with the outputs it takes as roots (and their positions)."""
+    backward, with the outputs it takes as roots (and their positions); `after_call(outputs, values)` right after the
+    program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call)."""
     mode, values = static_fake_copies(flat.values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
     leaves = [
@@ -178,6 +186,8 @@ def _trial(
         state, args, kwargs = unflatten_call(flat, values)
         outs = pytree.tree_leaves(call(state, args, kwargs))
         grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
+        if after_call is not None:
+            after_call(outs, values)
         if chosen is None:
             return grad_outputs, None
         # A non-leaf input returned as it came: its fake's history node is numbered above all (it would run first
@@ -603,17 +613,123 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # tensor moves the saved one's counter. The counter is read once the call's epilogue has written the inputs: an input
 # the program wrote before the save was saved at the count eager ends the program with, which the runtime reaches
 # only after the graph has run (a write after the save fails eager's backward on its own: the analysis's concern).
-def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> tuple[EagerSave, ...]:
-    """The saved tensors of the comment above; () where there are none or the program cannot run on fakes."""
+# Eager's engine runs later-made nodes first and a leaf's AccumulateGrad as soon as it is ready (Note [Probing Eager's
+# Backward]), so before the saving node raises a leaf may get its gradient: one returned as itself that no node of the
+# program reaches (a root, ready at once) goes into the Function detached (`EagerSaves.detached`), so that its
+# AccumulateGrad waits on no node of ours either; where another leaf is reached by a path around every saving node, the
+# probe runs eager's backward on static fakes, the saved tensor's counter moved after the call, through each set of
+# outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
+# compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once.
+def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
+    """The saved tensors of the comment above, and the leaves the Function takes detached; none where there are no
+    such tensors or the program cannot run on fakes."""
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(call(state, args, kwargs))
-            readers = _saved_readers(outs)
-            return _matched(readers, outs, values, flat, analysis)
+            found = _matched(_saved_readers(outs), outs, values, flat, analysis)
+            if not found:
+                return EagerSaves()
+            detached = _unreached_returned_leaves(outs, values, flat)
+            apart = {id(values[flat.tensor_indices[p]]) for p in detached}
+            around = [_leaf_around_savers(outs, values, _saved_value(e, outs, values, flat), apart) for e in found]
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
-        return ()
+        return EagerSaves()
+    saves = tuple(
+        EagerSave(e.output, e.input, e.outputs, graded_first=_graded_first(call, flat, e, detached)) if a else e
+        for e, a in zip(found, around, strict=True)
+    )
+    return EagerSaves(saves=saves, detached=detached)
+
+
+def _saved_value(save: EagerSave, outs: Sequence[object], values: Sequence[object], flat: FlatInputs) -> torch.Tensor:
+    value = outs[save.output] if save.output is not None else values[flat.tensor_indices[cast(int, save.input)]]
+    assert isinstance(value, torch.Tensor), "BUG: a saved wrapper that is no tensor"
+    return value
+
+
+def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object], flat: FlatInputs) -> frozenset[int]:
+    """Tensor inputs that are leaves requiring grad, passed once and returned as themselves, whose AccumulateGrad no
+    output's grad_fn graph reaches: eager's engine runs it, a root numbered above all, before any node of the
+    program, so the compiled Function takes them detached (the comment above)."""
+    reached: set[int] = set()
+    seen: set[int] = set()
+    stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            reached.add(id(variable))
+        stack.extend(child for child, _ in node.next_functions)
+    return frozenset(
+        p
+        for p, k in enumerate(flat.tensor_indices)
+        if isinstance(v := values[k], torch.Tensor)
+        and v.requires_grad
+        and v.is_leaf
+        and id(v) not in reached
+        and sum(w is v for w in values) == 1
+        and any(o is v for o in outs)
+    )
+
+
+def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int]) -> bool:
+    """Does some output's grad_fn graph reach the AccumulateGrad of a leaf input (or of the leaf a view input is a
+    view of), not in `apart`, by a path through no node that saved `saved`? Only then may eager's engine give that
+    leaf its gradient before such a node raises."""
+    key = _identity(saved)
+    leaves = {
+        id(leaf)
+        for v in values
+        if isinstance(v, torch.Tensor)
+        for leaf in (v, v._base)
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and leaf.is_leaf and id(leaf) not in apart
+    }
+    seen: set[int] = set()
+    stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if any(_identity(t) == key for t in _saved_by(node)):
+            continue
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor) and id(variable) in leaves:
+            return True
+        stack.extend(child for child, _ in node.next_functions)
+    return False
+
+
+def _graded_first(call: Callable[..., object], flat: FlatInputs, save: EagerSave, detached: frozenset[int]) -> bool:
+    """Whether eager's backward through some outputs that run a node saving `save`'s wrapper, written after the call,
+    gives a leaf input its gradient before that node raises (the `detached` leaves as the compiled Function gives
+    theirs), run on static fakes; True where that is not seen (more than MAX_PROBED_OUTPUTS outputs, a probe that
+    fails)."""
+
+    def written(outs: Sequence[object], values: Sequence[object]) -> None:
+        t = _saved_value(save, outs, values, flat)
+        set_version(t, get_version(t) + 1)
+
+    returned = frozenset(flat.tensor_indices[p] for p in detached)
+    try:
+        grad_outputs, _ = _trial(call, flat, None)
+        if len(grad_outputs) > MAX_PROBED_OUTPUTS:
+            return True
+        for mask in range(1, 1 << len(grad_outputs)):
+            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+            if not chosen & save.outputs:
+                continue
+            _, end = _trial(call, flat, chosen, returned=returned, after_call=written)
+            if end is not BackwardEnd.RAISES:
+                return True
+    except Exception:  # a program the probe cannot run
+        return True
+    return False
 
 
 def _matched(

@@ -23,7 +23,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.errors import UnsupportedError
 from subclassaot.runtime.plan import (
     BackwardPlan,
-    EagerSave,
+    EagerSaves,
     GraphCall,
     GraphRunResult,
     MetaEvaluator,
@@ -36,7 +36,6 @@ from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, roo
 from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
-    Analysis,
     LeafSource,
     OutputKind,
     OutputLeaf,
@@ -344,7 +343,7 @@ class _Step:
         bw: Callable[..., object] | None,
         bw_meta: BackwardPlan,
         differentiable_backward: bool,
-        eager_saves: tuple[EagerSave, ...],
+        eager_saves: EagerSaves,
     ) -> None:
         analysis, layout, flat = plan.analysis, plan.layout, plan.flat
         self.plan, self.fw, self.bw, self.bw_meta = plan, fw, bw, bw_meta
@@ -360,15 +359,24 @@ class _Step:
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
         # Tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
         # tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
-        # through)
+        # through, whether eager may give a leaf its gradient before that node raises)
         self.roots = roots = training_roots(analysis)
         counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
         new_values = _new_values(plan, bw_meta, fresh_outputs)
+        n_wrappers = len(bw_meta.wrapper_updates)
         self.checks = tuple(
-            (None if e.output is None else counter_of[e.output], e.input, at)
-            for e in eager_saves
+            (None if e.output is None else counter_of[e.output], e.input, at, e.graded_first)
+            for e in eager_saves.saves
             if e.output is None or e.output in counter_of
-            if (at := _through(analysis, e.outputs, n_updates, fresh_outputs, new_values))
+            if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values))
+        )
+        # ... and where there are such: the leaves returned as themselves the Function takes detached, where it gives
+        # them no gradient (eager's engine accumulates theirs before any node of the program)
+        no_grad_from_here = {i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if not deps}
+        self.apart = (
+            tuple(sorted(i for i in eager_saves.detached if i in no_grad_from_here and i not in bw_meta.detached))
+            if self.checks and len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
+            else ()
         )
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
@@ -803,15 +811,19 @@ def _subclass_grad(
 
 
 def _through(
-    analysis: Analysis,
+    plan: RuntimePlan,
     outputs: frozenset[int],
-    n_updates: int,
     fresh: tuple[int, ...],
+    n_wrappers: int,
     new_values: Mapping[int, tuple[int, ...]],
 ) -> tuple[int, ...]:
     """The Function outputs the tangents of `outputs` come in through: a fresh output's own; a view's, the base it is
-    replayed from (an intermediate base, the bases of a rebuilt subclass root, or an earlier output's); an input's or
-    a view of one's, the input's new value where the program wrote it (`new_values`, of `_new_values`)."""
+    replayed from (an intermediate base, the rebuilt subclass root, which the Function returns after the `n_wrappers`
+    wrapper updates, or an earlier output's); an input's or a view of one's, the input's new value where the program
+    wrote it (`new_values`, of `_new_values`)."""
+    analysis, n_updates = plan.analysis, len(plan.graph_outputs.updates)
+    roots = [r.root_bases for r in training_roots(analysis)]
+    roots_at = n_updates + len(fresh) + plan.graph_outputs.num_bases + n_wrappers
     found: set[int] = set()
     todo, seen = sorted(outputs), set()
     while todo:
@@ -832,7 +844,7 @@ def _through(
         elif replay is not None and replay.source is ReplaySource.BASE:
             found.add(n_updates + len(fresh) + replay.index)
         elif replay is not None and replay.source is ReplaySource.WRAPPER:
-            found.update(n_updates + len(fresh) + b for b in replay.root_bases)
+            found.add(roots_at + roots.index(replay.root_bases))
         elif replay is not None and replay.source is ReplaySource.OUTPUT:
             todo.append(replay.index)
     return tuple(sorted(found))
@@ -873,8 +885,8 @@ def _hold_checked(
     own node's ctx would never be freed), an input, which may be a stand-in made for this call, by a strong one. Their
     counters are read once the call has written its inputs (`_note_counters`)."""
     ctx.checks = [
-        (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions)
-        for out, inp, positions in s.checks
+        (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions, graded)
+        for out, inp, positions, graded in s.checks
     ]
     ctx.checked = None
     noted.append(ctx)
@@ -883,7 +895,7 @@ def _hold_checked(
 def _note_counters(noted: list[Any]) -> None:
     """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves)."""
     for ctx in noted:
-        ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _ in ctx.checks]
+        ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _ in ctx.checks]
 
 
 def _counter_holders(
@@ -910,21 +922,30 @@ def _counter_holders(
 
 
 def _check_saved_tensors(
-    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...]]],
+    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], bool]],
     versions: Sequence[int],
     grads: Sequence[torch.Tensor | None],
 ) -> None:
     """Raise eager's error where a tensor eager's backward would unpack was written since the call (the saved
-    tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it."""
-    for (ref, positions), version in zip(checks, versions, strict=True):
+    tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it;
+    refuse where eager's engine may give some leaf its gradient before that node raises."""
+    for (ref, positions, graded_first), version in zip(checks, versions, strict=True):
         t = ref()
         if t is None or not any(grads[k] is not None for k in positions) or get_version(t) <= version:
             continue
-        raise RuntimeError(
+        error = (
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
             "instead (a tensor eager's autograd saved, written after the compiled call)"
         )
+        if graded_first:
+            raise UnsupportedError(
+                f"the program's backward fails in eager ({error}), and eager's engine may first give some leaf "
+                "input its gradient (it runs the nodes made after the one that saved that tensor first), where the "
+                "compiled backward computes every gradient in one node (backward_probe's comment on saved "
+                "tensors). Do not write the program's outputs or inputs in place between the call and backward"
+            )
+        raise RuntimeError(error)
 
 
 def training_call(
@@ -933,10 +954,10 @@ def training_call(
     bw: Callable[..., object] | None,
     bw_meta: BackwardPlan,
     differentiable_backward: bool,
-    eager_saves: tuple[EagerSave, ...] = (),
+    eager_saves: EagerSaves | None = None,
 ) -> GraphCall:
     """`eager_saves`: backward_probe.eager_saves."""
-    step = _Step(plan, fw, bw, bw_meta, differentiable_backward, eager_saves)
+    step = _Step(plan, fw, bw, bw_meta, differentiable_backward, eager_saves or EagerSaves())
     unreached, stand_ins, unread = _detached_inputs(step)
     analysis, flat = plan.analysis, plan.flat
     n_updates, n_fresh, n_bases = step.n_updates, plan.graph_outputs.num_fresh, plan.graph_outputs.num_bases
@@ -959,6 +980,8 @@ def training_call(
         for i in unread:
             if grad_fn_raises(cast(torch.Tensor, user[i])):
                 user[i] = cast(torch.Tensor, user[i]).detach()
+        if step.apart:  # (only while another input that requires grad stays attached: the outputs keep their history)
+            _detach_apart(cast(list[torch.Tensor], user), step.apart)
         bases = (
             [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
         )  # Note [Aliased Inputs In Training]
@@ -1018,6 +1041,16 @@ def _apply_step(*args: object) -> Sequence[torch.Tensor]:
         Sequence[torch.Tensor],
         _c_apply(*(_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args)),
     )
+
+
+def _detach_apart(user: list[torch.Tensor], apart: tuple[int, ...]) -> None:
+    """The leaves of `_Step.apart` in `user`, detached, where another input that requires grad stays attached."""
+    if any(t.requires_grad and t.is_leaf for i, t in enumerate(user) if i in apart) and any(
+        t.requires_grad for i, t in enumerate(user) if i not in apart
+    ):
+        for i in apart:
+            if user[i].is_leaf:
+                user[i] = user[i].detach()
 
 
 def _detached(value: object) -> object:

@@ -230,6 +230,20 @@ class EagerSave:
     output: int | None
     input: int | None  # ... the tensor input (position among the tensor inputs) whose counter it uses
     outputs: frozenset[int]  # program outputs whose backward runs a node that saved it
+    # eager's backward, with it written after the call, may give some leaf input its gradient before the node that
+    # saved it raises (its engine runs later-made nodes first): the compiled backward refuses instead of raising
+    graded_first: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EagerSaves:
+    """backward_probe.eager_saves: the saved wrappers, and the leaf inputs the Function takes detached where there
+    are any (backward_probe's comment on saved tensors)."""
+
+    saves: tuple[EagerSave, ...] = ()
+    # tensor inputs (positions among the tensor inputs): leaves returned as themselves that no node of eager's program
+    # reaches, whose AccumulateGrad eager runs before any of the program's nodes
+    detached: frozenset[int] = frozenset()
 
 
 def probed_stride(

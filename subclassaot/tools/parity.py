@@ -37,6 +37,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.torch_internals import nested_coeff
 
 __all__ = [
@@ -494,6 +495,8 @@ def _backward(run: _Run) -> BaseException | None:
 
 def _compare_grads(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
     want_error, got_error = _backward(want), _backward(got)
+    if isinstance(got_error, UnsupportedError) and want_error is not None and str(got_error) != str(want_error):
+        raise got_error  # a refusal when the backward runs, where eager's raises otherwise: the program is refused
     if (want_error is None) != (got_error is None):
         errors.append(f"backward raised {got_error!r} vs eager {want_error!r}")
         return

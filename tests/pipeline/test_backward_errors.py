@@ -884,3 +884,71 @@ def test_saved_tensor_written_after_the_call_through_another_name(
     raises too."""
     with torch.enable_grad():
         assert_matches_eager(fn, make, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Gradients eager accumulates before a saved tensor written after the call makes its backward raise: eager's engine runs
+# a leaf's AccumulateGrad as soon as it is ready, and later-made nodes before earlier ones (Note [Probing Eager's
+# Backward]); the compiled backward is one node (backward_probe's comment on saved tensors).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _leaf_returned_beside_a_saving_function(x0: T, x1: T) -> tuple[T, T, T]:
+    return x1, x0, SinFunction.apply(x0).diagonal(-1, 0, 1)  # type: ignore[no-untyped-call]
+
+
+def _leaf_read_after_a_saving_function(x0: T, x1: T) -> tuple[T, T, T]:
+    return x0, SinFunction.apply(x0), x1 * 2  # type: ignore[no-untyped-call]  # the product's node is numbered higher
+
+
+def _leaf_read_before_a_saving_function(x0: T, x1: T) -> tuple[T, T, T]:
+    y = x1 * 2
+    return x0, y, SinFunction.apply(x0)  # type: ignore[no-untyped-call]  # the Function's node is numbered higher
+
+
+def _plain_inputs() -> tuple[T, T]:
+    return nonleaf(3, 1), _leaf(3, 2, 2)
+
+
+def _pair_inputs() -> tuple[T, T]:
+    return pair_nonleaf(3, 1), pair(3, 2, 2, requires_grad=True)
+
+
+@pytest.mark.parametrize("make", [_plain_inputs, _pair_inputs], ids=["plain", "pair"])
+def test_leaf_returned_as_itself_gets_its_gradient_before_a_written_save_raises_like_eager(
+    make: Callable[[], tuple[T, T]],
+) -> None:
+    """Found by the fuzzer (--subclass subclasses.nested.tensor:example, seed 77300, program 239): x1 is returned as
+    itself and no node of the program reaches it, so eager's engine accumulates its gradient first, then the
+    Function's node raises on the written x0; the compiled Function took x1 as an input (with no gradient for it),
+    which held x1's AccumulateGrad behind its raising node. It now takes x1 detached."""
+    with torch.enable_grad():
+        x0, x1 = make()
+        outs = _leaf_returned_beside_a_saving_function(x0, x1)
+        write_outputs(outs, ())
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+        assert x1.grad is not None
+        assert_matches_eager(_leaf_returned_beside_a_saving_function, make, after_call=write_outputs)
+
+
+def test_leaf_graded_by_a_later_node_before_a_written_save_raises_refused() -> None:
+    """The product's node is made after the Function's, so eager's engine runs it and accumulates x1's gradient before
+    the Function's node raises on the written x0; the compiled backward computes both gradients in one node: refused
+    when that backward runs (it raises in eager too)."""
+    with torch.enable_grad():
+        x0, x1 = _plain_inputs()
+        outs = _leaf_read_after_a_saving_function(x0, x1)
+        write_outputs(outs, ())
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+        assert x1.grad is not None
+        with pytest.raises(UnsupportedError, match="eager's engine may first give some leaf input its gradient"):
+            assert_matches_eager(_leaf_read_after_a_saving_function, _plain_inputs, after_call=write_outputs)
+
+
+def test_leaf_read_before_a_saving_function_raises_like_eager() -> None:
+    """The Function's node is made last, so eager's engine runs it first and raises before any gradient: the probe
+    sees that, and the compiled backward raises eager's error, with no gradient, as eager."""
+    with torch.enable_grad():
+        assert_matches_eager(_leaf_read_before_a_saving_function, _plain_inputs, after_call=write_outputs)

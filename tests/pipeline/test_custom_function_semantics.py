@@ -5,7 +5,7 @@ returned, checked against eager through the oracle."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -13,7 +13,7 @@ import torch
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.program_helpers import pair
+from tests.pipeline.program_helpers import pair, pair_nonleaf
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -298,6 +298,38 @@ def test_mark_dirty_input_whose_alias_is_returned_refused() -> None:
     assert type(x1.grad_fn).__name__ == "DirtyReturnedBackward" and out[0].requires_grad  # type: ignore[index]
     with pytest.raises(UnsupportedError, match=r"Note \[Custom Functions\]"):
         subclassaot.compile(dirty_other_alias_returned)(*make())
+
+
+def _fp8_nonleaf_and_view() -> tuple[T, T]:
+    from subclasses.fp8.tensor import example
+
+    with torch.enable_grad():
+        c = example().requires_grad_().clone()
+    return c, c.unsqueeze(1)
+
+
+def _pair_nonleaf_and_view() -> tuple[T, T]:
+    c = pair_nonleaf(4, 6)
+    return c, c.unsqueeze(1)
+
+
+def dirty_input_whose_view_is_returned(x0: T, x1: T) -> object:
+    DirtyReturned.apply(x0)  # type: ignore[no-untyped-call]
+    return (x1,)
+
+
+@pytest.mark.parametrize("make", [_fp8_nonleaf_and_view, _pair_nonleaf_and_view], ids=["fp8", "pair"])
+def test_mark_dirty_subclass_input_whose_view_input_is_returned_refused(make: Callable[[], tuple[T, T]]) -> None:
+    """x1 is a wrapper-level view of the subclass input x0 (it shares x0's wrapper version counter, not a plain
+    storage): eager rebuilds x1's history from x0's, which now runs through the Function's backward; the compiled
+    gradient through x1 missed it (fuzz --subclass subclasses.fp8.tensor:example, seed 77200, program 130: DIVERGED,
+    the leaf's gradient half eager's). Refused like the plain alias above."""
+    with torch.enable_grad():
+        x0, x1 = make()
+        (out,) = cast(tuple[T], dirty_input_whose_view_is_returned(x0, x1))
+        assert out.grad_fn is not None and type(out.grad_fn.next_functions[0][0]).__name__ == "DirtyReturnedBackward"
+        with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
+            subclassaot.compile(dirty_input_whose_view_is_returned)(*make())
 
 
 def dirty_view_of_input_not_returned(x0: T) -> object:

@@ -35,6 +35,7 @@ from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.view_chains import view_step
 from subclassaot.schemas import (
     DenseIndex,
+    DenseLayout,
     FlatInputs,
     InputIndex,
     LeafSource,
@@ -83,9 +84,10 @@ __all__ = [
 # Inputs marked dirty: a Function that writes its input and calls ctx.mark_dirty(x) gives eager's `x` the Function's
 # node as its grad_fn, so the gradient reaching x's earlier history is what the Function's backward says. The functional
 # graph sees a write made with grad off, so the input would keep its old history: refused where that input, or a view of
-# it, or another input over its storage that requires grad (its history is rebuilt from x's), is an output (an input
-# whose counter moved and whose final grad_fn is a node of the program's Function, or with a view the Function marked
-# dirty, returned or not). Not refused (a known gap): such an input that is not returned.
+# it, or another input over its storage that requires grad (its history is rebuilt from x's; for a subclass, one that
+# shares x's wrapper-level version counter: a view of x or of x's base), is an output (an input whose counter moved and
+# whose final grad_fn is a node of the program's Function, or with a view the Function marked dirty, returned or not).
+# Not refused (a known gap): such an input that is not returned.
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
@@ -139,13 +141,21 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
 
 
-def check_dirty_inputs(flat: FlatInputs, run: FunctionalRun) -> None:
+def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun) -> None:
     """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
     (Note [Custom Functions])."""
     returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
-    for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
-        # (another input over t's storage that requires grad, or a view of one, has its history rebuilt from t's)
-        sharing = [u for u in run.user_tensors if u is not t and u.requires_grad and _same_input_storage(u, t, run)]
+    families = layout.wrapper_families
+    for p, (t, k) in enumerate(zip(run.user_tensors, flat.tensor_indices, strict=True)):
+        # (another input over t's storage that requires grad, or a view of one, has its history rebuilt from t's: for
+        # a subclass, one that shares t's wrapper-level version counter, a view of t or of t's base)
+        sharing = [
+            u
+            for q, u in enumerate(run.user_tensors)
+            if u is not t
+            and u.requires_grad
+            and (_same_input_storage(u, t, run) or families[p] >= 0 and families[q] == families[p])
+        ]
         roots = [t, *sharing]
         rooted = [o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)]
         if not rooted:
