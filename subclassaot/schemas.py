@@ -547,19 +547,6 @@ class Analysis:
     # the program's storage resize_ of inputs' storages (Note [Storage Swaps By Rebinding])
     storage_resizes: tuple[StorageResize, ...] = ()
 
-    def wrapper_roots(self) -> dict[int, tuple[int, ...]]:
-        """First base number -> the base numbers of one intermediate subclass that views are replayed from
-        (ReplaySource.WRAPPER). In training the Function returns that wrapper in their place (Note [Subclass Intermediate
-        Roots])."""
-        roots: dict[int, tuple[int, ...]] = {}
-        for info in self.outputs:
-            if info.replay is not None and info.replay.source is ReplaySource.WRAPPER and info.replay.root_bases:
-                roots.setdefault(info.replay.root_bases[0], info.replay.root_bases)
-        return roots
-
-    def mutated_leaves(self) -> tuple[DenseIndex, ...]:
-        return tuple(DenseIndex(i) for i, m in enumerate(self.mutations) if m.any)
-
 
 # ----------------------------------------------------------------------------- graph outputs
 

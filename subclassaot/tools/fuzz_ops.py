@@ -127,10 +127,6 @@ class Chooser(Protocol):
         ...
 
 
-def pick(choose: Chooser, options: tuple[object, ...] | list[object]) -> object:
-    return options[choose.integer(0, len(options) - 1)]
-
-
 class Family(enum.Enum):
     VIEW = "view"  # binds results that alias the source
     INPLACE = "inplace"  # mutates the source (data, metadata or storage); binds nothing; may go through `.data`

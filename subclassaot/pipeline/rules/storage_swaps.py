@@ -563,7 +563,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             )
 
     def _grow(self, x: torch.Tensor, size: list[int], memory_format: torch.memory_format | None) -> None:
-        self.record.moved_data = self.record.moved_by_swap = True
+        self.record.moved_by_swap = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
         old = storage_tail(self.record, x)
@@ -577,7 +577,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     # (12,), not the owner's shape). The storage's elements beyond an input's own are reached as any strided view's
     # (Note [as_strided On Inputs]).
     def _set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self.record.moved_data = self.record.moved_by_swap = True
+        self.record.moved_by_swap = True
         x = args[0]
         if func in (torch.ops.aten.set_.source_Tensor,):
             rebind_functional(x, args[1], None)
@@ -706,7 +706,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_no_overlapping_read(func, arg, args, kwargs)
                     if self.depth == 0 and not is_traceable_subclass(arg):  # subclasses: their own rule (analyze)
                         check_empty_write_through_overlap(func, arg, args, kwargs, self.record)
-                    self.record.moved_data = True
                     self.record.moved_storages.add(storage_key(arg))
                     if self.depth == 0 and not is_traceable_subclass(arg):
                         self.record.dense_writes.add(storage_key(arg))

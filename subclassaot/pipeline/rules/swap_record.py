@@ -287,9 +287,7 @@ class SwapRecord:
     # its subclass arguments, those it writes). See Note [Aliased Inputs In Training].
     wrapper_ops: list[tuple[Any, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = field(default_factory=list)
     dense_writes: set[object] = field(default_factory=set)  # storage keys the program wrote below any subclass
-    # an op that moves data (not an in-place view op) wrote a tensor, at any depth; also set by set_() and growth
-    moved_data: bool = False
-    # storage keys such an op (not set_() or growth) wrote: see leaf_mutations (spurious data mutations)
+    # storage keys an op that moves data (not an in-place view op, set_() or growth) wrote, at any depth: see leaf_mutations (spurious data mutations)
     moved_storages: set[object] = field(default_factory=set)
     moved_by_swap: bool = False  # set_() or growth moved data (their storages are not in moved_storages)
     # id() of clones that inputs run as, contiguous where the input is not: contiguous() copies them, as eager's
