@@ -48,7 +48,7 @@ from subclassaot.pipeline.analyze import (
     check_written_inputs_gaining_grad,
 )
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
-from subclassaot.pipeline.backward_probe import eager_saves, native_training_plan, records_as_eager
+from subclassaot.pipeline.backward_probe import eager_saves, native_training_plan, records_as_eager, refuse_new_leaves
 from subclassaot.pipeline.backward_trace import BackwardGraph, BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import (
     DynamicAliasError,
@@ -577,7 +577,10 @@ def _compile_over(
     layout, analysis, training = _analyzed(prog, layout, whole_storage)
     inference = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
     backend = backends.get_backend(config.backend)
-    native = training and _trains_natively(prog, layout, analysis, backend, inference)
+    new_leaves = any(analysis.new_leaves)
+    native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference)
+    if new_leaves and not native:
+        refuse_new_leaves(backend is backends.eager_backend)
     if training and not native and not prog.fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, prog.dense_fakes)
         attempt.deferred_trace = inference

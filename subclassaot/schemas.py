@@ -492,6 +492,9 @@ class Analysis:
     grad_factories: tuple[str, ...] = ()
     # the program's reads of autograd state, in call order (Note [Grad Mode And Autograd Reads])
     autograd_reads: tuple[object, ...] = ()
+    # per requires_grad_() call that turns the flag on, in call order: eager makes a new autograd leaf there (a tensor
+    # that is no input, with grad on), which the graph marks (Note [Training Without A Function])
+    new_leaves: tuple[bool, ...] = ()
     # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
     # Mode And Autograd Reads])
     base_reads: tuple[tuple[int, int | None], ...] = ()

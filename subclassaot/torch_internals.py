@@ -24,6 +24,7 @@ from torch._subclasses.fake_tensor import (
 )
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.autograd.graph import GradientEdge
+from torch.fx.experimental import proxy_tensor
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
@@ -221,6 +222,17 @@ def is_plain_autograd_view(t: torch.Tensor) -> bool:
     return bool(meta == torch._C._autograd.CreationMeta.DEFAULT)
 
 
+def requires_grad_through_base(t: torch.Tensor) -> bool:
+    """An autograd view made under no_grad (or inference mode) of a tensor that requires grad: it reports requires_grad
+    from its base but has neither history nor an accumulator of its own, so no gradient reaches it, until
+    requires_grad_() gives it its own flag (a new autograd leaf)."""
+    if not t._is_view() or not t.requires_grad:
+        return False
+    meta = torch._C._autograd._get_creation_meta(t)
+    modes = (torch._C._autograd.CreationMeta.NO_GRAD_MODE, torch._C._autograd.CreationMeta.INFERENCE_MODE)
+    return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
+
+
 def is_fake(t: object) -> bool:
     return isinstance(t, FakeTensor)
 
@@ -373,6 +385,29 @@ def trace_graph(
     return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
         *example_inputs
     )
+
+
+def new_autograd_leaf(t: torch.Tensor) -> torch.Tensor:
+    """A traced graph's node (Note [Training Without A Function]): `t` made a new autograd leaf, as the program's
+    requires_grad_() made eager's. Itself where the graph's run gave it no history; else a detached alias (eager's
+    had none: computed in a no_grad block, say), which the nodes after it read instead."""
+    if t.grad_fn is None:
+        return t.requires_grad_()
+    return t.detach().requires_grad_()
+
+
+def trace_new_leaf(t: torch.Tensor) -> None:
+    """Under make_fx over functionalization: a `new_autograd_leaf` node on FunctionalTensor `t`'s current value, whose
+    result the nodes traced after it read for that value. Nothing where no make_fx trace is running."""
+    mode = proxy_tensor.get_proxy_mode()
+    if mode is None:
+        return
+    value = from_functional(t)
+    tracer = mode.tracer
+    before = proxy_tensor.get_proxy_slot(value, tracer)
+    proxy = tracer.create_proxy("call_function", new_autograd_leaf, (before.proxy,), {})
+    proxy_tensor.set_meta(proxy, value)
+    proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))
 
 
 def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:

@@ -291,6 +291,7 @@ def _analysis(
         wrapper_storage=f.wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
+        new_leaves=tuple(run.swaps.new_leaves),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
@@ -442,15 +443,15 @@ def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
                 "into a clone, or turn requires_grad off outside the compiled function"
             )
     gained = {k: grad for k, grad in run.swaps.requires_grad_gained.items() if k not in inputs}
-    if gained and (run.swaps.grad_at_start or any(gained.values())):
-        # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag; Note [Grad Mode
-        # And Autograd Reads])
+    if not run.swaps.grad_at_start and any(gained.values()):
+        # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag, Note [Grad Mode
+        # And Autograd Reads]; one begun with grad on: a new leaf, Note [Training Without A Function])
         raise UnsupportedError(
             "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
-            "view of an input or an intermediate) in a call made with grad mode on: eager makes it a new autograd "
-            "leaf, which the outputs' histories end in, and one compiled graph over the inputs cannot make such a "
-            'leaf. Use torch.compile(fn, backend="subclassaot"), which splits the program there, call '
-            "requires_grad_() on the input itself, or on the output after the call"
+            "view of an input or an intermediate) inside a torch.enable_grad() block of a call made under no_grad: "
+            "eager makes it a new autograd leaf, which the outputs' histories end in, and the compiled call under "
+            'no_grad cannot make such a leaf. Use torch.compile(fn, backend="subclassaot"), which splits the program '
+            "there, call the compiled function with grad mode on, or call requires_grad_() on the output after the call"
         )
 
 
@@ -465,7 +466,8 @@ def _analyze_outputs(
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
     set_targets = outputs_set_onto_inputs(leaves, run, current, original, mutations)
-    gained = bool(run.swaps.requires_grad_gained.keys() - input_by_id.keys())  # (a call under no_grad: analyze)
+    # (a call under no_grad: analyze; one with grad makes new leaves: Note [Training Without A Function])
+    gained = not run.swaps.grad_at_start and bool(run.swaps.requires_grad_gained.keys() - input_by_id.keys())
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}

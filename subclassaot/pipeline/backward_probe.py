@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import NoReturn, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -568,6 +568,11 @@ class _FunctionReach:
 #   on its own fakes of the inputs as passed (eager's run may change their autograd state). A custom
 #   autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all change it.
 # Otherwise the joint graph and the Function stand (Note [Training Through A Joint Graph]).
+# New leaves: eager's requires_grad_() on a tensor that is no input (an intermediate, a view, a detach()), in a call
+# begun with grad on, makes it an autograd leaf the later results' histories end in, with no edge into the inputs.
+# The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
+# (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
+# run that node, so a program making one compiles only here (even with no input requiring grad), or is refused.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
@@ -870,6 +875,26 @@ def records_as_eager(
         if _autograd_shape(out, tensors) != _autograd_shape(mine, graph_tensors):
             return False
     return True
+
+
+def refuse_new_leaves(eager_backend: bool) -> NoReturn:
+    """The program makes new autograd leaves (Analysis.new_leaves), which only autograd recording the eager backend's
+    run of the graph makes as eager's (Note [Training Without A Function]), and that is not the compile's."""
+    why = (
+        "only the eager backend runs the graph's ops where autograd records them; this compile's backend does not"
+        if not eager_backend
+        else "here it would not record eager's: the program writes an input, returns a view, an alias of an input or "
+        "a tensor subclass, or computes what the outputs' histories pass through in a no_grad block, by detach() or "
+        "in a custom autograd.Function"
+    )
+    raise UnsupportedError(
+        "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
+        "view or an intermediate) in a call made with grad mode on: eager makes it a new autograd leaf, which the outputs' "
+        "histories end in, and the compiled call makes that leaf only where autograd, recording the graph's run, "
+        f"records the graph eager's program records (Note [Training Without A Function]); {why}. Compile with "
+        'backend="eager" a program that leaves its inputs unwritten, use torch.compile(fn, backend="subclassaot"), '
+        "which splits the program there, or call requires_grad_() on the output after the call"
+    )
 
 
 def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:

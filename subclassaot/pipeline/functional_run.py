@@ -95,6 +95,7 @@ def run_functional(
     view_clone_inputs: frozenset[int] = frozenset(),
     own_base_views: bool = False,
     replay_reads: tuple[object, ...] | None = None,
+    new_leaves: tuple[bool, ...] | None = None,
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
@@ -116,6 +117,7 @@ def run_functional(
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
     record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
+    record.replayed_new_leaves = new_leaves  # Note [Training Without A Function]
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, set(viewed) | set(view_clone_inputs))

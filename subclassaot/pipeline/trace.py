@@ -133,7 +133,13 @@ def trace_inference(
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
         with new_functional_mode():
             run = run_functional(
-                call, flat, layout, graph_values, requires_grad_like=user_fakes, replay_reads=analysis.autograd_reads
+                call,
+                flat,
+                layout,
+                graph_values,
+                requires_grad_like=user_fakes,
+                replay_reads=analysis.autograd_reads,
+                new_leaves=analysis.new_leaves,
             )
             outs, counts["fresh"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs

@@ -18,11 +18,12 @@ What is compared, per call:
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
 - version counters: whether each top-level input's `_version` changed. See Note [Input Updates];
-- gradients, when an input or parameter requires grad and grad mode is on (or `check_grads=True`): a fixed random
-  tangent is pushed back through every output that requires grad, then the `.grad` of each leaf input and of each
-  leaf behind a non-leaf input (found by walking its autograd graph before the call) is compared, None-ness and
-  values; inputs are compared again after the backward (mutations during the backward). If eager's backward raises,
-  the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together with an in-place
+- gradients, when an input or parameter requires grad, or an output is a leaf the program made, and grad mode is on
+  (or `check_grads=True`): a fixed random tangent is pushed back through every output that requires grad, then the
+  `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
+  call) and of each output that is a leaf the program made (requires_grad_() on an intermediate) is compared,
+  None-ness and values; inputs are compared again after the backward (mutations during the backward). If eager's
+  backward raises, the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together with an in-place
   view op such as `t_()` it trips an internal assert in eager PyTorch.
 
 Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `assert_matches_eager` (tests/oracle.py).
@@ -112,6 +113,7 @@ class _Run:
     inputs: tuple[_Entry, ...] = ()  # every input tensor, parameter and buffer, inner tensors included
     versions_before: tuple[int, ...] = ()  # indexed like `inputs`
     leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
+    made_leaves: tuple[_Entry, ...] = ()  # ... and the leaves the program made (requires_grad_() on an intermediate)
     post_error: BaseException | None = None
     grad_after: bool = True  # the grad mode the call left (a program may switch it for good)
 
@@ -385,6 +387,7 @@ def _run(
             seed_rng(SEED + 1)
             run.out = fn(*call.args, **call.kwargs)
         run.grad_after = torch.is_grad_enabled()
+        run.made_leaves = _made_leaves(run.out, run.inputs, run.leaves)
         if after_call is not None:
             try:
                 after_call(run.out, call.args)
@@ -414,6 +417,25 @@ def _grad_leaves(inputs: Sequence[_Entry]) -> tuple[_Entry, ...]:
             if id(leaf) not in seen:
                 seen.add(id(leaf))
                 found.append(_Entry(name=f"leaf {k} behind {e.name}", tensor=leaf, top_level=True))
+    return tuple(found)
+
+
+def _made_leaves(out: object, inputs: Sequence[_Entry], leaves: Sequence[_Entry]) -> tuple[_Entry, ...]:
+    """The autograd leaves the program made and returned (requires_grad_() on an intermediate): tensor outputs that
+    are leaves requiring grad, other than inputs and the leaves behind them (`leaves`). A leaf behind an output is
+    left out: the user cannot name it, and the compiled call's histories may reach leaves of its own there."""
+    seen = {id(e.tensor) for e in (*inputs, *leaves)}
+    found: list[_Entry] = []
+    for e in _tree_entries(out, "output"):
+        if not e.top_level or not e.tensor.requires_grad or id(e.tensor) in seen:
+            continue
+        try:
+            if not e.tensor.is_leaf:
+                continue
+        except RuntimeError:  # (a grad_fn that raises when read: compared as such with the outputs)
+            continue
+        seen.add(id(e.tensor))
+        found.append(_Entry(name=f"{e.name} (a leaf the program made)", tensor=e.tensor, top_level=True))
     return tuple(found)
 
 
@@ -500,10 +522,11 @@ def _compare_grads(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> 
     if (want_error is None) != (got_error is None):
         errors.append(f"backward raised {got_error!r} vs eager {want_error!r}")
         return
-    if [e.name for e in got.leaves] != [e.name for e in want.leaves]:
-        errors.append(f"autograd leaves {[e.name for e in got.leaves]} vs eager {[e.name for e in want.leaves]}")
+    got_leaves, want_leaves = (*got.leaves, *got.made_leaves), (*want.leaves, *want.made_leaves)
+    if [e.name for e in got_leaves] != [e.name for e in want_leaves]:
+        errors.append(f"autograd leaves {[e.name for e in got_leaves]} vs eager {[e.name for e in want_leaves]}")
         return
-    for g, w in zip(got.leaves, want.leaves, strict=True):
+    for g, w in zip(got_leaves, want_leaves, strict=True):
         g_grad, w_grad = g.tensor.grad, w.tensor.grad
         if (g_grad is None) != (w_grad is None):
             errors.append(f"{w.name}.grad: {_none_or(g_grad)} vs eager {_none_or(w_grad)}")
@@ -520,7 +543,7 @@ def _none_or(t: torch.Tensor | None) -> str:
 def _wants_grads(run: _Run, check_grads: bool | None) -> bool:
     if check_grads is not None:
         return check_grads
-    return torch.is_grad_enabled() and any(e.tensor.requires_grad for e in run.inputs)
+    return torch.is_grad_enabled() and (any(e.tensor.requires_grad for e in run.inputs) or bool(run.made_leaves))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Grad mode switched inside a compiled program: enable_grad / set_grad_enabled / no_grad / inference_mode nested in
-any order, and requires_grad_() on inputs, checked against eager through the oracle (outputs' requires_grad,
-grad_fn presence, gradients); what stays refused is refused precisely (Note [Grad Mode And Autograd Reads],
-and requires_grad_() on a view or an intermediate with grad on)."""
+any order, requires_grad_() on inputs, and on views and intermediates with grad on (new autograd leaves), checked
+against eager through the oracle (outputs' requires_grad, grad_fn presence, gradients); what stays refused is refused
+precisely (Note [Grad Mode And Autograd Reads], Note [Training Without A Function])."""
 
 from __future__ import annotations
 
@@ -275,36 +275,168 @@ def test_a_no_grad_call_and_a_grad_call_get_their_own_entries() -> None:
     assert any("torch.is_grad_enabled()" in r for r in compiled.recompile_reasons)
 
 
+# requires_grad_() on a tensor that is not an input, in a call made with grad on: eager makes it a new autograd leaf,
+# and the eager backend's graph marks it there (Note [Training Without A Function]).
+
+
 def requires_grad_on_view(x: T) -> object:
-    v = x[0]
+    v = x.t()
     v.requires_grad_()
-    return v * 2
+    return (v * 2,)
 
 
 def requires_grad_on_intermediate(x: T) -> object:
     y = x * 2
     y.requires_grad_()
-    return y * 3
+    return y * 3, y
 
 
 def requires_grad_set_on_intermediate(x: T) -> object:
     y = x * 2
     y.requires_grad = True  # the setter: what requires_grad_() does
-    return y * 3
+    return y * 3, y
+
+
+def new_leaf_not_returned(x: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    z = y.sin()
+    return z * 2, z.sum()
+
+
+def new_leaf_computed_without_grad(x: T) -> object:
+    with torch.no_grad():
+        y = x * 2  # no history: eager's requires_grad_() makes a leaf, which cuts the inputs off
+    y.requires_grad_()
+    return (y * x).sum(), y
+
+
+def new_leaf_of_a_no_grad_view(x: T) -> object:
+    y = x * 2
+    with torch.no_grad():
+        v = y[0]  # requires grad through its base, with no accumulator of its own until requires_grad_()
+    v.requires_grad_()
+    return v * 3, y
+
+
+def new_leaf_of_an_input_detached(x: T) -> object:
+    d = x.detach()
+    d.requires_grad_()
+    return d * 2, x.sin()
 
 
 @pytest.mark.parametrize(
-    "f",
-    [requires_grad_on_view, requires_grad_on_intermediate, requires_grad_set_on_intermediate],
-    ids=["view", "intermediate", "setter"],
+    ("f", "make_inputs"),
+    [
+        (requires_grad_on_intermediate, _plain(3, 3)),
+        (requires_grad_set_on_intermediate, _plain(3, 3)),
+        (requires_grad_on_view, _plain(3, 3)),
+        (new_leaf_not_returned, _plain(4)),
+        (new_leaf_computed_without_grad, _grad(4)),
+        (new_leaf_of_a_no_grad_view, _grad(3, 3)),
+        (new_leaf_of_an_input_detached, _grad(3)),
+        (new_leaf_of_an_input_detached, _plain(3)),
+    ],
+    ids=[
+        "returned",
+        "setter",
+        "view_of_input",
+        "not_returned",
+        "computed_without_grad",
+        "no_grad_view",
+        "detached_input",
+        "detached_plain_input",
+    ],
 )
-def test_requires_grad_on_non_inputs_with_grad_refused(f: Callable[..., object]) -> None:
-    """With grad on, the tensor becomes a new autograd leaf that the outputs' histories end in: refused, pointing to
-    the Dynamo backend, which splits the program there (the setter was ignored: outputs without history)."""
-    out = f(torch.randn(3, 3))
-    assert isinstance(out, T) and out.requires_grad  # eager: the output carries history
-    with pytest.raises(UnsupportedError, match='on a tensor that is not an input .* backend="subclassaot"'):
-        subclassaot.compile(f)(torch.randn(3, 3))
+def test_requires_grad_on_non_inputs_with_grad_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
+    """With grad on, the tensor becomes a new autograd leaf that the outputs' histories end in: the oracle compares
+    the outputs' histories and the `.grad` of the leaves the program made. It was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def test_new_leaf_returned_gets_its_gradient() -> None:
+    compiled = cast(Callable[[T], tuple[T, T]], subclassaot.compile(requires_grad_on_intermediate, backend="eager"))
+    with torch.enable_grad():
+        out, y = compiled(torch.randn(3, 3))
+    assert y.is_leaf and y.requires_grad and out.grad_fn is not None
+    out.sum().backward()  # type: ignore[no-untyped-call]
+    torch.testing.assert_close(y.grad, torch.full((3, 3), 3.0))
+
+
+def test_new_leaf_cuts_the_inputs_gradient_off() -> None:
+    """The leaf made from a value computed under no_grad: the gradient reaches the input only by the direct use."""
+    compiled = cast(Callable[[T], tuple[T, T]], subclassaot.compile(new_leaf_computed_without_grad, backend="eager"))
+    x = torch.randn(4, requires_grad=True)
+    with torch.enable_grad():
+        loss, y = compiled(x)
+    loss.backward()  # type: ignore[no-untyped-call]
+    torch.testing.assert_close(x.grad, 2 * x.detach())  # d(sum(y * x))/dx with y a constant
+    torch.testing.assert_close(y.grad, x.detach())
+
+
+def test_new_leaf_is_made_anew_at_every_call() -> None:
+    compiled = subclassaot.compile(requires_grad_on_intermediate, backend="eager")
+    with torch.enable_grad():
+        first = cast(tuple[T, T], compiled(torch.ones(2)))
+        second = cast(tuple[T, T], compiled(torch.ones(2)))
+    assert len(compiled._entries) == 1
+    assert first[1] is not second[1] and first[1].is_leaf and second[1].is_leaf
+    first[0].sum().backward()  # type: ignore[no-untyped-call]
+    assert second[1].grad is None
+    torch.testing.assert_close(first[1].grad, torch.full((2,), 3.0))
+
+
+def new_leaf_view_of_input_returned(x: T) -> object:
+    v = x[0]
+    v.requires_grad_()
+    return (v,)
+
+
+def new_leaf_no_grad_view_returned(x: T) -> object:
+    y = x * 2
+    with torch.no_grad():
+        v = y[0]
+    v.requires_grad_()
+    return v, y
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [(new_leaf_view_of_input_returned, _plain(3, 3)), (new_leaf_no_grad_view_returned, _grad(3, 3))],
+    ids=["view_of_input", "no_grad_view_of_intermediate"],
+)
+def test_new_leaf_returned_as_a_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
+    """A view made a leaf and returned: the compiled call rebuilds the view after the graph, without the leaf."""
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match='not an input .* backend="subclassaot"'):
+        subclassaot.compile(f, backend="eager")(*make_inputs())
+
+
+def test_new_leaf_with_another_backend_refused() -> None:
+    """Only the eager backend's run of the graph is recorded by autograd (the inductor backend's is not)."""
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* the eager backend"):
+        subclassaot.compile(requires_grad_on_intermediate, backend="inductor")(torch.randn(3, 3))
+
+
+def test_new_leaf_through_a_written_input_refused() -> None:
+    def f(x: T, w: T) -> object:
+        y = x * 2
+        y.requires_grad_()
+        w.mul_(2)
+        return (y * w,)
+
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* writes an input"):
+        subclassaot.compile(f, backend="eager")(torch.randn(3), torch.randn(3))
+
+
+def test_new_leaf_of_a_subclass_refused() -> None:
+    def f(x: T) -> object:
+        y = x * 2
+        y.requires_grad_()
+        return (y * 3,)
+
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
+        subclassaot.compile(f, backend="eager")(PairTensor(torch.randn(3), torch.randn(3)))
 
 
 def requires_grad_on_non_inputs_under_no_grad(x: T) -> object:

@@ -128,9 +128,11 @@ from subclassaot.torch_internals import (
     marks_dirty_noted,
     no_torch_function,
     rebind_functional,
+    requires_grad_through_base,
     set_version,
     storage_key,
     storage_resizes_handled,
+    trace_new_leaf,
     untyped_storage_key,
 )
 
@@ -902,6 +904,7 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        new_leaf = turns_on and self._makes_new_leaf(args[0])
         if flag:
             self._requires_grad_change(args, turns_on)
         if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
@@ -932,6 +935,8 @@ class _DataMode(TorchFunctionMode):
                 self.record.views_relaid_with_grad = True
         seq_before = self.record.seq
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
+        if new_leaf and self.record.replayed_new_leaves is not None:
+            trace_new_leaf(args[0])  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             # See Note [In-Place Ops As Eager Runs Them]
@@ -980,6 +985,22 @@ class _DataMode(TorchFunctionMode):
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
             return True
         return False
+
+    def _makes_new_leaf(self, t: object) -> bool:
+        """Does the program's requires_grad_() on `t` make it a new autograd leaf in eager (Note [Training Without A
+        Function])? The analysis run answers and records; the trace's run replays its answers in call order."""
+        record = self.record
+        if record.replayed_new_leaves is not None:
+            k, record.new_leaf_cursor = record.new_leaf_cursor, record.new_leaf_cursor + 1
+            return k < len(record.replayed_new_leaves) and record.replayed_new_leaves[k]
+        new = False
+        if isinstance(t, torch.Tensor) and record.grad_at_start and id(t) not in record.input_positions:
+            gains = not t.requires_grad or (requires_grad_through_base(t) and id(t) not in record.requires_grad_set)
+            new = gains and not is_functorch_wrapped(t)
+            if new:
+                _check_new_leaf(t)
+        record.new_leaves.append(new)
+        return new
 
     def _requires_grad_change(self, args: tuple[Any, ...], turns_on: bool) -> None:
         """requires_grad_() or the `.requires_grad =` setter of `args[0]`: what eager does with it, noted or refused."""
@@ -1299,6 +1320,18 @@ def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
         return False
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
+
+
+def _check_new_leaf(t: torch.Tensor) -> None:
+    """A new autograd leaf the compiled graph cannot mark (Note [Training Without A Function]): refused."""
+    if is_traceable_subclass(t):
+        raise UnsupportedError(
+            "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "
+            f"{type(t).__name__} (a tensor subclass), in a call made with grad mode on: eager makes it a new autograd "
+            "leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
+            "does not hold that wrapper to make it one. Call requires_grad_() on the input itself, on the output "
+            'after the call, or use torch.compile(fn, backend="subclassaot"), which splits the program there'
+        )
 
 
 def _check_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:

@@ -101,6 +101,13 @@ class SwapRecord:
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
+    # per requires_grad_() / `.requires_grad = True` call, in call order: whether eager makes a new autograd leaf
+    # there (a tensor that is no input and requires no grad, in a run begun with grad on); the analysis run's answers
+    # given back to the trace's run, which marks those leaves in its graph, and how many it took (Note [Training
+    # Without A Function])
+    new_leaves: list[bool] = field(default_factory=list)
+    replayed_new_leaves: tuple[bool, ...] | None = None
+    new_leaf_cursor: int = 0
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
