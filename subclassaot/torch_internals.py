@@ -894,7 +894,10 @@ float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_preci
 # node, out of reach, and the functionalized trace regenerates the view's own grad_fn from its base: what the
 # program marked is only seen at the call. `FunctionCtx.mark_dirty` is wrapped once, for the process, as
 # `UntypedStorage.resize_` is below; the wrapper tells this thread's listener (set while a program runs under the
-# pipeline) the Function's class and the tensors marked.
+# pipeline) the Function's class, the tensors marked, and whether the apply records a node: only then does the mark
+# rebase their history (an apply under no_grad, or on no input that requires grad, leaves it as it was and returns a
+# detach() of a marked input that requires grad). The ctx is that node; autograd gives it its edges, one per tensor
+# input, before the forward runs, and none where the apply records nothing.
 _mark_dirty_notes = threading.local()
 _torch_mark_dirty = torch.autograd.function.FunctionCtx.mark_dirty
 
@@ -902,13 +905,15 @@ _torch_mark_dirty = torch.autograd.function.FunctionCtx.mark_dirty
 def _noted_mark_dirty(self: torch.autograd.function.FunctionCtx, *args: torch.Tensor) -> None:
     note = getattr(_mark_dirty_notes, "note", None)
     if note is not None:
-        note(getattr(self, "_forward_cls", type(self)), args)
+        edges = getattr(self, "next_functions", ())  # (a ctx that is no node: a FunctionCtx a test made itself)
+        note(getattr(self, "_forward_cls", type(self)), args, bool(edges))
     _torch_mark_dirty(self, *args)
 
 
 @contextlib.contextmanager
-def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...]], None]) -> Iterator[None]:
-    """Call `note(function_class, tensors)` at every `ctx.mark_dirty(*tensors)` this thread runs inside the block."""
+def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...], bool], None]) -> Iterator[None]:
+    """Call `note(function_class, tensors, recorded)` at every `ctx.mark_dirty(*tensors)` this thread runs inside
+    the block; `recorded`: the Function's apply records a node, which the marked tensors take as their grad_fn."""
     if torch.autograd.function.FunctionCtx.mark_dirty is not _noted_mark_dirty:
         torch.autograd.function.FunctionCtx.mark_dirty = _noted_mark_dirty  # type: ignore[method-assign]  # see above
     before = getattr(_mark_dirty_notes, "note", None)

@@ -12,11 +12,13 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.program_helpers import pair, pair_nonleaf
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
+AfterCall = Callable[[object, tuple[object, ...]], object]
 
 
 class TransposeSaved(torch.autograd.Function):
@@ -143,14 +145,15 @@ def test_mark_dirty_returned_matches_eager(
     assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def test_mark_dirty_input_requiring_grad_refused() -> None:
-    """Eager's input takes the Function's backward as its history; the compiled program cannot give it that."""
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_mark_dirty_input_requiring_grad_matches_eager(after_call: AfterCall | None) -> None:
+    """Eager's input takes the Function's backward as its history (once refused: the compiled write had none). The
+    Function's write is one autograd records: the epilogue's copy_ runs with grad from the compiled Function's update,
+    whose backward holds the program's, so the input's gradient runs through it as eager's does."""
     x = _nonleaf(3)
     eager = dirty_nonleaf_input_returned(x)
     assert isinstance(eager, T) and eager is x and type(x.grad_fn).__name__ == "DirtyReturnedBackward"
-    rule = r"marks it dirty \(ctx\.mark_dirty\).*Note \[Custom Functions\]"
-    with pytest.raises(UnsupportedError, match=rule):
-        subclassaot.compile(dirty_nonleaf_input_returned)(_nonleaf(3))
+    assert_matches_eager(dirty_nonleaf_input_returned, lambda: (_nonleaf(3),), after_call=after_call)
 
 
 def dirty_not_returned(x: T, y: T) -> object:
@@ -170,12 +173,12 @@ def dirty_view_of_input_returned(x: T) -> object:
 @pytest.mark.parametrize(
     "make", [lambda: _nonleaf(2, 3), lambda: pair(2, 3, requires_grad=True) * 1.0], ids=["plain", "pair"]
 )
-def test_mark_dirty_view_of_input_requiring_grad_refused(make: Callable[[], T]) -> None:
+def test_mark_dirty_view_of_input_requiring_grad_matches_eager(make: Callable[[], T]) -> None:
     """The view takes the Function's node; the input's history holds it inside a CopySlices node. The compiled
-    gradient through the returned view missed the Function's backward (fuzz seed 2711, program 50: a Float8Tensor
-    input, DIVERGED). Refused like the input itself."""
-    with pytest.raises(UnsupportedError, match="Custom Functions"):
-        subclassaot.compile(dirty_view_of_input_returned)(make())
+    gradient through the returned view once missed the Function's backward (fuzz seed 2711, program 50: a
+    Float8Tensor input, DIVERGED); with the write recorded, the input's copy_ carries it."""
+    with torch.enable_grad():
+        assert_matches_eager(dirty_view_of_input_returned, lambda: (make(),), after_call=write_outputs)
 
 
 class SinSaved(torch.autograd.Function):
@@ -284,10 +287,10 @@ def dirty_other_alias_returned(x0: T, x1: T) -> object:
     return (x0,)
 
 
-def test_mark_dirty_input_whose_alias_is_returned_refused() -> None:
+def test_mark_dirty_input_whose_alias_is_returned_matches_eager() -> None:
     """x0 is a view of x1's storage: eager rebuilds x0's history from x1's, which now runs through the Function's
-    backward; the compiled gradient through x0 missed it (fuzz seed 22000, program 854: DIVERGED, the gradient half
-    eager's). Refused like a returned input marked dirty."""
+    backward; the compiled gradient through x0 once missed it (fuzz seed 22000, program 854: DIVERGED, the gradient
+    half eager's). The group's base is written with grad now, and x0's history is rebuilt from it."""
 
     def make() -> tuple[T, T]:
         c = torch.randn(4, 2, requires_grad=True).clone()
@@ -296,8 +299,7 @@ def test_mark_dirty_input_whose_alias_is_returned_refused() -> None:
     x0, x1 = make()
     out = dirty_other_alias_returned(x0, x1)
     assert type(x1.grad_fn).__name__ == "DirtyReturnedBackward" and out[0].requires_grad  # type: ignore[index]
-    with pytest.raises(UnsupportedError, match=r"Note \[Custom Functions\]"):
-        subclassaot.compile(dirty_other_alias_returned)(*make())
+    assert_matches_eager(dirty_other_alias_returned, make, after_call=write_outputs)
 
 
 def _fp8_nonleaf_and_view() -> tuple[T, T]:
@@ -323,7 +325,8 @@ def test_mark_dirty_subclass_input_whose_view_input_is_returned_refused(make: Ca
     """x1 is a wrapper-level view of the subclass input x0 (it shares x0's wrapper version counter, not a plain
     storage): eager rebuilds x1's history from x0's, which now runs through the Function's backward; the compiled
     gradient through x1 missed it (fuzz --subclass subclasses.fp8.tensor:example, seed 77200, program 130: DIVERGED,
-    the leaf's gradient half eager's). Refused like the plain alias above."""
+    the leaf's gradient half eager's). Unlike the plain alias above, whose history is rebuilt from the group's base
+    the epilogue writes with grad, x1 is an input of its own to the compiled Function: still refused."""
     with torch.enable_grad():
         x0, x1 = make()
         (out,) = cast(tuple[T], dirty_input_whose_view_is_returned(x0, x1))
@@ -337,15 +340,14 @@ def dirty_view_of_input_not_returned(x0: T) -> object:
     return (x0,)
 
 
-def test_mark_dirty_view_of_a_returned_input_refused() -> None:
+def test_mark_dirty_view_of_a_returned_input_matches_eager() -> None:
     """The view marked dirty is not returned, its base (the input) is: eager's input history holds the Function's node
-    in a CopySlices, so its gradient runs through the Function's backward; the compiled gradient missed it (fuzz seed
-    53000, program 1581: DIVERGED, the leaf's gradient wrong). Refused like the returned view."""
+    in a CopySlices, so its gradient runs through the Function's backward; the compiled gradient once missed it (fuzz
+    seed 53000, program 1581: DIVERGED, the leaf's gradient wrong)."""
     x = _nonleaf(2)
     out = dirty_view_of_input_not_returned(x)
     assert isinstance(out, tuple) and out[0] is x and type(x.grad_fn).__name__ == "CopySlices"
-    with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
-        subclassaot.compile(dirty_view_of_input_not_returned)(_nonleaf(2))
+    assert_matches_eager(dirty_view_of_input_not_returned, lambda: (_nonleaf(2),), after_call=write_outputs)
 
 
 def transpose_saved_no_grad_view(x0: T) -> object:
@@ -399,8 +401,9 @@ def dirty_then_data_assigned(x0: T, x1: T) -> object:
 def test_mark_dirty_input_moved_by_data_after_refused() -> None:
     """The Function marked the input dirty, then `.data =` moved it: the write is no longer seen on the input's
     storage, but eager's history still runs through the Function's backward; the compiled gradient missed it, half
-    eager's (fuzz seed 56000, program 2112: DIVERGED). Refused like any returned input marked dirty."""
-    with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx\.mark_dirty\)"):
+    eager's (fuzz seed 56000, program 2112: DIVERGED). Refused as any input written with grad and then assigned
+    `.data` (Note [History Kept Through .data =])."""
+    with pytest.raises(UnsupportedError, match=r"where autograd records it and assigns its `\.data`"):
         subclassaot.compile(dirty_then_data_assigned)(_nonleaf(3), torch.randn(3))
 
 
@@ -444,3 +447,175 @@ def test_dirty_view_of_a_subclass_view_input_made_to_require_grad_refused() -> N
         # (refused at the unbind() since the rule on views of a view input made to require grad runs after each op)
         with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
             subclassaot.compile(dirty_view_of_an_input_made_to_require_grad)(make())
+
+
+# ctx.mark_dirty where the apply records no node (under no_grad, or no input requires grad): eager's input keeps its
+# history, the Function returns a detach() of it, and its version counter moves even without a write. Fuzz seed 78000,
+# programs 13, 44 and 166 (inference) and 66 (training, the apply under no_grad) were refused.
+
+
+def dirty_twice_on_one_input_passed_twice(x0: T, x1: T) -> object:
+    t0 = DirtyReturned.apply(x1)  # type: ignore[no-untyped-call]
+    t0.resize_(())
+    DirtyReturned.apply(x1)  # type: ignore[no-untyped-call]
+    return (x0, t0)
+
+
+def dirty_under_no_grad_then_written(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        t0 = DirtyReturned.apply(x1)  # type: ignore[no-untyped-call]
+    t0.zero_()
+    return (x1, t0, x1)
+
+
+def _nonleaf_twice(shape: tuple[int, ...]) -> tuple[T, T]:
+    x = torch.randn(shape, requires_grad=True) * 1
+    return x, x
+
+
+@pytest.mark.parametrize(
+    ("f", "make", "grad"),
+    [
+        (dirty_twice_on_one_input_passed_twice, lambda: _nonleaf_twice(()), False),
+        (dirty_input_returned, lambda: (_nonleaf(3), torch.randn(3)), False),
+        (dirty_under_no_grad_then_written, lambda: (_nonleaf(1), torch.randn((), requires_grad=True)), True),
+    ],
+    ids=["inference_input_passed_twice", "inference", "training_apply_under_no_grad"],
+)
+def test_mark_dirty_recording_no_node_matches_eager(f: Callable[..., object], make: Make, grad: bool) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make)
+
+
+class MarkOnly(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        return g * 2
+
+
+def mark_only(x: T) -> object:
+    return (MarkOnly.apply(x),)  # type: ignore[no-untyped-call]
+
+
+def mark_only_view(x: T) -> object:
+    return (MarkOnly.apply(x[0]),)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("f", [mark_only, mark_only_view])
+@pytest.mark.parametrize("make", [lambda: torch.randn(2, 3), lambda: pair(2, 3)], ids=["plain", "pair"])
+def test_mark_dirty_without_a_write_under_no_grad_moves_the_counter_like_eager(
+    f: Callable[..., object], make: Callable[[], T]
+) -> None:
+    """Eager's apply advances the counter of each tensor marked, written or not; the compiled call left it."""
+    x = make()
+    f(x)
+    assert x._version == 1
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (make(),))
+
+
+@pytest.mark.parametrize("make", [lambda: _nonleaf(2, 3), lambda: pair_nonleaf(2, 3)], ids=["plain", "pair"])
+def test_mark_dirty_without_a_write_refused(make: Callable[[], T]) -> None:
+    """The input takes the Function's backward as its history with no write: the compiled call has no new value of it
+    to copy in with grad, and its gradient would miss the Function's backward."""
+    x = make()
+    (out,) = cast(tuple[T], mark_only(x))
+    assert type(x.grad_fn).__name__ == "MarkOnlyBackward"
+    with pytest.raises(UnsupportedError, match=r"marks this input \(or a view of it\) dirty .* without writing it"):
+        subclassaot.compile(mark_only)(make())
+
+
+# ctx.mark_dirty where the apply records a node: the write, run with grad off inside the forward, is one autograd
+# records, so the epilogue copies the input's new value in with grad from the compiled Function's update. Fuzz seed
+# 78000, programs 216 and 222 (training) were refused.
+
+
+def dirty_expand_of_input_passed_twice(x0: T, x1: T) -> object:
+    t0 = x1.expand((2, 2, 3))
+    DirtyReturned.apply(t0)  # type: ignore[no-untyped-call]
+    return (t0,)
+
+
+def dirty_input_beside_its_detach(x0: T, x1: T) -> object:
+    t0 = DirtyReturned.apply(x1)  # type: ignore[no-untyped-call]
+    x1.expand((3,))
+    return (t0.transpose(0, 0),)
+
+
+class DirtyBy(torch.autograd.Function):
+    """Writes x by w and marks it dirty: x takes the Function's history even where only w requires grad."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T, w: T) -> T:
+        ctx.save_for_backward(w.detach(), x.detach().clone())
+        x.mul_(w)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> tuple[T, T]:
+        w, x = ctx.saved_tensors
+        return g * w, g * x
+
+
+def dirty_by_other(x: T, w: T) -> object:
+    return (DirtyBy.apply(x, w),)  # type: ignore[no-untyped-call]
+
+
+def dirty_by_other_not_returned(x: T, w: T) -> object:
+    DirtyBy.apply(x, w)  # type: ignore[no-untyped-call]
+    return (w * 2,)
+
+
+def dirty_twice(x: T) -> object:
+    return (DirtyReturned.apply(DirtyReturned.apply(x)),)  # type: ignore[no-untyped-call]
+
+
+def dirty_then_written(x: T) -> object:
+    return (DirtyReturned.apply(x).add_(1),)  # type: ignore[no-untyped-call]
+
+
+def dirty_row(x: T) -> object:
+    return (DirtyReturned.apply(x[1]), x)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (dirty_expand_of_input_passed_twice, lambda: _nonleaf_twice((2, 2, 3))),
+        (dirty_input_beside_its_detach, lambda: (lambda x: (x.detach(), x))(_nonleaf(3))),
+        (dirty_by_other, lambda: (torch.randn(3), torch.randn(3, requires_grad=True))),
+        (dirty_by_other, lambda: (_nonleaf(3), torch.randn(3, requires_grad=True))),
+        (dirty_by_other_not_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True))),
+        (dirty_twice, lambda: (_nonleaf(3),)),
+        (dirty_twice, lambda: (pair_nonleaf(3),)),
+        (dirty_then_written, lambda: (_nonleaf(3),)),
+        (dirty_row, lambda: (_nonleaf(2, 3),)),
+        (dirty_row, lambda: (pair_nonleaf(2, 3),)),
+        (dirty_clone_returned, lambda: (_nonleaf(3),)),
+    ],
+    ids=[
+        "expand_of_input_passed_twice",
+        "input_beside_its_detach",
+        "by_another_input",
+        "by_another_input_both_grad",
+        "by_another_input_not_returned",
+        "twice",
+        "twice_pair",
+        "then_written",
+        "row",
+        "row_pair",
+        "clone_of_nonleaf",
+    ],
+)
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_mark_dirty_recording_a_node_matches_eager(
+    f: Callable[..., object], make: Make, after_call: AfterCall | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make, after_call=after_call)

@@ -81,13 +81,12 @@ __all__ = [
 # that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
 # are views whose base the program wrote after the Function returned them.
-# Inputs marked dirty: a Function that writes its input and calls ctx.mark_dirty(x) gives eager's `x` the Function's
-# node as its grad_fn, so the gradient reaching x's earlier history is what the Function's backward says. The functional
-# graph sees a write made with grad off, so the input would keep its old history: refused where that input, or a view of
-# it, or another input over its storage that requires grad (its history is rebuilt from x's; for a subclass, one that
-# shares x's wrapper-level version counter: a view of x or of x's base), is an output (an input whose counter moved and
-# whose final grad_fn is a node of the program's Function, or with a view the Function marked dirty, returned or not).
-# Not refused (a known gap): such an input that is not returned.
+# Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
+# eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's write,
+# run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new value
+# in with grad from the compiled Function's update, whose backward holds the program's Function's. An apply recording
+# no node leaves x's history. Either way the mark advances x's counter. Refused: a mark with no write (no new value to
+# carry the history), and a subclass input whose wrapper-level view input is returned (rebuilt from the input as passed).
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
@@ -142,44 +141,49 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
 
 
 def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun) -> None:
-    """Refuse an input that a custom autograd.Function of the program wrote and marked dirty, returned by the program
-    (Note [Custom Functions])."""
+    """Refuse an input whose history a custom autograd.Function's ctx.mark_dirty rebased where the compiled call
+    cannot rebuild it (Note [Custom Functions]): marked without a write, or a subclass input written so whose
+    wrapper-level view input is returned."""
     returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
     families = layout.wrapper_families
     for p, (t, k) in enumerate(zip(run.user_tensors, flat.tensor_indices, strict=True)):
-        # (another input over t's storage that requires grad, or a view of one, has its history rebuilt from t's: for
-        # a subclass, one that shares t's wrapper-level version counter, a view of t or of t's base)
+        cls = _dirty_function_of(t, run)
+        if cls is None:
+            continue
+        path = flat.leaves[k].path
+        leaves = dense_leaves_of(t, "input")[1] if is_traceable_subclass(t) else [t]
+        # (moved since by set_() or `.data =`: the storage it ends on need not be the one written; other rules)
+        written = any(storage_key(leaf) in run.swaps.moved_storages for leaf in leaves)
+        if not written and id(t) not in run.swaps.swapped_ids:
+            raise UnsupportedError(
+                f"{path}: a custom autograd.Function ({cls.__name__}) marks this input (or a view of it) dirty "
+                "(ctx.mark_dirty) without writing it, so that eager's input takes the Function's backward as its "
+                "history; the compiled program has no new value of the input to give that history (Note [Custom "
+                "Functions]). Mark dirty only the tensors the forward writes in place"
+            )
+        # (another input that requires grad and shares t's wrapper-level version counter, a view of t or of t's
+        # base: eager rebuilds its history from t's, the compiled call from the input as it came)
         sharing = [
             u
             for q, u in enumerate(run.user_tensors)
-            if u is not t
-            and u.requires_grad
-            and (_same_input_storage(u, t, run) or families[p] >= 0 and families[q] == families[p])
+            if u is not t and u.requires_grad and families[p] >= 0 and families[q] == families[p]
         ]
-        roots = [t, *sharing]
-        rooted = [o for o in returned if any(o is r or run.swaps.view_root(o, through_swaps=True) is r for r in roots)]
-        if not rooted:
-            continue
-        # a returned view of the input marked dirty: the input's history holds the Function's node (in a CopySlices)
-        marked = [run.swaps.marked_dirty[id(o)] for o in rooted if id(o) in run.swaps.marked_dirty and t.requires_grad]
-        # ... and a view of it marked dirty, returned or not: the input's history holds that node too
-        marked += [cls for v, cls in _dirty_views_of(t, run)] if t.requires_grad else []
-        cls = custom_function_of(t) if t.requires_grad else None
-        if cls is None and t.requires_grad:  # (a member traced as a view of its group's base: the record knows)
-            cls = run.swaps.marked_dirty.get(id(t))
-        cls = cls if cls is not None else next(iter(marked), None)
-        if cls is None or cls.__module__.startswith("subclassaot."):  # (the pipeline's own, around input clones)
-            continue
-        # (marked dirty itself: written by the Function's own account, though a `.data =` may move it since)
-        written = run.swaps.bumps(t) if is_traceable_subclass(t) else storage_key(t) in run.swaps.last_bump
-        written = written or id(t) in run.swaps.marked_dirty
-        if written:
+        if any(o is u or run.swaps.view_root(o, through_swaps=True) is u for o in returned for u in sharing):
             raise UnsupportedError(
-                f"{flat.leaves[k].path}: a custom autograd.Function ({cls.__name__}) writes this input (or a view of "
-                "it) in place and marks it dirty (ctx.mark_dirty), so that eager's input takes the Function's "
-                "backward as its history; the compiled program repeats the write without it (Note [Custom "
-                "Functions]). Return a new tensor from the Function's forward instead"
+                f"{path}: a custom autograd.Function ({cls.__name__}) writes this input (or a view of it) in place "
+                "and marks it dirty (ctx.mark_dirty), and the program returns another input that views it: eager "
+                "rebuilds that view's history from the input's, which takes the Function's backward; the compiled "
+                "program gives it the history it came with (Note [Custom Functions]). Return a new tensor from the "
+                "Function's forward instead, or return the input itself"
             )
+
+
+def _dirty_function_of(t: torch.Tensor, run: FunctionalRun) -> type | None:
+    """The custom Function of the program that marked `t` (or a view of it) dirty where its apply recorded a node
+    (the pipeline's own, around input clones, aside)."""
+    cls = run.swaps.marked_dirty.get(id(t))
+    cls = cls if cls is not None else next((c for _, c in _dirty_views_of(t, run)), None)
+    return None if cls is None or cls.__module__.startswith("subclassaot.") else cls
 
 
 def _dirty_views_of(t: torch.Tensor, run: FunctionalRun) -> list[tuple[torch.Tensor, type]]:
@@ -190,12 +194,6 @@ def _dirty_views_of(t: torch.Tensor, run: FunctionalRun) -> list[tuple[torch.Ten
         if isinstance(v, torch.Tensor) and v is not t and run.swaps.view_root(v, through_swaps=True) is t:
             found.append((v, cls))
     return found
-
-
-def _same_input_storage(u: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
-    """Were plain inputs `u` and `t` passed over one storage (both members of an alias group)?"""
-    keys = [storage_key(o) for d, o in zip(run.dense, run.originals, strict=True) if d is u or d is t]
-    return len(keys) == 2 and keys[0] == keys[1]
 
 
 def written_or_changed(t: torch.Tensor, run: FunctionalRun) -> bool:

@@ -109,8 +109,11 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         storage_changed=storage_changed,
         set_source=set_source,
         final_data=(storage_changed and set_source is None) or grown,
-        hidden_from_autograd=data
-        and (mutations_hidden_from_autograd(orig) or storage_key(orig) not in swaps.visible_writes),
+        hidden_from_autograd=data  # (a Function's write, run with grad off, autograd records if it marked it dirty)
+        and (
+            (mutations_hidden_from_autograd(orig) and storage_key(orig) not in swaps.dirty_storages)
+            or storage_key(orig) not in swaps.visible_writes
+        ),
         final_meta=final_meta,
         resized=grown or (_surely_greater(_extent(final_meta), _extent(orig_meta)) and not storage_changed),
         swapped=id(final) in swaps.swapped_ids,

@@ -737,11 +737,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if id(arg) not in self.record.hidden and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
             # Writes under no_grad, inside inference_mode (grad mode on or not) or through .data/detach() are
             # invisible to autograd in eager.
-            self.record.visible_writes.add(storage_key(arg))
-            self.record.visible_families.add(self.record.family_of(arg))
-            self.record.visible_seq[id(arg)] = self.record.seq
-            if moves_data:
-                self.record.family_visible_seq.setdefault(self.record.family_of(arg), self.record.seq)
+            self.record.note_visible_write(arg, moves_data)
 
     def _refuse_write_through_copying_view(self, arg: torch.Tensor) -> None:
         """A write with grad through a subclass view whose view op copied (a sharded view that gathers): eager's
@@ -1301,9 +1297,22 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
     note_reads_after_layout(record, args, kwargs, False)
 
 
-def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...]) -> None:
+def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...], recorded: bool) -> None:
+    """A mark that rebases history (`recorded`) makes the Function's write (run with grad off) one autograd records,
+    as a write with grad is (Note [Custom Functions]); any other mark changes nothing autograd sees."""
     record.pin(tensors)  # Note [Storage Swaps By Rebinding]
+    for t in tensors:
+        record.note_marked_dirty(t)
+    if not recorded:
+        return
     record.marked_dirty.update((id(t), cls) for t in tensors)
+    for t in tensors:
+        if is_traceable_subclass(t):
+            record.note_visible_write(t, True)
+        leaves = flatten_subclass(t, "marked dirty")[1] if is_traceable_subclass(t) else [t]
+        for leaf in leaves:  # (a subclass: the writes of its inner tensors, as its ops make them under grad)
+            record.note_visible_write(leaf, True)
+            record.dirty_storages.add(storage_key(leaf))
 
 
 def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

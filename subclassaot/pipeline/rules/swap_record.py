@@ -116,9 +116,10 @@ class SwapRecord:
     # id() of the views taken there of a tensor made outside that requires grad -> `seq` then: eager's, a view that
     # requires grad, raises at a grad_fn read once its storage is written after
     inference_views: dict[int, int] = field(default_factory=dict)
-    # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Custom
-    # Functions])
+    # id() of the tensors a custom autograd.Function marked dirty, where its apply recorded a node -> its class; the
+    # storage keys of those tensors (Note [Custom Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
+    dirty_storages: set[object] = field(default_factory=set)
     # id() of the tensors an op with grad read -> `seq` at the last such read (Note [Stale View Functions])
     read_with_grad: dict[int, int] = field(default_factory=dict)
     # ... the storages of the plain ones: a requires_grad_() after a read of another tensor over the storage (a view
@@ -335,6 +336,24 @@ class SwapRecord:
                 return False
             t = record.source
         return t is not value and id(t) in self.view_set_bases and any(t is u for u in inputs)
+
+    def note_visible_write(self, t: torch.Tensor, moves_data: bool) -> None:
+        """A write of `t` at `seq` that eager's autograd records."""
+        self.visible_writes.add(storage_key(t))
+        self.visible_families.add(self.family_of(t))
+        self.visible_seq[id(t)] = self.seq
+        if moves_data:
+            self.family_visible_seq.setdefault(self.family_of(t), self.seq)
+
+    def note_marked_dirty(self, t: torch.Tensor) -> None:
+        """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
+        self.seq += 1
+        self.last_bump[storage_key(t)] = self.seq
+        self.written_families.add(self.family_of(t))
+        if is_traceable_subclass(t):
+            for leaf in flatten_subclass(t, "marked dirty")[1]:
+                self.wrapper_bumps[storage_key(leaf)] = self.seq
+            bump_family_wrappers(self, t)
 
     def note_write_kind(self, t: torch.Tensor, moves_data: bool, wrapper: bool) -> None:
         """The write of `t` at `seq`: the bump of an in-place view op, or a write of data by the program into a
