@@ -16,7 +16,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import SinFunction, assert_refused, nonleaf, pair, pair_nonleaf, twice
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -843,6 +843,22 @@ def _input_written_by_an_empty_copy_then_saved(x0: T) -> tuple[T, T]:
     return t1, x0.sin()  # sin saves x0; t1, a view of x0, is written after the call
 
 
+def _input_passed_twice_written_then_saved(x0: T, x1: T) -> tuple[T, T]:
+    x1.zero_()
+    return x1.sin(), x0  # sin saves x1 after its write; x0 is x1: written after the call
+
+
+def _freed_input_passed_twice_refilled_then_saved(x0: T, x1: T) -> tuple[T, T]:
+    x0.untyped_storage().resize_(x0.numel() * x0.element_size())
+    x0.fill_(-1.0)
+    return x0.mul(x0), x1  # mul saves x0 after its fill; x1 is x0: written after the call
+
+
+def _freed(t: T) -> T:
+    t.untyped_storage().resize_(0)
+    return t
+
+
 def _view_of_saved_sort_indices_returned(x0: T, x1: T) -> tuple[T, T]:
     t0, t1 = x0.sort(0, descending=True)  # sort's node saves its indices t1
     x1.add_(t0)  # x1's backward runs that node
@@ -856,6 +872,17 @@ def _view_of_saved_sort_indices_returned(x0: T, x1: T) -> tuple[T, T]:
             _aliased_input_written_then_saved,
             lambda: (lambda b: (b, b, b))(pair_nonleaf(4, 1)),
             id="subclass input passed thrice",
+        ),
+        pytest.param(
+            _input_passed_twice_written_then_saved, twice(lambda: nonleaf(4, 3)), id="plain input passed twice"
+        ),
+        pytest.param(
+            _input_passed_twice_written_then_saved, twice(lambda: pair_nonleaf(4, 3)), id="subclass input passed twice"
+        ),
+        pytest.param(
+            _freed_input_passed_twice_refilled_then_saved,
+            twice(lambda: _freed(nonleaf(4, 4, 3))),
+            id="plain input passed twice, its storage freed",
         ),
         pytest.param(
             _input_written_through_a_view_then_the_view_saved,
@@ -878,10 +905,10 @@ def _view_of_saved_sort_indices_returned(x0: T, x1: T) -> tuple[T, T]:
 def test_saved_tensor_written_after_the_call_through_another_name(
     fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
 ) -> None:
-    """Found by the fuzzer (seeds 76800 #8 and #174, 77000 #715, 77100 #255, once its last call wrote the outputs):
-    eager's backward raises where the caller writes, after the call, a tensor sharing the saved one's version counter
-    (the saved input itself, after the program's own write, or a view of the saved tensor); the compiled backward
-    raises too."""
+    """Found by the fuzzer (seeds 76800 #8 and #174, 77000 #715, 77100 #255, 78400 #32 and #255, once its last call
+    wrote the outputs): eager's backward raises where the caller writes, after the call, a tensor sharing the saved
+    one's version counter (the saved input itself, after the program's own write, also under its other name where it
+    was passed twice; or a view of the saved tensor); the compiled backward raises too."""
     with torch.enable_grad():
         assert_matches_eager(fn, make, after_call=write_outputs)
 
