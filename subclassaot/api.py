@@ -580,7 +580,7 @@ def _compile_over(
     new_leaves = any(analysis.new_leaves)
     native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference)
     if new_leaves and not native:
-        refuse_new_leaves(backend is backends.eager_backend)
+        refuse_new_leaves(flat, analysis, eager_backend=backend is backends.eager_backend)
     if training and not native and not prog.fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, prog.dense_fakes)
         attempt.deferred_trace = inference
@@ -657,8 +657,10 @@ def _analyzed(
         analysis = prog.analyze(layout)
     gains_grad = [
         i
-        for i, (t, after) in enumerate(zip(prog.tensors, analysis.requires_grad_set, strict=True))
-        if after and not t.requires_grad
+        for i, (t, after, marked) in enumerate(
+            zip(prog.tensors, analysis.requires_grad_set, analysis.leaf_marked, strict=True)
+        )
+        if after and not t.requires_grad and not marked  # (marked: Note [Training Without A Function])
     ]
     if gains_grad and torch.is_grad_enabled():
         # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
