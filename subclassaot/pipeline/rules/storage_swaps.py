@@ -1004,12 +1004,13 @@ class _DataMode(TorchFunctionMode):
         return new
 
     def _input_gains_after_read(self, t: torch.Tensor) -> bool:
-        """Is `t` the stand-in for a plain input, no leaf laid out anew (Note [Leaves Laid Out Anew Under no_grad]),
-        that requires no grad and was read with grad on (Note [Training Without A Function])?"""
+        """Is `t` the stand-in for a plain input that shares no storage with another, no leaf laid out anew (Note
+        [Leaves Laid Out Anew Under no_grad]), that requires no grad and was read with grad on (Note [Training Without
+        A Function])?"""
         real = self.record.input_positions[id(t)][1]
         if t.requires_grad or real.requires_grad or is_traceable_subclass(t) or id(t) in self.record.late_grad:
             return False
-        return self._read_with_grad(t)
+        return not self.record.shares_input_storage(t) and self._read_with_grad(t)
 
     def _read_with_grad(self, t: torch.Tensor) -> bool:
         """Did an op with grad on read `t`, or another tensor over its storage?"""
