@@ -882,11 +882,13 @@ def records_as_eager(
     return True
 
 
-def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, *, eager_backend: bool) -> NoReturn:
+def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool) -> NoReturn:
     """The program makes new autograd leaves (Analysis.new_leaves), which only autograd recording the eager backend's
-    run of the graph makes as eager's (Note [Training Without A Function]), and that is not the compile's."""
+    run of the graph makes as eager's (Note [Training Without A Function]), and that is not the compile's (or the call
+    is made under no_grad)."""
     why = (
-        "only the eager backend runs the graph's ops where autograd records them; this compile's backend does not"
+        "only the eager backend runs the graph's ops where autograd records them, in a call made with grad mode on; "
+        "this compile's backend, or call, does not"
         if not eager_backend
         else "here it would not record eager's: the program writes an input, returns a view, an alias of an input or "
         "a tensor subclass, or computes what the outputs' histories pass through in a no_grad block, by detach() or "

@@ -840,6 +840,23 @@ def test_requires_grad_on_an_input_after_an_enable_grad_use_in_a_no_grad_call_ma
         assert_matches_eager(enable_grad_read_then_requires_grad, make_inputs)
 
 
+def requires_grad_between_enable_grad_uses(x: T) -> object:
+    with torch.enable_grad():
+        y = x * 2
+        x.requires_grad_()
+        z = x.sin()  # recorded: the call compiles for training
+    return y, z
+
+
+def test_requires_grad_on_a_view_input_between_enable_grad_uses_in_a_no_grad_call_refused() -> None:
+    """Compiled for the grad turned on inside, whose graph does not mark the input (a leaf passed alone is laid out
+    anew instead)."""
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="on this input, which does not require grad.*or call"):
+        subclassaot.compile(requires_grad_between_enable_grad_uses, backend="eager")(torch.randn(2, 3)[0])
+    with torch.no_grad():
+        assert_matches_eager(requires_grad_between_enable_grad_uses, _plain(3))
+
+
 def refused_inside_grad_switches(x: T) -> object:
     with torch.inference_mode():
         with torch.set_grad_enabled(True):
