@@ -578,9 +578,9 @@ def _compile_over(
     inference = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
     backend = backends.get_backend(config.backend)
     new_leaves = any(analysis.new_leaves)
-    native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference)
+    native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference, attempt)
     if new_leaves and not native:
-        refuse_new_leaves(backend is backends.eager_backend)
+        refuse_new_leaves(flat, analysis, backend is backends.eager_backend and not attempt.within_no_grad)
     if training and not native and not prog.fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
         traced = untraced_inference(layout, analysis, prog.dense_fakes)
         attempt.deferred_trace = inference
@@ -636,11 +636,18 @@ def _compile_over(
 
 
 def _trains_natively(
-    prog: _Program, layout: DenseLayout, analysis: Analysis, backend: BackendFn, inference: Callable[[], TracedGraph]
+    prog: _Program,
+    layout: DenseLayout,
+    analysis: Analysis,
+    backend: BackendFn,
+    inference: Callable[[], TracedGraph],
+    attempt: _Attempt,
 ) -> bool:
-    """Note [Training Without A Function]: whether autograd, recording the graph's run, is the compiled backward."""
+    """Note [Training Without A Function]: whether autograd, recording the graph's run, is the compiled backward (not
+    in a call under no_grad compiled for the grad it turns on inside, whose graph marks no input)."""
     return (
         backend is backends.eager_backend
+        and not (attempt.within_no_grad and any(analysis.leaf_marked))
         and native_training_plan(prog.flat, layout, analysis)
         and records_as_eager(prog.call, prog.flat, layout, analysis, lambda: _graph_of(inference()))
     )
@@ -657,8 +664,10 @@ def _analyzed(
         analysis = prog.analyze(layout)
     gains_grad = [
         i
-        for i, (t, after) in enumerate(zip(prog.tensors, analysis.requires_grad_set, strict=True))
-        if after and not t.requires_grad
+        for i, (t, after, marked) in enumerate(
+            zip(prog.tensors, analysis.requires_grad_set, analysis.leaf_marked, strict=True)
+        )
+        if after and not t.requires_grad and not marked  # (marked: Note [Training Without A Function])
     ]
     if gains_grad and torch.is_grad_enabled():
         # The program calls requires_grad_() on an input: compile for training with it requiring grad from the

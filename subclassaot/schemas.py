@@ -495,6 +495,10 @@ class Analysis:
     # per requires_grad_() call that turns the flag on, in call order: eager makes a new autograd leaf there (a tensor
     # that is no input, with grad on), which the graph marks (Note [Training Without A Function])
     new_leaves: tuple[bool, ...] = ()
+    # per tensor input: one of those calls was on this input, a plain leaf that requires no grad, after
+    # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
+    # A Function])
+    leaf_marked: tuple[bool, ...] = ()
     # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
     # Mode And Autograd Reads])
     base_reads: tuple[tuple[int, int | None], ...] = ()

@@ -573,6 +573,11 @@ class _FunctionReach:
 # The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
 # (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
 # run that node, so a program making one compiles only here (even with no input requiring grad), or is refused.
+# An input that requires no grad and is no leaf laid out anew (a view; Note [Leaves Laid Out Anew Under no_grad]),
+# made to require grad after a read with grad on, is marked the same way (Analysis.leaf_marked): the graph runs on the
+# caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
+# it tracked), kept where nothing reads it after; the runtime leaves the flag to it. The next call passes the input
+# requiring grad, which the guards send to an entry of its own.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
@@ -877,16 +882,29 @@ def records_as_eager(
     return True
 
 
-def refuse_new_leaves(eager_backend: bool) -> NoReturn:
+def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool) -> NoReturn:
     """The program makes new autograd leaves (Analysis.new_leaves), which only autograd recording the eager backend's
-    run of the graph makes as eager's (Note [Training Without A Function]), and that is not the compile's."""
+    run of the graph makes as eager's (Note [Training Without A Function]), and that is not the compile's (or the call
+    is made under no_grad)."""
     why = (
-        "only the eager backend runs the graph's ops where autograd records them; this compile's backend does not"
+        "only the eager backend runs the graph's ops where autograd records them, in a call made with grad mode on; "
+        "this compile's backend, or call, does not"
         if not eager_backend
         else "here it would not record eager's: the program writes an input, returns a view, an alias of an input or "
         "a tensor subclass, or computes what the outputs' histories pass through in a no_grad block, by detach() or "
         "in a custom autograd.Function"
     )
+    marked = [flat.leaves[k].path for k, m in zip(flat.tensor_indices, analysis.leaf_marked, strict=True) if m]
+    if marked:
+        raise UnsupportedError(
+            f"{marked[0]}: the program calls requires_grad_() (or sets `.requires_grad = True`) on this input, which "
+            "does not require grad, after computing from it (or from another tensor over its storage) with grad mode "
+            "on: eager's earlier results carry no autograd history and its later ones do. The compiled call "
+            "reproduces that where it is the input's own graph that makes it require grad at that point, which "
+            f"takes autograd recording the graph's run (Note [Training Without A Function]); {why}. Compile with "
+            'backend="eager" a program that leaves its inputs unwritten and returns no view, call requires_grad_() '
+            "before the input's first use, or outside the compiled function"
+        )
     raise UnsupportedError(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
         "view or an intermediate) in a call made with grad mode on: eager makes it a new autograd leaf, which the outputs' "
@@ -919,7 +937,9 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         return False
     if analysis.data_assigned or any(d is not None for d in analysis.wrapper_data) or analysis.wrapper_storage:
         return False
-    if any(analysis.requires_grad_set) or analysis.autograd_reads or analysis.base_reads or analysis.grad_reenabled:
+    # (an input marked in the graph: its flag is the graph's business, Note [Training Without A Function])
+    flags = any(s and not m for s, m in zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
+    if flags or analysis.autograd_reads or analysis.base_reads or analysis.grad_reenabled:
         return False
     if _drops_requires_grad(flat, analysis):
         return False

@@ -65,8 +65,11 @@ __all__ = [
 #   an intermediate answer the run's own. The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input.
 # - requires_grad_() and the `.requires_grad =` setter (one rule). On an input: turned on, the call compiles for
-#   training with it requiring grad from the start (refused after a read of it, or of another tensor over its
-#   storage, with grad on: eager's earlier results carry no history); turned off, the run's stand-in (no leaf, where
+#   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
+#   grad on, eager's earlier results carry no history: a leaf passed alone is laid out anew, Note [Leaves Laid Out
+#   Anew Under no_grad]; a plain view is marked in the eager backend's graph, Note [Training Without A Function];
+#   others are refused; in a call under no_grad that stays one, the flag is set before a graph autograd does not
+#   record); turned off, the run's stand-in (no leaf, where
 #   both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
 #   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
@@ -93,9 +96,11 @@ def check_gained_after_read(
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
                 "(or from another tensor over its storage, an input that is a view of it) with grad mode on; eager's "
-                "earlier results carry no autograd history, but the compiled call makes the input require grad "
-                "before the graph runs, so they would. Call requires_grad_() before the input's first use, or "
-                "outside the compiled function"
+                "earlier results carry no autograd history, but the compiled call makes this input (a tensor "
+                "subclass that is a view, or one sharing storage with another input) require grad before the graph "
+                "runs, so they would. A leaf input passed alone compiles, and so does a plain view input with "
+                'backend="eager". Call requires_grad_() before the first use of the input, or outside the '
+                "compiled function"
             )
 
 

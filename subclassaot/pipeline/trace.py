@@ -31,7 +31,13 @@ from subclassaot.schemas import (
     OutputKind,
     UpdateKind,
 )
-from subclassaot.torch_internals import from_functional, new_functional_mode, storage_key, trace_graph
+from subclassaot.torch_internals import (
+    from_functional,
+    new_autograd_leaf,
+    new_functional_mode,
+    storage_key,
+    trace_graph,
+)
 
 # Note [Input Updates]
 # An input whose storage the program wrote gets its new value back from the graph, and the epilogue writes it into
@@ -212,8 +218,11 @@ def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object]
 
 def _drop_dead_code(gm: torch.fx.GraphModule) -> None:
     def impure(node: torch.fx.Node) -> bool:
-        # Random ops advance the generator in eager even when their result is unused: keep them.
+        # Random ops advance the generator in eager even when their result is unused: keep them. So is a new autograd
+        # leaf made of an input, which the caller sees requiring grad (Note [Training Without A Function]).
         target = node.target
+        if target is new_autograd_leaf:
+            return isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder"
         return node.op in ("placeholder", "output") or (
             isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
         )

@@ -56,11 +56,15 @@ class RuntimePlan:
 
 
 def requires_grad_changes(plan: RuntimePlan) -> tuple[list[int], list[int]]:
-    """Tensor positions whose requires_grad the program changes: those it turns on (set before the graph runs), and
-    those that end without it (detach_(), requires_grad_(False), `.requires_grad = False`, also after turning it on:
-    dropped after the graph ran)."""
+    """Tensor positions whose requires_grad the program changes: those it turns on (set before the graph runs, unless
+    a node of the graph does: Note [Training Without A Function]), and those that end without it (detach_(),
+    requires_grad_(False), `.requires_grad = False`, also after turning it on: dropped after the graph ran)."""
     analysis = plan.analysis
-    gains = [i for i, on in enumerate(analysis.requires_grad_set) if on and not plan.input_requires_grad[i]]
+    gains = [
+        i
+        for i, (on, marked) in enumerate(zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
+        if on and not plan.input_requires_grad[i] and not marked  # (marked: the graph sets it)
+    ]
     loses = [
         i
         for i, after in enumerate(analysis.requires_grad_after)

@@ -741,6 +741,122 @@ def test_requires_grad_on_input_after_a_no_grad_use_matches_eager(compile_fn: Co
         assert_matches_eager(requires_grad_after_no_grad_use, _plain(3), compile_fn=compile_fn)
 
 
+# requires_grad_() on an input after an op with grad read it, where the input is no leaf laid out anew (a view passed
+# alone): the eager backend's graph marks the call on the input's placeholder, and its run on the caller's input makes
+# that input require grad there, as eager's program does (Note [Training Without A Function]).
+
+
+def requires_grad_after_compute_only(x: T) -> object:
+    y = x * 2  # eager's y has no history
+    x.requires_grad_()
+    return y, x
+
+
+def requires_grad_set_after_compute(x: T) -> object:
+    y = x.sin()
+    x.requires_grad = True
+    return (y * x).sum(), x.cos()
+
+
+def _view_input(*shape: int) -> Make:
+    return lambda: (torch.randn(2, *shape)[1],)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (requires_grad_after_compute, _view_input(3)),
+        (requires_grad_after_compute_only, _view_input(3)),
+        (requires_grad_set_after_compute, _view_input(2, 2)),
+        (requires_grad_after_compute_only, _plain(3)),
+    ],
+    ids=["view_read_before_and_after", "view_read_only_before", "view_setter", "plain_read_only_before"],
+)
+def test_requires_grad_on_an_input_after_its_use_is_made_by_the_graph(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """The reads before the call carry no history, the reads after do, and the input requires grad after the call
+    (it was refused)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def test_input_made_to_require_grad_by_the_graph_gets_its_gradient() -> None:
+    compiled = subclassaot.compile(requires_grad_after_compute, backend="eager")
+    x = torch.randn(2, 3)[0]
+    with torch.enable_grad():
+        before, after = cast(tuple[T, T], compiled(x))
+    assert x.requires_grad and x.is_leaf and before.grad_fn is None and after.grad_fn is not None
+    assert compiled._entries[0].autograd_backward  # no autograd.Function: the graph's run is recorded
+    after.sum().backward()  # type: ignore[no-untyped-call]
+    torch.testing.assert_close(x.grad, torch.full((3,), 3.0))
+
+
+def test_input_made_to_require_grad_by_the_graph_called_again() -> None:
+    """The second call passes the input requiring grad: eager's requires_grad_() is a no-op and the read before it
+    is tracked; the guards give that call an entry of its own."""
+    compiled = subclassaot.compile(requires_grad_after_compute, backend="eager")
+    base = torch.randn(2, 3)
+    x, x_eager = base[0], base.clone()[0]
+    with torch.enable_grad():
+        first, second = cast(tuple[T, T], compiled(x)), cast(tuple[T, T], compiled(x))
+        first_eager = cast(tuple[T, T], requires_grad_after_compute(x_eager))
+        second_eager = cast(tuple[T, T], requires_grad_after_compute(x_eager))
+    assert len(compiled._entries) == 2
+    assert [t.grad_fn is None for t in (*first, *second)] == [t.grad_fn is None for t in (*first_eager, *second_eager)]
+    (first[1].sum() + second[0].sum() + second[1].sum()).backward()  # type: ignore[no-untyped-call]
+    (first_eager[1].sum() + second_eager[0].sum() + second_eager[1].sum()).backward()  # type: ignore[no-untyped-call]
+    torch.testing.assert_close(x.grad, x_eager.grad)
+
+
+def test_requires_grad_on_a_view_input_after_its_use_with_another_backend_refused() -> None:
+    """Only the eager backend's graph run is recorded by autograd, which makes the input require grad mid-graph."""
+    with (
+        torch.enable_grad(),
+        pytest.raises(UnsupportedError, match="on this input, which does not require grad.*the eager backend"),
+    ):
+        subclassaot.compile(requires_grad_after_compute, backend="inductor")(torch.randn(2, 3)[0])
+
+
+def test_requires_grad_on_a_subclass_view_input_after_its_use_refused() -> None:
+    """The graph is over the subclass's inner tensors: it holds no wrapper to mark (a subclass leaf passed alone is
+    laid out anew instead, test above)."""
+    x = PairTensor.from_tensor(torch.randn(2, 3))[0]
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="a tensor subclass that is a view"):
+        subclassaot.compile(requires_grad_after_compute, backend="eager")(x)
+
+
+def enable_grad_read_then_requires_grad(x: T) -> object:
+    with torch.enable_grad():
+        y = x * 2  # x requires no grad yet: no history
+    x.requires_grad_()
+    return y, x
+
+
+@pytest.mark.parametrize("make_inputs", [_plain(3), _view_input(3)], ids=["plain", "view"])
+def test_requires_grad_on_an_input_after_an_enable_grad_use_in_a_no_grad_call_matches_eager(make_inputs: Make) -> None:
+    """Under no_grad the compiled call sets the flag before a graph autograd does not record (it was refused)."""
+    with torch.no_grad():
+        assert_matches_eager(enable_grad_read_then_requires_grad, make_inputs)
+
+
+def requires_grad_between_enable_grad_uses(x: T) -> object:
+    with torch.enable_grad():
+        y = x * 2
+        x.requires_grad_()
+        z = x.sin()  # recorded: the call compiles for training
+    return y, z
+
+
+def test_requires_grad_on_a_view_input_between_enable_grad_uses_in_a_no_grad_call_refused() -> None:
+    """Compiled for the grad turned on inside, whose graph does not mark the input (a leaf passed alone is laid out
+    anew instead)."""
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="on this input, which does not require grad.*or call"):
+        subclassaot.compile(requires_grad_between_enable_grad_uses, backend="eager")(torch.randn(2, 3)[0])
+    with torch.no_grad():
+        assert_matches_eager(requires_grad_between_enable_grad_uses, _plain(3))
+
+
 def refused_inside_grad_switches(x: T) -> object:
     with torch.inference_mode():
         with torch.set_grad_enabled(True):

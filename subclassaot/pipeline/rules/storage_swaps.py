@@ -988,15 +988,35 @@ class _DataMode(TorchFunctionMode):
         record = self.record
         if record.replayed_new_leaves is not None:
             k, record.new_leaf_cursor = record.new_leaf_cursor, record.new_leaf_cursor + 1
-            return k < len(record.replayed_new_leaves) and record.replayed_new_leaves[k]
-        new = False
-        if isinstance(t, torch.Tensor) and record.grad_at_start and id(t) not in record.input_positions:
-            gains = not t.requires_grad or (requires_grad_through_base(t) and id(t) not in record.requires_grad_set)
-            new = gains and not is_functorch_wrapped(t)
+            new = k < len(record.replayed_new_leaves) and record.replayed_new_leaves[k]
+        elif not isinstance(t, torch.Tensor) or not record.grad_at_start or is_functorch_wrapped(t):
+            new = False
+        elif id(t) in record.input_positions:
+            new = self._input_gains_after_read(t)
+        else:
+            new = not t.requires_grad or (requires_grad_through_base(t) and id(t) not in record.requires_grad_set)
             if new:
                 _check_new_leaf(t)
-        record.new_leaves.append(new)
+        if record.replayed_new_leaves is None:
+            record.new_leaves.append(new)
+        if new and id(t) in record.input_positions:
+            record.leaf_marked.add(id(t))
         return new
+
+    def _input_gains_after_read(self, t: torch.Tensor) -> bool:
+        """Is `t` the stand-in for a plain input that shares no storage with another, no leaf laid out anew (Note
+        [Leaves Laid Out Anew Under no_grad]), that requires no grad and was read with grad on (Note [Training Without
+        A Function])?"""
+        real = self.record.input_positions[id(t)][1]
+        if t.requires_grad or real.requires_grad or is_traceable_subclass(t) or id(t) in self.record.late_grad:
+            return False
+        return not self.record.shares_input_storage(t) and self._read_with_grad(t)
+
+    def _read_with_grad(self, t: torch.Tensor) -> bool:
+        """Did an op with grad on read `t`, or another tensor over its storage?"""
+        if id(t) in self.record.read_with_grad:
+            return True
+        return not is_traceable_subclass(t) and storage_key(t) in self.record.storages_read_with_grad
 
     def _requires_grad_change(self, args: tuple[Any, ...], turns_on: bool) -> None:
         """requires_grad_() or the `.requires_grad =` setter of `args[0]`: what eager does with it, noted or refused."""
@@ -1036,13 +1056,14 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 _check_gain_on_view_input(self.record, args[0])
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
-                was_read = id(args[0]) in self.record.read_with_grad or (
-                    not is_traceable_subclass(args[0]) and storage_key(args[0]) in self.record.storages_read_with_grad
-                )
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
-                elif was_read:
-                    self.record.gained_after_read.add(id(args[0]))
+                elif self._read_with_grad(args[0]) and self.record.grad_at_start:
+                    # (one marked in the graph: Note [Training Without A Function]; in a call under no_grad the
+                    # compiled call sets the flag before a graph autograd does not record: Note [Grad Mode And
+                    # Autograd Reads])
+                    if id(args[0]) not in self.record.leaf_marked:
+                        self.record.gained_after_read.add(id(args[0]))
         input_off = not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
         if input_off and self.record.shares_input_storage(args[0]):
             raise UnsupportedError(

@@ -108,6 +108,9 @@ class SwapRecord:
     new_leaves: list[bool] = field(default_factory=list)
     replayed_new_leaves: tuple[bool, ...] | None = None
     new_leaf_cursor: int = 0
+    # id() of the inputs among those new leaves (plain inputs read with grad before the call; Note [Training Without
+    # A Function])
+    leaf_marked: set[int] = field(default_factory=set)
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
