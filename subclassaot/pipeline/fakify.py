@@ -43,7 +43,7 @@ from subclassaot.authoring.protocol import (
     is_traceable_subclass,
     unflatten_subclass,
 )
-from subclassaot.errors import PolicyError
+from subclassaot.errors import PolicyError, UnsupportedError
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ class _Builder:
 
     def _base_exprs(self, t: torch.Tensor, path: str) -> ti.DimExprs | None:
         base = t._base if t._is_view() else None
-        if base is None:
+        if base is None or _moved_off_base(t):
             return None
         base_path = next((p for p, other in self.tensors.items() if other is base), None)
         if base_path is not None:
@@ -253,7 +253,8 @@ class _Builder:
             fake = unflatten_subclass(self._symbolic_node(sub_node), [self.fake(p) for p in sub_node.leaf_paths()])
         else:
             exprs = self.dim_exprs(node)
-            fake = ti.fake_leaf(self.fake_mode, t, exprs, self._base_exprs(t, path))
+            source = _off_base_alias(path, t) if _moved_off_base(t) else t
+            fake = ti.fake_leaf(self.fake_mode, source, exprs, self._base_exprs(t, path))
             self._check_leaf(fake, exprs)
         self.fakes[path] = fake
         return fake
@@ -340,3 +341,24 @@ def fakify_inputs(
         aliases={p: c for p, c in builder.canon.items() if p != c},
         shape_env=builder.shape_env,
     )
+
+
+def _moved_off_base(t: torch.Tensor) -> bool:
+    """A view whose storage set_() replaced since: autograd still names its `._base`, whose storage it no longer
+    shares, so a fake built as a view of the base's fake would take the wrong storage."""
+    base = t._base if t._is_view() else None
+    return base is not None and ti.storage_key(base) != ti.storage_key(t)
+
+
+def _off_base_alias(path: str, t: torch.Tensor) -> torch.Tensor:
+    """A tensor over `t`'s storage with `t`'s layout and no view relation, to fakify in `t`'s place (the converter's
+    storage memo then ties its fake to the other inputs over that storage)."""
+    if t.requires_grad:
+        raise UnsupportedError(
+            f"{path}: a view that requires grad, whose storage set_() replaced before the call (its `._base` is "
+            "over another storage): its autograd history runs through a base it no longer shares memory with, "
+            "which the compiled call cannot lay out. Pass a tensor made by set_() on a fresh tensor, or a clone"
+        )
+    with torch.no_grad():
+        alias = torch.empty(0, dtype=t.dtype, device=t.device)
+        return alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), t.stride())

@@ -78,7 +78,11 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
             # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
             # member that requires grad names it (the first may be a detach() of it, with no history).
             first = next((m for m in members if m.requires_grad), members[0])
-            root = first._base if first._base is not None else first
+            base = first._base
+            # (not a base set_() moved the member off: autograd names it, the storage is another)
+            root = (
+                base if base is not None and base.untyped_storage()._cdata == first.untyped_storage()._cdata else first
+            )
             stored = symint_expr(root.untyped_storage().nbytes() // root.element_size())
             if group.whole_storage and isinstance(stored, int) and stored < group.base_numel:
                 # A fake with no elements has no storage: any fresh base of the real size traces the same, since

@@ -1844,3 +1844,58 @@ def test_set_of_a_view_after_its_base_data_assigned() -> None:
         with pytest.raises(UnsupportedError, match="for the set_\\(\\), which does not make eager's history"):
             subclassaot.compile(set_after)(*make_inputs())
         assert_matches_eager(without, make_inputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# An input that is a view whose storage set_() replaced before the call: autograd still names its `._base`, over a
+# storage it no longer shares (a view of one tensor, set_() to another, as Dynamo hands a graph after a break at the
+# set_(); fuzz 79500 #187 through the torch.compile backend). Its fake must be over the storage it has.
+
+
+def _moved_view_and_target() -> tuple[torch.Tensor, torch.Tensor]:
+    base = torch.randn(4, 1)
+    view = base.select(0, 3)
+    target = view * view
+    set_to(view, target)
+    return view, target
+
+
+def _read_both(a: torch.Tensor, b: torch.Tensor) -> object:
+    return a.expand(3) + 1, b.sin()
+
+
+def _write_through_the_view(a: torch.Tensor, b: torch.Tensor) -> object:
+    a.add_(1)
+    return b * 2, a.view(1, 1)
+
+
+@pytest.mark.parametrize("fn", [_read_both, _write_through_the_view])
+def test_view_input_moved_to_another_storage_shares_that_storage_as_eager(fn: Callable[..., object]) -> None:
+    assert_matches_eager(fn, _moved_view_and_target)
+    with torch.no_grad():
+        assert_matches_eager(fn, _moved_view_and_target)
+
+
+def test_view_input_moved_to_another_storage_through_the_dynamo_entry() -> None:
+    def program(x: torch.Tensor) -> object:
+        t = x.mul(x)
+        set_to(x, t)  # (Dynamo breaks the graph here and hands the next one x and t, sharing a storage)
+        return x.expand(3) * 2, t.sin()
+
+    def compile_fn(fn: Callable[..., object], **_: object) -> Callable[..., object]:
+        return torch.compile(fn, backend="subclassaot", options={"backend": "eager"})
+
+    with torch.no_grad():
+        assert_matches_eager(program, lambda: (torch.randn(4, 1).select(0, 3),), compile_fn=compile_fn)
+
+
+def test_view_input_requiring_grad_moved_to_another_storage_refused() -> None:
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        base = torch.randn(4, 1, requires_grad=True)
+        view = base.select(0, 3)
+        with torch.no_grad():
+            set_to(view, torch.randn(1))
+        return view, torch.randn(1)
+
+    with pytest.raises(UnsupportedError, match="whose storage set_\\(\\) replaced before the call"):
+        subclassaot.compile(_read_both, backend="eager")(*make())
