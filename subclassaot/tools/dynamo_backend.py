@@ -247,18 +247,30 @@ def assign_data(t: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
     return t
 
 
+def resize_storage(t: torch.Tensor, nbytes: int) -> None:
+    """`t.untyped_storage().resize_(nbytes)`, as the user wrote it (a graph node calls this; see
+    `_restore_data_reads`)."""
+    t.untyped_storage().resize_(nbytes)
+
+
 def _restore_data_reads(gm: torch.fx.GraphModule) -> None:
-    """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`, and `t.data = v` as `t.set_(v)` under
-    no_grad followed by `_lower_version_count_by_1(t)`. Our pipeline knows `.data` itself (a read is a tensor with
-    its own version counter: `w.data.add_(1)` leaves w's version alone; an assignment swaps t's storage and layout
-    hidden from autograd), so those nodes call `t.data` / `t.data = v` again."""
+    """Dynamo records `t.data` as `torch._C._autograd._get_data_attr(t)`, `t.data = v` as `t.set_(v)` under
+    no_grad followed by `_lower_version_count_by_1(t)`, and `t.untyped_storage().resize_(n)` as
+    `inductor::resize_storage_bytes_(t, n)`. Our pipeline knows `.data` itself (a read is a tensor with its own
+    version counter: `w.data.add_(1)` leaves w's version alone; an assignment swaps t's storage and layout hidden from
+    autograd) and a storage's resize_ (Note [Storage Swaps By Rebinding]), so those nodes call `t.data` /
+    `t.data = v` / the storage's `resize_` again."""
     changed = False
     get_data_attr = getattr(torch._C._autograd, "_get_data_attr", None)  # absent from torch's stubs
+    resizes = (torch.ops.inductor.resize_storage_bytes_, torch.ops.inductor.resize_storage_bytes_.default)
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
         if node.target is get_data_attr:
             node.target = data_of
+            changed = True
+        elif node.target in resizes and len(node.args) == 2 and not node.kwargs and not node.users:
+            node.target = resize_storage
             changed = True
         elif getattr(node.target, "__name__", "") == "_lower_version_count_by_1" and len(node.args) == 1:
             source = node.args[0]

@@ -104,8 +104,8 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 # bounds, and its writes too: any op but detach() over it is refused then. Refused too: the storage of a tensor subclass wrapper, of a subclass
 # input's inner tensor, or of an input that shares its storage with another input; a storage's nbytes() read after the
 # program resized it, or of an input that came freed (the graph would answer the byte count before; torch_internals
-# wraps UntypedStorage.nbytes for `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_, refused where
-# it dispatches. Fix for those: resize the storage outside the compiled function, as FSDP2's hooks do with
+# wraps UntypedStorage.nbytes for `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_ where it
+# dispatches (the torch.compile adapter hands the pipeline the storage's resize_ in its place). Fix for those: resize the storage outside the compiled function, as FSDP2's hooks do with
 # torch.compile. Storage byte counts are not guarded: a graph that reads an input is called on it freed as eager reads it
 # (out of bounds).
 _FILL_OPS = frozenset(
