@@ -206,7 +206,6 @@ def subclassaot_backend(
 ) -> Callable[..., object]:
     """The Dynamo backend (the `subclassaot` entry point). See Note [Dynamo Captures, The Pipeline Compiles]."""
     config = config_from_options(options, mode)
-    _check_custom_functions(gm, example_inputs)
     _restore_data_reads(gm)
     _relative_grad_switches(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -220,20 +219,6 @@ def subclassaot_backend(
     fn = _graph_function(gm, derived, len(placeholders), kept)
     log.debug("subclassaot backend: graph with %d inputs (%d recomputed sizes)", len(placeholders), len(derived))
     return CapturedGraph(gm, CompiledFunction(fn, config), kept, sources)
-
-
-def _check_custom_functions(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> None:
-    """Dynamo captures a custom autograd.Function as one `autograd_function_apply` node; traced for training, our
-    joint graph differentiates its forward instead of calling its backward, so gradients would differ: refused."""
-    training = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
-    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and "autograd_function_apply" in str(n.target)]
-    if training and nodes:
-        raise UnsupportedError(
-            f"torch.compile(backend='subclassaot'): the captured graph calls a custom autograd.Function ({nodes[0]}, "
-            "captured by Dynamo as autograd_function_apply) with inputs that require grad; subclassaot does not run "
-            "its custom backward from a captured graph. Use subclassaot.compile(fn) for this function, or run the "
-            "Function outside the compiled region (torch.compiler.disable)"
-        )
 
 
 def data_of(t: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -277,22 +278,68 @@ def test_options() -> None:
     assert_call_matches_eager(compiled, lambda x: x.mul_(2) + 1, lambda: (torch.randn(3),))
 
 
-def test_custom_function_in_a_training_graph_is_refused() -> None:
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
-            return x * 2
+class _Triple(torch.autograd.Function):
+    """A backward that is not the derivative of the forward: differentiating the forward would be wrong."""
 
-        @staticmethod
-        def backward(ctx: object, g: torch.Tensor) -> torch.Tensor:
-            return g * 3  # not the derivative of forward: tracing forward would be wrong
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x.sin()
 
-    def fn(x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = Double.apply(x)  # type: ignore[no-untyped-call]
-        return out
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        x: torch.Tensor = ctx.saved_tensors[0]
+        return g * x.cos() * 3
 
-    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="custom autograd.Function"):
-        dynamo_compile(fn)(torch.randn(2, requires_grad=True))
+
+class _WithIndex(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        index = x.argmax()
+        ctx.mark_non_differentiable(index)
+        return x * 2, index
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor, _: torch.Tensor) -> torch.Tensor:
+        return g * 5
+
+
+class _Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return g * 7
+
+
+def _saves_input(x: torch.Tensor, y: torch.Tensor) -> object:
+    return _Triple.apply(x * 2).sum() + y  # type: ignore[no-untyped-call]
+
+
+def _non_differentiable_output(x: torch.Tensor, y: torch.Tensor) -> object:
+    return _WithIndex.apply(x + y)  # type: ignore[no-untyped-call]
+
+
+def _dirty_intermediate(x: torch.Tensor, y: torch.Tensor) -> object:
+    return _Dirty.apply(x.clone()) * y  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("fn", [_saves_input, _non_differentiable_output, _dirty_intermediate])
+def test_custom_function_in_a_training_graph_runs_its_own_backward(fn: Callable[..., object], backend: str) -> None:
+    """Dynamo captures a custom autograd.Function as one `autograd_function_apply` node, whose call applies an
+    autograd.Function running the captured forward and backward graphs: the pipeline takes it as it takes the
+    program's own Functions (Note [Custom Functions]), with the Function's backward, as eager."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, compile_fn=lambda f, **_: dynamo_compile(f, backend=backend))
 
 
 # ----------------------------------------------------------------------------- installed entry point
