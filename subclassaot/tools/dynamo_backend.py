@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import operator
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -207,7 +208,9 @@ def subclassaot_backend(
     """The Dynamo backend (the `subclassaot` entry point). See Note [Dynamo Captures, The Pipeline Compiles]."""
     config = config_from_options(options, mode)
     _restore_data_reads(gm)
-    _relative_grad_switches(gm)
+    captured = torch.is_grad_enabled()  # Dynamo calls the backend in the mode the graph starts in, which it guards
+    _relative_grad_switches(gm, captured)
+    _function_bodies_as_eager(gm, captured)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     sources = [_source_name(n) for n in placeholders]
     derived = _derived_symints(sources)
@@ -289,14 +292,13 @@ def set_grad_from_captured(value: bool, captured: bool, entered: bool) -> None:
     torch._C._set_grad_enabled(entered if value == captured else value)
 
 
-def _relative_grad_switches(gm: torch.fx.GraphModule) -> None:
+def _relative_grad_switches(gm: torch.fx.GraphModule, captured: bool) -> None:
     """See Note [Dynamo Captures, The Pipeline Compiles]."""
     switches = [
         n for n in gm.graph.nodes if n.op == "call_function" and n.target is torch._C._set_grad_enabled and n.args
     ]
     if not switches:
         return
-    captured = torch.is_grad_enabled()  # Dynamo calls the backend in the mode the graph starts in, which it guards
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     where = gm.graph.inserting_after(placeholders[-1]) if placeholders else gm.graph.inserting_before(switches[0])
     with where:
@@ -305,6 +307,26 @@ def _relative_grad_switches(gm: torch.fx.GraphModule) -> None:
         node.target = set_grad_from_captured
         node.args = (node.args[0], captured, entered)
     gm.recompile()
+
+
+def _function_bodies_as_eager(gm: torch.fx.GraphModule, captured: bool) -> None:
+    """A custom autograd.Function, captured as `autograd_function_apply(fwd, bwd, ...)`, runs its forward and
+    backward graphs inside an autograd.Function of torch's: the pipeline takes it as the program's own (Note [Custom
+    Functions]). Dynamo traced those bodies in the caller's grad mode and wrote `_set_grad_enabled(False)` ...
+    `_set_grad_enabled(True)` around them (a view_as() of a returned input after the restore), where eager's
+    Function runs its forward under no_grad: their switches are made relative as the graph's own are. An in-place
+    foreach op returns None when run, where Dynamo's graph indexes its result: such unused reads are dropped."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or "autograd_function_apply" not in str(node.target):
+            continue
+        for body in node.args[:2]:
+            sub = getattr(gm, str(body.target)) if isinstance(body, torch.fx.Node) and body.op == "get_attr" else None
+            if not isinstance(sub, torch.fx.GraphModule):
+                continue
+            for read in [n for n in sub.graph.nodes if n.target is operator.getitem and not n.users]:
+                sub.graph.erase_node(read)
+            sub.recompile()
+            _relative_grad_switches(sub, captured)
 
 
 def _source_name(node: torch.fx.Node) -> str | None:

@@ -4,8 +4,8 @@ backend="subclassaot")` and the parity oracle: a slice of about 30 programs in C
 Dynamo captures (breaking graphs where it must); each captured graph goes through our pipeline. Known outcomes:
 - DYNAMO_FAILS: Dynamo itself fails on the program or captures it wrongly (its own `backend="eager"`, which runs the
   captured graphs as they are, fails the oracle too): not ours to fix; non-strict xfails.
-- CUSTOM_FUNCTIONS: a custom autograd.Function captured in a training graph is refused by the adapter
-  (See Note [Dynamo Captures, The Pipeline Compiles]).
+- CUSTOM_FUNCTIONS: a custom autograd.Function captured in a training graph (`autograd_function_apply`) runs as the
+  program's own Function (dynamo_backend._function_bodies_as_eager); all of them run in CI besides the slice.
 - REFUSED: programs the direct path refuses as well (tests/pipeline/test_corpus_pytorch.py).
 - GAPS: ours differs where Dynamo's eager backend does not; strict xfails, so a fix turns them red.
 """
@@ -132,9 +132,6 @@ GAPS = {
 def _marks(name: str) -> list[pytest.MarkDecorator]:
     if name in DYNAMO_FAILS:
         return [pytest.mark.xfail(strict=False, reason="Dynamo fails on this program with its own eager backend")]
-    if name in CUSTOM_FUNCTIONS:
-        reason = "a custom autograd.Function in a captured training graph is refused"
-        return [pytest.mark.xfail(strict=True, raises=torch._dynamo.exc.BackendCompilerFailed, reason=reason)]
     if name in REFUSED:
         return [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=REFUSED[name])]
     if name in GAPS:
@@ -160,6 +157,11 @@ def _run(case: Case) -> None:
 
 @pytest.mark.parametrize("case", _params(SLICE))
 def test_corpus_slice_through_torch_compile(case: Case) -> None:
+    _run(case)
+
+
+@pytest.mark.parametrize("case", _params([c for c in ALL if c.name in CUSTOM_FUNCTIONS and c not in SLICE]))
+def test_custom_functions_through_torch_compile(case: Case) -> None:
     _run(case)
 
 
