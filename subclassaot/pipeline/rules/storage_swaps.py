@@ -125,6 +125,7 @@ from subclassaot.torch_internals import (
     get_version,
     is_functional,
     is_functorch_wrapped,
+    mark_inference_mode_view,
     marks_dirty_noted,
     no_torch_function,
     rebind_functional,
@@ -663,6 +664,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.seq,
                         leaves,
                         self.depth > 0,
+                        self.depth == 0 and self.record.retaking_inference_view,
                     )
                     self.record.family[id(o)] = root
                     if id(args[0]) in self.record.set_views:
@@ -1053,7 +1055,8 @@ class _DataMode(TorchFunctionMode):
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 else:
-                    out = original_of(_call_viewing_normal(func, call_args, call_kwargs), name, args, call_args)
+                    out = _call_viewing_normal(self.record, func, call_args, call_kwargs)
+                    out = original_of(out, name, args, call_args)
         except RuntimeError as e:
             if "new_fn INTERNAL ASSERT FAILED" in str(e):
                 # autograd regenerating a view's grad_fn by as_strided (its view function is gone: a view made to
@@ -1212,18 +1215,17 @@ def _recording() -> bool:
 _INFERENCE_VIEW_ERROR = "Cannot set version_counter for inference tensor"
 
 
-def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
-    """Inside inference_mode, eager's view of a normal tensor is a normal tensor sharing its base's version counter;
-    the functionalized run's view op fails to give it one, or makes an inference tensor. Where the base requires no
-    grad (no history to tell the view's creation mode by), the view is taken again outside inference mode, under
-    no_grad, which makes eager's tensor (Note [Grad Mode And Autograd Reads])."""
+def _call_viewing_normal(record: SwapRecord, func: Any, args: Any, kwargs: Any) -> object:
+    """Inside inference_mode, eager's view of a normal tensor is a normal tensor sharing its base's version counter,
+    with creation meta INFERENCE_MODE; the functionalized run's view op fails to give it one, or makes an inference
+    tensor. The view is taken again outside inference mode, under no_grad, and given that creation meta, which makes
+    eager's tensor (Note [Grad Mode And Autograd Reads])."""
     base = args[0] if args else None
     normal = (
         torch.is_inference_mode_enabled()
         and isinstance(base, torch.Tensor)
         and _plain_tensor(base)
         and not base.is_inference()
-        and not base.requires_grad
     )
     if not normal:
         return func(*args, **kwargs)
@@ -1240,8 +1242,16 @@ def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
             return out
     # under no_grad: inside inference_mode autograd records nothing, grad mode on or off (inference_mode(False) alone
     # would turn grad mode on)
-    with torch.inference_mode(False), torch.no_grad():
-        return func(*args, **kwargs)
+    record.retaking_inference_view = True
+    try:
+        with torch.inference_mode(False), torch.no_grad():
+            out = func(*args, **kwargs)
+    finally:
+        record.retaking_inference_view = False
+    for o in pytree.tree_leaves(out):
+        if isinstance(o, torch.Tensor):
+            mark_inference_mode_view(o)
+    return out
 
 
 @contextlib.contextmanager

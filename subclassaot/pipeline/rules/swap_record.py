@@ -55,6 +55,8 @@ class ViewRecord:
     # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The
     # Wrapper])
     below_autograd: bool = False
+    # taken inside a torch.inference_mode() block of a normal tensor: eager's has creation meta INFERENCE_MODE
+    inference_mode: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,9 @@ class SwapRecord:
     # id() of the views taken there of a tensor made outside that requires grad -> `seq` then: eager's, a view that
     # requires grad, raises at a grad_fn read once its storage is written after
     inference_views: dict[int, int] = field(default_factory=dict)
+    # a view of a normal tensor, taken inside inference_mode, is being taken again outside it (under no_grad): its
+    # ViewRecords say `inference_mode` (storage_swaps._call_viewing_normal)
+    retaking_inference_view: bool = False
     # id() of the tensors a custom autograd.Function marked dirty -> its class (Note [Custom
     # Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
