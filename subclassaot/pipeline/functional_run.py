@@ -378,10 +378,7 @@ def _refuse_run_error(
         "on inference tensor outside",
         "Inplace update to inference tensor outside InferenceMode",
     )
-    # (saved for backward: eager's view of a tensor made outside is none; where the program computes with grad from
-    # an inference tensor of its own, eager raises too and the refusal stands for that error)
-    saved = "Inference tensors cannot be saved for backward" in str(e) and bool(record.inference_views)
-    if saved or any(m in str(e) for m in inference_view):
+    if any(m in str(e) for m in inference_view):
         raise UnsupportedError(
             "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it "
             "(one that requires grad, or a tensor subclass); "

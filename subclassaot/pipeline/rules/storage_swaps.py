@@ -821,34 +821,6 @@ def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
     return found is not None and found[1].is_leaf and args[0].requires_grad and not args[0].is_leaf
 
 
-def check_inference_view_reads(record: SwapRecord, func: Any, call: object, out: object) -> None:
-    """After an op with grad outside inference_mode that made tensors: refuse where it read a view taken inside an
-    inference_mode block of a tensor that requires grad: eager's view requires grad with no
-    history (a leaf of its own), so the result's gradient stops at it; the graph's view is an ordinary one."""
-    if not record.inference_views or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
-        return
-    if getattr(func, "__name__", "") == "__get__" or is_autograd_read(func) or is_base_read(func):
-        return
-    if any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
-        _refuse_inference_view_reads(record, call)
-
-
-def _refuse_inference_view_reads(record: SwapRecord, call: object) -> None:
-    """check_inference_view_reads's refusal, for a call with grad outside inference_mode that makes tensors."""
-    for a in pytree.tree_leaves(call):
-        if not isinstance(a, torch.Tensor):
-            continue
-        # the view itself, or a view of it taken after the block (which requires grad as it does)
-        if any(id(t) in record.inference_views for t in (a, *(r.source for r in record.chain(a)))):
-            raise UnsupportedError(
-                f"{input_named(record, a)}the program computes with grad, after a torch.inference_mode() block, from a "
-                "view it took inside that block of a tensor that requires grad: eager's view requires grad but has "
-                "no history (a leaf of its own, is_leaf, no grad_fn), so the result's gradient stops at it; the "
-                "compiled graph's view is an ordinary one. Take the view outside the block, or use torch.no_grad() "
-                "there"
-            )
-
-
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -1091,7 +1063,6 @@ class _DataMode(TorchFunctionMode):
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
         if args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.requires_grad_gained:
             _check_gain_on_view_input(self.record, args[0])  # (a view taken after the flag was set)
-        check_inference_view_reads(self.record, func, (args, kwargs), out)
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             # (a subclass's inner tensors too: its __torch_dispatch__ makes them, out of this mode's sight)
             taken = {storage_key(a) for a in _dense_leaves((args, kwargs))}
@@ -1101,11 +1072,6 @@ class _DataMode(TorchFunctionMode):
                 if storage_key(o) in made - taken:
                     self.record.inference_tensors.add(id(o))
                     self.record.pin(o)
-            if args and _plain_tensor(args[0]):  # a view: a result over the storage it read
-                if args[0].requires_grad or id(args[0]) in self.record.inference_views:
-                    for o in pytree.tree_leaves(out):
-                        if _plain_tensor(o) and o is not args[0] and storage_key(o) in taken:
-                            self.record.inference_views[id(o)] = self.record.seq
         if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
@@ -1275,8 +1241,6 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
-        if record.inference_views and not torch.is_inference_mode_enabled():
-            _refuse_inference_view_reads(record, (args, kwargs))
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
