@@ -932,7 +932,8 @@ class _DataMode(TorchFunctionMode):
             isinstance(args[1], torch.Tensor)
             and self.record.eager_inference(args[1])
             and not self.record.eager_inference(args[0])
-            and not torch.is_inference_mode_enabled()
+            # (inside the block, an intermediate's output is made an inference tensor: OutputInfo.inference)
+            and (not torch.is_inference_mode_enabled() or id(args[0]) in self.record.input_positions)
         ):  # (a tensor subclass's too: its wrapper takes the new data's keys)
             raise UnsupportedError(
                 f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
@@ -944,7 +945,9 @@ class _DataMode(TorchFunctionMode):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
-            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
+            # hidden from autograd (a no_grad view may take it with grad mode on); inside inference_mode, of a normal
+            # tensor, outside it: the alias would be an inference tensor, eager's tensor keeps its own flags
+            with torch.inference_mode(args[1].is_inference()), torch.no_grad():
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
