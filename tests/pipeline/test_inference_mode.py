@@ -733,3 +733,19 @@ def test_input_given_the_data_of_an_inference_tensor_inside_inference_mode_refus
     assert x0.is_inference()
     with torch.no_grad(), pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
         subclassaot.compile(_input_given_an_inference_tensor_inside)(torch.randn(3), torch.randn(3))
+
+
+def _pair_viewed_inside(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.view(-1)
+    return (t0 * 1,)
+
+
+def test_view_of_a_subclass_inside_inference_mode_refused() -> None:
+    """A PairTensor's view op inside the block makes its wrapper there, an inference tensor that cannot take its
+    base's version counter: eager's view() raises, and the compiled call refuses by name (a plain tensor's view is
+    taken again outside the block, above)."""
+    with pytest.raises(RuntimeError, match="Cannot set version_counter for inference tensor"):
+        _pair_viewed_inside(PairTensor.from_tensor(torch.randn(2, 3)))
+    with pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference_mode.* of a tensor subclass"):
+        subclassaot.compile(_pair_viewed_inside)(PairTensor.from_tensor(torch.randn(2, 3)))
