@@ -265,6 +265,8 @@ class ViewStep:
     index: int | None  # which output of a multi-output view (unbind, split); None for single-output views
     grad_enabled: bool  # grad mode when eager ran it (views made under no_grad behave differently later)
     own_version: bool = False  # the program took `.data`: the result has a version counter of its own
+    # taken inside a torch.inference_mode() block of a normal tensor: replayed inside one, eager's creation meta
+    inference_mode: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -213,6 +213,13 @@ def is_custom_function_view(t: torch.Tensor) -> bool:
     return bool(meta == torch._C._autograd.CreationMeta.IN_CUSTOM_FUNCTION)
 
 
+def mark_inference_mode_view(t: torch.Tensor) -> None:
+    """Give autograd view `t` the creation meta of a view taken inside a torch.inference_mode() block
+    (INFERENCE_MODE): taken under no_grad instead, it then reads, raises and is written exactly as that view."""
+    if t._is_view():
+        torch._C._autograd._set_creation_meta(t, torch._C._autograd.CreationMeta.INFERENCE_MODE)
+
+
 def is_plain_autograd_view(t: torch.Tensor) -> bool:
     """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
     after its base's version counter advanced rebuilds it over the base's history instead of raising."""

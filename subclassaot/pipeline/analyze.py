@@ -746,21 +746,11 @@ def _check_view_bases(
         dict[object, DenseIndex], dict[object, DenseIndex], dict[object, tuple[int, torch.Tensor]], dict[int, int]
     ],
 ) -> None:
-    """Refuse an output view whose base eager keeps and its rebuild cannot: taken inside inference_mode and written
-    after, over a set_() target's empty storage, a view of a grad intermediate moved since, a view of another output
-    `.data =` or set_() moved after the view (`parts`: its subclass tree, dense leaves, inputs whose layout it takes)."""
+    """Refuse an output view whose base eager keeps and its rebuild cannot: over a set_() target's empty storage, a
+    view of a grad intermediate moved since, a view of another output `.data =` or set_() moved after the view
+    (`parts`: its subclass tree, dense leaves, inputs whose layout it takes)."""
     tree, dense, own_layout = parts
     current, original, bases, earlier = maps
-    taken_at = run.swaps.inference_view_made(value)
-    if taken_at is not None and not torch.is_inference_mode_enabled():
-        if run.swaps.last_bump.get(storage_key(value), -1) > taken_at:
-            raise UnsupportedError(
-                f"{path} is a view taken inside a torch.inference_mode() block of a tensor made outside it that "
-                "requires grad, and the program writes its storage after: eager's view then raises when its grad_fn "
-                'is read ("A view was created in inference mode and its base ... has been modified inplace"), the '
-                "compiled output, which the trace made an inference tensor, would not. Take the view outside the "
-                "block, or return a clone"
-            )
     # (a replayed view takes its strides from the real input, unless set_() to contents built from its leaves)
     for j in own_layout if replay is None or replay.then_set else ():
         _check_empty_set_target(path, run, j)

@@ -380,16 +380,14 @@ def _refuse_run_error(
         "on inference tensor outside",
         "Inplace update to inference tensor outside InferenceMode",
     )
-    # (saved for backward: eager's view of a tensor made outside is none; where the program computes with grad from
-    # an inference tensor of its own, eager raises too and the refusal stands for that error)
-    saved = "Inference tensors cannot be saved for backward" in str(e) and bool(record.inference_views)
-    if saved or any(m in str(e) for m in inference_view):
+    if any(m in str(e) for m in inference_view):
         raise UnsupportedError(
-            "the program takes a view, inside a torch.inference_mode() block, of a tensor made outside it "
-            "(one that requires grad, or a tensor subclass); "
-            "eager gives the view the version counter of its base, but the functionalized trace (the "
-            "pipeline's, as torch.compile's) makes every result inside the block an inference tensor, which "
-            f"has none, nor can it require grad ({type(e).__name__}: {str(e).splitlines()[0]}). Take the "
+            "the program takes a view, inside a torch.inference_mode() block, of a tensor subclass made outside it, "
+            "or writes outside the block a tensor the run made inside it: the functionalized run makes the "
+            "results inside the block inference tensors (a subclass view's wrapper too), which take no version "
+            f"counter of a base and no in-place write outside the block ({type(e).__name__}: "
+            f"{str(e).splitlines()[0]}), as eager's do where eager makes them there (a plain tensor's view is taken "
+            "again outside the block, with eager's creation meta: Note [Grad Mode And Autograd Reads]). Take the "
             "view outside the inference_mode block, or use torch.no_grad() there"
         ) from e
     if restrided and _is_view_stride_error(e):

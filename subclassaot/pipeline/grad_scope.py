@@ -77,11 +77,11 @@ __all__ = [
 #   histories end in, which one graph over the inputs cannot: refused, pointing to the Dynamo backend.
 # - Inside inference_mode autograd records nothing whatever the grad mode, except a custom Function applied with grad
 #   on (its result, an inference tensor with a grad_fn, is refused as an output). A view taken there of a normal tensor
-#   is a normal tensor in eager, an inference tensor (or a failed view op) in the trace: of a plain tensor requiring no
-#   grad the run takes it again outside inference mode, under no_grad, which makes eager's tensor (its creation
-#   meta, INFERENCE_MODE, shows only with history); of one requiring grad, or of a subclass, it is refused where that
-#   shows (rules in functional_run.py and analyze.py). Views taken inside the block are recorded as taken without
-#   grad, and replayed so. An output eager computed inside the block, or a view of one, is an inference tensor with
+#   is a normal tensor in eager with creation meta INFERENCE_MODE (it acts as a view taken under no_grad, its errors
+#   naming inference mode), an inference tensor (or a failed view op) in the trace: of a plain tensor the run takes it
+#   again outside inference mode, under no_grad, and gives it that creation meta, and an output's ViewSteps replay
+#   it inside inference_mode; of a subclass it is refused where that shows (rules in functional_run.py and
+#   analyze.py). An output eager computed inside the block, or a view of one, is an inference tensor with
 #   no view relation: in a call made outside inference_mode the runtime rebuilds it inside one over a copy of its
 #   storage (one per storage, so outputs sharing one still do; a subclass from such copies of its inner tensors).
 

@@ -539,12 +539,22 @@ def replay_steps(
     for step in steps:
         args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
         kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
-        with torch.set_grad_enabled(step.grad_enabled), resize_inside_inference_mode(step, src):
+        with _replay_mode(step, src):
             out = step.op(src, *args, **kwargs)
         src = out[step.index] if step.index is not None else out
         if step.own_version:
             src = src.data
     return src
+
+
+def _replay_mode(step: ViewStep, src: torch.Tensor) -> contextlib.AbstractContextManager[object]:
+    """The grad mode the program had; inside inference_mode where it took the view there (eager's creation meta)."""
+    if step.inference_mode:
+        return torch.inference_mode()
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.set_grad_enabled(step.grad_enabled))
+    stack.enter_context(resize_inside_inference_mode(step, src))
+    return stack
 
 
 def resize_inside_inference_mode(step: ViewStep, t: torch.Tensor) -> contextlib.AbstractContextManager[object]:

@@ -11,6 +11,7 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
@@ -167,14 +168,15 @@ def test_held_out_inference_mode_blocks_match_eager(f: Callable[..., object], gr
         assert_matches_eager(f, _held_inputs(grad))
 
 
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
 @pytest.mark.parametrize("f", [_held_view_returned, _held_view_written_inside], ids=["returned", "written"])
-def test_held_out_views_of_normal_tensors_inside_inference_mode(f: Callable[..., object]) -> None:
-    """Of a tensor requiring grad (called with grad): refused by name, eager's view has creation meta INFERENCE_MODE;
-    of one that requires none (called under no_grad): matches eager."""
-    with torch.enable_grad(), pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference"):
-        subclassaot.compile(f, backend="eager")(*_held_inputs(True)())
-    with torch.no_grad():
-        assert_matches_eager(f, _held_inputs(False))
+def test_held_out_views_of_normal_tensors_inside_inference_mode(f: Callable[..., object], grad: bool) -> None:
+    """Eager's view is a normal tensor sharing its base's version counter, with creation meta INFERENCE_MODE: once
+    the output is written after the call, reading its grad_fn raises naming inference mode, as the compiled one's
+    does (it was refused: the run's view was an inference tensor)."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, _held_inputs(grad))
+        assert_matches_eager(f, _held_inputs(grad), after_call=write_outputs)
 
 
 def test_held_out_inference_tensor_saved_for_backward_raises_as_eager() -> None:
@@ -446,33 +448,10 @@ def _grad_use_of_a_view_of_an_inference_view(x0: torch.Tensor) -> tuple[torch.Te
     return (t2,)
 
 
-def test_grad_use_of_a_view_of_an_inference_view_refused() -> None:
-    """A view taken after the block of a view taken inside it of a tensor that requires grad requires grad too in
-    eager, and so does what is computed from it with grad; the run's was an inference tensor (fuzz seed 63000,
-    program 2123: DIVERGED): refused as the view itself is."""
-    x = torch.randn(4, 4, 4, requires_grad=True)
-    with torch.no_grad():
-        (eager,) = _grad_use_of_a_view_of_an_inference_view(x)
-        assert eager.requires_grad
-        with pytest.raises(UnsupportedError, match="computes with grad, after a torch.inference_mode"):
-            subclassaot.compile(_grad_use_of_a_view_of_an_inference_view)(x)
-
-
 def _function_applied_to_an_inference_view(x0: torch.Tensor) -> tuple[torch.Tensor]:
     with torch.inference_mode():
         t0 = x0.reshape((3, -1, 2))
     return (SinFunction.apply(t0),)  # type: ignore[no-untyped-call]
-
-
-def test_function_applied_to_an_inference_view_refused() -> None:
-    """A custom Function applied with grad to a view taken inside an inference_mode block of a tensor that requires
-    grad: eager's result has the Function's history (the view is a leaf of its own), the compiled one had none (fuzz
-    seed 76500, program 446: DIVERGED): refused as an op's use of the view is (its ops inside run with grad off)."""
-    x = torch.randn(3, 4, requires_grad=True)
-    (eager,) = _function_applied_to_an_inference_view(x)
-    assert eager.grad_fn is not None
-    with pytest.raises(UnsupportedError, match="computes with grad, after a torch.inference_mode"):
-        subclassaot.compile(_function_applied_to_an_inference_view)(x)
 
 
 def _resize_inside_inference_mode(x0: torch.Tensor) -> tuple[()]:
@@ -631,18 +610,52 @@ def _view_inside_saved_with_grad_after(x0: torch.Tensor) -> tuple[()]:
     return ()
 
 
-def test_view_taken_inside_the_block_saved_for_backward_refused() -> None:
-    """Eager's reshape() of t1 inside the block is a view of a normal tensor, which mul() may save; the run's is an
-    inference tensor and autograd raised "Inference tensors cannot be saved for backward" (fuzz seed 72000, program
-    4757: CRASHED). Refused as the class it belongs to."""
+def _view_inside_written_after(x0: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    t0 = x0.mul(2.0)
+    with torch.inference_mode():
+        t1 = t0.view(-1)
+    with torch.no_grad():
+        t0.add_(1.0)
+    return (t1, t0)
+
+
+def _view_inside_of_a_leaf_and_its_view_after(x0: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    with torch.inference_mode():
+        a, b = x0.split_with_sizes([1, 2])
+    return (a, b.unsqueeze(0), b.exp())
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize(
+    ("fn", "size"),
+    [
+        (_grad_use_of_a_view_of_an_inference_view, (4, 4, 4)),
+        (_function_applied_to_an_inference_view, (3, 4)),
+        (_view_inside_saved_with_grad_after, ()),
+        (_view_inside_written_after, (3,)),
+        (_view_inside_of_a_leaf_and_its_view_after, (3,)),
+    ],
+    ids=["grad_use_after", "function_after", "saved_after", "written_after", "multi_output_of_a_leaf"],
+)
+def test_views_taken_inside_inference_mode_of_tensors_requiring_grad_match_eager(
+    fn: Callable[..., tuple[torch.Tensor, ...]], size: tuple[int, ...], grad: bool
+) -> None:
+    """Eager's view, inside an inference_mode block, of a normal tensor that requires grad is a normal tensor over
+    its base's version counter with creation meta INFERENCE_MODE: it requires grad with no history (a leaf of its
+    own, whose gradient goes nowhere, as a view taken under no_grad), and once its storage is written after it was
+    taken, reading its grad_fn raises naming inference mode. The run takes it again under no_grad with that creation
+    meta; the runtime rebuilds a returned one inside inference_mode. Each was refused, the run's view being an
+    inference tensor (fuzz seeds 63000 #2123, 76500 #446, 72000 #4757, 78000 #36 #83 #93 #173 #206 #265), or
+    returned with the creation meta of no_grad (fuzz seed 77100 #97: DIVERGED)."""
 
     def make() -> tuple[torch.Tensor]:
-        return (torch.randn((), requires_grad=True),)
+        return (torch.randn(size, requires_grad=True),)
 
-    with torch.enable_grad():
-        assert _view_inside_saved_with_grad_after(*make()) == ()
-        with pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference_mode"):
-            subclassaot.compile(_view_inside_saved_with_grad_after)(*make())
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(fn, make)
+        assert_matches_eager(fn, make, after_call=write_outputs)
+        # ... and where the view's base is no leaf
+        assert_matches_eager(fn, lambda: (make()[0].clone(),), after_call=write_outputs)
 
 
 def _sum_and_its_slice_inside(x: T, y: T) -> object:
@@ -663,3 +676,76 @@ def test_wrapper_outputs_made_inside_inference_mode_share_their_wrapper_storage_
 
     with torch.set_grad_enabled(grad):
         assert_matches_eager(_sum_and_its_slice_inside, inputs)
+
+
+def _data_assigned_inside(x0: T, x1: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        x0.data = x1
+    return (x0 * 2, x0)
+
+
+def _data_assigned_inside_then_written(x0: T, x1: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        x0.data = x1
+    x0.add_(1.0)
+    return (x0.view(-1), x1)
+
+
+def _data_assigned_a_view_taken_inside(x0: T, x1: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        v = x1.view(-1)
+        x0.data = v
+    return (x0, v)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize(
+    "fn",
+    [_data_assigned_inside, _data_assigned_inside_then_written, _data_assigned_a_view_taken_inside],
+    ids=["assigned", "then_written", "a_view_taken_inside"],
+)
+def test_data_of_a_normal_tensor_assigned_inside_inference_mode_matches_eager(
+    fn: Callable[..., tuple[T, ...]], grad: bool
+) -> None:
+    """`.data =` of a normal tensor inside the block leaves both normal tensors (the assigned one keeps its own
+    version counter); the run's alias of the new data, made inside the block, failed to get a version counter and the
+    program was refused as a view taken inside the block (fuzz seed 78500, programs 165 and 212)."""
+
+    def make() -> tuple[T, T]:
+        return torch.randn(3), torch.randn(3)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(fn, make)
+        assert_matches_eager(fn, make, after_call=write_outputs)
+
+
+def _input_given_an_inference_tensor_inside(x0: T, x1: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        x0.data = x1 * 2
+    return (x0,)
+
+
+def test_input_given_the_data_of_an_inference_tensor_inside_inference_mode_refused() -> None:
+    """Inside the block as after it, `.data =` an inference tensor makes eager's input an inference tensor, which the
+    compiled call does not make (it returned a normal input: DIVERGED, found while narrowing the refusal above)."""
+    x0, x1 = torch.randn(3), torch.randn(3)
+    _input_given_an_inference_tensor_inside(x0, x1)
+    assert x0.is_inference()
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="`.data =` an inference tensor"):
+        subclassaot.compile(_input_given_an_inference_tensor_inside)(torch.randn(3), torch.randn(3))
+
+
+def _pair_viewed_inside(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.view(-1)
+    return (t0 * 1,)
+
+
+def test_view_of_a_subclass_inside_inference_mode_refused() -> None:
+    """A PairTensor's view op inside the block makes its wrapper there, an inference tensor that cannot take its
+    base's version counter: eager's view() raises, and the compiled call refuses by name (a plain tensor's view is
+    taken again outside the block, above)."""
+    with pytest.raises(RuntimeError, match="Cannot set version_counter for inference tensor"):
+        _pair_viewed_inside(PairTensor.from_tensor(torch.randn(2, 3)))
+    with pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference_mode.* of a tensor subclass"):
+        subclassaot.compile(_pair_viewed_inside)(PairTensor.from_tensor(torch.randn(2, 3)))

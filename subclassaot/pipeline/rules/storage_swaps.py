@@ -125,6 +125,7 @@ from subclassaot.torch_internals import (
     get_version,
     is_functional,
     is_functorch_wrapped,
+    mark_inference_mode_view,
     marks_dirty_noted,
     no_torch_function,
     rebind_functional,
@@ -665,6 +666,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.seq,
                         leaves,
                         self.depth > 0,
+                        self.depth == 0 and self.record.retaking_inference_view,
                     )
                     self.record.family[id(o)] = root
                     if id(args[0]) in self.record.set_views:
@@ -816,34 +818,6 @@ def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
     return found is not None and found[1].is_leaf and args[0].requires_grad and not args[0].is_leaf
 
 
-def check_inference_view_reads(record: SwapRecord, func: Any, call: object, out: object) -> None:
-    """After an op with grad outside inference_mode that made tensors: refuse where it read a view taken inside an
-    inference_mode block of a tensor that requires grad: eager's view requires grad with no
-    history (a leaf of its own), so the result's gradient stops at it; the graph's view is an ordinary one."""
-    if not record.inference_views or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
-        return
-    if getattr(func, "__name__", "") == "__get__" or is_autograd_read(func) or is_base_read(func):
-        return
-    if any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
-        _refuse_inference_view_reads(record, call)
-
-
-def _refuse_inference_view_reads(record: SwapRecord, call: object) -> None:
-    """check_inference_view_reads's refusal, for a call with grad outside inference_mode that makes tensors."""
-    for a in pytree.tree_leaves(call):
-        if not isinstance(a, torch.Tensor):
-            continue
-        # the view itself, or a view of it taken after the block (which requires grad as it does)
-        if any(id(t) in record.inference_views for t in (a, *(r.source for r in record.chain(a)))):
-            raise UnsupportedError(
-                f"{input_named(record, a)}the program computes with grad, after a torch.inference_mode() block, from a "
-                "view it took inside that block of a tensor that requires grad: eager's view requires grad but has "
-                "no history (a leaf of its own, is_leaf, no grad_fn), so the result's gradient stops at it; the "
-                "compiled graph's view is an ordinary one. Take the view outside the block, or use torch.no_grad() "
-                "there"
-            )
-
-
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -958,7 +932,8 @@ class _DataMode(TorchFunctionMode):
             isinstance(args[1], torch.Tensor)
             and self.record.eager_inference(args[1])
             and not self.record.eager_inference(args[0])
-            and not torch.is_inference_mode_enabled()
+            # (inside the block, an intermediate's output is made an inference tensor: OutputInfo.inference)
+            and (not torch.is_inference_mode_enabled() or id(args[0]) in self.record.input_positions)
         ):  # (a tensor subclass's too: its wrapper takes the new data's keys)
             raise UnsupportedError(
                 f"{input_named(self.record, args[0])}`.data =` an inference tensor (made inside a "
@@ -970,7 +945,9 @@ class _DataMode(TorchFunctionMode):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
-            with torch.no_grad():  # hidden from autograd (a no_grad view may take it with grad mode on)
+            # hidden from autograd (a no_grad view may take it with grad mode on); inside inference_mode, of a normal
+            # tensor, outside it: the alias would be an inference tensor, eager's tensor keeps its own flags
+            with torch.inference_mode(args[1].is_inference()), torch.no_grad():
                 rebind_functional(args[0], args[1], None)
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
@@ -1090,7 +1067,8 @@ class _DataMode(TorchFunctionMode):
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 else:
-                    out = original_of(_call_viewing_normal(func, call_args, call_kwargs), name, args, call_args)
+                    out = _call_viewing_normal(self.record, func, call_args, call_kwargs)
+                    out = original_of(out, name, args, call_args)
         except RuntimeError as e:
             if "new_fn INTERNAL ASSERT FAILED" in str(e):
                 # autograd regenerating a view's grad_fn by as_strided (its view function is gone: a view made to
@@ -1125,7 +1103,6 @@ class _DataMode(TorchFunctionMode):
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
         if args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.requires_grad_gained:
             _check_gain_on_view_input(self.record, args[0])  # (a view taken after the flag was set)
-        check_inference_view_reads(self.record, func, (args, kwargs), out)
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             # (a subclass's inner tensors too: its __torch_dispatch__ makes them, out of this mode's sight)
             taken = {storage_key(a) for a in _dense_leaves((args, kwargs))}
@@ -1135,11 +1112,6 @@ class _DataMode(TorchFunctionMode):
                 if storage_key(o) in made - taken:
                     self.record.inference_tensors.add(id(o))
                     self.record.pin(o)
-            if args and _plain_tensor(args[0]):  # a view: a result over the storage it read
-                if args[0].requires_grad or id(args[0]) in self.record.inference_views:
-                    for o in pytree.tree_leaves(out):
-                        if _plain_tensor(o) and o is not args[0] and storage_key(o) in taken:
-                            self.record.inference_views[id(o)] = self.record.seq
         if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
@@ -1249,18 +1221,17 @@ def _recording() -> bool:
 _INFERENCE_VIEW_ERROR = "Cannot set version_counter for inference tensor"
 
 
-def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
-    """Inside inference_mode, eager's view of a normal tensor is a normal tensor sharing its base's version counter;
-    the functionalized run's view op fails to give it one, or makes an inference tensor. Where the base requires no
-    grad (no history to tell the view's creation mode by), the view is taken again outside inference mode, under
-    no_grad, which makes eager's tensor (Note [Grad Mode And Autograd Reads])."""
+def _call_viewing_normal(record: SwapRecord, func: Any, args: Any, kwargs: Any) -> object:
+    """Inside inference_mode, eager's view of a normal tensor is a normal tensor sharing its base's version counter,
+    with creation meta INFERENCE_MODE; the functionalized run's view op fails to give it one, or makes an inference
+    tensor. The view is taken again outside inference mode, under no_grad, and given that creation meta, which makes
+    eager's tensor (Note [Grad Mode And Autograd Reads])."""
     base = args[0] if args else None
     normal = (
         torch.is_inference_mode_enabled()
         and isinstance(base, torch.Tensor)
         and _plain_tensor(base)
         and not base.is_inference()
-        and not base.requires_grad
     )
     if not normal:
         return func(*args, **kwargs)
@@ -1277,8 +1248,16 @@ def _call_viewing_normal(func: Any, args: Any, kwargs: Any) -> object:
             return out
     # under no_grad: inside inference_mode autograd records nothing, grad mode on or off (inference_mode(False) alone
     # would turn grad mode on)
-    with torch.inference_mode(False), torch.no_grad():
-        return func(*args, **kwargs)
+    record.retaking_inference_view = True
+    try:
+        with torch.inference_mode(False), torch.no_grad():
+            out = func(*args, **kwargs)
+    finally:
+        record.retaking_inference_view = False
+    for o in pytree.tree_leaves(out):
+        if isinstance(o, torch.Tensor):
+            mark_inference_mode_view(o)
+    return out
 
 
 @contextlib.contextmanager
@@ -1302,8 +1281,6 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
-        if record.inference_views and not torch.is_inference_mode_enabled():
-            _refuse_inference_view_reads(record, (args, kwargs))
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq

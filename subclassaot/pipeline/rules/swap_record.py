@@ -55,6 +55,8 @@ class ViewRecord:
     # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The
     # Wrapper])
     below_autograd: bool = False
+    # taken inside a torch.inference_mode() block of a normal tensor: eager's has creation meta INFERENCE_MODE
+    inference_mode: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +118,9 @@ class SwapRecord:
     inference_made: set[object] = field(default_factory=set)
     # id() of the tensors made there over such a storage (pinned): eager's stay inference tensors on any storage
     inference_tensors: set[int] = field(default_factory=set)
-    # id() of the views taken there of a tensor made outside that requires grad -> `seq` then: eager's, a view that
-    # requires grad, raises at a grad_fn read once its storage is written after
-    inference_views: dict[int, int] = field(default_factory=dict)
+    # a view of a normal tensor, taken inside inference_mode, is being taken again outside it (under no_grad): its
+    # ViewRecords say `inference_mode` (storage_swaps._call_viewing_normal)
+    retaking_inference_view: bool = False
     # id() of the tensors a custom autograd.Function marked dirty, where its apply recorded a node -> its class; the
     # storage keys of those tensors (Note [Custom Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
@@ -486,18 +488,6 @@ class SwapRecord:
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             yield record
             t = record.source
-
-    def inference_view_made(self, t: torch.Tensor) -> int | None:
-        """`seq` when `t` was made, where eager's `t` is a view with creation meta INFERENCE_MODE: taken inside an
-        inference_mode block of a tensor made outside that requires grad, or a view of one taken after the block
-        (a view's creation meta passes to views of it); None otherwise. A write after that `seq` makes eager's
-        grad_fn read raise; a view taken after the write reads fine (its version is the storage's)."""
-        if (taken := self.inference_views.get(id(t))) is not None:
-            return taken
-        records = list(self.chain(t))
-        if any(id(r.source) in self.inference_views for r in records):
-            return records[0].seq
-        return None
 
     def moved(self) -> set[int]:
         """id() of the tensors a set_() or `.data =` gave other data (plain or wrapper)."""

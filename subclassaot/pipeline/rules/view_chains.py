@@ -732,7 +732,8 @@ def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputI
 
 def view_step(record: ViewRecord) -> ViewStep | None:
     """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
-    return _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
+    step = _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
+    return replace(step, inference_mode=True) if step is not None and record.inference_mode else step
 
 
 def _make_step(
