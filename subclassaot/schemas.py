@@ -440,6 +440,11 @@ class OutputInfo:
     # the runtime makes them so (Note [Grad Mode And Autograd Reads])
     inference: bool = False
     inference_leaves: tuple[int, ...] = ()
+    # TENSOR: eager's version counter, where it is not what the rest makes: an inference tensor with one (a detach()
+    # of one taken after the block: writable outside it), or a normal tensor without one (`.data =` of a normal
+    # tensor onto one made inside the block: writes raise) (Note [Grad Mode And Autograd Reads])
+    inference_counter: bool = False
+    counterless: bool = False
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
     # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None

@@ -386,12 +386,15 @@ def _with_inference_leaves(
         else ()
     )
     if not _eager_inference_tensor(path, value, run):
+        if not subclass and id(value) in run.swaps.counterless and not torch.is_inference_mode_enabled():
+            return replace(info, counterless=True)
         # a wrapper made outside over such leaves (a detach() after the block): its leaves only
         return replace(info, inference_leaves=made) if made else info
     check_inference_output(path, value)
     if subclass and not made:  # a wrapper made inside the block over views of an input's inner tensors
         raise UnsupportedError(_SUBCLASS_VIEW_IN_INFERENCE.format(path=path))
-    return replace(info, inference=True, inference_leaves=made if subclass else (0,))
+    counted = not subclass and id(value) in run.swaps.counted_inference
+    return replace(info, inference=True, inference_leaves=made if subclass else (0,), inference_counter=counted)
 
 
 def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:

@@ -296,7 +296,7 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             return None
         # (Note [History Kept Through .data =]; requires_grad_() on it; an inference tensor: Note [Grad Mode And
         # Autograd Reads])
-        if info.data_from is not None or info.gains_grad or info.inference or info.inference_leaves:
+        if info.data_from is not None or info.gains_grad or info.inference or info.inference_leaves or info.counterless:
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (

@@ -160,7 +160,7 @@ def build_outputs(
     finally:
         builder.clear()
     _change_bases(infos, result, ev, symbols, values, shared)
-    if any(info.inference or info.inference_leaves for info in infos):
+    if any(info.inference or info.inference_leaves or info.counterless for info in infos):
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
@@ -229,12 +229,19 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
     wrappers: dict[object, torch.Tensor] = {}  # a built wrapper's storage -> the first wrapper rebuilt over it
     for o, info in enumerate(infos):
         value = result[o]
-        if not (info.inference or info.inference_leaves) or not isinstance(value, torch.Tensor):
+        if not (info.inference or info.inference_leaves or info.counterless) or not isinstance(value, torch.Tensor):
             continue
-        if info.inference and value.is_inference():
+        if info.inference and value.is_inference() and not info.inference_counter:
+            continue
+        if info.counterless:  # a normal tensor with no version counter: eager's `.data =` onto an inference one
+            if id(value) not in made:
+                made[id(value)] = _without_counter(value)
+            result[o] = made[id(value)]
             continue
         if id(value) not in made:
             made[id(value)] = rebuilt = _inference_copy(value, info.inference_leaves, copies, info.inference)
+            if info.inference_counter:  # eager's detach() after the block: an inference tensor with a counter
+                made[id(value)] = rebuilt = rebuilt.detach()
             if rebuilt is not value and is_traceable_subclass(value):
                 # wrappers sharing a storage (a view and its base: return_and_correct_aliasing) still do
                 try:
@@ -245,6 +252,15 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
                 if first is not rebuilt:
                     torch._functionalize_unsafe_set(rebuilt, first)
         result[o] = made[id(value)]
+
+
+def _without_counter(value: torch.Tensor) -> torch.Tensor:
+    """`value`'s storage and layout in a normal tensor with no version counter of its own, as eager's `t.data = value`
+    makes of a `t` made inside an inference_mode block."""
+    with torch.inference_mode():
+        holder = torch.empty(0, dtype=value.dtype, device=value.device)
+    holder.data = value.detach()
+    return holder
 
 
 def _inference_copy(

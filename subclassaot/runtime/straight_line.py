@@ -184,7 +184,7 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "set_() onto an input"
     if info.gains_grad:
         return "requires_grad_() on it"
-    if info.inference or info.inference_leaves:
+    if info.inference or info.inference_leaves or info.counterless:
         return "an inference tensor"
     if prewrapped or info.kind is not OutputKind.TENSOR:
         return None

@@ -749,3 +749,48 @@ def test_view_of_a_subclass_inside_inference_mode_refused() -> None:
         _pair_viewed_inside(PairTensor.from_tensor(torch.randn(2, 3)))
     with pytest.raises(UnsupportedError, match="takes a view, inside a torch.inference_mode.* of a tensor subclass"):
         subclassaot.compile(_pair_viewed_inside)(PairTensor.from_tensor(torch.randn(2, 3)))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Version counters eager gives tensors around an inference_mode block, seen by a write after the call: a detach()
+# taken after the block of an inference tensor is an inference tensor with a counter (writable outside the block; a
+# view of it has none), and `.data =` of a normal tensor onto one made inside the block leaves a normal tensor with
+# none (a write raises). Fuzz 79000 #277, #7365.
+
+
+def _detached_after_the_block(x: torch.Tensor, y: torch.Tensor) -> object:
+    with torch.inference_mode():
+        t = y.mul(x)
+    return (t.detach(),)
+
+
+def _detached_after_the_block_and_viewed(x: torch.Tensor, y: torch.Tensor) -> object:
+    with torch.inference_mode():
+        t = y.mul(x)
+    d = t.detach()
+    return d, d.view(-1), d.detach()
+
+
+def _normal_data_onto_an_inference_tensor(x: torch.Tensor, y: torch.Tensor) -> object:
+    s = y.sin()
+    with torch.inference_mode():
+        t = y.sum(0)
+    t.data = s
+    return (t,)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _detached_after_the_block,
+        _detached_after_the_block_and_viewed,
+        _normal_data_onto_an_inference_tensor,
+    ],
+)
+@pytest.mark.parametrize("grad", [True, False])
+def test_version_counters_around_an_inference_block_match_eager(fn: Callable[..., object], grad: bool) -> None:
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(()), torch.randn(4)
+
+    with torch.enable_grad() if grad else torch.no_grad():
+        assert_matches_eager(fn, make, after_call=write_outputs)

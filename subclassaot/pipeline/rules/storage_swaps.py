@@ -669,6 +669,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.depth == 0 and self.record.retaking_inference_view,
                     )
                     self.record.family[id(o)] = root
+                    if func is torch.ops.aten.detach.default and self.depth == 0:
+                        self.record.note_detach(src, o)
                     if id(args[0]) in self.record.set_views:
                         self.record.set_views.add(id(o))
                     if id(args[0]) in self.record.base_strided_views:
@@ -952,6 +954,7 @@ class _DataMode(TorchFunctionMode):
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
             self.record.swapped_by_data.add(id(args[0]))
+            self.record.note_counter_after_data(args[0], self.record.eager_inference(args[1]))
             self.record.data_inference[id(args[0])] = self.record.eager_inference(args[1])
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1

@@ -83,6 +83,10 @@ class DataAssignment:
 @dataclass(slots=True)
 class SwapRecord:
     swapped_by_data: set[int] = field(default_factory=set)  # id() of tensors whose last swap was `.data =`
+    # id() of tensors eager gives a version counter though they are inference tensors (a detach() of one after the
+    # block), and of normal tensors eager gives none (`.data =` onto a tensor made inside the block): OutputInfo
+    counted_inference: set[int] = field(default_factory=set)
+    counterless: set[int] = field(default_factory=set)
     data_inference: dict[int, bool] = field(default_factory=dict)  # ... is eager's an inference tensor after it
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
@@ -506,6 +510,25 @@ class SwapRecord:
                 return
             yield t, record
             t = source
+
+    def note_detach(self, source: torch.Tensor, out: torch.Tensor) -> None:
+        """`out = source.detach()`: after an inference_mode block, of an inference tensor, eager's is an inference
+        tensor with a version counter of its own."""
+        if not torch.is_inference_mode_enabled() and self.eager_inference(source):
+            self.counted_inference.add(id(out))
+            self.pin(out)
+
+    def note_counter_after_data(self, t: torch.Tensor, data_inference: bool) -> None:
+        """`t.data = d`: `t` keeps its own version counter (none, if made inside an inference_mode block) and takes
+        `d`'s dispatch keys (an inference tensor's, or a normal one's)."""
+        had_none = (self.eager_inference(t) and id(t) not in self.counted_inference) or id(t) in self.counterless
+        self.counted_inference.discard(id(t))
+        self.counterless.discard(id(t))
+        if data_inference and not had_none:
+            self.counted_inference.add(id(t))
+        elif had_none and not data_inference:
+            self.counterless.add(id(t))
+        self.pin(t)
 
     def eager_inference(self, t: torch.Tensor) -> bool:
         """Is eager's `t` an inference tensor: made inside an inference_mode block, or a view of one (taken after the
