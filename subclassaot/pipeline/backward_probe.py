@@ -288,9 +288,10 @@ def _apart_as_returned(
     apart: Sequence[torch.Tensor], roots: Sequence[torch.Tensor], end: BackwardEnd
 ) -> BackwardEnd | None:
     """`end`, where each leaf given to the Function detached got a gradient exactly when it is itself a root, as the
-    compiled backward gives it (Note [Backward Errors Are Deferred]); else None."""
+    compiled backward gives it (Note [Backward Errors Are Deferred]); else None. (A view of a leaf given detached
+    hands its leaf the gradient by its own node, outside the program in eager as in the compiled call.)"""
     for leaf in apart:
-        if (leaf.grad is not None) != any(r is leaf for r in roots):
+        if leaf.is_leaf and (leaf.grad is not None) != any(r is leaf for r in roots):
             return None
     return end
 
@@ -625,24 +626,27 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # only after the graph has run (a write after the save fails eager's backward on its own: the analysis's concern).
 # Eager's engine runs later-made nodes first and a leaf's AccumulateGrad as soon as it is ready (Note [Probing Eager's
 # Backward]), so before the saving node raises a leaf may get its gradient: one returned as itself that no node of the
-# program reaches (a root, ready at once) goes into the Function detached (`EagerSaves.detached`), so that its
-# AccumulateGrad waits on no node of ours either; where another leaf is reached by a path around every saving node, the
+# program reaches (a root, ready at once), or one behind a view input returned as itself (whose node a write remakes at
+# the backward's read, numbered above the program's: `x0.contiguous()` returning an `expand()` of a leaf). As the
+# compiled backward may raise elsewhere too (a deferred error, the epilogue's set_ node), every program's such inputs
+# that the Function gives no gradient go into it detached (`EagerSaves.detached`), so that their leaf's AccumulateGrad
+# waits on no node of ours either; where another leaf is reached by a path around every saving node, the
 # probe runs eager's backward on static fakes, the saved tensor's counter moved after the call, through each set of
 # outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
 # compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once.
 def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
-    """The saved tensors of the comment above, and the leaves the Function takes detached; none where there are no
-    such tensors or the program cannot run on fakes."""
+    """The saved tensors of the comment above, and the inputs the Function takes detached; none where the program
+    cannot run on fakes."""
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(call(state, args, kwargs))
+            detached = _unreached_returned_leaves(outs, values, flat)
             found = _matched(_saved_readers(outs), outs, values, flat, analysis)
             if not found:
-                return EagerSaves()
-            detached = _unreached_returned_leaves(outs, values, flat)
-            apart = {id(values[flat.tensor_indices[p]]) for p in detached}
+                return EagerSaves(detached=detached)
+            apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
             around = [_leaf_around_savers(outs, values, _saved_value(e, outs, values, flat), apart) for e in found]
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         return EagerSaves()
@@ -660,12 +664,36 @@ def _saved_value(save: EagerSave, outs: Sequence[object], values: Sequence[objec
 
 
 def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object], flat: FlatInputs) -> frozenset[int]:
-    """Tensor inputs that are leaves requiring grad, passed once and returned as themselves, whose AccumulateGrad no
-    output's grad_fn graph reaches: eager's engine runs it, a root numbered above all, before any node of the
-    program, so the compiled Function takes them detached (the comment above)."""
+    """Tensor inputs requiring grad, passed once and returned as themselves, that are leaves or views of a leaf,
+    whose leaf's AccumulateGrad no node of the outputs' grad_fn graphs reaches but the returned view's own: eager's
+    engine runs that accumulator (a root numbered above all, or behind the view's node, remade after a write with a
+    number above the program's) apart from the program's nodes, so the compiled Function takes them detached (the
+    comment above)."""
+    found = set()
+    for p, k in enumerate(flat.tensor_indices):
+        v = values[k]
+        if not isinstance(v, torch.Tensor) or not v.requires_grad or sum(w is v for w in values) != 1:
+            continue
+        leaf = v if v.is_leaf else v._base
+        if leaf is None or not leaf.requires_grad or not leaf.is_leaf or not any(o is v for o in outs):
+            continue
+        if id(leaf) not in _accumulated([o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o is not v]):
+            found.add(p)
+    return frozenset(found)
+
+
+def _leaf_behind(value: object) -> tuple[torch.Tensor, ...]:
+    """A tensor and the tensor it is a view of, if any."""
+    if not isinstance(value, torch.Tensor):
+        return ()
+    return (value,) if value._base is None else (value, value._base)
+
+
+def _accumulated(starts: Sequence[object]) -> set[int]:
+    """id() of each tensor whose AccumulateGrad the nodes `starts` reach."""
     reached: set[int] = set()
     seen: set[int] = set()
-    stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
+    stack = list(starts)
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -674,17 +702,8 @@ def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object],
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             reached.add(id(variable))
-        stack.extend(child for child, _ in node.next_functions)
-    return frozenset(
-        p
-        for p, k in enumerate(flat.tensor_indices)
-        if isinstance(v := values[k], torch.Tensor)
-        and v.requires_grad
-        and v.is_leaf
-        and id(v) not in reached
-        and sum(w is v for w in values) == 1
-        and any(o is v for o in outs)
-    )
+        stack.extend(child for child, _ in getattr(node, "next_functions", ()))
+    return reached
 
 
 def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int]) -> bool:

@@ -370,14 +370,7 @@ class _Step:
             if e.output is None or e.output in counter_of
             if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values))
         )
-        # ... and where there are such: the leaves returned as themselves the Function takes detached, where it gives
-        # them no gradient (eager's engine accumulates theirs before any node of the program)
-        no_grad_from_here = {i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if not deps}
-        self.apart = (
-            tuple(sorted(i for i in eager_saves.detached if i in no_grad_from_here and i not in bw_meta.detached))
-            if self.checks and len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
-            else ()
-        )
+        self.apart = _apart_inputs(self, eager_saves.detached)
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -450,14 +443,27 @@ def _update_sources(
     return original_update, final_update, group_source, group_final
 
 
-def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
-    """The user inputs that go into the Function detached (Note [Backward Errors Are Deferred]): those no gradient
-    reaches, those of them that go in as stand-ins requiring grad, and those no output reads."""
+def _apart_inputs(s: _Step, returned: frozenset[int]) -> tuple[int, ...]:
+    """The leaves (and views of leaves) returned as themselves that the Function takes detached (`returned`:
+    backward_probe.eager_saves), where it gives them no gradient: eager's engine accumulates theirs apart from the
+    program's nodes, so a backward that raises (a saved tensor written after the call, a deferred error, the
+    epilogue's set_ node) does not hold theirs back (backward_probe's comment on saved tensors)."""
+    bw_meta = s.bw_meta
+    if len(bw_meta.tangent_deps) < len(bw_meta.grad_inputs):
+        return ()
+    hidden = _hidden_updates(s)
+    no_grad_from_here = {
+        i for i, deps in zip(bw_meta.grad_inputs, bw_meta.tangent_deps, strict=False) if deps <= hidden
+    }
+    return tuple(sorted(i for i in returned if i in no_grad_from_here and i not in bw_meta.detached))
+
+
+def _hidden_updates(s: _Step) -> set[int]:
+    """Diff outputs (positions in diff_outputs) that are new values of inputs the epilogue writes hidden from
+    autograd: no gradient flows through them (Note [Backward Errors Are Deferred])."""
     plan, bw_meta, n_updates = s.plan, s.bw_meta, s.n_updates
-    analysis, layout, flat = plan.analysis, plan.layout, plan.flat
+    analysis, layout = plan.analysis, plan.layout
     n_wrappers = len(bw_meta.wrapper_updates)
-    # Diff outputs that are new values of inputs the epilogue writes hidden from autograd: no gradient flows
-    # through them (Note [Backward Errors Are Deferred])
     hidden_updates = {
         p
         for p, d in enumerate(bw_meta.diff_outputs)
@@ -475,6 +481,15 @@ def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
         if wrappers_at <= d < wrappers_at + n_wrappers
         and not wrapper_write_recorded(analysis, layout, bw_meta.wrapper_updates[d - wrappers_at])
     }
+    return hidden_updates
+
+
+def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
+    """The user inputs that go into the Function detached (Note [Backward Errors Are Deferred]): those no gradient
+    reaches, those of them that go in as stand-ins requiring grad, and those no output reads."""
+    plan, bw_meta = s.plan, s.bw_meta
+    analysis, layout, flat = plan.analysis, plan.layout, plan.flat
+    hidden_updates = _hidden_updates(s)
     unreached = (  # Note [Backward Errors Are Deferred]
         [
             i
@@ -1044,13 +1059,12 @@ def _apply_step(*args: object) -> Sequence[torch.Tensor]:
 
 
 def _detach_apart(user: list[torch.Tensor], apart: tuple[int, ...]) -> None:
-    """The leaves of `_Step.apart` in `user`, detached, where another input that requires grad stays attached."""
-    if any(t.requires_grad and t.is_leaf for i, t in enumerate(user) if i in apart) and any(
+    """The inputs of `_Step.apart` in `user`, detached, where another input that requires grad stays attached."""
+    if any(t.requires_grad for i, t in enumerate(user) if i in apart) and any(
         t.requires_grad for i, t in enumerate(user) if i not in apart
     ):
         for i in apart:
-            if user[i].is_leaf:
-                user[i] = user[i].detach()
+            user[i] = user[i].detach()
 
 
 def _detached(value: object) -> object:

@@ -241,12 +241,12 @@ class EagerSave:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EagerSaves:
-    """backward_probe.eager_saves: the saved wrappers, and the leaf inputs the Function takes detached where there
-    are any (backward_probe's comment on saved tensors)."""
+    """backward_probe.eager_saves: the saved wrappers, and the inputs the Function takes detached where it gives
+    them no gradient (backward_probe's comment on saved tensors)."""
 
     saves: tuple[EagerSave, ...] = ()
-    # tensor inputs (positions among the tensor inputs): leaves returned as themselves that no node of eager's program
-    # reaches, whose AccumulateGrad eager runs before any of the program's nodes
+    # tensor inputs (positions among the tensor inputs): leaves, or views of leaves, returned as themselves whose leaf
+    # no node of eager's program reaches: eager runs that leaf's AccumulateGrad apart from the program's nodes
     detached: frozenset[int] = frozenset()
 
 

@@ -979,3 +979,87 @@ def test_leaf_read_before_a_saving_function_raises_like_eager() -> None:
     sees that, and the compiled backward raises eager's error, with no gradient, as eager."""
     with torch.enable_grad():
         assert_matches_eager(_leaf_read_before_a_saving_function, _plain_inputs, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Gradients eager accumulates before any backward of the program raises (a saved tensor written after the call, set_()
+# under grad): a leaf returned as itself, or the leaf behind a view input returned as itself whose node a write remakes,
+# numbered above the program's, is accumulated apart from the program's nodes; the Function, which gives it no
+# gradient, takes it detached so that its raising node does not hold that gradient back (backward_probe's comment on
+# saved tensors).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _view_input_returned_beside_a_saving_function(x0: T, x1: T) -> tuple[T, T, T]:
+    return x1, SinFunction.apply(x1), x0.contiguous()  # type: ignore[no-untyped-call]  # contiguous(): x0 itself
+
+
+def _expanded_leaf_and_nonleaf() -> tuple[T, T]:
+    with torch.enable_grad():
+        return _leaf(2).expand(-1), nonleaf(1)
+
+
+def _expanded_pair_leaf_and_nonleaf() -> tuple[T, T]:
+    with torch.enable_grad():
+        return pair(2, requires_grad=True).expand(-1), pair_nonleaf(1)
+
+
+@pytest.mark.parametrize("make", [_expanded_leaf_and_nonleaf, _expanded_pair_leaf_and_nonleaf], ids=["plain", "pair"])
+def test_leaf_behind_a_returned_view_input_gets_its_gradient_before_a_written_save_raises(
+    make: Callable[[], tuple[T, T]],
+) -> None:
+    """Found by the fuzzer (seed 79300, program 255): x0, an expand() of a leaf, is returned as itself; written after
+    the call, its node is remade when backward reads it, numbered above the Function's, so eager's engine gives the
+    leaf behind it its gradient before the Function's node raises on the written x1."""
+    with torch.enable_grad():
+        x0, x1 = make()
+        outs = _view_input_returned_beside_a_saving_function(x0, x1)
+        write_outputs(outs, ())
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+        assert cast(T, x0._base).grad is not None
+        assert_matches_eager(_view_input_returned_beside_a_saving_function, make, after_call=write_outputs)
+
+
+def _view_input_written_in_inference_mode_beside_a_max(x0: T, x1: T) -> tuple[T, T, T]:
+    t1 = x1.contiguous()  # x1 itself
+    with torch.inference_mode():
+        t1.fill_(-1.0)
+    t2, t3 = x0.unbind(0)[0].max(0, keepdim=True)
+    return t2, x1, t3
+
+
+def test_leaf_behind_a_view_input_written_in_inference_mode_gets_its_gradient_before_a_written_save_raises() -> None:
+    """Found by the fuzzer (seed 79300, program 411): x1, a t() of a leaf, is written in inference mode (no node) and
+    returned as itself; max() saved its indices, written after the call: eager accumulates the leaf behind x1 first."""
+
+    def make() -> tuple[T, T]:
+        with torch.enable_grad():
+            return nonleaf(3), _leaf().t()
+
+    with torch.enable_grad():
+        assert_matches_eager(_view_input_written_in_inference_mode_beside_a_max, make, after_call=write_outputs)
+
+
+def _set_to_itself_beside_a_returned_leaf(x0: T, x1: T, x2: T) -> tuple[T, T, T]:
+    x0.fill_(0.5)
+    x1.set_(x1)  # type: ignore[call-overload]  # (torch's stub lacks set_(Tensor) on a Tensor argument)
+    return x0, x2, x1
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: (nonleaf(), nonleaf(2).transpose(0, 0), _leaf()), id="plain"),
+        pytest.param(lambda: (pair_nonleaf(), pair_nonleaf(2), pair(requires_grad=True)), id="pair"),
+    ],
+)
+def test_returned_leaf_gets_its_gradient_before_an_input_set_to_itself_raises(
+    make: Callable[[], tuple[T, T, T]],
+) -> None:
+    """Found by the fuzzer (seed 79300, program 706): x1.set_(x1) with grad on records set_'s node, whose backward
+    raises; x2, a leaf returned as itself that no node reaches, is a root whose AccumulateGrad eager's engine runs
+    first. The compiled call's set_ node (the epilogue's, Note [set_ Under Grad]) must not hold it back."""
+    with torch.enable_grad():
+        assert_matches_eager(_set_to_itself_beside_a_returned_leaf, make)
+        assert_matches_eager(_set_to_itself_beside_a_returned_leaf, make, after_call=write_outputs)
