@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import torch
 import torch._dynamo
@@ -315,10 +315,15 @@ def _function_bodies_as_eager(gm: torch.fx.GraphModule, captured: bool) -> None:
     Functions]). Dynamo traced those bodies in the caller's grad mode and wrote `_set_grad_enabled(False)` ...
     `_set_grad_enabled(True)` around them (a view_as() of a returned input after the restore), where eager's
     Function runs its forward under no_grad: their switches are made relative as the graph's own are. An in-place
-    foreach op returns None when run, where Dynamo's graph indexes its result: such unused reads are dropped."""
+    foreach op returns None when run, where Dynamo's graph indexes its result: such unused reads are dropped. torch's
+    Function hands the saved values to the backward by closure, so autograd checks none of their version counters;
+    the node calls `apply_captured_function` instead, which saves with `ctx.save_for_backward` what the program did.
+    """
     for node in gm.graph.nodes:
         if node.op != "call_function" or "autograd_function_apply" not in str(node.target):
             continue
+        if set(node.kwargs) <= {"non_differentiable_idx", "saved_for_backward_idx", "dirty_idx"}:
+            node.target = apply_captured_function
         for body in node.args[:2]:
             sub = getattr(gm, str(body.target)) if isinstance(body, torch.fx.Node) and body.op == "get_attr" else None
             if not isinstance(sub, torch.fx.GraphModule):
@@ -327,6 +332,44 @@ def _function_bodies_as_eager(gm: torch.fx.GraphModule, captured: bool) -> None:
                 sub.graph.erase_node(read)
             sub.recompile()
             _relative_grad_switches(sub, captured)
+
+
+def apply_captured_function(
+    fwd: Callable[..., Any],
+    bwd: Callable[..., Any],
+    *args: object,
+    non_differentiable_idx: Sequence[int] = (),
+    saved_for_backward_idx: Sequence[int] = (),
+    dirty_idx: Sequence[int] = (),
+) -> object:
+    """Dynamo's `autograd_function_apply(fwd, bwd, *args, ...)` as the program's own Function ran: `fwd(*args)` gives
+    (outputs, saved values), the values the program saved with `ctx.save_for_backward` are saved so (their version
+    counters checked when the backward unpacks them) and the others kept on ctx; `bwd(*grads, *saved)`."""
+
+    class CapturedFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *inputs: object) -> Any:
+            outputs, saved = fwd(*inputs)
+            if dirty_idx:
+                ctx.mark_dirty(*(o for k, o in enumerate(outputs) if k in dirty_idx))
+            if non_differentiable_idx:
+                ctx.mark_non_differentiable(*(o for k, o in enumerate(outputs) if k in non_differentiable_idx))
+            checked = [k for k in saved_for_backward_idx if isinstance(saved[k], torch.Tensor)]
+            ctx.save_for_backward(*(saved[k] for k in checked))
+            ctx.checked = checked
+            ctx.kept = [None if k in checked else v for k, v in enumerate(saved)]
+            return outputs
+
+        @staticmethod
+        def backward(ctx: Any, *grads: object) -> Any:
+            saved = list(ctx.kept)
+            for k, value in zip(ctx.checked, ctx.saved_tensors, strict=True):
+                saved[k] = value
+            return bwd(*grads, *saved)
+
+    # (the program's Function, not one of the pipeline's own, which function_views tells apart by their module)
+    CapturedFunction.__module__ = "captured_by_dynamo"
+    return CapturedFunction.apply(*args)  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 def _source_name(node: torch.fx.Node) -> str | None:

@@ -342,6 +342,25 @@ def test_custom_function_in_a_training_graph_runs_its_own_backward(fn: Callable[
         assert_matches_eager(fn, make, compile_fn=lambda f, **_: dynamo_compile(f, backend=backend))
 
 
+def _saved_input_written_after_the_apply(x0: torch.Tensor, x1: torch.Tensor) -> object:
+    out = _Triple.apply(x0)  # type: ignore[no-untyped-call]
+    with torch.no_grad():
+        x1.view(1, -1).diagonal(0, 1, 0).mul_(3.0)  # x1 is x0: the saved input, written after the save
+    return (out,)
+
+
+def test_custom_function_saved_input_written_after_the_apply_raises_as_eager() -> None:
+    """torch's captured Function hands saved values to its backward by closure (no version check); ours saves what
+    the program saved with ctx.save_for_backward, so the backward raises as eager's does (fuzz 79600 #229)."""
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.randn((), requires_grad=True)
+        return x, x
+
+    with torch.enable_grad():
+        assert_matches_eager(_saved_input_written_after_the_apply, make, compile_fn=lambda f, **_: dynamo_compile(f))
+
+
 # ----------------------------------------------------------------------------- installed entry point
 
 
