@@ -836,6 +836,23 @@ def test_requires_grad_on_an_input_after_an_enable_grad_use_in_a_no_grad_call_ma
         assert_matches_eager(enable_grad_read_then_requires_grad, make_inputs)
 
 
+def enable_grad_view_then_requires_grad(x: T) -> object:
+    with torch.enable_grad():
+        v = x.view(-1)  # taken before x requires grad: eager's stays a view with no history
+    x.requires_grad_()
+    return (v,)
+
+
+@pytest.mark.parametrize("make_inputs", [_plain(3), lambda: (PairTensor.from_tensor(torch.randn(2, 3)),)])
+def test_view_returned_from_before_requires_grad_in_a_no_grad_call_refused(make_inputs: Make) -> None:
+    """The runtime rebuilds a returned view after it set the flag: it would get a history eager's has not (fuzz 80100
+    #228): refused by the rule for views taken before the flag."""
+    (x,) = make_inputs()
+    assert isinstance(x, torch.Tensor)
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="taken before the program made that input require"):
+        subclassaot.compile(enable_grad_view_then_requires_grad, backend="eager")(x)
+
+
 def requires_grad_between_enable_grad_uses(x: T) -> object:
     with torch.enable_grad():
         y = x * 2

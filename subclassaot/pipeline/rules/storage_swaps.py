@@ -1044,6 +1044,8 @@ class _DataMode(TorchFunctionMode):
                     # Autograd Reads])
                     if id(args[0]) not in self.record.leaf_marked:
                         self.record.gained_after_read.add(id(args[0]))
+                elif self._read_with_grad(args[0]):  # (under no_grad: views taken before, with grad, keep no history)
+                    self.record.views_before_grad.update(self.record.views_of(args[0]))
         input_off = not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
         if input_off and self.record.shares_input_storage(args[0]):
             raise UnsupportedError(
