@@ -340,11 +340,11 @@ def normalize(text: str) -> str:
     return text[:140]
 
 
-def diverged_after_changes(index: int, applied: Sequence[str], diffs: Sequence[str]) -> Verdict:
-    """The verdict for call `index` of a run that changed something (`applied`) before each call."""
+def diverged(call: str, diffs: Sequence[str]) -> Verdict:
+    """The verdict for a call (`call`: how the report names it) whose differences from eager are `diffs`."""
     return Verdict(
         outcome=Outcome.DIVERGED,
-        detail="\n".join(f"call {index} (after {' / '.join(applied)}): {d}" for d in diffs),
+        detail="\n".join(f"{call}: {d}" for d in diffs),
         signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
     )
 
@@ -358,36 +358,43 @@ def exception_verdict(e: Exception) -> Verdict:
     return Verdict(outcome=Outcome.CRASHED, detail=message, signatures=(normalize(message)[:100],))
 
 
-def check_program(program: Program, compile_fn: CompileFn, *, calls: int = 2) -> Verdict:
-    """Compile `program` once and compare `calls` calls, each on fresh inputs, with eager; in training, the last
-    with every output written after the call (`write_outputs`: eager's backward raises where it saved one)."""
-    fn = as_function(program)
-    with warnings.catch_warnings(), torch.set_grad_enabled(program.grad_mode):
+def verdict_of(grad_mode: bool, run: Callable[[], Verdict | None]) -> Verdict:
+    """`run()`'s verdict (None: PASS) under `grad_mode`, warnings silenced; an exception it raises is classified:
+    eager raising discards the program, any other is the compiled side's failure."""
+    with warnings.catch_warnings(), torch.set_grad_enabled(grad_mode):
         warnings.simplefilter("ignore")
         try:
-            compiled = compile_fn(fn)
-            for index in range(calls):
-                after = write_outputs if program.grad_mode and index == calls - 1 and index > 0 else None
-                diffs = compare_with_eager(compiled, fn, lambda: make_inputs(program), after_call=after)
-                if diffs:
-                    return Verdict(
-                        outcome=Outcome.DIVERGED,
-                        detail="\n".join(f"call {index}: {d}" for d in diffs),
-                        signatures=tuple(dict.fromkeys(normalize(d) for d in diffs)),
-                    )
+            verdict = run()
         except EagerRaised as e:
             return Verdict(outcome=Outcome.DISCARDED, detail=repr(e.error), signatures=())
         except Exception as e:  # classify every failure of the compiled side, whatever its type
             return exception_verdict(e)
-    count = getattr(compiled, "compile_count", 1)
-    if isinstance(count, int) and count > 1:
-        reasons = getattr(compiled, "recompile_reasons", ())
-        return Verdict(
-            outcome=Outcome.DIVERGED,
-            detail=f"recompiled on a second call with identical inputs: {reasons}",
-            signatures=("recompiled on identical inputs",),
-        )
-    return Verdict(outcome=Outcome.PASS, detail="", signatures=())
+    return verdict if verdict is not None else Verdict(outcome=Outcome.PASS, detail="", signatures=())
+
+
+def check_program(program: Program, compile_fn: CompileFn, *, calls: int = 2) -> Verdict:
+    """Compile `program` once and compare `calls` calls, each on fresh inputs, with eager; in training, the last
+    with every output written after the call (`write_outputs`: eager's backward raises where it saved one)."""
+    fn = as_function(program)
+
+    def run() -> Verdict | None:
+        compiled = compile_fn(fn)
+        for index in range(calls):
+            after = write_outputs if program.grad_mode and index == calls - 1 and index > 0 else None
+            diffs = compare_with_eager(compiled, fn, lambda: make_inputs(program), after_call=after)
+            if diffs:
+                return diverged(f"call {index}", diffs)
+        count = getattr(compiled, "compile_count", 1)
+        if isinstance(count, int) and count > 1:
+            reasons = getattr(compiled, "recompile_reasons", ())
+            return Verdict(
+                outcome=Outcome.DIVERGED,
+                detail=f"recompiled on a second call with identical inputs: {reasons}",
+                signatures=("recompiled on identical inputs",),
+            )
+        return None
+
+    return verdict_of(program.grad_mode, run)
 
 
 def same_failure(want: Verdict) -> Callable[[Verdict], bool]:

@@ -34,7 +34,7 @@ from subclassaot.tools.fuzz import (
     same_failure,
     shrink,
 )
-from subclassaot.tools.fuzz_arguments import check_with_argument_changes
+from subclassaot.tools.fuzz_changes import check_with_argument_changes, check_with_state_changes
 from subclassaot.tools.fuzz_ops import Vocabulary
 from subclassaot.tools.fuzz_program import (
     Program,
@@ -44,11 +44,10 @@ from subclassaot.tools.fuzz_program import (
     register_input_kind,
     to_source,
 )
-from subclassaot.tools.fuzz_state import check_with_state_changes
 
 R = TypeVar("R")
 Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile(fn, backend="subclassaot")
-Changes = Literal["none", "state", "arguments"]  # what changes between calls: nothing, or fuzz_state's, fuzz_arguments'
+Changes = Literal["none", "state", "arguments"]  # what changes between calls: nothing, or fuzz_changes' two modes
 
 __all__ = [
     "Entry",
@@ -129,8 +128,8 @@ def fuzz(
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
     congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
     `state_changes`: wrap each program in a module reading Python state and change that state between calls
-    (subclassaot.tools.fuzz_state). `argument_changes`: call each program with Python constants and a module whose
-    buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_arguments). `entry="dynamo"`:
+    (subclassaot.tools.fuzz_changes). `argument_changes`: call each program with Python constants and a module whose
+    buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_changes). `entry="dynamo"`:
     compile each program's printed source with torch.compile(backend="subclassaot") (subclassaot.tools.fuzz_dynamo)
     instead of `compile_fn`."""
     if entry == "dynamo" and (state_changes or argument_changes or compile_fn is not None):
@@ -263,14 +262,10 @@ def regression_source(
                 else ""
             )
         )
-    module, check = (
-        ("fuzz_arguments", "check_with_argument_changes")
-        if changes == "arguments"
-        else ("fuzz_state", "check_with_state_changes")
-    )
+    check = "check_with_argument_changes" if changes == "arguments" else "check_with_state_changes"
     return header + (
         f"def {name}() -> None:\n"
-        f"    from subclassaot.tools.{module} import {check}\n"
+        f"    from subclassaot.tools.fuzz_changes import {check}\n"
         "    from subclassaot.tools.fuzz_runner import pipeline_compile\n\n"
         f"    verdict = {check}(f, make_inputs, {program.grad_mode}, pipeline_compile({backend!r}), "
         f"{seed * 1_000_003 + failure.index})\n"

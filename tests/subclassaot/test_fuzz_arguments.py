@@ -1,4 +1,4 @@
-"""The fuzzer's argument-change mode (subclassaot.tools.fuzz_arguments): programs called with Python constants (str,
+"""The fuzzer's argument-change mode (subclassaot.tools.fuzz_changes): programs called with Python constants (str,
 torch.device, dtype, enum member, float, None, nested tuple/dict/list) they branch on or use as scalars, and a
 module argument whose buffers they update, all changed between calls. A fixed-seed run has no DIVERGED and no
 CRASHED program; a compiler that freezes the first call's constants is caught."""
