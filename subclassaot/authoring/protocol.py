@@ -186,6 +186,11 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
     return node, leaves
 
 
+def dense_leaves(t: torch.Tensor, path: str = "t") -> list[torch.Tensor]:
+    """The plain tensors `t` holds: its inner tensors, recursively, if it is a traceable subclass; else `[t]`."""
+    return flatten_subclass(t, path)[1] if is_traceable_subclass(t) else [t]
+
+
 def _inner_attr(x: torch.Tensor, attr: str, sub_path: str) -> object:
     """`getattr(x, attr)`: a tensor or a registered opaque reference object (Note [The Flatten Protocol])."""
     try:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
-from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.authoring.protocol import dense_leaves
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import element_offsets
 from subclassaot.tools.fuzz_ops import OPS, Chooser, Family, OpDef, Params, Vocabulary, unspecified_write
@@ -131,8 +131,7 @@ def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
             base = var if var < n_bases else choose.integer(0, n_bases - 1)
             spec, env[var] = _draw_input(choose, var, base, shadow_bases[base], bases[base].freed)
             inputs.append(spec)
-        storages = StorageLiveness(inputs=frozenset(range(n_inputs)))
-        storages.free_inputs(env, [s.var for s in inputs if bases[s.base].freed])
+        storages = StorageLiveness(env, inputs, bases)
         with torch.set_grad_enabled(grad_mode), storages.recording_saved():
             ops = _draw_ops(choose, config, env, storages, next_var=n_inputs)
             ops += storages.refill_inputs(env)
@@ -250,13 +249,10 @@ def _draw_op(
             return None
         other = live[choose.integer(0, len(live) - 1)]
     params = op_def.gen(choose, env[src].data if via_data else env[src])
-    if params is None or (
-        op_def.name in _SAME_TYPE_ONLY and other is not None and type(env[src]) is not type(env[other])
-    ):
+    same_type = other is None or type(env[src]) is type(env[other])
+    if params is None or (op_def.name in _SAME_TYPE_ONLY and not same_type):
         return None
-    if refill:
-        params = storages.refill_params(env[src], params)
-    if params is None:
+    if refill and (params := storages.refill_params(env[src], params)) is None:
         return None
     if other is not None and op_def.other == "maybe":
         params = params[:1] if refill else ()
@@ -495,31 +491,25 @@ def _key(t: torch.Tensor) -> int | None:
 
 
 def _keys(t: torch.Tensor) -> set[int]:
-    leaves = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
-    return {k for u in leaves if (k := _key(u)) is not None}
+    return {k for u in dense_leaves(t) if (k := _key(u)) is not None}
 
 
 class StorageLiveness:
     """The storages freed so far (with their size before) and those autograd saved, for one program."""
 
-    def __init__(self, *, inputs: frozenset[int]) -> None:
-        self._inputs = inputs  # the variable ids of the program's inputs
+    def __init__(self, env: dict[int, torch.Tensor], inputs: Sequence[InputSpec], bases: Sequence[BaseSpec]) -> None:
+        """`env`: the inputs' tensors; those passed whole from a base freed on entry (contiguous: its bytes are its
+        elements') start freed."""
+        self._inputs = frozenset(s.var for s in inputs)  # the variable ids of the program's inputs
         self._freed: dict[int, int] = {}  # storage key -> its bytes before it was freed
         self._saved: set[int] = set()  # storage keys of tensors saved for backward
-
-    @property
-    def inputs(self) -> frozenset[int]:
-        return self._inputs
-
-    def dead(self, t: torch.Tensor) -> bool:
-        return not self._freed.keys().isdisjoint(_keys(t))
-
-    def free_inputs(self, env: dict[int, torch.Tensor], variables: Sequence[int]) -> None:
-        """Inputs passed whole from a base freed on entry (contiguous: its bytes are its elements')."""
-        for var in variables:
+        for var in (s.var for s in inputs if bases[s.base].freed):
             key = _key(env[var])
             assert key is not None, "BUG: a freed input is a plain tensor"
             self._freed[key] = env[var].numel() * env[var].element_size()
+
+    def dead(self, t: torch.Tensor) -> bool:
+        return not self._freed.keys().isdisjoint(_keys(t))
 
     @contextlib.contextmanager
     def recording_saved(self) -> Iterator[None]:
@@ -595,8 +585,7 @@ def storage_safe(program: Program) -> bool:
         warnings.simplefilter("ignore")
         seed_rng(0)
         env = dict(zip((s.var for s in program.inputs), make_inputs(program), strict=True))
-        storages = StorageLiveness(inputs=frozenset(env))
-        storages.free_inputs(env, [s.var for s in program.inputs if program.bases[s.base].freed])
+        storages = StorageLiveness(env, program.inputs, program.bases)
         with torch.set_grad_enabled(program.grad_mode), storages.recording_saved():
             for op in program.ops:
                 if not storages.allows(op, env):
@@ -605,4 +594,4 @@ def storage_safe(program: Program) -> bool:
                     storages.run(op, env)
                 except Exception:  # eager raises here, so the oracle runs nothing after it
                     return True
-        return not any(storages.dead(env[v]) for v in (*storages.inputs, *program.outputs))
+        return not any(storages.dead(env[v]) for v in (*(s.var for s in program.inputs), *program.outputs))

@@ -8,8 +8,8 @@ Invariants: for every op, `apply` and `expr` agree: running `expr`'s Python text
 
 Also here: The custom autograd.Function templates the fuzzer draws, as user source.
 
-Input: nothing (the templates are fixed source text).
-Output: `FUNCTIONS`, name -> `FunctionTemplate` (the class, built by executing its source, and that source).
+Input: nothing (the templates are fixed source text, `_SOURCES`).
+Output: one op per template in `OPS`: its class, built by executing its source, and that source as its preamble.
 Invariants: the interpreter calls the very class the printed program defines: both come from one source text, which
 `to_source` pastes into a printed program (subclassaot/tools/fuzz_program.py), so a regression test needs no import
 of the fuzzer. Each template is one thing users write: a plain Function saving its input; a Function that writes its
@@ -20,13 +20,14 @@ place (`t_()`, which eager's autograd lets through and the input keeps after the
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import torch
 
-from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.authoring.protocol import dense_leaves
 from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewhere_written
 
 __all__ = [
@@ -95,24 +96,6 @@ class TransposeSaved(torch.autograd.Function):
         return g * 3
 ''',
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FunctionTemplate:
-    name: FunctionName
-    cls: type[torch.autograd.Function]
-    source: str  # the class definition, as printed into a program (needs only `import torch`)
-
-
-def _build(name: FunctionName, source: str) -> FunctionTemplate:
-    namespace: dict[str, object] = {"torch": torch, "__name__": "fuzz_functions"}
-    exec(compile(source, f"<fuzz function {name}>", "exec"), namespace)
-    cls = namespace[name]
-    assert isinstance(cls, type) and issubclass(cls, torch.autograd.Function), f"BUG: {name} is not a Function"
-    return FunctionTemplate(name=name, cls=cls, source=source.strip() + "\n")
-
-
-FUNCTIONS: dict[FunctionName, FunctionTemplate] = {name: _build(name, src) for name, src in _SOURCES.items()}
 
 
 class Chooser(Protocol):
@@ -237,13 +220,14 @@ def _gen_t(choose: Chooser, t: torch.Tensor) -> Params | None:
     return () if t.dim() <= 2 else None
 
 
-def _gen_select(choose: Chooser, t: torch.Tensor) -> Params | None:
+def _gen_index(choose: Chooser, t: torch.Tensor, *, negative: bool = False) -> Params | None:
+    """(dim, index into it): select's index may count from the end."""
     if t.dim() == 0:
         return None
     d = _dim(choose, t.dim())
     if t.size(d) == 0:
         return None
-    return (d, choose.integer(-t.size(d), t.size(d) - 1))
+    return (d, choose.integer(-t.size(d) if negative else 0, t.size(d) - 1))
 
 
 def _gen_slice(choose: Chooser, t: torch.Tensor) -> Params | None:
@@ -273,15 +257,6 @@ def _gen_diagonal(choose: Chooser, t: torch.Tensor) -> Params | None:
     return (choose.integer(-1, 1), d1, d2)
 
 
-def _gen_unbind(choose: Chooser, t: torch.Tensor) -> Params | None:
-    if t.dim() == 0:
-        return None
-    d = _dim(choose, t.dim())
-    if t.size(d) == 0:
-        return None
-    return (d, choose.integer(0, t.size(d) - 1))
-
-
 def _gen_as_strided(choose: Chooser, t: torch.Tensor) -> Params | None:
     rank = choose.integer(0, 2)
     size = tuple(choose.integer(1, 3) for _ in range(rank))
@@ -289,8 +264,12 @@ def _gen_as_strided(choose: Chooser, t: torch.Tensor) -> Params | None:
     return (size, stride, choose.integer(0, 2))
 
 
+def _scalar(choose: Chooser) -> float:
+    return float(SCALARS[choose.integer(0, len(SCALARS) - 1)])
+
+
 def _gen_scalar_or_other(choose: Chooser, t: torch.Tensor) -> Params | None:
-    return (float(SCALARS[choose.integer(0, len(SCALARS) - 1)]),)
+    return (_scalar(choose),)
 
 
 def _gen_unsqueeze_(choose: Chooser, t: torch.Tensor) -> Params | None:
@@ -307,7 +286,7 @@ def _gen_resize_(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 def _capacity(t: torch.Tensor) -> int:
     """How many elements resize_() can give `t` without growing a storage (a subclass: its inner tensors')."""
-    leaves = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
+    leaves = dense_leaves(t)
     return min((u.untyped_storage().nbytes() // u.element_size() - int(u.storage_offset()) for u in leaves), default=0)
 
 
@@ -330,9 +309,7 @@ def _gen_plain(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 def _gen_refill(choose: Chooser, t: torch.Tensor) -> Params | None:
     """(bytes, scalar): the generator fills in the storage's size before it was freed (see fuzz.py)."""
-    if type(t) is not torch.Tensor:
-        return None
-    return (0, float(SCALARS[choose.integer(0, len(SCALARS) - 1)]))
+    return (0, _scalar(choose)) if type(t) is torch.Tensor else None
 
 
 def _gen_sort(choose: Chooser, t: torch.Tensor) -> Params | None:
@@ -366,57 +343,52 @@ def _refill(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
 # The table
 
 
-def _slice_index(d: int, start: int, stop: int, step: int) -> tuple[slice, ...]:
-    return (*(slice(None),) * d, slice(start, stop, step))
+def _slice(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+    d, start, stop, step = map(_i, p)
+    return t[(*(slice(None),) * d, slice(start, stop, step))]
 
 
-def _slice_text(d: int, start: int, stop: int, step: int) -> str:
-    return "[" + ":, " * d + f"{start}:{stop}:{step}]"
+def _slice_expr(t: str, o: str | None, p: Params) -> str:
+    d, start, stop, step = map(_i, p)
+    return f"{t}[{':, ' * d}{start}:{stop}:{step}]"
 
 
-def _binary(method: str) -> tuple[Apply, Expr]:
+# How a method call's arguments come from the op's other tensor and params: (values, source text)
+_ArgsOf = tuple[Callable[["torch.Tensor | None", Params], tuple[object, ...]], Callable[["str | None", Params], str]]
+_ARGS: dict[str, _ArgsOf] = {
+    "params": (lambda o, p: p, lambda o, p: ", ".join(map(repr, p))),
+    "other": (lambda o, p: (o,), lambda o, p: str(o)),
+    "scalar_or_other": (
+        lambda o, p: (o if o is not None else _f(p[0]),),
+        lambda o, p: o if o is not None else repr(_f(p[0])),
+    ),
+    "shape": (lambda o, p: (_s(p[0]),), lambda o, p: _shape_text(_s(p[0]))),
+}
+
+
+def _method(method: str, args: Literal["params", "other", "scalar_or_other", "shape"] = "params") -> tuple[Apply, Expr]:
+    """`t.<method>(...)`, its arguments as `args` says."""
+    values, text = _ARGS[args]
+
     def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
-        arg: torch.Tensor | float = o if o is not None else _f(p[0])
-        out: torch.Tensor = getattr(t, method)(arg)
+        out: torch.Tensor = getattr(t, method)(*values(o, p))
         return out
 
-    def expr(t: str, o: str | None, p: Params) -> str:
-        return f"{t}.{method}({o if o is not None else repr(_f(p[0]))})"
-
-    return apply, expr
+    return apply, lambda t, o, p: f"{t}.{method}({text(o, p)})"
 
 
-def _nullary(method: str) -> tuple[Apply, Expr]:
-    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
-        out: torch.Tensor = getattr(t, method)(*p)
-        return out
+def _values_indices(method: str, flag: str) -> tuple[Apply, Expr]:
+    """`t.<method>(dim, flag=...)` returning (values, indices): sort, max(dim)."""
 
-    def expr(t: str, o: str | None, p: Params) -> str:
-        return f"{t}.{method}({', '.join(map(repr, p))})"
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> tuple[torch.Tensor, ...]:
+        return tuple(getattr(t, method)(_i(p[0]), **{flag: bool(p[1])}))
 
-    return apply, expr
+    return apply, lambda t, o, p: f"{t}.{method}({p[0]}{f', {flag}=True' if p[1] else ''})"
 
 
-def _with_other(method: str) -> tuple[Apply, Expr]:
-    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
-        out: torch.Tensor = getattr(t, method)(o)
-        return out
-
-    def expr(t: str, o: str | None, p: Params) -> str:
-        return f"{t}.{method}({o})"
-
-    return apply, expr
-
-
-def _shape_method(method: str) -> tuple[Apply, Expr]:
-    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
-        out: torch.Tensor = getattr(t, method)(_s(p[0]))
-        return out
-
-    def expr(t: str, o: str | None, p: Params) -> str:
-        return f"{t}.{method}({_shape_text(_s(p[0]))})"
-
-    return apply, expr
+def _fmt(template: str) -> Expr:
+    """An op's source from a template over `t`, `o` and `p` (str.format: `{p[0]}` is the first param)."""
+    return lambda t, o, p: template.format(t=t, o=o, p=p)
 
 
 def _data_assign(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
@@ -438,7 +410,11 @@ def _refill_expr(t: str, o: str | None, p: Params) -> str:
 
 
 def _function(name: FunctionName) -> tuple[Apply, Expr]:
-    cls = FUNCTIONS[name].cls
+    """The template's class, built by executing its source (which a printed program holds too), and its call."""
+    namespace: dict[str, object] = {"torch": torch, "__name__": "fuzz_functions"}
+    exec(compile(_SOURCES[name], f"<fuzz function {name}>", "exec"), namespace)
+    cls = namespace[name]
+    assert isinstance(cls, type) and issubclass(cls, torch.autograd.Function), f"BUG: {name} is not a Function"
 
     def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
         out = cls.apply(t)  # type: ignore[no-untyped-call]  # torch.autograd.Function.apply is untyped
@@ -451,25 +427,20 @@ def _function(name: FunctionName) -> tuple[Apply, Expr]:
 def _function_op(name: FunctionName, gen: Gen) -> OpDef:
     return _op(
         name, Family.FUNCTIONAL, gen, _function(name), weight=1, vocabulary=Vocabulary.FUNCTIONS,
-        preamble=FUNCTIONS[name].source,
+        preamble=_SOURCES[name].strip() + "\n",
     )  # fmt: skip
 
 
-def _sort_expr(t: str, o: str | None, p: Params) -> str:
-    return f"{t}.sort({p[0]}{', descending=True' if p[1] else ''})"
+def _unbind(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+    return t.unbind(_i(p[0]))[_i(p[1])]
 
 
-def _max_expr(t: str, o: str | None, p: Params) -> str:
-    return f"{t}.max({p[0]}{', keepdim=True' if p[1] else ''})"
+def _split(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> tuple[torch.Tensor, ...]:
+    return tuple(t.split_with_sizes(list(_s(p[0])), _i(p[1])))
 
 
 def _split_expr(t: str, o: str | None, p: Params) -> str:
     return f"{t}.split_with_sizes({list(_s(p[0]))}, {p[1]})"
-
-
-def _one_if_binding(family: Family) -> Callable[[Params], int]:
-    n = 1 if family in (Family.VIEW, Family.FUNCTIONAL) else 0
-    return lambda p: n
 
 
 def _op(
@@ -479,53 +450,39 @@ def _op(
     impl: tuple[Apply, Expr],
     *,
     weight: int,
-    other: str = "never",
+    other: Literal["never", "maybe", "always"] = "never",
     vocabulary: Vocabulary = Vocabulary.CORE,
     outs: Callable[[Params], int] | None = None,
     preamble: str = "",
 ) -> OpDef:
-    assert other in ("never", "maybe", "always"), f"BUG: {other!r}"
+    binds = 1 if family in (Family.VIEW, Family.FUNCTIONAL) else 0
     return OpDef(
         name=name,
         family=family,
-        other=other,  # type: ignore[arg-type]  # checked just above
+        other=other,
         gen=gen,
         apply=impl[0],
         expr=impl[1],
         weight=weight,
         vocabulary=vocabulary,
-        outs=outs if outs is not None else _one_if_binding(family),
+        outs=outs if outs is not None else lambda p: binds,
         preamble=preamble,
     )
 
 
 VIEW, INPLACE, FUNC, STATE = Family.VIEW, Family.INPLACE, Family.FUNCTIONAL, Family.STATEMENT
+GRAD, STORAGE, MULTI = Vocabulary.REQUIRES_GRAD, Vocabulary.STORAGE, Vocabulary.MULTI_OUTPUT
 _OPS: tuple[OpDef, ...] = (
-    _op("view", VIEW, _gen_numel_shape, _shape_method("view"), weight=4),
-    _op("reshape", VIEW, _gen_numel_shape, _shape_method("reshape"), weight=2),
-    _op("transpose", VIEW, _gen_two_dims, _nullary("transpose"), weight=3),
-    _op("t", VIEW, _gen_t, _nullary("t"), weight=2),
-    _op("select", VIEW, _gen_select, _nullary("select"), weight=3),
-    _op(
-        "slice",
-        VIEW,
-        _gen_slice,
-        (
-            lambda t, o, p: t[_slice_index(_i(p[0]), _i(p[1]), _i(p[2]), _i(p[3]))],
-            lambda t, o, p: t + _slice_text(_i(p[0]), _i(p[1]), _i(p[2]), _i(p[3])),
-        ),
-        weight=3,
-    ),
-    _op("unsqueeze", VIEW, _gen_unsqueeze, _nullary("unsqueeze"), weight=2),
-    _op("expand", VIEW, _gen_expand, _shape_method("expand"), weight=2),
-    _op("diagonal", VIEW, _gen_diagonal, _nullary("diagonal"), weight=2),
-    _op(
-        "unbind",
-        VIEW,
-        _gen_unbind,
-        (lambda t, o, p: t.unbind(_i(p[0]))[_i(p[1])], lambda t, o, p: f"{t}.unbind({p[0]})[{p[1]}]"),
-        weight=2,
-    ),
+    _op("view", VIEW, _gen_numel_shape, _method("view", "shape"), weight=4),
+    _op("reshape", VIEW, _gen_numel_shape, _method("reshape", "shape"), weight=2),
+    _op("transpose", VIEW, _gen_two_dims, _method("transpose"), weight=3),
+    _op("t", VIEW, _gen_t, _method("t"), weight=2),
+    _op("select", VIEW, functools.partial(_gen_index, negative=True), _method("select"), weight=3),
+    _op("slice", VIEW, _gen_slice, (_slice, _slice_expr), weight=3),
+    _op("unsqueeze", VIEW, _gen_unsqueeze, _method("unsqueeze"), weight=2),
+    _op("expand", VIEW, _gen_expand, _method("expand", "shape"), weight=2),
+    _op("diagonal", VIEW, _gen_diagonal, _method("diagonal"), weight=2),
+    _op("unbind", VIEW, _gen_index, (_unbind, _fmt("{t}.unbind({p[0]})[{p[1]}]")), weight=2),
     _op(
         "as_strided",
         VIEW,
@@ -536,85 +493,55 @@ _OPS: tuple[OpDef, ...] = (
         ),
         weight=1,
     ),
-    _op("detach", VIEW, _gen_none, _nullary("detach"), weight=1),
-    _op("contiguous", VIEW, _gen_none, _nullary("contiguous"), weight=1),
-    _op("add_", INPLACE, _gen_scalar_or_other, _binary("add_"), weight=5, other="maybe"),
-    _op("mul_", INPLACE, _gen_scalar_or_other, _binary("mul_"), weight=4, other="maybe"),
-    _op("copy_", INPLACE, _gen_none, _with_other("copy_"), weight=3, other="always"),
-    _op("zero_", INPLACE, _gen_none, _nullary("zero_"), weight=1),
-    _op("fill_", INPLACE, _gen_scalar_or_other, _nullary("fill_"), weight=1),
-    _op("t_", INPLACE, _gen_t, _nullary("t_"), weight=2),
-    _op("unsqueeze_", INPLACE, _gen_unsqueeze_, _nullary("unsqueeze_"), weight=1),
-    _op("transpose_", INPLACE, _gen_two_dims, _nullary("transpose_"), weight=1),
-    _op("set_", INPLACE, _gen_none, _with_other("set_"), weight=2, other="always"),
-    _op("resize_", INPLACE, _gen_resize_, _shape_method("resize_"), weight=1),
-    _op("add", FUNC, _gen_scalar_or_other, _binary("add"), weight=3, other="maybe"),
-    _op("mul", FUNC, _gen_scalar_or_other, _binary("mul"), weight=3, other="maybe"),
-    _op("sin", FUNC, _gen_none, _nullary("sin"), weight=1),
-    _op("clone", FUNC, _gen_none, _nullary("clone"), weight=2),
-    _op("sum", FUNC, _gen_sum, _nullary("sum"), weight=1),
+    _op("detach", VIEW, _gen_none, _method("detach"), weight=1),
+    _op("contiguous", VIEW, _gen_none, _method("contiguous"), weight=1),
+    _op("add_", INPLACE, _gen_scalar_or_other, _method("add_", "scalar_or_other"), weight=5, other="maybe"),
+    _op("mul_", INPLACE, _gen_scalar_or_other, _method("mul_", "scalar_or_other"), weight=4, other="maybe"),
+    _op("copy_", INPLACE, _gen_none, _method("copy_", "other"), weight=3, other="always"),
+    _op("zero_", INPLACE, _gen_none, _method("zero_"), weight=1),
+    _op("fill_", INPLACE, _gen_scalar_or_other, _method("fill_"), weight=1),
+    _op("t_", INPLACE, _gen_t, _method("t_"), weight=2),
+    _op("unsqueeze_", INPLACE, _gen_unsqueeze_, _method("unsqueeze_"), weight=1),
+    _op("transpose_", INPLACE, _gen_two_dims, _method("transpose_"), weight=1),
+    _op("set_", INPLACE, _gen_none, _method("set_", "other"), weight=2, other="always"),
+    _op("resize_", INPLACE, _gen_resize_, _method("resize_", "shape"), weight=1),
+    _op("add", FUNC, _gen_scalar_or_other, _method("add", "scalar_or_other"), weight=3, other="maybe"),
+    _op("mul", FUNC, _gen_scalar_or_other, _method("mul", "scalar_or_other"), weight=3, other="maybe"),
+    _op("sin", FUNC, _gen_none, _method("sin"), weight=1),
+    _op("clone", FUNC, _gen_none, _method("clone"), weight=2),
+    _op("sum", FUNC, _gen_sum, _method("sum"), weight=1),
+    _op("data_assign", STATE, _gen_none, (_data_assign, _fmt("{t}.data = {o}")), weight=1, other="always"),
+    _op("requires_grad_", STATE, _gen_float, _method("requires_grad_"), weight=2, vocabulary=GRAD),
+    # the setter, True or False: eager allows either on leaves only
     _op(
-        "data_assign",
-        Family.STATEMENT,
-        _gen_none,
-        (_data_assign, lambda t, o, p: f"{t}.data = {o}"),
-        weight=1,
-        other="always",
-    ),
-    _op("requires_grad_", STATE, _gen_float, _nullary("requires_grad_"), weight=2, vocabulary=Vocabulary.REQUIRES_GRAD),
-    _op(
-        "requires_grad_set",  # the setter, True or False: eager allows either on leaves only
+        "requires_grad_set",
         STATE,
         _gen_flag,
-        (_set_requires_grad, lambda t, o, p: f"{t}.requires_grad = {bool(p[0])!r}"),
+        (_set_requires_grad, _fmt("{t}.requires_grad = {p[0]!r}")),
         weight=1,
-        vocabulary=Vocabulary.REQUIRES_GRAD,
+        vocabulary=GRAD,
     ),
     _op(
         "storage_free",
         STATE,
         _gen_plain,
-        (_free, lambda t, o, p: f"{t}.untyped_storage().resize_(0)"),
+        (_free, _fmt("{t}.untyped_storage().resize_(0)")),
         weight=2,
-        vocabulary=Vocabulary.STORAGE,
+        vocabulary=STORAGE,
     ),
-    _op(
-        "storage_refill",
-        STATE,
-        _gen_refill,
-        (_refill, _refill_expr),
-        weight=3,
-        other="maybe",
-        vocabulary=Vocabulary.STORAGE,
-    ),
+    _op("storage_refill", STATE, _gen_refill, (_refill, _refill_expr), weight=3, other="maybe", vocabulary=STORAGE),
     _function_op("SinFn", _gen_float),
     _function_op("DirtyScale", _gen_float),
     _function_op("TransposeSaved", _gen_t),
-    _op(
-        "sort",
-        FUNC,
-        _gen_sort,
-        (lambda t, o, p: tuple(t.sort(_i(p[0]), descending=bool(p[1]))), _sort_expr),
-        weight=2,
-        vocabulary=Vocabulary.MULTI_OUTPUT,
-        outs=lambda p: 2,
-    ),
-    _op(
-        "max_dim",
-        FUNC,
-        _gen_sort,
-        (lambda t, o, p: tuple(t.max(_i(p[0]), keepdim=bool(p[1]))), _max_expr),
-        weight=2,
-        vocabulary=Vocabulary.MULTI_OUTPUT,
-        outs=lambda p: 2,
-    ),
+    _op("sort", FUNC, _gen_sort, _values_indices("sort", "descending"), weight=2, vocabulary=MULTI, outs=lambda p: 2),
+    _op("max_dim", FUNC, _gen_sort, _values_indices("max", "keepdim"), weight=2, vocabulary=MULTI, outs=lambda p: 2),
     _op(
         "split_with_sizes",
         VIEW,
         _gen_split,
-        (lambda t, o, p: tuple(t.split_with_sizes(list(_s(p[0])), _i(p[1]))), _split_expr),
+        (_split, _split_expr),
         weight=2,
-        vocabulary=Vocabulary.MULTI_OUTPUT,
+        vocabulary=MULTI,
         outs=lambda p: len(_s(p[0])),
     ),
 )
@@ -639,10 +566,10 @@ def unspecified_write(name: str, t: torch.Tensor, other: torch.Tensor | None) ->
 
 def _leaf_pairs(t: torch.Tensor, other: torch.Tensor | None) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     """The dense tensors the op writes, each with the dense tensor it reads there (a subclass runs per inner)."""
-    writes = flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]
+    writes = dense_leaves(t)
     if other is None:
         return [(w, None) for w in writes]
-    reads = flatten_subclass(other, "other")[1] if is_traceable_subclass(other) else [other]
+    reads = dense_leaves(other, "other")
     if len(reads) == len(writes) and type(t) is type(other):
         return list(zip(writes, reads, strict=True))
     return [(w, r) for w in writes for r in reads]
