@@ -312,15 +312,12 @@ def _symbol_lines(entry: CompiledEntry, config: CompileConfig) -> list[str]:
     sources, paths = symbol_sources(entry), _var_paths(entry)
     if not entry.guards.symbols:
         lines.append("symbols: none (every size, stride and offset is static)")
+    conditions = re.findall(r"^    if not \((.*)\):$", entry.guards.source, flags=re.MULTILINE)
     for name in entry.guards.symbols:
         lines.append(f"{name} = {sources.get(name, '?')}")
-        checks = [c for c in _conditions(entry.guards.source) if re.search(rf"\b{re.escape(name)}\b", c)]
+        checks = [c for c in conditions if re.search(rf"\b{re.escape(name)}\b", c)]
         lines += [f"  guard: {_readable(c, paths)}" for c in checks]
     return lines
-
-
-def _conditions(source: str) -> list[str]:
-    return re.findall(r"^    if not \((.*)\):$", source, flags=re.MULTILINE)
 
 
 # ----------------------------------------------------------------------------- the explanation
@@ -453,7 +450,7 @@ def _output_words(entry: CompiledEntry) -> list[str]:
     words += [f"symbolic int {s}" for s in range(outputs.num_symints)]
     words += [f"stride probe #{k}" for k in range(len(entry.analysis.stride_probes))]
     if entry.forward is not None:
-        n_saved = sum(1 for _ in _output_nodes(entry.forward)) - len(words)
+        n_saved = len(entry.forward.graph.output_node().args[0]) - len(words)  # type: ignore[arg-type]
         words += [f"saved for the backward #{k}" for k in range(n_saved)]
     return words
 
@@ -461,14 +458,8 @@ def _output_words(entry: CompiledEntry) -> list[str]:
 def _forward_graph(entry: CompiledEntry) -> torch.fx.GraphModule:
     """Training: the forward partitioned from the joint graph (Note [Training Through A Joint Graph])."""
     graph = entry.forward if entry.forward is not None else entry.traced.graph
-    if graph is None:
-        raise AssertionError("BUG: an entry with neither a forward graph nor an inference graph")
+    assert graph is not None, "BUG: an entry with neither a forward graph nor an inference graph"
     return graph
-
-
-def _output_nodes(gm: torch.fx.GraphModule) -> list[object]:
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    return list(output.args[0])
 
 
 def clone_arguments(tree: object) -> object:
@@ -528,9 +519,7 @@ NodeShape: TypeAlias = Literal["record", "box", "ellipse", "html"]
 def describe_value(value: object) -> str:
     """A node's `meta['val']` in a few words: `(3, 2) float32`, a symbolic int, or a tuple of those."""
     if isinstance(value, torch.Tensor):
-        sizes = ", ".join(str(s) for s in value.shape)
-        dtype = str(value.dtype).removeprefix("torch.")
-        return f"({sizes}{',' if value.dim() == 1 else ''}) {dtype}"
+        return f"{_tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool | int | float | bool):
         return str(value)
     if isinstance(value, list | tuple):
