@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import keyword
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from inspect import Parameter, signature
 from typing import Any, ClassVar, TypeAlias, TypeVar, cast
@@ -149,19 +149,7 @@ class WrapperTensor(torch.Tensor):
         fields = _bind_fields(cls, args, kwargs)
         meta = cls.outer_meta(fields)
         size, stride = _resolve_outer(meta.size, meta.stride, outer_size, outer_stride)
-        out = torch.Tensor._make_wrapper_subclass(
-            cls,
-            size,
-            strides=stride,
-            storage_offset=meta.storage_offset,
-            dtype=meta.dtype,
-            device=meta.device,
-            layout=meta.layout,
-            requires_grad=requires_grad,
-        )
-        for name, value in fields.items():
-            object.__setattr__(out, name, value)
-        return out
+        return _plain_wrapper(cls, meta, size, stride, fields.items(), requires_grad)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # All state is set in __new__; Tensor's own __init__ must not see the constructor's arguments.
@@ -170,7 +158,8 @@ class WrapperTensor(torch.Tensor):
     @classmethod
     def outer_meta(cls, fields: Mapping[str, object]) -> OuterMeta:
         """Outer metadata derived from the fields: by default the first present inner tensor's."""
-        first = next(_present_inner(cls, fields), None)
+        inner = (fields.get(n) for n in (*cls.inner_names, *cls.optional_inner_names))
+        first = next((t for t in inner if isinstance(t, torch.Tensor)), None)
         if first is None:
             raise ProtocolError(f"{cls.__name__}: no inner tensor given; declared inner_names={cls.inner_names!r}")
         return OuterMeta(
@@ -214,11 +203,6 @@ class WrapperTensor(torch.Tensor):
         fields.update(zip(cls.ctx_names, ctx, strict=True))
         return cls(**fields, outer_size=outer_size, outer_stride=outer_stride)
 
-    def inner_tensors(self) -> dict[str, torch.Tensor]:
-        """The present inner tensors by name, in flatten order."""
-        attrs, _ = self.__tensor_flatten__()
-        return {name: getattr(self, name) for name in attrs}
-
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]  # untyped in torch
         parts = [f"{n}={getattr(self, n)!r}" for n in (*self.inner_names, *self.optional_inner_names)]
         parts += [f"{n}={getattr(self, n)!r}" for n in self.ctx_names]
@@ -236,8 +220,9 @@ class WrapperTensor(torch.Tensor):
             return memo[id(self)]  # type: ignore[no-any-return]  # deepcopy's memo is a dict[int, Any]
         attrs, ctx = self.__tensor_flatten__()
         inner = {n: copy.deepcopy(getattr(self, n), memo) for n in attrs}
-        out = _rebuild_wrapper(type(self), inner, copy.deepcopy(ctx, memo), (self.size(), self.stride(), False))
-        out.requires_grad_(self.requires_grad)
+        out = _rebuild_wrapper(
+            type(self), inner, copy.deepcopy(ctx, memo), (self.size(), self.stride(), self.requires_grad)
+        )
         memo[id(self)] = out
         return out
 
@@ -398,13 +383,6 @@ def _unsupported_message(
     )
 
 
-def _present_inner(cls: type[WrapperTensor], fields: Mapping[str, object]) -> Iterator[torch.Tensor]:
-    for name in (*cls.inner_names, *cls.optional_inner_names):
-        value = fields.get(name)
-        if isinstance(value, torch.Tensor):
-            yield value
-
-
 def _constructs_plainly(cls: type[WrapperTensor]) -> bool:
     """`cls` constructs as WrapperTensor does (no `__new__`, `__init__` or `outer_meta` of its own), from a fixed
     set of inner tensors (no optional ones)."""
@@ -475,19 +453,18 @@ def _resolve_outer(
     outer_stride: SizeLike | None,
 ) -> tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...]]:
     """The wrapper's size and stride: the given ones, else its outer metadata's (`own_*`)."""
-    # A -1 entry stands for a dimension only the inner tensors know (a nested int at runtime): take it from them.
-    if outer_size is None:
-        size = own_size
-    else:
-        size = tuple(outer_size)
-        if len(size) == len(own_size) and any(isinstance(d, int) and d == -1 for d in size):
-            size = tuple(d if not (isinstance(d, int) and d == -1) else own_size[i] for i, d in enumerate(size))
+    size = own_size if outer_size is None else _fill_unknown(outer_size, own_size)
     if outer_stride is None:
         return size, own_stride if size == own_size else _contiguous_strides(size)
-    stride = tuple(outer_stride)
-    if len(stride) == len(own_stride) and any(isinstance(d, int) and d == -1 for d in stride):
-        stride = tuple(d if not (isinstance(d, int) and d == -1) else own_stride[i] for i, d in enumerate(stride))
-    return size, stride
+    return size, _fill_unknown(outer_stride, own_stride)
+
+
+def _fill_unknown(given: SizeLike, own: tuple[int | torch.SymInt, ...]) -> tuple[int | torch.SymInt, ...]:
+    """`given`, each -1 in it (a dimension only the inner tensors know: a nested int at runtime) taken from `own`."""
+    dims = tuple(given)
+    if len(dims) != len(own) or not any(isinstance(d, int) and d == -1 for d in dims):
+        return dims
+    return tuple(own[i] if isinstance(d, int) and d == -1 else d for i, d in enumerate(dims))
 
 
 def _build_plainly(
@@ -513,23 +490,26 @@ def _build_plainly(
 
 
 def _plain_wrapper(
-    cls: type[WrapperTensor],
-    first: torch.Tensor,
+    cls: type[_W],
+    meta: torch.Tensor | OuterMeta,
     size: SizeLike,
     stride: SizeLike,
     fields: Iterable[tuple[str, object]],
-) -> WrapperTensor:
-    """A `cls` wrapper of this size and stride over `first`'s offset, dtype, device and layout (outer_meta's
-    default), with these fields set: what WrapperTensor's own constructor makes, without its checks."""
+    requires_grad: bool = False,
+) -> _W:
+    """A `cls` wrapper of this size and stride over `meta`'s offset, dtype, device and layout (outer_meta's; the
+    first inner tensor's by default), with these fields set: what WrapperTensor's own constructor makes, without its
+    checks."""
+    offset = meta.storage_offset if isinstance(meta, OuterMeta) else meta.storage_offset()
     out = torch.Tensor._make_wrapper_subclass(
         cls,
         size,
         strides=stride,
-        storage_offset=first.storage_offset(),
-        dtype=first.dtype,
-        device=first.device,
-        layout=first.layout,
-        requires_grad=False,
+        storage_offset=offset,
+        dtype=meta.dtype,
+        device=meta.device,
+        layout=meta.layout,
+        requires_grad=requires_grad,
     )
     for name, value in fields:
         object.__setattr__(out, name, value)
@@ -572,8 +552,11 @@ def _rebuild_wrapper(
 
 def _check_declarations(cls: type[WrapperTensor]) -> None:
     """Fail at class creation on a malformed declaration (see WrapperTensor's docstring)."""
-    groups = {"inner_names": cls.inner_names, "optional_inner_names": cls.optional_inner_names}
-    groups["ctx_names"] = cls.ctx_names
+    groups = {
+        "inner_names": cls.inner_names,
+        "optional_inner_names": cls.optional_inner_names,
+        "ctx_names": cls.ctx_names,
+    }
     for group, declared in groups.items():
         names: object = declared
         if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
@@ -631,9 +614,8 @@ def _apply_to_every_inner(func: OpOverload[..., Any], args: tuple[Any, ...], kwa
 def _copy_(func: OpOverload[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     dst, src = args[0], args[1]
     cls = _first_wrapper_type(args, kwargs)
-    if type(dst) is type(src) and dst.__tensor_flatten__() == src.__tensor_flatten__():
-        return cls.apply_to_inner(func, args, kwargs)
-    if cls.apply_to_inner_by_default:
+    same = type(dst) is type(src) and dst.__tensor_flatten__() == src.__tensor_flatten__()
+    if same or cls.apply_to_inner_by_default:
         return cls.apply_to_inner(func, args, kwargs)
     raise UnsupportedError(
         f"{cls.__name__}: copy_ from {type(src).__name__} into {type(dst).__name__} needs the same class with the same "
