@@ -21,7 +21,7 @@ import torch
 from subclassaot.api import CompiledFunction
 from subclassaot.api import compile as subclassaot_compile
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.tools.checker_rules import Factory, Rule, fail, skip
+from subclassaot.tools.checker_rules import Factory, Rule, error_line, fail, make_instance, skip
 from subclassaot.tools.parity import AfterCall, EagerRaised, compare_with_eager
 
 __all__ = ["PIPELINE_RULES"]
@@ -37,26 +37,14 @@ class _Program:
     fn: Callable[[torch.Tensor], object]
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-def _fresh(factory: Factory) -> torch.Tensor:
-    x = factory()
-    if not is_traceable_subclass(x):
-        skip(f"the factory gave a {type(x).__name__}, which has no flatten protocol (see rule 'protocol')")
-    return x
-
-
 def _pick_program(factory: Factory, candidates: tuple[_Program, ...], what: str) -> _Program:
     """The first candidate eager runs on a fresh instance; SKIP (naming each eager error) when none runs."""
     errors: list[str] = []
     for program in candidates:
         try:
-            program.fn(_fresh(factory))
+            program.fn(make_instance(factory))
         except Exception as e:  # whatever eager raises, the program is not legal for this class
-            errors.append(f"`{program.source}` raises {_first_line(e)}")
+            errors.append(f"`{program.source}` raises {error_line(e)}")
             continue
         return program
     skip(f"eager rejects every {what} program for this class: " + "; ".join(errors))
@@ -79,10 +67,10 @@ def _diffs(
     try:
         return compare_with_eager(compiled, program.fn, lambda: (make(),), after_call=after_call)
     except EagerRaised as e:
-        skip(f"eager raises on `{program.source}` for this class: {_first_line(e.error)}")
+        skip(f"eager raises on `{program.source}` for this class: {error_line(e.error)}")
     except Exception as e:  # the compiled call crashed: that is this rule's failure, whatever the type
         fail(
-            f"`{program.source}` compiled with {how} raised {_first_line(e)}; expected the result eager gives. "
+            f"`{program.source}` compiled with {how} raised {error_line(e)}; expected the result eager gives. "
             "Fix: subclassaot.explain(f, x) shows which stage rejects the subclass"
         )
 
@@ -131,7 +119,7 @@ def check_data_mutation(factory: Factory) -> None:
         "never rebind them (x.a = x.a * 2), and must do the same on the FakeTensor / FunctionalTensor inner "
         "tensors of a trace as on real ones"
     )
-    diffs = _diffs(_pipeline_compile(program.fn), program, lambda: _fresh(factory), _HOW)
+    diffs = _diffs(_pipeline_compile(program.fn), program, lambda: make_instance(factory), _HOW)
     _fail_on(diffs, program, _HOW, fix)
 
 
@@ -152,10 +140,10 @@ def check_metadata_mutation(factory: Factory) -> None:
     the pipeline replays the metadata change on the real input after the graph runs.
     """
     unsqueeze = _Program(source="x.unsqueeze_(0); return x * 2", fn=_unsqueeze_then_mul)
-    two_d = _fresh(factory).dim() == 2
+    two_d = make_instance(factory).dim() == 2
     candidates = (_Program(source="x.t_(); return x * 2", fn=_t_then_mul), unsqueeze) if two_d else (unsqueeze,)
     program = _pick_program(factory, candidates, "in-place view")
-    diffs = _diffs(_pipeline_compile(program.fn), program, lambda: _fresh(factory), _HOW)
+    diffs = _diffs(_pipeline_compile(program.fn), program, lambda: make_instance(factory), _HOW)
     if diffs and all("flatten ctx" in d for d in diffs):
         fix = (
             "Only x's ctx differs: the class gives x a new ctx in an in-place view op, and the pipeline's "
@@ -198,7 +186,7 @@ def check_output_aliasing(factory: Factory) -> None:
     )
     program = _pick_program(factory, candidates, "view")
     how = f"{_HOW}, then out.mul_(3)"
-    diffs = _diffs(_pipeline_compile(program.fn), program, lambda: _fresh(factory), how, _write_through_output)
+    diffs = _diffs(_pipeline_compile(program.fn), program, lambda: make_instance(factory), how, _write_through_output)
     fix = (
         "Fix: a view op must return views of every inner tensor of x (run the view op on each; never clone one) "
         "and go through return_and_correct_aliasing, so the output aliases x inner tensor by inner tensor"
@@ -278,10 +266,10 @@ def _with_ctx(x: torch.Tensor, ctx: object) -> torch.Tensor:
 
 
 def _ctx_variants(factory: Factory) -> Iterator[_Variant]:
-    for path, old, leaf, new_ctx in _altered(_ctx_of(_fresh(factory)), ""):
+    for path, old, leaf, new_ctx in _altered(_ctx_of(make_instance(factory)), ""):
 
         def make(new_ctx: object = new_ctx) -> torch.Tensor:
-            return _with_ctx(_fresh(factory), new_ctx)
+            return _with_ctx(make_instance(factory), new_ctx)
 
         # A dtype in ctx is usually the outer dtype too, so the guards may name either.
         names = (path.rsplit(".", 1)[-1], "dtype") if isinstance(leaf, torch.dtype) else (path.rsplit(".", 1)[-1],)
@@ -289,18 +277,18 @@ def _ctx_variants(factory: Factory) -> Iterator[_Variant]:
 
 
 def _dtype_variant(factory: Factory) -> _Variant:
-    old = _fresh(factory).dtype
+    old = make_instance(factory).dtype
     target = torch.float32 if old == torch.float64 else torch.float64
 
     def make() -> torch.Tensor:
-        return _fresh(factory).to(target)
+        return make_instance(factory).to(target)
 
     return _Variant(names=("dtype",), change=f"dtype: {old} -> {target}", make=make)
 
 
 def _pick_variant(factory: Factory, program: _Program) -> _Variant:
     """The first variant whose instances rebuild, keep the class, differ visibly, and run `program` in eager."""
-    x = _fresh(factory)
+    x = make_instance(factory)
     before = (repr(_ctx_of(x)), x.dtype)
     tried: list[str] = []
     for variant in (*_ctx_variants(factory), _dtype_variant(factory)):
@@ -308,7 +296,7 @@ def _pick_variant(factory: Factory, program: _Program) -> _Variant:
             y = variant.make()
             program.fn(variant.make())
         except Exception as e:  # a variant the class rejects is not a usable one, whatever the error
-            tried.append(f"{variant.change} ({_first_line(e)})")
+            tried.append(f"{variant.change} ({error_line(e)})")
             continue
         if type(y) is type(x) and (repr(_ctx_of(y)), y.dtype) != before:
             return variant
@@ -336,7 +324,7 @@ def check_recompile_reason(factory: Factory) -> None:
     program = _pick_program(factory, candidates, "pointwise")
     variant = _pick_variant(factory, program)
     compiled = _pipeline_compile(program.fn)
-    _fail_on(_diffs(compiled, program, lambda: _fresh(factory), _HOW), program, _HOW, "")
+    _fail_on(_diffs(compiled, program, lambda: make_instance(factory), _HOW), program, _HOW, "")
     how = f"{_HOW}, called again with x's {variant.change}"
     diffs = _diffs(compiled, program, variant.make, how)
     if compiled.compile_count < 2:
@@ -361,7 +349,7 @@ def check_recompile_reason(factory: Factory) -> None:
 
 # -- training --------------------------------------------------------------------------------------------------
 def _requiring_grad(factory: Factory) -> torch.Tensor:
-    return _fresh(factory).detach().requires_grad_(True)
+    return make_instance(factory).detach().requires_grad_(True)
 
 
 def check_training(factory: Factory) -> None:
@@ -372,7 +360,7 @@ def check_training(factory: Factory) -> None:
     dense ones; a class whose wrapper loses its autograd history there, or whose gradient cannot be rebuilt by
     __tensor_unflatten__, fails here although every inference rule passes.
     """
-    x = _fresh(factory)
+    x = make_instance(factory)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         skip(f"dtype {x.dtype} cannot require grad")
     candidates = (_Program(source="return x * 2", fn=_mul), _Program(source="return x + 1", fn=_add))
@@ -387,9 +375,9 @@ def check_training(factory: Factory) -> None:
         try:
             diffs = compare_with_eager(compiled, program.fn, lambda: (_requiring_grad(factory),), check_grads=True)
         except EagerRaised as e:
-            skip(f"eager raises on `{program.source}` for this class in training: {_first_line(e.error)}")
+            skip(f"eager raises on `{program.source}` for this class in training: {error_line(e.error)}")
         except Exception as e:  # the compiled call (or its backward) crashed: this rule's failure
-            fail(f"`{program.source}` compiled with {how} raised {_first_line(e)}; expected eager's result. {fix}")
+            fail(f"`{program.source}` compiled with {how} raised {error_line(e)}; expected eager's result. {fix}")
         _fail_on(diffs, program, how, fix)
 
 
@@ -430,7 +418,7 @@ def check_aot_eager(factory: Factory) -> None:
     reset()
     try:
         compiled = compile_fn(program.fn, backend="aot_eager", fullgraph=True)
-        diffs = _diffs(compiled, program, lambda: _fresh(factory), how)
+        diffs = _diffs(compiled, program, lambda: make_instance(factory), how)
     finally:
         reset()
     fix = (

@@ -33,25 +33,23 @@ Factory: TypeAlias = Callable[[], torch.Tensor]
 aten = torch.ops.aten
 
 
-class RuleFailed(Exception):
+class _RuleEnd(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-class RuleSkipped(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+class RuleFailed(_RuleEnd):
+    pass
 
 
-class CheckerError(Exception):
+class RuleSkipped(_RuleEnd):
+    pass
+
+
+class CheckerError(_RuleEnd):
     """The checker's own code failed on this class: no verdict about the class (Note [Checker Rules And Whose
     Failure])."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def fail(reason: str) -> NoReturn:
@@ -73,7 +71,7 @@ class Rule:
     check: Callable[[Factory], None]
 
 
-def _make(factory: Factory) -> torch.Tensor:
+def make_instance(factory: Factory) -> torch.Tensor:
     x = factory()
     if not is_traceable_subclass(x):
         skip(f"the factory gave a {type(x).__name__}, which has no flatten protocol (see rule 'protocol')")
@@ -82,23 +80,21 @@ def _make(factory: Factory) -> torch.Tensor:
 
 def _derive(factory: Factory, op_name: str, op: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
     """Apply `op` to a fresh instance; an op the class does not implement SKIPs the rule, naming the op."""
-    x = _make(factory)
+    x = make_instance(factory)
     try:
         return op(x)
-    except (RuleFailed, RuleSkipped, CheckerError):
+    except _RuleEnd:
         raise
     except (
         Exception
     ) as e:  # whatever the class raises for an op it does not support: See Note [Checker Rules And Whose Failure]
-        skip(
-            f"{type(x).__name__} does not support {op_name} ({type(e).__name__}: {_first_line(e)}); support it to "
-            "have this rule checked"
-        )
+        skip(f"{type(x).__name__} does not support {op_name} ({error_line(e)}); support it to have this rule checked")
 
 
-def _first_line(e: BaseException) -> str:
+def error_line(e: BaseException) -> str:
+    """`Type: first line of the message`."""
     text = str(e).strip()
-    return text.splitlines()[0] if text else ""
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def dims_text(dims: tuple[int | torch.SymInt, ...] | torch.Size) -> tuple[int | str, ...]:
@@ -151,7 +147,7 @@ def check_protocol(factory: Factory) -> None:
 
 
 def check_ctx_rules(factory: Factory) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     node, _ = _flatten_or_fail(x)
     for sub in _nodes(node):
         try:
@@ -227,7 +223,7 @@ def _roundtrip_rule(variant: str) -> Rule:
 
 
 def check_nested(factory: Factory) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     node, leaves = _flatten_or_fail(x)
     if not any(isinstance(child, SubclassNode) for child in node.children):
         skip("no inner tensor is itself a subclass; return a nested instance from a second factory to check it")
@@ -306,7 +302,7 @@ def _fakify_rule(dynamic: bool) -> Callable[[Factory], None]:
     kind = "symbolic" if dynamic else "static"
 
     def check(factory: Factory) -> None:
-        x = _make(factory)
+        x = make_instance(factory)
         node, leaves = _flatten_or_fail(x)
         shape_env = ShapeEnv()
         mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=False)
@@ -349,7 +345,7 @@ def _check_not_specialized(fake: torch.Tensor, shape_env: ShapeEnv) -> None:
 
 # -- views and in-place ops ------------------------------------------------------------------------------------
 def check_views_alias(factory: Factory) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     v = _derive(lambda: x, "aten.view", lambda t: t.view(t.shape))
     if type(v) is not type(x):
         fail(f"x.view(x.shape) returned a {type(v).__name__}, expected a {type(x).__name__}")
@@ -364,7 +360,7 @@ def check_views_alias(factory: Factory) -> None:
 
 
 def check_inplace_mutates(factory: Factory) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     before = [leaf.clone() for leaf in _leaves(x)]
     # Autograd's in-place kernels return `self` whatever the subclass returned, so ask __torch_dispatch__ directly:
     # below autograd (make_fx, functionalization) its result is what the traced program sees.
@@ -381,7 +377,7 @@ def check_inplace_mutates(factory: Factory) -> None:
 
 
 def _check_inplace_view(factory: Factory, op_name: str, op: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     size, stride = tuple(x.size()), tuple(x.stride())
     out = _derive(lambda: x, op_name, op)
     if out is not x:
@@ -428,11 +424,11 @@ def _check_copy(x: torch.Tensor, what: str, op: Callable[[torch.Tensor], torch.T
 
 
 def check_detach(factory: Factory) -> None:
-    _check_copy(_make(factory), "x.detach()", lambda t: t.detach())
+    _check_copy(make_instance(factory), "x.detach()", lambda t: t.detach())
 
 
 def check_clone(factory: Factory) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     y = _check_copy(x, "x.clone()", lambda t: t.clone())
     pairs = zip(_leaves(x), _leaves(y), strict=True)
     if any(a.untyped_storage()._cdata == b.untyped_storage()._cdata for a, b in pairs):
@@ -440,16 +436,16 @@ def check_clone(factory: Factory) -> None:
 
 
 def check_deepcopy(factory: Factory) -> None:
-    _check_copy(_make(factory), "copy.deepcopy(x)", copy.deepcopy)
+    _check_copy(make_instance(factory), "copy.deepcopy(x)", copy.deepcopy)
 
 
 def check_pickle(factory: Factory) -> None:
-    _check_copy(_make(factory), "pickle.loads(pickle.dumps(x))", lambda t: pickle.loads(pickle.dumps(t)))
+    _check_copy(make_instance(factory), "pickle.loads(pickle.dumps(x))", lambda t: pickle.loads(pickle.dumps(t)))
 
 
 # -- autograd --------------------------------------------------------------------------------------------------
 def check_autograd(factory: Factory) -> None:
-    x = _make(factory)
+    x = make_instance(factory)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         skip(f"dtype {x.dtype} cannot require grad")
     x = x.detach().requires_grad_(True)
