@@ -66,25 +66,6 @@ def run_check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-add_subcommand(
-    Subcommand(
-        name="check",
-        help="run the conformance checker on a subclass instance",
-        add_arguments=_add_check_arguments,
-        run=run_check,
-    )
-)
-
-add_subcommand(
-    Subcommand(
-        name="fuzz",
-        help="fuzz the pipeline against eager with random programs; shrink and write out failures",
-        add_arguments=fuzz_runner.add_arguments,
-        run=lambda args: fuzz_runner.run_cli(args, lambda line: print(line, flush=True)),
-    )
-)
-
-
 def _add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calls", type=int, default=200, help="calls per timing (median per-call time is printed)")
 
@@ -97,14 +78,27 @@ def run_demo(args: argparse.Namespace) -> int:
     return code
 
 
-add_subcommand(
+for _command in (
+    Subcommand(
+        name="check",
+        help="run the conformance checker on a subclass instance",
+        add_arguments=_add_check_arguments,
+        run=run_check,
+    ),
+    Subcommand(
+        name="fuzz",
+        help="fuzz the pipeline against eager with random programs; shrink and write out failures",
+        add_arguments=fuzz_runner.add_arguments,
+        run=lambda args: fuzz_runner.run_cli(args, lambda line: print(line, flush=True)),
+    ),
     Subcommand(
         name="demo",
         help="compile programs over the sample subclasses, explain one, check parity with eager and time them",
         add_arguments=_add_demo_arguments,
         run=run_demo,
-    )
-)
+    ),
+):
+    add_subcommand(_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
