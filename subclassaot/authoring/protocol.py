@@ -256,17 +256,23 @@ def unflatten_subclass(
     memoise_jagged_nested_int(node.cls, inner, node.ctx, size)
     # The Protocol types inner values as tensors, as most authors write them; opaque objects ride along.
     opaque_inner = cast("dict[str, torch.Tensor]", {**inner, **{o.name: o.value for o in node.opaques}})
-    try:
-        protocol_cls = cast("type[TraceableWrapperSubclass]", node.cls)
-        out: object = protocol_cls.__tensor_unflatten__(opaque_inner, node.ctx, size, stride)
-    except ProtocolError:
-        raise
-    except Exception as e:
-        raise ProtocolError(f"{node.path}: {node.cls.__name__}.__tensor_unflatten__ raised {e!r}") from e
+    out = _call_unflatten(node.cls, node.path, opaque_inner, node.ctx, size, stride)
     if check:
         check_unflatten_result(node, out, size, stride, check_dtype_device=check_dtype_device)
     assert isinstance(out, torch.Tensor)
     return out
+
+
+def _call_unflatten(
+    cls: type, path: str, inner: dict[str, torch.Tensor], ctx: object, size: SizeLike, stride: SizeLike
+) -> object:
+    """`cls.__tensor_unflatten__(...)`; whatever it raises but a ProtocolError becomes one naming `path`."""
+    try:
+        return cast("type[TraceableWrapperSubclass]", cls).__tensor_unflatten__(inner, ctx, size, stride)
+    except ProtocolError:
+        raise
+    except Exception as e:
+        raise ProtocolError(f"{path}: {cls.__name__}.__tensor_unflatten__ raised {e!r}") from e
 
 
 Unflattener = Callable[[Sequence[torch.Tensor], SizeLike, SizeLike], torch.Tensor]
@@ -284,19 +290,12 @@ def unflattener(node: SubclassNode) -> Unflattener:
             return unflatten_subclass(node, leaves, outer_size=size, outer_stride=stride, check=False)
 
         return general
-    cls, attrs, ctx, path = cast("type[TraceableWrapperSubclass]", node.cls), node.attrs, node.ctx, node.path
+    cls, attrs, ctx, path = node.cls, node.attrs, node.ctx, node.path
 
     def build(leaves: Sequence[torch.Tensor], size: SizeLike, stride: SizeLike) -> torch.Tensor:
         if len(leaves) != len(attrs):
             raise AssertionError(f"BUG: {path} expects {len(attrs)} leaves, got {len(leaves)}")
-        try:
-            out: object = cls.__tensor_unflatten__(
-                dict(zip(attrs, leaves, strict=True)), ctx, tuple(size), tuple(stride)
-            )
-        except ProtocolError:
-            raise
-        except Exception as e:
-            raise ProtocolError(f"{path}: {cls.__name__}.__tensor_unflatten__ raised {e!r}") from e
+        out = _call_unflatten(cls, path, dict(zip(attrs, leaves, strict=True)), ctx, tuple(size), tuple(stride))
         assert isinstance(out, torch.Tensor)
         return out
 
