@@ -326,6 +326,21 @@ def new_leaf_of_an_input_detached(x: T) -> object:
     return d * 2, x.sin()
 
 
+def new_leaf_and_views_of_inputs_returned(x: T, w: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    return y * w, x.t(), w[0], w.unsqueeze(0).expand(2, 3)  # views replayed on the inputs after the graph
+
+
+def new_leaf_and_outputs_made_in_inference_mode(x: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    with torch.inference_mode():
+        a = x.sin()  # an inference tensor, with no history in eager
+        b = y * 2
+    return y * 3, a, b
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
@@ -337,6 +352,11 @@ def new_leaf_of_an_input_detached(x: T) -> object:
         (new_leaf_of_a_no_grad_view, _grad(3, 3)),
         (new_leaf_of_an_input_detached, _grad(3)),
         (new_leaf_of_an_input_detached, _plain(3)),
+        (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3), torch.randn(3))),
+        (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True))),
+        (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3, requires_grad=True).clone(), torch.randn(3))),
+        (new_leaf_and_outputs_made_in_inference_mode, _plain(3)),
+        (new_leaf_and_outputs_made_in_inference_mode, _grad(3)),
     ],
     ids=[
         "returned",
@@ -347,6 +367,11 @@ def new_leaf_of_an_input_detached(x: T) -> object:
         "no_grad_view",
         "detached_input",
         "detached_plain_input",
+        "views_of_plain_inputs_returned",
+        "views_of_a_leaf_returned",
+        "views_of_an_input_with_history_returned",
+        "made_in_inference_mode_plain",
+        "made_in_inference_mode_grad",
     ],
 )
 def test_requires_grad_on_non_inputs_with_grad_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
