@@ -866,7 +866,8 @@ def _compiled_output(info: OutputInfo, graph_outs: Sequence[object], values: Seq
         out = cast(torch.Tensor, graph_outs[info.leaves[0].index])
         # (eager's is an inference tensor: the runtime's copy of it has no history either)
         return out.detach() if info.inference else out
-    return replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
+    view = replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
+    return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
 
 
 def records_as_eager(
@@ -907,13 +908,15 @@ def records_as_eager(
             mine_all = [_compiled_output(info, graph_outs, graph_values) for info in analysis.outputs]
     except Exception:  # a program the check cannot run: the Function stands
         return False
-    graph_tensors = [v for v in graph_values if isinstance(v, torch.Tensor)]
+    # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
+    known = [*tensors, *outs]
+    graph_known = [*(v for v in graph_values if isinstance(v, torch.Tensor)), *mine_all]
     for info, out, mine in zip(analysis.outputs, outs, mine_all, strict=True):
         if info.kind is not OutputKind.TENSOR:
             continue
         if not isinstance(out, torch.Tensor) or not isinstance(mine, torch.Tensor):
             return False
-        if _autograd_shape(out, tensors) != _autograd_shape(mine, graph_tensors):
+        if _autograd_shape(out, known) != _autograd_shape(mine, graph_known):
             return False
     return True
 
@@ -1016,7 +1019,14 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         leaf = info.leaves[0]
         if leaf.source is not _LEAF_SOURCE[info.replay is None] or leaf.passthrough is not None or leaf.function_view:
             return False
-        if info.gains_grad or info.base_gains_grad or (info.inference or info.inference_leaves) and info.replay:
+        replayed = info.replay is not None
+        if (
+            info.gains_grad
+            and not replayed
+            or info.base_gains_grad
+            or (info.inference or info.inference_leaves)
+            and replayed
+        ):
             return False
         if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:
             return False
