@@ -578,7 +578,9 @@ class _FunctionReach:
 # begun with grad on, makes it an autograd leaf the later results' histories end in, with no edge into the inputs.
 # The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
 # (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
-# run that node, so a program making one compiles only here (even with no input requiring grad), or is refused.
+# run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
+# view of an input made a leaf and returned is replayed on the input and made to require grad (OutputInfo.gains_grad):
+# where no output's history ends in that leaf (the check tells leaves among the outputs apart), it is eager's.
 # An input that requires no grad and is no leaf laid out anew (a view; Note [Leaves Laid Out Anew Under no_grad]),
 # made to require grad after a read with grad on, is marked the same way (Analysis.leaf_marked): the graph runs on the
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
