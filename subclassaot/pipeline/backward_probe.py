@@ -867,7 +867,7 @@ def _compiled_output(info: OutputInfo, graph_outs: Sequence[object], values: Seq
     if info.replay is None:
         out = cast(torch.Tensor, graph_outs[info.leaves[0].index])
         # (eager's is an inference tensor: the runtime's copy of it has no history either)
-        return out.detach() if info.inference else out
+        return out.detach() if info.inference or info.inference_leaves else out
     view = replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
     return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
 
@@ -966,9 +966,6 @@ def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
     )
 
 
-_LEAF_SOURCE = {True: LeafSource.GRAPH, False: LeafSource.INPUT_ALIAS}
-
-
 def _input_view_replay(info: OutputInfo) -> bool:
     """No replay, or a plain chain of views of an input, replayed on it after the graph ran as the inference runtime
     replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes, set_(),
@@ -990,7 +987,7 @@ def _input_view_replay(info: OutputInfo) -> bool:
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
     written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
-    own plain tensors (or constants, sizes, inputs returned as they came)."""
+    own plain tensors (or constants, sizes, inputs returned as they came, plain view chains of inputs)."""
     if any(tree is not None for tree in layout.trees) or layout.groups:
         return False
     if not all(isinstance(g, int) for g in layout.graph_inputs):
@@ -1018,17 +1015,13 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
             return False
         if len(info.leaves) != 1 or info.function_view is not None or info.view_of_fresh:
             return False
-        leaf = info.leaves[0]
-        if leaf.source is not _LEAF_SOURCE[info.replay is None] or leaf.passthrough is not None or leaf.function_view:
+        leaf, replayed = info.leaves[0], info.replay is not None
+        source = LeafSource.INPUT_ALIAS if replayed else LeafSource.GRAPH
+        if leaf.source is not source or leaf.passthrough is not None or leaf.function_view:
             return False
-        replayed = info.replay is not None
-        if (
-            info.gains_grad
-            and not replayed
-            or info.base_gains_grad
-            or (info.inference or info.inference_leaves)
-            and replayed
-        ):
+        inference = info.inference or bool(info.inference_leaves)
+        # (a view made a new leaf is replayed and made one; an inference tensor is the graph's value, copied)
+        if (info.gains_grad and not replayed) or info.base_gains_grad or (inference and replayed):
             return False
         if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:
             return False
