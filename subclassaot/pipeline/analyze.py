@@ -523,6 +523,8 @@ def _analyze_outputs(
                     "grad after it is built, which reads fine. Return a clone made before the write"
                 )
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
+        elif _new_leaf_view_of_input(value, info, run):  # Note [Training Without A Function]
+            info = replace(info, gains_grad=True)
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             info = _with_inference_leaves(path, value, info, run, current)
         infos.append(info)
@@ -1303,6 +1305,17 @@ def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, out
             "detach_()); eager's view keeps the history, the compiled call drops the flag before it rebuilds the "
             "view. Take the view after turning requires_grad off, or return a clone"
         )
+
+
+def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun) -> bool:
+    """A view of an input, replayed on it, that the program made a new autograd leaf in a call begun with grad on:
+    the replayed view is made to require grad once built, as eager's (Note [Training Without A Function])."""
+    replay = info.replay
+    if not run.swaps.grad_at_start or replay is None or replay.source is not ReplaySource.INPUT:
+        return False
+    if not isinstance(value, torch.Tensor) or id(value) not in run.swaps.requires_grad_gained:
+        return False
+    return value.requires_grad and _grad_fn_or_none(value) is None
 
 
 def _grad_fn_or_none(t: torch.Tensor) -> object:

@@ -22,7 +22,8 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.runtime.plan import EagerSave, EagerSaves
+from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
+from subclassaot.runtime.regenerate import replay_steps
 from subclassaot.runtime.steps import epilogue_write_hidden
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -32,7 +33,9 @@ from subclassaot.schemas import (
     InputIndex,
     InputUpdate,
     LeafSource,
+    OutputInfo,
     OutputKind,
+    Replay,
     ReplaySource,
     UpdateKind,
 )
@@ -559,7 +562,9 @@ class _FunctionReach:
 # - the program writes no input, assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
 #   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
 #   the history that eager's, computed after the drop, lack), reads no autograd state, and takes and returns plain
-#   tensors that share no storage; what it writes in place (dropout's mask, an intermediate) it writes before
+#   tensors that share no storage (an output may be a plain view chain of an input, replayed on it after the graph
+#   ran, or eager's inference tensor, copied from the graph's value with no history, as the runtime makes them and
+#   the check below compares them); what it writes in place (dropout's mask, an intermediate) it writes before
 #   anything saves it for the backward: every tensor saved (seen by a saved-tensor hook of the check's) has the
 #   version counter it was saved with at the end, where eager's backward would otherwise raise and the functional
 #   graph's would not; and no write runs while the program's own saved-tensor hooks are innermost (a checkpoint's
@@ -573,7 +578,9 @@ class _FunctionReach:
 # begun with grad on, makes it an autograd leaf the later results' histories end in, with no edge into the inputs.
 # The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
 # (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
-# run that node, so a program making one compiles only here (even with no input requiring grad), or is refused.
+# run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
+# view of an input made a leaf and returned is replayed on the input and made to require grad (OutputInfo.gains_grad):
+# where no output's history ends in that leaf (the check tells leaves among the outputs apart), it is eager's.
 # An input that requires no grad and is no leaf laid out anew (a view; Note [Leaves Laid Out Anew Under no_grad]),
 # made to require grad after a read with grad on, is marked the same way (Analysis.leaf_marked): the graph runs on the
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
@@ -852,6 +859,19 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
     return (root.requires_grad, visit(root.grad_fn, 0))
 
 
+def _compiled_output(info: OutputInfo, graph_outs: Sequence[object], values: Sequence[object]) -> object:
+    """The compiled call's tensor output: the graph's, or a view of an input the runtime replays on it after the
+    graph ran (with grad on: its history is the input's as the graph's run left it); None for other outputs."""
+    if info.kind is not OutputKind.TENSOR:
+        return None
+    if info.replay is None:
+        out = cast(torch.Tensor, graph_outs[info.leaves[0].index])
+        # (eager's is an inference tensor: the runtime's copy of it has no history either)
+        return out.detach() if info.inference or info.inference_leaves else out
+    view = replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
+    return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
+
+
 def records_as_eager(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -887,16 +907,18 @@ def records_as_eager(
         with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
             graph_in = [graph_values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
+            mine_all = [_compiled_output(info, graph_outs, graph_values) for info in analysis.outputs]
     except Exception:  # a program the check cannot run: the Function stands
         return False
-    graph_tensors = [v for v in graph_values if isinstance(v, torch.Tensor)]
-    for info, out in zip(analysis.outputs, outs, strict=True):
+    # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
+    known = [*tensors, *outs]
+    graph_known = [*(v for v in graph_values if isinstance(v, torch.Tensor)), *mine_all]
+    for info, out, mine in zip(analysis.outputs, outs, mine_all, strict=True):
         if info.kind is not OutputKind.TENSOR:
             continue
-        mine = graph_outs[info.leaves[0].index]
         if not isinstance(out, torch.Tensor) or not isinstance(mine, torch.Tensor):
             return False
-        if _autograd_shape(out, tensors) != _autograd_shape(mine, graph_tensors):
+        if _autograd_shape(out, known) != _autograd_shape(mine, graph_known):
             return False
     return True
 
@@ -944,10 +966,28 @@ def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
     )
 
 
+def _input_view_replay(info: OutputInfo) -> bool:
+    """No replay, or a plain chain of views of an input, replayed on it after the graph ran as the inference runtime
+    replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes, set_(),
+    `.data =` or metadata changed in place (which the plan excludes anyway)."""
+    replay = info.replay
+    if replay is None:
+        return True
+    plain = Replay(
+        source=ReplaySource.INPUT,
+        index=replay.index,
+        steps=replay.steps,
+        made=replay.made,
+        split_made=replay.split_made,
+        marks=replay.marks,
+    )
+    return replay == plain
+
+
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
     written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
-    own plain tensors (or constants, sizes, inputs returned as they came)."""
+    own plain tensors (or constants, sizes, inputs returned as they came, plain view chains of inputs)."""
     if any(tree is not None for tree in layout.trees) or layout.groups:
         return False
     if not all(isinstance(g, int) for g in layout.graph_inputs):
@@ -971,14 +1011,17 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
     for info in analysis.outputs:
         if info.kind in (OutputKind.CONSTANT, OutputKind.SYMINT, OutputKind.IS_INPUT, OutputKind.SAME_AS):
             continue
-        if info.tree is not None or info.replay is not None:
+        if info.tree is not None or not _input_view_replay(info):
             return False
         if len(info.leaves) != 1 or info.function_view is not None or info.view_of_fresh:
             return False
-        leaf = info.leaves[0]
-        if leaf.source is not LeafSource.GRAPH or leaf.passthrough is not None or leaf.function_view:
+        leaf, replayed = info.leaves[0], info.replay is not None
+        source = LeafSource.INPUT_ALIAS if replayed else LeafSource.GRAPH
+        if leaf.source is not source or leaf.passthrough is not None or leaf.function_view:
             return False
-        if info.gains_grad or info.base_gains_grad or info.inference or info.inference_leaves:
+        inference = info.inference or bool(info.inference_leaves)
+        # (a view made a new leaf is replayed and made one; an inference tensor is the graph's value, copied)
+        if (info.gains_grad and not replayed) or info.base_gains_grad or (inference and replayed):
             return False
         if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:
             return False

@@ -326,6 +326,21 @@ def new_leaf_of_an_input_detached(x: T) -> object:
     return d * 2, x.sin()
 
 
+def new_leaf_and_views_of_inputs_returned(x: T, w: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    return y * w, x.t(), w[0], w.unsqueeze(0).expand(2, 3)  # views replayed on the inputs after the graph
+
+
+def new_leaf_and_outputs_made_in_inference_mode(x: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    with torch.inference_mode():
+        a = x.sin()  # an inference tensor, with no history in eager
+        b = y * 2
+    return y * 3, a, b
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
@@ -337,6 +352,11 @@ def new_leaf_of_an_input_detached(x: T) -> object:
         (new_leaf_of_a_no_grad_view, _grad(3, 3)),
         (new_leaf_of_an_input_detached, _grad(3)),
         (new_leaf_of_an_input_detached, _plain(3)),
+        (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3), torch.randn(3))),
+        (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3), torch.randn(3, requires_grad=True))),
+        (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3, requires_grad=True).clone(), torch.randn(3))),
+        (new_leaf_and_outputs_made_in_inference_mode, _plain(3)),
+        (new_leaf_and_outputs_made_in_inference_mode, _grad(3)),
     ],
     ids=[
         "returned",
@@ -347,6 +367,11 @@ def new_leaf_of_an_input_detached(x: T) -> object:
         "no_grad_view",
         "detached_input",
         "detached_plain_input",
+        "views_of_plain_inputs_returned",
+        "views_of_a_leaf_returned",
+        "views_of_an_input_with_history_returned",
+        "made_in_inference_mode_plain",
+        "made_in_inference_mode_grad",
     ],
 )
 def test_requires_grad_on_non_inputs_with_grad_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
@@ -388,12 +413,6 @@ def test_new_leaf_is_made_anew_at_every_call() -> None:
     torch.testing.assert_close(first[1].grad, torch.full((2,), 3.0))
 
 
-def new_leaf_view_of_input_returned(x: T) -> object:
-    v = x[0]
-    v.requires_grad_()
-    return (v,)
-
-
 def new_leaf_no_grad_view_returned(x: T) -> object:
     y = x * 2
     with torch.no_grad():
@@ -402,13 +421,49 @@ def new_leaf_no_grad_view_returned(x: T) -> object:
     return v, y
 
 
+def new_leaf_views_of_inputs_returned(x: T, w: T) -> object:
+    v = x.unsqueeze(0)
+    v.requires_grad = True
+    u = w.t()[0]
+    u.requires_grad_()
+    return x, v, v, u, w  # eager's are views of the inputs and leaves; the compiled call replays and marks them
+
+
+@pytest.mark.parametrize(
+    "make_inputs",
+    [
+        lambda: (torch.randn(3, 3), torch.randn(2, 2)),
+        lambda: (torch.randn(3, 3, requires_grad=True).detach(), torch.randn(2, 2, requires_grad=True).exp().detach()),
+    ],
+    ids=["plain", "detached"],
+)
+def test_new_leaf_view_of_input_returned_matches_eager(make_inputs: Make) -> None:
+    """A view of an input made a leaf and returned, reached by no other output: replayed on the input after the graph
+    and made to require grad, eager's own view leaf (it was refused)."""
+    with torch.enable_grad():
+        compiled = assert_matches_eager(new_leaf_views_of_inputs_returned, make_inputs)
+    with torch.enable_grad():
+        x, v, v2, u, _ = cast(tuple[T, ...], compiled(*make_inputs()))
+    assert v is v2 and v.is_leaf and v.requires_grad and v._base is x and u.is_leaf and u.requires_grad
+
+
+def new_leaf_view_of_input_used_and_returned(x: T) -> object:
+    v = x[0]
+    v.requires_grad_()
+    return v, v * 2  # the product's history ends in the very leaf returned: the replayed view would not be it
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
-    [(new_leaf_view_of_input_returned, _plain(3, 3)), (new_leaf_no_grad_view_returned, _grad(3, 3))],
-    ids=["view_of_input", "no_grad_view_of_intermediate"],
+    [
+        (new_leaf_view_of_input_used_and_returned, _plain(3, 3)),
+        (new_leaf_no_grad_view_returned, _grad(3, 3)),
+    ],
+    ids=["view_of_input_used", "no_grad_view_of_intermediate"],
 )
 def test_new_leaf_returned_as_a_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
-    """A view made a leaf and returned: the compiled call rebuilds the view after the graph, without the leaf."""
+    """A view made a leaf and returned where other outputs' histories end in it: the compiled call rebuilds the view
+    after the graph, not the leaf the graph's results end in."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match='not an input .* backend="subclassaot"'):
         subclassaot.compile(f, backend="eager")(*make_inputs())
 

@@ -41,10 +41,23 @@ def with_constant(x: T) -> tuple[T, int, T]:
     return x.exp(), 3, x
 
 
+def views_of_inputs_returned(x: T, w: T) -> tuple[T, T, T]:
+    # the views are replayed on the inputs after the graph ran, with grad on: eager's own view nodes
+    return (x * w).sin().sum(), x.t(), w[0].unsqueeze(0)
+
+
+def made_in_inference_mode(x: T) -> tuple[T, T]:
+    with torch.inference_mode():
+        a = x.sin()  # an inference tensor: no history in eager, nor in the runtime's copy of the graph's value
+    return x.exp().sum(), a
+
+
 NATIVE: list[tuple[str, Callable[..., object], Callable[[], tuple[object, ...]]]] = [
     ("mlp loss", mlp_loss, lambda: (torch.randn(4, 3), leaf(3, 5), leaf(5))),
     ("two outputs", two_outputs, lambda: (leaf(2, 3), torch.randn(2, 3))),
     ("constant and input returned", with_constant, lambda: (leaf(3),)),
+    ("views of inputs returned", views_of_inputs_returned, lambda: (leaf(2, 3), torch.randn(2, 3))),
+    ("made in inference mode", made_in_inference_mode, lambda: (leaf(3),)),
 ]
 
 
