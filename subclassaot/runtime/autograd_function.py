@@ -533,6 +533,21 @@ def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
     return unreached, stand_ins, unread
 
 
+def _distinct_outputs(values: Sequence[Any]) -> list[Any]:
+    """The graph's outputs as the Function returns them: no view (autograd would take its base's history) and no
+    tensor twice (a backend such as inductor returns one buffer for two outputs that alias, an input's new value
+    and a fresh output; marked non-differentiable as the first, the second would lose its history too)."""
+    seen: set[int] = set()
+    outs: list[Any] = []
+    for o in values:
+        if isinstance(o, torch.Tensor):
+            if o._is_view() or id(o) in seen:
+                o = non_view_alias(o)
+            seen.add(id(o))
+        outs.append(o)
+    return outs
+
+
 class CompiledStep(torch.autograd.Function):
     """The compiled forward and backward graphs as one autograd node (`CompiledStepBackward` in a grad_fn chain),
     shared by every compile: the first argument carries the compile's `_Step`."""
@@ -558,10 +573,7 @@ class CompiledStep(torch.autograd.Function):
         else:
             all_outs = list(cast(Sequence[Any], s.fw(*graph_in)))  # GraphOutputs, then the saved values
         n_outs = len(all_outs) - bw_meta.num_saved
-        outs = [
-            non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-            for o in all_outs[:n_outs]  # tensors, then symbolic ints
-        ]
+        outs = _distinct_outputs(all_outs[:n_outs])  # tensors, then symbolic ints
         saved = all_outs[n_outs:]
         for k in s.clone_saved:
             saved[k] = saved[k].clone()  # the epilogue is about to write this input
