@@ -769,15 +769,15 @@ def _matched(
     analysis: Analysis,
 ) -> tuple[EagerSave, ...]:
     found = [
-        EagerSave(output=p, input=None, outputs=found.outputs)
+        EagerSave(output=p, input=None, outputs=reader.outputs)
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
         if info.kind is OutputKind.TENSOR and isinstance(out, torch.Tensor)
-        if (found := _reader_of(readers, out)) is not None
+        if (reader := _reader_of(readers, out)) is not None
     ]
     found += [
-        EagerSave(output=None, input=p, outputs=found.outputs)
+        EagerSave(output=None, input=p, outputs=reader.outputs)
         for p, k in enumerate(flat.tensor_indices)
-        if isinstance(value := values[k], torch.Tensor) and (found := _reader_of(readers, value)) is not None
+        if isinstance(value := values[k], torch.Tensor) and (reader := _reader_of(readers, value)) is not None
     ]
     return tuple(found)
 
