@@ -202,6 +202,10 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   counter as it was, a fallback copy_ advances it, and the settle step makes either eager's. The eager backend's
 #   graph takes them too: where the value is `op(input, ...)` and nothing can tell the difference (`_in_place`), the
 #   op becomes its in-place overload (`add` -> `add_`), which is what eager's kernel did, and no copy is made at all.
+# - One tensor for two outputs. Inductor returns one buffer for two outputs that alias entirely (an input's new value
+#   `alias(t)` and the fresh output `t`, after `x.data = t`). The training Function returns each tensor once, an
+#   alias of it the second time (autograd_function's `_distinct_outputs`): marked non-differentiable as the input's
+#   value, the same object would have lost the fresh output's history.
 
 
 def _symbols_only_in_expressions(

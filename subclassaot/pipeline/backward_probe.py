@@ -652,7 +652,7 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
             detached = _unreached_returned_leaves(outs, values, flat)
             found = _matched(_saved_readers(outs), outs, values, flat, analysis)
             if not found:
-                return EagerSaves(detached=detached)
+                return EagerSaves(detached=detached, probed=True)
             apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
             around = [_leaf_around_savers(outs, values, _saved_value(e, outs, values, flat), apart) for e in found]
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
@@ -661,7 +661,7 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
         EagerSave(e.output, e.input, e.outputs, graded_first=_graded_first(call, flat, e, detached)) if a else e
         for e, a in zip(found, around, strict=True)
     )
-    return EagerSaves(saves=saves, detached=detached)
+    return EagerSaves(saves=saves, detached=detached, probed=True)
 
 
 def _saved_value(save: EagerSave, outs: Sequence[object], values: Sequence[object], flat: FlatInputs) -> torch.Tensor:
@@ -769,31 +769,59 @@ def _graded_first(call: Callable[..., object], flat: FlatInputs, save: EagerSave
 
 
 def _matched(
-    readers: dict[object, frozenset[int]],
+    readers: dict[object, _Readers],
     outs: Sequence[object],
     values: Sequence[object],
     flat: FlatInputs,
     analysis: Analysis,
 ) -> tuple[EagerSave, ...]:
     found = [
-        EagerSave(output=p, input=None, outputs=readers[key])
+        EagerSave(output=p, input=None, outputs=reader.outputs)
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
         if info.kind is OutputKind.TENSOR and isinstance(out, torch.Tensor)
-        if (key := _counter_identity(out)) in readers
+        if (reader := _reader_of(readers, out)) is not None
     ]
     found += [
-        EagerSave(output=None, input=p, outputs=readers[key])
+        EagerSave(output=None, input=p, outputs=reader.outputs)
         for p, k in enumerate(flat.tensor_indices)
-        if isinstance(value := values[k], torch.Tensor) and (key := _counter_identity(value)) in readers
+        if isinstance(value := values[k], torch.Tensor) and (reader := _reader_of(readers, value)) is not None
     ]
     return tuple(found)
 
 
-def _saved_readers(outs: Sequence[object]) -> dict[object, frozenset[int]]:
-    """Each tensor a node of the outputs' autograd graphs saved (`_identity`: a saved output comes back as another
-    tensor over the same memory) -> the outputs whose graph has such a node."""
-    readers: dict[object, set[int]] = {}
-    keep: list[object] = []  # (the saved tensors, alive while their ids are compared)
+@dataclass(frozen=True, slots=True)
+class _Readers:
+    """The tensors nodes saved over one `_counter_identity`, and the outputs whose graph has such a node."""
+
+    saved: tuple[torch.Tensor, ...]
+    outputs: frozenset[int]
+
+
+def _reader_of(readers: dict[object, _Readers], t: torch.Tensor) -> _Readers | None:
+    """The saved tensors over `t`'s memory and layout that use `t`'s version counter, if any: a tensor over the same
+    memory may count apart (`x0.data = t0` leaves x0 its own counter, over t0's storage)."""
+    found = readers.get(_counter_identity(t))
+    if found is None or not any(_shares_counter(t, saved) for saved in found.saved):
+        return None
+    return found
+
+
+def _shares_counter(t: torch.Tensor, other: torch.Tensor) -> bool:
+    """Does a write of `t` move `other`'s version counter? (Seen by moving `t`'s, then putting it back.)"""
+    if t.is_inference() or other.is_inference():
+        return t.is_inference() and other.is_inference()
+    version, before = get_version(t), get_version(other)
+    set_version(t, version + 1)
+    moved = get_version(other) != before
+    set_version(t, version)
+    return moved
+
+
+def _saved_readers(outs: Sequence[object]) -> dict[object, _Readers]:
+    """Each tensor a node of the outputs' autograd graphs saved, by `_counter_identity` (a saved output comes back as
+    another tensor over the same memory, with its counter) -> those tensors and the outputs whose graph has such a
+    node."""
+    readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
         seen: set[int] = set()
         stack = [out.grad_fn] if isinstance(out, torch.Tensor) else []
@@ -803,10 +831,11 @@ def _saved_readers(outs: Sequence[object]) -> dict[object, frozenset[int]]:
                 continue
             seen.add(id(node))
             for t in _saved_by(node):
-                keep.append(t)
-                readers.setdefault(_counter_identity(t), set()).add(p)
+                saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
+                saved.append(t)
+                outputs.add(p)
             stack.extend(child for child, _ in node.next_functions)
-    return {k: frozenset(v) for k, v in readers.items()}
+    return {k: _Readers(tuple(saved), frozenset(outputs)) for k, (saved, outputs) in readers.items()}
 
 
 def _counter_identity(t: torch.Tensor) -> object:

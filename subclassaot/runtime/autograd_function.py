@@ -47,6 +47,23 @@ from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 
 log = logging.getLogger(__name__)
 
+# Note [Saved Values Are Checked As Eager's]
+# Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
+# made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
+# with its own counter; the compiled Function saves what its backward graph reads, and those values need not use
+# the counters of eager's saved tensors, nor be read by every backward eager's would run:
+#   t0 = F.apply(x0); x0.data = t0     F saved x0 (x0's counter); ours saves t0's value, an output: writing t0
+#                                      after the call fails ours only
+#   y.mul_(2); a = x.exp(); b = x * 2  a backward through b alone never runs ExpBackward; ours unpacks everything
+#   with no_grad(): x0.copy_(x0)       ours saves the unbind() view of x0 its forward took under no_grad, and the
+#   t0 = x0.unbind(0)[0]               epilogue then moves x0's counter: unpacking the view raises
+# So the Function saves each value through `.data` (the same memory; a counter of its own, no view, no history:
+# nothing the program, the epilogue or the caller writes moves it) and raises eager's errors itself, from the
+# counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
+# whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
+# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. A
+# create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
+
 
 def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, *, coerce_ctx: bool) -> list[torch.Tensor] | None:
     """Dense leaves of a runtime tangent, coerced to the structure the backward graph was traced for by the
@@ -371,6 +388,7 @@ class _Step:
             if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values))
         )
         self.apart = _apart_inputs(self, eager_saves.detached)
+        self.saves_apart = eager_saves.probed  # Note [Saved Values Are Checked As Eager's]
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -533,6 +551,21 @@ def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
     return unreached, stand_ins, unread
 
 
+def _distinct_outputs(values: Sequence[Any]) -> list[Any]:
+    """The graph's outputs as the Function returns them: no view (autograd would take its base's history) and no
+    tensor twice (a backend such as inductor returns one buffer for two outputs that alias, an input's new value
+    and a fresh output; marked non-differentiable as the first, the second would lose its history too)."""
+    seen: set[int] = set()
+    outs: list[Any] = []
+    for o in values:
+        if isinstance(o, torch.Tensor):
+            if o._is_view() or id(o) in seen:
+                o = non_view_alias(o)
+            seen.add(id(o))
+        outs.append(o)
+    return outs
+
+
 class CompiledStep(torch.autograd.Function):
     """The compiled forward and backward graphs as one autograd node (`CompiledStepBackward` in a grad_fn chain),
     shared by every compile: the first argument carries the compile's `_Step`."""
@@ -558,10 +591,7 @@ class CompiledStep(torch.autograd.Function):
         else:
             all_outs = list(cast(Sequence[Any], s.fw(*graph_in)))  # GraphOutputs, then the saved values
         n_outs = len(all_outs) - bw_meta.num_saved
-        outs = [
-            non_view_alias(o) if isinstance(o, torch.Tensor) and o._is_view() else o
-            for o in all_outs[:n_outs]  # tensors, then symbolic ints
-        ]
+        outs = _distinct_outputs(all_outs[:n_outs])  # tensors, then symbolic ints
         saved = all_outs[n_outs:]
         for k in s.clone_saved:
             saved[k] = saved[k].clone()  # the epilogue is about to write this input
@@ -601,9 +631,8 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
-        ctx.save_for_backward(
-            *([v for v in saved if isinstance(v, torch.Tensor)] if ctx.saved_ints else saved),
-        )
+        # See Note [Saved Values Are Checked As Eager's]: each through an alias with a counter of its own.
+        ctx.save_for_backward(*[v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)])
         if s.checks:
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.

@@ -248,6 +248,9 @@ class EagerSaves:
     # tensor inputs (positions among the tensor inputs): leaves, or views of leaves, returned as themselves whose leaf
     # no node of eager's program reaches: eager runs that leaf's AccumulateGrad apart from the program's nodes
     detached: frozenset[int] = frozenset()
+    # whether `saves` are all the tensors eager's backward checks (the probe ran): only then does the Function leave
+    # the checks to them (Note [Saved Values Are Checked As Eager's])
+    probed: bool = False
 
 
 def probed_stride(

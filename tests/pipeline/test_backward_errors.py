@@ -1063,3 +1063,84 @@ def test_returned_leaf_gets_its_gradient_before_an_input_set_to_itself_raises(
     with torch.enable_grad():
         assert_matches_eager(_set_to_itself_beside_a_returned_leaf, make)
         assert_matches_eager(_set_to_itself_beside_a_returned_leaf, make, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A backward eager runs must run: the compiled Function saves what its backward graph reads, which need not be what
+# eager's nodes saved, and so carries no version check of its own; it checks the tensors eager's nodes saved (Note
+# [Saved Values Are Checked As Eager's]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _write_inputs(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: every tensor argument written in place with its own values (its counter moves)."""
+    with torch.no_grad():
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                a.copy_(a)
+
+
+def _function_input_data_assigned_its_result(x0: T) -> tuple[T]:
+    t0 = SinFunction.apply(x0)  # type: ignore[no-untyped-call]  # saves x0
+    x0.data = t0  # x0 keeps its own counter, over t0's memory
+    return (t0,)
+
+
+def _view_of_an_input_read_after_a_no_grad_write(x0: T) -> tuple[T]:
+    with torch.no_grad():
+        x0.copy_(x0)
+    t0 = x0.unbind(0)[0]  # taken with grad on, after the write
+    return (x0.mul(t0),)  # mul saves x0 and t0
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        pytest.param(_function_input_data_assigned_its_result, lambda: (_leaf(2, 2).view(-1),), id="view of a leaf"),
+        pytest.param(_function_input_data_assigned_its_result, lambda: (nonleaf(4),), id="non-leaf"),
+        pytest.param(_function_input_data_assigned_its_result, lambda: (_leaf(4),), id="leaf"),
+        pytest.param(_function_input_data_assigned_its_result, lambda: (pair_nonleaf(4),), id="pair non-leaf"),
+        pytest.param(_view_of_an_input_read_after_a_no_grad_write, lambda: (nonleaf(3, 1),), id="unbind view"),
+        pytest.param(_view_of_an_input_read_after_a_no_grad_write, lambda: (pair_nonleaf(3, 1),), id="pair unbind"),
+    ],
+)
+@pytest.mark.parametrize(
+    "after_call", [None, write_outputs, _write_inputs], ids=["-", "outputs written", "inputs written"]
+)
+def test_saved_values_of_the_compiled_function_are_checked_as_eager_saves(
+    fn: Callable[..., object],
+    make: Callable[[], tuple[object, ...]],
+    after_call: Callable[[object, tuple[object, ...]], None] | None,
+) -> None:
+    """Found by the fuzzer (seed 80000, programs 643 and 5913). 643: SinFunction saved x0, whose `.data` the program
+    then set to its result t0; the compiled Function saved t0's value as its output t0, so writing t0 after the call
+    failed its backward, where eager's checks x0's own counter. 5913: the compiled Function saved the unbind() view of
+    x0 its forward took under no_grad; the epilogue then moved x0's counter (the program's no_grad write), and
+    unpacking that view raised "A view was created in no_grad mode"."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=after_call)
+
+
+def _output_saved_by_a_node_another_output_does_not_run(x: T, y: T) -> tuple[T, T]:
+    y.mul_(2)  # (a written input: the program goes through the compiled Function)
+    return x.exp(), x * 2  # exp saves its result
+
+
+@pytest.mark.parametrize("make", [lambda: (_leaf(3), torch.randn(3)), lambda: (pair(3, requires_grad=True), pair(3))])
+def test_backward_through_an_output_whose_history_saves_nothing_written_runs(
+    make: Callable[[], tuple[T, T]],
+) -> None:
+    """The compiled Function unpacks every value it saved in any backward; a backward through `x * 2` alone never
+    runs exp's node in eager, so writing exp's result after the call must not make it raise."""
+    fn = _output_saved_by_a_node_another_output_does_not_run
+    compiled = subclassaot.compile(fn, backend="eager")
+    grads = []
+    with torch.enable_grad():
+        for f in (fn, compiled):
+            x, y = make()
+            a, b = f(x, y)
+            write_outputs((a,), ())
+            torch.autograd.backward(b.sum())
+            grads.append(x.grad)
+        torch.testing.assert_close(grads[1], grads[0])
+        assert_matches_eager(fn, make, after_call=write_outputs)
