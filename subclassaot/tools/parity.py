@@ -22,7 +22,10 @@ What is compared, per call:
   (or `check_grads=True`): a fixed random tangent is pushed back through every output that requires grad, then the
   `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
   call) and of each output that is a leaf the program made (requires_grad_() on an intermediate) is compared,
-  None-ness and values; inputs are compared again after the backward (mutations during the backward). If eager's
+  None-ness and values; inputs are compared again after the backward (mutations during the backward). Every input
+  the call wrote (its version counter advanced) that has a history afterwards is pushed back through too, with its own
+  fixed tangent: the caller holds it and may differentiate through it, so its history is eager's to match even when
+  the program does not return it. If eager's
   backward raises, the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together with an in-place
   view op such as `t_()` it trips an internal assert in eager PyTorch.
 
@@ -32,6 +35,7 @@ Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `asse
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -500,8 +504,9 @@ def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], wh
 # Gradients
 
 
-def _backward(run: _Run) -> BaseException | None:
+def _backward(run: _Run, written: Sequence[int]) -> BaseException | None:
     outs = [e.tensor for e in _tree_entries(run.out, "output") if e.top_level and e.tensor.requires_grad]
+    outs += _written_inputs(run, written, outs)
     if not outs:
         return None
     # a jagged tensor's weights go on its packed values (a differentiable view): no plain tensor has its shape
@@ -515,8 +520,38 @@ def _backward(run: _Run) -> BaseException | None:
     return None
 
 
+def _written_inputs(run: _Run, written: Sequence[int], outs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The inputs at `written` (indices into `inputs`) that have an autograd history after the call and are not
+    already among `outs`: the caller holds them and may differentiate through them (a write, to the input or to a
+    tensor sharing its version counter, rebuilds their history from the program's)."""
+    found: list[torch.Tensor] = []
+    for i in written:
+        t = run.inputs[i].tensor
+        if any(t is o for o in (*outs, *found)) or _autograd_fact(functools.partial(_is_leaf, t)) is not False:
+            continue  # (a history that raises when read is compared with the inputs; a leaf adds nothing)
+        found.append(t)
+    return found
+
+
+def _is_leaf(t: torch.Tensor) -> bool:
+    return t.grad_fn is None
+
+
+def _written_indices(want: _Run) -> tuple[int, ...]:
+    """Eager's top-level inputs whose version counter the call (or `after_call`) advanced and that require grad: the
+    same indices are differentiated on both sides, so a compiled input that lost its history is a difference."""
+    return tuple(
+        i
+        for i, e in enumerate(want.inputs)
+        if e.top_level and e.tensor.requires_grad and e.tensor._version != want.versions_before[i]
+    )
+
+
 def _compare_grads(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
-    want_error, got_error = _backward(want), _backward(got)
+    written = _written_indices(want)
+    if [e.name for e in got.inputs] != [e.name for e in want.inputs]:
+        written = ()  # (the inputs already differ, reported with them)
+    want_error, got_error = _backward(want, written), _backward(got, written)
     if isinstance(got_error, UnsupportedError) and want_error is not None and str(got_error) != str(want_error):
         raise got_error  # a refusal when the backward runs, where eager's raises otherwise: the program is refused
     if (want_error is None) != (got_error is None):
