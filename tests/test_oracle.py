@@ -488,6 +488,32 @@ def test_wrong_gradient_behind_a_nonleaf_input_is_reported() -> None:
         assert_matches_eager(f, make, compile_fn=fake_compile(mutation_without_grad))
 
 
+def test_wrong_history_of_a_written_input_not_returned_is_reported() -> None:
+    """The caller holds every input: one the call wrote (its version counter moved) is pushed back through too, so
+    a history lost on an input the program does not return shows in the gradients (plain and PairTensor)."""
+
+    def f(x: torch.Tensor) -> object:
+        x.mul_(2)
+        return ()
+
+    def mutation_without_grad(fn: Fn) -> Fn:
+        def run(x: torch.Tensor) -> object:
+            with torch.no_grad():
+                x.mul_(2)
+            return ()
+
+        return run
+
+    for make in (
+        lambda: (torch.randn(3, requires_grad=True).clone(),),
+        lambda: (PairTensor.from_tensor(torch.randn(3), requires_grad=True).clone(),),
+    ):
+        with torch.enable_grad():
+            assert_matches_eager(f, make, compile_fn=identity_compile)
+            with pytest.raises(AssertionError, match=r"leaf 0 behind args\[0\]\.grad(\.a)?: values differ from eager"):
+                assert_matches_eager(f, make, compile_fn=fake_compile(mutation_without_grad))
+
+
 def test_wrong_values_of_a_hidden_base_are_reported() -> None:
     # fuzz seed 9000 #3608: an output's `._base` that no one else returns is the user's to read too
     def f(x: torch.Tensor) -> object:

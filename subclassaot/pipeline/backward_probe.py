@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn, cast
 
 import torch
@@ -627,7 +627,8 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # input), its counter as the call leaves it, and its backward raises eager's error where the counter moved since and a
 # tangent reached an output through whose history eager's backward would run the node that saved it
 # (`EagerSave.outputs`: the probe walks each output's grad_fn graph on static fakes and reads the nodes' saved
-# tensors). A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
+# tensors), or an input the call gave a new history, which the caller holds returned or not (`EagerSave.held`: through
+# the Function outputs carrying its new value). A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
 # tensor moves the saved one's counter. The counter is read once the call's epilogue has written the inputs: an input
 # the program wrote before the save was saved at the count eager ends the program with, which the runtime reaches
 # only after the graph has run (a write after the save fails eager's backward on its own: the analysis's concern).
@@ -640,7 +641,8 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # waits on no node of ours either; where another leaf is reached by a path around every saving node, the
 # probe runs eager's backward on static fakes, the saved tensor's counter moved after the call, through each set of
 # outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
-# compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once.
+# compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once. The
+# probe drives outputs only: a node reached through a held input's history, around which a leaf is reached, is refused.
 def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
     """The saved tensors of the comment above, and the inputs the Function takes detached; none where the program
     cannot run on fakes."""
@@ -648,17 +650,24 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
+            before = [_history(values[k]) for k in flat.tensor_indices]
             outs = pytree.tree_leaves(call(state, args, kwargs))
+            held = {
+                p: cast(torch.Tensor, values[k])
+                for p, k in enumerate(flat.tensor_indices)
+                if (h := _history(values[k])) is not None and h is not before[p]
+            }
             detached = _unreached_returned_leaves(outs, values, flat)
-            found = _matched(_saved_readers(outs), outs, values, flat, analysis)
+            roots = [*outs, *held.values()]
+            found = _matched(_saved_readers(roots), outs, tuple(held), values, flat, analysis)
             if not found:
                 return EagerSaves(detached=detached, probed=True)
             apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
-            around = [_leaf_around_savers(outs, values, _saved_value(e, outs, values, flat), apart) for e in found]
+            around = [_leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart) for e in found]
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         return EagerSaves()
     saves = tuple(
-        EagerSave(e.output, e.input, e.outputs, graded_first=_graded_first(call, flat, e, detached)) if a else e
+        replace(e, graded_first=bool(e.held) or _graded_first(call, flat, e, detached)) if a else e
         for e, a in zip(found, around, strict=True)
     )
     return EagerSaves(saves=saves, detached=detached, probed=True)
@@ -768,21 +777,40 @@ def _graded_first(call: Callable[..., object], flat: FlatInputs, save: EagerSave
     return False
 
 
+def _history(value: object) -> object:
+    """A tensor input's grad_fn (None: a leaf, or none to read)."""
+    if not isinstance(value, torch.Tensor):
+        return None
+    try:
+        return value.grad_fn
+    except (RuntimeError, IndexError):  # (a view whose history raises when read: the analysis's concern)
+        return None
+
+
 def _matched(
     readers: dict[object, _Readers],
     outs: Sequence[object],
+    held: Sequence[int],
     values: Sequence[object],
     flat: FlatInputs,
     analysis: Analysis,
 ) -> tuple[EagerSave, ...]:
+    """`readers` index the outputs, then the tensor inputs at `held` (positions among the tensor inputs)."""
+    n = len(outs)
+
+    def save(output: int | None, input: int | None, reader: _Readers) -> EagerSave:
+        at = reader.outputs
+        held_at = frozenset(held[r - n] for r in at if r >= n)
+        return EagerSave(output=output, input=input, outputs=frozenset(r for r in at if r < n), held=held_at)
+
     found = [
-        EagerSave(output=p, input=None, outputs=reader.outputs)
+        save(p, None, reader)
         for p, (out, info) in enumerate(zip(outs, analysis.outputs, strict=False))
         if info.kind is OutputKind.TENSOR and isinstance(out, torch.Tensor)
         if (reader := _reader_of(readers, out)) is not None
     ]
     found += [
-        EagerSave(output=None, input=p, outputs=reader.outputs)
+        save(None, p, reader)
         for p, k in enumerate(flat.tensor_indices)
         if isinstance(value := values[k], torch.Tensor) and (reader := _reader_of(readers, value)) is not None
     ]

@@ -23,6 +23,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.errors import UnsupportedError
 from subclassaot.runtime.plan import (
     BackwardPlan,
+    EagerSave,
     EagerSaves,
     GraphCall,
     GraphRunResult,
@@ -36,6 +37,7 @@ from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, roo
 from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
+    FlatInputs,
     LeafSource,
     OutputKind,
     OutputLeaf,
@@ -385,7 +387,10 @@ class _Step:
             (None if e.output is None else counter_of[e.output], e.input, at, e.graded_first)
             for e in eager_saves.saves
             if e.output is None or e.output in counter_of
-            if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values))
+            if (
+                at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values)
+                + _held_at(e, plan.flat, new_values)
+            )
         )
         self.apart = _apart_inputs(self, eager_saves.detached)
         self.saves_apart = eager_saves.probed  # Note [Saved Values Are Checked As Eager's]
@@ -892,6 +897,12 @@ def _through(
         elif replay is not None and replay.source is ReplaySource.OUTPUT:
             todo.append(replay.index)
     return tuple(sorted(found))
+
+
+def _held_at(save: EagerSave, flat: FlatInputs, new_values: Mapping[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The Function outputs carrying the new values of the inputs whose history eager's backward runs the saving
+    node through (`EagerSave.held`)."""
+    return tuple(sorted({k for p in save.held for k in new_values.get(flat.tensor_indices[p], ())}))
 
 
 def _new_values(plan: RuntimePlan, bw_meta: BackwardPlan, fresh: tuple[int, ...]) -> dict[int, tuple[int, ...]]:

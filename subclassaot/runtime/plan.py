@@ -234,6 +234,9 @@ class EagerSave:
     output: int | None
     input: int | None  # ... the tensor input (position among the tensor inputs) whose counter it uses
     outputs: frozenset[int]  # program outputs whose backward runs a node that saved it
+    # tensor inputs (positions among the tensor inputs) the call gave a new history that runs such a node: the caller
+    # holds them, returned or not, and may differentiate through them
+    held: frozenset[int] = frozenset()
     # eager's backward, with it written after the call, may give some leaf input its gradient before the node that
     # saved it raises (its engine runs later-made nodes first): the compiled backward refuses instead of raising
     graded_first: bool = False

@@ -22,7 +22,11 @@ What is compared, per call:
   (or `check_grads=True`): a fixed random tangent is pushed back through every output that requires grad, then the
   `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
   call) and of each output that is a leaf the program made (requires_grad_() on an intermediate) is compared,
-  None-ness and values; inputs are compared again after the backward (mutations during the backward). If eager's
+  None-ness and values; inputs are compared again after the backward (mutations during the backward). Where the call
+  wrote inputs (their version counters advanced) that have a history afterwards, both sides run once more on fresh
+  inputs and fixed tangents are pushed back through those inputs alone, compared the same way: the caller holds them
+  and may differentiate through them, so their histories are eager's to match even where the program does not return
+  them (there, a compiled backward that refuses, UnsupportedError, gives no result to compare). If eager's
   backward raises, the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together with an in-place
   view op such as `t_()` it trips an internal assert in eager PyTorch.
 
@@ -32,6 +36,7 @@ Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `asse
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -500,8 +505,12 @@ def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], wh
 # Gradients
 
 
-def _backward(run: _Run) -> BaseException | None:
-    outs = [e.tensor for e in _tree_entries(run.out, "output") if e.top_level and e.tensor.requires_grad]
+def _backward(run: _Run, written: Sequence[int] | None) -> BaseException | None:
+    """Push fixed tangents back through the outputs that require grad, or (`written` given) through those inputs."""
+    if written is None:
+        outs = [e.tensor for e in _tree_entries(run.out, "output") if e.top_level and e.tensor.requires_grad]
+    else:
+        outs = _written_inputs(run, written)
     if not outs:
         return None
     # a jagged tensor's weights go on its packed values (a differentiable view): no plain tensor has its shape
@@ -515,8 +524,42 @@ def _backward(run: _Run) -> BaseException | None:
     return None
 
 
-def _compare_grads(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
-    want_error, got_error = _backward(want), _backward(got)
+def _written_inputs(run: _Run, written: Sequence[int]) -> list[torch.Tensor]:
+    """The inputs at `written` (indices into `inputs`) that have an autograd history after the call."""
+    found: list[torch.Tensor] = []
+    for i in written:
+        t = run.inputs[i].tensor
+        if any(t is o for o in found) or _autograd_fact(functools.partial(_is_leaf, t)) is not False:
+            continue  # (a history that raises when read is compared with the inputs; a leaf adds nothing)
+        found.append(t)
+    return found
+
+
+def _is_leaf(t: torch.Tensor) -> bool:
+    return t.grad_fn is None
+
+
+def _written_indices(want: _Run) -> tuple[int, ...]:
+    """Eager's top-level inputs that the call (or `after_call`) wrote, advancing their version counter, and that have
+    a history after it: the caller holds them and may differentiate through them, returned or not."""
+    return tuple(
+        i
+        for i, e in enumerate(want.inputs)
+        if e.top_level
+        and e.tensor.requires_grad
+        and e.tensor._version != want.versions_before[i]
+        and _autograd_fact(functools.partial(_is_leaf, e.tensor)) is False
+    )
+
+
+def _compare_grads(
+    got: _Run, want: _Run, tol: Tolerance, errors: list[str], written: Sequence[int] | None = None
+) -> None:
+    """Backward through the outputs (or, `written` given, through those inputs) on both sides; compare the leaves'
+    gradients and the inputs after it."""
+    want_error, got_error = _backward(want, written), _backward(got, written)
+    if written is not None and isinstance(got_error, UnsupportedError):
+        return  # a refusal of the backward through inputs alone (a tangent set eager's was not probed on): no result
     if isinstance(got_error, UnsupportedError) and want_error is not None and str(got_error) != str(want_error):
         raise got_error  # a refusal when the backward runs, where eager's raises otherwise: the program is refused
     if (want_error is None) != (got_error is None):
@@ -576,6 +619,15 @@ def compare_with_eager(
     got = _run(compiled, fresh_call(make_inputs), compiled_module, after_call)
     errors: list[str] = []
     _compare_forward(got, want, tol, errors)
-    if _wants_grads(want, check_grads):
-        _compare_grads(got, want, tol, errors)
+    if not _wants_grads(want, check_grads):
+        return tuple(errors)
+    written = _written_indices(want)  # (before the backward, which may write inputs too)
+    _compare_grads(got, want, tol, errors)
+    if written and [e.name for e in got.inputs] == [e.name for e in want.inputs]:
+        # a second pair of calls on fresh inputs, differentiated through the inputs the call wrote alone
+        want = _run(eager_fn, fresh_call(make_inputs), eager_module, after_call)
+        got = _run(compiled, fresh_call(make_inputs), compiled_module, after_call)
+        held: list[str] = []
+        _compare_grads(got, want, tol, held, written)
+        errors += [f"{e} (backward through the written inputs)" for e in held]
     return tuple(errors)

@@ -86,7 +86,9 @@ __all__ = [
 # run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new value
 # in with grad from the compiled Function's update, whose backward holds the program's Function's. An apply recording
 # no node leaves x's history. Either way the mark advances x's counter. Refused: a mark with no write (no new value to
-# carry the history), and a subclass input whose wrapper-level view input is returned (rebuilt from the input as passed).
+# carry the history), and a subclass input written so that shares its wrapper-level version counter with another input
+# requiring grad: eager rebuilds that input's history from x's; the compiled call leaves it the one it came with. The
+# caller holds every input, so this is refused whether or not the program returns it.
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
@@ -142,9 +144,8 @@ def check_written_function_view(path: str, value: torch.Tensor) -> None:
 
 def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun) -> None:
     """Refuse an input whose history a custom autograd.Function's ctx.mark_dirty rebased where the compiled call
-    cannot rebuild it (Note [Custom Functions]): marked without a write, or a subclass input written so whose
-    wrapper-level view input is returned."""
-    returned = [o for o in pytree.tree_leaves(run.output) if isinstance(o, torch.Tensor)]
+    cannot rebuild it (Note [Custom Functions]): marked without a write, or a subclass input written so that shares
+    its wrapper-level version counter with another input that requires grad."""
     families = layout.wrapper_families
     for p, (t, k) in enumerate(zip(run.user_tensors, flat.tensor_indices, strict=True)):
         cls = _dirty_function_of(t, run)
@@ -162,19 +163,21 @@ def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun
                 "Functions]). Mark dirty only the tensors the forward writes in place"
             )
         # (another input that requires grad and shares t's wrapper-level version counter, a view of t or of t's
-        # base: eager rebuilds its history from t's, the compiled call from the input as it came)
+        # base: the caller holds it, returned or not, and eager rebuilds its history from t's; the compiled call
+        # gives it the history it came with)
         sharing = [
-            u
+            flat.leaves[flat.tensor_indices[q]].path
             for q, u in enumerate(run.user_tensors)
             if u is not t and u.requires_grad and families[p] >= 0 and families[q] == families[p]
         ]
-        if any(o is u or run.swaps.view_root(o, through_swaps=True) is u for o in returned for u in sharing):
+        if sharing:
             raise UnsupportedError(
                 f"{path}: a custom autograd.Function ({cls.__name__}) writes this input (or a view of it) in place "
-                "and marks it dirty (ctx.mark_dirty), and the program returns another input that views it: eager "
-                "rebuilds that view's history from the input's, which takes the Function's backward; the compiled "
-                "program gives it the history it came with (Note [Custom Functions]). Return a new tensor from the "
-                "Function's forward instead, or return the input itself"
+                f"and marks it dirty (ctx.mark_dirty), and input {sharing[0]} shares its wrapper-level version counter (a "
+                "view of it, or of its base): eager rebuilds that input's history from this one's, which takes the "
+                "Function's backward, whether the program returns it or the caller differentiates through it later; the "
+                "compiled program gives it the history it came with (Note [Custom Functions]). Return a new tensor "
+                "from the Function's forward instead, or pass the Function only one of the two"
             )
 
 
