@@ -128,6 +128,7 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     grad_fn_raises,
     is_custom_function_view,
+    is_inference_mode_view,
     new_functional_mode,
     storage_key,
 )
@@ -969,6 +970,7 @@ def _output_info(
             data_meta=data_meta,
             base_gains_grad=replay is not None and base_gains_grad(value, replay, run),
             view_of_fresh=replay is None and function_view_of_fresh(value, tuple(out_leaves), run),
+            inference_view=is_inference_mode_view(value),  # Note [Grad Mode And Autograd Reads]
         ),
         graph_count,
     )

@@ -184,6 +184,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "set_() onto an input"
     if info.gains_grad:
         return "requires_grad_() on it"
+    if info.inference_view:
+        return "a view taken inside inference_mode"  # (given its creation meta: regenerate.build_outputs)
     if info.inference or info.inference_leaves or info.counterless:
         return "an inference tensor"
     if prewrapped or info.kind is not OutputKind.TENSOR:
