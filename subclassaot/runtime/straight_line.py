@@ -418,7 +418,10 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, call: GraphCall, o: int, info: O
                 w.line(f"{var} = _alias({var})", 2)
             continue
         source = f"d{leaf.index}" if leaf.source is LeafSource.INPUT_ALIAS else f"B{leaf.index}"
-        size, stride, offset = w.meta(leaf.meta)
+        if leaf.base_layout:  # the real base's layout, not the trace's (Note [Strides The Kernels Choose])
+            size, stride, offset = f"list({source}.shape)", f"list({source}.stride())", f"{source}.storage_offset()"
+        else:
+            size, stride, offset = w.meta(leaf.meta)
         w.line(f"{var} = _regen({source}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
     if info.tree is None:
         return

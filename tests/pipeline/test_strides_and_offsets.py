@@ -1740,3 +1740,28 @@ def test_data_assigned_an_intermediate_takes_its_real_strides(
     6927 and 3193: DIVERGED on strides)."""
     with torch.no_grad():
         assert_matches_eager(f, lambda: (torch.randn(shape),), compile_fn=compile_fn)
+
+
+def _empty_with_gaps_1d() -> T:
+    return torch.randn(1, 4).diagonal(1, 1, 0)  # (0,) with strides (5,)
+
+
+def _empty_with_gaps_2d() -> T:
+    return torch.randn(3, 6)[:, ::2][:, 3:]  # (3, 0) with strides (6, 2)
+
+
+def outputs_over_a_base_assigned_by_data(x0: torch.Tensor) -> object:
+    t0 = x0.add(1.0)
+    t1 = x0.sort(0)[0]
+    t0.data = t1
+    return (t0, t1)
+
+
+def test_outputs_over_an_assigned_base_take_its_real_layout_in_the_generated_runner(
+    compile_fn: CompileFn | None,
+) -> None:
+    """An output over an intermediate base with the base's layout in the trace (`t0.data = t1`) takes the real
+    base's layout (OutputLeaf.base_layout), in the generated straight-line runner as in the generic one: it took the
+    trace's ((1,) for eager's (5,), the sort of an empty input with gaps)."""
+    check_no_grad(outputs_over_a_base_assigned_by_data, lambda: (_empty_with_gaps_1d(),), compile_fn)
+    check_with_grad(outputs_over_a_base_assigned_by_data, lambda: (_empty_with_gaps_1d(),), compile_fn)
