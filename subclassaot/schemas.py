@@ -445,6 +445,11 @@ class OutputInfo:
     # tensor onto one made inside the block: writes raise) (Note [Grad Mode And Autograd Reads])
     inference_counter: bool = False
     counterless: bool = False
+    # TENSOR: eager's is an autograd view with creation meta INFERENCE_MODE (taken inside an inference_mode block of a
+    # normal tensor, or a view of one, after a `.data =` too), which the runtime gives the rebuilt view, whatever
+    # steps rebuilt it (an as_strided() under no_grad): its grad_fn raises naming inference mode, as eager's (Note
+    # [Grad Mode And Autograd Reads])
+    inference_view: bool = False
     # TENSOR in training, from the graph with its history: its `.data` is then assigned from this leaf's alias, as
     # eager's program did (Note [History Kept Through .data =])
     data_from: OutputLeaf | None = None

@@ -220,6 +220,16 @@ def mark_inference_mode_view(t: torch.Tensor) -> None:
         torch._C._autograd._set_creation_meta(t, torch._C._autograd.CreationMeta.INFERENCE_MODE)
 
 
+def is_inference_mode_view(t: torch.Tensor) -> bool:
+    """An autograd view with creation meta INFERENCE_MODE: taken inside a torch.inference_mode() block of a normal
+    tensor, or a view of such a view (autograd propagates that creation meta along a chain of views, whatever the grad
+    mode of the later views)."""
+    if not t._is_view():
+        return False
+    meta = torch._C._autograd._get_creation_meta(t)
+    return bool(meta == torch._C._autograd.CreationMeta.INFERENCE_MODE)
+
+
 def is_plain_autograd_view(t: torch.Tensor) -> bool:
     """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
     after its base's version counter advanced rebuilds it over the base's history instead of raising."""

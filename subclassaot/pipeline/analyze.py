@@ -128,6 +128,7 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     grad_fn_raises,
     is_custom_function_view,
+    is_inference_mode_view,
     new_functional_mode,
     storage_key,
 )
@@ -971,6 +972,7 @@ def _output_info(
             data_meta=data_meta,
             base_gains_grad=replay is not None and base_gains_grad(value, replay, run),
             view_of_fresh=replay is None and function_view_of_fresh(value, tuple(out_leaves), run),
+            inference_view=is_inference_mode_view(value),  # Note [Grad Mode And Autograd Reads]
         ),
         graph_count,
     )
@@ -1117,6 +1119,10 @@ def _as_fresh_root(
 #   probes after its symbolic ints, as detached aliases it marks non-differentiable.
 # - An output leaf over an intermediate base with that base's size, stride and offset in the trace (`t0.data = t1`, t1
 #   the base) takes the real base's layout (OutputLeaf.base_layout): strides in its size-1 and empty dims included.
+# - A view whose chain passes through the intermediate base after its start (`t1.detach().unsqueeze(-1)`: eager's
+#   `._base`, the base the graph returns, is the detach()) replays the steps after the base on the real base, not
+#   as_strided() with the trace's strides (sort, frexp of an empty input with gaps keep its strides: fake (1,), eager
+#   (5,)); where the base was changed in place since, it is rebuilt from the trace's (rules/view_chains.py).
 
 
 def _check_replay(

@@ -81,7 +81,9 @@ __all__ = [
 #   naming inference mode), an inference tensor (or a failed view op) in the trace: of a plain tensor the run takes it
 #   again outside inference mode, under no_grad, and gives it that creation meta, and an output's ViewSteps replay
 #   it inside inference_mode; of a subclass it is refused where that shows (rules in functional_run.py and
-#   analyze.py). An output eager computed inside the block, or a view of one, is an inference tensor with
+#   analyze.py). Autograd propagates that creation meta to every view of such a view, whatever the grad mode then,
+#   so an output the runtime rebuilds by other steps (as_strided() under no_grad after a `.data =`) is given it once
+#   built (OutputInfo.inference_view). An output eager computed inside the block, or a view of one, is an inference tensor with
 #   no view relation: in a call made outside inference_mode the runtime rebuilds it inside one over a copy of its
 #   storage (one per storage, so outputs sharing one still do; a subclass from such copies of its inner tensors).
 

@@ -48,6 +48,7 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     get_version,
     give_base_grad,
+    mark_inference_mode_view,
     set_to_tensor,
     set_version,
     storage_key,
@@ -148,8 +149,7 @@ def build_outputs(
             size, stride, offset = ev.meta(info.data_meta, symbols)
             stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
             assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
-        if info.gains_grad and isinstance(value, torch.Tensor) and not value.requires_grad:
-            value.requires_grad_()  # Note [Grad Mode And Autograd Reads]
+        _give_autograd_state(info, value)
         result[o] = value
         return value
 
@@ -170,6 +170,18 @@ def build_outputs(
 
 
 _PENDING = object()
+
+
+def _give_autograd_state(info: OutputInfo, value: object) -> None:
+    """What eager's output has of autograd that its build does not give it (Note [Grad Mode And Autograd Reads]): the
+    flag of a requires_grad_() on it under no_grad; the creation meta of a view taken inside inference_mode (or of a
+    view of one), whatever steps rebuilt it."""
+    if not isinstance(value, torch.Tensor):
+        return
+    if info.gains_grad and not value.requires_grad:
+        value.requires_grad_()
+    if info.inference_view:
+        mark_inference_mode_view(value)
 
 
 def _non_tensor_output(

@@ -184,6 +184,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "set_() onto an input"
     if info.gains_grad:
         return "requires_grad_() on it"
+    if info.inference_view:
+        return "a view taken inside inference_mode"  # (given its creation meta: regenerate.build_outputs)
     if info.inference or info.inference_leaves or info.counterless:
         return "an inference tensor"
     if prewrapped or info.kind is not OutputKind.TENSOR:
@@ -416,7 +418,10 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, call: GraphCall, o: int, info: O
                 w.line(f"{var} = _alias({var})", 2)
             continue
         source = f"d{leaf.index}" if leaf.source is LeafSource.INPUT_ALIAS else f"B{leaf.index}"
-        size, stride, offset = w.meta(leaf.meta)
+        if leaf.base_layout:  # the real base's layout, not the trace's (Note [Strides The Kernels Choose])
+            size, stride, offset = f"list({source}.shape)", f"list({source}.stride())", f"{source}.storage_offset()"
+        else:
+            size, stride, offset = w.meta(leaf.meta)
         w.line(f"{var} = _regen({source}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
     if info.tree is None:
         return

@@ -214,7 +214,24 @@ def _replay_of(
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
+    if base is not None and not is_traceable_subclass(value):
+        return _from_base_within(base, objects, segments, run)
     return None
+
+
+def _from_base_within(
+    base: tuple[int, torch.Tensor], objects: list[torch.Tensor], segments: list[list[ViewStep]], run: FunctionalRun
+) -> Replay | None:
+    """The steps after the intermediate base the graph returns, where the chain passes through that object after its
+    start (`t1.detach().unsqueeze(-1)`: eager's `._base` is the detach()), replayed on the real base, whose strides
+    the kernels chose (Note [Strides The Kernels Choose]); None where no in-place view op, set_() or `.data =` left
+    the base as the later views took it. `objects` / `segments`: per chain object, from the output back."""
+    made = next((j for j, o in enumerate(objects) if o is base[1]), None)
+    changed = id(base[1]) in run.swaps.inplace_views or id(base[1]) in run.swaps.swapped_ids
+    if not made or changed or id(base[1]) in run.swaps.grown_ids:
+        return None
+    steps = [s for segment in reversed(segments[:made]) for s in segment]
+    return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
 
 
 def _from_changed_source(
