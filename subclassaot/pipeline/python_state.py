@@ -478,9 +478,16 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
 
 
 def snapshot(
-    fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], *, guard: bool = True
+    fn: Callable[..., object],
+    args: Sequence[object],
+    kwargs: dict[str, object],
+    *,
+    guard: bool = True,
+    compiled: bool = True,
 ) -> PythonState:
-    """Walk the state `fn` can read (the module tree, closures and globals, modules among the arguments) now."""
+    """Walk the state `fn` can read (the module tree, closures and globals, modules among the arguments) now.
+    `compiled=False`: its `check` is compiled when first called (a snapshot only compared, by `check_unchanged`,
+    never runs it)."""
     walk = _Walk()
     if guard:
         if isinstance(fn, torch.nn.Module):
@@ -496,7 +503,7 @@ def snapshot(
                 root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
                 walk.module(leaf, root + pytree.keystr(tuple(rest)))
     ambient = read_ambient() if guard else None
-    return _generate(walk, ambient)
+    return _generate(walk, ambient, compiled)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -504,7 +511,7 @@ def snapshot(
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
+def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> PythonState:
     watched = tuple(walk.watched)
     names: dict[str, object] = {
         "is_": operator.is_,
@@ -575,14 +582,17 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
         return reason
 
     namespace: dict[str, object] = {"torch": torch, "_slow": slow, **names}
-    exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
-    return PythonState(
-        watched=watched,
-        ambient=ambient,
-        source=source,
-        check=cast(Callable[[], "str | None"], namespace["check"]),
-        names=namespace,
-    )
+
+    def compiled_check() -> Callable[[], str | None]:
+        if "check" not in namespace:
+            exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
+        return cast(Callable[[], "str | None"], namespace["check"])
+
+    def check_on_first_call() -> str | None:
+        return compiled_check()()
+
+    check = compiled_check() if compiled else check_on_first_call
+    return PythonState(watched=watched, ambient=ambient, source=source, check=check, names=namespace)
 
 
 def _dict_batch(dicts: Sequence[Watched]) -> list[object]:
