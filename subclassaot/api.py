@@ -362,7 +362,7 @@ def compile_entry(
 ) -> CompiledEntry:
     """Compile one entry guarded by the Python state `fn` reads now (Note [State The Program
     Reads]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
-    before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards, compiled=False)
+    before = python_state.watched_now(fn, args, dict(kwargs), guard=config.python_state_guards)
     with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))

@@ -486,8 +486,20 @@ def snapshot(
     compiled: bool = True,
 ) -> PythonState:
     """Walk the state `fn` can read (the module tree, closures and globals, modules among the arguments) now.
-    `compiled=False`: its `check` is compiled when first called (a snapshot only compared, by `check_unchanged`,
-    never runs it)."""
+    `compiled=False`: its `check` is compiled when first called."""
+    walk = _walked(fn, args, kwargs, guard)
+    ambient = read_ambient() if guard else None
+    return _generate(walk, ambient, compiled)
+
+
+def watched_now(
+    fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], *, guard: bool = True
+) -> tuple[Watched, ...]:
+    """What `snapshot` watches, without the check it generates (for `check_unchanged`)."""
+    return tuple(_walked(fn, args, kwargs, guard).watched)
+
+
+def _walked(fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], guard: bool) -> _Walk:
     walk = _Walk()
     if guard:
         if isinstance(fn, torch.nn.Module):
@@ -502,8 +514,7 @@ def snapshot(
                 head, *rest = path
                 root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
                 walk.module(leaf, root + pytree.keystr(tuple(rest)))
-    ambient = read_ambient() if guard else None
-    return _generate(walk, ambient, compiled)
+    return walk
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -710,10 +721,10 @@ def _differs(old: object, new: object, how: Compare, label: str, lenient: bool =
     return f"{label}: expected {_show(old)}, got {_show(new)}"
 
 
-def check_unchanged(before: PythonState, name: str) -> None:
-    """After tracing: refuse a program that changed the Python state it reads (the graph cannot replay that). An
-    import the program ran (a global now bound to a Python module) is not such a change."""
-    for w in before.watched:
+def check_unchanged(before: Sequence[Watched], name: str) -> None:
+    """After tracing: refuse a program that changed the Python state it reads (`watched_now` before; the graph cannot
+    replay that). An import the program ran (a global now bound to a Python module) is not such a change."""
+    for w in before:
         reason = describe_watched(w, after_trace=True)
         if reason is not None:
             raise UnsupportedError(
