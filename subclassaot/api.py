@@ -366,7 +366,9 @@ def compile_entry(
     with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
-    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards, compiled=False)
+    # (compiled now where with_python_state cannot merge it into the guards' fast body, and so calls it)
+    merged = entry.guards.fast_names is not None and entry.guards.fast_source.startswith("def check(L):\n")
+    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards, compiled=not merged)
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(
