@@ -362,11 +362,13 @@ def compile_entry(
 ) -> CompiledEntry:
     """Compile one entry guarded by the Python state `fn` reads now (Note [State The Program
     Reads]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
-    before = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    before = python_state.watched_now(fn, args, dict(kwargs), guard=config.python_state_guards)
     with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
-    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards)
+    # (compiled now where with_python_state cannot merge it into the guards' fast body, and so calls it)
+    merged = entry.guards.fast_names is not None and entry.guards.fast_source.startswith("def check(L):\n")
+    python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards, compiled=not merged)
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(
@@ -609,7 +611,14 @@ def _compile_over(
     # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
     # symbols they replaced stay bound for the plan's records.
     entry_guards = guards.build_guards(
-        flat, layout, prog.fakes, shape_env_of(prog.fake_mode), analysis.base_reads, config.caller_guarded, grad_mode
+        flat,
+        layout,
+        prog.fakes,
+        shape_env_of(prog.fake_mode),
+        analysis.base_reads,
+        config.caller_guarded,
+        grad_mode,
+        state_first=config.python_state_guards,
     )
     runner = make_runner(plan, graph_call)
     left = grad_at_end[0] if grad_at_end and grad_at_end[0] != caller_grad else None

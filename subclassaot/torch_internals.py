@@ -24,6 +24,7 @@ from torch._subclasses.fake_tensor import (
 )
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.autograd.graph import GradientEdge
+from torch.fx._lazy_graph_module import _LazyGraphModule, _use_lazy_graph_module
 from torch.fx.experimental import proxy_tensor
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import (
@@ -399,9 +400,32 @@ def trace_graph(
             fx_trace._is_fx_tracing_flag = old
 
     # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase.
-    return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
-        *example_inputs
-    )
+    with _use_lazy_graph_module(True):  # Note [Graph Modules Generate Their Code When Run]
+        return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
+            *example_inputs
+        )
+
+
+# Note [Graph Modules Generate Their Code When Run]
+# An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms
+# for a graph of a small model, and a compile makes a few (make_fx's, again after dead code is dropped, the partition's
+# forward and backward, the copy that writes inputs). The eager backend runs a graph as its own straight-line code
+# (backends._straight) and never that code, so the pipeline's graph modules are torch's lazy ones, which generate it
+# when first run or read (`.code`, `print`); `code_generated` generates it at once where a graph's own `forward` is
+# what a compiled entry calls.
+
+
+def graph_module(root: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    """`torch.fx.GraphModule(root, graph)`, generating its code when first run or read (Note [Graph Modules Generate
+    Their Code When Run])."""
+    return _LazyGraphModule(root, graph)
+
+
+def code_generated(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """`gm` with its code generated now, so that `gm.forward` is the generated one (Note [Graph Modules Generate
+    Their Code When Run])."""
+    _LazyGraphModule.force_recompile(gm)
+    return gm
 
 
 def new_autograd_leaf(t: torch.Tensor) -> torch.Tensor:

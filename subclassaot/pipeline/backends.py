@@ -21,7 +21,7 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
-from subclassaot.torch_internals import get_version, storage_key
+from subclassaot.torch_internals import code_generated, get_version, graph_module, storage_key
 
 _REGISTRY: dict[str, BackendFn] = {}
 _LOCK = threading.Lock()
@@ -48,7 +48,7 @@ def eager_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) ->
     """Run the graph's aten ops one by one (the reference backend), as straight-line Python of our own (`_straight`)
     where the graph has only the nodes it writes out; else the graph module's `forward`."""
     run = _straight(gm)
-    return run if run is not None else gm.forward
+    return run if run is not None else code_generated(gm).forward
 
 
 def never_views(gm: torch.fx.GraphModule) -> frozenset[int]:
@@ -300,7 +300,7 @@ def with_input_writes(
         node.meta["val"] = old
     if not made:
         return gm, frozenset()
-    return torch.fx.GraphModule(gm, graph), frozenset(made)
+    return graph_module(gm, graph), frozenset(made)
 
 
 def _returns_fresh(op: torch._ops.OpOverload) -> bool:

@@ -12,6 +12,7 @@ no real tensor, draws no random number and adds no guard.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NoReturn, cast
@@ -666,8 +667,10 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
             around = [_leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart) for e in found]
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         return EagerSaves()
+    # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
+    grad_outputs = functools.cache(lambda: _trial(call, flat, None)[0])
     saves = tuple(
-        replace(e, graded_first=bool(e.held) or _graded_first(call, flat, e, detached)) if a else e
+        replace(e, graded_first=bool(e.held) or _graded_first(call, flat, e, detached, grad_outputs)) if a else e
         for e, a in zip(found, around, strict=True)
     )
     return EagerSaves(saves=saves, detached=detached, probed=True)
@@ -750,11 +753,17 @@ def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved:
     return False
 
 
-def _graded_first(call: Callable[..., object], flat: FlatInputs, save: EagerSave, detached: frozenset[int]) -> bool:
+def _graded_first(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    save: EagerSave,
+    detached: frozenset[int],
+    first_trial: Callable[[], list[int]],
+) -> bool:
     """Whether eager's backward through some outputs that run a node saving `save`'s wrapper, written after the call,
     gives a leaf input its gradient before that node raises (the `detached` leaves as the compiled Function gives
     theirs), run on static fakes; True where that is not seen (more than MAX_PROBED_OUTPUTS outputs, a probe that
-    fails)."""
+    fails). `first_trial()`: `_trial(call, flat, None)`'s outputs that require grad."""
 
     def written(outs: Sequence[object], values: Sequence[object]) -> None:
         t = _saved_value(save, outs, values, flat)
@@ -762,7 +771,7 @@ def _graded_first(call: Callable[..., object], flat: FlatInputs, save: EagerSave
 
     returned = frozenset(flat.tensor_indices[p] for p in detached)
     try:
-        grad_outputs, _ = _trial(call, flat, None)
+        grad_outputs = first_trial()
         if len(grad_outputs) > MAX_PROBED_OUTPUTS:
             return True
         for mask in range(1, 1 << len(grad_outputs)):

@@ -225,7 +225,9 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   dtype and a bool are compared by identity and a CPU device by `is_cpu` (the same predicates, cheaper), and where
 #   every subclass input reads its properties as a plain tensor does (its `__torch_function__` is torch's disabled
 #   one or Tensor's default, which returns what the property returns) the body runs with subclass torch functions
-#   off, so that a wrapper's `.shape` or `.dtype` skips the torch-function check.
+#   off, so that a wrapper's `.shape` or `.dtype` skips the torch-function check. The first body is compiled (Python's
+#   `compile`, a few ms for a few inputs: most of a tiny compile's guard cost) the first time the fast body fails,
+#   not with the entry: most entries never fail a guard.
 
 
 class Src(str):
@@ -344,10 +346,13 @@ def build_guards(
     base_reads: Sequence[tuple[int, int | None]] = (),
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
     grad_mode: bool | None = None,
+    state_first: bool = False,
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
-    Reads]); None for training entries."""
+    Reads]); None for training entries. `state_first`: the caller puts the Python-state check in front
+    (`with_python_state`), which compiles the fast body with it; the fast body alone is then compiled when first
+    called."""
     w = _Writer()
     if grad_mode is not None:
         w.expect(
@@ -401,23 +406,42 @@ def build_guards(
     w.line("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
     namespace = dict(w.globals)
-    exec(compile(source, "<subclassaot guards>", "exec"), namespace)
-    fast_source, fast_namespace = _fast_body(w, layout, namespace)
-    check = cast(GuardFn, fast_namespace["check"])
-    return Guards(source=source, check=check, symbols=symbols, fast_source=fast_source, fast_names=fast_namespace)
+    detail = _on_first_call(lambda: _compiled(source, namespace, "<subclassaot guards>"))
+    fast_source, fast_names = _fast_body(w, layout, detail)
+    if state_first:
+        check = _on_first_call(lambda: _compiled(fast_source, fast_names, "<subclassaot guards, fast>"))
+    else:
+        check = _compiled(fast_source, fast_names, "<subclassaot guards, fast>")
+    return Guards(source=source, check=check, symbols=symbols, fast_source=fast_source, fast_names=fast_names)
 
 
-def _fast_body(w: _Writer, layout: DenseLayout, namespace: dict[str, object]) -> tuple[str, dict[str, object]]:
-    """The fast body's source and the globals it ran with (Note [What The Guards Compare])."""
+def _compiled(source: str, namespace: dict[str, object], filename: str) -> GuardFn:
+    """The `check` that `source` defines, run with globals `namespace`."""
+    exec(compile(source, filename, "exec"), namespace)
+    return cast(GuardFn, namespace["check"])
+
+
+def _on_first_call(make: Callable[[], GuardFn]) -> GuardFn:
+    """The check `make` compiles, compiled when first called (Note [What The Guards Compare])."""
+    made: list[GuardFn] = []
+
+    def check(values: Sequence[object]) -> dict[str, int] | str:
+        if not made:
+            made.append(make())
+        return made[0](values)
+
+    return check
+
+
+def _fast_body(w: _Writer, layout: DenseLayout, detail: GuardFn) -> tuple[str, dict[str, object]]:
+    """The fast body's source and the globals it runs with (Note [What The Guards Compare])."""
     fast_source = "def check(L):\n" + "\n".join(w.fast) + "\n"
     if _plain_properties(layout.trees):
         fast_source = (
             "def check(L):\n    with _no_subclass_functions():\n        return _fast(L)\n\n"
             + fast_source.replace("def check(L):", "def _fast(L):", 1)
         )
-    fast_namespace = {**w.globals, "_detail": namespace["check"], "_no_subclass_functions": _DisableSubclassFunctions}
-    exec(compile(fast_source, "<subclassaot guards, fast>", "exec"), fast_namespace)
-    return fast_source, fast_namespace
+    return fast_source, {**w.globals, "_detail": detail, "_no_subclass_functions": _DisableSubclassFunctions}
 
 
 _DisableSubclassFunctions = torch._C.DisableTorchFunctionSubclass

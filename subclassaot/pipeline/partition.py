@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.torch_internals import symint_expr
+from subclassaot.torch_internals import graph_module, symint_expr
 
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
 
@@ -291,6 +291,6 @@ def _backward_module(
 
 
 def _module(joint: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:
-    gm = torch.fx.GraphModule(joint, graph)  # generates the module's code from `graph`
+    gm = graph_module(joint, graph)
     gm.graph.lint()
     return gm

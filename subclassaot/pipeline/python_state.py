@@ -478,9 +478,28 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
 
 
 def snapshot(
-    fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], *, guard: bool = True
+    fn: Callable[..., object],
+    args: Sequence[object],
+    kwargs: dict[str, object],
+    *,
+    guard: bool = True,
+    compiled: bool = True,
 ) -> PythonState:
-    """Walk the state `fn` can read (the module tree, closures and globals, modules among the arguments) now."""
+    """Walk the state `fn` can read (the module tree, closures and globals, modules among the arguments) now.
+    `compiled=False`: its `check` is compiled when first called."""
+    walk = _walked(fn, args, kwargs, guard)
+    ambient = read_ambient() if guard else None
+    return _generate(walk, ambient, compiled)
+
+
+def watched_now(
+    fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], *, guard: bool = True
+) -> tuple[Watched, ...]:
+    """What `snapshot` watches, without the check it generates (for `check_unchanged`)."""
+    return tuple(_walked(fn, args, kwargs, guard).watched)
+
+
+def _walked(fn: Callable[..., object], args: Sequence[object], kwargs: dict[str, object], guard: bool) -> _Walk:
     walk = _Walk()
     if guard:
         if isinstance(fn, torch.nn.Module):
@@ -495,8 +514,7 @@ def snapshot(
                 head, *rest = path
                 root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
                 walk.module(leaf, root + pytree.keystr(tuple(rest)))
-    ambient = read_ambient() if guard else None
-    return _generate(walk, ambient)
+    return walk
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -504,7 +522,7 @@ def snapshot(
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
+def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> PythonState:
     watched = tuple(walk.watched)
     names: dict[str, object] = {
         "is_": operator.is_,
@@ -575,14 +593,17 @@ def _generate(walk: _Walk, ambient: Ambient | None) -> PythonState:
         return reason
 
     namespace: dict[str, object] = {"torch": torch, "_slow": slow, **names}
-    exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
-    return PythonState(
-        watched=watched,
-        ambient=ambient,
-        source=source,
-        check=cast(Callable[[], "str | None"], namespace["check"]),
-        names=namespace,
-    )
+
+    def compiled_check() -> Callable[[], str | None]:
+        if "check" not in namespace:
+            exec(compile(source, "<subclassaot python state guards>", "exec"), namespace)
+        return cast(Callable[[], "str | None"], namespace["check"])
+
+    def check_on_first_call() -> str | None:
+        return compiled_check()()
+
+    check = compiled_check() if compiled else check_on_first_call
+    return PythonState(watched=watched, ambient=ambient, source=source, check=check, names=namespace)
 
 
 def _dict_batch(dicts: Sequence[Watched]) -> list[object]:
@@ -700,10 +721,10 @@ def _differs(old: object, new: object, how: Compare, label: str, lenient: bool =
     return f"{label}: expected {_show(old)}, got {_show(new)}"
 
 
-def check_unchanged(before: PythonState, name: str) -> None:
-    """After tracing: refuse a program that changed the Python state it reads (the graph cannot replay that). An
-    import the program ran (a global now bound to a Python module) is not such a change."""
-    for w in before.watched:
+def check_unchanged(before: Sequence[Watched], name: str) -> None:
+    """After tracing: refuse a program that changed the Python state it reads (`watched_now` before; the graph cannot
+    replay that). An import the program ran (a global now bound to a Python module) is not such a change."""
+    for w in before:
         reason = describe_watched(w, after_trace=True)
         if reason is not None:
             raise UnsupportedError(
