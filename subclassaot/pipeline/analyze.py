@@ -387,8 +387,8 @@ def _with_inference_leaves(
         else ()
     )
     if not _eager_inference_tensor(path, value, run):
-        if not subclass and id(value) in run.swaps.counterless and not torch.is_inference_mode_enabled():
-            return replace(info, counterless=True)
+        if id(value) in run.swaps.counterless and not torch.is_inference_mode_enabled():
+            return replace(info, counterless=True, inference_leaves=made)
         # a wrapper made outside over such leaves (a detach() after the block): its leaves only
         return replace(info, inference_leaves=made) if made else info
     check_inference_output(path, value)

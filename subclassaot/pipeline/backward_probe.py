@@ -727,9 +727,10 @@ def _accumulated(starts: Sequence[object]) -> set[int]:
 
 def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int]) -> bool:
     """Does some output's grad_fn graph reach the AccumulateGrad of a leaf input (or of the leaf a view input is a
-    view of), not in `apart`, by a path through no node that saved `saved`? Only then may eager's engine give that
-    leaf its gradient before such a node raises."""
-    key = _identity(saved)
+    view of), not in `apart`, by a path through no node that saved a tensor over `saved`'s version counter (as
+    `_matched` keys saves: `_counter_identity`)? Only then may eager's engine give that leaf its gradient before such
+    a node raises."""
+    key = _counter_identity(saved)
     leaves = {
         id(leaf)
         for v in values
@@ -744,7 +745,7 @@ def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if any(_identity(t) == key for t in _saved_by(node)):
+        if any(_counter_identity(t) == key for t in _saved_by(node)):
             continue
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor) and id(variable) in leaves:

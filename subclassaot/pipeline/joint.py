@@ -26,6 +26,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of, views_of_inputs
+from subclassaot.pipeline.rules.function_views import is_program_function
 from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, graph_output_values
 from subclassaot.runtime.steps import training_roots
@@ -425,7 +426,7 @@ def _run_function_ends(ends: Sequence[GradientEdge], into: Sequence[torch.Tensor
     for edge, grad in zip(ends, into, strict=True):
         node = edge.node
         if isinstance(node, torch.autograd.function.BackwardCFunction) and len(node._input_metadata) == 1:
-            if grad is not None and not node._forward_cls.__module__.startswith("subclassaot."):  # (the program's)
+            if grad is not None and is_program_function(node._forward_cls):
                 with torch.no_grad():  # (eager's backward runs under no_grad)
                     node.apply(grad)
 

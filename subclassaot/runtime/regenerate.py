@@ -16,7 +16,12 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.authoring.protocol import (
+    TraceableWrapperSubclass,
+    flatten_subclass,
+    is_traceable_subclass,
+    unflatten_subclass,
+)
 from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
 from subclassaot.runtime.steps import (
     build_order,
@@ -247,7 +252,10 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
             continue
         if info.counterless:  # a normal tensor with no version counter: eager's `.data =` onto an inference one
             if id(value) not in made:
-                made[id(value)] = _without_counter(value)
+                leaves = (
+                    _inference_copy(value, info.inference_leaves, copies, False) if info.inference_leaves else value
+                )
+                made[id(value)] = _without_counter(leaves)
             result[o] = made[id(value)]
             continue
         if id(value) not in made:
@@ -268,7 +276,14 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
 
 def _without_counter(value: torch.Tensor) -> torch.Tensor:
     """`value`'s storage and layout in a normal tensor with no version counter of its own, as eager's `t.data = value`
-    makes of a `t` made inside an inference_mode block."""
+    makes of a `t` made inside an inference_mode block (a wrapper subclass: over `value`'s inner tensors)."""
+    if is_traceable_subclass(value):  # (a wrapper keeps its inner tensors through `.data =`, as eager's does)
+        tree, leaves = flatten_subclass(value, "output")
+        with torch.inference_mode():
+            holder = unflatten_subclass(tree, leaves, outer_size=value.size(), outer_stride=value.stride(), check=False)
+        holder.data = value.detach()  # (its dispatch keys; the metadata a `.data =` gave `value`, the detach() not)
+        assign_data_meta(holder, list(value.shape), list(value.stride()), int(value.storage_offset()))
+        return holder
     with torch.inference_mode():
         holder = torch.empty(0, dtype=value.dtype, device=value.device)
     holder.data = value.detach()
@@ -282,6 +297,8 @@ def _inference_copy(
     storage still do; a subclass rebuilt around such copies of the dense leaves at `leaves_made` and its other
     leaves as they are (eager's share them with an input), inside inference_mode where `outer` (its wrapper is an
     inference tensor too), else outside."""
+    if is_traceable_subclass(value) and not outer and _replace_leaves(value, leaves_made, copies):
+        return value  # (the wrapper itself: its view relations to other outputs stay eager's)
     if is_traceable_subclass(value):
         tree, leaves = flatten_subclass(value, "output")
         kept = [_inference_copy(leaf, (0,), copies) if k in leaves_made else leaf for k, leaf in enumerate(leaves)]
@@ -297,6 +314,37 @@ def _inference_copy(
     with torch.inference_mode():
         empty = torch.empty(0, dtype=value.dtype, device=value.device)
         return empty.set_(copy, value.storage_offset(), value.size(), value.stride())
+
+
+def _replace_leaves(value: torch.Tensor, leaves_made: tuple[int, ...], copies: dict[int, torch.UntypedStorage]) -> bool:
+    """Give wrapper `value` (not an inference tensor) inference copies of its dense leaves at `leaves_made` in place,
+    by setting its inner-tensor attributes (depth-first, as flatten_subclass numbers them); False, changing nothing,
+    where an attribute cannot be set."""
+    found: list[tuple[object, str, torch.Tensor]] = []
+
+    def walk(t: TraceableWrapperSubclass) -> None:
+        for attr in t.__tensor_flatten__()[0]:
+            inner = getattr(t, attr)
+            if is_traceable_subclass(inner):
+                walk(inner)
+            elif isinstance(inner, torch.Tensor):
+                if len(found_leaves) in leaves_made:
+                    found.append((t, attr, inner))
+                found_leaves.append(inner)
+
+    found_leaves: list[torch.Tensor] = []
+    assert is_traceable_subclass(value), "BUG: inner tensors replaced on a plain tensor"
+    walk(value)
+    done: list[tuple[object, str, torch.Tensor]] = []
+    try:
+        for owner, attr, inner in found:
+            setattr(owner, attr, _inference_copy(inner, (0,), copies))
+            done.append((owner, attr, inner))
+    except AttributeError:  # (a read-only attribute: put back what was set)
+        for owner, attr, inner in done:
+            setattr(owner, attr, inner)
+        return False
+    return True
 
 
 def intermediate_base(value: object) -> object:

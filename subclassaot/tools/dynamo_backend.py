@@ -30,6 +30,7 @@ from subclassaot.api import CompiledEntry, CompiledFunction
 from subclassaot.authoring.wrapper_tensor import WrapperTensor
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.function_views import PROGRAM_FUNCTION_FLAG
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
 
 log = logging.getLogger(__name__)
@@ -367,8 +368,7 @@ def apply_captured_function(
                 saved[k] = value
             return bwd(*grads, *saved)
 
-    # (the program's Function, not one of the pipeline's own, which function_views tells apart by their module)
-    CapturedFunction.__module__ = "captured_by_dynamo"
+    setattr(CapturedFunction, PROGRAM_FUNCTION_FLAG, True)  # (the program's Function, not one of the pipeline's)
     return CapturedFunction.apply(*args)  # type: ignore[no-untyped-call]  # untyped in torch
 
 

@@ -3,22 +3,85 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import pytest
 import torch
+import torch._dynamo
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 
-__all__ = ["assert_refused", "nonleaf", "pair", "pair_nonleaf", "twice"]
+__all__ = [
+    "ENTRIES",
+    "REAL_SUBCLASSES",
+    "assert_refused",
+    "dynamo_compile",
+    "nonleaf",
+    "pair",
+    "pair_nonleaf",
+    "real_subclass",
+    "twice",
+]
 
 T = torch.Tensor
 
 
 def pair(*shape: int, requires_grad: bool = False) -> T:
     return PairTensor.from_tensor(torch.randn(shape), requires_grad=requires_grad)
+
+
+# The subclasses users have, made fresh as users make them: torch's DTensor on a one-rank mesh, torch's jagged
+# NestedTensor (every one over the same offsets, so that two combine), torchao's Float8TrainingTensor.
+REAL_SUBCLASSES = ("dtensor", "njt", "float8")
+_OFFSETS = torch.tensor([0, 2, 5, 7])
+
+
+def real_subclass(kind: str, *, grad: Literal["leaf", "nonleaf"] | None = None) -> T:
+    """A (4, 4) DTensor sharded on dim 0, a (3, j, 4) NJT, or a (4, 4) Float8TrainingTensor: a leaf requiring grad, a
+    non-leaf requiring grad (a clone of one), or neither."""
+    t: T
+    if kind == "dtensor":
+        from torch.distributed.tensor import Shard, distribute_tensor
+
+        from tests.subclasses.dtensor_factory import one_rank_mesh
+
+        t = distribute_tensor(torch.randn(4, 4), one_rank_mesh(), [Shard(0)])
+    elif kind == "njt":
+        t = torch.nested.nested_tensor_from_jagged(torch.randn(7, 4), _OFFSETS).detach().clone()
+    elif kind == "float8":
+        pytest.importorskip("torchao")
+        from torchao.float8.float8_training_tensor import (
+            GemmInputRole,
+            LinearMMConfig,
+            hp_tensor_and_scale_to_float8,
+        )
+
+        scale = torch.tensor(2.0)
+        t = hp_tensor_and_scale_to_float8(
+            torch.randn(4, 4), scale, torch.float8_e4m3fn, LinearMMConfig(), GemmInputRole.INPUT
+        )
+    else:
+        raise ValueError(f"no real subclass {kind!r}: one of {REAL_SUBCLASSES}")
+    if grad is not None:
+        with torch.enable_grad():
+            t = t.requires_grad_() if grad == "leaf" else t.requires_grad_().clone()
+    return t
+
+
+def dynamo_compile(fn: Callable[..., object], *, backend: object = "eager", **_: object) -> Callable[..., object]:
+    """The oracle's `compile_fn` for the other entry: torch.compile with our backend (Dynamo reset first)."""
+    from subclassaot.tools.dynamo_backend import subclassaot_backend
+
+    torch._dynamo.reset()
+    compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": str(backend)})
+    return compiled
+
+
+# The two entries, by name: subclassaot.compile (the oracle's default) and torch.compile(backend="subclassaot").
+ENTRIES: dict[str, CompileFn | None] = {"aot": None, "dynamo": dynamo_compile}
 
 
 def nonleaf(*shape: int) -> T:

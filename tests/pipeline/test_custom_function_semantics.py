@@ -14,7 +14,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.program_helpers import pair, pair_nonleaf
+from tests.pipeline.program_helpers import ENTRIES, pair, pair_nonleaf, real_subclass
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -701,3 +701,46 @@ def test_mark_dirty_recording_a_node_matches_eager(
 ) -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make, after_call=after_call)
+
+
+# The Functions above on the subclasses users have (torch's DTensor and jagged NestedTensor), through both entries.
+
+
+@pytest.mark.parametrize("entry", ["aot", "dynamo"])
+@pytest.mark.parametrize("kind", ["dtensor", "njt"])
+@pytest.mark.parametrize(
+    ("f", "grad", "grad_mode"),
+    [
+        (transpose_saved, "nonleaf", True),
+        (dirty_clone_returned, "leaf", True),
+        (dirty_nonleaf_input_returned, "nonleaf", False),
+        (mark_only, None, False),
+    ],
+    ids=["transpose_saved", "dirty_clone", "dirty_input_no_grad", "mark_only"],
+)
+def test_custom_functions_on_real_subclasses_match_eager(
+    f: Callable[..., object], grad: Any, grad_mode: bool, kind: str, entry: str
+) -> None:
+    with torch.set_grad_enabled(grad_mode):
+        assert_matches_eager(
+            f, lambda: (real_subclass(kind, grad=grad),), compile_fn=ENTRIES[entry], after_call=write_outputs
+        )
+
+
+@pytest.mark.parametrize("entry", ["aot", "dynamo"])
+@pytest.mark.parametrize("f", [dirty_twice, dirty_then_written], ids=["twice", "then_written"])
+def test_mark_dirty_recording_a_node_on_a_dtensor_matches_eager(f: Callable[..., object], entry: str) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(
+            f, lambda: (real_subclass("dtensor", grad="nonleaf"),), compile_fn=ENTRIES[entry], after_call=write_outputs
+        )
+
+
+def test_mark_dirty_on_a_nested_tensor_requiring_grad_refused() -> None:
+    """The NJT's write changes its values, not its offsets: refused as a subclass input whose inner tensors are written
+    apart (training), where eager's history runs through the Function's backward."""
+    with (
+        torch.enable_grad(),
+        pytest.raises(UnsupportedError, match="writes some inner tensors of this tensor subclass"),
+    ):
+        subclassaot.compile(dirty_twice)(real_subclass("njt", grad="nonleaf"))

@@ -53,7 +53,7 @@ from subclassaot.schemas import (
     ViewStep,
     WrapperStorageClass,
 )
-from subclassaot.torch_internals import mutation_counter, recorded_size, storage_key, symint_expr
+from subclassaot.torch_internals import is_nested_expr, mutation_counter, recorded_size, storage_key, symint_expr
 
 __all__ = [
     "apart_from_leaves",
@@ -273,6 +273,7 @@ def check_data_meta_outputs(
                     )
         if info.data_meta is None or not isinstance(value, torch.Tensor):
             continue
+        _check_ctx_kept(info.path, value, run)
         if torch.is_grad_enabled() and value.requires_grad and _resizes(run.swaps.wrapper_data.get(id(value), [])):
             result[o] = _resized_with_history(result[o], value, run)
         assignments = run.swaps.wrapper_data.get(id(value))
@@ -283,6 +284,25 @@ def check_data_meta_outputs(
         if storage_key(value) in off:
             _refuse_off_layout(info.path, flat, off[storage_key(value)])
     return tuple(result), tuple(found)
+
+
+def _check_ctx_kept(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
+    """Refuse an output whose class's flatten ctx records its outer size or stride (DTensor's spec): eager's `.data =`
+    that gave it another layout left the ctx as it was (the wrapper's Python attributes), while the compiled output,
+    unflattened at its new layout, gets a ctx of that layout (Note [Wrapper Data Assignment])."""
+    if not is_traceable_subclass(value) or id(value) not in run.swaps.wrapper_data:
+        return
+    attrs, ctx = value.__tensor_flatten__()
+    inner = {a: getattr(value, a) for a in attrs}
+    rebuilt = type(value).__tensor_unflatten__(inner, ctx, value.shape, value.stride())
+    if is_traceable_subclass(rebuilt) and rebuilt.__tensor_flatten__()[1] == ctx:
+        return
+    raise UnsupportedError(
+        f"{path}: the program assigns this {type(value).__name__}'s `.data` a tensor of another size or stride: eager's "
+        "wrapper keeps the flatten ctx it had (its Python attributes, which record its old size or stride), while the "
+        "compiled output, rebuilt at its new layout, gets a ctx of that layout. Return the assigned tensor itself, or "
+        "a clone of it"
+    )
 
 
 def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:
@@ -371,6 +391,8 @@ def resimplified_data_metas(analysis: Analysis, shape_env: ShapeEnv) -> Analysis
 def _dim(d: object, shape_env: ShapeEnv) -> int | sympy.Expr:
     if isinstance(d, int):
         return d
+    if is_nested_expr(d):  # (a nested int is no expression of the shape environment's: Note [Nested Int Dims])
+        return cast(sympy.Expr, d)
     simplified = shape_env.simplify(cast(sympy.Expr, d))
     return int(simplified) if isinstance(simplified, sympy.Integer) else cast(sympy.Expr, simplified)
 

@@ -55,12 +55,14 @@ from subclassaot.torch_internals import (
 )
 
 __all__ = [
+    "PROGRAM_FUNCTION_FLAG",
     "check_built_wrapper_output",
     "check_dirty_inputs",
     "check_function_input_unwritten",
     "check_written_function_view",
     "detached_output_leaves",
     "from_program_function",
+    "is_program_function",
     "function_view_replay",
 ]
 
@@ -116,13 +118,24 @@ def function_view_replay(
     return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(reversed(steps)))
 
 
+# The pipeline's own autograd.Functions (around input clones, the compiled step) live in subclassaot's modules; a
+# Function class that subclassaot makes to stand for one of the program's (the torch.compile backend's, for a Function
+# Dynamo captured) says so by this class attribute, set True.
+PROGRAM_FUNCTION_FLAG = "subclassaot_program_function"
+
+
+def is_program_function(cls: type) -> bool:
+    """Is the autograd.Function class `cls` the program's (not one of the pipeline's own)?"""
+    return getattr(cls, PROGRAM_FUNCTION_FLAG, False) is True or not cls.__module__.startswith("subclassaot.")
+
+
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
     """Is `value` an output of a custom autograd.Function of the program's (not the pipeline's own), or a view of one?"""
     t: torch.Tensor | None = value
     while t is not None:
         cls = custom_function_of(t)
         if cls is not None:
-            return not cls.__module__.startswith("subclassaot.")
+            return is_program_function(cls)
         record = run.swaps.views.get(id(t))
         t = None if record is None else record.source
     return False
@@ -186,7 +199,7 @@ def _dirty_function_of(t: torch.Tensor, run: FunctionalRun) -> type | None:
     (the pipeline's own, around input clones, aside)."""
     cls = run.swaps.marked_dirty.get(id(t))
     cls = cls if cls is not None else next((c for _, c in _dirty_views_of(t, run)), None)
-    return None if cls is None or cls.__module__.startswith("subclassaot.") else cls
+    return cls if cls is not None and is_program_function(cls) else None
 
 
 def _dirty_views_of(t: torch.Tensor, run: FunctionalRun) -> list[tuple[torch.Tensor, type]]:

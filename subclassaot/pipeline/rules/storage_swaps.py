@@ -125,6 +125,7 @@ from subclassaot.torch_internals import (
     get_version,
     is_functional,
     is_functorch_wrapped,
+    is_nested_int,
     mark_inference_mode_view,
     marks_dirty_noted,
     no_torch_function,
@@ -1152,11 +1153,19 @@ class _DataMode(TorchFunctionMode):
                 f"{source.dtype}: eager's wrapper takes the new dtype, the compiled output is rebuilt as the wrapper "
                 "was traced and would keep the old one. Assign a tensor of the same dtype, or use the source itself"
             )
+        if any(is_nested_int(d) for d in (*target.shape, *source.shape)):
+            raise UnsupportedError(
+                f"{input_named(self.record, target)}`.data =` of a {type(target).__name__} with a ragged dim (a nested int size, as a jagged "
+                "NestedTensor's): the compiled call cannot give a wrapper such metadata of its own apart from its inner "
+                "tensors. Use the assigned tensor itself, or copy_() its values"
+            )
         note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
         assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
+        # (the wrapper keeps its own version counter: none, if made inside an inference_mode block)
+        self.record.note_counter_after_data(target, self.record.eager_inference(source))
 
 
 def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Tensor) -> None:
