@@ -797,8 +797,12 @@ def check_writes_after_hidden_set(
         if not user_fakes[i].requires_grad or record is None or record[1]:
             continue
         onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
-        written_after = run.swaps.visible_seq.get(id(t), -1) > record[0]
+        # (or, for an input that is no view, onto a storage the program computed: the write reads only that tensor's
+        # value too; a view's write is recorded on its base, which the graph differentiates)
         real = flat.values[flat.tensor_indices[i]]
+        view = isinstance(real, torch.Tensor) and real._is_view()
+        moved = not view and any(mutations[j].storage_changed for j in layout.leaves_of_input[i])
+        written_after = run.swaps.visible_seq.get(id(t), -1) > record[0]
         relaid = any(mutations[j].final_meta != leaf_meta(user_fakes[i]) for j in layout.leaves_of_input[i])
         if written_after and relaid and layout.trees[i] is None and _overlapping_view(real):
             raise UnsupportedError(
@@ -808,11 +812,12 @@ def check_writes_after_hidden_set(
                 "compiled backward writes the base's gradient through the overlapping one it came with and raises "
                 "(Note [History Kept Through .data =]). Call set_() with grad enabled, or write into a clone"
             )
-        if onto_input and written_after:
+        if (onto_input or moved) and written_after:
+            onto = "another input's storage" if onto_input else "a tensor the program computed"
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
-                "to another input's storage and then wrote it with grad enabled: eager records that write on the "
-                "history it had before the set_(), which the compiled graph, where the write reads only the other "
-                "input's storage, cannot reproduce (Note [History Kept Through .data =]). Call set_() with "
-                "grad enabled, or write into a clone"
+                f"to {onto} and then wrote it with grad enabled: eager records that write on the history it had "
+                "before the set_(), which the compiled graph, where the write reads only the tensor it was set_() "
+                "to, cannot reproduce (Note [History Kept Through .data =]). Call set_() with grad enabled, or write "
+                "into a clone"
             )

@@ -262,7 +262,7 @@ __all__ = [
 #   (AssignedWrite.AFTER_RAISING) the value is copied in with grad but not differentiated, and x0's node raises alone.
 #   Refused: an in-place view op after the `.data =` (RESHAPED), a write with grad before the last `.data =` (BEFORE),
 #   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad
-#   set_() onto another input's storage (and subclass kin), and writes with grad before a no_grad set_() onto another
+#   set_() onto another storage (and subclass kin), and writes with grad before a no_grad set_() onto another
 #   storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage runs below autograd, so the
 #   input kept the history it came with). Subclass inputs keep their wrapper-level rule (Note [Inputs Written In
 #   Training]).
