@@ -126,6 +126,9 @@ class AssignedWrite(enum.Enum):
     # does the epilogue's copy_ of a value not differentiated
     AFTER_RAISING = "after_raising"
     BEFORE = "before"  # (also) before it: refused
+    # written with grad, then set_() under no_grad onto another storage (the last swap, no set_() under grad): eager
+    # keeps the write's history; refused
+    SET_BEFORE = "set_before"
     RESHAPED = "reshaped"  # after it, with an in-place view op on it after its `.data =`: refused
     # not written with grad, but an in-place view op with grad changed it, and `.data =` gave it another storage:
     # refused (Note [History Kept Through .data =])

@@ -470,7 +470,9 @@ def _analyze_outputs(
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
     bases = intermediate_bases(leaves, current, original, run.swaps)
-    set_targets = outputs_set_onto_inputs(leaves, run, current, original, mutations)
+    owners = {j: run.user_tensors[i] for i, of_input in enumerate(layout.leaves_of_input) for j in of_input}
+    dense_names = tuple((leaf.path, owners[DenseIndex(j)]) for j, leaf in enumerate(layout.leaves))
+    set_targets = outputs_set_onto_inputs(leaves, run, (current, original), mutations, (paths, dense_names))
     # (a call under no_grad: analyze; one with grad makes new leaves: Note [Training Without A Function])
     gained = not run.swaps.grad_at_start and bool(run.swaps.requires_grad_gained.keys() - input_by_id.keys())
     infos: list[OutputInfo] = []

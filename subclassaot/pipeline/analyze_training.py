@@ -21,6 +21,7 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import detached_in_chain, viewed_after_grad_set
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root
+from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.pipeline.rules.view_chains import replay_of, root_replay
 from subclassaot.schemas import (
     Analysis,
@@ -323,10 +324,13 @@ def _then_set_from_base(
 # computed by the graph, which is exact):
 # - Intermediates an input was set_() to (`t0 = x * 2; x.set_(t0); return t0`, or `x.data = t0`, or under no_grad): the
 #   graph computes t0 as a fresh output with the Function's history; after the epilogue gave x its new storage, t0 is
-#   set_() under no_grad onto it, keeping its version counter. Only for a plain t0 that is no view, no input, not itself
-#   moved, with x's final metadata, and no other output that is t0, a view of it, or a subclass on that storage. A t0
-#   without grad assigned to an x with grad is built the same way, and so is a t0 computed with grad then set_() onto x
-#   under no_grad.
+#   set_() under no_grad onto it with its own size, stride and offset, keeping its version counter. Only for a plain t0
+#   that is no view, no input, not itself moved, within x's final elements (a resize_ or as_strided_ of t0 after the
+#   set_() may give it a layout of its own there; the epilogue writes only x's elements), and no other output that is
+#   t0, a view of it, or a subclass on that storage. A t0 without grad assigned to an x with grad is built the same
+#   way, and so is a t0 computed with grad then set_() onto x under no_grad. Refused: a view of t0 with history
+#   (`t1 = t0[:2]; t1.add_(y)`), and a tensor subclass with history over such a storage, where x has none: both would
+#   be rebuilt from x.
 # - Detached outputs written with grad (`t = x.detach(); t.add_(x); return t`): eager's t is no view, shares x's storage
 #   and has its own history (AddBackward0). The graph computes it (the joint differentiates the same write), and once
 #   the epilogue wrote x, each dense leaf is set_() under no_grad onto x's storage with eager's metadata. Only for the
@@ -353,12 +357,16 @@ def _then_set_from_base(
 def outputs_set_onto_inputs(
     outputs: Sequence[object],
     run: FunctionalRun,
-    current: dict[object, DenseIndex],
-    original: dict[object, DenseIndex],
+    storages: tuple[dict[object, DenseIndex], dict[object, DenseIndex]],
     mutations: Sequence[LeafMutation],
+    names: tuple[Sequence[str], Sequence[tuple[str, torch.Tensor]]],
 ) -> dict[int, DenseIndex]:
-    """Note [Outputs Over Another Storage]: id() of each such output -> the input's dense leaf."""
+    """Note [Outputs Over Another Storage]: id() of each such output -> the input's dense leaf (`storages`: the dense
+    leaf each storage is, at the end and at the start; `names`: the output paths, per output leaf, and per dense leaf
+    its path and the user tensor it belongs to)."""
+    current, original = storages
     tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    path_of = {id(o): p for o, p in zip(outputs, names[0], strict=True)}
     no_grad_views = any(
         not r.grad_enabled and r.source.requires_grad and r.func not in (_aten.detach.default, _aten.alias.default)
         for r in run.swaps.views.values()  # (`.data` aliases: detach, alias)
@@ -369,6 +377,8 @@ def outputs_set_onto_inputs(
     for value in tensors:
         key = storage_key(value)
         j = current.get(key)
+        if is_traceable_subclass(value) and value.requires_grad:
+            _check_wrapper_history_kept(value, (current, mutations), (path_of[id(value)], names[1]))
         if j is None or is_traceable_subclass(value) or _viewed_by_others(value, tensors, run):
             continue
         if _set_onto_input_under_no_grad(value, run, j):
@@ -380,10 +390,11 @@ def outputs_set_onto_inputs(
         if not value.requires_grad and not run.finals[j].requires_grad:
             continue  # rebuilt from the input: it has no history to lose
         m = mutations[j]
+        _check_view_history_kept(value, m, (path_of[id(value)], *names[1][j]))
         moved = id(value) in run.swaps.swapped_ids or id(value) in run.swaps.hidden or run.swaps.is_view(value)
         if not m.storage_changed or m.set_source is not None or moved or value._is_view():
             continue
-        if any(value is u for u in run.user_tensors) or leaf_meta(run.finals[j]) != leaf_meta(value):
+        if any(value is u for u in run.user_tensors) or not _within_input(value, run.finals[j]):
             continue
         try:
             if value.requires_grad and value.grad_fn is None:
@@ -401,6 +412,56 @@ def outputs_set_onto_inputs(
             )
         found[id(value)] = j
     return found
+
+
+def _check_view_history_kept(value: torch.Tensor, m: LeafMutation, names: tuple[str, str, torch.Tensor]) -> None:
+    """Note [Outputs Over Another Storage]: a view with autograd history of the intermediate an input (`m`) was
+    set_() to (`x.set_(t0); t1 = t0[:2]; t1.add_(y); return t1`) would be rebuilt as a view of the input, which has
+    none; `names`: the output's path, the input's, and the input itself."""
+    if not m.storage_changed or m.set_source is not None or names[2].requires_grad:
+        return
+    if not value.requires_grad or not value._is_view():
+        return
+    raise UnsupportedError(
+        f"{names[0]} is a view, with autograd history, of the tensor that {names[1]} was set_() (or `.data =`-"
+        "assigned) to: it shares the input's new storage, and the compiled call can rebuild it only as a view of the "
+        "input, which has no history (Note [Outputs Over Another Storage]). Return a clone of the view, or the tensor "
+        "the input was set_() to itself"
+    )
+
+
+def _check_wrapper_history_kept(
+    value: torch.Tensor,
+    facts: tuple[dict[object, DenseIndex], Sequence[LeafMutation]],
+    names: tuple[str, Sequence[tuple[str, torch.Tensor]]],
+) -> None:
+    """Note [Outputs Over Another Storage]: a tensor subclass with autograd history over the storage an input that
+    does not require grad was set_() to (`x.set_(t0); t0.add_(y); return t0`) would be rebuilt from the input's dense
+    leaves, without history (`facts`: the dense leaf each storage ends on, and what happened to each; `names`: the
+    output's path, and per dense leaf its path and the user tensor it belongs to)."""
+    current, mutations = facts
+    for leaf in dense_leaves_of(value, "out")[1]:
+        j = current.get(storage_key(leaf))
+        if j is None or not mutations[j].storage_changed or mutations[j].set_source is not None:
+            continue
+        path, owner = names[1][j]
+        if not owner.requires_grad:
+            raise UnsupportedError(
+                f"{names[0]} is a tensor subclass with autograd history whose inner tensors share the storage that "
+                f"{path} was set_() (or `.data =`-assigned) to; the compiled call can rebuild it only from that "
+                "input, which has no history (Note [Outputs Over Another Storage]). Return a clone"
+            )
+
+
+def _within_input(value: torch.Tensor, final: torch.Tensor) -> bool:
+    """Does `value` (on the storage input leaf `final` ends on) reach only elements of that input? The epilogue gives
+    the input a fresh storage and writes only its own elements; `value` is set_() there with its own layout (a resize_
+    or in-place view of the set_() source after the set_())."""
+    if leaf_meta(final) == leaf_meta(value):
+        return True
+    have = elements_of(list(final.shape), list(final.stride()), final.storage_offset())
+    want = elements_of(list(value.shape), list(value.stride()), value.storage_offset())
+    return have is not None and want is not None and have.covers(want)
 
 
 def _set_onto_input_under_no_grad(value: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> bool:
@@ -736,8 +797,12 @@ def check_writes_after_hidden_set(
         if not user_fakes[i].requires_grad or record is None or record[1]:
             continue
         onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
-        written_after = run.swaps.visible_seq.get(id(t), -1) > record[0]
+        # (or, for an input that is no view, onto a storage the program computed: the write reads only that tensor's
+        # value too; a view's write is recorded on its base, which the graph differentiates)
         real = flat.values[flat.tensor_indices[i]]
+        view = isinstance(real, torch.Tensor) and real._is_view()
+        moved = not view and any(mutations[j].storage_changed for j in layout.leaves_of_input[i])
+        written_after = run.swaps.visible_seq.get(id(t), -1) > record[0]
         relaid = any(mutations[j].final_meta != leaf_meta(user_fakes[i]) for j in layout.leaves_of_input[i])
         if written_after and relaid and layout.trees[i] is None and _overlapping_view(real):
             raise UnsupportedError(
@@ -747,11 +812,12 @@ def check_writes_after_hidden_set(
                 "compiled backward writes the base's gradient through the overlapping one it came with and raises "
                 "(Note [History Kept Through .data =]). Call set_() with grad enabled, or write into a clone"
             )
-        if onto_input and written_after:
+        if (onto_input or moved) and written_after:
+            onto = "another input's storage" if onto_input else "a tensor the program computed"
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
-                "to another input's storage and then wrote it with grad enabled: eager records that write on the "
-                "history it had before the set_(), which the compiled graph, where the write reads only the other "
-                "input's storage, cannot reproduce (Note [History Kept Through .data =]). Call set_() with "
-                "grad enabled, or write into a clone"
+                f"to {onto} and then wrote it with grad enabled: eager records that write on the history it had "
+                "before the set_(), which the compiled graph, where the write reads only the tensor it was set_() "
+                "to, cannot reproduce (Note [History Kept Through .data =]). Call set_() with grad enabled, or write "
+                "into a clone"
             )

@@ -146,7 +146,7 @@ def build_outputs(
                 give_base_grad(value)  # Note [Views That Raise After A Bump]
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
-            _set_keeping_version(value, dense[onto])
+            _set_keeping_version(value, dense[onto], ev.meta(info.leaves[0].meta, symbols))
         cls = plan.output_types[o] if plan.output_types else None
         if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
             value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
@@ -230,11 +230,13 @@ def _share_storages(
     share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result, dense_leaf)
 
 
-def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor) -> None:
-    """Note [Outputs Over Another Storage]: `value.set_(onto)` without autograd, its version counter as it was."""
+def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor, meta: tuple[list[int], list[int], int]) -> None:
+    """Note [Outputs Over Another Storage]: `value` set_() without autograd onto `onto`'s storage with eager's size,
+    stride and offset (`meta`), its version counter as it was."""
+    size, stride, offset = meta
     version = get_version(value)
     with torch.no_grad():
-        set_to_tensor(value, onto.detach())
+        value.set_(onto.untyped_storage(), offset, size, stride)
     set_version(value, version)
 
 

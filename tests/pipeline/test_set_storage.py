@@ -21,6 +21,7 @@ import subclasses.pair
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.storage_swaps import _DataMode
 from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
@@ -614,6 +615,83 @@ def test_output_assigned_to_data_after_no_grad_view_refused(compile_fn: CompileF
         lambda: (nonleaf(4, 3, 3), torch.randn(3, 4)),
         compile_fn,
         "set_\\(\\) to a new tensor that requires grad|shares the storage the program gave an input",
+    )
+
+
+def _no_grad_and_leaf() -> tuple[object, ...]:
+    return (torch.randn(3), _leaf())
+
+
+def test_output_input_was_set_to_then_resized_and_written(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 80000 #5960: t0, resized below x0's size after the set_(), then written with grad, keeps its own
+    # history (AddBackward0) on x0's new storage with its own layout; ours was rebuilt from x0 without history
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.add(0.5)
+        set_to(x0, t0)
+        t0.resize_((1, 2))
+        t0.add_(x1)
+        return (t0,)
+
+    _check(f, _no_grad_and_leaf, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, _no_grad_and_leaf, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_output_input_was_set_to_then_strided_and_written(compile_fn: CompileFn | None) -> None:
+    # the same through as_strided_ to an offset inside x0's elements (and x0 returned too)
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.add(0.5)
+        set_to(x0, t0)
+        t0.as_strided_((2,), (1,), 1)
+        t0.mul_(x1)
+        return (t0, x0)
+
+    _check(f, _no_grad_and_leaf, compile_fn)
+
+
+def test_output_input_was_set_to_then_resized_past_it_refused(compile_fn: CompileFn | None) -> None:
+    # x0 made smaller after the set_(): t0 reaches elements x0's new storage does not hold at run time
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.add(0.5)
+        set_to(x0, t0)
+        x0.resize_((2,))
+        t0.add_(x1)
+        return (t0, x0)
+
+    refused_with_grad(f, _no_grad_and_leaf, compile_fn, "reaches elements of it that the input does not cover")
+
+
+def test_view_with_history_of_tensor_input_was_set_to_refused(compile_fn: CompileFn | None) -> None:
+    # (fuzz seed 80000 #5960's kin) t1, a view of t0 written with grad, has history (t0's CopySlices); rebuilt as a
+    # view of x0, which has none, it had none
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.add(0.5)
+        set_to(x0, t0)
+        t1 = t0[:2]
+        t1.add_(x1)
+        return (t1,)
+
+    refused_with_grad(
+        f, _no_grad_and_leaf, compile_fn, "args\\[0\\] was set_\\(\\) .*the compiled call can rebuild it only"
+    )
+
+
+@pytest.mark.parametrize("resize", [False, True])
+def test_subclass_output_with_history_input_was_set_to_refused(compile_fn: CompileFn | None, resize: bool) -> None:
+    # the PairTensor kin of fuzz seed 80000 #5960: rebuilt from x0's dense leaves, the output had no history
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.add(0.5)
+        set_to(x0, t0)
+        if resize:
+            t0.resize_((1, 2))
+        t0.add_(x1)
+        return (t0,)
+
+    refused_with_grad(
+        f,
+        lambda: (pair(3), pair(requires_grad=True)),
+        compile_fn,
+        "out\\[0\\] is a tensor subclass with autograd history .*args\\[0\\].a was set_",
     )
 
 

@@ -133,6 +133,27 @@ def test_write_with_grad_after_no_grad_set_is_refused(compile_fn: CompileFn | No
         assert_refused(f, lambda: (torch.randn((3, 4)), nonleaf(4)), compile_fn, _WRITE_AFTER_SET_RULE)
 
 
+@pytest.mark.parametrize("returned", [True, False])
+def test_write_with_grad_after_no_grad_set_onto_intermediate_is_refused(
+    compile_fn: CompileFn | None, returned: bool
+) -> None:
+    # the same onto a tensor the program computed: eager's x1 ends with MulBackward0 over its history from before (a
+    # gradient of 2 to the leaf behind it); ours kept that history alone (1), returned or not
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 3
+        with torch.no_grad():
+            set_to(x1, t0)
+        x1.mul_(2.0)
+        return (x1,) if returned else ()
+
+    refused_with_grad(
+        f,
+        lambda: (torch.randn(3), nonleaf(3)),
+        compile_fn,
+        "set_\\(\\) it under no_grad to a tensor the program computed and then wrote it with grad enabled",
+    )
+
+
 def _view_then_base(view: Callable[[T], T]) -> Callable[[], tuple[object, ...]]:
     def make() -> tuple[object, ...]:
         with torch.enable_grad():
@@ -1991,3 +2012,60 @@ def test_view_input_read_with_grad_after_its_base_input_set_under_no_grad(compil
     refused_with_grad(f, make_inputs, compile_fn, r"set_\(\) its base args\[2\] to another storage or layout")
     with torch.enable_grad():
         assert_matches_eager(returned, make_inputs, check_grads=True, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A write with grad, then set_() under no_grad onto another storage: eager keeps the write's history (Note [History
+# Kept Through .data =]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+_SET_BEFORE_RULE = r"args\[1\]: the program writes this input, .* then set_\(\)s it onto another storage under"
+
+
+def test_write_then_set_under_no_grad_refused_9616(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 80000 #9616: eager's x1 keeps CopyBackwards (zero gradient through the fill) after the set_(); ours
+    # kept x1's history from before the call, a gradient where eager's is 0
+    def f(x0: T, x1: T) -> object:
+        t0, _ = x1.sort(0, descending=True)
+        t0.fill_(2.0)
+        x1.copy_(t0)
+        with torch.no_grad():
+            set_to(x1, x0)
+        return (x1,)
+
+    refused_with_grad(f, lambda: (torch.randn(()), nonleaf()), compile_fn, _SET_BEFORE_RULE)
+
+
+@pytest.mark.parametrize("onto", ["input", "intermediate", "none_returned"])
+def test_write_then_set_under_no_grad_onto_another_storage_refused(compile_fn: CompileFn | None, onto: str) -> None:
+    # the write's MulBackward0 stays x1's grad_fn whatever x1 is set_() onto, returned or not
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(2.0)
+        with torch.no_grad():
+            set_to(x1, x0 if onto != "intermediate" else x0 * 3)
+        return () if onto == "none_returned" else (x1,)
+
+    refused_with_grad(f, lambda: (torch.randn(3), nonleaf(3)), compile_fn, _SET_BEFORE_RULE)
+
+
+def test_write_then_set_under_no_grad_of_subclass_refused(compile_fn: CompileFn | None) -> None:
+    # the PairTensor kin: its own rule (a subclass input that requires grad whose storage is changed in place)
+    def f(x0: T, x1: T) -> object:
+        x1.mul_(2.0)
+        with torch.no_grad():
+            set_to(x1, x0)
+        return (x1,)
+
+    refused_with_grad(f, lambda: (pair(3), pair_nonleaf(3)), compile_fn, "metadata or storage changed in place")
+
+
+def test_set_and_write_under_no_grad_still_supported(compile_fn: CompileFn | None) -> None:
+    # no write with grad around the set_(): x1 keeps the history it came with
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 3
+        with torch.no_grad():
+            set_to(x1, t0)
+            x1.mul_(2.0)
+        return (x1,)
+
+    check_with_grad(f, lambda: (torch.randn(3), nonleaf(3)), compile_fn)

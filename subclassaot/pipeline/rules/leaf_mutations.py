@@ -30,6 +30,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun
+from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
@@ -260,9 +261,11 @@ __all__ = [
 #   a CopyBackwards over the Function's. Where the joint's backward through the write would fail
 #   (AssignedWrite.AFTER_RAISING) the value is copied in with grad but not differentiated, and x0's node raises alone.
 #   Refused: an in-place view op after the `.data =` (RESHAPED), a write with grad before the last `.data =` (BEFORE),
-#   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), and writes with grad after a no_grad
-#   set_() onto another input's storage (and subclass kin). Subclass inputs keep their wrapper-level rule (Note
-#   [Inputs Written In Training]).
+#   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad
+#   set_() onto another storage (and subclass kin), and writes with grad before a no_grad set_() onto another
+#   storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage runs below autograd, so the
+#   input kept the history it came with). Subclass inputs keep their wrapper-level rule (Note [Inputs Written In
+#   Training]).
 # - Plain views assigned after a write (`t0 = x0.diagonal(1, 0, 1); x1.mul_(-1.0); t0.data = x0; return t0`, x0 a view
 #   of the non-leaf x1): t0 keeps x1's counter and stays a view. Reading its grad_fn after the counter moved regenerates
 #   it by AsStridedBackward0 of the metadata t0 has *then*, the assigned ones; a read reaching its grad_fn between the
@@ -279,8 +282,10 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
     assigned `.data =`, was written with grad through itself or a view of it, against its last assignment; None
     where it was not, or the rule does not apply."""
     final, swaps = run.finals[i], run.swaps
-    if in_subclass or id(final) not in swaps.swapped_by_data or not final.requires_grad:
+    if in_subclass or not final.requires_grad:
         return None
+    if id(final) not in swaps.swapped_by_data:
+        return _written_before_no_grad_set(final, swaps, storage_changed)
     assigned, written = swaps.data_sets.get(id(final)), swaps.family_visible_seq.get(swaps.family_of(final))
     if assigned is None:
         return None
@@ -298,6 +303,16 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
     return AssignedWrite.AFTER
 
 
+def _written_before_no_grad_set(final: torch.Tensor, swaps: SwapRecord, storage_changed: bool) -> AssignedWrite | None:
+    """Note [History Kept Through .data =]: SET_BEFORE where the last swap of `final` (a plain input leaf that requires
+    grad) was a set_() under no_grad onto another storage, after a write with grad through it or a view of it."""
+    last_set = swaps.plain_sets.get(id(final))
+    if not storage_changed or last_set is None or last_set[1] or id(final) in swaps.grad_set_ids:
+        return None
+    written = swaps.family_visible_seq.get(swaps.family_of(final))
+    return AssignedWrite.SET_BEFORE if written is not None and written < last_set[0] else None
+
+
 def check_assigned_writes(
     flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> None:
@@ -312,6 +327,14 @@ def check_assigned_writes(
                     "again; eager's history of that write is of a storage the input no longer has, which the "
                     "compiled program does not reproduce (Note [History Kept Through .data =]). Write after the "
                     "last `.data =`, or under torch.no_grad()"
+                )
+            if m.assigned_write is AssignedWrite.SET_BEFORE:
+                raise UnsupportedError(
+                    f"{path}: the program writes this input, which requires grad, where autograd records it, then "
+                    "set_()s it onto another storage under torch.no_grad(); eager keeps the history of that write (a "
+                    "set_() under no_grad is not recorded), which the compiled program does not reproduce: it gives "
+                    "the input's gradient as if the write had not happened (Note [History Kept Through .data =]). "
+                    "Write after the set_(), set_() with grad enabled, or write into a clone"
                 )
             if m.assigned_write is AssignedWrite.VIEWED:
                 raise UnsupportedError(
