@@ -25,7 +25,13 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
-from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of, views_of_inputs
+from subclassaot.pipeline.grad_scope import (
+    NodeChanges,
+    backward_reshapes,
+    function_node_changes,
+    metadata_of,
+    views_of_inputs,
+)
 from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, graph_output_values
 from subclassaot.runtime.steps import training_roots
@@ -244,9 +250,13 @@ def trace_joint(
             given = [k for k in range(len(diff_outs)) if k not in absent]
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
-            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
+            changes: NodeChanges = {}  # Note [Custom Functions]
+            with function_node_changes(diff_outs, run.user_tensors, views, changes):
+                grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
             view_bumps = [(i, get_version(v) - n) for (i, v), n in zip(views, view_versions, strict=True)]
-            reshapes[:] = backward_reshapes(setup.flat, run.user_tensors, setup.user_fakes, metas, versions, view_bumps)
+            reshapes[:] = backward_reshapes(
+                setup.flat, run.user_tensors, setup.user_fakes, metas, versions, view_bumps, changes
+            )
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             stride_leaves.clear()
