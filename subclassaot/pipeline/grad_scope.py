@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = [
+    "backward_changes",
     "backward_reshapes",
     "check_grad_factories",
     "GradReenabledError",
@@ -220,6 +221,27 @@ def function_node_changes(
     finally:
         for handle in handles:
             handle.remove()
+
+
+@contextlib.contextmanager
+def backward_changes(
+    flat: FlatInputs,
+    user_tensors: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    swaps: SwapRecord,
+    outs: Sequence[torch.Tensor],
+    sink: list[BackwardReshape],
+) -> Iterator[None]:
+    """While a backward through `outs` runs: the changes it makes to the inputs (`backward_reshapes`), into `sink`."""
+    metas = [metadata_of(t) for t in user_tensors]
+    versions = [get_version(t) for t in user_tensors]
+    views = views_of_inputs(swaps, user_tensors)
+    view_versions = [get_version(v) for _, v in views]
+    changes: NodeChanges = {}  # Note [Custom Functions]
+    with function_node_changes(outs, user_tensors, views, changes):
+        yield
+    view_bumps = [(i, get_version(v) - n) for (i, v), n in zip(views, view_versions, strict=True)]
+    sink[:] = backward_reshapes(flat, user_tensors, user_fakes, metas, versions, view_bumps, changes)
 
 
 def _graph_nodes(start: Any) -> set[Any]:
