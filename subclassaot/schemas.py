@@ -43,6 +43,9 @@ class BackwardReshape:
     size: tuple[int, ...] | None  # None: the backward changed its values or nothing, never its layout
     stride: tuple[int, ...] | None
     bumps: int  # version-counter increments the backward made on it
+    # per custom Function node whose backward made the change: the diff outputs (positions in diff_outputs) whose
+    # tangents reach it; eager runs the node only where one of them gets a tangent. (): whenever the backward runs
+    reached_by: tuple[frozenset[int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

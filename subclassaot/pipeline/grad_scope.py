@@ -9,8 +9,9 @@ Invariants: pure reads; no guards are added on symbolic sizes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
@@ -24,10 +25,13 @@ if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = [
+    "backward_changes",
     "backward_reshapes",
     "check_grad_factories",
     "GradReenabledError",
+    "NodeChanges",
     "check_grad_reenabled",
+    "function_node_changes",
     "metadata_of",
 ]
 
@@ -171,6 +175,96 @@ def views_of_inputs(record: SwapRecord, inputs: Sequence[torch.Tensor]) -> list[
     return found
 
 
+# (per input position: per custom Function node whose backward changed it, (the diff outputs reaching that node, the
+# version bumps it made))
+NodeChanges = dict[int, list[tuple[frozenset[int], int]]]
+
+
+@contextlib.contextmanager
+def function_node_changes(
+    outs: Sequence[torch.Tensor],
+    user_tensors: Sequence[torch.Tensor],
+    views: Sequence[tuple[int, torch.Tensor]],
+    found: NodeChanges,
+) -> Iterator[None]:
+    """While a backward through `outs` runs: which custom Function node changed which input, in its version counter
+    (through a view of it too) or its metadata, and which of `outs` (positions) reach that node (Note [Custom
+    Functions]: eager runs a node only where a used output reaches it)."""
+
+    def state() -> tuple[list[int], list[Metadata], list[int]]:
+        return (
+            [get_version(t) for t in user_tensors],
+            [metadata_of(t) for t in user_tensors],
+            [get_version(v) for _, v in views],
+        )
+
+    reach: dict[Any, set[int]] = {}
+    for k, out in enumerate(outs):
+        for node in _graph_nodes(out.grad_fn):
+            if isinstance(node, torch.autograd.function.BackwardCFunction):
+                reach.setdefault(node, set()).add(k)
+    before: dict[Any, tuple[list[int], list[Metadata], list[int]]] = {}
+
+    def changed(node: Any, reached: frozenset[int]) -> None:
+        (v0, m0, w0), (v1, m1, w1) = before.pop(node), state()
+        for i in range(len(user_tensors)):
+            bumps = v1[i] - v0[i] or max(
+                (b - a for (p, _), a, b in zip(views, w0, w1, strict=True) if p == i), default=0
+            )
+            if bumps or not _surely_same(m0[i], m1[i]):
+                found.setdefault(i, []).append((reached, bumps))
+
+    handles = []
+    for node, ks in reach.items():
+        handles.append(node.register_prehook(lambda _g, node=node: before.__setitem__(node, state())))
+        handles.append(node.register_hook(lambda _gi, _go, node=node, ks=frozenset(ks): changed(node, ks)))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def backward_changes(
+    flat: FlatInputs,
+    user_tensors: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    swaps: SwapRecord,
+    outs: Sequence[torch.Tensor],
+    sink: list[BackwardReshape],
+) -> Iterator[None]:
+    """While a backward through `outs` runs: the changes it makes to the inputs (`backward_reshapes`), into `sink`."""
+    metas = [metadata_of(t) for t in user_tensors]
+    versions = [get_version(t) for t in user_tensors]
+    views = views_of_inputs(swaps, user_tensors)
+    view_versions = [get_version(v) for _, v in views]
+    changes: NodeChanges = {}  # Note [Custom Functions]
+    with function_node_changes(outs, user_tensors, views, changes):
+        yield
+    view_bumps = [(i, get_version(v) - n) for (i, v), n in zip(views, view_versions, strict=True)]
+    sink[:] = backward_reshapes(flat, user_tensors, user_fakes, metas, versions, view_bumps, changes)
+
+
+def _graph_nodes(start: Any) -> set[Any]:
+    seen: set[Any] = set()
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        if node is not None and node not in seen:
+            seen.add(node)
+            stack.extend(parent for parent, _ in node.next_functions)
+    return seen
+
+
+def _reached_by(changes: list[tuple[frozenset[int], int]] | None, bumps: int) -> tuple[frozenset[int], ...]:
+    """BackwardReshape.reached_by: () where the nodes seen do not account for every bump (a change made elsewhere:
+    replayed whenever the backward runs)."""
+    if not changes or sum(n for _, n in changes) != bumps:
+        return ()
+    return tuple(reached for reached, _ in changes)
+
+
 def backward_reshapes(
     flat: FlatInputs,
     user_tensors: Sequence[torch.Tensor],
@@ -178,23 +272,26 @@ def backward_reshapes(
     before: Sequence[Metadata],
     versions: Sequence[int],
     view_bumps: Sequence[tuple[int, int]] = (),
+    node_changes: NodeChanges | None = None,
 ) -> tuple[BackwardReshape, ...]:
     """The inputs whose metadata the program's backward changed (Note [Custom Functions]);
     refuse the changes the runtime cannot replay exactly. `view_bumps`: (input position, bumps) of the views the
     forward took of inputs, which share the input's version counter in eager (a saved view's `t_()` in the backward
-    bumps the input's) where the trace's need not."""
+    bumps the input's) where the trace's need not. `node_changes`: what `function_node_changes` saw."""
     found = []
+    changes = node_changes or {}
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
         after = metadata_of(t)
         bumps = get_version(t) - versions[i]
         if not bumps:  # (views of one input share one counter: the most any saw)
             bumps = max((n for k, n in view_bumps if k == i), default=0)
+        reached_by = _reached_by(changes.get(i), bumps)
         if _surely_same(meta, after):
             # Values written (x.mul_(2)) or an in-place op that changes nothing (t_() of a 0-d tensor): no layout to
             # replay, only eager's count of bumps (on a subclass input, its wrapper's own counter: the in-place op
             # ran on the wrapper above autograd).
             if bumps:
-                found.append(BackwardReshape(position=i, size=None, stride=None, bumps=bumps))
+                found.append(BackwardReshape(position=i, size=None, stride=None, bumps=bumps, reached_by=reached_by))
             continue
         path = flat.leaves[flat.tensor_indices[i]].path
         static = all(isinstance(v, int) for v in (*meta[0], *meta[1], meta[2], *after[0], *after[1], after[2]))
@@ -214,7 +311,7 @@ def backward_reshapes(
         size = tuple(int(v) for v in after[0])
         stride = tuple(int(v) for v in after[1])
         _check_sole_grad_leaf(flat, i, size != tuple(meta[0]))
-        found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=bumps))
+        found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=bumps, reached_by=reached_by))
     return tuple(found)
 
 

@@ -25,7 +25,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
-from subclassaot.pipeline.grad_scope import backward_reshapes, metadata_of, views_of_inputs
+from subclassaot.pipeline.grad_scope import backward_changes
 from subclassaot.pipeline.rules.function_views import is_program_function
 from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, graph_output_values
@@ -43,7 +43,6 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     from_functional,
-    get_version,
     grad_fn_raises,
     mutation_counter,
     nested_coeff,
@@ -237,17 +236,12 @@ def trace_joint(
             grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
             wrt = _grad_wrt(setup, run)
             before = [mutation_counter(o) for o in run.originals]
-            metas = [metadata_of(t) for t in run.user_tensors]
-            versions = [get_version(t) for t in run.user_tensors]
-            views = views_of_inputs(run.swaps, run.user_tensors)
-            view_versions = [get_version(v) for _, v in views]
             reach[:] = _autograd_reach(diff_outs, wrt)
             given = [k for k in range(len(diff_outs)) if k not in absent]
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
-            grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
-            view_bumps = [(i, get_version(v) - n) for (i, v), n in zip(views, view_versions, strict=True)]
-            reshapes[:] = backward_reshapes(setup.flat, run.user_tensors, setup.user_fakes, metas, versions, view_bumps)
+            with backward_changes(setup.flat, run.user_tensors, setup.user_fakes, run.swaps, diff_outs, reshapes):
+                grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             stride_leaves.clear()

@@ -704,7 +704,7 @@ class CompiledStep(torch.autograd.Function):
                 dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
             shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
         if ctx.bw_targets or ctx.bw_reshapes:
-            dense_grads = _backward_writes(ctx.bw_targets, ctx.bw_reshapes, dense_grads)
+            dense_grads = _backward_writes(ctx.bw_targets, _reshapes_run(ctx.bw_reshapes, present), dense_grads)
         # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
         result: list[torch.Tensor | None] = [None] * s.n_results
         pos = 0
@@ -818,6 +818,27 @@ def _run_variant(
         cast(Sequence[torch.Tensor], variant.run(*[saved[j] for j in variant.saved_index], *flat_tangents))
     )
     return dense_grads, (variant.grad_trees, variant.unused, variant.tangent_deps, variant.grad_stride_leaves)
+
+
+def _reshapes_run(
+    reshapes: Sequence[tuple[torch.Tensor, Any]], present: Container[int]
+) -> list[tuple[torch.Tensor, Any]]:
+    """The backward's changes to inputs whose custom Function nodes eager runs for the tangents `present` (Note
+    [Custom Functions]): a node no output with a tangent reaches does not run in eager."""
+    found = []
+    for target, reshape in reshapes:
+        runs = [bool(any(k in present for k in reached)) for reached in reshape.reached_by]
+        if all(runs):
+            found.append((target, reshape))
+        elif any(runs):
+            raise UnsupportedError(
+                f"input {reshape.position}: the backward of several custom autograd.Function nodes changes this input "
+                "(an in-place op or metadata change on a saved tensor), and only some of those nodes run for the "
+                "outputs given a gradient here, which the compiled backward cannot replay apart (Note [Custom "
+                "Functions]). Call backward through all of the outputs that require grad, or change a clone in the "
+                "backward"
+            )
+    return found
 
 
 def _backward_writes(

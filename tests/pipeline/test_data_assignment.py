@@ -1360,14 +1360,15 @@ def test_leaf_read_then_returned_after_data_of_another_size(compile_fn: CompileF
 
 def test_raise_inside_the_program_stays_refused(compile_fn: CompileFn | None) -> None:
     # an intermediate whose `.data` shrank: eager's TBackward0 -> DiagonalBackward0 fails inside the program, which
-    # the compiled backward cannot repeat at the same step (Note [Probing Eager's Backward])
+    # the compiled backward cannot repeat at the same step (Note [Probing Eager's Backward]); the returned view of the
+    # assigned view keeps that view's history, which is refused first (Note [History Kept Through .data =])
     def f(x0: T) -> object:
         t0 = x0.diagonal(1, 0, 1)
         t0.data = t0[1:3:1]
         return (t0.t(),)
 
     with torch.enable_grad():
-        assert_refused(f, lambda: (leaf(2, 3, 4),), compile_fn, "Probing Eager's Backward")
+        assert_refused(f, lambda: (leaf(2, 3, 4),), compile_fn, r"History Kept Through \.data =")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -2403,3 +2404,35 @@ def test_data_assignment_of_another_layout_to_a_dtensor_output_refused(fn: Calla
             return (t,)
 
         assert_matches_eager(same_layout, lambda: (real_subclass("dtensor"),), after_call=write_outputs)
+
+
+def _view_of_an_assigned_expand(x0: T) -> object:
+    t1 = x0.unbind(0)[0].expand((1,))
+    t1.data = x0
+    return (t1.t(),)
+
+
+def _view_of_an_assigned_expand_returned(x0: T) -> object:
+    t1 = x0.unbind(0)[0].expand((1,))
+    t1.data = x0
+    return t1.t(), t1
+
+
+def test_view_of_an_assigned_view_refused() -> None:
+    """A view of a view assigned `.data =` keeps that view's history (an expand of a 0-d unbind output): eager's
+    backward sums the view's gradient to the expand's input size, while the output rebuilt from the input's storage
+    took it element by element (fuzz seed 80702, program 884: DIVERGED, gradients). Refused (Note [History Kept
+    Through .data =]); a PairTensor is refused by the wrapper's rule."""
+    with torch.enable_grad():
+        x = nonleaf(2)
+        out = _view_of_an_assigned_expand(x)
+        assert isinstance(out, tuple)
+        assert type(out[0].grad_fn).__name__ == "TBackward0"  # then the expand's, over the old size
+        assert_refused(_view_of_an_assigned_expand, lambda: (nonleaf(2),), None, r"History Kept Through \.data =")
+        assert_refused(_view_of_an_assigned_expand, lambda: (pair_nonleaf(2),), None, r"tensor subclass.*`\.data`")
+
+
+def test_view_of_an_assigned_view_returned_too_matches_eager(compile_fn: CompileFn | None) -> None:
+    """Returned beside the assigned view, the view replays from that output, with its history."""
+    with torch.enable_grad():
+        assert_matches_eager(_view_of_an_assigned_expand_returned, lambda: (nonleaf(2),), compile_fn=compile_fn)

@@ -415,8 +415,10 @@ def check_unreplayed_assigned_view(
     if not (torch.is_grad_enabled() and value.requires_grad and run.swaps.is_view(value)):
         return
     root = run.swaps.view_root(value)
-    if root is value or run.swaps.is_view(root) or not assigned_with_history(root, run):
+    if root is value or not assigned_with_history(root, run):
         return  # (a view assigned `.data`: the rules on views, and Note [Probing Eager's Backward])
+    # (a view assigned `.data` that the chain passes through keeps its history too: its view ops' sizes, where
+    # eager's backward sums the gradient to the view's old size)
     if all(leaf.source is not LeafSource.GRAPH for leaf in leaves):
         raise UnsupportedError(
             f"{path} is a view of a tensor with autograd history whose `.data` the program assigned: eager's view keeps that history over the assigned storage, which a view rebuilt from that "
