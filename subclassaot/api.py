@@ -34,6 +34,7 @@ from subclassaot.pipeline.ambient_modes import (
     NO_MODES_KEY,
     AmbientModes,
     ModesKey,
+    TorchFunctionTrial,
     ambient_modes,
     check_trial,
     describe_modes,
@@ -591,15 +592,7 @@ def _compile_over(
     analysis = resimplified_data_metas(analysis, shape_env_of(prog.fake_mode))
     grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
     trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
-    plan = RuntimePlan(
-        flat=flat,
-        layout=layout,
-        analysis=analysis,
-        graph_outputs=traced.outputs,
-        leaf_attr_paths=leaf_attr_paths(layout),
-        input_requires_grad=tuple(t.requires_grad for t in prog.tensors),
-        output_types=trial.output_types if trial is not None else (),
-    )
+    plan = _runtime_plan(flat, layout, analysis, traced, prog, trial)
     backward_graph = forward_graph = None
     if training and not native:
         plan, traced, graph_call, bw_meta = _training_graph_call(
@@ -608,18 +601,7 @@ def _compile_over(
         backward_graph, forward_graph = bw_meta.graph, bw_meta.forward
     else:
         graph_call = _inference_graph_call(plan, traced, backend, config, native)
-    # After every trace: the joint and backward traces add guards too (a backward that branches on a size); the
-    # symbols they replaced stay bound for the plan's records.
-    entry_guards = guards.build_guards(
-        flat,
-        layout,
-        prog.fakes,
-        shape_env_of(prog.fake_mode),
-        analysis.base_reads,
-        config.caller_guarded,
-        grad_mode,
-        state_first=config.python_state_guards,
-    )
+    entry_guards = _entry_guards(flat, layout, prog, analysis, config, grad_mode)
     runner = make_runner(plan, graph_call)
     left = grad_at_end[0] if grad_at_end and grad_at_end[0] != caller_grad else None
     run = _with_grad_mode(runner.run, attempt.within_no_grad, left)
@@ -641,6 +623,48 @@ def _compile_over(
         backward=backward_graph,
         forward=forward_graph,
         autograd_backward=native,
+    )
+
+
+def _runtime_plan(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    traced: TracedGraph,
+    prog: _Program,
+    trial: TorchFunctionTrial | None,
+) -> RuntimePlan:
+    """The plan the runtime follows, from the analysis and the inference trace (training adds its own)."""
+    return RuntimePlan(
+        flat=flat,
+        layout=layout,
+        analysis=analysis,
+        graph_outputs=traced.outputs,
+        leaf_attr_paths=leaf_attr_paths(layout),
+        input_requires_grad=tuple(t.requires_grad for t in prog.tensors),
+        output_types=trial.output_types if trial is not None else (),
+    )
+
+
+def _entry_guards(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    prog: _Program,
+    analysis: Analysis,
+    config: CompileConfig,
+    grad_mode: bool | None,
+) -> guards.Guards:
+    """The entry's guards, built after every trace: the joint and backward traces add guards too (a backward that
+    branches on a size); the symbols they replaced stay bound for the plan's records."""
+    return guards.build_guards(
+        flat,
+        layout,
+        prog.fakes,
+        shape_env_of(prog.fake_mode),
+        analysis.base_reads,
+        config.caller_guarded,
+        grad_mode,
+        state_first=config.python_state_guards,
     )
 
 

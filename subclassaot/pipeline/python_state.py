@@ -537,19 +537,7 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
 
     lines = ["def check():", "    try:", "        pass"]
     if ambient is not None:
-        lines.append(f"        if torch.is_grad_enabled() is not {bind(ambient.grad)}: return _slow(-1)")
-        if not any(on for _, on, _ in ambient.autocast):
-            lines.append(f"        if {bind(any_autocast_enabled)}(): return _slow(-1)")
-        else:
-            lines.append(f"        if {bind(read_ambient)}().autocast != {bind(ambient.autocast)}: return _slow(-1)")
-        lines.append(f"        if torch.get_default_dtype() is not {bind(ambient.default_dtype)}: return _slow(-1)")
-        enabled, warn_only = ambient.deterministic
-        lines.append(
-            f"        if {bind(deterministic_algorithms)}() is not {bind(enabled)} or "
-            f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}: return _slow(-1)"
-        )
-        precision = bind(ambient.matmul_precision)
-        lines.append(f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)")
+        lines += _ambient_lines(ambient, bind)
     if walk.modules:
         mods, types_ = bind(tuple(walk.modules)), bind(tuple(type(m) for m in walk.modules))
         lines.append(f"        if not all(map(is_, map(type, {mods}), {types_})): return _slow(-2)")
@@ -569,17 +557,7 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
         o, v = bind(w.obj), bind(w.values)
         if w.kind is WatchKind.DICT:
             continue
-        if w.kind is WatchKind.PARTIAL:
-            missing = bind((_MISSING,) * len(w.keys))
-            cond = f"all(map(is_, map({o}.get, {bind(w.keys)}, {missing}), {v}))"
-        elif w.kind is WatchKind.SEQ:
-            cond = f"len({o}) == {len(w.keys)} and all(map(is_, {o}, {v}))"
-        elif w.kind is WatchKind.CELLS:
-            cond = f"all(map(is_, map(_cell, {o}), {v}))"
-        elif w.kind is WatchKind.ATTRS:
-            cond = f"all(map(is_, map(getattr, {bind((w.obj,) * len(w.keys))}, {bind(w.keys)}), {v}))"
-        else:
-            cond = f"{o} == {bind(w.frozen)}"
+        cond = _watch_condition(w, o, v, bind)
         lines.append(f"        if not ({cond}): return _slow({i})")
     lines += ["    except Exception:", "        return _slow(-2)", "    return None"]
     source = "\n".join(lines) + "\n"
@@ -604,6 +582,39 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
 
     check = compiled_check() if compiled else check_on_first_call
     return PythonState(watched=watched, ambient=ambient, source=source, check=check, names=namespace)
+
+
+def _ambient_lines(ambient: Ambient, bind: Callable[[object], str]) -> list[str]:
+    """The generated check's lines for the ambient state (grad mode, autocast, default dtype, determinism, matmul
+    precision): each returns `_slow(-1)` when it differs."""
+    lines = [f"        if torch.is_grad_enabled() is not {bind(ambient.grad)}: return _slow(-1)"]
+    if not any(on for _, on, _ in ambient.autocast):
+        lines.append(f"        if {bind(any_autocast_enabled)}(): return _slow(-1)")
+    else:
+        lines.append(f"        if {bind(read_ambient)}().autocast != {bind(ambient.autocast)}: return _slow(-1)")
+    lines.append(f"        if torch.get_default_dtype() is not {bind(ambient.default_dtype)}: return _slow(-1)")
+    enabled, warn_only = ambient.deterministic
+    lines.append(
+        f"        if {bind(deterministic_algorithms)}() is not {bind(enabled)} or "
+        f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}: return _slow(-1)"
+    )
+    precision = bind(ambient.matmul_precision)
+    lines.append(f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)")
+    return lines
+
+
+def _watch_condition(w: Watched, o: str, v: str, bind: Callable[[object], str]) -> str:
+    """The generated condition that `w` (bound as `o`, its values as `v`) is unchanged; a DICT is checked batched."""
+    if w.kind is WatchKind.PARTIAL:
+        missing = bind((_MISSING,) * len(w.keys))
+        return f"all(map(is_, map({o}.get, {bind(w.keys)}, {missing}), {v}))"
+    if w.kind is WatchKind.SEQ:
+        return f"len({o}) == {len(w.keys)} and all(map(is_, {o}, {v}))"
+    if w.kind is WatchKind.CELLS:
+        return f"all(map(is_, map(_cell, {o}), {v}))"
+    if w.kind is WatchKind.ATTRS:
+        return f"all(map(is_, map(getattr, {bind((w.obj,) * len(w.keys))}, {bind(w.keys)}), {v}))"
+    return f"{o} == {bind(w.frozen)}"
 
 
 def _dict_batch(dicts: Sequence[Watched]) -> list[object]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import itertools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import cast
@@ -240,7 +241,8 @@ def check_with_argument_changes(
     def call(compiled: Fn, change: str, rng: random.Random) -> tuple[str, Sequence[str]]:
         _change(change, rng, stats, new_stats)
         opts = _draw_options(rng, ns)
-        sides = iter((stats[1], stats[0]))  # compare_with_eager makes eager's inputs first
+        # compare_with_eager makes eager's inputs first, and may make a second pair (both sides advance alike)
+        sides = itertools.cycle((stats[1], stats[0]))
 
         def args(opts: dict[str, object] = opts, sides: Iterator[torch.nn.Module] = sides) -> Call:
             return Call(args=(next(sides), opts, *inputs()))
