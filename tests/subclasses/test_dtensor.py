@@ -19,18 +19,15 @@ import subclassaot
 from subclassaot.authoring.protocol import flatten_subclass
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 from tests.subclasses import dtensor_scenarios
-from tests.subclasses.distributed_worker import free_port
+from tests.subclasses.dtensor_factory import one_rank_mesh
 
 
 @pytest.fixture(scope="module")
 def mesh() -> Iterator[DeviceMesh]:
-    started = not dist.is_initialized()
-    if started:
-        store = dist.TCPStore("127.0.0.1", free_port(), 1, True)  # type: ignore[attr-defined]  # not re-exported in the stub
-        dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    # The one-rank group stays up for the worker's life: DTensors other test modules make afterwards
+    # (dtensor_factory.one_rank_mesh) resolve their mesh's group by name, which a destroyed group's no longer is.
+    one_rank_mesh()
     yield dtensor_scenarios.world_mesh()
-    if started:
-        dist.destroy_process_group()
 
 
 @pytest.mark.parametrize("name", list(dtensor_scenarios.ALL))
