@@ -211,6 +211,9 @@ class OutputLeaf:
     meta: Meta  # the output's size, stride, storage_offset (used by regeneration)
     is_view: bool  # eager gives a view (`._base` set); otherwise a plain alias sharing storage
     passthrough: DenseIndex | None = None  # GRAPH in training: return this dense input itself from the Function
+    # ... not itself but an alias of it with this leaf's metadata and a counter of its own, no view: eager's is one
+    # that the subclass's own dispatch made by view ops (torchao's Float8 detach() of `_scale`)
+    passthrough_alias: bool = False
     # GRAPH in training: eager's is a view that the program's custom autograd.Function made of an intermediate the
     # program does not return (DTensor.to_local); the Function returns such a view too (Note [Custom
     # Functions])

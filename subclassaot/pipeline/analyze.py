@@ -66,6 +66,7 @@ from subclassaot.pipeline.rules.function_views import (
     from_program_function,
     function_view_of_fresh,
     function_view_replay,
+    holds_input_leaves,
 )
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
 from subclassaot.pipeline.rules.leaf_mutations import (
@@ -736,11 +737,20 @@ def _fresh_leaf(
     """A leaf of an output that needs the program's autograd history: graph output `index`."""
     (current, original), key, meta = maps, storage_key(leaf), leaf_meta(leaf)
     same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
-    view = same is not None and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
+    # an alias of an input's inner tensor that the subclass's dispatch made (function_views.holds_input_leaves): no
+    # view in eager, whatever its metadata
+    alias = not plain and same is not None and leaf is not run.finals[same]
+    view = same is not None and not alias and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
     # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
     made_view = plain and is_custom_function_view(leaf)
     return OutputLeaf(
-        source=LeafSource.GRAPH, index=index, meta=meta, is_view=view, passthrough=same, function_view=made_view
+        source=LeafSource.GRAPH,
+        index=index,
+        meta=meta,
+        is_view=view,
+        passthrough=same,
+        passthrough_alias=alias,
+        function_view=made_view,
     )
 
 
@@ -921,7 +931,7 @@ def _output_info(
     detached = _detached_info(path, value, run, (current, original), (tree, dense, data_meta), graph_count)
     if detached is not None:  # Note [Outputs Over Another Storage]
         return detached
-    fresh = _needs_program_autograd(value, run)
+    fresh = _needs_program_autograd(path, value, run)
     out_leaves, graph_count, replaced, own_layout = _output_leaves(
         path, value, (tree, dense, fresh), run, maps, graph_count
     )
@@ -1245,7 +1255,7 @@ def _check_wrapper_base_within(
             _check_base_within(path, leaf, run, j)
 
 
-def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
+def _needs_program_autograd(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
     """An output whose autograd history comes from the program itself (a custom autograd.Function returning a
     view of its input): only the compiled autograd.Function can give it that history, so it comes from the graph
     (its values and gradients match eager; its storage is not shared with the input)."""
@@ -1260,18 +1270,11 @@ def _needs_program_autograd(value: torch.Tensor, run: FunctionalRun) -> bool:
         # functionalization replays the view ops). Either way such a view has no history of the program's own.
         return False
     if is_traceable_subclass(value) and id(value) not in run.swaps.views:
-        # a wrapper made by an op, not a view: Note [Training Through A Joint Graph]. An inner tensor that shares
-        # an input leaf's storage without being that very leaf (set_() onto the input) is not passed on: it keeps
-        # the history its set_() gave it (Note [set_ Under Grad]).
+        # a wrapper made by an op, not a view: Note [Training Through A Joint Graph]; only one that holds inner
+        # tensors of an input needs this, others are produced as before
         if any(value is u for u in (*run.user_tensors, *run.finals)):
             return False
-        inputs = {storage_key(t): t for t in run.finals}
-        _, leaves = dense_leaves_of(value, "output")
-        passed = [inputs.get(storage_key(leaf)) for leaf in leaves]
-        # only a wrapper that holds an input's very leaf needs this; others are produced as before
-        return any(p is leaf for p, leaf in zip(passed, leaves, strict=True)) and all(
-            p is None or p is leaf for p, leaf in zip(passed, leaves, strict=True)
-        )
+        return holds_input_leaves(path, value, run)
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:

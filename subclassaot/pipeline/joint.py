@@ -73,7 +73,8 @@ from subclassaot.torch_internals import (
 # - Fresh wrappers over input leaves: an op on a subclass may return a new wrapper (its own autograd node) around inner
 #   tensors of its input (a jagged tensor's `x.sin()` keeps x's `_offsets`). Only the Function can give a wrapper that
 #   history, so such an output comes from it, and a leaf that is an input's own is passed through as the very object
-#   (`OutputLeaf.passthrough`).
+#   (`OutputLeaf.passthrough`); one the subclass's dispatch made by view ops of an input's leaf (torchao's Float8
+#   detach() detaches `_scale`) as such an alias, no view and with a counter of its own (`passthrough_alias`).
 # - Double backward: the backward graph reads saved values computed under no_grad, so differentiating it again would
 #   miss their dependence on the inputs. With the eager backend a create_graph backward reruns the joint graph from the
 #   primals instead, which autograd records. The rerun must see the forward's values: refused (UnsupportedError) for a

@@ -334,6 +334,10 @@ def _passthrough(
 ) -> torch.Tensor:
     assert leaf.passthrough is not None
     source = graph_dense[leaf.passthrough]
+    if leaf.passthrough_alias:
+        # an alias the subclass's dispatch made of an input's inner tensor (a Float8 detach()'s `_scale`): no view,
+        # with a counter of its own, as a view op below autograd makes it
+        return non_view_alias(source, ev.meta(leaf.meta, symbols))
     if not leaf.is_view:
         # An inner tensor of a subclass input is no input of the Function: returned as is, it would take the
         # Function's history itself. Where the program's Function made a view of it (DTensor.to_local: view_as),

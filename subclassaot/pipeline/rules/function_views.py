@@ -61,6 +61,7 @@ __all__ = [
     "check_function_input_unwritten",
     "check_written_function_view",
     "detached_output_leaves",
+    "holds_input_leaves",
     "from_program_function",
     "is_program_function",
     "function_view_replay",
@@ -143,6 +144,31 @@ def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
         record = run.swaps.views.get(id(t))
         t = None if record is None else record.source
     return False
+
+
+def holds_input_leaves(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Does wrapper `value` (made by an op, not a view) hold inner tensors of an input: its very leaves, or aliases of
+    them that the subclass's own dispatch made with view ops (torchao's Float8 detach() detaches its `_scale` too), and
+    nothing else over an input's storage (an inner tensor set_() onto the input keeps the history its set_() gave it:
+    Note [set_ Under Grad])? Only the compiled Function can give such a wrapper its history (Note [Training Through A
+    Joint Graph])."""
+    inputs = {storage_key(t): t for t in run.finals}
+    held = False
+    for leaf in dense_leaves_of(value, path)[1]:
+        own = inputs.get(storage_key(leaf))
+        if own is None:
+            continue
+        if own is not leaf and _dispatch_view_root(leaf, run) is not own:
+            return False
+        held = True
+    return held
+
+
+def _dispatch_view_root(leaf: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
+    """The tensor a chain of view ops (detach() included) made inside a subclass's dispatch started from."""
+    while (record := run.swaps.views.get(id(leaf))) is not None and record.below_autograd:
+        leaf = record.source
+    return leaf
 
 
 def check_function_input_unwritten(path: str, source: torch.Tensor, run: FunctionalRun) -> None:
