@@ -84,6 +84,8 @@ from subclassaot.pipeline.rules.set_under_grad import (
     sets_without_history,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
+from subclassaot.pipeline.rules.storage_reach import check_relaid_family_member
+from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,
@@ -214,6 +216,10 @@ class _CheckedRun:
         )
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         self.wrapper_after = wrapper_after = wrappers_after(layout, run, mutations)
+        paths = [flat.leaves[k].path for k in flat.tensor_indices]
+        check_relaid_family_member(run.swaps, run.user_tensors, paths, [m is not None for m in wrapper_after])
+        grad_paths = [p if t.requires_grad else None for p, t in zip(paths, run.user_tensors, strict=True)]
+        check_written_relaid_to_repeats(grad_paths, layout.leaves_of_input, mutations)
         self.replays = replays = tuple(
             inplace_replay(i, t, run, layout, mutations) for i, t in enumerate(run.user_tensors)
         )

@@ -673,19 +673,25 @@ def test_inplace_view_op_on_member_whose_base_gains_grad(compile_fn: CompileFn |
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def test_inplace_view_op_on_2d_member_whose_base_gains_grad(compile_fn: CompileFn | None) -> None:
-    # as above, where t_() changes the metadata, and the written input is returned
+@pytest.mark.parametrize("width", [4, 3])
+def test_inplace_view_op_on_2d_member_whose_base_gains_grad_is_refused(
+    compile_fn: CompileFn | None, width: int
+) -> None:
+    # as above, where t_() changes the metadata, and the written input is returned: eager's x2 regenerates its
+    # grad_fn from select() alone (SelectBackward0, no t_()), so a backward through x2 raises on the shape (3x4) or
+    # takes the gradient untransposed (3x3), where the compiled x2 holds TBackward1 over it (widened oracle: backward
+    # through the written inputs). Refused
     def f(x0: T, x1: T, x2: T) -> object:
         x2.t_()
         x1.copy_(x0)
         return (x1,)
 
     def make_inputs() -> tuple[object, ...]:
-        b1 = pair(2, 3, 4)
-        return (nonleaf(3, 4), b1, b1.select(0, -1))
+        b1 = pair(2, 3, width)
+        return (nonleaf(3, width), b1, b1.select(0, -1))
 
     with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_refused(f, make_inputs, compile_fn, r"args\[2\] shares storage .* changed its size or strides in place")
 
 
 @pytest.mark.parametrize("transposed", [False, True])

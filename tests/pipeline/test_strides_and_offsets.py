@@ -915,11 +915,27 @@ def _as_strided_expand_after_write(x0: T) -> object:
     return (x0 * 1,)
 
 
-@pytest.mark.parametrize("f", [_set_expand_after_write, _as_strided_expand_after_write])
+@pytest.mark.parametrize("f", [_set_expand_after_write])
 def test_written_nonleaf_ending_expanded_matches_eager(f: Callable[..., object], compile_fn: CompileFn | None) -> None:
     # training: the final value's copy_ (recorded by autograd) goes into the expanded layout once per location
     with torch.enable_grad():
         assert_matches_eager(f, _plain_nonleaf_3x2, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("make_inputs", [_plain_nonleaf_3x2, lambda: (pair_nonleaf(3, 2),)])
+def test_written_nonleaf_relaid_to_repeats_is_refused(
+    make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    # as_strided_() to a zero stride after a write with grad: eager's x0 holds AsStridedBackward1 over the write, whose
+    # backward runs; the epilogue's once-per-location copy_ of the final value records CopySlices into the repeating
+    # layout, whose backward raises (widened oracle: backward through the written inputs). Refused
+    with torch.enable_grad():
+        assert_refused(
+            _as_strided_expand_after_write,
+            make_inputs,
+            compile_fn,
+            r"args\[0\] is written with grad .* laid out in place",
+        )
 
 
 def _expanded_one() -> tuple[object, ...]:

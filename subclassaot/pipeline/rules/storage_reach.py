@@ -402,6 +402,27 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
             )
 
 
+def check_relaid_family_member(
+    record: SwapRecord, user_tensors: Sequence[torch.Tensor], paths: Sequence[str], relaid: Sequence[bool]
+) -> None:
+    """Refuse a grad-free member laid out anew in place (t_()) while grad-free, another member of whose family then
+    gained grad: eager regenerates the member's history from its view's creation alone, without the in-place view
+    op (a backward through it raises on the shape, or takes the elements untransposed), where the compiled member
+    holds both. (An in-place view op after the gain is refused as a use by `check_gained_family_member`.)"""
+    for i, a in enumerate(user_tensors):
+        if not relaid[i] or id(a) not in record.grad_free_members or a.requires_grad:
+            continue
+        family = record.family_wrappers.get(record.family_of(a), ())
+        if any(w is not a and id(w) in record.grad_free_members and w.requires_grad for w in family):
+            raise UnsupportedError(
+                f"tensor subclass input {paths[i]} shares storage with another input, neither requiring grad; the "
+                "program changed its size or strides in place (t_(), unsqueeze_(), ...) and then a write with grad "
+                "made the other require grad: eager rebuilds this input's history from the view it was made by, "
+                "without the in-place view op, which the compiled program cannot reproduce (Note [Inputs Written In "
+                "Training]). Write into a clone, or change the layout out of place"
+            )
+
+
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 

@@ -17,12 +17,17 @@ As Eager Runs Them]).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.errors import UnsupportedError
 from subclassaot.torch_internals import from_functional, is_functional, no_dispatch, set_wrapper_metadata
+
+if TYPE_CHECKING:
+    from subclassaot.schemas import LeafMutation
 
 __all__ = [
     "apply_keeping_strides",
@@ -71,6 +76,10 @@ __all__ = [
 #   such writes recorded on a tensor subclass, and into an input that overlaps itself.
 # - Empty writes through overlapping views change no value, but the joint's backward would scatter a recorded one back
 #   through the overlapping layout and raise where eager's runs: refused with grad, fine under no_grad.
+# - A written input laid out anew in place so that it repeats a memory location (`x.add_(1); x.as_strided_((2, 3, 2),
+#   (0, 2, 1))`): the epilogue's recorded copy_ of its final value goes in once per location, through a narrow() of it,
+#   whose CopySlices scatters the gradient back through the repeating layout and raises, where eager's history (the
+#   in-place view op's node over the write) runs: refused with grad (`check_written_relaid_to_repeats`).
 # The fuzzer draws no write whose result eager leaves unspecified (tools/fuzz_ops.py).
 
 _SKIPPED = frozenset({"copy_", "set_", "resize_", "resize_as_"})
@@ -294,3 +303,24 @@ def _give_eager_view_strides(func: Any, args: tuple[Any, ...], kwargs: dict[str,
     for o, m in zip(outs, metas, strict=True):
         if isinstance(o, torch.Tensor) and is_functional(o) and o.shape == m.shape and o.stride() != m.stride():
             set_wrapper_metadata(o, list(m.shape), list(m.stride()), int(o.storage_offset()))
+
+
+def check_written_relaid_to_repeats(
+    paths: Sequence[str | None], leaves_of_input: Sequence[Sequence[int]], mutations: Sequence[LeafMutation]
+) -> None:
+    """Refuse an input written with grad and laid out anew in place (no set_()) to repeat a memory location (see
+    above); `paths` per tensor input, None where it ends without grad."""
+    for path, leaves in zip(paths, leaves_of_input, strict=True):
+        for j in leaves:
+            m = mutations[j]
+            recorded = m.autograd_visible and m.visible_through_self and not m.hidden_from_autograd
+            if not (path and recorded and m.data and m.metadata and not m.storage_changed and not m.swapped):
+                continue
+            size, stride, _ = m.final_meta
+            if any(st == 0 and sz != 1 for sz, st in zip(size, stride, strict=True)):
+                raise UnsupportedError(
+                    f"{path} is written with grad and then laid out in place (as_strided_(), ...) so that its "
+                    "elements repeat one memory location (a zero stride): the compiled program's copy of its final "
+                    "value records a write into that layout, whose backward raises where eager's runs. Change the "
+                    "layout out of place (as_strided(), expand()), or write into a clone"
+                )
