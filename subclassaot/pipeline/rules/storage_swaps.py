@@ -437,6 +437,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
             if id(args[0]) not in self.record.data_aliases | self.record.data_views:
                 self.record.last_bump[key_before] = self.record.seq  # Note [Storage Swaps By Rebinding]
+        self.record.first_swaps.setdefault(id(args[0]), self.record.seq)
 
     def _write_over_repeats(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """A write of one value into a FunctionalTensor with stride-0 dims (an expand()): once per element."""
@@ -960,6 +961,7 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
+            self.record.first_swaps.setdefault(id(args[0]), self.record.seq)
             return True
         return False
 

@@ -172,8 +172,11 @@ def _replay_of(
         record = run.swaps.views.get(id(t))
         if record is None:
             break
-        if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
-            return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
+        # set_(), .data = or a growing resize_() before the chain's next view was taken from it (the output itself:
+        # ever): the view chain no longer says how it was made
+        swapped = id(t) in run.swaps.swapped_ids and run.swaps.first_swaps.get(id(t), 0) <= upto
+        if (swapped and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
+            return None
         own = [
             r
             for r in run.swaps.inplace_views.get(id(t), [])
