@@ -670,6 +670,27 @@ def test_multi_output_views_taken_before_their_source_is_assigned_stay_multi_out
             )
 
 
+def _detach_of_a_chain_whose_first_view_is_then_assigned(x0: T) -> tuple[T]:
+    t0 = x0[0:1:1]
+    t1 = t0.unbind(0)[0]
+    t3 = t1[2:2:2].detach()
+    t0.data = t3  # after the chain's views: t3 still shares x0's version counter
+    return (t3,)
+
+
+@pytest.mark.parametrize("make", [lambda: (torch.randn(1, 2),), lambda: (pair(1, 2),)], ids=["plain", "pair"])
+def test_detached_view_taken_before_its_chain_is_assigned_shares_the_input_counter(
+    make: Callable[[], tuple[T]], compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 80300, program 991): the output, replayed through its chain, shares the input's
+    version counter as eager's does: writing it after the call advances the input's counter."""
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(
+                _detach_of_a_chain_whose_first_view_is_then_assigned, make, after_call=after_call, compile_fn=compile_fn
+            )
+
+
 def test_subclass_view_with_history_before_a_resizing_assignment_is_refused(compile_fn: CompileFn | None) -> None:
     # #3871 in training: the compiled backward raised "invalid gradient ... got [4, 4, 1]" where eager's ran
     # (Note [Wrapper Data Assignment])
