@@ -700,7 +700,9 @@ def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object],
             found.add(p)
             # the other inputs over that leaf (`b.t()` passed beside `b`) get no gradient either, and attached they
             # would make the leaf's AccumulateGrad wait on the Function's node
-            found.update(q for q, j in enumerate(flat.tensor_indices) if any(t is leaf for t in _leaf_behind(values[j])))
+            found.update(
+                q for q, j in enumerate(flat.tensor_indices) if any(t is leaf for t in _leaf_behind(values[j]))
+            )
     return frozenset(found)
 
 

@@ -1738,7 +1738,7 @@ def _split_of_a_moved_no_grad_slice(x0: torch.Tensor) -> tuple[torch.Tensor, tor
     with torch.no_grad():
         t0 = x0[1:]
     t0.data = x0[2:]
-    t1, t2 = t0.split(1, 0)
+    t1, t2 = t0.split_with_sizes([1, 1], 0)
     return (t2, t1)
 
 

@@ -623,7 +623,7 @@ def _last_view_step(value: torch.Tensor, record: ViewRecord, meta: Meta, run: Fu
 def _source_layout(value: torch.Tensor, record: ViewRecord, meta: Meta) -> Meta:
     """The layout `record`'s view was taken from, at the output's offset in the storage it is replayed on."""
     size, stride, offset = record.source_meta
-    shift = int(meta[2]) - (value.storage_offset() - int(offset))
+    shift = int(meta[2]) - (int(value.storage_offset()) - int(offset))
     return tuple(size), tuple(stride), shift
 
 
