@@ -172,9 +172,9 @@ def _replay_of(
         record = run.swaps.views.get(id(t))
         if record is None:
             break
-        # set_(), .data = or a growing resize_() before the chain's next view was taken from it (the output itself:
-        # ever): the view chain no longer says how it was made
-        swapped = id(t) in run.swaps.swapped_ids and run.swaps.first_swaps.get(id(t), 0) <= upto
+        # set_(), .data = or a growing resize_() before the chain's next view was taken from it (the output itself,
+        # or its `._base`, whose layout eager's output shows: ever): the view chain no longer says how it was made
+        swapped = id(t) in run.swaps.swapped_ids and (run.swaps.first_swaps.get(id(t), 0) <= upto or t is value._base)
         if (swapped and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
             return None
         own = [
