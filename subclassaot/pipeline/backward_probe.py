@@ -698,6 +698,11 @@ def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object],
             continue
         if id(leaf) not in _accumulated([o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o is not v]):
             found.add(p)
+            # the other inputs over that leaf (`b.t()` passed beside `b`) get no gradient either, and attached they
+            # would make the leaf's AccumulateGrad wait on the Function's node
+            found.update(
+                q for q, j in enumerate(flat.tensor_indices) if any(t is leaf for t in _leaf_behind(values[j]))
+            )
     return frozenset(found)
 
 

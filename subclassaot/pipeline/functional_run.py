@@ -357,12 +357,6 @@ def _refuse_run_error(
             "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
             "on, or write outside that region"
         ) from e
-    if "only Tensors of floating point dtype can require gradients" in str(e) and record.swapped_by_data:
-        raise UnsupportedError(
-            "the program makes a tensor require grad after a `.data =` gave it a floating-point dtype (its own was "
-            "not: sort()'s indices, say): eager's tensor takes the new dtype, the run's keeps the one it was made "
-            "with. Assign a tensor of the same dtype, or make a float copy require grad"
-        ) from e
     if "a leaf Variable that requires grad has been used in an in-place" in str(e) and record.marked_dirty:
         raise UnsupportedError(
             "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "

@@ -1067,6 +1067,28 @@ def test_returned_leaf_gets_its_gradient_before_an_input_set_to_itself_raises(
         assert_matches_eager(_set_to_itself_beside_a_returned_leaf, make, after_call=write_outputs)
 
 
+def _returned_leaf_beside_an_unread_view_of_it(x0: T, x1: T, x2: T) -> tuple[T, T, T]:
+    t0 = x0 * 2
+    return t0, SinFunction.apply(t0), x2  # type: ignore[no-untyped-call]  # saves t0; x1 is not read
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: (nonleaf(3), (b := _leaf(3)).t(), b), id="plain"),
+        pytest.param(lambda: (pair_nonleaf(3), (b := pair(3, requires_grad=True)).t(), b), id="pair"),
+    ],
+)
+def test_returned_leaf_gets_its_gradient_before_a_written_save_raises_beside_an_unread_view_of_it(
+    make: Callable[[], tuple[T, T, T]],
+) -> None:
+    """Found by the fuzzer (seed 80800, program 262): x2, a leaf returned as itself, is accumulated before the saving
+    node raises; x1, a view of that leaf the program does not read, goes into the Function detached as well, or the
+    leaf's AccumulateGrad would wait on the Function's node through x1's."""
+    with torch.enable_grad():
+        assert_matches_eager(_returned_leaf_beside_an_unread_view_of_it, make, after_call=write_outputs)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A backward eager runs must run: the compiled Function saves what its backward graph reads, which need not be what
 # eager's nodes saved, and so carries no version check of its own; it checks the tensors eager's nodes saved (Note

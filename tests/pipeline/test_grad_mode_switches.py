@@ -1768,14 +1768,43 @@ def _requires_grad_off_on_a_pair_passed_twice(x0: torch.Tensor, x1: torch.Tensor
     return ()
 
 
-def test_requires_grad_after_a_dtype_changing_data_assignment_refused() -> None:
-    """sort()'s indices given float data by `.data =`, then made to require grad: eager's tensor took the float
-    dtype; the run's kept int64 and raised (fuzz --subclass subclasses.pair:example, seed 63000, program 2063:
-    CRASHED)."""
-    with torch.no_grad():
-        _indices_given_float_data_then_require_grad(torch.randn(()))  # legal in eager
-        with pytest.raises(UnsupportedError, match="after a `.data =` gave it a floating-point dtype"):
-            subclassaot.compile(_indices_given_float_data_then_require_grad)(torch.randn(()))
+def _max_indices_given_float_data_then_require_grad(x0: torch.Tensor) -> tuple[()]:
+    t0, t1 = x0.max(0, keepdim=True)
+    t1.data = t0
+    t1.requires_grad = True
+    return ()
+
+
+def _float_given_indices_then_require_grad(x0: torch.Tensor) -> tuple[()]:
+    t0 = x0.mul(2.0)
+    t0.data = x0.sort(0)[1]
+    t0.requires_grad_()
+    return ()
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize(
+    "f", [_indices_given_float_data_then_require_grad, _max_indices_given_float_data_then_require_grad]
+)
+def test_requires_grad_after_a_dtype_changing_data_assignment_refused(
+    f: Callable[[torch.Tensor], tuple[()]], grad: bool
+) -> None:
+    """sort()'s or max()'s indices given float data by `.data =`, then made to require grad: eager's tensor took the
+    float dtype; the run's kept int64 and raised (fuzz --subclass subclasses.pair:example, seed 63000, program 2063;
+    seed 80600, program 48: CRASHED). Refused by name."""
+    with torch.set_grad_enabled(grad):
+        f(torch.randn(()))  # legal in eager
+        with pytest.raises(UnsupportedError, match="assigned `.data =` a tensor of dtype torch.float32"):
+            subclassaot.compile(f)(torch.randn(()))
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_requires_grad_after_an_integer_data_assignment_raises_like_eager(grad: bool) -> None:
+    """The other way round: a float intermediate given int64 data cannot require grad in eager, which raises; the
+    run's tensor kept float32 and did not."""
+    with torch.set_grad_enabled(grad):
+        error = assert_raises_like_eager(_float_given_indices_then_require_grad, lambda: (torch.randn(3),))
+        assert "only Tensors of floating point and complex dtype can require gradients" in str(error)
 
 
 def test_requires_grad_off_on_a_tensor_passed_twice_refused() -> None:

@@ -437,6 +437,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
             if id(args[0]) not in self.record.data_aliases | self.record.data_views:
                 self.record.last_bump[key_before] = self.record.seq  # Note [Storage Swaps By Rebinding]
+        self.record.first_swaps.setdefault(id(args[0]), self.record.seq)
 
     def _write_over_repeats(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """A write of one value into a FunctionalTensor with stride-0 dims (an expand()): once per element."""
@@ -877,6 +878,8 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        if turns_on and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.retyped:
+            _refuse_retyped_gain(self.record.retyped[id(args[0])], args[0].dtype)
         new_leaf = turns_on and self._makes_new_leaf(args[0])
         if flag:
             self._requires_grad_change(args, turns_on)
@@ -960,6 +963,7 @@ class _DataMode(TorchFunctionMode):
             self.record.swapped_ids.add(id(args[0]))
             self.record.seq += 1
             self.record.data_sets[id(args[0])] = (self.record.seq, False)  # hidden from autograd
+            self.record.first_swaps.setdefault(id(args[0]), self.record.seq)
             return True
         return False
 
@@ -1174,10 +1178,12 @@ def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Te
     gives back. A fresh intermediate (no view, on no input's storage) is the graph's output as assigned, and runs
     (Note [Storage Swaps By Rebinding])."""
     if source.dtype == target.dtype and source.device == target.device:
+        record.retyped.pop(id(target), None)
         return
     found = record.input_positions.get(id(target))
     inputs = {storage_key(t) for t in record.run_inputs if not is_traceable_subclass(t)}
     if found is None and not target._is_view() and storage_key(target) not in inputs:
+        record.retyped[id(target)] = source.dtype
         return
     what = f"tensor input {found[0]}" if found is not None else "a view of an input or of an intermediate"
     raise UnsupportedError(
@@ -1185,6 +1191,20 @@ def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Te
         f"on {source.device}: eager's tensor takes the new dtype, which the compiled call cannot give it (the trace "
         "keeps each tensor's dtype). Assign a tensor of the same dtype (`x.data = y.to(x.dtype)`), or return the "
         "assigned tensor itself instead of the input"
+    )
+
+
+def _refuse_retyped_gain(eager_dtype: torch.dtype, run_dtype: torch.dtype) -> None:
+    """requires_grad turned on for a fresh intermediate a `.data =` gave another dtype (`_check_data_dtype`): eager's
+    tensor has the new dtype, the run's its old one, so whether it can require grad, and the gradient's dtype, are
+    not eager's. Eager's error where its dtype cannot require grad; refused otherwise."""
+    if not (eager_dtype.is_floating_point or eager_dtype.is_complex):
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    raise UnsupportedError(
+        f"the program turns requires_grad on for a tensor it computed and then assigned `.data =` a tensor of dtype "
+        f"{eager_dtype} (it was {run_dtype}): eager's tensor takes the new dtype, which the compiled run cannot give "
+        "it (the trace keeps each tensor's dtype). Assign a tensor of the same dtype (`t.data = y.to(t.dtype)`), or "
+        "call requires_grad_() on the assigned tensor itself"
     )
 
 

@@ -88,7 +88,10 @@ class SwapRecord:
     counted_inference: set[int] = field(default_factory=set)
     counterless: set[int] = field(default_factory=set)
     data_inference: dict[int, bool] = field(default_factory=dict)  # ... is eager's an inference tensor after it
+    # id() of a fresh intermediate `.data =` gave another dtype -> eager's dtype (the run's tensor keeps its own)
+    retyped: dict[int, torch.dtype] = field(default_factory=dict)
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
+    first_swaps: dict[int, int] = field(default_factory=dict)  # ... -> `seq` at the first of those calls
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
     grad_set_ids: set[int] = field(default_factory=set)

@@ -172,8 +172,11 @@ def _replay_of(
         record = run.swaps.views.get(id(t))
         if record is None:
             break
-        if (id(t) in run.swaps.swapped_ids and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
-            return None  # set_(), .data = or a growing resize_() since it was made: the view chain no longer says
+        # set_(), .data = or a growing resize_() before the chain's next view was taken from it (the output itself,
+        # or its `._base`, whose layout eager's output shows: ever): the view chain no longer says how it was made
+        swapped = id(t) in run.swaps.swapped_ids and (run.swaps.first_swaps.get(id(t), 0) <= upto or t is value._base)
+        if (swapped and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
+            return None
         own = [
             r
             for r in run.swaps.inplace_views.get(id(t), [])
@@ -591,14 +594,37 @@ def cut_history_replay(
     if grad_fn is not None and _reaches_a_leaf(grad_fn):
         return None
     size, stride, offset = leaves[0].meta
-    steps = [
-        ViewStep(
-            op=torch.ops.aten.as_strided.default, args=(size, stride, offset), kwargs=(), index=None, grad_enabled=False
-        )
-    ]
+    cut = (size, stride, offset)
+    last: ViewStep | None = None
     if grad_fn is not None:
-        steps.append(ViewStep(op=torch.ops.aten.view.default, args=(size,), kwargs=(), index=None, grad_enabled=True))
+        # the view op the output was made by, replayed with grad on over the layout it was taken from (an error its
+        # grad_fn raises names eager's op); a view() of the output's own layout where that is not known
+        last = _last_view_step(value, chain[0], leaves[0].meta, run)
+        cut = _source_layout(value, chain[0], leaves[0].meta) if last is not None else cut
+        last = last or ViewStep(op=torch.ops.aten.view.default, args=(size,), kwargs=(), index=None, grad_enabled=True)
+    steps = [ViewStep(op=torch.ops.aten.as_strided.default, args=cut, kwargs=(), index=None, grad_enabled=False)]
+    steps += [last] if last is not None else []
     return Replay(source=kind, index=index, steps=tuple(steps))
+
+
+def _last_view_step(value: torch.Tensor, record: ViewRecord, meta: Meta, run: FunctionalRun) -> ViewStep | None:
+    """The step of the view op that made `value`, where it was taken with grad on, no in-place view op changed
+    `value` since, and the layouts involved are static; else None."""
+    step = view_step(record)
+    own = (tuple(value.shape), tuple(value.stride()), value.storage_offset())
+    static = all(isinstance(d, int) for part in (*meta[:2], *own[:2], *record.source_meta[:2]) for d in part)
+    if step is None or not record.grad_enabled or not static or id(value) in run.swaps.inplace_views:
+        return None
+    if not isinstance(meta[2], int) or not isinstance(record.source_meta[2], int) or meta[:2] != own[:2]:
+        return None
+    return step
+
+
+def _source_layout(value: torch.Tensor, record: ViewRecord, meta: Meta) -> Meta:
+    """The layout `record`'s view was taken from, at the output's offset in the storage it is replayed on."""
+    size, stride, offset = record.source_meta
+    shift = int(meta[2]) - (int(value.storage_offset()) - int(offset))
+    return tuple(size), tuple(stride), shift
 
 
 def _reaches_a_leaf(grad_fn: Any) -> bool:
