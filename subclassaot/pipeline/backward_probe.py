@@ -1056,6 +1056,11 @@ def _input_view_replay(info: OutputInfo) -> bool:
     return replay == plain
 
 
+def _not_graded_steps(info: OutputInfo) -> bool:
+    """Was a step of the output's replayed view chain taken under no_grad or inside inference_mode?"""
+    return info.replay is not None and any(not s.grad_enabled or s.inference_mode for s in info.replay.steps)
+
+
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
     written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
@@ -1094,6 +1099,11 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         inference = info.inference or bool(info.inference_leaves)
         # (a view made a new leaf is replayed and made one; an inference tensor is the graph's value, copied)
         if (info.gains_grad and not replayed) or info.base_gains_grad or (inference and replayed):
+            return False
+        # (a replayed view taken under no_grad or inside inference_mode, not marked a new leaf, in a program that
+        # makes one: the leaf may be this very view, which the replay would give the history of an input requiring
+        # grad; only a view marked gains_grad is made the leaf eager's is)
+        if replayed and not info.gains_grad and any(analysis.new_leaves) and _not_graded_steps(info):
             return False
         if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:
             return False

@@ -453,13 +453,31 @@ def new_leaf_view_of_input_used_and_returned(x: T) -> object:
     return v, v * 2  # the product's history ends in the very leaf returned: the replayed view would not be it
 
 
+def new_leaf_no_grad_expand_of_input_returned(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0.expand((2, 3))
+    t0.requires_grad_()
+    return (t0,)
+
+
+def new_leaf_inference_view_of_input_returned(x0: T) -> object:
+    with torch.inference_mode():
+        t0 = x0.unsqueeze(1)
+    t0.requires_grad = True
+    return (t0,)
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
         (new_leaf_view_of_input_used_and_returned, _plain(3, 3)),
         (new_leaf_no_grad_view_returned, _grad(3, 3)),
+        # a view of an input that requires grad, taken under no_grad / inside inference_mode, made a leaf: the
+        # replay after the graph, with grad on, would give it a history (fuzz seed 81500 #941 #6981, from f4583e9)
+        (new_leaf_no_grad_expand_of_input_returned, _grad(3)),
+        (new_leaf_inference_view_of_input_returned, _grad(3)),
     ],
-    ids=["view_of_input_used", "no_grad_view_of_intermediate"],
+    ids=["view_of_input_used", "no_grad_view_of_intermediate", "no_grad_view_of_grad_input", "inference_view"],
 )
 def test_new_leaf_returned_as_a_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
     """A view made a leaf and returned where other outputs' histories end in it: the compiled call rebuilds the view
