@@ -21,7 +21,7 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import detached_in_chain, viewed_after_grad_set
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root
-from subclassaot.pipeline.rules.swap_record import elements_of
+from subclassaot.pipeline.rules.swap_record import SwapRecord, elements_of
 from subclassaot.pipeline.rules.view_chains import replay_of, root_replay
 from subclassaot.schemas import (
     Analysis,
@@ -782,6 +782,19 @@ def _has_history(t: torch.Tensor) -> bool:
         return False
 
 
+def _written_with_grad_after(swaps: SwapRecord, t: torch.Tensor, seq: int) -> bool:
+    """Was `t` written (or changed by an in-place view op) where autograd records it after `seq`, or its data written
+    so through a view of it (taken before or after `seq`)? Eager records a write through a view on the view's base,
+    `t`, whatever storage `t` has by then (CopySlices)."""
+    if swaps.visible_seq.get(id(t), -1) > seq:
+        return True
+    for key, at in swaps.visible_data_seq.items():
+        written = swaps.pinned.get(key)
+        if at > seq and isinstance(written, torch.Tensor) and swaps.view_root(written, through_swaps=True) is t:
+            return True
+    return False
+
+
 def check_writes_after_hidden_set(
     flat: FlatInputs,
     layout: DenseLayout,
@@ -797,12 +810,12 @@ def check_writes_after_hidden_set(
         if not user_fakes[i].requires_grad or record is None or record[1]:
             continue
         onto_input = any(mutations[j].set_source is not None for j in layout.leaves_of_input[i])
-        # (or, for an input that is no view, onto a storage the program computed: the write reads only that tensor's
-        # value too; a view's write is recorded on its base, which the graph differentiates)
+        # (or onto a storage the program computed: the write reads only that tensor's value too; for an input that is
+        # a view, eager records the write on its base through the view's new layout, and the input's history after the
+        # call is regenerated from that base, which the compiled program does not reproduce either)
         real = flat.values[flat.tensor_indices[i]]
-        view = isinstance(real, torch.Tensor) and real._is_view()
-        moved = not view and any(mutations[j].storage_changed for j in layout.leaves_of_input[i])
-        written_after = run.swaps.visible_seq.get(id(t), -1) > record[0]
+        moved = any(mutations[j].storage_changed for j in layout.leaves_of_input[i])
+        written_after = _written_with_grad_after(run.swaps, t, record[0])
         relaid = any(mutations[j].final_meta != leaf_meta(user_fakes[i]) for j in layout.leaves_of_input[i])
         if written_after and relaid and layout.trees[i] is None and _overlapping_view(real):
             raise UnsupportedError(
@@ -816,8 +829,8 @@ def check_writes_after_hidden_set(
             onto = "another input's storage" if onto_input else "a tensor the program computed"
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "
-                f"to {onto} and then wrote it with grad enabled: eager records that write on the history it had "
-                "before the set_(), which the compiled graph, where the write reads only the tensor it was set_() "
-                "to, cannot reproduce (Note [History Kept Through .data =]). Call set_() with grad enabled, or write "
-                "into a clone"
+                f"to {onto} and then wrote it with grad enabled (itself or through a view of it): eager records that "
+                "write on the history it had before the set_() (an input that is a view: on its base, through its new "
+                "layout), which the compiled graph, where the write reads only the tensor it was set_() to, cannot "
+                "reproduce (Note [History Kept Through .data =]). Call set_() with grad enabled, or write into a clone"
             )

@@ -34,6 +34,12 @@ REFUSED: dict[str, str] = {
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",
     "batch_norm_cumulative": "BatchNorm(momentum=None) reads num_batches_tracked as a Python number",
     "set__and_data_mutation_bad": GRAD_FACTORY,
+    # eager records the write through the old view on the input's history (CopySlices: a gradient of 2 through the
+    # input after the call), which the compiled graph does not (Note [History Kept Through .data =])
+    "set__and_data_mutation_bad_train": (
+        "set_() of an input under no_grad onto a tensor the program made, then a write with grad through a view of "
+        "it taken before, is refused"
+    ),
     "backward_mutation_metadata_dynamic": (
         "a metadata mutation (transpose_) of an input in a custom Function's backward, with symbolic sizes "
         "(Note [Custom Functions] replays static ones)"

@@ -262,10 +262,12 @@ __all__ = [
 #   (AssignedWrite.AFTER_RAISING) the value is copied in with grad but not differentiated, and x0's node raises alone.
 #   Refused: an in-place view op after the `.data =` (RESHAPED), a write with grad before the last `.data =` (BEFORE),
 #   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad
-#   set_() onto another storage (and subclass kin), and writes with grad before a no_grad set_() onto another
-#   storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage runs below autograd, so the
-#   input kept the history it came with). Subclass inputs keep their wrapper-level rule (Note [Inputs Written In
-#   Training]).
+#   set_() onto another storage (and subclass kin; through the input or any view of it, taken before the set_() or
+#   after: eager records each on the input's history by CopySlices, and an input that is a view has its history
+#   regenerated from its base's, which recorded the write at the view's new layout), and writes with grad before a
+#   no_grad set_() onto another storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage
+#   runs below autograd, so the input kept the history it came with). Subclass inputs keep their wrapper-level rule
+#   (Note [Inputs Written In Training]).
 # - Plain views assigned after a write (`t0 = x0.diagonal(1, 0, 1); x1.mul_(-1.0); t0.data = x0; return t0`, x0 a view
 #   of the non-leaf x1): t0 keeps x1's counter and stays a view. Reading its grad_fn after the counter moved regenerates
 #   it by AsStridedBackward0 of the metadata t0 has *then*, the assigned ones; a read reaching its grad_fn between the

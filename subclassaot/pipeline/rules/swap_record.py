@@ -191,6 +191,8 @@ class SwapRecord:
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
     visible_seq: dict[int, int] = field(default_factory=dict)  # id() of a tensor so written -> seq of its last write
+    # the same for writes of data alone (no in-place view op): Note [History Kept Through .data =]
+    visible_data_seq: dict[int, int] = field(default_factory=dict)
     # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [History Kept
     # Through .data =])
     family_visible_seq: dict[int, int] = field(default_factory=dict)
@@ -356,6 +358,7 @@ class SwapRecord:
         self.visible_seq[id(t)] = self.seq
         if moves_data:
             self.family_visible_seq.setdefault(self.family_of(t), self.seq)
+            self.visible_data_seq[id(t)] = self.seq
 
     def note_marked_dirty(self, t: torch.Tensor) -> None:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
