@@ -852,19 +852,7 @@ class _DataMode(TorchFunctionMode):
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and self._data_set(args):
             return None
-        if owner == "grad" and args and isinstance(args[0], torch.Tensor):
-            raise UnsupportedError(
-                f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
-                "function (an optimizer update, zero_grad(), gradient clipping): the compiled graph holds no "
-                "gradients, so it would read None or lose the assignment. Do it outside the compiled function, "
-                "after the backward, or pass the gradients in as arguments"
-            )
-        if func in _AUTOGRAD_CALLS and not differentiates_inside_transform(func, args, kwargs):
-            raise UnsupportedError(
-                f"the program calls {name or func}() inside the compiled function; subclassaot.compile does not "
-                "differentiate or hook gradients inside the program. Call it on the compiled function's outputs "
-                f"instead. {TRAINING_STEP_HINT}"
-            )
+        _refuse_gradient_business(func, args, kwargs, name, owner)
         target = args[0] if args else None
         if (
             owner == "data"
@@ -1386,3 +1374,22 @@ def _check_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
         return
     if any(r.source is t for r in record.views.values()):
         refuse_gain_on_view_input(input_named(record, t).removesuffix(": ") or f"input #{position[0]}")
+
+
+def _refuse_gradient_business(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, owner: object
+) -> None:
+    """Refuse reading or assigning `.grad`, and autograd calls (backward, grad, hooks) inside the program."""
+    if owner == "grad" and args and isinstance(args[0], torch.Tensor):
+        raise UnsupportedError(
+            f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
+            "function (an optimizer update, zero_grad(), gradient clipping): the compiled graph holds no "
+            "gradients, so it would read None or lose the assignment. Do it outside the compiled function, "
+            "after the backward, or pass the gradients in as arguments"
+        )
+    if func in _AUTOGRAD_CALLS and not differentiates_inside_transform(func, args, kwargs):
+        raise UnsupportedError(
+            f"the program calls {name or func}() inside the compiled function; subclassaot.compile does not "
+            "differentiate or hook gradients inside the program. Call it on the compiled function's outputs "
+            f"instead. {TRAINING_STEP_HINT}"
+        )
