@@ -1332,11 +1332,6 @@ def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun)
         return False
     if not isinstance(value, torch.Tensor) or id(value) not in run.swaps.requires_grad_gained:
         return False
-    # (a view of a tensor that requires grad, taken under no_grad or inside inference_mode: the runtime's replay,
-    # with grad on, would give it a history where eager's is a leaf; refused by the rule for new leaves)
-    base = value._base
-    if base is not None and base.requires_grad:
-        return False
     return value.requires_grad and _grad_fn_or_none(value) is None
 
 

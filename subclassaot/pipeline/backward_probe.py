@@ -1100,9 +1100,10 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         # (a view made a new leaf is replayed and made one; an inference tensor is the graph's value, copied)
         if (info.gains_grad and not replayed) or info.base_gains_grad or (inference and replayed):
             return False
-        # (a replayed view taken under no_grad or inside inference_mode, not marked a new leaf, in a program that
-        # makes one: the leaf may be this very view, which the replay would give the history of an input requiring
-        # grad; only a view marked gains_grad is made the leaf eager's is)
+        # (a replayed view taken under no_grad or inside inference_mode, not marked gains_grad, in a program that
+        # makes a new leaf: the leaf may be this very view, which the analysis does not always tell (the run retakes
+        # such views as other objects); replayed as taken, it would stay a view that does not require grad where
+        # eager's is the leaf. Only a view marked gains_grad is made eager's leaf)
         if replayed and not info.gains_grad and any(analysis.new_leaves) and _not_graded_steps(info):
             return False
         if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:

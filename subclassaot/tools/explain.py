@@ -450,7 +450,9 @@ def _output_words(entry: CompiledEntry) -> list[str]:
     words += [f"symbolic int {s}" for s in range(outputs.num_symints)]
     words += [f"stride probe #{k}" for k in range(len(entry.analysis.stride_probes))]
     if entry.forward is not None:
-        n_saved = len(entry.forward.graph.output_node().args[0]) - len(words)  # type: ignore[arg-type]
+        # (a partitioned forward returns one tuple: its outputs, then what it saves for the backward)
+        returned = cast(Sequence[object], entry.forward.graph.output_node().args[0])
+        n_saved = len(returned) - len(words)
         words += [f"saved for the backward #{k}" for k in range(n_saved)]
     return words
 
