@@ -671,8 +671,12 @@ def memoise_jagged_nested_int(
 
 def hint_of(value: int | torch.SymInt) -> int:
     """The real value behind a size or stride (its hint), read without a guard."""
-    from torch.fx.experimental.symbolic_shapes import optimization_hint
-
+    if not isinstance(value, torch.SymInt):
+        return int(value)
+    try:
+        from torch.fx.experimental.symbolic_shapes import optimization_hint
+    except ImportError:  # torch before 2.13 (the GPU machines' image): the shape env answers directly
+        return int(value.node.shape_env.size_hint(value.node.expr))
     return int(optimization_hint(value))
 
 

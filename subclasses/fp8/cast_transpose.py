@@ -29,9 +29,12 @@ from subclasses.kernel_dispatch import KernelPath, custom_op, kernel_out_dtype
 #               barrier (all tiles' amax before any cast), which Triton does not offer. Cost: x is read twice, so
 #               a bf16 x moves 6 bytes per element instead of the minimal 4 (the unfused quantize + transposed
 #               copy moves 7, in three launches); the second read hits L2 only when x fits in it.
-#   ROWWISE     one launch: a program owns BLOCK_M whole rows, reduces their amax and then casts them, writing the
-#               rows of data and the columns of data_t. The scale (M, 1) is rowwise for data and, transposed to
-#               (1, M), colwise for data_t: the same numbers, so data_t is still exactly data.t().
+#   ROWWISE     two launches: torch's max |x| per row and `reference.amax_to_scale` (the reference's scale to the
+#               bit), then the cast-transpose over 2-D tiles, each program loading its rows' scales. The scale
+#               (M, 1) is rowwise for data and, transposed to (1, M), colwise for data_t: the same numbers, so data_t
+#               is still exactly data.t(). (A one-launch kernel whose programs owned whole rows, an amax loop then
+#               a cast loop, wrote wrong data_t bytes on an H200 with Triton 3.6 whenever the column count was a
+#               multiple of 16, while passing in the interpreter; it also ran at 15-45% of copy bandwidth.)
 #   DELAYED     two launches, like tensorwise: the amax pass, then the cast-transpose, whose programs each compute
 #               the updated history's max (the new amax and history[:-1]) and the scale from it; program 0 also
 #               writes the new history and the scale. The history comes back as an output rather than being
@@ -70,71 +73,38 @@ else:
         FP8_MAX: tl.constexpr,
         EPS: tl.constexpr,
         DELAYED: tl.constexpr,
+        ROWWISE: tl.constexpr,
         BLOCK_H: tl.constexpr,
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
     ) -> None:
-        # Tensorwise and delayed: the second pass of Note [Fused Cast Transpose], one (BLOCK_M, BLOCK_N) tile per
-        # program. Every program derives the scale from the amax (and history) itself, so no third launch.
-        x_amax = tl.load(amax_ptr)
-        if DELAYED:
-            # new_history = [amax, history[0], ..., history[-2]]; entries are >= 0, so 0 pads the max safely.
-            idx = tl.arange(0, BLOCK_H)
-            shifted = tl.load(history_ptr + idx - 1, mask=(idx > 0) & (idx < history_len), other=0.0)
-            new_history = tl.where(idx == 0, x_amax, shifted)
-            x_amax = tl.max(new_history, axis=0)
-            if tl.program_id(0) == 0 and tl.program_id(1) == 0:
-                tl.store(new_history_ptr + idx, new_history, mask=idx < history_len)
-        scale = tl.math.div_rn(FP8_MAX, tl.maximum(x_amax, EPS))
-        if tl.program_id(0) == 0 and tl.program_id(1) == 0:
-            tl.store(scale_ptr, scale)
+        # The second pass of Note [Fused Cast Transpose], one (BLOCK_M, BLOCK_N) tile per program. Rowwise: each
+        # row's scale was computed by the first pass. Tensorwise and delayed: every program derives the scale from
+        # the amax (and history) itself, so no third launch.
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+        if ROWWISE:
+            scale = tl.load(scale_ptr + rows, mask=rows < n_rows, other=1.0)[:, None]
+        else:
+            x_amax = tl.load(amax_ptr)
+            if DELAYED:
+                # new_history = [amax, history[0], ..., history[-2]]; entries are >= 0, so 0 pads the max safely.
+                idx = tl.arange(0, BLOCK_H)
+                shifted = tl.load(history_ptr + idx - 1, mask=(idx > 0) & (idx < history_len), other=0.0)
+                new_history = tl.where(idx == 0, x_amax, shifted)
+                x_amax = tl.max(new_history, axis=0)
+                if tl.program_id(0) == 0 and tl.program_id(1) == 0:
+                    tl.store(new_history_ptr + idx, new_history, mask=idx < history_len)
+            scale = tl.math.div_rn(FP8_MAX, tl.maximum(x_amax, EPS))
+            if tl.program_id(0) == 0 and tl.program_id(1) == 0:
+                tl.store(scale_ptr, scale)
         x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
         # data_t[c, r] = data[r, c]: the same clamped values stored twice, the second time through a transposed
         # pointer grid (the store casts to fp8 on the GPU; see Note [Narrow Casts In The Interpreter]).
         scaled = tl.clamp(x.to(tl.float32) * scale, -FP8_MAX, FP8_MAX)
         tl.store(data_ptr + rows[:, None] * stride_dm + cols[None, :] * stride_dn, scaled, mask=mask)
         tl.store(data_t_ptr + cols[None, :] * stride_tm + rows[:, None] * stride_tn, scaled, mask=mask)
-
-    @triton.jit
-    def _cast_transpose_rowwise_kernel(
-        x_ptr: tl.tensor,
-        data_ptr: tl.tensor,
-        data_t_ptr: tl.tensor,
-        scale_ptr: tl.tensor,
-        n_rows: tl.tensor,
-        n_cols: tl.tensor,
-        stride_xm: tl.tensor,
-        stride_xn: tl.tensor,
-        stride_dm: tl.tensor,
-        stride_dn: tl.tensor,
-        stride_tm: tl.tensor,
-        stride_tn: tl.tensor,
-        FP8_MAX: tl.constexpr,
-        EPS: tl.constexpr,
-        BLOCK_M: tl.constexpr,
-        BLOCK_N: tl.constexpr,
-    ) -> None:
-        # One launch (Note [Fused Cast Transpose]): a program owns BLOCK_M whole rows, an amax loop, then a cast loop.
-        rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_mask = rows < n_rows
-        row_amax = tl.zeros((BLOCK_M,), dtype=tl.float32)
-        for start in tl.range(0, n_cols, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            mask = row_mask[:, None] & (cols < n_cols)[None, :]
-            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
-            row_amax = tl.maximum(row_amax, tl.max(tl.abs(x.to(tl.float32)), axis=1))
-        scale = tl.math.div_rn(FP8_MAX, tl.maximum(row_amax, EPS))
-        tl.store(scale_ptr + rows, scale, mask=row_mask)
-        for start in tl.range(0, n_cols, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            mask = row_mask[:, None] & (cols < n_cols)[None, :]
-            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
-            scaled = tl.clamp(x.to(tl.float32) * scale[:, None], -FP8_MAX, FP8_MAX)
-            tl.store(data_ptr + rows[:, None] * stride_dm + cols[None, :] * stride_dn, scaled, mask=mask)
-            tl.store(data_t_ptr + cols[None, :] * stride_tm + rows[:, None] * stride_tn, scaled, mask=mask)
 
 
 def _check_matrix(op: str, x: Tensor) -> None:
@@ -172,15 +142,16 @@ def cast_transpose(
     cfg = _launch_config(path, config)
     data, data_t = _outputs(x, fp8_dtype, path)
     scale = torch.empty(scale_shape(x.shape, granularity), dtype=torch.float32, device=x.device)
-    (m, k), block_m, block_n = x.shape, cfg.ct_block_m, cfg.ct_block_n
     if granularity is Granularity.TENSORWISE:
         x_amax = kernels.amax(x, config=cfg)
         _launch_tiles(x, x_amax, x_amax.reshape(1), data, data_t, scale, scale, bound, cfg, delayed=False)
-    elif m > 0:
-        _cast_transpose_rowwise_kernel[(triton.cdiv(m, block_m),)](
-            x, data, data_t, scale, m, k, *x.stride(), *data.stride(), *data_t.stride(),
-            FP8_MAX=bound, EPS=EPS, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=cfg.elementwise_warps,
-        )  # fmt: skip
+    elif x.numel() > 0:
+        # max |x| per row without an fp32 or |x| copy; exact, so the scale is reference.py's to the bit.
+        scale = reference.amax_to_scale(torch.linalg.vector_norm(x, float("inf"), dim=-1, keepdim=True), fp8_dtype)
+        unused = scale.reshape(-1)[:1]  # the amax and history arguments, read only by the other paths
+        _launch_tiles(x, unused, unused, data, data_t, scale, scale, bound, cfg, delayed=False, rowwise=True)
+    else:
+        scale = reference.amax_to_scale(scale.zero_(), fp8_dtype)
     return data.to(fp8_dtype), data_t.to(fp8_dtype), scale
 
 
@@ -221,6 +192,7 @@ def _launch_tiles(
     cfg: LaunchConfig,
     *,
     delayed: bool,
+    rowwise: bool = False,
 ) -> None:
     """The tiled second pass; at least one program, so that program 0 writes the scale even for an empty x."""
     (m, k), block_m, block_n = x.shape, cfg.ct_block_m, cfg.ct_block_n
@@ -228,7 +200,7 @@ def _launch_tiles(
     _cast_transpose_kernel[grid](
         x, x_amax, history, data, data_t, scale, new_history, m, k, history.shape[0],
         *x.stride(), *data.stride(), *data_t.stride(),
-        FP8_MAX=bound, EPS=EPS, DELAYED=delayed, BLOCK_H=triton.next_power_of_2(history.shape[0]),
+        FP8_MAX=bound, EPS=EPS, DELAYED=delayed, ROWWISE=rowwise, BLOCK_H=triton.next_power_of_2(history.shape[0]),
         BLOCK_M=block_m, BLOCK_N=block_n, num_warps=cfg.elementwise_warps,
     )  # fmt: skip
 

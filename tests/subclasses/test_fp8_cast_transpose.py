@@ -8,7 +8,6 @@ See Note [Fused Cast Transpose].
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 import torch
@@ -183,42 +182,40 @@ def test_extra_repr_names_the_baseline() -> None:
 @gpu
 @requires_cuda
 @pytest.mark.parametrize("granularity", list(Granularity))
-def test_compiled_cast_transpose_matches_reference_on_cuda(granularity: Granularity) -> None:
-    # Compiled Triton, GPU_CONFIG's tiles, sizes not multiples of them; the reference runs on the GPU too.
-    x = torch.randn(1031, 515, device="cuda", dtype=torch.bfloat16) * 10
+@pytest.mark.parametrize("shape", [(1031, 515), (64, 4096), (3, 20000)], ids=str)
+def test_compiled_cast_transpose_matches_reference_on_cuda(granularity: Granularity, shape: tuple[int, int]) -> None:
+    # Compiled Triton, GPU_CONFIG's tiles, sizes that are and are not multiples of them (a column count that is a
+    # multiple of 16 once made a one-launch rowwise kernel write wrong data_t bytes on an H200 only); the reference
+    # runs on the GPU too, and the kernels must match it to the bit.
+    x = torch.randn(*shape, device="cuda", dtype=torch.bfloat16) * 10
     assert kernels.kernel_path(x.device).value == "compiled"
-    data, data_t, scale = cast_transpose.cast_transpose_op(x, torch.float8_e4m3fn, granularity.value)
-    ref_data, _, ref_scale = reference.cast_transpose(x, torch.float8_e4m3fn, granularity)
-    torch.testing.assert_close(scale, ref_scale)
-    torch.testing.assert_close(data.float() / scale, ref_data.float() / ref_scale, rtol=0.07, atol=1e-6)
-    assert torch.equal(_bits(data_t), _bits(data.t()))
+    got = cast_transpose.cast_transpose_op(x, torch.float8_e4m3fn, granularity.value)
+    want = reference.cast_transpose(x, torch.float8_e4m3fn, granularity)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(_bits(g), _bits(w))
     history = torch.rand(16, device="cuda")
-    got = cast_transpose.cast_transpose_delayed_op(x, history, torch.float8_e5m2)
-    want = reference.cast_transpose_delayed(x, history, torch.float8_e5m2)
-    torch.testing.assert_close(got[2], want[2])
-    assert torch.equal(got[3], want[3])
-    assert torch.equal(_bits(got[1]), _bits(got[0].t()))
+    got_d = cast_transpose.cast_transpose_delayed_op(x, history, torch.float8_e5m2)
+    want_d = reference.cast_transpose_delayed(x, history, torch.float8_e5m2)
+    for g, w in zip(got_d, want_d, strict=True):
+        assert torch.equal(_bits(g), _bits(w))
 
 
 @gpu
 @requires_cuda
 @pytest.mark.parametrize("scaling", list(ScalingType), ids=lambda s: s.value)
-def test_fused_training_step_is_faster_on_cuda(scaling: ScalingType) -> None:
-    # The fused casts remove three transposed copies and two extra casts per step; measured, not asserted as a
-    # ratio beyond "not slower" (benchmarks/fp8.py prints the figures).
+def test_fused_training_step_matches_unfused_on_cuda(scaling: ScalingType) -> None:
+    # Compiled kernels: the fused casts give the unfused step's outputs and gradients to the bit (speed is
+    # benchmarks/fp8.py's training table, not a test's).
     base = nn.Linear(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
 
-    def step_ms(module: nn.Module) -> float:
-        for _ in range(3):
-            module(x).sum().backward()
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(10):
-            module(x).sum().backward()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) * 100.0
+    def step(module: nn.Module) -> list[torch.Tensor]:
+        xi = x.clone().requires_grad_()
+        out = module(xi)
+        out.sum().backward()
+        return [out, xi.grad, *(p.grad for p in module.parameters())]
 
     fused = Float8Linear.from_linear(copy.deepcopy(base), scaling=scaling)
     unfused = Float8Linear.from_linear(copy.deepcopy(base), scaling=scaling, fused_cast=False)
-    assert step_ms(fused) <= step_ms(unfused) * 1.02
+    for got, want in zip(step(fused), step(unfused), strict=True):
+        assert torch.equal(got, want)

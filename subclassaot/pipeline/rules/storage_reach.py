@@ -30,14 +30,14 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.fx.experimental.symbolic_shapes import optimization_hint, statically_known_true
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.schemas import DenseIndex
-from subclassaot.torch_internals import has_data_mutation, has_view_chain, inner_storage_offset, storage_key
+from subclassaot.torch_internals import has_data_mutation, has_view_chain, hint_of, inner_storage_offset, storage_key
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -450,7 +450,7 @@ def resize_strides(size: list[Any], memory_format: torch.memory_format | None) -
 def _hint(v: Any) -> Any:
     """A symbolic size by its hint, no guard added (Note [Storage Swaps By Rebinding]: where sizes are
     symbolic, the rule is decided for the sizes of the inputs compiled for)."""
-    return optimization_hint(v) if isinstance(v, torch.SymInt) else v
+    return hint_of(v) if isinstance(v, torch.SymInt) else v
 
 
 def check_resize_within_storage(
