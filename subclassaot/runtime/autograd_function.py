@@ -39,6 +39,7 @@ from subclassaot.schemas import (
     AliasGroupRef,
     FlatInputs,
     LeafSource,
+    OutputInfo,
     OutputKind,
     OutputLeaf,
     Replay,
@@ -891,8 +892,8 @@ def _through(
     n_wrappers: int,
     new_values: Mapping[int, tuple[int, ...]],
 ) -> tuple[int, ...]:
-    """The Function outputs the tangents of `outputs` come in through: a fresh output's own; a view's, the base it is
-    replayed from (an intermediate base, the rebuilt subclass root, which the Function returns after the `n_wrappers`
+    """The Function outputs the tangents of `outputs` come in through: a fresh output's own; an intermediate base's
+    own (an output that is one, of `_intermediate_base_of`); a view's, the base it is replayed from (an intermediate base, the rebuilt subclass root, which the Function returns after the `n_wrappers`
     wrapper updates, or an earlier output's); an input's or a view of one's, the input's new value where the program
     wrote it (`new_values`, of `_new_values`)."""
     analysis, n_updates = plan.analysis, len(plan.graph_outputs.updates)
@@ -917,6 +918,8 @@ def _through(
             found.update(new_values.get(replay.index, ()))
         elif replay is not None and replay.source is ReplaySource.BASE:
             found.add(n_updates + len(fresh) + replay.index)
+        elif replay is None and (base := _intermediate_base_of(info)) is not None:
+            found.add(n_updates + len(fresh) + base)
         elif replay is not None and replay.source is ReplaySource.WRAPPER:
             found.add(roots_at + roots.index(replay.root_bases))
         elif replay is not None and replay.source is ReplaySource.OUTPUT:
@@ -982,8 +985,9 @@ def _counter_holders(
     plan: RuntimePlan, bw_meta: BackwardPlan, fresh: tuple[int, ...], roots: tuple[Replay, ...]
 ) -> dict[int, int]:
     """Program output -> the Function output whose version counter it uses: its own, where it is fresh; the
-    intermediate base or subclass root it is a view of (Note [Subclass Intermediate Roots]). Views of inputs have
-    none."""
+    intermediate base it is or is a view of (an output other outputs share a base with: `t0, t1 = x.sort(0)` returning
+    t1 and a view of it), or the subclass root it is a view of (Note [Subclass Intermediate Roots]). Views of inputs
+    have none."""
     n_updates, n_bases = len(plan.graph_outputs.updates), plan.graph_outputs.num_bases
     roots_at = n_updates + len(fresh) + n_bases + len(bw_meta.wrapper_updates)
     root_of = {r.root_bases: roots_at + k for k, r in enumerate(roots)}
@@ -992,13 +996,29 @@ def _counter_holders(
         source, replay = o, plan.analysis.outputs[o].replay
         while source not in fresh and replay is not None and replay.source is ReplaySource.OUTPUT:
             source, replay = replay.index, plan.analysis.outputs[replay.index].replay
+        base = _intermediate_base_of(plan.analysis.outputs[source]) if replay is None else None
         if source in fresh:
             found[o] = n_updates + fresh.index(source)
+        elif base is not None:
+            found[o] = n_updates + len(fresh) + base
         elif replay is not None and replay.source is ReplaySource.BASE:
             found[o] = n_updates + len(fresh) + replay.index
         elif replay is not None and replay.source is ReplaySource.WRAPPER and replay.root_bases in root_of:
             found[o] = root_of[replay.root_bases]
     return found
+
+
+def _intermediate_base_of(info: OutputInfo) -> int | None:
+    """The base number of the intermediate base a plain output is (the very object) or is a view of, rebuilt over it
+    so that it uses the base's version counter; None for any other output (an alias with a counter of its own)."""
+    if info.kind is not OutputKind.TENSOR or info.tree is not None or len(info.leaves) != 1:
+        return None
+    leaf = info.leaves[0]
+    if leaf.source is not LeafSource.INTERMEDIATE_ALIAS or leaf.hidden_base is not None or leaf.foreign_base:
+        return None
+    if not (leaf.is_view or leaf.same_object):
+        return None
+    return leaf.index
 
 
 def _check_saved_tensors(

@@ -747,6 +747,54 @@ def test_output_eager_saves_written_after_the_call(
             assert step(x) is not None
 
 
+def _sort_indices_with_a_view_of_them(x: T) -> tuple[T, T, T]:
+    values, indices = x.sort(0, descending=True)
+    return indices, indices[0], values  # indices: an intermediate base the view shares (no fresh output)
+
+
+def _max_indices_with_a_view_of_them(x: T) -> tuple[T, T, T]:
+    values, indices = x.max(0)
+    return indices, indices.view(-1), values
+
+
+def _exp_with_a_view_of_it(x: T) -> tuple[T, T]:
+    t = x.exp()
+    return t, t[0]
+
+
+def _view_of_tanh_before_it(x: T) -> tuple[T, T]:
+    t = x.tanh()
+    return t.view(-1), t
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: (_leaf(3, 4),), id="leaf"),
+        pytest.param(lambda: (nonleaf(3, 1, 3),), id="nonleaf"),
+        pytest.param(lambda: (pair(3, 4, requires_grad=True),), id="pair"),
+    ],
+)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _sort_indices_with_a_view_of_them,
+        _max_indices_with_a_view_of_them,
+        _exp_with_a_view_of_it,
+        _view_of_tanh_before_it,
+    ],
+)
+def test_saved_output_returned_with_a_view_of_it_written_after_the_call(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 81500 #7246, its last call writing the outputs): an output eager's node saves as
+    itself that the program also returns a view of is an intermediate base of the compiled Function, not a fresh
+    output; its counter is the one eager's backward checks (it raised nothing)."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=write_outputs, compile_fn=compile_fn)
+        assert_matches_eager(fn, make, compile_fn=compile_fn)
+
+
 def _input_returned_beside_its_sine(x: T) -> tuple[T, T]:
     return x.sin(), x  # sin saves x: written after the call (as the output it also is), eager's backward raises
 
