@@ -101,10 +101,10 @@ def test_the_view_node_named_in_a_multi_output_view_error_is_not_compared() -> N
     That the read raises, and why, is compared."""
 
     def f(x: torch.Tensor) -> torch.Tensor:
-        return x.split([1, 2], 1)[0].reshape(2, 1, 1)
+        return x.split_with_sizes([1, 2], 1)[0].reshape(2, 1, 1)
 
     def viewed(x: torch.Tensor) -> torch.Tensor:
-        return x.split([1, 2], 1)[0].view(2, 1, 1)
+        return x.split_with_sizes([1, 2], 1)[0].view(2, 1, 1)
 
     def fresh(x: torch.Tensor) -> torch.Tensor:
         return x[:, :1].view(2, 1, 1)  # no multi-output view: the read after the write does not raise
