@@ -119,6 +119,48 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
     return frozenset(shared)
 
 
+# per leaf behind an input that output views replayed before the call are taken of: (InputIndex, the leaf, its
+# `.grad` as the forward found it: (id, version), or None)
+_LeafGrads = Sequence[tuple[int, "weakref.ref[torch.Tensor]", tuple[int, int] | None]]
+
+
+def _grad_mark(t: torch.Tensor) -> tuple[int, int] | None:
+    g = t.grad
+    return None if g is None else (id(g), get_version(g))
+
+
+def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
+    """The leaves (that require grad) of the inputs at `sources`, each the input or the tensor it is a view of, and
+    their `.grad` now (`_check_early_leaves`)."""
+    found = []
+    for i in sources:
+        t = values[i]
+        if isinstance(t, torch.Tensor):
+            for leaf in (t, t._base):
+                if leaf is not None and leaf.is_leaf and leaf.requires_grad:
+                    found.append((i, weakref.ref(leaf), _grad_mark(leaf)))
+    return found
+
+
+def _check_early_leaves(s: _Step, early_grads: _LeafGrads, bw_meta: BackwardPlan) -> None:
+    """Refuse where the leaf behind an output view replayed before the call got its gradient before this backward
+    raised the program's error (Note [Backward Errors Are Deferred]): the caller wrote that view after the call, so
+    its node, rebuilt at its next read, is newer than the compiled one and ran first, where eager's failing node (the
+    first node after the output whose size the program changed behind autograd, or the one that saved a written
+    tensor) may run before it."""
+    for i, ref, mark in early_grads:
+        leaf = ref()
+        if leaf is None or leaf.grad is None or _grad_mark(leaf) == mark:
+            continue
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({bw_meta.error}), and {s.plan.flat.leaves[i].path}, an autograd "
+            "leaf an output is a view of, got its gradient before the compiled backward raised that error: the "
+            "view was written after the call, so its node, made again at its next read, ran first, where eager's "
+            "failing node may run before it and leave the leaf without a gradient (Note [Backward Errors Are "
+            "Deferred]). Do not write the program's outputs in place between the call and backward"
+        )
+
+
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
     Are Deferred]); refuse one the probe did not see (Note [Probing Eager's Backward])."""
@@ -417,6 +459,21 @@ class _Step:
         self.diff_set = frozenset(bw_meta.diff_outputs)
         self.subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
         self.releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
+        # the inputs (InputIndex) that output views replayed before the call are taken of, where the backward
+        # raises the program's error (Note [Backward Errors Are Deferred])
+        self.early_sources = tuple(
+            sorted(
+                {
+                    info.replay.index
+                    for info in analysis.outputs
+                    if info.replay is not None
+                    and info.replay.before_epilogue
+                    and info.replay.source is ReplaySource.INPUT
+                }
+            )
+            if bw_meta.error is not None
+            else ()
+        )
         # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
         self.typed_by: set[int] = set().union(
             *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
@@ -583,11 +640,12 @@ class CompiledStep(torch.autograd.Function):
     @staticmethod
     def forward(
         ctx: Any,
-        holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any]],
+        holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads],
         *user: torch.Tensor,
     ) -> Any:
-        s, graph_in, graph_dense, symbols, noted = holder
+        s, graph_in, graph_dense, symbols, noted, early_grads = holder
         ctx.step = s
+        ctx.early_grads = early_grads
         bw_meta, n_updates = s.bw_meta, s.n_updates
         # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
         # symbolic).
@@ -659,6 +717,7 @@ class CompiledStep(torch.autograd.Function):
         s: _Step = ctx.step
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
+            _check_early_leaves(s, ctx.early_grads, bw_meta)
             _raise_deferred(bw_meta, bw is None, grads)
         if bw is None:
             raise AssertionError("BUG: a backward without a graph or an error")
@@ -1094,7 +1153,8 @@ def training_call(
             # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
             user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
         noted: list[Any] = []
-        tensors = list(_apply_step((step, graph_in, dense, symbols, noted), *user, *bases))
+        early_grads = _leaf_grads(values, step.early_sources) if step.early_sources else ()
+        tensors = list(_apply_step((step, graph_in, dense, symbols, noted, early_grads), *user, *bases))
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index

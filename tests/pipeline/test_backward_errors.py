@@ -517,6 +517,38 @@ def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_f
         assert_matches_eager(_written_under_no_grad_then_raising, make, compile_fn=compile_fn)
 
 
+def _view_of_a_leaf_beside_a_clone_resized_in_inference_mode(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x0[:, 0:2]
+    t1 = x1.clone()
+    with torch.inference_mode():
+        t1.resize_((1,))  # behind autograd: t1's node expects size (2,), eager's backward fails at the next node
+    return t1, t0
+
+
+@pytest.mark.parametrize(
+    "make_leaf", [lambda: _leaf(3, 2, 2), lambda: pair(3, 2, 2, requires_grad=True)], ids=["plain", "pair"]
+)
+def test_view_of_a_leaf_written_after_the_call_before_a_deferred_error(
+    make_leaf: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 81500 #9460: the output view of leaf x0 is replayed before the call, so that its node runs after the
+    compiled one, which raises eager's error first (Note [Backward Errors Are Deferred]). The caller's write of
+    that view makes its node again at the next read, newer than ours: it ran first and gave x0 a gradient where eager's
+    failing node (the one after t1) raised first. Ours now refuses when it finds the leaf's gradient there."""
+    f = _view_of_a_leaf_beside_a_clone_resized_in_inference_mode
+
+    def make() -> tuple[T, T]:
+        return make_leaf(), nonleaf(2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        if compile_fn is not None:
+            assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+            return
+        with pytest.raises(UnsupportedError, match=r"args\[0\], an autograd leaf an output is a view of, got its"):
+            assert_matches_eager(f, make, after_call=write_outputs)
+
+
 def _written_under_no_grad_then_raising(x0: T) -> tuple[T, T]:
     """x0 written under no_grad, then `t1.mul_(t1)`, whose node's backward raises."""
     with torch.no_grad():
