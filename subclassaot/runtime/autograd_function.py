@@ -120,8 +120,8 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
 
 
 # per leaf behind an input that output views replayed before the call are taken of: (InputIndex, the leaf, its
-# `.grad` as the forward found it: (id, version), or None)
-_LeafGrads = Sequence[tuple[int, "weakref.ref[torch.Tensor]", tuple[int, int] | None]]
+# `.grad` as the forward found it: (id, version), or None, and the input's version counter then)
+_LeafGrads = Sequence[tuple[int, "weakref.ref[torch.Tensor]", tuple[int, int] | None, int]]
 
 
 def _grad_mark(t: torch.Tensor) -> tuple[int, int] | None:
@@ -138,7 +138,7 @@ def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
         if isinstance(t, torch.Tensor):
             for leaf in (t, t._base):
                 if leaf is not None and leaf.is_leaf and leaf.requires_grad:
-                    found.append((i, weakref.ref(leaf), _grad_mark(leaf)))
+                    found.append((i, weakref.ref(leaf), _grad_mark(leaf), get_version(t)))
     return found
 
 
@@ -148,10 +148,10 @@ def _check_early_leaves(s: _Step, early_grads: _LeafGrads, bw_meta: BackwardPlan
     its node, rebuilt at its next read, is newer than the compiled one and ran first, where eager's failing node (the
     first node after the output whose size the program changed behind autograd, or the one that saved a written
     tensor) may run before it."""
-    for i, ref, mark in early_grads:
+    for i, ref, mark, version in early_grads:
         leaf = ref()
-        if leaf is None or leaf.grad is None or _grad_mark(leaf) == mark:
-            continue
+        if leaf is None or leaf.grad is None or _grad_mark(leaf) == mark or get_version(leaf) == version:
+            continue  # (the counter unmoved: no view of the input written since, its views' nodes are the call's)
         raise UnsupportedError(
             f"the program's backward fails in eager ({bw_meta.error}), and {s.plan.flat.leaves[i].path}, an autograd "
             "leaf an output is a view of, got its gradient before the compiled backward raised that error: the "
