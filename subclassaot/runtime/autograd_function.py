@@ -37,6 +37,7 @@ from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, roo
 from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
+    Analysis,
     FlatInputs,
     LeafSource,
     OutputInfo,
@@ -127,6 +128,15 @@ _LeafGrads = Sequence[tuple[int, "weakref.ref[torch.Tensor]", tuple[int, int] | 
 def _grad_mark(t: torch.Tensor) -> tuple[int, int] | None:
     g = t.grad
     return None if g is None else (id(g), get_version(g))
+
+
+def _early_sources(analysis: Analysis, bw_meta: BackwardPlan) -> tuple[int, ...]:
+    """The inputs (InputIndex) that output views replayed before the call are taken of, where the backward raises
+    the program's error (Note [Backward Errors Are Deferred])."""
+    if bw_meta.error is None:
+        return ()
+    replays = [info.replay for info in analysis.outputs if info.replay is not None]
+    return tuple(sorted({r.index for r in replays if r.before_epilogue and r.source is ReplaySource.INPUT}))
 
 
 def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
@@ -459,21 +469,7 @@ class _Step:
         self.diff_set = frozenset(bw_meta.diff_outputs)
         self.subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
         self.releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
-        # the inputs (InputIndex) that output views replayed before the call are taken of, where the backward
-        # raises the program's error (Note [Backward Errors Are Deferred])
-        self.early_sources = tuple(
-            sorted(
-                {
-                    info.replay.index
-                    for info in analysis.outputs
-                    if info.replay is not None
-                    and info.replay.before_epilogue
-                    and info.replay.source is ReplaySource.INPUT
-                }
-            )
-            if bw_meta.error is not None
-            else ()
-        )
+        self.early_sources = _early_sources(analysis, bw_meta)
         # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
         self.typed_by: set[int] = set().union(
             *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
