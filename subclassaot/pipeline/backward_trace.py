@@ -105,7 +105,10 @@ from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_
 #   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
 #   failing node. Where every output that bypasses the Function to a leaf is such a view of an input the program does
 #   not change, the view is replayed before the call (Replay.before_epilogue) and the error is deferred exactly; a leaf
-#   returned as is, or a view of one the program changes, is refused.
+#   returned as is, or a view of one the program changes, is refused. A caller who writes such a view after the call
+#   makes its node again at its next read, newer than ours, so it runs first; eager's failing node (the one after an
+#   output resized behind autograd, say) may still run before it. The backward refuses (UnsupportedError) where it
+#   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`).
 # - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
 #   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
 #   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).

@@ -202,6 +202,7 @@ def _clone_inputs(
     as views of another input) in their place in `user_tensors`, and the clones' leaves in `dense`; returns the
     clones' offset shifts, the dense leaves whose clone moved, those restrided, and the clones `contiguous()` copies."""
     clone_inputs, view_clone_inputs, viewed = which
+    late = set(_made_to_require_grad(flat, layout, set(viewed) | set(view_clone_inputs), requires_grad_like))
     shift: dict[int, int | torch.SymInt] = {}
     grouped = {m for g in layout.groups for m in g.members}
     clones: dict[int, torch.Tensor] = {}  # id of the input object -> its clone (the same object passed twice)
@@ -227,6 +228,11 @@ def _clone_inputs(
                 clone = _strided_clone(original)
             if i in view_clone_inputs and not clone._is_view():
                 clone = clone.view_as(clone)  # Note [Input Updates]
+            elif i in late and clone._is_view():
+                # An input whose elements overlap runs as an expand() of a compact clone: a view, which detach_()
+                # cannot make the leaf without grad it stands for (Note [Leaves Laid Out Anew Under no_grad]);
+                # detach() makes one in the same layout, over the same storage.
+                clone = clone.detach()
             clones[id(original)] = clone
             if not shared and clone.is_contiguous() and not original.is_contiguous():
                 copy_on_contiguous.add(id(clone))  # Note [In-Place Ops As Eager Runs Them]
@@ -268,12 +274,11 @@ def _note_grad_inputs(
     late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
     record.late_grad = {id(user_tensors[i]) for i in late}
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
-        for i in late:  # Note [Leaves Laid Out Anew Under no_grad]: inputs the compile made require grad
-            if requires_grad_like[i].requires_grad:
-                if user_tensors[i].requires_grad:
-                    with torch.no_grad():
-                        user_tensors[i].detach_()
-                record.releafed[id(user_tensors[i])] = None
+        for i in _made_to_require_grad(flat, layout, as_views, requires_grad_like):
+            if user_tensors[i].requires_grad:  # (a view clone was detach()ed by _clone_inputs)
+                with torch.no_grad():
+                    user_tensors[i].detach_()
+            record.releafed[id(user_tensors[i])] = None
         record.releafable = {id(user_tensors[i]) for i in _leaf_inputs(flat, layout, as_views, requires_grad=True)}
         note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
 
@@ -624,6 +629,17 @@ def _wrapper_roots(
             continue  # a view of an input: regenerated from the input, not from a base
         forced.update(zip(keys, root_leaves, strict=True))
     return forced
+
+
+def _made_to_require_grad(
+    flat: FlatInputs, layout: DenseLayout, as_views: set[int], requires_grad_like: Sequence[torch.Tensor] | None
+) -> list[int]:
+    """Leaf inputs that do not require grad as passed and that the compile made require grad, where grad mode is on
+    at the call: the run's stand-in for each is a leaf without grad (Note [Leaves Laid Out Anew Under no_grad])."""
+    if requires_grad_like is None or not torch.is_grad_enabled():
+        return []
+    late = _leaf_inputs(flat, layout, as_views, requires_grad=False)
+    return [i for i in late if requires_grad_like[i].requires_grad]
 
 
 def _leaf_inputs(flat: FlatInputs, layout: DenseLayout, as_views: set[int], *, requires_grad: bool) -> list[int]:

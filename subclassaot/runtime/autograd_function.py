@@ -37,8 +37,10 @@ from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, roo
 from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
+    Analysis,
     FlatInputs,
     LeafSource,
+    OutputInfo,
     OutputKind,
     OutputLeaf,
     Replay,
@@ -116,6 +118,57 @@ def _shared_grads(grads: Sequence[torch.Tensor | None]) -> frozenset[int]:
         if g is not None:
             (shared if id(g) in seen else seen).add(id(g))
     return frozenset(shared)
+
+
+# per leaf behind an input that output views replayed before the call are taken of: (InputIndex, the leaf, its
+# `.grad` as the forward found it: (id, version), or None, and the input's version counter then)
+_LeafGrads = Sequence[tuple[int, "weakref.ref[torch.Tensor]", tuple[int, int] | None, int]]
+
+
+def _grad_mark(t: torch.Tensor) -> tuple[int, int] | None:
+    g = t.grad
+    return None if g is None else (id(g), get_version(g))
+
+
+def _early_sources(analysis: Analysis, bw_meta: BackwardPlan) -> tuple[int, ...]:
+    """The inputs (InputIndex) that output views replayed before the call are taken of, where the backward raises
+    the program's error (Note [Backward Errors Are Deferred])."""
+    if bw_meta.error is None:
+        return ()
+    replays = [info.replay for info in analysis.outputs if info.replay is not None]
+    return tuple(sorted({r.index for r in replays if r.before_epilogue and r.source is ReplaySource.INPUT}))
+
+
+def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
+    """The leaves (that require grad) of the inputs at `sources`, each the input or the tensor it is a view of, and
+    their `.grad` now (`_check_early_leaves`)."""
+    found = []
+    for i in sources:
+        t = values[i]
+        if isinstance(t, torch.Tensor):
+            for leaf in (t, t._base):
+                if leaf is not None and leaf.is_leaf and leaf.requires_grad:
+                    found.append((i, weakref.ref(leaf), _grad_mark(leaf), get_version(t)))
+    return found
+
+
+def _check_early_leaves(s: _Step, early_grads: _LeafGrads, bw_meta: BackwardPlan) -> None:
+    """Refuse where the leaf behind an output view replayed before the call got its gradient before this backward
+    raised the program's error (Note [Backward Errors Are Deferred]): the caller wrote that view after the call, so
+    its node, rebuilt at its next read, is newer than the compiled one and ran first, where eager's failing node (the
+    first node after the output whose size the program changed behind autograd, or the one that saved a written
+    tensor) may run before it."""
+    for i, ref, mark, version in early_grads:
+        leaf = ref()
+        if leaf is None or leaf.grad is None or _grad_mark(leaf) == mark or get_version(leaf) == version:
+            continue  # (the counter unmoved: no view of the input written since, its views' nodes are the call's)
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({bw_meta.error}), and {s.plan.flat.leaves[i].path}, an autograd "
+            "leaf an output is a view of, got its gradient before the compiled backward raised that error: the "
+            "view was written after the call, so its node, made again at its next read, ran first, where eager's "
+            "failing node may run before it and leave the leaf without a gradient (Note [Backward Errors Are "
+            "Deferred]). Do not write the program's outputs in place between the call and backward"
+        )
 
 
 def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
@@ -416,6 +469,7 @@ class _Step:
         self.diff_set = frozenset(bw_meta.diff_outputs)
         self.subclass_inputs = [i for i, tree in enumerate(layout.trees) if tree is not None]
         self.releafed = frozenset(i for i, s in enumerate(analysis.releaf_sizes) if s is not None)
+        self.early_sources = _early_sources(analysis, bw_meta)
         # See Note [Tangent Retrace]: the diff outputs a tensor subclass gradient depends on
         self.typed_by: set[int] = set().union(
             *(deps for tree, deps in zip(bw_meta.grad_trees, bw_meta.tangent_deps, strict=False) if tree is not None)
@@ -582,11 +636,12 @@ class CompiledStep(torch.autograd.Function):
     @staticmethod
     def forward(
         ctx: Any,
-        holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any]],
+        holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads],
         *user: torch.Tensor,
     ) -> Any:
-        s, graph_in, graph_dense, symbols, noted = holder
+        s, graph_in, graph_dense, symbols, noted, early_grads = holder
         ctx.step = s
+        ctx.early_grads = early_grads
         bw_meta, n_updates = s.bw_meta, s.n_updates
         # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
         # symbolic).
@@ -658,6 +713,7 @@ class CompiledStep(torch.autograd.Function):
         s: _Step = ctx.step
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
+            _check_early_leaves(s, ctx.early_grads, bw_meta)
             _raise_deferred(bw_meta, bw is None, grads)
         if bw is None:
             raise AssertionError("BUG: a backward without a graph or an error")
@@ -891,8 +947,8 @@ def _through(
     n_wrappers: int,
     new_values: Mapping[int, tuple[int, ...]],
 ) -> tuple[int, ...]:
-    """The Function outputs the tangents of `outputs` come in through: a fresh output's own; a view's, the base it is
-    replayed from (an intermediate base, the rebuilt subclass root, which the Function returns after the `n_wrappers`
+    """The Function outputs the tangents of `outputs` come in through: a fresh output's own; an intermediate base's
+    own (an output that is one, of `_intermediate_base_of`); a view's, the base it is replayed from (an intermediate base, the rebuilt subclass root, which the Function returns after the `n_wrappers`
     wrapper updates, or an earlier output's); an input's or a view of one's, the input's new value where the program
     wrote it (`new_values`, of `_new_values`)."""
     analysis, n_updates = plan.analysis, len(plan.graph_outputs.updates)
@@ -917,6 +973,8 @@ def _through(
             found.update(new_values.get(replay.index, ()))
         elif replay is not None and replay.source is ReplaySource.BASE:
             found.add(n_updates + len(fresh) + replay.index)
+        elif replay is None and (base := _intermediate_base_of(info)) is not None:
+            found.add(n_updates + len(fresh) + base)
         elif replay is not None and replay.source is ReplaySource.WRAPPER:
             found.add(roots_at + roots.index(replay.root_bases))
         elif replay is not None and replay.source is ReplaySource.OUTPUT:
@@ -982,8 +1040,9 @@ def _counter_holders(
     plan: RuntimePlan, bw_meta: BackwardPlan, fresh: tuple[int, ...], roots: tuple[Replay, ...]
 ) -> dict[int, int]:
     """Program output -> the Function output whose version counter it uses: its own, where it is fresh; the
-    intermediate base or subclass root it is a view of (Note [Subclass Intermediate Roots]). Views of inputs have
-    none."""
+    intermediate base it is or is a view of (an output other outputs share a base with: `t0, t1 = x.sort(0)` returning
+    t1 and a view of it), or the subclass root it is a view of (Note [Subclass Intermediate Roots]). Views of inputs
+    have none."""
     n_updates, n_bases = len(plan.graph_outputs.updates), plan.graph_outputs.num_bases
     roots_at = n_updates + len(fresh) + n_bases + len(bw_meta.wrapper_updates)
     root_of = {r.root_bases: roots_at + k for k, r in enumerate(roots)}
@@ -992,13 +1051,29 @@ def _counter_holders(
         source, replay = o, plan.analysis.outputs[o].replay
         while source not in fresh and replay is not None and replay.source is ReplaySource.OUTPUT:
             source, replay = replay.index, plan.analysis.outputs[replay.index].replay
+        base = _intermediate_base_of(plan.analysis.outputs[source]) if replay is None else None
         if source in fresh:
             found[o] = n_updates + fresh.index(source)
+        elif base is not None:
+            found[o] = n_updates + len(fresh) + base
         elif replay is not None and replay.source is ReplaySource.BASE:
             found[o] = n_updates + len(fresh) + replay.index
         elif replay is not None and replay.source is ReplaySource.WRAPPER and replay.root_bases in root_of:
             found[o] = root_of[replay.root_bases]
     return found
+
+
+def _intermediate_base_of(info: OutputInfo) -> int | None:
+    """The base number of the intermediate base a plain output is (the very object) or is a view of, rebuilt over it
+    so that it uses the base's version counter; None for any other output (an alias with a counter of its own)."""
+    if info.kind is not OutputKind.TENSOR or info.tree is not None or len(info.leaves) != 1:
+        return None
+    leaf = info.leaves[0]
+    if leaf.source is not LeafSource.INTERMEDIATE_ALIAS or leaf.hidden_base is not None or leaf.foreign_base:
+        return None
+    if not (leaf.is_view or leaf.same_object):
+        return None
+    return leaf.index
 
 
 def _check_saved_tensors(
@@ -1074,7 +1149,8 @@ def training_call(
             # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
             user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
         noted: list[Any] = []
-        tensors = list(_apply_step((step, graph_in, dense, symbols, noted), *user, *bases))
+        early_grads = _leaf_grads(values, step.early_sources) if step.early_sources else ()
+        tensors = list(_apply_step((step, graph_in, dense, symbols, noted, early_grads), *user, *bases))
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index

@@ -517,6 +517,38 @@ def test_subclass_view_written_under_no_grad_before_a_raising_backward(compile_f
         assert_matches_eager(_written_under_no_grad_then_raising, make, compile_fn=compile_fn)
 
 
+def _view_of_a_leaf_beside_a_clone_resized_in_inference_mode(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x0[:, 0:2]
+    t1 = x1.clone()
+    with torch.inference_mode():
+        t1.resize_((1,))  # behind autograd: t1's node expects size (2,), eager's backward fails at the next node
+    return t1, t0
+
+
+@pytest.mark.parametrize(
+    "make_leaf", [lambda: _leaf(3, 2, 2), lambda: pair(3, 2, 2, requires_grad=True)], ids=["plain", "pair"]
+)
+def test_view_of_a_leaf_written_after_the_call_before_a_deferred_error(
+    make_leaf: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 81500 #9460: the output view of leaf x0 is replayed before the call, so that its node runs after the
+    compiled one, which raises eager's error first (Note [Backward Errors Are Deferred]). The caller's write of
+    that view makes its node again at the next read, newer than ours: it ran first and gave x0 a gradient where eager's
+    failing node (the one after t1) raised first. Ours now refuses when it finds the leaf's gradient there."""
+    f = _view_of_a_leaf_beside_a_clone_resized_in_inference_mode
+
+    def make() -> tuple[T, T]:
+        return make_leaf(), nonleaf(2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        if compile_fn is not None:
+            assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+            return
+        with pytest.raises(UnsupportedError, match=r"args\[0\], an autograd leaf an output is a view of, got its"):
+            assert_matches_eager(f, make, after_call=write_outputs)
+
+
 def _written_under_no_grad_then_raising(x0: T) -> tuple[T, T]:
     """x0 written under no_grad, then `t1.mul_(t1)`, whose node's backward raises."""
     with torch.no_grad():
@@ -745,6 +777,54 @@ def test_output_eager_saves_written_after_the_call(
             x = make()
             torch.manual_seed(0)
             assert step(x) is not None
+
+
+def _sort_indices_with_a_view_of_them(x: T) -> tuple[T, T, T]:
+    values, indices = x.sort(0, descending=True)
+    return indices, indices[0], values  # indices: an intermediate base the view shares (no fresh output)
+
+
+def _max_indices_with_a_view_of_them(x: T) -> tuple[T, T, T]:
+    values, indices = x.max(0)
+    return indices, indices.view(-1), values
+
+
+def _exp_with_a_view_of_it(x: T) -> tuple[T, T]:
+    t = x.exp()
+    return t, t[0]
+
+
+def _view_of_tanh_before_it(x: T) -> tuple[T, T]:
+    t = x.tanh()
+    return t.view(-1), t
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: (_leaf(3, 4),), id="leaf"),
+        pytest.param(lambda: (nonleaf(3, 1, 3),), id="nonleaf"),
+        pytest.param(lambda: (pair(3, 4, requires_grad=True),), id="pair"),
+    ],
+)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _sort_indices_with_a_view_of_them,
+        _max_indices_with_a_view_of_them,
+        _exp_with_a_view_of_it,
+        _view_of_tanh_before_it,
+    ],
+)
+def test_saved_output_returned_with_a_view_of_it_written_after_the_call(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 81500 #7246, its last call writing the outputs): an output eager's node saves as
+    itself that the program also returns a view of is an intermediate base of the compiled Function, not a fresh
+    output; its counter is the one eager's backward checks (it raised nothing)."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=write_outputs, compile_fn=compile_fn)
+        assert_matches_eager(fn, make, compile_fn=compile_fn)
 
 
 def _input_returned_beside_its_sine(x: T) -> tuple[T, T]:

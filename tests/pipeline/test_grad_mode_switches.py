@@ -861,6 +861,40 @@ def test_input_made_to_require_grad_by_the_graph_gets_its_gradient() -> None:
     torch.testing.assert_close(x.grad, torch.full((3,), 3.0))
 
 
+def _expanded_plain() -> tuple[object, ...]:
+    return (torch.randn(3, 3).expand(2, 3, 3).detach(),)
+
+
+def _expanded_pair() -> tuple[object, ...]:
+    a, b = torch.randn(3, 3).expand(2, 3, 3).detach(), torch.randn(3, 3).expand(2, 3, 3).detach()
+    return (PairTensor(a, b),)
+
+
+def requires_grad_set_only(x: T) -> object:
+    x.requires_grad = True
+    return ()
+
+
+def requires_grad_between_reads(x: T) -> object:
+    y = x[0] * 2
+    x.requires_grad_()
+    return y, x * 3, x.sum(0)
+
+
+@pytest.mark.parametrize("make_inputs", [_expanded_plain, _expanded_pair], ids=["plain", "pair"])
+@pytest.mark.parametrize("f", [requires_grad_set_only, requires_grad_between_reads])
+@pytest.mark.parametrize("backend", ["eager", "function"])
+def test_input_whose_elements_overlap_made_to_require_grad_matches_eager(
+    f: Callable[..., object], make_inputs: Make, backend: str
+) -> None:
+    """An expanded leaf input made to require grad: the run's stand-in (an expand() of a compact clone, in the
+    input's strides) is made a leaf without grad as eager's input is (it crashed in detach_())."""
+    compiled_backend: object = backend if backend == "eager" else (lambda gm, example_inputs: gm)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, backend=compiled_backend)
+        assert_matches_eager(f, make_inputs, backend=compiled_backend, after_call=write_outputs)
+
+
 def test_input_made_to_require_grad_by_the_graph_called_again() -> None:
     """The second call passes the input requiring grad: eager's requires_grad_() is a no-op and the read before it
     is tracked; the guards give that call an entry of its own."""

@@ -870,6 +870,19 @@ def _plain_leaf(*shape: int) -> T:
     return torch.randn(shape, requires_grad=True)
 
 
+@pytest.mark.parametrize("make", [pair_nonleaf, nonleaf], ids=["pair", "plain"])
+def test_reshape_of_a_split_view_written_after_the_call(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # fuzz seed 81500 #9853: the caller's write makes reading the output's grad_fn raise, in eager through a
+    # _reshape_alias node (ReshapeAlias), here through the view() the trace saw (View): the oracle compares that it
+    # raises, and why, not the view node's name
+    def f(x0: T) -> object:
+        t0, _, _ = x0.split_with_sizes([1, 2, 0], 1)
+        return (t0.reshape((2, 1, 1)),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(2, 3),), compile_fn=compile_fn, after_call=write_outputs)
+
+
 @pytest.mark.parametrize("make", [_pair_leaf, _plain_leaf], ids=["pair", "plain"])
 def test_unbind_after_no_grad_write_through_view_input(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #4454: the base is advanced through the other input before the unbind was taken
