@@ -27,7 +27,7 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import backward_changes
 from subclassaot.pipeline.rules.function_views import is_program_function
-from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
+from subclassaot.pipeline.rules.hidden_layouts import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, graph_output_values
 from subclassaot.runtime.steps import training_roots
 from subclassaot.schemas import (

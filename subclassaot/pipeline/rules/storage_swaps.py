@@ -33,18 +33,16 @@ from subclassaot.pipeline.rules.autograd_state import (
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     Layout,
+    check_nograd_set_write,
     is_layout_op,
     note_first_read,
     note_layout_op,
+    note_nograd_set,
     note_reads_after_layout,
     note_view_layout_op,
     note_view_reads,
-    view_layout,
-)
-from subclassaot.pipeline.rules.nograd_set_views import (
-    check_nograd_set_write,
-    note_nograd_set,
     original_of,
+    view_layout,
     with_eager_view_histories,
 )
 from subclassaot.pipeline.rules.set_storage_rules import (
