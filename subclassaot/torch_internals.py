@@ -183,13 +183,18 @@ def recorded_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
     return tuple(metadata[t.output_nr].shape)
 
 
+_CreationMeta = torch._C._autograd.CreationMeta
+
+
+def _created_as(t: torch.Tensor, kind: _CreationMeta) -> bool:
+    """`t` is an autograd view whose creation meta (how autograd treats it once its base changes) is `kind`."""
+    return t._is_view() and bool(torch._C._autograd._get_creation_meta(t) == kind)
+
+
 def is_multi_output_view(t: torch.Tensor) -> bool:
     """An autograd view made by an op returning several views (unbind, split, chunk): autograd refuses to read
     its grad_fn once its base's version counter advanced."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE)
+    return _created_as(t, _CreationMeta.MULTI_OUTPUT_NODE)
 
 
 def custom_function_of(t: torch.Tensor) -> type | None:
@@ -208,10 +213,7 @@ def custom_function_of(t: torch.Tensor) -> type | None:
 def is_custom_function_view(t: torch.Tensor) -> bool:
     """An autograd view a custom autograd.Function returned (its input, or a view of it), or a view of one: autograd
     refuses to read its grad_fn once its base's version counter advanced, naming that Function."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.IN_CUSTOM_FUNCTION)
+    return _created_as(t, _CreationMeta.IN_CUSTOM_FUNCTION)
 
 
 def mark_inference_mode_view(t: torch.Tensor) -> None:
@@ -225,19 +227,13 @@ def is_inference_mode_view(t: torch.Tensor) -> bool:
     """An autograd view with creation meta INFERENCE_MODE: taken inside a torch.inference_mode() block of a normal
     tensor, or a view of such a view (autograd propagates that creation meta along a chain of views, whatever the grad
     mode of the later views)."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.INFERENCE_MODE)
+    return _created_as(t, _CreationMeta.INFERENCE_MODE)
 
 
 def is_plain_autograd_view(t: torch.Tensor) -> bool:
     """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
     after its base's version counter advanced rebuilds it over the base's history instead of raising."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.DEFAULT)
+    return _created_as(t, _CreationMeta.DEFAULT)
 
 
 def requires_grad_through_base(t: torch.Tensor) -> bool:
