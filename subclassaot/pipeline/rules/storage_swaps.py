@@ -93,7 +93,14 @@ from subclassaot.pipeline.rules.storage_reach import (
 from subclassaot.pipeline.rules.strides_and_offsets import (
     apply_keeping_strides,
     call_with_eager_layouts,
+    check_empty_write_through_overlap,
+    check_no_overlapping_read,
+    check_write_after_set,
+    copy_to_same_data,
     fill_in_memory_order,
+    meta_overlaps,
+    overlaps,
+    uniform_write,
     view_with_eager_strides,
 )
 from subclassaot.pipeline.rules.swap_record import (
@@ -106,15 +113,6 @@ from subclassaot.pipeline.rules.swap_record import (
     elements_of,
     source_leaf_metas,
     tensor_meta,
-)
-from subclassaot.pipeline.rules.write_overlaps import (
-    check_empty_write_through_overlap,
-    check_no_overlapping_read,
-    check_write_after_set,
-    copy_to_same_data,
-    meta_overlaps,
-    overlaps,
-    uniform_write,
 )
 from subclassaot.torch_internals import (
     differentiates_inside_transform,
