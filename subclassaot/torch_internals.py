@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 import sympy
 import torch
@@ -152,6 +152,21 @@ def refresh_view_grad_fn(t: torch.Tensor) -> None:
     """Read `t.grad_fn` of a view that requires grad, so that autograd regenerates it after its base gained grad
     (Note [Inputs Written In Training]); a grad_fn whose read raises is left to the op."""
     grad_fn_raises(t)  # its read of grad_fn is the refresh
+
+
+def autograd_nodes(starts: Iterable[object]) -> Iterator[Any]:
+    """Each autograd node the nodes `starts` reach (themselves included; None skipped) once, depth first. The nodes
+    seen are held, not their id()s: torch frees the Python object of a C++ node no one holds, and a new one may get
+    its id."""
+    seen: set[object] = set()
+    stack = list(starts)
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        yield node
+        stack.extend(child for child, _ in getattr(node, "next_functions", ()))
 
 
 def grad_fn_raises(t: torch.Tensor) -> bool:

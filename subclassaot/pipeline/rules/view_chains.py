@@ -47,7 +47,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import is_plain_autograd_view, storage_key, symint_expr
+from subclassaot.torch_internals import autograd_nodes, is_plain_autograd_view, storage_key, symint_expr
 
 __all__ = [
     "cut_history_replay",
@@ -628,17 +628,7 @@ def _source_layout(value: torch.Tensor, record: ViewRecord, meta: Meta) -> Meta:
 
 
 def _reaches_a_leaf(grad_fn: Any) -> bool:
-    seen: set[object] = set()
-    stack = [grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        if hasattr(node, "variable"):
-            return True
-        stack.extend(parent for parent, _ in node.next_functions)
-    return False
+    return any(hasattr(node, "variable") for node in autograd_nodes([grad_fn]))
 
 
 def _no_grad_tail(
