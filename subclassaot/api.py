@@ -76,12 +76,12 @@ from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
+from subclassaot.pipeline.rules.strides_and_offsets import refuse_float8_arithmetic
 from subclassaot.pipeline.rules.training_rules import (
     check_overlapping_plain_groups,
     check_swapped_storage_outputs,
     check_training_supported,
 )
-from subclassaot.pipeline.rules.write_overlaps import refuse_float8_arithmetic
 from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner

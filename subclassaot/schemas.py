@@ -493,11 +493,10 @@ class Analysis:
     inplace_view_ops: tuple[bool, ...] = ()
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
     # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
-    # view) was passed to; whether one of those may save it for the backward; whether the program wrote its inner
-    # tensors directly (x.a.mul_()). See Note [Aliased Inputs In Training].
+    # view) was passed to; whether the program wrote its inner tensors directly (x.a.mul_()). See Note [Aliased
+    # Inputs In Training].
     wrapper_first_write: tuple[int | None, ...] = ()
     wrapper_last_use: tuple[int | None, ...] = ()
-    wrapper_saved: tuple[bool, ...] = ()
     dense_written: tuple[bool, ...] = ()
     # per tensor input: how the epilogue repeats the `.data =` assignments to a subclass input; None if none
     wrapper_data: tuple[DataAssignmentPlan | None, ...]

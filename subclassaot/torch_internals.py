@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 import sympy
 import torch
@@ -154,6 +154,21 @@ def refresh_view_grad_fn(t: torch.Tensor) -> None:
     grad_fn_raises(t)  # its read of grad_fn is the refresh
 
 
+def autograd_nodes(starts: Iterable[object]) -> Iterator[Any]:
+    """Each autograd node the nodes `starts` reach (themselves included; None skipped) once, depth first. The nodes
+    seen are held, not their id()s: torch frees the Python object of a C++ node no one holds, and a new one may get
+    its id."""
+    seen: set[object] = set()
+    stack = list(starts)
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        yield node
+        stack.extend(child for child, _ in getattr(node, "next_functions", ()))
+
+
 def grad_fn_raises(t: torch.Tensor) -> bool:
     """Does reading `t.grad_fn` raise autograd's view-after-write error (a view made under no_grad, or by a
     multi-output op, whose base was written since)? Only views that require grad can."""
@@ -183,13 +198,18 @@ def recorded_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
     return tuple(metadata[t.output_nr].shape)
 
 
+_CreationMeta = torch._C._autograd.CreationMeta
+
+
+def _created_as(t: torch.Tensor, kind: _CreationMeta) -> bool:
+    """`t` is an autograd view whose creation meta (how autograd treats it once its base changes) is `kind`."""
+    return t._is_view() and bool(torch._C._autograd._get_creation_meta(t) == kind)
+
+
 def is_multi_output_view(t: torch.Tensor) -> bool:
     """An autograd view made by an op returning several views (unbind, split, chunk): autograd refuses to read
     its grad_fn once its base's version counter advanced."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE)
+    return _created_as(t, _CreationMeta.MULTI_OUTPUT_NODE)
 
 
 def custom_function_of(t: torch.Tensor) -> type | None:
@@ -208,10 +228,7 @@ def custom_function_of(t: torch.Tensor) -> type | None:
 def is_custom_function_view(t: torch.Tensor) -> bool:
     """An autograd view a custom autograd.Function returned (its input, or a view of it), or a view of one: autograd
     refuses to read its grad_fn once its base's version counter advanced, naming that Function."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.IN_CUSTOM_FUNCTION)
+    return _created_as(t, _CreationMeta.IN_CUSTOM_FUNCTION)
 
 
 def mark_inference_mode_view(t: torch.Tensor) -> None:
@@ -225,19 +242,13 @@ def is_inference_mode_view(t: torch.Tensor) -> bool:
     """An autograd view with creation meta INFERENCE_MODE: taken inside a torch.inference_mode() block of a normal
     tensor, or a view of such a view (autograd propagates that creation meta along a chain of views, whatever the grad
     mode of the later views)."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.INFERENCE_MODE)
+    return _created_as(t, _CreationMeta.INFERENCE_MODE)
 
 
 def is_plain_autograd_view(t: torch.Tensor) -> bool:
     """An autograd view of the default kind (not made under no_grad nor by a multi-output op): reading its grad_fn
     after its base's version counter advanced rebuilds it over the base's history instead of raising."""
-    if not t._is_view():
-        return False
-    meta = torch._C._autograd._get_creation_meta(t)
-    return bool(meta == torch._C._autograd.CreationMeta.DEFAULT)
+    return _created_as(t, _CreationMeta.DEFAULT)
 
 
 def requires_grad_through_base(t: torch.Tensor) -> bool:

@@ -57,18 +57,10 @@ __all__ = [
 
 
 # Ops whose backward saves none of their tensor arguments (Note [Aliased Inputs In Training])
-_SAVES_NOTHING = frozenset(
-    {
-        *(torch.ops.aten.add.Tensor, torch.ops.aten.add_.Tensor, torch.ops.aten.sub.Tensor, torch.ops.aten.sub_.Tensor),
-        *(torch.ops.aten.copy_.default, torch.ops.aten.clone.default, torch.ops.aten.neg.default),
-    }
-)
-
-
 def wrapper_uses(
     run: FunctionalRun, layout: DenseLayout
-) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...], tuple[bool, ...]]:
-    """Analysis.wrapper_first_write, wrapper_last_use, wrapper_saved and dense_written, from the program's own ops
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...]]:
+    """Analysis.wrapper_first_write, wrapper_last_use and dense_written, from the program's own ops
     on subclass tensors."""
     position: dict[int, int] = {}
     for i, t in enumerate(run.user_tensors):
@@ -82,7 +74,6 @@ def wrapper_uses(
     n = len(run.user_tensors)
     first_write: list[int | None] = [None] * n
     last_use: list[int | None] = [None] * n
-    saved = [False] * n
     for k, (func, tensors, writes) in enumerate(run.swaps.wrapper_ops):
         moves_data = torch.Tag.inplace_view not in getattr(func, "tags", ())
         for w in writes if moves_data else ():
@@ -93,12 +84,11 @@ def wrapper_uses(
         for t in tensors:
             if (x := input_of(t)) is not None:
                 last_use[x] = k
-                saved[x] = saved[x] or func not in _SAVES_NOTHING
     dense_written = tuple(
         any(storage_key(x) in run.swaps.dense_writes for j in leaves for x in (run.dense[j], run.originals[j]))
         for leaves in layout.leaves_of_input
     )
-    return tuple(first_write), tuple(last_use), tuple(saved), dense_written
+    return tuple(first_write), tuple(last_use), dense_written
 
 
 # (Outputs set_() under grad: the outputs part of Note [set_ Under Grad].)

@@ -475,10 +475,8 @@ def keep_eager_outputs(
 
 def _fresh_outputs(gm: torch.fx.GraphModule) -> list[bool]:
     """Per output: the graph computes it (it is no input, nor a view of one through view ops)."""
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    values = output.args[0]
     out: list[bool] = []
-    for node in values if isinstance(values, list | tuple) else [values]:
+    for node in _output_args(gm):
         while (
             isinstance(node, torch.fx.Node)
             and node.op == "call_function"
@@ -491,13 +489,13 @@ def _fresh_outputs(gm: torch.fx.GraphModule) -> list[bool]:
 
 
 def _static_outputs(gm: torch.fx.GraphModule) -> list[bool]:
-    output = next(n for n in gm.graph.nodes if n.op == "output")
-    values = output.args[0]
-    out: list[bool] = []
-    for node in values if isinstance(values, list | tuple) else [values]:
-        val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-        out.append(isinstance(val, torch.Tensor) and all(isinstance(d, int) for d in (*val.shape, *val.stride())))
-    return out
+    vals = [node.meta.get("val") if isinstance(node, torch.fx.Node) else None for node in _output_args(gm)]
+    return [isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in (*v.shape, *v.stride())) for v in vals]
+
+
+def _output_args(gm: torch.fx.GraphModule) -> list[object]:
+    values = gm.graph.output_node().args[0]
+    return list(values) if isinstance(values, list | tuple) else [values]
 
 
 def _output_fixes(

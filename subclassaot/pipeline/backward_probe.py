@@ -42,6 +42,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     EXAMPLE_INPUT_HISTORY_ERROR,
+    autograd_nodes,
     get_version,
     set_version,
     static_fake_copies,
@@ -237,19 +238,10 @@ def reaches_output_node(
             wanted = {
                 node for p in targets if isinstance(o := outs[p], torch.Tensor) and (node := o.grad_fn) is not None
             }
-            stack = [o.grad_fn for p in starts if isinstance(o := outs[p], torch.Tensor)]
+            start_nodes = [o.grad_fn for p in starts if isinstance(o := outs[p], torch.Tensor)]
     except Exception:  # a program the probe cannot run
         return None
-    seen: set[object] = set()
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        if node in wanted:
-            return True
-        seen.add(node)
-        stack.extend(parent for parent, _ in node.next_functions)
-    return False
+    return any(node in wanted for node in autograd_nodes(start_nodes))
 
 
 def eager_accumulator_sizes(
@@ -272,19 +264,12 @@ def eager_accumulator_sizes(
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
     """id() of each leaf whose AccumulateGrad the nodes `starts` reach -> the sizes those accumulators recorded."""
     found: dict[int, set[tuple[int, ...]]] = {}
-    seen: set[object] = set()
-    stack = list(starts)
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
+    for node in autograd_nodes(starts):
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             meta = getattr(node, "_input_metadata", ())
             if meta:
                 found.setdefault(id(variable), set()).add(tuple(int(d) for d in meta[0].shape))
-        stack.extend(parent for parent, _ in getattr(node, "next_functions", ()))
     return found
 
 
@@ -715,19 +700,8 @@ def _leaf_behind(value: object) -> tuple[torch.Tensor, ...]:
 
 def _accumulated(starts: Sequence[object]) -> set[int]:
     """id() of each tensor whose AccumulateGrad the nodes `starts` reach."""
-    reached: set[int] = set()
-    seen: set[int] = set()
-    stack = list(starts)
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        variable = getattr(node, "variable", None)
-        if isinstance(variable, torch.Tensor):
-            reached.add(id(variable))
-        stack.extend(child for child, _ in getattr(node, "next_functions", ()))
-    return reached
+    variables = (getattr(node, "variable", None) for node in autograd_nodes(starts))
+    return {id(v) for v in variables if isinstance(v, torch.Tensor)}
 
 
 def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int]) -> bool:
@@ -866,18 +840,11 @@ def _saved_readers(outs: Sequence[object]) -> dict[object, _Readers]:
     node."""
     readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
-        seen: set[int] = set()
-        stack = [out.grad_fn] if isinstance(out, torch.Tensor) else []
-        while stack:
-            node = stack.pop()
-            if node is None or id(node) in seen:
-                continue
-            seen.add(id(node))
+        for node in autograd_nodes([out.grad_fn] if isinstance(out, torch.Tensor) else []):
             for t in _saved_by(node):
                 saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
                 saved.append(t)
                 outputs.add(p)
-            stack.extend(child for child, _ in node.next_functions)
     return {k: _Readers(tuple(saved), frozenset(outputs)) for k, (saved, outputs) in readers.items()}
 
 

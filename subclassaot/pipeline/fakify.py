@@ -104,7 +104,6 @@ class SymbolCache:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FakifyResult:
     fakes: tuple[torch.Tensor, ...]  # len = len(inputs); fakes[i] stands for inputs[i]
-    policies_used: tuple[Policy, ...]  # len = len(inputs); the complete policy derived for inputs[i]
     plans: tuple[TensorPlan, ...]  # len = len(inputs); the per-dim decisions (`policies.describe(plan)`)
     # every free symbol -> the size/stride dim where it was created and appears bare (read it from there at runtime)
     symbol_bindings: Mapping[sympy.Symbol, DimAddress]
@@ -334,7 +333,6 @@ def fakify_inputs(
     symbol_cache.record_exprs({a.source_name(): str(e) for a, e in exprs.items()})
     return FakifyResult(
         fakes=fakes,
-        policies_used=used,
         plans=plans,
         symbol_bindings=_bindings(builder),
         exprs=exprs,

@@ -102,7 +102,7 @@ def run_functional(
         flat, layout, graph_values, requires_grad_like, clone_graph_inputs, own_base_views
     )
     grad_leaves = list(user_tensors)
-    viewed = _traced_as_views(layout, flat, clone_inputs)
+    viewed = _traced_as_views(layout, clone_inputs)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
     )
@@ -446,7 +446,7 @@ def _detach_members_without_grad(
     return detached
 
 
-def _traced_as_views(layout: DenseLayout, flat: FlatInputs, clone_inputs: frozenset[int]) -> dict[int, int]:
+def _traced_as_views(layout: DenseLayout, clone_inputs: frozenset[int]) -> dict[int, int]:
     """Cloned subclass inputs of an alias group that run as views of another cloned one, their `._base` -> it."""
     grouped = {m for g in layout.groups for m in g.members}
     out = {}

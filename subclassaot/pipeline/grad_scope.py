@@ -19,7 +19,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import BackwardReshape, FlatInputs
-from subclassaot.torch_internals import get_version
+from subclassaot.torch_internals import autograd_nodes, get_version
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -247,14 +247,7 @@ def backward_changes(
 
 
 def _graph_nodes(start: Any) -> set[Any]:
-    seen: set[Any] = set()
-    stack = [start]
-    while stack:
-        node = stack.pop()
-        if node is not None and node not in seen:
-            seen.add(node)
-            stack.extend(parent for parent, _ in node.next_functions)
-    return seen
+    return set(autograd_nodes([start]))
 
 
 def _reached_by(changes: list[tuple[frozenset[int], int]] | None, bumps: int) -> tuple[frozenset[int], ...]:

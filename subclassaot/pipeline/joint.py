@@ -27,7 +27,7 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import backward_changes
 from subclassaot.pipeline.rules.function_views import is_program_function
-from subclassaot.pipeline.rules.nograd_set_views import differentiated_as_eager
+from subclassaot.pipeline.rules.hidden_layouts import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, graph_output_values
 from subclassaot.runtime.steps import training_roots
 from subclassaot.schemas import (
@@ -42,6 +42,7 @@ from subclassaot.schemas import (
     UpdateKind,
 )
 from subclassaot.torch_internals import (
+    autograd_nodes,
     from_functional,
     grad_fn_raises,
     mutation_counter,
@@ -313,17 +314,7 @@ def _autograd_reach(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -
     """For each tensor in `wrt`: the outputs whose autograd graph reaches it (eager gives it a gradient, maybe zeros,
     exactly when one of those outputs gets a tangent). Read off the autograd graph, not the traced fx graph, whose
     data dependencies differ (a zero gradient may be a constant there)."""
-    visited: list[set[object]] = []
-    for out in outs:
-        seen: set[object] = set()
-        stack: list[Any] = [out.grad_fn]
-        while stack:
-            node = stack.pop()
-            if node is None or node in seen:
-                continue
-            seen.add(node)
-            stack.extend(parent for parent, _ in node.next_functions)
-        visited.append(seen)
+    visited: list[set[object]] = [set(autograd_nodes([out.grad_fn])) for out in outs]
     result = []
     for x in wrt:
         result.append(frozenset(j for j, seen in enumerate(visited) if _autograd_node_of(x, seen)))

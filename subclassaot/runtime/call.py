@@ -21,10 +21,14 @@ from subclassaot.runtime.plan import (
     GraphRunResult,
     MetaEvaluator,
     RuntimePlan,
+    anchor_holders,
+    assign_data_meta,
     fresh_output,
     non_view_alias,
     probed_stride,
     requires_grad_changes,
+    set_target_layout,
+    wrapper_layout,
     wrapper_write_recorded,
 )
 from subclassaot.runtime.regenerate import (
@@ -52,7 +56,6 @@ from subclassaot.runtime.steps import (
     undo_steps,
 )
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
-from subclassaot.runtime.wrapper_storage import anchor_holders, assign_data_meta, set_target_layout, wrapper_layout
 from subclassaot.schemas import (
     AliasGroupRef,
     DataAssignmentPlan,

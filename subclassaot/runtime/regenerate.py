@@ -22,7 +22,17 @@ from subclassaot.authoring.protocol import (
     is_traceable_subclass,
     unflatten_subclass,
 )
-from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, fresh_output, non_view_alias, probed_stride
+from subclassaot.runtime.plan import (
+    MetaEvaluator,
+    RuntimePlan,
+    assign_data_meta,
+    fresh_output,
+    non_view_alias,
+    probed_stride,
+    set_target_layout,
+    share_wrapper_storages,
+    wrapper_layout,
+)
 from subclassaot.runtime.steps import (
     build_order,
     finish_bumped_view,
@@ -33,12 +43,6 @@ from subclassaot.runtime.steps import (
     state_reached,
     use_only_tokens,
     view_onto,
-)
-from subclassaot.runtime.wrapper_storage import (
-    assign_data_meta,
-    set_target_layout,
-    share_wrapper_storages,
-    wrapper_layout,
 )
 from subclassaot.schemas import (
     GradSetBase,

@@ -484,7 +484,7 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
         emit(replay.index)  # built first, as regenerate's `get` does on demand
         w.line(f"{var} = r{replay.index}")
     else:
-        w.line(f"{var} = {_root(w, plan, replay)}")
+        w.line(f"{var} = {_root(w, replay)}")
     if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
@@ -586,7 +586,7 @@ class _Give:
         return result
 
 
-def _root(w: _Writer, plan: RuntimePlan, replay: Replay) -> str:
+def _root(w: _Writer, replay: Replay) -> str:
     """The intermediate subclass a WRAPPER replay views, built once per call from its bases where the graph call
     did not give it (regenerate._replay_source, Note [Subclass Intermediate Roots])."""
     name = "R" + "_".join(map(str, replay.root_bases))

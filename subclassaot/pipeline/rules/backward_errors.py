@@ -49,6 +49,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.backward_probe import MAX_PROBED_OUTPUTS, SHAPE_CHECK_ERROR, BackwardEnd, _trial
 from subclassaot.pipeline.joint import JointSetup
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, OutputInfo, OutputKind, ReplaySource
+from subclassaot.torch_internals import autograd_nodes
 
 _ROOT_INDEX = re.compile(r"^invalid gradient at index (\d+) ")
 
@@ -70,14 +71,8 @@ class _Watch:
                 self.keep.append(r.view_as(r))
                 r = self.keep[-1]
             todo.append(r.grad_fn)
-        seen: set[int] = set()
-        while todo:
-            node = todo.pop()
-            if node is None or id(node) in seen:
-                continue
-            seen.add(id(node))
+        for node in autograd_nodes(todo):
             node.register_prehook(self._entered(node))
-            todo.extend(n for n, _ in node.next_functions)
 
     def _entered(self, node: torch.autograd.graph.Node) -> Callable[[object], None]:
         # the hook holds neither the node nor the watch (which holds views of the roots): the node holds the hook, so

@@ -16,7 +16,7 @@ Part: Stage `analyze`, wrapper storages: which subclass tensors share one wrappe
 tensor the runtime takes that storage from (Note [Wrapper Storage]).
 
 Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime
-(wrapper_storage.py applies them). Invariants: pure reads of the run's records; nothing here raises.
+(runtime/plan.py applies them). Invariants: pure reads of the run's records; nothing here raises.
 """
 
 from __future__ import annotations

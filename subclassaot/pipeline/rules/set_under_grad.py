@@ -29,7 +29,7 @@ from subclassaot.pipeline.backward_probe import BackwardEnd, grad_output_count, 
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.runtime.steps import early_grad_sets
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import autograd_nodes, storage_key
 
 __all__ = [
     "early_set_inputs",
@@ -157,19 +157,10 @@ def intermediate_read_after_grad_set(
     if not any(k in record.read_after_grad_set and k not in inputs for k in record.plain_grad_sets):
         return False
     leaves = pytree.tree_leaves(output)
-    stack: list[Any] = [
+    starts = [
         _grad_fn(o) for o, holder in zip(leaves, holders, strict=True) if isinstance(o, torch.Tensor) and not holder
     ]
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        if type(node).__name__ == "NotImplemented":
-            return True
-        seen.add(id(node))
-        stack.extend(parent for parent, _ in node.next_functions)
-    return False
+    return any(type(node).__name__ == "NotImplemented" for node in autograd_nodes(starts))
 
 
 def _grad_fn(t: torch.Tensor) -> Any:

@@ -33,18 +33,16 @@ from subclassaot.pipeline.rules.autograd_state import (
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     Layout,
+    check_nograd_set_write,
     is_layout_op,
     note_first_read,
     note_layout_op,
+    note_nograd_set,
     note_reads_after_layout,
     note_view_layout_op,
     note_view_reads,
-    view_layout,
-)
-from subclassaot.pipeline.rules.nograd_set_views import (
-    check_nograd_set_write,
-    note_nograd_set,
     original_of,
+    view_layout,
     with_eager_view_histories,
 )
 from subclassaot.pipeline.rules.set_storage_rules import (
@@ -95,7 +93,14 @@ from subclassaot.pipeline.rules.storage_reach import (
 from subclassaot.pipeline.rules.strides_and_offsets import (
     apply_keeping_strides,
     call_with_eager_layouts,
+    check_empty_write_through_overlap,
+    check_no_overlapping_read,
+    check_write_after_set,
+    copy_to_same_data,
     fill_in_memory_order,
+    meta_overlaps,
+    overlaps,
+    uniform_write,
     view_with_eager_strides,
 )
 from subclassaot.pipeline.rules.swap_record import (
@@ -108,15 +113,6 @@ from subclassaot.pipeline.rules.swap_record import (
     elements_of,
     source_leaf_metas,
     tensor_meta,
-)
-from subclassaot.pipeline.rules.write_overlaps import (
-    check_empty_write_through_overlap,
-    check_no_overlapping_read,
-    check_write_after_set,
-    copy_to_same_data,
-    meta_overlaps,
-    overlaps,
-    uniform_write,
 )
 from subclassaot.torch_internals import (
     differentiates_inside_transform,

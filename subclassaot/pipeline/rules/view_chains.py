@@ -47,7 +47,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import is_plain_autograd_view, storage_key, symint_expr
+from subclassaot.torch_internals import autograd_nodes, is_plain_autograd_view, storage_key, symint_expr
 
 __all__ = [
     "cut_history_replay",
@@ -258,7 +258,7 @@ def _from_changed_source(
             before_epilogue=True,
             late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
         )
-    if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, leaves, run):
+    if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t):
         source_meta = _meta_exprs(first.source_meta)
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=steps, source_meta=source_meta)
     plain = not is_traceable_subclass(value) and not is_traceable_subclass(t)
@@ -628,17 +628,7 @@ def _source_layout(value: torch.Tensor, record: ViewRecord, meta: Meta) -> Meta:
 
 
 def _reaches_a_leaf(grad_fn: Any) -> bool:
-    seen: set[object] = set()
-    stack = [grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        if hasattr(node, "variable"):
-            return True
-        stack.extend(parent for parent, _ in node.next_functions)
-    return False
+    return any(hasattr(node, "variable") for node in autograd_nodes([grad_fn]))
 
 
 def _no_grad_tail(
@@ -714,7 +704,7 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 
-def _replays_between(value: torch.Tensor, t: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
+def _replays_between(value: torch.Tensor, t: torch.Tensor) -> bool:
     """Note [Output Regeneration]: can `value`'s chain replay from input `t` with its metadata then?"""
     if value.requires_grad or t.requires_grad:
         return False
