@@ -14,8 +14,8 @@ import functools
 import logging
 import threading
 import weakref
-from dataclasses import dataclass
 from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
@@ -35,7 +35,7 @@ from subclassaot.runtime.plan import (
     wrapper_write_recorded,
 )
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
-from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
+from subclassaot.runtime.steps import epilogue_plan, epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
     FlatInputs,
@@ -440,8 +440,8 @@ class _Step:
 
 # Note [Plain Steps]
 # Most training steps need little of CompiledStep: plain tensor inputs, each its own graph input; outputs that are
-# fresh plain tensors of the graph, in graph order, all of the graph's outputs; no input written, no alias group, no
-# tensor eager's backward checks, no deferred error, no backward that writes or reshapes, a backward graph of our own
+# fresh plain tensors of the graph, in graph order, all of the graph's outputs; no input written (an empty epilogue), no
+# alias group, no deferred error, no backward that writes or reshapes, a backward graph of our own
 # (not one that reruns the joint graph for double backward). For such a step the choices the forward and backward make
 # per call are made once (`_PlainStep`): the forward runs the graph, saves what the backward reads and returns the
 # outputs; the backward gives plain tangents the traced strides, runs the backward graph and hands each gradient to
@@ -461,7 +461,7 @@ class _PlainStep:
     n_results: int
 
 
-def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: Container[int]) -> _PlainStep | None:
+def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -> _PlainStep | None:
     """The step's per-call choices where it is plain (Note [Plain Steps]), else None."""
     plan, bw_meta, layout = s.plan, s.bw_meta, s.plan.layout
     analysis, gout = plan.analysis, plan.graph_outputs
@@ -490,12 +490,13 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: Container[int]) -
         and all(tree is None for tree in bw_meta.grad_trees)
         and not (bw_meta.group_grads or bw_meta.backward_mutations or bw_meta.backward_reshapes)
     )
-    call_plain = not (s.clone_saved or s.checks or s.apart or unreached or stand_ins or s.subclass_inputs)
+    # (an empty epilogue: the counters of the tensors eager's backward checks are final when the forward returns)
+    call_plain = epilogue_plan(plan).empty and not (
+        s.clone_saved or s.apart or unreached or stand_ins or s.subclass_inputs
+    )
     if not (inputs_plain and outputs_plain and backward_plain and call_plain):
         return None
-    deps = tuple(
-        (k, i, bw_meta.tangent_deps[k]) for k, i in enumerate(s.targets) if k not in bw_meta.unused
-    )
+    deps = tuple((k, i, bw_meta.tangent_deps[k]) for k, i in enumerate(s.targets) if k not in bw_meta.unused)
     return _PlainStep(
         n_outs=n,
         diff=bw_meta.diff_outputs,
@@ -524,6 +525,9 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
     ctx.zeros = [[(t.shape, t.dtype, t.device)] for t in [outs[i] for i in p.diff]]
     if p.non_diff:
         ctx.mark_non_differentiable(*[outs[k] for k in p.non_diff])
+    if s.checks:  # (nothing writes an input after the forward: `_note_counters` now, not after an epilogue)
+        _hold_checked(ctx, s, outs, user, [])
+        _note_counters([ctx])
     # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
     ctx.set_materialize_grads(False)
     return tuple(outs)
@@ -534,6 +538,8 @@ def _plain_backward(
 ) -> tuple[torch.Tensor | None, ...] | None:
     """CompiledStep.backward of a plain step without create_graph (Note [Plain Steps]); None where a tangent is no
     plain tensor (the general backward decides)."""
+    if s.checks:
+        _check_saved_tensors(ctx.checks, ctx.checked, grads)
     tangents = []
     present = []
     for k, i in enumerate(p.diff):
@@ -786,9 +792,9 @@ class CompiledStep(torch.autograd.Function):
         s: _Step = ctx.step
         if s.plain is not None:
             if not torch.is_grad_enabled():
-                result = _plain_backward(ctx, s, s.plain, grads)
-                if result is not None:
-                    return result
+                plain = _plain_backward(ctx, s, s.plain, grads)
+                if plain is not None:
+                    return plain
             ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()  # (the general one's)
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
@@ -1248,7 +1254,7 @@ def training_call(
 def _plain_apply(step: _Step, unread: Sequence[int]) -> Callable[..., Sequence[torch.Tensor]]:
     """A plain step (Note [Plain Steps]) applied to the tensor inputs: the Function's outputs, the program's fresh
     outputs in order (what `training_call`'s call does for it)."""
-    holder = (step, [], [], {}, [])
+    holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any]] = (step, [], [], {}, [])
 
     def apply(*user: torch.Tensor) -> Sequence[torch.Tensor]:
         if unread and any(grad_fn_raises(user[i]) for i in unread):
