@@ -533,6 +533,17 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
     return tuple(outs)
 
 
+def _plain_or_general(
+    ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
+) -> tuple[torch.Tensor | None, ...] | None:
+    """`_plain_backward`'s gradients, or None with the context made ready for the general backward (what the general
+    forward leaves it: Note [Plain Steps])."""
+    if not torch.is_grad_enabled() and (result := _plain_backward(ctx, s, p, grads)) is not None:
+        return result
+    ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()
+    return None
+
+
 def _plain_backward(
     ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
 ) -> tuple[torch.Tensor | None, ...] | None:
@@ -790,12 +801,8 @@ class CompiledStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
         s: _Step = ctx.step
-        if s.plain is not None:
-            if not torch.is_grad_enabled():
-                plain = _plain_backward(ctx, s, s.plain, grads)
-                if plain is not None:
-                    return plain
-            ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()  # (the general one's)
+        if s.plain is not None and (plain := _plain_or_general(ctx, s, s.plain, grads)) is not None:
+            return plain
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
             _raise_deferred(bw_meta, bw is None, grads)
@@ -1244,16 +1251,20 @@ def training_call(
         outs.extend(tensors[pos:])  # the symbolic ints
         return outs, prewrapped, wrappers, root_values, functools.partial(_note_counters, noted) if noted else None
 
-    step.plain = _plain_step(step, unreached, stand_ins)
-    apply = _plain_apply(step, unread) if step.plain is not None else None
+    apply = _plain_apply(step, unreached, stand_ins, unread)
     return GraphCall(
         run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates), apply=apply
     )
 
 
-def _plain_apply(step: _Step, unread: Sequence[int]) -> Callable[..., Sequence[torch.Tensor]]:
-    """A plain step (Note [Plain Steps]) applied to the tensor inputs: the Function's outputs, the program's fresh
-    outputs in order (what `training_call`'s call does for it)."""
+def _plain_apply(
+    step: _Step, unreached: Sequence[int], stand_ins: frozenset[int], unread: Sequence[int]
+) -> Callable[..., Sequence[torch.Tensor]] | None:
+    """Where the step is plain (Note [Plain Steps]; `step.plain` set here), it applied to the tensor inputs: the
+    Function's outputs, the program's fresh outputs in order (what `training_call`'s call does for it); else None."""
+    step.plain = _plain_step(step, unreached, stand_ins)
+    if step.plain is None:
+        return None
     holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any]] = (step, [], [], {}, [])
 
     def apply(*user: torch.Tensor) -> Sequence[torch.Tensor]:
