@@ -119,6 +119,11 @@ def storage_key(t: torch.Tensor) -> object:
     return untyped_storage_key(t.untyped_storage())
 
 
+# The address of a tensor's StorageImpl (`t.untyped_storage()._cdata`, without making the storage object: half the
+# cost, for the guards' aliasing check); untyped in torch's stubs.
+storage_address: Callable[[torch.Tensor], int] = torch._C._storage_id  # type: ignore[attr-defined]
+
+
 def untyped_storage_key(storage: object) -> object:
     """A hashable identity of an UntypedStorage (`storage_key` of a tensor on it)."""
     return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated

@@ -158,6 +158,8 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
         gm, inputs = _with_symbol_inputs(gm, inputs, solved)
     with inductor_config.patch(fallback_random=True):
         compiled = compile_fx_inner(gm, inputs)
+    if not solved:
+        return lambda *args: compiled(list(args))
 
     def run(*args: object) -> object:
         extra: list[object] = []

@@ -30,7 +30,14 @@ from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import own_base_guards
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
-from subclassaot.torch_internals import nested_coeff, nested_int_id, opaque_guard_values, python_source, symint_expr
+from subclassaot.torch_internals import (
+    nested_coeff,
+    nested_int_id,
+    opaque_guard_values,
+    python_source,
+    storage_address,
+    symint_expr,
+)
 
 GuardFn = Callable[[Sequence[object]], "dict[str, int] | str"]
 
@@ -260,6 +267,7 @@ class _Writer:
             "describe_ctx_change": describe_ctx_change,
             "describe_opaque_change": describe_opaque_change,
             "describe_aliasing": describe_aliasing,
+            "_storage_id": storage_address,
             "torch": torch,
             "_msg": _msg,
             "_nested_coeff": nested_coeff,
@@ -566,9 +574,12 @@ def _subclass_guards(
     if not flatten_guarded:  # See Note [Dynamo Captures, The Pipeline Compiles]
         names = tree.flatten_attrs()
         attrs = w.constant(list(names))
-        ctx = w.constant(copy.deepcopy(ctx_for_guard(tree.ctx)))  # Note [What The Guards Compare]
+        ctx_value = copy.deepcopy(ctx_for_guard(tree.ctx))
+        ctx = w.constant(ctx_value)  # Note [What The Guards Compare]
         ctx_names = plain_ctx_names(tree.cls, names)
-        if ctx_names is not None:  # the fast body reads the ctx fields themselves (Note [What The Guards Compare])
+        # the fast body reads the ctx fields themselves (Note [What The Guards Compare]); none, and an empty ctx:
+        # nothing to compare per call
+        if ctx_names is not None and (ctx_names or ctx_value != ()):
             fields = "".join(f"{_attribute(w, var, n)}, " for n in ctx_names)
             w.fast_check(f"({fields}) == {ctx}")
         w.detail_only = ctx_names is not None
@@ -612,7 +623,8 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
             )
     if len(layout.leaves) < 2:
         return
-    w.line("    _st = [" + ", ".join(f"{a}.untyped_storage()._cdata" for a in accesses) + "]")
+    # (the address of each leaf's StorageImpl: `untyped_storage()._cdata` without making a storage object)
+    w.line("    _st = [" + ", ".join(f"_storage_id({a})" for a in accesses) + "]")
     groups = layout.observed_groups
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
     pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none"

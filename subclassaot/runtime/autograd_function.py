@@ -15,6 +15,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
@@ -34,7 +35,7 @@ from subclassaot.runtime.plan import (
     wrapper_write_recorded,
 )
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
-from subclassaot.runtime.steps import epilogue_write_hidden, training_roots
+from subclassaot.runtime.steps import epilogue_plan, epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -488,6 +489,148 @@ class _Step:
         }
         self.ev = MetaEvaluator()
         self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(plan, bw_meta)
+        self.plain: _PlainStep | None = None  # set by training_call where the step is plain (Note [Plain Steps])
+
+
+# Note [Plain Steps]
+# Most training steps need little of CompiledStep: plain tensor inputs, each its own graph input; outputs that are
+# fresh plain tensors of the graph, in graph order, all of the graph's outputs; no input written (an empty epilogue), no
+# alias group, no deferred error, no backward that writes or reshapes, a backward graph of our own
+# (not one that reruns the joint graph for double backward). For such a step the choices the forward and backward make
+# per call are made once (`_PlainStep`): the forward runs the graph, saves what the backward reads and returns the
+# outputs; the backward gives plain tangents the traced strides, runs the backward graph and hands each gradient to
+# its input. A tangent that is no plain tensor, and a backward with grad on (create_graph), take the general path,
+# which the plain forward leaves what it reads. The straight-line runner applies such a step to the tensor inputs
+# directly (GraphCall.apply).
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _PlainStep:
+    n_outs: int  # the graph's outputs before the saved values: the Function's outputs
+    diff: tuple[int, ...]  # BackwardPlan.diff_outputs
+    non_diff: tuple[int, ...]  # the other outputs
+    strides: tuple[tuple[int, ...] | None, ...]  # per diff output: its tangent's traced strides
+    reached: tuple[tuple[int, int], ...]  # (gradient position, input) of the gradients some tangent reaches
+    deps: tuple[tuple[int, int, frozenset[int]], ...]  # ... with the diff outputs whose tangents reach it
+    n_results: int
+
+
+def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -> _PlainStep | None:
+    """The step's per-call choices where it is plain (Note [Plain Steps]), else None."""
+    plan, bw_meta, layout = s.plan, s.bw_meta, s.plan.layout
+    analysis, gout = plan.analysis, plan.graph_outputs
+    n = len(s.fresh_outputs)
+    inputs_plain = all(tree is None for tree in layout.trees) and tuple(layout.graph_inputs) == tuple(
+        range(len(layout.trees))
+    )
+    outputs_plain = (
+        s.n_updates == 0
+        and gout.num_fresh == n
+        and not (gout.num_bases or gout.num_symints or analysis.stride_probes)
+        and tuple(s.plain_fresh.get(o) for o in s.fresh_outputs) == tuple(range(n))
+        and not any(analysis.outputs[o].view_of_fresh for o in s.fresh_outputs)
+        and not (s.rebuilt_leaves or s.roots or bw_meta.wrapper_updates)
+    )
+    backward_plain = (
+        bw_meta.error is None
+        and s.bw is not None
+        and s.rerun is None
+        and not bw_meta.forward_reads_grad_mode
+        and s.plain_tangents
+        and not s.typed_by
+        and all(order is None for order in bw_meta.tangent_orders)
+        and len(bw_meta.tangent_strides) == len(bw_meta.diff_outputs)
+        and len(bw_meta.tangent_deps) == len(bw_meta.grad_inputs)
+        and all(tree is None for tree in bw_meta.grad_trees)
+        and not (bw_meta.group_grads or bw_meta.backward_mutations or bw_meta.backward_reshapes)
+    )
+    # (an empty epilogue: the counters of the tensors eager's backward checks are final when the forward returns)
+    call_plain = epilogue_plan(plan).empty and not (
+        s.clone_saved or s.apart or unreached or stand_ins or s.subclass_inputs
+    )
+    if not (inputs_plain and outputs_plain and backward_plain and call_plain):
+        return None
+    deps = tuple((k, i, bw_meta.tangent_deps[k]) for k, i in enumerate(s.targets) if k not in bw_meta.unused)
+    return _PlainStep(
+        n_outs=n,
+        diff=bw_meta.diff_outputs,
+        non_diff=tuple(k for k in range(n) if k not in s.diff_set),
+        strides=bw_meta.tangent_strides,
+        reached=tuple((k, i) for k, i, d in deps if d),
+        deps=deps,
+        n_results=s.n_results,
+    )
+
+
+def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tensor]) -> tuple[Any, ...]:
+    """CompiledStep.forward of a plain step (Note [Plain Steps]): what the general one does for it."""
+    ctx.step = s
+    all_outs = cast("Sequence[Any]", s.fw(*user))  # (quoted: no subscript per call)
+    n = p.n_outs
+    outs = _distinct_outputs(all_outs[:n])
+    if len(all_outs) > n:
+        saved = all_outs[n:]
+        ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+        # See Note [Saved Values Are Checked As Eager's]: each through an alias with a counter of its own.
+        tensors = [v for v in saved if isinstance(v, torch.Tensor)]
+        ctx.save_for_backward(*[v.data for v in tensors] if s.saves_apart else tensors)
+    else:
+        ctx.saved_ints = ()
+    ctx.zeros = [[(t.shape, t.dtype, t.device)] for t in [outs[i] for i in p.diff]]
+    if p.non_diff:
+        ctx.mark_non_differentiable(*[outs[k] for k in p.non_diff])
+    if s.checks:  # (nothing writes an input after the forward: `_note_counters` now, not after an epilogue)
+        _hold_checked(ctx, s, outs, user, [])
+        _note_counters([ctx])
+    # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
+    ctx.set_materialize_grads(False)
+    return tuple(outs)
+
+
+def _plain_or_general(
+    ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
+) -> tuple[torch.Tensor | None, ...] | None:
+    """`_plain_backward`'s gradients, or None with the context made ready for the general backward (what the general
+    forward leaves it: Note [Plain Steps])."""
+    if not torch.is_grad_enabled() and (result := _plain_backward(ctx, s, p, grads)) is not None:
+        return result
+    ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()
+    return None
+
+
+def _plain_backward(
+    ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
+) -> tuple[torch.Tensor | None, ...] | None:
+    """CompiledStep.backward of a plain step without create_graph (Note [Plain Steps]); None where a tangent is no
+    plain tensor (the general backward decides)."""
+    if s.checks:
+        _check_saved_tensors(ctx.checks, ctx.checked, grads)
+    tangents = []
+    present = []
+    for k, i in enumerate(p.diff):
+        g = grads[i]
+        if g is None:
+            shape, dtype, device = ctx.zeros[k][0]
+            g = torch.zeros(shape, dtype=dtype, device=device)
+        elif type(g) is not torch.Tensor:
+            return None
+        else:
+            present.append(k)
+        tangents.append(_restride(g, p.strides[k]))
+    saved = list(ctx.saved_tensors)
+    for k, v in ctx.saved_ints:
+        saved.insert(k, v)
+    dense_grads = cast("Sequence[torch.Tensor]", cast("Callable[..., object]", s.bw)(*saved, *tangents))
+    result: list[torch.Tensor | None] = [None] * p.n_results
+    if len(present) == len(p.diff):
+        for k, i in p.reached:
+            result[i] = dense_grads[k]
+    else:
+        given = frozenset(present)
+        for k, i, deps in p.deps:
+            if deps & given:
+                result[i] = dense_grads[k]
+    return (None, *result)
 
 
 def _update_sources(
@@ -640,6 +783,8 @@ class CompiledStep(torch.autograd.Function):
         *user: torch.Tensor,
     ) -> Any:
         s, graph_in, graph_dense, symbols, noted, early_grads = holder
+        if s.plain is not None:
+            return _plain_forward(ctx, s, s.plain, user)
         ctx.step = s
         ctx.early_grads = early_grads
         bw_meta, n_updates = s.bw_meta, s.n_updates
@@ -651,9 +796,9 @@ class CompiledStep(torch.autograd.Function):
         # A Function's forward runs with grad mode off: the graph's ops record nothing.
         if bw_meta.forward_reads_grad_mode:  # Note [Training Through A Joint Graph]
             with torch.enable_grad():
-                all_outs = list(cast(Sequence[Any], s.fw(*[_detached(g) for g in graph_in])))
+                all_outs = list(cast("Sequence[Any]", s.fw(*[_detached(g) for g in graph_in])))
         else:
-            all_outs = list(cast(Sequence[Any], s.fw(*graph_in)))  # GraphOutputs, then the saved values
+            all_outs = list(cast("Sequence[Any]", s.fw(*graph_in)))  # GraphOutputs, then the saved values
         n_outs = len(all_outs) - bw_meta.num_saved
         outs = _distinct_outputs(all_outs[:n_outs])  # tensors, then symbolic ints
         saved = all_outs[n_outs:]
@@ -711,6 +856,8 @@ class CompiledStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
         s: _Step = ctx.step
+        if s.plain is not None and (plain := _plain_or_general(ctx, s, s.plain, grads)) is not None:
+            return plain
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
             _check_early_leaves(s, ctx.early_grads, bw_meta)
@@ -761,7 +908,7 @@ class CompiledStep(torch.autograd.Function):
                 all_outs = cast(Sequence[torch.Tensor], s.rerun(*_live_primals(ctx.primals), *tangents))
                 dense_grads = list(all_outs[bw_meta.num_fw_outputs :])
             else:
-                dense_grads = list(cast(Sequence[torch.Tensor], bw(*saved, *tangents)))
+                dense_grads = list(cast("Sequence[torch.Tensor]", bw(*saved, *tangents)))
             shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
         if ctx.bw_targets or ctx.bw_reshapes:
             dense_grads = _backward_writes(ctx.bw_targets, _reshapes_run(ctx.bw_reshapes, present), dense_grads)
@@ -1180,7 +1327,32 @@ def training_call(
         outs.extend(tensors[pos:])  # the symbolic ints
         return outs, prewrapped, wrappers, root_values, functools.partial(_note_counters, noted) if noted else None
 
-    return GraphCall(run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates))
+    apply = _plain_apply(step, unreached, stand_ins, unread)
+    return GraphCall(
+        run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates), apply=apply
+    )
+
+
+def _plain_apply(
+    step: _Step, unreached: Sequence[int], stand_ins: frozenset[int], unread: Sequence[int]
+) -> Callable[..., Sequence[torch.Tensor]] | None:
+    """Where the step is plain (Note [Plain Steps]; `step.plain` set here), it applied to the tensor inputs: the
+    Function's outputs, the program's fresh outputs in order (what `training_call`'s call does for it); else None."""
+    step.plain = _plain_step(step, unreached, stand_ins)
+    if step.plain is None:
+        return None
+    holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads] = (
+        step, [], [], {}, [], ()
+    )  # fmt: skip
+
+    def apply(*user: torch.Tensor) -> Sequence[torch.Tensor]:
+        if unread and any(grad_fn_raises(user[i]) for i in unread):
+            user = tuple(u.detach() if i in unread and grad_fn_raises(u) else u for i, u in enumerate(user))
+        if torch._C._are_functorch_transforms_active():
+            return cast("Sequence[torch.Tensor]", CompiledStep.apply(holder, *user))  # type: ignore[no-untyped-call]
+        return cast("Sequence[torch.Tensor]", _c_apply(holder, *map(_unwrap_if_dead, user)))
+
+    return apply
 
 
 _c_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, CompiledStep)
@@ -1192,9 +1364,9 @@ def _apply_step(*args: object) -> Sequence[torch.Tensor]:
     functorch wrappers unwrapped, then the C apply) without its Python frames (~4 us a call, more where a
     process-wide wrapper of `Function.apply` sits in front: torch_internals.function_applies_noted)."""
     if torch._C._are_functorch_transforms_active():
-        return cast(Sequence[torch.Tensor], CompiledStep.apply(*args))  # type: ignore[no-untyped-call]  # untyped in torch
+        return cast("Sequence[torch.Tensor]", CompiledStep.apply(*args))  # type: ignore[no-untyped-call]  # untyped in torch
     return cast(
-        Sequence[torch.Tensor],
+        "Sequence[torch.Tensor]",
         _c_apply(*(_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args)),
     )
 

@@ -93,7 +93,7 @@ def inference_call(
         def plain_call(
             values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
         ) -> GraphRunResult:
-            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}, None
+            return list(cast("Sequence[object]", compiled(*graph_in))), {}, {}, {}, None
 
         return GraphCall(run=plain_call, direct=compiled, written=written, no_views=no_views)
     if written:
@@ -105,7 +105,7 @@ def inference_call(
         # No user-level input requires grad here: autograd must not record the graph's ops on the inner tensors
         # of a subclass input that happen to require grad (eager runs subclass ops below autograd).
         with torch.no_grad():
-            return list(cast(Sequence[object], compiled(*graph_in))), {}, {}, {}, None
+            return list(cast("Sequence[object]", compiled(*graph_in))), {}, {}, {}, None
 
     return GraphCall(run=call)
 

@@ -236,6 +236,9 @@ class GraphCall:
     # graph outputs that are never views (the eager backend's: made by an op whose schema returns no alias), which
     # the runner hands out without the view check of `fresh_output`
     no_views: frozenset[int] = frozenset()
+    # training, where `run` applies the Function to the tensor inputs and hands back its results, the `prewraps`
+    # outputs in order, and nothing else: `apply(*tensor inputs)` (Note [Plain Steps])
+    apply: Callable[..., Sequence[torch.Tensor]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

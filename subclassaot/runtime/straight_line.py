@@ -298,6 +298,9 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     if call.direct is not None:
         w.line(f"outs = list({w.constant(call.direct)}({graph_in}))")
         return
+    if call.apply is not None:  # Note [Plain Steps]
+        w.line(f"pre = {w.constant(call.apply)}({''.join(f'L[{i}], ' for i in plan.flat.tensor_indices)})")
+        return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
     w.line(f"outs, pre, _, given, after = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
     w.given = True
@@ -369,7 +372,8 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         done.add(o)
         info = infos[o]
         if o in call.prewraps:
-            w.line(f"r{o} = pre[{o}]")
+            # (GraphCall.apply hands them back in order, a tuple)
+            w.line(f"r{o} = pre[{sorted(call.prewraps).index(o) if call.apply is not None else o}]")
         elif info.kind is OutputKind.CONSTANT:
             w.line(f"r{o} = {w.constant(info.constant)}")
         elif info.kind is OutputKind.SYMINT:
@@ -388,7 +392,7 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
 
     for o in build_order(infos):
         emit(o)
-    if call.direct is None:  # (GraphRun's last result)
+    if call.direct is None and call.apply is None:  # (GraphRun's last result)
         w.line("if after is not None:")
         w.line("after()", 2)
     results = [f"r{o}" for o in range(len(infos))]

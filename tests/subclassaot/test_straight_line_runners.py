@@ -11,6 +11,7 @@ import torch
 import subclassaot
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, plain_unflattener
 from subclasses.pair import PairTensor
+from tests.backends import RecordingBackend
 from tests.oracle import assert_matches_eager
 
 T = torch.Tensor
@@ -370,3 +371,80 @@ def test_the_one_shot_mode_hands_over_only_its_op_and_lets_others_through() -> N
     assert isinstance(doubled, PairTensor) and torch.equal(doubled.a, x.a * 2)
     assert out is handed and out._base is x  # autograd and ADInplaceOrView made the handed wrapper a view of x
     assert give.result is None and again is not handed and torch.equal(again.a, x.a.t())
+
+
+# Plain training steps (Note [Plain Steps]): a backend other than eager trains through the compiled Function, whose
+# per-call choices for plain inputs and fresh plain outputs are made once and which the runner applies directly.
+
+
+def loss_of(x: T) -> T:
+    return (x * 2).sum()
+
+
+def two_outputs(x: T, y: T) -> tuple[T, T]:
+    return x * y, x.sin()
+
+
+def saves_an_input(x: T, w: T) -> T:
+    return (x @ w).relu()
+
+
+PLAIN_STEPS: list[tuple[str, Callable[..., object], Callable[[], tuple[object, ...]]]] = [
+    ("a loss", loss_of, lambda: (torch.randn(2, 2, requires_grad=True),)),
+    (
+        "two outputs, one input without grad",
+        two_outputs,
+        lambda: (torch.randn(2, 3, requires_grad=True), torch.randn(2, 3)),
+    ),
+    ("saved values", saves_an_input, lambda: (torch.randn(4, 3), torch.randn(3, 2, requires_grad=True))),
+]
+
+
+def _recording() -> RecordingBackend:
+    return RecordingBackend()
+
+
+@pytest.mark.parametrize(("fn", "make"), [pytest.param(f, m, id=name) for name, f, m in PLAIN_STEPS])
+def test_a_plain_training_step_is_applied_directly_and_trains_like_eager(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    compiled = assert_matches_eager(fn, make, backend=_recording(), calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and "pre = _c" in entry.run_source and "outs, pre" not in entry.run_source
+
+
+def test_a_plain_step_given_some_tangents_gives_eager_s_gradients() -> None:
+    """A backward through one of two outputs (the other's tangent None), and a tangent of another layout."""
+    compiled = subclassaot.compile(two_outputs, backend=_recording())
+    for through in (0, 1):
+        x, y = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3, requires_grad=True)
+        xe, ye = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+        got, want = compiled(x, y), two_outputs(xe, ye)
+        tangent = torch.randn(3, 2).t()  # (not the output's strides: the backward gets them)
+        torch.autograd.backward(got[through], tangent)
+        torch.autograd.backward(want[through], tangent)
+        for a, b in ((x, xe), (y, ye)):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                assert b.grad is not None and torch.allclose(a.grad, b.grad)
+
+
+def test_a_plain_step_refuses_double_backward_through_a_compiled_backward() -> None:
+    compiled = subclassaot.compile(loss_of, backend=_recording())
+    x = torch.randn(2, 2, requires_grad=True)
+    (grad,) = torch.autograd.grad(compiled(x), x)  # a first backward runs the plain path
+    assert torch.equal(grad, torch.full((2, 2), 2.0))
+    with pytest.raises(subclassaot.UnsupportedError, match="double backward"):
+        torch.autograd.grad(compiled(x), x, create_graph=True)
+
+
+def test_a_plain_step_raises_eager_s_error_for_a_saved_input_written_after_the_call() -> None:
+    """x * y saves y for x's gradient in eager: y written after the call fails that backward, in both."""
+    compiled = subclassaot.compile(two_outputs, backend=_recording())
+    for fn in (two_outputs, compiled):
+        x, y = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3)
+        out, _ = fn(x, y)
+        with torch.no_grad():
+            y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward(out.sum())
