@@ -1250,6 +1250,46 @@ def _check_saved_tensors(
         raise RuntimeError(error)
 
 
+def _call_inputs(
+    step: _Step,
+    values: Sequence[object],
+    graph_in: list[torch.Tensor],
+    unreached: Sequence[int],
+    stand_ins: frozenset[int],
+    unread: Sequence[int],
+) -> tuple[list[Any], list[torch.Tensor]]:
+    """The Function's tensor inputs for one call (detached where Note [Backward Errors Are Deferred] says), and the
+    alias groups' bases (Note [Aliased Inputs In Training])."""
+    flat, bw_meta = step.plan.flat, step.bw_meta
+    user = [values[i] for i in flat.tensor_indices]
+    for i in unreached:  # Note [Backward Errors Are Deferred]
+        given = user[i]
+        user[i] = detached = cast(torch.Tensor, given).detach()
+        if i in stand_ins:
+            detached.requires_grad_()
+            # the same object passed again, at a position no gradient is taken for: it goes in detached too
+            for j, other in enumerate(user):
+                if other is given:
+                    user[j] = user[i]
+    for i in unread:
+        if grad_fn_raises(cast(torch.Tensor, user[i])):
+            user[i] = cast(torch.Tensor, user[i]).detach()
+    if step.apart:  # (only while another input that requires grad stays attached: the outputs keep their history)
+        _detach_apart(cast(list[torch.Tensor], user), step.apart)
+    bases = (
+        [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
+    )  # Note [Aliased Inputs In Training]
+    if (
+        unreached
+        and bw_meta.diff_outputs
+        and not any(isinstance(t, torch.Tensor) and t.requires_grad for t in (*user, *bases))
+    ):
+        # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
+        # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
+        user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
+    return user, bases
+
+
 def training_call(
     plan: RuntimePlan,
     fw: Callable[..., object],
@@ -1261,7 +1301,7 @@ def training_call(
     """`eager_saves`: backward_probe.eager_saves."""
     step = _Step(plan, fw, bw, bw_meta, differentiable_backward, eager_saves or EagerSaves())
     unreached, stand_ins, unread = _detached_inputs(step)
-    analysis, flat = plan.analysis, plan.flat
+    analysis = plan.analysis
     n_updates, n_fresh, n_bases = step.n_updates, plan.graph_outputs.num_fresh, plan.graph_outputs.num_bases
     n_wrappers = len(bw_meta.wrapper_updates)
     fresh_outputs, roots, rebuilt_leaves = step.fresh_outputs, step.roots, step.rebuilt_leaves
@@ -1269,32 +1309,7 @@ def training_call(
     def call(
         values: Sequence[object], graph_in: list[torch.Tensor], dense: list[torch.Tensor], symbols: dict[str, int]
     ) -> GraphRunResult:
-        user = [values[i] for i in flat.tensor_indices]
-        for i in unreached:  # Note [Backward Errors Are Deferred]
-            given = user[i]
-            user[i] = detached = cast(torch.Tensor, given).detach()
-            if i in stand_ins:
-                detached.requires_grad_()
-                # the same object passed again, at a position no gradient is taken for: it goes in detached too
-                for j, other in enumerate(user):
-                    if other is given:
-                        user[j] = user[i]
-        for i in unread:
-            if grad_fn_raises(cast(torch.Tensor, user[i])):
-                user[i] = cast(torch.Tensor, user[i]).detach()
-        if step.apart:  # (only while another input that requires grad stays attached: the outputs keep their history)
-            _detach_apart(cast(list[torch.Tensor], user), step.apart)
-        bases = (
-            [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
-        )  # Note [Aliased Inputs In Training]
-        if (
-            unreached
-            and bw_meta.diff_outputs
-            and not any(isinstance(t, torch.Tensor) and t.requires_grad for t in (*user, *bases))
-        ):
-            # Differentiable outputs (computed from a no_grad view of a detached input) still require grad in eager,
-            # with no gradient flowing back: a fresh alias leaf that requires grad carries that, and gets None.
-            user[unreached[0]] = cast(torch.Tensor, user[unreached[0]]).requires_grad_(True)
+        user, bases = _call_inputs(step, values, graph_in, unreached, stand_ins, unread)
         noted: list[Any] = []
         early_grads = _leaf_grads(values, step.early_sources) if step.early_sources else ()
         tensors = list(_apply_step((step, graph_in, dense, symbols, noted, early_grads), *user, *bases))
