@@ -532,7 +532,8 @@ def _tangent_of(o: torch.Tensor, index: int) -> torch.Tensor:
     """The gradient `(o * fixed_random_like(o, index)).sum()` gives `o`, of the type autograd's formulas make it (a
     subclass output's is of its class): pushing these back, held, is differentiating that sum over the outputs, with
     the caller holding each tangent as `out.backward(g)`'s caller holds `g`."""
-    (g,) = torch.autograd.grad((o * fixed_random_like(o, index)).sum(), o)
+    proxy = o.detach().requires_grad_()  # (o's own edge would shape the gradient by its grad_fn's metadata)
+    (g,) = torch.autograd.grad((proxy * fixed_random_like(o, index)).sum(), proxy)
     return g
 
 
