@@ -446,6 +446,61 @@ def test_backward_failure_must_match() -> None:
         assert_matches_eager(f, make, compile_fn=fake_compile(lambda fn: lambda x: (x * 2).sin()), atol=10, rtol=10)
 
 
+class _NoBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: object, g: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError("no backward formula")
+
+
+def test_backward_failure_of_another_type_is_reported() -> None:
+    def f(x: torch.Tensor) -> object:
+        return _NoBackward.apply(x)  # type: ignore[no-untyped-call]
+
+    def retyped(x: torch.Tensor) -> object:
+        out = f(x)
+        assert isinstance(out, torch.Tensor)
+
+        def hook(g: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("no backward formula")
+
+        out.register_hook(hook)  # type: ignore[no-untyped-call]
+        return out
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True),)
+
+    assert_matches_eager(f, make, compile_fn=identity_compile)
+    with pytest.raises(AssertionError, match=r"backward raised RuntimeError\(.*\) vs eager NotImplementedError"):
+        assert_matches_eager(f, make, compile_fn=fake_compile(lambda fn: retyped))
+
+
+def test_gradient_sharing_the_tangent_the_caller_holds_is_reported() -> None:
+    # eager's AccumulateGrad copies a gradient the caller still holds (x.clone()'s backward passes it through)
+    def make() -> tuple[object, ...]:
+        return (torch.randn(3, requires_grad=True),)
+
+    class _Through(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: object, g: torch.Tensor) -> torch.Tensor:
+            return g.view_as(g)  # a new tensor over the caller's memory, which AccumulateGrad takes
+
+    def through(fn: Fn) -> Fn:
+        applied: Fn = _Through.apply
+        return applied
+
+    assert_matches_eager(lambda x: x.clone(), make, compile_fn=identity_compile)
+    with pytest.raises(AssertionError, match=r"args\[0\]\.grad and the tangent .*: shares storage with vs eager"):
+        assert_matches_eager(lambda x: x.clone(), make, compile_fn=fake_compile(through))
+
+
 def test_eager_failure_is_a_test_bug() -> None:
     with pytest.raises(AssertionError, match=r"eager itself raised"):
         assert_matches_eager(lambda x: x.view(5), one_input, compile_fn=identity_compile)

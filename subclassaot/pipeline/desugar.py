@@ -47,13 +47,14 @@ from subclassaot.torch_internals import get_version, set_version, storage_key, s
 #   (`observed_groups`).
 # - One tensor passed several times: `f(x, x)` runs in eager as `g(y) = f(y, y)` does: one object, one storage, one
 #   version counter, one autograd history and one `.grad`, whatever the program does through either name. As a base and
-#   views of it the histories would not be the input's own. So a call whose arguments hold one plain tensor at several
-#   positions compiles the program of its first position: each repeated position holds a `SameTensorAs(first)` marker,
-#   replaced by the tensor at `first` before the user's function is called, and every stage treats it as one input (no
-#   alias group). The entry's guards check that the same positions hold the very same object again (`is`), then the
-#   compiled guards; messages name the first position. Only plain tensors, and functions called with their own arguments
-#   (module state and captured tensors lift to inputs the marked function could not name). A subclass object passed
-#   twice is one object in the program already (Note [Aliased Inputs In Training]).
+#   views of it the histories would not be the input's own. So a call whose arguments hold one tensor (plain or a
+#   subclass) at several positions compiles the program of its first position: each repeated position holds a
+#   `SameTensorAs(first)` marker, replaced by the tensor at `first` before the user's function is called, and every
+#   stage treats it as one input (no alias group). The entry's guards check that the same positions hold the very same
+#   object again (`is`), then the compiled guards; messages name the first position. Only functions called with their
+#   own arguments (module state and captured tensors lift to inputs the marked function could not name); elsewhere a
+#   subclass object passed twice is one alias group of that object alone (Note [Aliased Inputs In Training]), which
+#   misses what one input has: a custom Function's ctx.mark_dirty rebases the wrapper's history, not its base's.
 
 
 class DynamicAliasError(UnsupportedError):

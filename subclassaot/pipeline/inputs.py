@@ -38,7 +38,6 @@ import torch.utils.checkpoint as torch_checkpoint
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.guards import Guards
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
@@ -448,7 +447,7 @@ def find_same_inputs(args: tuple[object, ...], kwargs: Mapping[str, object]) -> 
     first: dict[int, int] = {}
     repeats: list[tuple[int, int]] = []
     for i, v in enumerate(values):
-        if isinstance(v, torch.Tensor) and not is_traceable_subclass(v):
+        if isinstance(v, torch.Tensor):
             k = first.setdefault(id(v), i)
             if k != i:
                 repeats.append((i, k))

@@ -10,6 +10,7 @@ mutate is copied first. See Note [Training Through A Joint Graph].
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import threading
@@ -68,6 +69,18 @@ log = logging.getLogger(__name__)
 # whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
 # values themselves are saved: autograd's checks then raise where eager's may not, never the other way. A
 # create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
+
+# Note [Gradients Passed Through]
+# Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that
+# tensor (its reference count; a view made by the backward, `x.view(-1)`'s, is a new tensor and is taken); otherwise
+# it stores a clone. So where the backward passes the caller's gradient through unchanged (`x.clone()`, `x + y`, the
+# caller holding `g` in `out.backward(g)`), the leaf's `.grad` never shares the caller's memory:
+#   x = PairTensor(..., requires_grad=True); out = f(x); out.backward(g)     x.grad.a is a copy of g.a
+# A plain gradient the backward graph returns unchanged is that very tensor, and AccumulateGrad copies it as eager's.
+# A subclass gradient, though, is rebuilt around the graph's dense leaves: a new wrapper nobody else holds, which
+# AccumulateGrad takes, its inner tensors the caller's. So where the graph returns a received tangent's dense leaves
+# unchanged, object for object, with its structure and the input's size, the Function returns that tangent itself, as
+# eager's node does, and AccumulateGrad copies it where eager's does.
 
 
 def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, *, coerce_ctx: bool) -> list[torch.Tensor] | None:
@@ -176,6 +189,7 @@ def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
     Are Deferred]); refuse one the probe did not see (Note [Probing Eager's Backward])."""
     error = bw_meta.error
+    assert error is not None, "BUG: no deferred error to raise"
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
     if not no_graph and not given & bw_meta.raising_tangents:
         return
@@ -185,7 +199,17 @@ def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch
             "only, was not checked to fail there before any gradient is accumulated (Note [Probing Eager's "
             "Backward]). Call backward through all of the outputs that require grad"
         )
-    raise RuntimeError(str(error)) from error
+    raise _fresh_error(error) from error
+
+
+def _fresh_error(error: RuntimeError) -> RuntimeError:
+    """Eager's error anew, of its type and with its arguments (NotImplementedError from a subclass's missing op stays
+    one), at every backward that raises it; the stored one keeps the traceback of the compile that found it."""
+    try:
+        fresh = copy.copy(error)  # (an exception's copy: its class called with its args, then its __dict__)
+    except Exception:  # a class that cannot be rebuilt from its arguments: eager's message as a RuntimeError
+        return RuntimeError(str(error))
+    return fresh if type(fresh) is type(error) and str(fresh) == str(error) else RuntimeError(str(error))
 
 
 class _Same:
@@ -912,28 +936,61 @@ class CompiledStep(torch.autograd.Function):
             shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
         if ctx.bw_targets or ctx.bw_reshapes:
             dense_grads = _backward_writes(ctx.bw_targets, _reshapes_run(ctx.bw_reshapes, present), dense_grads)
-        # Gradients of the Function's inputs: the user tensors, then the synthetic bases of aliased inputs.
-        result: list[torch.Tensor | None] = [None] * s.n_results
-        pos = 0
-        grad_trees, unused, deps, stride_leaves = shape
-        shared = _shared_grads(dense_grads) if any(tree is not None for tree in grad_trees) else frozenset()
-        for k, i in enumerate(s.targets):
-            tree = grad_trees[k]
-            width = 1 if tree is None else tree.num_leaves
-            leaves = dense_grads[pos : pos + width]
-            pos += width
-            if tree is not None and shared:  # Note [Tangent Retrace]
-                leaves = [g.clone() if id(g) in shared else g for g in leaves]
-            if k in unused or not (deps[k] & present):
-                continue  # eager's gradient is None: no used output reaches this input
-            if tree is None:
-                result[i] = leaves[0]
-            elif i in ctx.input_meta:
-                size, stride = ctx.input_meta[i]
-                result[i] = _subclass_grad(tree, leaves, size, stride, i in s.releafed, stride_leaves[k])
-            else:
-                result[i] = unflatten_subclass(tree, leaves, check=False)
-        return (None, *result)
+        return (None, *_input_grads(ctx, shape, dense_grads, present, grads))
+
+
+def _input_grads(
+    ctx: Any,
+    shape: tuple[Any, ...],
+    dense_grads: list[torch.Tensor],
+    present: Container[int],
+    grads: Sequence[torch.Tensor | None],
+) -> list[torch.Tensor | None]:
+    """Gradients of the Function's inputs (the user tensors, then the synthetic bases of aliased inputs) from the
+    backward graph's dense ones; `grads`: the tangents the Function received."""
+    s: _Step = ctx.step
+    result: list[torch.Tensor | None] = [None] * s.n_results
+    pos = 0
+    grad_trees, unused, deps, stride_leaves = shape
+    shared = _shared_grads(dense_grads) if any(tree is not None for tree in grad_trees) else frozenset()
+    for k, i in enumerate(s.targets):
+        tree = grad_trees[k]
+        width = 1 if tree is None else tree.num_leaves
+        leaves = dense_grads[pos : pos + width]
+        pos += width
+        if tree is not None and shared:  # Note [Tangent Retrace]
+            leaves = [g.clone() if id(g) in shared else g for g in leaves]
+        if k in unused or not (deps[k] & present):
+            continue  # eager's gradient is None: no used output reaches this input
+        if tree is None:
+            result[i] = leaves[0]
+        elif i in ctx.input_meta:
+            size, stride = ctx.input_meta[i]
+            same = _tangent_passed_through(tree, leaves, size, grads)
+            result[i] = (
+                same
+                if same is not None
+                else _subclass_grad(tree, leaves, size, stride, i in s.releafed, stride_leaves[k])
+            )
+        else:
+            result[i] = unflatten_subclass(tree, leaves, check=False)
+    return result
+
+
+def _tangent_passed_through(
+    tree: SubclassNode, leaves: Sequence[torch.Tensor], size: tuple[int, ...], grads: Sequence[torch.Tensor | None]
+) -> torch.Tensor | None:
+    """The tangent the Function received whose dense leaves the backward graph returns unchanged, object for object,
+    as this subclass gradient, with its structure and size; None where there is none (Note [Gradients Passed
+    Through])."""
+    for g in grads:
+        if g is None or type(g) is not tree.cls or tuple(g.shape) != size:
+            continue
+        node, own = flatten_subclass(g, "grad")
+        if node.attrs == tree.attrs and node.ctx == tree.ctx and len(own) == len(leaves):
+            if all(a is b for a, b in zip(own, leaves, strict=True)):
+                return g
+    return None
 
 
 def _fresh_output(

@@ -19,15 +19,18 @@ What is compared, per call:
   output, or something else);
 - version counters: whether each top-level input's `_version` changed. See Note [Input Updates];
 - gradients, when an input or parameter requires grad, or an output is a leaf the program made, and grad mode is on
-  (or `check_grads=True`): a fixed random tangent is pushed back through every output that requires grad, then the
-  `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
+  (or `check_grads=True`): fixed tangents, held by the oracle as `out.backward(g)`'s caller holds `g` (each the
+  gradient `(out * r).sum()` gives `out`, r fixed random: of the output's type), are pushed back through every output
+  that requires grad, then the `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
   call) and of each output that is a leaf the program made (requires_grad_() on an intermediate) is compared,
-  None-ness and values; inputs are compared again after the backward (mutations during the backward). Where the call
+  None-ness, values, and which of them (inner tensors included) are or share storage with a tangent where eager's do
+  not (eager's AccumulateGrad copies a gradient the caller holds; a copy where eager's takes a view of the tangent is
+  the backend's freedom); inputs are compared again after the backward (mutations during the backward). Where the call
   wrote inputs (their version counters advanced) that have a history afterwards, both sides run once more on fresh
   inputs and fixed tangents are pushed back through those inputs alone, compared the same way: the caller holds them
   and may differentiate through them, so their histories are eager's to match even where the program does not return
   them (there, a compiled backward that refuses, UnsupportedError, gives no result to compare). If eager's
-  backward raises, the compiled backward must raise too. `retain_grad` on non-leaf inputs is not used: together with an in-place
+  backward (or `after_call`) raises, the compiled one must raise an error of the same type too. `retain_grad` on non-leaf inputs is not used: together with an in-place
   view op such as `t_()` it trips an internal assert in eager PyTorch.
 
 Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `assert_matches_eager` (tests/oracle.py).
@@ -121,6 +124,8 @@ class _Run:
     leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
     made_leaves: tuple[_Entry, ...] = ()  # ... and the leaves the program made (requires_grad_() on an intermediate)
     post_error: BaseException | None = None
+    # the tangents pushed back through the outputs (or written inputs), held until the gradients are compared
+    tangents: tuple[torch.Tensor, ...] = ()
     grad_after: bool = True  # the grad mode the call left (a program may switch it for good)
 
 
@@ -473,7 +478,7 @@ def _leaves_behind(root: torch.autograd.graph.Node) -> list[torch.Tensor]:
 def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
     if got.grad_after != want.grad_after:
         errors.append(f"torch.is_grad_enabled() after the call: {got.grad_after} vs eager {want.grad_after}")
-    if (want.post_error is None) != (got.post_error is None):
+    if type(want.post_error) is not type(got.post_error):
         errors.append(f"after_call raised {got.post_error!r} vs eager {want.post_error!r}")
     got_leaves, got_spec = pytree.tree_flatten(got.out)
     want_leaves, want_spec = pytree.tree_flatten(want.out)
@@ -527,12 +532,20 @@ def _backward(run: _Run, written: Sequence[int] | None) -> BaseException | None:
     # a jagged tensor's weights go on its packed values (a differentiable view): no plain tensor has its shape
     outs = [o.values() if o.layout == torch.jagged else o for o in outs]
     try:
-        loss = sum((o * fixed_random_like(o, i)).sum() for i, o in enumerate(outs))
-        assert isinstance(loss, torch.Tensor)
-        torch.autograd.backward(loss)
+        run.tangents = tuple(_tangent_of(o, i) for i, o in enumerate(outs))
+        torch.autograd.backward(outs, run.tangents)
     except Exception as e:  # any eager failure must be mirrored, whatever its type
         return e
     return None
+
+
+def _tangent_of(o: torch.Tensor, index: int) -> torch.Tensor:
+    """The gradient `(o * fixed_random_like(o, index)).sum()` gives `o`, of the type autograd's formulas make it (a
+    subclass output's is of its class): pushing these back, held, is differentiating that sum over the outputs, with
+    the caller holding each tangent as `out.backward(g)`'s caller holds `g`."""
+    proxy = o.detach().requires_grad_()  # (o's own edge would shape the gradient by its grad_fn's metadata)
+    (g,) = torch.autograd.grad((proxy * fixed_random_like(o, index)).sum(), proxy)
+    return g
 
 
 def _written_inputs(run: _Run, written: Sequence[int]) -> list[torch.Tensor]:
@@ -573,7 +586,7 @@ def _compare_grads(
         return  # a refusal of the backward through inputs alone (a tangent set eager's was not probed on): no result
     if isinstance(got_error, UnsupportedError) and want_error is not None and str(got_error) != str(want_error):
         raise got_error  # a refusal when the backward runs, where eager's raises otherwise: the program is refused
-    if (want_error is None) != (got_error is None):
+    if (want_error is None) != (got_error is None) or type(got_error) is not type(want_error):
         errors.append(f"backward raised {got_error!r} vs eager {want_error!r}")
         return
     got_leaves, want_leaves = (*got.leaves, *got.made_leaves), (*want.leaves, *want.made_leaves)
@@ -586,8 +599,40 @@ def _compare_grads(
             errors.append(f"{w.name}.grad: {_none_or(g_grad)} vs eager {_none_or(w_grad)}")
         elif g_grad is not None and w_grad is not None:
             _compare_tensor(f"{w.name}.grad", g_grad, w_grad, tol, errors, values_only=True)
+    _compare_tangent_aliasing(got, want, got_leaves, want_leaves, errors)
     if want_error is None:
         _compare_inputs(got, want, tol, errors, "after the backward")
+
+
+def _compare_tangent_aliasing(
+    got: _Run, want: _Run, got_leaves: Sequence[_Entry], want_leaves: Sequence[_Entry], errors: list[str]
+) -> None:
+    """Gradients (and their inner tensors) that are, or share storage with, a tangent the caller held where eager's
+    do not: eager's AccumulateGrad copies a gradient the caller holds and takes one nobody else holds (a view its
+    backward made of the tangent). A copy where eager's shares is the backend's freedom, as a gradient's strides are:
+    a backend may compute any view of its backward graph into new memory."""
+    got_facts = _tangent_facts(got.tangents, got_leaves)
+    want_facts = _tangent_facts(want.tangents, want_leaves)
+    for key in sorted(set(got_facts) - set(want_facts)):
+        errors.append(f"aliasing: {key[0]} and {key[1]}: {got_facts[key]} vs eager unrelated")
+
+
+def _tangent_facts(tangents: Sequence[torch.Tensor], leaves: Sequence[_Entry]) -> dict[tuple[str, str], str]:
+    """(a leaf's gradient or an inner tensor of it, a tangent or an inner tensor of it) -> 'is the same object as' /
+    'shares storage with'; absent when unrelated."""
+    held = [e for i, t in enumerate(tangents) for e in _expand(f"the tangent pushed back through #{i}", t, True)]
+    held_keys = [_storage_key(e.tensor) for e in held]
+    facts: dict[tuple[str, str], str] = {}
+    for leaf in leaves:
+        grad = leaf.tensor.grad
+        for e in _expand(f"{leaf.name}.grad", grad, True) if grad is not None else ():
+            key = _storage_key(e.tensor)
+            for t, t_key in zip(held, held_keys, strict=True):
+                if e.tensor is t.tensor:
+                    facts[(e.name, t.name)] = "is the same object as"
+                elif key is not None and key == t_key:
+                    facts[(e.name, t.name)] = "shares storage with"
+    return facts
 
 
 def _none_or(t: torch.Tensor | None) -> str:

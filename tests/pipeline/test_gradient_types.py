@@ -592,3 +592,36 @@ def test_no_grad_view_of_grad_view_made_after_transpose_of_aliased_input(compile
         return (b0, b0.as_strided((2, 2), (3, 1), 0).expand((-1, 2)))
 
     check(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Gradients over the caller's tangent (Note [Gradients Passed Through]): eager's AccumulateGrad copies a gradient the
+# caller still holds (a backward that passes it through unchanged) and takes one nobody else holds (a view a backward
+# made of it); the oracle holds its tangents and compares which gradients share their memory.
+
+
+def _through_clone(x: T) -> object:
+    return x.clone()
+
+
+def _through_add(x: T, y: T) -> object:
+    return x + y
+
+
+def _through_view(x: T) -> object:
+    return x.view(-1)
+
+
+def _through_two_outputs(x: T) -> object:
+    return x.clone(), x * 2
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf, lambda *s: pair(*s, requires_grad=True)])
+@pytest.mark.parametrize("f", [_through_clone, _through_add, _through_view, _through_two_outputs])
+def test_gradient_passed_through_does_not_share_the_callers_tangent(
+    maker: Callable[..., T], f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # issue #27: a PairTensor leaf's compiled `.grad` was a new wrapper around the tangent's own inner tensors
+    arity = 2 if f is _through_add else 1
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: tuple(maker(2, 3) for _ in range(arity)), compile_fn=compile_fn)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.program_helpers import (
@@ -374,3 +375,47 @@ def view_of_function_product_and_more(x: T) -> object:
 def test_view_of_a_function_intermediate_is_a_view(fn: Callable[[T], object], requires_grad: bool) -> None:
     # See Note [Subclass Intermediate Roots]: eager's output is a view of a tensor nobody sees.
     assert_matches_eager(fn, lambda: (torch.randn(3, 4, requires_grad=requires_grad),), calls=2)
+
+
+def dirty_second(x0: T, x1: T) -> object:
+    return (Dirty.apply(x1),)  # type: ignore[no-untyped-call]
+
+
+def dirty_view_of_second(x0: T, x1: T) -> object:
+    t0 = x1.transpose(1, 0)
+    Dirty.apply(t0)  # type: ignore[no-untyped-call]
+    return (t0, x0 * 2)
+
+
+@pytest.mark.parametrize("maker", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+@pytest.mark.parametrize("f", [dirty_second, dirty_view_of_second])
+def test_one_input_passed_twice_marked_dirty_matches_eager(
+    maker: Callable[..., T], f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 81101 #282 (and seed 86100 #467): a PairTensor passed twice was traced as two members of one synthetic
+    # base, written below autograd, where the mark rebased only the wrapper's history: the gradient behind the input
+    # lost Dirty's backward. The one object is one input now (Note [Synthetic Bases]), as a plain tensor was.
+    check_with_grad(f, twice(lambda: maker(3, 4, 1)), compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, twice(lambda: maker(3, 4, 1)), after_call=write_outputs, compile_fn=compile_fn)
+
+
+class _DirtySecond(torch.nn.Module):
+    def forward(self, x0: T, x1: T) -> object:
+        return dirty_second(x0, x1)
+
+
+_SHARED_DIRTY_RULE = r"marks it dirty \(ctx.mark_dirty\), and its inner tensors share storage with input"
+
+
+def test_subclass_marked_dirty_sharing_storage_with_another_input_is_refused(compile_fn: CompileFn | None) -> None:
+    # a module's inputs are not deduplicated (its state lifts to inputs), so the one PairTensor is an alias group
+    # there; and a plain view of its inner tensor beside it is one with it: refused, not a wrong gradient
+    refused_with_grad(_DirtySecond(), twice(lambda: pair_nonleaf(2, 3)), compile_fn, _SHARED_DIRTY_RULE)
+
+    def inner_beside() -> tuple[object, ...]:
+        b = pair_nonleaf(2, 3)
+        assert isinstance(b, PairTensor)
+        return (b.a.detach(), b)
+
+    refused_with_grad(dirty_second, inner_beside, compile_fn, _SHARED_DIRTY_RULE)

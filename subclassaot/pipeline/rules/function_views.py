@@ -91,7 +91,9 @@ __all__ = [
 # no node leaves x's history. Either way the mark advances x's counter. Refused: a mark with no write (no new value to
 # carry the history), and a subclass input written so that shares its wrapper-level version counter with another input
 # requiring grad: eager rebuilds that input's history from x's; the compiled call leaves it the one it came with. The
-# caller holds every input, so this is refused whether or not the program returns it.
+# caller holds every input, so this is refused whether or not the program returns it. So is a subclass input marked
+# whose inner tensors share storage with another input's: that storage is traced as a synthetic base written below
+# autograd, which the wrapper's rebased history does not reach (the same object passed twice is one input instead).
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
@@ -222,6 +224,29 @@ def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun
                 "compiled program gives it the history it came with (Note [Custom Functions]). Return a new tensor "
                 "from the Function's forward instead, or pass the Function only one of the two"
             )
+        other = _group_partner(p, layout) if is_traceable_subclass(t) else None
+        if other is not None:
+            raise UnsupportedError(
+                f"{path}: a custom autograd.Function ({cls.__name__}) writes this tensor subclass input (or a view "
+                f"of it) in place and marks it dirty (ctx.mark_dirty), and its inner tensors share storage with input "
+                f"{flat.leaves[flat.tensor_indices[other]].path}: the compiled program writes that shared storage "
+                "below autograd, so the mark, which rebases the wrapper's history onto the Function's backward, gives "
+                "that history no gradient (Note [Custom Functions]). Pass inputs that share no storage (a clone of "
+                "one), or return a new tensor from the Function's forward"
+            )
+
+
+def _group_partner(p: int, layout: DenseLayout) -> int | None:
+    """Another tensor input with a dense leaf in a traced alias group (Note [Synthetic Bases]) that holds one of
+    tensor input `p`'s, if any."""
+    owner = {m: q for q, leaves in enumerate(layout.leaves_of_input) for m in leaves}
+    own = set(layout.leaves_of_input[p])
+    for group in layout.groups:
+        if own & set(group.members):
+            others = [owner[m] for m in group.members if m in owner and owner[m] != p]
+            if others:
+                return others[0]
+    return None
 
 
 def _dirty_function_of(t: torch.Tensor, run: FunctionalRun) -> type | None:
