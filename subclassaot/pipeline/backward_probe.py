@@ -564,7 +564,8 @@ class _FunctionReach:
 #   neither before nor after: autograd records none of it, and the epilogue writes them after the graph ran, as for a
 #   call that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
 #   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
-#   the history that eager's, computed after the drop, lack), reads no autograd state, and takes and returns plain
+#   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
+#   the trace takes eager's answers, as the Function path's does), and takes and returns plain
 #   tensors that share no storage (an output may be a plain view chain of an input, replayed on it after the graph
 #   ran, or eager's inference tensor, copied from the graph's value with no history, as the runtime makes them and
 #   the check below compares them); what it writes in place (dropout's mask, an intermediate) it writes before
@@ -1096,7 +1097,9 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         return False
     # (an input marked in the graph: its flag is the graph's business, Note [Training Without A Function])
     flags = any(s and not m for s, m in zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
-    if flags or analysis.autograd_reads or analysis.base_reads or analysis.grad_reenabled:
+    # (the reads' answers are eager's, replayed by the trace: only a program making new leaves has no other path)
+    reads = bool(analysis.autograd_reads) and not any(analysis.new_leaves)
+    if flags or reads or analysis.base_reads or analysis.grad_reenabled:
         return False
     if _drops_requires_grad(flat, analysis):
         return False

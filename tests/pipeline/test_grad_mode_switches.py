@@ -554,6 +554,39 @@ def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
         assert_matches_eager(f, make_inputs)
 
 
+def new_leaf_after_autograd_reads(x: T) -> object:
+    y = x * 2
+    before = y.requires_grad
+    y.requires_grad_()
+    z = y * 3 if y.requires_grad else y
+    return z, y, before, y.is_leaf, z.grad_fn is not None, z.is_leaf
+
+
+def new_leaf_beside_reads_of_inputs(x: T, w: T) -> object:
+    y = w.exp()
+    y.requires_grad_()
+    a = y * x if x.requires_grad else y * 2
+    return a, y, x.is_leaf, x.grad_fn is None
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_after_autograd_reads, _plain(3)),
+        (new_leaf_beside_reads_of_inputs, _plain_pair),
+        (new_leaf_beside_reads_of_inputs, lambda: (torch.randn(3, requires_grad=True), torch.randn(3))),
+    ],
+    ids=["reads_of_the_leaf", "reads_of_plain_inputs", "reads_of_an_input_requiring_grad"],
+)
+def test_new_leaf_in_a_program_reading_autograd_state_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """The program's reads of is_leaf / requires_grad / grad_fn take eager's answers in the trace, so the graph's run
+    records what eager's program does after them (Note [Training Without A Function]). It was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
 def new_leaf_written_into_an_input(x: T, w: T) -> object:
     y = x * 2
     y.requires_grad_()
