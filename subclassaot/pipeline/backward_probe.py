@@ -561,8 +561,8 @@ class _FunctionReach:
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
 # - the program writes no input (one that makes new leaves may write the data of plain inputs that require grad
-#   neither before nor after: autograd records none of it, and the epilogue writes them after the graph ran, as for a
-#   call that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
+#   neither before nor after, or resize their storages: autograd records none of it, and the runtime does it around
+#   the graph's run, as for a call that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
 #   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
 #   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
 #   the trace takes eager's answers, as the Function path's does), and takes and returns plain
@@ -976,6 +976,12 @@ def records_as_eager(
             return False
         if any(t._version != version for t, version in saved):  # eager's backward would find a saved tensor written
             return False
+        # (eager's backward would read a storage the program resized; the graph's saves its own values)
+        resized = {
+            storage_key(cast(torch.Tensor, values[layout.leaves[r.leaf].owner])) for r in analysis.storage_resizes
+        }
+        if any(storage_key(t) in resized for t, _ in saved):
+            return False
         graph, fresh_start = traced_graph()  # (traced in the compile's own fake mode, outside this one)
         # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
         # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
@@ -1083,6 +1089,19 @@ def _writes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: An
     return True
 
 
+def _resizes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
+    """Are the program's storage resizes, if any, in a program that makes new leaves, of the storages of inputs that
+    require no grad? The runtime resizes them around the graph's run as for a call that trains nothing; a tensor saved
+    for the backward over such a storage keeps the program off this path (`records_as_eager`)."""
+    return not analysis.storage_resizes or (
+        any(analysis.new_leaves)
+        and all(
+            not cast(torch.Tensor, flat.values[layout.leaves[r.leaf].owner]).requires_grad
+            for r in analysis.storage_resizes
+        )
+    )
+
+
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
     written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
@@ -1103,7 +1122,7 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         return False
     if _drops_requires_grad(flat, analysis):
         return False
-    if analysis.grad_factories or analysis.storage_resizes or any(analysis.self_set):
+    if analysis.grad_factories or not _resizes_outside_autograd(flat, layout, analysis) or any(analysis.self_set):
         return False
     if any(analysis.kept_accumulators) or any(
         s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)

@@ -587,6 +587,53 @@ def test_new_leaf_in_a_program_reading_autograd_state_matches_eager(
         assert_matches_eager(f, make_inputs)
 
 
+def new_leaf_beside_an_input_freed(x: T, w: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    z = y * 3
+    w.untyped_storage().resize_(0)
+    return z, y
+
+
+def new_leaf_beside_an_input_refilled(x: T, w: T) -> object:
+    w.untyped_storage().resize_(12)
+    w.fill_(2.0)
+    y = x.exp()
+    y.requires_grad_()
+    return y + w, y, w
+
+
+def _plain_and_freed() -> tuple[object, ...]:
+    w = torch.randn(3)
+    w.untyped_storage().resize_(0)
+    return torch.randn(3), w
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_beside_an_input_freed, _plain_pair),
+        (new_leaf_beside_an_input_refilled, _plain_and_freed),
+    ],
+    ids=["freed", "refilled"],
+)
+def test_new_leaf_in_a_program_resizing_input_storages_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """Storage resizes of inputs that require no grad, which nothing saved for the backward lies on: the runtime
+    resizes them around the graph's run (Note [Training Without A Function]). It was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def new_leaf_saving_an_input_then_freed(x: T, w: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    z = y * w  # saves w, whose storage the program then frees: eager's backward reads it
+    w.untyped_storage().resize_(0)
+    return (z,)
+
+
 def new_leaf_written_into_an_input(x: T, w: T) -> object:
     y = x * 2
     y.requires_grad_()
@@ -637,6 +684,7 @@ def no_grad_write_of_an_input_requiring_grad_then_read(x: T, w: T) -> object:
         # (an input that requires grad written under no_grad: the Function path's, not the graph's run's)
         (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_grad),
         (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_history),
+        (new_leaf_saving_an_input_then_freed, _plain_pair),
     ],
     ids=[
         "leaf_written_into_input",
@@ -646,6 +694,7 @@ def no_grad_write_of_an_input_requiring_grad_then_read(x: T, w: T) -> object:
         "read_after",
         "no_grad_write_of_a_leaf",
         "no_grad_write_of_a_non_leaf",
+        "saved_then_freed",
     ],
 )
 def test_new_leaf_through_a_written_input_refused(f: Callable[..., object], make_inputs: Make) -> None:
