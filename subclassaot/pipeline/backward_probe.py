@@ -545,9 +545,12 @@ class _FunctionReach:
 # nodes, eager's own grad_fns on the outputs, double backward, retain_graph and saved-tensor hooks as eager has them,
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
-# - the program writes no input, assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
+# - the program writes no input (one that makes new leaves may write the data of plain inputs that require grad
+#   neither before nor after, or resize their storages: autograd records none of it, and the runtime does it around
+#   the graph's run, as for a call that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
 #   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
-#   the history that eager's, computed after the drop, lack), reads no autograd state, and takes and returns plain
+#   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
+#   the trace takes eager's answers, as the Function path's does), and takes and returns plain
 #   tensors that share no storage (an output may be a plain view chain of an input, replayed on it after the graph
 #   ran, or eager's inference tensor, copied from the graph's value with no history, as the runtime makes them and
 #   the check below compares them); what it writes in place (dropout's mask, an intermediate) it writes before
@@ -898,13 +901,14 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
     return (root.requires_grad, visit(root.grad_fn, 0))
 
 
-def _compiled_output(info: OutputInfo, graph_outs: Sequence[object], values: Sequence[object]) -> object:
-    """The compiled call's tensor output: the graph's, or a view of an input the runtime replays on it after the
-    graph ran (with grad on: its history is the input's as the graph's run left it); None for other outputs."""
+def _compiled_output(info: OutputInfo, fresh: Sequence[object], values: Sequence[object]) -> object:
+    """The compiled call's tensor output: the graph's (`fresh`: its outputs after the inputs' updates), or a view of
+    an input the runtime replays on it after the graph ran (with grad on: its history is the input's as the graph's
+    run left it); None for other outputs."""
     if info.kind is not OutputKind.TENSOR:
         return None
     if info.replay is None:
-        out = cast(torch.Tensor, graph_outs[info.leaves[0].index])
+        out = cast(torch.Tensor, fresh[info.leaves[0].index])
         # (eager's is an inference tensor: the runtime's copy of it has no history either)
         return out.detach() if info.inference or info.inference_leaves else out
     view = replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
@@ -916,10 +920,10 @@ def records_as_eager(
     flat: FlatInputs,
     layout: DenseLayout,
     analysis: Analysis,
-    traced_graph: Callable[[], Callable[..., object]],
+    traced_graph: Callable[[], tuple[Callable[..., object], int]],
 ) -> bool:
-    """Does running the traced forward (`traced_graph()`, traced only once eager's run passed: on the dense inputs,
-    its fresh outputs first) with grad on record the autograd graph eager's program records, on static fakes of this
+    """Does running the traced forward (`traced_graph()`: the graph, traced only once eager's run passed, on the
+    dense inputs, and where its fresh outputs start, after the inputs' updates) with grad on record the autograd graph eager's program records, on static fakes of this
     call's inputs? Note [Training Without A Function]; the plan-level conditions are `native_training_plan`'s."""
     mode, values = static_fake_copies(flat.values)
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
@@ -939,14 +943,21 @@ def records_as_eager(
             return False
         if any(t._version != version for t, version in saved):  # eager's backward would find a saved tensor written
             return False
-        graph = traced_graph()  # (traced in the compile's own fake mode, outside this one)
+        # (eager's backward would read a storage the program resized; the graph's saves its own values)
+        resized = {
+            storage_key(cast(torch.Tensor, values[layout.leaves[r.leaf].owner])) for r in analysis.storage_resizes
+        }
+        if any(storage_key(t) in resized for t, _ in saved):
+            return False
+        graph, fresh_start = traced_graph()  # (traced in the compile's own fake mode, outside this one)
         # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
         # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
         graph_mode, graph_values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
             graph_in = [graph_values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
-            mine_all = [_compiled_output(info, graph_outs, graph_values) for info in analysis.outputs]
+            fresh = graph_outs[fresh_start:]
+            mine_all = [_compiled_output(info, fresh, graph_values) for info in analysis.outputs]
     except Exception:  # a program the check cannot run: the Function stands
         return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
@@ -1028,6 +1039,36 @@ def _not_graded_steps(info: OutputInfo) -> bool:
     return info.replay is not None and any(not s.grad_enabled or s.inference_mode for s in info.replay.steps)
 
 
+def _writes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
+    """Are the program's input writes, if any, in a program that makes new leaves, data writes alone (no metadata
+    change, set_() or `.data =`) into plain inputs that require grad neither as passed nor as the program leaves them?
+    Autograd records nothing of those in eager, and the runtime's epilogue writes them as it does for a call that
+    trains nothing (Note [Training Without A Function])."""
+    for j, m in enumerate(analysis.mutations):
+        if not (m.any or m.version_bumped):
+            continue
+        if not any(analysis.new_leaves) or m.metadata or m.storage_changed or m.swapped or m.resized:
+            return False
+        i = flat.tensor_indices.index(layout.leaves[j].owner)
+        value = flat.values[layout.leaves[j].owner]
+        if not isinstance(value, torch.Tensor) or value.requires_grad or analysis.requires_grad_after[i]:
+            return False
+    return True
+
+
+def _resizes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
+    """Are the program's storage resizes, if any, in a program that makes new leaves, of the storages of inputs that
+    require no grad? The runtime resizes them around the graph's run as for a call that trains nothing; a tensor saved
+    for the backward over such a storage keeps the program off this path (`records_as_eager`)."""
+    return not analysis.storage_resizes or (
+        any(analysis.new_leaves)
+        and all(
+            not cast(torch.Tensor, flat.values[layout.leaves[r.leaf].owner]).requires_grad
+            for r in analysis.storage_resizes
+        )
+    )
+
+
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
     written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
@@ -1036,17 +1077,19 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         return False
     if not all(isinstance(g, int) for g in layout.graph_inputs):
         return False
-    if any(m.any or m.version_bumped for m in analysis.mutations) or any(analysis.inplace_view_ops):
+    if not _writes_outside_autograd(flat, layout, analysis) or any(analysis.inplace_view_ops):
         return False
     if analysis.data_assigned or any(d is not None for d in analysis.wrapper_data) or analysis.wrapper_storage:
         return False
     # (an input marked in the graph: its flag is the graph's business, Note [Training Without A Function])
     flags = any(s and not m for s, m in zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
-    if flags or analysis.autograd_reads or analysis.base_reads or analysis.grad_reenabled:
+    # (the reads' answers are eager's, replayed by the trace: only a program making new leaves has no other path)
+    reads = bool(analysis.autograd_reads) and not any(analysis.new_leaves)
+    if flags or reads or analysis.base_reads or analysis.grad_reenabled:
         return False
     if _drops_requires_grad(flat, analysis):
         return False
-    if analysis.grad_factories or analysis.storage_resizes or any(analysis.self_set):
+    if analysis.grad_factories or not _resizes_outside_autograd(flat, layout, analysis) or any(analysis.self_set):
         return False
     if any(analysis.kept_accumulators) or any(
         s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)

@@ -492,15 +492,216 @@ def test_new_leaf_with_another_backend_refused() -> None:
         subclassaot.compile(requires_grad_on_intermediate, backend="inductor")(torch.randn(3, 3))
 
 
-def test_new_leaf_through_a_written_input_refused() -> None:
-    def f(x: T, w: T) -> object:
-        y = x * 2
-        y.requires_grad_()
-        w.mul_(2)
-        return (y * w,)
+def new_leaf_after_a_write_of_an_input(x: T, w: T) -> object:
+    w.mul_(2)
+    y = x * 2
+    y.requires_grad_()
+    return y * w, y, w
 
+
+def new_leaf_before_a_write_of_an_input(x: T, w: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    w.add_(1)  # read after the write only: nothing saved is written
+    return y * w, w
+
+
+def new_leaf_beside_a_no_grad_write_of_an_input(x: T, w: T) -> object:
+    a = w * 2
+    with torch.no_grad():
+        w.mul_(2)
+    y = x * 2
+    y.requires_grad_()
+    return y * a, y, w
+
+
+def new_leaf_of_a_view_of_a_written_input(x: T, w: T) -> object:
+    w.add_(1)
+    v = w.unsqueeze(0)
+    v.requires_grad_()  # replayed on the input after the epilogue's write, made a leaf
+    return x * 2, v, w
+
+
+def _plain_pair() -> tuple[object, ...]:
+    return torch.randn(3), torch.randn(3)
+
+
+def _plain_and_grad() -> tuple[object, ...]:
+    return torch.randn(3), torch.randn(3, requires_grad=True)
+
+
+def _plain_and_history() -> tuple[object, ...]:
+    return torch.randn(3), torch.randn(3, requires_grad=True).exp()
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_after_a_write_of_an_input, _plain_pair),
+        (new_leaf_before_a_write_of_an_input, _plain_pair),
+        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_pair),
+        (new_leaf_of_a_view_of_a_written_input, _plain_pair),
+    ],
+    ids=["write_then_leaf", "leaf_then_write", "no_grad_write", "view"],
+)
+def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """Writes that autograd records nothing of (into inputs that require grad neither before nor after) leave the
+    graph's run recording eager's history; the runtime writes the inputs after it as a call that trains nothing does
+    (Note [Training Without A Function]). It was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def new_leaf_after_autograd_reads(x: T) -> object:
+    y = x * 2
+    before = y.requires_grad
+    y.requires_grad_()
+    z = y * 3 if y.requires_grad else y
+    return z, y, before, y.is_leaf, z.grad_fn is not None, z.is_leaf
+
+
+def new_leaf_beside_reads_of_inputs(x: T, w: T) -> object:
+    y = w.exp()
+    y.requires_grad_()
+    a = y * x if x.requires_grad else y * 2
+    return a, y, x.is_leaf, x.grad_fn is None
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_after_autograd_reads, _plain(3)),
+        (new_leaf_beside_reads_of_inputs, _plain_pair),
+        (new_leaf_beside_reads_of_inputs, lambda: (torch.randn(3, requires_grad=True), torch.randn(3))),
+    ],
+    ids=["reads_of_the_leaf", "reads_of_plain_inputs", "reads_of_an_input_requiring_grad"],
+)
+def test_new_leaf_in_a_program_reading_autograd_state_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """The program's reads of is_leaf / requires_grad / grad_fn take eager's answers in the trace, so the graph's run
+    records what eager's program does after them (Note [Training Without A Function]). It was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def new_leaf_beside_an_input_freed(x: T, w: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    z = y * 3
+    w.untyped_storage().resize_(0)
+    return z, y
+
+
+def new_leaf_beside_an_input_refilled(x: T, w: T) -> object:
+    w.untyped_storage().resize_(12)
+    w.fill_(2.0)
+    y = x.exp()
+    y.requires_grad_()
+    return y + w, y, w
+
+
+def _plain_and_freed() -> tuple[object, ...]:
+    w = torch.randn(3)
+    w.untyped_storage().resize_(0)
+    return torch.randn(3), w
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_beside_an_input_freed, _plain_pair),
+        (new_leaf_beside_an_input_refilled, _plain_and_freed),
+    ],
+    ids=["freed", "refilled"],
+)
+def test_new_leaf_in_a_program_resizing_input_storages_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """Storage resizes of inputs that require no grad, which nothing saved for the backward lies on: the runtime
+    resizes them around the graph's run (Note [Training Without A Function]). It was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def new_leaf_saving_an_input_then_freed(x: T, w: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    z = y * w  # saves w, whose storage the program then frees: eager's backward reads it
+    w.untyped_storage().resize_(0)
+    return (z,)
+
+
+def new_leaf_written_into_an_input(x: T, w: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    w.add_(y)  # eager's input takes the leaf's history
+    return (y * w,)
+
+
+def new_leaf_saved_then_its_factor_written(x: T, w: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    z = y * w  # saves w
+    w.mul_(2)  # eager's backward through z raises
+    return (z,)
+
+
+def new_leaf_written_under_no_grad(x: T, w: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    with torch.no_grad():
+        y.mul_(3)  # the graph's later reads take the written value, with no history
+        w.add_(y)
+    return y * w, y, w
+
+
+def new_leaf_of_a_view_of_a_written_input_used(x: T, w: T) -> object:
+    w.add_(1)
+    v = w.unsqueeze(0)
+    v.requires_grad_()
+    return v * x, v  # the product's history ends in the graph's leaf, not in the view replayed on the input
+
+
+def no_grad_write_of_an_input_requiring_grad_then_read(x: T, w: T) -> object:
+    with torch.no_grad():
+        w.mul_(2)
+    y = x * 2
+    y.requires_grad_()
+    return (y * w,)  # the graph reads its new value, with no history, where eager's reads the input
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_written_into_an_input, _plain_pair),
+        (new_leaf_saved_then_its_factor_written, _plain_pair),
+        (new_leaf_written_under_no_grad, _plain_pair),
+        (new_leaf_of_a_view_of_a_written_input_used, _plain_pair),
+        (no_grad_write_of_an_input_requiring_grad_then_read, _plain_and_grad),
+        # (an input that requires grad written under no_grad: the Function path's, not the graph's run's)
+        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_grad),
+        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_history),
+        (new_leaf_saving_an_input_then_freed, _plain_pair),
+    ],
+    ids=[
+        "leaf_written_into_input",
+        "saved_then_written",
+        "leaf_written_under_no_grad",
+        "view_used",
+        "read_after",
+        "no_grad_write_of_a_leaf",
+        "no_grad_write_of_a_non_leaf",
+        "saved_then_freed",
+    ],
+)
+def test_new_leaf_through_a_written_input_refused(f: Callable[..., object], make_inputs: Make) -> None:
+    """Where the graph's run would not record eager's history (the check of Note [Training Without A Function]), or
+    eager's backward raises, the program making a new leaf stays refused."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* writes an input"):
-        subclassaot.compile(f, backend="eager")(torch.randn(3), torch.randn(3))
+        subclassaot.compile(f, backend="eager")(*make_inputs())
 
 
 def test_new_leaf_of_a_subclass_refused() -> None:
