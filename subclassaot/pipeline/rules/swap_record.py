@@ -57,6 +57,8 @@ class ViewRecord:
     below_autograd: bool = False
     # taken inside a torch.inference_mode() block of a normal tensor: eager's has creation meta INFERENCE_MODE
     inference_mode: bool = False
+    # the source required grad when the view was taken (it may stop since: `.requires_grad = False`, detach_())
+    source_requires_grad: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,9 @@ class SwapRecord:
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_dropped: set[int] = field(default_factory=set)  # ... and those it turned requires_grad off on
     dropped_at: dict[int, int] = field(default_factory=dict)  # ... -> `seq` when it first did
+    # id() of input stand-ins whose real input is a view of another input the program made require grad (Note [Grad
+    # Mode And Autograd Reads])
+    views_of_gained_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad, and whether grad mode was on at the call
     requires_grad_gained: dict[int, bool] = field(default_factory=dict)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
