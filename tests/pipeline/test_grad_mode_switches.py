@@ -544,6 +544,36 @@ def test_requires_grad_on_non_inputs_in_a_no_grad_call_matches_eager(
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+def new_leaf_computed_from_with_grad_turned_on(x0: T) -> object:
+    t0 = x0.t()
+    t0.requires_grad = True
+    with torch.enable_grad():
+        t0.diagonal(-1, 0, 1)  # unused
+    return ()
+
+
+def new_leaf_returned_with_a_result_computed_with_grad_turned_on(x0: T) -> object:
+    t0 = x0 * 1
+    t0.requires_grad = True
+    with torch.enable_grad():
+        t1 = t0 * 2
+    return (t1, t0)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [new_leaf_computed_from_with_grad_turned_on, new_leaf_returned_with_a_result_computed_with_grad_turned_on],
+    ids=["unused", "returned"],
+)
+def test_new_leaf_used_with_grad_turned_on_inside_a_no_grad_call_matches_eager(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    """Fuzz seed 102000 #818: compiled for the grad turned on inside, with no input requiring grad, the entry guarded
+    grad mode on, and rejected the no_grad call it was compiled for (an internal assertion)."""
+    with torch.no_grad():
+        assert_matches_eager(f, _plain(2, 1), compile_fn=compile_fn)
+
+
 def test_requires_grad_on_a_pair_intermediate_in_a_no_grad_call() -> None:
     def f(x: T) -> object:
         y = x * 2
@@ -943,8 +973,8 @@ def test_requires_grad_on_a_view_input_between_enable_grad_uses_in_a_no_grad_cal
         assert_matches_eager(requires_grad_between_enable_grad_uses, _plain(3))
 
 
-def _view_and_its_base(taken: str) -> Make:
-    def make_inputs() -> tuple[object, ...]:
+def _view_and_its_base(taken: str) -> Callable[[], tuple[T, T]]:
+    def make_inputs() -> tuple[T, T]:
         with torch.set_grad_enabled(taken != "no_grad"):
             b0 = torch.randn(3)
             return (b0.unbind(0)[2] if taken == "unbind" else b0[2], b0)

@@ -13,6 +13,7 @@ import torch
 
 import subclassaot
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import assert_refused, leaf, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
@@ -404,7 +405,7 @@ def test_intermediate_view_shrunk_then_written_matches_eager(dynamic: bool, comp
 
 def set_onto_then_source_grown(x0: T) -> object:
     t0 = x0.mul(0.5)
-    x0.set_(t0)
+    set_to(x0, t0)
     t0.resize_(8)
     t0.fill_(2.0)
     return (x0 * 1, t0 * 1)
@@ -412,7 +413,7 @@ def set_onto_then_source_grown(x0: T) -> object:
 
 def set_onto_then_source_grown_input_returned(x0: T) -> object:
     t0 = x0.mul(0.5)
-    x0.set_(t0)
+    set_to(x0, t0)
     t0.resize_(8)
     t0.fill_(2.0)
     return (x0,)
@@ -421,7 +422,7 @@ def set_onto_then_source_grown_input_returned(x0: T) -> object:
 def set_onto_under_no_grad_then_source_grown(x0: T) -> object:
     t0 = x0.detach().mul(0.5)
     with torch.no_grad():
-        x0.set_(t0)
+        set_to(x0, t0)
         t0.resize_(8)
     t0.fill_(2.0)
     return (x0 + 1,)
@@ -478,7 +479,7 @@ def test_storage_grown_under_an_input_requiring_grad_set_onto_it_matches_eager(
 
 def set_onto_then_both_grown(x0: T) -> object:
     t0 = x0.mul(0.5)
-    x0.set_(t0)
+    set_to(x0, t0)
     t0.resize_(8)
     t0[4:].fill_(2.0)
     x0.resize_(8)

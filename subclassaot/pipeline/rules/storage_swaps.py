@@ -591,7 +591,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         found = [
             t
             for t in self.record.pinned.values()
-            if t is not x
+            if isinstance(t, torch.Tensor)
+            and t is not x
             and id(t) not in kept
             and is_functional(t)
             and not is_traceable_subclass(t)
