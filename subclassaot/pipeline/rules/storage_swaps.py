@@ -577,8 +577,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         sharers = self._sharers(x)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
+        key_before = storage_key(x)
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
+        self.record.grown_from[storage_key(x)] = key_before
         for t in sharers:  # each keeps its layout, on the grown storage (Note [Storage Swaps By Rebinding])
             rebind_functional(t, grown, (list(t.shape), list(t.stride()), t.storage_offset()))
 
