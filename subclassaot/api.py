@@ -590,7 +590,9 @@ def _compile_over(
     else:
         traced = inference()
     analysis = resimplified_data_metas(analysis, shape_env_of(prog.fake_mode))
-    grad_mode = None if training else torch.is_grad_enabled()  # Note [Grad Mode And Autograd Reads]
+    # See Note [Grad Mode And Autograd Reads]: compiled for the grad a call under no_grad turns on inside, an entry
+    # without an input that requires grad (a new leaf the program made) is one for calls under no_grad too
+    grad_mode = None if training else caller_grad
     trial = torch_function_trial(call, flat)  # See Note [Ambient Modes]
     plan = _runtime_plan(flat, layout, analysis, traced, prog, trial)
     backward_graph = forward_graph = None

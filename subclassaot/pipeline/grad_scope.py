@@ -15,17 +15,21 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
+from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.schemas import BackwardReshape, FlatInputs
-from subclassaot.torch_internals import autograd_nodes, get_version
+from subclassaot.torch_internals import autograd_nodes, get_version, storage_key
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 
 __all__ = [
     "backward_changes",
+    "check_views_of_gained_bases",
+    "note_gain_on_a_base",
     "backward_reshapes",
     "check_grad_factories",
     "GradReenabledError",
@@ -118,6 +122,49 @@ def refuse_gain_on_view_input(path: str) -> NoReturn:
         "grad, and takes views of it: eager's views take requires_grad from that base, which the flag does not "
         "change, while the compiled call has them require grad. Pass the base, or call requires_grad_() outside "
         "the compiled function"
+    )
+
+
+def note_gain_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
+    """requires_grad_() on the stand-in `t` of an input that requires no grad: the other inputs that are views of it
+    in eager (their `._base` is it) take requires_grad from it from now on, where their stand-ins, laid out over one
+    storage as views of a synthetic base, do not (Note [Grad Mode And Autograd Reads])."""
+    found = record.input_positions.get(id(t))
+    if found is None or is_traceable_subclass(t):
+        return
+    real = found[1]
+    for key, (_, other) in record.input_positions.items():
+        if other is not real and other._is_view() and other._base is real:
+            record.views_of_gained_bases.add(key)
+
+
+def check_views_of_gained_bases(
+    record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> None:
+    """Refuse an op with grad on, other than a view op, that read an input (or a view of one) whose base the program
+    made require grad, where the run's stand-in does not require grad: eager's result carries history, the compiled
+    call's cannot. (A view of it is replayed at run time from the real input, with eager's history.)"""
+    if not record.views_of_gained_bases or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    read = [
+        t
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor)
+        and not t.requires_grad
+        and id(record.view_root(t, through_swaps=True)) in record.views_of_gained_bases
+    ]
+    if not read:
+        return
+    writes = name.endswith("_") or name.startswith("__i") or name == "__setitem__"
+    made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not writes and made and all(storage_key(o) == storage_key(read[0]) for o in made):
+        return
+    raise UnsupportedError(
+        f"{input_named(record, read[0])}the program turns requires_grad on for an input that another input is a view "
+        "of (requires_grad_(), `.requires_grad = True`) and then computes with grad enabled from that view "
+        f"({name}): eager's view takes requires_grad from its base, so its results carry history, while the compiled "
+        "call lays the inputs out over one storage apart and the view's results have none. Call requires_grad_() "
+        "outside the compiled function, or pass the view's values as a separate tensor"
     )
 
 

@@ -397,6 +397,9 @@ def lower_input_counter(
     where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =])."""
     if replay.source is not ReplaySource.INPUT or replay.index not in entry:
         return None
+    if not (replay.bump_after or replay.entry_counter or replay.stale_view):
+        # made after the program's last write to the input: eager's view reads fine at the counter it has now
+        return None
     source = values[replay.index]
     assert isinstance(source, torch.Tensor), "BUG: an INPUT replay of a value that is no tensor"
     now = get_version(source)

@@ -123,7 +123,9 @@ class Vocabulary(enum.Enum):
     CORE = "core"  # views, in-place data and metadata ops, set_, resize_, `.data`, a few functional ops, no_grad
     GRAD_MODE = "grad_mode"  # op-level enable_grad / set_grad_enabled / inference_mode scopes, nested up to two deep
     REQUIRES_GRAD = "requires_grad"  # requires_grad_() on whatever eager allows it on (leaves: views, intermediates)
-    STORAGE = "storage"  # untyped_storage().resize_(0) after last use; resize up and fill; inputs freed on entry
+    # untyped_storage().resize_(0) after last use; resize up and fill; inputs freed on entry; a resize_() that grows
+    # a tensor's storage (under whatever else is over it), then fills the tensor
+    STORAGE = "storage"
     FUNCTIONS = "functions"  # custom autograd.Function templates (subclassaot/tools/fuzz_ops.py)
     MULTI_OUTPUT = "multi_output"  # sort, max(dim) (values and int64 indices), split_with_sizes (views)
 
@@ -134,7 +136,7 @@ OpName = Literal[
     "add_", "mul_", "copy_", "zero_", "fill_", "t_", "unsqueeze_", "transpose_", "set_", "resize_",
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
-    "requires_grad_", "requires_grad_set", "storage_free", "storage_refill",
+    "requires_grad_", "requires_grad_set", "storage_free", "storage_refill", "resize_grow",
     "SinFn", "DirtyScale", "TransposeSaved",
     "sort", "max_dim", "split_with_sizes",
 ]  # fmt: skip
@@ -310,6 +312,23 @@ def _gen_plain(choose: Chooser, t: torch.Tensor) -> Params | None:
 def _gen_refill(choose: Chooser, t: torch.Tensor) -> Params | None:
     """(bytes, scalar): the generator fills in the storage's size before it was freed (see fuzz.py)."""
     return (0, _scalar(choose)) if type(t) is torch.Tensor else None
+
+
+def _gen_resize_grow(choose: Chooser, t: torch.Tensor) -> Params | None:
+    """(size, scalar): a 1-d size past what `t`'s storage holds from its offset, so that resize_() grows it; the fill
+    covers every element the growth adds (eager's grown storage ends where `t` does), none stays uninitialized."""
+    if type(t) is not torch.Tensor or not t.dtype.is_floating_point:
+        return None
+    return ((_capacity(t) + choose.integer(1, 4),), _scalar(choose))
+
+
+def _resize_grow(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    t.resize_(_s(p[0]))
+    t.fill_(_f(p[1]))
+
+
+def _resize_grow_expr(t: str, o: str | None, p: Params) -> str:
+    return f"{t}.resize_({_shape_text(_s(p[0]))}); {t}.fill_({_f(p[1])!r})"
 
 
 def _gen_sort(choose: Chooser, t: torch.Tensor) -> Params | None:
@@ -530,6 +549,7 @@ _OPS: tuple[OpDef, ...] = (
         vocabulary=STORAGE,
     ),
     _op("storage_refill", STATE, _gen_refill, (_refill, _refill_expr), weight=3, other="maybe", vocabulary=STORAGE),
+    _op("resize_grow", STATE, _gen_resize_grow, (_resize_grow, _resize_grow_expr), weight=2, vocabulary=STORAGE),
     _function_op("SinFn", _gen_float),
     _function_op("DirtyScale", _gen_float),
     _function_op("TransposeSaved", _gen_t),

@@ -745,6 +745,36 @@ def test_requires_grad_on_non_inputs_in_a_no_grad_call_matches_eager(
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+def new_leaf_computed_from_with_grad_turned_on(x0: T) -> object:
+    t0 = x0.t()
+    t0.requires_grad = True
+    with torch.enable_grad():
+        t0.diagonal(-1, 0, 1)  # unused
+    return ()
+
+
+def new_leaf_returned_with_a_result_computed_with_grad_turned_on(x0: T) -> object:
+    t0 = x0 * 1
+    t0.requires_grad = True
+    with torch.enable_grad():
+        t1 = t0 * 2
+    return (t1, t0)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [new_leaf_computed_from_with_grad_turned_on, new_leaf_returned_with_a_result_computed_with_grad_turned_on],
+    ids=["unused", "returned"],
+)
+def test_new_leaf_used_with_grad_turned_on_inside_a_no_grad_call_matches_eager(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    """Fuzz seed 102000 #818: compiled for the grad turned on inside, with no input requiring grad, the entry guarded
+    grad mode on, and rejected the no_grad call it was compiled for (an internal assertion)."""
+    with torch.no_grad():
+        assert_matches_eager(f, _plain(2, 1), compile_fn=compile_fn)
+
+
 def test_requires_grad_on_a_pair_intermediate_in_a_no_grad_call() -> None:
     def f(x: T) -> object:
         y = x * 2
@@ -1176,6 +1206,64 @@ def test_requires_grad_on_a_view_input_between_enable_grad_uses_in_a_no_grad_cal
         subclassaot.compile(requires_grad_between_enable_grad_uses, backend="eager")(torch.randn(2, 3)[0])
     with torch.no_grad():
         assert_matches_eager(requires_grad_between_enable_grad_uses, _plain(3))
+
+
+def _view_and_its_base(taken: str) -> Callable[[], tuple[T, T]]:
+    def make_inputs() -> tuple[T, T]:
+        with torch.set_grad_enabled(taken != "no_grad"):
+            b0 = torch.randn(3)
+            return (b0.unbind(0)[2] if taken == "unbind" else b0[2], b0)
+
+    return make_inputs
+
+
+def base_made_to_require_grad_then_view_read(x0: T, x1: T) -> object:
+    x1.requires_grad_()  # x0 is a view of x1: eager's takes requires_grad from it
+    with torch.enable_grad():
+        t0, _ = x0.max(0, keepdim=True)
+    return (t0,)
+
+
+@pytest.mark.parametrize("taken", ["unbind", "select", "no_grad"])
+def test_requires_grad_on_the_base_of_another_input_then_its_view_read_with_grad_refused(taken: str) -> None:
+    """Fuzz seed 80500 #106: the stand-ins of a view and its base are laid out over one storage apart, so the view's
+    results carry no history where eager's do: refused at the first op with grad on that reads the view."""
+    with torch.no_grad(), pytest.raises(UnsupportedError, match=r"args\[0\] and args\[1\]: .* another input is a view"):
+        subclassaot.compile(base_made_to_require_grad_then_view_read, backend="eager")(*_view_and_its_base(taken)())
+
+
+def base_made_to_require_grad_view_read_without_grad(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    with torch.enable_grad():
+        y = x1 * 2  # the base itself: recorded as eager's
+    return (x0 * 2, y)
+
+
+def test_requires_grad_on_the_base_of_another_input_view_read_without_grad_matches_eager() -> None:
+    with torch.no_grad():
+        assert_matches_eager(base_made_to_require_grad_view_read_without_grad, _view_and_its_base("select"))
+
+
+def base_made_to_require_grad_then_view_viewed(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    with torch.enable_grad():
+        v = x0.view((1,))  # a view: replayed at run time from the real input, with eager's history
+    return (v,)
+
+
+def base_made_to_require_grad_then_view_viewed_and_read(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    with torch.enable_grad():
+        v = x0.view((1,))
+        y = v * 2
+    return (v, y)
+
+
+def test_requires_grad_on_the_base_of_another_input_then_a_view_of_its_view_matches_eager() -> None:
+    with torch.no_grad():
+        assert_matches_eager(base_made_to_require_grad_then_view_viewed, _view_and_its_base("select"))
+    with torch.no_grad(), pytest.raises(UnsupportedError, match=r"another input is a view .*\(mul\)"):
+        subclassaot.compile(base_made_to_require_grad_then_view_viewed_and_read)(*_view_and_its_base("select")())
 
 
 def refused_inside_grad_switches(x: T) -> object:

@@ -14,7 +14,7 @@ import torch
 
 import subclassaot
 from subclasses.pair import PairTensor
-from tests.oracle import CompileFn, assert_matches_eager
+from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     assert_refused,
@@ -616,6 +616,33 @@ def test_view_scaled_by_a_grad_tensor_after_layout_change_refused(compile_fn: Co
         return (x0,)
 
     refused_with_grad(f, lambda: (pair_nonleaf(3, 3)[:, :], pair(requires_grad=True)), compile_fn, RULE_refpair)
+
+
+STALE_DROPPED = (
+    r"args\[0\]: a view taken with grad enabled is used with grad after the program changed the layout .* by t_\(\)"
+)
+
+
+def _drop_by_setter(x: T) -> None:
+    x.requires_grad = False
+
+
+@pytest.mark.parametrize("drop", [_drop_by_setter, T.detach_], ids=["setter", "detach_"])
+def test_view_of_a_leaf_whose_grad_was_dropped_then_transposed_refused(
+    compile_fn: CompileFn | None, drop: Callable[[T], object]
+) -> None:
+    # fuzz seed 80500 #4: the view keeps the history it was taken with after x0 stops requiring grad; t_() bumps the
+    # shared version, and eager rebuilds it by as_strided where the run's replay of select(0, -3) on (1, 3) raises
+    def f(x0: T) -> object:
+        t0 = x0.select(0, -3)
+        drop(x0)
+        x0.t_()
+        return (t0.unsqueeze(-2),)
+
+    refused_with_grad(f, lambda: (leaf(3, 1),), compile_fn, STALE_DROPPED)
+    # ... a subclass view replays its view function in eager too, which raises there
+    with torch.enable_grad():
+        assert_raises_like_eager(f, lambda: (pair(3, 1, requires_grad=True),), compile_fn=compile_fn)
 
 
 def test_aliased_view_transposed_with_itself_then_written(compile_fn: CompileFn | None) -> None:

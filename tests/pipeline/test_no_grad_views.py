@@ -765,6 +765,48 @@ def test_views_of_unbind_input_and_overlapping_input_written_through_detach(comp
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regression (seed 80501 #683, under no_grad): beside a detach() of a multi-output view input taken before the
+# write, which the runtime rebuilds at the input's counter at entry, an output view taken after the write was rebuilt
+# at that counter too, and its is_leaf then raised where eager's reads fine (Note [Views That Raise After A Bump]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _unbind_view_input(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = pair_nonleaf(2, 4) if kind == "pair" else nonleaf(2, 4)
+            return (b0.unbind(1)[1].view((1, 2, 1)),)
+
+    return make_inputs
+
+
+def _detached_then_written(x0: T) -> object:
+    t0 = x0.detach()
+    x0.mul_(-1.0)
+    return (t0, x0.transpose(2, 1))
+
+
+def _detached_then_written_view_first(x0: T) -> object:
+    t0 = x0.detach()
+    x0.mul_(-1.0)
+    return (x0.transpose(2, 1), t0)
+
+
+def _viewed_then_written(x0: T) -> object:
+    t0 = x0.transpose(2, 1)  # eager's raises: taken before the write
+    x0.mul_(-1.0)
+    return (t0, x0.transpose(2, 1))
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("f", [_detached_then_written, _detached_then_written_view_first, _viewed_then_written])
+def test_view_taken_after_the_write_beside_one_taken_before_reads_as_eager(
+    compile_fn: CompileFn | None, kind: str, f: Callable[[T], object]
+) -> None:
+    check_no_grad(f, _unbind_view_input(kind), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a view of a subclass input taken before an in-place view op changed the input, viewed again
 # under no_grad after it (fuzz seed 3001 #2001). See Note [Views That Raise After A Bump].
 # ---------------------------------------------------------------------------------------------------------------------

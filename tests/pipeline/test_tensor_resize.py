@@ -13,6 +13,7 @@ import torch
 
 import subclassaot
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import assert_refused, leaf, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
@@ -393,3 +394,134 @@ def intermediate_view_shrunk_then_written(x: T) -> object:  # held elements cove
 def test_intermediate_view_shrunk_then_written_matches_eager(dynamic: bool, compile_fn: CompileFn | None) -> None:
     # Note [Storage Swaps By Rebinding]: symbolic sizes decided by their hints
     _check(intermediate_view_shrunk_then_written, _plain(5), compile_fn, dynamic=dynamic)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A storage grown by resize_() under other tensors (Note [Storage Swaps By Rebinding]): eager grows it in place, so a
+# tensor set_() onto it or a view of it sees the grown storage and the writes after; the run had rebound only the
+# resized tensor (wrong values, or setStorage's "out of bounds" at a later resize_ of the other).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def set_onto_then_source_grown(x0: T) -> object:
+    t0 = x0.mul(0.5)
+    set_to(x0, t0)
+    t0.resize_(8)
+    t0.fill_(2.0)
+    return (x0 * 1, t0 * 1)
+
+
+def set_onto_then_source_grown_input_returned(x0: T) -> object:
+    t0 = x0.mul(0.5)
+    set_to(x0, t0)
+    t0.resize_(8)
+    t0.fill_(2.0)
+    return (x0,)
+
+
+def set_onto_under_no_grad_then_source_grown(x0: T) -> object:
+    t0 = x0.detach().mul(0.5)
+    with torch.no_grad():
+        set_to(x0, t0)
+        t0.resize_(8)
+    t0.fill_(2.0)
+    return (x0 + 1,)
+
+
+def view_of_grown_intermediate_returned(x0: T) -> object:
+    t0 = x0.mul(0.5)
+    v = t0[1:3]
+    t0.resize_(8)
+    t0.fill_(2.0)
+    return (v, t0)
+
+
+def view_of_grown_intermediate_written(x0: T) -> object:
+    t0 = x0.mul(0.5)
+    v = t0[1:3]
+    t0.resize_(8)
+    t0[4:].fill_(1.0)
+    v.fill_(3.0)
+    return (t0 * 1,)
+
+
+def view_of_grown_input_read(x0: T) -> object:
+    v = x0[:2]
+    x0.resize_(8)
+    x0.fill_(1.0)
+    return (v * 1,)
+
+
+SHARED_GROWTH: list[tuple[str, Callable[..., object]]] = [
+    ("set_onto", set_onto_then_source_grown),
+    ("set_onto_input_returned", set_onto_then_source_grown_input_returned),
+    ("view_returned", view_of_grown_intermediate_returned),
+    ("view_written", view_of_grown_intermediate_written),
+]
+
+
+@pytest.mark.parametrize("f", [pytest.param(f, id=n) for n, f in SHARED_GROWTH])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_storage_grown_under_another_tensor_matches_eager(
+    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.set_grad_enabled(grad):
+        _check(f, _plain(4), compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_storage_grown_under_an_input_requiring_grad_set_onto_it_matches_eager(
+    grad: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(set_onto_under_no_grad_then_source_grown, lambda: (nonleaf(4),), compile_fn=compile_fn)
+
+
+def set_onto_then_both_grown(x0: T) -> object:
+    t0 = x0.mul(0.5)
+    set_to(x0, t0)
+    t0.resize_(8)
+    t0[4:].fill_(2.0)
+    x0.resize_(8)
+    return (x0 * 1,)
+
+
+def test_storage_grown_then_grown_through_the_tensor_set_onto_it_refused(compile_fn: CompileFn | None) -> None:
+    # x0 now holds 4 of the grown storage's 8 elements: functionalization's resize_ within it would lose the writes
+    assert_refused(set_onto_then_both_grown, _plain(4), compile_fn, "resize_.. to a size that covers storage elements")
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_input_storage_grown_under_a_view_of_it_refused(grad: bool, compile_fn: CompileFn | None) -> None:
+    # eager grows the input's storage in place under the view (main had read the view in the old storage)
+    with torch.set_grad_enabled(grad):
+        assert_refused(
+            view_of_grown_input_read, _plain(4), compile_fn, r"args\[0\]: resize_\(\) grows a storage that an input"
+        )
+
+
+def grown_then_set_onto_an_intermediate(x0: T) -> object:
+    x0.resize_((5,))
+    x0.fill_(3.0)
+    set_to(x0, x0 * 3)  # eager's x0 leaves its grown storage: a set_() onto another, not a growth of its own
+    return (x0,)
+
+
+def grown_then_set_onto_a_view_of_an_intermediate(x0: T) -> object:
+    x0.resize_((5,))
+    x0.fill_(3.0)
+    t0 = x0 * 3
+    set_to(x0, t0)
+    set_to(x0, t0.unsqueeze(0))
+    return (x0, t0)
+
+
+@pytest.mark.parametrize("f", [grown_then_set_onto_an_intermediate, grown_then_set_onto_a_view_of_an_intermediate])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_input_grown_then_set_onto_an_intermediate_matches_eager(
+    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # generate(RandomChooser(332)) once resize_grow was drawn: the growth hid the later set_(), and the epilogue
+    # set_() the input within its own, ungrown storage (setStorage: out of bounds)
+    with torch.set_grad_enabled(grad):
+        _check(f, _plain(2, 1, 2), compile_fn)

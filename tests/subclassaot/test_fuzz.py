@@ -264,18 +264,18 @@ def test_state_changes_mode_catches_a_compiler_that_ignores_python_state() -> No
 
 
 def test_every_group_of_the_vocabulary_is_drawn() -> None:
-    """Grad-mode scopes, requires_grad_(), storage free and refill (and inputs freed on entry), the Function
-    templates and the multi-output ops all occur in a few hundred default programs."""
+    """Grad-mode scopes, requires_grad_(), storage free and refill (and inputs freed on entry), resize_() growths, the
+    Function templates and the multi-output ops all occur in a few hundred default programs."""
     seen: set[str] = set()
-    for seed in range(300):
+    for seed in range(500):
         program = generate(RandomChooser(seed), CONFIG)
         seen.update(op.name for op in program.ops)
         seen.update(f"scope {s}" for op in program.ops for s in op.scopes)
         seen.update("freed input" for b in program.bases if b.freed)
         seen.update("several results" for op in program.ops if len(op.outs) > 1)
     wanted = {
-        "requires_grad_", "storage_free", "storage_refill", "SinFn", "DirtyScale", "TransposeSaved", "sort",
-        "max_dim", "split_with_sizes", "freed input", "several results",
+        "requires_grad_", "storage_free", "storage_refill", "resize_grow", "SinFn", "DirtyScale", "TransposeSaved",
+        "sort", "max_dim", "split_with_sizes", "freed input", "several results",
         *(f"scope {s}" for s in ("no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode")),
     }  # fmt: skip
     assert wanted - seen == set()

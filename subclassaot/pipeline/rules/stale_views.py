@@ -86,7 +86,9 @@ def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool] | None:
     """One step of `_changed_base`: the in-place view op (or set_) on `view`'s source after it, and whether the
     view's replay fails."""
     source = view.source
-    if not view.grad_enabled or not source.requires_grad or _replays_the_same(view, source):
+    # (a source that stopped requiring grad since, by `.requires_grad = False` or detach_(), leaves the view's history
+    # in place: autograd rebuilds it all the same)
+    if not view.grad_enabled or not view.source_requires_grad or _replays_the_same(view, source):
         return None
     fails = _replay_fails(view, source)
     for op in record.inplace_views.get(id(source), []):
@@ -192,11 +194,11 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # history rebuilt after that reads gradients in the old layout: wrong values, a shape error, or a replay that raises. A
 # view whose history is never rebuilt after such a change is exact (a grad-enabled in-place view op records its own node
 # on top). So the mode tracks, per view whose function is stale, the sequence number its history was last set at, and:
-# - Refuses a view taken with grad of a tensor that requires grad and used with grad after an in-place view op on that
-#   tensor or one its chain passes through (a no_grad one counts where the view op no longer applies). `x.data = v`
-#   bumps no version: a view of x is replayed on v's layout only after a later write. Alias-group members read with a
-#   stale history are refused by training_rules; a rebuild that raises while the program runs is refused at the op that
-#   read the view (`stale_history_failures_refused`).
+# - Refuses a view taken with grad of a tensor that required grad then (it may stop since: the view keeps its history)
+#   and used with grad after an in-place view op on that tensor or one its chain passes through (a no_grad one counts
+#   where the view op no longer applies). `x.data = v` bumps no version: a view of x is replayed on v's layout only
+#   after a later write. Alias-group members read with a stale history are refused by training_rules; a rebuild that
+#   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`).
 # - Views set_() under no_grad read with grad: eager's rebuilt history is the base's as_strided() with the view's new
 #   layout, so each torch call that reads or writes such a view with grad reads a stand-in (`_EagerHistory`: the base's
 #   as_strided() at the view's layout now, with the view's own values). Not for the view an in-place view op changes,

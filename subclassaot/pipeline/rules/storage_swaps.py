@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
-from subclassaot.pipeline.grad_scope import refuse_gain_on_view_input
+from subclassaot.pipeline.grad_scope import check_views_of_gained_bases, note_gain_on_a_base, refuse_gain_on_view_input
 from subclassaot.pipeline.rules.autograd_state import (
     base_read,
     is_autograd_read,
@@ -150,8 +150,10 @@ from subclassaot.torch_internals import (
 # programs wrong). So a dispatch mode above functionalization handles set_ by *rebinding* the FunctionalTensor x to a
 # functional alias of src (its inner wrapper replaced, its own storage and metadata pointed at src's): later writes
 # through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
-# rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage; `.data` reads are tracked
-# so that writes through them count as hidden from autograd, which functionalization does not record for us.
+# rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage: eager grows it in place,
+# under every tensor over it, so the program's other tensors there (views, tensors set_() onto it) are rebound to the
+# grown one too, each at its own layout; `.data` reads are tracked so that writes through them count as hidden from
+# autograd, which functionalization does not record for us.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
 # view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
@@ -568,10 +570,40 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
         old = storage_tail(self.record, x)
+        sharers = self._sharers(x)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
         grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
+        key_before = storage_key(x)
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
+        self.record.grown_from[storage_key(x)] = key_before
+        for t in sharers:  # each keeps its layout, on the grown storage (Note [Storage Swaps By Rebinding])
+            rebind_functional(t, grown, (list(t.shape), list(t.stride()), t.storage_offset()))
+
+    def _sharers(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The tensors the program made over x's storage (views of x, tensors set_() onto it), which eager's storage,
+        grown in place by x.resize_(), takes along. Refused where that storage is an input's: the input would have
+        to grow under them (a view of it grown, an input set_() onto a tensor that grows)."""
+        key = storage_key(x)
+        kept = {id(t) for t in (*self.record.input_originals.values(), *self.record.alias_bases.values())}
+        found = [
+            t
+            for t in self.record.pinned.values()
+            if isinstance(t, torch.Tensor)
+            and t is not x
+            and id(t) not in kept
+            and is_functional(t)
+            and not is_traceable_subclass(t)
+            and storage_key(t) == key
+        ]
+        if found and (key in self.record.input_paths or self.record.alias_bases.get(key) is not None):
+            raise UnsupportedError(
+                f"{input_named(self.record, x) or 'an input: '}resize_() grows a storage that an input and other "
+                "tensors of the program are over (a view of the input, or the input set_() onto the tensor grown): "
+                "eager grows it in place under all of them, which the compiled call's epilogue does not repeat. "
+                "Resize a .clone() instead"
+            )
+        return found
 
     # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
     # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (a (4, 3) view's owner's storage gives x
@@ -665,6 +697,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         leaves,
                         self.depth > 0,
                         self.depth == 0 and self.record.retaking_inference_view,
+                        source_requires_grad=src.requires_grad,
                     )
                     self.record.family[id(o)] = root
                     if func is torch.ops.aten.detach.default and self.depth == 0:
@@ -895,6 +928,8 @@ class _DataMode(TorchFunctionMode):
                 self.record.views_relaid_with_grad = True
         seq_before = self.record.seq
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
+        if computes:
+            check_views_of_gained_bases(self.record, name, args, kwargs, out)
         if new_leaf and self.record.replayed_new_leaves is not None:
             trace_new_leaf(args[0])  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
@@ -1024,6 +1059,7 @@ class _DataMode(TorchFunctionMode):
                     )
             if not args[0].requires_grad:
                 _check_gain_on_view_input(self.record, args[0])
+                note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))

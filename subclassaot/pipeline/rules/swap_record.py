@@ -57,6 +57,8 @@ class ViewRecord:
     below_autograd: bool = False
     # taken inside a torch.inference_mode() block of a normal tensor: eager's has creation meta INFERENCE_MODE
     inference_mode: bool = False
+    # the source required grad when the view was taken (it may stop since: `.requires_grad = False`, detach_())
+    source_requires_grad: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ class SwapRecord:
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     first_swaps: dict[int, int] = field(default_factory=dict)  # ... -> `seq` at the first of those calls
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    # storage key a resize_() growth made -> the key of the storage it grew (eager's same storage, grown in place)
+    grown_from: dict[object, object] = field(default_factory=dict)
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
     grad_set_ids: set[int] = field(default_factory=set)
     # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
@@ -105,6 +109,9 @@ class SwapRecord:
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_dropped: set[int] = field(default_factory=set)  # ... and those it turned requires_grad off on
     dropped_at: dict[int, int] = field(default_factory=dict)  # ... -> `seq` when it first did
+    # id() of input stand-ins whose real input is a view of another input the program made require grad (Note [Grad
+    # Mode And Autograd Reads])
+    views_of_gained_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad, and whether grad mode was on at the call
     requires_grad_gained: dict[int, bool] = field(default_factory=dict)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
