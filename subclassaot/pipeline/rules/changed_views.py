@@ -489,11 +489,14 @@ def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> i
         found = sets.get(id(value))
         if found is not None:
             return found[0]
+    if any(torch.Tag.inplace_view in step.op.tags for step in replay.steps):
+        bump = chain_bump_seq(value, run)
+        if bump is not None:
+            return bump  # the chain's last in-place view op: its bump, where eager's happened
     record = run.swaps.views.get(id(value))
-    bump = chain_bump_seq(value, run)
-    if bump is not None:
-        return bump  # the chain's last in-place view op: its bump, where eager's happened
-    return record.seq if record is not None else 0
+    seqs = [record.seq] if record is not None else []
+    seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
+    return max(seqs, default=0)
 
 
 def chain_bump_seq(value: torch.Tensor, run: FunctionalRun) -> int | None:
