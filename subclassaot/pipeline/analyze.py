@@ -46,6 +46,7 @@ from subclassaot.pipeline.rules.chain_facts import (
 )
 from subclassaot.pipeline.rules.changed_views import (
     check_bumped_views,
+    check_late_bump_order,
     check_stale_subclass_outputs,
     counter_at_end,
     late_build_seq,
@@ -541,6 +542,7 @@ def _analyze_outputs(
     _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)
+    check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
     return tuple(infos), spec, len({b for b, _ in bases.values()})

@@ -1835,3 +1835,82 @@ def test_view_of_a_moved_no_grad_pair_view_matches_eager(
     with torch.enable_grad():
         for after_call in (None, write_outputs):
             assert_matches_eager(f, lambda: (make(*shape),), after_call=after_call, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Issue #27 (fuzz seed 100100, program 714): an in-place view op applied to a view of an input (not the input itself)
+# bumps the counter the input and all its views share, once, when eager runs it. An output whose chain repeats that op
+# was built after the epilogue at the point its last view was taken, so a no_grad view of the input taken in between
+# (after the bump in eager) came out before the repeated bump and raised at grad_fn / is_leaf (Note [Views That Raise
+# After A Bump]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+_BUMP_MAKERS: dict[str, Callable[[], T]] = {
+    "leaf": lambda: leaf(4),
+    "nonleaf": lambda: nonleaf(4),
+    "pair": lambda: pair(4),
+    "pair_leaf": lambda: pair(4, requires_grad=True),
+    "pair_nonleaf": lambda: pair_nonleaf(4),
+}
+
+
+def _view_taken_after_a_chain_bump(x0: T) -> object:
+    t0 = x0.reshape((1, 4, 1))
+    t0.transpose_(2, 1)
+    t1 = x0.as_strided((), (), 0)
+    t2 = t0.expand((1, 2, 4))
+    return (t1, t2)
+
+
+def _view_taken_after_a_chain_bump_returned_last(x0: T) -> object:
+    t1, t2 = cast(tuple[T, T], _view_taken_after_a_chain_bump(x0))
+    return (t2, t1)
+
+
+def _view_taken_before_a_chain_bump(x0: T) -> object:
+    t1 = x0.as_strided((), (), 0)  # eager's raises: the transpose_() below bumps the counter it shares
+    t0 = x0.reshape((1, 4, 1))
+    t0.transpose_(2, 1)
+    t2 = t0.expand((1, 2, 4))
+    return (t2, t1.unsqueeze(0))
+
+
+def _chain_viewed_after_another_chain_bump(x0: T) -> object:
+    # t2 is taken after u0's t_(): eager's reads fine; built at t0's transpose_(), before the repeated t_(), it would not
+    t0 = x0.reshape((1, 4, 1))
+    t0.transpose_(2, 1)
+    u0 = x0.reshape((4, 1))
+    u0.t_()
+    t2 = t0.expand((1, 2, 4))
+    return (t2, u0.expand(2, 4))
+
+
+@pytest.mark.parametrize("kind", sorted(_BUMP_MAKERS))
+@pytest.mark.parametrize(
+    "f", [_view_taken_after_a_chain_bump, _view_taken_after_a_chain_bump_returned_last], ids=["first", "last"]
+)
+def test_seed100100_program714_view_after_bump_of_a_view(
+    compile_fn: CompileFn | None, kind: str, f: Callable[[T], object]
+) -> None:
+    make = _BUMP_MAKERS[kind]
+    check_no_grad(f, lambda: (make(),), compile_fn)
+    if kind in ("nonleaf", "pair", "pair_nonleaf"):  # (with grad, eager refuses the transpose_() of a leaf's view)
+        check_with_grad(f, lambda: (make(),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", sorted(_BUMP_MAKERS))
+def test_view_before_bump_of_a_view(compile_fn: CompileFn | None, kind: str) -> None:
+    make = _BUMP_MAKERS[kind]
+    check_no_grad(_view_taken_before_a_chain_bump, lambda: (make(),), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["leaf", "pair_nonleaf"])
+def test_chain_view_after_another_chains_bump_is_refused(compile_fn: CompileFn | None, kind: str) -> None:
+    make = _BUMP_MAKERS[kind]
+    with torch.no_grad():
+        assert_refused(
+            _chain_viewed_after_another_chain_bump,
+            lambda: (make(),),
+            compile_fn,
+            match=r"out\[0\] is a view .* taken after out\[1\]'s chain applied an in-place view op",
+        )

@@ -46,7 +46,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import requires_grad_as_eager
-from subclassaot.runtime.steps import MARK_STATES, copy_point, state_of, state_token
+from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
     DenseLayout,
@@ -93,7 +93,13 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   order (Replay.made), each seeing the counter eager's saw. Without such an output, the output order stands. An
 #   output whose chain repeats an in-place view op (t_, transpose_) advances the counter too, under no_grad as well:
 #   the same order (`t0 = x.unsqueeze(2); t0.transpose_(3, 1); return x.unbind(2)[0], t0`: an unbind() output built
-#   first raised at its grad_fn).
+#   first raised at its grad_fn). Eager bumps the shared counter once per in-place view op, when it runs, whether on
+#   the input or on a view of it, under no_grad too; so such an output is built at its chain's last in-place view op
+#   (`chain_bump_seq`: its own, or one applied to a view up its chain before the next view was taken), not at its last
+#   view (`x.reshape(...).transpose_(...)`, then `x.as_strided(...)`, then an expand() of the transposed view: the
+#   as_strided() output, eager's taken after the bump, was built before the repeated one and raised). The chain's views
+#   taken after that op are then made early: refused where an output built later repeats an in-place view op eager ran
+#   before such a view was taken (`check_late_bump_order`). The input's own in-place view ops are the epilogue's.
 # - Multi-output view inputs: a subclass input that is one of a multi-output op's views is rebuilt in the trace as a
 #   wrapper of its own, so eager's check at a read with grad after a write through another view of the base does not
 #   happen there: refused where the program writes the base through another input and reads this one with grad; an
@@ -106,11 +112,11 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   is made at the counter it came with, not the advanced one.
 
 
-def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
-    """See Note [Views That Raise After A Bump]."""
+def _counted_storages(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[set[object]]:
+    """Per output, the storages of the views whose grad_fn a version-counter bump can make raise (none for an output
+    that is no view, or a view of the default kind, which reads its grad_fn whatever its counter)."""
     owned: list[set[object]] = []
     for info, value in zip(infos, leaves, strict=True):
-        # (an output that is no view, or a view of the default kind, reads its grad_fn whatever its counter)
         if (
             info.kind is not OutputKind.TENSOR
             or not isinstance(value, torch.Tensor)
@@ -120,6 +126,12 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
             owned.append(set())
             continue
         owned.append({storage_key(d) for d in dense_leaves_of(value, info.path)[1]})
+    return owned
+
+
+def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+    """See Note [Views That Raise After A Bump]."""
+    owned = _counted_storages(infos, leaves)
     for k, info in enumerate(infos):
         if info.replay is None or not info.replay.bump_after:
             continue
@@ -131,6 +143,34 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
                     f"tensor the program wrote between taking them: eager's {info.path} raises when its grad_fn is "
                     f"read, {other.path} does not, which compiled outputs sharing a version counter cannot be. Return "
                     f"a clone of {info.path} made before the write"
+                )
+
+
+def check_late_bump_order(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """See Note [Views That Raise After A Bump]: outputs built after the epilogue whose chains repeat in-place view
+    ops are built at their last such op, so a view a chain takes after it comes early; refused where an output built
+    later bumps the counter it shares, a bump eager made before that view was taken (eager's reads fine, ours raises)."""
+    owned = _counted_storages(infos, leaves)
+    order = build_order(infos)
+    for pos, k in enumerate(order):
+        value, replay = leaves[k], infos[k].replay
+        if not owned[k] or replay is None or replay.before_epilogue or not isinstance(value, torch.Tensor):
+            continue
+        if grad_fn_raises(value):
+            continue
+        record = run.swaps.views.get(id(value))
+        taken = record.seq if record is not None else replay.made
+        for j in order[pos + 1 :]:
+            later = infos[j].replay
+            if later is None or later.before_epilogue or not owned[j] & owned[k] or later.made >= taken:
+                continue
+            if any(torch.Tag.inplace_view in step.op.tags for step in later.steps):
+                raise UnsupportedError(
+                    f"{infos[k].path} is a view (made under no_grad, or by a multi-output op) taken after "
+                    f"{infos[j].path}'s chain applied an in-place view op (t_, transpose_, ...): eager's {infos[k].path} reads its grad_fn, while the compiled call, "
+                    "which repeats each chain's in-place view ops where it builds that output, would advance the "
+                    f"version counter they share after building {infos[k].path}, whose grad_fn would then raise. "
+                    "Return clones, or apply the in-place view ops to clones"
                 )
 
 
@@ -262,7 +302,7 @@ def refuse_written_views_changed_in_place(
             )
 
 
-__all__ = ["check_stale_subclass_outputs", "early_marks", "final_pass_marks", "late_build_seq"]
+__all__ = ["check_late_bump_order", "check_stale_subclass_outputs", "early_marks", "final_pass_marks", "late_build_seq"]
 
 
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
@@ -449,7 +489,22 @@ def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> i
         found = sets.get(id(value))
         if found is not None:
             return found[0]
+    if any(torch.Tag.inplace_view in step.op.tags for step in replay.steps):
+        bump = chain_bump_seq(value, run)
+        if bump is not None:
+            return bump  # the chain's last in-place view op: its bump, where eager's happened
     record = run.swaps.views.get(id(value))
     seqs = [record.seq] if record is not None else []
     seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(value), []))
     return max(seqs, default=0)
+
+
+def chain_bump_seq(value: torch.Tensor, run: FunctionalRun) -> int | None:
+    """When eager ran the last in-place view op (t_, transpose_, ...) that a replay of `value`'s view chain repeats:
+    `value`'s own, or one applied to a view up the chain before the next view was taken from it (not the chain's root,
+    whose ops the epilogue applies); None where the chain repeats none."""
+    seqs = [r.seq for r in run.swaps.inplace_views.get(id(value), [])]
+    records = list(run.swaps.chain(value))
+    for record in records[:-1]:
+        seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(record.source), []) if r.seq < record.seq)
+    return max(seqs, default=None)
