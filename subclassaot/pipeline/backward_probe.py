@@ -94,6 +94,9 @@ from subclassaot.torch_internals import (
 #   engine checks the root's gradient against the caller's node, "invalid gradient at index k"), or at the AccumulateGrad
 #   of the one leaf input that requires grad ("doesn't match the broadcast shape"). The probe keeps a program only where
 #   each set of outputs completes or raises before any leaf's gradient in one of those ways.
+# - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
+#   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
+#   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save).
 
 MAX_PROBED_OUTPUTS = 4
 

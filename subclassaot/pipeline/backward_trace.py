@@ -127,6 +127,9 @@ class BackwardGraph:
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
     # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
     raising_patterns: frozenset[frozenset[int]] | None = None
+    # `graph` None, `raising_patterns` None: (diff position, input path) per new value of an input that no program
+    # output's backward reaches (Note [Probing Eager's Backward])
+    unprobed_values: tuple[tuple[int, str], ...] = ()
     # `graph` None: tensor inputs given to the Function detached (Note [Backward Errors Are Deferred])
     detached: frozenset[int] = frozenset()
     # with raising_patterns: outputs replayed before the call (Note [Backward Errors Are Deferred])
@@ -320,12 +323,12 @@ def _with_deferred_error(
         refuse_set_beside_returned_leaves(setup, reach, returned)
         verified, early = _deferred_exactly(setup, _probe(setup, returned))
         if verified is not None:
-            graph = _error_graph(setup, e, reach, tangents.trees, verified, early)
+            graph = _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
             return dataclasses.replace(graph, detached=returned)
     if verified is None:
         _check_deferred_error(setup, tangents.leaves, reach, e)
         _refuse_by_probe(patterns, e)
-    return _error_graph(setup, e, reach, tangents.trees, verified, early)
+    return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
 
 
 def _partitioned(
@@ -518,7 +521,7 @@ def _defer_probed_error(
     error = eager_backward_error(setup.call, setup.flat)
     if setup.analysis.grad_set_intermediate_read:  # Note [set_ Under Grad]
         if verified is not None and error is not None and SET_BACKWARD_ERROR in str(error):
-            return _error_graph(setup, error, reach, tangent_trees, verified, early)
+            return _error_graph(setup, error, reach, tangent_trees, verified, early, patterns)
         raise UnsupportedError(
             "the program set_() with grad enabled a tensor other than an input, not through a view (so eager records "
             "set_'s node, whose derivative is not implemented) and read it with grad afterwards into an output, "
@@ -549,7 +552,7 @@ def _defer_probed_error(
             "same step (Note [Probing Eager's Backward]); not supported in training. Assign `.data` a "
             "tensor of the same shape"
         ) from error
-    return _error_graph(setup, error, reach, tangent_trees, verified, early)
+    return _error_graph(setup, error, reach, tangent_trees, verified, early, patterns)
 
 
 def _error_graph(
@@ -559,10 +562,12 @@ def _error_graph(
     tangent_trees: tuple[SubclassNode | None, ...],
     verified: frozenset[frozenset[int]] | None,
     early: frozenset[int],
+    patterns: TangentPatterns | None,
 ) -> BackwardGraph:
     """The BackwardGraph of a program whose backward raises `error` (Note [Backward Errors Are Deferred])."""
     return BackwardGraph(
         raising_patterns=verified,
+        unprobed_values=() if verified is not None else _unprobed_values(setup, patterns),
         early_views=early,
         graph=None,
         forward=None,
@@ -578,6 +583,33 @@ def _error_graph(
         wrapper_updates=setup.wrapper_updates,
         group_grads=setup.group_grads,
     )
+
+
+def _unprobed_values(setup: JointSetup, patterns: TangentPatterns | None) -> tuple[tuple[int, str], ...]:
+    """BackwardGraph.unprobed_values: the diff positions of inputs' new values that no program output's backward
+    reaches (all of them where the probe did not run), each with the path of its input."""
+    outputs, flat, layout = setup.traced.outputs, setup.flat, setup.layout
+    wrappers_at = len(outputs.updates) + sum(
+        1
+        for info in setup.analysis.outputs
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    )
+    wrappers_at += outputs.num_bases
+    values, found = _input_values(setup), []
+    for p, d in enumerate(setup.diff):
+        if d not in values or (patterns is not None and p in patterns.full):
+            continue
+        if d < len(outputs.updates):
+            update = outputs.updates[d]
+            path = (
+                "an aliased input's storage"
+                if update.kind is UpdateKind.BASE
+                else layout.leaves[cast(DenseIndex, update.target)].path
+            )
+        else:
+            path = flat.leaves[flat.tensor_indices[setup.wrapper_updates[d - wrappers_at]]].path
+        found.append((p, path))
+    return tuple(found)
 
 
 def _deferred_exactly(
@@ -787,6 +819,7 @@ def backward_plan(
         error=meta.error,
         raising_tangents=meta.raising_tangents,
         raising_patterns=meta.raising_patterns,
+        unprobed_values=meta.unprobed_values,
         detached=meta.detached,
         diff_outputs=meta.diff_outputs,
         grad_inputs=meta.grad_inputs,

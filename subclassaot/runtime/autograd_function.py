@@ -193,6 +193,17 @@ def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
     if not no_graph and not given & bw_meta.raising_tangents:
         return
+    unprobed = dict(bw_meta.unprobed_values) if no_graph and bw_meta.raising_patterns is None else {}
+    if given and given <= unprobed.keys():
+        paths = ", ".join(sorted({unprobed[p] for p in given}))
+        raise UnsupportedError(
+            f"the program's backward through its outputs fails in eager ({error}), and this backward is through the "
+            f"new value of {paths} alone, which the program wrote and none of its outputs' backward reaches: eager's "
+            "backward through it may complete (it need not reach the failing node, say a custom Function's backward "
+            "unpacking a saved input the program wrote afterwards), which was not probed, and the compiled backward "
+            "(one node) cannot run it without the failing part (Note [Probing Eager's Backward]). Call backward "
+            "through the program's outputs, or write a clone of the input"
+        )
     if no_graph and bw_meta.raising_patterns is not None and given not in bw_meta.raising_patterns:
         raise UnsupportedError(
             f"the program's backward fails in eager ({error}), and this backward, through some of its outputs "

@@ -118,6 +118,10 @@ class BackwardPlan:
     # before any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not
     # probed
     raising_patterns: frozenset[frozenset[int]] | None
+    # no backward graph, `raising_patterns` None: (diff position, input path) per new value of an input that no
+    # program output's backward reaches; a backward through such values alone is refused (Note [Probing Eager's
+    # Backward])
+    unprobed_values: tuple[tuple[int, str], ...]
     # no backward graph: tensor inputs given to the Function detached (Note [Backward Errors Are
     # Deferred])
     detached: frozenset[int]

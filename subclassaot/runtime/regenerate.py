@@ -268,8 +268,9 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
             made[id(value)] = rebuilt = _inference_copy(value, info.inference_leaves, copies, info.inference)
             if info.inference_counter:  # eager's detach() after the block: an inference tensor with a counter
                 made[id(value)] = rebuilt = rebuilt.detach()
-            if rebuilt is not value and is_traceable_subclass(value):
-                # wrappers sharing a storage (a view and its base: return_and_correct_aliasing) still do
+            if is_traceable_subclass(value):
+                # wrappers sharing a storage (a view and its base: return_and_correct_aliasing) still do, one kept
+                # as it is (given inference leaves in place) and one rebuilt as an inference wrapper too
                 try:
                     key: object = storage_key(value)
                 except (RuntimeError, NotImplementedError):  # a wrapper with no storage to name

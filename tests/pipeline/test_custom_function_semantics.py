@@ -15,7 +15,7 @@ from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.program_helpers import ENTRIES, pair, pair_nonleaf, real_subclass
+from tests.pipeline.program_helpers import ENTRIES, SinFunction, pair, pair_nonleaf, real_subclass
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -907,3 +907,50 @@ def test_function_returning_a_detached_clone_matches_eager(make: Callable[[str],
         assert_matches_eager(
             detached_clone_saved, lambda: (make(grad),), compile_fn=ENTRIES[entry], after_call=write_outputs
         )
+
+
+def saved_slice_then_written(x0: T, x1: T) -> object:
+    t0 = x0[1:3]
+    t1 = TransposeSaved.apply(t0)  # type: ignore[no-untyped-call]
+    t0.copy_(t0)
+    return t1, x1.select(0, 0)
+
+
+def saved_slice_then_written_sin(x0: T, x1: T) -> object:
+    t0 = x0[1:3]
+    t1 = SinFunction.apply(t0)  # type: ignore[no-untyped-call]
+    t0.mul_(2)
+    return t1, x1.select(0, 0)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (saved_slice_then_written, lambda: (_nonleaf(3, 2), _nonleaf(1, 3, 3))),
+        (saved_slice_then_written_sin, lambda: (_nonleaf(3, 2), _nonleaf(1, 3, 3))),
+        (saved_slice_then_written_sin, lambda: (pair_nonleaf(3, 2), pair_nonleaf(1, 3, 3))),
+    ],
+    ids=["transpose_saved", "plain", "pair"],
+)
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_saved_input_written_after_the_save_backward_through_the_input_alone_refused(
+    f: Callable[..., object], make: Make, after_call: AfterCall | None
+) -> None:
+    """Eager's Function checks, when its backward unpacks ctx.saved_tensors, the saved input's version counter (one
+    with its base's: x0's) against the version at save_for_backward; a write into the slice after the save bumps
+    it, so eager's backward through the Function's output raises. A backward through x0's new value alone never
+    reaches that node and completes in eager; the compiled backward (one node) raised the error there where the
+    probe kept no set of outputs (a view of a non-leaf input returned beside: fuzz seed 2830, program 185). It is
+    refused when it runs; a backward through the outputs still raises eager's error."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make, after_call=after_call)
+        for compiled in (False, True):
+            fn = subclassaot.compile(f) if compiled else f
+            x0, x1 = cast(tuple[T, T], make())
+            out = fn(x0, x1)
+            assert isinstance(out, tuple)
+            if not compiled:
+                x0.sum().backward()  # type: ignore[no-untyped-call]
+                continue
+            with pytest.raises(UnsupportedError, match=r"Probing Eager's Backward"):
+                x0.sum().backward()  # type: ignore[no-untyped-call]

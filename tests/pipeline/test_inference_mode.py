@@ -965,3 +965,37 @@ def test_inference_blocks_on_real_subclasses_refused(
         compile_fn = ENTRIES[entry]
         with pytest.raises(UnsupportedError, match=match):
             (subclassaot.compile(fn) if compile_fn is None else compile_fn(fn))(*_one(kind, grad)())
+
+
+def _indices_inside_detached_after(x0: T) -> tuple[T, T]:
+    with torch.inference_mode():
+        _, t1 = x0.max(0)
+    return t1, t1.detach()
+
+
+def _detached_after_returned_first(x0: T) -> tuple[T, T, T]:
+    with torch.inference_mode():
+        t0, t1 = x0.max(0)
+    return t1.detach(), t0, t1
+
+
+@pytest.mark.parametrize("f", [_indices_inside_detached_after, _detached_after_returned_first])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (torch.randn(()),),
+        lambda: (PairTensor.from_tensor(torch.randn(())),),
+        lambda: (PairTensor.from_tensor(torch.randn(3)),),
+    ],
+    ids=["plain", "pair_0d", "pair"],
+)
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_alias_taken_after_the_block_of_an_inference_result_shares_its_storage(
+    f: Callable[..., object], make: Callable[[], tuple[T]], grad: bool
+) -> None:
+    """A subclass result of the block and its detach() taken after it: eager's wrappers share a storage,
+    the first an inference wrapper, the second a normal one over the same inference inner tensors. The runtime
+    rebuilds the first inside inference_mode and gives the second those leaves in place; it ties their storages
+    again (seed 2829, program 155, --subclass subclasses.pair:example: unrelated storages)."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make)
