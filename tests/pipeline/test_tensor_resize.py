@@ -434,6 +434,32 @@ def test_input_grown_then_made_to_require_grad_matches_eager(
         assert_refused(f, make, compile_fn, r"requires_grad_\(\)|changes the layout")
 
 
+def grad_dropped_then_grown(x: T) -> object:
+    x.requires_grad = False
+    x.resize_((7,))
+    x.fill_(-1.0)
+    return ()
+
+
+def grad_dropped_then_regrown(x: T) -> object:
+    x.requires_grad_(False)
+    x.resize_(0)
+    x.resize_(4)
+    x.fill_(1.0)
+    return (x * 2,)
+
+
+@pytest.mark.parametrize("f", [grad_dropped_then_grown, grad_dropped_then_regrown])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_leaf_input_made_not_to_require_grad_then_grown_refused(
+    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # the run traces the input over its whole storage, a view it cannot detach_() as eager's leaf stops requiring
+    # grad (was "Can't detach views in-place")
+    with torch.set_grad_enabled(grad):
+        assert_refused(f, lambda: (leaf(3, 2),), compile_fn, r"args\[0\]: the program turns requires_grad off")
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A storage grown by resize_() under other tensors (Note [Storage Swaps By Rebinding]): eager grows it in place, so a
 # tensor set_() onto it or a view of it sees the grown storage and the writes after; the run had rebound only the

@@ -914,6 +914,13 @@ class _DataMode(TorchFunctionMode):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_() (what ops
             # saved of it before stays readable: joint._saves_as_eager)
+            if not turns_on and args[0]._is_view():
+                raise UnsupportedError(
+                    f"{input_named(self.record, args[0]) or 'an input: '}the program turns requires_grad off on this "
+                    "input, a leaf that requires grad, which the compiled run traces as a view over its whole storage "
+                    "(a resize_() grows or regrows it): the run cannot stop that view requiring grad as eager stops "
+                    "the leaf's. Pass the input .detach()ed, or resize a .clone()"
+                )
             if not turns_on:
                 with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
                     self._function(torch.Tensor.detach_, (args[0],), {})
