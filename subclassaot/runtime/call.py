@@ -617,6 +617,13 @@ def _replay_metadata(
         elif m.resized and (offset + _extent(size, stride)) * x.element_size() > x.untyped_storage().nbytes():
             # (an as_strided_() onto elements of its storage past its own is no resize, where resize_ of an input
             # that requires grad raises)
+            if x.requires_grad:
+                # eager grew it before the program's requires_grad_() (a resize_ of a tensor that requires grad
+                # raises), which the call made first: grow its storage as resize_ does, untracked as resize_ is
+                x.untyped_storage().resize_((offset + _extent(size, stride)) * x.element_size())
+                with torch.no_grad():
+                    x.as_strided_(size, stride, offset)
+                return
             x.resize_(size)
             if list(x.stride()) != stride or x.storage_offset() != offset:
                 x.as_strided_(size, stride, offset)

@@ -396,6 +396,70 @@ def test_intermediate_view_shrunk_then_written_matches_eager(dynamic: bool, comp
     _check(intermediate_view_shrunk_then_written, _plain(5), compile_fn, dynamic=dynamic)
 
 
+def grown_then_requires_grad(x: T) -> object:
+    x.resize_(6)
+    x.fill_(0.5)
+    x.requires_grad_()
+    return ()
+
+
+def grown_then_requires_grad_returned(x: T) -> object:
+    x.resize_(6)
+    x.fill_(0.5)
+    x.requires_grad_()
+    return (x, x * 2)
+
+
+def regrown_then_requires_grad(x: T) -> object:
+    x.resize_(0)
+    x.resize_(4)
+    x.fill_(1.0)
+    x.requires_grad_()
+    return (x * 3,)
+
+
+GROWN_THEN_GRAD = [grown_then_requires_grad, grown_then_requires_grad_returned, regrown_then_requires_grad]
+
+
+@pytest.mark.parametrize("f", GROWN_THEN_GRAD)
+@pytest.mark.parametrize("make", [_plain(4), _plain(1, 1), lambda: (pair(4),)], ids=["plain", "plain_2d", "pair"])
+def test_input_grown_then_made_to_require_grad_matches_eager(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    # eager resizes before requires_grad_() (a resize_ of a tensor that requires grad raises), where the call makes
+    # it require grad first: the epilogue's regrowth raised "cannot resize variables that require grad"
+    with torch.no_grad():
+        _check(f, make, compile_fn)
+    with torch.enable_grad():  # the requires_grad_() after computing from it (or the 2-d input's regrowth): refused
+        assert_refused(f, make, compile_fn, r"requires_grad_\(\)|changes the layout")
+
+
+def grad_dropped_then_grown(x: T) -> object:
+    x.requires_grad = False
+    x.resize_((7,))
+    x.fill_(-1.0)
+    return ()
+
+
+def grad_dropped_then_regrown(x: T) -> object:
+    x.requires_grad_(False)
+    x.resize_(0)
+    x.resize_(4)
+    x.fill_(1.0)
+    return (x * 2,)
+
+
+@pytest.mark.parametrize("f", [grad_dropped_then_grown, grad_dropped_then_regrown])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_leaf_input_made_not_to_require_grad_then_grown_refused(
+    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # the run traces the input over its whole storage, a view it cannot detach_() as eager's leaf stops requiring
+    # grad (was "Can't detach views in-place")
+    with torch.set_grad_enabled(grad):
+        assert_refused(f, lambda: (leaf(3, 2),), compile_fn, r"args\[0\]: the program turns requires_grad off")
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A storage grown by resize_() under other tensors (Note [Storage Swaps By Rebinding]): eager grows it in place, so a
 # tensor set_() onto it or a view of it sees the grown storage and the writes after; the run had rebound only the
@@ -498,6 +562,37 @@ def test_input_storage_grown_under_a_view_of_it_refused(grad: bool, compile_fn: 
         assert_refused(
             view_of_grown_input_read, _plain(4), compile_fn, r"args\[0\]: resize_\(\) grows a storage that an input"
         )
+
+
+def grown_then_view_of_it_grown(x0: T) -> object:
+    x0.resize_((4,))
+    x0.fill_(-1.0)
+    t0 = x0.unbind(0)[2]
+    t0.resize_((6,))  # eager grows x0's storage (the input's, grown once already) in place again
+    t0.fill_(-1.0)
+    return (x0,)
+
+
+def grown_then_select_grown_read(x0: T) -> object:
+    x0.resize_((4,))
+    x0.fill_(2.0)
+    t0 = x0[1]
+    t0.resize_((5,))
+    t0.fill_(3.0)
+    return (x0 * 1, t0 * 1)
+
+
+@pytest.mark.parametrize("f", [grown_then_view_of_it_grown, grown_then_select_grown_read])
+@pytest.mark.parametrize("make", [_plain(1, 1), _plain(2)], ids=["plain_2d", "plain"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_input_grown_then_grown_again_under_a_view_of_it_refused(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # the input's storage after its own resize_() is still eager's, grown in place: a view of it grown grows it
+    # under the input again (the epilogue lost the input's first elements: a wrong result). PairTensor: its view of
+    # a grown pair raises in eager (a meta storage set onto the view's)
+    with torch.set_grad_enabled(grad):
+        assert_refused(f, make, compile_fn, r"args\[0\] \(grown by an earlier resize_\(\)\): resize_\(\) grows")
 
 
 def grown_then_set_onto_an_intermediate(x0: T) -> object:

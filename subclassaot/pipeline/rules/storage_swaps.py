@@ -582,8 +582,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _sharers(self, x: torch.Tensor) -> list[torch.Tensor]:
         """The tensors the program made over x's storage (views of x, tensors set_() onto it), which eager's storage,
-        grown in place by x.resize_(), takes along. Refused where that storage is an input's: the input would have
-        to grow under them (a view of it grown, an input set_() onto a tensor that grows)."""
+        grown in place by x.resize_(), takes along. Refused where that storage is an input's, also after an earlier
+        resize_() grew it: the input would have to grow under them (a view of it grown, an input set_() onto a tensor
+        that grows)."""
         key = storage_key(x)
         kept = {id(t) for t in (*self.record.input_originals.values(), *self.record.alias_bases.values())}
         found = [
@@ -596,14 +597,23 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             and not is_traceable_subclass(t)
             and storage_key(t) == key
         ]
-        if found and (key in self.record.input_paths or self.record.alias_bases.get(key) is not None):
+        origin = key  # eager's storage: an earlier growth of it (the input's own, x0.resize_()) grew it in place
+        while (before := self.record.grown_from.get(origin)) is not None:
+            origin = before
+        if found and any(
+            k in self.record.input_paths or self.record.alias_bases.get(k) is not None for k in {key, origin}
+        ):
             raise UnsupportedError(
-                f"{input_named(self.record, x) or 'an input: '}resize_() grows a storage that an input and other "
+                f"{input_named(self.record, x) or self._origin_named(origin)}resize_() grows a storage that an input and other "
                 "tensors of the program are over (a view of the input, or the input set_() onto the tensor grown): "
                 "eager grows it in place under all of them, which the compiled call's epilogue does not repeat. "
                 "Resize a .clone() instead"
             )
         return found
+
+    def _origin_named(self, origin: object) -> str:
+        paths = self.record.input_paths.get(origin)
+        return f"{' and '.join(paths)} (grown by an earlier resize_()): " if paths else "an input: "
 
     # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
     # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (a (4, 3) view's owner's storage gives x
@@ -904,6 +914,13 @@ class _DataMode(TorchFunctionMode):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_() (what ops
             # saved of it before stays readable: joint._saves_as_eager)
+            if not turns_on and args[0]._is_view():
+                raise UnsupportedError(
+                    f"{input_named(self.record, args[0]) or 'an input: '}the program turns requires_grad off on this "
+                    "input, a leaf that requires grad, which the compiled run traces as a view over its whole storage "
+                    "(a resize_() grows or regrows it): the run cannot stop that view requiring grad as eager stops "
+                    "the leaf's. Pass the input .detach()ed, or resize a .clone()"
+                )
             if not turns_on:
                 with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
                     self._function(torch.Tensor.detach_, (args[0],), {})
