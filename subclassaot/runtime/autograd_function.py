@@ -49,7 +49,7 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
+from subclassaot.torch_internals import get_version, grad_fn_raises, set_version, storage_address
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,23 @@ log = logging.getLogger(__name__)
 # AccumulateGrad takes, its inner tensors the caller's. So where the graph returns a received tangent's dense leaves
 # unchanged, object for object, with its structure and the input's size, the Function returns that tangent itself, as
 # eager's node does, and AccumulateGrad copies it where eager's does.
+
+
+def _unshared(result: Sequence[Any], grads: Sequence[object]) -> Sequence[Any]:
+    """The Function's plain gradients, each a view of a received tangent replaced by a copy (Note [Gradients Passed
+    Through]): the graph may reach an input by views alone where eager's nodes compute a new tensor (the
+    as_strided backward of a view regenerated after an in-place change of its base), and AccumulateGrad would take
+    the view, sharing the caller's memory where eager's `.grad` does not. (A copy where eager's takes a view is
+    what eager does whenever someone else holds the gradient.)"""
+    views = [k for k, r in enumerate(result) if type(r) is torch.Tensor and r._is_view()]
+    if not views:
+        return result
+    held = {storage_address(g) for g in grads if type(g) is torch.Tensor}
+    out = list(result)
+    for k in views:
+        if storage_address(out[k]) in held:
+            out[k] = out[k].clone()
+    return out
 
 
 def _tangent_leaves(g: torch.Tensor, expected: SubclassNode | None, *, coerce_ctx: bool) -> list[torch.Tensor] | None:
@@ -665,7 +682,7 @@ def _plain_backward(
         for k, i, deps in p.deps:
             if deps & given:
                 result[i] = dense_grads[k]
-    return (None, *result)
+    return (None, *_unshared(result, grads))
 
 
 def _update_sources(
@@ -947,7 +964,7 @@ class CompiledStep(torch.autograd.Function):
             shape = (bw_meta.grad_trees, bw_meta.unused, bw_meta.tangent_deps, bw_meta.grad_stride_leaves)
         if ctx.bw_targets or ctx.bw_reshapes:
             dense_grads = _backward_writes(ctx.bw_targets, _reshapes_run(ctx.bw_reshapes, present), dense_grads)
-        return (None, *_input_grads(ctx, shape, dense_grads, present, grads))
+        return (None, *_unshared(_input_grads(ctx, shape, dense_grads, present, grads), grads))
 
 
 def _input_grads(

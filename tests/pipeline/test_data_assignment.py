@@ -1349,6 +1349,13 @@ def test_view_after_data_assignment_and_write_under_no_grad_supported(
     check_no_grad(f, lambda: (nonleaf(2),), compile_fn)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: eager's backward raises IndexError (select() replayed on the 0-d `.data`), the compiled one the "
+    "engine's RuntimeError 'invalid gradient' (its Function input keeps the old size); both raise, and the oracle "
+    "compares error types since session 31. The probe (backward_probe.eager_backward_error) catches RuntimeError only, "
+    "so it cannot refuse this at compile time yet",
+)
 def test_subclass_view_after_data_assignment_and_write_supported(compile_fn: CompileFn | None) -> None:
     # a PairTensor: `.data =` assigns the wrapper's metadata (Note [Wrapper Data Assignment]), and its views are
     # rebuilt from view functions in eager too
