@@ -15,9 +15,10 @@ import enum
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NoReturn, cast
+from typing import Any, NoReturn, cast
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
@@ -640,10 +641,12 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
     cannot run on fakes."""
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         mode, values = static_fake_copies(flat.values)
+        inside = _SavesInsideCopySlices()
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
             before = [_history(values[k]) for k in flat.tensor_indices]
-            outs = pytree.tree_leaves(call(state, args, kwargs))
+            with inside:
+                outs = pytree.tree_leaves(call(state, args, kwargs))
             held = {
                 p: cast(torch.Tensor, values[k])
                 for p, k in enumerate(flat.tensor_indices)
@@ -651,11 +654,14 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
             }
             detached = _unreached_returned_leaves(outs, values, flat)
             roots = [*outs, *held.values()]
-            found = _matched(_saved_readers(roots), outs, tuple(held), values, flat, analysis)
+            found = _matched(_saved_readers(roots, inside.saves), outs, tuple(held), values, flat, analysis)
             if not found:
                 return EagerSaves(detached=detached, probed=True)
             apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
-            around = [_leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart) for e in found]
+            around = [
+                _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves)
+                for e in found
+            ]
     except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         return EagerSaves()
     # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
@@ -710,7 +716,9 @@ def _accumulated(starts: Sequence[object]) -> set[int]:
     return {id(v) for v in variables if isinstance(v, torch.Tensor)}
 
 
-def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int]) -> bool:
+def _leaf_around_savers(
+    outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int], inside: _InsideSaves
+) -> bool:
     """Does some output's grad_fn graph reach the AccumulateGrad of a leaf input (or of the leaf a view input is a
     view of), not in `apart`, by a path through no node that saved a tensor over `saved`'s version counter (as
     `_matched` keys saves: `_counter_identity`)? Only then may eager's engine give that leaf its gradient before such
@@ -730,7 +738,7 @@ def _leaf_around_savers(outs: Sequence[object], values: Sequence[object], saved:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if any(_counter_identity(t) == key for t in _saved_by(node)):
+        if any(_counter_identity(t) == key for t in _saved_by(node, inside)):
             continue
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor) and id(variable) in leaves:
@@ -840,14 +848,14 @@ def _shares_counter(t: torch.Tensor, other: torch.Tensor) -> bool:
     return moved
 
 
-def _saved_readers(outs: Sequence[object]) -> dict[object, _Readers]:
+def _saved_readers(outs: Sequence[object], inside: _InsideSaves) -> dict[object, _Readers]:
     """Each tensor a node of the outputs' autograd graphs saved, by `_counter_identity` (a saved output comes back as
     another tensor over the same memory, with its counter) -> those tensors and the outputs whose graph has such a
     node."""
     readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
         for node in autograd_nodes([out.grad_fn] if isinstance(out, torch.Tensor) else []):
-            for t in _saved_by(node):
+            for t in _saved_by(node, inside):
                 saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
                 saved.append(t)
                 outputs.add(p)
@@ -871,10 +879,49 @@ def _identity(t: torch.Tensor) -> object:
     return (type(t), inner, tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
-def _saved_by(node: torch.autograd.graph.Node) -> list[torch.Tensor]:
-    """The tensors an autograd node saved (`_saved_*` of a built-in node, `saved_tensors` of a custom Function's)."""
+# A write through a view of a tensor with history (`x.t().mul_(y)`, a view input's `mul_`) records a CopySlices node on
+# the base, which runs the op's own node (MulBackward0, saving y) inside it: that node is in no next_functions, and
+# CopySlices shows none of its saved tensors. The probe notes them as they are saved (a pack hook), per op, and gives
+# them to the CopySlices node the op left on the written tensor's base.
+_InsideSaves = dict[torch.autograd.graph.Node, list[torch.Tensor]]
+
+
+class _SavesInsideCopySlices(TorchFunctionMode):
+    """The tensors saved by each in-place op on a view that left a CopySlices node on its base (the comment above).
+    Only around those ops is the pack hook on: what it saves stands for the tensor object itself (which a later
+    `.data =` moves), where the other nodes keep the tensor as it was at the save."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves: _InsideSaves = {}
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        name = getattr(func, "__name__", "")
+        in_place = name.startswith("__i") or (name.endswith("_") and not name.endswith("__"))
+        if not (in_place and args and isinstance(args[0], torch.Tensor) and args[0]._is_view()):
+            return func(*args, **(kwargs or {}))
+        packed: list[torch.Tensor] = []
+
+        def pack(t: torch.Tensor) -> torch.Tensor:
+            packed.append(t)
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, _unpacked):
+            out = func(*args, **(kwargs or {}))
+        if packed and isinstance(out, torch.Tensor):
+            node = (out if out._base is None else out._base).grad_fn
+            if node is not None and type(node).__name__ == "CopySlices":
+                self.saves.setdefault(node, []).extend(packed)
+        return out
+
+
+def _saved_by(node: torch.autograd.graph.Node, inside: _InsideSaves) -> list[torch.Tensor]:
+    """The tensors an autograd node saved (`_saved_*` of a built-in node, `saved_tensors` of a custom Function's, and
+    those of the op a CopySlices node runs: `inside`)."""
     names = [n for n in dir(node) if n.startswith("_saved_")] + ["saved_tensors"]
-    found: list[torch.Tensor] = []
+    found: list[torch.Tensor] = list(inside.get(node, ()))
     for name in names:
         try:
             value = getattr(node, name, None)

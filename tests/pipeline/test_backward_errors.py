@@ -1298,3 +1298,36 @@ def test_deferred_backward_error_keeps_its_type(maker: Callable[..., T], compile
         with pytest.raises(NotImplementedError, match="_NoBackward has no backward formula") as info:
             out.sum().backward()  # type: ignore[no-untyped-call]
         assert info.type is NotImplementedError  # (not a refusal, UnsupportedError)
+
+
+def _view_written_by_a_saved_operand(x0: T, x1: T) -> object:
+    x1.mul_(x0)  # a write through a view: CopySlices runs MulBackward0, which saved x0
+    return (x0,)
+
+
+def _saved_operand_is_an_intermediate(x0: T) -> object:
+    t0 = x0.clone()
+    x0.mul_(t0)  # saves t0 inside the CopySlices of x0's base
+    return (t0.unsqueeze(0),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (_view_written_by_a_saved_operand, lambda: (torch.randn(1), nonleaf(1, 2, 2).transpose(0, 0))),
+        (_view_written_by_a_saved_operand, lambda: (torch.randn(()), nonleaf().reshape(1, 1, 1))),
+        (_view_written_by_a_saved_operand, lambda: (pair(3), pair_nonleaf(3, 2).t())),
+        (_saved_operand_is_an_intermediate, lambda: (nonleaf(3, 4, 2).diagonal(-1, 2, 0),)),
+        (_saved_operand_is_an_intermediate, lambda: (pair_nonleaf(4, 2).t(),)),
+    ],
+    ids=["transpose", "reshape", "pair", "intermediate", "pair-intermediate"],
+)
+def test_write_through_a_view_saves_its_operand_as_eager(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    """An in-place op through a view records CopySlices, which runs the op's node (saving its operand) hidden from
+    the autograd graph's walk: writing the operand after the call fails eager's backward, and the compiled one's
+    (fuzz seed 111000 #5149, #8288, #9334: ours ran)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)

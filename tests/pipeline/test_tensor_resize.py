@@ -620,3 +620,42 @@ def test_input_grown_then_set_onto_an_intermediate_matches_eager(
     # set_() the input within its own, ungrown storage (setStorage: out of bounds)
     with torch.set_grad_enabled(grad):
         _check(f, _plain(2, 1, 2), compile_fn)
+
+
+def requires_grad_off_then_grow(x: T) -> object:
+    x.requires_grad = False
+    x.resize_((7,))
+    x.fill_(-1.0)
+    return ()
+
+
+def requires_grad_off_then_grow_and_read(x: T) -> object:
+    x.requires_grad_(False)
+    x.resize_((13,))
+    return x * 2
+
+
+@pytest.mark.parametrize("f", [requires_grad_off_then_grow, requires_grad_off_then_grow_and_read])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_requires_grad_off_on_an_input_then_grown_is_refused(
+    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """A leaf input that requires grad, its flag turned off, then grown by resize_(): the compiled call runs it as a
+    view of its whole storage, whose flag follows its base's where eager's leaf drops its own; refused, naming the
+    input (it crashed: Can't detach views in-place, or raised cannot resize variables that require grad)."""
+    with torch.set_grad_enabled(grad):
+        assert_refused(
+            f, lambda: (leaf(3, 2),), compile_fn, "args\\[0\\]: the program turns requires_grad off .* runs as a view"
+        )
+
+
+def requires_grad_off(x: T) -> object:
+    x.requires_grad = False
+    return x * 2, x.requires_grad
+
+
+def test_requires_grad_off_on_an_input_under_no_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    """Under no_grad, `.requires_grad = False` on a leaf input is a flag change only: the run's detach_() for it
+    keeps grad mode off (inference_mode(False) alone turned it on, and the compile took it for a grad region)."""
+    with torch.no_grad():
+        assert_matches_eager(requires_grad_off, lambda: (leaf(3, 2),), compile_fn=compile_fn)

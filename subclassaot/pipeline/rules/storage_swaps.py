@@ -922,7 +922,9 @@ class _DataMode(TorchFunctionMode):
                     "the leaf's. Pass the input .detach()ed, or resize a .clone()"
                 )
             if not turns_on:
-                with torch.inference_mode(False):  # (the flag is no write: inference mode changes nothing)
+                # (the flag is no write: inference mode changes nothing; inference_mode(False) alone turns grad on)
+                grad = torch.is_grad_enabled()
+                with torch.inference_mode(False), torch.set_grad_enabled(grad):
                     self._function(torch.Tensor.detach_, (args[0],), {})
             return None if setter else args[0]
         if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
@@ -1096,6 +1098,14 @@ class _DataMode(TorchFunctionMode):
                 "inputs over that storage out under no_grad, as views of one another, so the others' flags would "
                 "follow this one's (or this one's the base's) where eager's keep their own. Pass the tensor once, or "
                 "turn requires_grad off outside the compiled function"
+            )
+        if input_off and args[0]._is_view() and self.record.input_positions[id(args[0])][1].is_leaf:
+            raise UnsupportedError(
+                f"{input_named(self.record, args[0])}the program turns requires_grad off (requires_grad_(False), "
+                "`.requires_grad = False`) on an input that is a leaf requiring grad, which the compiled call runs "
+                "as a view (of its whole storage, where the program reaches elements outside the input: a growing "
+                "resize_(), as_strided()): a view's flag follows its base's, where eager's leaf drops its own. Turn "
+                "requires_grad off outside the compiled function (x.requires_grad_(False) before the call)"
             )
 
     def _call(
