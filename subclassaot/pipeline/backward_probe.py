@@ -45,6 +45,8 @@ from subclassaot.torch_internals import (
     EXAMPLE_INPUT_HISTORY_ERROR,
     autograd_nodes,
     get_version,
+    grad_fn_raises,
+    is_plain_autograd_view,
     set_version,
     static_fake_copies,
     storage_key,
@@ -690,6 +692,8 @@ def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object],
         v = values[k]
         if not isinstance(v, torch.Tensor) or not v.requires_grad or sum(w is v for w in values) != 1:
             continue
+        if grad_fn_raises(v):  # (a view the program wrote through its base: no leaf's, and is_leaf itself raises)
+            continue
         leaf = v if v.is_leaf else v._base
         if leaf is None or not leaf.requires_grad or not leaf.is_leaf or not any(o is v for o in outs):
             continue
@@ -729,7 +733,8 @@ def _leaf_around_savers(
         for v in values
         if isinstance(v, torch.Tensor)
         for leaf in (v, v._base)
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and leaf.is_leaf and id(leaf) not in apart
+        if isinstance(leaf, torch.Tensor) and leaf.requires_grad and not grad_fn_raises(leaf)
+        if leaf.is_leaf and id(leaf) not in apart
     }
     seen: set[int] = set()
     stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
@@ -804,7 +809,8 @@ def _matched(
     def save(output: int | None, input: int | None, reader: _Readers) -> EagerSave:
         at = reader.outputs
         held_at = frozenset(held[r - n] for r in at if r >= n)
-        return EagerSave(output=output, input=input, outputs=frozenset(r for r in at if r < n), held=held_at)
+        outputs = frozenset(r for r in at if r < n)
+        return EagerSave(output=output, input=input, outputs=outputs, held=held_at, view_error=_view_error(reader))
 
     found = [
         save(p, None, reader)
@@ -818,6 +824,29 @@ def _matched(
         if isinstance(value := values[k], torch.Tensor) and (reader := _reader_of(readers, value)) is not None
     ]
     return tuple(found)
+
+
+def _view_error(reader: _Readers) -> str | None:
+    """Eager's error at unpacking a saved tensor over this counter once written, where each is a view made under
+    no_grad or by a multi-output op (unpacking reads its grad_fn first, which raises): seen by moving its counter,
+    then putting it back; None where any would fail the version check instead."""
+    errors = set()
+    for t in reader.saved:
+        if not t._is_view() or not t.requires_grad or is_plain_autograd_view(t):
+            return None
+        version = get_version(t)
+        set_version(t, version + 1)
+        try:
+            t.grad_fn  # noqa: B018  # the access itself is the check
+        except RuntimeError as e:
+            errors.add(str(e))
+        except (ValueError, IndexError):  # (see grad_fn_raises: not the view-after-write error)
+            return None
+        else:
+            return None
+        finally:
+            set_version(t, version)
+    return errors.pop() if len(errors) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)

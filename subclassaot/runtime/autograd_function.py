@@ -67,7 +67,9 @@ log = logging.getLogger(__name__)
 # nothing the program, the epilogue or the caller writes moves it) and raises eager's errors itself, from the
 # counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
 # whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
-# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. A
+# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. Where each
+# tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
+# that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
 # create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
 
 # Note [Gradients Passed Through]
@@ -494,7 +496,7 @@ class _Step:
         new_values = _new_values(plan, bw_meta, fresh_outputs)
         n_wrappers = len(bw_meta.wrapper_updates)
         self.checks = tuple(
-            (None if e.output is None else counter_of[e.output], e.input, at, e.graded_first)
+            (None if e.output is None else counter_of[e.output], e.input, at, e.graded_first, e.view_error)
             for e in eager_saves.saves
             if e.output is None or e.output in counter_of
             if (
@@ -1255,8 +1257,8 @@ def _hold_checked(
     own node's ctx would never be freed), an input, which may be a stand-in made for this call, by a strong one. Their
     counters are read once the call has written its inputs (`_note_counters`)."""
     ctx.checks = [
-        (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions, graded)
-        for out, inp, positions, graded in s.checks
+        (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions, graded, view_error)
+        for out, inp, positions, graded, view_error in s.checks
     ]
     ctx.checked = None
     noted.append(ctx)
@@ -1265,7 +1267,7 @@ def _hold_checked(
 def _note_counters(noted: list[Any]) -> None:
     """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves)."""
     for ctx in noted:
-        ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _ in ctx.checks]
+        ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
 
 
 def _counter_holders(
@@ -1309,18 +1311,18 @@ def _intermediate_base_of(info: OutputInfo) -> int | None:
 
 
 def _check_saved_tensors(
-    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], bool]],
+    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], bool, str | None]],
     versions: Sequence[int],
     grads: Sequence[torch.Tensor | None],
 ) -> None:
     """Raise eager's error where a tensor eager's backward would unpack was written since the call (the saved
     tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it;
     refuse where eager's engine may give some leaf its gradient before that node raises."""
-    for (ref, positions, graded_first), version in zip(checks, versions, strict=True):
+    for (ref, positions, graded_first, view_error), version in zip(checks, versions, strict=True):
         t = ref()
         if t is None or not any(grads[k] is not None for k in positions) or get_version(t) <= version:
             continue
-        error = (
+        error = view_error or (
             "one of the variables needed for gradient computation has been modified by an inplace operation: "
             f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
             "instead (a tensor eager's autograd saved, written after the compiled call)"

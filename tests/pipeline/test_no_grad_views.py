@@ -1914,3 +1914,90 @@ def test_chain_view_after_another_chains_bump_is_refused(compile_fn: CompileFn |
             compile_fn,
             match=r"out\[0\] is a view .* taken after out\[1\]'s chain applied an in-place view op",
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions of helper q3 (fuzz seed 111000, issue #27):
+#
+# * #5613 (under no_grad): a no_grad view taken after another output's chain applied an in-place view op, where that
+#   chain ends in a detach(): the detach()'s output was built after the view, repeating the op's bump, and the view's
+#   is_leaf raised where eager's reads fine (`chain_bump_seq` now walks through the detach()).
+# * #6504 (training): an unbind() view input beside its written base made the probe of eager's saved tensors fail (its
+#   is_leaf raises), so a saved no_grad view written after the call did not fail the backward; the compiled backward
+#   now raises eager's error for it, the no_grad view's message (Note [Saved Values Are Checked As Eager's]).
+# * #2853 (training): a split() output of an input the program first gave history (a write with grad) was replayed
+#   from the input as received, with no grad_fn, so its read after the program's later write raised the no_grad
+#   message where eager's names SplitWithSizesBackward0: it is now replayed after the epilogue, its counter advanced.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _chain_through_detach_bumped_before_view(x0: T) -> object:
+    t0 = x0[1:3]
+    t1 = t0.as_strided((1,), (2,), 0)
+    t1.unsqueeze_(-2)
+    t2 = t0.expand((2,))
+    return (t2, t1.detach())
+
+
+@pytest.mark.parametrize("kind", sorted(_BUMP_MAKERS))
+def test_view_after_bump_of_a_detached_chain(compile_fn: CompileFn | None, kind: str) -> None:
+    make = _BUMP_MAKERS[kind]
+    check_no_grad(_chain_through_detach_bumped_before_view, lambda: (make(),), compile_fn)
+
+
+_SAVED_BESIDE: dict[str, Callable[[], tuple[object, ...]]] = {
+    "nonleaf": lambda: (lambda b: (b, b.unbind(1)[0]))(nonleaf(2, 3, 2)),
+    "pair_nonleaf": lambda: (lambda b: (b, b.unbind(1)[0]))(pair_nonleaf(2, 3, 2)),
+}
+
+
+def _saved_no_grad_view_beside_unbind_input(x0: T, x1: T) -> object:
+    x0.mul_(0.5)
+    with torch.no_grad():
+        t0 = x0.select(2, -2)
+    return (t0.sin(), x0)
+
+
+@pytest.mark.parametrize("kind", sorted(_SAVED_BESIDE))
+def test_saved_no_grad_view_beside_unbind_input_written_after(compile_fn: CompileFn | None, kind: str) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(_saved_no_grad_view_beside_unbind_input, _SAVED_BESIDE[kind], compile_fn=compile_fn)
+        assert_matches_eager(
+            _saved_no_grad_view_beside_unbind_input,
+            _SAVED_BESIDE[kind],
+            compile_fn=compile_fn,
+            after_call=write_outputs,
+        )
+
+
+def test_saved_no_grad_view_written_after_raises_eagers_message() -> None:
+    # the oracle compares the backward's error by type: its message, eager's own
+    compiled = subclassaot.compile(_saved_no_grad_view_beside_unbind_input)
+    with torch.enable_grad():
+        t1, x0 = cast(tuple[T, T], compiled(*_SAVED_BESIDE["nonleaf"]()))
+        with torch.no_grad():
+            x0.add_(1.0)
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
+            t1.sum().backward()
+
+
+def _split_of_input_given_history(x0: T, x1: T) -> object:
+    x1.add_(x0)
+    t0, _ = x1.split_with_sizes([4, 0], 2)
+    x1.copy_(x1)
+    return (t0,)
+
+
+_HISTORY_GIVERS: dict[str, Callable[[], tuple[object, ...]]] = {
+    "plain": lambda: (nonleaf(), torch.randn(1, 4, 4)),
+    "pair": lambda: (pair_nonleaf(), pair(1, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_HISTORY_GIVERS))
+def test_split_of_input_given_history_written_after(compile_fn: CompileFn | None, kind: str) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(_split_of_input_given_history, _HISTORY_GIVERS[kind], compile_fn=compile_fn)
+        assert_matches_eager(
+            _split_of_input_given_history, _HISTORY_GIVERS[kind], compile_fn=compile_fn, after_call=write_outputs
+        )

@@ -21,7 +21,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
-from subclassaot.torch_internals import storage_key, symint_expr
+from subclassaot.torch_internals import is_multi_output_view, storage_key, symint_expr
 
 __all__ = [
     "base_gains_grad",
@@ -168,6 +168,18 @@ def requires_grad_as_eager(
         return t.requires_grad
     root = next((run.swaps.run_inputs[j] for j, real in run.swaps.input_positions.values() if real is base), None)
     return root is not None and root.requires_grad
+
+
+def history_after_received(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
+    """Was eager's `value`, a multi-output view (unbind, split, chunk) of input `t`, taken with grad from a tensor the
+    program had made require grad (a write with grad into an input that came without)? Eager's then has a grad_fn (its
+    view op's backward), whose read after a bump raises naming it; one replayed from the input as received, before
+    the epilogue gives it that history, has none and raises another error (Note [Views That Raise After A Bump])."""
+    record = run.swaps.views.get(id(value))
+    received = run.swaps.input_positions.get(id(t))
+    if record is None or received is None or not is_multi_output_view(value):
+        return False
+    return record.grad_enabled and record.source_requires_grad and not received[1].requires_grad
 
 
 def split_seq(value: torch.Tensor, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> int:

@@ -72,7 +72,10 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   is replayed before the epilogue, though eager's may have been made after the bump: a plain no_grad view is then taken
 #   after the epilogue by as_strided() of the input under no_grad; otherwise the chain is split as eager ran it, steps
 #   before the last bump replayed before the epilogue and trailing views after it (Replay.late_steps). A chain through a
-#   detach() replays whole after the epilogue (Note [Output Regeneration]).
+#   detach() replays whole after the epilogue (Note [Output Regeneration]), so its in-place view ops before the detach()
+#   count for `chain_bump_seq` too. A multi-output view taken with grad from an input the program first gave history
+#   (`x.add_(w)`, x without grad) has eager's grad_fn, named in its error: it is replayed after the epilogue, which
+#   gives the input that history, not before it (`chain_facts.history_after_received`).
 # - Early views made after the last write: a view the runtime must make before the epilogue (a `.data =` moved the input
 #   off the view's storage) but that eager made after the program's last write is made at the input's counter plus one;
 #   the input gets its own counter back for the epilogue, and the advanced count again after it (Replay.counter_at_end).
@@ -502,9 +505,12 @@ def late_build_seq(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> i
 def chain_bump_seq(value: torch.Tensor, run: FunctionalRun) -> int | None:
     """When eager ran the last in-place view op (t_, transpose_, ...) that a replay of `value`'s view chain repeats:
     `value`'s own, or one applied to a view up the chain before the next view was taken from it (not the chain's root,
-    whose ops the epilogue applies); None where the chain repeats none."""
+    whose ops the epilogue applies), through a detach() too; None where the chain repeats none."""
     seqs = [r.seq for r in run.swaps.inplace_views.get(id(value), [])]
-    records = list(run.swaps.chain(value))
+    records = []  # through a detach(), whose chain replays whole after the epilogue (so repeats the ops before it)
+    while (record := run.swaps.views.get(id(value))) is not None:
+        records.append(record)
+        value = record.source
     for record in records[:-1]:
         seqs.extend(r.seq for r in run.swaps.inplace_views.get(id(record.source), []) if r.seq < record.seq)
     return max(seqs, default=None)

@@ -23,7 +23,12 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.autograd_state import stale_at_end
-from subclassaot.pipeline.rules.chain_facts import detached_before_change, input_bumps, requires_grad_as_eager
+from subclassaot.pipeline.rules.chain_facts import (
+    detached_before_change,
+    history_after_received,
+    input_bumps,
+    requires_grad_as_eager,
+)
 from subclassaot.pipeline.rules.changed_views import early_marks, final_pass_marks
 from subclassaot.pipeline.rules.data_assignment import (
     apart_from_leaves,
@@ -296,6 +301,7 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
         and (not is_traceable_subclass(t) or run.swaps.bumps(t))
         and last_bump(t, run) > made
         and _as_received(t, first, run)  # before the epilogue the input is as the program got it
+        and not history_after_received(value, t, run)  # ... with no history eager's view took
     )
     tail = 0 if early or not requires_grad else _split_at_bump(value, t, run, len(steps))
     if tail and _as_received(t, first, run):
