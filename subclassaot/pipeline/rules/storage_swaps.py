@@ -585,6 +585,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         grown in place by x.resize_(), takes along. Refused where that storage is an input's: the input would have
         to grow under them (a view of it grown, an input set_() onto a tensor that grows)."""
         key = storage_key(x)
+        root = self.record.grown_root(key)  # an input's storage an earlier resize_() grew is still the input's
         kept = {id(t) for t in (*self.record.input_originals.values(), *self.record.alias_bases.values())}
         found = [
             t
@@ -596,10 +597,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             and not is_traceable_subclass(t)
             and storage_key(t) == key
         ]
-        if found and (key in self.record.input_paths or self.record.alias_bases.get(key) is not None):
+        on_input = any(k in self.record.input_paths or k in self.record.alias_bases for k in (key, root))
+        if found and on_input:
+            paths = self.record.input_paths.get(root, ())
+            named = input_named(self.record, x) or (f"{' and '.join(paths)}: " if paths else "an input: ")
             raise UnsupportedError(
-                f"{input_named(self.record, x) or 'an input: '}resize_() grows a storage that an input and other "
-                "tensors of the program are over (a view of the input, or the input set_() onto the tensor grown): "
+                f"{named}resize_() grows a storage that an input and other tensors of the program are over (a view of "
+                "the input, or the input set_() onto the tensor grown, also where an earlier resize_() grew it): "
                 "eager grows it in place under all of them, which the compiled call's epilogue does not repeat. "
                 "Resize a .clone() instead"
             )
