@@ -576,7 +576,9 @@ def intermediate_bases(
             continue
         if len(distinct) < 2 and not swaps.is_view(members[0]):
             continue
-        views = [m for m in members if swaps.is_view(m)]
+        # a view the program did not set_() first: its chain leads to the storage's owner (`t0.set_(t1[0]); return
+        # t0, t1[0]`: t0 is a view of an input, set_() onto the view, and not the storage's root)
+        views = sorted((m for m in members if swaps.is_view(m)), key=lambda m: id(m) in swaps.swapped_ids)
         # (not a tensor the program set_() onto the storage: the one whose storage it is keeps its autograd history,
         # `t0.set_(t1); return t0, t1`)
         owners = [m for m in members if id(m) not in swaps.swapped_ids]

@@ -343,3 +343,17 @@ def test_view_of_grad_input_mutated_under_no_grad(compile_fn: CompileFn | None) 
 
     with torch.no_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _view_of_input_set_onto_a_view_of_an_intermediate(x: T) -> object:
+    t0 = x.reshape((1,))
+    t2 = x.add(t0).select(0, 0)
+    set_to(t0, t2)  # t0 is a view of x set_() onto t2's storage: t2's base, not t0, is that storage's root
+    return (t0, t2)
+
+
+def test_view_of_input_set_onto_a_view_of_an_intermediate_keeps_its_base(compile_fn: CompileFn | None) -> None:
+    # the output base was taken from the first view over the storage, t0 (shape ()), for t2 (eager: t1, shape (1,))
+    for make in (lambda: (torch.randn(()),), lambda: (pair(),)):
+        with torch.no_grad():
+            assert_matches_eager(_view_of_input_set_onto_a_view_of_an_intermediate, make, compile_fn=compile_fn)

@@ -58,18 +58,10 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout) -> tuple[LeafMutatio
     )
 
 
-def _grown_storage_of(run: FunctionalRun, key: object) -> object:
-    """The storage `key` is eager's, as grown in place by resize_(): the first of the run's storages it was grown
-    from."""
-    while (before := run.swaps.grown_from.get(key)) is not None:
-        key = before
-    return key
-
-
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
-    grown = id(final) in run.swaps.grown_ids and _grown_storage_of(run, storage_key(final)) == storage_key(orig)
+    grown = id(final) in run.swaps.grown_ids and run.swaps.grown_root(storage_key(final)) == storage_key(orig)
     storage_changed = storage_key(final) != storage_key(orig) and not grown
     set_source = None
     if storage_changed:

@@ -586,6 +586,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         resize_() grew it: the input would have to grow under them (a view of it grown, an input set_() onto a tensor
         that grows)."""
         key = storage_key(x)
+        root = self.record.grown_root(key)  # an input's storage an earlier resize_() grew is still the input's
         kept = {id(t) for t in (*self.record.input_originals.values(), *self.record.alias_bases.values())}
         found = [
             t
@@ -597,23 +598,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             and not is_traceable_subclass(t)
             and storage_key(t) == key
         ]
-        origin = key  # eager's storage: an earlier growth of it (the input's own, x0.resize_()) grew it in place
-        while (before := self.record.grown_from.get(origin)) is not None:
-            origin = before
-        if found and any(
-            k in self.record.input_paths or self.record.alias_bases.get(k) is not None for k in {key, origin}
-        ):
+        on_input = any(k in self.record.input_paths or k in self.record.alias_bases for k in (key, root))
+        if found and on_input:
+            paths = self.record.input_paths.get(root, ())
+            named = input_named(self.record, x) or (f"{' and '.join(paths)}: " if paths else "an input: ")
             raise UnsupportedError(
-                f"{input_named(self.record, x) or self._origin_named(origin)}resize_() grows a storage that an input and other "
-                "tensors of the program are over (a view of the input, or the input set_() onto the tensor grown): "
+                f"{named}resize_() grows a storage that an input and other tensors of the program are over (a view of "
+                "the input, or the input set_() onto the tensor grown, also where an earlier resize_() grew it): "
                 "eager grows it in place under all of them, which the compiled call's epilogue does not repeat. "
                 "Resize a .clone() instead"
             )
         return found
-
-    def _origin_named(self, origin: object) -> str:
-        paths = self.record.input_paths.get(origin)
-        return f"{' and '.join(paths)} (grown by an earlier resize_()): " if paths else "an input: "
 
     # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
     # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (a (4, 3) view's owner's storage gives x

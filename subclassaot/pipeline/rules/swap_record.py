@@ -494,6 +494,13 @@ class SwapRecord:
         record = self.views.get(id(t))
         return record is not None and record.func is not torch.ops.aten.detach.default
 
+    def grown_root(self, key: object) -> object:
+        """The storage `key` is eager's, as grown in place by resize_(): the first of the run's storages it was grown
+        from (Note [Storage Swaps By Rebinding])."""
+        while (before := self.grown_from.get(key)) is not None:
+            key = before
+        return key
+
     def shares_input_storage(self, t: torch.Tensor) -> bool:
         """Does another of the run's inputs (another object) have `t`'s storage?"""
         key = storage_key(t)
