@@ -592,7 +592,9 @@ def test_input_grown_then_grown_again_under_a_view_of_it_refused(
     # under the input again (the epilogue lost the input's first elements: a wrong result). PairTensor: its view of
     # a grown pair raises in eager (a meta storage set onto the view's)
     with torch.set_grad_enabled(grad):
-        assert_refused(f, make, compile_fn, r"args\[0\]: resize_\(\) grows .* also where an earlier resize_\(\) grew it")
+        assert_refused(
+            f, make, compile_fn, r"args\[0\]: resize_\(\) grows .* also where an earlier resize_\(\) grew it"
+        )
 
 
 def grown_then_set_onto_an_intermediate(x0: T) -> object:
