@@ -610,6 +610,10 @@ def _replay_metadata(
             # checks the leaf's gradient against (x0.set_(x0.view(-1)) under no_grad). `.data =` alone: as the
             # program's, which autograd never sees (as_strided_ with grad would rewrite a non-leaf's grad_fn, and
             # raises on a view of a multi-output op such as unbind)
+            if m.resized and m.new_storage_numel is not None:  # grown by resize_() before the swap: as eager's
+                nbytes = max(offset + _extent(size, stride), m.new_storage_numel) * x.element_size()
+                if nbytes > x.untyped_storage().nbytes():
+                    x.untyped_storage().resize_(nbytes)
             if m.swapped_by_data_only:  # Note [Gradient Accumulators Of Leaves]
                 x.data = x.detach().as_strided(size, stride, offset)
             else:

@@ -690,3 +690,49 @@ def test_input_storage_grown_again_under_a_view_of_it_refused(
     # under the input (main left x0's elements as before the second growth: wrong values)
     with torch.set_grad_enabled(grad):
         assert_refused(f, _plain(1), compile_fn, r"args\[0\]: resize_\(\) grows a storage that an input")
+
+
+def grown_then_data_onto_a_view_of_itself(x0: T) -> object:
+    x0.resize_((14,))
+    x0.fill_(2.0)
+    x0.data = x0.t().reshape((14,))  # within its grown storage: eager's input keeps it, at the view's layout
+    return ()
+
+
+def grown_then_set_onto_a_view_of_itself(x0: T) -> object:
+    x0.resize_((51,))
+    x0.fill_(2.0)
+    t0 = x0.unbind(0)[16]
+    set_to(x0, t0)
+    return (t0,)
+
+
+def grown_then_data_onto_a_part_of_itself(x0: T) -> object:
+    x0.resize_((14,))
+    x0.fill_(2.0)
+    x0.data = x0[3:5]  # eager's storage stays grown to 14 elements, past the view's end
+    return (x0 * 1,)
+
+
+@pytest.mark.parametrize("make", [_plain(3, 4), _plain(2), _view_of_base(2, 4)], ids=["plain_2d", "plain", "view"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_input_grown_then_set_onto_all_of_its_grown_storage_matches_eager(
+    make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # the growth then `.data =` a view of all of the grown storage: the epilogue set the input to its final layout
+    # before growing its storage (setStorage: out of bounds); it grows it first, to eager's grown size. PairTensor: a
+    # view of a grown pair raises in eager (a meta storage set onto the view's)
+    with torch.set_grad_enabled(grad):
+        _check(grown_then_data_onto_a_view_of_itself, make, compile_fn)
+
+
+@pytest.mark.parametrize("f", [grown_then_set_onto_a_view_of_itself, grown_then_data_onto_a_part_of_itself])
+@pytest.mark.parametrize("make", [_plain(3, 4), _view_of_base(2, 4)], ids=["plain_2d", "view"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_input_grown_then_set_onto_a_part_of_its_grown_storage_refused(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # eager keeps the whole grown storage under the input (a base of it shows it); the epilogue writes back only the
+    # final layout's elements (a crash, setStorage: out of bounds; a view input's base kept old values: wrong)
+    with torch.set_grad_enabled(grad):
+        assert_refused(f, make, compile_fn, r"args\[0\]: the program grows this input with resize_\(\) and then set_")

@@ -99,6 +99,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and not run.swaps.wrapper_data
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
+    if grown and id(final) in run.swaps.swapped_ids:
+        _check_grown_then_swapped(final, final_meta, orig_meta, layout.leaves[i].path)
     if not storage_changed and not grown:  # Note [as_strided On Inputs]
         final_meta = (final_meta[0], final_meta[1], symint_expr(eager_offset(final, orig)))
     elif set_source is not None:  # on another input's storage: its offset there (Note [as_strided On Inputs])
@@ -130,7 +132,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         set_source_edge=set_source is not None and _edge_to_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
         new_storage_of=new_storage_of,
-        new_storage_numel=_storage_numel(final) if storage_changed and set_source is None else None,
+        new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
         metadata_hidden=bool(view_ops)
         and not any(r.grad_enabled for r in view_ops)
         and not is_traceable_subclass(final),
@@ -154,6 +156,30 @@ def wrappers_after(
             meta = (meta[0], meta[1], mutations[j].final_meta[2])
         result.append(None if tree is None or before == meta else meta)
     return tuple(result)
+
+
+def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: Meta, path: str) -> None:
+    """An input grown by resize_() then set_() (or its `.data` assigned) within its grown storage: the epilogue
+    grows the input's storage and copies the final value in at the final layout, which writes eager's grown storage
+    only where that layout covers all of it from the input's offset on (elements outside it, which a base of the
+    input shows, would keep their old values)."""
+    numel = _storage_numel(final)
+    size, _, offset = final_meta
+    count: int | sympy.Expr = 1
+    for s in size:
+        count = count * _expr(s)
+    covers = (
+        numel is not None
+        and torch._prims_common.is_non_overlapping_and_dense_or_false(final)
+        and sympy.simplify(_expr(offset) - _expr(orig_meta[2])) == 0
+        and sympy.simplify(_expr(offset) + _expr(count) - numel) == 0
+    )
+    if not covers:
+        raise UnsupportedError(
+            f"{path}: the program grows this input with resize_() and then set_()s it (or assigns its `.data`) to a "
+            "part of its grown storage; eager keeps the whole grown storage under the input, which the compiled "
+            "call's epilogue writes back only at the input's final layout. Resize and set_() a .clone() instead"
+        )
 
 
 def _storage_numel(t: torch.Tensor) -> int | None:
