@@ -232,16 +232,14 @@ def _set_to_a_detach(x0: T, x1: T) -> object:
     ids=["view", "relaid", "to_a_view", "to_a_detach"],
 )
 def test_input_set_under_grad_to_a_returned_grad_leaf(
-    compile_fn: CompileFn | None, f: Callable[[T, T], object], kind: str, request: pytest.FixtureRequest
+    compile_fn: CompileFn | None, f: Callable[[T, T], object], kind: str
 ) -> None:
     """Eager's set_ node has an edge to the history of the tensor set_() to, where that requires grad: x0's
     gradient from its own output waits behind the node, whose backward raises first, so x0 gets none. The epilogue's
     set_ of a subclass input (repeated at the wrapper level) took the input itself, so x0 got one; the epilogue's set_
     of a plain input took x0 even where the program's source was a detach(). (A subclass input read or relaid after
-    its set_() takes the set_ before the call, still to itself: `relaid` with PairTensor inputs is a known gap.)"""
-    if kind == "pair" and f is _set_then_relaid and compile_fn is None:
-        gap = "the set_ repeated before the call has no edge to x0 (Note [set_ Under Grad]): x0 gets a gradient"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=gap))
+    its set_() takes the set_ before the call, still to itself: `relaid` with PairTensor inputs was a known gap until
+    the thirty-first session, when it began to match eager: kept here as a regression test.)"""
 
     def make_inputs() -> tuple[object, ...]:
         if kind == "plain":
