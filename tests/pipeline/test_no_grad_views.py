@@ -1974,11 +1974,12 @@ def test_saved_no_grad_view_written_after_raises_eagers_message() -> None:
     # the oracle compares the backward's error by type: its message, eager's own
     compiled = subclassaot.compile(_saved_no_grad_view_beside_unbind_input)
     with torch.enable_grad():
-        t1, x0 = cast(tuple[T, T], compiled(*_SAVED_BESIDE["nonleaf"]()))
+        args = cast(tuple[T, T], _SAVED_BESIDE["nonleaf"]())
+        t1, x0 = cast(tuple[T, T], compiled(*args))
         with torch.no_grad():
             x0.add_(1.0)
         with pytest.raises(RuntimeError, match="A view was created in no_grad mode and its base"):
-            t1.sum().backward()
+            t1.sum().backward()  # type: ignore[no-untyped-call]
 
 
 def _split_of_input_given_history(x0: T, x1: T) -> object:
