@@ -121,7 +121,7 @@ def storage_key(t: torch.Tensor) -> object:
 
 # The address of a tensor's StorageImpl (`t.untyped_storage()._cdata`, without making the storage object: half the
 # cost, for the guards' aliasing check); untyped in torch's stubs.
-storage_address: Callable[[torch.Tensor], int] = torch._C._storage_id  # type: ignore[attr-defined]
+storage_address: Callable[[torch.Tensor], int] = torch._C._storage_id  # type: ignore[attr-defined]  # private, not in torch's stubs
 
 
 def untyped_storage_key(storage: object) -> object:

@@ -1451,7 +1451,7 @@ def _plain_apply(
         if unread and any(grad_fn_raises(user[i]) for i in unread):
             user = tuple(u.detach() if i in unread and grad_fn_raises(u) else u for i, u in enumerate(user))
         if torch._C._are_functorch_transforms_active():
-            return cast("Sequence[torch.Tensor]", CompiledStep.apply(holder, *user))  # type: ignore[no-untyped-call]
+            return cast("Sequence[torch.Tensor]", CompiledStep.apply(holder, *user))  # type: ignore[no-untyped-call]  # untyped in torch
         return cast("Sequence[torch.Tensor]", _c_apply(holder, *map(_unwrap_if_dead, user)))
 
     return apply
