@@ -824,10 +824,16 @@ def _inference_graph_call(
     functional = gm = _graph_of(traced)
     written = frozenset[int]()
     # Note [What A Backend Receives And Returns]
-    if backends.is_own(backend) and not any(t.requires_grad for t in traced.example_inputs):
+    writes: list[tuple[int, int]] = []
+    # ours take the writes they can; a user's backend only when asked (`keep_input_mutations`: it must then keep them)
+    if (backends.is_own(backend) or config.keep_input_mutations) and not any(
+        t.requires_grad for t in traced.example_inputs
+    ):
         in_place = backend is backends.eager_backend
-        gm, written = backends.with_input_writes(gm, graph_writes(plan), in_place=in_place)
-    compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written)
+        writes = list(graph_writes(plan))
+        gm, written = backends.with_input_writes(gm, writes, in_place=in_place)
+    kept = frozenset(p for p, k in writes if k in written)  # the graph inputs the backend's callable may write
+    compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written, kept)
     no_views = backends.never_views(gm) if backend is backends.eager_backend else frozenset[int]()
     return inference_call(compiled, inputs_grad, written, no_views)
 
@@ -907,9 +913,10 @@ def _compile_graph(
     config: CompileConfig,
     functional: torch.fx.GraphModule | None = None,
     written: frozenset[int] = frozenset(),
+    kept: frozenset[int] = frozenset(),
 ) -> Callable[..., object]:
     """`functional`: the graph without the input writes `gm` makes to its outputs `written` (Note [What A Backend
-    Receives And Returns]), which the stride reference runs."""
+    Receives And Returns]), which the stride reference runs; `kept`: the graph inputs those writes go to."""
     if backend is backends.eager_backend:  # runs the graph's own aten ops: eager's strides and fresh outputs already
         return backend(gm, example_inputs)
     # Another backend may rewrite the graph it is given (inductor does, in place): it gets a copy, and ours stays the
@@ -917,7 +924,7 @@ def _compile_graph(
     private = functional is not None and gm is not functional  # (with_input_writes made it: no one else holds it)
     compiled = backend(gm if private else torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), example_inputs)
     if not backends.is_own(backend):  # ours run the functional graph as it is: nothing to check per call
-        compiled = _checked_first_call(compiled, config.backend)
+        compiled = _checked_first_call(compiled, config.backend, kept)
     return backends.keep_eager_outputs(compiled, functional if functional is not None else gm, written)
 
 
@@ -994,8 +1001,11 @@ def _dense(fakes: Sequence[torch.Tensor], paths: Sequence[str]) -> list[torch.Te
     return out
 
 
-def _checked_first_call(compiled: Callable[..., object], backend: str | BackendFn) -> Callable[..., object]:
-    """Check, on the first call only, that the backend's callable leaves its inputs unwritten."""
+def _checked_first_call(
+    compiled: Callable[..., object], backend: str | BackendFn, kept: frozenset[int] = frozenset()
+) -> Callable[..., object]:
+    """Check, on the first call only, that the backend's callable leaves its inputs unwritten (but the graph inputs
+    `kept`, which the graph it was given writes)."""
     checked = threading.Event()
     name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
 
@@ -1004,7 +1014,7 @@ def _checked_first_call(compiled: Callable[..., object], backend: str | BackendF
             return compiled(*graph_inputs)
         before = [get_version(t) for t in graph_inputs]
         out = compiled(*graph_inputs)
-        backends.check_inputs_untouched(before, graph_inputs, name)
+        backends.check_inputs_untouched(before, graph_inputs, name, kept)
         checked.set()
         return out
 

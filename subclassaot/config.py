@@ -39,6 +39,8 @@ class CompileConfig:
     dynamic: bool | None = None  # None: automatic dynamic; True: every dim dynamic unless a policy says otherwise
     policies: Mapping[str, TensorPolicy | SubclassSymbolicPolicy] = field(default_factory=dict)
     recompile_limit: int = 8
+    # A backend of the user's also gets input writes kept in its graph, as ours always do where they may (an inference
+    # entry, no input requiring grad): `aten.copy_(input, value)` at the end (Note [What A Backend Receives And Returns])
     keep_input_mutations: bool = False
     # Guard the Python state the program reads and the ambient torch state (Note [State The Program
     # Reads]); off where a caller (Dynamo, through the torch.compile backend) has guarded them already.

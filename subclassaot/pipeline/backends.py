@@ -434,10 +434,16 @@ def verify_functional(gm: torch.fx.GraphModule) -> None:
             )
 
 
-def check_inputs_untouched(versions_before: Sequence[int], inputs: Sequence[torch.Tensor], backend_name: str) -> None:
-    """The backend's callable must not write its inputs (the epilogue owns every input mutation)."""
+def check_inputs_untouched(
+    versions_before: Sequence[int],
+    inputs: Sequence[torch.Tensor],
+    backend_name: str,
+    kept: frozenset[int] = frozenset(),
+) -> None:
+    """The backend's callable must not write its inputs (the epilogue owns every input mutation), but those the graph
+    it was given writes itself (`kept`: `keep_input_mutations`)."""
     for i, (before, t) in enumerate(zip(versions_before, inputs, strict=True)):
-        if get_version(t) != before:
+        if i not in kept and get_version(t) != before:
             raise BackendError(
                 f"backend {backend_name!r} mutated graph input {i} in place; a backend receives a purely functional "
                 "graph and must return a callable without side effects on its inputs (the epilogue applies input "

@@ -11,6 +11,7 @@ import torch
 import subclassaot
 import subclassaot.api
 from subclassaot.errors import BackendError, UnsupportedError
+from subclasses.pair import PairTensor
 from tests.backends import CountingBackend, MutatingBackend, RecordingBackend, mutating_nodes
 from tests.oracle import assert_matches_eager
 
@@ -43,11 +44,45 @@ def test_training_graphs_are_functional_too() -> None:
         assert mutating_nodes(gm) == [], gm.code
 
 
-def test_keep_input_mutations_may_put_copy_in_the_graph_and_stays_correct() -> None:
+def test_keep_input_mutations_puts_the_copy_in_the_graph_and_stays_correct() -> None:
+    # x.mul_(2): a data write of an input, kept in the user's graph as one copy_ into x's placeholder
+    def writes(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x + y
+
     recording = RecordingBackend()
-    assert_matches_eager(mutates, make, backend=recording, compile_kwargs={"keep_input_mutations": True})
+    assert_matches_eager(writes, make, backend=recording, compile_kwargs={"keep_input_mutations": True})
+    assert recording.graphs
     for gm in recording.graphs:
-        assert all("copy_" in node for node in mutating_nodes(gm)), gm.code
+        found = mutating_nodes(gm)
+        assert len(found) == 1 and "copy_" in found[0], gm.code
+        (write,) = (n for n in gm.graph.nodes if n.op == "call_function" and "copy_" in str(n.target))
+        assert write.args[0] is next(n for n in gm.graph.nodes if n.op == "placeholder"), gm.code
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_keep_input_mutations_with_views_of_the_written_input(pair: bool) -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return x.view(-1) * 2
+
+    def make_one() -> tuple[object, ...]:
+        base = torch.randn(2, 3)
+        return ((PairTensor(base, base.clone() + 1) if pair else base)[1],)
+
+    recording = RecordingBackend()
+    assert_matches_eager(f, make_one, backend=recording, compile_kwargs={"keep_input_mutations": True})
+    assert recording.graphs
+
+
+def test_keep_input_mutations_is_off_for_inputs_requiring_grad() -> None:
+    # in training the write is autograd's to record: the epilogue's, whatever the option says
+    recording = RecordingBackend()
+    make_grad = lambda: (torch.randn(3, 3, requires_grad=True).clone(), torch.randn(3, 3))  # noqa: E731
+    assert_matches_eager(mutates, make_grad, backend=recording, compile_kwargs={"keep_input_mutations": True})
+    assert recording.graphs
+    for gm in recording.graphs:
+        assert mutating_nodes(gm) == [], gm.code
 
 
 def test_counting_backend_counts_one_graph_per_inference_compile() -> None:
