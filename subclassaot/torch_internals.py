@@ -324,16 +324,8 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     return mode, [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-# Note [Empty Results Laid Out As Eager]
-# A meta kernel lays out an empty result contiguously where the CPU kernel may keep its input's strides (`x.sort(2)`
-# on an empty slice of stride (3, 3, 1) gives (3, 3, 1) in eager, (1, 1, 1) on fakes), and a later view or return
-# shows the difference. On static fakes (the eager record, the backward probe) a functional op whose tensor arguments
-# are all empty CPU tensors and whose fake results are all empty asks the CPU kernel itself, on real empty tensors
-# of the same layouts (nothing is allocated, no random number drawn), and takes its results' strides.
-
-
 class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    """A static fake mode whose empty results have eager's strides (Note [Empty Results Laid Out As Eager])."""
+    """A static fake mode whose empty results have eager's strides (Note [Strides The Kernels Choose])."""
 
     def __torch_dispatch__(
         self,
@@ -416,30 +408,21 @@ def trace_graph(
             fx_trace._is_fx_tracing_flag = old
 
     # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase.
-    with _use_lazy_graph_module(True):  # Note [Graph Modules Generate Their Code When Run]
+    with _use_lazy_graph_module(True):  # Note [What A Backend Receives And Returns]
         return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
             *example_inputs
         )
 
 
-# Note [Graph Modules Generate Their Code When Run]
-# An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms
-# for a graph of a small model, and a compile makes a few (make_fx's, again after dead code is dropped, the partition's
-# forward and backward, the copy that writes inputs). The eager backend runs a graph as its own straight-line code
-# (backends._straight) and never that code, so the pipeline's graph modules are torch's lazy ones, which generate it
-# when first run or read (`.code`, `print`); `code_generated` generates it at once where a graph's own `forward` is
-# what a compiled entry calls.
-
-
 def graph_module(root: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:
-    """`torch.fx.GraphModule(root, graph)`, generating its code when first run or read (Note [Graph Modules Generate
-    Their Code When Run])."""
+    """`torch.fx.GraphModule(root, graph)`, generating its code when first run or read (Note [What A Backend Receives
+    And Returns])."""
     return _LazyGraphModule(root, graph)
 
 
 def code_generated(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """`gm` with its code generated now, so that `gm.forward` is the generated one (Note [Graph Modules Generate
-    Their Code When Run])."""
+    """`gm` with its code generated now, so that `gm.forward` is the generated one (Note [What A Backend Receives And
+    Returns])."""
     _LazyGraphModule.force_recompile(gm)
     return gm
 

@@ -1142,6 +1142,13 @@ def _as_fresh_root(
 #   `._base`, the base the graph returns, is the detach()) replays the steps after the base on the real base, not
 #   as_strided() with the trace's strides (sort, frexp of an empty input with gaps keep its strides: fake (1,), eager
 #   (5,)); where the base was changed in place since, it is rebuilt from the trace's (rules/view_chains.py).
+#
+# Empty Results Laid Out As Eager:
+# A meta kernel lays out an empty result contiguously where the CPU kernel may keep its input's strides (`x.sort(2)`
+# on an empty slice of stride (3, 3, 1) gives (3, 3, 1) in eager, (1, 1, 1) on fakes), and a later view or return
+# shows the difference. On static fakes (the eager record, the backward probe) a functional op whose tensor arguments
+# are all empty CPU tensors and whose fake results are all empty asks the CPU kernel itself, on real empty tensors
+# of the same layouts (nothing is allocated, no random number drawn), and takes its results' strides.
 
 
 def _check_replay(

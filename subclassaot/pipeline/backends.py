@@ -208,6 +208,14 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   `alias(t)` and the fresh output `t`, after `x.data = t`). The training Function returns each tensor once, an
 #   alias of it the second time (autograd_function's `_distinct_outputs`): marked non-differentiable as the input's
 #   value, the same object would have lost the fresh output's history.
+#
+# Graph Modules Generate Their Code When Run:
+# An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms
+# for a graph of a small model, and a compile makes a few (make_fx's, again after dead code is dropped, the partition's
+# forward and backward, the copy that writes inputs). The eager backend runs a graph as its own straight-line code
+# (backends._straight) and never that code, so the pipeline's graph modules are torch's lazy ones, which generate it
+# when first run or read (`.code`, `print`); `code_generated` generates it at once where a graph's own `forward` is
+# what a compiled entry calls.
 
 
 def _symbols_only_in_expressions(

@@ -72,22 +72,10 @@ log = logging.getLogger(__name__)
 # that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
 # create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
 
-# Note [Gradients Passed Through]
-# Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that
-# tensor (its reference count; a view made by the backward, `x.view(-1)`'s, is a new tensor and is taken); otherwise
-# it stores a clone. So where the backward passes the caller's gradient through unchanged (`x.clone()`, `x + y`, the
-# caller holding `g` in `out.backward(g)`), the leaf's `.grad` never shares the caller's memory:
-#   x = PairTensor(..., requires_grad=True); out = f(x); out.backward(g)     x.grad.a is a copy of g.a
-# A plain gradient the backward graph returns unchanged is that very tensor, and AccumulateGrad copies it as eager's.
-# A subclass gradient, though, is rebuilt around the graph's dense leaves: a new wrapper nobody else holds, which
-# AccumulateGrad takes, its inner tensors the caller's. So where the graph returns a received tangent's dense leaves
-# unchanged, object for object, with its structure and the input's size, the Function returns that tangent itself, as
-# eager's node does, and AccumulateGrad copies it where eager's does.
-
 
 def _unshared(result: Sequence[Any], grads: Sequence[object]) -> Sequence[Any]:
-    """The Function's plain gradients, each a view of a received tangent replaced by a copy (Note [Gradients Passed
-    Through]): the graph may reach an input by views alone where eager's nodes compute a new tensor (the
+    """The Function's plain gradients, each a view of a received tangent replaced by a copy (Note [Gradient Accumulators
+    Of Leaves]): the graph may reach an input by views alone where eager's nodes compute a new tensor (the
     as_strided backward of a view regenerated after an in-place change of its base), and AccumulateGrad would take
     the view, sharing the caller's memory where eager's `.grad` does not. (A copy where eager's takes a view is
     what eager does whenever someone else holds the gradient.)"""
@@ -543,19 +531,9 @@ class _Step:
         }
         self.ev = MetaEvaluator()
         self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(plan, bw_meta)
-        self.plain: _PlainStep | None = None  # set by training_call where the step is plain (Note [Plain Steps])
-
-
-# Note [Plain Steps]
-# Most training steps need little of CompiledStep: plain tensor inputs, each its own graph input; outputs that are
-# fresh plain tensors of the graph, in graph order, all of the graph's outputs; no input written (an empty epilogue), no
-# alias group, no deferred error, no backward that writes or reshapes, a backward graph of our own
-# (not one that reruns the joint graph for double backward). For such a step the choices the forward and backward make
-# per call are made once (`_PlainStep`): the forward runs the graph, saves what the backward reads and returns the
-# outputs; the backward gives plain tangents the traced strides, runs the backward graph and hands each gradient to
-# its input. A tangent that is no plain tensor, and a backward with grad on (create_graph), take the general path,
-# which the plain forward leaves what it reads. The straight-line runner applies such a step to the tensor inputs
-# directly (GraphCall.apply).
+        self.plain: _PlainStep | None = (
+            None  # set by training_call where the step is plain (Note [Straight-Line Runners])
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -570,7 +548,7 @@ class _PlainStep:
 
 
 def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -> _PlainStep | None:
-    """The step's per-call choices where it is plain (Note [Plain Steps]), else None."""
+    """The step's per-call choices where it is plain (Note [Straight-Line Runners]), else None."""
     plan, bw_meta, layout = s.plan, s.bw_meta, s.plan.layout
     analysis, gout = plan.analysis, plan.graph_outputs
     n = len(s.fresh_outputs)
@@ -617,7 +595,7 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
 
 
 def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tensor]) -> tuple[Any, ...]:
-    """CompiledStep.forward of a plain step (Note [Plain Steps]): what the general one does for it."""
+    """CompiledStep.forward of a plain step (Note [Straight-Line Runners]): what the general one does for it."""
     ctx.step = s
     all_outs = cast("Sequence[Any]", s.fw(*user))  # (quoted: no subscript per call)
     n = p.n_outs
@@ -645,7 +623,7 @@ def _plain_or_general(
     ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
 ) -> tuple[torch.Tensor | None, ...] | None:
     """`_plain_backward`'s gradients, or None with the context made ready for the general backward (what the general
-    forward leaves it: Note [Plain Steps])."""
+    forward leaves it: Note [Straight-Line Runners])."""
     if not torch.is_grad_enabled() and (result := _plain_backward(ctx, s, p, grads)) is not None:
         return result
     ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()
@@ -655,7 +633,8 @@ def _plain_or_general(
 def _plain_backward(
     ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
 ) -> tuple[torch.Tensor | None, ...] | None:
-    """CompiledStep.backward of a plain step without create_graph (Note [Plain Steps]); None where a tangent is no
+    """CompiledStep.backward of a plain step without create_graph (Note [Straight-Line Runners]); None where a tangent
+    is no
     plain tensor (the general backward decides)."""
     if s.checks:
         _check_saved_tensors(ctx.checks, ctx.checked, grads)
@@ -1011,8 +990,8 @@ def _tangent_passed_through(
     tree: SubclassNode, leaves: Sequence[torch.Tensor], size: tuple[int, ...], grads: Sequence[torch.Tensor | None]
 ) -> torch.Tensor | None:
     """The tangent the Function received whose dense leaves the backward graph returns unchanged, object for object,
-    as this subclass gradient, with its structure and size; None where there is none (Note [Gradients Passed
-    Through])."""
+    as this subclass gradient, with its structure and size; None where there is none (Note [Gradient Accumulators Of
+    Leaves])."""
     for g in grads:
         if g is None or type(g) is not tree.cls or tuple(g.shape) != size:
             continue
@@ -1438,7 +1417,8 @@ def training_call(
 def _plain_apply(
     step: _Step, unreached: Sequence[int], stand_ins: frozenset[int], unread: Sequence[int]
 ) -> Callable[..., Sequence[torch.Tensor]] | None:
-    """Where the step is plain (Note [Plain Steps]; `step.plain` set here), it applied to the tensor inputs: the
+    """Where the step is plain (Note [Straight-Line Runners]; `step.plain` set here), it applied to the tensor inputs:
+    the
     Function's outputs, the program's fresh outputs in order (what `training_call`'s call does for it); else None."""
     step.plain = _plain_step(step, unreached, stand_ins)
     if step.plain is None:

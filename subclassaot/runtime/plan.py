@@ -241,7 +241,7 @@ class GraphCall:
     # the runner hands out without the view check of `fresh_output`
     no_views: frozenset[int] = frozenset()
     # training, where `run` applies the Function to the tensor inputs and hands back its results, the `prewraps`
-    # outputs in order, and nothing else: `apply(*tensor inputs)` (Note [Plain Steps])
+    # outputs in order, and nothing else: `apply(*tensor inputs)` (Note [Straight-Line Runners])
     apply: Callable[..., Sequence[torch.Tensor]] | None = None
 
 

@@ -75,6 +75,17 @@ from subclassaot.schemas import (
 # As for the guards (Note [What The Guards Compare]), the source holds no caller text: every value it uses (a
 # subclass, its ctx, an attribute name that is no plain identifier, an op, a constant output) is bound by reference
 # as a global of the function (`_c3`); the source holds only our own names and integer literals we produce.
+#
+# Plain Steps:
+# Most training steps need little of CompiledStep: plain tensor inputs, each its own graph input; outputs that are
+# fresh plain tensors of the graph, in graph order, all of the graph's outputs; no input written (an empty epilogue), no
+# alias group, no deferred error, no backward that writes or reshapes, a backward graph of our own
+# (not one that reruns the joint graph for double backward). For such a step the choices the forward and backward make
+# per call are made once (`_PlainStep`): the forward runs the graph, saves what the backward reads and returns the
+# outputs; the backward gives plain tangents the traced strides, runs the backward graph and hands each gradient to
+# its input. A tangent that is no plain tensor, and a backward with grad on (create_graph), take the general path,
+# which the plain forward leaves what it reads. The straight-line runner applies such a step to the tensor inputs
+# directly (GraphCall.apply).
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -298,7 +309,7 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     if call.direct is not None:
         w.line(f"outs = list({w.constant(call.direct)}({graph_in}))")
         return
-    if call.apply is not None:  # Note [Plain Steps]
+    if call.apply is not None:  # Note [Straight-Line Runners]
         w.line(f"pre = {w.constant(call.apply)}({''.join(f'L[{i}], ' for i in plan.flat.tensor_indices)})")
         return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))

@@ -101,7 +101,7 @@ def _both(fn: Program, *values: torch.Tensor) -> EagerRecord:
 
 
 def test_empty_results_have_eager_strides_on_fakes() -> None:
-    # fuzz seed 56 (Note [Empty Results Laid Out As Eager]): the CPU sort of an empty slice keeps its strides, the meta
+    # fuzz seed 56 (Note [Strides The Kernels Choose]): the CPU sort of an empty slice keeps its strides, the meta
     # kernel's result is contiguous; a later view shows it
     def f(x: torch.Tensor) -> object:
         values, indices = x.sort(2)

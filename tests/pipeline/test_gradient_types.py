@@ -595,7 +595,8 @@ def test_no_grad_view_of_grad_view_made_after_transpose_of_aliased_input(compile
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Gradients over the caller's tangent (Note [Gradients Passed Through]): eager's AccumulateGrad copies a gradient the
+# Gradients over the caller's tangent (Note [Gradient Accumulators Of Leaves]): eager's AccumulateGrad copies a gradient
+# the
 # caller still holds (a backward that passes it through unchanged) and takes one nobody else holds (a view a backward
 # made of it); the oracle holds its tangents and compares which gradients share their memory.
 

@@ -373,7 +373,8 @@ def test_the_one_shot_mode_hands_over_only_its_op_and_lets_others_through() -> N
     assert give.result is None and again is not handed and torch.equal(again.a, x.a.t())
 
 
-# Plain training steps (Note [Plain Steps]): a backend other than eager trains through the compiled Function, whose
+# Plain training steps (Note [Straight-Line Runners]): a backend other than eager trains through the compiled Function,
+# whose
 # per-call choices for plain inputs and fresh plain outputs are made once and which the runner applies directly.
 
 

@@ -184,6 +184,18 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 #   moved the counter the views share). Read before and after the last set_(), eager's nodes feed two accumulators and
 #   the Function's one edge cannot: a backward error is refused where such a leaf is an input and an output is (a view
 #   of) an input (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
+#
+# Gradients Passed Through:
+# Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that
+# tensor (its reference count; a view made by the backward, `x.view(-1)`'s, is a new tensor and is taken); otherwise
+# it stores a clone. So where the backward passes the caller's gradient through unchanged (`x.clone()`, `x + y`, the
+# caller holding `g` in `out.backward(g)`), the leaf's `.grad` never shares the caller's memory:
+#   x = PairTensor(..., requires_grad=True); out = f(x); out.backward(g)     x.grad.a is a copy of g.a
+# A plain gradient the backward graph returns unchanged is that very tensor, and AccumulateGrad copies it as eager's.
+# A subclass gradient, though, is rebuilt around the graph's dense leaves: a new wrapper nobody else holds, which
+# AccumulateGrad takes, its inner tensors the caller's. So where the graph returns a received tangent's dense leaves
+# unchanged, object for object, with its structure and the input's size, the Function returns that tangent itself, as
+# eager's node does, and AccumulateGrad copies it where eager's does.
 
 
 def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
