@@ -91,7 +91,7 @@ def test_every_note_reference_resolves_to_exactly_one_note() -> None:
 
 
 def test_notes_within_budget() -> None:
-    # Notes teach rules, not incidents (issue #28: at most 40): a new corner case extends the Note of its rule
+    # Notes teach rules, not incidents (issue #28: at most 40 in subclassaot/): a new corner case extends the Note of its rule
     titles = {
         title
         for package in PACKAGES
