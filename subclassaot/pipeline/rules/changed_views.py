@@ -200,6 +200,21 @@ def counter_at_end(
     return replace(replay, counter_at_end=True)
 
 
+def input_view_raises_in_eager(
+    value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> bool:
+    """Does eager's grad_fn of `value`, a view made under no_grad (or by a multi-output op) of an input replayed after
+    the epilogue, raise where the run's reads fine? The run's root of the input's storage need not require grad as
+    eager's does (`requires_grad_as_eager`); eager's view then raises once the program wrote the input after making it
+    (Note [Views That Raise After A Bump])."""
+    if replay is None or replay.source is not ReplaySource.INPUT or replay.before_epilogue:
+        return False
+    if not value._is_view() or is_plain_autograd_view(value):
+        return False
+    sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    return bool(sources) and _raises_in_eager(value, sources[0], replay, run)
+
+
 def _raises_in_eager(value: torch.Tensor, source: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
     """Eager's `value` requires grad where the run's does not (requires_grad_as_eager), and the program wrote
     its input after making it: eager's grad_fn raises, whatever the run's answers."""
