@@ -426,7 +426,7 @@ def _check_replayed_view_of_inference(path: str, value: torch.Tensor, run: Funct
 def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
     """Is eager's output an inference tensor that the runtime, outside inference mode, would not make one: computed
     inside an inference_mode block, or a view of such a tensor (one too, taken after the block as well), not a tensor
-    made outside that `.data =` or set_() put over such a storage (nor a view of one)?"""
+    made outside that `.data =` or set_() put over such a storage (nor a view of one taken since)?"""
     if torch.is_inference_mode_enabled():
         return False  # (the runtime runs inside it too)
     if is_traceable_subclass(value):

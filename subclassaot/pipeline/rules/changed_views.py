@@ -112,7 +112,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   storage does, but inputs sharing a storage run as views of a synthetic base that never requires grad, so a view of
 #   the input eager passed as that root, which gained requires_grad in the program, does not require grad in the run
 #   (`chain_facts.requires_grad_as_eager` answers as eager); nor does its grad_fn raise there, so an early replay of it
-#   is made at the counter it came with, not the advanced one.
+#   is made at the counter it came with, not the advanced one, and a replay after the epilogue of one eager's raises
+#   gets Replay.bump_after as if the run's raised (`input_view_raises_in_eager`; an input an in-place view op changes
+#   runs as a view of a synthetic base too).
 
 
 def _counted_storages(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[set[object]]:
