@@ -49,6 +49,7 @@ from subclassaot.pipeline.rules.changed_views import (
     check_late_bump_order,
     check_stale_subclass_outputs,
     counter_at_end,
+    input_view_raises_in_eager,
     late_build_seq,
     steps_before_last_write,
 )
@@ -393,6 +394,8 @@ def _with_inference_leaves(
         if subclass and not torch.is_inference_mode_enabled() and not via_set
         else ()
     )
+    if subclass and info.replay is not None:
+        _check_replayed_view_of_inference(path, value, run)
     if not _eager_inference_tensor(path, value, run):
         if id(value) in run.swaps.counterless and not torch.is_inference_mode_enabled():
             return replace(info, counterless=True, inference_leaves=made)
@@ -405,10 +408,25 @@ def _with_inference_leaves(
     return replace(info, inference=True, inference_leaves=made if subclass else (0,), inference_counter=counted)
 
 
+def _check_replayed_view_of_inference(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
+    """A subclass output the runtime replays as a view, eager's taken outside an inference_mode block of a subclass
+    that was an inference tensor then (a `.data =` made it a normal one since): eager's view of an inference tensor
+    keeps no view relation, is no inference tensor itself over inference inner tensors, which a replayed view is not."""
+    if torch.is_inference_mode_enabled() or value.is_inference():
+        return
+    if any(r.source_inference and not r.source.is_inference() for r in run.swaps.chain(value)):
+        raise UnsupportedError(
+            f"{path}: a tensor subclass view, taken after a torch.inference_mode() block, of a subclass computed "
+            "inside it, which a `.data =` then gave the data of a normal tensor: eager's view is no view (a view of "
+            "an inference tensor keeps no view relation) over inference inner tensors, while the compiled call replays "
+            "it as a view of that subclass. Take the view inside the block, or return a clone"
+        )
+
+
 def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
     """Is eager's output an inference tensor that the runtime, outside inference mode, would not make one: computed
     inside an inference_mode block, or a view of such a tensor (one too, taken after the block as well), not a tensor
-    made outside that `.data =` or set_() put over such a storage (nor a view of one)?"""
+    made outside that `.data =` or set_() put over such a storage (nor a view of one taken since)?"""
     if torch.is_inference_mode_enabled():
         return False  # (the runtime runs inside it too)
     if is_traceable_subclass(value):
@@ -437,7 +455,11 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
         return run.swaps.data_inference.get(id(value), False)
     if not _made_in_inference_mode(value, run):
         return False
-    return id(value) not in swapped and all(id(r.source) not in swapped for r in run.swaps.chain(value))
+    # (a view taken before its source was moved stays what it was made: eager's view of an inference tensor keeps no
+    # view relation, so a later `.data =` or set_() of the source does not reach it)
+    first = run.swaps.first_swaps
+    moved_before = any(id(r.source) in swapped and first.get(id(r.source), 0) < r.seq for r in run.swaps.chain(value))
+    return id(value) not in swapped and not moved_before
 
 
 def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
@@ -810,7 +832,9 @@ def _replay_counters(
     if replay is not None and not replay.before_epilogue:
         replay = replace(replay, made=late_build_seq(value, replay, run))  # Note [Views That Raise After A Bump]
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
-    raises = grad_fn_raises(value)  # (under no_grad too: Note [Views That Raise After A Bump])
+    # (under no_grad too, and as eager's where the run's root of the storage does not require grad as eager's does:
+    # Note [Views That Raise After A Bump])
+    raises = grad_fn_raises(value) or input_view_raises_in_eager(value, replay, run, input_by_id)
     if raises and replay is not None and not replay.before_epilogue and replay.runtime_set and value._is_view():
         # A view the runtime itself set_()s (a subclass view of an input an in-place view op changed, rebuilt
         # over its storage: Note [Subclass Intermediate Roots]) keeps a grad_fn that answers: its counter is

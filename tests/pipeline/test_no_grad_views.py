@@ -1576,6 +1576,39 @@ def test_no_grad_view_of_pair_root_input_that_gains_grad(compile_fn: CompileFn |
     check_no_grad(f, make_inputs, compile_fn)
 
 
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("order", ["grad_then_view", "view_then_grad"])
+@pytest.mark.parametrize("written", ["view", "input"])
+def test_no_grad_view_of_input_relaid_in_place_that_gains_grad(
+    compile_fn: CompileFn | None, kind: str, order: str, written: str
+) -> None:
+    """Fuzz seed 112000 #3071 (shrunk; diverged: out[0] read as a leaf without grad_fn where eager's is_leaf and
+    grad_fn raise "A view was created in no_grad mode ..."): x0's unsqueeze_() has the run lay it out as a view of a
+    synthetic base, which does not require grad; x0 then gains requires_grad, so eager's no_grad view of it requires
+    grad and, written after it was taken, raises. The run's view required no grad, so the output, replayed after the
+    epilogue, read fine (Note [Views That Raise After A Bump]). Variants: the flag set before or after the view is
+    taken, the write through the view or the input, PairTensor inputs."""
+
+    def f(x0: T) -> object:
+        x0.unsqueeze_(-3)
+        if order == "grad_then_view":
+            x0.requires_grad_()
+        t1 = x0.expand((3, -1, 2)).transpose(2, 1)
+        if order == "view_then_grad":
+            x0.requires_grad_()
+        (t1.fill_(2.0) if written == "view" else x0.mul_(2.0))
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 2))
+        return (b0 if kind == "plain" else PairTensor.from_tensor(b0),)
+
+    with torch.no_grad():
+        (eager,) = cast(tuple[T], f(cast(T, make_inputs()[0])))
+        assert grad_fn_raises(eager)  # eager's raises: the test is of that
+    check_no_grad(f, make_inputs, compile_fn)
+
+
 def _split_view_written(x0: T) -> T:
     t0, _, t2 = x0.split_with_sizes([0, 1, 0], 2)
     t2.copy_(t0)  # fuzz seed 76100, program 796 (shrunk)

@@ -59,6 +59,8 @@ class ViewRecord:
     inference_mode: bool = False
     # the source required grad when the view was taken (it may stop since: `.requires_grad = False`, detach_())
     source_requires_grad: bool = False
+    # the source was an inference tensor when the view was taken (a `.data =` may make it a normal one since)
+    source_inference: bool = False
 
 
 @dataclass(frozen=True, slots=True)
