@@ -351,6 +351,8 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
     """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
     function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's
     as_strided() does not."""
+    if torch.is_grad_enabled():
+        _refuse_subclass_replay_after_assignment(record, args, kwargs)
     try:
         yield
     except (SubclassAOTError, DataDependentError):
@@ -380,13 +382,12 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
                     "`.data =` assignment, or assign `.data` of a clone"
                 ) from e
         raise
-    if torch.is_grad_enabled():
-        _refuse_subclass_replay_after_assignment(record, args, kwargs)
 
 
 def _refuse_subclass_replay_after_assignment(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Note [Stale View Functions]: an op read with grad a subclass view whose base's `.data` the program assigned,
-    after the view was taken, a layout the view op does not apply to, and wrote since. Eager's autograd rebuilds the
+    """Note [Stale View Functions]: an op about to read with grad a subclass view whose base's `.data` the program
+    assigned, after the view was taken, a layout the view op does not apply to, and wrote since (a write by this op
+    itself is another rule's: Note [Inputs Written In Training]). Eager's autograd rebuilds the
     view's history by replaying the view op on the wrapper as it is now, and eager's backward then fails in that
     node (select_backward at the new size: IndexError); fake tensors fail otherwise there (the engine's size check),
     so the compiled backward cannot raise eager's error."""
