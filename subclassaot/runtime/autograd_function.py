@@ -606,8 +606,9 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
         # See Note [Saved Values Are Checked As Eager's]: each through an alias with a counter of its own.
         tensors = [v for v in saved if isinstance(v, torch.Tensor)]
         ctx.save_for_backward(*[v.data for v in tensors] if s.saves_apart else tensors)
+        ctx.saves_tensors = bool(tensors)
     else:
-        ctx.saved_ints = ()
+        ctx.saved_ints, ctx.saves_tensors = (), False
     ctx.zeros = [[(t.shape, t.dtype, t.device)] for t in [outs[i] for i in p.diff]]
     if p.non_diff:
         ctx.mark_non_differentiable(*[outs[k] for k in p.non_diff])
@@ -617,6 +618,13 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
     # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
     ctx.set_materialize_grads(False)
     return tuple(outs)
+
+
+def _saved_tensors(ctx: Any) -> list[torch.Tensor]:
+    """The tensors the forward saved. A forward that saved none reads nothing: eager's backward runs again through
+    nodes that saved no tensor (a copy_()'s), where a second read of `ctx.saved_tensors` raises once its buffers
+    were freed ("backward through the graph a second time")."""
+    return list(ctx.saved_tensors) if ctx.saves_tensors else []
 
 
 def _plain_or_general(
@@ -650,7 +658,7 @@ def _plain_backward(
         else:
             present.append(k)
         tangents.append(_restride(g, p.strides[k]))
-    saved = list(ctx.saved_tensors)
+    saved = _saved_tensors(ctx)
     for k, v in ctx.saved_ints:
         saved.insert(k, v)
     dense_grads = cast("Sequence[torch.Tensor]", cast("Callable[..., object]", s.bw)(*saved, *tangents))
@@ -874,7 +882,9 @@ class CompiledStep(torch.autograd.Function):
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
         # See Note [Saved Values Are Checked As Eager's]: each through an alias with a counter of its own.
-        ctx.save_for_backward(*[v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)])
+        kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
+        ctx.save_for_backward(*kept)
+        ctx.saves_tensors = bool(kept)
         if s.checks:
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
@@ -902,7 +912,7 @@ class CompiledStep(torch.autograd.Function):
             _check_double_backward(s, ctx.primals)
         if s.checks and ctx.checked is not None:
             _check_saved_tensors(ctx.checks, ctx.checked, grads)
-        saved = list(ctx.saved_tensors)
+        saved = _saved_tensors(ctx)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
         collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None

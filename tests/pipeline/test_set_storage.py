@@ -1305,6 +1305,43 @@ def test_seed49000_9292_view_taken_before_self_set(compile_fn: CompileFn | None)
     check_no_grad(f, lambda: (leaf(),), compile_fn)
 
 
+# fuzz seed 109801 #143: `x0.contiguous()` of a contiguous leaf returns x0 itself and makes no node, so the
+# program's reads with grad all come after its `x0.set_(x1)` (x1 is x0, passed twice): eager's SinBackward0 feeds the
+# accumulator the returned x1 feeds, behind the node whose backward raises (the outputs written after the call), so
+# x0.grad stays None; ours counted the contiguous() as a read before the set_() and renewed the accumulator after the
+# call. Variants: the other ops that return their argument itself (to() of its own dtype, float() of a float), the
+# leaf passed once, written in the program instead of after the call
+def test_seed109801_143_op_returning_its_argument_reads_nothing(compile_fn: CompileFn | None) -> None:
+    def repro(x0: T, x1: T) -> object:
+        t0 = x0.contiguous()
+        with torch.no_grad():
+            set_to(t0, x1)
+        return (x1.sin(), x1)
+
+    for make_inputs in (twice(lambda: leaf(2, 1, 3)), twice(lambda: pair(2, 1, 3, requires_grad=True))):
+        with torch.enable_grad():
+            assert_matches_eager(repro, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+    def same_object(op: Callable[[T], T]) -> Callable[[T], object]:
+        def f(x0: T) -> object:
+            _self_set(op(x0))
+            t0 = x0.add(-1.0)
+            t1 = x0.mul(t0)
+            t0.copy_(t0)
+            return (t1, x0)
+
+        return f
+
+    ops: tuple[Callable[[T], T], ...] = (
+        lambda x: x.contiguous(),
+        lambda x: x.to(x.dtype),
+        lambda x: x.float(),
+    )
+    for op in ops:
+        for make in _LEAVES:
+            check_with_grad(same_object(op), lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+
+
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:
     """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
 

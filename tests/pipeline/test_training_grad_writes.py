@@ -367,6 +367,15 @@ def test_grad_write_matches_eager_under_no_grad(case: Case, compile_fn: CompileF
         run_case(case, "eager", compile_fn)
 
 
+@pytest.mark.parametrize("make_inputs", [plains(2, 3), plains(2, 3, leaf=True), pairs(2, 3), pairs(2, 3, leaf=False)])
+def test_backward_again_through_an_input_written_by_copy(make_inputs: Make, compile_fn: CompileFn | None) -> None:
+    # the pair_copy_in_later_backward case (slow-marked) on every backend-free run: a backward through the written
+    # input after the call, then the oracle's again; eager's CopyBackwards saved no tensor, so the second one runs,
+    # where the compiled Function's, which saved none either, read its freed saved tensors and raised
+    with torch.enable_grad():
+        assert_matches_eager(copy_in, make_inputs, compile_fn=compile_fn, after_call=backward_through_inputs)
+
+
 # What stays refused (Note [Inputs Written In Training])
 
 

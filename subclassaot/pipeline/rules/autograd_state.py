@@ -198,19 +198,27 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 # eager's node does, and AccumulateGrad copies it where eager's does.
 
 
-def note_grad_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
-    """After an op of the program (Note [Gradient Accumulators Of Leaves]): note the leaves it read with grad."""
+def note_grad_reads(
+    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, *, wrote: bool
+) -> None:
+    """After an op of the program (Note [Gradient Accumulators Of Leaves]): note the leaves it read with grad.
+    `wrote`: did the op write a tensor? One that wrote nothing and returns an argument itself (`x.contiguous()` of a
+    contiguous x, `x.to(x.dtype)`) made no node in eager: it read nothing."""
     if not torch.is_grad_enabled():
         return
+    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
     results = [
         t
         for t in pytree.tree_leaves(out)
-        if isinstance(t, torch.Tensor) and t.requires_grad and not grad_fn_raises(t) and t.grad_fn is not None
+        if isinstance(t, torch.Tensor)
+        and t.requires_grad
+        and not grad_fn_raises(t)
+        and t.grad_fn is not None
+        and (wrote or not any(t is a for a in read))
     ]
     if not results:
         return
     view = all(t._is_view() for t in results)
-    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
     view_op = view and not any(r is a for r in results for a in read)  # not an in-place op on a view
     for a in read:
         if not a.requires_grad:

@@ -198,7 +198,9 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   and used with grad after an in-place view op on that tensor or one its chain passes through (a no_grad one counts
 #   where the view op no longer applies). `x.data = v` bumps no version: a view of x is replayed on v's layout only
 #   after a later write. Alias-group members read with a stale history are refused by training_rules; a rebuild that
-#   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`).
+#   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`). A subclass
+#   view whose replay on its base's `.data =` layout does not apply is refused there too where the replay runs (eager's
+#   then fails in the rebuilt node's backward, select_backward's IndexError, fake tensors' otherwise).
 # - Views set_() under no_grad read with grad: eager's rebuilt history is the base's as_strided() with the view's new
 #   layout, so each torch call that reads or writes such a view with grad reads a stand-in (`_EagerHistory`: the base's
 #   as_strided() at the view's layout now, with the view's own values). Not for the view an in-place view op changes,
@@ -349,6 +351,8 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
     """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
     function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's
     as_strided() does not."""
+    if torch.is_grad_enabled():
+        _refuse_subclass_replay_after_assignment(record, args, kwargs)
     try:
         yield
     except (SubclassAOTError, DataDependentError):
@@ -378,6 +382,32 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
                     "`.data =` assignment, or assign `.data` of a clone"
                 ) from e
         raise
+
+
+def _refuse_subclass_replay_after_assignment(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Stale View Functions]: an op about to read with grad a subclass view whose base's `.data` the program
+    assigned, after the view was taken, a layout the view op does not apply to, and wrote since (a write by this op
+    itself is another rule's: Note [Inputs Written In Training]). Eager's autograd rebuilds the
+    view's history by replaying the view op on the wrapper as it is now, and eager's backward then fails in that
+    node (select_backward at the new size: IndexError); fake tensors fail otherwise there (the engine's size check),
+    so the compiled backward cannot raise eager's error."""
+    for a in pytree.tree_leaves((args, kwargs)):
+        if not (isinstance(a, torch.Tensor) and is_traceable_subclass(a) and a.requires_grad):
+            continue
+        for view in record.chain(a):
+            assigned = record.wrapper_data.get(id(view.source))
+            last = assigned[-1] if assigned else None
+            if last is None or not view.grad_enabled or last.seq <= view.seq or view.source._version == last.version:
+                continue
+            if _replay_fails(view, view.source):
+                raise UnsupportedError(
+                    f"{input_named(record, a)}a view of a {type(a).__name__} taken with grad enabled is used with grad "
+                    "after the program assigned `.data` of the tensor it is a view of (a layout the view op does not "
+                    "apply to) and a write moved their version: eager's autograd rebuilds the view's history by "
+                    "replaying the view op on that tensor, and eager's backward then fails in the rebuilt node, with "
+                    "an error the compiled backward cannot reproduce (Note [Stale View Functions]); not supported in "
+                    "training. Take the view again after the `.data =` assignment, or assign `.data` of a clone"
+                )
 
 
 def _set_after_view(record: SwapRecord, t: torch.Tensor) -> str | None:

@@ -1176,7 +1176,8 @@ class _DataMode(TorchFunctionMode):
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
-        note_grad_reads(self.record, args, kwargs, out)  # Note [Gradient Accumulators Of Leaves]
+        wrote = self.record.seq != seq_before
+        note_grad_reads(self.record, args, kwargs, out, wrote=wrote)  # Note [Gradient Accumulators Of Leaves]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
@@ -1209,7 +1210,7 @@ class _DataMode(TorchFunctionMode):
         note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
-        assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape))
+        assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape), target._version)
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
         # (the wrapper keeps its own version counter: none, if made inside an inference_mode block)
         self.record.note_counter_after_data(target, self.record.eager_inference(source))

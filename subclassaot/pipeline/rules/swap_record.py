@@ -82,6 +82,7 @@ class DataAssignment:
     seq: int  # when it happened, among view and in-place view ops
     meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset: w's own from then on
     size_before: tuple[Any, ...]  # w's size before it
+    version: int = 0  # w's version counter just after it (a later write moves it: Note [Stale View Functions])
 
 
 @dataclass(slots=True)
