@@ -736,3 +736,88 @@ def test_input_grown_then_set_onto_a_part_of_its_grown_storage_refused(
     # final layout's elements (a crash, setStorage: out of bounds; a view input's base kept old values: wrong)
     with torch.set_grad_enabled(grad):
         assert_refused(f, make, compile_fn, r"args\[0\]: the program grows this input with resize_\(\) and then set_")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view at an offset into an intermediate, grown by resize_() past its storage's end (fuzz seed 113000, program
+# 3353: `t0.select(0, -2).resize_((5,))`): eager's storage, grown in place, keeps every old element, those before the
+# view's offset too, which its base still shows; the run had copied only those from the view's offset on (the base's
+# first rows came back uninitialized).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _select_row(t: T) -> tuple[T, int]:
+    return t.select(0, -2), 5  # offset 4 of 8: grows to 9
+
+
+def _narrow_rows(t: T) -> tuple[T, int]:
+    return t.narrow(0, 1, 2), 7  # offset 2 of 8: grows to 9
+
+
+def _slice_rows(t: T) -> tuple[T, int]:
+    return t[3:], 4  # offset 6 of 8: grows to 10
+
+
+OFFSET_VIEWS = [_select_row, _narrow_rows, _slice_rows]
+
+
+def offset_view_of_intermediate_grown_then_filled(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1, n = view(t0)
+        t1.resize_((n,))
+        t1.fill_(-1.0)
+        return (t0,)
+
+    return f
+
+
+def offset_view_of_intermediate_grown_then_base_written(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1, n = view(t0)
+        t1.resize_((n,))
+        t1.fill_(-1.0)
+        t0.add_(2.0)  # through the other tensor over the grown storage
+        return (t0 * 1, t1 * 1)
+
+    return f
+
+
+@pytest.mark.parametrize("view", OFFSET_VIEWS, ids=["select", "narrow", "slice"])
+@pytest.mark.parametrize(
+    "program", [offset_view_of_intermediate_grown_then_filled, offset_view_of_intermediate_grown_then_base_written]
+)
+@pytest.mark.parametrize("make", [_plain(4, 2), lambda: (pair(4, 2),)], ids=["plain", "pair"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_offset_view_of_intermediate_grown_keeps_the_elements_before_it(
+    view: Callable[[T], tuple[T, int]],
+    program: Callable[[Callable[[T], tuple[T, int]]], Callable[[T], object]],
+    make: Make,
+    grad: bool,
+    compile_fn: CompileFn | None,
+) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(program(view), make, compile_fn=compile_fn)
+
+
+def offset_view_of_input_grown(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t1, n = view(x0)
+        t1.resize_((n,))
+        t1.fill_(-1.0)
+        return (x0 * 1,)
+
+    return f
+
+
+@pytest.mark.parametrize("view", OFFSET_VIEWS, ids=["select", "narrow", "slice"])
+@pytest.mark.parametrize("make", [_plain(4, 2), lambda: (pair(4, 2),)], ids=["plain", "pair"])
+def test_offset_view_of_input_grown_refused(
+    view: Callable[[T], tuple[T, int]], make: Make, compile_fn: CompileFn | None
+) -> None:
+    # the same growth under an input: its storage would have to grow under the input (the epilogue does not)
+    with torch.no_grad():
+        assert_refused(
+            offset_view_of_input_grown(view), make, compile_fn, r"args\[0\]: resize_\(\) grows a storage that an input"
+        )

@@ -86,7 +86,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     reads_grad,
     refresh_shared_histories,
     resize_strides,
-    storage_tail,
+    storage_kept,
     strided_call_args,
     writes_self,
 )
@@ -569,10 +569,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.moved_by_swap = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
-        old = storage_tail(self.record, x)
         sharers = self._sharers(x)
+        start, old = storage_kept(self.record, x, sharers)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
-        grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
+        grown[start : start + old.numel()].copy_(old)
         key_before = storage_key(x)
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
