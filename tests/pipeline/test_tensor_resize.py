@@ -801,6 +801,37 @@ def test_offset_view_of_intermediate_grown_keeps_the_elements_before_it(
         assert_matches_eager(program(view), make, compile_fn=compile_fn)
 
 
+def set_onto_a_tail_of_intermediate_then_grown(x0: T) -> object:
+    t0 = x0.mul(-1.0)
+    y = x0.new_empty(0)
+    set_to(y, t0[4:])  # y holds the storage's tail contiguously, t0 its first elements too
+    y.resize_((6,))
+    y.fill_(-1.0)
+    return (t0,)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_tensor_set_onto_a_tail_grown_keeps_the_elements_before_it(grad: bool, compile_fn: CompileFn | None) -> None:
+    # the grown tensor is its own storage chain's root (set_()), at offset 4: the elements before come from t0
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(set_onto_a_tail_of_intermediate_then_grown, _plain(8), compile_fn=compile_fn)
+
+
+def offset_view_grown_after_its_base_left(x0: T) -> object:
+    t0 = x0.mul(-1.0)
+    w = t0.t()  # over the storage's first elements, not contiguously
+    y = t0[2:]
+    set_to(t0, x0.mul(2.0))  # y's view root leaves the storage: no tensor holds it contiguously from its start
+    y.resize_((6,))
+    y.fill_(-1.0)
+    return (w * 1, t0 * 1)
+
+
+def test_offset_view_grown_after_its_base_left_refused(compile_fn: CompileFn | None) -> None:
+    # the elements before y's offset were copied from t0, on another storage by then (a wrong result)
+    assert_refused(offset_view_grown_after_its_base_left, _plain(4, 2), compile_fn, "resize_.. grows a tensor whose")
+
+
 def offset_view_of_input_grown(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
     def f(x0: T) -> object:
         t1, n = view(x0)

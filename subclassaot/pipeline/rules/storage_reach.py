@@ -301,7 +301,10 @@ def storage_kept(
     kept = [
         h
         for h in (*holders, *sharers)
-        if h.is_contiguous() and h.storage_offset() <= lowest and h.storage_offset() + h.numel() == stored
+        if storage_key(h) == storage_key(x)  # (a view root set_() elsewhere since holds another storage's)
+        and h.is_contiguous()
+        and h.storage_offset() <= lowest
+        and h.storage_offset() + h.numel() == stored
     ]
     if not kept:
         raise UnsupportedError(
