@@ -63,6 +63,14 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
     grown = id(final) in run.swaps.grown_ids and run.swaps.grown_root(storage_key(final)) == storage_key(orig)
     storage_changed = storage_key(final) != storage_key(orig) and not grown
+    if storage_changed and _grown_then_left(run.swaps, orig):
+        raise UnsupportedError(
+            f"{layout.leaves[i].path}: the program grows this input's storage with resize_() and then set_()s the "
+            "input (or assigns its `.data`) onto another storage; eager leaves the storage it left grown in place and "
+            "holding what the program wrote into it (a base of the input, or any view of it the caller holds, shows "
+            "them), which the compiled call's epilogue does not repeat (it only moves the input). Resize and set_() a "
+            ".clone() of the input instead"
+        )
     set_source = None
     if storage_changed:
         for j, other in enumerate(run.originals):
@@ -180,6 +188,12 @@ def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: 
             "part of its grown storage; eager keeps the whole grown storage under the input, which the compiled "
             "call's epilogue writes back only at the input's final layout. Resize and set_() a .clone() instead"
         )
+
+
+def _grown_then_left(swaps: SwapRecord, orig: torch.Tensor) -> bool:
+    """Did a resize_() grow the input's own storage (eager's, grown in place) during the program?"""
+    key = storage_key(orig)
+    return any(k != key and swaps.grown_root(k) == key for k in swaps.grown_from)
 
 
 def _storage_numel(t: torch.Tensor) -> int | None:

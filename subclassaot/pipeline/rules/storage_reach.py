@@ -284,7 +284,7 @@ def check_overlapping_input(record: SwapRecord, written: torch.Tensor) -> None:
 
 def storage_kept(
     record: SwapRecord, x: torch.Tensor, sharers: Sequence[torch.Tensor]
-) -> tuple[int, torch.Tensor]:
+) -> tuple[int | torch.SymInt, torch.Tensor]:
     """The storage elements eager's storage, grown in place by x.resize_(), keeps for the program to read: the
     offset they start at and the elements from there to the storage's end, from a tensor that holds them
     contiguously (x, its view root, a tensor over the same storage, or the synthetic base over it). They start at the

@@ -152,8 +152,9 @@ from subclassaot.torch_internals import (
 # through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
 # rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage: eager grows it in place,
 # under every tensor over it, so the program's other tensors there (views, tensors set_() onto it) are rebound to the
-# grown one too, each at its own layout; `.data` reads are tracked so that writes through them count as hidden from
-# autograd, which functionalization does not record for us.
+# grown one too, each at its own layout, and it keeps every old element, those before x's offset too (its base reads
+# them); an input grown, then set_() off its storage, is refused (leaf_mutations.py); `.data` reads are tracked so
+# that writes through them count as hidden from autograd, which functionalization does not record for us.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
 # view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
