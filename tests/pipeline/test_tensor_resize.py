@@ -613,15 +613,56 @@ def grown_then_set_onto_a_view_of_an_intermediate(x0: T) -> object:
     return (x0, t0)
 
 
+def grown_then_set_onto_another_input(x0: T, x1: T) -> object:
+    x1.resize_((10,))
+    x1.fill_(3.0)
+    set_to(x1, x0)  # eager's x1 leaves its storage grown to 10 elements, all 3.0: its base shows the first 6
+    return ()
+
+
+def grown_then_data_onto_another_input(x0: T, x1: T) -> object:
+    x1.resize_((10,))
+    x1.fill_(3.0)
+    x1.data = x0
+    return ()
+
+
+def _view_of_3d(*shape: int) -> Make:
+    return lambda: (torch.randn(shape).view(shape[0], -1),)
+
+
+GROWN_INPUTS = [_plain(2, 1, 2), _view_of_3d(2, 1, 2), _view_of_base(2, 4)]  # 4 elements, or 2 at offset 4 of 8
+GROWN_INPUT_IDS = ["plain", "view", "offset_view"]
+_GROWN_THEN_LEFT = r"args\[\d\]: the program grows this input's storage with resize_\(\) and then set_\(\)s"
+
+
 @pytest.mark.parametrize("f", [grown_then_set_onto_an_intermediate, grown_then_set_onto_a_view_of_an_intermediate])
+@pytest.mark.parametrize("make", GROWN_INPUTS, ids=GROWN_INPUT_IDS)
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
-def test_input_grown_then_set_onto_an_intermediate_matches_eager(
-    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+def test_input_grown_then_set_onto_an_intermediate_refused(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
 ) -> None:
-    # generate(RandomChooser(332)) once resize_grow was drawn: the growth hid the later set_(), and the epilogue
-    # set_() the input within its own, ungrown storage (setStorage: out of bounds)
+    # generate(RandomChooser(332)) had crashed (setStorage: out of bounds), then matched where no base showed the
+    # storage the input left: eager grows it in place and holds the fill, the epilogue only set_() the input
     with torch.set_grad_enabled(grad):
-        _check(f, _plain(2, 1, 2), compile_fn)
+        assert_refused(f, make, compile_fn, _GROWN_THEN_LEFT)
+
+
+@pytest.mark.parametrize("f", [grown_then_set_onto_another_input, grown_then_data_onto_another_input])
+@pytest.mark.parametrize("make", GROWN_INPUTS, ids=GROWN_INPUT_IDS)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_input_grown_then_set_onto_another_input_refused(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 113000, program 2712 (a view input grown, filled, then set_() onto another input): the input's base
+    # kept its old values where eager's storage was grown in place and filled with 3.0
+    with torch.set_grad_enabled(grad):
+        assert_refused(f, lambda: (torch.randn(()), *make()), compile_fn, _GROWN_THEN_LEFT)
+
+
+def test_pair_input_grown_then_data_onto_another_input_matches_eager(compile_fn: CompileFn | None) -> None:
+    # a PairTensor's `.data =` swaps the wrapper, not its grown inner tensors (its set_() raises in eager)
+    assert_matches_eager(grown_then_data_onto_another_input, lambda: (pair(), pair(2, 3)), compile_fn=compile_fn)
 
 
 def requires_grad_off_then_grow(x: T) -> object:
@@ -736,3 +777,119 @@ def test_input_grown_then_set_onto_a_part_of_its_grown_storage_refused(
     # final layout's elements (a crash, setStorage: out of bounds; a view input's base kept old values: wrong)
     with torch.set_grad_enabled(grad):
         assert_refused(f, make, compile_fn, r"args\[0\]: the program grows this input with resize_\(\) and then set_")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view at an offset into an intermediate, grown by resize_() past its storage's end (fuzz seed 113000, program
+# 3353: `t0.select(0, -2).resize_((5,))`): eager's storage, grown in place, keeps every old element, those before the
+# view's offset too, which its base still shows; the run had copied only those from the view's offset on (the base's
+# first rows came back uninitialized).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _select_row(t: T) -> tuple[T, int]:
+    return t.select(0, -2), 5  # offset 4 of 8: grows to 9
+
+
+def _narrow_rows(t: T) -> tuple[T, int]:
+    return t.narrow(0, 1, 2), 7  # offset 2 of 8: grows to 9
+
+
+def _slice_rows(t: T) -> tuple[T, int]:
+    return t[3:], 4  # offset 6 of 8: grows to 10
+
+
+OFFSET_VIEWS = [_select_row, _narrow_rows, _slice_rows]
+
+
+def offset_view_of_intermediate_grown_then_filled(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1, n = view(t0)
+        t1.resize_((n,))
+        t1.fill_(-1.0)
+        return (t0,)
+
+    return f
+
+
+def offset_view_of_intermediate_grown_then_base_written(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1, n = view(t0)
+        t1.resize_((n,))
+        t1.fill_(-1.0)
+        t0.add_(2.0)  # through the other tensor over the grown storage
+        return (t0 * 1, t1 * 1)
+
+    return f
+
+
+@pytest.mark.parametrize("view", OFFSET_VIEWS, ids=["select", "narrow", "slice"])
+@pytest.mark.parametrize(
+    "program", [offset_view_of_intermediate_grown_then_filled, offset_view_of_intermediate_grown_then_base_written]
+)
+@pytest.mark.parametrize("make", [_plain(4, 2), lambda: (pair(4, 2),)], ids=["plain", "pair"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_offset_view_of_intermediate_grown_keeps_the_elements_before_it(
+    view: Callable[[T], tuple[T, int]],
+    program: Callable[[Callable[[T], tuple[T, int]]], Callable[[T], object]],
+    make: Make,
+    grad: bool,
+    compile_fn: CompileFn | None,
+) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(program(view), make, compile_fn=compile_fn)
+
+
+def set_onto_a_tail_of_intermediate_then_grown(x0: T) -> object:
+    t0 = x0.mul(-1.0)
+    y = x0.new_empty(0)
+    set_to(y, t0[4:])  # y holds the storage's tail contiguously, t0 its first elements too
+    y.resize_((6,))
+    y.fill_(-1.0)
+    return (t0,)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_tensor_set_onto_a_tail_grown_keeps_the_elements_before_it(grad: bool, compile_fn: CompileFn | None) -> None:
+    # the grown tensor is its own storage chain's root (set_()), at offset 4: the elements before come from t0
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(set_onto_a_tail_of_intermediate_then_grown, _plain(8), compile_fn=compile_fn)
+
+
+def offset_view_grown_after_its_base_left(x0: T) -> object:
+    t0 = x0.mul(-1.0)
+    w = t0.t()  # over the storage's first elements, not contiguously
+    y = t0[2:]
+    set_to(t0, x0.mul(2.0))  # y's view root leaves the storage: no tensor holds it contiguously from its start
+    y.resize_((6,))
+    y.fill_(-1.0)
+    return (w * 1, t0 * 1)
+
+
+def test_offset_view_grown_after_its_base_left_refused(compile_fn: CompileFn | None) -> None:
+    # the elements before y's offset were copied from t0, on another storage by then (a wrong result)
+    assert_refused(offset_view_grown_after_its_base_left, _plain(4, 2), compile_fn, "resize_.. grows a tensor whose")
+
+
+def offset_view_of_input_grown(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t1, n = view(x0)
+        t1.resize_((n,))
+        t1.fill_(-1.0)
+        return (x0 * 1,)
+
+    return f
+
+
+@pytest.mark.parametrize("view", OFFSET_VIEWS, ids=["select", "narrow", "slice"])
+@pytest.mark.parametrize("make", [_plain(4, 2), lambda: (pair(4, 2),)], ids=["plain", "pair"])
+def test_offset_view_of_input_grown_refused(
+    view: Callable[[T], tuple[T, int]], make: Make, compile_fn: CompileFn | None
+) -> None:
+    # the same growth under an input: its storage would have to grow under the input (the epilogue does not)
+    with torch.no_grad():
+        assert_refused(
+            offset_view_of_input_grown(view), make, compile_fn, r"args\[0\]: resize_\(\) grows a storage that an input"
+        )

@@ -63,12 +63,10 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
     grown = id(final) in run.swaps.grown_ids and run.swaps.grown_root(storage_key(final)) == storage_key(orig)
     storage_changed = storage_key(final) != storage_key(orig) and not grown
-    set_source = None
     if storage_changed:
-        for j, other in enumerate(run.originals):
-            if storage_key(other) == storage_key(final):
-                set_source = DenseIndex(j)
-                break
+        _check_grown_then_left(run.swaps, orig, layout.leaves[i].path)
+    on_input = (DenseIndex(j) for j, o in enumerate(run.originals) if storage_key(o) == storage_key(final))
+    set_source = next(on_input, None) if storage_changed else None
     if set_source is not None and set_source in run.moved_clones:
         raise UnsupportedError(
             f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "
@@ -179,6 +177,20 @@ def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: 
             f"{path}: the program grows this input with resize_() and then set_()s it (or assigns its `.data`) to a "
             "part of its grown storage; eager keeps the whole grown storage under the input, which the compiled "
             "call's epilogue writes back only at the input's final layout. Resize and set_() a .clone() instead"
+        )
+
+
+def _check_grown_then_left(swaps: SwapRecord, orig: torch.Tensor, path: str) -> None:
+    """An input that ends on another storage, whose own storage a resize_() grew during the program: eager's storage,
+    grown in place, holds what the program wrote into it after, which the epilogue (it only moves the input) loses."""
+    key = storage_key(orig)
+    if any(k != key and swaps.grown_root(k) == key for k in swaps.grown_from):
+        raise UnsupportedError(
+            f"{path}: the program grows this input's storage with resize_() and then set_()s the input (or assigns "
+            "its `.data`) onto another storage; eager leaves the storage it left grown in place and holding what the "
+            "program wrote into it (a base of the input, or any view of it the caller holds, shows them), which the "
+            "compiled call's epilogue does not repeat (it only moves the input). Resize and set_() a .clone() of the "
+            "input instead"
         )
 
 

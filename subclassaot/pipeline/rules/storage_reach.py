@@ -282,25 +282,38 @@ def check_overlapping_input(record: SwapRecord, written: torch.Tensor) -> None:
         )
 
 
-def storage_tail(record: SwapRecord, x: torch.Tensor) -> torch.Tensor:
-    """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
-    holds them contiguously (x, its view root, or the synthetic base over the storage)."""
+def storage_kept(
+    record: SwapRecord, x: torch.Tensor, sharers: Sequence[torch.Tensor]
+) -> tuple[int | torch.SymInt, torch.Tensor]:
+    """The storage elements eager's storage, grown in place by x.resize_(), keeps for the program to read: the
+    offset they start at and the elements from there to the storage's end, from a tensor that holds them
+    contiguously (x, its view root, a tensor over the same storage, or the synthetic base over it). They start at the
+    lowest element the program's tensors over the storage (`sharers`) reach, not at x's offset: a select() or slice
+    of an intermediate grown keeps the elements before it under its base."""
     offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
     base = record.alias_bases.get(storage_key(x))
     if base is not None:
-        return base.detach()[offset:stored]
+        return 0, base.detach()[:stored]
     holders = [x, record.view_root(x)]
     while (source := record.data_of.get(id(holders[-1]))) is not None:
         holders += [source, record.view_root(source)]  # `.data` of a view: the same storage
-    for holder in holders:
-        start = holder.storage_offset()
-        if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
-            return holder.detach().reshape(-1)[offset - start :]
-    raise UnsupportedError(
-        "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
-        "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
-        "those elements in eager. Resize a .clone() of it instead"
-    )
+    lowest = min([offset, *(t.storage_offset() for t in sharers if t.numel() > 0)])
+    kept = [
+        h
+        for h in (*holders, *sharers)
+        if storage_key(h) == storage_key(x)  # (a view root set_() elsewhere since holds another storage's)
+        and h.is_contiguous()
+        and h.storage_offset() <= lowest
+        and h.storage_offset() + h.numel() == stored
+    ]
+    if not kept:
+        raise UnsupportedError(
+            "resize_() grows a tensor whose storage holds elements that neither it, the tensor it is a view of, nor "
+            "another tensor over that storage holds contiguously up to the storage's end (a transposed or strided "
+            "view); the grown storage keeps those elements in eager. Resize a .clone() of it instead"
+        )
+    holder = min(kept, key=lambda h: h.storage_offset())
+    return holder.storage_offset(), holder.detach().reshape(-1)
 
 
 def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:

@@ -86,7 +86,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     reads_grad,
     refresh_shared_histories,
     resize_strides,
-    storage_tail,
+    storage_kept,
     strided_call_args,
     writes_self,
 )
@@ -152,8 +152,9 @@ from subclassaot.torch_internals import (
 # through x reach src, and writes through old views reach the old storage, which stays live. `.data = y` is the same
 # rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage: eager grows it in place,
 # under every tensor over it, so the program's other tensors there (views, tensors set_() onto it) are rebound to the
-# grown one too, each at its own layout; `.data` reads are tracked so that writes through them count as hidden from
-# autograd, which functionalization does not record for us.
+# grown one too, each at its own layout, and it keeps every old element, those before x's offset too (its base reads
+# them); an input grown, then set_() off its storage, is refused (leaf_mutations.py); `.data` reads are tracked so
+# that writes through them count as hidden from autograd, which functionalization does not record for us.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
 # view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
@@ -569,10 +570,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.moved_by_swap = True
         # Eager grows the storage in place and keeps its old contents at the front (Note [Storage Swaps By
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
-        old = storage_tail(self.record, x)
         sharers = self._sharers(x)
+        start, old = storage_kept(self.record, x, sharers)
         grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
-        grown[x.storage_offset() : x.storage_offset() + old.numel()].copy_(old)
+        grown[start : start + old.numel()].copy_(old)
         key_before = storage_key(x)
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
