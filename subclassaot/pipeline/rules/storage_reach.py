@@ -282,20 +282,26 @@ def check_overlapping_input(record: SwapRecord, written: torch.Tensor) -> None:
         )
 
 
-def storage_tail(record: SwapRecord, x: torch.Tensor) -> torch.Tensor:
-    """The elements of x's storage from x's offset on, which eager's grown storage keeps: from a tensor that
-    holds them contiguously (x, its view root, or the synthetic base over the storage)."""
+def storage_kept(record: SwapRecord, x: torch.Tensor) -> tuple[int | torch.SymInt, torch.Tensor]:
+    """(first, elements): the elements of x's storage from `first` (at most x's offset) to its end, which eager's grown
+    storage keeps, from a tensor that holds them contiguously (the synthetic base over the storage, from 0; else x, its
+    view root, or the tensor it is `.data` of, from that tensor's offset). Elements before x's offset count: the
+    tensors over the storage that the growth takes along read them (t[1:].resize_(n) keeps t[0])."""
     offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
     base = record.alias_bases.get(storage_key(x))
     if base is not None:
-        return base.detach()[offset:stored]
+        return 0, base.detach()[:stored]
     holders = [x, record.view_root(x)]
     while (source := record.data_of.get(id(holders[-1]))) is not None:
         holders += [source, record.view_root(source)]  # `.data` of a view: the same storage
-    for holder in holders:
-        start = holder.storage_offset()
-        if holder.is_contiguous() and start <= offset and start + holder.numel() == stored:
-            return holder.detach().reshape(-1)[offset - start :]
+    found = [
+        h
+        for h in holders
+        if h.is_contiguous() and h.storage_offset() <= offset and h.storage_offset() + h.numel() == stored
+    ]
+    if found:
+        holder = min(found, key=lambda h: h.storage_offset())
+        return holder.storage_offset(), holder.detach().reshape(-1)
     raise UnsupportedError(
         "resize_() grows a tensor whose storage holds elements that neither it nor the tensor it is a view of "
         "holds contiguously up to the storage's end (a transposed or strided view); the grown storage keeps "
@@ -494,3 +500,32 @@ def per_tensor_method(func: Any) -> Any:
 
 def reads_grad(tree: object) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(tree))
+
+
+def _end(t: torch.Tensor) -> int:
+    """One past the last storage element t covers (its offset where it is empty), by the hints of symbolic sizes."""
+    size, stride = [hint_of(s) for s in t.shape], [hint_of(s) for s in t.stride()]
+    if any(s == 0 for s in size):
+        return hint_of(t.storage_offset())
+    return hint_of(t.storage_offset()) + 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+
+
+def check_output_past_grown_input(
+    path: str, value: torch.Tensor, record: SwapRecord, finals: Sequence[torch.Tensor]
+) -> None:
+    """An output over an input's storage that resize_() grew (through the input or a view of it) may reach only the
+    elements the inputs over that storage hold at the end (`finals`: per dense input leaf, as the program left it):
+    the epilogue grows the real storage in place and writes those inputs' final values, and the output is rebuilt
+    over it; the rest of the grown storage is the graph's alone (Note [Storage Swaps By Rebinding])."""
+    key = storage_key(value)
+    over = [t for t in finals if storage_key(t) == key]
+    if not any(id(t) in record.grown_ids for t in over) or any(value is t for t in over):
+        return
+    held = max(_end(t) for t in over)
+    if _end(value) > held:
+        paths = record.input_paths.get(record.grown_root(key), ("an input",))
+        raise UnsupportedError(
+            f"{path} is a view over the storage of {' and '.join(paths)}, which resize_() grew, and reaches storage "
+            f"elements past the input's own (to element {_end(value)}; the input ends at {held}): the compiled call "
+            "writes back only the input's elements. Return a .clone() of it"
+        )
