@@ -590,14 +590,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         program made or was passed (views of x, tensors set_() onto it, the input x is a view of) and the synthetic
         base over an input's storage, whose write back then holds the writes the growth made to its elements."""
         key = storage_key(x)
-        originals = {id(t) for t in self.record.input_originals.values()}
         candidates = {id(t): t for t in (*self.record.pinned.values(), *self.record.alias_bases.values())}
         return [
             t
             for t in candidates.values()
             if isinstance(t, torch.Tensor)
             and t is not x
-            and id(t) not in originals
+            and id(t) not in self.record.original_ids
             and is_functional(t)
             and not is_traceable_subclass(t)
             and storage_key(t) == key
