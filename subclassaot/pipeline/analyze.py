@@ -86,7 +86,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
     sets_without_history,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
-from subclassaot.pipeline.rules.storage_reach import check_relaid_family_member
+from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.pipeline.rules.training_rules import (
@@ -1191,6 +1191,8 @@ def _check_replay(
     of_input = not value.requires_grad and all(
         leaf.source is LeafSource.INPUT_ALIAS and leaf.is_view and leaf.hidden_base is None for leaf in leaves
     )
+    if not subclass:
+        check_output_past_grown_input(path, value, run.swaps, run.finals)  # Note [Storage Swaps By Rebinding]
     if replay is None and not subclass:
         # (as_strided() of an input is eager's view only where the view's root is an input: `.data =` keeps a view of
         # an intermediate one of it)

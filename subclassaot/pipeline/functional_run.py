@@ -313,6 +313,7 @@ def _note_input_storages(
             record.own_inputs[storage_key(o)] = (layout.leaves[leaf_index].path, DenseIndex(leaf_index))
     for leaf_index, o in enumerate(originals):
         record.input_originals.setdefault(storage_key(o), o)
+        record.original_ids.add(id(o))
         path = flat.leaves[layout.leaves[leaf_index].owner].path
         paths = record.input_paths.get(storage_key(o), ())
         record.input_paths[storage_key(o)] = paths if path in paths else (*paths, path)

@@ -84,7 +84,9 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
     for k, item in enumerate(layout.graph_inputs):
         if isinstance(item, AliasGroupRef):
             members = layout.groups[item.group].members
-            if any(analysis.mutations[m].data for m in members):
+            # (a member's storage grown by resize_(): the base was rebound onto the grown storage with it, and holds
+            # the writes past the members' elements: Note [Storage Swaps By Rebinding])
+            if any(analysis.mutations[m].data or analysis.mutations[m].resized for m in members):
                 updates.append(InputUpdate(kind=UpdateKind.BASE, target=GraphInputIndex(k)))
             for m in members:
                 if analysis.mutations[m].final_data or analysis.mutations[m].written_after_data:

@@ -629,10 +629,21 @@ def _replay_metadata(
                     x.as_strided_(size, stride, offset)
                 return
             x.resize_(size)
+            _grow_storage_to(x, m.new_storage_numel)  # (a view of it grown further since)
             if list(x.stride()) != stride or x.storage_offset() != offset:
                 x.as_strided_(size, stride, offset)
         else:
-            x.as_strided_(size, stride, offset)
+            _grow_storage_to(x, m.new_storage_numel if m.resized else None)
+            if m.metadata:  # (else only its storage grew under it)
+                x.as_strided_(size, stride, offset)
+
+
+def _grow_storage_to(x: torch.Tensor, numel: int | None) -> None:
+    """Grow x's storage in place to `numel` elements where it has fewer: eager's resize_() of a tensor over it (x, or
+    a view of x) grows the one storage x, its views and the caller's views of it share (Note [Storage Swaps By
+    Rebinding]); the final copies write its values after."""
+    if numel is not None and numel * x.element_size() > x.untyped_storage().nbytes():
+        x.untyped_storage().resize_(numel * x.element_size())
 
 
 def _versions(

@@ -298,6 +298,12 @@ class EpiloguePlan:
         )
 
 
+def _grows_under(m: LeafMutation) -> bool:
+    """resize_() grew the leaf's storage (through it, or through a view of it, under it): the epilogue grows the real
+    storage in place (Note [Storage Swaps By Rebinding])."""
+    return m.resized and m.new_storage_numel is not None
+
+
 def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     analysis, updates = plan.analysis, plan.graph_outputs.updates
     by_kind = {kind: tuple((u.target, k) for k, u in enumerate(updates) if u.kind is kind) for kind in UpdateKind}
@@ -318,7 +324,9 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
         metadata=tuple(
-            j for j, m in enumerate(analysis.mutations) if (m.metadata or m.storage_changed) and j not in by_ops
+            j
+            for j, m in enumerate(analysis.mutations)
+            if (m.metadata or m.storage_changed or _grows_under(m)) and j not in by_ops
         ),
         inplace_ops=tuple(sorted(replayed)),
         reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),

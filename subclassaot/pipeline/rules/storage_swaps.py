@@ -154,7 +154,11 @@ from subclassaot.torch_internals import (
 # under every tensor over it, so the program's other tensors there (views, tensors set_() onto it) are rebound to the
 # grown one too, each at its own layout, and it keeps every old element, those before x's offset too (its base reads
 # them); an input grown, then set_() off its storage, is refused (leaf_mutations.py); `.data` reads are tracked so
-# that writes through them count as hidden from autograd, which functionalization does not record for us.
+# that writes through them count as hidden from autograd, which functionalization does not record for us. Where the
+# storage is an input's (grown through the input or through a view of it), the epilogue grows the real input's storage
+# in place (`untyped_storage().resize_()`) and then writes the input's final values, so the caller's views of it see
+# the grown storage as in eager; an output reaching its elements past the inputs' own is refused (they are the graph's
+# alone).
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
 # view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
@@ -580,36 +584,25 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.grown_from[storage_key(x)] = key_before
         for t in sharers:  # each keeps its layout, on the grown storage (Note [Storage Swaps By Rebinding])
             rebind_functional(t, grown, (list(t.shape), list(t.stride()), t.storage_offset()))
+            if id(t) in self.record.input_positions:  # an input whose storage grows under it, as eager's does
+                self.record.grown_ids.add(id(t))
 
     def _sharers(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """The tensors the program made over x's storage (views of x, tensors set_() onto it), which eager's storage,
-        grown in place by x.resize_(), takes along. Refused where that storage is an input's, also after an earlier
-        resize_() grew it: the input would have to grow under them (a view of it grown, an input set_() onto a tensor
-        that grows)."""
+        """The tensors over x's storage that eager's storage, grown in place by x.resize_(), takes along: those the
+        program made or was passed (views of x, tensors set_() onto it, the input x is a view of) and the synthetic
+        base over an input's storage, whose write back then holds the writes the growth made to its elements."""
         key = storage_key(x)
-        root = self.record.grown_root(key)  # an input's storage an earlier resize_() grew is still the input's
-        kept = {id(t) for t in (*self.record.input_originals.values(), *self.record.alias_bases.values())}
-        found = [
+        candidates = {id(t): t for t in (*self.record.pinned.values(), *self.record.alias_bases.values())}
+        return [
             t
-            for t in self.record.pinned.values()
+            for t in candidates.values()
             if isinstance(t, torch.Tensor)
             and t is not x
-            and id(t) not in kept
+            and id(t) not in self.record.original_ids
             and is_functional(t)
             and not is_traceable_subclass(t)
             and storage_key(t) == key
         ]
-        on_input = any(k in self.record.input_paths or k in self.record.alias_bases for k in (key, root))
-        if found and on_input:
-            paths = self.record.input_paths.get(root, ())
-            named = input_named(self.record, x) or (f"{' and '.join(paths)}: " if paths else "an input: ")
-            raise UnsupportedError(
-                f"{named}resize_() grows a storage that an input and other tensors of the program are over (a view of "
-                "the input, or the input set_() onto the tensor grown, also where an earlier resize_() grew it): "
-                "eager grows it in place under all of them, which the compiled call's epilogue does not repeat. "
-                "Resize a .clone() instead"
-            )
-        return found
 
     # `x.set_(x.untyped_storage())` (aten.set_.source_Storage: no offset, size or stride) makes x the whole storage:
     # 1-D, offset 0, nbytes // itemsize elements, whatever x's shape was (a (4, 3) view's owner's storage gives x

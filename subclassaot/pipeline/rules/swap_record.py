@@ -304,6 +304,8 @@ class SwapRecord:
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
     # frame of the offsets functionalization keeps behind the wrappers (Note [as_strided On Inputs])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
+    # id() of every such alias, one per dense leaf (inputs in one alias group share a storage key): never rebound
+    original_ids: set[int] = field(default_factory=set)
     # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
     # (as_strided(), set_(storage, offset, ...)): Note [as_strided On Inputs]
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
