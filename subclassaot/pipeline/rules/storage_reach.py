@@ -507,3 +507,32 @@ def per_tensor_method(func: Any) -> Any:
 
 def reads_grad(tree: object) -> bool:
     return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(tree))
+
+
+def _end(t: torch.Tensor) -> int:
+    """One past the last storage element t covers (its offset where it is empty), by the hints of symbolic sizes."""
+    size, stride = [hint_of(s) for s in t.shape], [hint_of(s) for s in t.stride()]
+    if any(s == 0 for s in size):
+        return hint_of(t.storage_offset())
+    return hint_of(t.storage_offset()) + 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+
+
+def check_output_past_grown_input(
+    path: str, value: torch.Tensor, record: SwapRecord, finals: Sequence[torch.Tensor]
+) -> None:
+    """An output over an input's storage that resize_() grew (through the input or a view of it) may reach only the
+    elements the inputs over that storage hold at the end (`finals`: per dense input leaf, as the program left it):
+    the epilogue grows the real storage in place and writes those inputs' final values, and the output is rebuilt
+    over it; the rest of the grown storage is the graph's alone (Note [Storage Swaps By Rebinding])."""
+    key = storage_key(value)
+    over = [t for t in finals if storage_key(t) == key]
+    if not any(id(t) in record.grown_ids for t in over) or any(value is t for t in over):
+        return
+    held = max(_end(t) for t in over)
+    if _end(value) > held:
+        paths = record.input_paths.get(record.grown_root(key), ("an input",))
+        raise UnsupportedError(
+            f"{path} is a view over the storage of {' and '.join(paths)}, which resize_() grew, and reaches storage "
+            f"elements past the input's own (to element {_end(value)}; the input ends at {held}): the compiled call "
+            "writes back only the input's elements. Return a .clone() of it"
+        )
