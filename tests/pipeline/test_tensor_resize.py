@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import subclassaot
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import assert_refused, leaf, nonleaf, pair, pair_nonleaf
@@ -882,14 +883,20 @@ def offset_view_of_input_grown(view: Callable[[T], tuple[T, int]]) -> Callable[[
 
 @pytest.mark.parametrize("view", OFFSET_VIEWS, ids=["select", "narrow", "slice"])
 @pytest.mark.parametrize("make", [_plain(4, 2), lambda: (pair(4, 2),)], ids=["plain", "pair"])
-def test_offset_view_of_input_grown_refused(
+def test_offset_view_of_input_grown_matches_eager(
     view: Callable[[T], tuple[T, int]], make: Make, compile_fn: CompileFn | None
 ) -> None:
-    # the same growth under an input: its storage would have to grow under the input (the epilogue does not)
+    # the same growth under an input: the epilogue grows the input's storage in place (refused before that). A
+    # PairTensor's view grown rebinds the pair's inner tensors off their storage in the run: refused by the rule on
+    # inputs grown then moved (a known gap, never a wrong result)
+    f = offset_view_of_input_grown(view)
     with torch.no_grad():
-        assert_refused(
-            offset_view_of_input_grown(view), make, compile_fn, r"args\[0\]: resize_\(\) grows a storage that an input"
-        )
+        if isinstance(make()[0], PairTensor):
+            assert_refused(
+                f, make, compile_fn, r"args\[0\]\.a: the program grows this input's storage with resize_\(\)"
+            )
+        else:
+            assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
 # A storage that resize_() grows under an input: eager grows it in place, so the caller's views of the input (and its
