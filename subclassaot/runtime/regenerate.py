@@ -122,6 +122,7 @@ def build_outputs(
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
+    bumped_late: list[torch.Tensor] = []
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -137,6 +138,8 @@ def build_outputs(
             value = _tensor_output(
                 info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
             )
+            if _bumps_late(info):
+                bumped_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
@@ -168,6 +171,8 @@ def build_outputs(
             get(o)
     finally:
         builder.clear()
+    for view in bumped_late:
+        finish_bumped_view(view, None, bump=True)
     _change_bases(infos, result, ev, symbols, values, shared)
     if any(info.inference or info.inference_leaves or info.counterless for info in infos):
         _as_inference_tensors(infos, result)
@@ -179,6 +184,13 @@ def build_outputs(
 
 
 _PENDING = object()
+
+
+def _bumps_late(info: OutputInfo) -> bool:
+    """Whether the counter of `info`'s replayed view is advanced once every output is built, not at once: eager made
+    it before the write, as it made every view replayed through it (Note [Views That Raise After A Bump]); a view the
+    runtime then set_()s keeps the bump before that set_()."""
+    return info.replay is not None and info.replay.bump_after and not info.replay.then_set and not info.set_under_grad
 
 
 def _give_autograd_state(info: OutputInfo, value: object) -> None:
@@ -443,7 +455,7 @@ def _tensor_output(
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
-            finish_bumped_view(value, lowered, bump=info.replay.bump_after)
+            finish_bumped_view(value, lowered, bump=info.replay.bump_after and not _bumps_late(info))
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
             # (an unbind() output whose version the epilogue advanced)
