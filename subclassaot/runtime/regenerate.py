@@ -35,6 +35,7 @@ from subclassaot.runtime.plan import (
 )
 from subclassaot.runtime.steps import (
     build_order,
+    bump_views_late,
     finish_bumped_view,
     input_root,
     lower_input_counter,
@@ -136,10 +137,17 @@ def build_outputs(
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
             value = _tensor_output(
-                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
+                info,
+                ev,
+                values,
+                dense,
+                outs,
+                fresh_start,
+                (bases, roots),
+                symbols,
+                builder[0],
+                (shared, entry, bumped_late),
             )
-            if _bumps_late(info):
-                bumped_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
@@ -171,8 +179,7 @@ def build_outputs(
             get(o)
     finally:
         builder.clear()
-    for view in bumped_late:
-        finish_bumped_view(view, None, bump=True)
+    bump_views_late(bumped_late)
     _change_bases(infos, result, ev, symbols, values, shared)
     if any(info.inference or info.inference_leaves or info.counterless for info in infos):
         _as_inference_tensors(infos, result)
@@ -445,17 +452,21 @@ def _tensor_output(
     bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
-    shared: dict[int, torch.Tensor],
-    entry: dict[int, int],
+    memo: tuple[dict[int, torch.Tensor], dict[int, int], list[torch.Tensor]],
 ) -> torch.Tensor:
+    """Output `info` as a tensor. `memo`: the call's shared chain objects, the inputs' counters at entry, and the
+    views whose counters are advanced once every output is built (Note [Views That Raise After A Bump])."""
     bases, roots = bases_and_roots
+    shared, entry, bumped_late = memo
     if info.replay is None:
         value = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
     else:
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
-            finish_bumped_view(value, lowered, bump=info.replay.bump_after and not _bumps_late(info))
+            late = _bumps_late(info)
+            if finish_bumped_view(value, lowered, bump=info.replay.bump_after and not late) and late:
+                bumped_late.append(value)
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
             # (an unbind() output whose version the epilogue advanced)

@@ -409,13 +409,24 @@ def lower_input_counter(
     return source, now
 
 
-def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> None:
-    """After the replay: the input's counter back, then (`bump`) the view's advanced unless reading its grad_fn
-    raises already, as eager's does."""
+def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> bool:
+    """After the replay: the input's counter back; then whether the view's counter is to be advanced (it reads its
+    grad_fn, where eager's raises), advanced at once where `bump`, else left to `bump_views_late`."""
     if lowered is not None:
         set_version(*lowered)
-    if bump and not grad_fn_raises(view):
+    due = not grad_fn_raises(view)
+    if bump and due:
         set_version(view, get_version(view) + 1)
+    return due
+
+
+def bump_views_late(views: Sequence[torch.Tensor]) -> None:
+    """Advance each view's counter by one once every output is built, once per counter that views share: a view
+    whose counter an earlier one of `views` moved is left (Note [Views That Raise After A Bump])."""
+    built = [get_version(v) for v in views]
+    for view, version in zip(views, built, strict=True):
+        if get_version(view) == version:
+            set_version(view, version + 1)
 
 
 def set_onto_inputs(
