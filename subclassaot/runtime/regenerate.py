@@ -464,8 +464,7 @@ def _tensor_output(
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
-            late = _bumps_late(info)
-            if finish_bumped_view(value, lowered, bump=info.replay.bump_after and not late) and late:
+            if finish_bumped_view(value, lowered, bump=info.replay.bump_after, late=_bumps_late(info)):
                 bumped_late.append(value)
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise

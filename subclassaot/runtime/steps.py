@@ -409,15 +409,18 @@ def lower_input_counter(
     return source, now
 
 
-def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> bool:
-    """After the replay: the input's counter back; then whether the view's counter is to be advanced (it reads its
-    grad_fn, where eager's raises), advanced at once where `bump`, else left to `bump_views_late`."""
+def finish_bumped_view(
+    view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool, late: bool = False
+) -> bool:
+    """After the replay: the input's counter back, then (`bump`) the view's advanced unless reading its grad_fn
+    raises already, as eager's does: at once, or (`late`, returning True) left to `bump_views_late`."""
     if lowered is not None:
         set_version(*lowered)
-    due = not grad_fn_raises(view)
-    if bump and due:
+    if not bump or grad_fn_raises(view):
+        return False
+    if not late:
         set_version(view, get_version(view) + 1)
-    return due
+    return late
 
 
 def bump_views_late(views: Sequence[torch.Tensor]) -> None:
