@@ -124,6 +124,7 @@ def build_outputs(
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
     bumped_late: list[torch.Tensor] = []
+    memo: _BuildMemo = ((bases, roots), shared, entry, bumped_late)
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -136,18 +137,7 @@ def build_outputs(
         elif info.kind is not OutputKind.TENSOR:
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
-            value = _tensor_output(
-                info,
-                ev,
-                values,
-                dense,
-                outs,
-                fresh_start,
-                (bases, roots),
-                symbols,
-                builder[0],
-                (shared, entry, bumped_late),
-            )
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, symbols, builder[0], memo)
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
@@ -191,6 +181,16 @@ def build_outputs(
 
 
 _PENDING = object()
+
+# What one call's output builds share: the intermediate bases and rebuilt subclass roots, the chain objects made
+# (Note [Output Regeneration]), the inputs' counters at entry, and the views whose counters are advanced once every
+# output is built (Note [Views That Raise After A Bump]).
+_BuildMemo = tuple[
+    tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    dict[int, torch.Tensor],
+    dict[int, int],
+    list[torch.Tensor],
+]
 
 
 def _bumps_late(info: OutputInfo) -> bool:
@@ -449,15 +449,12 @@ def _tensor_output(
     dense: list[torch.Tensor],
     outs: list[object],
     fresh_start: int,
-    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
-    memo: tuple[dict[int, torch.Tensor], dict[int, int], list[torch.Tensor]],
+    memo: _BuildMemo,
 ) -> torch.Tensor:
-    """Output `info` as a tensor. `memo`: the call's shared chain objects, the inputs' counters at entry, and the
-    views whose counters are advanced once every output is built (Note [Views That Raise After A Bump])."""
+    bases_and_roots, shared, entry, bumped_late = memo
     bases, roots = bases_and_roots
-    shared, entry, bumped_late = memo
     if info.replay is None:
         value = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
     else:
