@@ -2549,7 +2549,7 @@ def _seed_105200_453(x0: T) -> object:
     return (t0, t3, t2)
 
 
-# The eager backend, and one that runs the graph module as it is (Note [Plain Steps]).
+# The eager backend, and one that runs the graph module as it is (Note [Straight-Line Runners]).
 _BACKENDS: dict[str, object] = {"eager": "eager", "function": lambda gm, example_inputs: gm}
 
 

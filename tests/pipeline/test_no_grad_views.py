@@ -2102,7 +2102,7 @@ _BUMPED_PROGRAMS: dict[str, tuple[Callable[[T], object], Callable[[], tuple[T, .
 }
 
 # The eager backend, and one that runs the graph module as it is (the compiled Function and its plain steps in
-# training: Note [Plain Steps]).
+# training: Note [Straight-Line Runners]).
 _BACKENDS: dict[str, object] = {"eager": "eager", "function": lambda gm, example_inputs: gm}
 
 
