@@ -35,6 +35,7 @@ from subclassaot.runtime.plan import (
 )
 from subclassaot.runtime.steps import (
     build_order,
+    bump_views_late,
     finish_bumped_view,
     input_root,
     lower_input_counter,
@@ -122,6 +123,8 @@ def build_outputs(
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
+    bumped_late: list[torch.Tensor] = []
+    memo: _BuildMemo = ((bases, roots), shared, entry, bumped_late)
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -134,9 +137,7 @@ def build_outputs(
         elif info.kind is not OutputKind.TENSOR:
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
-            value = _tensor_output(
-                info, ev, values, dense, outs, fresh_start, (bases, roots), symbols, builder[0], shared, entry
-            )
+            value = _tensor_output(info, ev, values, dense, outs, fresh_start, symbols, builder[0], memo)
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
@@ -168,6 +169,7 @@ def build_outputs(
             get(o)
     finally:
         builder.clear()
+    bump_views_late(bumped_late)
     _change_bases(infos, result, ev, symbols, values, shared)
     if any(info.inference or info.inference_leaves or info.counterless for info in infos):
         _as_inference_tensors(infos, result)
@@ -179,6 +181,23 @@ def build_outputs(
 
 
 _PENDING = object()
+
+# What one call's output builds share: the intermediate bases and rebuilt subclass roots, the chain objects made
+# (Note [Output Regeneration]), the inputs' counters at entry, and the views whose counters are advanced once every
+# output is built (Note [Views That Raise After A Bump]).
+_BuildMemo = tuple[
+    tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
+    dict[int, torch.Tensor],
+    dict[int, int],
+    list[torch.Tensor],
+]
+
+
+def _bumps_late(info: OutputInfo) -> bool:
+    """Whether the counter of `info`'s replayed view is advanced once every output is built, not at once: eager made
+    it before the write, as it made every view replayed through it (Note [Views That Raise After A Bump]); a view the
+    runtime then set_()s keeps the bump before that set_()."""
+    return info.replay is not None and info.replay.bump_after and not info.replay.then_set and not info.set_under_grad
 
 
 def _give_autograd_state(info: OutputInfo, value: object) -> None:
@@ -430,12 +449,11 @@ def _tensor_output(
     dense: list[torch.Tensor],
     outs: list[object],
     fresh_start: int,
-    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     symbols: dict[str, int],
     earlier: Callable[[int], object],
-    shared: dict[int, torch.Tensor],
-    entry: dict[int, int],
+    memo: _BuildMemo,
 ) -> torch.Tensor:
+    bases_and_roots, shared, entry, bumped_late = memo
     bases, roots = bases_and_roots
     if info.replay is None:
         value = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
@@ -443,7 +461,8 @@ def _tensor_output(
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if info.replay.bump_after or lowered is not None:
-            finish_bumped_view(value, lowered, bump=info.replay.bump_after)
+            if finish_bumped_view(value, lowered, bump=info.replay.bump_after, late=_bumps_late(info)):
+                bumped_late.append(value)
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise
             # (an unbind() output whose version the epilogue advanced)

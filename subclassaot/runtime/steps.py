@@ -417,13 +417,27 @@ def lower_input_counter(
     return source, now
 
 
-def finish_bumped_view(view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool) -> None:
+def finish_bumped_view(
+    view: torch.Tensor, lowered: tuple[torch.Tensor, int] | None, *, bump: bool, late: bool = False
+) -> bool:
     """After the replay: the input's counter back, then (`bump`) the view's advanced unless reading its grad_fn
-    raises already, as eager's does."""
+    raises already, as eager's does: at once, or (`late`, returning True) left to `bump_views_late`."""
     if lowered is not None:
         set_version(*lowered)
-    if bump and not grad_fn_raises(view):
+    if not bump or grad_fn_raises(view):
+        return False
+    if not late:
         set_version(view, get_version(view) + 1)
+    return late
+
+
+def bump_views_late(views: Sequence[torch.Tensor]) -> None:
+    """Advance each view's counter by one once every output is built, once per counter that views share: a view
+    whose counter an earlier one of `views` moved is left (Note [Views That Raise After A Bump])."""
+    built = [get_version(v) for v in views]
+    for view, version in zip(views, built, strict=True):
+        if get_version(view) == version:
+            set_version(view, version + 1)
 
 
 def set_onto_inputs(

@@ -2538,3 +2538,46 @@ def test_view_of_an_assigned_view_returned_too_matches_eager(compile_fn: Compile
     """Returned beside the assigned view, the view replays from that output, with its history."""
     with torch.enable_grad():
         assert_matches_eager(_view_of_an_assigned_expand_returned, lambda: (nonleaf(2),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regression (issue #27): fuzz seed 105200 #453 (training), with a backend that runs the graph module as it is
+# (the compiled Function and its plain steps): an expand() taken inside inference_mode is assigned `.data =` an
+# intermediate written in place, of which a no_grad as_strided() and an expand() with grad are returned too. Output[1]
+# came back with no grad_fn and args[0].grad None where eager's are set (passing since the views-of-autograd-facts
+# work of #27; kept here over both backends). A PairTensor input is no eager program: eager's `.data =` raises
+# "Cannot set version_counter for inference tensor".
+
+
+def _seed_105200_453(x0: T) -> object:
+    with torch.inference_mode():
+        t0 = x0.expand((-1,))
+    t1 = x0.add(3.0)
+    t1.add_(t1)
+    with torch.set_grad_enabled(True):
+        with torch.set_grad_enabled(False):
+            t2 = t1.as_strided((1,), (1,), 0)
+    with torch.no_grad():
+        t0.data = t1
+    t3 = t1.expand((2, 2))
+    return (t0, t3, t2)
+
+
+# The eager backend, and one that runs the graph module as it is (Note [Straight-Line Runners]).
+_BACKENDS: dict[str, object] = {"eager": "eager", "function": lambda gm, example_inputs: gm}
+
+
+@pytest.mark.parametrize("backend", sorted(_BACKENDS))
+@pytest.mark.parametrize("make", [leaf, nonleaf], ids=["leaf", "nonleaf"])
+def test_seed_105200_453_data_of_an_inference_expand_assigned_an_intermediate(
+    compile_fn: CompileFn | None, make: Callable[..., T], backend: str
+) -> None:
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(
+                _seed_105200_453,
+                lambda: (make(2),),
+                backend=_BACKENDS[backend],
+                compile_fn=compile_fn,
+                after_call=after_call,
+            )

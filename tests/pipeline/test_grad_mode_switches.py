@@ -18,7 +18,7 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction
+from tests.pipeline.program_helpers import SinFunction, assert_refused
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -1230,6 +1230,45 @@ def test_requires_grad_on_the_base_of_another_input_then_its_view_read_with_grad
     results carry no history where eager's do: refused at the first op with grad on that reads the view."""
     with torch.no_grad(), pytest.raises(UnsupportedError, match=r"args\[0\] and args\[1\]: .* another input is a view"):
         subclassaot.compile(base_made_to_require_grad_then_view_read, backend="eager")(*_view_and_its_base(taken)())
+
+
+def _seed_105500_26(x0: T, x1: T, x2: T) -> object:
+    with torch.set_grad_enabled(False):
+        x2.requires_grad_()  # x1 is x2.transpose(0, 1): eager's takes requires_grad from it
+    with torch.enable_grad():
+        t0 = x1.contiguous()
+    set_to(t0, x2)
+    t1 = x0.select(0, -3)
+    return (x2, t1, t0)
+
+
+def _transposed_base_made_to_require_grad(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0, b1 = torch.randn((3,)), torch.randn((4, 4, 1))
+        base = PairTensor.from_tensor(b1) if kind == "pair" else b1
+        return (b0, base.transpose(0, 1), base)
+
+    return make_inputs
+
+
+_GAINED_BASE_RULES = {
+    "plain": r"args\[1\] and args\[2\]: .* another input is a view .*\(contiguous\)",
+    "pair": r"inputs args\[1\], args\[2\] share storage .* \(or requires_grad_\(\)\) makes one of them",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_GAINED_BASE_RULES))
+def test_seed_105500_26_base_made_to_require_grad_then_transposed_view_read_refused(
+    compile_fn: CompileFn | None, kind: str
+) -> None:
+    """Fuzz seed 105500 #26 (under no_grad; PairTensor kinds drawn): eager's contiguous() of the view input carries
+    history once its base input requires grad, the compiled call's had none (DIVERGED before the refusals: plain by
+    the rule for a view of a base made to require grad, a PairTensor by the rule for subclass families that gain
+    grad)."""
+    with torch.no_grad():
+        assert_refused(
+            _seed_105500_26, _transposed_base_made_to_require_grad(kind), compile_fn, _GAINED_BASE_RULES[kind]
+        )
 
 
 def base_made_to_require_grad_view_read_without_grad(x0: T, x1: T) -> object:

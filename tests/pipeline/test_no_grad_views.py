@@ -2071,3 +2071,83 @@ def test_stale_view_gradient_is_fresh(
     with torch.enable_grad():
         assert_matches_eager(program, _STALE_GIVERS[kind], compile_fn=compile_fn)
         assert_matches_eager(program, _STALE_GIVERS[kind], compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regression (issue #27): fuzz seed 105300 #33 (training, PairTensor kinds drawn), first seen with a backend
+# that runs the graph module as it is (the Function's plain steps), then on the eager backend too: a no_grad view of
+# an intermediate, a view of that view taken with grad, then a write to the intermediate. Eager took the second view
+# before the write (its grad_fn raises only when read); the runtime replayed it from the first output after advancing
+# that output's counter (Replay.bump_after), so taking it raised "A view was created in no_grad mode ...". The counter
+# is now advanced once every output is built (Note [Views That Raise After A Bump]).
+
+
+def _seed_105300_33(x0: T) -> object:
+    t0, t1 = x0.max(0, keepdim=True)
+    with torch.set_grad_enabled(False):
+        t2 = t0.view((1,))
+    t3 = t2[1:1:1]
+    t2.sin()
+    t0.add_(t1)
+    return (t3, t2)
+
+
+def _no_grad_view_first_then_its_view(x0: T) -> object:
+    t0, t1 = x0.max(0, keepdim=True)
+    with torch.no_grad():
+        t2 = t0.view((1,))
+    t3 = t2[0:1]
+    t0.add_(t1)
+    return (t2, t3)
+
+
+def _unbind_output_then_its_view(x0: T) -> object:
+    t0 = x0 * 2
+    t1, _ = t0.unbind(0)
+    t2 = t1.view(-1)
+    t0.add_(1.0)
+    return (t2, t1)
+
+
+def _its_view_then_an_in_place_view_op(x0: T) -> object:
+    t0 = x0 * 2
+    with torch.no_grad():
+        t1 = t0.view(-1)
+    t2 = t1[0:1]
+    t3 = t0.unsqueeze(0)
+    t3.t_()  # advances the counter t1 and t2 share, as the replay of t3 does: the runtime's bump still counts
+    t0.add_(1.0)
+    return (t1, t3, t2)
+
+
+_BUMPED_PROGRAMS: dict[str, tuple[Callable[[T], object], Callable[[], tuple[T, ...]]]] = {
+    "seed_105300_33-plain": (_seed_105300_33, lambda: (leaf(),)),
+    "seed_105300_33-pair": (_seed_105300_33, lambda: (_pair_leaf(),)),
+    "seed_105300_33-plain_1d": (_seed_105300_33, lambda: (leaf(2),)),
+    "seed_105300_33-pair_1d": (_seed_105300_33, lambda: (_pair_leaf(2),)),
+    "no_grad_view_first-plain": (_no_grad_view_first_then_its_view, lambda: (leaf(),)),
+    "no_grad_view_first-pair": (_no_grad_view_first_then_its_view, lambda: (_pair_leaf(),)),
+    "in_place_view_op-plain": (_its_view_then_an_in_place_view_op, lambda: (leaf(2),)),
+    "in_place_view_op-pair": (_its_view_then_an_in_place_view_op, lambda: (_pair_leaf(2),)),
+    "unbind_output-plain": (_unbind_output_then_its_view, lambda: (leaf(2, 3),)),
+    "unbind_output-pair": (_unbind_output_then_its_view, lambda: (_pair_leaf(2, 3),)),
+}
+
+# The eager backend, and one that runs the graph module as it is (the compiled Function and its plain steps in
+# training: Note [Straight-Line Runners]).
+_BACKENDS: dict[str, object] = {"eager": "eager", "function": lambda gm, example_inputs: gm}
+
+
+@pytest.mark.parametrize("backend", sorted(_BACKENDS))
+@pytest.mark.parametrize("case", sorted(_BUMPED_PROGRAMS))
+def test_view_taken_with_grad_of_a_no_grad_view_before_the_write(
+    compile_fn: CompileFn | None, case: str, backend: str
+) -> None:
+    program, make_inputs = _BUMPED_PROGRAMS[case]
+    with torch.enable_grad():
+        outputs = program(*make_inputs())
+        assert isinstance(outputs, tuple) and grad_fn_raises(outputs[0])  # as the runtime must give
+        for after_call in (None, write_outputs):
+            assert_matches_eager(
+                program, make_inputs, backend=_BACKENDS[backend], compile_fn=compile_fn, after_call=after_call
+            )

@@ -385,10 +385,11 @@ def check_shared_grad_set(record: SwapRecord, args: tuple[Any, ...], leaves: Seq
 
 # Members of a subclass family that gained grad (Note [Inputs Written In Training]): subclass inputs that are
 # views of one wrapper (x1 and x2 = x1.select(0, -1)), none requiring grad, are each their own wrapper in the trace
-# (Note [Aliased Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad) makes it
-# require grad, in eager as here; eager's other members, autograd views of it, then require grad too, but the trace's do
-# not, so what the program computes from them after the write (x2 * 2) would come out without eager's history. Refused;
-# a member only written or changed before the write, or returned as it is, is supported.
+# (Note [Aliased Inputs In Training]). A write with grad into one (x1.copy_(x0), x0 requiring grad), or its
+# requires_grad_(), makes it require grad, in eager as here; eager's other members, autograd views of it, then require
+# grad too, but the trace's do not, so what the program computes from them after the write (x2 * 2) would come out
+# without eager's history. Refused; a member only written or changed before the write, or returned as it is, is
+# supported.
 
 
 def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> None:
@@ -409,9 +410,10 @@ def check_gained_family_member(record: SwapRecord, args: tuple[Any, ...]) -> Non
             paths = sorted({p for k in keys for p in record.input_paths.get(k, ())})
             raise UnsupportedError(
                 f"tensor subclass inputs {', '.join(paths)} share storage and do not require grad; a write with "
-                "grad makes one of them require grad (in eager its views then do too), and the program then uses "
-                "another; in training this is not supported (Note [Inputs Written In Training]). "
-                "Write into a clone, or detach() the value"
+                "grad (or requires_grad_()) makes one of them require grad (in eager its views then do too), and the "
+                "program then uses another with grad enabled; this is not supported (Note [Inputs Written In "
+                "Training]). Write into a clone, detach() the value, or call requires_grad_() outside the compiled "
+                "function"
             )
 
 
