@@ -21,7 +21,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
@@ -64,7 +64,9 @@ from subclassaot.torch_internals import (
 # - Non-leaf inputs' fakes keep no history: their node (autograd's Error node) raises EXAMPLE_INPUT_HISTORY_ERROR, is
 #   numbered above all and runs as soon as ready. A non-leaf input returned as it came would end the probe first, so it
 #   is left out of the probe's roots (eager runs that history after the program's nodes). Reached through a node of the
-#   program it may still end the probe before another node raises: a known limit.
+#   program it would end the probe before another node raises, so a fake that shares no storage (and is no view) gets
+#   a history made before the call instead (`_InputHistory`: numbered below the program's nodes, it runs after them
+#   as eager's does, and raises the same); one that shares storage keeps the Error node: a known limit.
 # - Deferring is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
 #   and no output that requires grad is, or is regenerated from, a leaf input that requires grad (its AccumulateGrad
 #   would run outside the Function). The leaf a view input is a view of counts as an input leaf: a write under no_grad
@@ -174,6 +176,7 @@ def _trial(
     backward, with the outputs it takes as roots (and their positions); `after_call(outputs, values)` right after the
     program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call)."""
     mode, values = static_fake_copies(flat.values)
+    _histories_before_call(mode, values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
     leaves = [
         v
@@ -208,7 +211,7 @@ def _trial(
         at = [
             p
             for p in sorted(chosen)
-            if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ == "Error")
+            if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ in _HISTORY_NODES)
         ]
         roots = [cast(torch.Tensor, outs[p]) for p in at]
         if not roots:
@@ -228,6 +231,50 @@ def _trial(
             end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
             return grad_outputs, _apart_as_returned(apart, roots, end)
     return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+class _InputHistory(torch.autograd.Function):
+    """A non-leaf input's history made before the call: a node numbered below the program's, which raises
+    EXAMPLE_INPUT_HISTORY_ERROR when eager's backward reaches it (Note [Probing Eager's Backward])."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> NoReturn:
+        raise RuntimeError(EXAMPLE_INPUT_HISTORY_ERROR)
+
+
+_HISTORY_NODES = ("Error", "_InputHistoryBackward")
+
+
+def _histories_before_call(mode: torch._subclasses.FakeTensorMode, values: list[object]) -> None:
+    """Give each fake in `values` that is a non-leaf requiring grad, no view, sharing no storage with another value
+    and laid out as its clone is, a history made now (`_InputHistory`) in place of its fake's Error node, numbered
+    above all (Note [Probing Eager's Backward])."""
+    keys = [_storage_keys(v) if isinstance(v, torch.Tensor) else [] for v in values]
+    for k, v in enumerate(values):
+        if not isinstance(v, torch.Tensor) or type(v.grad_fn).__name__ != "Error" or v._is_view():
+            continue
+        if any(key in other for j, other in enumerate(keys) if j != k for key in keys[k]):
+            continue
+        with mode, torch.enable_grad():
+            fresh = cast(torch.Tensor, _InputHistory.apply(v))  # type: ignore[no-untyped-call]  # untyped in torch
+        if fresh.stride() == v.stride() and all(
+            (a.stride(), a.storage_offset(), a.untyped_storage().nbytes())
+            == (b.stride(), b.storage_offset(), b.untyped_storage().nbytes())
+            for a, b in zip(_dense_leaves(fresh), _dense_leaves(v), strict=True)
+        ):
+            values[k] = fresh
+
+
+def _dense_leaves(t: torch.Tensor) -> list[torch.Tensor]:
+    return list(flatten_subclass(t, "probe")[1]) if is_traceable_subclass(t) else [t]
+
+
+def _storage_keys(t: torch.Tensor) -> list[object]:
+    return [storage_key(leaf) for leaf in _dense_leaves(t)]
 
 
 def reaches_output_node(

@@ -58,8 +58,8 @@ from subclassaot.pipeline.rules.training_rules import (
     wrapper_update_inputs,
 )
 from subclassaot.pipeline.trace import TracedGraph
-from subclassaot.runtime.plan import BackwardPlan, RetracedBackward
-from subclassaot.runtime.steps import early_grad_sets, graph_example_inputs, training_roots
+from subclassaot.runtime.plan import BackwardPlan, RetracedBackward, wrapper_write_recorded
+from subclassaot.runtime.steps import early_grad_sets, epilogue_write_hidden, graph_example_inputs, training_roots
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
@@ -92,6 +92,8 @@ from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_
 #   non-leaf saves the x0 it overwrites) while one through the outputs completes. Where the probe shows that, the
 #   backward graph is the joint traced without tangents for those new values (`absent`, TangentPatterns.full); the
 #   program's error is raised when one of those tangents is given, as eager's backward through the input raises.
+#   Likewise where each probed backward raises before any gradient exactly when it gives a tangent that no completing
+#   one gives (a Function's output that saved a no_grad view, beside the written input returned), without those.
 # - Leaves outside the Function: an input that requires grad but that no output's gradient reaches (or only new values
 #   written under no_grad or through `.data`) goes in detached where the program changes its metadata (a subclass's own
 #   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
@@ -100,7 +102,8 @@ from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_
 #   every input that requires grad went in detached, the first goes in as a fresh alias leaf that requires grad, so the
 #   outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
 #   new value gets it in eager from its AccumulateGrad, numbered above all nodes, before the raising node: it goes in
-#   detached, and the probe counts its gradient as the compiled backward gives it (else the probe fails).
+#   detached, and the probe counts its gradient as the compiled backward gives it (else the probe fails). So does one
+#   no node reaches, read through a no_grad view alone; where it is the only input requiring grad, as a stand-in.
 # - Leaf views replayed before the call: the runtime regenerates an output view of a leaf input after the Function, so
 #   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
 #   failing node. Where every output that bypasses the Function to a leaf is such a view of an input the program does
@@ -316,6 +319,8 @@ def _with_deferred_error(
     refuse_unreduced_assigned_gradients(setup.flat, setup.analysis, _reached(setup, reach), e)
     patterns = _probe(setup)
     found = _backward_without_input_values(setup, tangents.fakes, reach, patterns)
+    if found is None:
+        found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns)
     if found is not None:
         return found
     verified, early = _deferred_exactly(setup, patterns)
@@ -403,6 +408,61 @@ def _backward_without_input_values(
     except RuntimeError:
         return None
     return traced_setup, joint, absent
+
+
+def _backward_without_raising_tangents(
+    setup: JointSetup,
+    tangent_fakes: Sequence[torch.Tensor],
+    reach: list[frozenset[int]],
+    patterns: TangentPatterns | None,
+) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
+    """The joint traced without the tangents that no completing backward gives, and their positions in diff, where
+    eager's backward through each probed set of outputs raises before any gradient exactly when it gives one of
+    those tangents, and completes otherwise (Note [Backward Errors Are Deferred]); else None."""
+    if patterns is None or patterns.leaf_bypass:
+        return None
+    hidden = _hidden_values(setup)
+    if not frozenset(range(len(setup.diff))) - patterns.full <= hidden:
+        return None  # a tangent no probed backward gives that may reach the graph
+    completing = [p for p, end in patterns.ends.items() if end is BackwardEnd.COMPLETES]
+    raising = patterns.full - frozenset().union(*completing)
+    if not raising or raising == patterns.full:
+        return None
+    for pattern, end in patterns.ends.items():
+        if end is not (BackwardEnd.RAISES if pattern & raising else BackwardEnd.COMPLETES):
+            return None
+    try:
+        traced_setup, joint = trace_joint_views(setup, tangent_fakes, reach, raising | hidden)
+    except RuntimeError:
+        return None
+    return traced_setup, joint, raising | hidden
+
+
+def _hidden_values(setup: JointSetup) -> frozenset[int]:
+    """Diff positions of inputs' new values that the epilogue writes hidden from autograd: the caller's backward
+    never gives them a tangent (runtime.steps.epilogue_write_hidden)."""
+    outputs, analysis, wrappers = setup.traced.outputs, setup.analysis, setup.wrapper_updates
+    updates = outputs.updates
+    wrappers_at = len(updates) + outputs.num_bases
+    wrappers_at += sum(
+        1
+        for info in analysis.outputs
+        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
+    )
+    dense = {
+        p
+        for p, d in enumerate(setup.diff)
+        if d < len(updates)
+        and updates[d].kind is not UpdateKind.BASE
+        and epilogue_write_hidden(analysis.mutations[cast(DenseIndex, updates[d].target)], updates[d].kind)
+    }
+    # ... and new values of tensor subclass inputs the epilogue copies in under no_grad
+    return frozenset(dense).union(
+        p
+        for p, d in enumerate(setup.diff)
+        if wrappers_at <= d < wrappers_at + len(wrappers)
+        and not wrapper_write_recorded(analysis, setup.layout, wrappers[d - wrappers_at])
+    )
 
 
 def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:

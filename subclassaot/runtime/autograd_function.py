@@ -1350,11 +1350,11 @@ def _call_inputs(
     for i in unread:
         if grad_fn_raises(cast(torch.Tensor, user[i])):
             user[i] = cast(torch.Tensor, user[i]).detach()
-    if step.apart:  # (only while another input that requires grad stays attached: the outputs keep their history)
-        _detach_apart(cast(list[torch.Tensor], user), step.apart)
     bases = (
         [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
     )  # Note [Aliased Inputs In Training]
+    if step.apart:
+        _detach_apart(cast(list[torch.Tensor], user), step.apart, any(b.requires_grad for b in bases))
     if (
         unreached
         and bw_meta.diff_outputs
@@ -1463,13 +1463,19 @@ def _apply_step(*args: object) -> Sequence[torch.Tensor]:
     )
 
 
-def _detach_apart(user: list[torch.Tensor], apart: tuple[int, ...]) -> None:
-    """The inputs of `_Step.apart` in `user`, detached, where another input that requires grad stays attached."""
-    if any(t.requires_grad for i, t in enumerate(user) if i in apart) and any(
-        t.requires_grad for i, t in enumerate(user) if i not in apart
-    ):
-        for i in apart:
-            user[i] = user[i].detach()
+def _detach_apart(user: list[torch.Tensor], apart: tuple[int, ...], bases_attached: bool) -> None:
+    """The inputs of `_Step.apart` in `user`, detached. Where no other input that requires grad stays attached (nor
+    an alias group's base: `bases_attached`), the first of them goes in as a stand-in instead, a new leaf over the
+    same data that requires grad: the outputs keep their history as eager's do (computed from a no_grad view of the
+    leaf, which requires grad with no edge to it), and nothing observes the stand-in's accumulator."""
+    grads = [i for i in apart if user[i].requires_grad]
+    if not grads:
+        return
+    attached = bases_attached or any(t.requires_grad for i, t in enumerate(user) if i not in apart)
+    for i in apart:
+        user[i] = user[i].detach()
+    if not attached:
+        user[grads[0]].requires_grad_()
 
 
 def _detached(value: object) -> object:

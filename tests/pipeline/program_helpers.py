@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, cast
 
 import pytest
 import torch
@@ -158,3 +158,14 @@ class SinFunction(torch.autograd.Function):
         (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
         grad: T = g * x.cos()
         return grad
+
+
+def backward_through(k: int) -> Callable[[object, tuple[object, ...]], None]:
+    """An `after_call`: backward through the program's output `k` alone, the graph kept for the oracle's own
+    backward through them all (eager's may complete through one output and raise through another)."""
+
+    def after_call(out: object, args: tuple[object, ...]) -> None:
+        o = cast(tuple[torch.Tensor, ...], out)[k]
+        torch.autograd.backward(o, torch.ones_like(o), retain_graph=True)
+
+    return after_call

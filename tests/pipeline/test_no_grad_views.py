@@ -20,6 +20,7 @@ from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eag
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     assert_refused,
+    backward_through,
     check_no_grad,
     check_with_grad,
     leaf,
@@ -215,9 +216,13 @@ def test_saved_no_grad_view_written_before(compile_fn: CompileFn | None, kind: s
 
 @pytest.mark.parametrize("kind", _INPUT_KINDS)
 @pytest.mark.parametrize("view", _VIEW_KINDS)
-def test_saved_no_grad_view_written_under_no_grad(compile_fn: CompileFn | None, kind: str, view: str) -> None:
+@pytest.mark.parametrize("through", [None, 0, 1])
+def test_saved_no_grad_view_written_under_no_grad(
+    compile_fn: CompileFn | None, kind: str, view: str, through: int | None
+) -> None:
     # fuzz seed 49000 #988 with the write under no_grad too: eager's backward through t1 raises the saved-tensor
-    # error, through the other output alone it completes: refused (Note [Backward Errors Are Deferred])
+    # error, through the other output alone it completes: the backward graph is traced without t1's tangent, which
+    # raises (Note [Backward Errors Are Deferred]; once refused, until the probe ran eager's order: issue #27)
     def f(x0: T) -> object:
         with torch.no_grad():
             t0 = _VIEW[view](x0)
@@ -226,7 +231,9 @@ def test_saved_no_grad_view_written_under_no_grad(compile_fn: CompileFn | None, 
             x0.add_(1.0)
         return (t1, x0 * 2.0)
 
-    refused_with_grad(f, lambda: (_INPUTS[kind](),), compile_fn, "backward fails in eager")
+    after_call = None if through is None else backward_through(through)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_INPUTS[kind](),), compile_fn=compile_fn, after_call=after_call)
 
 
 @pytest.mark.parametrize("kind", _INPUT_KINDS)
@@ -2151,3 +2158,90 @@ def test_view_taken_with_grad_of_a_no_grad_view_before_the_write(
             assert_matches_eager(
                 program, make_inputs, backend=_BACKENDS[backend], compile_fn=compile_fn, after_call=after_call
             )
+
+
+# Fuzz regressions of helper gc: a no_grad view of an input read by a custom Function (issue #27).
+#
+# * fuzz seed 111000 #755: a leaf, read only through a no_grad view (which requires grad with no edge to the leaf) and
+#   returned as itself, went into the Function attached, its only input: its AccumulateGrad waited on the Function's
+#   node, so a backward that raised there (the view's saved read, written after the call) left it without the gradient
+#   eager's engine gives it first (Note [Backward Errors Are Deferred]: it goes in as a stand-in).
+# * fuzz seed 112000 #7490: eager's backward through the input's new value alone completes, through the output of the
+#   Function that saved the view raises; the probe's fake of the non-leaf input had a history node numbered above all
+#   (Note [Probing Eager's Backward]), so it saw every backward complete, and the compiled one raised for both.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _SinFn(torch.autograd.Function):
+    """A plain Function: saves its input, returns a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]  # FunctionCtx's stub lacks saved_tensors
+        return g * cast(T, x).cos()
+
+
+_NO_GRAD_VIEWS: dict[str, Callable[[T], T]] = {
+    "transpose": lambda x: x.transpose(0, 0),
+    "t": lambda x: x.t(),
+    "expand": lambda x: x.expand(x.shape),
+    "alias": lambda x: x.view(x.shape),
+}
+_READS: dict[str, Callable[[T], T]] = {
+    "function": lambda x: cast(T, _SinFn.apply(x)),  # type: ignore[no-untyped-call]  # untyped in torch
+    "sin": torch.sin,
+}
+
+
+def _leaf_read_through_no_grad_view(view: Callable[[T], T], read: Callable[[T], T]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = view(x0)
+        t1 = read(t0)
+        return (t1.mul(t0), x0)
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["leaf", "pair_leaf"])
+@pytest.mark.parametrize("view", sorted(_NO_GRAD_VIEWS))
+@pytest.mark.parametrize("read", sorted(_READS))
+def test_leaf_read_through_no_grad_view_and_returned(
+    compile_fn: CompileFn | None, kind: str, view: str, read: str
+) -> None:
+    # fuzz seed 111000 #755 (transpose, function, leaf), shrunk
+    f = _leaf_read_through_no_grad_view(_NO_GRAD_VIEWS[view], _READS[read])
+    make = _BASES[kind]
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _saved_view_base_written_returned(view: Callable[[T], T], read: Callable[[T], T]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = view(x0)
+        t1 = read(t0)
+        x0.add_(-1.0)
+        return (x0, t1.view((1, -1, 1)))
+
+    return f
+
+
+@pytest.mark.parametrize("kind", _INPUT_KINDS)
+@pytest.mark.parametrize("view", sorted(_NO_GRAD_VIEWS))
+@pytest.mark.parametrize("read", sorted(_READS))
+@pytest.mark.parametrize("through", [None, 0, 1])
+def test_saved_no_grad_view_base_written_with_grad_and_returned(
+    compile_fn: CompileFn | None, kind: str, view: str, read: str, through: int | None
+) -> None:
+    # fuzz seed 112000 #7490 (t, function, nonleaf), shrunk: the backward through x0 alone completes in eager
+    f = _saved_view_base_written_returned(_NO_GRAD_VIEWS[view], _READS[read])
+    after_call = None if through is None else backward_through(through)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_INPUTS[kind](),), compile_fn=compile_fn, after_call=after_call)

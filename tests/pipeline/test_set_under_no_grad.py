@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import subclassaot
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -1005,16 +1006,17 @@ def test_other_member_of_an_alias_group_set_to_its_own_view(
 
 
 @pytest.mark.parametrize("make", [lambda: leaf(2, 3), lambda: nonleaf(2, 3)])
-def test_one_tensor_twice_set_to_its_own_view_is_refused(make: Callable[[], T], compile_fn: CompileFn | None) -> None:
-    # a variant with one tensor at two positions (Note [Synthetic Bases]): refused, naming the output
+def test_one_tensor_twice_set_to_its_own_view(make: Callable[[], T], compile_fn: CompileFn | None) -> None:
+    # a variant with one tensor at two positions (Note [Synthetic Bases]): once refused, naming the output; a set_ to
+    # a view in x0's very layout is x0.set_(x0) (Note [Gradient Accumulators Of Leaves]; issue #27)
     def f(x0: T, x1: T) -> object:
         with torch.no_grad():
             v = x1.view_as(x1)
             set_to(x0, x0.view_as(x0))
         return (v,)
 
-    with torch.no_grad():
-        assert_refused(f, twice(make), compile_fn, "out\\[0\\]: its grad_fn raises in eager")
+    check_no_grad(f, twice(make), compile_fn)
+    check_with_grad(f, twice(make), compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -2120,3 +2122,51 @@ def test_set_and_write_under_no_grad_still_supported(compile_fn: CompileFn | Non
         return (x1,)
 
     check_with_grad(f, lambda: (torch.randn(3), nonleaf(3)), compile_fn)
+
+
+# fuzz seed 112000 #8003 (helper gc, issue #27): x0.set_(a view of x0 in x0's very layout) under no_grad changes
+# nothing but the counter and, as x0.set_(x0) does, renews the leaf's gradient accumulator: the returned leaf's
+# accumulator is then a root of its own, run before the node that saved x0 raises (Note [Gradient Accumulators Of
+# Leaves]); the set_ was taken for a swap of the same layout, and the leaf kept one accumulator behind the Function.
+_SAME_LAYOUT_SOURCES: dict[str, Callable[[T], T]] = {
+    "expand": lambda x: x.expand((-1,)),
+    "view": lambda x: x.view(-1),
+    "slice": lambda x: x[:],
+    "detach": lambda x: x.detach(),
+}
+_SAME_LAYOUT_LEAVES: dict[str, Callable[[], T]] = {
+    "leaf": lambda: leaf(4),
+    "pair_leaf": lambda: pair(4, requires_grad=True),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_SAME_LAYOUT_LEAVES))
+@pytest.mark.parametrize("source", sorted(_SAME_LAYOUT_SOURCES))
+def test_no_grad_set_to_own_layout_renews_the_accumulator(compile_fn: CompileFn | None, kind: str, source: str) -> None:
+    # fuzz seed 112000 #8003 (expand, leaf), shrunk
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        t1 = _SAME_LAYOUT_SOURCES[source](x0)
+        with torch.no_grad():
+            set_to(x0, t1)
+        return (x0, t0)
+
+    make = _SAME_LAYOUT_LEAVES[kind]
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("kind", sorted(_SAME_LAYOUT_LEAVES))
+def test_no_grad_set_to_own_storage_in_another_layout(compile_fn: CompileFn | None, kind: str) -> None:
+    # the same with a source of another layout over x0's storage: a swap as before, not taken for x0.set_(x0); a
+    # subclass leaf's accumulator is renewed after the call too (its epilogue lays out the inner tensors, not set_)
+    def f(x0: T) -> object:
+        t0 = x0.sin()
+        with torch.no_grad():
+            set_to(x0, x0[1:3])
+        return (x0, t0)
+
+    make = _SAME_LAYOUT_LEAVES[kind]
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn)

@@ -177,7 +177,9 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 #   until the Function's edge does. Only for inputs that are leaves when called; an accumulator already alive stays. A
 #   traced backward that fails the clone's size check (`x0.sum()`) is refused (refuse_unreduced_assigned_gradients);
 #   where the new size does not expand to the old, ours raises for every backward through the Function: a known gap.
-# - set_() renews: x.set_(x) changes nothing else, so the trace sees no swap; the runtime renews the accumulator by
+# - set_() renews: x.set_(x) changes nothing else (nor does a set_ to a tensor over x's storage in x's very layout,
+#   `x.set_(x.expand(-1))`, or, to autograd, a wrapper subclass's set_ whose epilogue lays out inner tensors only),
+#   so the trace sees no swap; the runtime renews the accumulator by
 #   set_() of the input to itself under no_grad, before the call where the program read the leaf with grad only after
 #   its last such set_() (`Analysis.self_set_first`: eager's nodes then feed the accumulator the returned leaf feeds),
 #   after it otherwise. A read is an op with grad, no view op, of the leaf or a view of it wherever taken (the set_()

@@ -183,6 +183,25 @@ _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
+def _sets_to_itself(args: tuple[Any, ...], depth: int) -> bool:
+    """`args[0].set_(args[1])` changes nothing but the version counter and, under no_grad, the gradient accumulator
+    (Note [Gradient Accumulators Of Leaves]): the source is the tensor itself, or (under no_grad, where autograd
+    records nothing of the source; the program's own set_, `depth` 0) a plain tensor over its storage in its very
+    layout (`x.set_(x.expand(-1))`)."""
+    x, source = args[0], args[1]
+    if source is x:
+        return True
+    if torch.is_grad_enabled() or depth != 0 or not isinstance(source, torch.Tensor) or type(source) is not type(x):
+        return False
+    return is_functional(x) and _same_layout(x, source)
+
+
+def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether `a` and `b` are over one storage with the same size, strides and offset."""
+    same = (a.shape, a.stride(), a.storage_offset()) == (b.shape, b.stride(), b.storage_offset())
+    return same and storage_key(a) == storage_key(b)
+
+
 class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
@@ -238,7 +257,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 return args[0]
         if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
             return self._as_strided(func, args, kwargs)
-        if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and args[1] is args[0]:
+        if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and _sets_to_itself(args, self.depth):
             self._self_set(args)
             return args[0]
         if func in SET_OPS and args and is_functional(args[0]):
@@ -312,7 +331,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             seq = self.record.inplace_views[id(args[0])][-1].seq  # set_ is an inplace_view op: _track saw it
             self.record.wrapper_sets[id(args[0])] = (seq, torch.is_grad_enabled())
             self.record.note_wrapper_set(args[0], seq, size_before)
-            if len(args) > 1 and args[1] is args[0] and not torch.is_grad_enabled():
+            if not torch.is_grad_enabled():
+                # any set_ under no_grad renews the accumulator, not only x.set_(x): a wrapper's epilogue lays out
+                # its inner tensors, which renews nothing, so the runtime does
                 note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
         if func in _RESIZE_OPS and self.depth == 0 and _size_and_stride(args[0]) != before:
             # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
