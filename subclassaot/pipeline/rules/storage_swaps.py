@@ -1175,7 +1175,7 @@ class _DataMode(TorchFunctionMode):
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
-        note_grad_reads(self.record, args, kwargs, out)  # Note [Gradient Accumulators Of Leaves]
+        note_grad_reads(self.record, args, kwargs, out, seq_before)  # Note [Gradient Accumulators Of Leaves]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
