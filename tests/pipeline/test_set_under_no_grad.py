@@ -2156,3 +2156,23 @@ def test_self_set_of_a_leaf_after_an_op_that_makes_no_node(
         return (x, x if passed == "twice" else make_leaf())
 
     check_with_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("passed", ["once", "twice"])
+def test_self_set_of_a_leaf_after_a_contiguous_that_copies(passed: str, compile_fn: CompileFn | None) -> None:
+    # the kin of the above where contiguous() copies (a transposed leaf): eager's copy is a node that read the leaf
+    # before the set_(), so its accumulator feeds the backward through it
+    def f(x0: T, x1: T) -> object:
+        c = x0.contiguous()
+        with torch.inference_mode():
+            set_to(x0, x0)
+        return (x1.contiguous().view((6,)), x0.add(x1), c)
+
+    def make_leaf() -> T:
+        return torch.randn(3, 2).t().detach().requires_grad_()
+
+    def make_inputs() -> tuple[object, ...]:
+        x = make_leaf()
+        return (x, x if passed == "twice" else make_leaf())
+
+    check_with_grad(f, make_inputs, compile_fn)

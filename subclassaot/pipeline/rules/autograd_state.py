@@ -203,7 +203,9 @@ def note_grad_reads(
     if not results:
         return
     read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-    if record.seq == seq_before and all(any(r is a for a in read) for r in results):
+    returned = all(any(r is a for a in read) for r in results)
+    # (an input run as a contiguous clone of eager's: eager's contiguous() copies it, a node)
+    if returned and record.seq == seq_before and not any(id(r) in record.copy_on_contiguous for r in results):
         return  # its arguments themselves, neither written nor relaid (`requires_grad_()`, a `contiguous()`): no node
     view = all(t._is_view() for t in results)
     view_op = view and not any(r is a for r in results for a in read)  # not an in-place op on a view
