@@ -2170,3 +2170,59 @@ def test_no_grad_set_to_own_storage_in_another_layout(compile_fn: CompileFn | No
     make = _SAME_LAYOUT_LEAVES[kind]
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# x.set_(x) of a leaf, and the ops before it that make no autograd node (Note [Gradient Accumulators Of Leaves])
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("before", ["requires_grad_", "contiguous"])
+@pytest.mark.parametrize("passed", ["once", "twice"])
+@pytest.mark.parametrize("make", ["plain", "pair"])
+def test_self_set_of_a_leaf_after_an_op_that_makes_no_node(
+    before: str, passed: str, make: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 112000 #8046 (shrunk): x0.requires_grad_() (or a contiguous() returning x0) made no node, so eager's
+    # reads all come after the set_() and feed the one new accumulator, which sums the two gradients into a new
+    # tensor. Counted as a read before it, the accumulator was renewed after the compiled call, the view replayed
+    # after it fed a second one, and the Function's gradient was added in place into the view of the tangent the
+    # first had taken as .grad: args[0].grad shared (and wrote) the caller's tangent.
+    def f(x0: T, x1: T) -> object:
+        if before == "requires_grad_":
+            x0.requires_grad_()
+        else:
+            x0.contiguous()
+        with torch.inference_mode():
+            set_to(x0, x0)
+        t0 = x1.contiguous()
+        return (t0.view((1,)), x0.add(x1))
+
+    def make_leaf() -> T:
+        return leaf() if make == "plain" else pair(requires_grad=True)
+
+    def make_inputs() -> tuple[object, ...]:
+        x = make_leaf()
+        return (x, x if passed == "twice" else make_leaf())
+
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("passed", ["once", "twice"])
+def test_self_set_of_a_leaf_after_a_contiguous_that_copies(passed: str, compile_fn: CompileFn | None) -> None:
+    # the kin of the above where contiguous() copies (a transposed leaf): eager's copy is a node that read the leaf
+    # before the set_(), so its accumulator feeds the backward through it
+    def f(x0: T, x1: T) -> object:
+        c = x0.contiguous()
+        with torch.inference_mode():
+            set_to(x0, x0)
+        return (x1.contiguous().view((6,)), x0.add(x1), c)
+
+    def make_leaf() -> T:
+        return torch.randn(3, 2).t().detach().requires_grad_()
+
+    def make_inputs() -> tuple[object, ...]:
+        x = make_leaf()
+        return (x, x if passed == "twice" else make_leaf())
+
+    check_with_grad(f, make_inputs, compile_fn)

@@ -183,9 +183,11 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 #   set_() of the input to itself under no_grad, before the call where the program read the leaf with grad only after
 #   its last such set_() (`Analysis.self_set_first`: eager's nodes then feed the accumulator the returned leaf feeds),
 #   after it otherwise. A read is an op with grad, no view op, of the leaf or a view of it wherever taken (the set_()
-#   moved the counter the views share). Read before and after the last set_(), eager's nodes feed two accumulators and
-#   the Function's one edge cannot: a backward error is refused where such a leaf is an input and an output is (a view
-#   of) an input (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
+#   moved the counter the views share), that makes a node: one returning its argument unwritten (`requires_grad_()`,
+#   a `contiguous()`) makes none (the inputs the functional run takes as views have a history, the leaves none).
+#   Read before and after the last set_(), eager's nodes feed two accumulators and the Function's one edge cannot: a
+#   backward error is refused where such a leaf is an input and an output is (a view of) an input
+#   (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
 #
 # Gradients Passed Through:
 # Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that
@@ -201,25 +203,24 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 
 
 def note_grad_reads(
-    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, *, wrote: bool
+    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, seq_before: int
 ) -> None:
-    """After an op of the program (Note [Gradient Accumulators Of Leaves]): note the leaves it read with grad.
-    `wrote`: did the op write a tensor? One that wrote nothing and returns an argument itself (`x.contiguous()` of a
-    contiguous x, `x.to(x.dtype)`) made no node in eager: it read nothing."""
+    """After an op of the program, which began at `seq_before` (Note [Gradient Accumulators Of Leaves]): note the
+    leaves it read with grad."""
     if not torch.is_grad_enabled():
         return
-    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
     results = [
         t
         for t in pytree.tree_leaves(out)
-        if isinstance(t, torch.Tensor)
-        and t.requires_grad
-        and not grad_fn_raises(t)
-        and t.grad_fn is not None
-        and (wrote or not any(t is a for a in read))
+        if isinstance(t, torch.Tensor) and t.requires_grad and not grad_fn_raises(t) and t.grad_fn is not None
     ]
     if not results:
         return
+    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    returned = all(any(r is a for a in read) for r in results)
+    # (an input run as a contiguous clone of eager's: eager's contiguous() copies it, a node)
+    if returned and record.seq == seq_before and not any(id(r) in record.copy_on_contiguous for r in results):
+        return  # its arguments themselves, neither written nor relaid (`requires_grad_()`, a `contiguous()`): no node
     view = all(t._is_view() for t in results)
     view_op = view and not any(r is a for r in results for a in read)  # not an in-place op on a view
     for a in read:

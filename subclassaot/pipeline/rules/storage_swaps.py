@@ -1128,6 +1128,8 @@ class _DataMode(TorchFunctionMode):
         name: str,
         layout_op: bool,
     ) -> Any:
+        if layout_op:
+            self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
         try:
             with stale_history_failures_refused(self.record, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1191,8 +1193,7 @@ class _DataMode(TorchFunctionMode):
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
-        wrote = self.record.seq != seq_before
-        note_grad_reads(self.record, args, kwargs, out, wrote=wrote)  # Note [Gradient Accumulators Of Leaves]
+        note_grad_reads(self.record, args, kwargs, out, seq_before)  # Note [Gradient Accumulators Of Leaves]
         if self.record.grad_set_ids and func is not torch.Tensor.set_:
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]

@@ -303,6 +303,9 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
         and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         and not history_after_received(value, t, run)  # ... with no history eager's view took
     )
+    if early and requires_grad and _relaid_in_place(chain):
+        # the early replay's own in-place view op would take the bump after it (Note [Views That Raise After A Bump])
+        early = _regenerated_steps(chain, run) is None
     tail = 0 if early or not requires_grad else _split_at_bump(value, t, run, len(steps))
     if tail and _as_received(t, first, run):
         return Replay(
@@ -337,40 +340,70 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
         return None
     objects: list[torch.Tensor] = []  # the chain's views, the output first
     records: list[ViewRecord] = []
+    relaid = 0  # the chain's in-place view ops
     u = value
     while u is not t and (record := run.swaps.views.get(id(u))) is not None:
+        inplace = run.swaps.inplace_views.get(id(u), [])
         if (
             not record.grad_enabled
             or record.index is not None
             or record.inference_mode
             or record.func is torch.ops.aten.detach.default
-            or id(u) in run.swaps.inplace_views
+            or not all(r.grad_enabled for r in inplace)
             or id(u) in run.swaps.data_aliases
             or id(u) in run.swaps.swapped_ids
         ):
             return None
         objects.append(u)
         records.append(record)
+        relaid += len(inplace)
         u = record.source
-    if u is not t or len(objects) != len(chain.steps):
+    if u is not t or len(objects) + relaid != len(chain.steps):
         return None
     bump = last_bump(t, run)
     # the output's history is read by the backward, after the program; a view of the chain by the next view taken
-    # of it, made after the last bump where no later view is stale: made before it, it is stale then
-    for k, (u, record) in enumerate(zip(objects, records, strict=True)):
+    # of it, made after the last bump where no later view is stale: made (or relaid in place) before it, it is
+    # stale then. An in-place view op with grad reads the history of the view it relays: stale then, the history is
+    # regenerated before it. One made before the last bump and relaid by it took its history then (if not stale).
+    after = 0  # the steps of the views after `u`
+    for u, record in zip(objects, records, strict=True):
+        relaid = len(run.swaps.inplace_views.get(id(u), []))
+        if max(record.seq, run.swaps.inplace_view_bumps.get(id(u), 0)) < bump:
+            return _regenerated_from(_layout(u), chain.steps[len(chain.steps) - after :])
+        stale = run.swaps.stale_relayouts.get(id(u))
+        if stale is not None:
+            return _regenerated_from(stale[1], chain.steps[len(chain.steps) - after - relaid + stale[0] :])
         if record.seq < bump:
-            size, stride, offset = u.shape, u.stride(), u.storage_offset()
-            if not all(isinstance(d, int) for d in (*size, *stride, offset)):
-                return None
-            regen = ViewStep(
-                op=torch.ops.aten.as_strided.default,
-                args=(list(size), list(stride), offset),
-                kwargs=(),
-                index=None,
-                grad_enabled=True,
-            )
-            return (regen, *chain.steps[len(chain.steps) - k :])
+            return None
+        after += 1 + relaid
     return None
+
+
+def _layout(u: torch.Tensor) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
+    return (tuple(u.shape), tuple(u.stride()), u.storage_offset())
+
+
+def _regenerated_from(
+    layout: tuple[tuple[Any, ...], tuple[Any, ...], Any], after: tuple[ViewStep, ...]
+) -> tuple[ViewStep, ...] | None:
+    """as_strided() with grad to a stale view's `layout` (its size, stride and offset when autograd regenerates
+    its history), then the steps `after` it (None: a symbolic layout)."""
+    size, stride, offset = layout
+    if not all(isinstance(d, int) for d in (*size, *stride, offset)):
+        return None
+    regen = ViewStep(
+        op=torch.ops.aten.as_strided.default,
+        args=(list(size), list(stride), offset),
+        kwargs=(),
+        index=None,
+        grad_enabled=True,
+    )
+    return (regen, *after)
+
+
+def _relaid_in_place(chain: _Chain) -> bool:
+    """A view of the chain was changed by an in-place view op (t_(), transpose_())."""
+    return any(torch.Tag.inplace_view in step.op.tags for step in chain.steps)
 
 
 def view_rebuilt_by_set(
