@@ -1379,7 +1379,7 @@ def _stale_after_gain(op: Callable[[T], object], shape: tuple[int, ...], clone: 
     return f
 
 
-_OPS: dict[str, tuple[Callable[[T], object], tuple[int, ...]]] = {
+_GAIN_OPS: dict[str, tuple[Callable[[T], object], tuple[int, ...]]] = {
     "transpose_": (lambda x: x.transpose_(0, 1), (4, 2, 1)),
     "t_": (lambda x: x.t_(), (2, 3)),
     "t_same_shape": (lambda x: x.t_(), (2, 2)),
@@ -1406,12 +1406,12 @@ def test_view_of_input_gaining_grad_read_after_no_grad_transpose_refused_833(com
 
 
 @pytest.mark.parametrize("clone", [False, True], ids=["input", "intermediate"])
-@pytest.mark.parametrize("op", sorted(_OPS))
+@pytest.mark.parametrize("op", sorted(_GAIN_OPS))
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_view_of_tensor_gaining_grad_read_after_no_grad_layout_change_refused(
     compile_fn: CompileFn | None, kind: str, op: str, clone: bool
 ) -> None:
-    fn, shape = _OPS[op]
+    fn, shape = _GAIN_OPS[op]
     make = (lambda: (torch.randn(shape),)) if kind == "plain" else (lambda: (pair(*shape),))
     # (an input is refused as written and made to require grad, where the view's check does not come first; a subclass
     # intermediate made a leaf by requires_grad_() is refused as such)

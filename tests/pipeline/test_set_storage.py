@@ -2012,3 +2012,25 @@ def test_view_input_requiring_grad_moved_to_another_storage_refused() -> None:
 
     with pytest.raises(UnsupportedError, match="whose storage set_\\(\\) replaced before the call"):
         subclassaot.compile(_read_both, backend="eager")(*make())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="fuzz seed 113000 #4580: a set_() under grad of a plain input to another input on the storage it already "
+    "has records no set_source (the storage is unchanged), so the epilogue repeats the set_() onto a fresh alias leaf: "
+    "eager's set_ node has an edge to the source's accumulator, which a backward through the written inputs then "
+    "waits on (it raises 'derivative for set_ is not implemented' first); the compiled backward accumulates args[1]'s "
+    "gradient through the view input before it raises",
+)
+def test_set_under_grad_to_an_input_on_the_same_storage_4580(compile_fn: CompileFn | None) -> None:
+    def f(x0: torch.Tensor, x1: torch.Tensor, x2: torch.Tensor) -> object:
+        x0.set_(x1)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((1,), requires_grad=True)
+        return (b0.detach().select(0, -1), b0, b0.view((1,)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
