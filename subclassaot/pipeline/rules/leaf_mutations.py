@@ -63,12 +63,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
     grown = id(final) in run.swaps.grown_ids and run.swaps.grown_root(storage_key(final)) == storage_key(orig)
     storage_changed = storage_key(final) != storage_key(orig) and not grown
-    set_source = None
-    if storage_changed:
-        for j, other in enumerate(run.originals):
-            if storage_key(other) == storage_key(final):
-                set_source = DenseIndex(j)
-                break
+    keys = [storage_key(other) for other in run.originals]  # set_source: the first input on the storage it ends on
+    set_source = DenseIndex(keys.index(storage_key(final))) if storage_changed and storage_key(final) in keys else None
     if set_source is not None and set_source in run.moved_clones:
         raise UnsupportedError(
             f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "

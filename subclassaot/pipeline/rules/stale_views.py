@@ -96,7 +96,9 @@ def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool, str] | 
     fails = _replay_fails(view, source)
     for op in record.inplace_views.get(id(source), []):
         name = str(getattr(op.func, "__name__", op.func)).split(".")[0]
-        counts = op.grad_enabled or fails or (name != "set_" and _replay_reorders(view, source))
+        # (a subclass view has no as_strided(): eager replays its view function too)
+        reorders = name != "set_" and not is_traceable_subclass(source) and _replay_reorders(view, source)
+        counts = op.grad_enabled or fails or reorders
         if counts and op.seq > view.seq:
             return name, fails, "with grad enabled" if op.grad_enabled else "under no_grad"
     plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
@@ -219,8 +221,8 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # on top). So the mode tracks, per view whose function is stale, the sequence number its history was last set at, and:
 # - Refuses a view taken with grad of a tensor that required grad then (it may stop since: the view keeps its history)
 #   or since (requires_grad_(): the view gets a history at its rebuild) and used with grad after an in-place view op on
-#   that tensor or one its chain passes through (a no_grad one counts where the view op no longer applies, or where it
-#   makes the view's shape over other elements: `x.view(2, 2)` after `x.t_()`). `x.data = v` bumps no version: a view of x is replayed on v's layout only
+#   that tensor or one its chain passes through (a no_grad one counts where the view op no longer applies, or, for a
+#   plain view, where it makes the view's shape over other elements: `x.view(2, 2)` after `x.t_()`). `x.data = v` bumps no version: a view of x is replayed on v's layout only
 #   after a later write. Alias-group members read with a stale history are refused by training_rules; a rebuild that
 #   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`). A subclass
 #   view whose replay on its base's `.data =` layout does not apply is refused there too where the replay runs (eager's
