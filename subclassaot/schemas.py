@@ -164,6 +164,9 @@ class LeafMutation:
     # ... and the last such set_() took an input that requires grad (or a view of one taken with grad): eager's node
     # has an edge to that input's history (Note [set_ Under Grad])
     set_source_edge: bool = False
+    # ... where it kept its storage: the dense input itself that the last such set_() took, if one (its node's edge goes
+    # to that input's history: Note [set_ Under Grad])
+    grad_set_input: DenseIndex | None = None
     # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
     # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])

@@ -342,6 +342,7 @@ def _grad_swap_pair(
     j = layout.leaves_of_input[t][0]
     source = mutations[j].set_source
     if layout.trees[t] is None:
+        source = mutations[j].grad_set_input if source is None else source  # (a set_() onto its own storage)
         return dense[j], None if source is None else dense[source]
     owner = None if source is None else next(s for s, ls in enumerate(layout.leaves_of_input) if source in ls)
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])

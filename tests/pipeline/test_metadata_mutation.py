@@ -1355,3 +1355,84 @@ def test_unbind_view_of_a_tensor_a_view_of_which_was_transposed_in_place() -> No
         assert_matches_eager(f, lambda: (torch.randn((3, 2, 1), requires_grad=True).clone(),))
         assert_matches_eager(g, lambda: (torch.randn((3, 2, 1), requires_grad=True).clone(),))
         assert_matches_eager(f, lambda: (torch.randn((3, 2, 1)),))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Views taken with grad of a tensor that requires grad only later (requires_grad_()), read with grad after an in-place
+# view op on it under no_grad: eager rebuilds the view's history as an as_strided() of the tensor in its new layout, the
+# run replays the view op on it, which raises (fuzz seed 113000 #833: a ValueError from the run) or reads other
+# elements (Note [Stale View Functions]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+STALE_RULE = r"a view taken with grad enabled is used with grad after .*Note \[Stale View Functions\]"
+
+
+def _stale_after_gain(op: Callable[[T], object], shape: tuple[int, ...], clone: bool) -> Callable[[T], object]:
+    def f(a: T) -> object:
+        x0 = a.clone() if clone else a
+        t0 = x0.view(shape)
+        x0.requires_grad_()
+        with torch.no_grad():
+            op(x0)
+        return (t0 * 2.0,) if clone else (t0[..., 1:1],)
+
+    return f
+
+
+_GAIN_OPS: dict[str, tuple[Callable[[T], object], tuple[int, ...]]] = {
+    "transpose_": (lambda x: x.transpose_(0, 1), (4, 2, 1)),
+    "t_": (lambda x: x.t_(), (2, 3)),
+    "t_same_shape": (lambda x: x.t_(), (2, 2)),
+    "as_strided_": (lambda x: x.as_strided_((3, 2), (1, 3)), (2, 3)),
+}
+
+
+def test_view_of_input_gaining_grad_read_after_no_grad_transpose_refused_833(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 113000 #833 as printed: the run's replay of view((4, 2, 1)) on the transposed input raised a ValueError
+    def f(x0: T) -> object:
+        t0 = x0.view((4, 2, 1))
+        x0.requires_grad_()
+        with torch.no_grad():
+            x0.transpose_(0, 1)
+        t0[:, :, 1:1:1]
+        return ()
+
+    refused_with_grad(
+        f,
+        lambda: (torch.randn(4, 2, 1),),
+        compile_fn,
+        r"args\[0\]: a view taken with grad .* by transpose_\(\).*Note \[Stale View Functions\]",
+    )
+
+
+@pytest.mark.parametrize("clone", [False, True], ids=["input", "intermediate"])
+@pytest.mark.parametrize("op", sorted(_GAIN_OPS))
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_view_of_tensor_gaining_grad_read_after_no_grad_layout_change_refused(
+    compile_fn: CompileFn | None, kind: str, op: str, clone: bool
+) -> None:
+    fn, shape = _GAIN_OPS[op]
+    make = (lambda: (torch.randn(shape),)) if kind == "plain" else (lambda: (pair(*shape),))
+    # (an input is refused as written and made to require grad, where the view's check does not come first; a subclass
+    # intermediate made a leaf by requires_grad_() is refused as such; a subclass view, whose history eager too rebuilds
+    # by its view function, where the replay applies, by the rule on returned views taken before requires_grad_())
+    if clone:
+        rule = STALE_RULE if kind == "plain" else r"requires_grad_\(\).* on a tensor that is not an input"
+    else:
+        rule = r"args\[0\]: (" + STALE_RULE + r"|.*made to require grad \(requires_grad_\(\)\))"
+        rule = rule if kind == "plain" else rule + r"|out\[0\] is a view of an input taken before the program made"
+    refused_with_grad(_stale_after_gain(fn, shape, clone), make, compile_fn, rule)
+
+
+@pytest.mark.parametrize("make", [lambda: (leaf(2, 2),), lambda: (nonleaf(2, 2),)], ids=["leaf", "nonleaf"])
+def test_view_read_after_no_grad_t_of_its_base_reordering_refused(
+    compile_fn: CompileFn | None, make: Callable[[], tuple[T]]
+) -> None:
+    # x0.view(2, 2) replayed on x0.t_()'s layout reads the other elements: gradients went to the transposed places
+    def f(x0: T) -> object:
+        t0 = x0.view(2, 2)
+        with torch.no_grad():
+            x0.t_()
+        return (t0 * torch.arange(4.0).view(2, 2),)
+
+    refused_with_grad(f, make, compile_fn, r"args\[0\]: " + STALE_RULE)

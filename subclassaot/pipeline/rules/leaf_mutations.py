@@ -65,8 +65,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     storage_changed = storage_key(final) != storage_key(orig) and not grown
     if storage_changed:
         _check_grown_then_left(run.swaps, orig, layout.leaves[i].path)
-    on_input = (DenseIndex(j) for j, o in enumerate(run.originals) if storage_key(o) == storage_key(final))
-    set_source = next(on_input, None) if storage_changed else None
+    keys = [storage_key(other) for other in run.originals]  # set_source: the first input on the storage it ends on
+    set_source = DenseIndex(keys.index(storage_key(final))) if storage_changed and storage_key(final) in keys else None
     if set_source is not None and set_source in run.moved_clones:
         raise UnsupportedError(
             f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "
@@ -128,6 +128,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
         set_source_edge=set_source is not None and _edge_to_input(final, run),
+        grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
@@ -241,6 +242,12 @@ def _edge_to_input(t: torch.Tensor, run: FunctionalRun) -> bool:
             return False
         source = record.source
     return any(source is u for u in run.user_tensors)
+
+
+def _grad_set_input(t: torch.Tensor, run: FunctionalRun) -> DenseIndex | None:
+    """The dense input itself (not a view of one) that the last set_() of `t` under grad took, if one."""
+    source = run.swaps.grad_set_sources.get(id(t))
+    return next((DenseIndex(j) for j, d in enumerate(run.dense) if source is not None and d is source), None)
 
 
 def _extent(meta: Meta) -> int | sympy.Expr:

@@ -48,7 +48,7 @@ def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[st
     for t in pytree.tree_leaves((args, kwargs)):
         if not isinstance(t, torch.Tensor) or not t.requires_grad or (changed := _changed_base(record, t)) is None:
             continue
-        op, fails = changed
+        op, fails, grad = changed
         if fails:
             raise UnsupportedError(
                 f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed "
@@ -59,7 +59,7 @@ def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[st
             )
         raise UnsupportedError(
             f"{input_named(record, t)}a view taken with grad enabled is used with grad after the program changed the "
-            f"layout of the tensor it is a view of by {op}() with grad enabled: autograd regenerates the view's "
+            f"layout of the tensor it is a view of by {op}() {grad}: autograd regenerates the view's "
             "history from that tensor's new layout, which the traced backward cannot repeat as eager does (Note "
             "[Stale View Functions]). Take the view again after the in-place view op, or use a clone"
         )
@@ -74,30 +74,55 @@ def input_named(record: SwapRecord, t: torch.Tensor) -> str:
     return ""
 
 
-def _changed_base(record: SwapRecord, t: torch.Tensor) -> tuple[str, bool] | None:
+def _changed_base(record: SwapRecord, t: torch.Tensor) -> tuple[str, bool, str] | None:
     """The name of an in-place view op run on a tensor of `t`'s view chain after the view of it was taken, where
     replaying the view on that tensor's layout now gives another layout than eager's view has, and whether the
-    replay fails; else None. An op under no_grad counts only where the replay fails (its version bump makes autograd
-    replay the view all the same, and the replay raises where eager's as_strided() does not)."""
+    replay fails, and the grad mode of the op in words; else None. An op under no_grad counts only where the replay
+    fails or makes the view's shape over other elements (its version bump makes autograd replay the view all the same:
+    the replay raises where eager's as_strided() does not, or sends gradients to the wrong elements)."""
     return next((changed for view in record.chain(t) if (changed := _change_of(record, view)) is not None), None)
 
 
-def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool] | None:
+def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool, str] | None:
     """One step of `_changed_base`: the in-place view op (or set_) on `view`'s source after it, and whether the
     view's replay fails."""
     source = view.source
     # (a source that stopped requiring grad since, by `.requires_grad = False` or detach_(), leaves the view's history
-    # in place: autograd rebuilds it all the same)
-    if not view.grad_enabled or not view.source_requires_grad or _replays_the_same(view, source):
+    # in place: autograd rebuilds it all the same; one that started since, by requires_grad_(), gives the view a
+    # history at its first rebuild all the same)
+    requires_grad = view.source_requires_grad or source.requires_grad
+    if not view.grad_enabled or not requires_grad or _replays_the_same(view, source):
         return None
     fails = _replay_fails(view, source)
     for op in record.inplace_views.get(id(source), []):
-        if (op.grad_enabled or fails) and op.seq > view.seq:
-            return str(getattr(op.func, "__name__", op.func)).split(".")[0], fails
+        name = str(getattr(op.func, "__name__", op.func)).split(".")[0]
+        # (a subclass view has no as_strided(): eager replays its view function too)
+        reorders = name != "set_" and not is_traceable_subclass(source) and _replay_reorders(view, source)
+        counts = op.grad_enabled or fails or reorders
+        if counts and op.seq > view.seq:
+            return name, fails, "with grad enabled" if op.grad_enabled else "under no_grad"
     plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
     if fails and plain_set is not None and plain_set[0] > view.seq:
-        return "set_", fails
+        return "set_", fails, ""
     return None
+
+
+def _replay_reorders(view: ViewRecord, source: torch.Tensor) -> bool:
+    """Does the view op, replayed on `source` as it is now, make a view of the shape it made then over other elements
+    (`x.view(2, 2)` after `x.t_()`)? Autograd's history rebuilt so passes gradients to the wrong elements, with no
+    shape error to show it. False where that is not decidable here."""
+    now = _concrete_layout(view, source)
+    if now is None:
+        return False
+    with no_dispatch():
+        try:
+            then, again = _geometry(view, view.source_meta), _geometry(view, now)
+        except (RuntimeError, IndexError):
+            return False
+    if then[0] != again[0] or 0 in then[0]:
+        return False
+    kept = [i for i, n in enumerate(then[0]) if n != 1]
+    return [then[1][i] for i in kept] != [again[1][i] for i in kept] or then[2] != again[2]
 
 
 def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -195,8 +220,9 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # view whose history is never rebuilt after such a change is exact (a grad-enabled in-place view op records its own node
 # on top). So the mode tracks, per view whose function is stale, the sequence number its history was last set at, and:
 # - Refuses a view taken with grad of a tensor that required grad then (it may stop since: the view keeps its history)
-#   and used with grad after an in-place view op on that tensor or one its chain passes through (a no_grad one counts
-#   where the view op no longer applies). `x.data = v` bumps no version: a view of x is replayed on v's layout only
+#   or since (requires_grad_(): the view gets a history at its rebuild) and used with grad after an in-place view op on
+#   that tensor or one its chain passes through (a no_grad one counts where the view op no longer applies, or, for a
+#   plain view, where it makes the view's shape over other elements: `x.view(2, 2)` after `x.t_()`). `x.data = v` bumps no version: a view of x is replayed on v's layout only
 #   after a later write. Alias-group members read with a stale history are refused by training_rules; a rebuild that
 #   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`). A subclass
 #   view whose replay on its base's `.data =` layout does not apply is refused there too where the replay runs (eager's
