@@ -1226,7 +1226,11 @@ class _DataMode(TorchFunctionMode):
         note_data_assignment(self.record, target, tuple(target.shape))
         self.record.seq += 1
         meta = (tuple(source.shape), tuple(source.stride()), source.storage_offset())
-        assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape), target._version)
+        try:
+            version = get_version(target)
+        except RuntimeError:  # a wrapper that keeps no version counter (made in inference_mode): never written
+            version = 0
+        assignment = DataAssignment(source, self.record.seq, meta, tuple(target.shape), version)
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
         # (the wrapper keeps its own version counter: none, if made inside an inference_mode block)
         self.record.note_counter_after_data(target, self.record.eager_inference(source))
