@@ -19,6 +19,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    SinFunction,
     assert_refused,
     backward_through,
     check_no_grad,
@@ -2172,20 +2173,6 @@ def test_view_taken_with_grad_of_a_no_grad_view_before_the_write(
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-class _SinFn(torch.autograd.Function):
-    """A plain Function: saves its input, returns a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]  # FunctionCtx's stub lacks saved_tensors
-        return g * cast(T, x).cos()
-
-
 _NO_GRAD_VIEWS: dict[str, Callable[[T], T]] = {
     "transpose": lambda x: x.transpose(0, 0),
     "t": lambda x: x.t(),
@@ -2193,7 +2180,7 @@ _NO_GRAD_VIEWS: dict[str, Callable[[T], T]] = {
     "alias": lambda x: x.view(x.shape),
 }
 _READS: dict[str, Callable[[T], T]] = {
-    "function": lambda x: cast(T, _SinFn.apply(x)),  # type: ignore[no-untyped-call]  # untyped in torch
+    "function": lambda x: cast(T, SinFunction.apply(x)),  # type: ignore[no-untyped-call]  # untyped in torch
     "sin": torch.sin,
 }
 
