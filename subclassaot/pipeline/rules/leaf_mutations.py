@@ -58,6 +58,23 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout) -> tuple[LeafMutatio
     )
 
 
+def _check_onto_grown_input(
+    record: SwapRecord, final: torch.Tensor, keys: list[object], layout: DenseLayout, i: int
+) -> None:
+    """An input set_() (or `.data =`-assigned) onto another input's storage that resize_() grew (before or after the
+    swap) ends, in eager, on that input's storage grown in place, sharing it and holding its elements past the other
+    input's own; the epilogue would give it a fresh storage instead (Note [Storage Swaps By Rebinding])."""
+    root = record.grown_root(storage_key(final))
+    if root == storage_key(final) or root not in keys:
+        return
+    raise UnsupportedError(
+        f"{layout.leaves[i].path}: the program set_()s this input (or assigns its `.data`) onto the storage of "
+        f"{layout.leaves[keys.index(root)].path}, another input, and resize_() grows that storage: eager grows the "
+        "other input's storage in place and both end on it, which the compiled call's epilogue does not repeat. "
+        "Resize a .clone() instead"
+    )
+
+
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
@@ -67,6 +84,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         _check_grown_then_left(run.swaps, orig, layout.leaves[i].path)
     keys = [storage_key(other) for other in run.originals]  # set_source: the first input on the storage it ends on
     set_source = DenseIndex(keys.index(storage_key(final))) if storage_changed and storage_key(final) in keys else None
+    if storage_changed:
+        _check_onto_grown_input(run.swaps, final, keys, layout, i)
     if set_source is not None and set_source in run.moved_clones:
         raise UnsupportedError(
             f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "
