@@ -1120,7 +1120,7 @@ def onto_input_then_grown_by_data(x0: T, x1: T) -> object:
 
 
 def onto_input_then_grown_by_set(x0: T, x1: T) -> object:
-    x0.set_(x1)
+    set_to(x0, x1)
     x0.resize_((2,))
     x0.fill_(-1.0)
     return ()
@@ -1128,7 +1128,7 @@ def onto_input_then_grown_by_set(x0: T, x1: T) -> object:
 
 def onto_input_grown_before(x0: T, x1: T) -> object:
     x1.resize_((2,))
-    x0.set_(x1)
+    set_to(x0, x1)
     x0.fill_(-1.0)
     return ()
 
