@@ -94,7 +94,8 @@ def hidden_base(
     root = leaf._base  # eager's, set_() or not
     if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
         return None
-    if id(root) not in run.swaps.swapped_ids and any(storage_key(root) == storage_key(o) for o in run.originals):
+    own = run.swaps.grown_root(storage_key(root))  # (grown in place by resize_(): still the input's storage)
+    if id(root) not in run.swaps.swapped_ids and any(own == storage_key(o) for o in run.originals):
         # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
         # `t0.set_(x)`, t0 is)
         return None

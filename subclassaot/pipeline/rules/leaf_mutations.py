@@ -58,6 +58,25 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout) -> tuple[LeafMutatio
     )
 
 
+def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i: int) -> DenseIndex | None:
+    """Input `i`, set_() off its storage, ends on the first input's storage that is `final`'s (None: a new one).
+    Refused where that storage is another input's that resize_() grew (before or after the swap): eager grows it in
+    place and both end on it, holding elements past the other input's own; the epilogue would give it a fresh storage
+    (Note [Storage Swaps By Rebinding])."""
+    keys = [storage_key(other) for other in run.originals]
+    if storage_key(final) in keys:
+        return DenseIndex(keys.index(storage_key(final)))
+    root = run.swaps.grown_root(storage_key(final))
+    if root not in keys or root == keys[i]:  # (its own, grown: _check_grown_then_left)
+        return None
+    raise UnsupportedError(
+        f"{layout.leaves[i].path}: the program set_()s this input (or assigns its `.data`) onto the storage of "
+        f"{layout.leaves[keys.index(root)].path}, another input, and resize_() grows that storage: eager grows the "
+        "other input's storage in place and both end on it, which the compiled call's epilogue does not repeat. "
+        "Resize a .clone() instead"
+    )
+
+
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
@@ -65,8 +84,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     storage_changed = storage_key(final) != storage_key(orig) and not grown
     if storage_changed:
         _check_grown_then_left(run.swaps, orig, layout.leaves[i].path)
-    keys = [storage_key(other) for other in run.originals]  # set_source: the first input on the storage it ends on
-    set_source = DenseIndex(keys.index(storage_key(final))) if storage_changed and storage_key(final) in keys else None
+    set_source = _set_source(run, final, layout, i) if storage_changed else None
     if set_source is not None and set_source in run.moved_clones:
         raise UnsupportedError(
             f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "
