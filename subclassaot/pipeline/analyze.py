@@ -21,6 +21,7 @@ from subclassaot.pipeline.analyze_training import (
     check_history_over_alias,
     check_input_view_rebuilt,
     check_overlapping_clones,
+    check_written_overlapping_views,
     check_wrapper_grad_gains,
     check_writes_after_hidden_set,
     grad_set_base,
@@ -231,6 +232,7 @@ class _CheckedRun:
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
+        check_written_overlapping_views(flat, layout, run)
         self.outputs, self.probes = outputs, probes = check_data_meta_outputs(
             flat, run, user_fakes, nonleaf_wrappers, outputs, probes
         )
