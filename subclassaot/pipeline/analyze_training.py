@@ -798,7 +798,7 @@ def check_written_overlapping_views(flat: FlatInputs, layout: DenseLayout, run: 
         own = set(layout.leaves_of_input[i])
         if any(g.whole_storage and own & set(g.members) for g in layout.groups):
             continue  # traced over its whole storage: `check_overlapping_plain_groups`
-        if _overlapping_view(real) and _written_through(run.swaps, t):
+        if real._is_view() and torch._debug_has_internal_overlap(real) == 1 and _written_through(run.swaps, t):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: a view that requires grad whose elements overlap (a zero "
                 "stride, as from expand()), written by the program through itself or a view of it with grad enabled: "
