@@ -2056,7 +2056,7 @@ def test_input_set_to_a_product_of_a_returned_leaf(make: Callable[..., T], compi
     # backward raises first); the compiled call's returned x0 got its gradient: refused
     def f(x0: T, x1: T) -> object:
         t0 = x0.mul(x0)
-        x1.set_(t0)
+        set_to(x1, t0)
         return (x0, x1)
 
     with torch.enable_grad():
