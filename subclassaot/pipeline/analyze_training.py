@@ -788,7 +788,7 @@ def _written_with_grad_after(swaps: SwapRecord, t: torch.Tensor, seq: int) -> bo
 
 def check_written_overlapping_views(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun) -> None:
     """A plain input that is a view requiring grad, whose elements overlap (a zero stride: expand()), written through
-    itself (or a view of it) where autograd records it: the compiled backward scatters the gradient of its update
+    itself (or a view of it) whose elements do not overlap, where autograd records it: the compiled backward scatters the gradient of its update
     into its base's through its own overlapping layout (as_strided_scatter), which raises where eager's backward does
     not. A write through another input over its storage passes."""
     for i, t in enumerate(run.user_tensors):
@@ -809,9 +809,12 @@ def check_written_overlapping_views(flat: FlatInputs, layout: DenseLayout, run: 
 
 
 def _written_through(swaps: SwapRecord, t: torch.Tensor) -> bool:
-    """Did the program write `t`'s data, where autograd records it, through `t` itself or a view taken of it?"""
+    """Did the program write `t`'s data, where autograd records it, through `t` itself or a view taken of it whose
+    elements do not overlap?"""
     for key in swaps.visible_data_seq:
-        w = swaps.pinned.get(key)
+        w = written = swaps.pinned.get(key)
+        if not isinstance(written, torch.Tensor) or torch._debug_has_internal_overlap(written) == 1:
+            continue  # (a write through repeated elements is traced over the whole storage)
         while isinstance(w, torch.Tensor) and w is not t and (record := swaps.views.get(id(w))) is not None:
             w = record.source
         if w is t:

@@ -1341,15 +1341,41 @@ def _overlapping_diagonal(make: Callable[[], T]) -> tuple[T, T]:
     return (b0.expand((3, -1, 3)).diagonal(-1, 0, 1), b0)
 
 
-def test_written_overlapping_view_input_refused(compile_fn: CompileFn | None) -> None:
+def _expanded_column() -> tuple[T, T]:
+    b0 = nonleaf(2, 1)
+    return (b0.expand(2, 3), b0)
+
+
+@pytest.mark.parametrize(
+    ("make_inputs", "dim"),
+    [(lambda: _overlapping_diagonal(lambda: nonleaf(3, 2, 1)), 0), (_expanded_column, 1)],
+    ids=["diagonal-of-expand", "expand"],
+)
+def test_written_overlapping_view_input_refused(
+    make_inputs: Callable[[], tuple[object, ...]], dim: int, compile_fn: CompileFn | None
+) -> None:
+    # the written part (a select) has no repeated elements; a write through repeated ones passes (below)
     def f(x0: T, x1: T) -> tuple[()]:
-        x0.select(0, 0).fill_(-1.0)
+        x0.select(dim, 0).fill_(-1.0)
         return ()
 
     with torch.enable_grad():
-        assert_refused(
-            f, lambda: _overlapping_diagonal(lambda: nonleaf(3, 2, 1)), compile_fn, "written by the program through"
-        )
+        assert_refused(f, make_inputs, compile_fn, "written by the program through")
+
+
+@pytest.mark.parametrize(
+    "make_inputs",
+    [lambda: _overlapping_diagonal(lambda: nonleaf(3, 2, 1)), _expanded_column],
+    ids=["diagonal", "expand"],
+)
+def test_overlapping_view_input_written_through_repeats(
+    make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    def whole(x0: T, x1: T) -> tuple[()]:
+        x0.zero_()
+        return ()
+
+    check(whole, make_inputs, compile_fn)
 
 
 def test_overlapping_view_input_written_through_its_base(compile_fn: CompileFn | None) -> None:
