@@ -305,7 +305,11 @@ def check_leaves_behind_input_sets(
     and that leaf returned as itself: eager's set_ node has an edge to the leaf's accumulator, which so never runs
     (the node raises first), where the compiled call's leaf, returned straight to the loss, gets its gradient. (A
     set_() to an input, or a view of one, is rebuilt with that edge: Note [set_ Under Grad].)"""
-    grad_set = [i for i, own in enumerate(layout.leaves_of_input) if any(mutations[j].set_under_grad and not mutations[j].set_source_edge for j in own)]
+    grad_set = [
+        i
+        for i, own in enumerate(layout.leaves_of_input)
+        if any(mutations[j].set_under_grad and not mutations[j].set_source_edge for j in own)
+    ]
     for info in infos if grad_set else ():
         index = info.input_index if info.kind is OutputKind.IS_INPUT else None
         real = None if index is None else flat.values[index]
