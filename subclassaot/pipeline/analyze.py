@@ -23,6 +23,7 @@ from subclassaot.pipeline.analyze_training import (
     check_overlapping_clones,
     check_wrapper_grad_gains,
     check_writes_after_hidden_set,
+    check_written_overlapping_views,
     grad_set_base,
     outputs_set_onto_inputs,
     set_under_grad,
@@ -34,7 +35,11 @@ from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, 
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
 from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
-from subclassaot.pipeline.rules.backward_errors import check_set_under_grad, inputs_behind_raising_nodes
+from subclassaot.pipeline.rules.backward_errors import (
+    check_leaves_behind_input_sets,
+    check_set_under_grad,
+    inputs_behind_raising_nodes,
+)
 from subclassaot.pipeline.rules.chain_facts import (
     base_gains_grad,
     check_mixed_grad_view_ops,
@@ -231,6 +236,7 @@ class _CheckedRun:
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
+        check_written_overlapping_views(flat, layout, run)
         self.outputs, self.probes = outputs, probes = check_data_meta_outputs(
             flat, run, user_fakes, nonleaf_wrappers, outputs, probes
         )
@@ -567,6 +573,7 @@ def _analyze_outputs(
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
+    check_leaves_behind_input_sets(infos, flat, layout, mutations, run.user_tensors)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 

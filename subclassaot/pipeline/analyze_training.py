@@ -46,6 +46,7 @@ __all__ = [
     "check_multi_output_view_inputs",
     "check_multi_output_view_outputs",
     "check_overlapping_clones",
+    "check_written_overlapping_views",
     "check_input_view_rebuilt",
     "check_wrapper_grad_gains",
     "outputs_set_onto_inputs",
@@ -781,6 +782,42 @@ def _written_with_grad_after(swaps: SwapRecord, t: torch.Tensor, seq: int) -> bo
     for key, at in swaps.visible_data_seq.items():
         written = swaps.pinned.get(key)
         if at > seq and isinstance(written, torch.Tensor) and swaps.view_root(written, through_swaps=True) is t:
+            return True
+    return False
+
+
+def check_written_overlapping_views(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun) -> None:
+    """A plain input that is a view requiring grad, whose elements overlap (a zero stride: expand()), written through
+    itself (or a view of it) whose elements do not overlap, where autograd records it: the compiled backward scatters the gradient of its update
+    into its base's through its own overlapping layout (as_strided_scatter), which raises where eager's backward does
+    not. A write through another input over its storage passes."""
+    for i, t in enumerate(run.user_tensors):
+        real = flat.values[flat.tensor_indices[i]]
+        if layout.trees[i] is not None or not isinstance(real, torch.Tensor) or not real.requires_grad:
+            continue
+        own = set(layout.leaves_of_input[i])
+        if any(g.whole_storage and own & set(g.members) for g in layout.groups):
+            continue  # traced over its whole storage: `check_overlapping_plain_groups`
+        if real._is_view() and torch._debug_has_internal_overlap(real) == 1 and _written_through(run.swaps, t):
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: a view that requires grad whose elements overlap (a zero "
+                "stride, as from expand()), written by the program through itself or a view of it with grad enabled: "
+                "the compiled backward writes the gradient of its update into its base's through that overlapping "
+                "layout and raises, where eager's does not; not supported in training. Pass it .contiguous() (or "
+                ".clone()), or write a clone inside the program"
+            )
+
+
+def _written_through(swaps: SwapRecord, t: torch.Tensor) -> bool:
+    """Did the program write `t`'s data, where autograd records it, through `t` itself or a view taken of it whose
+    elements do not overlap?"""
+    for key in swaps.visible_data_seq:
+        w = written = swaps.pinned.get(key)
+        if not isinstance(written, torch.Tensor) or torch._debug_has_internal_overlap(written) == 1:
+            continue  # (a write through repeated elements is traced over the whole storage)
+        while isinstance(w, torch.Tensor) and w is not t and (record := swaps.views.get(id(w))) is not None:
+            w = record.source
+        if w is t:
             return True
     return False
 

@@ -2044,3 +2044,25 @@ def test_set_under_grad_to_an_input_on_the_same_storage_4580(compile_fn: Compile
             assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
     # (a subclass input is set_() at the wrapper level: refused, Note [Inputs Written In Training])
     refused_with_grad(f, pairs, compile_fn, r"args\[0\] does not require grad and the program set_\(\)s it")
+
+
+def _plain(*shape: int, requires_grad: bool = False) -> T:
+    return torch.randn(shape, requires_grad=requires_grad)
+
+
+@pytest.mark.parametrize("make", [_plain, pair], ids=["plain", "pair"])
+def test_input_set_to_a_product_of_a_returned_leaf(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    # fuzz seed 114000 #1000: eager's set_ node of x1 has an edge to x0's accumulator, which so never runs (x1's
+    # backward raises first); the compiled call's returned x0 got its gradient: refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        set_to(x1, t0)
+        return (x0, x1)
+
+    with torch.enable_grad():
+        assert_refused(
+            f,
+            lambda: (make(1, 1, 4, requires_grad=True), make()),
+            compile_fn,
+            "holds back that leaf's gradient",
+        )
