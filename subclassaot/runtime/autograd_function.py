@@ -531,9 +531,8 @@ class _Step:
         }
         self.ev = MetaEvaluator()
         self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(plan, bw_meta)
-        self.plain: _PlainStep | None = (
-            None  # set by training_call where the step is plain (Note [Straight-Line Runners])
-        )
+        # set by training_call where the step is plain (Note [Straight-Line Runners])
+        self.plain: _PlainStep | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -642,8 +641,7 @@ def _plain_backward(
     ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
 ) -> tuple[torch.Tensor | None, ...] | None:
     """CompiledStep.backward of a plain step without create_graph (Note [Straight-Line Runners]); None where a tangent
-    is no
-    plain tensor (the general backward decides)."""
+    is no plain tensor (the general backward decides)."""
     if s.checks:
         _check_saved_tensors(ctx.checks, ctx.checked, grads)
     tangents = []
@@ -1428,8 +1426,8 @@ def _plain_apply(
     step: _Step, unreached: Sequence[int], stand_ins: frozenset[int], unread: Sequence[int]
 ) -> Callable[..., Sequence[torch.Tensor]] | None:
     """Where the step is plain (Note [Straight-Line Runners]; `step.plain` set here), it applied to the tensor inputs:
-    the
-    Function's outputs, the program's fresh outputs in order (what `training_call`'s call does for it); else None."""
+    the Function's outputs, the program's fresh outputs in order (what `training_call`'s call does for it); else
+    None."""
     step.plain = _plain_step(step, unreached, stand_ins)
     if step.plain is None:
         return None
