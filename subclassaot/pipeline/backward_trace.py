@@ -374,17 +374,24 @@ def _partitioned(
     )
 
 
-def _input_values(setup: JointSetup) -> frozenset[int]:
-    """Forward-output positions holding new values of inputs (updates, then wrapper updates)."""
+def _wrappers_at(setup: JointSetup) -> int:
+    """The forward-output position of the first wrapper update: after the updates, one output per fresh output (a
+    subclass one has several graph leaves: see forward_output_values) and the bases."""
     outputs = setup.traced.outputs
-    # one forward output per fresh output (a subclass one has several graph leaves): see forward_output_values
     n_fresh = sum(
         1
         for info in setup.analysis.outputs
         if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
     )
-    wrappers_at = len(outputs.updates) + n_fresh + outputs.num_bases
-    return frozenset({*range(len(outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))})
+    return len(outputs.updates) + n_fresh + outputs.num_bases
+
+
+def _input_values(setup: JointSetup) -> frozenset[int]:
+    """Forward-output positions holding new values of inputs (updates, then wrapper updates)."""
+    wrappers_at = _wrappers_at(setup)
+    return frozenset(
+        {*range(len(setup.traced.outputs.updates)), *range(wrappers_at, wrappers_at + len(setup.wrapper_updates))}
+    )
 
 
 def _backward_without_input_values(
@@ -441,14 +448,9 @@ def _backward_without_raising_tangents(
 def _hidden_values(setup: JointSetup) -> frozenset[int]:
     """Diff positions of inputs' new values that the epilogue writes hidden from autograd: the caller's backward
     never gives them a tangent (runtime.steps.epilogue_write_hidden)."""
-    outputs, analysis, wrappers = setup.traced.outputs, setup.analysis, setup.wrapper_updates
-    updates = outputs.updates
-    wrappers_at = len(updates) + outputs.num_bases
-    wrappers_at += sum(
-        1
-        for info in analysis.outputs
-        if info.kind is OutputKind.TENSOR and all(leaf.source is LeafSource.GRAPH for leaf in info.leaves)
-    )
+    analysis, wrappers = setup.analysis, setup.wrapper_updates
+    updates = setup.traced.outputs.updates
+    wrappers_at = _wrappers_at(setup)
     dense = {
         p
         for p, d in enumerate(setup.diff)
