@@ -395,3 +395,23 @@ def test_input_writes_in_the_eager_graph_on_torch_subclasses(make: Callable[[], 
     with torch.no_grad():
         assert_matches_eager(_write_then_read, make, backend="eager")
         assert_matches_eager(torch.nn.BatchNorm1d(4), lambda: (torch.randn(8, 4),), backend="eager", calls=3)
+
+
+def test_keep_input_mutations_on_torchs_two_tensor() -> None:
+    # a subclass we did not write (torch's TwoTensor): each inner tensor's write kept in the user's graph
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def writes(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x + y
+
+    def make_two() -> tuple[object, ...]:
+        return tuple(TwoTensor(torch.randn(3, 3), torch.randn(3, 3)) for _ in range(2))  # type: ignore[no-untyped-call]  # untyped in torch
+
+    recording = RecordingBackend()
+    with torch.no_grad():
+        assert_matches_eager(writes, make_two, backend=recording, compile_kwargs={"keep_input_mutations": True})
+    assert recording.graphs
+    for gm in recording.graphs:
+        found = mutating_nodes(gm)
+        assert len(found) == 2 and all("copy_" in n for n in found), gm.code
