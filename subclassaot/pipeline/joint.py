@@ -44,6 +44,7 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     autograd_nodes,
     from_functional,
+    get_version,
     grad_fn_raises,
     mutation_counter,
     nested_coeff,
@@ -271,7 +272,9 @@ def trace_joint(
 # in place after a save ("Trying to use a saved tensor that has been detached in-place"). So where the program drops a
 # leaf input's flag, the joint trace packs every save with saved-tensor hooks of its own: a stand-in for a leaf input
 # unpacks as it is, as eager's leaf does, and any other tensor saved with a grad_fn that a detach_() took since raises
-# eager's error.
+# eager's error. Autograd checks no version counter of a save made through hooks (it cannot see through them), so the
+# hooks check it as eager's unpacking does, after the detach_() check: a tensor written since its save (an
+# intermediate the program writes after the flag drops) raises eager's "modified by an inplace operation".
 
 _DETACHED_SAVE = (
     "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
@@ -287,16 +290,30 @@ def _saves_as_eager(setup: JointSetup) -> tuple[contextlib.AbstractContextManage
     if not any(f.is_leaf and f.requires_grad and not a for f, a in zip(setup.user_fakes, after, strict=True)):
         return contextlib.nullcontext(), stand_ins
 
-    def pack(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
-        return t, t.grad_fn is not None
+    def pack(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:
+        return t, t.grad_fn is not None, get_version(t)
 
-    def unpack(packed: tuple[torch.Tensor, bool]) -> torch.Tensor:
-        t, had_grad_fn = packed
+    def unpack(packed: tuple[torch.Tensor, bool, int]) -> torch.Tensor:
+        t, had_grad_fn, version = packed
         if had_grad_fn and t.grad_fn is None and id(t) not in stand_ins:
             raise RuntimeError(_DETACHED_SAVE)
+        if get_version(t) != version:
+            raise RuntimeError(_written_save_error(t, version))
         return t
 
     return torch.autograd.graph.saved_tensors_hooks(pack, unpack), stand_ins
+
+
+def _written_save_error(t: torch.Tensor, version: int) -> str:
+    """Eager's error at unpacking a saved tensor written since the save (SavedVariable::unpack's text)."""
+    node = t.grad_fn
+    which = f", which is output {t.output_nr} of {node.name()}," if node is not None else ""
+    return (
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"[{t.type()} {list(t.shape)}]{which} is at version {get_version(t)}; expected version {version} instead. "
+        "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+        "torch.autograd.set_detect_anomaly(True, check_nan=False)."
+    )
 
 
 def _grad_wrt(setup: JointSetup, run: FunctionalRun) -> list[torch.Tensor]:

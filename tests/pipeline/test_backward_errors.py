@@ -1394,3 +1394,64 @@ def test_written_overlapping_view_pair_input_refused(compile_fn: CompileFn | Non
 
     with torch.enable_grad():
         assert_refused(f, lambda: _overlapping_diagonal(lambda: pair_nonleaf(3, 2, 1)), compile_fn, "elements overlap")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A saved tensor written after a leaf input's flag dropped (fuzz seed 114000, program 291): the joint trace then packs
+# every save with hooks of its own (joint._saves_as_eager), and autograd checks no version counter of a save made
+# through hooks, so the hooks check it: eager's backward raises "modified by an inplace operation".
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def intermediate_copied_after_drop(x0: T, x1: T) -> tuple[()]:
+    # seed 114000 #291: MulBackward saved t0; the copy_ bumps it after x1's flag dropped
+    t0 = x1.sum()
+    x0.mul_(t0)
+    x1.requires_grad = False
+    t0.copy_(x1)
+    return ()
+
+
+def intermediate_written_after_drop(x0: T, x1: T) -> object:
+    t0 = x1 * 2
+    z = x0 * t0
+    x1.requires_grad_(False)
+    t0.add_(1)
+    return x0.sin(), z
+
+
+def dropped_leaf_written(x0: T, x1: T) -> object:
+    z = x0 * x1  # saves the leaf x1 (a leaf's save keeps its version check)
+    x1.requires_grad_(False)
+    x1.add_(1)
+    return (z,)
+
+
+def unsaved_written_after_drop(x0: T, x1: T) -> object:
+    # control: the written tensor was made after the drop and saved by nothing; eager's backward runs
+    z = x0 * x1
+    x1.requires_grad_(False)
+    t = x1 * 3
+    t.add_(1)
+    return z, t
+
+
+@pytest.mark.parametrize(
+    "f",
+    [intermediate_copied_after_drop, intermediate_written_after_drop, dropped_leaf_written, unsaved_written_after_drop],
+    ids=["copied", "written", "leaf_written", "unsaved"],
+)
+@pytest.mark.parametrize(
+    "make_inputs",
+    [
+        lambda: (nonleaf(3), torch.randn((), requires_grad=True)),
+        lambda: (pair_nonleaf(3), pair(requires_grad=True)),
+    ],
+    ids=["plain", "pair"],
+)
+def test_save_written_after_a_leaf_flag_drop(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
