@@ -551,7 +551,8 @@ class Analysis:
     # after its first: mixed (Note [Gradient Accumulators Of Leaves])
     self_set_first: tuple[bool, ...] = ()
     self_set_mixed: tuple[bool, ...] = ()
-    # per tensor input: set_() under grad, then read with grad, not apart before, and returned (Note [set_ Under
+    # per tensor input: set_() under grad, then read with grad, not apart before, and returned; or a view set_() under
+    # grad before every node of the program a backward reaches: its set_ repeated before the call (Note [set_ Under
     # Grad])
     read_after_grad_set: tuple[bool, ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Gradient Accumulators Of Leaves]),

@@ -159,6 +159,24 @@ def refresh_view_grad_fn(t: torch.Tensor) -> None:
     grad_fn_raises(t)  # its read of grad_fn is the refresh
 
 
+def autograd_sequence_mark() -> int:
+    """The sequence number autograd gives the next node it makes: nodes made before this call have a lower one,
+    nodes made after a higher one (the engine's order among ready nodes). Made by creating one node that is never
+    run (it takes a number of its own, which leaves the order of every other node as it was)."""
+    node: Any = torch._C._functions.DelayedError("never run", 0)  # (torch's stubs do not list the node's methods)
+    return int(node._sequence_nr())
+
+
+def is_program_node(node: Any, start: int) -> bool:
+    """Was autograd node `node` made after the sequence mark `start` (see `autograd_sequence_mark`)? Nodes made
+    without a number of their own (AccumulateGrad, autograd's error nodes) count as made before."""
+    seq = int(node._sequence_nr())
+    return start <= seq < _NO_SEQUENCE_NR
+
+
+_NO_SEQUENCE_NR = 2**64 - 1  # the number of nodes made without one (AccumulateGrad, NotImplemented, Error)
+
+
 def autograd_nodes(starts: Iterable[object]) -> Iterator[Any]:
     """Each autograd node the nodes `starts` reach (themselves included; None skipped) once, depth first. The nodes
     seen are held, not their id()s: torch frees the Python object of a C++ node no one holds, and a new one may get

@@ -30,6 +30,7 @@ from subclassaot.pipeline.rules.view_bases import clone_synthetic_base, foreign_
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
     DataDependentError,
+    autograd_sequence_mark,
     clone_keeps_type,
     is_fake,
     replay_view,
@@ -122,6 +123,7 @@ def run_functional(
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, set(viewed) | set(view_clone_inputs))
     _note_input_storages(record, flat, layout, graph_fun, dense, originals, user_tensors, moved)
+    record.program_start_mark = autograd_sequence_mark()  # Note [set_ Under Grad]
     with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -2066,3 +2066,88 @@ def test_input_set_to_a_product_of_a_returned_leaf(make: Callable[..., T], compi
             compile_fn,
             "holds back that leaf's gradient",
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 113600 #222: an input that is a view, set_() under grad to (a view of) itself before the program made any
+# other node. Eager's set_ node (the base's CopySlices) is numbered before the nodes made after it, which its backward
+# runs first (x0 gets its gradient), then raises; the epilogue's set_, made after the compiled Function, ran first and
+# raised before x0's gradient. The set_ is now repeated before the call (Note [set_ Under Grad]). A node made before the
+# set_() (an op, a Function, a view of another input) keeps the epilogue's set_, eager's order there.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _SinFn(torch.autograd.Function):
+    """A plain Function: saves its input, returns a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        x: T = ctx.saved_tensors[0]
+        return g * x.cos()
+
+
+def _sin_fn(x: T) -> T:
+    return cast(T, _SinFn.apply(x))  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+
+
+def _set_to_own_view_then_function(x0: T, x1: T) -> object:
+    t0 = x1.view((3, 1))
+    set_to(x1, t0)
+    return (x1, _sin_fn(x0))
+
+
+def _set_to_itself_then_op(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    return (x1, x0.mul(x0), x0.cos())
+
+
+def _set_then_view_returned(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    return (x1.view(-1), x0.view(-1), _sin_fn(x0))
+
+
+def _op_before_set(x0: T, x1: T) -> object:
+    t1 = x0.mul(2.0)
+    set_to(x1, x1)
+    return (x1, t1, x0.sin())
+
+
+def _function_before_set(x0: T, x1: T) -> object:
+    t1 = _sin_fn(x0)
+    set_to(x1, x1)
+    return (x1, t1)
+
+
+def _view_inputs_of(kind: str) -> tuple[object, ...]:
+    if kind == "plain":
+        return (leaf(3), nonleaf(2, 3)[0])
+    if kind == "strided":  # the fuzz program's: x1 an as_strided view with a zero stride
+        with torch.enable_grad():
+            b1 = torch.randn((3,), requires_grad=True).clone()
+        return (leaf(3), b1.as_strided((3,), (0,), 2))
+    return (pair(3, requires_grad=True), pair_nonleaf(2, 3)[0])
+
+
+@pytest.mark.parametrize("kind", ["plain", "strided", "pair"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        _set_to_own_view_then_function,
+        _set_to_itself_then_op,
+        _set_then_view_returned,
+        _op_before_set,
+        _function_before_set,
+    ],
+    ids=["own_view", "then_op", "view_returned", "op_before", "function_before"],
+)
+def test_seed113600_222_view_input_set_under_grad_before_other_nodes(
+    f: Callable[[T, T], object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: _view_inputs_of(kind), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: _view_inputs_of(kind), compile_fn=compile_fn, after_call=write_outputs)

@@ -29,7 +29,7 @@ from subclassaot.pipeline.backward_probe import BackwardEnd, grad_output_count, 
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.runtime.steps import early_grad_sets
 from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
-from subclassaot.torch_internals import autograd_nodes, storage_key
+from subclassaot.torch_internals import autograd_nodes, autograd_sequence_mark, is_program_node, storage_key
 
 __all__ = [
     "early_set_inputs",
@@ -64,6 +64,12 @@ __all__ = [
 #   input's history). Such an input returned beside a leaf the Function takes detached, with a raising backward, is
 #   refused where eager's node waits behind the program's (backward_trace's refuse_set_beside_returned_leaves); one
 #   whose set_ runs before the call though no output reads it after waits behind the Function: a known gap.
+#   An input that is a view has its set_ node (the base's CopySlices) numbered among the program's nodes (a plain
+#   input's NotImplemented node is numbered above all and runs as soon as ready, wherever made): where every node of
+#   the program that the other outputs and the inputs as they end reach was made after its set_() (autograd's sequence
+#   marks in the functional run), and that set_() took the input or a view of it, its family unwritten before, eager
+#   runs those nodes first and then raises (`t1 = f(x0)` after `x1.set_(x1)` gives x0 its gradient): the runtime
+#   repeats that set_ before the call too, read after or not, returned or not.
 # - Views' and leaves' order: a view's CopySlices node has the set_'s place too, so nodes made after it may hand a leaf
 #   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
 #   holds that tensor's gradient back (`t0.set_(w); return t0, w`), and so the gradient of every leaf behind a tensor
@@ -133,13 +139,29 @@ def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs:
 
 
 def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output: object) -> tuple[bool, ...]:
-    """Per tensor input: set_() under grad, read with grad after and never apart from its own history before, and
-    returned as itself (Note [set_ Under Grad])."""
-    returned = {id(o) for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)}
+    """Per tensor input: is its set_() under grad repeated before the compiled call? Where it was read with grad after
+    and never apart from its own history before, and returned as itself; or where it is a view whose set_() came
+    before every node of the program that a backward may reach (Note [set_ Under Grad])."""
+    leaves = [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)]
+    returned = {id(o) for o in leaves}
+    roots = [*leaves, *tensors]  # a backward may start at the inputs too, as they end
     return tuple(
-        id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set and id(t) in returned
+        (id(t) in returned and id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set)
+        or _set_before_any_node(record, t, roots)
         for t in tensors
     )
+
+
+def _set_before_any_node(record: SwapRecord, t: torch.Tensor, roots: Sequence[torch.Tensor]) -> bool:
+    """Is `t` an input that is a view (its set_ node, under the base's CopySlices, has a place among the program's),
+    whose last set_() under grad held back only its history as it came, made before every node of the program that
+    the other `roots` (outputs, inputs as they end) reach (Note [set_ Under Grad])?"""
+    position = record.input_positions.get(id(t))
+    if position is None or not position[1]._is_view() or id(t) not in record.own_history_grad_sets:
+        return False
+    mark, start = record.grad_set_marks[id(t)], record.program_start_mark
+    nodes = autograd_nodes(_grad_fn(o) for o in roots if o is not t)
+    return all(node._sequence_nr() > mark or not is_program_node(node, start) for node in nodes)
 
 
 def intermediate_read_after_grad_set(
@@ -308,3 +330,14 @@ def _grad_leaf(flat: FlatInputs, layout: DenseLayout, j: int) -> bool:
 
 def _grad_leaf_value(real: object) -> bool:
     return isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf
+
+
+def note_grad_set_place(record: SwapRecord, x: torch.Tensor, source: torch.Tensor | None, written: bool) -> None:
+    """At a set_() of `x` under grad (`written`: its family was written before): the autograd sequence mark, and
+    whether eager's set_ node holds back no history but `x`'s own as it came (Note [set_ Under Grad])."""
+    record.grad_set_marks[id(x)] = autograd_sequence_mark()
+    own = source is None or record.view_root(source, through_swaps=True) is x
+    if own and not written:
+        record.own_history_grad_sets.add(id(x))
+    else:
+        record.own_history_grad_sets.discard(id(x))

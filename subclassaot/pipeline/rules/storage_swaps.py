@@ -54,7 +54,7 @@ from subclassaot.pipeline.rules.set_storage_rules import (
     note_traced_storage,
     note_wrapper_storage,
 )
-from subclassaot.pipeline.rules.set_under_grad import note_reads_after_grad_set
+from subclassaot.pipeline.rules.set_under_grad import note_grad_set_place, note_reads_after_grad_set
 from subclassaot.pipeline.rules.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -305,6 +305,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         size_before = tuple(args[0].shape) if func in SET_OPS or torch.Tag.inplace_view in func.tags else ()
         if self.depth == 0 and torch.is_grad_enabled():
             self._note_wrapper_op(func, args, kwargs)
+        # (the wrapper's own set_ below counts as a write before its _grad_set: Note [set_ Under Grad])
+        written_before = self.record.family_of(args[0]) in self.record.written_families
         if func in SET_OPS and self.depth == 0:
             leaves = flatten_subclass(args[0], "set_")[1]
             check_shared_grad_set(self.record, args, leaves)
@@ -345,7 +347,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
             if self.depth == 0:
                 source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
-                self._grad_set(args[0], source)  # Note [set_ Under Grad], at the wrapper level
+                self._grad_set(args[0], source, written_before)  # Note [set_ Under Grad], at the wrapper level
                 self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
         return out
 
@@ -510,10 +512,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.record.hidden_resizes:
             self.record.note_reads_after_hidden_resize(subclass_args)
 
-    def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None) -> None:
+    def _grad_set(self, x: torch.Tensor, source: torch.Tensor | None = None, written: bool | None = None) -> None:
         """Note [set_ Under Grad]: set_() of `x` with grad on. On a view taken with grad on, eager's autograd
         rebases the view's base on the set_ node too: its history then raises in backward as well. `source`: the
-        tensor set_() to (Note [set_ Under Grad]). Inside inference_mode autograd records nothing, grad mode on or off."""
+        tensor set_() to (Note [set_ Under Grad]); `written`: was its family written before (None: ask the record).
+        Inside inference_mode autograd records nothing, grad mode on or off."""
         if torch.is_inference_mode_enabled():
             return
         if id(x) in self.record.requires_grad_dropped and id(x) in self.record.input_positions:
@@ -525,6 +528,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             )
         self.record.grad_set_ids.add(id(x))
         self.record.grad_set_sources[id(x)] = source if source is not None and source.requires_grad else None
+        if written is None:
+            written = self.record.family_of(x) in self.record.written_families
+        note_grad_set_place(self.record, x, source, written)  # Note [set_ Under Grad]
         t = x
         for record in self.record.chain(x):
             if not record.grad_enabled or id(t) in self.record.hidden:

@@ -218,6 +218,12 @@ class SwapRecord:
     # id() of a tensor (plain or wrapper) set_() under grad -> the tensor the last such set_() took, where that one
     # required grad (eager's set_ node has an edge to its history), else None (Note [set_ Under Grad])
     grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
+    # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
+    # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
+    # to themselves or a view of themselves, their family unwritten before (Note [set_ Under Grad])
+    program_start_mark: int = 0
+    grad_set_marks: dict[int, int] = field(default_factory=dict)
+    own_history_grad_sets: set[int] = field(default_factory=set)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
     # had given them another size (Note [Inputs Written In Training])
