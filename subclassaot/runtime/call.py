@@ -8,8 +8,9 @@ inputs or intermediates are regenerated from the real tensors after the epilogue
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -405,27 +406,36 @@ def _holds_set_source_storages(plan: RuntimePlan, dense: list[torch.Tensor], t: 
     )
 
 
-def _repeat_wrapper_set_under_grad(
-    wrapper: torch.Tensor, source: torch.Tensor | None, leaves: list[torch.Tensor]
-) -> None:
+def _repeat_wrapper_set_under_grad(wrapper: torch.Tensor, source: torch.Tensor | None) -> None:
     """`wrapper.set_(source)` under grad (the source an input that requires grad, whose storages the wrapper's dense
-    `leaves` hold): eager's node, with its edge to the source's history, whose gradient then waits behind the raising
-    node; the wrapper and its leaves then get back the layout they had, as the program's later in-place view ops left
-    it (no autograd record, versions kept). Else `wrapper.set_(wrapper)` (Note [set_ Under Grad])."""
+    leaves hold): eager's node, with its edge to the source's history, whose gradient then waits behind the raising
+    node. Else `wrapper.set_(wrapper)` (Note [set_ Under Grad])."""
     if source is None or not source.requires_grad:
         set_to_self(wrapper)
         return
-    metas = [(t.size(), t.stride(), t.storage_offset(), get_version(t)) for t in leaves]
-    size, stride, offset = list(wrapper.shape), list(wrapper.stride()), int(wrapper.storage_offset())
     with torch.enable_grad():
         set_to_tensor(wrapper, source)
+
+
+@contextlib.contextmanager
+def _layouts_kept(wrapper: torch.Tensor, leaves: Sequence[torch.Tensor]) -> Iterator[None]:
+    """Around the epilogue's repeat of a subclass input's set_() under grad, made for its autograd record only: the
+    wrapper and its dense `leaves` get back the layouts and version counters they had, eager's final ones (Note [set_
+    Under Grad]). The set_ gives each leaf its source's leaf's layout, which need not be the wrapper's (a `.data =`
+    the program made on the source set its wrapper's metadata apart from its leaves': Note [Wrapper Data
+    Assignment]), and the wrapper its first leaf's."""
+    metas = [(t.size(), t.stride(), t.storage_offset(), get_version(t)) for t in leaves]
+    size, stride, offset = list(wrapper.shape), list(wrapper.stride()), int(wrapper.storage_offset())
+    version = get_version(wrapper)
+    yield
     with torch.no_grad():
-        for t, (t_size, t_stride, t_offset, version) in zip(leaves, metas, strict=True):
+        for t, (t_size, t_stride, t_offset, t_version) in zip(leaves, metas, strict=True):
             if (t.size(), t.stride(), t.storage_offset()) != (t_size, t_stride, t_offset):
                 t.as_strided_(t_size, t_stride, t_offset)
-            set_version(t, version)
+            set_version(t, t_version)
     if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
         assign_wrapper_metadata(wrapper, size, stride, offset)
+    set_version(wrapper, version)
 
 
 def _epilogue(
@@ -496,14 +506,12 @@ def _epilogue(
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
                 wrapper, source = _grad_swap_pair(plan, values, dense, t)
-                version = get_version(wrapper)
-                _repeat_swap_under_grad(wrapper, source)
-                set_version(wrapper, version)
+                with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
+                    _repeat_swap_under_grad(wrapper, source)
     for t in wrapper_sets:
         wrapper, source = _grad_swap_pair(plan, values, dense, t)
-        version = get_version(wrapper)
-        _repeat_wrapper_set_under_grad(wrapper, source, [dense[j] for j in plan.layout.leaves_of_input[t]])
-        set_version(wrapper, version)
+        with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
+            _repeat_wrapper_set_under_grad(wrapper, source)
 
 
 def _replay_wrapper_steps(

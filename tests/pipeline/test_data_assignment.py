@@ -2581,3 +2581,49 @@ def test_seed_105200_453_data_of_an_inference_expand_assigned_an_intermediate(
                 compile_fn=compile_fn,
                 after_call=after_call,
             )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fuzz regression: seed 113611, program 42 (training). An input set_() under grad to a piece of a split of another
+# input, whose `.data` the program then assigns (Note [Wrapper Data Assignment]): for a subclass, the source's wrapper
+# then has metadata apart from its inner tensors'. The epilogue's repeat of the set_ (for its autograd record, Note
+# [set_ Under Grad]) took the source input as it ends, and gave args[1]'s inner tensors (and its wrapper) the layout
+# of args[0]'s untouched inner tensors: (3, 4, 1)+0 where eager's are (3, 4, 0)+1. Plain inputs have no inner tensors
+# and passed; they stay as the class's other variant.
+
+
+def _set_to_a_split_piece_then_source_assigned(sizes: tuple[int, int], assigned: str) -> Callable[[T, T], tuple[T]]:
+    def f(x0: T, x1: T) -> tuple[T]:
+        t0, t1 = x0.split_with_sizes(list(sizes), 2)
+        set_to(x1, t1)
+        x0.data = {"t0": t0, "t1": t1, "x1": x1}[assigned]
+        return (x1,)
+
+    return f
+
+
+_SET_THEN_ASSIGNED = [
+    # (split sizes, the tensor x0 is assigned, whether x1 requires grad)
+    ((1, 0), "t1", False),  # the fuzz program: x1 set_() to an empty piece
+    ((2, 1), "t1", False),
+    ((1, 0), "x1", False),
+    ((2, 1), "t0", False),  # x0's wrapper then unlike x1's (passed before too)
+    ((2, 1), "t1", True),  # x1 a non-leaf that requires grad: the repeat is set_() to the source, its layout kept
+]
+
+
+@pytest.mark.parametrize(("sizes", "assigned", "x1_grad"), _SET_THEN_ASSIGNED)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_set_to_a_split_piece_of_an_input_whose_data_is_then_assigned(
+    kind: str, sizes: tuple[int, int], assigned: str, x1_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    def make_inputs() -> tuple[T, T]:
+        x0 = (nonleaf if kind == "plain" else pair_nonleaf)(3, 4, sum(sizes))
+        if x1_grad:
+            return x0, (nonleaf if kind == "plain" else pair_nonleaf)()
+        return x0, (torch.randn(()) if kind == "plain" else pair())
+
+    f = _set_to_a_split_piece_then_source_assigned(sizes, assigned)
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(f, make_inputs, after_call=after_call, compile_fn=compile_fn)
