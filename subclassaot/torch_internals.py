@@ -277,7 +277,9 @@ def is_plain_autograd_view(t: torch.Tensor) -> bool:
 def requires_grad_through_base(t: torch.Tensor) -> bool:
     """An autograd view made under no_grad (or inference mode) of a tensor that requires grad: it reports requires_grad
     from its base but has neither history nor an accumulator of its own, so no gradient reaches it, until
-    requires_grad_() gives it its own flag (a new autograd leaf)."""
+    requires_grad_() gives it its own flag (a new autograd leaf). The flag is read from the base each time it is
+    asked (the base's requires_grad_() after the view changes it), whatever the view op and sizes, and whatever
+    set_() did to the base before the view was taken."""
     if not t._is_view() or not t.requires_grad:
         return False
     meta = torch._C._autograd._get_creation_meta(t)

@@ -236,6 +236,7 @@ def check_history_over_alias(
     if all(leaf.source is LeafSource.GRAPH for leaf in leaves) or not value.requires_grad:
         return
     if not _has_history(value):
+        _check_no_grad_view_over_set(path, value, leaves, run)
         return
     base = bases.get(storage_key(value))
     # (an intermediate subclass so assigned: Note [Wrapper Data Assignment], data_assignment.py)
@@ -294,6 +295,25 @@ def check_history_over_alias(
         )
 
 
+def _check_no_grad_view_over_set(
+    path: str, value: torch.Tensor, leaves: Sequence[OutputLeaf], run: FunctionalRun
+) -> None:
+    """Note [Outputs Over Another Storage]: `value`, without history, requires grad only through its base (a view
+    taken under no_grad, `requires_grad_through_base`), and that base is a tensor the program computed with grad and
+    then set_() under no_grad onto an input's storage: eager's `value._base` is that tensor, with its own history
+    over the input's storage, which a compiled output cannot have; rebuilt as a view of the input, `value` would not
+    require grad. (Set onto an intermediate's storage, the graph computes that base with its history: exact.)"""
+    on_input = any(leaf.source is LeafSource.INPUT_ALIAS for leaf in leaves)
+    if not on_input or no_grad_set_in_view_chain(value, run) is None:
+        return
+    raise UnsupportedError(
+        f"{path} is a view taken under no_grad of a tensor the program computed with grad and set_() under no_grad "
+        "onto an input's storage before taking the view: eager's view requires grad through its `._base`, that "
+        "tensor, whose autograd history is its own over the input's storage, which a compiled output that shares "
+        "that storage cannot have (Note [Outputs Over Another Storage]). Return a clone, or call set_() with grad enabled"
+    )
+
+
 def _then_set_from_base(
     value: torch.Tensor,
     leaves: Sequence[OutputLeaf],
@@ -342,7 +362,8 @@ def _then_set_from_base(
 #   the set_(), not the view the chain stops at (`intermediate_bases`).
 # Refused otherwise: tensors computed with grad then set_() under no_grad onto aliased storage, detach()es written
 # with a value requiring grad, views with grad taken of an intermediate before a `.data =` relaid it, and views taken
-# after a no_grad set_() of a tensor with history (ViewBackward0 over MulBackward0, which raises where the size changed).
+# after a no_grad set_() of a tensor with history (ViewBackward0 over MulBackward0, which raises where the size changed),
+# or under no_grad (no history, but they require grad through that tensor, their `._base`: `requires_grad_through_base`).
 
 
 def outputs_set_onto_inputs(

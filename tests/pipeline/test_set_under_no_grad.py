@@ -2226,3 +2226,77 @@ def test_self_set_of_a_leaf_after_a_contiguous_that_copies(passed: str, compile_
         return (x, x if passed == "twice" else make_leaf())
 
     check_with_grad(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view taken under no_grad of a tensor computed with grad and then set_() under no_grad onto an input's storage
+# (fuzz seed 116000 #697). Eager's rule: a view made under no_grad of a tensor that requires grad reports
+# requires_grad from its base, live (`requires_grad_through_base`), whatever the view op, the sizes, or a set_() of
+# the base before it. Eager's `._base` is the set_() tensor, with its own history over the input's storage, which a
+# compiled output cannot have (Note [Outputs Over Another Storage]); ours came back as a view of the input without
+# grad. Refused; set_() onto an intermediate's storage is computed by the graph, exactly.
+# ---------------------------------------------------------------------------------------------------------------------
+
+_NO_GRAD_VIEW_AFTER_SET_RULE = "a view taken under no_grad of a tensor the program computed with grad and set_"
+_NO_GRAD_VIEWS: dict[str, Callable[[T], T]] = {
+    "unsqueeze": lambda t: t.unsqueeze(0),
+    "alias": lambda t: t[...],
+    "unbind": lambda t: t.unbind(0)[0],
+    "two_views": lambda t: t.unsqueeze(0).transpose(0, 1),
+}
+_SET_TARGETS: dict[str, Callable[[T], T]] = {
+    "input": lambda y: y,
+    "input_view": lambda y: y.view(-1).view(y.shape),
+    "intermediate": lambda y: y * 3,
+}
+
+
+def _no_grad_view_after_set(target: str, view: str) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        with torch.enable_grad():
+            t1 = x0 * 2
+        with torch.no_grad():
+            set_to(t1, _SET_TARGETS[target](x1))
+            t2 = _NO_GRAD_VIEWS[view](t1)
+        return (t2,)
+
+    return f
+
+
+@pytest.mark.parametrize("program_grad", [False, True], ids=["no_grad_call", "grad_call"])
+@pytest.mark.parametrize("target", list(_SET_TARGETS), ids=str)
+@pytest.mark.parametrize("view", list(_NO_GRAD_VIEWS), ids=str)
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_no_grad_view_of_a_tensor_set_under_no_grad(
+    subclass: bool, view: str, target: str, program_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # variants of fuzz seed 116000 #697: eager's view requires grad through the set_() tensor, its `._base`
+    def make_inputs() -> tuple[object, ...]:
+        if subclass:
+            return (pair_nonleaf(2, 3), pair(2, 3))
+        return (nonleaf(2, 3), torch.randn(2, 3))
+
+    f = _no_grad_view_after_set(target, view)
+    with torch.enable_grad() if program_grad else torch.no_grad():
+        if target == "intermediate":
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        else:
+            assert_refused(f, make_inputs, compile_fn, _NO_GRAD_VIEW_AFTER_SET_RULE)
+
+
+def test_fuzz_seed116000_program697(compile_fn: CompileFn | None) -> None:
+    # the shrunk program: a clone made with grad set_() onto a (1, 1, 1) view of the other input, unsqueezed; ours
+    # came back with requires_grad False
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn((), requires_grad=True).clone(), torch.randn(()))
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.view((1, 1, 1))
+        with torch.enable_grad():
+            t1 = x0.clone()
+        set_to(t1, t0)
+        return (t1.unsqueeze(-3),)
+
+    with torch.no_grad():
+        assert_refused(f, make_inputs, compile_fn, _NO_GRAD_VIEW_AFTER_SET_RULE)
