@@ -245,6 +245,10 @@ class OutputLeaf:
     # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
     # input's real layout after the epilogue (Note [Strides The Kernels Choose])
     input_layout: bool = False
+    # INPUT_ALIAS with a layout of its own over such a storage: the view ops that made it from the tensor the input
+    # took there, whose layout the input ends with; it takes the layout they give the input's real final value, and
+    # its hidden base (that tensor) the value's own (Note [Strides The Kernels Choose])
+    set_steps: tuple[ViewStep, ...] | None = None
     # GRAPH in training: a detach() of this dense input the program wrote with a value that requires grad; after the
     # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Outputs Over Another
     # Storage])

@@ -116,6 +116,7 @@ from subclassaot.pipeline.rules.view_chains import (
     last_bump,
     replay_of,
     root_replay,
+    set_source_steps,
     view_rebuilt_by_set,
     viewed_before_set,
 )
@@ -656,6 +657,10 @@ def _input_alias_leaf(
     hidden = hidden_base(leaf, run, at, input_by_id, earlier)
     meta = alias_meta(leaf, run, at, original.get(key))  # Note [as_strided On Inputs]
     input_layout = key not in original and meta == leaf_meta(run.finals[at])
+    foreign = None if in_subclass else foreign_base(leaf, run.finals, set(original), bases, regrad)
+    steps = None
+    if key not in original and not input_layout and foreign is None:  # Note [Strides The Kernels Choose]
+        steps = set_source_steps(leaf, run, at, None if hidden is None else leaf._base)
     alias = OutputLeaf(
         source=LeafSource.INPUT_ALIAS,
         index=at,
@@ -664,11 +669,12 @@ def _input_alias_leaf(
         same_object=leaf is run.finals[at],
         input_layout=input_layout,
         hidden_base=hidden,
-        foreign_base=None if in_subclass else foreign_base(leaf, run.finals, set(original), bases, regrad),
+        foreign_base=foreign,
         foreign_grad=regrad,
         hidden_key=None if hidden is None else id(leaf._base),
+        set_steps=steps,
     )
-    return alias, key not in original and not input_layout  # Note [Strides The Kernels Choose]
+    return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
 
 
 def _made_as_inference_tensor(t: torch.Tensor, run: FunctionalRun) -> bool:
@@ -1159,8 +1165,10 @@ def _as_fresh_root(
 #   that is t, or another alias with x's final metadata (a view too), takes x's real layout after the epilogue
 #   (OutputInfo.input_layout), as does each leaf of an intermediate subclass rebuilt around x's leaves (an INPUT_ROOT
 #   replay) and a subclass input or output whose outer metadata were a dense leaf's. A view of t with a layout of its
-#   own (`x.data = t; return t.select(1, -1)` with t empty) would be rebuilt from the fake strides: refused. (A view of
-#   x itself replays its view ops on the real x and is exact.)
+#   own (`x.data = t; return t[:, :, 1:2]`) takes the layout its view ops, in-place ones too, give x's real value
+#   (OutputLeaf.set_steps) where x ends with t's layout and nothing else relaid t or the chain; its hidden `._base`, t,
+#   takes x's. Other such views are rebuilt from the fake strides: refused where t is empty. (A view of x itself
+#   replays its view ops on the real x and is exact.)
 # - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Data Assignment]): the graph returns the
 #   dense leaf whose size and stride the assigned wrapper had as a stride probe, and the wrapper takes that leaf's real
 #   strides. Only where nothing changed that leaf or the wrapper after it was made (no in-place view op, set_ or `.data

@@ -548,6 +548,8 @@ def _from_leaves(
         meta = ev.meta(leaf.meta, symbols)
         if leaf.base_layout:  # Note [Strides The Kernels Choose]
             meta = (list(source.shape), list(source.stride()), int(source.storage_offset()))
+        if leaf.set_steps is not None:  # Note [Strides The Kernels Choose]
+            meta = _set_source_layout(meta, source, leaf.set_steps, ev, symbols)
         if leaf.foreign_base is not None:  # Note [Outputs Over Another Storage]
             kind, at = leaf.foreign_base
             root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
@@ -555,7 +557,10 @@ def _from_leaves(
             leaves.append(view_onto(root, source, *meta, grad=leaf.foreign_grad))
             continue
         if leaf.hidden_base is not None:
-            hidden = non_view_alias(source.as_strided(*ev.meta(leaf.hidden_base, symbols)))
+            hidden_meta = ev.meta(leaf.hidden_base, symbols)
+            if leaf.set_steps is not None:  # (the tensor the input took, with its layout)
+                hidden_meta = set_target_layout(hidden_meta, source)
+            hidden = non_view_alias(source.as_strided(*hidden_meta))
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
@@ -567,6 +572,25 @@ def _from_leaves(
     stride = fresh_outer_stride(info, leaves, size, stride)
     # The contract was checked when this entry was traced (same tree, symbolic sizes); not again per call.
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
+
+
+def _set_source_layout(
+    meta: tuple[list[int], list[int], int],
+    value: torch.Tensor,
+    steps: Sequence[ViewStep],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+) -> tuple[list[int], list[int], int]:
+    """Note [Strides The Kernels Choose]: the layout `steps` give the input's real final value `value`, where its
+    size is the recorded one; else `meta`. Replayed on a meta tensor of that layout: in-place view ops on an alias
+    would advance the input's version counter."""
+    numel = value.untyped_storage().nbytes() // value.element_size()
+    layout = torch.empty(numel, dtype=value.dtype, device="meta")
+    with torch.no_grad():
+        view = replay_steps(layout.as_strided(value.shape, value.stride(), value.storage_offset()), steps, ev, symbols)
+    if list(view.shape) != meta[0]:
+        return meta
+    return meta[0], list(view.stride()), int(view.storage_offset())
 
 
 def fresh_outer_stride(

@@ -205,7 +205,10 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
     if replay is None:
         for leaf in info.leaves:
             if leaf.source is not LeafSource.GRAPH and (
-                leaf.foreign_base is not None or leaf.hidden_base is not None or leaf.input_layout
+                leaf.foreign_base is not None
+                or leaf.hidden_base is not None
+                or leaf.input_layout
+                or leaf.set_steps is not None
             ):
                 return "an alias on another storage"
         return None
@@ -535,6 +538,7 @@ def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> boo
         and leaf.hidden_base is None
         and leaf.foreign_base is None
         and not leaf.input_layout
+        and leaf.set_steps is None
         and leaf.passthrough is None
         and not leaf.function_view
         for leaf in info.leaves

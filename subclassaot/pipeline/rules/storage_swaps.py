@@ -640,7 +640,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         x = args[0]
         if func in (torch.ops.aten.set_.source_Tensor,):
             rebind_functional(x, args[1], None)
+            self.record.layout_sources[id(x)] = args[1]
             return
+        self.record.layout_sources.pop(id(x), None)
         source, rest = args[1], args[2:]
         owner: torch.Tensor | None
         if isinstance(source, torch.Tensor):
@@ -1010,6 +1012,7 @@ class _DataMode(TorchFunctionMode):
             # tensor, outside it: the alias would be an inference tensor, eager's tensor keeps its own flags
             with torch.inference_mode(args[1].is_inference()), torch.no_grad():
                 rebind_functional(args[0], args[1], None)
+            self.record.layout_sources[id(args[0])] = args[1]
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
             self.record.swapped_by_data.add(id(args[0]))

@@ -291,6 +291,9 @@ class SwapRecord:
     grad_fn_reads: dict[int, int] = field(default_factory=dict)
     reads_before_data: dict[int, int] = field(default_factory=dict)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
+    # id() of a tensor whose last set_() or `.data =` gave it another tensor's storage and layout -> that tensor (Note
+    # [Strides The Kernels Choose])
+    layout_sources: dict[int, torch.Tensor] = field(default_factory=dict)
     inplace_views: dict[int, list[InplaceViewRecord]] = field(default_factory=dict)  # id() -> in-place view ops
     # id() -> seq of the version bump of the last in-place view op on it (Note [Views That Raise After A Bump])
     inplace_view_bumps: dict[int, int] = field(default_factory=dict)

@@ -61,6 +61,7 @@ __all__ = [
     "inplace_replay",
     "replay_of",
     "root_replay",
+    "set_source_steps",
     "viewed_before_set",
     "view_rebuilt_by_set",
     "view_step",
@@ -847,6 +848,39 @@ def _unchanged_subclass_inputs(run: FunctionalRun, input_by_id: dict[int, InputI
         if all(id(leaf) not in run.swaps.swapped_ids and id(leaf) not in run.swaps.grown_ids for leaf in leaves):
             out[id(t)] = input_by_id[id(t)]
     return out
+
+
+def set_source_steps(
+    leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex, hidden_root: torch.Tensor | None
+) -> tuple[ViewStep, ...] | None:
+    """Note [Strides The Kernels Choose]: the view ops (and in-place view ops) that made `leaf`, a tensor with a layout
+    of its own over the storage a set_() (or `.data =`) gave dense input `j`, from the tensor the input took then,
+    where replaying them on the input's real final value gives eager's layout: the input ends with that tensor's
+    layout, and neither it nor the chain's tensors changed layout or storage otherwise. `hidden_root`: the leaf's eager
+    `._base`, which must be that tensor, where the output is rebuilt over one (OutputLeaf.hidden_base); else None."""
+    final, swaps = run.finals[j], run.swaps
+    source = swaps.layout_sources.get(id(final))
+    if source is None or (hidden_root is not None and hidden_root is not source):
+        return None
+    same_layout = leaf_meta(source) == leaf_meta(final) and storage_key(source) == storage_key(final)
+    moved = (final, source) if same_layout else ()
+    if not same_layout or any(id(t) in swaps.inplace_views or id(t) in swaps.grown_ids for t in moved):
+        return None
+    segments: list[list[ViewStep | None]] = []
+    t, upto = leaf, 1 << 62  # (in-place view ops on a tensor count until the next view was taken from it)
+    while t is not source:
+        record = swaps.views.get(id(t))
+        if record is None or id(t) in swaps.swapped_ids or id(t) in swaps.grown_ids:
+            return None
+        own = [r for r in swaps.inplace_views.get(id(t), []) if record.seq < r.seq < upto]
+        if any(r.func in SET_OPS or r.func is torch.ops.aten.resize_.default for r in own):
+            return None
+        segments.append([view_step(record), *(_inplace_step(r) for r in own)])
+        t, upto = record.source, record.seq
+    steps = [s for segment in reversed(segments) for s in segment]
+    if id(source) in swaps.swapped_ids or not all(s is not None for s in steps):
+        return None
+    return tuple(s for s in steps if s is not None)
 
 
 def view_step(record: ViewRecord) -> ViewStep | None:
