@@ -72,7 +72,7 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
+from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, hint_of, refresh_view_grad_fn, try_expr_of
 
 # Note [Backward Errors Are Deferred]
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on a
@@ -266,6 +266,10 @@ def trace_backward(
         if isinstance(e, SubclassAOTError):
             raise
         raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward Errors Are Deferred]
+    except DATA_DEPENDENT_ERRORS:
+        # Not the program's error: eager's backward has the values (a boolean index's gradient, sized by the
+        # mask's count); the compile refuses a size made of tensor values (api.py), never defers it.
+        raise
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
