@@ -74,6 +74,10 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, hint_of, refresh_view_grad_fn, try_expr_of
 
+# Raised at compile time, never deferred: refusals, and a trace that needs tensor values (a size made of a boolean
+# mask's count): that is no error of the program (eager's backward has the values); api.py refuses it.
+_RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ERRORS)
+
 # Note [Backward Errors Are Deferred]
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on a
 # tensor that requires grad, a custom backward that raises. Tracing our backward graph hits the same error at compile
@@ -260,16 +264,12 @@ def trace_backward(
     refuse_view_set_order(call, flat, layout, analysis)
     try:
         setup, joint = trace_joint_views(setup, tangents.fakes, reach)
-    except UnsupportedError:
+    except _RAISED_NOW:
         raise
     except (IndexError, ValueError) as e:
         if isinstance(e, SubclassAOTError):
             raise
         raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward Errors Are Deferred]
-    except DATA_DEPENDENT_ERRORS:
-        # Not the program's error: eager's backward has the values (a boolean index's gradient, sized by the
-        # mask's count); the compile refuses a size made of tensor values (api.py), never defers it.
-        raise
     except RuntimeError as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).

@@ -13,7 +13,8 @@ written fresh, on plain tensors and PairTensors, without and with grad.
 
 Input: nothing. Output: `CASES6` for tests/pipeline/test_corpus_pytorch.py.
 Invariants: every case passes `pytest tests/pipeline --identity-compile`; names are unique across the corpus; a
-training variant's mutated inputs are non-leaves, as eager requires. Each program names the PyTorch test it ports.
+training variant's mutated inputs are non-leaves, as eager requires. Each program names the PyTorch test (or, where
+it follows a family of them, the test file) it ports.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def index_put_none_long_bool(a: T, b: T, c: T, d: T, e: bool) -> object:
 
 
 def leaky_relu_inplace_empty(x: T) -> object:
-    # test_zero_element_mutation (nn.LeakyReLU(inplace=True) on an input with no elements)
+    # an in-place LeakyReLU (nn.LeakyReLU(inplace=True)) on an input with no elements (test_torchinductor.py)
     return torch.nn.functional.leaky_relu(x, negative_slope=5.2955089, inplace=True)
 
 
@@ -222,19 +223,19 @@ def mixed_dtype_inplace(x: T, y: T) -> object:
 
 
 def setitem_int_index(n: int, a: T) -> object:
-    # test_setitem_with_int_parameter
+    # a row of the input assigned by a Python int index (test_torchinductor.py's setitem programs)
     a[n] = -1
     return a
 
 
 def setitem_then_pointwise(a: T, b: T) -> object:
-    # test_inplace_where_pointwise
+    # an element of the input assigned, then read by a pointwise op (test_torchinductor.py's setitem programs)
     a[0] = 2
     return a * b
 
 
 def add_alpha_inplace(x: T, y: T) -> object:
-    # test_inplace_add_alpha
+    # test_inplace_add_alpha (test/inductor/test_cpu_repro.py)
     aten.add_.Tensor(x, y, alpha=0.55)
     return (x,)
 
@@ -427,8 +428,8 @@ class FlatView(torch.autograd.Function):
 
 
 def custom_view_output_written(x: T) -> object:
-    # test_custom_function_return_view_in_nograd / test_inplace_on_view_of_custom_function_output: eager refuses an
-    # in-place write of a custom Function's view output that requires grad
+    # test_autograd.py's custom Function view checks: eager refuses an in-place write of a custom Function's output
+    # that is a view of its input and requires grad
     y = FlatView.apply(x)  # type: ignore[no-untyped-call]
     y.mul_(2)
     return y, x + 1
@@ -447,7 +448,7 @@ CUSTOM_FUNCTIONS = [
 
 
 def inference_write_through_view(x: T) -> object:
-    # test_inference_mode_inplace_view_of_normal_tensor
+    # test_normal_tensor_view_output_in_inference_mode / test_normal_tensor_inplace_output_in_inference_mode
     with torch.inference_mode():
         x.view(-1).mul_(2)
     return x + 1
@@ -490,7 +491,7 @@ INFERENCE_MODE = [
 
 
 def resize_transposed_clone(x: T) -> object:
-    # test_resize_same_size_diff_strides
+    # resize_ of a clone with other strides to the other shape of its numel (test_functionalization.py resizes)
     y = x.t().clone()
     y.resize_(2, 3)
     y.add_(1)
@@ -507,7 +508,7 @@ def resize_view_larger(x: T) -> object:
 
 
 def set_onto_slice_of_fresh(x: T) -> object:
-    # test_set_ (test_functionalization.py), onto a slice of a fresh tensor, then written
+    # set_() of the input onto a slice of a fresh tensor under no_grad, then written (test_aotdispatch.py's set_)
     src = torch.arange(6.0).view(2, 3)[1:]
     with torch.no_grad():
         set_to(x, src)
