@@ -124,7 +124,9 @@ def _params(
     inductor: bool = True,
     gaps: Mapping[str, str] = GAPS,
     refused: Mapping[str, str] = REFUSED,
+    slow: frozenset[str] = frozenset(),
 ) -> list[object]:
+    """`slow`: the cases (by their names before the variant's suffix) marked slow whatever CI's slice draws."""
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -139,6 +141,8 @@ def _params(
         elif key in refused:
             reason = f"refused: {refused[key]}"
             marks = [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=reason)]
+        if c.name.removesuffix("_dynamic").removesuffix("_no_grad") in slow:
+            marks = [*marks, pytest.mark.slow]
         out.append(pytest.param(c, "eager", id=c.name, marks=marks))
         if inductor and (c.name in INDUCTOR or c.inductor):
             out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor", marks=marks))
@@ -146,6 +150,8 @@ def _params(
 
 
 ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6
+# The sixth part's dynamic and no_grad variants run with `-m slow` only (CI's time: its direct cases are enough).
+SIXTH = frozenset(c.name for c in CASES6)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -160,7 +166,7 @@ DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dyn
 DYNAMIC_REFUSED = {k: v for k, v in REFUSED.items() if k not in STATIC_ONLY_REFUSALS}
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False, refused=DYNAMIC_REFUSED))
+@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False, refused=DYNAMIC_REFUSED, slow=SIXTH))
 def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         run_case(case, backend, compile_fn)
@@ -175,7 +181,9 @@ NO_GRAD = [
 ]
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, gaps={}, refused=NO_GRAD_REFUSED))
+@pytest.mark.parametrize(
+    ("case", "backend"), _params(NO_GRAD, inductor=False, gaps={}, refused=NO_GRAD_REFUSED, slow=SIXTH)
+)
 def test_pytorch_program_under_no_grad(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.no_grad():
         run_case(case, backend, compile_fn)
