@@ -72,7 +72,11 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import hint_of, refresh_view_grad_fn, try_expr_of
+from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, hint_of, refresh_view_grad_fn, try_expr_of
+
+# Raised at compile time, never deferred: refusals, and a trace that needs tensor values (a size made of a boolean
+# mask's count): that is no error of the program (eager's backward has the values); api.py refuses it.
+_RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ERRORS)
 
 # Note [Backward Errors Are Deferred]
 # Some programs run forward fine in eager and fail only in backward: x.mul_(x) on a tensor autograd saved, set_() on a
@@ -260,7 +264,7 @@ def trace_backward(
     refuse_view_set_order(call, flat, layout, analysis)
     try:
         setup, joint = trace_joint_views(setup, tangents.fakes, reach)
-    except UnsupportedError:
+    except _RAISED_NOW:
         raise
     except (IndexError, ValueError) as e:
         if isinstance(e, SubclassAOTError):

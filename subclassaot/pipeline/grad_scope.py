@@ -14,14 +14,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.schemas import BackwardReshape, FlatInputs
-from subclassaot.torch_internals import autograd_nodes, get_version, storage_key
+from subclassaot.torch_internals import autograd_nodes, get_version, storage_key, symint_expr
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -202,11 +201,13 @@ def metadata_of(t: torch.Tensor) -> Metadata:
 
 
 def _surely_same(before: Metadata, after: Metadata) -> bool:
-    """Equal without guarding on symbolic sizes (a backward may specialize them; that is no mutation)."""
+    """Equal without guarding on symbolic sizes (a backward may specialize them; that is no mutation). The
+    expressions are compared, not the SymInts: `a == b` inside the joint trace would be traced, and `before`'s
+    come from outside it (the proxy tracer has no proxy for them)."""
     pairs = [*zip(before[0], after[0], strict=False), *zip(before[1], after[1], strict=False)]
     pairs.append((before[2], after[2]))
     same_rank = len(before[0]) == len(after[0])
-    return same_rank and all(statically_known_true(a == b) for a, b in pairs)
+    return same_rank and all(bool(symint_expr(a) == symint_expr(b)) for a, b in pairs)
 
 
 def views_of_inputs(record: SwapRecord, inputs: Sequence[torch.Tensor]) -> list[tuple[int, torch.Tensor]]:

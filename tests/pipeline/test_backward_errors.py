@@ -1455,3 +1455,21 @@ def test_save_written_after_a_leaf_flag_drop(
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def index_put_mixed_indices(a: T, d: T) -> object:
+    # test_torchinductor.py test_index_put_fallback2: indices (None, long, bool); the gradient of the value indexes
+    # the output's gradient by the mask, a size made of the mask's values
+    a = a.clone()
+    torch.ops.aten.index_put_(a, [None, torch.as_tensor([0, 1]), torch.as_tensor([True, True, False])], d)
+    return a
+
+
+@pytest.mark.parametrize("make", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_backward_that_depends_on_tensor_values_is_refused(
+    make: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    """A backward whose trace needs tensor values (here a boolean index's count) is not the program's own error:
+    eager's backward runs. It was deferred as one, and the compiled backward raised PendingUnbackedSymbolNotFound
+    where eager's completes (found by porting PyTorch's test); it is refused at compile time."""
+    assert_refused(index_put_mixed_indices, lambda: (make(1, 2, 3), make()), compile_fn, "depends on tensor values")

@@ -20,6 +20,7 @@ from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch4 import CASES4
 from tests.pipeline.corpus_pytorch5 import CASES5
+from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
@@ -78,6 +79,22 @@ REFUSED.update(
     }
 )
 
+# corpus_pytorch6.py. The backward of index_put_ by (None, long, bool) indices traces with symbolic sizes but not with
+# static ones (PendingUnbackedSymbolNotFound): a static compile refuses it, a dynamic one runs it.
+STATIC_ONLY_REFUSALS = frozenset(f"{p}ind_index_put_fallback2{a}_train" for p in ("", "pair_") for a in ("", "_acc"))
+SET_ONTO_PART = "set_() of an input onto a slice of a fresh tensor, that tensor returned too, is refused"
+REFUSED.update(
+    {
+        **dict.fromkeys(STATIC_ONLY_REFUSALS, "a backward that makes a size of tensor values is refused"),
+        "aot_storage_resize_before_set_leaf": (
+            "set_() under no_grad of a leaf that requires grad onto a tensor of another size is refused"
+        ),
+        "set_onto_slice_of_fresh": SET_ONTO_PART,
+        "set_onto_slice_of_fresh_train": SET_ONTO_PART,
+    }
+)
+NO_GRAD_REFUSED["set_onto_slice_of_fresh_train"] = SET_ONTO_PART
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {}
 
@@ -107,7 +124,9 @@ def _params(
     inductor: bool = True,
     gaps: Mapping[str, str] = GAPS,
     refused: Mapping[str, str] = REFUSED,
+    slow: frozenset[str] = frozenset(),
 ) -> list[object]:
+    """`slow`: the cases (by their names before the variant's suffix) marked slow whatever CI's slice draws."""
     names = [c.name for c in cases]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -122,13 +141,17 @@ def _params(
         elif key in refused:
             reason = f"refused: {refused[key]}"
             marks = [pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=reason)]
+        if c.name.removesuffix("_dynamic").removesuffix("_no_grad") in slow:
+            marks = [*marks, pytest.mark.slow]
         out.append(pytest.param(c, "eager", id=c.name, marks=marks))
         if inductor and (c.name in INDUCTOR or c.inductor):
             out.append(pytest.param(c, "inductor", id=f"{c.name}-inductor", marks=marks))
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6
+# The sixth part's dynamic and no_grad variants run with `-m slow` only (CI's time: its direct cases are enough).
+SIXTH = frozenset(c.name for c in CASES6)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -140,7 +163,10 @@ def test_pytorch_program_matches_eager(case: Case, backend: str, compile_fn: Com
 DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dynamic": True}) for c in ALL]
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False))
+DYNAMIC_REFUSED = {k: v for k, v in REFUSED.items() if k not in STATIC_ONLY_REFUSALS}
+
+
+@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False, refused=DYNAMIC_REFUSED, slow=SIXTH))
 def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         run_case(case, backend, compile_fn)
@@ -155,7 +181,9 @@ NO_GRAD = [
 ]
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(NO_GRAD, inductor=False, gaps={}, refused=NO_GRAD_REFUSED))
+@pytest.mark.parametrize(
+    ("case", "backend"), _params(NO_GRAD, inductor=False, gaps={}, refused=NO_GRAD_REFUSED, slow=SIXTH)
+)
 def test_pytorch_program_under_no_grad(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.no_grad():
         run_case(case, backend, compile_fn)

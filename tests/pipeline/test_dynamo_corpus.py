@@ -26,9 +26,10 @@ from tests.pipeline.corpus_pytorch2 import CASES2
 from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch4 import CASES4
 from tests.pipeline.corpus_pytorch5 import CASES5
+from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
 DYNAMO_FAILS = frozenset(
@@ -116,6 +117,10 @@ REFUSED = {
     "hook_on_intermediate": "register_hook() inside the program is refused (as on the direct path)",
     "pair_inplace_view_between_views_train": "several outputs aliasing one intermediate PairTensor (as directly)",
     "pair_intermediate_inplace_view_and_view_train": "several outputs aliasing one intermediate PairTensor",
+    **dict.fromkeys(
+        (f"{p}ind_index_put_fallback2{a}_train" for p in ("", "pair_") for a in ("", "_acc")),
+        "a backward that makes a size of tensor values (a boolean index beside a long one), as directly",
+    ),
 }
 ALIASED_BY_SET = (
     "Dynamo runs the program's set_() before the graph (a graph break), so the graph gets two inputs that share "

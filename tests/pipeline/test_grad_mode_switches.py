@@ -2332,3 +2332,28 @@ def test_layout_changed_before_requires_grad_refused(subclass: bool) -> None:
         assert _layout_changed_then_made_to_require_grad(*make()) == ()
         with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
             subclassaot.compile(_layout_changed_then_made_to_require_grad)(*make())
+
+
+def optimizer_step(p: T, g: T) -> object:
+    # test_subclass.py test_module_optimization: the optimizer's step on a parameter, under no_grad
+    with torch.no_grad():
+        p.add_(g, alpha=-0.5)
+    return p * 2
+
+
+def _plain_param() -> tuple[object, ...]:
+    return torch.randn(3, requires_grad=True), torch.randn(3)
+
+
+def _pair_param() -> tuple[object, ...]:
+    return PairTensor(torch.randn(3), torch.randn(3), requires_grad=True), PairTensor(torch.randn(3), torch.randn(3))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("make", [_plain_param, _pair_param], ids=["plain", "pair"])
+def test_leaf_written_under_no_grad_then_backward(make: Make, dynamic: bool, compile_fn: CompileFn | None) -> None:
+    """A leaf written under no_grad, then used with grad: its metadata compared before and after the joint's
+    backward with symbolic sizes no longer runs `==` on SymInts inside the trace (it raised "SymInt is not tracked
+    with proxy" there, deferred to the backward as if eager's; found by porting PyTorch's test, on a PairTensor)."""
+    with torch.enable_grad():
+        assert_matches_eager(optimizer_step, make, compile_kwargs={"dynamic": dynamic}, compile_fn=compile_fn)

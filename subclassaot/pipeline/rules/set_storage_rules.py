@@ -108,6 +108,16 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 # dispatches (the torch.compile adapter hands the pipeline the storage's resize_ in its place). Fix for those: resize the storage outside the compiled function, as FSDP2's hooks do with
 # torch.compile. Storage byte counts are not guarded: a graph that reads an input is called on it freed as eager reads it
 # (out of bounds).
+# The ops that point their self at another storage (or a fresh empty one): the old one is left as it was.
+_REBINDS = frozenset(
+    {
+        torch.ops.aten.set_.source_Tensor,
+        torch.ops.aten.set_.source_Storage,
+        torch.ops.aten.set_.source_Storage_storage_offset,
+        torch.ops.aten.set_.default,
+    }
+)
+
 _FILL_OPS = frozenset(
     {
         torch.ops.aten.copy_.default,
@@ -183,6 +193,8 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
     all of its elements makes it written (see the comment above)."""
     if not record.unwritten_storages or func is torch.ops.aten.detach.default:
         return
+    if func in _REBINDS:  # set_() neither reads nor writes its self's old storage: only its sources count
+        args = args[1:]
     for a in pytree.tree_leaves((args, kwargs)):
         if isinstance(a, torch.Tensor) and storage_key(a) in record.freed_storages:
             paths = record.unwritten_storages[storage_key(a)][0]
