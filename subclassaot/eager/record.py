@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.torch_internals import is_fake, static_fake_copies
+from subclassaot.torch_internals import composite_view_as_eager, is_fake, static_fake_copies
 
 # Note [The Eager Record]
 # Everything the epilogue must reproduce is eager's state at some point of the program: the storage and layout of
@@ -254,7 +254,10 @@ class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __
     ) -> Any:
         if func.overloadpacket is torch.ops.aten.set_:
             return self.recorder.logged("Tensor.set_", func, args, kwargs or {}, below=True)
-        return func(*args, **(kwargs or {}))
+        # (a dispatch mode takes an op with no kernel of its own as a fake does: Note [Composite Views Of Fakes Inside
+        # inference_mode])
+        retaken, view = composite_view_as_eager(func, args, kwargs or {})
+        return view if retaken else func(*args, **(kwargs or {}))
 
 
 def _inner_names(t: torch.Tensor) -> list[str]:
