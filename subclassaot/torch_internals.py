@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -325,22 +326,9 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     return mode, [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-# Note [Composite Views Of Fakes Inside inference_mode]
-# Inside inference_mode autograd's kernels are skipped, so a view op with no kernel of its own (CompositeImplicitAutograd:
-# reshape(), flatten(), mT, unflatten()) runs its decomposition below them. On a plain tensor that is its backend's
-# kernel, whose view ops dispatch again from the top and are made autograd views (creation meta INFERENCE_MODE: a view
-# that requires grad as its base does, over its counter, whose grad_fn raises once the base is written). A fake tensor,
-# or any tensor under a dispatch mode, takes the op at the Python key instead, where it is decomposed below
-# ADInplaceOrView: a tensor over the base's storage that is no view and requires no grad. So the static fake mode,
-# whose runs stand for eager's (the eager record, the backward probes), and the record's own dispatch mode take such a
-# view of a normal tensor again outside inference mode, under no_grad (a view there, requiring grad as its base does),
-# and give it that creation meta; where the op copies instead (a reshape() that cannot view), eager's result is an
-# inference tensor, as the mode's is.
-
-
 class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     """A static fake mode whose empty results have eager's strides (Note [Strides The Kernels Choose]) and whose
-    composite views inside inference_mode are eager's (Note [Composite Views Of Fakes Inside inference_mode])."""
+    composite views inside inference_mode are eager's (Note [The Eager Record])."""
 
     def __torch_dispatch__(
         self,
@@ -397,8 +385,8 @@ def composite_view_as_eager(
     func: torch._ops.OpOverload, args: Sequence[object], kwargs: Mapping[str, object]
 ) -> tuple[bool, object]:
     """For a dispatch mode: (True, eager's result) where `func` is a view op with no kernel of its own called inside
-    inference_mode on a normal tensor, taken again as eager's (Note [Composite Views Of Fakes Inside inference_mode]);
-    (False, None) otherwise, where the op copies instead, and the mode runs it as it would."""
+    inference_mode on a plain tensor, taken again as eager's (Note [The Eager Record]); (False, None) otherwise, and
+    where the op copies instead: the mode runs it as it would."""
     schema = getattr(func, "_schema", None)
     first = next((t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)), None)
     if (
@@ -406,9 +394,10 @@ def composite_view_as_eager(
         or schema is None
         or schema.is_mutable
         or not any(r.alias_info is not None for r in schema.returns)
+        or first is None
         or type(first) not in (torch.Tensor, torch.nn.Parameter, FakeTensor)  # (a wrapper's is an inference tensor)
         or first.is_inference()
-        or not torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+        or not _composite_only(f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name)
     ):
         return False, None
     if _inside_subclass_dispatch():
@@ -438,12 +427,19 @@ def composite_view_as_eager(
     return True, out
 
 
+def _composite_only(name: str) -> bool:
+    """An op with no kernel of its own: a CompositeImplicitAutograd one with no ADInplaceOrView kernel (chunk() has
+    one, which makes its results views itself)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return has(name, "CompositeImplicitAutograd") and not has(name, "ADInplaceOrView")
+
+
 def _inside_subclass_dispatch() -> bool:
     """Is the op called by a tensor subclass's `__torch_dispatch__` (on its inner tensors)? There eager runs below
     autograd and ADInplaceOrView, so a view op makes no view. The dispatcher's state does not tell (a mode's handler runs
     below them too, and its snapshot of the state is the outermost call's), so the Python stack is read: a frame of a
     `__torch_dispatch__` whose class is a tensor subclass other than FakeTensor (modes' handlers belong to no tensor)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "__torch_dispatch__":
             owner = frame.f_locals.get("cls", frame.f_locals.get("self"))

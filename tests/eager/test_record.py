@@ -117,9 +117,9 @@ def test_empty_results_have_eager_strides_on_fakes() -> None:
 
 
 def test_composite_views_inside_inference_mode_are_eagers() -> None:
-    # fuzz seed 116000 #793 (Note [Composite Views Of Fakes Inside inference_mode]): on fakes, and on real tensors under
-    # the record's dispatch mode, a reshape() inside inference_mode of a tensor that requires grad was no view and
-    # required no grad; eager's is a view requiring grad
+    # fuzz seed 116000 #793 (Note [The Eager Record]): on fakes, and on real tensors under the record's dispatch mode,
+    # a reshape() inside inference_mode of a tensor that requires grad was no view and required no grad; eager's is a
+    # view requiring grad
     def f(x: torch.Tensor) -> object:
         with torch.inference_mode():
             return x.reshape((1, 1, 4)), x.mT

@@ -1094,13 +1094,13 @@ def test_pair_view_of_an_inference_pair_given_to_it_by_data_returned_with_it_mat
 # a reshape() inside inference_mode of an input that requires grad is, in eager, a view of it requiring grad with
 # creation meta INFERENCE_MODE; mul() saves its split, and once the returned input is written, unpacking that saved view
 # reads its grad_fn, which raises naming inference mode. The backward probe's static fakes took the reshape (a view op
-# with no kernel of its own) below autograd: no view, no grad, nothing saved over the input's counter (Note [Composite
-# Views Of Fakes Inside inference_mode]). Of a PairTensor eager's view inside the block is an inference wrapper.
+# with no kernel of its own) below autograd: no view, no grad, nothing saved over the input's counter (Note [The Eager
+# Record]). Of a PairTensor eager's view inside the block is an inference wrapper, which the fakes keep.
 
 _COMPOSITE_VIEWS_INSIDE: dict[str, Callable[[T], T]] = {
     "reshape": lambda t: t.reshape((1, 1, 4)),
     "mT": lambda t: t.mT,
-    "unflatten": lambda t: t.unflatten(1, (1, 4)),
+    "unflatten": lambda t: torch.unflatten(t, 1, (1, 4)),
 }
 
 
