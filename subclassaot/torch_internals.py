@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
@@ -345,7 +347,8 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
 
 
 class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    """A static fake mode whose empty results have eager's strides (Note [Strides The Kernels Choose])."""
+    """A static fake mode whose empty results have eager's strides (Note [Strides The Kernels Choose]) and whose
+    composite views inside inference_mode are eager's (Note [The Eager Record])."""
 
     def __torch_dispatch__(
         self,
@@ -355,6 +358,9 @@ class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
         kwargs: Mapping[str, object] | None = None,
     ) -> object:
         kwargs = kwargs or {}
+        retaken, view = composite_view_as_eager(func, args, kwargs)
+        if retaken:
+            return view
         out = super().__torch_dispatch__(func, types, args, kwargs)
         tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         results = [t for t in pytree.tree_leaves(out) if isinstance(t, FakeTensor)]
@@ -393,6 +399,75 @@ class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
             return self.from_tensor(torch.empty_strided(v.shape, strides[id(v)], dtype=v.dtype, device="cpu"))
 
         return pytree.tree_map(relaid, out)
+
+
+def composite_view_as_eager(
+    func: torch._ops.OpOverload, args: Sequence[object], kwargs: Mapping[str, object]
+) -> tuple[bool, object]:
+    """For a dispatch mode: (True, eager's result) where `func` is a view op with no kernel of its own called inside
+    inference_mode on a plain tensor, taken again as eager's (Note [The Eager Record]); (False, None) otherwise, and
+    where the op copies instead: the mode runs it as it would."""
+    schema = getattr(func, "_schema", None)
+    first = next((t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)), None)
+    if (
+        not torch.is_inference_mode_enabled()
+        or schema is None
+        or schema.is_mutable
+        or not any(r.alias_info is not None for r in schema.returns)
+        or first is None
+        or type(first) not in (torch.Tensor, torch.nn.Parameter, FakeTensor)  # (a wrapper's is an inference tensor)
+        or first.is_inference()
+        or not _composite_only(f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name)
+    ):
+        return False, None
+    if _inside_subclass_dispatch():
+        return False, None
+    # dispatched again from the top, as the backend kernel's view ops are in eager; with no dispatch mode left to take
+    # it, a plain tensor's op skips the Python key (there, it would find no mode)
+    below = not torch._C._len_torch_dispatch_stack() and not any(
+        type(t) not in (torch.Tensor, torch.nn.Parameter)
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor)
+    )
+    python_keys = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
+        torch._C.DispatchKey.PythonTLSSnapshot
+    )
+    with (
+        torch.overrides.enable_reentrant_dispatch(),
+        torch._C._ExcludeDispatchKeyGuard(python_keys) if below else contextlib.nullcontext(),
+        torch.inference_mode(False),
+        torch.no_grad(),
+    ):
+        out = func(*args, **kwargs)
+    made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not made or not all(o._is_view() for o in made):
+        return False, None
+    for o in made:
+        mark_inference_mode_view(o)
+    return True, out
+
+
+def _composite_only(name: str) -> bool:
+    """An op with no kernel of its own: a CompositeImplicitAutograd one with no ADInplaceOrView kernel (chunk() has
+    one, which makes its results views itself)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return has(name, "CompositeImplicitAutograd") and not has(name, "ADInplaceOrView")
+
+
+def _inside_subclass_dispatch() -> bool:
+    """Is the op called by a tensor subclass's `__torch_dispatch__` (on its inner tensors)? There eager runs below
+    autograd and ADInplaceOrView, so a view op makes no view. The dispatcher's state does not tell (a mode's handler runs
+    below them too, and its snapshot of the state is the outermost call's), so the Python stack is read: a frame of a
+    `__torch_dispatch__` whose class is a tensor subclass other than FakeTensor (modes' handlers belong to no tensor)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "__torch_dispatch__":
+            owner = frame.f_locals.get("cls", frame.f_locals.get("self"))
+            cls = owner if isinstance(owner, type) else type(owner)
+            if issubclass(cls, torch.Tensor) and not issubclass(cls, FakeTensor):
+                return True
+        frame = frame.f_back
+    return False
 
 
 def shape_env_of(mode: FakeTensorMode) -> ShapeEnv:

@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.torch_internals import is_fake, static_fake_copies
+from subclassaot.torch_internals import composite_view_as_eager, is_fake, static_fake_copies
 
 # Note [The Eager Record]
 # Everything the epilogue must reproduce is eager's state at some point of the program: the storage and layout of
@@ -41,6 +41,14 @@ from subclassaot.torch_internals import is_fake, static_fake_copies
 # Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
 # record keeps `bumps` (the version less its value at first sight), and a fake of a non-leaf input carries no history
 # (its grad_fn is an Error node that raises "Tried to backward() through example input" when reached).
+# One more is made to agree where it is taken, for every static fake run (the record, the backward probes): inside
+# inference_mode autograd's kernels are skipped, so a view op with no kernel of its own (CompositeImplicitAutograd:
+# reshape(), mT, unflatten()) is decomposed by a plain tensor's backend kernel, whose view ops dispatch again from the
+# top and make autograd views (creation meta INFERENCE_MODE, requiring grad as the base does), but at the Python key
+# for a fake or under any dispatch mode, below ADInplaceOrView: no view, no grad. The static fake mode and the record's
+# dispatch mode take such a view of a plain tensor again outside inference mode, under no_grad, with that creation meta
+# (torch_internals.composite_view_as_eager); not where it copies (eager's is an inference tensor), nor for a wrapper or
+# inside one's `__torch_dispatch__` (eager's makes no view there either).
 # Facts that no static run can show (symbolic sizes, values of data-dependent ops) are not in the record.
 
 NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
@@ -254,7 +262,9 @@ class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __
     ) -> Any:
         if func.overloadpacket is torch.ops.aten.set_:
             return self.recorder.logged("Tensor.set_", func, args, kwargs or {}, below=True)
-        return func(*args, **(kwargs or {}))
+        # (a dispatch mode takes an op with no kernel of its own as a fake does: Note [The Eager Record])
+        retaken, view = composite_view_as_eager(func, args, kwargs or {})
+        return view if retaken else func(*args, **(kwargs or {}))
 
 
 def _inner_names(t: torch.Tensor) -> list[str]:

@@ -4,6 +4,7 @@ a run on real tensors, program by program, op by op; and the record holds the ea
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -113,6 +114,23 @@ def test_empty_results_have_eager_strides_on_fakes() -> None:
         out = record.outputs[0]
         assert out is not None
         assert _final(record, out).stride == (1, 3, 3)  # eager's (3, 3, 1), transposed
+
+
+def test_composite_views_inside_inference_mode_are_eagers() -> None:
+    # fuzz seed 116000 #793 (Note [The Eager Record]): on fakes, and on real tensors under the record's dispatch mode,
+    # a reshape() inside inference_mode of a tensor that requires grad was no view and required no grad; eager's is a
+    # view requiring grad
+    def f(x: torch.Tensor) -> object:
+        with torch.inference_mode():
+            return x.reshape((1, 1, 4)), x.mT
+
+    x = torch.randn(2, 2, requires_grad=True)
+    eager = f(x)
+    assert isinstance(eager, tuple)
+    assert [(o._base is x, o.requires_grad) for o in eager] == [(True, True), (True, True)]
+    record = _both(f, x)
+    facts = [_final(record, cast(int, n)) for n in record.outputs]
+    assert [(f.base == record.inputs[0], f.requires_grad) for f in facts] == [(True, True), (True, True)]
 
 
 def test_views_share_the_version_counter_and_the_root_base() -> None:

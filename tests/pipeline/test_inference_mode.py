@@ -1087,3 +1087,56 @@ def test_pair_view_of_an_inference_pair_given_to_it_by_data_returned_with_it_mat
     f = _view_after_the_block_then_source_given_its_data("view", "view_and_source")
     with torch.no_grad():
         assert_matches_eager(f, lambda: (PairTensor.from_tensor(torch.randn(2, 2)),))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz seed 116000 #793 (training, outputs written after the call: DIVERGED, eager's backward raised and ours did not):
+# a reshape() inside inference_mode of an input that requires grad is, in eager, a view of it requiring grad with
+# creation meta INFERENCE_MODE; mul() saves its split, and once the returned input is written, unpacking that saved view
+# reads its grad_fn, which raises naming inference mode. The backward probe's static fakes took the reshape (a view op
+# with no kernel of its own) below autograd: no view, no grad, nothing saved over the input's counter (Note [The Eager
+# Record]). Of a PairTensor eager's view inside the block is an inference wrapper, which the fakes keep.
+
+_COMPOSITE_VIEWS_INSIDE: dict[str, Callable[[T], T]] = {
+    "reshape": lambda t: t.reshape((1, 1, 4)),
+    "mT": lambda t: t.mT,
+    "unflatten": lambda t: torch.unflatten(t, 1, (1, 4)),
+}
+
+
+def _composite_view_inside_split_and_saved(view: str) -> Callable[[T], tuple[T, T]]:
+    def f(x0: T) -> tuple[T, T]:
+        with torch.inference_mode():
+            t0 = _COMPOSITE_VIEWS_INSIDE[view](x0)
+        with torch.set_grad_enabled(False):
+            t1, _ = t0.split_with_sizes([1, 0], 1)
+        return (x0, x0.mul(t1))
+
+    return f
+
+
+_SAVED_VIEW_BASES: dict[str, Callable[[], tuple[T]]] = {
+    "plain": lambda: (torch.randn((1, 4), requires_grad=True).clone(),),
+    "pair": lambda: (PairTensor.from_tensor(torch.randn((1, 4)), requires_grad=True).clone(),),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_SAVED_VIEW_BASES))
+@pytest.mark.parametrize("view", sorted(_COMPOSITE_VIEWS_INSIDE))
+def test_seed116000_793_composite_view_inside_saved_and_its_base_written_after(view: str, kind: str) -> None:
+    f = _composite_view_inside_split_and_saved(view)
+    with torch.enable_grad():
+        assert_matches_eager(f, _SAVED_VIEW_BASES[kind])
+        assert_matches_eager(f, _SAVED_VIEW_BASES[kind], after_call=write_outputs)
+
+
+@pytest.mark.parametrize("view", sorted(_COMPOSITE_VIEWS_INSIDE))
+def test_composite_view_inside_saved_raises_eagers_message_once_its_base_is_written(view: str) -> None:
+    # the oracle compares the backward's error by type: its message, eager's own
+    compiled = subclassaot.compile(_composite_view_inside_split_and_saved(view))
+    with torch.enable_grad():
+        x0, t3 = compiled(*_SAVED_VIEW_BASES["plain"]())
+        with torch.no_grad():
+            x0.add_(1.0)
+        with pytest.raises(RuntimeError, match="A view was created in inference mode and its base"):
+            t3.sum().backward()  # type: ignore[no-untyped-call]
