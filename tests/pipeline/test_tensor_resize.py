@@ -1163,3 +1163,124 @@ def test_view_of_view_of_input_grown_has_the_input_as_base(make: Make, compile_f
             assert_raises_like_eager(view_of_input_grown_returns_a_view, make, compile_fn=compile_fn)
         else:
             assert_matches_eager(view_of_input_grown_returns_a_view, make, compile_fn=compile_fn)
+
+
+# Growth inside inference_mode (fuzz seed 116000 #62, #419, #803: refused as "an in-place write through an as_strided()
+# view that is not the first view of its chain"): the grown storage was a torch.empty() made inside the block, which
+# the functional mode hands back as a detach() of its value, so the rebinding's as_strided() of it was the second view
+# of its chain and functionalization could not write it back.
+def grown_in_inference_mode_then_written(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((11,))
+        x.fill_(-1.0)
+    return (x,)
+
+
+def intermediate_grown_in_inference_mode_then_written(x: T) -> object:
+    t = x.mul(2.0)
+    with torch.inference_mode():
+        t.resize_((11,))
+        t.fill_(3.0)
+    return (t, t.mul(2.0))
+
+
+def view_grown_in_inference_mode_then_written(x: T) -> object:
+    t = x[1:]
+    with torch.inference_mode():
+        t.resize_((11,))
+        t.fill_(0.5)
+    return (x,)  # (t reaches past x's elements: refused by its own rule)
+
+
+def aliased_grown_in_inference_mode_then_written(x0: T, x1: T) -> object:
+    with torch.inference_mode():
+        x0.resize_((11,))
+        x0.fill_(-1.0)
+    x1.resize_((15,))
+    x1.fill_(-1.0)
+    return (x0, x1)
+
+
+INFERENCE_GROWTH = [
+    grown_in_inference_mode_then_written,
+    intermediate_grown_in_inference_mode_then_written,
+    view_grown_in_inference_mode_then_written,
+]
+
+
+def _pair9() -> tuple[object, ...]:
+    return (pair(9),)
+
+
+@pytest.mark.parametrize("f", INFERENCE_GROWTH)
+@pytest.mark.parametrize(
+    "make",
+    [_plain(9), _plain(1, 3, 3), _pair9, lambda: (nonleaf(9),)],
+    ids=["plain", "plain_3d", "pair", "nonleaf"],
+)
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_grown_in_inference_mode_then_written_matches_eager(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.set_grad_enabled(grad):
+        if f is view_grown_in_inference_mode_then_written and make is _pair9:
+            # a PairTensor view grown, which the wrapper's storage then leaves: its own rule (set_() after a growth)
+            assert_refused(f, make, compile_fn, r"grows this input's storage with resize_\(\) and then set_\(\)s")
+        else:
+            _check(f, make, compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_aliased_inputs_grown_in_inference_mode_then_written_matches_eager(
+    grad: bool, compile_fn: CompileFn | None
+) -> None:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(1, 3, 3)
+        return (b, b)
+
+    with torch.set_grad_enabled(grad):
+        _check(aliased_grown_in_inference_mode_then_written, make, compile_fn)
+
+
+def leaf_grown_in_inference_mode_then_read(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((3,))
+        x.fill_(3.0)
+    return (x.reshape((3, 1)),)
+
+
+def leaf_grown_in_inference_mode_then_split(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((26,))
+        x.fill_(3.0)
+    return (x.split_with_sizes([17, 9], 0)[1],)
+
+
+def view_taken_then_grown_in_inference_mode_then_read(x: T) -> object:
+    v = x[:1]
+    t = v.view((-1,))
+    with torch.inference_mode():
+        v.resize_((5,))
+        v.fill_(2.0)
+    return (t.unsqueeze(0),)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        leaf_grown_in_inference_mode_then_read,
+        leaf_grown_in_inference_mode_then_split,
+        view_taken_then_grown_in_inference_mode_then_read,
+    ],
+)
+def test_requiring_grad_grown_in_inference_mode_then_used_with_grad_refused(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 116000 #7890, #7859, #5315 (DIVERGED once the growth above was taken: the compiled backward gave the
+    # gradient in the old size, eager's autograd in the grown one): refused by name. Returned as they are, taken.
+    def make() -> tuple[object, ...]:
+        return (leaf(1, 2, 1) if f is not view_taken_then_grown_in_inference_mode_then_read else nonleaf(2, 2),)
+
+    with torch.enable_grad():
+        assert_refused(f, make, compile_fn, r"after resize_\(\) grew its storage inside a torch.inference_mode\(\)")
+        _check(grown_in_inference_mode_then_written, make, compile_fn)

@@ -224,6 +224,31 @@ def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -
             t = None if view is None else view.source
 
 
+def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Note [Storage Swaps By Rebinding]: refuse a use with grad of a leaf or view that requires grad (or of a view
+    of it) after resize_() grew it with grad off (inside inference_mode, where eager allows it): eager's autograd
+    then checks gradients against the grown size (a leaf's accumulator made at its next read, a view's history
+    rebuilt), the compiled backward against the size the tensor came with."""
+    if not torch.is_grad_enabled():
+        return
+    for a in args:
+        t = a
+        for _ in range(16):
+            if not isinstance(t, torch.Tensor):
+                break
+            if record.hidden_grows.get(id(t)) is t:
+                paths = record.input_paths.get(record.grown_root(storage_key(t)), ())
+                raise UnsupportedError(
+                    f"{''.join(p + ': ' for p in paths[:1])}{func}: uses with grad a tensor that requires grad (a leaf or a view), "
+                    "or a view of it, after resize_() grew its storage inside a torch.inference_mode() block: "
+                    "eager's autograd then takes its gradient in the grown size, the compiled backward in the size "
+                    "it had before (Note [Storage Swaps By Rebinding]); not supported in training. Resize a "
+                    ".detach() of it, or grow it outside the function"
+                )
+            view = record.views.get(id(t))
+            t = None if view is None else view.source
+
+
 def check_absolute_frames(record: SwapRecord) -> None:
     """Note [as_strided On Inputs]: refuse (retrace) once a view at an absolute offset is stale."""
     for key, shifts in record.absolute_frames.items():

@@ -75,6 +75,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_gained_family_member,
     check_inplace_strided_frame,
     check_overlapping_input,
+    check_reads_after_hidden_grow,
     check_resize_within_storage,
     check_shared_grad_set,
     check_strided_reach,
@@ -159,6 +160,9 @@ from subclassaot.torch_internals import (
 # in place (`untyped_storage().resize_()`) and then writes the input's final values, so the caller's views of it see
 # the grown storage as in eager; an output reaching its elements past the inputs' own is refused (they are the graph's
 # alone).
+# Inside inference_mode eager lets a leaf or a view that requires grad grow: taken as any growth, but a use with grad
+# of it (or of a view of it) after is refused, as eager's autograd then expects the grown size and the compiled
+# backward the old one.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
 # view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
@@ -237,6 +241,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
+            if self.record.hidden_grows:
+                check_reads_after_hidden_grow(self.record, func, args)  # Note [Storage Swaps By Rebinding]
         subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
         if (
             subclass is not None
@@ -603,11 +609,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # Rebinding] explains why functionalization cannot: here x is rebound to a fresh, larger tensor).
         sharers = self._sharers(x)
         start, old = storage_kept(self.record, x, sharers)
-        grown = torch.empty(x.storage_offset() + int(torch.Size(size).numel()), dtype=x.dtype, device=x.device)
+        # new_empty, not torch.empty: a factory called with no tensor inside an inference_mode block comes back from
+        # the functional mode as a detach() of the value it made, and functionalization cannot write an as_strided()
+        # view that follows another view in its chain back (Note [as_strided On Inputs])
+        grown = x.new_empty(x.storage_offset() + int(torch.Size(size).numel()))
         grown[start : start + old.numel()].copy_(old)
         key_before = storage_key(x)
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
+        if self.depth == 0 and not torch.is_grad_enabled() and x.requires_grad and (x._is_view() or x.is_leaf):
+            self.record.hidden_grows[id(x)] = x  # Note [Storage Swaps By Rebinding]
         self.record.grown_from[storage_key(x)] = key_before
         for t in sharers:  # each keeps its layout, on the grown storage (Note [Storage Swaps By Rebinding])
             rebind_functional(t, grown, (list(t.shape), list(t.stride()), t.storage_offset()))

@@ -98,6 +98,9 @@ class SwapRecord:
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     first_swaps: dict[int, int] = field(default_factory=dict)  # ... -> `seq` at the first of those calls
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    # ... of those, leaves and views that require grad, grown with grad off (inside inference_mode): id() -> the
+    # tensor (Note [Storage Swaps By Rebinding])
+    hidden_grows: dict[int, torch.Tensor] = field(default_factory=dict)
     # storage key a resize_() growth made -> the key of the storage it grew (eager's same storage, grown in place)
     grown_from: dict[object, object] = field(default_factory=dict)
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
