@@ -526,18 +526,23 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
     strides (expand) is a clone of its elements, expanded as the input is: the strides of results of elementwise ops
     follow the input's zero strides in eager (a contiguous clone transposed gives (1, 2) where eager's `x.transpose(0,
-    1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous."""
+    1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous.
+    A size-1 dim keeps its stride, 0 included: eager's views of the input show it (`x.transpose(0, 1)` of a (1, 2)
+    input with strides (0, 2) has strides (2, 0)), and a subclass output viewing the input is rebuilt from the layout
+    traced here."""
     dims: list[object] = [*t.shape, *t.stride()]
-    if all(isinstance(s, int) and s >= 0 for s in dims):
-        shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
-        once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
-        if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
-            if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
-                empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
-                return cast(torch.Tensor, empty).expand(shape)
-            compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
-            return compact.expand(shape)
-    if not all(isinstance(s, int) and s > 0 for s in dims) or dense_strides(list(t.shape), list(t.stride())):
+    if not all(isinstance(s, int) and s >= 0 for s in dims):
+        return t.clone()
+    shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
+    once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
+    if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
+        if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
+            empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
+            return cast(torch.Tensor, empty).expand(shape)
+        compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
+        return compact.expand(shape)
+    laid_out = all(s > 0 and (st > 0 or s == 1) for s, st in zip(shape, stride, strict=True))
+    if not laid_out or dense_strides(shape, stride):
         return t.clone()
     out = t.new_empty_strided(t.shape, t.stride())
     if type(out) is not type(t):  # a subclass whose op table falls back to plain tensors for it (Float8Tensor)

@@ -1919,3 +1919,48 @@ def test_outputs_over_an_assigned_base_take_its_real_layout_in_the_generated_run
     trace's ((1,) for eager's (5,), the sort of an empty input with gaps)."""
     check_no_grad(outputs_over_a_base_assigned_by_data, lambda: (_empty_with_gaps_1d(),), compile_fn)
     check_with_grad(outputs_over_a_base_assigned_by_data, lambda: (_empty_with_gaps_1d(),), compile_fn)
+
+
+# (storage numel, size, stride, storage offset): inputs with a size-1 dim whose stride is 0 (or another value no
+# contiguous layout gives), beside dims with gaps
+_SIZE_ONE_STRIDE_INPUTS = {
+    "row_stride0_gap": (4, (1, 2), (0, 2), 1),
+    "column_stride0_gap": (5, (2, 1), (2, 0), 1),
+    "middle_stride0_gap": (12, (2, 1, 3), (6, 0, 2), 0),
+    "two_stride0_gap": (6, (1, 1, 2), (0, 0, 3), 0),
+    "row_stride5_dense": (4, (1, 2), (5, 1), 1),
+}
+_SIZE_ONE_STRIDE_VIEWS: dict[str, Callable[[T], object]] = {
+    "transpose": lambda x: (x.transpose(1, 0),),
+    "permute": lambda x: (x.permute(*reversed(range(x.dim()))),),
+    "unsqueeze": lambda x: (x.unsqueeze(1),),
+    "t": lambda x: (x.t(),),
+    "transpose_then_mul": lambda x: (x.transpose(1, 0).mul(2.0), x.unsqueeze(0).transpose(0, 1)),
+}
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    ("shape", "view"),
+    [
+        (shape, view)
+        for shape, (_, size, _, _) in _SIZE_ONE_STRIDE_INPUTS.items()
+        for view in _SIZE_ONE_STRIDE_VIEWS
+        if view != "t" or len(size) == 2
+    ],
+)
+def test_views_of_inputs_keep_strides_of_size_one_dims(
+    compile_fn: CompileFn | None, kind: str, shape: str, view: str
+) -> None:
+    """A view of an input whose size-1 dim has stride 0 shows that stride (`x.transpose(1, 0)` of a (1, 2) input with
+    strides (0, 2) is (2, 0)). Training runs the program on a clone of the input with the input's strides; the clone
+    made that input contiguous, and a PairTensor output viewing the input is rebuilt from the traced layout: it took
+    strides (1, 2) and read the wrong elements (fuzz seed 116200 #289). Plain views replay on the real input."""
+    numel, size, stride, offset = _SIZE_ONE_STRIDE_INPUTS[shape]
+
+    def make_inputs(requires_grad: bool) -> tuple[object, ...]:
+        base = PairTensor.from_tensor(torch.randn(numel)) if kind == "pair" else torch.randn(numel)
+        return (base.requires_grad_(requires_grad).as_strided(size, stride, offset),)
+
+    check_no_grad(_SIZE_ONE_STRIDE_VIEWS[view], lambda: make_inputs(False), compile_fn)
+    check_with_grad(_SIZE_ONE_STRIDE_VIEWS[view], lambda: make_inputs(True), compile_fn)
