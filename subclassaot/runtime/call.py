@@ -190,11 +190,16 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             result = build_outputs(
                 plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
             )
+        if late_sets and torch.is_grad_enabled():
+            _late_view_sets(plan, late_sets, values)
         if after is not None:
             after()
         return result
 
     early_sets = epilogue.early_grad_sets
+    late_sets = tuple(
+        t for t in epilogue.grad_sets if plan.analysis.mutations[layout.leaves_of_input[t][0]].view_set_last
+    )
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
     fresh_only = _fresh_only_outputs(plan)
@@ -258,6 +263,22 @@ def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Seque
         if x.requires_grad and not any(x is d for d in done):
             set_to_self(x)
             done.append(x)
+
+
+def _late_view_sets(plan: RuntimePlan, late_sets: Sequence[int], values: Sequence[object]) -> None:
+    """Note [set_ Under Grad]: on each tensor input in `late_sets` (its last set_() under grad a view's), once the
+    outputs are built, a view's set_() to itself under grad, its version counter kept: x's history is then a
+    CopySlices newer than every node of the call and older than every node made after it, as eager's is."""
+    done: list[torch.Tensor] = []  # an input passed at several positions takes one, as in eager
+    for t in late_sets:
+        x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+        if not x.requires_grad or x._is_view() or any(x is d for d in done):
+            continue  # (a view input's own set_ made a CopySlices already)
+        version = get_version(x)
+        with torch.enable_grad():
+            set_to_self(x.view_as(x))
+        set_version(x, version)
+        done.append(x)
 
 
 def _resizing(run: Runner, plan: RuntimePlan, ev: MetaEvaluator) -> Runner:

@@ -889,6 +889,113 @@ def test_input_view_set_and_input_returned_beside_an_unrelated_output_refused(co
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# A view of an input set_() under grad, beside nodes made after the call (a view input's history regenerated after
+# a write): eager's CopySlices runs after them, a set_ node of the input's own would run before them
+
+
+def _view_set_returned_input(x0: T, x1: T) -> object:
+    t0 = x0.select(1, -2)
+    set_to(t0, t0)
+    return (x0, x1)
+
+
+def _view_set_returned_view(x0: T, x1: T) -> object:
+    t0 = x0[0]
+    set_to(t0, t0)
+    return (t0, x1)
+
+
+def _view_set_then_read(x0: T, x1: T) -> object:
+    t0 = x0[0]
+    set_to(t0, t0)  # read with grad after, returned: the set_ is repeated before the call
+    return (x0, x0 * 2, x1)
+
+
+def _view_set_after_own_set(x0: T, x1: T) -> object:
+    set_to(x0, x0)
+    t0 = x0[0]
+    set_to(t0, t0)  # the last set_(): x0's node is the view's CopySlices
+    return (x0, x1)
+
+
+def _view_set_after_a_leaf_view(x0: T, x1: T) -> object:
+    t1 = x1.t()  # a node older than the set_'s: eager's backward raises before it runs
+    t0 = x0[0]
+    set_to(t0, t0)
+    return (x0, t1)
+
+
+def _own_set_after_view_set(x0: T, x1: T) -> object:
+    t0 = x0[0]
+    set_to(t0, t0)
+    set_to(x0, x0)  # the last set_(): x0's node is a set_ node of its own
+    return (x0, x1)
+
+
+def _bump_view_input(out: object, args: tuple[object, ...]) -> None:
+    with torch.no_grad():
+        cast(torch.Tensor, args[1]).mul_(1)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    "after_call", [None, write_outputs, _bump_view_input], ids=["no_write", "write_outputs", "bump_x1"]
+)
+@pytest.mark.parametrize(
+    "f",
+    [
+        _view_set_returned_input,
+        _view_set_returned_view,
+        _view_set_then_read,
+        _view_set_after_a_leaf_view,
+        _own_set_after_view_set,
+    ],
+    ids=["input", "view", "read_after", "after_a_leaf_view", "own_set_last"],
+)
+def test_view_set_node_runs_after_nodes_made_after_the_call(
+    compile_fn: CompileFn | None,
+    f: Callable[[T, T], object],
+    after_call: Callable[[object, tuple[object, ...]], None] | None,
+    kind: str,
+) -> None:
+    """fuzz seed 113801 #67: eager's set_() of a view of x0 rebases x0 on a CopySlices numbered in the program's
+    order; x1, a view of a leaf written under no_grad after the call, regenerates its history there, newer, which the
+    engine runs first: b1 gets its gradient before the CopySlices raises. The epilogue's `x0.set_(x0)` made a set_
+    node of x0's own, which the engine runs before any other ready node: b1 got none. A view of x0 is now set_() to
+    itself once the outputs are built: a CopySlices newer than the call's nodes (`after_a_leaf_view`: the output
+    view of x1 made before the set_, whose node eager runs after the raise), older than those made after it; not
+    where the program's last set_() of x0 was its own (`own_set_last`: a set_ node, as eager's)."""
+    with torch.enable_grad():
+        assert_matches_eager(
+            f, functools.partial(_input_and_leaf_view, kind), compile_fn=compile_fn, after_call=after_call
+        )
+
+
+@pytest.mark.parametrize(
+    "after_call", [None, write_outputs, _bump_view_input], ids=["no_write", "write_outputs", "bump_x1"]
+)
+def test_view_set_after_own_set_beside_nodes_made_after_the_call(
+    compile_fn: CompileFn | None, after_call: Callable[[object, tuple[object, ...]], None] | None
+) -> None:
+    """As above, where the program set_() x0 itself before its view's set_(): x0's node is the CopySlices. (With
+    PairTensor inputs this program is refused by the rule on a wrapper's in-place view ops beside its views.)"""
+    with torch.enable_grad():
+        assert_matches_eager(
+            _view_set_after_own_set,
+            functools.partial(_input_and_leaf_view, "plain"),
+            compile_fn=compile_fn,
+            after_call=after_call,
+        )
+
+
+def _input_and_leaf_view(kind: str) -> tuple[object, ...]:
+    if kind == "plain":
+        return (nonleaf(3, 2, 3), leaf(2, 2, 2).select(2, -1))
+    with torch.enable_grad():
+        return (pair_nonleaf(3, 2, 3), pair(2, 2, 2, requires_grad=True).select(2, -1))
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # set_() under grad of a view of a tensor that does not require grad, to one that does: eager rebases the base,
 # which then requires grad (supported where no output is a view of that base, refused where one is)
 

@@ -148,6 +148,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         set_source_edge=set_source is not None and _edge_to_input(final, run),
         grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
+        view_set_last=id(final) in swaps.view_set_last,
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
         metadata_hidden=bool(view_ops)
@@ -223,8 +224,8 @@ def _with_wrapper_grad_sets(
 ) -> tuple[LeafMutation, ...]:
     """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
     of an input was set_() to under grad (Note [set_ Under Grad])."""
-    marked: dict[int, tuple[bool, bool]] = {
-        j: (id(t) in run.swaps.view_set_bases, _edge_to_input(t, run))
+    marked: dict[int, tuple[bool, bool, bool]] = {
+        j: (id(t) in run.swaps.view_set_bases, _edge_to_input(t, run), id(t) in run.swaps.view_set_last)
         for i, t in enumerate(run.user_tensors)
         if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
         for j in layout.leaves_of_input[i]
@@ -241,6 +242,7 @@ def _with_wrapper_grad_sets(
             m,
             set_under_grad=True,
             view_set_under_grad=marked[j][0],
+            view_set_last=marked[j][2],
             set_source_edge=m.set_source is not None and marked[j][1],
         )
         if j in marked

@@ -76,7 +76,10 @@ __all__ = [
 #   computed from inputs (`t0.set_(w.clone()); return t0, w * t1`, where the compiled Function hands w its gradient
 #   first: any input leaf counts there, as the run's history does not name them). Such programs are probed (Note
 #   [Probing Eager's Backward]) and refused where a backward raises after a leaf's gradient, or reaches a raising
-#   node, or cannot run.
+#   node, or cannot run. Nodes made after the call (a view input's history regenerated after a write) are newer
+#   than eager's CopySlices, and run first, where the runtime's set_ node of x's own runs before every ready node:
+#   where the program's last set_() of x was a view's (`LeafMutation.view_set_last`), the runtime sets a view of x
+#   to itself under grad once the outputs are built (version kept), a CopySlices newer than every node of the call.
 # - A plain input set_() under grad to another input that the program then set_() away (`x1.set_(x0); x0.set_(t0)`):
 #   x1 keeps x0's old storage, while the epilogue's repeat takes its differentiable alias from x0 once x0 has its new
 #   one. Refused (`refuse_grad_set_onto_moved_source`); the other order (x0 moved first, x1 set_() to it after) is

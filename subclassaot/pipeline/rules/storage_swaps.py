@@ -544,9 +544,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             t = record.source
         if t is x:
             self.record.plain_grad_sets[id(x)] = x  # Note [set_ Under Grad]
+            self.record.view_set_last.discard(id(x))
         else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
+            self.record.view_set_last.add(id(t))
             if source is not None:
                 root = self.record.view_root(source)
                 self.record.view_set_sources.add(id(root))
