@@ -377,9 +377,10 @@ class Replay:
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
     set_by_data: bool = False
-    # set_by_data, INPUT: eager's view is stale at the end (its counter moved since autograd last read its history),
-    # so its grad_fn regenerates over the assigned metadata: replayed at the input's counter at entry (Note [History
-    # Kept Through .data =])
+    # INPUT: eager's view is stale at the end (its counter moved since autograd last set its history), so its grad_fn
+    # regenerates from its base at its next read with grad (set_by_data: over the assigned metadata; Note [History
+    # Kept Through .data =]; a view without history: once the base requires grad, Note [Views That Raise After A
+    # Bump]): replayed at the input's counter at entry
     stale_view: bool = False
     # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
     # multi-output view of it): the runtime advances the view's version counter after the replay

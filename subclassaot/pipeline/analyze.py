@@ -550,9 +550,9 @@ def _analyze_outputs(
             if chain & run.swaps.views_before_grad:
                 raise UnsupportedError(
                     f"{path} is a view of an input taken before the program made that input require grad "
-                    "(requires_grad_(), `.requires_grad = True`), or a view of such a view: eager's has no autograd "
-                    "history, the compiled call, whose input requires grad before the graph runs, replays it with "
-                    "one (Note [Leaves Laid Out Anew Under no_grad]). Return a clone, or take the view after the call"
+                    "(requires_grad_(), `.requires_grad = True`), or a view of such a view: eager's has none (or one rebuilt "
+                    "from the input, if written since), the compiled call, whose input requires grad before the graph "
+                    "runs, its own (Note [Leaves Laid Out Anew Under no_grad]). Return a clone, or view after the call"
                 )
         if gained and info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor) and value.requires_grad:
             if grad_fn_raises(value):

@@ -402,7 +402,8 @@ def lower_input_counter(
 ) -> tuple[torch.Tensor, int] | None:
     """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
     counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
-    where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =])."""
+    where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =], Note [Views That
+    Raise After A Bump])."""
     if replay.source is not ReplaySource.INPUT or replay.index not in entry:
         return None
     if not (replay.bump_after or replay.entry_counter or replay.stale_view):

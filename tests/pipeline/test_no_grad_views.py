@@ -2286,3 +2286,56 @@ def test_stale_view_relaid_in_place_gradient_is_fresh(
     with torch.enable_grad():
         assert_matches_eager(f, _STALE_GIVERS[kind], compile_fn=compile_fn)
         assert_matches_eager(f, _STALE_GIVERS[kind], compile_fn=compile_fn, after_call=write_outputs)
+
+
+# Views without history stale at the end: a view of an input that requires no grad, written after the view was taken,
+# rebuilds its grad_fn from the input once the caller makes the input require grad (or raises, for a no_grad or
+# multi-output view); one made after the last write stays a leaf (Note [Views That Raise After A Bump]). Found through
+# the torch.compile entry (fuzz seed 116100 #104: Dynamo runs the program's requires_grad_() after the graph).
+def _no_grad_view(x: T) -> T:
+    with torch.no_grad():
+        return x[1:3]
+
+
+_STALE_VIEWS: dict[str, Callable[[T], T]] = {
+    "slice": lambda x: x[1:3],
+    "view": lambda x: x.view(2, 2),
+    "select": lambda x: x.select(0, 1),
+    "view_of_view": lambda x: x.view(2, 2)[1],
+    "unbind": lambda x: x.unbind(0)[1],
+    "no_grad_slice": _no_grad_view,
+}
+
+
+def _write(x0: T, t0: T, how: str) -> None:
+    if how == "input":
+        x0.add_(2.0)
+    elif how == "other_view":
+        x0[3:].mul_(3.0)
+    elif how == "the_view":
+        t0.mul_(2.0)
+    elif how == "after":
+        x0.view(2, 2).t_()  # an in-place view op of another view: a bump all the same
+
+
+def _require_grad_of_inputs(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: the caller makes every input require grad (its views read their grad_fn then)."""
+    for a in args:
+        assert isinstance(a, torch.Tensor)
+        a.requires_grad_()
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("how", ["input", "other_view", "the_view", "after", "none"])
+@pytest.mark.parametrize("view", sorted(_STALE_VIEWS))
+@pytest.mark.parametrize("make", [lambda: torch.randn(4), lambda: pair(4)], ids=["plain", "PairTensor"])
+def test_view_stale_at_the_end_regenerates_once_its_input_requires_grad(
+    compile_fn: CompileFn | None, make: Callable[[], T], view: str, how: str, grad: bool
+) -> None:
+    def f(x0: T) -> tuple[T]:
+        t0 = _STALE_VIEWS[view](x0)
+        _write(x0, t0, how)
+        return (t0,)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_inputs)

@@ -329,7 +329,19 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
         steps=steps,
         before_epilogue=early,
         entry_counter=before_bump,
+        stale_view=not early and not requires_grad and _stale_without_history(value, t, steps, run),
     )
+
+
+def _stale_without_history(
+    value: torch.Tensor, t: torch.Tensor, steps: tuple[ViewStep, ...], run: FunctionalRun
+) -> bool:
+    """Is eager's `value`, a view of input `t` with no history (`t` requires no grad), stale at the end: did its
+    counter move after the view was made (Note [Views That Raise After A Bump])? Not where the chain repeats an
+    in-place view op: the replay's own bump leaves it stale, as eager's."""
+    if value.requires_grad or any(torch.Tag.inplace_view in s.op.tags for s in steps):
+        return False
+    return run.swaps.views[id(value)].seq < last_bump(t, run)
 
 
 def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...] | None:
