@@ -1396,17 +1396,26 @@ def check_written_inputs_gaining_grad(
 ) -> None:
     """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
-    where eager wrote it before it required grad (Note [Inputs Written In Training])."""
+    where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
+    autograd does not record (under no_grad, or through `.data`/detach()) and keeps its storage and layout: those
+    are the same before the flag and after, and the epilogue copies them in below autograd."""
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
-        if changed or any(analysis.mutations[j].any for j in layout.leaves_of_input[i]):
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
+        if changed or any(m.any and not _written_without_grad(m) for m in muts):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
                 "compiled call cannot order the write (or in-place view op) before the requires_grad_() as eager "
                 "does. Call requires_grad_() outside the compiled function, or write into a clone"
             )
+
+
+def _written_without_grad(m: LeafMutation) -> bool:
+    """Only the values of a leaf changed, by writes autograd does not record (Note [Inputs Written In Training])."""
+    moved = m.metadata or m.storage_changed or m.swapped or m.resized
+    return not moved and not m.autograd_visible and not m.visible_through_self
 
 
 def check_sets_before_gaining_grad(

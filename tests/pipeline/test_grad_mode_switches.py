@@ -2334,6 +2334,108 @@ def test_layout_changed_before_requires_grad_refused(subclass: bool) -> None:
             subclassaot.compile(_layout_changed_then_made_to_require_grad)(*make())
 
 
+def _no_grad_write_then_requires_grad(x: T, w: T) -> object:
+    with torch.no_grad():
+        x.mul_(2)
+    x.requires_grad_()
+    return x * x * w
+
+
+def _requires_grad_then_no_grad_write(x: T, w: T) -> object:
+    x.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2)
+    return x * x * w
+
+
+def _no_grad_writes_around_requires_grad(x: T, w: T) -> object:
+    with torch.no_grad():
+        x.mul_(2)
+    x.requires_grad_()
+    y = x.sin()
+    with torch.no_grad():
+        x.add_(w)
+    return y * x, x
+
+
+def _detached_write_then_requires_grad(x: T, w: T) -> object:
+    x.detach().mul_(3)
+    x.requires_grad_()
+    return (x * w).sum()
+
+
+def _no_grad_copy_then_requires_grad(x: T, w: T) -> object:
+    with torch.no_grad():
+        x.copy_(w * 2)
+    x.requires_grad_()
+    return x.exp() * w
+
+
+def _requires_grad_under_no_grad_after_write(x: T, w: T) -> object:
+    with torch.no_grad():
+        x.mul_(2)
+        x.requires_grad_()
+    return x * x * w
+
+
+def _no_grad_view_write_then_requires_grad(x: T, w: T) -> object:
+    with torch.no_grad():
+        x[0].mul_(5)
+    x.requires_grad_()
+    return x * x * w
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _no_grad_write_then_requires_grad,
+        _requires_grad_then_no_grad_write,
+        _no_grad_writes_around_requires_grad,
+        _detached_write_then_requires_grad,
+        _no_grad_copy_then_requires_grad,
+        _requires_grad_under_no_grad_after_write,
+        _no_grad_view_write_then_requires_grad,
+    ],
+)
+def test_input_written_without_grad_and_made_to_require_grad_matches_eager(
+    fn: Callable[[T, T], object], subclass: bool
+) -> None:
+    """An input the program writes only where autograd does not record it (under no_grad, through detach()) and
+    makes require grad (fuzz seed 116000, programs 822 and 1074, among others: refused as written in place and made
+    to require grad). Eager's gradient is w.r.t. its value at requires_grad_(), after the writes before it; the
+    compiled call's, made to require grad from the start, is too, since those writes cut no history it records."""
+
+    def make() -> tuple[T, T]:
+        x = torch.randn(3)
+        return (PairTensor.from_tensor(x) if subclass else x), torch.randn(3, requires_grad=True)
+
+    with torch.enable_grad():
+        assert_matches_eager(fn, make)
+
+
+def _write_with_grad_then_requires_grad(x: T) -> object:
+    x.add_(2.0)
+    x.requires_grad_()
+    return (x * x,)
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_input_written_with_grad_before_requires_grad_refused(subclass: bool) -> None:
+    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194): eager records nothing (the
+    input does not require grad yet), the compiled call, the input requiring grad from the start, would write a leaf
+    that requires grad. Still refused."""
+
+    def make() -> tuple[T]:
+        return ((PairTensor.from_tensor if subclass else torch.Tensor.clone)(torch.randn(3)),)
+
+    with torch.enable_grad():
+        out = _write_with_grad_then_requires_grad(*make())
+        assert isinstance(out, tuple) and out[0].requires_grad
+        with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
+            subclassaot.compile(_write_with_grad_then_requires_grad)(*make())
+
+
 def optimizer_step(p: T, g: T) -> object:
     # test_subclass.py test_module_optimization: the optimizer's step on a parameter, under no_grad
     with torch.no_grad():

@@ -72,6 +72,11 @@ from subclassaot.schemas import (
 #   epilogue's copy_ gives x a CopySlices history, as eager's. Only where every member is that one tensor, its layout
 #   kept; distinct views or detach() aliases, set_ under grad into a storage inputs share (eager rebases the storage's
 #   base), and grad-free members of a subclass family another member of which gained grad stay refused.
+# Inputs the program makes require grad (requires_grad_()) are compiled requiring grad from the start: writes to them
+# that autograd records none of (under no_grad, through detach()), keeping their storage and layout, read the same
+# either way (eager's gradient is w.r.t. the value at requires_grad_(), which those writes cut from the entry value
+# just as well). A write with grad before the flag (unrecorded in eager, a leaf written in place here) and an in-place
+# view op or swap stay refused (`check_written_inputs_gaining_grad`).
 # Other storage changes (set_ or resize_ with a write autograd records) are refused.
 
 
