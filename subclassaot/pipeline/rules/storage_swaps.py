@@ -711,7 +711,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             src = args[0]
             meta, leaves = tensor_meta(src), source_leaf_metas(src)
             for i, o in enumerate(out if multi else (out,)):
-                if isinstance(o, torch.Tensor):
+                # An aliasing op that returns its input itself (a `to()` that converts nothing) made no view: a
+                # record of it would make the tensor its own source.
+                if isinstance(o, torch.Tensor) and o is not src:
                     self.record.seq += 1
                     self.record.views[id(o)] = ViewRecord(
                         func,
