@@ -700,8 +700,10 @@ def _update_sources(
         if any(j not in needed for j in layout.leaves_of_input[i]):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
-                "subclass input that requires grad but not others (x.a.add_(...)); in training this is not "
-                "supported yet. Write through the subclass (x.add_(...)) or write a clone"
+                "subclass input that requires grad but not others (x.a.add_(...), or an in-place op of a class "
+                "that writes only some of them, as a NestedTensor's writes its values and not its offsets); in "
+                "training this is not supported yet. Write a clone (y = x.clone(); y.add_(...)) or, where the "
+                "class writes all its inner tensors, write through the subclass (x.add_(...))"
             )
     return original_update, final_update, group_source, group_final
 

@@ -724,7 +724,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             src = args[0]
             meta, leaves = tensor_meta(src), source_leaf_metas(src)
             for i, o in enumerate(out if multi else (out,)):
-                if isinstance(o, torch.Tensor):
+                if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
                     self.record.seq += 1
                     self.record.views[id(o)] = ViewRecord(
                         func,
