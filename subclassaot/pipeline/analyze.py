@@ -89,6 +89,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
     intermediate_read_after_grad_set,
     refuse_grad_set_onto_moved_source,
     sets_without_history,
+    views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
@@ -259,6 +260,10 @@ def _analysis(
     run = f.run
     uses = wrapper_uses(run, layout)
     kept_by_layout, renewed = _kept_accumulators(call, flat, run)
+    early_sets = early_set_inputs(run.swaps, run.user_tensors, run.output)
+    changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
+    # Note [set_ Under Grad]
+    outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, early_sets, run.output, f.outputs)
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
@@ -282,7 +287,7 @@ def _analysis(
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
-        read_after_grad_set=early_set_inputs(run.swaps, run.user_tensors, run.output),
+        read_after_grad_set=early_sets,
         kept_accumulators=tuple(
             (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
             or flat.tensor_indices[k] in kept_by_layout
@@ -300,7 +305,7 @@ def _analysis(
         wrapper_last_use=uses[1],
         dense_written=uses[2],
         wrapper_data=f.data_plans,
-        outputs=f.outputs,
+        outputs=outputs,
         output_spec=f.spec,
         num_intermediate_bases=f.num_bases,
         stride_probes=f.probes,

@@ -18,6 +18,7 @@ Backward]); the probe adds no guard.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -28,14 +29,21 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.backward_probe import BackwardEnd, grad_output_count, probe_eager_backward
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.runtime.steps import early_grad_sets
-from subclassaot.schemas import Analysis, DenseLayout, FlatInputs
-from subclassaot.torch_internals import autograd_nodes, autograd_sequence_mark, is_program_node, storage_key
+from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, OutputInfo, ReplaySource
+from subclassaot.torch_internals import (
+    autograd_nodes,
+    autograd_sequence_mark,
+    get_version,
+    is_program_node,
+    storage_key,
+)
 
 __all__ = [
     "early_set_inputs",
     "intermediate_read_after_grad_set",
     "note_reads_after_grad_set",
     "refuse_grad_set_onto_moved_source",
+    "views_before_view_sets",
 ]
 
 # Note [set_ Under Grad]
@@ -69,7 +77,13 @@ __all__ = [
 #   the program that the other outputs and the inputs as they end reach was made after its set_() (autograd's sequence
 #   marks in the functional run), and that set_() took the input or a view of it, its family unwritten before, eager
 #   runs those nodes first and then raises (`t1 = f(x0)` after `x1.set_(x1)` gives x0 its gradient): the runtime
-#   repeats that set_ before the call too, read after or not, returned or not.
+#   repeats that set_ before the call too, read after or not, returned or not. Several views of one base set_() so
+#   (`x1, x2 = b[0], b[1]`) go together: the set_ nodes of the others that go before the call do not count, nor do
+#   their writes to the family (its version counter moved by such set_()s only). A view of a leaf input (`t1 =
+#   x0.view(-1)`) whose first node the program made before the set_() of a view input that the epilogue repeats
+#   waits behind that set_ node in eager, while its replay after the epilogue would run first and give x0 its
+#   gradient: it is rebuilt before the call (`views_before_view_sets`), or refused where the program changes that
+#   leaf, or set_() or split the view's chain.
 # - Views' and leaves' order: a view's CopySlices node has the set_'s place too, so nodes made after it may hand a leaf
 #   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
 #   holds that tensor's gradient back (`t0.set_(w); return t0, w`), and so the gradient of every leaf behind a tensor
@@ -144,27 +158,44 @@ def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs:
 def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output: object) -> tuple[bool, ...]:
     """Per tensor input: is its set_() under grad repeated before the compiled call? Where it was read with grad after
     and never apart from its own history before, and returned as itself; or where it is a view whose set_() came
-    before every node of the program that a backward may reach (Note [set_ Under Grad])."""
+    before every node of the program that a backward may reach but the set_ nodes of the other such views (Note
+    [set_ Under Grad])."""
     leaves = [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)]
     returned = {id(o) for o in leaves}
     roots = [*leaves, *tensors]  # a backward may start at the inputs too, as they end
+    views = [t for t in tensors if _is_view_input(record, t) and id(t) in record.own_history_grad_sets]
+    while True:  # the views whose set_() came first, each set_ node but theirs made after
+        sets = {record.grad_set_marks[id(t)] + 1 for t in views}
+        kept = [t for t in views if _set_before_any_node(record, t, roots, sets)]
+        if len(kept) == len(views):
+            break
+        views = kept
+    early = {id(t) for t in views}
     return tuple(
         (id(t) in returned and id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set)
-        or _set_before_any_node(record, t, roots)
+        or id(t) in early
         for t in tensors
     )
 
 
-def _set_before_any_node(record: SwapRecord, t: torch.Tensor, roots: Sequence[torch.Tensor]) -> bool:
-    """Is `t` an input that is a view (its set_ node, under the base's CopySlices, has a place among the program's),
-    whose last set_() under grad held back only its history as it came, made before every node of the program that
-    the other `roots` (outputs, inputs as they end) reach (Note [set_ Under Grad])?"""
+def _is_view_input(record: SwapRecord, t: torch.Tensor) -> bool:
     position = record.input_positions.get(id(t))
-    if position is None or not position[1]._is_view() or id(t) not in record.own_history_grad_sets:
-        return False
+    return position is not None and position[1]._is_view()
+
+
+def _set_before_any_node(record: SwapRecord, t: torch.Tensor, roots: Sequence[torch.Tensor], sets: set[int]) -> bool:
+    """Was the last set_() under grad of `t` (an input that is a view: its set_ node, the base's CopySlices, has a
+    place among the program's) made before every node of the program that the other `roots` (outputs, inputs as they
+    end) reach, but the set_ nodes numbered `sets` (those of the views of inputs set_() so: autograd's number right
+    after the set_()'s mark) (Note [set_ Under Grad])?"""
     mark, start = record.grad_set_marks[id(t)], record.program_start_mark
     nodes = autograd_nodes(_grad_fn(o) for o in roots if o is not t)
-    return all(node._sequence_nr() > mark or not is_program_node(node, start) for node in nodes)
+    return all(
+        node._sequence_nr() > mark
+        or not is_program_node(node, start)
+        or (node._sequence_nr() in sets and type(node).__name__ == "CopySlices")
+        for node in nodes
+    )
 
 
 def intermediate_read_after_grad_set(
@@ -340,7 +371,57 @@ def note_grad_set_place(record: SwapRecord, x: torch.Tensor, source: torch.Tenso
     whether eager's set_ node holds back no history but `x`'s own as it came (Note [set_ Under Grad])."""
     record.grad_set_marks[id(x)] = autograd_sequence_mark()
     own = source is None or record.view_root(source, through_swaps=True) is x
-    if own and not written:
+    family, version = record.family_of(x), get_version(x)  # (the set_'s own bump comes after this)
+    if own and (not written or record.own_set_versions.get(family) == version):
         record.own_history_grad_sets.add(id(x))
+        record.own_set_versions[family] = version + 1  # written since by own set_()s only, while it stays so
     else:
         record.own_history_grad_sets.discard(id(x))
+        record.own_set_versions.pop(family, None)
+
+
+def views_before_view_sets(
+    record: SwapRecord,
+    flat: FlatInputs,
+    tensors: Sequence[torch.Tensor],
+    changed: Sequence[bool],
+    early: Sequence[bool],
+    output: object,
+    infos: tuple[OutputInfo, ...],
+) -> tuple[OutputInfo, ...]:
+    """Note [set_ Under Grad]: `infos` with each output view of a leaf input whose nodes the program made before the
+    set_() under grad of a view input that the epilogue repeats replayed before the compiled call instead; refuses one
+    made across such a set_(), or of a leaf input the program changes. Per tensor input (`tensors`, as the run
+    had them): `changed`, did the program change it; `early`, is its set_ repeated before the call."""
+    marks = [
+        record.grad_set_marks[id(t)]
+        for t, e in zip(tensors, early, strict=True)
+        if not e and id(t) in record.grad_set_marks and _is_view_input(record, t)
+    ]
+    if not marks:
+        return infos
+    leaves = pytree.tree_leaves(output)
+    found = list(infos)
+    for o, (value, info) in enumerate(zip(leaves, infos, strict=True)):
+        r = info.replay
+        if r is None or r.source is not ReplaySource.INPUT or r.before_epilogue or not isinstance(value, torch.Tensor):
+            continue
+        real = flat.values[r.index]
+        if not (isinstance(real, torch.Tensor) and real.is_leaf and real.requires_grad):
+            continue  # (a node of its own history, made before the program, waits behind the set_ node in both)
+        start = record.program_start_mark
+        seqs = [int(n._sequence_nr()) for n in autograd_nodes([_grad_fn(value)]) if is_program_node(n, start)]
+        if not seqs or min(seqs) > max(marks):
+            continue  # made after each: its first view's node runs before the set_ nodes, in eager as in ours
+        unchanged = not changed[flat.tensor_indices.index(InputIndex(r.index))]
+        if unchanged and not (r.then_set or r.late_steps or r.split_made):
+            found[o] = replace(info, replay=replace(r, before_epilogue=True))
+            continue
+        raise UnsupportedError(
+            f"{info.path}: a view of an autograd leaf input taken with grad enabled before the program set_() a view "
+            "of another input with grad enabled, which the compiled call cannot rebuild before its call (the program "
+            "changes the leaf, or set_() or split the view's chain): eager's backward raises at that set_'s node "
+            "before the view's first node runs, the compiled one would give the leaf its gradient first (Note [set_ "
+            "Under Grad]). Call set_() under torch.no_grad(), or return a clone of the view"
+        )
+    return tuple(found)

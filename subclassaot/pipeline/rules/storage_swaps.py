@@ -1216,7 +1216,8 @@ class _DataMode(TorchFunctionMode):
         # See Note [History Kept Through .data =]
         note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
         note_grad_reads(self.record, args, kwargs, out, seq_before)  # Note [Gradient Accumulators Of Leaves]
-        if self.record.grad_set_ids and func is not torch.Tensor.set_:
+        # (set_() comes here as the method, or as an aten overload a subclass's __torch_function__ called)
+        if self.record.grad_set_ids and func is not torch.Tensor.set_ and func not in SET_OPS:
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)

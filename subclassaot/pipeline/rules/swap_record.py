@@ -226,10 +226,13 @@ class SwapRecord:
     grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
-    # to themselves or a view of themselves, their family unwritten before (Note [set_ Under Grad])
+    # to themselves or a view of themselves, their family unwritten before but by such set_()s (Note [set_ Under Grad])
     program_start_mark: int = 0
     grad_set_marks: dict[int, int] = field(default_factory=dict)
     own_history_grad_sets: set[int] = field(default_factory=set)
+    # family -> its version counter after the last of those set_()s, where every write to the family before was one
+    # (a view input set_() so after another of its family's is still set_() before the program's other nodes)
+    own_set_versions: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
     # had given them another size (Note [Inputs Written In Training])
