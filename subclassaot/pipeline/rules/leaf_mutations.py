@@ -123,6 +123,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         final_meta = alias_meta(final, run, set_source, set_source)
     swaps = run.swaps
     view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
+    keys = _eager_storage_keys(swaps, orig)
     return LeafMutation(
         data=data,
         metadata=final_meta != orig_meta,
@@ -131,8 +132,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         final_data=(storage_changed and set_source is None) or grown,
         hidden_from_autograd=data  # (a Function's write, run with grad off, autograd records if it marked it dirty)
         and (
-            (mutations_hidden_from_autograd(orig) and storage_key(orig) not in swaps.dirty_storages)
-            or storage_key(orig) not in swaps.visible_writes
+            (mutations_hidden_from_autograd(orig) and not keys & swaps.dirty_storages)
+            or not keys & swaps.visible_writes
         ),
         final_meta=final_meta,
         resized=grown or (_surely_greater(_extent(final_meta), _extent(orig_meta)) and not storage_changed),
@@ -142,7 +143,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and id(final) not in swaps.plain_sets
         and not _in_subclass(i, layout),
         version_bumped=swaps.bumps(run.dense[i]),
-        autograd_visible=storage_key(orig) in swaps.visible_writes,
+        autograd_visible=bool(keys & swaps.visible_writes),
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
         set_source_edge=set_source is not None and _edge_to_input(final, run),
@@ -174,6 +175,15 @@ def wrappers_after(
             meta = (meta[0], meta[1], mutations[j].final_meta[2])
         result.append(None if tree is None or before == meta else meta)
     return tuple(result)
+
+
+def _eager_storage_keys(swaps: SwapRecord, orig: torch.Tensor) -> set[object]:
+    """The run's storages that are eager's one storage under input leaf `orig`: its own, and each fresh storage a
+    resize_() grown from it rebound it (or a tensor sharing it) to, which eager grows in place (Note [Storage Swaps
+    By Rebinding]); a write autograd records into any of them (x.detach().resize_(n), then x.mul_(2)) is one into
+    the input."""
+    key = storage_key(orig)
+    return {key} | {k for k in swaps.grown_from if swaps.grown_root(k) == key}
 
 
 def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: Meta, path: str) -> None:
