@@ -991,8 +991,10 @@ def _input_grads(
                 if same is not None
                 else _subclass_grad(tree, leaves, size, stride, i in s.releafed, stride_leaves[k])
             )
-        else:
-            result[i] = unflatten_subclass(tree, leaves, check=False)
+        else:  # a plain input's subclass gradient (`x.exp() + w`, x a subclass): the tangent itself where passed through
+            rebuilt = unflatten_subclass(tree, leaves, check=False)
+            same = _tangent_passed_through(tree, leaves, tuple(rebuilt.shape), grads)
+            result[i] = rebuilt if same is None else same
     return result
 
 

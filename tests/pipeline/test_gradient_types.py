@@ -9,6 +9,7 @@ from typing import cast
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclasses.pair import PairTensor
@@ -626,3 +627,67 @@ def test_gradient_passed_through_does_not_share_the_callers_tangent(
     arity = 2 if f is _through_add else 1
     with torch.enable_grad():
         assert_matches_eager(f, lambda: tuple(maker(2, 3) for _ in range(arity)), compile_fn=compile_fn)
+
+
+# A plain leaf whose gradient is a subclass output's tangent passed through unchanged (`x.exp() + w`, x a PairTensor):
+# the Function returns the tangent itself, so AccumulateGrad copies it as eager's does; the other leaf's gradient is
+# a new tensor. Mixed inputs: each side a subclass (PairTensor, torch's TwoTensor) or plain.
+
+
+def _mixed_add(x: T, w: T) -> object:
+    return x.exp() + w
+
+
+def _mixed_radd(x: T, w: T) -> object:
+    return w + x.exp()
+
+
+def _mixed_sub(x: T, w: T) -> object:
+    return w - x.exp()
+
+
+def _mixed_rsub(x: T, w: T) -> object:
+    return x.exp() - w
+
+
+def _mixed_view(x: T, w: T) -> object:
+    return x.exp().view(-1) + w.view(-1)
+
+
+def _mixed_sum(x: T, w: T) -> object:
+    return (x.exp() + w).sum()
+
+
+def _plain_leaf(*shape: int) -> T:
+    return torch.randn(shape, requires_grad=True)
+
+
+def _pair_leaf(*shape: int) -> T:
+    return pair(*shape, requires_grad=True)
+
+
+def _two_leaf(*shape: int) -> T:
+    two: T = TwoTensor(torch.randn(shape), torch.randn(shape))  # type: ignore[no-untyped-call]  # untyped in torch
+    return two.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    ("x_maker", "w_maker"),
+    [
+        (_pair_leaf, _plain_leaf),
+        (_plain_leaf, _pair_leaf),
+        (_two_leaf, _plain_leaf),
+        (_plain_leaf, _two_leaf),
+        (_pair_leaf, _two_leaf),
+        (_two_leaf, _pair_leaf),
+    ],
+    ids=["pair-plain", "plain-pair", "two-plain", "plain-two", "pair-two", "two-pair"],
+)
+@pytest.mark.parametrize("f", [_mixed_add, _mixed_radd, _mixed_sub, _mixed_rsub, _mixed_view, _mixed_sum])
+def test_plain_and_subclass_leaves_gradients_do_not_share_the_callers_tangent(
+    x_maker: Callable[..., T], w_maker: Callable[..., T], f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # the plain `w`'s compiled `.grad` (a PairTensor, as eager's) was a new wrapper around the tangent's inner tensors,
+    # where eager's AccumulateGrad copies the tangent the caller holds
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (x_maker(2, 3), w_maker(2, 3)), compile_fn=compile_fn)

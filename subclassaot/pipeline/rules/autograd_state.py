@@ -199,7 +199,9 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 # A subclass gradient, though, is rebuilt around the graph's dense leaves: a new wrapper nobody else holds, which
 # AccumulateGrad takes, its inner tensors the caller's. So where the graph returns a received tangent's dense leaves
 # unchanged, object for object, with its structure and the input's size, the Function returns that tangent itself, as
-# eager's node does, and AccumulateGrad copies it where eager's does.
+# eager's node does, and AccumulateGrad copies it where eager's does. So for a plain input whose gradient is a
+# subclass (`x.exp() + w`, x a PairTensor: w.grad is a PairTensor, a copy of the caller's tangent), with the size
+# its rebuilt gradient has.
 
 
 def note_grad_reads(
