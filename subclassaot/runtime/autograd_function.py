@@ -243,12 +243,14 @@ def _collect_tangents(
     bw_meta: BackwardPlan,
     zeros: list[list[ZeroMeta]],
     outer: list[tuple[tuple[int, ...], tuple[int, ...]]] | None = None,
+    kept: Mapping[int, Mapping[int, torch.Tensor]] | None = None,
 ) -> tuple[list[list[torch.Tensor]], list[TangentTree], set[int], dict[int, list[torch.Tensor]]]:
     """Per diff output: the tangent's dense leaves and its structure (_SAME: the traced one); the outputs that got
     a tangent (the others get zeros: for a subclass output, what its class's zeros_like gives, as eager's engine
     materializes it: zeros for every inner tensor can mean no value at all, a Float8Tensor's scale 0); per output
     whose tangent has another ctx, its leaves converted to the traced ctx by the subclass, where it can (the fallback
-    of a failed retrace, Note [Tangent Retrace])."""
+    of a failed retrace, Note [Tangent Retrace]). `kept`: per diff output, the inner tensors it shares with its input
+    (`_kept_leaves`), which its zeros share too."""
     per_output: list[list[torch.Tensor]] = []
     trees: list[TangentTree] = []
     present: set[int] = set()
@@ -257,7 +259,7 @@ def _collect_tangents(
         g = grads[i]
         tree = bw_meta.tangent_trees[k]
         if g is None and tree is not None and outer is not None:
-            g = _zeros_like_output(tree, zeros[k], *outer[k])
+            g = _zeros_like_output(tree, zeros[k], *outer[k], kept.get(k, {}) if kept else {})
         if g is None:
             per_output.append([torch.zeros(shape, dtype=dtype, device=device) for shape, dtype, device in zeros[k]])
             trees.append(_SAME)
@@ -277,14 +279,21 @@ def _collect_tangents(
 
 
 def _zeros_like_output(
-    tree: SubclassNode, metas: list[ZeroMeta], size: tuple[int, ...], stride: tuple[int, ...]
+    tree: SubclassNode,
+    metas: list[ZeroMeta],
+    size: tuple[int, ...],
+    stride: tuple[int, ...],
+    kept: Mapping[int, torch.Tensor],
 ) -> torch.Tensor | None:
     """The class's own zeros_like of an output of this structure (built over uninitialized leaves it never reads),
     where it is not simply zeros in every inner tensor of the same class (then None: the tangent stays absent, as
-    traced)."""
+    traced). The inner tensors in `kept` are the output's own (a NestedTensor's offsets, which fix its ragged size)."""
     if tree.cls in _ZEROS_ARE_ZERO_LEAVES:
         return None
-    leaves = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in metas]
+    leaves = [
+        kept[p] if p in kept else torch.empty(shape, dtype=dtype, device=device)
+        for p, (shape, dtype, device) in enumerate(metas)
+    ]
     template = unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check_dtype_device=False)
     with torch.no_grad():
         zero = torch.zeros_like(template)
@@ -531,6 +540,7 @@ class _Step:
         }
         self.ev = MetaEvaluator()
         self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(plan, bw_meta)
+        self.unchanged = _unchanged_leaves(plan) if bw_meta.wrapper_updates else frozenset()
         # set by training_call where the step is plain (Note [Straight-Line Runners])
         self.plain: _PlainStep | None = None
 
@@ -676,8 +686,10 @@ def _update_sources(
     plan: RuntimePlan, bw_meta: BackwardPlan
 ) -> tuple[dict[int, int], dict[int, int], dict[int, GroupSource], dict[int, GroupSource]]:
     """Where each leaf of a tensor subclass input written in training finds its new value among the graph outputs
-    (ORIGINAL and FINAL updates, alias-group members' regions of their group's new base); refused where the program
-    writes some inner tensors of such an input but not others."""
+    (ORIGINAL and FINAL updates, alias-group members' regions of their group's new base); a leaf the program left
+    alone (no write, no metadata or storage change, its counter kept: a NestedTensor's offsets, which its in-place
+    ops never write) keeps its own tensor (`_unchanged_leaves`). Refused where the program changes some inner tensors
+    of such an input but not others in another way."""
     analysis, layout, flat = plan.analysis, plan.layout, plan.flat
     original_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.ORIGINAL}
     final_update = {u.target: k for k, u in enumerate(plan.graph_outputs.updates) if u.kind is UpdateKind.FINAL}
@@ -692,20 +704,34 @@ def _update_sources(
                 size, stride, offset = analysis.mutations[m].final_meta
                 if all(isinstance(d, int) for d in (*size, *stride, offset)):
                     group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
+    unchanged = _unchanged_leaves(plan)
     for i in bw_meta.wrapper_updates:
         if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
             needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Inputs In Training]
         else:
             needed = {*original_update, *group_source}
-        if any(j not in needed for j in layout.leaves_of_input[i]):
+        if any(j not in needed and j not in unchanged for j in layout.leaves_of_input[i]):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
-                "subclass input that requires grad but not others (x.a.add_(...), or an in-place op of a class "
-                "that writes only some of them, as a NestedTensor's writes its values and not its offsets); in "
-                "training this is not supported yet. Write a clone (y = x.clone(); y.add_(...)) or, where the "
+                "subclass input that requires grad but not others, or changes the others otherwise (x.a.add_(...) "
+                "beside a write through the subclass); in training this is not supported yet. Write a clone (y = x.clone(); y.add_(...)) or, where the "
                 "class writes all its inner tensors, write through the subclass (x.add_(...))"
             )
     return original_update, final_update, group_source, group_final
+
+
+def _unchanged_leaves(plan: RuntimePlan) -> frozenset[int]:
+    """Dense leaves of subclass inputs the program left as they were: no write (through any alias), no metadata or
+    storage change, the version counter kept. The new value of their input (`_wrapper_values`) holds the leaf itself,
+    as eager's wrapper does after an in-place op of its class that writes only its other inner tensors."""
+    mutations, layout = plan.analysis.mutations, plan.layout
+    return frozenset(
+        j
+        for i, tree in enumerate(layout.trees)
+        if tree is not None
+        for j in layout.leaves_of_input[i]
+        if not mutations[j].any and not mutations[j].version_bumped and not mutations[j].final_data
+    )
 
 
 def _apart_inputs(s: _Step, returned: frozenset[int]) -> tuple[int, ...]:
@@ -868,7 +894,8 @@ class CompiledStep(torch.autograd.Function):
             tail = [outs[n_updates + k] for k in s.rebuilt_leaves] + tail
         symints = [o.detach() if isinstance(o, torch.Tensor) else o for o in tail] if tail else []
         if bw_meta.wrapper_updates:
-            tensors.extend(_wrapper_values(s, user, outs, symbols))
+            ctx.kept_leaves = _kept_leaves(s, graph_dense, len(tensors))
+            tensors.extend(_wrapper_values(s, user, outs, graph_dense, symbols))
         if s.roots:
             tensors.extend(_root_values(s, base_values, symbols))
         ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
@@ -917,7 +944,9 @@ class CompiledStep(torch.autograd.Function):
             saved.insert(k, v)
         collected = _plain_tangents(grads, bw_meta, ctx.zeros) if s.plain_tangents else None
         if collected is None:
-            collected = _collect_tangents(grads, bw_meta, ctx.zeros, getattr(ctx, "outer", None))
+            collected = _collect_tangents(
+                grads, bw_meta, ctx.zeros, getattr(ctx, "outer", None), getattr(ctx, "kept_leaves", {})
+            )
         per_output, trees, present, coerced = collected
         retyped = any(tree is not _SAME for tree in trees)
         if retyped and create_graph and not _coerced_instead(per_output, trees, coerced):
@@ -1041,10 +1070,27 @@ def _fresh_output(
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
 
 
+def _kept_leaves(s: _Step, dense: list[torch.Tensor], wrappers_at: int) -> dict[int, dict[int, torch.Tensor]]:
+    """Per diff output that is the new value of a subclass input written in training (from `wrappers_at` among
+    the Function's outputs): the positions of its inner tensors that are the input's own (`_unchanged_leaves`)."""
+    bw_meta, layout = s.bw_meta, s.plan.layout
+    updated = {*s.original_update, *s.final_update}
+    position = {d: k for k, d in enumerate(bw_meta.diff_outputs)}
+    kept: dict[int, dict[int, torch.Tensor]] = {}
+    for n, i in enumerate(bw_meta.wrapper_updates):
+        if (k := position.get(wrappers_at + n)) is not None:
+            leaves = layout.leaves_of_input[i]
+            own = {p: dense[j] for p, j in enumerate(leaves) if j in s.unchanged and j not in updated}
+            if own:
+                kept[k] = own
+    return kept
+
+
 def _wrapper_values(
-    s: _Step, user: Sequence[torch.Tensor], outs: list[Any], symbols: dict[str, int]
+    s: _Step, user: Sequence[torch.Tensor], outs: list[Any], dense: list[torch.Tensor], symbols: dict[str, int]
 ) -> list[torch.Tensor]:
-    """See Note [Inputs Written In Training]: the new value of such an input, as a wrapper."""
+    """See Note [Inputs Written In Training]: the new value of such an input, as a wrapper (a leaf the program left
+    alone: the input's own, `dense`)."""
     analysis, layout = s.plan.analysis, s.plan.layout
     values = []
     for i in s.bw_meta.wrapper_updates:
@@ -1055,13 +1101,21 @@ def _wrapper_values(
         if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
             size, stride, _ = s.ev.meta(after, symbols)
             leaves = [
-                outs[s.final_update[j]] if j in s.final_update else _member_of(outs, s.group_final[j])
+                outs[s.final_update[j]]
+                if j in s.final_update
+                else dense[j]
+                if j in s.unchanged
+                else _member_of(outs, s.group_final[j])
                 for j in layout.leaves_of_input[i]
             ]
         else:
             leaves = [
                 # See Note [Aliased Inputs In Training]: a member's region of its group's new base
-                outs[s.original_update[j]] if j in s.original_update else _member_of(outs, s.group_source[j])
+                outs[s.original_update[j]]
+                if j in s.original_update
+                else dense[j]
+                if j in s.unchanged
+                else _member_of(outs, s.group_source[j])
                 for j in layout.leaves_of_input[i]
             ]
         values.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -24,14 +25,18 @@ import torch.nn.functional as F
 from torch.distributed.tensor import Shard, distribute_tensor
 from torch.testing._internal.two_tensor import TwoTensor
 
+import subclassaot
+from subclassaot.authoring.wrapper_tensor import implements
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
+from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.subclasses.dtensor_factory import one_rank_mesh
 
 logging.getLogger("torchao").setLevel(logging.ERROR)  # harmless load failures of its optional CUDA kernels
 
 T = torch.Tensor
+aten = torch.ops.aten
 Make = Callable[[bool], T]  # requires_grad -> a fresh instance
 Other = Callable[[T], T]  # the first input -> a fresh second input that eager can combine with it
 
@@ -275,7 +280,6 @@ def int8_slice_detached(w: T) -> object:
 
 Program = Callable[..., object]
 REFUSED = "refused"
-NJT_PARTIAL_WRITE = r"args\[0\].*writes some inner tensors of this tensor subclass input that requires grad"
 
 # (program, requires_grad of the subclass input, inputs: "x" | "xy" | "loaded") per name.
 PROGRAMS: dict[str, tuple[Program, bool, str]] = {
@@ -320,13 +324,6 @@ NOT_IN_EAGER = {  # eager raises: NJT cannot slice its batch dim; NJT and DTenso
 }
 # (subclass, program, entry) -> the expected refusal's pattern; every other case matches eager.
 REFUSALS: dict[tuple[str, str, str], str] = {
-    # NJT's in-place ops write its values, never its offsets: a write to a leaf NJT requiring grad writes some of
-    # its inner tensors but not the others, which training does not support yet.
-    **{
-        ("njt", p, e): NJT_PARTIAL_WRITE
-        for p in ("no_grad_write_to_leaf", "detach_write_to_leaf")
-        for e in ("direct", "dynamo")
-    },
     # Float8TrainingTensor's copy_ compares the two scales as Python numbers; Dynamo breaks the graph there.
     ("float8", "float8_loaded_then_upcast", "direct"): r"reads a tensor's value as a Python number",
 }
@@ -397,3 +394,55 @@ def test_subclass_dispatch_to_returning_its_input_compiles() -> None:
     itself: the record of views made the tensor its own source and the backward trace looped forever (on a weight
     loaded by copy_ before the linear). An aliasing op that returns its input makes no view."""
     assert_matches_eager(nf4_loaded_then_linear, _inputs("nf4", "nf4_loaded_then_linear"))
+
+
+# ----------------------------------------------------------------------------- writes of some inner tensors
+
+
+class WritesAOnly(PairTensor):
+    """In-place add_/mul_ write `a` and leave `b` alone (as NJT's write its values, never its offsets)."""
+
+    @implements(aten.add_, aten.mul_)
+    def _write_a(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        x, other = args[0], args[1]
+        func(x.a, other.a if isinstance(other, PairTensor) else other, **kwargs)
+        return x
+
+
+class RebindsB(PairTensor):
+    """In-place add_/mul_ write `a` and rebind `b` to a new tensor (an authoring error the checker flags)."""
+
+    @implements(aten.add_, aten.mul_)
+    def _write_a_rebind_b(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        x, other = args[0], args[1]
+        func(x.a, other.a if isinstance(other, PairTensor) else other, **kwargs)
+        x.b = x.b * 1
+        return x
+
+
+def _pair_leaf(cls: type[PairTensor]) -> Callable[[], tuple[object, ...]]:
+    return lambda: (cls(torch.randn(3, 4), torch.randn(3, 4), requires_grad=True),)
+
+
+LEAVES: dict[str, Callable[[], tuple[object, ...]]] = {
+    "pair": _pair_leaf(PairTensor),
+    "a_only": _pair_leaf(WritesAOnly),
+    "two": lambda: (_two(True),),
+}
+
+
+# A leaf requiring grad written without grad, then read (NJT above: its offsets stay the input's own). The inner
+# tensors the class's write leaves alone keep their tensor, values and counter, as in eager.
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("program", ["no_grad_write_to_leaf", "detach_write_to_leaf"])
+@pytest.mark.parametrize("sub", list(LEAVES))
+def test_leaf_written_without_grad_in_some_inner_tensors_matches_eager(sub: str, program: str, entry: str) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(PROGRAMS[program][0], LEAVES[sub], compile_fn=ENTRIES[entry])
+
+
+def test_leaf_written_in_one_inner_tensor_and_another_rebound_refused() -> None:
+    """The class's write rebinds `b` (a storage change of that leaf): no new value of the input is rebuilt from `a`'s
+    write and the input's own `b`; the input stays refused."""
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=r"args\[0\].*metadata or storage changed"):
+        subclassaot.compile(no_grad_write_to_leaf)(RebindsB(torch.randn(3, 4), torch.randn(3, 4), requires_grad=True))

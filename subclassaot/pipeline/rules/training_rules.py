@@ -43,7 +43,8 @@ from subclassaot.schemas import (
 # changes to it. A plain input written with grad needs nothing new: the epilogue's copy_ runs with grad from the
 # Function's differentiable update. A subclass input that requires grad, or gains it:
 # - Writes autograd records: the Function also returns the input's new value as a wrapper (rebuilt from the ORIGINAL
-#   updates of its leaves), and the epilogue applies `input.copy_(new)` at the wrapper level with grad, as eager records
+#   updates of its leaves; a leaf the program left alone is the input's own, as a NestedTensor's offsets after a
+#   write of its values), and the epilogue applies `input.copy_(new)` at the wrapper level with grad, as eager records
 #   it. With in-place view ops too, the epilogue writes the original storage below autograd, replays the ops under the
 #   grad mode each had, then copies in: the gradient reaches the input through the Function alone. A view of an input
 #   that gained grad by that copy gets its grad_fn only when read (an in-place op before takes it for a leaf and raises),
