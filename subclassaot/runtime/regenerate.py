@@ -96,6 +96,10 @@ from subclassaot.torch_internals import (
 # - Input views with cut history (a step under no_grad, or a detach()): where their chain cannot be replayed (a `.data =`
 #   moved a tensor of it), they are rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end
 #   grad_fn, a view() of it with grad on; only where nothing bumped the input's version after it was made.
+# - Views through a view assigned `.data =` (`t0 = x.detach(); t1 = t0[:, 1:1]; t1.data = x; return t1.t()`): eager's
+#   t1 stays a view of t0 with the assigned layout and t1's requires_grad, so t1.t()'s `._base` is t0. Where t1 has no
+#   history and shares its base's storage, and nothing wrote that storage, the chain makes t1 by as_strided() of t0 to
+#   the layout the next view saw (rules/view_chains.py); such a view of a detach() is refused otherwise.
 
 
 def build_outputs(

@@ -2627,3 +2627,84 @@ def test_set_to_a_split_piece_of_an_input_whose_data_is_then_assigned(
     with torch.enable_grad():
         for after_call in (None, write_outputs):
             assert_matches_eager(f, make_inputs, after_call=after_call, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view of a view whose `.data` the program assigned (fuzz seed 116500 #5656): eager's `t1` stays a view of its own
+# base `t0` with the assigned layout and requires_grad, so `t1.t()` is a view of `t0` (a detach(): no grad), over the
+# input's storage. Replayed as t0's chain, then as_strided() to t1's assigned layout, then the later views.
+
+
+def _assigned_view_base(kind: str, x: T) -> T:
+    if kind == "detach":
+        return x.detach()
+    if kind == "clone":
+        return x.clone()
+    with torch.no_grad():
+        return x[:, :]
+
+
+_TAILS: dict[str, Callable[[T], T]] = {
+    "t": lambda t: t.t(),
+    "unsqueeze": lambda t: t.unsqueeze(0),
+    "itself": lambda t: t,
+}
+
+
+@pytest.mark.parametrize("make", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+@pytest.mark.parametrize("kind", ["detach", "clone", "no_grad_view"])
+@pytest.mark.parametrize("tail", sorted(_TAILS))
+def test_view_of_assigned_view_keeps_its_base(
+    make: Callable[..., T], kind: str, tail: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 116500 #5656 (kind detach, tail t, plain): was rebuilt as a view of the input, requiring grad
+    def f(x0: T) -> object:
+        t0 = _assigned_view_base(kind, x0)
+        t1 = t0[:, 1:1:2]
+        t1.data = x0
+        return (_TAILS[tail](t1),)
+
+    check_no_grad(f, lambda: (make(1, 4),), compile_fn)
+    if kind == "detach":  # (with history, the other kinds are Note [History Kept Through .data =]'s refusals)
+        check_with_grad(f, lambda: (make(1, 4),), compile_fn)
+
+
+@pytest.mark.parametrize("make", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_view_of_assigned_view_of_a_detach_at_an_offset(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    def f(x0: T) -> object:
+        t0 = x0[:, 1:].detach()
+        t1 = t0[:, 1:1:2]
+        t1.data = x0[:, 2:]
+        return (t1.t(), t1.unsqueeze(0), t0)
+
+    check_no_grad(f, lambda: (make(1, 4),), compile_fn)
+    check_with_grad(f, lambda: (make(1, 4),), compile_fn)
+
+
+def _write_input(x0: T, t1: T, t2: T) -> None:
+    x0.mul_(2.0)
+
+
+def _write_view(x0: T, t1: T, t2: T) -> None:
+    t2.mul_(2.0)
+
+
+def _assign_again(x0: T, t1: T, t2: T) -> None:
+    t1.data = x0[:, :2]
+
+
+@pytest.mark.parametrize("after", [_write_input, _write_view, _assign_again], ids=["input", "view", "again"])
+def test_view_of_assigned_view_of_a_detach_then_changed_refused(
+    after: Callable[[T, T, T], None], compile_fn: CompileFn | None
+) -> None:
+    # a write to the storage, or another `.data =`, after the view: not replayed; eager's view of the detach() refused
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        t1 = t0[:, 1:1:2]
+        t1.data = x0
+        t2 = t1.t()
+        after(x0, t1, t2)
+        return (t2,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (nonleaf(1, 4),), compile_fn, "a view of a view \\(of a detach\\(\\)\\)")

@@ -490,6 +490,13 @@ def check_unreplayed_assigned_view(
             "so the compiled output could not be that view. Return a clone, or assign `.data` of a tensor that is "
             "not a view"
         )
+    if not rebuilt_as_view and _through_assigned_view_of_detach(value, run):
+        raise UnsupportedError(
+            f"{path} is a view of a view (of a detach()) whose `.data` the program assigned, and its view chain cannot "
+            "be replayed here (the storage was written, or the view assigned again, after the chain viewed it): "
+            "eager's output stays a view of that detach(), without history, which the compiled output, rebuilt from "
+            "the input, could not be. Return a clone"
+        )
     if not (torch.is_grad_enabled() and value.requires_grad and run.swaps.is_view(value)):
         return
     root = run.swaps.view_root(value)
@@ -503,6 +510,16 @@ def check_unreplayed_assigned_view(
             "storage cannot have unless the tensor is returned too (Note [History Kept Through .data =]). "
             "Return that tensor as well, or a clone of the view"
         )
+
+
+def _through_assigned_view_of_detach(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Does plain view `value`'s chain pass through another view whose `.data` the program assigned, back to a
+    detach() (eager's `._base` of `value` is then that detach(), or a view of it)?"""
+    records = list(run.swaps.chain(value))
+    if not records or not any(id(r.source) in run.swaps.swapped_by_data for r in records):
+        return False
+    root = run.swaps.views.get(id(records[-1].source))
+    return root is not None and root.func is torch.ops.aten.detach.default
 
 
 def eager_offset(t: torch.Tensor, original: torch.Tensor) -> int | torch.SymInt:

@@ -181,14 +181,15 @@ def _replay_of(
         # set_(), .data = or a growing resize_() before the chain's next view was taken from it (the output itself,
         # or its `._base`, whose layout eager's output shows: ever): the view chain no longer says how it was made
         swapped = id(t) in run.swaps.swapped_ids and (run.swaps.first_swaps.get(id(t), 0) <= upto or t is value._base)
-        if (swapped and not (then_set and t is value)) or id(t) in run.swaps.grown_ids:
+        assigned = _assigned_view_step(t, record, first, run) if swapped and t is not value else None
+        if (swapped and not (then_set and t is value) and assigned is None) or id(t) in run.swaps.grown_ids:
             return None
         own = [
             r
             for r in run.swaps.inplace_views.get(id(t), [])
-            if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS)
+            if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS) and assigned is None
         ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
-        step = view_step(record)
+        step = view_step(record) if assigned is None else assigned
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
         segment = [step, *(_inplace_step(r, set_sources) for r in own)]
@@ -226,6 +227,32 @@ def _replay_of(
     if base is not None and not is_traceable_subclass(value):
         return _from_base_within(base, objects, segments, run)
     return None
+
+
+def _assigned_view_step(
+    t: torch.Tensor, record: ViewRecord, taken: ViewRecord | None, run: FunctionalRun
+) -> ViewStep | None:
+    """Note [Output Regeneration]: a plain view `t` in an output's chain, without history, whose `.data` the program
+    assigned before the chain's next view (`taken`) was taken from it, onto its own `._base`'s storage (`t0 =
+    x.detach(); t1 = t0[:, 1:1]; t1.data = x; return t1.t()`): eager's `t1` stays a view of its base with the
+    assigned layout, so the chain makes it by as_strided() of that base to the layout the next view saw; None where
+    this does not apply (history, another storage, a write to the storage, symbolic metadata)."""
+    if taken is None or is_traceable_subclass(t) or t.requires_grad or id(t) not in run.swaps.swapped_by_data:
+        return None
+    assigned = run.swaps.data_sets.get(id(t))
+    base = t._base
+    if assigned is None or not assigned[0] < taken.seq or base is None or storage_key(base) != storage_key(t):
+        return None
+    size, stride, offset = taken.source_meta
+    if run.swaps.bumps(t) or not all(isinstance(d, int) for d in (*size, *stride, offset)):
+        return None
+    return ViewStep(
+        op=torch.ops.aten.as_strided.default,
+        args=(list(size), list(stride), offset),
+        kwargs=(),
+        index=None,
+        grad_enabled=record.grad_enabled,
+    )
 
 
 def _from_base_within(
