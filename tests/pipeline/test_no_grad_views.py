@@ -2356,7 +2356,7 @@ class _DirtyScale(torch.autograd.Function):
 
 
 _VIEW_WRITES: dict[str, Callable[[T], T]] = {
-    "function": lambda t: cast(T, _DirtyScale.apply(t)),
+    "function": lambda t: cast(T, _DirtyScale.apply(t)),  # type: ignore[no-untyped-call]  # torch leaves apply untyped
     "mul_": lambda t: t.mul_(2),
 }
 
