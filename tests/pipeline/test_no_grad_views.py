@@ -2339,3 +2339,54 @@ def test_view_stale_at_the_end_regenerates_once_its_input_requires_grad(
 
     with torch.set_grad_enabled(grad):
         assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_inputs)
+
+
+class _DirtyScale(torch.autograd.Function):
+    """Writes its input in place and returns it (ctx.mark_dirty)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g * 2
+
+
+_VIEW_WRITES: dict[str, Callable[[T], T]] = {
+    "function": lambda t: cast(T, _DirtyScale.apply(t)),  # type: ignore[no-untyped-call]  # torch leaves apply untyped
+    "mul_": lambda t: t.mul_(2),
+}
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("write", sorted(_VIEW_WRITES))
+@pytest.mark.parametrize("take", ["split", "narrow"])
+@pytest.mark.parametrize("own_flag", [True, False])
+def test_seed116500_3219_no_grad_view_with_own_flag_whose_root_gains_grad(
+    compile_fn: CompileFn | None, kind: str, write: str, take: str, own_flag: bool
+) -> None:
+    """Fuzz seed 116500 #3219 (shrunk; diverged: out[0] read as a leaf without grad_fn where eager's is_leaf and
+    grad_fn raise "A view was created in no_grad mode ..."): t0, a no_grad view of x1 (itself a view of x0), written
+    in place, then given requires_grad_() of its own; x0, the root, then gains requires_grad. Autograd's check at the
+    read looks at the root's flag, not the view's own: eager's raises. The run's root (a synthetic base) does not
+    require grad, and the view's own flag hid that eager's root does (Note [Views That Raise After A Bump]).
+    Variants: the write by a custom Function's mark_dirty or by mul_(), a multi-output split or a narrow(), without the
+    view's own flag, PairTensor inputs."""
+
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.split_with_sizes([0, 2], 1)[0] if take == "split" else x1.narrow(1, 0, 1)
+        t2 = _VIEW_WRITES[write](t0)
+        if own_flag:
+            t2.requires_grad_()
+        x0.requires_grad = True
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((1, 4, 2)) if kind == "plain" else pair(1, 4, 2)
+            return (b0, b0.select(0, -1))
+
+    check_no_grad(f, make_inputs, compile_fn)

@@ -32,6 +32,7 @@ __all__ = [
     "input_bumps",
     "made_seq",
     "requires_grad_as_eager",
+    "root_requires_grad_as_eager",
     "set_after_viewed",
     "split_seq",
     "viewed_after_grad_set",
@@ -156,9 +157,18 @@ def requires_grad_as_eager(
     its root, that gained requires_grad in the program gives eager's views requires_grad, not the run's (Note [Views
     That Raise After A Bump]). Likewise for a subclass view of a subclass input that eager passed as a view of another
     (the run's wrapper inputs are wrappers of their own, no views of each other)."""
+    return value.requires_grad or root_requires_grad_as_eager(value, t, steps, run)
+
+
+def root_requires_grad_as_eager(
+    value: torch.Tensor, t: torch.Tensor, steps: tuple[ViewStep, ...], run: FunctionalRun
+) -> bool:
+    """`requires_grad_as_eager`, whatever `value`'s own flag says: does the root of eager's storage, where the run's
+    root is not eager's, require grad? A view's requires_grad_() (one without history) sets a flag of its own, which
+    autograd's check at a read of its grad_fn ignores: the root's decides (Note [Views That Raise After A Bump])."""
     wrapper = is_traceable_subclass(value) or is_traceable_subclass(t)
-    if value.requires_grad or not (wrapper or t._is_view()):
-        return value.requires_grad
+    if not (wrapper or t._is_view()):
+        return False
     if any(s.op is torch.ops.aten.detach.default or s.own_version for s in steps):
         return False
     found = run.swaps.input_positions.get(id(t))

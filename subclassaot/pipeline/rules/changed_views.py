@@ -45,7 +45,7 @@ import torch
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
-from subclassaot.pipeline.rules.chain_facts import requires_grad_as_eager
+from subclassaot.pipeline.rules.chain_facts import root_requires_grad_as_eager
 from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
@@ -116,7 +116,8 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   (`chain_facts.requires_grad_as_eager` answers as eager); nor does its grad_fn raise there, so an early replay of it
 #   is made at the counter it came with, not the advanced one, and a replay after the epilogue of one eager's raises
 #   gets Replay.bump_after as if the run's raised (`input_view_raises_in_eager`; an input an in-place view op changes
-#   runs as a view of a synthetic base too).
+#   runs as a view of a synthetic base too). A view's own flag (a requires_grad_() of a no_grad view without history)
+#   does not count: autograd's check at the read asks the root's (`root_requires_grad_as_eager`).
 # - Views without history stale at the end (`t0 = x[0:2]; x.add_(1.0); return t0`, x requiring no grad): eager's view
 #   keeps the counter autograd made it at, so once x requires grad (the caller's requires_grad_(), or Dynamo's after a
 #   graph whose program called it) the first read of its grad_fn rebuilds it from x: AsStridedBackward0, a subclass
@@ -241,9 +242,11 @@ def input_view_raises_in_eager(
 
 
 def _raises_in_eager(value: torch.Tensor, source: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
-    """Eager's `value` requires grad where the run's does not (requires_grad_as_eager), and the program wrote
-    its input after making it: eager's grad_fn raises, whatever the run's answers."""
-    if value.requires_grad or not requires_grad_as_eager(value, source, replay.steps, run):
+    """The root of eager's storage of `value` requires grad where the run's does not (root_requires_grad_as_eager),
+    and the program wrote its input after making it: eager's grad_fn raises, whatever the run's answers. A view's own
+    requires_grad_() (`t.requires_grad_()` of a no_grad view) does not count: the root's flag decides, in both."""
+    base = value._base
+    if base is None or base.requires_grad or not root_requires_grad_as_eager(value, source, replay.steps, run):
         return False
     return run.swaps.last_bump.get(storage_key(source), 0) > replay.made
 
