@@ -2708,3 +2708,41 @@ def test_view_of_assigned_view_of_a_detach_then_changed_refused(
 
     with torch.no_grad():
         assert_refused(f, lambda: (nonleaf(1, 4),), compile_fn, "a view of a view \\(of a detach\\(\\)\\)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view of an intermediate, taken under no_grad, then assigned `.data =` another view of that intermediate (in
+# training): eager's `.data =` bumps no version counter, so the view's grad_fn reads (None: a leaf the program made).
+# The compiled output is rebuilt from the intermediate by `.data =` too (Replay.set_by_data), not by a set_ that would
+# advance the intermediate's counter and make the view's grad_fn raise.
+
+
+def _other_view_assigned(empty: bool, under_no_grad: bool) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        with torch.set_grad_enabled(not under_no_grad):
+            t1 = t0[0:0:2] if empty else t0[0:1]
+        t2 = t0.unsqueeze(3)
+        t1.data = t2
+        return (t1,)
+
+    return f
+
+
+@pytest.mark.parametrize("empty", [True, False], ids=["empty_slice", "slice"])
+def test_no_grad_view_of_intermediate_assigned_another_view_of_it(empty: bool, compile_fn: CompileFn | None) -> None:
+    # fuzz seed 116700 #3212 (empty_slice): reading the output's is_leaf raised
+    f = _other_view_assigned(empty, under_no_grad=True)
+    check_with_grad(f, lambda: (nonleaf(2, 2, 2),), compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(2, 2, 2),), compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("empty", [True, False], ids=["empty_slice", "slice"])
+def test_view_of_intermediate_assigned_another_view_of_it_refused(empty: bool, compile_fn: CompileFn | None) -> None:
+    # the same with a PairTensor (its wrapper takes another size: no history to reproduce), and, plain, with the view
+    # taken under grad (eager's backward fails on the gradient's size)
+    f = _other_view_assigned(empty, under_no_grad=True)
+    refused_with_grad(f, lambda: (pair_nonleaf(2, 2, 2),), compile_fn, "from a tensor of another size")
+    g = _other_view_assigned(empty, under_no_grad=False)
+    refused_with_grad(g, lambda: (nonleaf(2, 2, 2),), compile_fn, "eager's backward fails")

@@ -591,7 +591,7 @@ def _replay_then_set(
     base = bases.get(storage_key(t))
     if not is_traceable_subclass(t) and base is not None and base[1] is t:
         # See Note [Outputs Over Another Storage]
-        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True)
+        return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps), then_set=True, set_by_data=by_data)
     root = root_replay(t, bases, tuple(steps))
     return None if root is None else replace(root, then_set=True)
 
