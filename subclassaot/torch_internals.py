@@ -210,6 +210,18 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
     return False
 
 
+def has_grad_fn(t: torch.Tensor) -> bool:
+    """Has `t` a grad_fn, reading it as eager does? Where the read raises autograd's view-after-write error, no;
+    where replaying its view ops fails (its base's `.data =` gave it another layout since, see grad_fn_raises),
+    eager regenerates a plain view's grad_fn by as_strided: a node."""
+    try:
+        return t.grad_fn is not None
+    except RuntimeError:
+        return False
+    except (ValueError, IndexError):
+        return True
+
+
 def recorded_size(t: torch.Tensor) -> tuple[int | torch.SymInt, ...] | None:
     """The size autograd recorded for `t` with its grad_fn (what the engine checks `t`'s gradient against: a
     `.data =` since may have given `t` another); None without a grad_fn."""

@@ -2746,3 +2746,52 @@ def test_view_of_intermediate_assigned_another_view_of_it_refused(empty: bool, c
     refused_with_grad(f, lambda: (pair_nonleaf(2, 2, 2),), compile_fn, "from a tensor of another size")
     g = _other_view_assigned(empty, under_no_grad=False)
     refused_with_grad(g, lambda: (nonleaf(2, 2, 2),), compile_fn, "eager's backward fails")
+
+
+def _diagonal_of_leaf(make: Callable[..., T], *shape: int) -> T:
+    with torch.enable_grad():
+        return make(*shape, requires_grad=True).diagonal(-1, 0, 2)
+
+
+_RANK_MAKERS: dict[str, Callable[..., T]] = {
+    "plain": lambda *shape, requires_grad=False: torch.randn(shape, requires_grad=requires_grad),
+    "pair": pair,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_RANK_MAKERS))
+@pytest.mark.parametrize("shape", [(1, 3, 4), (2, 3, 4)], ids=["empty", "1x3"])
+def test_view_of_an_input_read_after_the_input_is_assigned_another_rank(
+    kind: str, shape: tuple[int, ...], compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 116700 #5444 (plain, empty): reading t0's grad_fn replayed select() on the 0-dim x1 (IndexError);
+    # eager regenerates it by as_strided over the leaf
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.select(0, 0)
+        t1 = t0.t()
+        with torch.no_grad():
+            t0.mul_(t1)
+        x1.data = x0.expand(())
+        t0.requires_grad_()
+        return ()
+
+    make = _RANK_MAKERS[kind]
+    check_with_grad(f, lambda: (make(), _diagonal_of_leaf(make, *shape)), compile_fn)
+
+
+def test_view_of_an_input_used_after_the_input_is_assigned_another_rank_refused(compile_fn: CompileFn | None) -> None:
+    # as above, t0 then used with grad: its history replays select() on the 0-dim x1 (Note [Stale View Functions])
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.select(0, 0)
+        with torch.no_grad():
+            t0.mul_(2.0)
+        x1.data = x0.expand(())
+        return (t0 * 2,)
+
+    make = _RANK_MAKERS["plain"]
+    refused_with_grad(
+        f,
+        lambda: (make(), _diagonal_of_leaf(make, 2, 3, 4)),
+        compile_fn,
+        "assigned `.data` of the tensor it is a view of",
+    )

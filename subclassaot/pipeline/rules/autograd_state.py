@@ -39,7 +39,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import grad_fn_raises, symint_expr
+from subclassaot.torch_internals import has_grad_fn, symint_expr
 
 __all__ = [
     "assigned_accumulator_size",
@@ -214,7 +214,7 @@ def note_grad_reads(
     results = [
         t
         for t in pytree.tree_leaves(out)
-        if isinstance(t, torch.Tensor) and t.requires_grad and not grad_fn_raises(t) and t.grad_fn is not None
+        if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)
     ]
     if not results:
         return
