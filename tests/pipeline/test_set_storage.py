@@ -26,6 +26,7 @@ from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    SinFunction,
     assert_refused,
     backward_through,
     check_no_grad,
@@ -2184,22 +2185,8 @@ def test_input_set_to_a_product_of_a_returned_leaf(make: Callable[..., T], compi
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-class _SinFn(torch.autograd.Function):
-    """A plain Function: saves its input, returns a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx: Any, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx: Any, g: T) -> T:
-        x: T = ctx.saved_tensors[0]
-        return g * x.cos()
-
-
 def _sin_fn(x: T) -> T:
-    return cast(T, _SinFn.apply(x))  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+    return cast(T, SinFunction.apply(x))  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
 
 
 def _set_to_own_view_then_function(x0: T, x1: T) -> object:

@@ -204,24 +204,31 @@ def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -
     if not torch.is_grad_enabled():
         return
     for a in args:
-        t = a
-        for _ in range(16):
-            if not isinstance(t, torch.Tensor):
-                break
+        for t in _view_sources(record, a):
             entry = record.escaping_strided.get(id(t))
-            if entry is not None and entry[2] is t:
-                if record.last_bump.get(entry[0], 0) > entry[1]:
-                    paths = ", ".join(record.input_paths.get(entry[0], ("an input",)))
-                    raise UnsupportedError(
-                        f"{paths}: {func} uses, with grad, an as_strided() view of this input that reaches storage "
-                        "elements outside it, taken before a write to its storage: eager's autograd then rebuilds "
-                        "the view's history from the input's base, whose gradient reaches those elements, and the "
-                        "compiled program's does not (Note [as_strided On Inputs]); not "
-                        "supported in training. Take the as_strided() view after the write, or of the base"
-                    )
-                break
-            view = record.views.get(id(t))
-            t = None if view is None else view.source
+            if entry is None or entry[2] is not t:
+                continue
+            if record.last_bump.get(entry[0], 0) > entry[1]:
+                paths = ", ".join(record.input_paths.get(entry[0], ("an input",)))
+                raise UnsupportedError(
+                    f"{paths}: {func} uses, with grad, an as_strided() view of this input that reaches storage "
+                    "elements outside it, taken before a write to its storage: eager's autograd then rebuilds "
+                    "the view's history from the input's base, whose gradient reaches those elements, and the "
+                    "compiled program's does not (Note [as_strided On Inputs]); not "
+                    "supported in training. Take the as_strided() view after the write, or of the base"
+                )
+            break
+
+
+def _view_sources(record: SwapRecord, a: object) -> Iterator[torch.Tensor]:
+    """`a` if it is a tensor, then the tensors its recorded view chain was taken from (at most 16 steps up)."""
+    t = a
+    for _ in range(16):
+        if not isinstance(t, torch.Tensor):
+            return
+        yield t
+        view = record.views.get(id(t))
+        t = None if view is None else view.source
 
 
 def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
@@ -231,22 +238,16 @@ def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any
     rebuilt), the compiled backward against the size the tensor came with."""
     if not torch.is_grad_enabled():
         return
-    for a in args:
-        t = a
-        for _ in range(16):
-            if not isinstance(t, torch.Tensor):
-                break
-            if record.hidden_grows.get(id(t)) is t:
-                paths = record.input_paths.get(record.grown_root(storage_key(t)), ())
-                raise UnsupportedError(
-                    f"{''.join(p + ': ' for p in paths[:1])}{func}: uses with grad a tensor that requires grad (a leaf or a view), "
-                    "or a view of it, after resize_() grew its storage inside a torch.inference_mode() block: "
-                    "eager's autograd then takes its gradient in the grown size, the compiled backward in the size "
-                    "it had before (Note [Storage Swaps By Rebinding]); not supported in training. Resize a "
-                    ".detach() of it, or grow it outside the function"
-                )
-            view = record.views.get(id(t))
-            t = None if view is None else view.source
+    for t in (t for a in args for t in _view_sources(record, a)):
+        if record.hidden_grows.get(id(t)) is t:
+            paths = record.input_paths.get(record.grown_root(storage_key(t)), ())
+            raise UnsupportedError(
+                f"{''.join(p + ': ' for p in paths[:1])}{func}: uses with grad a tensor that requires grad (a leaf "
+                "or a view), or a view of it, after resize_() grew its storage inside a torch.inference_mode() "
+                "block: eager's autograd then takes its gradient in the grown size, the compiled backward in the "
+                "size it had before (Note [Storage Swaps By Rebinding]); not supported in training. Resize a "
+                ".detach() of it, or grow it outside the function"
+            )
 
 
 def check_absolute_frames(record: SwapRecord) -> None:
