@@ -211,11 +211,7 @@ def note_grad_reads(
     leaves it read with grad."""
     if not torch.is_grad_enabled():
         return
-    results = [
-        t
-        for t in pytree.tree_leaves(out)
-        if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)
-    ]
+    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)]
     if not results:
         return
     read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
