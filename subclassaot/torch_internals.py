@@ -419,11 +419,12 @@ def composite_view_as_eager(
     """For a dispatch mode: (True, eager's result) where `func` is a view op with no kernel of its own called inside
     inference_mode on a plain tensor, taken again as eager's (Note [The Eager Record]); (False, None) otherwise, and
     where the op copies instead: the mode runs it as it would."""
+    if not torch.is_inference_mode_enabled():  # (first: this runs on every op the mode sees)
+        return False, None
     schema = getattr(func, "_schema", None)
     first = next((t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)), None)
     if (
-        not torch.is_inference_mode_enabled()
-        or schema is None
+        schema is None
         or schema.is_mutable
         or not any(r.alias_info is not None for r in schema.returns)
         or first is None

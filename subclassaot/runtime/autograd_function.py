@@ -539,10 +539,20 @@ class _Step:
             and not info.leaves[0].function_view
         }
         self.ev = MetaEvaluator()
-        self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(plan, bw_meta)
-        self.unchanged = _unchanged_leaves(plan) if bw_meta.wrapper_updates else frozenset()
+        self._find_leaf_sources()
         # set by training_call where the step is plain (Note [Straight-Line Runners])
         self.plain: _PlainStep | None = None
+
+    def _find_leaf_sources(self) -> None:
+        """Where each leaf of a subclass input written in training finds its new value (`_update_sources`), the
+        leaves left as they were (`_unchanged_leaves`) and their positions (`_kept_positions`, per call only the
+        dense leaves are read)."""
+        plan, bw_meta = self.plan, self.bw_meta
+        self.unchanged = _unchanged_leaves(plan) if bw_meta.wrapper_updates else frozenset()
+        self.original_update, self.final_update, self.group_source, self.group_final = _update_sources(
+            plan, bw_meta, self.unchanged
+        )
+        self.kept_at = _kept_positions(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -683,7 +693,7 @@ def _plain_backward(
 
 
 def _update_sources(
-    plan: RuntimePlan, bw_meta: BackwardPlan
+    plan: RuntimePlan, bw_meta: BackwardPlan, unchanged: frozenset[int]
 ) -> tuple[dict[int, int], dict[int, int], dict[int, GroupSource], dict[int, GroupSource]]:
     """Where each leaf of a tensor subclass input written in training finds its new value among the graph outputs
     (ORIGINAL and FINAL updates, alias-group members' regions of their group's new base); a leaf the program left
@@ -704,7 +714,6 @@ def _update_sources(
                 size, stride, offset = analysis.mutations[m].final_meta
                 if all(isinstance(d, int) for d in (*size, *stride, offset)):
                     group_final[m] = (base_update[k], _ints(size), _ints(stride), _ints((offset,))[0])
-    unchanged = _unchanged_leaves(plan)
     for i in bw_meta.wrapper_updates:
         if analysis.inplace_replay[i] and analysis.wrapper_meta_after[i]:
             needed: Container[int] = {*final_update, *group_final}  # Note [Aliased Inputs In Training]
@@ -714,8 +723,9 @@ def _update_sources(
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes some inner tensors of this tensor "
                 "subclass input that requires grad but not others, or changes the others otherwise (x.a.add_(...) "
-                "beside a write through the subclass); in training this is not supported yet. Write a clone (y = x.clone(); y.add_(...)) or, where the "
-                "class writes all its inner tensors, write through the subclass (x.add_(...))"
+                "beside a write through the subclass); in training this is not supported yet. Write a clone "
+                "(y = x.clone(); y.add_(...)) or, where the class writes all its inner tensors, write through the "
+                "subclass (x.add_(...))"
             )
     return original_update, final_update, group_source, group_final
 
@@ -1070,20 +1080,30 @@ def _fresh_output(
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
 
 
+def _kept_positions(s: _Step) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
+    """Per subclass input written in training (its place `n` among `bw_meta.wrapper_updates`), the positions `p` of
+    its inner tensors that are the input's own (`_unchanged_leaves`) with their dense leaf `j`: fixed at compile
+    time, read per call by `_kept_leaves`."""
+    updated = {*s.original_update, *s.final_update}
+    kept = []
+    for n, i in enumerate(s.bw_meta.wrapper_updates):
+        own = tuple(
+            (p, j) for p, j in enumerate(s.plan.layout.leaves_of_input[i]) if j in s.unchanged and j not in updated
+        )
+        if own:
+            kept.append((n, own))
+    return tuple(kept)
+
+
 def _kept_leaves(s: _Step, dense: list[torch.Tensor], wrappers_at: int) -> dict[int, dict[int, torch.Tensor]]:
     """Per diff output that is the new value of a subclass input written in training (from `wrappers_at` among
-    the Function's outputs): the positions of its inner tensors that are the input's own (`_unchanged_leaves`)."""
-    bw_meta, layout = s.bw_meta, s.plan.layout
-    updated = {*s.original_update, *s.final_update}
-    position = {d: k for k, d in enumerate(bw_meta.diff_outputs)}
-    kept: dict[int, dict[int, torch.Tensor]] = {}
-    for n, i in enumerate(bw_meta.wrapper_updates):
-        if (k := position.get(wrappers_at + n)) is not None:
-            leaves = layout.leaves_of_input[i]
-            own = {p: dense[j] for p, j in enumerate(leaves) if j in s.unchanged and j not in updated}
-            if own:
-                kept[k] = own
-    return kept
+    the Function's outputs): its inner tensors that are the input's own, by position (`_kept_positions`)."""
+    if not s.kept_at:
+        return {}
+    position = {d: k for k, d in enumerate(s.bw_meta.diff_outputs)}
+    return {
+        k: {p: dense[j] for p, j in own} for n, own in s.kept_at if (k := position.get(wrappers_at + n)) is not None
+    }
 
 
 def _wrapper_values(
