@@ -260,10 +260,10 @@ def _analysis(
     run = f.run
     uses = wrapper_uses(run, layout)
     kept_by_layout, renewed = _kept_accumulators(call, flat, run)
-    early_sets = early_set_inputs(run.swaps, run.user_tensors, run.output)
+    early_sets = early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
-    outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, early_sets, run.output, f.outputs)
+    outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,

@@ -75,15 +75,17 @@ __all__ = [
 #   An input that is a view has its set_ node (the base's CopySlices) numbered among the program's nodes (a plain
 #   input's NotImplemented node is numbered above all and runs as soon as ready, wherever made): where every node of
 #   the program that the other outputs and the inputs as they end reach was made after its set_() (autograd's sequence
-#   marks in the functional run), and that set_() took the input or a view of it, its family unwritten before, eager
-#   runs those nodes first and then raises (`t1 = f(x0)` after `x1.set_(x1)` gives x0 its gradient): the runtime
-#   repeats that set_ before the call too, read after or not, returned or not. Several views of one base set_() so
-#   (`x1, x2 = b[0], b[1]`) go together: the set_ nodes of the others that go before the call do not count, nor do
-#   their writes to the family (its version counter moved by such set_()s only). A view of a leaf input (`t1 =
-#   x0.view(-1)`) whose first node the program made before the set_() of a view input that the epilogue repeats
-#   waits behind that set_ node in eager, while its replay after the epilogue would run first and give x0 its
-#   gradient: it is rebuilt before the call (`views_before_view_sets`), or refused where the program changes that
-#   leaf, or set_() or split the view's chain.
+#   marks in the functional run), but the view nodes of outputs rebuilt from a leaf input (below), and that set_()
+#   took the input or a view of it, its family unwritten before by any write autograd records (one under no_grad or
+#   through a detach(), or x.set_(x) under no_grad, makes no node: `note_hidden_write`), eager runs those nodes first
+#   and then raises (`t1 = f(x0)` after `x1.set_(x1)` gives x0 its gradient): the runtime repeats that set_ before
+#   the call too, read after or not, returned or not. Several views of one base set_() so (`x1, x2 = b[0], b[1]`) go
+#   together: the set_ nodes of the others that go before the call do not count, nor do their writes to the family
+#   (its version counter moved by such set_()s and writes only). A view of a leaf input (`t1 = x0.view(-1)`) whose
+#   first node the program made before the set_() of a view input waits behind that set_ node in eager, while its
+#   replay after the set_ would run first and give x0 its gradient (a rebuilt view node, after a write of the
+#   output, is newest in both): it is rebuilt before the call, ahead of a set_ repeated there
+#   (`views_before_view_sets`), or refused where the program changes that leaf, or set_() or split the view's chain.
 # - Views' and leaves' order: a view's CopySlices node has the set_'s place too, so nodes made after it may hand a leaf
 #   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
 #   holds that tensor's gradient back (`t0.set_(w); return t0, w`), and so the gradient of every leaf behind a tensor
@@ -155,14 +157,19 @@ def note_reads_after_grad_set(record: SwapRecord, args: tuple[Any, ...], kwargs:
             record.read_before_grad_set.update(read - record.grad_set_ids)
 
 
-def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output: object) -> tuple[bool, ...]:
+def early_set_inputs(
+    record: SwapRecord, flat: FlatInputs, tensors: Sequence[torch.Tensor], output: object, infos: Sequence[OutputInfo]
+) -> tuple[bool, ...]:
     """Per tensor input: is its set_() under grad repeated before the compiled call? Where it was read with grad after
     and never apart from its own history before, and returned as itself; or where it is a view whose set_() came
-    before every node of the program that a backward may reach but the set_ nodes of the other such views (Note
-    [set_ Under Grad])."""
+    before every node of the program that a backward may reach but the set_ nodes of the other such views and the
+    view nodes of outputs that are views of leaf inputs, rebuilt before the call where made before it (Note [set_
+    Under Grad])."""
     leaves = [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)]
     returned = {id(o) for o in leaves}
-    roots = [*leaves, *tensors]  # a backward may start at the inputs too, as they end
+    rebuilt = _leaf_input_views(flat, output, infos)
+    # a backward may start at the inputs too, as they end
+    roots = [*(o for o in leaves if id(o) not in rebuilt), *tensors]
     views = [t for t in tensors if _is_view_input(record, t) and id(t) in record.own_history_grad_sets]
     while True:  # the views whose set_() came first, each set_ node but theirs made after
         sets = {record.grad_set_marks[id(t)] + 1 for t in views}
@@ -176,6 +183,21 @@ def early_set_inputs(record: SwapRecord, tensors: Sequence[torch.Tensor], output
         or id(t) in early
         for t in tensors
     )
+
+
+def _leaf_input_views(flat: FlatInputs, output: object, infos: Sequence[OutputInfo]) -> set[int]:
+    """id() of the outputs (leaves of `output`, described by `infos`) that the runtime rebuilds by a view chain from
+    an autograd leaf input that requires grad: where made before a view input's set_() under grad, they are rebuilt
+    before the call (`views_before_view_sets`), ahead of that set_ repeated there (Note [set_ Under Grad])."""
+    found: set[int] = set()
+    for value, info in zip(pytree.tree_leaves(output), infos, strict=True):
+        r = info.replay
+        if r is None or r.source is not ReplaySource.INPUT or not isinstance(value, torch.Tensor):
+            continue
+        real = flat.values[r.index]
+        if isinstance(real, torch.Tensor) and real.is_leaf and real.requires_grad:
+            found.add(id(value))
+    return found
 
 
 def _is_view_input(record: SwapRecord, t: torch.Tensor) -> bool:
@@ -380,23 +402,31 @@ def note_grad_set_place(record: SwapRecord, x: torch.Tensor, source: torch.Tenso
         record.own_set_versions.pop(family, None)
 
 
+def note_hidden_write(record: SwapRecord, t: torch.Tensor, before: int, written: bool) -> None:
+    """After a write that autograd does not record and that changes no layout (of `t`'s data under no_grad or through
+    a detach(), or `t.set_(t)` under no_grad): `before`, its family's version counter as the write found it;
+    `written`, was the family written before. Where every write to the family before was a set_() under grad that
+    held back no history but its own, or none was, such set_()s after still hold back no other (Note [set_ Under
+    Grad])."""
+    family = record.family_of(t)
+    if not written or record.own_set_versions.get(family) == before:
+        record.own_set_versions[family] = get_version(t) + 1  # (the write's own bump comes after this)
+
+
 def views_before_view_sets(
     record: SwapRecord,
     flat: FlatInputs,
     tensors: Sequence[torch.Tensor],
     changed: Sequence[bool],
-    early: Sequence[bool],
     output: object,
     infos: tuple[OutputInfo, ...],
 ) -> tuple[OutputInfo, ...]:
     """Note [set_ Under Grad]: `infos` with each output view of a leaf input whose nodes the program made before the
-    set_() under grad of a view input that the epilogue repeats replayed before the compiled call instead; refuses one
-    made across such a set_(), or of a leaf input the program changes. Per tensor input (`tensors`, as the run
-    had them): `changed`, did the program change it; `early`, is its set_ repeated before the call."""
+    set_() under grad of a view input replayed before the compiled call instead (before the set_ repeated there too,
+    or in the epilogue); refuses one made across such a set_(), or of a leaf input the program changes. Per tensor
+    input (`tensors`, as the run had them): `changed`, did the program change it."""
     marks = [
-        record.grad_set_marks[id(t)]
-        for t, e in zip(tensors, early, strict=True)
-        if not e and id(t) in record.grad_set_marks and _is_view_input(record, t)
+        record.grad_set_marks[id(t)] for t in tensors if id(t) in record.grad_set_marks and _is_view_input(record, t)
     ]
     if not marks:
         return infos
