@@ -127,9 +127,12 @@ def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
         shadow_bases = [make_base(b) for b in bases]
         inputs: list[InputSpec] = []
         env: dict[int, torch.Tensor] = {}
+        # inputs that share a base: views of it more often where set_() order is drawn (Note [set_ Under Grad])
+        own, shared = (50, 80) if Vocabulary.SET_ORDER in config.vocabulary else (30, 30)
         for var in range(n_inputs):
             base = var if var < n_bases else choose.integer(0, n_bases - 1)
-            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base], bases[base].freed)
+            chance = own if var < n_bases else shared
+            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base], bases[base].freed, chance)
             inputs.append(spec)
         storages = StorageLiveness(env, inputs, bases)
         with torch.set_grad_enabled(grad_mode), storages.recording_saved():
@@ -167,9 +170,12 @@ def _draw_base(choose: Chooser, config: FuzzConfig, index: int, grad_mode: bool)
 _VIEW_OPS = tuple(op for op in OPS.values() if op.family is Family.VIEW and op.vocabulary is Vocabulary.CORE)
 
 
-def _draw_input(choose: Chooser, var: int, base: int, t: torch.Tensor, freed: bool) -> tuple[InputSpec, torch.Tensor]:
+def _draw_input(
+    choose: Chooser, var: int, base: int, t: torch.Tensor, freed: bool, chance: int
+) -> tuple[InputSpec, torch.Tensor]:
+    """Input `var` over `base` (`t`): a chain of up to two views, each taken with `chance` percent."""
     steps: list[ViewStep] = []
-    while not freed and len(steps) < 2 and choose.chance(30):  # a freed base is passed whole: it is filled whole
+    while not freed and len(steps) < 2 and choose.chance(chance):  # a freed base is passed whole: it is filled whole
         op = _VIEW_OPS[choose.integer(0, len(_VIEW_OPS) - 1)]
         params = op.gen(choose, t)
         if params is None:
@@ -236,6 +242,8 @@ def _draw_op(
     variables = [v for v in sorted(env) if storages.dead(env[v]) == refill]
     if op_def.name == "storage_free":
         variables = [v for v in variables if storages.may_free(v, env)]
+    if op_def.name == "set_self" and choose.chance(60):  # an input's set_ node mostly (Note [set_ Under Grad])
+        variables = [v for v in variables if storages.is_input(v)] or variables
     live = variables if not refill else [v for v in sorted(env) if not storages.dead(env[v])]
     if not variables:
         return None
@@ -510,6 +518,9 @@ class StorageLiveness:
 
     def dead(self, t: torch.Tensor) -> bool:
         return not self._freed.keys().isdisjoint(_keys(t))
+
+    def is_input(self, var: int) -> bool:
+        return var in self._inputs
 
     @contextlib.contextmanager
     def recording_saved(self) -> Iterator[None]:

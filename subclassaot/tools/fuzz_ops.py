@@ -128,6 +128,9 @@ class Vocabulary(enum.Enum):
     STORAGE = "storage"
     FUNCTIONS = "functions"  # custom autograd.Function templates (subclassaot/tools/fuzz_ops.py)
     MULTI_OUTPUT = "multi_output"  # sort, max(dim) (values and int64 indices), split_with_sizes (views)
+    # `x.set_(x)`: autograd's set_ node and nothing else, against the program's other nodes; inputs that share a base
+    # drawn as views of it more often (rows of one base each set_() to itself: Note [set_ Under Grad])
+    SET_ORDER = "set_order"
 
 
 OpName = Literal[
@@ -136,7 +139,7 @@ OpName = Literal[
     "add_", "mul_", "copy_", "zero_", "fill_", "t_", "unsqueeze_", "transpose_", "set_", "resize_",
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
-    "requires_grad_", "requires_grad_set", "storage_free", "storage_refill", "resize_grow",
+    "requires_grad_", "requires_grad_set", "storage_free", "storage_refill", "resize_grow", "set_self",
     "SinFn", "DirtyScale", "TransposeSaved",
     "sort", "max_dim", "split_with_sizes",
 ]  # fmt: skip
@@ -415,6 +418,10 @@ def _data_assign(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
     t.data = o
 
 
+def _set_self(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    t.set_(t)
+
+
 def _set_requires_grad(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
     t.requires_grad = bool(p[0])
 
@@ -523,6 +530,7 @@ _OPS: tuple[OpDef, ...] = (
     _op("unsqueeze_", INPLACE, _gen_unsqueeze_, _method("unsqueeze_"), weight=1),
     _op("transpose_", INPLACE, _gen_two_dims, _method("transpose_"), weight=1),
     _op("set_", INPLACE, _gen_none, _method("set_", "other"), weight=2, other="always"),
+    _op("set_self", INPLACE, _gen_none, (_set_self, _fmt("{t}.set_({t})")), weight=3, vocabulary=Vocabulary.SET_ORDER),
     _op("resize_", INPLACE, _gen_resize_, _method("resize_", "shape"), weight=1),
     _op("add", FUNC, _gen_scalar_or_other, _method("add", "scalar_or_other"), weight=3, other="maybe"),
     _op("mul", FUNC, _gen_scalar_or_other, _method("mul", "scalar_or_other"), weight=3, other="maybe"),
