@@ -259,7 +259,8 @@ def test_state_changes_mode_catches_a_compiler_that_ignores_python_state() -> No
     def stale(fn: Callable[..., object]) -> Callable[..., object]:
         return subclassaot_compile(fn, backend="eager", python_state_guards=False)
 
-    report = fuzz(1, seed=7, state_changes=True, compile_fn=stale, shrink_per_signature=0)
+    # (a program that reads Python state; seed 7's program is refused since the set_order group was drawn)
+    report = fuzz(1, seed=8, state_changes=True, compile_fn=stale, shrink_per_signature=0)
     assert report.counts[Outcome.DIVERGED] == 1, str(report)
 
 
