@@ -419,7 +419,7 @@ def _data_assign(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
 
 
 def _set_self(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
-    t.set_(t)
+    t.set_(t)  # type: ignore[call-overload]  # torch's stubs list only the storage overloads of set_
 
 
 def _set_requires_grad(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
