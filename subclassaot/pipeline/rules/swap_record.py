@@ -231,7 +231,8 @@ class SwapRecord:
     grad_set_marks: dict[int, int] = field(default_factory=dict)
     own_history_grad_sets: set[int] = field(default_factory=set)
     # family -> its version counter after the last of those set_()s, where every write to the family before was one
-    # (a view input set_() so after another of its family's is still set_() before the program's other nodes)
+    # or one autograd does not record (a view input set_() so after another of its family's is still set_() before the
+    # program's other nodes: `note_hidden_write`)
     own_set_versions: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, its size before) of the first set_() called on the wrapper itself; id() of
     # those a set_() gave another size; id() of those an op the program ran with grad enabled read after a set_()
