@@ -226,7 +226,8 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   after a later write. Alias-group members read with a stale history are refused by training_rules; a rebuild that
 #   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`). A subclass
 #   view whose replay on its base's `.data =` layout does not apply is refused there too where the replay runs (eager's
-#   then fails in the rebuilt node's backward, select_backward's IndexError, fake tensors' otherwise).
+#   then fails in the rebuilt node's backward, select_backward's IndexError, fake tensors' otherwise); where that base
+#   is a view input, eager replays on the input's own base (no failure) and the trace on the input: refused as well.
 # - Views set_() under no_grad read with grad: eager's rebuilt history is the base's as_strided() with the view's new
 #   layout, so each torch call that reads or writes such a view with grad reads a stand-in (`_EagerHistory`: the base's
 #   as_strided() at the view's layout now, with the view's own values). Not for the view an in-place view op changes,
@@ -416,14 +417,33 @@ def _refuse_subclass_replay_after_assignment(record: SwapRecord, args: tuple[Any
     itself is another rule's: Note [Inputs Written In Training]). Eager's autograd rebuilds the
     view's history by replaying the view op on the wrapper as it is now, and eager's backward then fails in that
     node (select_backward at the new size: IndexError); fake tensors fail otherwise there (the engine's size check),
-    so the compiled backward cannot raise eager's error."""
+    so the compiled backward cannot raise eager's error. Where the assigned tensor is a view input, eager replays the
+    view ops on the input's own base instead (the assignment left it as it was) and its backward runs, while the
+    trace replays them on the input as assigned: refused wherever the replay makes another layout and a write since
+    the view's history was last set rebuilds it at this read."""
     for a in pytree.tree_leaves((args, kwargs)):
         if not (isinstance(a, torch.Tensor) and is_traceable_subclass(a) and a.requires_grad):
             continue
         for view in record.chain(a):
             assigned = record.wrapper_data.get(id(view.source))
             last = assigned[-1] if assigned else None
-            if last is None or not view.grad_enabled or last.seq <= view.seq or view.source._version == last.version:
+            if last is None or not view.grad_enabled or last.seq <= view.seq:
+                continue
+            if (
+                _view_input(record, view.source)
+                and _rebuilt_here(record, a)
+                and not _replays_the_same(view, view.source)
+            ):
+                raise UnsupportedError(
+                    f"{input_named(record, view.source)}a view of this {type(a).__name__} input, itself a view, taken "
+                    "with grad enabled, is used with grad after a write moved its version and the program assigned "
+                    "`.data` of the input since the view was taken (another layout): eager's autograd rebuilds the "
+                    "view's history by replaying its view ops on the input's own base, which the assignment left "
+                    "as it was, where the compiled trace replays them on the input as assigned (a gradient of "
+                    "another shape, or for other elements) (Note [Stale View Functions]); not supported in training. "
+                    "Take the view again after the `.data =` assignment, or assign `.data` of a clone"
+                )
+            if view.source._version == last.version:
                 continue
             if _replay_fails(view, view.source):
                 raise UnsupportedError(
@@ -434,6 +454,17 @@ def _refuse_subclass_replay_after_assignment(record: SwapRecord, args: tuple[Any
                     "an error the compiled backward cannot reproduce (Note [Stale View Functions]); not supported in "
                     "training. Take the view again after the `.data =` assignment, or assign `.data` of a clone"
                 )
+
+
+def _view_input(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Does `t` stand for an input that is a view (its history's base is another tensor, passed or not)?"""
+    found = record.input_positions.get(id(t))
+    return found is not None and found[1]._is_view()
+
+
+def _rebuilt_here(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Has `t`'s version moved since autograd last set its history, so that a read with grad now rebuilds it?"""
+    return record.last_bump.get(storage_key(t), -1) > history_set_at(record, t)
 
 
 def _set_after_view(record: SwapRecord, t: torch.Tensor) -> str | None:
