@@ -1211,6 +1211,7 @@ class _DataMode(TorchFunctionMode):
                     if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                         self.record.storages_read_with_grad.add(storage_key(a))
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
+        self.record.note_reshape(func, out, seq_before)
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]
