@@ -1153,7 +1153,7 @@ class _DataMode(TorchFunctionMode):
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
         try:
-            with stale_history_failures_refused(self.record, call_args, call_kwargs):
+            with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]

@@ -302,6 +302,9 @@ class SwapRecord:
     # assignment (-1: none): Note [History Kept Through .data =]
     grad_fn_reads: dict[int, int] = field(default_factory=dict)
     reads_before_data: dict[int, int] = field(default_factory=dict)
+    # id() of subclass views whose history autograd rebuilt, in the run, over a view input assigned `.data =` since
+    # the view was taken (Note [Stale View Functions]: eager's rebuilds it over the input's base)
+    rebuilt_over_assignment: set[int] = field(default_factory=set)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     # id() of a tensor whose last set_() or `.data =` gave it another tensor's storage and layout -> that tensor (Note
     # [Strides The Kernels Choose])
