@@ -284,6 +284,10 @@ class ViewStep:
     index: int | None  # which output of a multi-output view (unbind, split); None for single-output views
     grad_enabled: bool  # grad mode when eager ran it (views made under no_grad behave differently later)
     own_version: bool = False  # the program took `.data`: the result has a version counter of its own
+    # taken with grad enabled of a source that required no grad then, and does by the end (a requires_grad_() of its
+    # base): eager's view has no history and grad mode's creation meta; replayed under no_grad and given that meta
+    # (Note [Views That Raise After A Bump])
+    without_history: bool = False
     # taken inside a torch.inference_mode() block of a normal tensor: replayed inside one, eager's creation meta
     inference_mode: bool = False
 

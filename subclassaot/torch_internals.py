@@ -301,6 +301,19 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
     return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
 
 
+def give_grad_mode_creation_meta(view: torch.Tensor, source: torch.Tensor, multi_output: bool) -> None:
+    """Give `view`, taken of `source` under no_grad, the creation meta autograd gives a view taken with grad enabled
+    of a source that requires no grad (no history either way): MULTI_OUTPUT_NODE for an op returning several views,
+    else DEFAULT, where `source` is a view with DEFAULT creation meta or none; else `source`'s, which a view of a view
+    inherits (autograd's propagate_creation_meta: INFERENCE_MODE over anything, anything over DEFAULT)."""
+    if not view._is_view():
+        return
+    before = torch._C._autograd._get_creation_meta(source) if source._is_view() else _CreationMeta.DEFAULT
+    new = _CreationMeta.MULTI_OUTPUT_NODE if multi_output else _CreationMeta.DEFAULT
+    keep = new == _CreationMeta.DEFAULT or before == _CreationMeta.INFERENCE_MODE
+    torch._C._autograd._set_creation_meta(view, before if keep else new)
+
+
 def is_fake(t: object) -> bool:
     return isinstance(t, FakeTensor)
 

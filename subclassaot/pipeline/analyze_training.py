@@ -614,6 +614,7 @@ _STRIDE_AGNOSTIC = frozenset(
         *(_aten.permute.default, _aten.select.int, _aten.slice.Tensor, _aten.split.Tensor, _aten.unbind.int),
         *(_aten.split_with_sizes.default, _aten.squeeze.default, _aten.squeeze.dim, _aten.squeeze.dims),
         *(_aten.t.default, _aten.transpose.int, _aten.unfold.default, _aten.unsqueeze.default, _aten.view.default),
+        _aten.reshape.default,  # (of a layout it views: ViewRecord.reshape)
     }
 )
 

@@ -58,6 +58,7 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     get_version,
     give_base_grad,
+    give_grad_mode_creation_meta,
     mark_inference_mode_view,
     set_to_tensor,
     set_version,
@@ -671,7 +672,10 @@ def replay_steps(
         kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
         with _replay_mode(step, src):
             out = step.op(src, *args, **kwargs)
-        src = out[step.index] if step.index is not None else out
+        made = out[step.index] if step.index is not None else out
+        if step.without_history:
+            give_grad_mode_creation_meta(made, src, step.index is not None)
+        src = made
         if step.own_version:
             src = src.data
     return src
@@ -682,7 +686,7 @@ def _replay_mode(step: ViewStep, src: torch.Tensor) -> contextlib.AbstractContex
     if step.inference_mode:
         return torch.inference_mode()
     stack = contextlib.ExitStack()
-    stack.enter_context(torch.set_grad_enabled(step.grad_enabled))
+    stack.enter_context(torch.set_grad_enabled(step.grad_enabled and not step.without_history))
     stack.enter_context(resize_inside_inference_mode(step, src))
     return stack
 

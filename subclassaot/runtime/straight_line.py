@@ -178,6 +178,8 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     steps = [step for info in analysis.outputs if info.replay is not None for step in info.replay.steps]
     if not torch.is_grad_enabled() and any(step.grad_enabled for step in steps):
         return "a view taken with grad on, called under no_grad"  # (the generated steps only turn grad off)
+    if any(step.without_history for step in steps):
+        return "a view taken with grad on, without history"  # (given its creation meta: regenerate.replay_steps)
     if any(step.inference_mode for step in steps):
         return "a view taken inside inference_mode"  # (replayed inside one: regenerate.replay_steps)
     for o, info in enumerate(analysis.outputs):

@@ -266,9 +266,10 @@ def _autograd_fact(read: Callable[[], bool]) -> bool | str:
 # Which view op's node eager names in "Output 0 of ReshapeAlias is a view and its base ... has been modified
 # inplace" is dispatch detail, not a fact the contract holds: reshape() makes a _reshape_alias (ReshapeAlias) of a
 # plain tensor and a view() (View) of anything tensor-subclass-like (a fake, a functional tensor, a wrapper
-# subclass), so a compiled program's view chain, replayed from the ops its functional trace saw, names View. That it
-# raises, and why (the sentence after the name), is compared; the node's name, like the grad_fn's type elsewhere, is
-# not.
+# subclass), so a compiled program's view chain, replayed from the ops its functional trace saw, names View (where
+# the analysis does not know the view came from reshape(): ViewRecord.reshape). That it raises, and why (the sentence
+# after the name), is compared; the node's name, like the grad_fn's type elsewhere, is not. (A view of a no_grad view
+# names its node in another sentence, "... is a view of a view which was created in no_grad mode", compared whole.)
 _VIEW_NODE_NAME = re.compile(r"^(Output \d+ of )\w+(?= is a view and)")
 
 

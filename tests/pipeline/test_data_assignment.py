@@ -2795,3 +2795,45 @@ def test_view_of_an_input_used_after_the_input_is_assigned_another_rank_refused(
         compile_fn,
         "assigned `.data` of the tensor it is a view of",
     )
+
+
+def _view_used_after_its_view_input_assigned(read_before: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.select(0, 0)
+        t1 = t0.t()
+        with torch.no_grad():
+            t0.mul_(t1)
+        if read_before:  # the read rebuilds t0's history before the assignment: nothing left to rebuild after it
+            t0.mul(3.0)
+        x1.data = x0.expand(())
+        t0.requires_grad_()
+        # (returning t0 itself after the assignment is refused by another rule: PairTensor's message says eager's
+        # backward fails, which it does not)
+        return (t0 * 2,) if read_before else (t0 * 2, t0)
+
+    return f
+
+
+@pytest.mark.parametrize("kind", sorted(_RANK_MAKERS))
+def test_view_of_a_view_input_used_after_the_input_is_assigned_refused(kind: str, compile_fn: CompileFn | None) -> None:
+    # PairTensor variant of fuzz seed 116700 #5444: x1 a view of a leaf; eager rebuilds t0's history (moved by the
+    # no_grad write) from x1's base, the trace from x1 as assigned (0-dim): the compiled backward raised "invalid
+    # gradient at index 1" where eager's runs (plain: the trace's replay of select() raises)
+    make = _RANK_MAKERS[kind]
+    refused_with_grad(
+        _view_used_after_its_view_input_assigned(read_before=False),
+        lambda: (make(), _diagonal_of_leaf(make, 2, 3, 4)),
+        compile_fn,
+        "`.data` of the (tensor it is a view of|input since the view was taken)",
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(_RANK_MAKERS))
+def test_view_of_a_view_input_read_before_the_input_is_assigned(kind: str, compile_fn: CompileFn | None) -> None:
+    # as above, with t0's history rebuilt by a read before the assignment: matches eager
+    make = _RANK_MAKERS[kind]
+    check_with_grad(
+        _view_used_after_its_view_input_assigned(read_before=True),
+        lambda: (make(), _diagonal_of_leaf(make, 2, 3, 4)),
+        compile_fn,
+    )

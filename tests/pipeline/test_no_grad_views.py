@@ -2390,3 +2390,65 @@ def test_seed116500_3219_no_grad_view_with_own_flag_whose_root_gains_grad(
             return (b0, b0.select(0, -1))
 
     check_no_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("take", ["unbind", "select", "unbind_t"])
+@pytest.mark.parametrize("write", [True, False], ids=["written", "unwritten"])
+def test_view_taken_with_grad_of_an_input_whose_base_gains_grad_after(
+    compile_fn: CompileFn | None, kind: str, take: str, write: bool
+) -> None:
+    """Fuzz seed 116700 #1537 (unbind, written; diverged: out[0]'s grad_fn raised the multi-output view's message
+    where eager's says "A view was created in no_grad mode ..."): t0 is taken with grad of x0, a view of x1, while x1
+    requires no grad; x1 then gains requires_grad. Eager's t0 has no history but grad mode's creation meta; replayed
+    with grad after the gain, ours had UnbindBackward0 (a grad_fn read as one where eager's is a leaf, unwritten).
+    Now replayed under no_grad and given grad mode's creation meta (Note [Views That Raise After A Bump]). Variants:
+    a single-output view, a view of the unbind() output, unwritten, PairTensor inputs."""
+
+    def f(x0: T, x1: T) -> object:
+        with torch.enable_grad():
+            t0 = x0.select(0, 0) if take == "select" else x0.unbind(0)[0]
+            t0 = t0.t() if take == "unbind_t" else t0
+        if write:
+            t0.mul_(-1.0)
+        x1.requires_grad_()
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((2, 4, 2)) if kind == "plain" else pair(2, 4, 2)
+            return (b0.expand((-1, 4, 2)), b0)
+
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+_RESHAPES: dict[str, Callable[[T], T]] = {
+    "reshape": lambda t: t.reshape((1, 4, 3)),
+    "torch_reshape": lambda t: torch.reshape(t, (1, 4, 3)),
+    "reshape_as": lambda t: t.reshape_as(torch.empty(1, 4, 3)),
+    "flatten": lambda t: t.unsqueeze(0).flatten(0, 1),
+    "view": lambda t: t.unsqueeze(0).view(4, 3),
+    "contiguous_reshape": lambda t: t.contiguous().reshape(12),
+}
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("op", sorted(_RESHAPES))
+def test_reshape_of_a_no_grad_view_names_eagers_node(compile_fn: CompileFn | None, kind: str, op: str) -> None:
+    """Fuzz seed 116700 #78 (reshape; diverged: after the output was written, its grad_fn's error named "Output 0 of
+    View is a view of a view which was created in no_grad mode" where eager's names ReshapeAlias): eager's reshape()
+    of a plain tensor that is not contiguous is a _reshape_alias, which the functional run sees as a view() of its
+    stand-ins. The replay runs reshape() where the program did (ViewRecord.reshape). Variants: torch.reshape,
+    reshape_as, flatten (all reshape() below), view() and a contiguous reshape() (View in eager too), PairTensor
+    inputs (View: a subclass is tensor-subclass-like)."""
+
+    def f(x0: T) -> object:
+        with torch.no_grad():
+            t0 = x0.transpose(0, 1)
+        return (_RESHAPES[op](t0),)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (leaf(3, 4) if kind == "plain" else pair(3, 4, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)

@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
-from subclassaot.pipeline.rules.autograd_state import history_set_at
+from subclassaot.pipeline.rules.autograd_state import history_set_at, is_autograd_read
 from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
 from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
@@ -226,7 +226,8 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   after a later write. Alias-group members read with a stale history are refused by training_rules; a rebuild that
 #   raises while the program runs is refused at the op that read the view (`stale_history_failures_refused`). A subclass
 #   view whose replay on its base's `.data =` layout does not apply is refused there too where the replay runs (eager's
-#   then fails in the rebuilt node's backward, select_backward's IndexError, fake tensors' otherwise).
+#   then fails in the rebuilt node's backward, select_backward's IndexError, fake tensors' otherwise); where that base
+#   is a view input, eager replays on the input's own base (no failure) and the trace on the input: refused as well.
 # - Views set_() under no_grad read with grad: eager's rebuilt history is the base's as_strided() with the view's new
 #   layout, so each torch call that reads or writes such a view with grad reads a stand-in (`_EagerHistory`: the base's
 #   as_strided() at the view's layout now, with the view's own values). Not for the view an in-place view op changes,
@@ -373,12 +374,14 @@ def _dims(layout: tuple[object, ...]) -> tuple[object, ...] | None:
 
 
 @contextlib.contextmanager
-def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[None]:
+def stale_history_failures_refused(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Iterator[None]:
     """Note [Stale View Functions]: an op of the program that fails where it reads, with grad, a view whose view
     function is stale: autograd rebuilt the view's history by that function, and the replay raised, where eager's
     as_strided() does not."""
     if torch.is_grad_enabled():
-        _refuse_subclass_replay_after_assignment(record, args, kwargs)
+        _refuse_subclass_replay_after_assignment(record, func, args, kwargs)
     try:
         yield
     except (SubclassAOTError, DataDependentError):
@@ -410,20 +413,29 @@ def stale_history_failures_refused(record: SwapRecord, args: tuple[Any, ...], kw
         raise
 
 
-def _refuse_subclass_replay_after_assignment(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _refuse_subclass_replay_after_assignment(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     """Note [Stale View Functions]: an op about to read with grad a subclass view whose base's `.data` the program
     assigned, after the view was taken, a layout the view op does not apply to, and wrote since (a write by this op
     itself is another rule's: Note [Inputs Written In Training]). Eager's autograd rebuilds the
     view's history by replaying the view op on the wrapper as it is now, and eager's backward then fails in that
     node (select_backward at the new size: IndexError); fake tensors fail otherwise there (the engine's size check),
-    so the compiled backward cannot raise eager's error."""
+    so the compiled backward cannot raise eager's error. Where the assigned tensor is a view input, eager replays the
+    view ops on the input's own base instead (the assignment left it as it was) and its backward runs, while the
+    trace replays them on the input as assigned: refused wherever the replay makes another layout and a write since
+    the view's history was last set rebuilds it at this read, by a call that makes a history over it (not an
+    autograd read or requires_grad_(): the view's rebuilt node then passes no gradient)."""
     for a in pytree.tree_leaves((args, kwargs)):
         if not (isinstance(a, torch.Tensor) and is_traceable_subclass(a) and a.requires_grad):
             continue
         for view in record.chain(a):
             assigned = record.wrapper_data.get(id(view.source))
             last = assigned[-1] if assigned else None
-            if last is None or not view.grad_enabled or last.seq <= view.seq or view.source._version == last.version:
+            if last is None or not view.grad_enabled or last.seq <= view.seq:
+                continue
+            _refuse_rebuilt_over_view_input(record, func, a, view)
+            if view.source._version == last.version:
                 continue
             if _replay_fails(view, view.source):
                 raise UnsupportedError(
@@ -434,6 +446,45 @@ def _refuse_subclass_replay_after_assignment(record: SwapRecord, args: tuple[Any
                     "an error the compiled backward cannot reproduce (Note [Stale View Functions]); not supported in "
                     "training. Take the view again after the `.data =` assignment, or assign `.data` of a clone"
                 )
+
+
+def _refuse_rebuilt_over_view_input(record: SwapRecord, func: Any, a: torch.Tensor, view: ViewRecord) -> None:
+    """One step of `_refuse_subclass_replay_after_assignment`, where `view.source` is a view input assigned `.data`
+    after `view` was taken: a read now after a write rebuilds `a`'s history in the trace on the input as assigned
+    (noted: a read that makes no history, requires_grad_(), keeps that node all the same); refused at a call that
+    makes a history over such a node."""
+    if not _view_input(record, view.source) or _replays_the_same(view, view.source):
+        return
+    if _rebuilt_here(record, a):
+        record.rebuilt_over_assignment.add(id(a))
+    if id(a) in record.rebuilt_over_assignment and _makes_history(func):
+        raise UnsupportedError(
+            f"{input_named(record, view.source)}a view of this {type(a).__name__} input, itself a view, taken "
+            "with grad enabled, is used with grad after a write moved its version and the program assigned "
+            "`.data` of the input since the view was taken (another layout): eager's autograd rebuilds the "
+            "view's history by replaying its view ops on the input's own base, which the assignment left "
+            "as it was, where the compiled trace replays them on the input as assigned (a gradient of "
+            "another shape, or for other elements) (Note [Stale View Functions]); not supported in training. "
+            "Take the view again after the `.data =` assignment, or assign `.data` of a clone"
+        )
+
+
+def _makes_history(func: Any) -> bool:
+    """Does the torch function `func` make a result whose history goes through its arguments' (not an autograd read,
+    a flag's setter or requires_grad_())?"""
+    setter = getattr(func, "__name__", "") == "__set__"
+    return not (setter or is_autograd_read(func) or func is torch.Tensor.requires_grad_)
+
+
+def _view_input(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Does `t` stand for an input that is a view (its history's base is another tensor, passed or not)?"""
+    found = record.input_positions.get(id(t))
+    return found is not None and found[1]._is_view()
+
+
+def _rebuilt_here(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Has `t`'s version moved since autograd last set its history, so that a read with grad now rebuilds it?"""
+    return record.last_bump.get(storage_key(t), -1) > history_set_at(record, t)
 
 
 def _set_after_view(record: SwapRecord, t: torch.Tensor) -> str | None:

@@ -1176,7 +1176,7 @@ class _DataMode(TorchFunctionMode):
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
         try:
-            with stale_history_failures_refused(self.record, call_args, call_kwargs):
+            with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1234,6 +1234,7 @@ class _DataMode(TorchFunctionMode):
                     if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                         self.record.storages_read_with_grad.add(storage_key(a))
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
+        self.record.note_reshape(func, out, seq_before)
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]

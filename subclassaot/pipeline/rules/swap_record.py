@@ -7,7 +7,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -61,6 +61,9 @@ class ViewRecord:
     source_requires_grad: bool = False
     # the source was an inference tensor when the view was taken (a `.data =` may make it a normal one since)
     source_inference: bool = False
+    # a view() made by reshape() (reshape_as, flatten): eager's, of a plain tensor, is a _reshape_alias where the
+    # source is not contiguous (ReshapeAliasBackward0, named in autograd's errors); replayed by reshape() so
+    reshape: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +303,9 @@ class SwapRecord:
     # assignment (-1: none): Note [History Kept Through .data =]
     grad_fn_reads: dict[int, int] = field(default_factory=dict)
     reads_before_data: dict[int, int] = field(default_factory=dict)
+    # id() of subclass views whose history autograd rebuilt, in the run, over a view input assigned `.data =` since
+    # the view was taken (Note [Stale View Functions]: eager's rebuilds it over the input's base)
+    rebuilt_over_assignment: set[int] = field(default_factory=set)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
     # id() of a tensor whose last set_() or `.data =` gave it another tensor's storage and layout -> that tensor (Note
     # [Strides The Kernels Choose])
@@ -569,6 +575,14 @@ class SwapRecord:
             yield t, record
             t = source
 
+    def note_reshape(self, func: Any, out: object, seq_before: int) -> None:
+        """After a torch function of the program: the view() a reshape() made (ViewRecord.reshape)."""
+        if func not in _RESHAPES or not isinstance(out, torch.Tensor):
+            return
+        found = self.views.get(id(out))
+        if found is not None and found.seq > seq_before and found.func is torch.ops.aten.view.default:
+            self.views[id(out)] = replace(found, reshape=True)
+
     def note_detach(self, source: torch.Tensor, out: torch.Tensor) -> None:
         """`out = source.detach()`: after an inference_mode block, of an inference tensor, eager's is an inference
         tensor with a version counter of its own."""
@@ -710,3 +724,10 @@ def same_size(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         return all(bool(x == y) for x, y in zip(a, b, strict=True))
     except DataDependentError:  # an unbacked size
         return False
+
+
+# The torch functions that run reshape(): eager's result, a view where the layout allows one, is a _reshape_alias of a
+# plain tensor that is not contiguous (the functional run sees a view() of its stand-ins, tensor-subclass-like).
+_RESHAPES = frozenset(
+    {torch.Tensor.reshape, torch.reshape, torch.Tensor.reshape_as, torch.Tensor.flatten, torch.flatten}
+)

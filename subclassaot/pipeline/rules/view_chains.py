@@ -190,6 +190,8 @@ def _replay_of(
             if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS) and assigned is None
         ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
         step = view_step(record) if assigned is None else assigned
+        if step is not None and assigned is None and _without_history(record, run):
+            step = replace(step, without_history=True)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
         segment = [step, *(_inplace_step(r, set_sources) for r in own)]
@@ -227,6 +229,14 @@ def _replay_of(
     if base is not None and not is_traceable_subclass(value):
         return _from_base_within(base, objects, segments, run)
     return None
+
+
+def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
+    """Note [Views That Raise After A Bump]: a view taken with grad of a source that required no grad then, in a
+    program that turns requires_grad on (the source may require grad by the end, through its base): eager's view has
+    no history but grad mode's creation meta, which a replay with grad of a source that requires grad would not
+    give (ViewStep.without_history)."""
+    return record.grad_enabled and not record.source_requires_grad and bool(run.swaps.requires_grad_set)
 
 
 def _assigned_view_step(
@@ -925,6 +935,8 @@ def set_source_steps(
 def view_step(record: ViewRecord) -> ViewStep | None:
     """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
     step = _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
+    if step is not None and record.reshape and not is_traceable_subclass(record.source):
+        step = replace(step, op=torch.ops.aten.reshape.default)  # eager's node: ViewRecord.reshape
     return replace(step, inference_mode=True) if step is not None and record.inference_mode else step
 
 
