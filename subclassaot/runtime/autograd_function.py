@@ -487,13 +487,20 @@ class _Step:
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
         # Tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
         # tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
-        # through, whether eager may give a leaf its gradient before that node raises)
+        # through, whether eager may give a leaf its gradient before that node raises, and whether it may where the
+        # caller wrote an output view of an input too)
         self.roots = roots = training_roots(analysis)
         counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
         new_values = _new_values(plan, bw_meta, fresh_outputs)
         n_wrappers = len(bw_meta.wrapper_updates)
         self.checks = tuple(
-            (None if e.output is None else counter_of[e.output], e.input, at, e.graded_first, e.view_error)
+            (
+                None if e.output is None else counter_of[e.output],
+                e.input,
+                at,
+                (e.graded_first, e.graded_after_view_writes),
+                e.view_error,
+            )
             for e in eager_saves.saves
             if e.output is None or e.output in counter_of
             if (
@@ -504,7 +511,7 @@ class _Step:
         # inputs an output view is replayed from outside the Function: where the caller writes one, its node, made
         # again at the backward's read, runs before the one eager's saving node is (backward_probe's comment on saved
         # tensors)
-        self.viewed_inputs = _viewed_inputs(analysis) if self.checks else ()
+        self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
         self.saves_apart = eager_saves.probed  # Note [Saved Values Are Checked As Eager's]
         mutated_graph_inputs = set()
@@ -1402,16 +1409,17 @@ def _intermediate_base_of(info: OutputInfo) -> int | None:
 
 
 def _check_saved_tensors(
-    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], bool, str | None]],
+    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], tuple[bool, bool], str | None]],
     versions: Sequence[int],
     grads: Sequence[torch.Tensor | None],
     written_views: Sequence[str],
 ) -> None:
     """Raise eager's error where a tensor eager's backward would unpack was written since the call (the saved
     tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it;
-    refuse where eager's engine may give some leaf its gradient before that node raises (`graded_first`, or the
-    leaves at `written_views`: `_written_view_leaves`)."""
-    for (ref, positions, graded_first, view_error), version in zip(checks, versions, strict=True):
+    refuse where eager's engine may give some leaf its gradient before that node raises (EagerSave.graded_first, or
+    EagerSave.graded_after_view_writes where the leaves at `written_views` had an output view written:
+    `_written_view_leaves`)."""
+    for (ref, positions, (graded_first, after_view_writes), view_error), version in zip(checks, versions, strict=True):
         t = ref()
         if t is None or not any(grads[k] is not None for k in positions) or get_version(t) <= version:
             continue
@@ -1420,7 +1428,7 @@ def _check_saved_tensors(
             f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
             "instead (a tensor eager's autograd saved, written after the compiled call)"
         )
-        if written_views and not graded_first:
+        if written_views and after_view_writes:
             raise UnsupportedError(
                 f"the program's backward fails in eager ({error}), and an output view of {', '.join(written_views)} "
                 "was written after the call: eager's engine runs that view's node, made again at the backward's "
