@@ -1005,12 +1005,9 @@ def test_mark_dirty_on_an_intermediate_in_either_grad_mode_matches_eager(
 
 def _leaf_view_beside_saved(view_first: bool) -> Callable[..., object]:
     def f(x0: T, x1: T) -> object:
-        if view_first:
-            t0 = x0.unsqueeze(1)
+        t0 = x0.unsqueeze(1) if view_first else None
         t1 = TransposeSaved.apply(x1)  # type: ignore[no-untyped-call]
-        if not view_first:
-            t0 = x0.unsqueeze(1)
-        return t1, t0, x1
+        return t1, x0.unsqueeze(1) if t0 is None else t0, x1
 
     return f
 
