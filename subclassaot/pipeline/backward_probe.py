@@ -685,6 +685,11 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
 # compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once. The
 # probe drives outputs only: a node reached through a held input's history, around which a leaf is reached, is refused.
+# A caller who also writes an output view of an input (`x0.unsqueeze(1)` returned beside the Function) makes that
+# view's node again at the backward's read, numbered above the program's: eager runs it first and may then give its
+# leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
+# runs again with those views written too (`EagerSave.graded_after_view_writes`), and the compiled backward refuses
+# where it finds such a view's counter moved since the call (`_written_view_leaves`).
 def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
     """The saved tensors of the comment above, and the inputs the Function takes detached; none where the program
     cannot run on fakes."""
