@@ -564,8 +564,8 @@ def intermediate_bases(
     required: frozenset[object] = frozenset(),
 ) -> dict[object, tuple[int, torch.Tensor]]:
     """Storages of outputs that are views of intermediates or shared by several outputs -> (base number, base).
-    `required`: storages that are bases whatever this run shows (the analysis found them so: see Note [Bases The
-    Analysis Names]).
+    `required`: storages that are bases whatever this run shows (the analysis found them so: trace's
+    `_analysis_bases`).
 
     The inner tensors of a subclass view are not autograd views (subclass ops run below autograd), so a subclass
     output that is a view of an intermediate subclass names its root's inner tensors as bases explicitly."""

@@ -69,15 +69,6 @@ from subclassaot.torch_internals import (
 #   inputs as non-view clones; where such an input gets a subclass gradient there, the joint is traced again with it run
 #   as a view of its clone (`view_as`). Plain non-leaf inputs that require grad are guarded on being views.
 
-# Note [Bases The Analysis Names]
-# The intermediate bases of the graph's outputs are those the analysis found (GraphOutputs.num_bases): the runtime
-# reads that many. A training entry's inference graph is traced under no_grad (the forward where the joint trace
-# raised the program's backward error), where a value may alias otherwise than in the analysis's run with grad: a
-# custom Function's input marked dirty comes back as the input itself where it does not require grad, but as a
-# detached alias of it where it does (`t1 = Dirty.apply(t0)` under no_grad: `t1 is t0` only without grad). So the
-# trace takes as a base every storage whose output leaf the analysis calls an intermediate alias, however many
-# distinct tensors this run shows over it.
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TracedGraph:
@@ -232,8 +223,13 @@ def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object]
 
 
 def _analysis_bases(analysis: Analysis, leaves: Sequence[object]) -> frozenset[object]:
-    """The storages of the dense output leaves the analysis regenerates from an intermediate base of their own (Note
-    [Bases The Analysis Names])."""
+    """The storages of the dense output leaves the analysis regenerates from an intermediate base of their own. The
+    graph's bases are those the analysis found (GraphOutputs.num_bases: the runtime reads that many), but a training
+    entry's inference graph, traced under no_grad (the forward where the joint trace raised the program's backward
+    error), may see values alias otherwise than the analysis's run with grad did: a custom Function's input marked
+    dirty comes back as itself where it does not require grad, as a detached alias where it does (`t1 =
+    Dirty.apply(t0)` under no_grad: `t1 is t0` only without grad). Each such storage is a base however many
+    distinct tensors the trace shows over it."""
     keys: set[object] = set()
     for info, value in zip(analysis.outputs, leaves, strict=True):
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):

@@ -485,29 +485,8 @@ class _Step:
         # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
-        # Tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
-        # tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
-        # through, whether eager may give a leaf its gradient before that node raises, and whether it may where the
-        # caller wrote an output view of an input too)
         self.roots = roots = training_roots(analysis)
-        counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
-        new_values = _new_values(plan, bw_meta, fresh_outputs)
-        n_wrappers = len(bw_meta.wrapper_updates)
-        self.checks = tuple(
-            (
-                None if e.output is None else counter_of[e.output],
-                e.input,
-                at,
-                (e.graded_first, e.graded_after_view_writes),
-                e.view_error,
-            )
-            for e in eager_saves.saves
-            if e.output is None or e.output in counter_of
-            if (
-                at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values)
-                + _held_at(e, plan.flat, new_values)
-            )
-        )
+        self.checks = _saved_checks(plan, bw_meta, eager_saves, fresh_outputs, roots)
         # inputs an output view is replayed from outside the Function: where the caller writes one, its node, made
         # again at the backward's read, runs before the one eager's saving node is (backward_probe's comment on saved
         # tensors)
@@ -1347,6 +1326,34 @@ def _note_counters(noted: list[Any]) -> None:
     for ctx in noted:
         ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
         ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
+
+
+def _saved_checks(
+    plan: RuntimePlan,
+    bw_meta: BackwardPlan,
+    eager_saves: EagerSaves,
+    fresh_outputs: tuple[int, ...],
+    roots: tuple[Replay, ...],
+) -> tuple[tuple[int | None, int | None, tuple[int, ...], tuple[bool, bool], str | None], ...]:
+    """The tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
+    tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
+    through, whether eager may give a leaf its gradient before that node raises and whether it may where the caller
+    wrote an output view of an input too, eager's error at unpacking a view)."""
+    counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
+    new_values = _new_values(plan, bw_meta, fresh_outputs)
+    n_wrappers = len(bw_meta.wrapper_updates)
+    return tuple(
+        (
+            None if e.output is None else counter_of[e.output],
+            e.input,
+            at,
+            (e.graded_first, e.graded_after_view_writes),
+            e.view_error,
+        )
+        for e in eager_saves.saves
+        if e.output is None or e.output in counter_of
+        if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values) + _held_at(e, plan.flat, new_values))
+    )
 
 
 def _viewed_inputs(analysis: Analysis) -> tuple[int, ...]:

@@ -963,7 +963,7 @@ def test_saved_input_written_after_the_save_backward_through_the_input_alone_ref
 # tensor over its storage, sharing its counter); without grad it returns the input itself. A training entry whose
 # backward raises the program's error (x0.mul_(x0) saved the x0 it overwrote) runs the inference graph, traced under
 # no_grad, as its forward: it found no intermediate base there where the analysis had one, and the runtime read past
-# the graph's outputs (fuzz seed 116800, program 5890: CRASHED, IndexError). Note [Bases The Analysis Names].
+# the graph's outputs (fuzz seed 116800, program 5890: CRASHED, IndexError). See trace._analysis_bases.
 
 
 def _dirty_under_grad_mode(square: bool, grad: bool, returned: str) -> Callable[..., object]:
