@@ -685,6 +685,11 @@ def _unpacked(t: torch.Tensor) -> torch.Tensor:
 # outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
 # compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once. The
 # probe drives outputs only: a node reached through a held input's history, around which a leaf is reached, is refused.
+# A caller who also writes an output view of an input (`x0.unsqueeze(1)` returned beside the Function) makes that
+# view's node again at the backward's read, numbered above the program's: eager runs it first and may then give its
+# leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
+# runs again with those views written too (`EagerSave.graded_after_view_writes`), and the compiled backward refuses
+# where it finds such a view's counter moved since the call (`_written_view_leaves`).
 def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
     """The saved tensors of the comment above, and the inputs the Function takes detached; none where the program
     cannot run on fakes."""
@@ -715,11 +720,28 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
         return EagerSaves()
     # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
     grad_outputs = functools.cache(lambda: _trial(call, flat, None)[0])
+    views = any(info.replay is not None and info.replay.source is ReplaySource.INPUT for info in analysis.outputs)
     saves = tuple(
-        replace(e, graded_first=bool(e.held) or _graded_first(call, flat, e, detached, grad_outputs)) if a else e
-        for e, a in zip(found, around, strict=True)
+        _graded(call, flat, e, detached, grad_outputs, views) if a else e for e, a in zip(found, around, strict=True)
     )
     return EagerSaves(saves=saves, detached=detached, probed=True)
+
+
+def _graded(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    save: EagerSave,
+    detached: frozenset[int],
+    first_trial: Callable[[], list[int]],
+    views: bool,
+) -> EagerSave:
+    """`save` with EagerSave.graded_first and EagerSave.graded_after_view_writes (`views`: some output is a view of
+    an input, replayed outside the compiled Function)."""
+    if save.held or _graded_first(call, flat, save, detached, first_trial):
+        return replace(save, graded_first=True)
+    if views and _graded_first(call, flat, save, detached, first_trial, views_written=True):
+        return replace(save, graded_after_view_writes=True)
+    return save
 
 
 def _saved_value(save: EagerSave, outs: Sequence[object], values: Sequence[object], flat: FlatInputs) -> torch.Tensor:
@@ -805,15 +827,21 @@ def _graded_first(
     save: EagerSave,
     detached: frozenset[int],
     first_trial: Callable[[], list[int]],
+    views_written: bool = False,
 ) -> bool:
     """Whether eager's backward through some outputs that run a node saving `save`'s wrapper, written after the call,
     gives a leaf input its gradient before that node raises (the `detached` leaves as the compiled Function gives
     theirs), run on static fakes; True where that is not seen (more than MAX_PROBED_OUTPUTS outputs, a probe that
-    fails). `first_trial()`: `_trial(call, flat, None)`'s outputs that require grad."""
+    fails). `first_trial()`: `_trial(call, flat, None)`'s outputs that require grad. `views_written`: the outputs
+    that are views of inputs written too (their nodes, made again at the backward's read, run first)."""
 
     def written(outs: Sequence[object], values: Sequence[object]) -> None:
         t = _saved_value(save, outs, values, flat)
         set_version(t, get_version(t) + 1)
+        if views_written:
+            for o in outs:
+                if isinstance(o, torch.Tensor) and o._is_view() and _views_an_input(o, values):
+                    set_version(o, get_version(o) + 1)
 
     returned = frozenset(flat.tensor_indices[p] for p in detached)
     try:
@@ -830,6 +858,11 @@ def _graded_first(
     except Exception:  # a program the probe cannot run
         return True
     return False
+
+
+def _views_an_input(o: torch.Tensor, values: Sequence[object]) -> bool:
+    base = o._base
+    return any(base is v or base is v._base for v in values if isinstance(v, torch.Tensor))
 
 
 def _history(value: object) -> object:

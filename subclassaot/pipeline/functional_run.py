@@ -561,8 +561,11 @@ def intermediate_bases(
     current: dict[object, DenseIndex],
     original: dict[object, DenseIndex],
     swaps: SwapRecord,
+    required: frozenset[object] = frozenset(),
 ) -> dict[object, tuple[int, torch.Tensor]]:
     """Storages of outputs that are views of intermediates or shared by several outputs -> (base number, base).
+    `required`: storages that are bases whatever this run shows (the analysis found them so: trace's
+    `_analysis_bases`).
 
     The inner tensors of a subclass view are not autograd views (subclass ops run below autograd), so a subclass
     output that is a view of an intermediate subclass names its root's inner tensors as bases explicitly."""
@@ -582,7 +585,7 @@ def intermediate_bases(
         if key in forced:
             bases[key] = (len(bases), forced[key])
             continue
-        if len(distinct) < 2 and not swaps.is_view(members[0]):
+        if len(distinct) < 2 and not swaps.is_view(members[0]) and key not in required:
             continue
         # a view the program did not set_() first: its chain leads to the storage's owner (`t0.set_(t1[0]); return
         # t0, t1[0]`: t0 is a view of an input, set_() onto the view, and not the storage's root)

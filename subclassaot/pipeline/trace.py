@@ -136,7 +136,7 @@ def trace_inference(
 ) -> TracedGraph:
     outputs = inference_outputs(layout, analysis)
     updates = outputs.updates
-    counts = {"fresh": 0, "symints": 0}
+    counts = {"fresh": 0, "bases": 0, "symints": 0}
 
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
         with new_functional_mode():
@@ -149,26 +149,30 @@ def trace_inference(
                 replay_reads=analysis.autograd_reads,
                 new_leaves=analysis.new_leaves,
             )
-            outs, counts["fresh"], counts["symints"] = graph_output_values(run, updates, analysis)
+            outs, counts["fresh"], counts["bases"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs
 
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode:
         gm = trace_graph(graph_fn, example, decompositions)
     _drop_dead_code(gm)
-    if (counts["fresh"], counts["symints"]) != (outputs.num_fresh, outputs.num_symints):
+    if (counts["fresh"], counts["bases"], counts["symints"]) != (
+        outputs.num_fresh,
+        outputs.num_bases,
+        outputs.num_symints,
+    ):
         raise AssertionError(f"BUG: the trace's outputs {counts} differ from the analysis's {outputs}")
     return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
 
 
 def graph_output_values(
     run: FunctionalRun, updates: Sequence[InputUpdate], analysis: Analysis
-) -> tuple[list[object], int, int]:
-    """The graph's outputs (see GraphOutputs) from one functional run, with the number of fresh leaves and of
-    symbolic ints among them."""
+) -> tuple[list[object], int, int, int]:
+    """The graph's outputs (see GraphOutputs) from one functional run, with the number of fresh leaves, of
+    intermediate bases and of symbolic ints among them."""
     outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
     fresh, bases, symints = _output_values(run, analysis)
-    return outs + fresh + bases + symints + _stride_probes(run, analysis), len(fresh), len(symints)
+    return outs + fresh + bases + symints + _stride_probes(run, analysis), len(fresh), len(bases), len(symints)
 
 
 def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
@@ -202,7 +206,7 @@ def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object]
     leaves, _ = pytree.tree_flatten(run.output)
     current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
     original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
-    bases = intermediate_bases(leaves, current, original, run.swaps)
+    bases = intermediate_bases(leaves, current, original, run.swaps, _analysis_bases(analysis, leaves))
     fresh: list[object] = []
     symints: list[object] = []
     for info, value in zip(analysis.outputs, leaves, strict=True):
@@ -216,6 +220,23 @@ def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object]
                     fresh.append(from_functional(leaf))
     ordered = sorted(bases.values(), key=lambda item: item[0])
     return fresh, [from_functional(base) for _, base in ordered], symints
+
+
+def _analysis_bases(analysis: Analysis, leaves: Sequence[object]) -> frozenset[object]:
+    """The storages of the dense output leaves the analysis regenerates from an intermediate base of their own. The
+    graph's bases are those the analysis found (GraphOutputs.num_bases: the runtime reads that many), but a training
+    entry's inference graph, traced under no_grad (the forward where the joint trace raised the program's backward
+    error), may see values alias otherwise than the analysis's run with grad did: a custom Function's input marked
+    dirty comes back as itself where it does not require grad, as a detached alias where it does (`t1 =
+    Dirty.apply(t0)` under no_grad: `t1 is t0` only without grad). Each such storage is a base however many
+    distinct tensors the trace shows over it."""
+    keys: set[object] = set()
+    for info, value in zip(analysis.outputs, leaves, strict=True):
+        if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
+            for leaf_info, leaf in zip(info.leaves, dense_leaves_of(value, info.path)[1], strict=True):
+                if leaf_info.source is LeafSource.INTERMEDIATE_ALIAS and leaf_info.foreign_base is None:
+                    keys.add(storage_key(leaf))
+    return frozenset(keys)
 
 
 def _drop_dead_code(gm: torch.fx.GraphModule) -> None:

@@ -485,22 +485,12 @@ class _Step:
         # fresh graph leaves of outputs that are not wholly fresh (rebuilt beside inner tensors of inputs)
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
-        # Tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
-        # tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
-        # through, whether eager may give a leaf its gradient before that node raises)
         self.roots = roots = training_roots(analysis)
-        counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
-        new_values = _new_values(plan, bw_meta, fresh_outputs)
-        n_wrappers = len(bw_meta.wrapper_updates)
-        self.checks = tuple(
-            (None if e.output is None else counter_of[e.output], e.input, at, e.graded_first, e.view_error)
-            for e in eager_saves.saves
-            if e.output is None or e.output in counter_of
-            if (
-                at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values)
-                + _held_at(e, plan.flat, new_values)
-            )
-        )
+        self.checks = _saved_checks(plan, bw_meta, eager_saves, fresh_outputs, roots)
+        # inputs an output view is replayed from outside the Function: where the caller writes one, its node, made
+        # again at the backward's read, runs before the one eager's saving node is (backward_probe's comment on saved
+        # tensors)
+        self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
         self.saves_apart = eager_saves.probed  # Note [Saved Values Are Checked As Eager's]
         mutated_graph_inputs = set()
@@ -597,7 +587,7 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
     )
     # (an empty epilogue: the counters of the tensors eager's backward checks are final when the forward returns)
     call_plain = epilogue_plan(plan).empty and not (
-        s.clone_saved or s.apart or unreached or stand_ins or s.subclass_inputs
+        s.clone_saved or s.apart or unreached or stand_ins or s.subclass_inputs or s.viewed_inputs
     )
     if not (inputs_plain and outputs_plain and backward_plain and call_plain):
         return None
@@ -663,7 +653,7 @@ def _plain_backward(
     """CompiledStep.backward of a plain step without create_graph (Note [Straight-Line Runners]); None where a tangent
     is no plain tensor (the general backward decides)."""
     if s.checks:
-        _check_saved_tensors(ctx.checks, ctx.checked, grads)
+        _check_saved_tensors(ctx.checks, ctx.checked, grads, ())
     tangents = []
     present = []
     for k, i in enumerate(p.diff):
@@ -948,7 +938,7 @@ class CompiledStep(torch.autograd.Function):
         if create_graph:
             _check_double_backward(s, ctx.primals)
         if s.checks and ctx.checked is not None:
-            _check_saved_tensors(ctx.checks, ctx.checked, grads)
+            _check_saved_tensors(ctx.checks, ctx.checked, grads, _written_view_leaves(s, ctx.viewed))
         saved = _saved_tensors(ctx)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
@@ -1326,13 +1316,63 @@ def _hold_checked(
         for out, inp, positions, graded, view_error in s.checks
     ]
     ctx.checked = None
+    ctx.viewed_refs = ctx.viewed = ()
     noted.append(ctx)
 
 
 def _note_counters(noted: list[Any]) -> None:
-    """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves)."""
+    """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves),
+    and those of the leaves behind the inputs output views are replayed from (`_written_view_leaves`)."""
     for ctx in noted:
         ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
+        ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
+
+
+def _saved_checks(
+    plan: RuntimePlan,
+    bw_meta: BackwardPlan,
+    eager_saves: EagerSaves,
+    fresh_outputs: tuple[int, ...],
+    roots: tuple[Replay, ...],
+) -> tuple[tuple[int | None, int | None, tuple[int, ...], tuple[bool, bool], str | None], ...]:
+    """The tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
+    tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
+    through, whether eager may give a leaf its gradient before that node raises and whether it may where the caller
+    wrote an output view of an input too, eager's error at unpacking a view)."""
+    counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
+    new_values = _new_values(plan, bw_meta, fresh_outputs)
+    n_wrappers = len(bw_meta.wrapper_updates)
+    return tuple(
+        (
+            None if e.output is None else counter_of[e.output],
+            e.input,
+            at,
+            (e.graded_first, e.graded_after_view_writes),
+            e.view_error,
+        )
+        for e in eager_saves.saves
+        if e.output is None or e.output in counter_of
+        if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values) + _held_at(e, plan.flat, new_values))
+    )
+
+
+def _viewed_inputs(analysis: Analysis) -> tuple[int, ...]:
+    """The inputs (InputIndex) output views are replayed from, outside the Function."""
+    replays = [info.replay for info in analysis.outputs if info.replay is not None]
+    return tuple(sorted({r.index for r in replays if r.source is ReplaySource.INPUT}))
+
+
+def _written_view_leaves(s: _Step, viewed: Sequence[tuple[int, weakref.ref[torch.Tensor], int]]) -> list[str]:
+    """The paths of the leaves behind inputs output views are replayed from whose counter moved since the call: the
+    caller wrote such a view (or the leaf), so the view's node, made again at the backward's read, is numbered above
+    every node of the program's, and eager's engine runs it, and then the leaf's AccumulateGrad where nothing else
+    feeds it, before the node that saved a written tensor raises; the compiled Function, which the leaf's
+    AccumulateGrad waits on, raises first (backward_probe's comment on saved tensors)."""
+    return [
+        s.plan.flat.leaves[i].path
+        for i, ref, version in viewed
+        if (leaf := ref()) is not None and get_version(leaf) != version
+    ]
 
 
 def _counter_holders(
@@ -1376,14 +1416,17 @@ def _intermediate_base_of(info: OutputInfo) -> int | None:
 
 
 def _check_saved_tensors(
-    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], bool, str | None]],
+    checks: Sequence[tuple[Callable[[], torch.Tensor | None], tuple[int, ...], tuple[bool, bool], str | None]],
     versions: Sequence[int],
     grads: Sequence[torch.Tensor | None],
+    written_views: Sequence[str],
 ) -> None:
     """Raise eager's error where a tensor eager's backward would unpack was written since the call (the saved
     tensors of backward_probe.eager_saves), if a tangent reached an output whose backward runs the node saving it;
-    refuse where eager's engine may give some leaf its gradient before that node raises."""
-    for (ref, positions, graded_first, view_error), version in zip(checks, versions, strict=True):
+    refuse where eager's engine may give some leaf its gradient before that node raises (EagerSave.graded_first, or
+    EagerSave.graded_after_view_writes where the leaves at `written_views` had an output view written:
+    `_written_view_leaves`)."""
+    for (ref, positions, (graded_first, after_view_writes), view_error), version in zip(checks, versions, strict=True):
         t = ref()
         if t is None or not any(grads[k] is not None for k in positions) or get_version(t) <= version:
             continue
@@ -1392,6 +1435,14 @@ def _check_saved_tensors(
             f"[{type(t).__name__} {list(t.shape)}] is at version {get_version(t)}; expected version {version} "
             "instead (a tensor eager's autograd saved, written after the compiled call)"
         )
+        if written_views and after_view_writes:
+            raise UnsupportedError(
+                f"the program's backward fails in eager ({error}), and an output view of {', '.join(written_views)} "
+                "was written after the call: eager's engine runs that view's node, made again at the backward's "
+                "read, first, and may give the leaf its gradient before the node that saved the written tensor "
+                "raises, where the compiled backward raises before any gradient (backward_probe's comment on saved "
+                "tensors). Do not write the program's outputs or inputs in place between the call and backward"
+            )
         if graded_first:
             raise UnsupportedError(
                 f"the program's backward fails in eager ({error}), and eager's engine may first give some leaf "
@@ -1465,6 +1516,8 @@ def training_call(
         noted: list[Any] = []
         early_grads = _leaf_grads(values, step.early_sources) if step.early_sources else ()
         tensors = list(_apply_step((step, graph_in, dense, symbols, noted, early_grads), *user, *bases))
+        if noted and step.viewed_inputs:
+            noted[0].viewed_refs = [(i, ref) for i, ref, _, _ in _leaf_grads(values, step.viewed_inputs)]
         outs: list[object] = list(tensors[:n_updates])
         prewrapped: dict[int, torch.Tensor] = {}
         fresh: list[object] = [None] * n_fresh  # the graph's fresh leaves, by OutputLeaf.index

@@ -259,6 +259,9 @@ class EagerSave:
     # eager's backward, with it written after the call, may give some leaf input its gradient before the node that
     # saved it raises (its engine runs later-made nodes first): the compiled backward refuses instead of raising
     graded_first: bool = False
+    # ... not so, but where the caller also wrote an output view of an input (the view's node, made again at the
+    # backward's read, runs first): the compiled backward refuses where it finds such a view written
+    graded_after_view_writes: bool = False
     # eager's error at unpacking it once written, where that is not the version check's: every tensor saved over that
     # counter is a view made under no_grad (or by a multi-output op), whose grad_fn, read first, raises
     view_error: str | None = None

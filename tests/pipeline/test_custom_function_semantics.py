@@ -957,3 +957,82 @@ def test_saved_input_written_after_the_save_backward_through_the_input_alone_ref
                 continue
             with pytest.raises(UnsupportedError, match=r"Probing Eager's Backward"):
                 x0.sum().backward()  # type: ignore[no-untyped-call]
+
+
+# A mark_dirty Function applied under no_grad to an intermediate that requires grad returns a detach() of it (a second
+# tensor over its storage, sharing its counter); without grad it returns the input itself. A training entry whose
+# backward raises the program's error (x0.mul_(x0) saved the x0 it overwrote) runs the inference graph, traced under
+# no_grad, as its forward: it found no intermediate base there where the analysis had one, and the runtime read past
+# the graph's outputs (fuzz seed 116800, program 5890: CRASHED, IndexError). See trace._analysis_bases.
+
+
+def _dirty_under_grad_mode(square: bool, grad: bool, returned: str) -> Callable[..., object]:
+    def f(x0: T) -> object:
+        if square:
+            x0.mul_(x0)  # its backward raises: x0 saved, then overwritten
+        t0 = x0.mul(3.0)
+        with torch.set_grad_enabled(grad):
+            t1 = DirtyReturned.apply(t0)  # type: ignore[no-untyped-call]
+        return {"both": (t0, t1), "dirty_first": (t1, t0), "dirty_only": (t1,)}[returned]
+
+    return f
+
+
+@pytest.mark.parametrize("returned", ["both", "dirty_first", "dirty_only"])
+@pytest.mark.parametrize(
+    ("square", "grad"),
+    [(True, False), (True, True), (False, False)],
+    ids=["raising_no_grad", "raising_grad", "completing_no_grad"],
+)
+@pytest.mark.parametrize(
+    "make", [lambda: torch.randn((), requires_grad=True) * 1, lambda: pair_nonleaf(2)], ids=["plain", "pair"]
+)
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_mark_dirty_on_an_intermediate_in_either_grad_mode_matches_eager(
+    returned: str, square: bool, grad: bool, make: Callable[[], T], after_call: AfterCall | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(_dirty_under_grad_mode(square, grad, returned), lambda: (make(),), after_call=after_call)
+
+
+# A leaf's view returned beside a Function whose saved input is returned: the caller writes the outputs, so eager's
+# backward raises at the Function's node, but the view's node, made again at the backward's read (numbered above the
+# program's), runs first and gives the leaf its gradient; the compiled Function, which the leaf's AccumulateGrad also
+# waits on, raised before any (fuzz seed 116800, program 683: DIVERGED, args[0].grad None vs eager a tensor). That
+# backward is refused (backward_probe's comment on saved tensors); one where the caller wrote the saved input alone
+# raises eager's error with eager's gradients.
+
+
+def _leaf_view_beside_saved(view_first: bool) -> Callable[..., object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.unsqueeze(1) if view_first else None
+        t1 = TransposeSaved.apply(x1)  # type: ignore[no-untyped-call]
+        return t1, x0.unsqueeze(1) if t0 is None else t0, x1
+
+    return f
+
+
+def _write_saved_input(outputs: object, args: tuple[object, ...]) -> None:
+    with torch.no_grad():
+        cast(T, args[1]).copy_(cast(T, args[1]))
+
+
+@pytest.mark.parametrize("view_first", [True, False], ids=["view_first", "view_after"])
+@pytest.mark.parametrize(
+    "make_leaf",
+    [lambda: torch.randn(2, 2, requires_grad=True), lambda: pair(2, 2, requires_grad=True)],
+    ids=["plain", "pair"],
+)
+def test_leaf_view_beside_a_saved_input_written_after_the_call(view_first: bool, make_leaf: Callable[[], T]) -> None:
+    f = _leaf_view_beside_saved(view_first)
+
+    def make() -> tuple[object, ...]:
+        return make_leaf(), torch.randn(2, requires_grad=True)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+        if view_first:  # eager's Function node, made after the view's, raises first: x0 gets no gradient
+            assert_matches_eager(f, make, after_call=_write_saved_input)
+        match = "an output view of args\\[0\\] was written" if view_first else "may first give some leaf"
+        with pytest.raises(UnsupportedError, match=match):
+            assert_matches_eager(f, make, after_call=write_outputs)
