@@ -32,6 +32,7 @@ from subclassaot.schemas import (
     Analysis,
     DenseLayout,
     FlatInputs,
+    GraphOutputs,
     InputIndex,
     InputUpdate,
     LeafSource,
@@ -600,19 +601,20 @@ class _FunctionReach:
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
 # - the program writes no input (one that makes new leaves may write the data of plain inputs that require grad
-#   neither before nor after, change their layout by in-place view ops, or resize their storages: autograd records
-#   none of it, and the runtime does it around the graph's run, as for a call that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
+#   neither before nor after, or throughout but under no_grad alone, change their layout by in-place view ops, or
+#   resize their storages: autograd records none of it, and the runtime does it around the graph's run, as for a call
+#   that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
 #   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
 #   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
-#   the trace takes eager's answers, as the Function path's does), and takes and returns plain
-#   tensors that share no storage (but in one making new leaves, inputs that require grad neither before nor after,
-#   which the graph takes as a flat view of their storage: Note [Synthetic Bases]; an output may be a plain view chain of an input, replayed on it after the graph
-#   ran, or eager's inference tensor, copied from the graph's value with no history, as the runtime makes them and
-#   the check below compares them); what it writes in place (dropout's mask, an intermediate) it writes before
-#   anything saves it for the backward: every tensor saved (seen by a saved-tensor hook of the check's) has the
-#   version counter it was saved with at the end, where eager's backward would otherwise raise and the functional
-#   graph's would not; and no write runs while the program's own saved-tensor hooks are innermost (a checkpoint's
-#   hide its saves from the check's);
+#   the trace takes eager's answers, as the Function path's does), and takes and returns plain tensors that share no
+#   storage (but for those of a program making new leaves that require grad neither before nor after: the graph takes
+#   a flat view of their storage, Note [Synthetic Bases]; an output may be a plain view chain of an input, an earlier
+#   output or an intermediate the graph returns, replayed after the graph ran, or eager's inference tensor, copied
+#   from the graph's value with no history, as the runtime makes them and the check below compares them); what it
+#   writes in place (dropout's mask, an intermediate) it writes before anything saves it for the backward: every
+#   tensor saved (seen by a saved-tensor hook of the check's) has the version counter it was saved with at the end,
+#   where eager's backward would otherwise raise and the functional graph's would not; and no write runs while the
+#   program's own saved-tensor hooks are innermost (a checkpoint's hide its saves from the check's);
 # - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
 #   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run, each
 #   on its own fakes of the inputs as passed (eager's run may change their autograd state). A custom
@@ -1033,17 +1035,44 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
     return (root.requires_grad, requires_grad_through_base(root), visit(root.grad_fn, 0))
 
 
-def _compiled_output(info: OutputInfo, fresh: Sequence[object], values: Sequence[object]) -> object:
-    """The compiled call's tensor output: the graph's (`fresh`: its outputs after the inputs' updates), or a view of
-    an input the runtime replays on it after the graph ran (with grad on: its history is the input's as the graph's
-    run left it); None for other outputs."""
-    if info.kind is not OutputKind.TENSOR:
-        return None
-    if info.replay is None:
+def _compiled_outputs(
+    outputs: Sequence[OutputInfo], graph: tuple[Sequence[object], Sequence[object]], values: Sequence[object]
+) -> list[object]:
+    """The compiled call's tensor outputs: the graph's (`graph`: its outputs after the inputs' updates, and the
+    intermediate bases among them), or views of inputs, intermediate bases or earlier outputs (built first) the
+    runtime replays after the graph ran (with grad on: their history is their source's as the graph's run left it);
+    None for other outputs."""
+    built: dict[int, object] = {}
+
+    def build(o: int) -> object:
+        if o not in built:
+            info = outputs[o]
+            built[o] = None if info.kind is not OutputKind.TENSOR else _compiled_output(info, graph, values, build)
+        return built[o]
+
+    return [build(o) for o in range(len(outputs))]
+
+
+def _compiled_output(
+    info: OutputInfo,
+    graph: tuple[Sequence[object], Sequence[object]],
+    values: Sequence[object],
+    earlier: Callable[[int], object],
+) -> object:
+    (fresh, bases), replay = graph, info.replay
+    if replay is None:
         out = cast(torch.Tensor, fresh[info.leaves[0].index])
         # (eager's is an inference tensor: the runtime's copy of it has no history either)
         return out.detach() if info.inference or info.inference_leaves else out
-    view = replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
+    sources = {
+        ReplaySource.OUTPUT: earlier,
+        ReplaySource.BASE: bases.__getitem__,
+        ReplaySource.INPUT: values.__getitem__,
+    }
+    source = sources[replay.source](replay.index)
+    if not isinstance(source, torch.Tensor):
+        return None
+    view = replay_steps(source, replay.steps, MetaEvaluator(), {}, values)
     return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
 
 
@@ -1052,7 +1081,7 @@ def records_as_eager(
     flat: FlatInputs,
     layout: DenseLayout,
     analysis: Analysis,
-    traced_graph: Callable[[], tuple[Callable[..., object], int]],
+    traced_graph: Callable[[], tuple[Callable[..., object], GraphOutputs]],
 ) -> bool:
     """Does running the traced forward (`traced_graph()`: the graph, traced only once eager's run passed, on the
     dense inputs, and where its fresh outputs start, after the inputs' updates) with grad on record the autograd graph eager's program records, on static fakes of this
@@ -1081,7 +1110,7 @@ def records_as_eager(
         }
         if any(storage_key(t) in resized for t, _ in saved):
             return False
-        graph, fresh_start = traced_graph()  # (traced in the compile's own fake mode, outside this one)
+        graph, graph_outputs = traced_graph()  # (traced in the compile's own fake mode, outside this one)
         # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
         # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
         graph_mode, graph_values = static_fake_copies(flat.values)
@@ -1089,8 +1118,9 @@ def records_as_eager(
             dense = [cast(torch.Tensor, graph_values[leaf.owner]) for leaf in layout.leaves]
             graph_in = graph_example_inputs(layout, dense)
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
-            fresh = graph_outs[fresh_start:]
-            mine_all = [_compiled_output(info, fresh, graph_values) for info in analysis.outputs]
+            fresh = graph_outs[len(graph_outputs.updates) :]
+            bases = fresh[graph_outputs.num_fresh :]
+            mine_all = _compiled_outputs(analysis.outputs, (fresh, bases), graph_values)
     except Exception:  # a program the check cannot run: the Function stands
         return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
@@ -1150,14 +1180,17 @@ def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
 
 
 def _input_view_replay(info: OutputInfo) -> bool:
-    """No replay, or a plain chain of views of an input, replayed on it after the graph ran as the inference runtime
-    replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes, set_(),
-    `.data =` or metadata changed in place (which the plan excludes anyway)."""
+    """No replay, or a plain chain of views of an input (or of an earlier output, or of an intermediate the graph
+    returns), replayed on it after the graph ran as the inference runtime replays it (`records_as_eager` checks the
+    history it gets); none of the replay's provisions for writes, set_(), `.data =` or metadata changed in place
+    (which the plan excludes anyway)."""
     replay = info.replay
     if replay is None:
         return True
+    if replay.source not in (ReplaySource.INPUT, ReplaySource.OUTPUT, ReplaySource.BASE):
+        return False
     plain = Replay(
-        source=ReplaySource.INPUT,
+        source=replay.source,
         index=replay.index,
         steps=replay.steps,
         made=replay.made,
@@ -1257,6 +1290,8 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
             return False
         leaf, replayed = info.leaves[0], info.replay is not None
         source = LeafSource.INPUT_ALIAS if replayed else LeafSource.GRAPH
+        if info.replay is not None and info.replay.source is ReplaySource.BASE:
+            source = LeafSource.INTERMEDIATE_ALIAS  # (a view of an intermediate the graph returns, replayed on it)
         if leaf.source is not source or leaf.passthrough is not None or leaf.function_view:
             return False
         inference = info.inference or bool(info.inference_leaves)

@@ -542,6 +542,50 @@ def new_leaf_of_a_view_input(x0: T) -> object:
     return x0, t3, t0 * 2
 
 
+def new_leaf_beside_a_view_of_an_output(x: T, w: T) -> object:
+    t1 = x.detach()
+    t3 = t1[0:1]  # replayed on the output t1
+    z = w * 2
+    z.requires_grad_()
+    return t1, t3, z * 3
+
+
+def new_leaf_and_a_no_grad_view_of_it_returned(x: T) -> object:
+    t = x.detach()
+    t.requires_grad_()
+    with torch.no_grad():
+        u = t.view(-1)  # replayed on the output t, the leaf, under no_grad: it requires grad through its base
+    return t, u
+
+
+def views_of_a_new_leaf_returned(x: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    return y.t(), y[0]  # views of the leaf the graph returns, replayed on it
+
+
+def views_of_a_new_leaf_made_without_grad_returned(x: T) -> object:
+    with torch.no_grad():
+        y = x * 2
+    y.requires_grad_()
+    return y.view(-1), y.t()
+
+
+def a_no_grad_view_of_a_new_leaf_returned(x: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    with torch.no_grad():
+        v = y.t()
+    return v, y[0]
+
+
+def a_view_of_a_view_of_a_new_leaf_returned(x0: T) -> object:
+    t0 = x0.clone()
+    t0.requires_grad_()
+    t1 = t0.expand((2, 2, 3))
+    return t1.transpose(0, 0), x0.view(-1)
+
+
 def _row_and_base() -> tuple[object, ...]:
     base = torch.randn(2, 2)
     return base[0], base
@@ -574,6 +618,18 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         # #1325)
         (new_leaf_of_an_aliased_input, _row_and_base),
         (new_leaf_of_a_view_input, lambda: (torch.randn(4, 2).as_strided((2, 1), (1, 1), 0),)),
+        # views of earlier outputs, replayed on them (fuzz seed 122201 #1835)
+        (new_leaf_beside_a_view_of_an_output, lambda: (torch.randn(2, 3), torch.randn(3))),
+        (new_leaf_beside_a_view_of_an_output, lambda: (torch.randn(2, 3, requires_grad=True), torch.randn(3))),
+        (new_leaf_and_a_no_grad_view_of_it_returned, _grad(2, 3)),
+        (new_leaf_and_a_no_grad_view_of_it_returned, _plain(2, 3)),
+        # views of the leaf, an intermediate the graph returns, replayed on it (fuzz seed 122200 #657)
+        (views_of_a_new_leaf_returned, _plain(2, 3)),
+        (views_of_a_new_leaf_returned, _grad(2, 3)),
+        (views_of_a_new_leaf_made_without_grad_returned, _grad(2, 3)),
+        (a_no_grad_view_of_a_new_leaf_returned, _plain(2, 3)),
+        (a_view_of_a_view_of_a_new_leaf_returned, _plain(2, 3)),
+        (a_view_of_a_view_of_a_new_leaf_returned, _grad(2, 3)),
     ],
     ids=[
         "no_grad_view_of_grad_input",
@@ -589,14 +645,22 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         "view_after_in_place_view_op",
         "aliased_inputs",
         "view_input",
+        "view_of_an_output",
+        "view_of_an_output_of_grad_input",
+        "no_grad_view_of_the_leaf_returned_of_grad_input",
+        "no_grad_view_of_the_leaf_returned",
+        "views_of_the_leaf",
+        "views_of_the_leaf_of_grad_input",
+        "views_of_the_leaf_made_without_grad",
+        "no_grad_view_of_the_leaf_intermediate",
+        "view_of_a_view_of_the_leaf",
+        "view_of_a_view_of_the_leaf_of_grad_input",
     ],
 )
-def test_new_leaf_beside_no_grad_views_view_ops_and_aliases_matches_eager(
-    f: Callable[..., object], make_inputs: Make
-) -> None:
-    """New leaves among views taken under no_grad, beside in-place view ops on inputs that require no grad, or of
-    inputs sharing a storage (Note [Training Without A Function]): the oracle compares the outputs' histories, which
-    tensors are leaves and their `.grad`. They were refused."""
+def test_new_leaf_beside_views_view_ops_and_aliases_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
+    """New leaves among views taken under no_grad or views of earlier outputs, beside in-place view ops on inputs that
+    require no grad, or of inputs sharing a storage (Note [Training Without A Function]): the oracle compares the
+    outputs' histories, which tensors are leaves and their `.grad`. They were refused."""
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
 
