@@ -608,8 +608,8 @@ class _FunctionReach:
 #   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
 #   the trace takes eager's answers, as the Function path's does), and takes and returns plain tensors that share no
 #   storage (but for those of a program making new leaves that require grad neither before nor after: the graph takes
-#   a flat view of their storage, Note [Synthetic Bases]; an output may be a plain view chain of an input, an earlier
-#   output or an intermediate the graph returns, replayed after the graph ran, or eager's inference tensor, copied
+#   a flat view of their storage, Note [Synthetic Bases]; an output may be a plain view chain of an input (there, of
+#   an earlier output or an intermediate too), replayed after the graph ran, or eager's inference tensor, copied
 #   from the graph's value with no history, as the runtime makes them and the check below compares them); what it
 #   writes in place (dropout's mask, an intermediate) it writes before anything saves it for the backward: every
 #   tensor saved (seen by a saved-tensor hook of the check's) has the version counter it was saved with at the end,
@@ -1179,15 +1179,16 @@ def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
     )
 
 
-def _input_view_replay(info: OutputInfo) -> bool:
-    """No replay, or a plain chain of views of an input (or of an earlier output, or of an intermediate the graph
-    returns), replayed on it after the graph ran as the inference runtime replays it (`records_as_eager` checks the
-    history it gets); none of the replay's provisions for writes, set_(), `.data =` or metadata changed in place
-    (which the plan excludes anyway)."""
+def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
+    """No replay, or a plain chain of views of an input (in a program making new leaves, also of an earlier output or
+    of an intermediate the graph returns: the leaf itself, say), replayed on it after the graph ran as the inference
+    runtime replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes,
+    set_(), `.data =` or metadata changed in place (which the plan excludes anyway)."""
     replay = info.replay
     if replay is None:
         return True
-    if replay.source not in (ReplaySource.INPUT, ReplaySource.OUTPUT, ReplaySource.BASE):
+    sources = (ReplaySource.INPUT, ReplaySource.OUTPUT, ReplaySource.BASE) if new_leaves else (ReplaySource.INPUT,)
+    if replay.source not in sources:
         return False
     plain = Replay(
         source=replay.source,
@@ -1284,7 +1285,7 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
     for info in analysis.outputs:
         if info.kind in (OutputKind.CONSTANT, OutputKind.SYMINT, OutputKind.IS_INPUT, OutputKind.SAME_AS):
             continue
-        if info.tree is not None or not _input_view_replay(info):
+        if info.tree is not None or not _input_view_replay(info, any(analysis.new_leaves)):
             return False
         if len(info.leaves) != 1 or info.function_view is not None or info.view_of_fresh:
             return False
