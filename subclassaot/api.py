@@ -685,7 +685,7 @@ def _trains_natively(
         and not (attempt.within_no_grad and any(analysis.leaf_marked))
         and native_training_plan(prog.flat, layout, analysis)
         and records_as_eager(
-            prog.call, prog.flat, layout, analysis, lambda: (_graph_of(inference()), len(inference().outputs.updates))
+            prog.call, prog.flat, layout, analysis, lambda: (_graph_of(inference()), inference().outputs)
         )
     )
 

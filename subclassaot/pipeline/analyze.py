@@ -1384,7 +1384,8 @@ def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun)
     replay = info.replay
     if not run.swaps.grad_at_start or replay is None or replay.source is not ReplaySource.INPUT:
         return False
-    if not isinstance(value, torch.Tensor) or id(value) not in run.swaps.requires_grad_gained:
+    made = run.swaps.requires_grad_gained.keys() | run.swaps.new_leaf_ids
+    if not isinstance(value, torch.Tensor) or id(value) not in made:
         return False
     return value.requires_grad and _grad_fn_or_none(value) is None
 

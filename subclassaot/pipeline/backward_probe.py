@@ -26,12 +26,13 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
 from subclassaot.runtime.regenerate import replay_steps
-from subclassaot.runtime.steps import epilogue_write_hidden
+from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
     DenseLayout,
     FlatInputs,
+    GraphOutputs,
     InputIndex,
     InputUpdate,
     LeafSource,
@@ -47,6 +48,7 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_raises,
     is_plain_autograd_view,
+    requires_grad_through_base,
     set_version,
     static_fake_copies,
     storage_key,
@@ -599,18 +601,20 @@ class _FunctionReach:
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
 # - the program writes no input (one that makes new leaves may write the data of plain inputs that require grad
-#   neither before nor after, or resize their storages: autograd records none of it, and the runtime does it around
-#   the graph's run, as for a call that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
+#   neither before nor after, or throughout but under no_grad alone, change their layout by in-place view ops, or
+#   resize their storages: autograd records none of it, and the runtime does it around the graph's run, as for a call
+#   that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
 #   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
 #   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
-#   the trace takes eager's answers, as the Function path's does), and takes and returns plain
-#   tensors that share no storage (an output may be a plain view chain of an input, replayed on it after the graph
-#   ran, or eager's inference tensor, copied from the graph's value with no history, as the runtime makes them and
-#   the check below compares them); what it writes in place (dropout's mask, an intermediate) it writes before
-#   anything saves it for the backward: every tensor saved (seen by a saved-tensor hook of the check's) has the
-#   version counter it was saved with at the end, where eager's backward would otherwise raise and the functional
-#   graph's would not; and no write runs while the program's own saved-tensor hooks are innermost (a checkpoint's
-#   hide its saves from the check's);
+#   the trace takes eager's answers, as the Function path's does), and takes and returns plain tensors that share no
+#   storage (but for those of a program making new leaves that require grad neither before nor after: the graph takes
+#   a flat view of their storage, Note [Synthetic Bases]; an output may be a plain view chain of an input (there, of
+#   an earlier output or an intermediate too), replayed after the graph ran, or eager's inference tensor, copied
+#   from the graph's value with no history, as the runtime makes them and the check below compares them); what it
+#   writes in place (dropout's mask, an intermediate) it writes before anything saves it for the backward: every
+#   tensor saved (seen by a saved-tensor hook of the check's) has the version counter it was saved with at the end,
+#   where eager's backward would otherwise raise and the functional graph's would not; and no write runs while the
+#   program's own saved-tensor hooks are innermost (a checkpoint's hide its saves from the check's);
 # - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
 #   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run, each
 #   on its own fakes of the inputs as passed (eager's run may change their autograd state). A custom
@@ -621,8 +625,10 @@ class _FunctionReach:
 # The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
 # (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
 # run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
-# view of an input made a leaf and returned is replayed on the input and made to require grad (OutputInfo.gains_grad):
-# where no output's history ends in that leaf (the check tells leaves among the outputs apart), it is eager's.
+# view of an input made a leaf and returned is replayed on the input and made to require grad (OutputInfo.gains_grad),
+# one taken under no_grad of an input that requires grad too (it reports the flag of its base, with no gradient of its
+# own, until requires_grad_() makes it a leaf): where no output's history ends in that leaf (the check tells leaves
+# among the outputs apart, and those from views requiring grad only through their base), it is eager's.
 # An input that requires no grad and is no leaf laid out anew (a view; Note [Leaves Laid Out Anew Under no_grad]),
 # made to require grad after a read with grad on, is marked the same way (Analysis.leaf_marked): the graph runs on the
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
@@ -1042,7 +1048,9 @@ def _saved_by(node: torch.autograd.graph.Node, inside: _InsideSaves) -> list[tor
 
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
     """A comparable picture of `root`'s autograd graph: node types, edges with their input numbers, nodes met again
-    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them)."""
+    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them); and
+    whether `root` requires grad only through its base (a view made under no_grad, which no gradient reaches, where
+    a new leaf made of it is its own AccumulateGrad's)."""
     numbers: dict[int, int] = {}
 
     def visit(node: object, nr: int) -> object:
@@ -1057,20 +1065,47 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
         edges = cast(Sequence[tuple[object, int]], getattr(node, "next_functions", ()))
         return (type(node).__name__, nr, tuple(visit(child, k) for child, k in edges))
 
-    return (root.requires_grad, visit(root.grad_fn, 0))
+    return (root.requires_grad, requires_grad_through_base(root), visit(root.grad_fn, 0))
 
 
-def _compiled_output(info: OutputInfo, fresh: Sequence[object], values: Sequence[object]) -> object:
-    """The compiled call's tensor output: the graph's (`fresh`: its outputs after the inputs' updates), or a view of
-    an input the runtime replays on it after the graph ran (with grad on: its history is the input's as the graph's
-    run left it); None for other outputs."""
-    if info.kind is not OutputKind.TENSOR:
-        return None
-    if info.replay is None:
+def _compiled_outputs(
+    outputs: Sequence[OutputInfo], graph: tuple[Sequence[object], Sequence[object]], values: Sequence[object]
+) -> list[object]:
+    """The compiled call's tensor outputs: the graph's (`graph`: its outputs after the inputs' updates, and the
+    intermediate bases among them), or views of inputs, intermediate bases or earlier outputs (built first) the
+    runtime replays after the graph ran (with grad on: their history is their source's as the graph's run left it);
+    None for other outputs."""
+    built: dict[int, object] = {}
+
+    def build(o: int) -> object:
+        if o not in built:
+            info = outputs[o]
+            built[o] = None if info.kind is not OutputKind.TENSOR else _compiled_output(info, graph, values, build)
+        return built[o]
+
+    return [build(o) for o in range(len(outputs))]
+
+
+def _compiled_output(
+    info: OutputInfo,
+    graph: tuple[Sequence[object], Sequence[object]],
+    values: Sequence[object],
+    earlier: Callable[[int], object],
+) -> object:
+    (fresh, bases), replay = graph, info.replay
+    if replay is None:
         out = cast(torch.Tensor, fresh[info.leaves[0].index])
         # (eager's is an inference tensor: the runtime's copy of it has no history either)
         return out.detach() if info.inference or info.inference_leaves else out
-    view = replay_steps(cast(torch.Tensor, values[info.replay.index]), info.replay.steps, MetaEvaluator(), {}, values)
+    sources = {
+        ReplaySource.OUTPUT: earlier,
+        ReplaySource.BASE: bases.__getitem__,
+        ReplaySource.INPUT: values.__getitem__,
+    }
+    source = sources[replay.source](replay.index)
+    if not isinstance(source, torch.Tensor):
+        return None
+    view = replay_steps(source, replay.steps, MetaEvaluator(), {}, values)
     return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
 
 
@@ -1079,7 +1114,7 @@ def records_as_eager(
     flat: FlatInputs,
     layout: DenseLayout,
     analysis: Analysis,
-    traced_graph: Callable[[], tuple[Callable[..., object], int]],
+    traced_graph: Callable[[], tuple[Callable[..., object], GraphOutputs]],
 ) -> bool:
     """Does running the traced forward (`traced_graph()`: the graph, traced only once eager's run passed, on the
     dense inputs, and where its fresh outputs start, after the inputs' updates) with grad on record the autograd graph eager's program records, on static fakes of this
@@ -1108,15 +1143,17 @@ def records_as_eager(
         }
         if any(storage_key(t) in resized for t, _ in saved):
             return False
-        graph, fresh_start = traced_graph()  # (traced in the compile's own fake mode, outside this one)
+        graph, graph_outputs = traced_graph()  # (traced in the compile's own fake mode, outside this one)
         # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
         # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
         graph_mode, graph_values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
-            graph_in = [graph_values[layout.leaves[j].owner] for j in cast(Sequence[int], layout.graph_inputs)]
+            dense = [cast(torch.Tensor, graph_values[leaf.owner]) for leaf in layout.leaves]
+            graph_in = graph_example_inputs(layout, dense)
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
-            fresh = graph_outs[fresh_start:]
-            mine_all = [_compiled_output(info, fresh, graph_values) for info in analysis.outputs]
+            fresh = graph_outs[len(graph_outputs.updates) :]
+            bases = fresh[graph_outputs.num_fresh :]
+            mine_all = _compiled_outputs(analysis.outputs, (fresh, bases), graph_values)
     except Exception:  # a program the check cannot run: the Function stands
         return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
@@ -1175,15 +1212,19 @@ def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
     )
 
 
-def _input_view_replay(info: OutputInfo) -> bool:
-    """No replay, or a plain chain of views of an input, replayed on it after the graph ran as the inference runtime
-    replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes, set_(),
-    `.data =` or metadata changed in place (which the plan excludes anyway)."""
+def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
+    """No replay, or a plain chain of views of an input (in a program making new leaves, also of an earlier output or
+    of an intermediate the graph returns: the leaf itself, say), replayed on it after the graph ran as the inference
+    runtime replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes,
+    set_(), `.data =` or metadata changed in place (which the plan excludes anyway)."""
     replay = info.replay
     if replay is None:
         return True
+    sources = (ReplaySource.INPUT, ReplaySource.OUTPUT, ReplaySource.BASE) if new_leaves else (ReplaySource.INPUT,)
+    if replay.source not in sources:
+        return False
     plain = Replay(
-        source=ReplaySource.INPUT,
+        source=replay.source,
         index=replay.index,
         steps=replay.steps,
         made=replay.made,
@@ -1193,50 +1234,70 @@ def _input_view_replay(info: OutputInfo) -> bool:
     return replay == plain
 
 
-def _not_graded_steps(info: OutputInfo) -> bool:
-    """Was a step of the output's replayed view chain taken under no_grad or inside inference_mode?"""
-    return info.replay is not None and any(not s.grad_enabled or s.inference_mode for s in info.replay.steps)
-
-
 def _writes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
-    """Are the program's input writes, if any, in a program that makes new leaves, data writes alone (no metadata
-    change, set_() or `.data =`) into plain inputs that require grad neither as passed nor as the program leaves them?
-    Autograd records nothing of those in eager, and the runtime's epilogue writes them as it does for a call that
-    trains nothing (Note [Training Without A Function])."""
-    for j, m in enumerate(analysis.mutations):
-        if not (m.any or m.version_bumped):
-            continue
-        if not any(analysis.new_leaves) or m.metadata or m.storage_changed or m.swapped or m.resized:
+    """Are the program's input writes, if any, in a program that makes new leaves, data writes and in-place view ops
+    alone (no set_() or `.data =`) on plain inputs that require grad neither as passed nor as the program leaves them,
+    or that require it throughout and are written under no_grad alone? Autograd records nothing of those in eager, and
+    the runtime's epilogue writes them (and replays the view ops) as it does for a call that trains nothing (Note
+    [Training Without A Function])."""
+    changed = [
+        (flat.tensor_indices.index(layout.leaves[j].owner), m)
+        for j, m in enumerate(analysis.mutations)
+        if m.any or m.version_bumped
+    ]
+    if any(m.storage_changed or m.swapped or m.resized for _, m in changed):
+        return False
+    # (one that requires grad: written under no_grad alone, where autograd records none of it in eager either)
+    hidden = {i for i, m in changed if not m.autograd_visible and (not m.metadata or m.metadata_hidden)}
+    hidden -= {i for i, m in changed if m.autograd_visible or (m.metadata and not m.metadata_hidden)}
+    reshaped = [i for i, ops in enumerate(analysis.inplace_view_ops) if ops]
+    for i in {i for i, _ in changed} | set(reshaped):
+        value = flat.values[flat.tensor_indices[i]]
+        if not any(analysis.new_leaves) or not isinstance(value, torch.Tensor):
             return False
-        i = flat.tensor_indices.index(layout.leaves[j].owner)
-        value = flat.values[layout.leaves[j].owner]
-        if not isinstance(value, torch.Tensor) or value.requires_grad or analysis.requires_grad_after[i]:
+        flags = (value.requires_grad, analysis.requires_grad_after[i])
+        if flags != (False, False) and (flags != (True, True) or i not in hidden):
             return False
     return True
 
 
 def _resizes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """Are the program's storage resizes, if any, in a program that makes new leaves, of the storages of inputs that
-    require no grad? The runtime resizes them around the graph's run as for a call that trains nothing; a tensor saved
-    for the backward over such a storage keeps the program off this path (`records_as_eager`)."""
+    require no grad, or that autograd sees no write of (a resize is none)? The runtime resizes them around the graph's
+    run as for a call that trains nothing; a tensor saved for the backward over such a storage keeps the program off
+    this path (`records_as_eager`)."""
     return not analysis.storage_resizes or (
         any(analysis.new_leaves)
         and all(
             not cast(torch.Tensor, flat.values[layout.leaves[r.leaf].owner]).requires_grad
+            or not analysis.mutations[r.leaf].autograd_visible
             for r in analysis.storage_resizes
         )
     )
+
+
+def _groups_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
+    """Are the inputs traced as views of one synthetic base (Note [Synthetic Bases]), if any, in a program that makes
+    new leaves, inputs that require grad neither as passed nor as the program leaves them? The graph runs on a flat
+    view of their storage, where autograd records nothing of theirs, as eager's does not (Note [Training Without A
+    Function])."""
+    members = {layout.leaves[m].owner for g in layout.groups for m in g.members}
+    if members and not any(analysis.new_leaves):
+        return False
+    for k in members:
+        i = flat.tensor_indices.index(k)
+        if cast(torch.Tensor, flat.values[k]).requires_grad or analysis.requires_grad_after[i]:
+            return False
+    return True
 
 
 def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """The plan-level conditions of Note [Training Without A Function]: plain inputs that share no storage, nothing
     written, moved or re-laid out, no requires_grad or autograd-state business, and outputs that are the graph's
     own plain tensors (or constants, sizes, inputs returned as they came, plain view chains of inputs)."""
-    if any(tree is not None for tree in layout.trees) or layout.groups:
+    if any(tree is not None for tree in layout.trees) or not _groups_outside_autograd(flat, layout, analysis):
         return False
-    if not all(isinstance(g, int) for g in layout.graph_inputs):
-        return False
-    if not _writes_outside_autograd(flat, layout, analysis) or any(analysis.inplace_view_ops):
+    if not _writes_outside_autograd(flat, layout, analysis):
         return False
     if analysis.data_assigned or any(d is not None for d in analysis.wrapper_data) or analysis.wrapper_storage:
         return False
@@ -1257,23 +1318,19 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
     for info in analysis.outputs:
         if info.kind in (OutputKind.CONSTANT, OutputKind.SYMINT, OutputKind.IS_INPUT, OutputKind.SAME_AS):
             continue
-        if info.tree is not None or not _input_view_replay(info):
+        if info.tree is not None or not _input_view_replay(info, any(analysis.new_leaves)):
             return False
         if len(info.leaves) != 1 or info.function_view is not None or info.view_of_fresh:
             return False
         leaf, replayed = info.leaves[0], info.replay is not None
         source = LeafSource.INPUT_ALIAS if replayed else LeafSource.GRAPH
+        if info.replay is not None and info.replay.source is ReplaySource.BASE:
+            source = LeafSource.INTERMEDIATE_ALIAS  # (a view of an intermediate the graph returns, replayed on it)
         if leaf.source is not source or leaf.passthrough is not None or leaf.function_view:
             return False
         inference = info.inference or bool(info.inference_leaves)
         # (a view made a new leaf is replayed and made one; an inference tensor is the graph's value, copied)
         if (info.gains_grad and not replayed) or info.base_gains_grad or (inference and replayed):
-            return False
-        # (a replayed view taken under no_grad or inside inference_mode, not marked gains_grad, in a program that
-        # makes a new leaf: the leaf may be this very view, which the analysis does not always tell (the run retakes
-        # such views as other objects); replayed as taken, it would stay a view that does not require grad where
-        # eager's is the leaf. Only a view marked gains_grad is made eager's leaf)
-        if replayed and not info.gains_grad and any(analysis.new_leaves) and _not_graded_steps(info):
             return False
         if info.data_from is not None or info.data_meta is not None or info.set_under_grad or info.history_size:
             return False

@@ -60,6 +60,7 @@ from subclassaot.torch_internals import (
     give_base_grad,
     give_grad_mode_creation_meta,
     mark_inference_mode_view,
+    requires_grad_through_base,
     set_to_tensor,
     set_version,
     storage_key,
@@ -207,11 +208,12 @@ def _bumps_late(info: OutputInfo) -> bool:
 
 def _give_autograd_state(info: OutputInfo, value: object) -> None:
     """What eager's output has of autograd that its build does not give it (Note [Grad Mode And Autograd Reads]): the
-    flag of a requires_grad_() on it under no_grad; the creation meta of a view taken inside inference_mode (or of a
-    view of one), whatever steps rebuilt it."""
+    flag of a requires_grad_() on it under no_grad, or the new leaf it made of a view (one taken under no_grad of a
+    tensor that requires grad reports the flag of its base: Note [Training Without A Function]); the creation meta of
+    a view taken inside inference_mode (or of a view of one), whatever steps rebuilt it."""
     if not isinstance(value, torch.Tensor):
         return
-    if info.gains_grad and not value.requires_grad:
+    if info.gains_grad and (not value.requires_grad or requires_grad_through_base(value)):
         value.requires_grad_()
     if info.inference_view:
         mark_inference_mode_view(value)

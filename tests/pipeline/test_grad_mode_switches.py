@@ -472,18 +472,224 @@ def new_leaf_inference_view_of_input_returned(x0: T) -> object:
     [
         (new_leaf_view_of_input_used_and_returned, _plain(3, 3)),
         (new_leaf_no_grad_view_returned, _grad(3, 3)),
-        # a view of an input that requires grad, taken under no_grad / inside inference_mode, made a leaf: the
-        # replay after the graph, with grad on, would give it a history (fuzz seed 81500 #941 #6981, from f4583e9)
-        (new_leaf_no_grad_expand_of_input_returned, _grad(3)),
-        (new_leaf_inference_view_of_input_returned, _grad(3)),
     ],
-    ids=["view_of_input_used", "no_grad_view_of_intermediate", "no_grad_view_of_grad_input", "inference_view"],
+    ids=["view_of_input_used", "no_grad_view_of_intermediate"],
 )
 def test_new_leaf_returned_as_a_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
     """A view made a leaf and returned where other outputs' histories end in it: the compiled call rebuilds the view
     after the graph, not the leaf the graph's results end in."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match='not an input .* backend="subclassaot"'):
         subclassaot.compile(f, backend="eager")(*make_inputs())
+
+
+def new_leaf_no_grad_reshape_of_input_returned(x0: T) -> object:
+    t0 = x0.mul(x0)
+    with torch.no_grad():
+        t1 = x0.reshape((-1, 1))
+    t1.requires_grad_()
+    return t0, x0, t1
+
+
+def new_leaf_beside_a_no_grad_view_returned(x: T) -> object:
+    with torch.no_grad():
+        t = x[0]
+        u = x[1]
+    t.requires_grad_()
+    return u, t * x  # u requires grad through its base where x does, and is no leaf of its own
+
+
+def new_leaf_no_grad_view_of_the_leaf_returned(x: T) -> object:
+    with torch.no_grad():
+        t = x[0]
+    t.requires_grad_()
+    with torch.no_grad():
+        u = t.view(-1)
+    return u, t * 2
+
+
+def new_leaf_no_grad_transpose_returned(x: T) -> object:
+    with torch.no_grad():
+        t = x.t()
+    t.requires_grad_()
+    return (t,)
+
+
+def new_leaf_beside_an_in_place_view_op(x: T, y: T) -> object:
+    z = x * 2
+    z.requires_grad_()
+    y.t_()
+    return z * y.sum(), y
+
+
+def new_leaf_view_after_an_in_place_view_op(x: T, y: T) -> object:
+    y.unsqueeze_(0)
+    v = y[0]
+    v.requires_grad_()
+    return v, x * 2, y
+
+
+def new_leaf_of_an_aliased_input(x: T, y: T) -> object:
+    t = x.view(-1)
+    t.requires_grad_()
+    return t, y.t()
+
+
+def new_leaf_of_a_view_input(x0: T) -> object:
+    t0 = x0.as_strided((3,), (0,), 2)
+    with torch.no_grad():
+        t0.requires_grad = True
+    t2, t3 = x0.split_with_sizes([1, 0], 1)
+    return x0, t3, t0 * 2
+
+
+def new_leaf_beside_a_view_of_an_output(x: T, w: T) -> object:
+    t1 = x.detach()
+    t3 = t1[0:1]  # replayed on the output t1
+    z = w * 2
+    z.requires_grad_()
+    return t1, t3, z * 3
+
+
+def new_leaf_and_a_no_grad_view_of_it_returned(x: T) -> object:
+    t = x.detach()
+    t.requires_grad_()
+    with torch.no_grad():
+        u = t.view(-1)  # replayed on the output t, the leaf, under no_grad: it requires grad through its base
+    return t, u
+
+
+def views_of_a_new_leaf_returned(x: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    return y.t(), y[0]  # views of the leaf the graph returns, replayed on it
+
+
+def views_of_a_new_leaf_made_without_grad_returned(x: T) -> object:
+    with torch.no_grad():
+        y = x * 2
+    y.requires_grad_()
+    return y.view(-1), y.t()
+
+
+def a_no_grad_view_of_a_new_leaf_returned(x: T) -> object:
+    y = x.exp()
+    y.requires_grad_()
+    with torch.no_grad():
+        v = y.t()
+    return v, y[0]
+
+
+def a_view_of_a_view_of_a_new_leaf_returned(x0: T) -> object:
+    t0 = x0.clone()
+    t0.requires_grad_()
+    t1 = t0.expand((2, 2, 3))
+    return t1.transpose(0, 0), x0.view(-1)
+
+
+def _row_and_base() -> tuple[object, ...]:
+    base = torch.randn(2, 2)
+    return base[0], base
+
+
+def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
+    return lambda: (torch.randn(*shape, requires_grad=requires_grad), torch.randn(*shape))
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        # a view of an input that requires grad, taken under no_grad / inside inference_mode, made a leaf: it reports
+        # requires_grad through its base until then, and the replay after the graph makes it the leaf (fuzz seed
+        # 81500 #941 #6981; 122200 #20 #645)
+        (new_leaf_no_grad_expand_of_input_returned, _grad(3)),
+        (new_leaf_inference_view_of_input_returned, _grad(3)),
+        (new_leaf_no_grad_reshape_of_input_returned, lambda: (torch.randn((), requires_grad=True),)),
+        (new_leaf_no_grad_transpose_returned, _grad(2, 3)),
+        (new_leaf_no_grad_transpose_returned, _plain(2, 3)),
+        # a view taken under no_grad returned beside the leaf, not the leaf (fuzz seed 122200 #226)
+        (new_leaf_beside_a_no_grad_view_returned, _grad(3, 3)),
+        (new_leaf_beside_a_no_grad_view_returned, _plain(3, 3)),
+        (new_leaf_no_grad_view_of_the_leaf_returned, _grad(3, 3)),
+        # an in-place view op on an input that requires no grad (fuzz seed 122200 #135)
+        (new_leaf_beside_an_in_place_view_op, _plain_pair_of(2, 3)),
+        (new_leaf_beside_an_in_place_view_op, _plain_pair_of(2, 3, requires_grad=True)),
+        (new_leaf_view_after_an_in_place_view_op, _plain_pair_of(3)),
+        # inputs sharing a storage, traced as views of one synthetic base, none requiring grad (fuzz seed 122201 #780
+        # #1325)
+        (new_leaf_of_an_aliased_input, _row_and_base),
+        (new_leaf_of_a_view_input, lambda: (torch.randn(4, 2).as_strided((2, 1), (1, 1), 0),)),
+        # views of earlier outputs, replayed on them (fuzz seed 122201 #1835)
+        (new_leaf_beside_a_view_of_an_output, lambda: (torch.randn(2, 3), torch.randn(3))),
+        (new_leaf_beside_a_view_of_an_output, lambda: (torch.randn(2, 3, requires_grad=True), torch.randn(3))),
+        (new_leaf_and_a_no_grad_view_of_it_returned, _grad(2, 3)),
+        (new_leaf_and_a_no_grad_view_of_it_returned, _plain(2, 3)),
+        # views of the leaf, an intermediate the graph returns, replayed on it (fuzz seed 122200 #657)
+        (views_of_a_new_leaf_returned, _plain(2, 3)),
+        (views_of_a_new_leaf_returned, _grad(2, 3)),
+        (views_of_a_new_leaf_made_without_grad_returned, _grad(2, 3)),
+        (a_no_grad_view_of_a_new_leaf_returned, _plain(2, 3)),
+        (a_view_of_a_view_of_a_new_leaf_returned, _plain(2, 3)),
+        (a_view_of_a_view_of_a_new_leaf_returned, _grad(2, 3)),
+    ],
+    ids=[
+        "no_grad_view_of_grad_input",
+        "inference_view",
+        "no_grad_reshape_beside_outputs",
+        "no_grad_transpose_of_grad_input",
+        "no_grad_transpose_of_plain_input",
+        "no_grad_view_beside_of_grad_input",
+        "no_grad_view_beside_of_plain_input",
+        "no_grad_view_of_the_leaf",
+        "in_place_view_op_plain",
+        "in_place_view_op_beside_grad_input",
+        "view_after_in_place_view_op",
+        "aliased_inputs",
+        "view_input",
+        "view_of_an_output",
+        "view_of_an_output_of_grad_input",
+        "no_grad_view_of_the_leaf_returned_of_grad_input",
+        "no_grad_view_of_the_leaf_returned",
+        "views_of_the_leaf",
+        "views_of_the_leaf_of_grad_input",
+        "views_of_the_leaf_made_without_grad",
+        "no_grad_view_of_the_leaf_intermediate",
+        "view_of_a_view_of_the_leaf",
+        "view_of_a_view_of_the_leaf_of_grad_input",
+    ],
+)
+def test_new_leaf_beside_views_view_ops_and_aliases_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
+    """New leaves among views taken under no_grad or views of earlier outputs, beside in-place view ops on inputs that
+    require no grad, or of inputs sharing a storage (Note [Training Without A Function]): the oracle compares the
+    outputs' histories, which tensors are leaves and their `.grad`. They were refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def _pair(*shape: int, requires_grad: bool = False) -> Make:
+    return lambda: (PairTensor.from_tensor(torch.randn(*shape), requires_grad=requires_grad),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (new_leaf_no_grad_transpose_returned, _pair(2, 3)),
+        (new_leaf_no_grad_transpose_returned, _pair(2, 3, requires_grad=True)),
+        (new_leaf_beside_a_no_grad_view_returned, _pair(3, 3, requires_grad=True)),
+        (new_leaf_view_after_an_in_place_view_op, lambda: (torch.randn(3), PairTensor.from_tensor(torch.randn(3)))),
+    ],
+    ids=["no_grad_view", "no_grad_view_of_grad_input", "no_grad_view_beside", "in_place_view_op"],
+)
+def test_new_leaf_of_a_subclass_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
+    """The same programs over PairTensor inputs: a new leaf of a subclass stays refused."""
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
+        subclassaot.compile(f, backend="eager")(*make_inputs())
+
+
+def test_new_leaf_beside_an_in_place_view_op_of_a_subclass_refused() -> None:
+    """An in-place view op on a PairTensor input beside a plain new leaf: the graph's inputs are no plain tensors."""
+    y = PairTensor.from_tensor(torch.randn(2, 3))
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* writes an input"):
+        subclassaot.compile(new_leaf_beside_an_in_place_view_op, backend="eager")(torch.randn(2, 3), y)
 
 
 def test_new_leaf_with_another_backend_refused() -> None:
@@ -522,6 +728,15 @@ def new_leaf_of_a_view_of_a_written_input(x: T, w: T) -> object:
     return x * 2, v, w
 
 
+def new_leaf_beside_no_grad_writes_read_without_grad(x: T, w: T) -> object:
+    z = w * 4  # saves no w
+    y = x.exp()
+    y.requires_grad_()
+    with torch.no_grad():
+        w.add_(1)
+    return y * z, z, y, w
+
+
 def _plain_pair() -> tuple[object, ...]:
     return torch.randn(3), torch.randn(3)
 
@@ -541,15 +756,30 @@ def _plain_and_history() -> tuple[object, ...]:
         (new_leaf_before_a_write_of_an_input, _plain_pair),
         (new_leaf_beside_a_no_grad_write_of_an_input, _plain_pair),
         (new_leaf_of_a_view_of_a_written_input, _plain_pair),
+        # an input that requires grad, written under no_grad alone and not read after with grad (fuzz seed 122201
+        # #1277 #2887)
+        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_grad),
+        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_history),
+        (new_leaf_beside_no_grad_writes_read_without_grad, _plain_and_grad),
+        (new_leaf_beside_no_grad_writes_read_without_grad, _plain_and_history),
     ],
-    ids=["write_then_leaf", "leaf_then_write", "no_grad_write", "view"],
+    ids=[
+        "write_then_leaf",
+        "leaf_then_write",
+        "no_grad_write",
+        "view",
+        "no_grad_write_of_a_leaf",
+        "no_grad_write_of_a_non_leaf",
+        "no_grad_writes_of_a_leaf",
+        "no_grad_writes_of_a_non_leaf",
+    ],
 )
 def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
     f: Callable[..., object], make_inputs: Make
 ) -> None:
-    """Writes that autograd records nothing of (into inputs that require grad neither before nor after) leave the
-    graph's run recording eager's history; the runtime writes the inputs after it as a call that trains nothing does
-    (Note [Training Without A Function]). It was refused."""
+    """Writes that autograd records nothing of (into inputs that require grad neither before nor after, or under
+    no_grad alone) leave the graph's run recording eager's history; the runtime writes the inputs after it as a call
+    that trains nothing does (Note [Training Without A Function]). It was refused."""
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
 
@@ -609,19 +839,54 @@ def _plain_and_freed() -> tuple[object, ...]:
     return torch.randn(3), w
 
 
+def new_leaf_beside_a_no_grad_refill(x: T, w: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    with torch.no_grad():
+        w.untyped_storage().resize_(w.numel() * 4)
+        w.fill_(0.5)
+    return y * 3, w
+
+
+def new_leaf_beside_a_no_grad_free(x: T, w: T) -> object:
+    z = w * 2
+    y = x * 2
+    y.requires_grad_()
+    with torch.no_grad():
+        w.untyped_storage().resize_(0)
+    return y * z, z
+
+
+def _plain_and_freed_leaf() -> tuple[object, ...]:
+    w = torch.randn(3, requires_grad=True)
+    w.untyped_storage().resize_(0)
+    return torch.randn(3), w
+
+
+def _plain_and_freed_non_leaf() -> tuple[object, ...]:
+    w = torch.randn(3, requires_grad=True).clone()
+    w.untyped_storage().resize_(0)
+    return torch.randn(3), w
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
         (new_leaf_beside_an_input_freed, _plain_pair),
         (new_leaf_beside_an_input_refilled, _plain_and_freed),
+        # the storage of an input that requires grad, resized under no_grad alone (fuzz seed 122201 #1277 #1808)
+        (new_leaf_beside_a_no_grad_refill, _plain_and_freed_leaf),
+        (new_leaf_beside_a_no_grad_refill, _plain_and_freed_non_leaf),
+        (new_leaf_beside_a_no_grad_free, _plain_and_grad),
     ],
-    ids=["freed", "refilled"],
+    ids=["freed", "refilled", "no_grad_refill_of_a_leaf", "no_grad_refill_of_a_non_leaf", "no_grad_free_of_a_leaf"],
 )
 def test_new_leaf_in_a_program_resizing_input_storages_matches_eager(
     f: Callable[..., object], make_inputs: Make
 ) -> None:
-    """Storage resizes of inputs that require no grad, which nothing saved for the backward lies on: the runtime
-    resizes them around the graph's run (Note [Training Without A Function]). It was refused."""
+    """Storage resizes of inputs that require no grad (or resized under no_grad alone), which nothing saved for the
+    backward lies on: the runtime resizes them around the graph's run (Note [Training Without A Function]). It was
+    refused."""
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
 
@@ -673,6 +938,15 @@ def no_grad_write_of_an_input_requiring_grad_then_read(x: T, w: T) -> object:
     return (y * w,)  # the graph reads its new value, with no history, where eager's reads the input
 
 
+def no_grad_write_of_an_input_requiring_grad_after_a_save(x: T, w: T) -> object:
+    a = w * w  # saves w: eager's backward through `a` raises after the write
+    y = x * 2
+    y.requires_grad_()
+    with torch.no_grad():
+        w.mul_(2)
+    return y * a, y
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
@@ -681,10 +955,9 @@ def no_grad_write_of_an_input_requiring_grad_then_read(x: T, w: T) -> object:
         (new_leaf_written_under_no_grad, _plain_pair),
         (new_leaf_of_a_view_of_a_written_input_used, _plain_pair),
         (no_grad_write_of_an_input_requiring_grad_then_read, _plain_and_grad),
-        # (an input that requires grad written under no_grad: the Function path's, not the graph's run's)
-        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_grad),
-        (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_history),
+        (no_grad_write_of_an_input_requiring_grad_after_a_save, _plain_and_grad),
         (new_leaf_saving_an_input_then_freed, _plain_pair),
+        (new_leaf_saving_an_input_then_freed, _plain_and_grad),
     ],
     ids=[
         "leaf_written_into_input",
@@ -692,9 +965,9 @@ def no_grad_write_of_an_input_requiring_grad_then_read(x: T, w: T) -> object:
         "leaf_written_under_no_grad",
         "view_used",
         "read_after",
-        "no_grad_write_of_a_leaf",
-        "no_grad_write_of_a_non_leaf",
+        "saved_then_no_grad_write_of_a_leaf",
         "saved_then_freed",
+        "saved_then_freed_leaf",
     ],
 )
 def test_new_leaf_through_a_written_input_refused(f: Callable[..., object], make_inputs: Make) -> None:

@@ -1078,6 +1078,9 @@ class _DataMode(TorchFunctionMode):
                 _check_new_leaf(t)
         if record.replayed_new_leaves is None:
             record.new_leaves.append(new)
+            if new:
+                record.new_leaf_ids.add(id(t))
+                record.pin(t)
         if new and id(t) in record.input_positions:
             record.leaf_marked.add(id(t))
         return new

@@ -134,6 +134,9 @@ class SwapRecord:
     # given back to the trace's run, which marks those leaves in its graph, and how many it took (Note [Training
     # Without A Function])
     new_leaves: list[bool] = field(default_factory=list)
+    # id() of the tensors made new leaves (the analysis run's): a view made under no_grad of a tensor that requires
+    # grad reports requires_grad from its base, so requires_grad_gained leaves it out
+    new_leaf_ids: set[int] = field(default_factory=set)
     replayed_new_leaves: tuple[bool, ...] | None = None
     new_leaf_cursor: int = 0
     # id() of the inputs among those new leaves (plain inputs read with grad before the call; Note [Training Without
