@@ -548,7 +548,8 @@ def _module_methods_marked() -> Iterator[Callable[[], None]]:
     """Mark nn.Module's __call__ and __getattr__ as patched (the comment above); yields the function that unmarks
     them, which also runs at the end."""
     methods = (torch.nn.Module.__call__, torch.nn.Module.__getattr__)
-    marked = not any(hasattr(m, _FX_PATCHED_MARK) for m in methods)
+    # (a method someone replaced by an object without attributes of its own stays as it is, and is patched)
+    marked = all(isinstance(m, types.FunctionType) and not hasattr(m, _FX_PATCHED_MARK) for m in methods)
     if marked:
         for m in methods:
             setattr(m, _FX_PATCHED_MARK, True)
