@@ -516,6 +516,7 @@ def trace_graph(
     table = dict(decompositions) if decompositions is not None else None
 
     def program(*args: object) -> object:
+        unmark()  # (fx has patched what it patches by now)
         # make_fx runs on fx's symbolic tracer, which raises the flag that refuses Proxy-based tracing; the program
         # itself sees fake tensors, not Proxies, so code that checks the flag (torch.nested's constructors) runs as
         # it does in eager. torch drops the flag the same way when it traces a higher-order op's body.
@@ -528,11 +529,55 @@ def trace_graph(
         finally:
             fx_trace._is_fx_tracing_flag = old
 
-    # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase.
-    with _use_lazy_graph_module(True):  # Note [What A Backend Receives And Returns]
-        return make_fx(program, decomposition_table=table, tracing_mode="real", _allow_non_fake_inputs=False)(  # type: ignore[arg-type]
-            *example_inputs
-        )
+    # make_fx types its table as Mapping[OpOverload, ...]; decomposition tables are keyed by OperatorBase. No
+    # torch-function mode of make_fx's own on every torch call the program makes: it only names each node's torch
+    # function in `node.meta["torch_fn"]` (torch.export's), and turns an explicit `aten.size.default` on symbolic
+    # sizes into `sym_size`, a call the analysis, run before any trace without that mode, already fails on.
+    with _use_lazy_graph_module(True), _module_methods_marked() as unmark:  # Note [What A Backend Receives And Returns]
+        return make_fx(
+            program,
+            decomposition_table=table,  # type: ignore[arg-type]
+            tracing_mode="real",
+            _allow_non_fake_inputs=False,
+            _disable_torch_fn_metadata_mode=True,
+        )(*example_inputs)
+
+
+# fx's tracer, which make_fx runs on, patches torch.nn.Module.__call__ and __getattr__ for each trace (and puts them
+# back after): setting an attribute of nn.Module's class drops the attribute caches of every Module subclass loaded
+# (0.05-0.12 ms a setattr with ~400 loaded, four a trace, and the lookups after it miss). Under make_fx both patches
+# do nothing: its tracer's call_module runs the module's forward and its getattr returns the attribute as it is, and
+# the math functions the patched __call__ wraps in a module's globals act only on fx Proxies, which make_fx never
+# hands out.
+# fx's patcher leaves alone a method carrying the `__fx_already_patched` mark, so the trace marks both (only until
+# the program starts: fx patches before that, and the program's own fx traces, if any, patch as usual. Like
+# `_is_fx_tracing_flag`, which the program runs with lowered, the mark is process-wide: an fx trace another thread
+# starts in that window would not patch either).
+_FX_PATCHED_MARK = "__fx_already_patched"
+
+
+@contextlib.contextmanager
+def _module_methods_marked() -> Iterator[Callable[[], None]]:
+    """Mark nn.Module's __call__ and __getattr__ as patched (the comment above); yields the function that unmarks
+    them, which also runs at the end."""
+    methods = (torch.nn.Module.__call__, torch.nn.Module.__getattr__)
+    # (a method someone replaced by an object without attributes of its own stays as it is, and is patched)
+    marked = all(isinstance(m, types.FunctionType) and not hasattr(m, _FX_PATCHED_MARK) for m in methods)
+    if marked:
+        for m in methods:
+            setattr(m, _FX_PATCHED_MARK, True)
+
+    def unmark() -> None:
+        nonlocal marked
+        if marked:
+            marked = False
+            for m in methods:
+                delattr(m, _FX_PATCHED_MARK)
+
+    try:
+        yield unmark
+    finally:
+        unmark()
 
 
 def graph_module(root: torch.fx.GraphModule, graph: torch.fx.Graph) -> torch.fx.GraphModule:

@@ -9,6 +9,7 @@ on the first call that the backend's callable did not mutate its inputs either.
 from __future__ import annotations
 
 import copy
+import functools
 import keyword
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -382,6 +383,7 @@ def _same_memory_shape(old: torch.Tensor, new: torch.Tensor) -> bool:
     return all(type(v) is int for v in (*offsets, *sizes)) and offsets == (0, 0) and sizes[0] == sizes[1]
 
 
+@functools.cache  # (by the op alone, which torch makes once: the answer reads its schema and tags only)
 def _in_place_overload(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     """`aten.add.Tensor` -> `aten.add_.Tensor`: the overload that writes its first argument and otherwise takes the
     same arguments; None where there is none or the op draws random numbers."""

@@ -216,3 +216,31 @@ def test_bert_trains_like_eager() -> None:
     )
     with torch.enable_grad():
         assert_matches_eager(transformers.BertForMaskedLM(config), lambda: _lm_call(100, mask=False, cache=False))
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_compile_leaves_fx_module_patching_as_it_was(refused: bool) -> None:
+    """A trace marks nn.Module's __call__ and __getattr__ so that fx's tracer skips patching them (torch_internals,
+    before `_module_methods_marked`): after a compile, trained or refused, no mark is left, the methods are nn.Module's
+    own, and fx's own symbolic trace still records a submodule call as a call_module node."""
+    call, getattr_ = nn.Module.__call__, nn.Module.__getattr__
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+
+    def program(x: T) -> T:
+        out: T = model(x)
+        if refused:
+            out = out * out.sum().item()  # a value read into Python: refused
+        return out
+
+    compiled = subclassaot.compile(program)
+    x = torch.randn(4, 3)
+    if refused:
+        with pytest.raises(subclassaot.UnsupportedError):
+            compiled(x)
+    else:
+        with torch.enable_grad():
+            torch.autograd.backward(compiled(x).sum())
+    assert nn.Module.__call__ is call and nn.Module.__getattr__ is getattr_
+    assert not hasattr(call, "__fx_already_patched") and not hasattr(getattr_, "__fx_already_patched")
+    traced = torch.fx.symbolic_trace(nn.Sequential(nn.Linear(3, 2)))
+    assert [n.op for n in traced.graph.nodes] == ["placeholder", "call_module", "output"]
