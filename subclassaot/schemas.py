@@ -241,6 +241,9 @@ class OutputLeaf:
     # hidden_base: a token naming eager's hidden base object, shared by the leaves that view it (Note [Output
     # Regeneration])
     hidden_key: int | None = None
+    # hidden_base: eager's is the input's own detach() (or one of a view of it) that a resize_() grew, sharing the
+    # input's version counter, which the rebuilt one shares too (Note [Output Regeneration])
+    hidden_shares_counter: bool = False
     # GRAPH in training: the intermediate an input was set_() (or `.data =`-assigned) to, with its own history: after
     # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs Over Another
     # Storage])

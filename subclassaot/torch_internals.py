@@ -593,25 +593,28 @@ def code_generated(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return gm
 
 
-def new_autograd_leaf(t: torch.Tensor) -> torch.Tensor:
+def new_autograd_leaf(t: torch.Tensor, is_view: bool = True) -> torch.Tensor:
     """A traced graph's node (Note [Training Without A Function]): `t` made a new autograd leaf, as the program's
-    requires_grad_() made eager's. Itself where the graph's run gave it no history; else a detached alias (eager's
-    had none: computed in a no_grad block, say), which the nodes after it read instead."""
-    if t.grad_fn is None:
+    requires_grad_() made eager's. Itself where the graph's run gave it no history and it is a view only if eager's
+    is (`is_view`); else a detached alias, which is no view: eager's had no history (computed in a no_grad block,
+    say), or is no view where the graph's value is one (a resize_() the graph runs as an as_strided() of a
+    temporary). The nodes after it read the result."""
+    if t.grad_fn is None and (is_view or not t._is_view()):
         return t.requires_grad_()
     return t.detach().requires_grad_()
 
 
 def trace_new_leaf(t: torch.Tensor) -> None:
     """Under make_fx over functionalization: a `new_autograd_leaf` node on FunctionalTensor `t`'s current value, whose
-    result the nodes traced after it read for that value. Nothing where no make_fx trace is running."""
+    result the nodes traced after it read for that value, and which is a view only where the program's `t` is one.
+    Nothing where no make_fx trace is running."""
     mode = proxy_tensor.get_proxy_mode()
     if mode is None:
         return
     value = from_functional(t)
     tracer = mode.tracer
     before = proxy_tensor.get_proxy_slot(value, tracer)
-    proxy = tracer.create_proxy("call_function", new_autograd_leaf, (before.proxy,), {})
+    proxy = tracer.create_proxy("call_function", new_autograd_leaf, (before.proxy, t._is_view()), {})
     proxy_tensor.set_meta(proxy, value)
     proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))
 

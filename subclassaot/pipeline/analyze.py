@@ -45,6 +45,7 @@ from subclassaot.pipeline.rules.chain_facts import (
     check_mixed_grad_view_ops,
     detached_in_chain,
     hidden_base,
+    hidden_base_shares_counter,
     made_seq,
     set_after_viewed,
     split_seq,
@@ -677,6 +678,7 @@ def _input_alias_leaf(
         foreign_base=foreign,
         foreign_grad=regrad,
         hidden_key=None if hidden is None else id(leaf._base),
+        hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]

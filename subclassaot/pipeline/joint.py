@@ -28,7 +28,7 @@ from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_base
 from subclassaot.pipeline.grad_scope import backward_changes
 from subclassaot.pipeline.rules.function_views import is_program_function
 from subclassaot.pipeline.rules.hidden_layouts import differentiated_as_eager
-from subclassaot.pipeline.trace import TracedGraph, graph_output_values
+from subclassaot.pipeline.trace import TracedGraph, base_update, graph_output_values
 from subclassaot.runtime.steps import training_roots
 from subclassaot.schemas import (
     Analysis,
@@ -99,7 +99,7 @@ def forward_output_values(
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
         if update.kind is UpdateKind.BASE:
-            out.append(graph_inputs[update.target])
+            out.append(base_update(graph_inputs[update.target], run))
         elif update.kind is UpdateKind.ORIGINAL:
             out.append(_original_value(originals[update.target], finals[update.target]))
         else:

@@ -33,6 +33,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     from_functional,
+    hint_of,
     new_autograd_leaf,
     new_functional_mode,
     storage_key,
@@ -46,7 +47,8 @@ from subclassaot.torch_internals import (
 #             metadata change or set_: this is how a write through an old view survives a later set_()),
 #   FINAL     the leaf's value with its final metadata (after a metadata change that may have grown the storage, or
 #             after set_() to a fresh storage),
-#   BASE      the whole storage of an alias group (Note [Synthetic Bases]), written back once for all members.
+#   BASE      the whole storage of an alias group (Note [Synthetic Bases]), written back once for all members; where
+#             a resize_() grew it (through a detach() of a member, say), all of the grown storage (`base_update`).
 # The epilogue applies, per leaf: copy ORIGINAL; then set_ / resize_ / as_strided_ to the final metadata; then copy
 # FINAL. Eager's observable state after the call is the same; only the version counter may advance by a different
 # count. So parity compares counters as "changed or not": eager bumps once per in-place op, the epilogue once per
@@ -170,7 +172,7 @@ def graph_output_values(
 ) -> tuple[list[object], int, int, int]:
     """The graph's outputs (see GraphOutputs) from one functional run, with the number of fresh leaves, of
     intermediate bases and of symbolic ints among them."""
-    outs: list[object] = [_update_value(u, run.graph_inputs, run.originals, run.finals) for u in updates]
+    outs: list[object] = [_update_value(u, run) for u in updates]
     fresh, bases, symints = _output_values(run, analysis)
     return outs + fresh + bases + symints + _stride_probes(run, analysis), len(fresh), len(bases), len(symints)
 
@@ -190,16 +192,25 @@ def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
     return probes
 
 
-def _update_value(
-    update: InputUpdate,
-    graph_inputs: Sequence[torch.Tensor],
-    originals: Sequence[torch.Tensor],
-    finals: Sequence[torch.Tensor],
-) -> torch.Tensor:
+def _update_value(update: InputUpdate, run: FunctionalRun) -> torch.Tensor:
     if update.kind is UpdateKind.BASE:
-        return from_functional(graph_inputs[update.target])
-    source = originals if update.kind is UpdateKind.ORIGINAL else finals
+        return from_functional(base_update(run.graph_inputs[update.target], run))
+    source = run.originals if update.kind is UpdateKind.ORIGINAL else run.finals
     return from_functional(source[DenseIndex(update.target)])
+
+
+def base_update(base: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
+    """A synthetic base's new contents (FunctionalTensor `base`, flat at offset 0 of its storage: Note [Input
+    Updates]): over the whole storage where a resize_() grew it under the base (Note [Storage Swaps By Rebinding]),
+    whose elements past the base's own the epilogue writes too: eager's tensors over them (a detach() of an input
+    that grew) are the input storage's."""
+    if storage_key(base) not in run.swaps.grown_from:
+        return base
+    value = from_functional(base)
+    stored = value.untyped_storage().nbytes() // value.element_size()
+    if value.dim() != 1 or hint_of(value.storage_offset()) != 0 or hint_of(stored) <= hint_of(value.numel()):
+        return base
+    return base.as_strided((stored,), (1,), 0)
 
 
 def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object], list[object], list[object]]:

@@ -346,12 +346,25 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
     through_self = any(mutations[m].visible_through_self for m in members)
     before = get_version(base)
+    if value.numel() > base.numel():  # the storage a resize_() grew under the base (trace.base_update)
+        value = _copy_grown_tail(base, value)
     with torch.set_grad_enabled(
         torch.is_grad_enabled() and visible and through_self and (base.requires_grad or value.requires_grad)
     ):
         base.copy_(value)
     if not through_self and not any(mutations[m].version_bumped for m in members):
         set_version(base, before)
+
+
+def _copy_grown_tail(base: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Grow flat `base`'s storage to flat `value`'s size and write there, untracked, the elements of `value` past the
+    base's own (the program's writes to them reach no input's history); return the rest, the base's own new value."""
+    own = base.numel()
+    _grow_storage_to(base, value.numel())
+    with torch.no_grad():
+        tail = base.detach().as_strided((value.numel() - own,), (1,), base.storage_offset() + own)
+        tail.copy_(value.detach()[own:])
+    return value[:own]
 
 
 def _grad_swap_pair(

@@ -567,7 +567,7 @@ def _from_leaves(
             hidden_meta = ev.meta(leaf.hidden_base, symbols)
             if leaf.set_steps is not None:  # (the tensor the input took, with its layout)
                 hidden_meta = set_target_layout(hidden_meta, source)
-            hidden = non_view_alias(source.as_strided(*hidden_meta))
+            hidden = _hidden_base(source, hidden_meta, leaf.hidden_shares_counter)
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
@@ -770,6 +770,18 @@ def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: d
 # - Intermediates set_() onto inputs (`t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)`): t0's
 #   dense leaves end on the input's storages; its views are rebuilt from a wrapper around aliases of those leaves, built
 #   once per call per eager intermediate, so their `._base` is one object.
+
+
+def _hidden_base(source: torch.Tensor, meta: tuple[list[int], list[int], int], shares_counter: bool) -> torch.Tensor:
+    """Eager's hidden `._base` of an output over input `source`'s storage (OutputLeaf.hidden_base): no view, with the
+    input's version counter where eager's is a detach() of the input (a detach() shares it), else one of its own."""
+    if not shares_counter or source.is_inference():
+        return non_view_alias(source.as_strided(*meta))
+    hidden, version = source.detach(), get_version(source)
+    with torch.no_grad():
+        hidden.as_strided_(*meta)
+    set_version(hidden, version)  # (as_strided_ advances it; eager's detach() took its layout with resize_())
+    return hidden
 
 
 def regenerate_alias(

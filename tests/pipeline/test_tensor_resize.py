@@ -7,6 +7,7 @@ inputs. Besides the oracle, the inputs' storage sizes after the call are compare
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -1355,3 +1356,133 @@ def test_pair_input_grown_through_alias_is_refused(
         assert_refused(
             _grown_through(alias, written_after), make, compile_fn, "grows this input's storage with resize_"
         )
+
+
+# Intermediates of multi-output ops (and the like) resized, then made new autograd leaves: eager's is no view.
+def _max_of_0d(x: T) -> T:
+    return x.max(0)[0].add(-1.0)
+
+
+def _sorted(x: T) -> T:
+    return x.sort(0)[0]
+
+
+def _split_added(x: T) -> T:
+    return x.split_with_sizes([1, 2], 0)[0].add(1.0)
+
+
+def _unbound_scaled(x: T) -> T:
+    return x.unbind(0)[-1].mul(2.0)
+
+
+RESIZED_SOURCES = [
+    pytest.param(_max_of_0d, _plain(), id="max_0d"),
+    pytest.param(_sorted, _plain(3), id="sort"),
+    pytest.param(_split_added, _plain(3), id="split"),
+    pytest.param(_unbound_scaled, _plain(3), id="unbind"),
+]
+
+
+def _resized_made_leaf(source: Callable[[T], T], numel: int) -> Callable[[T], object]:
+    def f(x: T) -> object:
+        t = source(x)
+        t.resize_((numel,))
+        t.fill_(0.5)
+        t.requires_grad = True
+        return (t, t.mul(2.0))
+
+    return f
+
+
+def _outputs_facts(outputs: object) -> list[tuple[object, ...]]:
+    assert isinstance(outputs, tuple)
+    return [(o._is_view(), o.is_leaf, o.requires_grad, o.untyped_storage().nbytes()) for o in outputs]
+
+
+@pytest.mark.parametrize(("source", "make"), RESIZED_SOURCES)
+@pytest.mark.parametrize("numel", [5, 1], ids=["grown", "shrunk"])
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_intermediate_resized_then_made_a_leaf_is_no_view(
+    source: Callable[[T], T], make: Make, numel: int, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 116800 program 2292: `t0 = x0.max(0)[0].add(-1.0); t0.resize_(5); t0.requires_grad = True`, returned:
+    # the graph runs resize_ as an as_strided() of a temporary, whose view the new-leaf node made the leaf, so the
+    # output was a view (`._base` set) where eager's is none. Plain only: requires_grad_() on an intermediate
+    # PairTensor with grad on is refused (the new-leaf rule), and an input that requires grad cannot be resized.
+    f = _resized_made_leaf(source, numel)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        compiled = compile_fn(f, backend="eager") if compile_fn is not None else subclassaot.compile(f, backend="eager")
+        # no view, a leaf requiring grad, over a storage of eager's size
+        assert _outputs_facts(compiled(*cast(tuple[T], make()))) == _outputs_facts(f(*cast(tuple[T], make())))
+
+
+# Views of a detach() of an input taken before (or after) a resize_() grew it: eager's `._base` is that detach(),
+# returned by no one, over the input's grown storage, sharing the input's version counter.
+def _detached_view(x: T) -> T:
+    return x.detach().view(-1)
+
+
+GROWN_DETACHES = [
+    pytest.param(_grown_detached, id="detach"),
+    pytest.param(_detached_view, id="view_of_detach"),
+]
+VIEWS_OF_GROWN = [
+    pytest.param(lambda t: t.split_with_sizes([2, 1, 1], 0)[1], id="split_with_sizes"),
+    pytest.param(lambda t: t.unbind(0)[2], id="unbind"),
+    pytest.param(lambda t: t.chunk(2, 0)[1], id="chunk"),
+    pytest.param(lambda t: t[1:3], id="slice"),
+]
+
+
+def _view_of_grown_detach(alias: Callable[[T], T], view: Callable[[T], T], after: bool) -> Callable[[T], object]:
+    def f(x: T) -> object:
+        t = alias(x)
+        v = view(t) if not after else None
+        t.resize_((5,))
+        t.fill_(-1.0)
+        return (view(t[:4]) if after else v,)
+
+    return f
+
+
+def _after_output_written(f: Callable[..., object], make: Make, compile_fn: CompileFn | None) -> list[list[object]]:
+    """Each side's input version counter moved by a write of the output after the call, the output's base's storage
+    size, and the input's grown storage values (eager's detach() shares the input's counter and storage)."""
+    compiled = compile_fn(f) if compile_fn is not None else subclassaot.compile(f)
+    facts: list[list[object]] = []
+    for fn in (compiled, f):
+        (x,) = cast(tuple[T], make())
+        (out,) = cast(tuple[T], fn(x))
+        base = out._base
+        assert base is not None
+        before = x._version
+        with torch.no_grad():
+            out.add_(1.0)
+        grown = torch.empty(0).set_(x.untyped_storage())
+        facts.append([x._version != before, base.untyped_storage().nbytes(), grown.tolist(), base.tolist()])
+    return facts
+
+
+@pytest.mark.parametrize("alias", GROWN_DETACHES)
+@pytest.mark.parametrize("view", VIEWS_OF_GROWN)
+@pytest.mark.parametrize("after", [False, True], ids=["viewed_before", "viewed_after"])
+@pytest.mark.parametrize(("make", "grad"), [(_plain(4), False), (lambda: (leaf(4),), True)], ids=["no_grad", "grad"])
+def test_view_of_a_grown_detach_keeps_its_base_matches_eager(
+    alias: Callable[[T], T],
+    view: Callable[[T], T],
+    after: bool,
+    make: Make,
+    grad: bool,
+    compile_fn: CompileFn | None,
+) -> None:
+    # fuzz seed 116800 program 4740: `t0 = x0.detach(); t2 = t0.split_with_sizes([2, 1, 1])[1]; t0.resize_(5)`,
+    # returning t2: no replay remakes a chain through the grown t0, and the output was rebuilt as a view of the input
+    # (eager's `._base` is t0, over the input's storage grown in place, with the element past the input's own the
+    # program wrote, and the input's version counter). Plain only: a PairTensor input grown through an alias is
+    # refused (test_pair_input_grown_through_alias_is_refused).
+    f = _view_of_grown_detach(alias, view, after)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        compiled_facts, eager_facts = _after_output_written(f, make, compile_fn)
+    assert compiled_facts == eager_facts

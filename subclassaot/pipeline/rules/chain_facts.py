@@ -29,6 +29,7 @@ __all__ = [
     "detached_before_change",
     "detached_in_chain",
     "hidden_base",
+    "hidden_base_shares_counter",
     "input_bumps",
     "made_seq",
     "requires_grad_as_eager",
@@ -81,6 +82,19 @@ def viewed_after_grad_set(value: torch.Tensor, run: FunctionalRun) -> bool:
     return False
 
 
+def _chain_tensors(leaf: torch.Tensor, run: FunctionalRun) -> list[torch.Tensor]:
+    """`leaf` and the tensors its view chain took it from, back to the chain's root."""
+    return [leaf, *(record.source for record in run.swaps.chain(leaf))]
+
+
+def hidden_base_shares_counter(leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> bool:
+    """Is eager's `._base` of `leaf`, a hidden base (`hidden_base`), in the version-counter family of input `j` (a
+    detach() of it that a resize_() grew, set_() onto nothing)?"""
+    root = leaf._base
+    assert root is not None, "BUG: a hidden base without a `._base`"
+    return id(root) not in run.swaps.swapped_ids and run.swaps.family_of(root) == run.swaps.family_of(run.finals[j])
+
+
 def hidden_base(
     leaf: torch.Tensor,
     run: FunctionalRun,
@@ -89,16 +103,21 @@ def hidden_base(
     earlier: dict[int, int],
 ) -> Meta | None:
     """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
-    (`t1 = t0.t(); x.set_(t0)`): eager's `._base` is that intermediate, returned by no one."""
+    (`t1 = t0.t(); x.set_(t0)`), or one whose view chain passes a tensor a resize_() grew, which no replay remakes
+    (`t0 = x.detach(); t1 = t0[1:]; t0.resize_(n)`): eager's `._base` is that intermediate, returned by no one."""
     if is_traceable_subclass(leaf) or not run.swaps.is_view(leaf) or not leaf._is_view():
         return None
     root = leaf._base  # eager's, set_() or not
     if root is None or root is run.finals[j] or id(root) in input_by_id or id(root) in earlier:
         return None
     own = run.swaps.grown_root(storage_key(root))  # (grown in place by resize_(): still the input's storage)
-    if id(root) not in run.swaps.swapped_ids and any(own == storage_key(o) for o in run.originals):
+    # (a synthetic base is eager's input: Note [Synthetic Bases])
+    made = not any(root is base for base in run.graph_inputs)
+    grown = made and any(id(t) in run.swaps.grown_ids for t in _chain_tensors(leaf, run))
+    moved = id(root) in run.swaps.swapped_ids or grown
+    if not moved and any(own == storage_key(o) for o in run.originals):
         # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
-        # `t0.set_(x)`, t0 is)
+        # `t0.set_(x)`, t0 is) and no resize_() grew in the chain (which then replays)
         return None
     return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
 
