@@ -383,8 +383,9 @@ class Replay:
     # Bump]): replayed at the input's counter at entry
     stale_view: bool = False
     # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
-    # multi-output view of it): the runtime advances the view's version counter after the replay
-    # (Note [Views That Raise After A Bump])
+    # multi-output view of it), or eager's view has no history and is stale (the program wrote the intermediate after
+    # taking it): the runtime advances the view's version counter after the replay (Note [Views That Raise After A
+    # Bump])
     bump_after: bool = False
     # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
     # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views That Raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
@@ -108,6 +109,9 @@ MAX_PROBED_OUTPUTS = 4
 SHAPE_CHECK_ERROR = "invalid gradient at index"
 BROADCAST_ERROR = "doesn't match the broadcast shape"
 SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [set_ Under Grad]
+# Checks eager makes on real data that fake kernels skip (a write through repeated elements of an expand): the probe
+# cannot see eager raise these (Note [Backward Errors Are Deferred])
+UNPROBED_ERRORS = ("refers to a single memory location",)
 
 
 class BackwardEnd(enum.Enum):
@@ -159,6 +163,50 @@ def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> Runti
     except Exception:  # a program the probe cannot run
         return None
     return found[0] if found else None
+
+
+def eager_backward_errors(call: Callable[..., object], flat: FlatInputs) -> tuple[RuntimeError, ...]:
+    """The errors eager's backward raises on static fakes (Note [Probing Eager's Backward]): through each nonempty set
+    of the outputs that require grad (every output at once beyond MAX_PROBED_OUTPUTS), and through each input that
+    leaves the call with a history the program made (written with grad), alone. Empty where the program does not run
+    on static fakes."""
+    found: list[RuntimeError] = []
+
+    def through_inputs(outs: Sequence[object], values: Sequence[object]) -> None:
+        for v in values:
+            if not isinstance(v, torch.Tensor) or not v.requires_grad or v.grad_fn is None:
+                continue
+            if type(v.grad_fn).__name__ in _HISTORY_NODES:
+                continue  # not written by the program: the history made before the call
+            try:
+                torch.autograd.backward([v], [torch.ones_like(v)], retain_graph=True)
+            except RuntimeError as e:
+                if EXAMPLE_INPUT_HISTORY_ERROR not in str(e):
+                    found.append(e)
+
+    try:
+        grad_outputs, _ = _trial(call, flat, None, after_call=through_inputs)
+        n = len(grad_outputs)
+        masks = range(1, 1 << n) if n <= MAX_PROBED_OUTPUTS else [(1 << n) - 1]
+        for mask in masks:
+            _trial(call, flat, frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1), found)
+    except Exception:  # a program the probe cannot run: what it saw so far
+        return tuple(found)
+    return tuple(found)
+
+
+def same_backward_error(traced: Exception, eager: Exception) -> bool:
+    """Whether the traced backward's error is eager's: the same type and message, but for what names the tensors
+    and nodes involved (sizes, version counts, node names differ between the trace's tensors and eager's)."""
+    return type(traced) is type(eager) and _error_text(traced) == _error_text(eager)
+
+
+def _error_text(error: Exception) -> str:
+    """The first line of the error's message up to its first ": " (the details after it name the tensor), with
+    numbers and bracketed sizes blanked."""
+    lines = str(error).strip().splitlines()
+    head = lines[0].split(": ", 1)[0] if lines else ""
+    return re.sub(r"\d+", "#", re.sub(r"\[[^\]]*\]", "[]", head))
 
 
 def _trial(

@@ -2390,3 +2390,34 @@ def test_seed116500_3219_no_grad_view_with_own_flag_whose_root_gains_grad(
             return (b0, b0.select(0, -1))
 
     check_no_grad(f, make_inputs, compile_fn)
+
+
+def _require_grad_of_bases(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: the caller makes the intermediate the program returned require grad (the first output, or
+    the `._base` of the view returned alone): its views read their grad_fn then."""
+    assert isinstance(outputs, tuple)
+    first = outputs[0]
+    assert isinstance(first, torch.Tensor)
+    base = first if len(outputs) > 1 else first._base
+    assert base is not None
+    base.requires_grad_()
+
+
+@pytest.mark.parametrize("returned", ["both", "view"])
+@pytest.mark.parametrize("how", ["input", "other_view", "the_view", "after", "none"])
+@pytest.mark.parametrize("view", sorted(_STALE_VIEWS))
+@pytest.mark.parametrize("make", [lambda: torch.randn(4), lambda: pair(4)], ids=["plain", "PairTensor"])
+def test_view_of_an_intermediate_stale_at_the_end_regenerates_once_it_requires_grad(
+    compile_fn: CompileFn | None, make: Callable[[], T], view: str, how: str, returned: str
+) -> None:
+    # As for inputs (above), for a view of a tensor the program made: eager's view taken before a write to the
+    # intermediate is stale, and rebuilds its grad_fn from it once the caller makes it require grad; the replay of the
+    # view, made from the graph's intermediate with the write in it, stayed a leaf (issue #27)
+    def f(x0: T) -> tuple[T, ...]:
+        y = x0.clone()
+        t0 = _STALE_VIEWS[view](y)
+        _write(y, t0, how)
+        return (y, t0) if returned == "both" else (t0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_bases)
