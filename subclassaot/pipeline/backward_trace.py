@@ -122,8 +122,9 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 # - Only eager's errors are deferred: the trace may fail for reasons of its own (functional tensors, symbolic sizes), so
 #   eager's backward is first run on fakes through each set of outputs and through each input the program wrote
 #   (`eager_backward_errors`); a traced error none of those raised (the same type and message, but for the names of
-#   tensors and nodes) is refused at compile time. Not the checks fake kernels skip (UNPROBED_ERRORS); an error only
-#   fakes raise (`.numpy()` in a custom backward) still passes as eager's: a known gap.
+#   tensors and nodes) is refused at compile time. Not the checks fake kernels skip (UNPROBED_ERRORS). Known gaps: an
+#   error only fakes raise (`.numpy()` in a custom backward) passes as eager's; a program the probe cannot run (a
+#   subclass without static fakes, NJT; an op its fakes lack) is deferred unseen, as before the probe.
 # - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
 #   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
 #   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).
@@ -757,8 +758,8 @@ def _refuse_unseen_error(setup: JointSetup, error: RuntimeError) -> None:
     if any(text in str(error) for text in UNPROBED_ERRORS):
         return
     seen = eager_backward_errors(setup.call, setup.flat)
-    if any(same_backward_error(error, s) for s in seen):
-        return
+    if seen is None or any(same_backward_error(error, s) for s in seen):
+        return  # (a program the probe cannot run keeps the checks that follow: a known gap)
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
     raise UnsupportedError(
         f"the program's backward fails when traced ({type(error).__name__}: {first}), but eager's backward, run on "

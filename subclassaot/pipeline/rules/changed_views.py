@@ -86,7 +86,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   (at once before a then_set or set_ under grad of the view), once per counter such views share; another output's
 #   chain may take a view of it with grad, which eager took before the write and which raises if taken after. So is a
 #   view with no history taken before such a write: eager's is stale, and rebuilds its grad_fn from its base once
-#   the caller makes the base require grad (`stale_intermediate_view`). Likewise a view of an input replayed after the epilogue (source INPUT),
+#   the caller makes the base require grad (`stale_intermediate_view`, Replay.stale_view); it is bumped as soon as it
+#   is built, outputs in program order, so views taken after the write stay fresh. Likewise a view of an input
+#   replayed after the epilogue (source INPUT),
 #   which keeps the input's counter changed (Note [Input Updates]); where the input is itself a view whose
 #   grad_fn raises once its counter moves, it gets its entry counter back for the replay. A then_set (a set_() of such a
 #   view) is that write too. A program under no_grad gets the same for no_grad views of inputs requiring grad. Another
