@@ -46,7 +46,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import root_requires_grad_as_eager
-from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, state_of, state_token
+from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, stale_bump, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
     DenseLayout,
@@ -166,8 +166,8 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
     """See Note [Views That Raise After A Bump]."""
     owned = _counted_storages(infos, leaves)
     for k, info in enumerate(infos):
-        if info.replay is None or not info.replay.bump_after:
-            continue
+        if info.replay is None or not info.replay.bump_after or stale_bump(info.replay):
+            continue  # (a stale view is bumped as soon as it is built, before views taken after the write)
         for j, other in enumerate(infos):
             bumped = other.replay is not None and other.replay.bump_after
             if j != k and owned[j] & owned[k] and not bumped and other.kind is not OutputKind.SAME_AS:
