@@ -863,7 +863,8 @@ def _replay_counters(
     # requires grad)
     stale = replay is not None and not raises and stale_intermediate_view(value, replay, run)
     if (raises or stale) and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
-        replay = replace(replay, bump_after=True, stale_view=stale)  # Note [Views That Raise After A Bump]
+        # Note [Views That Raise After A Bump]
+        replay = replace(replay, bump_after=True, stale_view=replay.stale_view or stale)
     elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
