@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
@@ -202,30 +201,6 @@ def _tangents_made(positions: list[int], roots: list[torch.Tensor]) -> None:
     lacks it), the probe cannot run, and that error is none of eager's backward."""
     for root in roots:
         torch.ones_like(root)
-
-
-def same_backward_error(traced: Exception, eager: Exception) -> bool:
-    """Whether the traced backward's error is eager's: the same type and message, but for what names the tensors
-    and nodes involved (sizes, version counts, node names differ between the trace's tensors and eager's). A size
-    check of a gradient is one error whatever its text: the engine's and the trace's fail at different nodes for one
-    size that changed behind autograd (Note [Probing Eager's Backward])."""
-    if type(traced) is not type(eager):
-        return False
-    if any(c in str(traced) for c in _SIZE_CHECKS) and any(c in str(eager) for c in _SIZE_CHECKS):
-        return True
-    return _error_text(traced) == _error_text(eager)
-
-
-_SIZE_CHECKS = (SHAPE_CHECK_ERROR, BROADCAST_ERROR, "Mismatch in shape")
-
-
-def _error_text(error: Exception) -> str:
-    """The first line of the error's message up to its first ": " (the details after it name the tensor), with
-    numbers and bracketed sizes blanked, and without the node a size check names (the engine's check names the node
-    that returned the gradient, the trace's check the one it is given to)."""
-    lines = str(error).strip().splitlines()
-    head = re.sub(r"^Function \S+ returned an ", "", lines[0].split(": ", 1)[0] if lines else "")
-    return re.sub(r"\d+", "#", re.sub(r"\[[^\]]*\]", "[]", head))
 
 
 def _trial(

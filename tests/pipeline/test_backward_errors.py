@@ -1517,4 +1517,4 @@ def test_trace_failure_eager_backward_does_not_raise_is_refused(compile_fn: Comp
     the program's own error. It was deferred as one, and the compiled backward raised where eager's runs; it is
     refused at compile time, naming the rule."""
     with torch.enable_grad():
-        assert_refused(resized_gradient, lambda: (_leaf(3),), compile_fn, "does not raise that error")
+        assert_refused(resized_gradient, lambda: (_leaf(3),), compile_fn, "raises no RuntimeError")
