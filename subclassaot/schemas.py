@@ -387,11 +387,14 @@ class Replay:
     # INPUT: eager's view is stale at the end (its counter moved since autograd last set its history), so its grad_fn
     # regenerates from its base at its next read with grad (set_by_data: over the assigned metadata; Note [History
     # Kept Through .data =]; a view without history: once the base requires grad, Note [Views That Raise After A
-    # Bump]): replayed at the input's counter at entry
+    # Bump]): replayed at the input's counter at entry. Not INPUT (with bump_after): eager's view, with no history, of
+    # a tensor the program wrote after taking it is stale: bumped as soon as it is built, outputs built in program
+    # order (Note [Views That Raise After A Bump])
     stale_view: bool = False
     # not INPUT_ROOT, nor before_epilogue: eager's grad_fn raises (the program wrote the intermediate after taking this no_grad or
-    # multi-output view of it): the runtime advances the view's version counter after the replay
-    # (Note [Views That Raise After A Bump])
+    # multi-output view of it), or eager's view has no history and is stale (the program wrote the intermediate after
+    # taking it): the runtime advances the view's version counter after the replay (Note [Views That Raise After A
+    # Bump])
     bump_after: bool = False
     # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
     # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views That Raise

@@ -119,6 +119,7 @@ from subclassaot.pipeline.rules.view_chains import (
     replay_of,
     root_replay,
     set_source_steps,
+    stale_intermediate_view,
     view_rebuilt_by_set,
     viewed_before_set,
 )
@@ -860,8 +861,12 @@ def _replay_counters(
         # over its storage: Note [Subclass Intermediate Roots]) keeps a grad_fn that answers: its counter is
         # advanced after it is built instead (Note [Views That Raise After A Bump])
         rebuilt = False
-    if raises and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
-        replay = replace(replay, bump_after=True)  # Note [Views That Raise After A Bump]
+    # (and a view with no history of a tensor the program wrote since, whose grad_fn eager regenerates once its base
+    # requires grad)
+    stale = replay is not None and not raises and stale_intermediate_view(value, replay, run)
+    if (raises or stale) and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
+        # Note [Views That Raise After A Bump]
+        replay = replace(replay, bump_after=True, stale_view=replay.stale_view or stale)
     elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time

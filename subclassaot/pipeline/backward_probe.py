@@ -110,6 +110,9 @@ MAX_PROBED_OUTPUTS = 4
 SHAPE_CHECK_ERROR = "invalid gradient at index"
 BROADCAST_ERROR = "doesn't match the broadcast shape"
 SET_BACKWARD_ERROR = "derivative for set_ is not implemented"  # Note [set_ Under Grad]
+# Checks eager makes on real data that fake kernels skip (a write through repeated elements of an expand): the probe
+# cannot see eager raise these (Note [Backward Errors Are Deferred])
+UNPROBED_ERRORS = ("refers to a single memory location",)
 
 
 class BackwardEnd(enum.Enum):
@@ -161,6 +164,45 @@ def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> Runti
     except Exception:  # a program the probe cannot run
         return None
     return found[0] if found else None
+
+
+def eager_backward_errors(call: Callable[..., object], flat: FlatInputs) -> tuple[RuntimeError, ...] | None:
+    """The errors eager's backward raises on static fakes (Note [Probing Eager's Backward]): through each nonempty set
+    of the outputs that require grad (every output at once beyond MAX_PROBED_OUTPUTS), and through each input that
+    leaves the call with a history the program made (written with grad), alone. None where the program, or a backward
+    through its outputs, does not run on static fakes (a subclass without fakes, an op its fakes lack)."""
+    found: list[RuntimeError] = []
+
+    def through_inputs(outs: Sequence[object], values: Sequence[object]) -> None:
+        for v in values:
+            if not isinstance(v, torch.Tensor) or not v.requires_grad or v.grad_fn is None:
+                continue
+            if type(v.grad_fn).__name__ in _HISTORY_NODES:
+                continue  # not written by the program: the history made before the call
+            tangent = torch.ones_like(v)  # (outside the try: a probe that cannot make it cannot run)
+            try:
+                torch.autograd.backward([v], [tangent], retain_graph=True)
+            except RuntimeError as e:
+                if EXAMPLE_INPUT_HISTORY_ERROR not in str(e):
+                    found.append(e)
+
+    try:
+        grad_outputs, _ = _trial(call, flat, None, after_call=through_inputs)
+        n = len(grad_outputs)
+        masks = range(1, 1 << n) if n <= MAX_PROBED_OUTPUTS else [(1 << n) - 1]
+        for mask in masks:
+            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+            _trial(call, flat, chosen, found, before_backward=_tangents_made)
+    except Exception:  # a program the probe cannot run
+        return None
+    return tuple(found)
+
+
+def _tangents_made(positions: list[int], roots: list[torch.Tensor]) -> None:
+    """Make the probe's tangents once before its backward: where the fakes cannot (`ones_like` of a subclass that
+    lacks it), the probe cannot run, and that error is none of eager's backward."""
+    for root in roots:
+        torch.ones_like(root)
 
 
 def _trial(

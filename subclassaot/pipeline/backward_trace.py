@@ -27,9 +27,11 @@ from subclassaot.pipeline.backward_probe import (
     BROADCAST_ERROR,
     SET_BACKWARD_ERROR,
     SHAPE_CHECK_ERROR,
+    UNPROBED_ERRORS,
     BackwardEnd,
     TangentPatterns,
     eager_backward_error,
+    eager_backward_errors,
     probe_eager_backward,
     reaches_output_node,
     refuse_layout_changed_behind_autograd,
@@ -116,6 +118,14 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   makes its node again at its next read, newer than ours, so it runs first; eager's failing node (the one after an
 #   output resized behind autograd, say) may still run before it. The backward refuses (UnsupportedError) where it
 #   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`).
+# - Only eager's errors are deferred: the trace may fail for reasons of its own (functional tensors, symbolic sizes), so
+#   eager's backward is first run on fakes through each set of outputs and through each input the program wrote
+#   (`eager_backward_errors`); a traced error whose type none of those raised is refused at compile time. The type
+#   only: on fakes eager's backward may fail another check first (a size check, where fakes rebuild a view's history
+#   by its view ops and eager by as_strided: Note [Probing Eager's Backward]), and the texts name other nodes and
+#   versions. Not the checks fake kernels skip (UNPROBED_ERRORS). Known gaps: an error only fakes raise (`.numpy()` in
+#   a custom backward) passes as eager's; a program the probe cannot run (a subclass without static fakes, NJT; an op
+#   its fakes lack) is deferred unseen, as before the probe.
 # - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
 #   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
 #   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).
@@ -321,6 +331,7 @@ def _with_deferred_error(
     refuse_reads_around_self_set(setup, e)
     refuse_layout_changed_behind_autograd(setup.call, setup.flat, setup.layout, setup.analysis, e)
     refuse_unreduced_assigned_gradients(setup.flat, setup.analysis, _reached(setup, reach), e)
+    _refuse_unseen_error(setup, e)
     patterns = _probe(setup)
     found = _backward_without_input_values(setup, tangents.fakes, reach, patterns)
     if found is None:
@@ -739,6 +750,26 @@ def _refuse_view_replay_limit(error: Exception) -> None:
             "replays such a view without the in-place view op under functionalization; not supported in training. "
             "Use the out-of-place view op (t = t.unsqueeze(0)), or write under torch.no_grad()"
         ) from error
+
+
+def _refuse_unseen_error(setup: JointSetup, error: RuntimeError) -> None:
+    """Refuse a traced backward's error that eager's backward was not seen to raise (Note [Backward Errors Are
+    Deferred]): it is a failure of the trace, not the program's own error, and deferring it would raise where eager's
+    backward completes."""
+    if any(text in str(error) for text in UNPROBED_ERRORS):
+        return
+    seen = eager_backward_errors(setup.call, setup.flat)
+    # (the type only: fakes may fail another check first, where a view's history is rebuilt by its view ops)
+    if seen is None or any(type(s) is type(error) for s in seen):
+        return  # (a program the probe cannot run keeps the checks that follow: a known gap)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    raise UnsupportedError(
+        f"the program's backward fails when traced ({type(error).__name__}: {first}), but eager's backward, run on "
+        "fakes of the inputs through the outputs and through the inputs the program wrote, raises no "
+        f"{type(error).__name__}: a failure of the trace is not deferred as the program's own error, which would "
+        "raise where eager's backward completes (Note [Backward Errors Are Deferred]); not supported in training. "
+        "Run the program in eager, or report the error"
+    ) from error
 
 
 def _refuse_by_probe(patterns: TangentPatterns | None, error: Exception) -> None:

@@ -203,7 +203,10 @@ def _bumps_late(info: OutputInfo) -> bool:
     """Whether the counter of `info`'s replayed view is advanced once every output is built, not at once: eager made
     it before the write, as it made every view replayed through it (Note [Views That Raise After A Bump]); a view the
     runtime then set_()s keeps the bump before that set_()."""
-    return info.replay is not None and info.replay.bump_after and not info.replay.then_set and not info.set_under_grad
+    replay = info.replay
+    if replay is None or not replay.bump_after or replay.then_set or info.set_under_grad:
+        return False
+    return not replay.stale_view  # a stale view is bumped at once, built in program order (steps.build_order)
 
 
 def _give_autograd_state(info: OutputInfo, value: object) -> None:

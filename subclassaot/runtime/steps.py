@@ -575,6 +575,12 @@ def _set_bumps(replay: Replay | None) -> bool:
     return replay is not None and replay.then_set and not replay.runtime_set and not replay.set_by_data
 
 
+def stale_bump(replay: Replay | None) -> bool:
+    """A view with no history of a tensor the program wrote after taking it (Replay.stale_view, not from an input):
+    its counter is advanced as soon as it is built, so views eager took after the write are built after it, fresh."""
+    return replay is not None and replay.stale_view and replay.bump_after and replay.source is not ReplaySource.INPUT
+
+
 def _inplace_view_bumps(replay: Replay | None) -> bool:
     """Does the chain repeat an in-place view op (t_, transpose_, ...)? Each bumps the version of the storage's
     views, under no_grad too."""
@@ -584,7 +590,9 @@ def _inplace_view_bumps(replay: Replay | None) -> bool:
 def build_order(infos: Sequence[OutputInfo]) -> list[int]:
     """Outputs in the order of the object states their chains pass through, then output order (or, where an output
     repeats a set_() or an in-place view op, program order: Note [Views That Raise After A Bump])."""
-    by_program = any(_set_bumps(info.replay) or _inplace_view_bumps(info.replay) for info in infos)
+    by_program = any(
+        _set_bumps(info.replay) or _inplace_view_bumps(info.replay) or stale_bump(info.replay) for info in infos
+    )
 
     def key(o: int) -> tuple[int, int]:
         replay = infos[o].replay

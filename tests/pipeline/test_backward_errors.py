@@ -1473,3 +1473,48 @@ def test_backward_that_depends_on_tensor_values_is_refused(
     eager's backward runs. It was deferred as one, and the compiled backward raised PendingUnbackedSymbolNotFound
     where eager's completes (found by porting PyTorch's test); it is refused at compile time."""
     assert_refused(index_put_mixed_indices, lambda: (make(1, 2, 3), make()), compile_fn, "depends on tensor values")
+
+
+# See Note [Backward Errors Are Deferred]: only an error eager's backward was seen to raise is deferred (issue #27)
+def saved_then_written(x: T) -> object:
+    y = x.clone()
+    z = y * y  # saves y
+    y.mul_(2.0)
+    return z
+
+
+@pytest.mark.parametrize("make", [lambda: _leaf(3), lambda: pair(3, requires_grad=True)], ids=["plain", "pair"])
+def test_error_eager_backward_raises_is_deferred(make: Callable[[], T], compile_fn: CompileFn | None) -> None:
+    """Eager's backward raises (a saved tensor written in place): the traced backward's error is the one the probe
+    saw eager raise, so it is deferred, and raised when backward runs, as eager's."""
+    with torch.enable_grad():
+        compiled = assert_matches_eager(saved_then_written, lambda: (make(),), compile_fn=compile_fn)
+        out = compiled(make())
+    assert isinstance(out, torch.Tensor)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
+
+
+class _ResizedGradient(torch.autograd.Function):
+    """A backward that resizes a clone of its gradient in place: eager runs it; the functionalized trace cannot."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        n = g.numel()
+        return g.clone().resize_(n + 1)[:n] * 2
+
+
+def resized_gradient(x: T) -> object:
+    return _ResizedGradient.apply(x)  # type: ignore[no-untyped-call]  # torch leaves apply untyped
+
+
+def test_trace_failure_eager_backward_does_not_raise_is_refused(compile_fn: CompileFn | None) -> None:
+    """The backward's trace fails (resize_ of a functional tensor's storage) where eager's backward completes: not
+    the program's own error. It was deferred as one, and the compiled backward raised where eager's runs; it is
+    refused at compile time, naming the rule."""
+    with torch.enable_grad():
+        assert_refused(resized_gradient, lambda: (_leaf(3),), compile_fn, "raises no RuntimeError")

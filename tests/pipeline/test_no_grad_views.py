@@ -2452,3 +2452,59 @@ def test_reshape_of_a_no_grad_view_names_eagers_node(compile_fn: CompileFn | Non
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _require_grad_of_bases(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: the caller makes the intermediate the program returned require grad (the first output, or
+    the `._base` of the view returned alone): its views read their grad_fn then."""
+    assert isinstance(outputs, tuple)
+    first = outputs[0]
+    assert isinstance(first, torch.Tensor)
+    base = first if len(outputs) > 1 else first._base
+    assert base is not None
+    base.requires_grad_()
+
+
+@pytest.mark.parametrize("returned", ["view", "with_fresh"])
+@pytest.mark.parametrize("how", ["input", "other_view", "the_view", "after", "none"])
+@pytest.mark.parametrize("view", sorted(_STALE_VIEWS))
+@pytest.mark.parametrize("make", [lambda: torch.randn(4), lambda: pair(4)], ids=["plain", "PairTensor"])
+def test_view_of_an_intermediate_stale_at_the_end_regenerates_once_it_requires_grad(
+    compile_fn: CompileFn | None, make: Callable[[], T], view: str, how: str, returned: str
+) -> None:
+    # As for inputs (above), for a view of a tensor the program made: eager's view taken before a write to the
+    # intermediate is stale, and rebuilds its grad_fn from it once the caller makes it require grad; the replay of the
+    # view, made from the graph's intermediate with the write in it, stayed a leaf (issue #27). Views taken after the
+    # write stay fresh: the runtime bumps the stale view as soon as it is built, building outputs in program order
+    def f(x0: T) -> tuple[T, ...]:
+        y = x0.clone()
+        t0 = _STALE_VIEWS[view](y)
+        _write(y, t0, how)
+        if returned == "with_fresh":  # views taken after the write (of the intermediate, of the stale view): fresh
+            return y, t0, y[1:], t0.view(t0.shape)
+        return (t0,)  # its base reached through `._base`
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_bases)
+
+
+def _views_around_a_write(x0: T) -> tuple[T, ...]:
+    y = x0.clone()
+    t0, u0 = y[0:2], y.unbind(0)[1]  # taken before the write: stale (u0, no_grad or multi-output, raises)
+    y.add_(1.0)
+    return y, t0, u0, y[1:3], t0.view(2)  # the last two taken after it: fresh
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("make", [lambda: torch.randn(4), lambda: pair(4)], ids=["plain", "PairTensor"])
+def test_views_of_an_intermediate_taken_around_its_write(
+    compile_fn: CompileFn | None, make: Callable[[], T], grad: bool
+) -> None:
+    # Views of one intermediate taken before and after its write: the stale ones are bumped as soon as they are built,
+    # outputs in program order, so the fresh ones stay fresh (a bump once every output is built made them stale too,
+    # and under no_grad such a mix was refused as views whose grad_fn raises); issue #27
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(_views_around_a_write, lambda: (make(),), compile_fn=compile_fn)
+        assert_matches_eager(
+            _views_around_a_write, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_bases
+        )

@@ -46,7 +46,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import root_requires_grad_as_eager
-from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, state_of, state_token
+from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, stale_bump, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
     DenseLayout,
@@ -84,7 +84,11 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
 #   (Replay.bump_after), so it raises as eager's: where it reads its grad_fn when built, once every output is built
 #   (at once before a then_set or set_ under grad of the view), once per counter such views share; another output's
-#   chain may take a view of it with grad, which eager took before the write and which raises if taken after. Likewise a view of an input replayed after the epilogue (source INPUT),
+#   chain may take a view of it with grad, which eager took before the write and which raises if taken after. So is a
+#   view with no history taken before such a write: eager's is stale, and rebuilds its grad_fn from its base once
+#   the caller makes the base require grad (`stale_intermediate_view`, Replay.stale_view); it is bumped as soon as it
+#   is built, outputs in program order, so views taken after the write stay fresh. Likewise a view of an input
+#   replayed after the epilogue (source INPUT),
 #   which keeps the input's counter changed (Note [Input Updates]); where the input is itself a view whose
 #   grad_fn raises once its counter moves, it gets its entry counter back for the replay. A then_set (a set_() of such a
 #   view) is that write too. A program under no_grad gets the same for no_grad views of inputs requiring grad. Another
@@ -167,8 +171,8 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
     """See Note [Views That Raise After A Bump]."""
     owned = _counted_storages(infos, leaves)
     for k, info in enumerate(infos):
-        if info.replay is None or not info.replay.bump_after:
-            continue
+        if info.replay is None or not info.replay.bump_after or stale_bump(info.replay):
+            continue  # (a stale view is bumped as soon as it is built, before views taken after the write)
         for j, other in enumerate(infos):
             bumped = other.replay is not None and other.replay.bump_after
             if j != k and owned[j] & owned[k] and not bumped and other.kind is not OutputKind.SAME_AS:

@@ -381,6 +381,19 @@ def _stale_without_history(
     return run.swaps.views[id(value)].seq < last_bump(t, run)
 
 
+def stale_intermediate_view(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Is eager's `value`, an output view with no history of a tensor the program made (a replay not from an input),
+    stale at the end: did its counter move after the view was made? Its grad_fn then regenerates from its base once
+    the base requires grad (`y.requires_grad_()` after the call), which the replay, made after the write, must be
+    bumped to repeat (Note [Views That Raise After A Bump]). Not where the chain repeats an in-place view op."""
+    if replay.source is ReplaySource.INPUT or replay.before_epilogue or value.requires_grad:
+        return False
+    record = run.swaps.views.get(id(value))
+    if record is None or any(torch.Tag.inplace_view in s.op.tags for s in replay.steps):
+        return False
+    return record.seq < last_bump(value, run)
+
+
 def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...] | None:
     """Note [Views That Raise After A Bump]: the steps whose history is eager's, where autograd regenerates
     the history of a view of the chain after a version bump of its input; None where it regenerates none or the
