@@ -115,7 +115,9 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   returned as is, or a view of one the program changes, is refused. A caller who writes such a view after the call
 #   makes its node again at its next read, newer than ours, so it runs first; eager's failing node (the one after an
 #   output resized behind autograd, say) may still run before it. The backward refuses (UnsupportedError) where it
-#   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`).
+#   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`). Where a
+#   view of the leaf goes into the Function, the leaf's accumulator waits on ours and no `.grad` changes: the backward
+#   refuses where the leaf's counter moved since the call (a written view of it, remade newer: `_remade_leaves`).
 # - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
 #   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
 #   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).
