@@ -117,7 +117,9 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   returned as is, or a view of one the program changes, is refused. A caller who writes such a view after the call
 #   makes its node again at its next read, newer than ours, so it runs first; eager's failing node (the one after an
 #   output resized behind autograd, say) may still run before it. The backward refuses (UnsupportedError) where it
-#   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`).
+#   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`). Where a
+#   view of the leaf goes into the Function, the leaf's accumulator waits on ours and no `.grad` changes: the backward
+#   refuses where the leaf's counter moved since the call (a written view of it, remade newer: `_remade_leaves`).
 # - Only eager's errors are deferred: the trace may fail for reasons of its own (functional tensors, symbolic sizes), so
 #   eager's backward is first run on fakes through each set of outputs and through each input the program wrote
 #   (`eager_backward_errors`); a traced error whose type none of those raised is refused at compile time. The type

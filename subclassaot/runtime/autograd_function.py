@@ -192,9 +192,12 @@ def _check_early_leaves(s: _Step, early_grads: _LeafGrads, bw_meta: BackwardPlan
         )
 
 
-def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None]) -> None:
+def _raise_deferred(
+    bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch.Tensor | None], remade: Sequence[str]
+) -> None:
     """Raise the program's own backward error where this backward is eager's failing one (Note [Backward Errors
-    Are Deferred]); refuse one the probe did not see (Note [Probing Eager's Backward])."""
+    Are Deferred]); refuse one the probe did not see (Note [Probing Eager's Backward]), or one where the caller
+    wrote the leaf behind the view inputs at `remade` since the call (`_remade_leaves`)."""
     error = bw_meta.error
     assert error is not None, "BUG: no deferred error to raise"
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
@@ -216,6 +219,14 @@ def _raise_deferred(bw_meta: BackwardPlan, no_graph: bool, grads: Sequence[torch
             f"the program's backward fails in eager ({error}), and this backward, through some of its outputs "
             "only, was not checked to fail there before any gradient is accumulated (Note [Probing Eager's "
             "Backward]). Call backward through all of the outputs that require grad"
+        )
+    if remade:
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}), and the autograd leaf behind {', '.join(remade)} (a "
+            "view of it) was written after the call: eager's engine runs that view's node, made again at its next "
+            "read, first, and may give the leaf its gradient before the failing node raises, where the compiled "
+            "backward, which that leaf's gradient waits on, raises before any (Note [Backward Errors Are "
+            "Deferred]). Do not write the program's outputs or inputs in place between the call and backward"
         )
     raise _fresh_error(error) from error
 
@@ -854,6 +865,8 @@ class CompiledStep(torch.autograd.Function):
             return _plain_forward(ctx, s, s.plain, user)
         ctx.step = s
         ctx.early_grads = early_grads
+        if s.bw_meta.error is not None:
+            _hold_remade(ctx, user, noted)
         bw_meta, n_updates = s.bw_meta, s.n_updates
         # Subclass gradients are rebuilt with the real inputs' outer size and stride (the traced ones may be
         # symbolic).
@@ -931,7 +944,7 @@ class CompiledStep(torch.autograd.Function):
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
             _check_early_leaves(s, ctx.early_grads, bw_meta)
-            _raise_deferred(bw_meta, bw is None, grads)
+            _raise_deferred(bw_meta, bw is None, grads, _remade_leaves(s, ctx.remade))
         if bw is None:
             raise AssertionError("BUG: a backward without a graph or an error")
         create_graph = torch.is_grad_enabled()
@@ -1317,15 +1330,52 @@ def _hold_checked(
     ]
     ctx.checked = None
     ctx.viewed_refs = ctx.viewed = ()
-    noted.append(ctx)
+    if not any(c is ctx for c in noted):
+        ctx.remade_refs = ctx.remade = ()
+        noted.append(ctx)
+
+
+def _hold_remade(ctx: Any, user: Sequence[torch.Tensor], noted: list[Any]) -> None:
+    """Where the backward may raise the program's error: the autograd leaves behind the Function's inputs that are
+    views of them, whose counters `_note_counters` reads once the call has written its inputs (`_remade_leaves`)."""
+    ctx.remade_refs = [
+        (p, weakref.ref(t._base))
+        for p, t in enumerate(user)
+        if t.requires_grad
+        and not grad_fn_raises(t)
+        and (base := t._base) is not None
+        and base.is_leaf
+        and base.requires_grad
+    ]
+    ctx.remade = ()
+    if ctx.remade_refs:
+        noted.append(ctx)
+
+
+def _remade_leaves(s: _Step, remade: Sequence[tuple[int, weakref.ref[torch.Tensor], int]]) -> list[str]:
+    """The paths of the inputs that are views of a leaf whose counter moved since the call: the caller wrote a view
+    of that leaf, so the node of a view of it the caller holds (such an input), made again at its next read, is
+    numbered above every node of the program's, and eager's engine runs it, and then the leaf's AccumulateGrad where
+    no other node of the backward feeds it, before the program's failing node raises; the leaf's AccumulateGrad
+    waits on the compiled Function, which raises first (Note [Backward Errors Are Deferred])."""
+    n = len(s.plan.flat.tensor_indices)
+    return sorted(
+        {
+            s.plan.flat.leaves[s.plan.flat.tensor_indices[p]].path if p < n else "an alias group's base"
+            for p, ref, version in remade
+            if (leaf := ref()) is not None and get_version(leaf) != version
+        }
+    )
 
 
 def _note_counters(noted: list[Any]) -> None:
     """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves),
     and those of the leaves behind the inputs output views are replayed from (`_written_view_leaves`)."""
     for ctx in noted:
-        ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
-        ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
+        if ctx.step.checks:
+            ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
+            ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
+        ctx.remade = [(p, ref, get_version(leaf)) for p, ref in ctx.remade_refs if (leaf := ref()) is not None]
 
 
 def _saved_checks(

@@ -1518,3 +1518,62 @@ def test_trace_failure_eager_backward_does_not_raise_is_refused(compile_fn: Comp
     refused at compile time, naming the rule."""
     with torch.enable_grad():
         assert_refused(resized_gradient, lambda: (_leaf(3),), compile_fn, "raises no RuntimeError")
+
+
+def _views_of_one_leaf(leaf: Callable[..., T], swapped: bool) -> Callable[[], tuple[T, T, T]]:
+    """A non-leaf x0, then b1.t() and b1.unbind(0)[3] of one leaf b1 (in the other order where `swapped`)."""
+
+    def make() -> tuple[T, T, T]:
+        with torch.enable_grad():
+            b0, b1 = leaf(4, 1, 2).clone(), leaf(4, 4)
+            x1, x2 = b1.t(), b1.unbind(0)[3]
+            return (b0, x2, x1) if swapped else (b0, x1, x2)
+
+    return make
+
+
+def _read_one_view_return_the_other(written: bool, returned: bool, swapped: bool) -> Callable[..., object]:
+    """x0.mul_(x0) (whose node's backward raises: it saved the x0 it overwrites), a sum of b1.t() and, returned as
+    itself, b1's unbind() output; x0 multiplied out of place where not `written`."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        if swapped:
+            x1, x2 = x2, x1
+        t1 = x0.mul_(x0) if written else x0.mul(x0)
+        t0 = x1.sum(1)
+        return (x2, t0) if returned else (t0, t1)
+
+    return f
+
+
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["kept_outputs", "written_outputs"])
+@pytest.mark.parametrize("swapped", [False, True], ids=["unswapped", "swapped"])
+@pytest.mark.parametrize("returned", [True, False], ids=["returned", "unreturned"])
+@pytest.mark.parametrize("written", [True, False], ids=["written", "unwritten"])
+@pytest.mark.parametrize("leaf", [_leaf, lambda *s: pair(*s, requires_grad=True)], ids=["plain", "pair"])
+def test_view_of_a_leaf_written_after_the_call_beside_an_input_whose_backward_raises(
+    leaf: Callable[..., T],
+    written: bool,
+    returned: bool,
+    swapped: bool,
+    after_call: Callable[[object, tuple[object, ...]], object] | None,
+    compile_fn: CompileFn | None,
+) -> None:
+    """Issue #27, fuzz seed 122201 #1091: x1 and x2 are views of one leaf b1, x2 returned as itself; x0.mul_(x0)
+    makes the backward through x0's new value raise (Note [Backward Errors Are Deferred]). The caller's write of x2
+    moves b1's counter, so x1's node, made again when the backward through the written inputs (x0, x1) reads it, is
+    numbered above every node of the program's: eager's engine runs it and gives b1 its gradient before x0's node
+    raises, where b1's accumulator waits on the compiled Function (which x1 goes into), which raises first. The
+    compiled backward refuses there (a refusal of the backward through inputs alone is no result for the oracle)."""
+    f = _read_one_view_return_the_other(written, returned, swapped)
+    make = _views_of_one_leaf(leaf, swapped)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=after_call)
+        if compile_fn is not None or not (written and returned and after_call is not None):
+            return
+        x0, x1, x2 = make()
+        outs = subclassaot.compile(f)(x0, x1, x2)
+        write_outputs(outs, ())
+        with pytest.raises(UnsupportedError, match=r"the autograd leaf behind args\[[12]\] \(a view of it\) was wr"):
+            read = x2 if swapped else x1
+            torch.autograd.backward([x0, read], [torch.ones_like(x0), torch.ones_like(read)])
