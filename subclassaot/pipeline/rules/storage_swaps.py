@@ -1122,19 +1122,10 @@ class _DataMode(TorchFunctionMode):
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
         ):
             self.record.requires_grad_set.add(id(args[0]))
-            laid_as_view = id(args[0]) in self.record.input_positions and args[0]._is_view()
-            if not args[0].requires_grad and laid_as_view and torch.is_grad_enabled():
-                # (laid out as a view of a synthetic base that does not require grad: autograd rebuilds the
-                # histories of views taken with grad after from that base, and asserts; under no_grad the flag
-                # alone changes: Note [Grad Mode And Autograd Reads])
-                if self.record.shares_input_storage(args[0]):
-                    raise UnsupportedError(  # (autograd asserts on a view of it)
-                        f"{input_named(self.record, args[0])}the program turns requires_grad on for an input that "
-                        "shares storage with another input (requires_grad_(), `.requires_grad = True`): the run lays "
-                        "the inputs over that storage out under no_grad, as views of one another, so their "
-                        "histories would not be eager's. Pass the tensor once, or call requires_grad_() outside "
-                        "the compiled function"
-                    )
+            # (an input sharing storage with another, laid out as a view of a synthetic base that does not require
+            # grad, may gain it here: where eager's history then differs, a narrower rule refuses it (a read before,
+            # a write, views of it or of a base it views: Note [Grad Mode And Autograd Reads]), and where autograd
+            # would rebuild a later view's history from that base, `_call` refuses its assert by name)
             if not args[0].requires_grad:
                 _check_gain_on_view_input(self.record, args[0])
                 note_gain_on_a_base(self.record, args[0])
