@@ -94,7 +94,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
-from subclassaot.pipeline.rules.swap_record import elements_of
+from subclassaot.pipeline.rules.swap_record import elements_of, output_version_counts
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,
     grad_bases,
@@ -244,7 +244,8 @@ class _CheckedRun:
         )
         self.wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         self.wrapper_bumped = tuple(
-            tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+            run.swaps.bump_count(t) if tree is not None else 0
+            for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
         self.stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
 
@@ -267,7 +268,7 @@ def _analysis(
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
-        wrapper_version_bumped=f.wrapper_bumped,
+        wrapper_version_bumps=f.wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=f.replays,
@@ -317,6 +318,7 @@ def _analysis(
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
+        output_versions=output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense)),
     )
 
 

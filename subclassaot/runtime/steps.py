@@ -17,7 +17,8 @@ Part: The epilogue's per-entry plan, and the writes of new values into inputs th
 Input: a `RuntimePlan`. Output: `EpiloguePlan` (what the epilogue does, decided once per entry); `copy_into` and
 `settle_version`, the input writes and version-counter fixes the generic runner (call.py) and the generated one
 (straight_line.py) share. Invariants: a write autograd saw in eager is recorded here too, one it did not see is made
-under no_grad (Note [Input Updates]); a version counter ends advanced iff eager's did.
+under no_grad (Note [Input Updates]); a settled version counter ends at eager's count (Note [Version Counters As
+Eager's]).
 
 Part: Steps of the output rebuild that the analysis's rules name: version counters around replays of bumped views,
 leaves set_() onto inputs or onto foreign storages, holders of outputs set_() under grad, and the order outputs
@@ -65,6 +66,23 @@ from subclassaot.torch_internals import (
 )
 
 aten = torch.ops.aten
+
+# Note [Version Counters As Eager's]
+# Eager advances a tensor's version counter once per in-place op (data or in-place view op: t_(), set_(), resize_ to
+# another size, ctx.mark_dirty), on the counter every view and detach() of it shares; `.data` has a counter of its own,
+# and ops a wrapper subclass runs on its inner tensors, below autograd, leave the wrapper's alone. Users read the
+# count (`x._version`, autograd's saved-tensor check compares it), so the compiled call leaves each counter at eager's
+# count, not merely moved: the functional run counts eager's bumps per counter family (`SwapRecord.note_bump`), and
+# - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
+#   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
+#   copy_, as_strided_ and set_ did to it;
+# - each output whose counter is no input's (an intermediate, or a view of one) written in eager gets eager's count
+#   once every output is built (Analysis.output_versions, `settle_output_counters`); a fresh output eager never
+#   wrote starts at 0 as eager's does, and costs nothing per call.
+# Both are decided at compile time; per call they are one counter write per settled tensor. Not settled: an input whose
+# output views are replayed after the epilogue with in-place view ops (`t = x[0]; t.t_(); return t`) or advanced to
+# make them stale (Replay.bump_after) runs ahead of eager's count by those steps (a known gap: the oracle compares such
+# counters as "moved at least as often as eager's", tools/parity.py).
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -318,7 +336,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     wrappers = tuple(
         t
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
-        if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
+        if tree is not None and (after is not None or analysis.wrapper_version_bumps[t])
     )
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
@@ -357,13 +375,20 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
     )
 
 
-def settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
-    """Leave the version counter as eager does: advanced iff eager advanced it (counts may differ)."""
-    now = get_version(t)
-    if not bumped and now != before:
-        set_version(t, before)
-    elif bumped and now == before:
-        set_version(t, before + 1)
+def settle_version(t: torch.Tensor, before: int, bumps: int) -> None:
+    """Leave the version counter as eager does: `bumps` past its count before the call (Note [Version Counters As
+    Eager's])."""
+    if get_version(t) != before + bumps:
+        set_version(t, before + bumps)
+
+
+def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int, int]]) -> None:
+    """Analysis.output_versions: the outputs (flat, in output order) whose counters are their own get eager's counts,
+    once every output is built (Note [Version Counters As Eager's])."""
+    for o, count in counts:
+        value = outputs[o]
+        assert isinstance(value, torch.Tensor), "BUG: a version count for an output that is no tensor"
+        set_version(value, count)
 
 
 def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:

@@ -329,19 +329,17 @@ def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: Epilogue
         _copy(w, plan, call, j, k, final=True)
     mutations = plan.analysis.mutations
     assert {j for j, _ in (*epilogue.original_copies, *epilogue.final_copies)} <= set(epilogue.versions)
-    # epilogue_plan.settle_version: a counter eager leaves as it came is set back in one call, whatever happened
-    # to it; one eager advances is advanced where nothing did.
-    kept = [j for j in epilogue.versions if not mutations[j].version_bumped]
-    if kept:
-        w.line(f"_usv(({''.join(f'd{j}, ' for j in kept)}), ({''.join(f'b{j}, ' for j in kept)}))")
-    for j in epilogue.versions:
-        if mutations[j].version_bumped:
-            w.line(f"if d{j}._version == b{j}:")
-            w.line(f"_usv((d{j},), (b{j} + 1,))", 2)
-    for t in epilogue.wrappers:  # call._fix_wrappers without metadata: only wrappers whose counter eager advances
-        wrapper = f"L[{plan.flat.tensor_indices[t]}]"
-        w.line(f"if {wrapper}._version == w{t}:")
-        w.line(f"_usv(({wrapper},), (w{t} + 1,))", 2)
+    # epilogue_plan.settle_version: every counter the epilogue settles is set to eager's count in one call, whatever
+    # happened to it (Note [Version Counters As Eager's])
+    counters = [(f"d{j}", f"b{j}", mutations[j].version_bumps) for j in epilogue.versions]
+    # call._fix_wrappers without metadata: only wrappers whose counter eager advances
+    counters += [
+        (f"L[{plan.flat.tensor_indices[t]}]", f"w{t}", plan.analysis.wrapper_version_bumps[t])
+        for t in epilogue.wrappers
+    ]
+    if counters:
+        targets = "".join(f"{before} + {n}, " if n else f"{before}, " for _, before, n in counters)
+        w.line(f"_usv(({''.join(f'{t}, ' for t, _, _ in counters)}), ({targets}))")
 
 
 def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, final: bool) -> None:
@@ -406,6 +404,9 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
 
     for o in build_order(infos):
         emit(o)
+    counts = plan.analysis.output_versions  # Note [Version Counters As Eager's]
+    if counts:
+        w.line(f"_usv(({''.join(f'r{o}, ' for o, _ in counts)}), ({''.join(f'{n}, ' for _, n in counts)}))")
     if call.direct is None and call.apply is None:  # (GraphRun's last result)
         w.line("if after is not None:")
         w.line("after()", 2)

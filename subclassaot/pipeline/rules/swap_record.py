@@ -202,7 +202,8 @@ class SwapRecord:
     # every object whose id() a field of this record may name, by id(): Note [Storage Swaps By Rebinding]
     pinned: dict[int, object] = field(default_factory=dict)
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
-    written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+    # roots whose version counter eager would bump -> how many times (Note [Version Counters As Eager's])
+    written_families: dict[int, int] = field(default_factory=dict)
     # roots written through with grad enabled, not through .data/detach(): the writes autograd records on that
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
@@ -397,7 +398,7 @@ class SwapRecord:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
         self.seq += 1
         self.last_bump[storage_key(t)] = self.seq
-        self.written_families.add(self.family_of(t))
+        self.note_bump(t)
         if is_traceable_subclass(t):
             for leaf in flatten_subclass(t, "marked dirty")[1]:
                 self.wrapper_bumps[storage_key(leaf)] = self.seq
@@ -616,6 +617,15 @@ class SwapRecord:
         """Would eager have advanced `t`'s version counter during the program?"""
         return self.family_of(t) in self.written_families
 
+    def bump_count(self, t: torch.Tensor) -> int:
+        """How many times eager would have advanced `t`'s version counter during the program."""
+        return self.written_families.get(self.family_of(t), 0)
+
+    def note_bump(self, t: torch.Tensor) -> None:
+        """Eager advances `t`'s version counter (shared by its family) once."""
+        family = self.family_of(t)
+        self.written_families[family] = self.written_families.get(family, 0) + 1
+
 
 @dataclass(frozen=True, slots=True)
 class Elements:
@@ -693,6 +703,21 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
             return False
         expected *= s
     return True
+
+
+def output_version_counts(
+    record: SwapRecord, output: object, inputs: Sequence[torch.Tensor]
+) -> tuple[tuple[int, int], ...]:
+    """Analysis.output_versions: (output index, eager's count) for each tensor output whose version counter is no
+    input's and that eager advanced (Note [Version Counters As Eager's])."""
+    input_families = {record.family_of(t) for t in inputs}
+    found = []
+    for k, value in enumerate(pytree.tree_leaves(output)):
+        if isinstance(value, torch.Tensor) and record.family_of(value) not in input_families:
+            count = record.bump_count(value)
+            if count:
+                found.append((k, count))
+    return tuple(found)
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:
