@@ -406,6 +406,10 @@ class Replay:
     # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
     # rebuilt root once every output is built (Note [Wrapper Data Assignment])
     root_data_meta: Meta | None = None
+    # INPUT, after the epilogue: its steps advance the input's version counter (in-place view ops), which the epilogue
+    # set to eager's count, these ops included: a replayed view that needs no grad gives the input that count back
+    # (Note [Version Counters As Eager's])
+    keeps_counter: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

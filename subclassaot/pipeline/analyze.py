@@ -94,7 +94,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
-from subclassaot.pipeline.rules.swap_record import elements_of, output_version_counts
+from subclassaot.pipeline.rules.swap_record import counter_keeping_replays, elements_of, output_version_counts
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,
     grad_bases,
@@ -306,7 +306,7 @@ def _analysis(
         wrapper_last_use=uses[1],
         dense_written=uses[2],
         wrapper_data=f.data_plans,
-        outputs=outputs,
+        outputs=counter_keeping_replays(outputs),
         output_spec=f.spec,
         num_intermediate_bases=f.num_bases,
         stride_probes=f.probes,

@@ -388,7 +388,9 @@ def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int
     for o, count in counts:
         value = outputs[o]
         assert isinstance(value, torch.Tensor), "BUG: a version count for an output that is no tensor"
-        set_version(value, count)
+        base = value._base
+        if get_version(value) != count and not value.requires_grad and (base is None or not base.requires_grad):
+            set_version(value, count)  # (a view with history moved now would be stale: its count was given before)
 
 
 def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:

@@ -44,6 +44,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
+from subclassaot.torch_internals import get_version, set_version
 
 # Note [Straight-Line Runners]
 # The generic runner (call.make_runner) walks the plan on every call, asking of each output and each input what the
@@ -507,8 +508,13 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
     if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
+    if replay.keeps_counter:  # Note [Version Counters As Eager's]
+        w.line(f"c{o} = {w.constant(get_version)}(L[{replay.index}])")
     for step in replay.steps:
         _step(w, var, step)
+    if replay.keeps_counter:
+        w.line(f"if not {var}.requires_grad:")
+        w.line(f"{w.constant(set_version)}(L[{replay.index}], c{o})", 2)
 
 
 def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> bool:

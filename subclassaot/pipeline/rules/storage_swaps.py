@@ -212,6 +212,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
         self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
+        self.nesting = 0  # > 0 while an op is handled (its handling may run ops again)
         self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
         # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
         # version bump is theirs (Note [Storage Swaps By Rebinding])
@@ -225,7 +226,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
-        out = self._dispatch(func, types, args, kwargs)
+        counted = dict(self.record.written_families) if self.nesting == 0 else None
+        self.nesting += 1
+        try:
+            out = self._dispatch(func, types, args, kwargs)
+        finally:
+            self.nesting -= 1
+        if counted is not None and counted != self.record.written_families:
+            # one op advances a counter once, however its handling here rewrote it (Note [Version Counters As Eager's])
+            for family, bumps in self.record.written_families.items():
+                self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         self.record.pin(out)
         return out
 
@@ -987,8 +997,10 @@ class _DataMode(TorchFunctionMode):
             trace_new_leaf(args[0])  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            # See Note [In-Place Ops As Eager Runs Them]
+            # See Note [In-Place Ops As Eager Runs Them]; its mark is ours, not a bump of eager's
+            counted = dict(self.record.written_families)
             _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
+            self.record.written_families = counted
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)

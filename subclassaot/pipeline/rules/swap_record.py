@@ -7,14 +7,14 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex
+from subclassaot.schemas import DenseIndex, OutputInfo, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # set_() overloads: each replaces a tensor's storage and metadata
@@ -717,6 +717,24 @@ def output_version_counts(
             count = record.bump_count(value)
             if count:
                 found.append((k, count))
+    return tuple(found)
+
+
+def counter_keeping_replays(outputs: Sequence[OutputInfo]) -> tuple[OutputInfo, ...]:
+    """`outputs` with Replay.keeps_counter set where an output replayed from an input after the epilogue applies an
+    in-place view op on the input's counter (Note [Version Counters As Eager's])."""
+    found = []
+    for info in outputs:
+        replay = info.replay
+        if replay is not None and replay.source is ReplaySource.INPUT and not replay.before_epilogue:
+            bumping = False
+            for step in replay.steps:
+                if step.own_version:
+                    break  # (a counter of its own from here)
+                bumping = bumping or step.op in SET_OPS or torch.Tag.inplace_view in getattr(step.op, "tags", ())
+            if bumping:
+                info = replace(info, replay=replace(replay, keeps_counter=True))
+        found.append(info)
     return tuple(found)
 
 
