@@ -145,8 +145,8 @@ def build_outputs(
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
             value = _tensor_output(info, ev, values, dense, outs, fresh_start, symbols, builder[0], memo)
-            if o in fresh_counts and isinstance(value, torch.Tensor):
-                set_version(value, fresh_counts[o])  # before any view of it: Note [Version Counters As Eager's]
+        if o in fresh_counts and isinstance(value, torch.Tensor):
+            set_version(value, fresh_counts[o])  # before any view of it: Note [Version Counters As Eager's]
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)

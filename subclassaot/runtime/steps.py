@@ -72,17 +72,23 @@ aten = torch.ops.aten
 # another size, ctx.mark_dirty), on the counter every view and detach() of it shares; `.data` has a counter of its own,
 # and ops a wrapper subclass runs on its inner tensors, below autograd, leave the wrapper's alone. Users read the
 # count (`x._version`, autograd's saved-tensor check compares it), so the compiled call leaves each counter at eager's
-# count, not merely moved: the functional run counts eager's bumps per counter family (`SwapRecord.note_bump`), and
+# count, not merely moved. The functional run counts eager's bumps per counter family (`SwapRecord.note_bump`; one
+# dispatched op advances a counter once, however the run rewrites it), and, all decided at compile time:
 # - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
-# - each output whose counter is no input's (an intermediate, or a view of one) written in eager gets eager's count
-#   once every output is built (Analysis.output_versions, `settle_output_counters`); a fresh output eager never
-#   wrote starts at 0 as eager's does, and costs nothing per call.
-# Both are decided at compile time; per call they are one counter write per settled tensor. Not settled: an input whose
-# output views are replayed after the epilogue with in-place view ops (`t = x[0]; t.t_(); return t`) or advanced to
-# make them stale (Replay.bump_after) runs ahead of eager's count by those steps (a known gap: the oracle compares such
-# counters as "moved at least as often as eager's", tools/parity.py).
+# - an output whose counter is no input's, written in eager, gets eager's count (Analysis.output_versions): its
+#   intermediate base or subclass root before any view of it is replayed (a view counted after it was made would be
+#   stale: autograd rebuilds its history, and a multi-output view's raises), a fresh one as it is built; a fresh output
+#   eager never wrote starts at 0 as eager's does, at no cost;
+# - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
+#   by the runtime (Replay.then_set), gives the input its settled count back where no history can go stale (the view
+#   and its base need no grad); a detach() output over an input's storage takes the input's count (its counter is its
+#   own: a later write to the input does not move it, a known gap).
+# Known gaps, compared as "moved at least as often as eager's" where an input and an output share the counter
+# (tools/parity.py): those replays with history, and views advanced to make them stale (Replay.bump_after). Outside
+# inference_mode, eager's clone() and reductions of an inference tensor run out= kernels that advance their normal
+# result's counter; the compiled result is fresh.
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -389,7 +395,7 @@ def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int
         value = outputs[o]
         assert isinstance(value, torch.Tensor), "BUG: a version count for an output that is no tensor"
         base = value._base
-        if get_version(value) != count and not value.requires_grad and (base is None or not base.requires_grad):
+        if get_version(value) != count and (base is None or not (value.requires_grad or base.requires_grad)):
             set_version(value, count)  # (a view with history moved now would be stale: its count was given before)
 
 

@@ -4,12 +4,14 @@ changed, writes through overlapping, expanded or offset inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import pair, pair_nonleaf
+from tests.pipeline.program_helpers import nonleaf, pair, pair_nonleaf
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
@@ -388,3 +390,37 @@ def test_foreach_write_counts_as_eager(kind: str, compile_fn: CompileFn | None) 
     # inner tensors are written below autograd): x ends at 2 (plain) or 1 (PairTensor)
     with torch.no_grad():
         assert_matches_eager(_foreach_written, lambda: (_input(kind, 3), _input(kind, 3)), compile_fn=compile_fn)
+
+
+def _view_transposed_in_place(x: T) -> object:
+    t = x[0:2]
+    t.t_()
+    return (t,)
+
+
+def _detach_transposed_in_place(x: T) -> object:
+    t = x.detach()
+    t.transpose_(1, 0)
+    return (t, x)
+
+
+@pytest.mark.parametrize("program", [_view_transposed_in_place, _detach_transposed_in_place])
+@pytest.mark.parametrize("kind", _KINDS)
+def test_output_view_replayed_with_its_in_place_view_op_keeps_the_count(
+    program: Callable[[T], object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 122000, programs 265, 271, 275: the output is replayed from the input after the epilogue gave the
+    # input eager's count, its t_() then advanced it once more (Replay.keeps_counter)
+    with torch.no_grad():
+        assert_matches_eager(program, lambda: (_input(kind, 3, 2),), compile_fn=compile_fn, versions="exact")
+
+
+def test_write_through_an_expand_recorded_by_autograd_counts_once(compile_fn: CompileFn | None) -> None:
+    # the write is rewritten over the expand's elements once each, and a Function of the pipeline's own marks it dirty
+    # (so that the backward raises as eager's): neither is a write of eager's
+    def f(x0: T) -> object:
+        x0.unsqueeze(0).expand(2, -1, -1).fill_(1.0)
+        return (x0.sin(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4, 1),), compile_fn=compile_fn, versions="exact")
