@@ -408,7 +408,7 @@ class Replay:
     root_data_meta: Meta | None = None
     # INPUT, after the epilogue: its steps advance the input's version counter (in-place view ops), which the epilogue
     # set to eager's count, these ops included: a replayed view that needs no grad gives the input that count back
-    # (Note [Version Counters As Eager's])
+    # (runtime/steps.py: Version Counters As Eager's)
     keeps_counter: bool = False
 
 
@@ -597,8 +597,12 @@ class Analysis:
     # the program's storage resize_ of inputs' storages (Note [Storage Swaps By Rebinding])
     storage_resizes: tuple[StorageResize, ...] = ()
     # (output index, eager's count) for each tensor output whose version counter is no input's, where eager's count
-    # is not 0: the runtime gives it that count once the outputs are built (Note [Version Counters As Eager's])
+    # is not 0: the runtime gives it that count once the outputs are built (runtime/steps.py: Version Counters As Eager's)
     output_versions: tuple[tuple[int, int], ...] = ()
+    # (output index, flat input index) for each tensor output built from dense leaves (no replay) whose counter in
+    # eager is that input's (a detach() of it): the runtime gives it the input's count as built (runtime/steps.py:
+    # Version Counters As Eager's)
+    output_input_counters: tuple[tuple[int, int], ...] = ()
 
 
 # ----------------------------------------------------------------------------- graph outputs

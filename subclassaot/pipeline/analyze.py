@@ -94,7 +94,12 @@ from subclassaot.pipeline.rules.set_under_grad import (
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
-from subclassaot.pipeline.rules.swap_record import counter_keeping_replays, elements_of, output_version_counts
+from subclassaot.pipeline.rules.swap_record import (
+    counter_keeping_replays,
+    elements_of,
+    output_input_counters,
+    output_version_counts,
+)
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,
     grad_bases,
@@ -319,6 +324,7 @@ def _analysis(
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
         output_versions=output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense)),
+        output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
 
 

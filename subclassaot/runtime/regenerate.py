@@ -129,9 +129,8 @@ def build_outputs(
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
     bumped_late: list[torch.Tensor] = []
-    onto_inputs: list[tuple[torch.Tensor, torch.Tensor]] = []  # (output, the input it is a detach() of)
     memo: _BuildMemo = ((bases, roots), shared, entry, bumped_late)
-    fresh_counts = _counted_roots(plan, ev, symbols, (bases, roots)) if plan.analysis.output_versions else {}
+    counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -145,13 +144,12 @@ def build_outputs(
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
             value = _tensor_output(info, ev, values, dense, outs, fresh_start, symbols, builder[0], memo)
-        if o in fresh_counts and isinstance(value, torch.Tensor):
-            set_version(value, fresh_counts[o])  # before any view of it: Note [Version Counters As Eager's]
+        if isinstance(value, torch.Tensor) and (o in counts[0] or o in counts[1]):
+            _give_count(value, o, info, counts, values)
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
-            onto_inputs.append((value, owner))
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
             value.data = _kept_data(info, ev, dense, outs, fresh_start, bases, symbols, shared)
         if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
@@ -162,13 +160,7 @@ def build_outputs(
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             _set_keeping_version(value, dense[onto], ev.meta(info.leaves[0].meta, symbols))
-        cls = plan.output_types[o] if plan.output_types else None
-        if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
-            value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
-        if info.data_meta is not None and isinstance(value, torch.Tensor):
-            size, stride, offset = ev.meta(info.data_meta, symbols)
-            stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
-            assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+        value = _retyped(plan, o, value, ev, symbols, outs)
         _give_autograd_state(info, value)
         result[o] = value
         return value
@@ -188,8 +180,6 @@ def build_outputs(
     if plan.analysis.wrapper_storage:
         _share_storages(plan, holders, values, result)
     settle_output_counters(result, plan.analysis.output_versions)
-    for value, owner in onto_inputs:  # eager's detach() shares the input's counter; ours has its own, given its count
-        set_version(value, get_version(owner))
     return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 
@@ -266,32 +256,41 @@ def _share_storages(
     share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result, dense_leaf)
 
 
-def _counted_roots(
-    plan: RuntimePlan,
-    ev: MetaEvaluator,
-    symbols: dict[str, int],
-    bases_and_roots: tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
-) -> dict[int, int]:
-    """Note [Version Counters As Eager's]: the intermediate bases and subclass roots of outputs eager wrote get eager's
-    count before any view of them is replayed (a view replayed first and counted after would be stale: autograd
-    rebuilds its history, and a multi-output view's raises); returned, the fresh outputs' counts, given as each is
-    built."""
-    bases, _ = bases_and_roots
-    fresh: dict[int, int] = {}
-    for o, count in plan.analysis.output_versions:
-        replay = plan.analysis.outputs[o].replay
-        if replay is None:
-            fresh[o] = count
-        elif replay.source is ReplaySource.BASE:
-            set_version(cast(torch.Tensor, bases[replay.index]), count)
-        elif replay.source is ReplaySource.WRAPPER:
-            root = _replay_source(replace(replay, source_meta=None), ev, (), bases_and_roots, symbols, _no_earlier)
-            set_version(root, count)
-    return fresh
+def _retyped(
+    plan: RuntimePlan, o: int, value: object, ev: MetaEvaluator, symbols: dict[str, int], outs: list[object]
+) -> object:
+    """Output `o` in the torch-function subclass eager's has, with the metadata a `.data =` left on it."""
+    info = plan.analysis.outputs[o]
+    cls = plan.output_types[o] if plan.output_types else None
+    if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
+        value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
+    if info.data_meta is not None and isinstance(value, torch.Tensor):
+        size, stride, offset = ev.meta(info.data_meta, symbols)
+        stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
+        assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+    return value
 
 
-def _no_earlier(o: int) -> object:
-    raise AssertionError(f"BUG: a subclass root replays from output {o}")
+def _give_count(
+    value: torch.Tensor,
+    o: int,
+    info: OutputInfo,
+    counts: tuple[dict[int, int], dict[int, int]],
+    values: Sequence[object],
+) -> None:
+    """A fresh output's eager count, before any view of it; a detach() of an input, the input's count
+    (runtime/steps.py: Version Counters As Eager's)."""
+    fresh_counts, counters = counts
+    if o in fresh_counts:
+        set_version(value, fresh_counts[o])
+    elif info.replay is None:
+        set_version(value, get_version(cast(torch.Tensor, values[counters[o]])))
+
+
+def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:
+    """runtime/steps.py: Version Counters As Eager's: the fresh outputs (no replay) eager wrote, and their counts, given as each
+    is built, before any view of it is replayed from it (a view counted after it was made would be stale)."""
+    return {o: count for o, count in plan.analysis.output_versions if plan.analysis.outputs[o].replay is None}
 
 
 def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor, meta: tuple[list[int], list[int], int]) -> None:
@@ -504,7 +503,7 @@ def _tensor_output(
         came = get_version(source) if isinstance(source, torch.Tensor) else None
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if isinstance(source, torch.Tensor) and came is not None and not value.requires_grad:
-            set_version(source, came)  # Note [Version Counters As Eager's]
+            set_version(source, came)  # runtime/steps.py: Version Counters As Eager's
         if info.replay.bump_after or lowered is not None:
             if finish_bumped_view(value, lowered, bump=info.replay.bump_after, late=_bumps_late(info)):
                 bumped_late.append(value)
@@ -524,7 +523,7 @@ def _tensor_output(
                 if not value.requires_grad and (value._base is None or not value._base.requires_grad):
                     set_version(
                         value, version
-                    )  # the program's set_(), counted already: Note [Version Counters As Eager's]
+                    )  # the program's set_(), counted already: runtime/steps.py: Version Counters As Eager's
     if info.set_under_grad and torch.is_grad_enabled():  # Note [set_ Under Grad]
         root = _grad_set_root(info.grad_set_base, value, ev, bases_and_roots, symbols, earlier, values, dense)
         value = set_under_grad_holder(

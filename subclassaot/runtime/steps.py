@@ -17,8 +17,8 @@ Part: The epilogue's per-entry plan, and the writes of new values into inputs th
 Input: a `RuntimePlan`. Output: `EpiloguePlan` (what the epilogue does, decided once per entry); `copy_into` and
 `settle_version`, the input writes and version-counter fixes the generic runner (call.py) and the generated one
 (straight_line.py) share. Invariants: a write autograd saw in eager is recorded here too, one it did not see is made
-under no_grad (Note [Input Updates]); a settled version counter ends at eager's count (Note [Version Counters As
-Eager's]).
+under no_grad (Note [Input Updates]); a settled version counter ends at eager's count (runtime/steps.py: Version Counters
+As Eager's).
 
 Part: Steps of the output rebuild that the analysis's rules name: version counters around replays of bumped views,
 leaves set_() onto inputs or onto foreign storages, holders of outputs set_() under grad, and the order outputs
@@ -67,28 +67,24 @@ from subclassaot.torch_internals import (
 
 aten = torch.ops.aten
 
-# Note [Version Counters As Eager's]
+# Version Counters As Eager's (referenced as "runtime/steps.py: Version Counters As Eager's")
 # Eager advances a tensor's version counter once per in-place op (data or in-place view op: t_(), set_(), resize_ to
 # another size, ctx.mark_dirty), on the counter every view and detach() of it shares; `.data` has a counter of its own,
-# and ops a wrapper subclass runs on its inner tensors, below autograd, leave the wrapper's alone. Users read the
-# count (`x._version`, autograd's saved-tensor check compares it), so the compiled call leaves each counter at eager's
-# count, not merely moved. The functional run counts eager's bumps per counter family (`SwapRecord.note_bump`; one
-# dispatched op advances a counter once, however the run rewrites it), and, all decided at compile time:
+# and ops a wrapper subclass runs on its inner tensors, below autograd, leave the wrapper's alone. Users read the count
+# (`x._version`; autograd's saved-tensor check compares it), so the compiled call gives counters eager's count, not
+# merely a moved one. The functional run counts eager's bumps per counter family (`SwapRecord.note_bump`; one
+# dispatched op advances a counter once, however the run rewrites it), and, decided at compile time:
 # - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
-# - an output whose counter is no input's, written in eager, gets eager's count (Analysis.output_versions): its
-#   intermediate base or subclass root before any view of it is replayed (a view counted after it was made would be
-#   stale: autograd rebuilds its history, and a multi-output view's raises), a fresh one as it is built; a fresh output
-#   eager never wrote starts at 0 as eager's does, at no cost;
+# - a fresh output eager wrote gets eager's count as it is built, before any view of it (Analysis.output_versions); a
+#   detach() output over an input takes the input's count (Analysis.output_input_counters);
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
-#   by the runtime (Replay.then_set), gives the input its settled count back where no history can go stale (the view
-#   and its base need no grad); a detach() output over an input's storage takes the input's count (its counter is its
-#   own: a later write to the input does not move it, a known gap).
-# Known gaps, compared as "moved at least as often as eager's" where an input and an output share the counter
-# (tools/parity.py): those replays with history, and views advanced to make them stale (Replay.bump_after). Outside
-# inference_mode, eager's clone() and reductions of an inference tensor run out= kernels that advance their normal
-# result's counter; the compiled result is fresh.
+#   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
+# Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
+# count; views of intermediates (not outputs) keep their own count (a root counted before them lost their staleness);
+# eager's clone() and reductions of an inference tensor outside inference_mode advance their result's counter (out=
+# kernels), the compiled result's is fresh. The parity oracle's default ("counted", tools/parity.py) reflects them.
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -382,21 +378,20 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
 
 
 def settle_version(t: torch.Tensor, before: int, bumps: int) -> None:
-    """Leave the version counter as eager does: `bumps` past its count before the call (Note [Version Counters As
-    Eager's])."""
+    """Leave the version counter as eager does: `bumps` past its count before the call (runtime/steps.py: Version Counters
+    As Eager's)."""
     if get_version(t) != before + bumps:
         set_version(t, before + bumps)
 
 
 def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int, int]]) -> None:
     """Analysis.output_versions: the outputs (flat, in output order) whose counters are their own get eager's counts,
-    once every output is built (Note [Version Counters As Eager's])."""
+    once every output is built (runtime/steps.py: Version Counters As Eager's)."""
     for o, count in counts:
         value = outputs[o]
         assert isinstance(value, torch.Tensor), "BUG: a version count for an output that is no tensor"
-        base = value._base
-        if get_version(value) != count and (base is None or not (value.requires_grad or base.requires_grad)):
-            set_version(value, count)  # (a view with history moved now would be stale: its count was given before)
+        if value._base is None and get_version(value) != count:  # (a view moved now would be stale)
+            set_version(value, count)
 
 
 def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:

@@ -331,7 +331,7 @@ def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: Epilogue
     mutations = plan.analysis.mutations
     assert {j for j, _ in (*epilogue.original_copies, *epilogue.final_copies)} <= set(epilogue.versions)
     # epilogue_plan.settle_version: every counter the epilogue settles is set to eager's count in one call, whatever
-    # happened to it (Note [Version Counters As Eager's])
+    # happened to it (runtime/steps.py: Version Counters As Eager's)
     counters = [(f"d{j}", f"b{j}", mutations[j].version_bumps) for j in epilogue.versions]
     # call._fix_wrappers without metadata: only wrappers whose counter eager advances
     counters += [
@@ -402,10 +402,13 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
             _replayed(w, plan, o, info, emit)
         else:
             _from_leaves(w, plan, call, o, info)
+            if o in input_counters:  # a detach() of the input: runtime/steps.py: Version Counters As Eager's
+                w.line(f"{w.constant(set_version)}(r{o}, {w.constant(get_version)}(L[{input_counters[o]}]))")
 
+    input_counters = dict(plan.analysis.output_input_counters)
     for o in build_order(infos):
         emit(o)
-    counts = plan.analysis.output_versions  # Note [Version Counters As Eager's]
+    counts = plan.analysis.output_versions  # runtime/steps.py: Version Counters As Eager's
     if counts:
         w.line(f"_usv(({''.join(f'r{o}, ' for o, _ in counts)}), ({''.join(f'{n}, ' for _, n in counts)}))")
     if call.direct is None and call.apply is None:  # (GraphRun's last result)
@@ -508,7 +511,7 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
     if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
-    if replay.keeps_counter:  # Note [Version Counters As Eager's]
+    if replay.keeps_counter:  # runtime/steps.py: Version Counters As Eager's
         w.line(f"c{o} = {w.constant(get_version)}(L[{replay.index}])")
     for step in replay.steps:
         _step(w, var, step)

@@ -18,8 +18,9 @@ What is compared, per call:
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
 - version counters: each top-level input's and output's `_version`, eager's count of the writes it saw (`Versions`:
-  "counted" by default, where a counter shared between an input and an output may run ahead of eager's; "exact";
-  "moved", whether each input's changed). See Note [Version Counters As Eager's];
+  "counted" by default: inputs' counts, which may run ahead where an output shares the storage, and the counts of
+  outputs that share storage with nothing else; "exact"; "moved", whether each input's changed). See runtime/steps.py:
+  Version Counters As Eager's;
 - gradients, when an input or parameter requires grad, or an output is a leaf the program made, and grad mode is on
   (or `check_grads=True`): fixed tangents, held by the oracle as `out.backward(g)`'s caller holds `g` (each the
   gradient `(out * r).sum()` gives `out`, r fixed random: of the output's type), are pushed back through every output
@@ -40,6 +41,7 @@ Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `asse
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import re
@@ -79,10 +81,10 @@ class Call:
 MakeInputs = Callable[[], "tuple[object, ...] | Call"]
 AfterCall = Callable[[object, tuple[object, ...]], object]
 # How version counters are compared: "moved", whether each input's advanced as eager's did (what autograd's saved-tensor
-# checks read); "exact", each input's and output's count itself; "counted" (the default), exact, except that the counter
-# of an input an output shares storage with, and that output's, may run ahead of eager's (moved iff eager's moved): the
-# runtime replays such outputs' in-place view ops after the epilogue settled the input's count (Note [Version Counters
-# As Eager's])
+# checks read); "exact", each input's and output's count itself; "counted" (the default): each input's count, which may
+# run ahead of eager's (moved iff eager's moved) where an output shares its storage (the runtime replays views of it
+# after the count is given), and the count of each output that is no view and shares storage with no input or other
+# output (runtime/steps.py: Version Counters As Eager's)
 Versions = Literal["moved", "counted", "exact"]
 
 
@@ -497,12 +499,13 @@ def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str], v
         return
     want_paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(want.out)[0]]
     input_keys = {_storage_key(e.tensor) for e in want.inputs} - {None}
+    out_keys = collections.Counter(_storage_key(w) for w in want_leaves if isinstance(w, torch.Tensor))
     for path, g, w in zip(want_paths, got_leaves, want_leaves, strict=True):
         where = f"output{path}"
         if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor):
             _compare_tensor(where, g, w, tol, errors)
-            ahead = versions == "counted" and _storage_key(w) in input_keys
-            if versions != "moved" and _counter_differs(_version_of(g), _version_of(w), 0, 0, ahead=ahead):
+            shared = w._base is not None or out_keys[_storage_key(w)] > 1 or _storage_key(w) in input_keys
+            if (versions == "exact" or (versions == "counted" and not shared)) and _version_of(g) != _version_of(w):
                 errors.append(f"{where}: version counter {_version_of(g)} vs eager {_version_of(w)}")
         elif type(g) is not type(w) or (not isinstance(w, torch.Tensor) and g != w):
             errors.append(f"{where}: {type(g).__name__} {g!r} vs eager {type(w).__name__} {w!r}")

@@ -162,7 +162,7 @@ def _held_inputs(grad: bool) -> Callable[[], tuple[T]]:
     return lambda: (torch.randn(3, requires_grad=True).clone() if grad else torch.randn(3),)
 
 
-# A known gap (Note [Version Counters As Eager's]): outside inference_mode, eager's clone() and reductions (sum, max) of
+# A known gap (runtime/steps.py: Version Counters As Eager's): outside inference_mode, eager's clone() and reductions (sum, max) of
 # an inference tensor advance their normal result's version counter (1, max's indices 2) through the out= kernels they
 # run; the compiled result is fresh (0). Counters are compared as "moved" there.
 _INFERENCE_READ_VERSIONS: dict[Callable[..., object], Versions] = {_held_functional: "moved", _held_inplace: "counted"}

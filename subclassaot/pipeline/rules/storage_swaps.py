@@ -233,7 +233,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         finally:
             self.nesting -= 1
         if counted is not None and counted != self.record.written_families:
-            # one op advances a counter once, however its handling here rewrote it (Note [Version Counters As Eager's])
+            # one op advances a counter once, however its handling here rewrote it (runtime/steps.py: Version Counters As Eager's)
             for family, bumps in self.record.written_families.items():
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         self.record.pin(out)
@@ -997,10 +997,7 @@ class _DataMode(TorchFunctionMode):
             trace_new_leaf(args[0])  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
-            # See Note [In-Place Ops As Eager Runs Them]; its mark is ours, not a bump of eager's
-            counted = dict(self.record.written_families)
-            _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
-            self.record.written_families = counted
+            _raise_in_backward(self.record, out)  # See Note [In-Place Ops As Eager Runs Them]
         if func is torch.Tensor.contiguous and args and out is args[0]:
             if id(out) in self.record.copy_on_contiguous and len(args) == 1 and not kwargs:
                 return out.clone(memory_format=torch.contiguous_format)
@@ -1335,6 +1332,13 @@ class _OverlappingWriteBackward(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         raise RuntimeError(_OVERLAP_MESSAGE)
+
+
+def _raise_in_backward(record: SwapRecord, out: torch.Tensor) -> None:
+    """`_OverlappingWriteBackward` on `out`: its mark_dirty is the pipeline's, not a bump of eager's."""
+    counted = dict(record.written_families)
+    _OverlappingWriteBackward.apply(out)  # type: ignore[no-untyped-call]  # untyped in torch
+    record.written_families = counted
 
 
 _AUTOGRAD_CALLS = frozenset(

@@ -202,7 +202,7 @@ class SwapRecord:
     # every object whose id() a field of this record may name, by id(): Note [Storage Swaps By Rebinding]
     pinned: dict[int, object] = field(default_factory=dict)
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
-    # roots whose version counter eager would bump -> how many times (Note [Version Counters As Eager's])
+    # roots whose version counter eager would bump -> how many times (runtime/steps.py: Version Counters As Eager's)
     written_families: dict[int, int] = field(default_factory=dict)
     # roots written through with grad enabled, not through .data/detach(): the writes autograd records on that
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
@@ -709,7 +709,7 @@ def output_version_counts(
     record: SwapRecord, output: object, inputs: Sequence[torch.Tensor]
 ) -> tuple[tuple[int, int], ...]:
     """Analysis.output_versions: (output index, eager's count) for each tensor output whose version counter is no
-    input's and that eager advanced (Note [Version Counters As Eager's])."""
+    input's and that eager advanced (runtime/steps.py: Version Counters As Eager's)."""
     input_families = {record.family_of(t) for t in inputs}
     found = []
     for k, value in enumerate(pytree.tree_leaves(output)):
@@ -720,9 +720,24 @@ def output_version_counts(
     return tuple(found)
 
 
+def output_input_counters(
+    record: SwapRecord, output: object, inputs: Sequence[torch.Tensor], flat_indices: Sequence[int]
+) -> tuple[tuple[int, int], ...]:
+    """Analysis.output_input_counters, for every tensor output on an input's counter; the runtime takes those it
+    builds from dense leaves (runtime/steps.py: Version Counters As Eager's)."""
+    families = {record.family_of(t): i for t, i in zip(inputs, flat_indices, strict=True)}
+    found = []
+    for k, value in enumerate(pytree.tree_leaves(output)):
+        if isinstance(value, torch.Tensor) and not any(value is t for t in inputs):
+            i = families.get(record.family_of(value))
+            if i is not None:
+                found.append((k, i))
+    return tuple(found)
+
+
 def counter_keeping_replays(outputs: Sequence[OutputInfo]) -> tuple[OutputInfo, ...]:
     """`outputs` with Replay.keeps_counter set where an output replayed from an input after the epilogue applies an
-    in-place view op on the input's counter (Note [Version Counters As Eager's])."""
+    in-place view op on the input's counter (runtime/steps.py: Version Counters As Eager's)."""
     found = []
     for info in outputs:
         replay = info.replay
