@@ -99,6 +99,7 @@ from subclassaot.pipeline.rules.swap_record import (
     elements_of,
     output_input_counters,
     output_version_counts,
+    outputs_counted_first,
 )
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,
@@ -323,7 +324,12 @@ def _analysis(
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
-        output_versions=output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense)),
+        output_versions=outputs_counted_first(
+            output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense)),
+            outputs,
+            run.output,
+            run.swaps,
+        ),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
 

@@ -41,7 +41,6 @@ from subclassaot.runtime.steps import (
     lower_input_counter,
     set_onto_inputs,
     set_under_grad_holder,
-    settle_output_counters,
     state_reached,
     use_only_tokens,
     view_onto,
@@ -179,7 +178,6 @@ def build_outputs(
         give_base_grad(view)
     if plan.analysis.wrapper_storage:
         _share_storages(plan, holders, values, result)
-    settle_output_counters(result, plan.analysis.output_versions)
     return unflatten_output(result, plan.analysis.output_spec, has_size)
 
 

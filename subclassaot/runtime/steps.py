@@ -77,12 +77,13 @@ aten = torch.ops.aten
 # - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
-# - a fresh output eager wrote gets eager's count as it is built, before any view of it (Analysis.output_versions); a
-#   detach() output over an input takes the input's count (Analysis.output_input_counters);
+# - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
+#   replayed from it, after it (Analysis.output_versions); a detach() output over an input takes the input's count;
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
-# count; views of intermediates (not outputs) keep their own count (a root counted before them lost their staleness);
+# count; outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views
+# lost their staleness);
 # eager's clone() and reductions of an inference tensor outside inference_mode advance their result's counter (out=
 # kernels), the compiled result's is fresh. The parity oracle's default ("counted", tools/parity.py) reflects them.
 

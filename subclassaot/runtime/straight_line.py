@@ -404,13 +404,13 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
             _from_leaves(w, plan, call, o, info)
             if o in input_counters:  # a detach() of the input: runtime/steps.py: Version Counters As Eager's
                 w.line(f"{w.constant(set_version)}(r{o}, {w.constant(get_version)}(L[{input_counters[o]}]))")
+            if o in counts:  # before any view of it (runtime/steps.py: Version Counters As Eager's)
+                w.line(f"_usv((r{o},), ({counts[o]},))")
 
     input_counters = dict(plan.analysis.output_input_counters)
+    counts = dict(plan.analysis.output_versions)
     for o in build_order(infos):
         emit(o)
-    counts = plan.analysis.output_versions  # runtime/steps.py: Version Counters As Eager's
-    if counts:
-        w.line(f"_usv(({''.join(f'r{o}, ' for o, _ in counts)}), ({''.join(f'{n}, ' for _, n in counts)}))")
     if call.direct is None and call.apply is None:  # (GraphRun's last result)
         w.line("if after is not None:")
         w.line("after()", 2)

@@ -701,7 +701,7 @@ def compare_with_eager(
     after_call: AfterCall | None = None,
     check_grads: bool | None = None,
     tolerance: Tolerance | None = None,
-    versions: Versions = "counted",
+    versions: Versions = "moved",
 ) -> tuple[str, ...]:
     """Run `eager_fn` and `compiled` on their own fresh inputs; return every difference (empty: they match).
 

@@ -720,6 +720,31 @@ def output_version_counts(
     return tuple(found)
 
 
+def outputs_counted_first(
+    counts: tuple[tuple[int, int], ...], outputs: Sequence[OutputInfo], output: object, record: SwapRecord
+) -> tuple[tuple[int, int], ...]:
+    """The `counts` (output_version_counts) of fresh outputs whose counter no other output shares but views replayed
+    from them, built after them: counted as built, no view of them goes stale (runtime/steps.py: Version Counters As
+    Eager's)."""
+    leaves = pytree.tree_leaves(output)
+    families = [record.family_of(v) if isinstance(v, torch.Tensor) else None for v in leaves]
+    kept = []
+    for k, count in counts:
+        others = [j for j, f in enumerate(families) if f == families[k] and j != k and leaves[j] is not leaves[k]]
+        if outputs[k].replay is None and all(_replayed_from(outputs, j, k) for j in others):
+            kept.append((k, count))
+    return tuple(kept)
+
+
+def _replayed_from(outputs: Sequence[OutputInfo], j: int, k: int) -> bool:
+    replay = outputs[j].replay
+    while replay is not None and replay.source is ReplaySource.OUTPUT:
+        if replay.index == k:
+            return True
+        replay = outputs[replay.index].replay
+    return False
+
+
 def output_input_counters(
     record: SwapRecord, output: object, inputs: Sequence[torch.Tensor], flat_indices: Sequence[int]
 ) -> tuple[tuple[int, int], ...]:
