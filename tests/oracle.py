@@ -65,7 +65,7 @@ def assert_matches_eager(
     rtol: float | None = None,
     after_call: Callable[[object, tuple[object, ...]], object] | None = None,
     compile_fn: CompileFn | None = None,
-    versions: Versions = "counted",
+    versions: Versions = "moved",
 ) -> Callable[..., object]:
     """Compile `fn` and check `calls` calls of it, each on fresh inputs, against eager runs; return the compiled fn.
 
@@ -116,7 +116,7 @@ def _check_one_call(
     after_call: Callable[[object, tuple[object, ...]], object] | None,
     check_grads: bool | None,
     tol: Tolerance,
-    versions: Versions = "counted",
+    versions: Versions = "moved",
 ) -> None:
     try:
         errors = compare_with_eager(

@@ -18,8 +18,8 @@ What is compared, per call:
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
 - version counters: each top-level input's and output's `_version`, eager's count of the writes it saw (`Versions`:
-  "counted" by default: inputs' counts, which may run ahead where an output shares the storage, and the counts of
-  outputs that share storage with nothing else; "exact"; "moved", whether each input's changed). See runtime/steps.py:
+  "moved" by default, whether each input's changed; "counted": inputs' counts, which may run ahead where an output
+  shares the storage, and the counts of outputs that share storage with nothing else; "exact"). See runtime/steps.py:
   Version Counters As Eager's;
 - gradients, when an input or parameter requires grad, or an output is a leaf the program made, and grad mode is on
   (or `check_grads=True`): fixed tangents, held by the oracle as `out.backward(g)`'s caller holds `g` (each the
@@ -81,7 +81,7 @@ class Call:
 MakeInputs = Callable[[], "tuple[object, ...] | Call"]
 AfterCall = Callable[[object, tuple[object, ...]], object]
 # How version counters are compared: "moved", whether each input's advanced as eager's did (what autograd's saved-tensor
-# checks read); "exact", each input's and output's count itself; "counted" (the default): each input's count, which may
+# checks read; the default); "exact", each input's and output's count itself; "counted": each input's count, which may
 # run ahead of eager's (moved iff eager's moved) where an output shares its storage (the runtime replays views of it
 # after the count is given), and the count of each output that is no view and shares storage with no input or other
 # output (runtime/steps.py: Version Counters As Eager's)
