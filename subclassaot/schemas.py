@@ -155,7 +155,8 @@ class LeafMutation:
     # a plain input whose every storage swap was `.data =`, no set_(): a leaf keeps its gradient accumulator (Note
     # [Gradient Accumulators Of Leaves])
     swapped_by_data_only: bool = False
-    version_bumped: bool  # eager advances its version counter (a write through it or a view sharing its counter)
+    # how many times eager advances its version counter (writes through it or a view sharing its counter)
+    version_bumps: int
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
     # some autograd-visible write went through it or a view of it (its version-counter family), not only through
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
@@ -189,6 +190,11 @@ class LeafMutation:
     @property
     def any(self) -> bool:
         return self.data or self.metadata or self.storage_changed or self.swapped
+
+    @property
+    def version_bumped(self) -> bool:
+        """Eager advances its version counter."""
+        return self.version_bumps > 0
 
     @property
     def written_after_data(self) -> bool:
@@ -410,6 +416,10 @@ class Replay:
     # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
     # rebuilt root once every output is built (Note [Wrapper Data Assignment])
     root_data_meta: Meta | None = None
+    # INPUT, after the epilogue: its steps advance the input's version counter (in-place view ops), which the epilogue
+    # set to eager's count, these ops included: a replayed view that needs no grad gives the input that count back
+    # (runtime/steps.py: Version Counters As Eager's)
+    keeps_counter: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -504,7 +514,8 @@ class StorageResize:
 class Analysis:
     mutations: tuple[LeafMutation, ...]  # indexed by DenseIndex
     wrapper_meta_after: tuple[Meta | None, ...]  # per tensor input: a subclass's outer metadata at the end
-    wrapper_version_bumped: tuple[bool, ...]  # per tensor input: eager advances the wrapper's version counter
+    # per tensor input: how many times eager advances the wrapper's version counter (0 for a plain tensor)
+    wrapper_version_bumps: tuple[int, ...]
     requires_grad_after: tuple[bool, ...]  # per tensor input: requires_grad when the program returns
     requires_grad_set: tuple[bool, ...]  # per tensor input: the program called requires_grad_() on it (a leaf)
     # per tensor input: the in-place view ops (t_, unsqueeze_, ...) the program applied to it, replayed on the real
@@ -595,6 +606,13 @@ class Analysis:
     grad_set_intermediate_read: bool = False
     # the program's storage resize_ of inputs' storages (Note [Storage Swaps By Rebinding])
     storage_resizes: tuple[StorageResize, ...] = ()
+    # (output index, eager's count) for each tensor output whose version counter is no input's, where eager's count
+    # is not 0: the runtime gives it that count once the outputs are built (runtime/steps.py: Version Counters As Eager's)
+    output_versions: tuple[tuple[int, int], ...] = ()
+    # (output index, flat input index) for each tensor output built from dense leaves (no replay) whose counter in
+    # eager is that input's (a detach() of it): the runtime gives it the input's count as built (runtime/steps.py:
+    # Version Counters As Eager's)
+    output_input_counters: tuple[tuple[int, int], ...] = ()
 
 
 # ----------------------------------------------------------------------------- graph outputs

@@ -24,6 +24,7 @@ from subclassaot.tools.parity import (
     Call,
     EagerRaised,
     Tolerance,
+    Versions,
     compare_with_eager,
     fixed_random_like,
     fresh_call,
@@ -64,12 +65,14 @@ def assert_matches_eager(
     rtol: float | None = None,
     after_call: Callable[[object, tuple[object, ...]], object] | None = None,
     compile_fn: CompileFn | None = None,
+    versions: Versions = "moved",
 ) -> Callable[..., object]:
     """Compile `fn` and check `calls` calls of it, each on fresh inputs, against eager runs; return the compiled fn.
 
     `after_call(outputs, args)` runs after every call on both sides before anything is compared (for example to
     mutate an output and check that the mutation reaches the input it aliases); if it raises in eager it must
     raise in compiled code too. `compile_fn(fn, backend=..., **compile_kwargs)` defaults to `subclassaot.compile`.
+    `versions`: how version counters are compared (subclassaot.tools.parity.Versions).
     An `nn.Module` is deep-copied for each side, and its parameters and buffers are compared as inputs.
     """
     tol = Tolerance(atol=atol, rtol=rtol)
@@ -80,7 +83,7 @@ def assert_matches_eager(
     compiled = do_compile(compiled_target, backend=backend, **dict(compile_kwargs or {}))
     for index in range(calls):
         _check_one_call(
-            index, compiled, eager_fn, make_inputs, _as_module(compiled_target), after_call, check_grads, tol
+            index, compiled, eager_fn, make_inputs, _as_module(compiled_target), after_call, check_grads, tol, versions
         )
     return compiled
 
@@ -113,6 +116,7 @@ def _check_one_call(
     after_call: Callable[[object, tuple[object, ...]], object] | None,
     check_grads: bool | None,
     tol: Tolerance,
+    versions: Versions = "moved",
 ) -> None:
     try:
         errors = compare_with_eager(
@@ -124,6 +128,7 @@ def _check_one_call(
             after_call=after_call,
             check_grads=check_grads,
             tolerance=tol,
+            versions=versions,
         )
     except EagerRaised as e:
         raise AssertionError(

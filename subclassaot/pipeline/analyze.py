@@ -95,7 +95,13 @@ from subclassaot.pipeline.rules.set_under_grad import (
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
-from subclassaot.pipeline.rules.swap_record import elements_of
+from subclassaot.pipeline.rules.swap_record import (
+    counter_keeping_replays,
+    elements_of,
+    output_input_counters,
+    output_version_counts,
+    outputs_counted_first,
+)
 from subclassaot.pipeline.rules.training_rules import (
     gains_grad,
     grad_bases,
@@ -246,7 +252,8 @@ class _CheckedRun:
         )
         self.wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         self.wrapper_bumped = tuple(
-            tree is not None and run.swaps.bumps(t) for tree, t in zip(layout.trees, run.user_tensors, strict=True)
+            run.swaps.bump_count(t) if tree is not None else 0
+            for tree, t in zip(layout.trees, run.user_tensors, strict=True)
         )
         self.stale = tuple(storage_key(o) in run.swaps.stale_reads for o in run.originals)
 
@@ -269,7 +276,7 @@ def _analysis(
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
-        wrapper_version_bumped=f.wrapper_bumped,
+        wrapper_version_bumps=f.wrapper_bumped,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=f.replays,
@@ -307,7 +314,7 @@ def _analysis(
         wrapper_last_use=uses[1],
         dense_written=uses[2],
         wrapper_data=f.data_plans,
-        outputs=outputs,
+        outputs=counter_keeping_replays(outputs),
         output_spec=f.spec,
         num_intermediate_bases=f.num_bases,
         stride_probes=f.probes,
@@ -319,6 +326,13 @@ def _analysis(
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
+        output_versions=outputs_counted_first(
+            output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense)),
+            outputs,
+            run.output,
+            run.swaps,
+        ),
+        output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
 
 

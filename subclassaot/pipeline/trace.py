@@ -50,9 +50,9 @@ from subclassaot.torch_internals import (
 #   BASE      the whole storage of an alias group (Note [Synthetic Bases]), written back once for all members; where
 #             a resize_() grew it (through a detach() of a member, say), all of the grown storage (`base_update`).
 # The epilogue applies, per leaf: copy ORIGINAL; then set_ / resize_ / as_strided_ to the final metadata; then copy
-# FINAL. Eager's observable state after the call is the same; only the version counter may advance by a different
-# count. So parity compares counters as "changed or not": eager bumps once per in-place op, the epilogue once per
-# epilogue op; writes hidden from autograd (`x.data.mul_(2)`) bump none in either, and only top-level tensors' counters
+# FINAL. Eager's observable state after the call is the same; the epilogue's ops advance the version counter by their
+# own count, so each counter it settles is then set to eager's (runtime/steps.py: Version Counters As Eager's): eager bumps once
+# per in-place op; writes hidden from autograd (`x.data.mul_(2)`) bump none, and only top-level tensors' counters
 # count (a wrapper's inner counters are not observable through it). In training:
 # - An ORIGINAL overwritten by a FINAL (x.mul_(2); x.t_()) gets zero gradient in eager's history as in ours, so it is not
 #   differentiated (through the traced in-place view ops that fails). Only where no one else sees the original storage

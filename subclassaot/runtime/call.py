@@ -52,6 +52,7 @@ from subclassaot.runtime.steps import (
     make_assigned_accumulators,
     replay_early,
     settle_early_counters,
+    settle_output_counters,
     settle_storages,
     settle_version,
     undo_steps,
@@ -182,9 +183,11 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
             # in training the autograd.Function's outputs are all of them).
             fresh = [fresh_output(cast(torch.Tensor, outs[k])) for k in fresh_only]
+            settle_output_counters(fresh, output_versions)
             result = unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
         elif fresh_only is not None and len(prewrapped) == len(fresh_only):
             given = [prewrapped[o] for o in range(len(fresh_only))]
+            settle_output_counters(given, output_versions)
             result = unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
         else:
             result = build_outputs(
@@ -202,6 +205,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     )
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
+    output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
     return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
@@ -533,7 +537,7 @@ def _epilogue(
             if plan.layout.trees[t] is None:
                 _repeat_swap_under_grad(*_grad_swap_pair(plan, values, dense, t))
     for j, before in zip(epilogue.versions, versions, strict=True):
-        settle_version(dense[j], before, mutations[j].version_bumped)
+        settle_version(dense[j], before, mutations[j].version_bumps)
     if epilogue.wrappers:
         _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols, dense)
     if epilogue.grad_swaps and torch.is_grad_enabled():
@@ -612,7 +616,7 @@ def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: to
     before = get_version(wrapper)
     with torch.set_grad_enabled(visible and torch.is_grad_enabled()):
         wrapper.copy_(value)
-    if not plan.analysis.wrapper_version_bumped[t]:
+    if not plan.analysis.wrapper_version_bumps[t]:
         set_version(wrapper, before)  # a write through `.data`: eager leaves the wrapper's counter alone
 
 
@@ -728,7 +732,5 @@ def _fix_wrappers(
                 change = assign_wrapper_metadata if data is not None else set_wrapper_metadata
                 with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
                     change(wrapper, size, stride, offset)
-        if analysis.wrapper_version_bumped[t] and get_version(wrapper) == before:
-            # Only where the epilogue's own ops did not: autograd regenerates a view's grad_fn when its version
-            # moves, and after a replayed in-place view op (t_) that would lose the op from its history.
-            set_version(wrapper, get_version(wrapper) + 1)
+        if get_version(wrapper) != before + analysis.wrapper_version_bumps[t]:
+            set_version(wrapper, before + analysis.wrapper_version_bumps[t])

@@ -131,6 +131,7 @@ def build_outputs(
     gains_late: list[torch.Tensor] = []
     bumped_late: list[torch.Tensor] = []
     memo: _BuildMemo = ((bases, roots), shared, entry, bumped_late)
+    counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -144,6 +145,8 @@ def build_outputs(
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
             value = _tensor_output(info, ev, values, dense, outs, fresh_start, symbols, builder[0], memo)
+        if isinstance(value, torch.Tensor) and (o in counts[0] or o in counts[1]):
+            _give_count(value, o, info, counts, values)
         if info.leaves and info.leaves[0].onto_input is not None and isinstance(value, torch.Tensor):
             owner = values[plan.layout.leaves[info.leaves[0].onto_input].owner]
             assert isinstance(owner, torch.Tensor)
@@ -158,13 +161,7 @@ def build_outputs(
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             _set_keeping_version(value, dense[onto], ev.meta(info.leaves[0].meta, symbols))
-        cls = plan.output_types[o] if plan.output_types else None
-        if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
-            value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
-        if info.data_meta is not None and isinstance(value, torch.Tensor):
-            size, stride, offset = ev.meta(info.data_meta, symbols)
-            stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
-            assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+        value = _retyped(plan, o, value, ev, symbols, outs)
         _give_autograd_state(info, value)
         result[o] = value
         return value
@@ -261,6 +258,43 @@ def _share_storages(
     """Note [Wrapper Storage]: the outputs and inputs of each wrapper-storage class end on its wrapper storage."""
     dense_leaf = functools.partial(_dense_leaf, plan, values)
     share_wrapper_storages(plan.flat, plan.analysis.wrapper_storage, holders, values, result, dense_leaf)
+
+
+def _retyped(
+    plan: RuntimePlan, o: int, value: object, ev: MetaEvaluator, symbols: dict[str, int], outs: list[object]
+) -> object:
+    """Output `o` in the torch-function subclass eager's has, with the metadata a `.data =` left on it."""
+    info = plan.analysis.outputs[o]
+    cls = plan.output_types[o] if plan.output_types else None
+    if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
+        value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
+    if info.data_meta is not None and isinstance(value, torch.Tensor):
+        size, stride, offset = ev.meta(info.data_meta, symbols)
+        stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
+        assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+    return value
+
+
+def _give_count(
+    value: torch.Tensor,
+    o: int,
+    info: OutputInfo,
+    counts: tuple[dict[int, int], dict[int, int]],
+    values: Sequence[object],
+) -> None:
+    """A fresh output's eager count, before any view of it; a detach() of an input, the input's count
+    (runtime/steps.py: Version Counters As Eager's)."""
+    fresh_counts, counters = counts
+    if o in fresh_counts:
+        set_version(value, fresh_counts[o])
+    elif info.replay is None:
+        set_version(value, get_version(cast(torch.Tensor, values[counters[o]])))
+
+
+def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:
+    """runtime/steps.py: Version Counters As Eager's: the fresh outputs (no replay) eager wrote, and their counts, given as each
+    is built, before any view of it is replayed from it (a view counted after it was made would be stale)."""
+    return {o: count for o, count in plan.analysis.output_versions if plan.analysis.outputs[o].replay is None}
 
 
 def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor, meta: tuple[list[int], list[int], int]) -> None:
@@ -469,7 +503,11 @@ def _tensor_output(
         value = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
     else:
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
+        source = values[info.replay.index] if info.replay.keeps_counter and lowered is None else None
+        came = get_version(source) if isinstance(source, torch.Tensor) else None
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
+        if isinstance(source, torch.Tensor) and came is not None and not value.requires_grad:
+            set_version(source, came)  # runtime/steps.py: Version Counters As Eager's
         if info.replay.bump_after or lowered is not None:
             if finish_bumped_view(value, lowered, bump=info.replay.bump_after, late=_bumps_late(info)):
                 bumped_late.append(value)
@@ -483,8 +521,13 @@ def _tensor_output(
             elif info.replay.set_by_data:
                 value.data = contents
             else:
+                version = get_version(value)
                 with torch.no_grad():
                     set_to_tensor(value, contents)
+                if not value.requires_grad and (value._base is None or not value._base.requires_grad):
+                    set_version(
+                        value, version
+                    )  # the program's set_(), counted already: runtime/steps.py: Version Counters As Eager's
     if info.set_under_grad and torch.is_grad_enabled():  # Note [set_ Under Grad]
         root = _grad_set_root(info.grad_set_base, value, ev, bases_and_roots, symbols, earlier, values, dense)
         value = set_under_grad_holder(

@@ -17,7 +17,8 @@ Part: The epilogue's per-entry plan, and the writes of new values into inputs th
 Input: a `RuntimePlan`. Output: `EpiloguePlan` (what the epilogue does, decided once per entry); `copy_into` and
 `settle_version`, the input writes and version-counter fixes the generic runner (call.py) and the generated one
 (straight_line.py) share. Invariants: a write autograd saw in eager is recorded here too, one it did not see is made
-under no_grad (Note [Input Updates]); a version counter ends advanced iff eager's did.
+under no_grad (Note [Input Updates]); a settled version counter ends at eager's count (runtime/steps.py: Version Counters
+As Eager's).
 
 Part: Steps of the output rebuild that the analysis's rules name: version counters around replays of bumped views,
 leaves set_() onto inputs or onto foreign storages, holders of outputs set_() under grad, and the order outputs
@@ -65,6 +66,26 @@ from subclassaot.torch_internals import (
 )
 
 aten = torch.ops.aten
+
+# Version Counters As Eager's (referenced as "runtime/steps.py: Version Counters As Eager's")
+# Eager advances a tensor's version counter once per in-place op (data or in-place view op: t_(), set_(), resize_ to
+# another size, ctx.mark_dirty), on the counter every view and detach() of it shares; `.data` has a counter of its own,
+# and ops a wrapper subclass runs on its inner tensors, below autograd, leave the wrapper's alone. Users read the count
+# (`x._version`; autograd's saved-tensor check compares it), so the compiled call gives counters eager's count, not
+# merely a moved one. The functional run counts eager's bumps per counter family (`SwapRecord.note_bump`; one
+# dispatched op advances a counter once, however the run rewrites it), and, decided at compile time:
+# - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
+#   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
+#   copy_, as_strided_ and set_ did to it;
+# - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
+#   replayed from it, after it (Analysis.output_versions); a detach() output over an input takes the input's count;
+# - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
+#   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
+# Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
+# count; outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views
+# lost their staleness);
+# eager's clone() and reductions of an inference tensor outside inference_mode advance their result's counter (out=
+# kernels), the compiled result's is fresh. The parity oracle's default ("counted", tools/parity.py) reflects them.
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -318,7 +339,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     wrappers = tuple(
         t
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
-        if tree is not None and (after is not None or analysis.wrapper_version_bumped[t])
+        if tree is not None and (after is not None or analysis.wrapper_version_bumps[t])
     )
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
@@ -357,13 +378,21 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
     )
 
 
-def settle_version(t: torch.Tensor, before: int, bumped: bool) -> None:
-    """Leave the version counter as eager does: advanced iff eager advanced it (counts may differ)."""
-    now = get_version(t)
-    if not bumped and now != before:
-        set_version(t, before)
-    elif bumped and now == before:
-        set_version(t, before + 1)
+def settle_version(t: torch.Tensor, before: int, bumps: int) -> None:
+    """Leave the version counter as eager does: `bumps` past its count before the call (runtime/steps.py: Version Counters
+    As Eager's)."""
+    if get_version(t) != before + bumps:
+        set_version(t, before + bumps)
+
+
+def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int, int]]) -> None:
+    """Analysis.output_versions: the outputs (flat, in output order) whose counters are their own get eager's counts,
+    once every output is built (runtime/steps.py: Version Counters As Eager's)."""
+    for o, count in counts:
+        value = outputs[o]
+        assert isinstance(value, torch.Tensor), "BUG: a version count for an output that is no tensor"
+        if value._base is None and get_version(value) != count:  # (a view moved now would be stale)
+            set_version(value, count)
 
 
 def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:

@@ -44,6 +44,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
+from subclassaot.torch_internals import get_version, set_version
 
 # Note [Straight-Line Runners]
 # The generic runner (call.make_runner) walks the plan on every call, asking of each output and each input what the
@@ -331,19 +332,17 @@ def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: Epilogue
         _copy(w, plan, call, j, k, final=True)
     mutations = plan.analysis.mutations
     assert {j for j, _ in (*epilogue.original_copies, *epilogue.final_copies)} <= set(epilogue.versions)
-    # epilogue_plan.settle_version: a counter eager leaves as it came is set back in one call, whatever happened
-    # to it; one eager advances is advanced where nothing did.
-    kept = [j for j in epilogue.versions if not mutations[j].version_bumped]
-    if kept:
-        w.line(f"_usv(({''.join(f'd{j}, ' for j in kept)}), ({''.join(f'b{j}, ' for j in kept)}))")
-    for j in epilogue.versions:
-        if mutations[j].version_bumped:
-            w.line(f"if d{j}._version == b{j}:")
-            w.line(f"_usv((d{j},), (b{j} + 1,))", 2)
-    for t in epilogue.wrappers:  # call._fix_wrappers without metadata: only wrappers whose counter eager advances
-        wrapper = f"L[{plan.flat.tensor_indices[t]}]"
-        w.line(f"if {wrapper}._version == w{t}:")
-        w.line(f"_usv(({wrapper},), (w{t} + 1,))", 2)
+    # epilogue_plan.settle_version: every counter the epilogue settles is set to eager's count in one call, whatever
+    # happened to it (runtime/steps.py: Version Counters As Eager's)
+    counters = [(f"d{j}", f"b{j}", mutations[j].version_bumps) for j in epilogue.versions]
+    # call._fix_wrappers without metadata: only wrappers whose counter eager advances
+    counters += [
+        (f"L[{plan.flat.tensor_indices[t]}]", f"w{t}", plan.analysis.wrapper_version_bumps[t])
+        for t in epilogue.wrappers
+    ]
+    if counters:
+        targets = "".join(f"{before} + {n}, " if n else f"{before}, " for _, before, n in counters)
+        w.line(f"_usv(({''.join(f'{t}, ' for t, _, _ in counters)}), ({targets}))")
 
 
 def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, final: bool) -> None:
@@ -405,7 +404,13 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
             _replayed(w, plan, o, info, emit)
         else:
             _from_leaves(w, plan, call, o, info)
+            if o in input_counters:  # a detach() of the input: runtime/steps.py: Version Counters As Eager's
+                w.line(f"{w.constant(set_version)}(r{o}, {w.constant(get_version)}(L[{input_counters[o]}]))")
+            if o in counts:  # before any view of it (runtime/steps.py: Version Counters As Eager's)
+                w.line(f"_usv((r{o},), ({counts[o]},))")
 
+    input_counters = dict(plan.analysis.output_input_counters)
+    counts = dict(plan.analysis.output_versions)
     for o in build_order(infos):
         emit(o)
     if call.direct is None and call.apply is None:  # (GraphRun's last result)
@@ -508,8 +513,13 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
     if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
+    if replay.keeps_counter:  # runtime/steps.py: Version Counters As Eager's
+        w.line(f"c{o} = {w.constant(get_version)}(L[{replay.index}])")
     for step in replay.steps:
         _step(w, var, step)
+    if replay.keeps_counter:
+        w.line(f"if not {var}.requires_grad:")
+        w.line(f"{w.constant(set_version)}(L[{replay.index}], c{o})", 2)
 
 
 def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> bool:

@@ -109,7 +109,7 @@ def describe_mutation(m: LeafMutation, layout: DenseLayout) -> str:
     elif m.any and not m.autograd_visible:
         facts.append("under no_grad")
     if m.version_bumped:
-        facts.append("version counter advanced")
+        facts.append(f"version counter advanced {m.version_bumps} time(s)")
     elif m.any:
         facts.append("version counter left as it was (as eager)")
     return "; ".join(facts) if facts else "untouched"
@@ -125,7 +125,7 @@ def _input_lines(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> l
         if tree is not None:
             after = analysis.wrapper_meta_after[t]
             extra = f"; outer ends as {format_meta(after)}" if after is not None else ""
-            bumped = "; wrapper version counter advanced" if analysis.wrapper_version_bumped[t] else ""
+            bumped = "; wrapper version counter advanced" if analysis.wrapper_version_bumps[t] else ""
             lines.append(f"{path}: {kind} with inner tensors {', '.join(tree.attrs)}{extra}{bumped}")
         for j in layout.leaves_of_input[t]:
             leaf = layout.leaves[j]
@@ -241,7 +241,7 @@ def epilogue_plan(entry: CompiledEntry) -> list[str]:
             steps.append(f"{path}: copy_ its final value (graph output {k}) into it{_hidden(m)}")
     for j, m in enumerate(analysis.mutations):
         if m.any or m.version_bumped:
-            state = "advanced (once)" if m.version_bumped else "restored to its value before the call"
+            state = f"advanced by {m.version_bumps}" if m.version_bumped else "restored to its value before the call"
             steps.append(f"{layout.leaves[j].path}: version counter {state}, as eager leaves it")
     steps += _wrapper_steps(entry)
     regenerated = [o.path for o in analysis.outputs if _is_regenerated(o)]
@@ -259,8 +259,8 @@ def _wrapper_steps(entry: CompiledEntry) -> list[str]:
         path = flat.leaves[flat.tensor_indices[t]].path
         if after is not None and (tuple(tree.outer_size), tuple(tree.outer_stride)) != (after[0], after[1]):
             steps.append(f"{path}: set the wrapper's outer metadata to {format_meta(after)}")
-        if analysis.wrapper_version_bumped[t]:
-            steps.append(f"{path}: advance the wrapper's version counter")
+        if analysis.wrapper_version_bumps[t]:
+            steps.append(f"{path}: advance the wrapper's version counter by {analysis.wrapper_version_bumps[t]}")
     return steps
 
 

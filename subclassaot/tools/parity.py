@@ -17,7 +17,10 @@ What is compared, per call:
 - aliasing, over all tensors (inputs, outputs, and the inner tensors of subclasses): which pairs are the same
   Python object, which pairs share a storage, and what each view's `_base` is (an input, an input's `_base`, an
   output, or something else);
-- version counters: whether each top-level input's `_version` changed. See Note [Input Updates];
+- version counters: each top-level input's and output's `_version`, eager's count of the writes it saw (`Versions`:
+  "moved" by default, whether each input's changed; "counted": inputs' counts, which may run ahead where an output
+  shares the storage, and the counts of outputs that share storage with nothing else; "exact"). See runtime/steps.py:
+  Version Counters As Eager's;
 - gradients, when an input or parameter requires grad, or an output is a leaf the program made, and grad mode is on
   (or `check_grads=True`): fixed tangents, held by the oracle as `out.backward(g)`'s caller holds `g` (each the
   gradient `(out * r).sum()` gives `out`, r fixed random: of the output's type), are pushed back through every output
@@ -38,10 +41,12 @@ Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `asse
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 import torch
 from torch.utils import _pytree as pytree
@@ -56,6 +61,7 @@ __all__ = [
     "EagerRaised",
     "MakeInputs",
     "Tolerance",
+    "Versions",
     "compare_with_eager",
     "fixed_random_like",
     "fresh_call",
@@ -74,6 +80,12 @@ class Call:
 
 MakeInputs = Callable[[], "tuple[object, ...] | Call"]
 AfterCall = Callable[[object, tuple[object, ...]], object]
+# How version counters are compared: "moved", whether each input's advanced as eager's did (what autograd's saved-tensor
+# checks read; the default); "exact", each input's and output's count itself; "counted": each input's count, which may
+# run ahead of eager's (moved iff eager's moved) where an output shares its storage (the runtime replays views of it
+# after the count is given), and the count of each output that is no view and shares storage with no input or other
+# output (runtime/steps.py: Version Counters As Eager's)
+Versions = Literal["moved", "counted", "exact"]
 
 
 class EagerRaised(Exception):
@@ -476,7 +488,7 @@ def _leaves_behind(root: torch.autograd.graph.Node) -> list[torch.Tensor]:
     return leaves
 
 
-def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -> None:
+def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str], versions: Versions) -> None:
     if got.grad_after != want.grad_after:
         errors.append(f"torch.is_grad_enabled() after the call: {got.grad_after} vs eager {want.grad_after}")
     if type(want.post_error) is not type(got.post_error):
@@ -487,28 +499,41 @@ def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str]) -
         errors.append(f"output pytree structure {got_spec} vs eager {want_spec}")
         return
     want_paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(want.out)[0]]
+    input_keys = {_storage_key(e.tensor) for e in want.inputs} - {None}
+    out_keys = collections.Counter(_storage_key(w) for w in want_leaves if isinstance(w, torch.Tensor))
     for path, g, w in zip(want_paths, got_leaves, want_leaves, strict=True):
         where = f"output{path}"
         if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor):
             _compare_tensor(where, g, w, tol, errors)
+            shared = w._base is not None or out_keys[_storage_key(w)] > 1 or _storage_key(w) in input_keys
+            if (versions == "exact" or (versions == "counted" and not shared)) and _version_of(g) != _version_of(w):
+                errors.append(f"{where}: version counter {_version_of(g)} vs eager {_version_of(w)}")
         elif type(g) is not type(w) or (not isinstance(w, torch.Tensor) and g != w):
             errors.append(f"{where}: {type(g).__name__} {g!r} vs eager {type(w).__name__} {w!r}")
-    _compare_inputs(got, want, tol, errors, "after the call")
+    _compare_inputs(got, want, tol, errors, "after the call", versions)
     got_all = list(got.inputs) + _tree_entries(got.out, "output")
     want_all = list(want.inputs) + _tree_entries(want.out, "output")
     _compare_aliasing(got_all, want_all, tol, errors)
 
 
-def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], when: str) -> None:
+def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], when: str, versions: Versions) -> None:
     if [e.name for e in got.inputs] != [e.name for e in want.inputs]:
         errors.append(f"inputs {[e.name for e in got.inputs]} vs eager {[e.name for e in want.inputs]}")
         return
+    output_keys = {_storage_key(e.tensor) for e in _tree_entries(want.out, "output")} - {None}
     for i, (g, w) in enumerate(zip(got.inputs, want.inputs, strict=True)):
         if not w.top_level:
             continue  # compared through its outer tensor; see the module docstring for version counters
         _compare_tensor(w.name, g.tensor, w.tensor, tol, errors, when=f" {when}")
         g_changed = g.tensor._version != got.versions_before[i]
         w_changed = w.tensor._version != want.versions_before[i]
+        ahead = versions == "counted" and _storage_key(w.tensor) in output_keys
+        counts = (g.tensor._version, w.tensor._version, got.versions_before[i], want.versions_before[i])
+        if versions != "moved" and g_changed == w_changed and _counter_differs(*counts, ahead=ahead):
+            errors.append(
+                f"{w.name} {when}: version counter {got.versions_before[i]} -> {g.tensor._version} vs eager "
+                f"{want.versions_before[i]} -> {w.tensor._version}"
+            )
         if g_changed != w_changed:
             changed = {True: "changed", False: "unchanged"}
             errors.append(
@@ -578,7 +603,7 @@ def _written_indices(want: _Run) -> tuple[int, ...]:
 
 
 def _compare_grads(
-    got: _Run, want: _Run, tol: Tolerance, errors: list[str], written: Sequence[int] | None = None
+    got: _Run, want: _Run, tol: Tolerance, errors: list[str], versions: Versions, written: Sequence[int] | None = None
 ) -> None:
     """Backward through the outputs (or, `written` given, through those inputs) on both sides; compare the leaves'
     gradients and the inputs after it."""
@@ -602,7 +627,7 @@ def _compare_grads(
             _compare_tensor(f"{w.name}.grad", g_grad, w_grad, tol, errors, values_only=True)
     _compare_tangent_aliasing(got, want, got_leaves, want_leaves, errors)
     if want_error is None:
-        _compare_inputs(got, want, tol, errors, "after the backward")
+        _compare_inputs(got, want, tol, errors, "after the backward", versions)
 
 
 def _compare_tangent_aliasing(
@@ -636,6 +661,23 @@ def _tangent_facts(tangents: Sequence[torch.Tensor], leaves: Sequence[_Entry]) -
     return facts
 
 
+def _counter_differs(got: int | str, want: int | str, got_before: int, want_before: int, *, ahead: bool) -> bool:
+    """Do two counters differ (`ahead`: where got's may run ahead of eager's, did it fall behind or move alone)?"""
+    if isinstance(got, str) or isinstance(want, str):
+        return got != want
+    if not ahead:
+        return got - got_before != want - want_before
+    return got - got_before < want - want_before or (got == got_before) != (want == want_before)
+
+
+def _version_of(t: torch.Tensor) -> int | str:
+    """`t._version`, or what reading it says (an inference tensor has no version counter)."""
+    try:
+        return int(t._version)
+    except RuntimeError as e:
+        return f"raises {type(e).__name__}"
+
+
 def _none_or(t: torch.Tensor | None) -> str:
     return "None" if t is None else "a tensor"
 
@@ -660,12 +702,14 @@ def compare_with_eager(
     after_call: AfterCall | None = None,
     check_grads: bool | None = None,
     tolerance: Tolerance | None = None,
+    versions: Versions = "moved",
 ) -> tuple[str, ...]:
     """Run `eager_fn` and `compiled` on their own fresh inputs; return every difference (empty: they match).
 
     `after_call(outputs, args)` runs after each side's call before anything is compared (for example to mutate an
     output and check that the mutation reaches the input it aliases); if it raises in eager it must raise in the
-    compiled program too. A module's parameters and buffers are compared as inputs (`*_module`). Raises
+    compiled program too. A module's parameters and buffers are compared as inputs (`*_module`). `versions`: how
+    version counters are compared (`Versions`). Raises
     `EagerRaised` when eager raises; an exception from the compiled call propagates.
     """
     tol = tolerance if tolerance is not None else Tolerance()
@@ -675,16 +719,16 @@ def compare_with_eager(
         raise EagerRaised(e) from e
     got = _run(compiled, fresh_call(make_inputs), compiled_module, after_call)
     errors: list[str] = []
-    _compare_forward(got, want, tol, errors)
+    _compare_forward(got, want, tol, errors, versions)
     if not _wants_grads(want, check_grads):
         return tuple(errors)
     written = _written_indices(want)  # (before the backward, which may write inputs too)
-    _compare_grads(got, want, tol, errors)
+    _compare_grads(got, want, tol, errors, versions)
     if written and [e.name for e in got.inputs] == [e.name for e in want.inputs]:
         # a second pair of calls on fresh inputs, differentiated through the inputs the call wrote alone
         want = _run(eager_fn, fresh_call(make_inputs), eager_module, after_call)
         got = _run(compiled, fresh_call(make_inputs), compiled_module, after_call)
         held: list[str] = []
-        _compare_grads(got, want, tol, held, written)
+        _compare_grads(got, want, tol, held, versions, written)
         errors += [f"{e} (backward through the written inputs)" for e in held]
     return tuple(errors)

@@ -12,7 +12,7 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
-from subclassaot.tools.parity import write_outputs
+from subclassaot.tools.parity import Versions, write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
@@ -162,11 +162,17 @@ def _held_inputs(grad: bool) -> Callable[[], tuple[T]]:
     return lambda: (torch.randn(3, requires_grad=True).clone() if grad else torch.randn(3),)
 
 
+# A known gap (runtime/steps.py: Version Counters As Eager's): outside inference_mode, eager's clone() and reductions (sum, max) of
+# an inference tensor advance their normal result's version counter (1, max's indices 2) through the out= kernels they
+# run; the compiled result is fresh (0). Counters are compared as "moved" there.
+_INFERENCE_READ_VERSIONS: dict[Callable[..., object], Versions] = {_held_functional: "moved", _held_inplace: "counted"}
+
+
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
 @pytest.mark.parametrize("f", [_held_functional, _held_inplace], ids=["functional", "inplace"])
 def test_held_out_inference_mode_blocks_match_eager(f: Callable[..., object], grad: bool) -> None:
     with torch.set_grad_enabled(grad):
-        assert_matches_eager(f, _held_inputs(grad))
+        assert_matches_eager(f, _held_inputs(grad), versions=_INFERENCE_READ_VERSIONS[f])
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
@@ -223,7 +229,8 @@ def test_outputs_computed_inside_inference_mode_are_inference_tensors(f: Callabl
     with torch.set_grad_enabled(grad):
         eager = f(*inputs())
         assert isinstance(eager, tuple) and eager[1 if f is _viewed_after_and_input_written else 0].is_inference()
-        assert_matches_eager(f, inputs)
+        # (y.sum() of an inference tensor: see _INFERENCE_READ_VERSIONS)
+        assert_matches_eager(f, inputs, versions="moved" if f is _viewed_after_and_input_written else "counted")
         # eager refuses an in-place op outside the block on such an output, and so does ours
         out = subclassaot.compile(f, backend="eager")(*inputs())
         assert isinstance(out, tuple)

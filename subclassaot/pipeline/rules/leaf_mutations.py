@@ -142,7 +142,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         swapped_by_data_only=id(final) in swaps.swapped_by_data
         and id(final) not in swaps.plain_sets
         and not _in_subclass(i, layout),
-        version_bumped=swaps.bumps(run.dense[i]),
+        version_bumps=swaps.bump_count(run.dense[i]),
         autograd_visible=bool(keys & swaps.visible_writes),
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         set_under_grad=id(final) in swaps.grad_set_ids,

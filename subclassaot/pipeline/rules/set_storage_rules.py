@@ -360,7 +360,7 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
     Training])."""
     out = []
     for i, muts in _lone_subclass_inputs(layout, analysis):
-        if analysis.wrapper_version_bumped[i] or analysis.inplace_replay[i]:
+        if analysis.wrapper_version_bumps[i] or analysis.inplace_replay[i]:
             continue
         if any(m.storage_changed or m.swapped or m.resized or m.metadata or m.final_data for m in muts):
             continue

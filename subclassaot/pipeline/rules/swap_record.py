@@ -14,7 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex
+from subclassaot.schemas import DenseIndex, OutputInfo, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # set_() overloads: each replaces a tensor's storage and metadata
@@ -208,7 +208,8 @@ class SwapRecord:
     # every object whose id() a field of this record may name, by id(): Note [Storage Swaps By Rebinding]
     pinned: dict[int, object] = field(default_factory=dict)
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
-    written_families: set[int] = field(default_factory=set)  # roots whose version counter eager would bump
+    # roots whose version counter eager would bump -> how many times (runtime/steps.py: Version Counters As Eager's)
+    written_families: dict[int, int] = field(default_factory=dict)
     # roots written through with grad enabled, not through .data/detach(): the writes autograd records on that
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
@@ -407,7 +408,7 @@ class SwapRecord:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
         self.seq += 1
         self.last_bump[storage_key(t)] = self.seq
-        self.written_families.add(self.family_of(t))
+        self.note_bump(t)
         if is_traceable_subclass(t):
             for leaf in flatten_subclass(t, "marked dirty")[1]:
                 self.wrapper_bumps[storage_key(leaf)] = self.seq
@@ -634,6 +635,15 @@ class SwapRecord:
         """Would eager have advanced `t`'s version counter during the program?"""
         return self.family_of(t) in self.written_families
 
+    def bump_count(self, t: torch.Tensor) -> int:
+        """How many times eager would have advanced `t`'s version counter during the program."""
+        return self.written_families.get(self.family_of(t), 0)
+
+    def note_bump(self, t: torch.Tensor) -> None:
+        """Eager advances `t`'s version counter (shared by its family) once."""
+        family = self.family_of(t)
+        self.written_families[family] = self.written_families.get(family, 0) + 1
+
 
 @dataclass(frozen=True, slots=True)
 class Elements:
@@ -711,6 +721,79 @@ def dense_strides(size: list[int], stride: list[int]) -> bool:
             return False
         expected *= s
     return True
+
+
+def output_version_counts(
+    record: SwapRecord, output: object, inputs: Sequence[torch.Tensor]
+) -> tuple[tuple[int, int], ...]:
+    """Analysis.output_versions: (output index, eager's count) for each tensor output whose version counter is no
+    input's and that eager advanced (runtime/steps.py: Version Counters As Eager's)."""
+    input_families = {record.family_of(t) for t in inputs}
+    found = []
+    for k, value in enumerate(pytree.tree_leaves(output)):
+        if isinstance(value, torch.Tensor) and record.family_of(value) not in input_families:
+            count = record.bump_count(value)
+            if count:
+                found.append((k, count))
+    return tuple(found)
+
+
+def outputs_counted_first(
+    counts: tuple[tuple[int, int], ...], outputs: Sequence[OutputInfo], output: object, record: SwapRecord
+) -> tuple[tuple[int, int], ...]:
+    """The `counts` (output_version_counts) of fresh outputs whose counter no other output shares but views replayed
+    from them, built after them: counted as built, no view of them goes stale (runtime/steps.py: Version Counters As
+    Eager's)."""
+    leaves = pytree.tree_leaves(output)
+    families = [record.family_of(v) if isinstance(v, torch.Tensor) else None for v in leaves]
+    kept = []
+    for k, count in counts:
+        others = [j for j, f in enumerate(families) if f == families[k] and j != k and leaves[j] is not leaves[k]]
+        if outputs[k].replay is None and all(_replayed_from(outputs, j, k) for j in others):
+            kept.append((k, count))
+    return tuple(kept)
+
+
+def _replayed_from(outputs: Sequence[OutputInfo], j: int, k: int) -> bool:
+    replay = outputs[j].replay
+    while replay is not None and replay.source is ReplaySource.OUTPUT:
+        if replay.index == k:
+            return True
+        replay = outputs[replay.index].replay
+    return False
+
+
+def output_input_counters(
+    record: SwapRecord, output: object, inputs: Sequence[torch.Tensor], flat_indices: Sequence[int]
+) -> tuple[tuple[int, int], ...]:
+    """Analysis.output_input_counters, for every tensor output on an input's counter; the runtime takes those it
+    builds from dense leaves (runtime/steps.py: Version Counters As Eager's)."""
+    families = {record.family_of(t): i for t, i in zip(inputs, flat_indices, strict=True)}
+    found = []
+    for k, value in enumerate(pytree.tree_leaves(output)):
+        if isinstance(value, torch.Tensor) and not any(value is t for t in inputs):
+            i = families.get(record.family_of(value))
+            if i is not None:
+                found.append((k, i))
+    return tuple(found)
+
+
+def counter_keeping_replays(outputs: Sequence[OutputInfo]) -> tuple[OutputInfo, ...]:
+    """`outputs` with Replay.keeps_counter set where an output replayed from an input after the epilogue applies an
+    in-place view op on the input's counter (runtime/steps.py: Version Counters As Eager's)."""
+    found = []
+    for info in outputs:
+        replay = info.replay
+        if replay is not None and replay.source is ReplaySource.INPUT and not replay.before_epilogue:
+            bumping = False
+            for step in replay.steps:
+                if step.own_version:
+                    break  # (a counter of its own from here)
+                bumping = bumping or step.op in SET_OPS or torch.Tag.inplace_view in getattr(step.op, "tags", ())
+            if bumping:
+                info = replace(info, replay=replace(replay, keeps_counter=True))
+        found.append(info)
+    return tuple(found)
 
 
 def bump_family_wrappers(record: SwapRecord, written: torch.Tensor) -> None:

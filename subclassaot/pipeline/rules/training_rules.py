@@ -105,7 +105,7 @@ def wrapper_update_inputs(
         # and once per object; not where it wrote only through another member of the family (it shares the
         # member's version counter), whose wrapper-level copy_ rebases their common base.
         if any(j in grouped for j in leaves) and (
-            not analysis.wrapper_version_bumped[i]
+            not analysis.wrapper_version_bumps[i]
             or _duplicate(layout, i)
             or (any(m.metadata for m in muts) and not _one_object(layout, i))
             or _not_written_through_own_wrapper(analysis, i)
