@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
@@ -41,6 +42,7 @@ from subclassaot.runtime.steps import (
     lower_input_counter,
     set_onto_inputs,
     set_under_grad_holder,
+    stale_bump,
     state_reached,
     use_only_tokens,
     view_onto,
@@ -293,8 +295,15 @@ def _give_count(
 
 def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:
     """runtime/steps.py: Version Counters As Eager's: the fresh outputs (no replay) eager wrote, and their counts, given as each
-    is built, before any view of it is replayed from it (a view counted after it was made would be stale)."""
-    return {o: count for o, count in plan.analysis.output_versions if plan.analysis.outputs[o].replay is None}
+    is built, before any view of it is replayed from it (a view counted after it was made would be stale); less one
+    for each stale view replayed from it, whose build advances the shared counter (steps.stale_bump)."""
+    infos = plan.analysis.outputs
+    stale = Counter(
+        info.replay.index
+        for info in infos
+        if info.replay is not None and info.replay.source is ReplaySource.OUTPUT and stale_bump(info.replay)
+    )
+    return {o: max(0, count - stale[o]) for o, count in plan.analysis.output_versions if infos[o].replay is None}
 
 
 def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor, meta: tuple[list[int], list[int], int]) -> None:

@@ -82,10 +82,10 @@ aten = torch.ops.aten
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
-# count; outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views
-# lost their staleness);
-# eager's clone() and reductions of an inference tensor outside inference_mode advance their result's counter (out=
-# kernels), the compiled result's is fresh. The parity oracle's default ("counted", tools/parity.py) reflects them.
+# count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter);
+# outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
+# staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's counter (out=
+# kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects them; its default stays "moved".
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
