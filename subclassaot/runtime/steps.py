@@ -84,8 +84,9 @@ aten = torch.ops.aten
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
 # count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter);
 # outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
-# staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's counter (out=
-# kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects them; its default stays "moved".
+# staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's
+# counter (out= kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects
+# them; its default stays "moved".
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
