@@ -1491,7 +1491,7 @@ def test_traced_backward_failing_where_eager_runs_is_not_called_eager_s(x0_requi
     backward, which runs, does not make. The refusal said the backward "fails in eager"; it says only what the
     probe saw (issue #28; a variant of fuzz program pair_5444)."""
 
-    def make() -> tuple[object, ...]:
+    def make() -> tuple[T, T]:
         base = pair(2, 3, 4, requires_grad=True)
         return (pair(requires_grad=x0_requires_grad), base.diagonal(-1, 0, 2))
 
