@@ -223,9 +223,9 @@ def _check_grown_then_left(run: FunctionalRun, layout: DenseLayout, i: int) -> N
         raise UnsupportedError(
             f"{path}: the program grows this input's storage with resize_() through an alias of it (a detach(), "
             "`.data` or a view of it: `x.detach().resize_(n)`); eager grows the storage in place under the input, "
-            "and the compiled call's run takes this tensor (a tensor subclass input's inner tensor) to the grown "
-            "storage as a tensor moved there, not as the input grown, which its epilogue does not repeat. Resize a "
-            ".clone() of the input instead"
+            "and the compiled call's run takes this tensor to the grown storage as a tensor moved there (as it "
+            "does a tensor subclass input's inner tensors), not as the input grown, which its epilogue does not "
+            "repeat. Resize a .clone() of the input instead"
         )
     raise UnsupportedError(
         f"{path}: the program grows this input's storage with resize_() and then set_()s the input (or assigns "
