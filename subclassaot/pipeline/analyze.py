@@ -1386,6 +1386,10 @@ def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, out
         # passed requiring grad, keeps it)
         chain = list(run.swaps.chain(value))
         dropped = run.swaps.dropped_at.get(id(run.user_tensors[k]))
+        if dropped is None and not (isinstance(real, torch.Tensor) and real.requires_grad):
+            # the input never required grad: the view's history ends in a tensor the program made a leaf of (`y =
+            # x.t(); y.requires_grad_(); return y[0]`), which the outputs rebuild as eager's
+            continue
         taken_with_grad = isinstance(real, torch.Tensor) and real.requires_grad and bool(chain)
         taken_with_grad = taken_with_grad and all(r.grad_enabled for r in chain)
         taken_with_grad = taken_with_grad and dropped is not None and chain[-1].seq <= dropped

@@ -348,7 +348,7 @@ def _with_deferred_error(
             graph = _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
             return dataclasses.replace(graph, detached=returned)
     if verified is None:
-        _check_deferred_error(setup, tangents.leaves, reach, e)
+        _check_deferred_error(setup, tangents.leaves, reach, e, patterns)
         _refuse_by_probe(patterns, e)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
 
@@ -788,11 +788,27 @@ def _refuse_by_probe(patterns: TangentPatterns | None, error: Exception) -> None
         ) from error
 
 
+def _backward_failure(patterns: TangentPatterns | None, error: Exception) -> str:
+    """How the traced backward's failure `error` stands to eager's, in words: a refusal claims that eager's backward
+    fails only where the probe saw it fail (Note [Probing Eager's Backward])."""
+    end = None if patterns is None else patterns.ends.get(patterns.full)
+    if end in (BackwardEnd.RAISES, BackwardEnd.RAISES_AFTER_GRADS):
+        return f"the program's backward fails in eager ({error})"
+    if end is BackwardEnd.COMPLETES:
+        # (the probe's fakes skip checks eager makes on real data: eager's may still fail there)
+        return f"the program's traced backward fails ({error}; eager's, run on fakes of the inputs, did not)"
+    return f"the program's traced backward fails ({error})"
+
+
 def _check_deferred_error(
-    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], reach: Sequence[frozenset[int]], error: Exception
+    setup: JointSetup,
+    diff_leaves: Sequence[Sequence[torch.Tensor]],
+    reach: Sequence[frozenset[int]],
+    error: Exception,
+    patterns: TangentPatterns | None,
 ) -> None:
     """Refuse a backward error that deferring would not reproduce exactly (Note [Backward Errors Are Deferred]).
-    `diff_leaves`: per diff output, its dense leaves (to shape the tangents)."""
+    `diff_leaves`: per diff output, its dense leaves (to shape the tangents); `patterns`: what the probe saw."""
     input_values = _input_values(setup)
     returns_tensors = any(info.kind in (OutputKind.TENSOR, OutputKind.IS_INPUT) for info in setup.analysis.outputs)
     if "encountered a mutation on a view chain" in str(error) and returns_tensors:
@@ -814,9 +830,9 @@ def _check_deferred_error(
             except RuntimeError:
                 continue
             raise UnsupportedError(
-                f"the program's backward fails in eager ({error}) through some of its differentiable outputs but "
-                f"not through forward output {d}: a backward for some outputs only is not supported (Note [Backward "
-                "Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
+                f"{_backward_failure(patterns, error)} through some of its differentiable outputs but not through "
+                f"forward output {d} alone: the compiled backward cannot raise for some outputs and run for others "
+                "(Note [Backward Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
             )
     by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
     user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
@@ -830,10 +846,9 @@ def _check_deferred_error(
         except RuntimeError:
             continue  # this input's gradient runs through the failing node: eager never accumulates it either
         raise UnsupportedError(
-            f"the program's backward fails in eager ({error}), but the gradient of an input that requires grad "
-            "does not depend on the failing step: eager accumulates it before it raises or not, by the order "
-            "autograd runs its nodes, which the compiled backward does not reproduce (Note [Backward Errors Are "
-            "Deferred])"
+            f"{_backward_failure(patterns, error)}, but the gradient of an input that requires grad does not depend "
+            "on the failing step: the compiled backward, which raises once for all of its gradients, cannot give "
+            "that gradient as eager's order of autograd's nodes does (Note [Backward Errors Are Deferred])"
         )
 
 

@@ -1577,3 +1577,32 @@ def test_view_of_a_leaf_written_after_the_call_beside_an_input_whose_backward_ra
         with pytest.raises(UnsupportedError, match=r"the autograd leaf behind args\[[12]\] \(a view of it\) was wr"):
             read = x2 if swapped else x1
             torch.autograd.backward([x0, read], [torch.ones_like(x0), torch.ones_like(read)])
+
+
+def _data_assigned_after_a_hidden_write(x0: T, x1: T) -> object:
+    t0 = x1.select(0, 0)
+    t1 = t0.t()
+    with torch.no_grad():
+        t0.mul_(t1)
+    t0.requires_grad_()
+    x1.data = x0.expand(())
+    return (t0 * 2, t0)
+
+
+@pytest.mark.parametrize("x0_requires_grad", [False, True], ids=["plain_x0", "x0_requires_grad"])
+def test_traced_backward_failing_where_eager_runs_is_not_called_eager_s(x0_requires_grad: bool) -> None:
+    """A PairTensor view of which `.data =` changed the size: the traced backward fails a size check that eager's
+    backward, which runs, does not make. The refusal said the backward "fails in eager"; it says only what the
+    probe saw (issue #28; a variant of fuzz program pair_5444)."""
+
+    def make() -> tuple[T, T]:
+        base = pair(2, 3, 4, requires_grad=True)
+        return (pair(requires_grad=x0_requires_grad), base.diagonal(-1, 0, 2))
+
+    with torch.enable_grad():
+        out = cast(tuple[T, T], _data_assigned_after_a_hidden_write(*make()))
+        torch.autograd.backward(out, [torch.ones_like(t) for t in out])  # eager's backward runs
+        match = r"traced backward fails \(.*; eager's, run on fakes of the inputs, did not\)"
+        with pytest.raises(UnsupportedError, match=match) as refusal:
+            subclassaot.compile(_data_assigned_after_a_hidden_write)(*make())
+        assert "fails in eager" not in str(refusal.value)

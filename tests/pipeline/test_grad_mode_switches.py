@@ -2316,6 +2316,43 @@ def test_view_taken_before_requires_grad_is_turned_off_refused() -> None:
         subclassaot.compile(view_then_requires_grad_off)(torch.randn(2, 3, requires_grad=True))
 
 
+def view_made_a_leaf_then_viewed(x0: T) -> object:
+    t0 = x0.t()
+    t0.requires_grad_()
+    return t0, t0[0]
+
+
+@pytest.mark.parametrize("passed_requiring_grad", [False, True], ids=["plain", "requires_grad"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_view_of_an_input_made_a_leaf_then_viewed_matches_eager(passed_requiring_grad: bool, grad: bool) -> None:
+    """The second output's history ends in the view the program made a leaf, not in the input, whose requires_grad
+    nothing turned off: it was refused as a view taken before the program turned the input's flag off."""
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(2, 3, requires_grad=passed_requiring_grad),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(view_made_a_leaf_then_viewed, make)
+
+
+@pytest.mark.parametrize("passed_requiring_grad", [False, True], ids=["plain", "requires_grad"])
+def test_view_of_a_pair_made_a_leaf_then_viewed_matches_eager(passed_requiring_grad: bool) -> None:
+    """The same over a PairTensor; with grad on, the view of one passed requiring no grad, made a new autograd leaf,
+    stays refused under its own rule, which says so."""
+
+    def make() -> tuple[object, ...]:
+        return (PairTensor.from_tensor(torch.randn(2, 3), requires_grad=passed_requiring_grad),)
+
+    with torch.no_grad():
+        assert_matches_eager(view_made_a_leaf_then_viewed, make)
+    with torch.enable_grad():
+        if passed_requiring_grad:
+            assert_matches_eager(view_made_a_leaf_then_viewed, make)
+            return
+        with pytest.raises(UnsupportedError, match="on a tensor that is not an input, a PairTensor"):
+            subclassaot.compile(view_made_a_leaf_then_viewed)(PairTensor.from_tensor(torch.randn(2, 3)))
+
+
 def function_then_requires_grad(x0: T) -> object:
     t0 = SinFunction.apply(x0)  # type: ignore[no-untyped-call]
     x0.requires_grad = True

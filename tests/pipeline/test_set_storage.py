@@ -2415,7 +2415,7 @@ def test_view_input_sets_around_writes_autograd_does_not_record(
 ) -> None:
     with torch.enable_grad():
         if kind == "plain":
-            assert_refused(f, lambda: _two_rows(kind), compile_fn, "a backward for some outputs only")
+            assert_refused(f, lambda: _two_rows(kind), compile_fn, "cannot raise for some outputs and run for others")
             return
         assert_matches_eager(f, lambda: _two_rows(kind), compile_fn=compile_fn)
         assert_matches_eager(f, lambda: _two_rows(kind), compile_fn=compile_fn, after_call=write_outputs)
@@ -2432,7 +2432,10 @@ def _recorded_write_between_view_sets(x0: T, x1: T, x2: T) -> object:
 def test_view_input_sets_around_a_recorded_write_refused(kind: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         assert_refused(
-            _recorded_write_between_view_sets, lambda: _two_rows(kind), compile_fn, "a backward for some outputs only"
+            _recorded_write_between_view_sets,
+            lambda: _two_rows(kind),
+            compile_fn,
+            "cannot raise for some outputs and run for others",
         )
 
 

@@ -83,7 +83,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     grown = id(final) in run.swaps.grown_ids and run.swaps.grown_root(storage_key(final)) == storage_key(orig)
     storage_changed = storage_key(final) != storage_key(orig) and not grown
     if storage_changed:
-        _check_grown_then_left(run.swaps, orig, layout.leaves[i].path)
+        _check_grown_then_left(run, layout, i)
     set_source = _set_source(run, final, layout, i) if storage_changed else None
     if set_source is not None and set_source in run.moved_clones:
         raise UnsupportedError(
@@ -210,18 +210,30 @@ def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: 
         )
 
 
-def _check_grown_then_left(swaps: SwapRecord, orig: torch.Tensor, path: str) -> None:
-    """An input that ends on another storage, whose own storage a resize_() grew during the program: eager's storage,
-    grown in place, holds what the program wrote into it after, which the epilogue (it only moves the input) loses."""
-    key = storage_key(orig)
-    if any(k != key and swaps.grown_root(k) == key for k in swaps.grown_from):
+def _check_grown_then_left(run: FunctionalRun, layout: DenseLayout, i: int) -> None:
+    """Input leaf `i` ends on another storage, and a resize_() grew its own during the program: eager's storage,
+    grown in place, holds what the program wrote into it after, which the epilogue (it only moves the input) loses.
+    Where the program never set_() the input (nor assigned its `.data`), the run moved it to the grown storage as a
+    tensor over it, not as the input grown (a subclass input's inner tensor, grown through an alias)."""
+    key, swaps, path = storage_key(run.originals[i]), run.swaps, layout.leaves[i].path
+    if not any(k != key and swaps.grown_root(k) == key for k in swaps.grown_from):
+        return
+    owner = run.user_tensors[next(k for k, leaves in enumerate(layout.leaves_of_input) if i in leaves)]
+    if not any(id(t) in swaps.swapped_ids or id(t) in swaps.wrapper_data for t in (run.finals[i], owner)):
         raise UnsupportedError(
-            f"{path}: the program grows this input's storage with resize_() and then set_()s the input (or assigns "
-            "its `.data`) onto another storage; eager leaves the storage it left grown in place and holding what the "
-            "program wrote into it (a base of the input, or any view of it the caller holds, shows them), which the "
-            "compiled call's epilogue does not repeat (it only moves the input). Resize and set_() a .clone() of the "
-            "input instead"
+            f"{path}: the program grows this input's storage with resize_() through an alias of it (a detach(), "
+            "`.data` or a view of it: `x.detach().resize_(n)`); eager grows the storage in place under the input, "
+            "and the compiled call's run takes this tensor to the grown storage as a tensor moved there (as it "
+            "does a tensor subclass input's inner tensors), not as the input grown, which its epilogue does not "
+            "repeat. Resize a .clone() of the input instead"
         )
+    raise UnsupportedError(
+        f"{path}: the program grows this input's storage with resize_() and then set_()s the input (or assigns "
+        "its `.data`) onto another storage; eager leaves the storage it left grown in place and holding what the "
+        "program wrote into it (a base of the input, or any view of it the caller holds, shows them), which the "
+        "compiled call's epilogue does not repeat (it only moves the input). Resize and set_() a .clone() of the "
+        "input instead"
+    )
 
 
 def _storage_numel(t: torch.Tensor) -> int | None:
