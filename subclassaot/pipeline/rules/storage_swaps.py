@@ -228,7 +228,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
-        out = self._dispatch(func, types, args, kwargs)
+        self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
+        try:
+            out = self._dispatch(func, types, args, kwargs)
+        finally:
+            self.record.dispatching -= 1
         self.record.pin(out)
         return out
 
