@@ -62,7 +62,8 @@ __all__ = [
 # - Autograd reads (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) become Python constants or
 #   branches, so every run answers as eager does (rules/autograd_state.py). The forward is traced again under no_grad
 #   (trace_inference), where a view whose base was written since reads as a no_grad view and raises: that run takes
-#   each read's answer from the analysis run, in call order (reads that raise there raise out of it, as eager's).
+#   each read's answer from the analysis run, in call order (reads that raise there raise out of it, as eager's); only
+#   the program's: reads inside an op's dispatch (the pipeline's rules, a subclass's __torch_dispatch__) are each run's.
 # - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a
 #   leaf or non-leaf until detach_()ed, so is_leaf answers the real input's, and grad_fn the real input's where it cannot
 #   have changed; a non-leaf written with grad gets a new node and the run's answer stands. Inputs are laid out anew

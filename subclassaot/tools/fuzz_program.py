@@ -126,8 +126,9 @@ def register_input_kind(kind: InputKind) -> None:
 def get_input_kind(key: str) -> InputKind:
     """A registered kind, or one resolved from `MODULE:FACTORY` (a zero-argument function returning an instance).
 
-    If the instance's class has a `from_tensor(t)` classmethod, the kind makes instances of any shape with it;
-    otherwise every input of this kind is `FACTORY()` itself, with that one shape.
+    If the factory has a `from_tensor(t)` attribute, or else the instance's class a `from_tensor(t)` classmethod, the
+    kind makes instances of any shape with it; otherwise every input of this kind is `FACTORY()` itself, with that
+    one shape.
     """
     if key in _KINDS:
         return _KINDS[key]
@@ -149,8 +150,17 @@ def kind_from_factory(factory: Callable[[], torch.Tensor], *, key: str) -> Input
     if not isinstance(instance, torch.Tensor):
         raise ValueError(f"input kind {key!r}: the factory returned a {type(instance).__name__}, not a tensor")
     cls = type(instance)
+    own = getattr(factory, "from_tensor", None)  # a factory's own, for a class that has none (torch's TwoTensor)
     from_tensor = getattr(cls, "from_tensor", None)
-    if callable(from_tensor):
+    if callable(own):
+        kind = InputKind(
+            key=key,
+            make=own,
+            source=lambda e: f"{module_name}.{attr}.from_tensor({e})",
+            imports=(f"import {module_name}",),
+            fixed_shape=None,
+        )
+    elif callable(from_tensor):
         kind = InputKind(
             key=key,
             make=from_tensor,

@@ -103,6 +103,38 @@ def test_autograd_reads_called_twice(compile_fn: CompileFn | None) -> None:
     check_with_grad(f, twice(lambda: pair_nonleaf(3, 3)), compile_fn)
 
 
+def _two_tensor(*shape: int) -> T:
+    from tests.subclasses.two_tensor_factory import two_tensor_from_tensor
+
+    return two_tensor_from_tensor(torch.randn(shape))
+
+
+_SECOND: dict[str, Callable[[], T]] = {
+    "plain": lambda: torch.randn(2, 1, 4),
+    "pair": lambda: pair(2, 1, 4),
+    "two_tensor": lambda: _two_tensor(2, 1, 4),
+}
+
+
+def _self_sets_then_reads(x0: T, x1: T) -> object:
+    x0.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x0.zero_()
+    x1.set_(x1)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    return (x1 + 1, x0.requires_grad, x0.is_leaf, x1.requires_grad, x0.grad_fn is None)
+
+
+@pytest.mark.parametrize("second", list(_SECOND))
+def test_reads_inside_an_ops_dispatch_do_not_shift_the_programs_replayed_reads(
+    compile_fn: CompileFn | None, second: str
+) -> None:
+    # fuzz --subclass subclasses.pair:example --subclass tests.subclasses.two_tensor_factory:two_tensor, seed 122851,
+    # program 74: CRASHED. The swap mode's set_ rule read x0.requires_grad with grad on in the analysis run only, so
+    # the no_grad trace's replay handed that answer to TwoTensor's constructor reading its inner `a`, which then
+    # differed from `b` ("Expected a and b to have same ... requires_grad"). Reads inside an op's dispatch are now
+    # each run's own.
+    check_with_grad(_self_sets_then_reads, lambda: (nonleaf(4, 3, 4), _SECOND[second]()), compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Reads on the inputs themselves (Note [Grad Mode And Autograd Reads])
 

@@ -7,6 +7,7 @@ DIVERGED and no CRASHED program; a failure lists each shrunk program.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import traceback
 from collections.abc import Callable
 from typing import cast
@@ -210,6 +211,47 @@ def test_check_subclass_fuzz_adds_the_pipeline_fuzz_rule() -> None:
     assert result.status is not Status.SKIP
     if result.status is Status.FAIL:
         assert "minimal programs" in result.reason and "def f(" in result.reason
+
+
+TWO = "tests.subclasses.two_tensor_factory:two_tensor"  # torch's TwoTensor, a subclass we did not write
+
+
+def _drawn_with(config: FuzzConfig, wanted: set[str], count: int) -> list[Program]:
+    """The first `count` programs of seeds 0, 1, ... whose bases are drawn of every kind in `wanted`."""
+    found = []
+    for seed in range(500):
+        program = generate(RandomChooser(seed), config)
+        if wanted <= {b.kind for b in program.bases}:
+            found.append(program)
+            if len(found) == count:
+                return found
+    raise AssertionError(f"fewer than {count} programs over {wanted} in 500 seeds")
+
+
+def test_the_fuzzer_draws_two_tensor_inputs_and_mixes_kinds_within_a_program() -> None:
+    """The kind is drawn per input: one program takes a PairTensor and a TwoTensor. TwoTensor has no `from_tensor`;
+    its factory's own makes it in any shape, and the printed source builds the same inputs."""
+    programs_ = _drawn_with(FuzzConfig(kinds=("plain", PAIR, TWO)), {PAIR, TWO}, 3)
+    shapes = {b.shape for p in programs_ for b in p.bases if b.kind == TWO}
+    assert shapes - {(3, 4)}, shapes  # shapes other than the factory's own instance's
+    for program in programs_:
+        namespace = _exec_source(program)
+        make = namespace["make_inputs"]
+        assert callable(make) and f"{TWO}.from_tensor(".replace(":", ".") in to_source(program)
+        printed, interpreted = fresh_call(make), fresh_call(functools.partial(make_inputs, program))
+        types = [type(t).__name__ for t in interpreted.args]
+        assert "TwoTensor" in types and "PairTensor" in types
+        assert types == [type(t).__name__ for t in printed.args]
+
+
+@pytest.mark.parametrize("kinds", [("plain", TWO), ("plain", PAIR, TWO)], ids=["two_tensor", "mixed"])
+def test_programs_over_two_tensor_inputs_pass_the_oracle(kinds: tuple[str, ...]) -> None:
+    """A few programs over TwoTensor inputs (with PairTensor inputs in the same program, for `mixed`) compile and
+    match eager, or are refused by a named rule."""
+    wanted = set(kinds) - {"plain"}
+    for program in _drawn_with(FuzzConfig(kinds=kinds), wanted, 6):
+        verdict = check_program(program, fuzz_runner.pipeline_compile("eager"))
+        assert verdict.outcome in (Outcome.PASS, Outcome.UNSUPPORTED), f"{verdict.detail}\n{to_source(program)}"
 
 
 def test_generated_resize_never_grows_a_storage() -> None:

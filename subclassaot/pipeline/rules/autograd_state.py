@@ -69,8 +69,11 @@ def is_autograd_read(func: Any) -> bool:
 
 def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
     """The answer of one autograd read `func(*args)`: the analysis run's where the record replays them, else
-    `call()`'s (recorded)."""
-    if record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
+    `call()`'s (recorded). A read made inside an op's dispatch (the swap mode's own rules, or a subclass's
+    `__torch_dispatch__`, as torch's TwoTensor building its result) is no program's: answered as the run's, neither
+    recorded nor replayed, since runs under different grad modes make different such reads."""
+    inside = record.dispatching > 0
+    if not inside and record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
         replayed = record.replayed_reads[record.replay_cursor]
         record.replay_cursor += 1
         return replayed
@@ -82,7 +85,8 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         answer = real.grad_fn
     else:
         answer = _run_read(record, name, args, call)
-    record.autograd_reads.append(answer)
+    if not inside:
+        record.autograd_reads.append(answer)
     return answer
 
 

@@ -231,10 +231,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         counted = dict(self.record.written_families) if self.nesting == 0 else None
         self.nesting += 1
+        self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
             out = self._dispatch(func, types, args, kwargs)
         finally:
             self.nesting -= 1
+            self.record.dispatching -= 1
         if counted is not None and counted != self.record.written_families:
             # one op advances a counter once, however its handling here rewrote it (runtime/steps.py: Version Counters As Eager's)
             for family, bumps in self.record.written_families.items():
