@@ -761,6 +761,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.depth == 0 and self.record.retaking_inference_view,
                         source_requires_grad=src.requires_grad,
                         source_inference=src.is_inference(),
+                        source_base_gained=self.record.base_gained(src),
                     )
                     self.record.family[id(o)] = root
                     if func is torch.ops.aten.detach.default and self.depth == 0:
