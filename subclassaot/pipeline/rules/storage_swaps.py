@@ -1018,7 +1018,7 @@ class _DataMode(TorchFunctionMode):
         if computes:
             check_views_of_gained_bases(self.record, name, args, kwargs, out)
         if new_leaf and self.record.replayed_new_leaves is not None:
-            trace_new_leaf(args[0])  # Note [Training Without A Function]
+            trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _raise_in_backward(self.record, out)  # See Note [In-Place Ops As Eager Runs Them]
