@@ -742,8 +742,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
             multi = isinstance(out, list | tuple)
-            src = args[0]
-            meta, leaves = tensor_meta(src), source_leaf_metas(src)
+            src, meta, leaves = args[0], tensor_meta(args[0]), source_leaf_metas(args[0])
             for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
                     self.record.seq += 1
