@@ -604,17 +604,18 @@ def new_autograd_leaf(t: torch.Tensor, is_view: bool = True) -> torch.Tensor:
     return t.detach().requires_grad_()
 
 
-def trace_new_leaf(t: torch.Tensor) -> None:
+def trace_new_leaf(t: torch.Tensor, is_input: bool = False) -> None:
     """Under make_fx over functionalization: a `new_autograd_leaf` node on FunctionalTensor `t`'s current value, whose
     result the nodes traced after it read for that value, and which is a view only where the program's `t` is one.
-    Nothing where no make_fx trace is running."""
+    `is_input`: `t` stands for an input, whose stand-in is no view where the caller's may be (a view passed alone):
+    the caller's own tensor is made the leaf, view or not. Nothing where no make_fx trace is running."""
     mode = proxy_tensor.get_proxy_mode()
     if mode is None:
         return
     value = from_functional(t)
     tracer = mode.tracer
     before = proxy_tensor.get_proxy_slot(value, tracer)
-    proxy = tracer.create_proxy("call_function", new_autograd_leaf, (before.proxy, t._is_view()), {})
+    proxy = tracer.create_proxy("call_function", new_autograd_leaf, (before.proxy, is_input or t._is_view()), {})
     proxy_tensor.set_meta(proxy, value)
     proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))
 

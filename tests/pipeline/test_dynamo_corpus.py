@@ -128,7 +128,8 @@ ALIASED_BY_SET = (
 )
 GAPS = {
     "set__and_data_mutation_good_train": ALIASED_BY_SET,
-    "set__and_data_mutation_bad": ALIASED_BY_SET,
+    # (set__and_data_mutation_bad, the inference variant, matches eager since 2d1861f: a view input whose storage
+    # set_() replaced before the call is faked over the storage it has, its alias group's base taken from it)
     "set__and_data_mutation_bad_train": ALIASED_BY_SET,
     "set__not_allowed_train": ALIASED_BY_SET,
 }

@@ -744,8 +744,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
             multi = isinstance(out, list | tuple)
-            src = args[0]
-            meta, leaves = tensor_meta(src), source_leaf_metas(src)
+            src, meta, leaves = args[0], tensor_meta(args[0]), source_leaf_metas(args[0])
             for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
                     self.record.seq += 1
@@ -763,6 +762,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.depth == 0 and self.record.retaking_inference_view,
                         source_requires_grad=src.requires_grad,
                         source_inference=src.is_inference(),
+                        source_base_gained=self.record.base_gained(src),
                     )
                     self.record.family[id(o)] = root
                     if func is torch.ops.aten.detach.default and self.depth == 0:
@@ -1019,7 +1019,7 @@ class _DataMode(TorchFunctionMode):
         if computes:
             check_views_of_gained_bases(self.record, name, args, kwargs, out)
         if new_leaf and self.record.replayed_new_leaves is not None:
-            trace_new_leaf(args[0])  # Note [Training Without A Function]
+            trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _raise_in_backward(self.record, out)  # See Note [In-Place Ops As Eager Runs Them]

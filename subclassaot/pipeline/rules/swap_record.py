@@ -61,6 +61,9 @@ class ViewRecord:
     source_requires_grad: bool = False
     # the source was an inference tensor when the view was taken (a `.data =` may make it a normal one since)
     source_inference: bool = False
+    # the source was (a view of) an input whose base, another input, the program had made require grad by then: eager's
+    # source requires grad through that base, where the run's stand-in does not (Note [Grad Mode And Autograd Reads])
+    source_base_gained: bool = False
     # a view() made by reshape() (reshape_as, flatten): eager's, of a plain tensor, is a _reshape_alias where the
     # source is not contiguous (ReshapeAliasBackward0, named in autograd's errors); replayed by reshape() so
     reshape: bool = False
@@ -633,6 +636,13 @@ class SwapRecord:
                 break
             t = record.source
         return t
+
+    def base_gained(self, t: torch.Tensor) -> bool:
+        """Is `t` (a view of) an input whose base, another input, the program has made require grad by now
+        (ViewRecord.source_base_gained)?"""
+        return (
+            bool(self.views_of_gained_bases) and id(self.view_root(t, through_swaps=True)) in self.views_of_gained_bases
+        )
 
     def bumps(self, t: torch.Tensor) -> bool:
         """Would eager have advanced `t`'s version counter during the program?"""

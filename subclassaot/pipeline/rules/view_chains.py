@@ -235,8 +235,10 @@ def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
     """Note [Views That Raise After A Bump]: a view taken with grad of a source that required no grad then, in a
     program that turns requires_grad on (the source may require grad by the end, through its base): eager's view has
     no history but grad mode's creation meta, which a replay with grad of a source that requires grad would not
-    give (ViewStep.without_history)."""
-    return record.grad_enabled and not record.source_requires_grad and bool(run.swaps.requires_grad_set)
+    give (ViewStep.without_history). Not where the source's base, another input, had been made to require grad
+    before: eager's source requires grad through it, and its view has history (ViewRecord.source_base_gained)."""
+    without = not record.source_requires_grad and not record.source_base_gained
+    return record.grad_enabled and without and bool(run.swaps.requires_grad_set)
 
 
 def _assigned_view_step(
