@@ -60,6 +60,7 @@ from subclassaot.runtime.steps import (
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
 from subclassaot.schemas import (
     AliasGroupRef,
+    Analysis,
     DataAssignmentPlan,
     DenseIndex,
     Dim,
@@ -68,6 +69,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputKind,
     Replay,
+    ReplaySource,
 )
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,
@@ -707,6 +709,14 @@ def _extent(size: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
 
 
+def _viewed_by_outputs(analysis: Analysis, index: int) -> bool:
+    """Whether an output is replayed from the flat input `index` (its history would go stale with the counter)."""
+    return any(
+        info.replay is not None and info.replay.source is ReplaySource.INPUT and info.replay.index == index
+        for info in analysis.outputs
+    )
+
+
 def _fix_wrappers(
     plan: RuntimePlan,
     wrappers: tuple[int, ...],
@@ -732,5 +742,13 @@ def _fix_wrappers(
                 change = assign_wrapper_metadata if data is not None else set_wrapper_metadata
                 with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
                     change(wrapper, size, stride, offset)
-        if get_version(wrapper) != before + analysis.wrapper_version_bumps[t]:
-            set_version(wrapper, before + analysis.wrapper_version_bumps[t])
+        bumps, now = analysis.wrapper_version_bumps[t], get_version(wrapper)
+        if now != before + bumps and not (
+            wrapper.requires_grad and _viewed_by_outputs(analysis, flat.tensor_indices[t])
+        ):
+            set_version(wrapper, before + bumps)  # runtime/steps.py: Version Counters As Eager's
+        elif bumps and now == before:
+            # Only where the epilogue's own ops did not, by one: autograd regenerates the grad_fn of an output view
+            # when its version moves, and after a replayed in-place view op (t_) that would lose the op from its
+            # history.
+            set_version(wrapper, now + 1)
