@@ -145,8 +145,9 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
 #   the fallback where the retrace is refused, and is cached as refused), gets a backward of its own, traced lazily
 #   on first sight and cached per tangent structure (types, ctx, dense sizes): the joint is traced again with such
 #   tangents and only its backward region kept. The forward already ran, so that backward may read only what it saved: the new forward region runs the
-#   same ops in the same order, which maps its nodes to the first joint's, and a backward that needs an unsaved forward
-#   value is refused with an UnsupportedError naming the node (never recomputed: it may be random).
+#   same ops in the same order, which maps its nodes to the first joint's (symbolic size reads, which the tracer places
+#   where first needed, by op and arguments: `_same_forward`), and a backward that needs an unsaved forward value is
+#   refused with an UnsupportedError naming the node (never recomputed: it may be random).
 # - Metadata of the subclass's choosing: DTensor's `__coerce_tangent_metadata__` turns a Partial output's tangent into
 #   Replicate (a Partial gradient cannot be made from a user's). As AOTDispatch does, the backward is traced for the
 #   coerced metadata; a runtime tangent of other metadata is then another ctx (above).
@@ -176,19 +177,9 @@ def partition_backward_like(
     """A backward graph from another joint graph of the same program, reading the values `reference`'s forward
     saves (Note [Tangent Retrace]): (graph, per placeholder of it: the reference's saved position, example)."""
     r = _regions(joint, num_primals, num_fw_outputs)
-    mine = [n for n in joint.graph.nodes if n in r.forward]
-    if len(mine) != len(reference.forward_nodes) or any(
-        a.target != b.target for a, b in zip(mine, reference.forward_nodes, strict=False)
-    ):
-        raise UnsupportedError(
-            "the backward retraced for a new tangent type runs another forward than the one compiled (the program "
-            "traces differently); pass tangents of the type of the outputs"
-        )
-    same = dict(zip(mine, reference.forward_nodes, strict=True)) | dict(
-        zip(r.primals, reference.primal_nodes, strict=True)
-    )
+    same = _same_forward([n for n in joint.graph.nodes if n in r.forward], r.primals, reference)
     position = {n: k for k, n in enumerate(reference.saved_nodes)}
-    missing = [n for n in r.saved if same[n] not in position]
+    missing = [n for n in r.saved if same.get(n) not in position]
     if missing:
         raise UnsupportedError(
             f"the backward retraced for a new tangent type needs the forward value {missing[0].name} "
@@ -198,6 +189,44 @@ def partition_backward_like(
     graph = _backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs)
     example = tuple(n.meta["val"] for n in [*r.saved, *r.tangents])
     return graph, tuple(position[same[n]] for n in r.saved), example
+
+
+def _same_forward(
+    mine: Sequence[torch.fx.Node], primals: Sequence[torch.fx.Node], reference: Partition
+) -> dict[torch.fx.Node, torch.fx.Node]:
+    """Each forward-region node and primal of a retraced joint graph -> the reference joint's node of the same value
+    (Note [Tangent Retrace]). The ops on tensors must be the same, in the same order; the size and stride reads of
+    symbolic shapes (sym_size, sym_stride and arithmetic on them) are placed by the tracer where first needed, so a
+    retrace for other tangents reads them in another order, or not at all: each is matched by its op and arguments,
+    and one the reference does not run is left unmatched (refused only where the backward reads it)."""
+    ops = [n for n in mine if not _is_symbolic(n)]
+    ref_ops = [n for n in reference.forward_nodes if not _is_symbolic(n)]
+    if len(ops) != len(ref_ops) or any(a.target != b.target for a, b in zip(ops, ref_ops, strict=False)):
+        raise UnsupportedError(
+            "the backward retraced for a new tangent type runs another forward than the one compiled (the program "
+            "traces differently); pass tangents of the type of the outputs"
+        )
+    same = dict(zip(ops, ref_ops, strict=True)) | dict(zip(primals, reference.primal_nodes, strict=True))
+    ref_symbolic = {key: n for n in reference.forward_nodes if _is_symbolic(n) and (key := _op_key(n, None))}
+    for n in mine:
+        if _is_symbolic(n) and (key := _op_key(n, same)) is not None and key in ref_symbolic:
+            same[n] = ref_symbolic[key]
+    return same
+
+
+def _op_key(node: torch.fx.Node, same: dict[torch.fx.Node, torch.fx.Node] | None) -> tuple[object, ...] | None:
+    """(target, arguments) of `node`, its argument nodes read through `same` (None: as they are); None where an
+    argument node has no counterpart."""
+    unmatched = False
+
+    def read(arg: torch.fx.Node) -> torch.fx.Node:
+        nonlocal unmatched
+        found = arg if same is None else same.get(arg)
+        unmatched = unmatched or found is None
+        return arg if found is None else found
+
+    args = torch.fx.node.map_arg((node.args, node.kwargs), read)
+    return None if unmatched else (node.target, repr(args))
 
 
 def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node]) -> None:

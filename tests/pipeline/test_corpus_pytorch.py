@@ -29,7 +29,6 @@ PAIR_INTERMEDIATE = "several outputs aliasing one intermediate PairTensor that r
 
 # Programs the pipeline refuses with an UnsupportedError naming the input or output and the rule (eager runs them).
 REFUSED: dict[str, str] = {
-    "requires_grad_on_view": "requires_grad_() on a view of an input (not on the input) is refused",
     "inner_grad": "torch.autograd.grad inside the compiled program is refused",
     "hook_on_intermediate": "register_hook() inside the compiled program is refused",
     "reassigned_buffer": "rebinding a buffer in forward (self.buf = ...) is refused",

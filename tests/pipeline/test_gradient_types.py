@@ -364,6 +364,37 @@ def test_grad_type_through_every_output_stays_subclass(compile_fn: CompileFn | N
     check(f, lambda: (pair_nonleaf(), torch.randn(1, 2)), compile_fn)
 
 
+def _transposed_and_unsqueezed_then_written(a: T, b: T) -> object:
+    a.t_()
+    b.unsqueeze_(0)
+    a.mul_(2)
+    b.mul_(3)
+    return a + b
+
+
+def _written_then_view_returned(a: T, b: T) -> object:
+    a.mul_(2)
+    b.mul_(3)
+    return b.view(b.shape), a + b
+
+
+@pytest.mark.parametrize("f", [_transposed_and_unsqueezed_then_written, _written_then_view_returned])
+@pytest.mark.parametrize("pair_first", [False, True], ids=["plain_then_pair", "pair_then_plain"])
+def test_dynamic_backward_through_written_inputs_alone(
+    compile_fn: CompileFn | None, f: Callable[..., object], pair_first: bool
+) -> None:
+    # corpus_pytorch2's aot_dispatch_input_*_train with dynamic=True: the backward through the written inputs alone
+    # (no tangent for `a + b`) gives the plain input a plain gradient in eager. The retrace without that tangent read
+    # the symbolic sizes in another order than the compiled joint, was taken for another forward, and the compiled
+    # backward's PairTensor gradient reached the plain leaf.
+    def make() -> tuple[object, ...]:
+        plain, subclass = nonleaf(3, 3), pair_nonleaf(3, 3)
+        return (subclass, plain) if pair_first else (plain, subclass)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_kwargs={"dynamic": True}, compile_fn=compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # See Note [Input Updates]
 
