@@ -86,7 +86,8 @@ aten = torch.ops.aten
 # outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
 # staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's
 # counter (out= kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects
-# them; its default stays "moved".
+# them; its default stays "moved". A fresh output that requires grad keeps the count it is built with (the training
+# Function may have saved it then: outputs_counted_first).
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -762,7 +762,10 @@ def outputs_counted_first(
     kept = []
     for k, count in counts:
         others = [j for j, f in enumerate(families) if f == families[k] and j != k and leaves[j] is not leaves[k]]
-        if outputs[k].replay is None and all(_replayed_from(outputs, j, k) for j in others):
+        # (not one that requires grad: in training the compiled Function may have saved it at its count as built,
+        # and a count given after would fail autograd's check of that save)
+        graded = isinstance(leaves[k], torch.Tensor) and leaves[k].requires_grad
+        if outputs[k].replay is None and not graded and all(_replayed_from(outputs, j, k) for j in others):
             kept.append((k, count))
     return tuple(kept)
 
