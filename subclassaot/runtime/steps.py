@@ -87,7 +87,8 @@ aten = torch.ops.aten
 # staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's
 # counter (out= kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects
 # them; its default stays "moved". A fresh output that requires grad keeps the count it is built with (the training
-# Function may have saved it then: outputs_counted_first).
+# Function may have saved it then: outputs_counted_first); an input that is a view requiring grad whose counter moved
+# as eager's keeps its count (moving it again regenerates its grad_fn: settle_version).
 
 
 def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -383,8 +384,12 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
 def settle_version(t: torch.Tensor, before: int, bumps: int) -> None:
     """Leave the version counter as eager does: `bumps` past its count before the call (runtime/steps.py: Version Counters
     As Eager's)."""
-    if get_version(t) != before + bumps:
-        set_version(t, before + bumps)
+    now = get_version(t)
+    if now == before + bumps:
+        return
+    if (now != before) == (bumps > 0) and t.requires_grad and t._is_view():
+        return  # (moved as eager's: moving it again makes autograd regenerate the view's grad_fn, out of its order)
+    set_version(t, before + bumps)
 
 
 def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int, int]]) -> None:
