@@ -743,12 +743,13 @@ def _fix_wrappers(
                 with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
                     change(wrapper, size, stride, offset)
         bumps, now = analysis.wrapper_version_bumps[t], get_version(wrapper)
-        if now != before + bumps and not (
-            wrapper.requires_grad and _viewed_by_outputs(analysis, flat.tensor_indices[t])
-        ):
+        regenerates = wrapper.requires_grad and (
+            wrapper._is_view() or _viewed_by_outputs(analysis, flat.tensor_indices[t])
+        )
+        if now != before + bumps and not regenerates:
             set_version(wrapper, before + bumps)  # runtime/steps.py: Version Counters As Eager's
         elif bumps and now == before:
-            # Only where the epilogue's own ops did not, by one: autograd regenerates the grad_fn of an output view
-            # when its version moves, and after a replayed in-place view op (t_) that would lose the op from its
-            # history.
+            # Only where the epilogue's own ops did not, by one: autograd regenerates the grad_fn of the input (a
+            # view) or of an output view of it when its version moves, and after a replayed in-place view op (t_)
+            # that would lose the op from its history.
             set_version(wrapper, now + 1)
