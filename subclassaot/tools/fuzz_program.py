@@ -150,22 +150,17 @@ def kind_from_factory(factory: Callable[[], torch.Tensor], *, key: str) -> Input
     if not isinstance(instance, torch.Tensor):
         raise ValueError(f"input kind {key!r}: the factory returned a {type(instance).__name__}, not a tensor")
     cls = type(instance)
-    own = getattr(factory, "from_tensor", None)  # a factory's own, for a class that has none (torch's TwoTensor)
-    from_tensor = getattr(cls, "from_tensor", None)
-    if callable(own):
-        kind = InputKind(
-            key=key,
-            make=own,
-            source=lambda e: f"{module_name}.{attr}.from_tensor({e})",
-            imports=(f"import {module_name}",),
-            fixed_shape=None,
-        )
-    elif callable(from_tensor):
+    # a factory's own from_tensor (for a class that has none: torch's TwoTensor), else the class's
+    own = getattr(factory, "from_tensor", None)
+    owner, holder = (module_name, f"{module_name}.{attr}") if callable(own) else (cls.__module__, "")
+    from_tensor = own if callable(own) else getattr(cls, "from_tensor", None)
+    if callable(from_tensor):
+        where = holder or f"{cls.__module__}.{cls.__qualname__}"
         kind = InputKind(
             key=key,
             make=from_tensor,
-            source=lambda e: f"{cls.__module__}.{cls.__qualname__}.from_tensor({e})",
-            imports=(f"import {cls.__module__}",),
+            source=lambda e: f"{where}.from_tensor({e})",
+            imports=(f"import {owner}",),
             fixed_shape=None,
         )
     else:

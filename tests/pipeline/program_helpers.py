@@ -160,6 +160,20 @@ class SinFunction(torch.autograd.Function):
         return grad
 
 
+class DirtyScale(torch.autograd.Function):
+    """Writes its input in place and returns it (ctx.mark_dirty)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g * 2
+
+
 def backward_through(k: int) -> Callable[[object, tuple[object, ...]], None]:
     """An `after_call`: backward through the program's output `k` alone, the graph kept for the oracle's own
     backward through them all (eager's may complete through one output and raise through another)."""

@@ -19,6 +19,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyScale,
     SinFunction,
     assert_refused,
     backward_through,
@@ -2341,22 +2342,8 @@ def test_view_stale_at_the_end_regenerates_once_its_input_requires_grad(
         assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_inputs)
 
 
-class _DirtyScale(torch.autograd.Function):
-    """Writes its input in place and returns it (ctx.mark_dirty)."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        return g * 2
-
-
 _VIEW_WRITES: dict[str, Callable[[T], T]] = {
-    "function": lambda t: cast(T, _DirtyScale.apply(t)),  # type: ignore[no-untyped-call]  # torch leaves apply untyped
+    "function": lambda t: cast(T, DirtyScale.apply(t)),  # type: ignore[no-untyped-call]  # torch leaves apply untyped
     "mul_": lambda t: t.mul_(2),
 }
 

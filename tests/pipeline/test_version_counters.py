@@ -11,7 +11,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import DirtyScale, nonleaf, pair, pair_nonleaf
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
@@ -360,20 +360,8 @@ def test_input_written_twice_counts_two(kind: str, grad: bool, compile_fn: Compi
         assert_matches_eager(_written_twice, make, compile_fn=compile_fn, versions="counted")
 
 
-class _DirtyScale(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        return g * 2
-
-
 def _marked_dirty(x0: T) -> object:
-    _DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
     return ()
 
 
