@@ -536,7 +536,7 @@ def trace_graph(
     with _use_lazy_graph_module(True), _module_methods_marked() as unmark:  # Note [What A Backend Receives And Returns]
         return make_fx(
             program,
-            decomposition_table=table,  # type: ignore[arg-type]
+            decomposition_table=table,  # type: ignore[arg-type]  # make_fx types it by OpOverload, tables by OperatorBase
             tracing_mode="real",
             _allow_non_fake_inputs=False,
             _disable_torch_fn_metadata_mode=True,

@@ -60,7 +60,6 @@ from subclassaot.runtime.steps import (
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
 from subclassaot.schemas import (
     AliasGroupRef,
-    Analysis,
     DataAssignmentPlan,
     DenseIndex,
     Dim,
@@ -69,7 +68,6 @@ from subclassaot.schemas import (
     LeafSource,
     OutputKind,
     Replay,
-    ReplaySource,
 )
 from subclassaot.torch_internals import (
     assign_wrapper_metadata,
@@ -541,7 +539,7 @@ def _epilogue(
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
     if epilogue.wrappers:
-        _fix_wrappers(plan, epilogue.wrappers, wrapper_versions, ev, values, symbols, dense)
+        _fix_wrappers(plan, epilogue, wrapper_versions, ev, values, symbols, dense)
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
@@ -709,25 +707,17 @@ def _extent(size: list[int], stride: list[int]) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
 
 
-def _viewed_by_outputs(analysis: Analysis, index: int) -> bool:
-    """Whether an output is replayed from the flat input `index` (its history would go stale with the counter)."""
-    return any(
-        info.replay is not None and info.replay.source is ReplaySource.INPUT and info.replay.index == index
-        for info in analysis.outputs
-    )
-
-
 def _fix_wrappers(
     plan: RuntimePlan,
-    wrappers: tuple[int, ...],
+    epilogue: EpiloguePlan,
     versions: list[int],
     ev: MetaEvaluator,
     values: Sequence[object],
     symbols: dict[str, int],
     dense: Sequence[torch.Tensor],
 ) -> None:
-    flat, analysis = plan.flat, plan.analysis
-    for t, before in zip(wrappers, versions, strict=True):
+    flat, analysis, viewed = plan.flat, plan.analysis, epilogue.viewed_wrappers
+    for t, before in zip(epilogue.wrappers, versions, strict=True):
         wrapper = values[flat.tensor_indices[t]]
         assert isinstance(wrapper, torch.Tensor)
         after = analysis.wrapper_meta_after[t]
@@ -743,9 +733,7 @@ def _fix_wrappers(
                 with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
                     change(wrapper, size, stride, offset)
         bumps, now = analysis.wrapper_version_bumps[t], get_version(wrapper)
-        regenerates = wrapper.requires_grad and (
-            wrapper._is_view() or _viewed_by_outputs(analysis, flat.tensor_indices[t])
-        )
+        regenerates = wrapper.requires_grad and (wrapper._is_view() or t in viewed)
         if now != before + bumps and not regenerates:
             set_version(wrapper, before + bumps)  # runtime/steps.py: Version Counters As Eager's
         elif bumps and now == before:

@@ -310,6 +310,8 @@ class EpiloguePlan:
     copy_points: tuple[tuple[int, int], ...] = ()
     # grad_sets repeated before the compiled call instead (Note [set_ Under Grad])
     early_grad_sets: tuple[int, ...] = ()
+    # wrappers that outputs are replayed from (a counter moved again would make their views' grad_fn regenerate)
+    viewed_wrappers: frozenset[int] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -364,6 +366,16 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         ),
         grad_swaps=_grad_swaps(plan),
         early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
+        viewed_wrappers=frozenset(
+            t
+            for t in wrappers
+            if any(
+                info.replay is not None
+                and info.replay.source is ReplaySource.INPUT
+                and info.replay.index == plan.flat.tensor_indices[t]
+                for info in analysis.outputs
+            )
+        ),
         copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
     )
 
