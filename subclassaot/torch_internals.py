@@ -18,11 +18,15 @@ import sympy
 import torch
 import torch._guards
 import torch.fx
+from torch._subclasses._fake_tensor_utils import _CacheKeyState, _SymIntOutputStub
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
     FakeTensor,
     FakeTensorMode,
+    _DispatchCacheEntryOutputInfo,
+    _DispatchCacheKey,
+    in_kernel_invocation_manager,
 )
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.autograd.graph import GradientEdge
@@ -33,6 +37,7 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
     PendingUnbackedSymbolNotFound,
     ShapeEnv,
+    statically_known_true,
 )
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
@@ -353,9 +358,56 @@ def is_real_plain_tensor(t: torch.Tensor) -> bool:
     return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch._is_functional_tensor(t)
 
 
-def new_fake_mode() -> FakeTensorMode:
-    """A fresh fake mode with its own ShapeEnv, as every compile needs (fake tensor freshness)."""
-    return FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=False)
+class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    """A fake mode whose cached results that are not views keep the storage offset and storage size the kernel gave
+    them, whoever filled the cache: a cached call answers as the kernel does, the first time in a process or the
+    hundredth. Every fake mode the pipeline makes is one (`new_fake_mode`, `static_fake_copies`).
+
+    FakeTensorMode's dispatch cache outlives its modes (process-wide for static shapes, per ShapeEnv for symbolic
+    ones): a call whose arguments have the metadata of an earlier call returns a tensor rebuilt from the earlier
+    result's recorded metadata, and torch rebuilds a result that is not a view with empty_strided(size, stride), at
+    storage offset 0 in a storage just large enough. The kernel's own result may be laid out otherwise: `aten.copy`
+    and `as_strided_scatter` (what functionalization makes of `x.copy_(v)` and of a write through an as_strided
+    view) clone their first argument with clone_preserve_strides, which keeps its storage offset in a copy of its
+    whole storage, as the real kernels in the graph do. So the first call in a process (a miss: the kernel's answer)
+    and every later one (a hit) disagreed: `x = base.as_strided((1,), (1,), 1); x.add_(1)` left x's functional value
+    at offset 1 on the first compile and 0 after, a view of it (`x.t()`) took the value's offset, and a subclass
+    whose two inner tensors ran the same op met one miss and one hit.
+    """
+
+    def _get_output_tensor_from_cache_entry(
+        self,
+        state: _CacheKeyState,
+        entry: _DispatchCacheEntryOutputInfo,
+        key: _DispatchCacheKey,
+        func: torch._ops.OpOverload,
+        args: Sequence[object],
+    ) -> FakeTensor | None:
+        out: FakeTensor | None = super()._get_output_tensor_from_cache_entry(state, entry, key, func, args)
+        meta = entry.metadata
+        if out is None or meta is None or entry.view_idx is not None or meta.storage_bytes is None:
+            return out  # a constant, an in-place op's argument, or a view (already on its argument's storage)
+
+        def cached(value: object) -> int | torch.SymInt:
+            if isinstance(value, _SymIntOutputStub):
+                assert state.shape_env is not None, "BUG: a symbolic cached result without a ShapeEnv"
+                return cast(int | torch.SymInt, value.extract(key, state.shape_env))
+            return cast(int | torch.SymInt, value)
+
+        offset, nbytes = cached(meta.storage_offset), cached(meta.storage_bytes)
+        if statically_known_true(offset == 0) and statically_known_true(nbytes == out.untyped_storage().nbytes()):
+            return out  # laid out as empty_strided lays it out: the common case
+        guards = self.shape_env.suppress_guards() if self.shape_env is not None else contextlib.nullcontext()
+        with in_kernel_invocation_manager(self), guards:
+            storage = torch.empty((nbytes,), dtype=torch.uint8, device="meta").untyped_storage()
+            out.set_(storage, offset, out.shape, out.stride())
+        return out
+
+
+def new_fake_mode(shape_env: ShapeEnv | None = None) -> FakeTensorMode:
+    """A fresh fake mode with its own ShapeEnv (`shape_env`, or a new one), as every compile needs (fake tensor
+    freshness), whose cached results are the kernels' (`_CacheKeepsStorage`)."""
+    return _CacheKeepsStorage(shape_env=ShapeEnv() if shape_env is None else shape_env, allow_non_fake_inputs=False)
 
 
 # The error autograd raises where a backward reaches the history a non-leaf input had before it was fakified
@@ -371,9 +423,10 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     return mode, [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-class _EagerEmptyLayouts(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    """A static fake mode whose empty results have eager's strides (Note [Strides The Kernels Choose]) and whose
-    composite views inside inference_mode are eager's (Note [The Eager Record])."""
+class _EagerEmptyLayouts(_CacheKeepsStorage):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    """A static fake mode whose empty results have eager's strides (Note [Strides The Kernels Choose]), whose
+    composite views inside inference_mode are eager's (Note [The Eager Record]) and whose cached results are the
+    kernels' (`_CacheKeepsStorage`)."""
 
     def __torch_dispatch__(
         self,

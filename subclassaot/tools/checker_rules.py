@@ -27,7 +27,7 @@ from subclassaot.authoring.protocol import (
     unflatten_subclass,
 )
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import is_nested_int, nested_coeff, nested_int, symbolic_nested_int
+from subclassaot.torch_internals import is_nested_int, nested_coeff, nested_int, new_fake_mode, symbolic_nested_int
 
 Factory: TypeAlias = Callable[[], torch.Tensor]
 aten = torch.ops.aten
@@ -305,7 +305,7 @@ def _fakify_rule(dynamic: bool) -> Callable[[Factory], None]:
         x = make_instance(factory)
         node, leaves = _flatten_or_fail(x)
         shape_env = ShapeEnv()
-        mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=False)
+        mode = new_fake_mode(shape_env)
         try:
             fake = _fakify_tree(node, leaves, mode, dynamic)
         except ProtocolError as e:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 import sympy
@@ -13,7 +13,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 import policies as P
 from subclassaot.errors import PolicyError, SubclassAOTError
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
-from subclassaot.torch_internals import storage_key
+from subclassaot.torch_internals import new_fake_mode, static_fake_copies, storage_key
 from tests.policies.samples import Bag, Pair, Scaled, bag, pair, scaled
 
 
@@ -271,3 +271,28 @@ def test_nested_subclass_outer_sizes_are_symbolic() -> None:
     assert exprs(f.a.a) == exprs(f.b.b)
     assert tuple(map(str, f.a.shape)) == tuple(map(str, f.shape))
     assert len(free_symbols(r)) == 2
+
+
+def _modes() -> dict[str, Callable[[], FakeTensorMode]]:
+    return {"compile": new_fake_mode, "static": lambda: static_fake_copies([])[0]}
+
+
+@pytest.mark.parametrize("mode", list(_modes()))
+@pytest.mark.parametrize("op", ["copy", "as_strided_scatter"])
+def test_a_cached_fake_result_has_the_kernels_storage_offset_and_size(mode: str, op: str) -> None:
+    # torch_internals._CacheKeepsStorage (fuzz seed 122852 #196, TwoTensor): functionalization's copy of
+    # a written input at storage offset 1 clones its whole storage and keeps the offset; torch's dispatch cache
+    # answered every call after the first with offset 0 in a storage of one element.
+    calls: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+        "copy": lambda x: torch.ops.aten.copy.default(x, torch.ones(1)),
+        "as_strided_scatter": lambda x: torch.ops.aten.as_strided_scatter.default(x, torch.ones(1), (1,), (1,), 1),
+    }
+    real = calls[op](torch.randn(8).as_strided((1,), (1,), 1))
+    layout = (real.storage_offset(), real.untyped_storage().nbytes())
+    assert layout == (1, 32)  # the kernel's: the offset kept, the whole storage cloned
+    with _modes()[mode]():
+        x = torch.empty(8).as_strided((1,), (1,), 1)
+        for _ in range(2):  # a miss or a hit, then a hit
+            out = calls[op](x)
+            assert (out.storage_offset(), out.untyped_storage().nbytes()) == layout
+            assert out._version == 0 and not out._is_view()
