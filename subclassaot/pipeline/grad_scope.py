@@ -148,7 +148,7 @@ def check_flagless_view_reads(
     ]
     if not read:
         return
-    writes = name.endswith("_") or name.startswith("__i") or name == "__setitem__"
+    writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
     made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
     if not writes and all(storage_key(o) == storage_key(read[0][0]) for o in made):
         return  # (a view op, whose result is replayed from the real input; a result that is no tensor)

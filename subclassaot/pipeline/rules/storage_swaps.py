@@ -1019,8 +1019,6 @@ class _DataMode(TorchFunctionMode):
             if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
                 self.record.views_relaid_with_grad = True
         seq_before = self.record.seq
-        if computes:
-            check_flagless_view_reads(self.record, name, args, kwargs, None)  # (a write raises in the run)
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
         if computes:
             check_views_of_gained_bases(self.record, name, args, kwargs, out)
@@ -1189,6 +1187,7 @@ class _DataMode(TorchFunctionMode):
     ) -> Any:
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
+        check_flagless_view_reads(self.record, name, args, call_kwargs, None)  # (a write would raise in the run)
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
