@@ -493,7 +493,8 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
 def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
     check_gained_after_read(run.swaps.gained_after_read, run.user_tensors, flat)
-    # (requires_grad_() on a view input with views of it: refused in the run, storage_swaps._check_gain_on_view_input)
+    # (requires_grad_() on a view input whose views eager gives no flag, read with grad: refused in the run,
+    # grad_scope.check_flagless_view_reads)
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
         real = flat.values[k]
         dropped = id(t) in run.swaps.requires_grad_dropped and id(t) not in run.swaps.requires_grad_set

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils import _pytree as pytree
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "backward_changes",
+    "check_flagless_view_reads",
     "check_views_of_gained_bases",
     "note_gain_on_a_base",
     "backward_reshapes",
@@ -114,14 +115,50 @@ def check_gained_after_read(
             )
 
 
-def refuse_gain_on_view_input(path: str) -> NoReturn:
-    """Refuse requires_grad_() on an input that is a view of a tensor requiring no grad, where the program takes
-    views of it (before or after): eager's views take requires_grad from that base, the run's from the input."""
+def _flagless_view_of_gained_input(record: SwapRecord, t: torch.Tensor) -> torch.Tensor | None:
+    """The input `t` is a view of, through view ops, where the program made that input require grad while it is a
+    view of a tensor requiring none (`record.view_input_gains`) and a view op of the chain ran before the flag or under
+    no_grad: eager's `t` requires no grad (its flag comes from that base, or it was made without history)."""
+    flagless = False
+    view = record.views.get(id(t))
+    while view is not None:
+        gain = record.view_input_gains.get(id(view.source))
+        flagless = flagless or not view.grad_enabled or (gain is not None and view.seq <= gain)
+        if gain is not None:
+            return view.source if flagless else None
+        view = record.views.get(id(view.source))
+    return None
+
+
+def check_flagless_view_reads(
+    record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> None:
+    """Refuse an op with grad on, other than a view op, that reads a view eager's autograd gives no requires_grad of
+    an input the program made require grad, which is a view of a tensor requiring none (`out` None: before the call,
+    where only writes are refused, which the run would fail with autograd's own error). Eager's view takes requires_grad
+    from that base, or was made under no_grad; the run's stand-in is a view of the input itself, so its results (and
+    its in-place writes) carry the input's history. Views taken with grad after the flag match eager, and so does
+    returning or viewing such a view (replayed from the real input at run time)."""
+    if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    read = [
+        (t, source)
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor) and (source := _flagless_view_of_gained_input(record, t)) is not None
+    ]
+    if not read:
+        return
+    writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
+    made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not writes and all(storage_key(o) == storage_key(read[0][0]) for o in made):
+        return  # (a view op, whose result is replayed from the real input; a result that is no tensor)
     raise UnsupportedError(
-        f"{path}: the program turns requires_grad on for this input, a view of a tensor that does not require "
-        "grad, and takes views of it: eager's views take requires_grad from that base, which the flag does not "
-        "change, while the compiled call has them require grad. Pass the base, or call requires_grad_() outside "
-        "the compiled function"
+        f"{input_named(record, read[0][1])}the program turns requires_grad on for this input, a view of a tensor "
+        f"that does not require grad, and then computes with grad enabled ({name}) from a view of it taken before "
+        "the flag or under no_grad: eager's view requires no grad (it takes the flag from that base, or was made "
+        "without history), so its results carry none, while the compiled run's view follows the input and would "
+        "record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of it, or "
+        "call requires_grad_() outside the compiled function"
     )
 
 

@@ -22,6 +22,9 @@ from tests.pipeline.program_helpers import SinFunction, assert_refused
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
+# grad_scope.check_flagless_view_reads: a view input made to require grad, computed from with grad through a view
+# eager gives no flag (taken before it, or under no_grad)
+FLAGLESS_VIEW_READ = "a view of a tensor that does not require grad, and then computes with grad enabled"
 
 
 def enable_inside(x: T) -> object:
@@ -1249,10 +1252,10 @@ def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], 
     with torch.enable_grad():
         f(*make_inputs())  # eager runs it
         # (the aliasing-input variant meets the refusal of requires_grad on an input sharing storage first, the view
-        # inputs the one on views of a view input made to require grad)
+        # inputs the one on a flag set after a view with grad on of the input)
         refusal = (
             "calls requires_grad_\\(\\) on this input after computing from it|for an input that shares storage"
-            "|a view of a tensor that does not require grad, and takes views of it"
+            "|on this input, which does not require grad, after computing from it"
         )
         with pytest.raises(UnsupportedError, match=refusal):
             subclassaot.compile(f)(*make_inputs())
@@ -2261,9 +2264,9 @@ def test_inplace_view_op_with_grad_on_a_no_grad_view_refused() -> None:
     def make() -> tuple[T]:
         return (torch.randn((2, 2)).diagonal(0, 1, 0).view((1, 2, 1)),)
 
-    # (x0 is a view of a tensor requiring no grad: t0, taken before the flag, is refused when it is set since seed
-    # 67000's program 2416; the layout op on a no_grad view of a base input keeps its own refusal)
-    with torch.no_grad(), pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and"):
+    # (x0 is a view of a tensor requiring no grad: t0, taken before the flag, is refused when an op with grad reads
+    # it, as since seed 67000's program 2416; the layout op on a no_grad view of a base input keeps its own refusal)
+    with torch.no_grad(), pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
         subclassaot.compile(f, backend="eager")(*make())
     with torch.no_grad(), pytest.raises(UnsupportedError, match="an in-place view op .* on a view taken under no_grad"):
         subclassaot.compile(f, backend="eager")(torch.randn((2, 1, 2)))
@@ -2395,8 +2398,8 @@ def view_input_made_to_require_grad_then_viewed(x0: T) -> object:
 
 
 def test_view_input_made_to_require_grad_then_viewed_refused() -> None:
-    """requires_grad_() on a view input sets its own flag; views of it take requires_grad from the base it views,
-    which does not require grad, so eager's result has no history; ours had (program 5802)."""
+    """requires_grad_() on a view input sets its own flag; the view of it is taken under no_grad (the call's mode),
+    so eager's result of max() with grad has no history; ours had (program 5802). Refused at the max()."""
 
     def make() -> tuple[T]:
         return (torch.randn((2, 4, 4)).unsqueeze(0),)
@@ -2404,8 +2407,145 @@ def test_view_input_made_to_require_grad_then_viewed_refused() -> None:
     with torch.no_grad():
         out = view_input_made_to_require_grad_then_viewed(*make())
         assert isinstance(out, tuple) and not out[0].requires_grad
-        with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
+        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
             subclassaot.compile(view_input_made_to_require_grad_then_viewed)(*make())
+
+
+def _view_of_a_base(subclass: bool) -> Make:
+    """A view (`base[1]`) of a tensor that requires no grad, plain or a PairTensor."""
+
+    def make() -> tuple[object, ...]:
+        base = torch.randn((2, 3, 3))
+        return ((PairTensor.from_tensor(base) if subclass else base)[1],)
+
+    return make
+
+
+def flag_then_view_with_grad(x0: T) -> object:
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t0 = x0[0]
+        t1 = x0.unbind(1)[2]  # (fuzz seed 122930, program 53: refused)
+    return t0 * 2, t0, t1, x0
+
+
+def flag_then_view_of_a_view_with_grad(x0: T) -> object:
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t0 = x0[0].t()
+    return t0, t0 * 2
+
+
+def flag_then_view_under_no_grad_returned(x0: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        t0 = x0[0]
+    return (t0,)
+
+
+def flag_then_view_written_under_no_grad(x0: T) -> object:
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t0 = x0[0]
+        y = x0 * 2
+    with torch.no_grad():
+        t0.mul_(2)
+    return y, t0
+
+
+def views_before_the_flag_returned(x0: T) -> object:
+    # (fuzz seed 122930, programs 718 and 986: views taken before the flag, returned or unused)
+    t0 = x0.reshape((1, 9))
+    t1 = t0.view((9, 1))
+    x0.requires_grad = True
+    with torch.no_grad():
+        t2 = t0.t()
+    return t1, t2
+
+
+def view_before_the_flag_read_under_no_grad(x0: T) -> object:
+    t0 = x0[0]
+    x0.requires_grad_()
+    with torch.no_grad():
+        t1 = t0 * 2
+    return t1, t0.t()
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "grad_modes"),
+    [
+        (flag_then_view_with_grad, (True, False)),
+        (flag_then_view_of_a_view_with_grad, (True, False)),
+        (flag_then_view_under_no_grad_returned, (True, False)),
+        (flag_then_view_written_under_no_grad, (True, False)),
+        # (with grad on at the call, the view before the flag is a computation before it: refused by its own rule)
+        (views_before_the_flag_returned, (False,)),
+        (view_before_the_flag_read_under_no_grad, (False,)),
+    ],
+    ids=["view_with_grad", "view_of_view", "no_grad_view_returned", "view_written", "before", "before_no_grad_read"],
+)
+def test_view_input_made_to_require_grad_with_views_matches_eager(
+    f: Callable[..., object], grad_modes: tuple[bool, ...], subclass: bool, compile_fn: CompileFn | None
+) -> None:
+    """requires_grad_() on a view input of a tensor requiring no grad sets the input's own flag, a new leaf: eager's
+    views of it taken after, with grad, require grad through it (its grad_fn chain ends in its accumulator), those
+    taken before or under no_grad require none. Views are replayed from the real input after the call, so they match;
+    refused until now as soon as the program took any view of such an input (46 of 10,000 fuzz programs)."""
+    for grad in grad_modes:
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(f, _view_of_a_base(subclass), compile_fn=compile_fn)
+
+
+def view_before_the_flag_read_with_grad(x0: T) -> object:
+    t0 = x0[0]
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t1 = t0 * 2
+    return (t1,)
+
+
+def view_before_the_flag_written_with_grad(x0: T) -> object:
+    t0 = x0[0]
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t0.mul_(2)
+    return (x0 * 1,)
+
+
+def view_under_no_grad_after_the_flag_read_with_grad(x0: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        t0 = x0[0]
+    with torch.enable_grad():
+        t1 = t0 * 2
+    return (t1,)
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        view_before_the_flag_read_with_grad,
+        view_before_the_flag_written_with_grad,
+        view_under_no_grad_after_the_flag_read_with_grad,
+    ],
+    ids=["before_read", "before_written", "no_grad_view_read"],
+)
+def test_view_input_made_to_require_grad_flagless_view_computed_with_grad_refused(
+    f: Callable[..., object], subclass: bool
+) -> None:
+    """Eager's view taken before the flag takes requires_grad from the base the input views (none), and one taken
+    under no_grad has no history: computed from with grad, its results carry none (a write runs). The run's view
+    follows the input's stand-in, which requires grad: results with history (DIVERGED), or autograd's error on the
+    write (CRASHED). Refused at the op, under a call with grad off (with grad on, computing from the input before the
+    flag meets its own refusal)."""
+    make = _view_of_a_base(subclass)
+    with torch.no_grad():
+        for out in cast(tuple[T, ...], f(*make())):
+            assert not out.requires_grad or f is view_before_the_flag_written_with_grad
+        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
+            subclassaot.compile(f)(*make())
 
 
 def view_taken_before_the_view_input_requires_grad(x0: T) -> object:
@@ -2420,7 +2560,7 @@ def view_taken_before_the_view_input_requires_grad(x0: T) -> object:
 def test_view_taken_before_a_view_input_requires_grad_refused(subclass: bool) -> None:
     """Eager's earlier view takes requires_grad from the base the input views (none), and fill_() with grad on it
     runs; the run had it require grad through the input and raised "a view was created in no_grad mode" (fuzz
-    --subclass subclasses.pair:example, seed 67000, program 2416: CRASHED). Refused when requires_grad_() runs."""
+    --subclass subclasses.pair:example, seed 67000, program 2416: CRASHED). Refused at the fill_() with grad."""
 
     def make() -> tuple[T]:
         base = torch.randn((1, 3, 4))
@@ -2428,7 +2568,7 @@ def test_view_taken_before_a_view_input_requires_grad_refused(subclass: bool) ->
 
     with torch.no_grad():
         assert view_taken_before_the_view_input_requires_grad(*make()) == ()
-        with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
+        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
             subclassaot.compile(view_taken_before_the_view_input_requires_grad)(*make())
 
 
@@ -2624,14 +2764,14 @@ def view_input_made_to_require_grad_then_viewed_under_no_grad(x0: T) -> object:
 def test_view_taken_after_a_view_input_requires_grad_refused_before_it_is_written() -> None:
     """The view taken after the flag was set (under no_grad) takes requires_grad from the base the input views
     (none): eager's zero_() of a view of it runs; the run had it require grad and raised (fuzz seed 68000, program
-    2149: CRASHED). Refused at the view, before the analysis would."""
+    2149: CRASHED). Refused at the mul() with grad, before the analysis would."""
 
     def make() -> tuple[T]:
         return (torch.randn((3, 4)).unsqueeze(0),)
 
     with torch.enable_grad():
         assert view_input_made_to_require_grad_then_viewed_under_no_grad(*make()) == ()
-        with pytest.raises(UnsupportedError, match="a view of a tensor that does not require grad, and takes views"):
+        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
             subclassaot.compile(view_input_made_to_require_grad_then_viewed_under_no_grad)(*make())
 
 

@@ -18,7 +18,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
-from subclassaot.pipeline.grad_scope import check_views_of_gained_bases, note_gain_on_a_base, refuse_gain_on_view_input
+from subclassaot.pipeline.grad_scope import (
+    check_flagless_view_reads,
+    check_views_of_gained_bases,
+    note_gain_on_a_base,
+)
 from subclassaot.pipeline.rules.autograd_state import (
     base_read,
     is_autograd_read,
@@ -1018,6 +1022,7 @@ class _DataMode(TorchFunctionMode):
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
         if computes:
             check_views_of_gained_bases(self.record, name, args, kwargs, out)
+            check_flagless_view_reads(self.record, name, args, kwargs, out)
         if new_leaf and self.record.replayed_new_leaves is not None:
             trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
@@ -1140,7 +1145,7 @@ class _DataMode(TorchFunctionMode):
             # a write, views of it or of a base it views: Note [Grad Mode And Autograd Reads]), and where autograd
             # would rebuild a later view's history from that base, `_call` refuses its assert by name)
             if not args[0].requires_grad:
-                _check_gain_on_view_input(self.record, args[0])
+                _note_gain_on_view_input(self.record, args[0])
                 note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
@@ -1182,6 +1187,7 @@ class _DataMode(TorchFunctionMode):
     ) -> Any:
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
+        check_flagless_view_reads(self.record, name, args, call_kwargs, None)  # (a write would raise in the run)
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1223,8 +1229,6 @@ class _DataMode(TorchFunctionMode):
     ) -> None:
         """What the record keeps of a call the program made, once it ran."""
         self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
-        if args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.requires_grad_gained:
-            _check_gain_on_view_input(self.record, args[0])  # (a view taken after the flag was set)
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             # (a subclass's inner tensors too: its __torch_dispatch__ makes them, out of this mode's sight)
             taken = {storage_key(a) for a in _dense_leaves((args, kwargs))}
@@ -1500,17 +1504,15 @@ def _check_new_leaf(t: torch.Tensor) -> None:
         )
 
 
-def _check_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
-    """requires_grad_() on an input that is a view of a tensor requiring no grad, of which the run took views (checked
-    when the flag is set and after each op on the input): refused before those views' flags differ from eager's."""
+def _note_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
+    """requires_grad_() on an input that is a view of a tensor requiring no grad: noted with when, to tell the views
+    of it that eager's autograd gives no requires_grad (grad_scope.check_flagless_view_reads)."""
     position = record.input_positions.get(id(t))
     if position is None:
         return
     real = position[1]
-    if not real._is_view() or real._base is None or real._base.requires_grad:
-        return
-    if any(r.source is t for r in record.views.values()):
-        refuse_gain_on_view_input(input_named(record, t).removesuffix(": ") or f"input #{position[0]}")
+    if real._is_view() and real._base is not None and not real._base.requires_grad:
+        record.view_input_gains[id(t)] = record.seq
 
 
 def _refuse_gradient_business(

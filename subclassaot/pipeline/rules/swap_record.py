@@ -132,6 +132,9 @@ class SwapRecord:
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
+    # ... of those, the ones whose real input is a view of a tensor that requires no grad -> `seq` at the flag: eager's
+    # views of it taken before the flag, or under no_grad, require no grad (Note [Grad Mode And Autograd Reads])
+    view_input_gains: dict[int, int] = field(default_factory=dict)
     # per requires_grad_() / `.requires_grad = True` call, in call order: whether eager makes a new autograd leaf
     # there (a tensor that is no input and requires no grad, in a run begun with grad on); the analysis run's answers
     # given back to the trace's run, which marks those leaves in its graph, and how many it took (Note [Training
