@@ -624,11 +624,17 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     if len(layout.leaves) < 2:
         return
     # (the address of each leaf's StorageImpl: `untyped_storage()._cdata` without making a storage object)
-    w.line("    _st = [" + ", ".join(f"_storage_id({a})" for a in accesses) + "]")
+    ids = [f"_storage_id({a})" for a in accesses]
     groups = layout.observed_groups
+    # Where no two leaves share storage, the fast body compares the addresses without the list `_st` (which only the
+    # groups' checks and the message read): two by `!=`, more as one set display.
+    w.detail_only = not groups
+    w.line("    _st = [" + ", ".join(ids) + "]")
+    w.detail_only = False
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
     pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none"
     conds = [f"len(set(_st)) == {distinct}"]
+    fast = [" != ".join(ids) if len(ids) == 2 else f"len({{{', '.join(ids)}}}) == {distinct}"]
     for g in groups:
         conds += [f"_st[{g.members[0]}] == _st[{m}]" for m in g.members[1:]]
         # Which members are the very same tensor (f(x, x)) is part of the pattern too.
@@ -654,6 +660,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
             Src(f"describe_aliasing({paths}, _st)"),
             "]",
         ),
+        None if groups else " and ".join(fast + conds[1:]),
     )
 
 

@@ -128,6 +128,54 @@ def test_aliasing_pattern_change_recompiles_and_stays_correct() -> None:
     assert c.compile_count == 2
 
 
+def mutate_three(a: T, b: T, c: T) -> T:
+    a.add_(b)
+    return a + c
+
+
+def sum_pairs(a: T, b: T) -> T:
+    return (a * b + a).sin()
+
+
+def _shared_inner() -> tuple[T, ...]:
+    t = torch.randn(3)
+    return (PairTensor(t, t),)
+
+
+def _pairs_sharing() -> tuple[T, ...]:
+    x = PairTensor(torch.randn(3), torch.randn(3))
+    return (x, PairTensor(x.a, torch.randn(3)))
+
+
+def _pair() -> T:
+    return PairTensor(torch.randn(3), torch.randn(3))
+
+
+# The fast guards compare the storages of distinct leaves without a list: two by `!=`, more as a set (Note [What
+# The Guards Compare]). Each size, compiled with distinct storages and then called with two leaves sharing one:
+# a new entry, correct, and the first entry still taken for distinct storages.
+@pytest.mark.parametrize(
+    ("fn", "distinct", "shared"),
+    [
+        (mutate_and_add, lambda: (torch.randn(3), torch.randn(3)), lambda: (x := torch.randn(3), x.detach())),
+        (mutate_three, lambda: tuple(torch.randn(3) for _ in range(3)), lambda: (x := torch.randn(3), x * 1, x)),
+        (double, lambda: (_pair(),), _shared_inner),
+        (sum_pairs, lambda: (_pair(), _pair()), _pairs_sharing),
+    ],
+    ids=["plain-2-leaves", "plain-3-leaves", "pair-2-leaves", "pairs-4-leaves"],
+)
+def test_shared_storage_among_distinct_leaves_recompiles(
+    fn: Callable[..., T], distinct: Callable[[], tuple[T, ...]], shared: Callable[[], tuple[T, ...]]
+) -> None:
+    c = compiled(fn)
+    assert_call_matches_eager(c, fn, distinct)
+    assert_call_matches_eager(c, fn, shared)
+    assert c.compile_count == 2
+    reason_matches(c, r"alias")
+    assert_call_matches_eager(c, fn, distinct)
+    assert c.compile_count == 2
+
+
 def test_subclass_to_plain_recompiles() -> None:
     c = compiled(double)
     assert_call_matches_eager(c, double, lambda: (PairTensor(torch.randn(3), torch.randn(3)),))

@@ -10,6 +10,7 @@ import torch
 
 import subclassaot
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, plain_unflattener
+from subclassaot.runtime import straight_line
 from subclasses.pair import PairTensor
 from tests.backends import RecordingBackend
 from tests.oracle import assert_matches_eager
@@ -449,3 +450,33 @@ def test_a_plain_step_raises_eager_s_error_for_a_saved_input_written_after_the_c
             y.add_(1)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             torch.autograd.backward(out.sum())
+
+
+def select_row(x: T) -> T:
+    return x[1]
+
+
+def pair64(*shape: int) -> PairTensor:
+    return PairTensor.from_tensor(torch.randn(*shape, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        pytest.param(mul, lambda: (pair64(2, 3),), id="fresh float64"),
+        pytest.param(select_row, lambda: (pair64(2, 3),), id="handed view at an offset"),
+        pytest.param(write_then_fresh, lambda: (pair64(2, 3), pair64(2, 3)), id="write then fresh float64"),
+    ],
+)
+def test_the_runner_builds_wrappers_with_positional_arguments_like_eager(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    # _make_wrapper_subclass is called with positional arguments where a probe at import finds its order as
+    # expected (straight_line._positional_mws); the wrapper's offset, dtype, device and layout are the first leaf's
+    assert straight_line._MWS_POSITIONAL
+    compiled = assert_matches_eager(fn, make, calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and ".storage_offset(), None, " in entry.run_source
+    out = compiled(*make())
+    assert isinstance(out, PairTensor)
+    assert out.dtype == torch.float64 and out.storage_offset() == out.a.storage_offset()
