@@ -651,9 +651,13 @@ def new_autograd_leaf(t: torch.Tensor, is_view: bool = True) -> torch.Tensor:
     requires_grad_() made eager's. Itself where the graph's run gave it no history and it is a view only if eager's
     is (`is_view`); else a detached alias, which is no view: eager's had no history (computed in a no_grad block,
     say), or is no view where the graph's value is one (a resize_() the graph runs as an as_strided() of a
-    temporary). The nodes after it read the result."""
+    temporary). A view whose graph value has history where eager's (taken with grad on of a base computed under
+    no_grad) has none is taken again, by as_strided(), of its base's detached alias: a view with no history, as
+    eager's. The nodes after it read the result."""
     if t.grad_fn is None and (is_view or not t._is_view()):
         return t.requires_grad_()
+    if is_view and t._base is not None:
+        return t._base.detach().as_strided(t.size(), t.stride(), t.storage_offset()).requires_grad_()
     return t.detach().requires_grad_()
 
 

@@ -594,6 +594,22 @@ def _row_and_base() -> tuple[object, ...]:
     return base[0], base
 
 
+def new_leaf_view_of_a_no_grad_intermediate(x0: T) -> object:
+    with torch.set_grad_enabled(False):
+        t0 = x0.mul(-1.0)
+    t1 = t0.view(-1)
+    t1.requires_grad_()
+    return (t1,)
+
+
+def new_leaf_view_of_a_no_grad_intermediate_used(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0.mul(2.0)
+    t1 = t0[1]
+    t1.requires_grad_()
+    return (t1, t1 * x0[0])
+
+
 def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
     return lambda: (torch.randn(*shape, requires_grad=requires_grad), torch.randn(*shape))
 
@@ -633,6 +649,12 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         (a_no_grad_view_of_a_new_leaf_returned, _plain(2, 3)),
         (a_view_of_a_view_of_a_new_leaf_returned, _plain(2, 3)),
         (a_view_of_a_view_of_a_new_leaf_returned, _grad(2, 3)),
+        # a view, taken with grad on, of an intermediate computed under no_grad from an input that requires grad: the
+        # graph's value has history there, eager's none; the leaf stays a view (fuzz seed 117000 #4114)
+        (new_leaf_view_of_a_no_grad_intermediate, lambda: (torch.randn((), requires_grad=True),)),
+        (new_leaf_view_of_a_no_grad_intermediate, _grad(2, 3)),
+        (new_leaf_view_of_a_no_grad_intermediate, _plain(2, 3)),
+        (new_leaf_view_of_a_no_grad_intermediate_used, _grad(2, 3)),
     ],
     ids=[
         "no_grad_view_of_grad_input",
@@ -658,6 +680,10 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         "no_grad_view_of_the_leaf_intermediate",
         "view_of_a_view_of_the_leaf",
         "view_of_a_view_of_the_leaf_of_grad_input",
+        "view_of_a_no_grad_intermediate_0d",
+        "view_of_a_no_grad_intermediate",
+        "view_of_a_no_grad_intermediate_plain",
+        "view_of_a_no_grad_intermediate_used",
     ],
 )
 def test_new_leaf_beside_views_view_ops_and_aliases_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:

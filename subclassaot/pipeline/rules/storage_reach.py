@@ -559,8 +559,15 @@ def check_output_past_grown_input(
     held = max(_end(t) for t in over)
     if _end(value) > held:
         paths = record.input_paths.get(record.grown_root(key), ("an input",))
-        raise UnsupportedError(
+        message = (
             f"{path} is a view over the storage of {' and '.join(paths)}, which resize_() grew, and reaches storage "
             f"elements past the input's own (to element {_end(value)}; the input ends at {held}): the compiled call "
             "writes back only the input's elements. Return a .clone() of it"
         )
+        root = record.grown_root(key)
+        if root in record.alias_bases or key in record.alias_bases:
+            return  # (a synthetic base's write-back spans the storage grown under it)
+        own = record.own_inputs.get(root)
+        if own is not None:  # traced again over its whole storage, a synthetic base
+            raise StorageReachError(message, leaf=own[1])
+        raise UnsupportedError(message)

@@ -648,7 +648,17 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.grown_ids.add(id(x))
         if self.depth == 0 and not torch.is_grad_enabled() and x.requires_grad and (x._is_view() or x.is_leaf):
             self.record.hidden_grows[id(x)] = x  # Note [Storage Swaps By Rebinding]
+            if id(x) in self.record.input_positions and self.record.family_of(x) in self.record.visible_families:
+                raise UnsupportedError(
+                    f"{input_named(self.record, x)}resize_() grows this input, which requires grad, with grad off "
+                    "(inside a torch.inference_mode() block) after the program wrote it with grad on: eager's "
+                    "autograd recorded that write at the input's earlier size, the compiled call records its write "
+                    "of the input's final value at the grown size (Note [Storage Swaps By Rebinding]). Grow a "
+                    ".detach() of it, or write it after the growth"
+                )
         self.record.grown_from[storage_key(x)] = key_before
+        if key_before in self.record.inference_made:  # (eager's storage, grown in place, stays an inference one)
+            self.record.inference_made.add(storage_key(x))
         for t in sharers:  # each keeps its layout, on the grown storage (Note [Storage Swaps By Rebinding])
             rebind_functional(t, grown, (list(t.shape), list(t.stride()), t.storage_offset()))
             if id(t) in self.record.input_positions:  # an input whose storage grows under it, as eager's does
