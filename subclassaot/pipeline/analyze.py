@@ -872,7 +872,7 @@ def _replay_counters(
     raises = grad_fn_raises(value) or input_view_raises_in_eager(value, replay, run, input_by_id)
     if raises and replay is not None and not replay.before_epilogue and replay.runtime_set and value._is_view():
         # A view the runtime itself set_()s (a subclass view of an input an in-place view op changed, rebuilt
-        # over its storage: Note [Subclass Intermediate Roots]) keeps a grad_fn that answers: its counter is
+        # over its storage: Note [Output Regeneration]) keeps a grad_fn that answers: its counter is
         # advanced after it is built instead (Note [Views That Raise After A Bump])
         rebuilt = False
     # (and a view with no history of a tensor the program wrote since, whose grad_fn eager regenerates once its base
@@ -991,7 +991,7 @@ def _output_info(
         return _non_tensor_info(path, value), graph_count
     if id(value) in input_by_id:
         return _info(path, OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
-    # See Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
+    # See Note [Wrapper Storage]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
@@ -1149,15 +1149,14 @@ def _as_fresh_root(
     found: tuple[Replay | None, bool, Meta | None],
     graph_count: int,
 ) -> tuple[OutputInfo, int] | None:
-    """An intermediate subclass output that requires grad, rebuilt from fresh graph leaves (Note [Subclass
-    Intermediate Roots]), where it is one."""
+    """An intermediate subclass output that requires grad, rebuilt from fresh graph leaves (Note [Output Regeneration]), where it is one."""
     replay, raises, data_meta = found
     if (
         any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
-        # See Note [Subclass Intermediate Roots]
+        # See Note [Output Regeneration]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
@@ -1195,7 +1194,7 @@ def _as_fresh_root(
 #   (OutputLeaf.set_steps) where x ends with t's layout and nothing else relaid t or the chain; its hidden `._base`, t,
 #   takes x's. Other such views are rebuilt from the fake strides: refused where t is empty. (A view of x itself
 #   replays its view ops on the real x and is exact.)
-# - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Data Assignment]): the graph returns the
+# - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Storage]): the graph returns the
 #   dense leaf whose size and stride the assigned wrapper had as a stride probe, and the wrapper takes that leaf's real
 #   strides. Only where nothing changed that leaf or the wrapper after it was made (no in-place view op, set_ or `.data
 #   =` on either, no write to the leaf's storage, whose functional value need not keep the leaf's strides) and the

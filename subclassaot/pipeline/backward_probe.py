@@ -104,6 +104,24 @@ from subclassaot.torch_internals import (
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save).
+# Saved values are checked as eager's (runtime/autograd_function.py):
+# Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
+# made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
+# with its own counter; the compiled Function saves what its backward graph reads, and those values need not use
+# the counters of eager's saved tensors, nor be read by every backward eager's would run:
+#   t0 = F.apply(x0); x0.data = t0     F saved x0 (x0's counter); ours saves t0's value, an output: writing t0
+#                                      after the call fails ours only
+#   y.mul_(2); a = x.exp(); b = x * 2  a backward through b alone never runs ExpBackward; ours unpacks everything
+#   with no_grad(): x0.copy_(x0)       ours saves the unbind() view of x0 its forward took under no_grad, and the
+#   t0 = x0.unbind(0)[0]               epilogue then moves x0's counter: unpacking the view raises
+# So the Function saves each value through `.data` (the same memory; a counter of its own, no view, no history:
+# nothing the program, the epilogue or the caller writes moves it) and raises eager's errors itself, from the
+# counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
+# whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
+# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. Where each
+# tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
+# that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
+# create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
 
 MAX_PROBED_OUTPUTS = 4
 

@@ -137,7 +137,7 @@ def _caller_node(setup: JointSetup, position: int) -> bool:
         return False
     t = flat.tensor_indices.index(int(info.input_index))
     if layout.trees[t] is not None:
-        return False  # a tensor subclass: its `.data` is assigned as Note [Wrapper Data Assignment] says
+        return False  # a tensor subclass: its `.data` is assigned as Note [Wrapper Storage] says
     muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
     return all(m.swapped_by_data_only and not m.autograd_visible and not m.set_under_grad for m in muts)
 

@@ -1,6 +1,6 @@
 """set_() under grad: where the runtime makes the set_ node of an input (before the compiled call or in the epilogue),
 eager's `._base` of outputs set_() under grad, and the order eager's backward runs its nodes around a set_() of a
-view (Note [set_ Under Grad], Note [set_ Under Grad]).
+view (Note [set_ Under Grad]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program; output
 leaves of a functional run and its `SwapRecord`; at run time, a regenerated output and the value of the tensor
@@ -313,7 +313,7 @@ def set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
     """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
-    taking it, still views in eager (Note [Subclass Intermediate Roots])."""
+    taking it, still views in eager (Note [Output Regeneration])."""
     if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
         return None
     made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
@@ -329,7 +329,7 @@ def set_view_root(
 def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
     """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
     tensors none of which requires grad (a detach() set_() to its own view in training), or
-    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it?"""
+    `value`'s own, as Note [Output Regeneration] rebuilds it?"""
     return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
 
 

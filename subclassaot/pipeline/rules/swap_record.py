@@ -50,7 +50,7 @@ class ViewRecord:
     grad_enabled: bool
     source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
     seq: int  # when it happened, among view and in-place view ops
-    # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Data Assignment])
+    # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Storage])
     source_leaves: tuple[RawMeta, ...] | None = None
     # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The
     # Wrapper])
@@ -82,7 +82,7 @@ class InplaceViewRecord:
 
 @dataclass(frozen=True, slots=True)
 class DataAssignment:
-    """`w.data = source` on a wrapper subclass `w` (Note [Wrapper Data Assignment])."""
+    """`w.data = source` on a wrapper subclass `w` (Note [Wrapper Storage])."""
 
     source: torch.Tensor
     seq: int  # when it happened, among view and in-place view ops
@@ -226,7 +226,7 @@ class SwapRecord:
     # Through .data =])
     family_visible_seq: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
-    # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
+    # own metadata and storage; its inner tensors stay (Note [Wrapper Storage])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
     # Storage])
