@@ -211,8 +211,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
-        self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
-        self.nesting = 0  # > 0 while an op is handled (its handling may run ops again)
         self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
         # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
         # version bump is theirs (Note [Storage Swaps By Rebinding])
@@ -229,13 +227,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
-        counted = dict(self.record.written_families) if self.nesting == 0 else None
-        self.nesting += 1
+        counted = dict(self.record.written_families) if self.record.dispatching == 0 else None
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
             out = self._dispatch(func, types, args, kwargs)
         finally:
-            self.nesting -= 1
             self.record.dispatching -= 1
         if counted is not None and counted != self.record.written_families:
             # one op advances a counter once, however its handling here rewrote it (runtime/steps.py: Version Counters As Eager's)
@@ -243,6 +239,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         self.record.pin(out)
         return out
+
+    @property
+    def depth(self) -> int:
+        """How many subclass `__torch_dispatch__` calls the op handled now runs inside (0: the program's own op).
+        The mode is popped while it handles an op, so it sees ops again only where `_dispatch_subclass` pushes it
+        around a subclass's dispatch: one op handled per level, `record.dispatching` counts them."""
+        return self.record.dispatching - 1
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         check_storage_bytes_resize(self.record, func, args)  # Note [Storage Swaps By Rebinding]
@@ -334,7 +337,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             leaves = flatten_subclass(args[0], "set_")[1]
             check_shared_grad_set(self.record, args, leaves)
             self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
-        self.depth += 1
         try:
             with self:
                 if dispatches_in_cpp(type(subclass)):
@@ -343,7 +345,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 else:
                     out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
         finally:
-            self.depth -= 1
             self.native_pending = None
         self._track(func, args, out, kwargs)
         if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):

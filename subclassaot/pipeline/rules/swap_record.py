@@ -169,8 +169,9 @@ class SwapRecord:
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # > 0 while an op's dispatch runs (the swap mode's rules, a subclass's __torch_dispatch__): reads made there are
-    # answered but neither recorded nor replayed (Note [Grad Mode And Autograd Reads])
+    # how many ops the swap mode is handling now, one per level of subclass __torch_dispatch__ it runs inside (1: the
+    # program's own op). Reads made while > 0 (the mode's rules, a subclass's dispatch) are answered but neither
+    # recorded nor replayed (Note [Grad Mode And Autograd Reads])
     dispatching: int = 0
     # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Grad Mode And
     # Autograd Reads])
