@@ -1128,7 +1128,7 @@ def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn 
         return (t2.view(-1),)
 
     with torch.set_grad_enabled(grad):
-        rule = r"could not be a view of it \(Note \[Subclass Intermediate Roots\]\)"
+        rule = r"could not be a view of it \(Note \[Output Regeneration\]\)"
         assert_refused(f, _pair_leaf_and_view(4, 4, transposed=False), compile_fn, rule)
 
 
