@@ -146,6 +146,7 @@ from subclassaot.schemas import (
     ReplaySource,
 )
 from subclassaot.torch_internals import (
+    grad_fn_or_none,
     grad_fn_raises,
     is_custom_function_view,
     is_inference_mode_view,
@@ -925,7 +926,7 @@ def _check_history_kept(
         and torch.is_grad_enabled()
         and id(value) in run.swaps.swapped_ids
         and id(value) not in run.swaps.grad_set_ids  # Note [set_ Under Grad]
-        and _grad_fn_or_none(value) is not None
+        and grad_fn_or_none(value) is not None
         and out_leaves[0].source is LeafSource.INPUT_ALIAS
         and not out_leaves[0].is_view
         and not out_leaves[0].same_object
@@ -944,7 +945,7 @@ def _check_history_kept(
         and id(value) not in run.swaps.swapped_ids
         and any(run.swaps.view_root(value) is u for u in run.user_tensors)
         and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
-        and _grad_fn_or_none(value) is not None
+        and grad_fn_or_none(value) is not None
     ):
         # Rebuilt from its dense leaves, it would have no autograd history (a view taken
         # between in-place view ops on the input)
@@ -1014,7 +1015,7 @@ def _output_info(
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
         return _info(path, OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
-    if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
+    if on_input and value.requires_grad and grad_fn_or_none(value) is not None and detached_in_chain(value, run):
         raise UnsupportedError(
             f"{path} is a detach() of an input (or a view of one) that the program then wrote with a value that "
             "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
@@ -1364,7 +1365,7 @@ def _needs_program_autograd(path: str, value: torch.Tensor, run: FunctionalRun) 
         if not record.grad_enabled:
             # A view made under no_grad has no grad_fn, unless an autograd.Function returned it (and gave it one);
             # a view taken of it later with grad on (`with no_grad(): t = x.view(); return t.view()`) replays.
-            return _grad_fn_or_none(t) is not None
+            return grad_fn_or_none(t) is not None
         t = record.source
     return False
 
@@ -1392,7 +1393,7 @@ def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, out
         taken_with_grad = isinstance(real, torch.Tensor) and real.requires_grad and bool(chain)
         taken_with_grad = taken_with_grad and all(r.grad_enabled for r in chain)
         taken_with_grad = taken_with_grad and dropped is not None and chain[-1].seq <= dropped
-        if _grad_fn_or_none(value) is None and not taken_with_grad:
+        if grad_fn_or_none(value) is None and not taken_with_grad:
             continue
         raise UnsupportedError(
             f"{info.path} is a view of {flat.leaves[flat.tensor_indices[k]].path}, taken with autograd history before "
@@ -1411,14 +1412,7 @@ def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun)
     made = run.swaps.requires_grad_gained.keys() | run.swaps.new_leaf_ids
     if not isinstance(value, torch.Tensor) or id(value) not in made:
         return False
-    return value.requires_grad and _grad_fn_or_none(value) is None
-
-
-def _grad_fn_or_none(t: torch.Tensor) -> object:
-    try:
-        return t.grad_fn
-    except (RuntimeError, ValueError, IndexError):  # see _needs_program_autograd
-        return None
+    return value.requires_grad and grad_fn_or_none(value) is None
 
 
 def check_written_inputs_gaining_grad(

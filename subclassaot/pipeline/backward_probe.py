@@ -11,9 +11,10 @@ no real tensor, draws no random number and adds no guard.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
 
@@ -158,8 +159,7 @@ def probe_eager_backward(
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
             return None
         ends: dict[frozenset[int], BackwardEnd] = {}
-        for mask in range(1, 1 << len(grad_outputs)):
-            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+        for chosen in _output_sets(grad_outputs):
             _, end = _trial(call, flat, chosen, returned=returned)
             if end is None:
                 return None
@@ -212,14 +212,18 @@ def eager_backward_errors(call: Callable[..., object], flat: FlatInputs) -> tupl
 
     try:
         grad_outputs, _ = _trial(call, flat, None, after_call=through_inputs)
-        n = len(grad_outputs)
-        masks = range(1, 1 << n) if n <= MAX_PROBED_OUTPUTS else [(1 << n) - 1]
-        for mask in masks:
-            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+        for chosen in _output_sets(grad_outputs):
             _trial(call, flat, chosen, found, before_backward=_tangents_made)
     except Exception:  # a program the probe cannot run
         return None
     return tuple(found)
+
+
+def _output_sets(grad_outputs: list[int]) -> list[frozenset[int]]:
+    """Each nonempty set of `grad_outputs`; beyond MAX_PROBED_OUTPUTS (2^n backwards), only all of them at once."""
+    n = len(grad_outputs)
+    masks = range(1, 1 << n) if n <= MAX_PROBED_OUTPUTS else [(1 << n) - 1]
+    return [frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1) for mask in masks]
 
 
 def _tangents_made(positions: list[int], roots: list[torch.Tensor]) -> None:
@@ -345,6 +349,16 @@ def _storage_keys(t: torch.Tensor) -> list[object]:
     return [storage_key(leaf) for leaf in _dense_leaves(t)]
 
 
+@contextlib.contextmanager
+def _eager_run(call: Callable[..., object], flat: FlatInputs) -> Iterator[tuple[list[object], list[object]]]:
+    """The program run with grad on fresh static fakes of `flat.values` (the RNG state restored after): its output
+    pytree's leaves and the fakes, for a block run inside the fakes' mode."""
+    mode, values = static_fake_copies(flat.values)
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        state, args, kwargs = unflatten_call(flat, values)
+        yield pytree.tree_leaves(call(state, args, kwargs)), values
+
+
 def reaches_output_node(
     call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
 ) -> bool | None:
@@ -352,10 +366,7 @@ def reaches_output_node(
     the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under
     Grad]). None where the program does not run on static fakes."""
     try:
-        mode, values = static_fake_copies(flat.values)
-        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            state, args, kwargs = unflatten_call(flat, values)
-            outs = pytree.tree_leaves(call(state, args, kwargs))
+        with _eager_run(call, flat) as (outs, _):
             wanted = {
                 node for p in targets if isinstance(o := outs[p], torch.Tensor) and (node := o.grad_fn) is not None
             }
@@ -372,10 +383,7 @@ def eager_accumulator_sizes(
     outputs' graphs reach in eager, run on static fakes, recorded (none reached: empty), so where results die as in
     eager (Note [Gradient Accumulators Of Leaves]). None where the program does not run on static fakes."""
     try:
-        mode, values = static_fake_copies(flat.values)
-        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            state, args, kwargs = unflatten_call(flat, values)
-            outs = pytree.tree_leaves(call(state, args, kwargs))
+        with _eager_run(call, flat) as (outs, values):
             sizes = _accumulator_sizes([o.grad_fn for o in outs if isinstance(o, torch.Tensor)])
     except Exception:  # a program the probe cannot run
         return None
@@ -920,8 +928,7 @@ def _graded_first(
         grad_outputs = first_trial()
         if len(grad_outputs) > MAX_PROBED_OUTPUTS:
             return True
-        for mask in range(1, 1 << len(grad_outputs)):
-            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+        for chosen in _output_sets(grad_outputs):
             if not chosen & save.outputs:
                 continue
             _, end = _trial(call, flat, chosen, returned=returned, after_call=written)

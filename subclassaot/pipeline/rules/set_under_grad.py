@@ -34,6 +34,7 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     autograd_sequence_mark,
     get_version,
+    grad_fn_or_none,
     is_program_node,
     storage_key,
 )
@@ -211,7 +212,7 @@ def _set_before_any_node(record: SwapRecord, t: torch.Tensor, roots: Sequence[to
     end) reach, but the set_ nodes numbered `sets` (those of the views of inputs set_() so: autograd's number right
     after the set_()'s mark) (Note [set_ Under Grad])?"""
     mark, start = record.grad_set_marks[id(t)], record.program_start_mark
-    nodes = autograd_nodes(_grad_fn(o) for o in roots if o is not t)
+    nodes = autograd_nodes(grad_fn_or_none(o) for o in roots if o is not t)
     return all(
         node._sequence_nr() > mark
         or not is_program_node(node, start)
@@ -236,16 +237,11 @@ def intermediate_read_after_grad_set(
         return False
     leaves = pytree.tree_leaves(output)
     starts = [
-        _grad_fn(o) for o, holder in zip(leaves, holders, strict=True) if isinstance(o, torch.Tensor) and not holder
+        grad_fn_or_none(o)
+        for o, holder in zip(leaves, holders, strict=True)
+        if isinstance(o, torch.Tensor) and not holder
     ]
     return any(type(node).__name__ == "NotImplemented" for node in autograd_nodes(starts))
-
-
-def _grad_fn(t: torch.Tensor) -> Any:
-    try:
-        return t.grad_fn
-    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
-        return None
 
 
 def refuse_grad_set_onto_moved_source(
@@ -440,7 +436,7 @@ def views_before_view_sets(
         if not (isinstance(real, torch.Tensor) and real.is_leaf and real.requires_grad):
             continue  # (a node of its own history, made before the program, waits behind the set_ node in both)
         start = record.program_start_mark
-        seqs = [int(n._sequence_nr()) for n in autograd_nodes([_grad_fn(value)]) if is_program_node(n, start)]
+        seqs = [int(n._sequence_nr()) for n in autograd_nodes([grad_fn_or_none(value)]) if is_program_node(n, start)]
         if not seqs or min(seqs) > max(marks):
             continue  # made after each: its first view's node runs before the set_ nodes, in eager as in ours
         unchanged = not changed[flat.tensor_indices.index(InputIndex(r.index))]
