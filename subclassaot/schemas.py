@@ -303,7 +303,7 @@ class ViewStep:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataAssignmentPlan:
-    """How the epilogue repeats the `.data =` assignments to one subclass input (Note [Wrapper Data Assignment])."""
+    """How the epilogue repeats the `.data =` assignments to one subclass input (Note [Wrapper Storage])."""
 
     after_steps: int  # how many of the input's `inplace_replay` steps are replayed before the wrapper takes `meta`
     meta: Meta  # the wrapper's own size, stride, offset from the last assignment on (the assigned tensor's)
@@ -355,7 +355,7 @@ class Replay:
     root_stride_leaf: int | None = None
     root_leaves: tuple[OutputLeaf, ...] = ()  # INPUT_ROOT: per dense leaf of the root, the input leaf it aliases
     # INPUT_ROOT: names eager's intermediate (its id() while analyzing); replays naming one share one rebuilt root
-    # (Note [Subclass Intermediate Roots])
+    # (Note [Output Regeneration])
     root_token: int | None = None
     # INPUT: a view of an input that requires grad, taken before the program wrote the input: rebuilt before the
     # epilogue writes it, so that autograd sees the same order as in eager (a no_grad or multi-output view whose
@@ -385,7 +385,7 @@ class Replay:
     # the program set_() the output's wrapper after making it as this view: the view then takes the output's
     # dense leaves by a wrapper-level set_ (Note [Wrapper Storage])
     then_set: bool = False
-    # then_set is the runtime's own, not the program's (Note [Subclass Intermediate Roots]): the view keeps its
+    # then_set is the runtime's own, not the program's (Note [Output Regeneration]): the view keeps its
     # source's version counter and wrapper storage
     runtime_set: bool = False
     # the program's was `.data =` on a plain view (it stays a view of its base): repeated as `.data =`
@@ -414,7 +414,7 @@ class Replay:
     # Regeneration])
     base_after: tuple[ViewStep, ...] = ()
     # WRAPPER: the metadata a `.data =` after the chain's first view left on eager's root (its `._base`), given to the
-    # rebuilt root once every output is built (Note [Wrapper Data Assignment])
+    # rebuilt root once every output is built (Note [Wrapper Storage])
     root_data_meta: Meta | None = None
     # INPUT, after the epilogue: its steps advance the input's version counter (in-place view ops), which the epilogue
     # set to eager's count, these ops included: a replayed view that needs no grad gives the input that count back
@@ -445,7 +445,7 @@ class OutputInfo:
     leaves: tuple[OutputLeaf, ...]  # TENSOR: one per dense leaf
     replay: Replay | None  # TENSOR aliasing an input or intermediate: the view chain to replay, when exact
     # TENSOR in training: a subclass view of an intermediate no other output aliases, computed by the graph and
-    # returned as a view of that fresh value (Note [Subclass Intermediate Roots])
+    # returned as a view of that fresh value (Note [Output Regeneration])
     view_of_fresh: bool = False
     # TENSOR subclass computed by the graph: the position in `leaves` of a fresh leaf whose size and stride the wrapper
     # had while tracing; its strides are that leaf's at run time (Note [Strides The Kernels Choose])
@@ -461,12 +461,12 @@ class OutputInfo:
     # [set_ Under Grad]); any length, ascending input indexes
     set_blocks: tuple[InputIndex, ...] = ()
     # TENSOR subclass whose own size/stride/offset a `.data =` set apart from its inner tensors': those eager left on
-    # the wrapper, given to it after it is built (Note [Wrapper Data Assignment])
+    # the wrapper, given to it after it is built (Note [Wrapper Storage])
     data_meta: Meta | None = None
     # ... where their strides are the real ones of this graph stride probe (Note [Strides The Kernels Choose])
     data_stride_probe: int | None = None
     # ... and, computed by the graph in training, the size its autograd history recorded before a `.data =` gave it
-    # another: the Function returns it with that size (Note [Wrapper Data Assignment])
+    # another: the Function returns it with that size (Note [Wrapper Storage])
     history_size: tuple[Dim, ...] | None = None
     # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
     # requires grad) requires grad, and the replayed one is made to (Note [Views That Raise After A Bump])

@@ -215,6 +215,15 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
     return False
 
 
+def grad_fn_or_none(t: torch.Tensor) -> Any:
+    """`t.grad_fn`, or None where reading it raises (the view-after-write error, or a view replay that fails after
+    its base's layout changed: see grad_fn_raises)."""
+    try:
+        return t.grad_fn
+    except (RuntimeError, ValueError, IndexError):
+        return None
+
+
 def has_grad_fn(t: torch.Tensor) -> bool:
     """Has `t` a grad_fn, reading it as eager does? Where the read raises autograd's view-after-write error, no;
     where replaying its view ops fails (its base's `.data =` gave it another layout since, see grad_fn_raises),

@@ -146,6 +146,7 @@ from subclassaot.schemas import (
     ReplaySource,
 )
 from subclassaot.torch_internals import (
+    grad_fn_or_none,
     grad_fn_raises,
     is_custom_function_view,
     is_inference_mode_view,
@@ -873,7 +874,7 @@ def _replay_counters(
     raises = grad_fn_raises(value) or input_view_raises_in_eager(value, replay, run, input_by_id)
     if raises and replay is not None and not replay.before_epilogue and replay.runtime_set and value._is_view():
         # A view the runtime itself set_()s (a subclass view of an input an in-place view op changed, rebuilt
-        # over its storage: Note [Subclass Intermediate Roots]) keeps a grad_fn that answers: its counter is
+        # over its storage: Note [Output Regeneration]) keeps a grad_fn that answers: its counter is
         # advanced after it is built instead (Note [Views That Raise After A Bump])
         rebuilt = False
     # (and a view with no history of a tensor the program wrote since, whose grad_fn eager regenerates once its base
@@ -926,7 +927,7 @@ def _check_history_kept(
         and torch.is_grad_enabled()
         and id(value) in run.swaps.swapped_ids
         and id(value) not in run.swaps.grad_set_ids  # Note [set_ Under Grad]
-        and _grad_fn_or_none(value) is not None
+        and grad_fn_or_none(value) is not None
         and out_leaves[0].source is LeafSource.INPUT_ALIAS
         and not out_leaves[0].is_view
         and not out_leaves[0].same_object
@@ -945,7 +946,7 @@ def _check_history_kept(
         and id(value) not in run.swaps.swapped_ids
         and any(run.swaps.view_root(value) is u for u in run.user_tensors)
         and all(o.source is LeafSource.INPUT_ALIAS and not o.same_object for o in out_leaves)
-        and _grad_fn_or_none(value) is not None
+        and grad_fn_or_none(value) is not None
     ):
         # Rebuilt from its dense leaves, it would have no autograd history (a view taken
         # between in-place view ops on the input)
@@ -992,7 +993,7 @@ def _output_info(
         return _non_tensor_info(path, value), graph_count
     if id(value) in input_by_id:
         return _info(path, OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
-    # See Note [Wrapper Data Assignment]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
+    # See Note [Wrapper Storage]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data
     data_meta = leaf_meta(value) if own else None
@@ -1015,7 +1016,7 @@ def _output_info(
         graph_leaf = OutputLeaf(source=LeafSource.GRAPH, index=graph_count, meta=data_from.meta, is_view=False)
         return _info(path, OutputKind.TENSOR, leaves=(graph_leaf,), data_from=data_from), graph_count + 1
     on_input = any(o.source is LeafSource.INPUT_ALIAS for o in out_leaves)
-    if on_input and value.requires_grad and _grad_fn_or_none(value) is not None and detached_in_chain(value, run):
+    if on_input and value.requires_grad and grad_fn_or_none(value) is not None and detached_in_chain(value, run):
         raise UnsupportedError(
             f"{path} is a detach() of an input (or a view of one) that the program then wrote with a value that "
             "requires grad: eager gives it an autograd history of its own over the input's storage, which a compiled "
@@ -1150,15 +1151,14 @@ def _as_fresh_root(
     found: tuple[Replay | None, bool, Meta | None],
     graph_count: int,
 ) -> tuple[OutputInfo, int] | None:
-    """An intermediate subclass output that requires grad, rebuilt from fresh graph leaves (Note [Subclass
-    Intermediate Roots]), where it is one."""
+    """An intermediate subclass output that requires grad, rebuilt from fresh graph leaves (Note [Output Regeneration]), where it is one."""
     replay, raises, data_meta = found
     if (
         any(o.source is LeafSource.INTERMEDIATE_ALIAS for o in out_leaves)
         and (replay is None or replay.source not in (ReplaySource.WRAPPER, ReplaySource.OUTPUT))
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
-        # See Note [Subclass Intermediate Roots]
+        # See Note [Output Regeneration]
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
@@ -1196,7 +1196,7 @@ def _as_fresh_root(
 #   (OutputLeaf.set_steps) where x ends with t's layout and nothing else relaid t or the chain; its hidden `._base`, t,
 #   takes x's. Other such views are rebuilt from the fake strides: refused where t is empty. (A view of x itself
 #   replays its view ops on the real x and is exact.)
-# - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Data Assignment]): the graph returns the
+# - Wrappers assigned a computed tensor (`x.data = x.mul(-1.0)`, Note [Wrapper Storage]): the graph returns the
 #   dense leaf whose size and stride the assigned wrapper had as a stride probe, and the wrapper takes that leaf's real
 #   strides. Only where nothing changed that leaf or the wrapper after it was made (no in-place view op, set_ or `.data
 #   =` on either, no write to the leaf's storage, whose functional value need not keep the leaf's strides) and the
@@ -1366,7 +1366,7 @@ def _needs_program_autograd(path: str, value: torch.Tensor, run: FunctionalRun) 
         if not record.grad_enabled:
             # A view made under no_grad has no grad_fn, unless an autograd.Function returned it (and gave it one);
             # a view taken of it later with grad on (`with no_grad(): t = x.view(); return t.view()`) replays.
-            return _grad_fn_or_none(t) is not None
+            return grad_fn_or_none(t) is not None
         t = record.source
     return False
 
@@ -1394,7 +1394,7 @@ def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, out
         taken_with_grad = isinstance(real, torch.Tensor) and real.requires_grad and bool(chain)
         taken_with_grad = taken_with_grad and all(r.grad_enabled for r in chain)
         taken_with_grad = taken_with_grad and dropped is not None and chain[-1].seq <= dropped
-        if _grad_fn_or_none(value) is None and not taken_with_grad:
+        if grad_fn_or_none(value) is None and not taken_with_grad:
             continue
         raise UnsupportedError(
             f"{info.path} is a view of {flat.leaves[flat.tensor_indices[k]].path}, taken with autograd history before "
@@ -1413,14 +1413,7 @@ def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun)
     made = run.swaps.requires_grad_gained.keys() | run.swaps.new_leaf_ids
     if not isinstance(value, torch.Tensor) or id(value) not in made:
         return False
-    return value.requires_grad and _grad_fn_or_none(value) is None
-
-
-def _grad_fn_or_none(t: torch.Tensor) -> object:
-    try:
-        return t.grad_fn
-    except (RuntimeError, ValueError, IndexError):  # see _needs_program_autograd
-        return None
+    return value.requires_grad and grad_fn_or_none(value) is None
 
 
 def check_written_inputs_gaining_grad(

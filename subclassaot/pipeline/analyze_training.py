@@ -239,7 +239,7 @@ def check_history_over_alias(
         _check_no_grad_view_over_set(path, value, leaves, run)
         return
     base = bases.get(storage_key(value))
-    # (an intermediate subclass so assigned: Note [Wrapper Data Assignment], data_assignment.py)
+    # (an intermediate subclass so assigned: Note [Wrapper Storage], data_assignment.py)
     if (
         base is not None
         and id(base[1]) in run.swaps.swapped_by_data
@@ -741,8 +741,7 @@ def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.
     """`value` if it is a view that the program set_() under no_grad after computing it with grad, or the tensor
     with grad history that it is a chain of views of, taken after the program set_() that one under no_grad
     (Note [Outputs Over Another Storage]); else None. A `value` that is no view is the rule before this one;
-    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Subclass Intermediate
-    Roots])."""
+    inputs, and views of them, are rebuilt by the epilogue with their own history (Note [Output Regeneration])."""
     t, taken = value, None
     while True:
         record = run.swaps.plain_sets.get(id(t))

@@ -11,9 +11,10 @@ no real tensor, draws no random number and adds no guard.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
 
@@ -104,6 +105,24 @@ from subclassaot.torch_internals import (
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save).
+# Saved values are checked as eager's (runtime/autograd_function.py):
+# Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
+# made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
+# with its own counter; the compiled Function saves what its backward graph reads, and those values need not use
+# the counters of eager's saved tensors, nor be read by every backward eager's would run:
+#   t0 = F.apply(x0); x0.data = t0     F saved x0 (x0's counter); ours saves t0's value, an output: writing t0
+#                                      after the call fails ours only
+#   y.mul_(2); a = x.exp(); b = x * 2  a backward through b alone never runs ExpBackward; ours unpacks everything
+#   with no_grad(): x0.copy_(x0)       ours saves the unbind() view of x0 its forward took under no_grad, and the
+#   t0 = x0.unbind(0)[0]               epilogue then moves x0's counter: unpacking the view raises
+# So the Function saves each value through `.data` (the same memory; a counter of its own, no view, no history:
+# nothing the program, the epilogue or the caller writes moves it) and raises eager's errors itself, from the
+# counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
+# whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
+# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. Where each
+# tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
+# that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
+# create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
 
 MAX_PROBED_OUTPUTS = 4
 
@@ -140,8 +159,7 @@ def probe_eager_backward(
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
             return None
         ends: dict[frozenset[int], BackwardEnd] = {}
-        for mask in range(1, 1 << len(grad_outputs)):
-            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+        for chosen in _output_sets(grad_outputs):
             _, end = _trial(call, flat, chosen, returned=returned)
             if end is None:
                 return None
@@ -194,14 +212,18 @@ def eager_backward_errors(call: Callable[..., object], flat: FlatInputs) -> tupl
 
     try:
         grad_outputs, _ = _trial(call, flat, None, after_call=through_inputs)
-        n = len(grad_outputs)
-        masks = range(1, 1 << n) if n <= MAX_PROBED_OUTPUTS else [(1 << n) - 1]
-        for mask in masks:
-            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+        for chosen in _output_sets(grad_outputs):
             _trial(call, flat, chosen, found, before_backward=_tangents_made)
     except Exception:  # a program the probe cannot run
         return None
     return tuple(found)
+
+
+def _output_sets(grad_outputs: list[int]) -> list[frozenset[int]]:
+    """Each nonempty set of `grad_outputs`; beyond MAX_PROBED_OUTPUTS (2^n backwards), only all of them at once."""
+    n = len(grad_outputs)
+    masks = range(1, 1 << n) if n <= MAX_PROBED_OUTPUTS else [(1 << n) - 1]
+    return [frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1) for mask in masks]
 
 
 def _tangents_made(positions: list[int], roots: list[torch.Tensor]) -> None:
@@ -327,6 +349,16 @@ def _storage_keys(t: torch.Tensor) -> list[object]:
     return [storage_key(leaf) for leaf in _dense_leaves(t)]
 
 
+@contextlib.contextmanager
+def _eager_run(call: Callable[..., object], flat: FlatInputs) -> Iterator[tuple[list[object], list[object]]]:
+    """The program run with grad on fresh static fakes of `flat.values` (the RNG state restored after): its output
+    pytree's leaves and the fakes, for a block run inside the fakes' mode."""
+    mode, values = static_fake_copies(flat.values)
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        state, args, kwargs = unflatten_call(flat, values)
+        yield pytree.tree_leaves(call(state, args, kwargs)), values
+
+
 def reaches_output_node(
     call: Callable[..., object], flat: FlatInputs, starts: Sequence[int], targets: Sequence[int]
 ) -> bool | None:
@@ -334,10 +366,7 @@ def reaches_output_node(
     the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under
     Grad]). None where the program does not run on static fakes."""
     try:
-        mode, values = static_fake_copies(flat.values)
-        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            state, args, kwargs = unflatten_call(flat, values)
-            outs = pytree.tree_leaves(call(state, args, kwargs))
+        with _eager_run(call, flat) as (outs, _):
             wanted = {
                 node for p in targets if isinstance(o := outs[p], torch.Tensor) and (node := o.grad_fn) is not None
             }
@@ -354,10 +383,7 @@ def eager_accumulator_sizes(
     outputs' graphs reach in eager, run on static fakes, recorded (none reached: empty), so where results die as in
     eager (Note [Gradient Accumulators Of Leaves]). None where the program does not run on static fakes."""
     try:
-        mode, values = static_fake_copies(flat.values)
-        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            state, args, kwargs = unflatten_call(flat, values)
-            outs = pytree.tree_leaves(call(state, args, kwargs))
+        with _eager_run(call, flat) as (outs, values):
             sizes = _accumulator_sizes([o.grad_fn for o in outs if isinstance(o, torch.Tensor)])
     except Exception:  # a program the probe cannot run
         return None
@@ -902,8 +928,7 @@ def _graded_first(
         grad_outputs = first_trial()
         if len(grad_outputs) > MAX_PROBED_OUTPUTS:
             return True
-        for mask in range(1, 1 << len(grad_outputs)):
-            chosen = frozenset(p for k, p in enumerate(grad_outputs) if mask >> k & 1)
+        for chosen in _output_sets(grad_outputs):
             if not chosen & save.outputs:
                 continue
             _, end = _trial(call, flat, chosen, returned=returned, after_call=written)

@@ -131,7 +131,29 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   fakes, NJT; an op its fakes lack) is deferred unseen, as before the probe.
 # - Only RuntimeErrors are deferred (the probe and the runtime's raise take those). A traced backward that fails by
 #   replaying a view's ops on a base the program set_() or changed in layout (IndexError) is refused, naming those views
-#   of inputs (`_replayed_views`; Note [Backward Runs Every Node] for the forward output that gets no tangent then).
+#   of inputs (`_replayed_views`; below for the forward output that gets no tangent then).
+# Every node runs (joint.py):
+# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes on a
+# path to the tensors it differentiates. A node on no such path, where the program cut the history (`with
+# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error (a
+# tensor "modified by an inplace operation") is the program's. So the joint trace also takes the gradient flowing into
+# each node that ends such a path (a GradientEdge: every node before it runs) and drops it: the failing node raises while
+# tracing, and the error is deferred as above. Nothing is added where every node is on a
+# path, nor for paths that end at a leaf's accumulator (the trace's own inputs, whose nodes eager does not have).
+# - The end node itself: eager runs it too, unpacking the tensors it saved, which raises where one was written since
+#   (or, for a no_grad or multi-output view written through its base, raises the view error when the check reads its
+#   grad_fn). So before taking the gradients the joint trace reads each such node's saved tensors (the `_saved_*`
+#   attributes of autograd's generated nodes). A custom Function's node (one output) is run instead, under no_grad, on
+#   the gradient flowing into it, its result dropped: its backward reads what it saved where it chooses to, and may
+#   change it in place (a saved view's `t_()` bumps the counter of the input it views). A node whose backward only raises (NotImplemented: `x0.set_(t1)` under grad, t1 a no_grad
+#   view, records one with no edge, since t1 has no history) is called, so its error is the one eager's backward gets.
+# - Outputs whose history cannot be rebuilt: a set_() that bumps the counter a subclass view shares with its base makes
+#   autograd rebuild the view's grad_fn by replaying its view ops on a base now of another layout, which raises
+#   (IndexError), as eager's does after the call (a wrapper subclass has no as_strided replay). Such a forward output (a
+#   subclass one whose grad_fn read raises IndexError or ValueError) gets no tangent, as one does whose read raises the
+#   view-after-write RuntimeError: no backward of eager's goes through it, and the runtime's output raises the same when
+#   read. A plain output is not covered (eager rebuilds it by as_strided(), which does not raise); a backward that fails
+#   so while tracing is refused (above).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

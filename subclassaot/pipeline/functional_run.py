@@ -618,7 +618,7 @@ def intermediate_bases(
     for value in leaves:  # Note [Outputs Over Another Storage]
         if (root := no_grad_set_view_root(value, swaps, inputs)) is not None:
             bases.setdefault(storage_key(root), (len(bases), root))
-    for value in leaves:  # Note [Subclass Intermediate Roots]
+    for value in leaves:  # Note [Output Regeneration]
         for leaf in found[1] if (found := set_view_root(value, swaps, inputs)) is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
     return bases

@@ -40,6 +40,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.guards import Guards
+from subclassaot.pipeline.python_state import global_names
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import (
     fake_mode_active,
@@ -142,17 +143,10 @@ def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
         if isinstance(value, torch.Tensor | torch.nn.Module):
             refs.append(("closure", name))
     fn_globals: dict[str, object] = getattr(fn, "__globals__", {})
-    for name in dict.fromkeys(_global_names(code)):
+    for name in dict.fromkeys(global_names(code)):
         if isinstance(fn_globals.get(name), torch.Tensor | torch.nn.Module):
             refs.append(("globals", name))
     return tuple(refs)
-
-
-def _global_names(code: types.CodeType) -> Iterator[str]:
-    yield from code.co_names
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _global_names(const)
 
 
 def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> dict[str, torch.Tensor]:

@@ -94,7 +94,7 @@ def forward_output_values(
 ) -> list[torch.Tensor]:
     """The forward graph's tensor outputs as user-level tensors (fresh subclass outputs wrapped), in order, then
     the new value of each subclass input in `wrapper_updates` (Note [Inputs Written In Training]), then
-    the intermediate subclass roots (Note [Subclass Intermediate Roots])."""
+    the intermediate subclass roots (Note [Output Regeneration])."""
     run_output, finals, originals, graph_inputs = run.output, run.finals, run.originals, run.graph_inputs
     out: list[torch.Tensor] = []
     for update in traced.outputs.updates:
@@ -344,33 +344,9 @@ def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
     return any(getattr(node, "variable", None) is x for node in seen)
 
 
-# Note [Backward Runs Every Node]
-# Eager's backward through the outputs runs every node of their autograd graph; autograd.grad runs only the nodes on a
-# path to the tensors it differentiates. A node on no such path, where the program cut the history (`with
-# torch.no_grad(): t1 = x.view(-1)`, and the graph of t1.clone() ends there), still runs in eager, and its error (a
-# tensor "modified by an inplace operation") is the program's. So the joint trace also takes the gradient flowing into
-# each node that ends such a path (a GradientEdge: every node before it runs) and drops it: the failing node raises while
-# tracing, and the error is deferred (Note [Backward Errors Are Deferred]). Nothing is added where every node is on a
-# path, nor for paths that end at a leaf's accumulator (the trace's own inputs, whose nodes eager does not have).
-# - The end node itself: eager runs it too, unpacking the tensors it saved, which raises where one was written since
-#   (or, for a no_grad or multi-output view written through its base, raises the view error when the check reads its
-#   grad_fn). So before taking the gradients the joint trace reads each such node's saved tensors (the `_saved_*`
-#   attributes of autograd's generated nodes). A custom Function's node (one output) is run instead, under no_grad, on
-#   the gradient flowing into it, its result dropped: its backward reads what it saved where it chooses to, and may
-#   change it in place (a saved view's `t_()` bumps the counter of the input it views). A node whose backward only raises (NotImplemented: `x0.set_(t1)` under grad, t1 a no_grad
-#   view, records one with no edge, since t1 has no history) is called, so its error is the one eager's backward gets.
-# - Outputs whose history cannot be rebuilt: a set_() that bumps the counter a subclass view shares with its base makes
-#   autograd rebuild the view's grad_fn by replaying its view ops on a base now of another layout, which raises
-#   (IndexError), as eager's does after the call (a wrapper subclass has no as_strided replay). Such a forward output (a
-#   subclass one whose grad_fn read raises IndexError or ValueError) gets no tangent, as one does whose read raises the
-#   view-after-write RuntimeError: no backward of eager's goes through it, and the runtime's output raises the same when
-#   read. A plain output is not covered (eager rebuilds it by as_strided(), which does not raise); a backward that fails
-#   so while tracing is refused (Note [Backward Errors Are Deferred]).
-
-
 def _uncovered_ends(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[GradientEdge]:
     """The edges into the nodes that end the paths of `outs`' autograd graph that reach none of `wrt` (Note
-    [Backward Runs Every Node])."""
+    [Backward Errors Are Deferred])."""
     # read as _autograd_reach reads them (get_gradient_edge would rebuild a view's grad_fn through a dispatch)
     targets = {x.grad_fn for x in wrt if x.grad_fn is not None}
     leaves = {id(x) for x in wrt if x.grad_fn is None}
@@ -411,7 +387,7 @@ _RAISING_NODES = frozenset({"torch::autograd::NotImplemented", "torch::autograd:
 
 
 def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
-    """Note [Backward Runs Every Node]."""
+    """Note [Backward Errors Are Deferred]."""
     for edge in ends:
         node = edge.node
         if node.name() in _RAISING_NODES:
@@ -425,7 +401,7 @@ def _unpack_saved(ends: Sequence[GradientEdge]) -> None:
 def _run_function_ends(ends: Sequence[GradientEdge], into: Sequence[torch.Tensor | None]) -> None:
     """A custom Function's node that ends a path runs in eager too, and its backward may change what it saved in place
     (a version bump, a metadata change its caller sees): it runs here on the gradient flowing into it, its result
-    dropped (Note [Backward Runs Every Node]). Only a Function with one output; the others stay unrun."""
+    dropped (Note [Backward Errors Are Deferred]). Only a Function with one output; the others stay unrun."""
     for edge, grad in zip(ends, into, strict=True):
         node = edge.node
         if isinstance(node, torch.autograd.function.BackwardCFunction) and len(node._input_metadata) == 1:
@@ -444,15 +420,15 @@ def _tree_of(t: torch.Tensor, ctxs: dict[int, object], k: int) -> SubclassNode |
 def _grads(
     diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor], every_node: bool
 ) -> list[torch.Tensor | None]:
-    """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Runs Every Node])."""
+    """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Errors Are Deferred])."""
     live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
     extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
     found: Sequence[torch.Tensor | None]
     if extra:
-        _unpack_saved(extra)  # Note [Backward Runs Every Node]
+        _unpack_saved(extra)  # Note [Backward Errors Are Deferred]
         edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
-        _run_function_ends(extra, found[len(live) :])  # Note [Backward Runs Every Node]
+        _run_function_ends(extra, found[len(live) :])  # Note [Backward Errors Are Deferred]
     elif diff_outs and live:
         found = torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
     else:
@@ -579,15 +555,14 @@ def forward_example(
             # A no_grad view of an input that requires grad may report requires_grad under tracing; it has no grad_fn.
             # One whose grad_fn raises (a no_grad view whose base was written since) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
-            # See Note [Backward Runs Every Node] for one whose rebuild of its history raises.
+            # See Note [Backward Errors Are Deferred] for one whose rebuild of its history raises.
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
 
 
 def _has_grad_fn(o: torch.Tensor) -> bool:
-    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Backward Runs Every
-    Node])."""
+    """`o.grad_fn is not None`; False for a subclass view whose history cannot be rebuilt (Note [Backward Errors Are Deferred])."""
     if not is_traceable_subclass(o):
         return o.grad_fn is not None
     try:

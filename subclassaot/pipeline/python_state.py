@@ -428,7 +428,7 @@ class _Walk:
                 labels=labels,
             )
         fn_globals = fn.__globals__
-        names = tuple(n for n in dict.fromkeys(_global_names(fn.__code__)) if n in fn_globals)
+        names = tuple(n for n in dict.fromkeys(global_names(fn.__code__)) if n in fn_globals)
         if names and id(fn_globals) not in self.seen:
             self.partial_globals(fn_globals, names, label)
         elif names:
@@ -470,11 +470,12 @@ def _cell_value(cell: types.CellType) -> object:
         return _MISSING
 
 
-def _global_names(code: types.CodeType) -> Iterator[str]:
+def global_names(code: types.CodeType) -> Iterator[str]:
+    """The names `code` and the code objects nested in it look up (globals and attributes among them)."""
     yield from code.co_names
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            yield from _global_names(const)
+            yield from global_names(const)
 
 
 def snapshot(

@@ -53,25 +53,6 @@ from subclassaot.torch_internals import get_version, grad_fn_raises, set_version
 
 log = logging.getLogger(__name__)
 
-# Note [Saved Values Are Checked As Eager's]
-# Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
-# made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
-# with its own counter; the compiled Function saves what its backward graph reads, and those values need not use
-# the counters of eager's saved tensors, nor be read by every backward eager's would run:
-#   t0 = F.apply(x0); x0.data = t0     F saved x0 (x0's counter); ours saves t0's value, an output: writing t0
-#                                      after the call fails ours only
-#   y.mul_(2); a = x.exp(); b = x * 2  a backward through b alone never runs ExpBackward; ours unpacks everything
-#   with no_grad(): x0.copy_(x0)       ours saves the unbind() view of x0 its forward took under no_grad, and the
-#   t0 = x0.unbind(0)[0]               epilogue then moves x0's counter: unpacking the view raises
-# So the Function saves each value through `.data` (the same memory; a counter of its own, no view, no history:
-# nothing the program, the epilogue or the caller writes moves it) and raises eager's errors itself, from the
-# counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
-# whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
-# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. Where each
-# tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
-# that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
-# create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
-
 
 def _unshared(result: Sequence[Any], grads: Sequence[object]) -> Sequence[Any]:
     """The Function's plain gradients, each a view of a received tangent replaced by a copy (Note [Gradient Accumulators
@@ -503,7 +484,7 @@ class _Step:
         # tensors)
         self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
-        self.saves_apart = eager_saves.probed  # Note [Saved Values Are Checked As Eager's]
+        self.saves_apart = eager_saves.probed  # Note [Probing Eager's Backward]
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -623,7 +604,7 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
     if len(all_outs) > n:
         saved = all_outs[n:]
         ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-        # See Note [Saved Values Are Checked As Eager's]: each through an alias with a counter of its own.
+        # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
         tensors = [v for v in saved if isinstance(v, torch.Tensor)]
         ctx.save_for_backward(*[v.data for v in tensors] if s.saves_apart else tensors)
         ctx.saves_tensors = bool(tensors)
@@ -809,7 +790,7 @@ def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
     ]
     unreached = changed if bw_meta.error is None else unreached
     # Where the backward raises and no input would stay attached, the outputs still require grad in eager (through
-    # a no_grad view: Note [Backward Runs Every Node]): such inputs go in as new leaves over the same data, which
+    # a no_grad view: Note [Backward Errors Are Deferred]): such inputs go in as new leaves over the same data, which
     # require grad and whose accumulators nothing observes.
     stand_ins = (
         frozenset(i for i in unreached if i not in changed)
@@ -921,7 +902,7 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
-        # See Note [Saved Values Are Checked As Eager's]: each through an alias with a counter of its own.
+        # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
         kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
         ctx.save_for_backward(*kept)
         ctx.saves_tensors = bool(kept)
@@ -1077,7 +1058,7 @@ def _fresh_output(
     assert info.outer_meta is not None
     size, stride, _ = s.ev.meta(info.outer_meta, symbols)
     stride = fresh_outer_stride(info, leaves, size, stride)
-    if info.history_size is not None:  # Note [Wrapper Data Assignment]
+    if info.history_size is not None:  # Note [Wrapper Storage]
         size = [s.ev.dim(d, symbols) for d in info.history_size]
         stride = _contiguous_strides(size)
     return unflatten_subclass(info.tree, leaves, outer_size=size, outer_stride=stride, check=False)
@@ -1147,7 +1128,7 @@ def _wrapper_values(
 
 def _root_values(s: _Step, base_values: list[Any], symbols: dict[str, int]) -> list[torch.Tensor]:
     values = []
-    for r in s.roots:  # Note [Subclass Intermediate Roots]
+    for r in s.roots:  # Note [Output Regeneration]
         assert r.root_tree is not None and r.root_meta is not None
         size, stride, _ = s.ev.meta(r.root_meta, symbols)
         root_leaves = [base_values[b] for b in r.root_bases]
@@ -1430,7 +1411,7 @@ def _counter_holders(
 ) -> dict[int, int]:
     """Program output -> the Function output whose version counter it uses: its own, where it is fresh; the
     intermediate base it is or is a view of (an output other outputs share a base with: `t0, t1 = x.sort(0)` returning
-    t1 and a view of it), or the subclass root it is a view of (Note [Subclass Intermediate Roots]). Views of inputs
+    t1 and a view of it), or the subclass root it is a view of (Note [Output Regeneration]). Views of inputs
     have none."""
     n_updates, n_bases = len(plan.graph_outputs.updates), plan.graph_outputs.num_bases
     roots_at = n_updates + len(fresh) + n_bases + len(bw_meta.wrapper_updates)
@@ -1574,7 +1555,7 @@ def training_call(
         pos = n_updates
         for o in fresh_outputs:
             value = tensors[pos]
-            # See Note [Subclass Intermediate Roots]: a view of an intermediate only it sees.
+            # See Note [Output Regeneration]: a view of an intermediate only it sees.
             prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
             for leaf in analysis.outputs[o].leaves:
                 fresh[leaf.index] = value  # placeholders keep the layout

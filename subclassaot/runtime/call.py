@@ -460,8 +460,7 @@ def _layouts_kept(wrapper: torch.Tensor, leaves: Sequence[torch.Tensor]) -> Iter
     """Around the epilogue's repeat of a subclass input's set_() under grad, made for its autograd record only: the
     wrapper and its dense `leaves` get back the layouts and version counters they had, eager's final ones (Note [set_
     Under Grad]). The set_ gives each leaf its source's leaf's layout, which need not be the wrapper's (a `.data =`
-    the program made on the source set its wrapper's metadata apart from its leaves': Note [Wrapper Data
-    Assignment]), and the wrapper its first leaf's."""
+    the program made on the source set its wrapper's metadata apart from its leaves': Note [Wrapper Storage]), and the wrapper its first leaf's."""
     metas = [(t.size(), t.stride(), t.storage_offset(), get_version(t)) for t in leaves]
     size, stride, offset = list(wrapper.shape), list(wrapper.stride()), int(wrapper.storage_offset())
     version = get_version(wrapper)
@@ -591,7 +590,7 @@ def _assign_data(
     data: DataAssignmentPlan,
     outs: Sequence[object],
 ) -> None:
-    """Note [Wrapper Data Assignment]: the wrapper takes the assigned tensor's own metadata (not its storage: see
+    """Note [Wrapper Storage]: the wrapper takes the assigned tensor's own metadata (not its storage: see
     Note [Wrapper Storage]), without autograd or the version counter, as eager's `.data =`."""
     if data.source is not None:
         source = cast(torch.Tensor, values[plan.flat.tensor_indices[data.source]])
@@ -728,7 +727,7 @@ def _fix_wrappers(
             # See Note [Strides The Kernels Choose]
             size, stride, offset = wrapper_layout(ev.meta(after, symbols), leaf_metas, [dense[j] for j in leaves])
             if list(wrapper.shape) != size or list(wrapper.stride()) != stride or wrapper.storage_offset() != offset:
-                # after a `.data =`, without autograd or the version counter (Note [Wrapper Data Assignment])
+                # after a `.data =`, without autograd or the version counter (Note [Wrapper Storage])
                 change = assign_wrapper_metadata if data is not None else set_wrapper_metadata
                 with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
                     change(wrapper, size, stride, offset)

@@ -8,7 +8,7 @@ Invariants: the plan holds no fake tensors, no ShapeEnv and no graph it does not
 compile-time work at call time is `BackwardPlan.retrace` (Note [Tangent Retrace]).
 
 Part: wrapper subclasses' own metadata and storage: what `set_()` and `.data =` leave on a wrapper that its inner
-tensors do not say (Note [Wrapper Storage], Note [Wrapper Data Assignment]), and the layouts the epilogue takes from
+tensors do not say (Note [Wrapper Storage]), and the layouts the epilogue takes from
 the graph's real results instead of the fake tensors of the analysis. Input: the per-call values (flat inputs,
 outputs as built), the analysis's `WrapperStorageClass`es and per-output `data_meta`; the metadata the analysis
 recorded for an input after the call (a fake tensor's) and the real tensor the graph returned for it. Output: the
@@ -211,7 +211,7 @@ class MetaEvaluator:
 
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
 # subclass inputs mutated in training by tensor-input position: Note [Inputs Written In Training],
-# intermediate subclass roots by Replay.root_bases: Note [Subclass Intermediate Roots], and what the runner calls
+# intermediate subclass roots by Replay.root_bases: Note [Output Regeneration], and what the runner calls
 # once the call's epilogue has run and its outputs are built, or None: training's Function notes there the version
 # counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves))
 GraphRunResult = tuple[
@@ -277,7 +277,7 @@ class EagerSaves:
     # no node of eager's program reaches: eager runs that leaf's AccumulateGrad apart from the program's nodes
     detached: frozenset[int] = frozenset()
     # whether `saves` are all the tensors eager's backward checks (the probe ran): only then does the Function leave
-    # the checks to them (Note [Saved Values Are Checked As Eager's])
+    # the checks to them (Note [Probing Eager's Backward])
     probed: bool = False
 
 
@@ -378,7 +378,7 @@ def share_wrapper_storages(
 
 
 def assign_data_meta(t: torch.Tensor, size: list[int], stride: list[int], offset: int) -> None:
-    """Give wrapper `t` the size/stride/offset eager's `.data =` left on it (Note [Wrapper Data Assignment]), when
+    """Give wrapper `t` the size/stride/offset eager's `.data =` left on it (Note [Wrapper Storage]), when
     they differ from those it was built with; its storage is its class's (`share_wrapper_storages`)."""
     if list(t.shape) != size or list(t.stride()) != stride or t.storage_offset() != offset:
         assign_wrapper_metadata(t, size, stride, offset)

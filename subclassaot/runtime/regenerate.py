@@ -96,7 +96,7 @@ from subclassaot.torch_internals import (
 #   the epilogue from `x.as_strided(...)` with x's metadata when the chain first viewed it (the input's own metadata are
 #   eager's: Note [as_strided On Inputs]). Only without autograd history, and for a subclass whose dense leaves are laid
 #   out as the wrapper is; otherwise a detach of an output is `t1.detach()` set_() without autograd to a wrapper of its
-#   own leaves (Note [Subclass Intermediate Roots]), and a view of such a detach is refused.
+#   own leaves (below), and a view of such a detach is refused.
 # - Input views with cut history (a step under no_grad, or a detach()): where their chain cannot be replayed (a `.data =`
 #   moved a tensor of it), they are rebuilt as that as_strided() under no_grad, then, where eager's has a dead-end
 #   grad_fn, a view() of it with grad on; only where nothing bumped the input's version after it was made.
@@ -104,6 +104,31 @@ from subclassaot.torch_internals import (
 #   t1 stays a view of t0 with the assigned layout and t1's requires_grad, so t1.t()'s `._base` is t0. Where t1 has no
 #   history and shares its base's storage, and nothing wrote that storage, the chain makes t1 by as_strided() of t0 to
 #   the layout the next view saw (rules/view_chains.py); such a view of a detach() is refused otherwise.
+# Subclass intermediate roots:
+# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are replayed
+# from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager has one such
+# intermediate, so the wrapper is built once per call and every output views it (their `._base` is one object).
+# - Training: a wrapper rebuilt around dense leaves would have no autograd history (autograd runs above the subclass), so
+#   the compiled Function builds the root inside it from the intermediate bases and returns it as one more
+#   differentiable output (after the wrapper updates); its inner tensors are the very bases other outputs (`y.a`) alias,
+#   and the views replay on it with grad enabled, so every gradient reaches the root's tangent, as in eager.
+# - Fallback in training: an output that views an intermediate nobody else sees and whose chain does not replay exactly
+#   (`y = x.clone(); return y.view(-1)`, or a view a custom Function returns of a tensor it made, torchao's Float8Linear
+#   `mm_result.reshape(...)`) is computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a
+#   view of a tensor nobody else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
+#   `._base` is an input or another output. One whose wrapper was set_() after its chain (Replay.then_set) replays.
+# - Views rebuilt by set_: where a wrapper-level view's chain is not exact (its base changed metadata or storage after the
+#   view: t_(), set_(), the same object passed twice), the output is still made a view of eager's base: an alias() of the
+#   base, then set_() without autograd to a wrapper of the output's dense leaves (Note [Wrapper Storage]); the subclass's
+#   set_ points the alias's inner tensors (never autograd views, as in eager) at the leaves, and the runtime gives the
+#   view back its base's version counter value and wrapper storage. Only for outputs without autograd history.
+# - Views set_() off their base (`t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1`, x1 a
+#   PairTensor): t1 stays a wrapper-level view of t0 while its inner tensors point at x1's. It is rebuilt as above from
+#   t0 as it ends, rebuilt around its dense leaves the graph returns (`set_view_root`). Only for a view without
+#   history, set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not assign.
+# - Intermediates set_() onto inputs (`t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)`): t0's
+#   dense leaves end on the input's storages; its views are rebuilt from a wrapper around aliases of those leaves, built
+#   once per call per eager intermediate, so their `._base` is one object.
 
 
 def build_outputs(
@@ -126,7 +151,7 @@ def build_outputs(
     infos = plan.analysis.outputs
     result: list[object] = [_PENDING] * len(infos)
     given_roots, shared, entry = given
-    roots = dict(given_roots)  # Note [Subclass Intermediate Roots]
+    roots = dict(given_roots)  # Note [Output Regeneration]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
@@ -273,7 +298,7 @@ def _retyped(
     if info.data_meta is not None and isinstance(value, torch.Tensor):
         size, stride, offset = ev.meta(info.data_meta, symbols)
         stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)
-        assign_data_meta(value, size, stride, offset)  # Note [Wrapper Data Assignment]
+        assign_data_meta(value, size, stride, offset)  # Note [Wrapper Storage]
     return value
 
 
@@ -442,7 +467,7 @@ def _change_bases(
     values: Sequence[object],
     shared: dict[int, torch.Tensor],
 ) -> None:
-    """Note [Output Regeneration], Note [Wrapper Data Assignment]."""
+    """Note [Output Regeneration], Note [Wrapper Storage]."""
     done: set[int] = set()
     for info, value in zip(infos, result, strict=True):
         replay = info.replay
@@ -576,7 +601,7 @@ def _grad_set_root(
 
 
 def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
-    """Note [Subclass Intermediate Roots]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
+    """Note [Output Regeneration]: `view.set_(contents)`, leaving its version counter and wrapper storage."""
     version, holder = get_version(view), torch.empty(0, dtype=view.dtype, device=view.device)
     torch._functionalize_unsafe_set(holder, view)
     with torch.no_grad():
@@ -767,8 +792,8 @@ def _replay_source(
 ) -> torch.Tensor:
     bases, roots = bases_and_roots
     if replay.source is ReplaySource.INPUT_ROOT:
-        # See Note [Subclass Intermediate Roots]: a wrapper (not a view) around aliases of the input leaves, one per
-        # eager intermediate (Note [Subclass Intermediate Roots])
+        # See Note [Output Regeneration]: a wrapper (not a view) around aliases of the input leaves, one per
+        # eager intermediate (Note [Output Regeneration])
         if replay.root_token is None:
             return _input_root(replay, ev, symbols, dense)
         key = (-1, replay.root_token)
@@ -798,33 +823,6 @@ def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: d
     if replay.source_meta is None:
         return source
     return source.as_strided(*ev.meta(replay.source_meta, symbols))
-
-
-# Note [Subclass Intermediate Roots]
-# Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are replayed
-# from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager has one such
-# intermediate, so the wrapper is built once per call and every output views it (their `._base` is one object).
-# - Training: a wrapper rebuilt around dense leaves would have no autograd history (autograd runs above the subclass), so
-#   the compiled Function builds the root inside it from the intermediate bases and returns it as one more
-#   differentiable output (after the wrapper updates); its inner tensors are the very bases other outputs (`y.a`) alias,
-#   and the views replay on it with grad enabled, so every gradient reaches the root's tangent, as in eager.
-# - Fallback in training: an output that views an intermediate nobody else sees and whose chain does not replay exactly
-#   (`y = x.clone(); return y.view(-1)`, or a view a custom Function returns of a tensor it made, torchao's Float8Linear
-#   `mm_result.reshape(...)`) is computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a
-#   view of a tensor nobody else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
-#   `._base` is an input or another output. One whose wrapper was set_() after its chain (Replay.then_set) replays.
-# - Views rebuilt by set_: where a wrapper-level view's chain is not exact (its base changed metadata or storage after the
-#   view: t_(), set_(), the same object passed twice), the output is still made a view of eager's base: an alias() of the
-#   base, then set_() without autograd to a wrapper of the output's dense leaves (Note [Wrapper Storage]); the subclass's
-#   set_ points the alias's inner tensors (never autograd views, as in eager) at the leaves, and the runtime gives the
-#   view back its base's version counter value and wrapper storage. Only for outputs without autograd history.
-# - Views set_() off their base (`t0 = x1.add(3.0); t1 = t0.reshape(1, -1, 2); t1.set_(x1); return t1`, x1 a
-#   PairTensor): t1 stays a wrapper-level view of t0 while its inner tensors point at x1's. It is rebuilt as above from
-#   t0 as it ends, rebuilt around its dense leaves the graph returns (`set_view_root`). Only for a view without
-#   history, set_() after it was taken, whose base is an intermediate subclass whose `.data` the program did not assign.
-# - Intermediates set_() onto inputs (`t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)`): t0's
-#   dense leaves end on the input's storages; its views are rebuilt from a wrapper around aliases of those leaves, built
-#   once per call per eager intermediate, so their `._base` is one object.
 
 
 def _hidden_base(source: torch.Tensor, meta: tuple[list[int], list[int], int], shares_counter: bool) -> torch.Tensor:

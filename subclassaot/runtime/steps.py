@@ -252,8 +252,7 @@ def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> N
 
 
 def training_roots(analysis: Analysis) -> tuple[Replay, ...]:
-    """The distinct intermediate subclass roots the outputs replay from, in output order (Note [Subclass Intermediate
-    Roots])."""
+    """The distinct intermediate subclass roots the outputs replay from, in output order (Note [Output Regeneration])."""
     seen: dict[tuple[int, ...], Replay] = {}
     for info in analysis.outputs:
         r = info.replay
@@ -297,7 +296,7 @@ class EpiloguePlan:
     original_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values of the original storage
     metadata: tuple[int, ...]  # dense leaves whose metadata or storage changes
     inplace_ops: tuple[int, ...]  # tensor inputs whose in-place view ops are replayed on the real input
-    # tensor inputs whose in-place view ops or `.data =` assignments are replayed (Note [Wrapper Data Assignment])
+    # tensor inputs whose in-place view ops or `.data =` assignments are replayed (Note [Wrapper Storage])
     reshaped: tuple[int, ...]
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's

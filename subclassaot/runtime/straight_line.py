@@ -250,7 +250,7 @@ class _Writer:
         }
         self.given = False  # the graph call returns intermediate subclass roots (`given`)
         self.counted: set[int] = set()  # dense leaves whose counter was read before the call: no inference tensor
-        self.roots: set[str] = set()  # the roots built so far (Note [Subclass Intermediate Roots])
+        self.roots: set[str] = set()  # the roots built so far (Note [Output Regeneration])
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
@@ -650,7 +650,7 @@ class _Give:
 
 def _root(w: _Writer, replay: Replay) -> str:
     """The intermediate subclass a WRAPPER replay views, built once per call from its bases where the graph call
-    did not give it (regenerate._replay_source, Note [Subclass Intermediate Roots])."""
+    did not give it (regenerate._replay_source, Note [Output Regeneration])."""
     name = "R" + "_".join(map(str, replay.root_bases))
     if name in w.roots:
         return name

@@ -346,7 +346,7 @@ def test_input_passed_twice_returned_beside_a_failing_output(compile_fn: Compile
 
 
 def test_failing_node_on_no_path_to_an_input(compile_fn: CompileFn | None) -> None:
-    # Note [Backward Runs Every Node]: t1, a no_grad view, cuts the history, so MulBackward0 (which saved the t2 that
+    # Note [Backward Errors Are Deferred]: t1, a no_grad view, cuts the history, so MulBackward0 (which saved the t2 that
     # mul_ overwrites) is on no path to x0; eager's backward runs it and raises, autograd.grad did not
     def f(x0: T) -> object:
         with torch.no_grad():
@@ -1174,7 +1174,7 @@ def test_returned_leaf_gets_its_gradient_before_a_written_save_raises_beside_an_
 # ---------------------------------------------------------------------------------------------------------------------
 # A backward eager runs must run: the compiled Function saves what its backward graph reads, which need not be what
 # eager's nodes saved, and so carries no version check of its own; it checks the tensors eager's nodes saved (Note
-# [Saved Values Are Checked As Eager's]).
+# [Probing Eager's Backward]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 

@@ -444,7 +444,7 @@ def test_backward_of_a_function_ending_a_path_runs_like_eager(compile_fn: Compil
     """The Function's input is a no_grad view of a leaf: its node reaches no input, which autograd.grad would skip,
     while eager's backward runs it, and its `t_()` on the saved view bumps the version counter the leaf shares (fuzz
     seed 53000, program 1465: DIVERGED, the leaf's counter unchanged). The joint trace runs such a node on the
-    gradient flowing into it (Note [Backward Runs Every Node])."""
+    gradient flowing into it (Note [Backward Errors Are Deferred])."""
     x = torch.randn((), requires_grad=True)
     out = transpose_saved_no_grad_view(x)
     assert isinstance(out, tuple)

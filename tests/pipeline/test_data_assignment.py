@@ -1,6 +1,6 @@
 """`.data =` on plain and tensor subclass inputs, intermediates and outputs, in training and inference: the assigned
 layout, the kept or renewed gradient accumulator, views taken before or after, and the refusals that stay (Note
-[History Kept Through .data =], Note [Wrapper Data Assignment], Note [Strides The Kernels Choose]).
+[History Kept Through .data =], Note [Wrapper Storage], Note [Strides The Kernels Choose]).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def test_view_of_leaf_assigned_the_leaf(compile_fn: CompileFn | None) -> None:
 
 
 def test_subclass_intermediate_assigned_its_input(compile_fn: CompileFn | None) -> None:
-    # the same program on a tensor subclass (Note [Wrapper Data Assignment])
+    # the same program on a tensor subclass (Note [Wrapper Storage])
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         t0.data = x0
@@ -131,8 +131,7 @@ def test_view_assigned_an_input_stays_refused(compile_fn: CompileFn | None) -> N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A tensor subclass output that requires grad, given another size by `.data =` (Note [Wrapper Data
-# Assignment])
+# A tensor subclass output that requires grad, given another size by `.data =` (Note [Wrapper Storage])
 
 
 def _pair_leaf(*shape: int) -> T:
@@ -560,7 +559,7 @@ def test_probe_on_fakes_after_an_in_place_view_op_on_a_view_input(compile_fn: Co
 
 # ---------------------------------------------------------------------------------------------------------------
 # A view of an intermediate subclass whose wrapper a later `.data =` changed: eager's `._base` is that wrapper, with
-# the assigned metadata (Note [Wrapper Data Assignment])
+# the assigned metadata (Note [Wrapper Storage])
 
 
 def _unbind_then_transposed(x0: T) -> object:
@@ -693,7 +692,7 @@ def test_detached_view_taken_before_its_chain_is_assigned_shares_the_input_count
 
 def test_subclass_view_with_history_before_a_resizing_assignment_is_refused(compile_fn: CompileFn | None) -> None:
     # #3871 in training: the compiled backward raised "invalid gradient ... got [4, 4, 1]" where eager's ran
-    # (Note [Wrapper Data Assignment])
+    # (Note [Wrapper Storage])
     for f in (_unbind_then_transposed, _select_then_flattened):
         refused_with_grad(
             f, lambda: (pair(4, 4, requires_grad=True),), compile_fn, "whose `.data` the program then assigned a tensor"
@@ -1361,7 +1360,7 @@ _SUBCLASS_REPLAY_FAILS = (
 def test_subclass_view_after_data_assignment_and_write_refused(
     make: Callable[[], T], compile_fn: CompileFn | None
 ) -> None:
-    # a PairTensor: `.data =` assigns the wrapper's metadata (Note [Wrapper Data Assignment]), and autograd rebuilds
+    # a PairTensor: `.data =` assigns the wrapper's metadata (Note [Wrapper Storage]), and autograd rebuilds
     # its view's history by replaying select(0, -2) on the 0-d wrapper after the write; eager's backward then fails
     # in select_backward (IndexError), fake tensors' with the engine's "invalid gradient" size check (a RuntimeError),
     # which the compiled backward raised where eager raised IndexError: refused (the probe of eager's backward runs
@@ -1874,7 +1873,7 @@ def test_data_assigned_beside_a_tensor_passed_twice(compile_fn: CompileFn | None
 #   #3773); refused where no output returns t0 (Note [History Kept Through .data =]).
 # - `t1 = t0.transpose(1, 0); t0.data = x1; return t1` with t0 an intermediate PairTensor: eager's `t1._base` takes
 #   x1's metadata, ours kept t0's (seed 41000 #4420); the rebuilt root now takes them (inference), refused in
-#   training where the assignment resizes the root (Note [Wrapper Data Assignment]).
+#   training where the assignment resizes the root (Note [Wrapper Storage]).
 #
 # Newly supported programs get a parity test; refusals get a test naming the rule. With `--identity-compile` (eager
 # against eager) every program here must pass the oracle (it is eager-legal).
@@ -1926,8 +1925,7 @@ def test_view_of_assigned_with_history_inference_and_returned(compile_fn: Compil
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A view of an intermediate subclass whose `.data` the program assigned after (Note [Wrapper Data
-# Assignment])
+# A view of an intermediate subclass whose `.data` the program assigned after (Note [Wrapper Storage])
 
 
 def _view_then_assigned(x0: T, x1: T) -> tuple[T]:
@@ -2103,7 +2101,7 @@ def test_subclass_view_rebuilt_without_its_t_is_refused(compile_fn: CompileFn | 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# dataassign: `.data =` on tensor subclasses (Note [Wrapper Data Assignment]); fuzz seed 2000 unless said otherwise
+# dataassign: `.data =` on tensor subclasses (Note [Wrapper Storage]); fuzz seed 2000 unless said otherwise
 
 
 def test_subclass_data_assign_to_itself_is_a_no_op(compile_fn: CompileFn | None) -> None:
@@ -2205,7 +2203,7 @@ def test_subclass_data_assigned_to_one_position_of_the_same_input(compile_fn: Co
 
 def test_subclass_data_assigned_output_of_another_size_in_training(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 33, program 768 (backward raised in a first version, then refused): eager's backward sums gradients
-    # of the assigned size back to the size the history recorded (Note [Wrapper Data Assignment]).
+    # of the assigned size back to the size the history recorded (Note [Wrapper Storage]).
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(-1.0)
         t0.data = x0
@@ -2376,7 +2374,7 @@ def test_intermediate_assigned_another_dtype(compile_fn: CompileFn | None, grad:
 
 
 def test_pair_input_assigned_another_dtype_refused(compile_fn: CompileFn | None) -> None:
-    # seed 24000 #768 with a PairTensor input: Note [Wrapper Data Assignment]'s refusal
+    # seed 24000 #768 with a PairTensor input: Note [Wrapper Storage]'s refusal
     def f(x0: T) -> object:
         x0.data = x0.double()
         return (x0,)
@@ -2585,7 +2583,7 @@ def test_seed_105200_453_data_of_an_inference_expand_assigned_an_intermediate(
 
 # ---------------------------------------------------------------------------------------------------------------
 # Fuzz regression: seed 113611, program 42 (training). An input set_() under grad to a piece of a split of another
-# input, whose `.data` the program then assigns (Note [Wrapper Data Assignment]): for a subclass, the source's wrapper
+# input, whose `.data` the program then assigns (Note [Wrapper Storage]): for a subclass, the source's wrapper
 # then has metadata apart from its inner tensors'. The epilogue's repeat of the set_ (for its autograd record, Note
 # [set_ Under Grad]) took the source input as it ends, and gave args[1]'s inner tensors (and its wrapper) the layout
 # of args[0]'s untouched inner tensors: (3, 4, 1)+0 where eager's are (3, 4, 0)+1. Plain inputs have no inner tensors

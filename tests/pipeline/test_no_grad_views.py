@@ -42,7 +42,7 @@ from tests.pipeline.program_helpers import check_no_grad as _no_grad_parity
 #   storage counted as a write to an input (Note [Views That Raise After A Bump]).
 # * fuzz seed 49000 #988 (training): a node that saved a no_grad view and ends a cut path (the view has no grad_fn)
 #   did not run in the traced backward, so eager's error when it unpacks the view, written through its base since,
-#   was missing (Note [Backward Runs Every Node]).
+#   was missing (Note [Backward Errors Are Deferred]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -1966,7 +1966,7 @@ def test_chain_view_after_another_chains_bump_is_refused(compile_fn: CompileFn |
 #   is_leaf raised where eager's reads fine (`chain_bump_seq` now walks through the detach()).
 # * #6504 (training): an unbind() view input beside its written base made the probe of eager's saved tensors fail (its
 #   is_leaf raises), so a saved no_grad view written after the call did not fail the backward; the compiled backward
-#   now raises eager's error for it, the no_grad view's message (Note [Saved Values Are Checked As Eager's]).
+#   now raises eager's error for it, the no_grad view's message (Note [Probing Eager's Backward]).
 # * #2853 (training): a split() output of an input the program first gave history (a write with grad) was replayed
 #   from the input as received, with no grad_fn, so its read after the program's later write raised the no_grad
 #   message where eager's names SplitWithSizesBackward0: it is now replayed after the epilogue, its counter advanced.

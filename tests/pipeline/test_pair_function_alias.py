@@ -373,7 +373,7 @@ def view_of_function_product_and_more(x: T) -> object:
 @pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
 @pytest.mark.parametrize("fn", [view_of_function_product, view_of_function_product_and_more])
 def test_view_of_a_function_intermediate_is_a_view(fn: Callable[[T], object], requires_grad: bool) -> None:
-    # See Note [Subclass Intermediate Roots]: eager's output is a view of a tensor nobody sees.
+    # See Note [Output Regeneration]: eager's output is a view of a tensor nobody sees.
     assert_matches_eager(fn, lambda: (torch.randn(3, 4, requires_grad=requires_grad),), calls=2)
 
 

@@ -537,7 +537,7 @@ def test_view_set_to_a_larger_storage_then_read_with_grad_is_refused(compile_fn:
 
 
 def test_subclass_view_of_an_intermediate_set_to_an_input(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 41000 #9334 (Note [Subclass Intermediate Roots]): eager's t1 stays a wrapper-level view of
+    # fuzz seed 41000 #9334 (Note [Output Regeneration]): eager's t1 stays a wrapper-level view of
     # t0 with plain inner aliases of x1's; it came back as no view, with inner views of x1's
     def f(x0: T, x1: T) -> object:
         t0 = x1.add(3.0)
@@ -1021,7 +1021,7 @@ def test_one_tensor_twice_set_to_its_own_view(make: Callable[[], T], compile_fn:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper r14b): subclass views of an input whose wrapper the program set_() to an intermediate
-# under no_grad, returned in training (Note [Subclass Intermediate Roots]), fuzz seed 14000 #2383 and
+# under no_grad, returned in training (Note [Output Regeneration]), fuzz seed 14000 #2383 and
 # variants. Eager's output stays a view of the input (its `._base`), with the view chain's history; it was rebuilt
 # as a view of a fresh tensor instead.
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1119,7 +1119,7 @@ def test_output_is_still_a_view_of_the_input(compile_fn: CompileFn | None) -> No
 @pytest.mark.parametrize("grad", [True, False])
 def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn | None, grad: bool) -> None:
     # a view taken of the set_() view: its chain cannot be replayed, and the fallback made it a view of a fresh
-    # tensor where eager's `._base` is the input (Note [Subclass Intermediate Roots])
+    # tensor where eager's `._base` is the input (Note [Output Regeneration])
     def f(x0: T, x1: T) -> object:
         t1 = x0.exp()
         t2 = x1.view(16)
@@ -1128,7 +1128,7 @@ def test_view_of_a_view_set_to_an_intermediate_is_refused(compile_fn: CompileFn 
         return (t2.view(-1),)
 
     with torch.set_grad_enabled(grad):
-        rule = r"could not be a view of it \(Note \[Subclass Intermediate Roots\]\)"
+        rule = r"could not be a view of it \(Note \[Output Regeneration\]\)"
         assert_refused(f, _pair_leaf_and_view(4, 4, transposed=False), compile_fn, rule)
 
 

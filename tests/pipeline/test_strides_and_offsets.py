@@ -1309,7 +1309,7 @@ def test_view_of_subclass_view_set_to_itself_is_refused(compile_fn: CompileFn | 
 
 def test_subclass_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
     # fuzz seed 8000 #7374: eager's output is a view of an intermediate, its inner tensors plain aliases of the input's
-    # (refused until Note [Subclass Intermediate Roots])
+    # (refused until Note [Output Regeneration])
     def f(x0: T) -> object:
         t0 = x0.clone()
         t1 = t0.expand((2, -1, -1))

@@ -68,8 +68,7 @@ def test_subclass_data_assign_then_inplace_view(compile_fn: CompileFn | None) ->
 
 
 def test_subclass_intermediate_data_assign_returned(compile_fn: CompileFn | None) -> None:
-    # Program 166: the returned wrapper shares the input's storage while its inner tensors do not (Note [Wrapper
-    # Data Assignment]).
+    # Program 166: the returned wrapper shares the input's storage while its inner tensors do not (Note [Wrapper Storage]).
     def f(x: T) -> object:
         t = x.add(-1.0)
         t.data = x
@@ -114,7 +113,7 @@ def test_same_subclass_object_twice_inplace_view(compile_fn: CompileFn | None) -
 @pytest.mark.parametrize("nonleaf", [False, True])
 def test_subclass_view_of_intermediate_in_training(compile_fn: CompileFn | None, nonleaf: bool) -> None:
     # Program 104: the view was rebuilt from the intermediate's inner tensors and had no autograd history (no
-    # gradient at all); Note [Subclass Intermediate Roots].
+    # gradient at all); Note [Output Regeneration].
     def f(x: T) -> object:
         return (x * 2).view(-1)
 

@@ -1,5 +1,5 @@
 """Training programs the pipeline once refused, through the parity oracle: outputs aliasing one intermediate
-(Note [Subclass Intermediate Roots]), subclass inputs whose metadata and data change in place (Note [Inputs
+(Note [Output Regeneration]), subclass inputs whose metadata and data change in place (Note [Inputs
 Written In Training]), and aliased inputs one of which changes its metadata (Note [Aliased Inputs In Training]);
 plain and PairTensor inputs, eager and (a sample) inductor."""
 

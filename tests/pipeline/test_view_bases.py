@@ -356,7 +356,7 @@ def _unbound_pair_view() -> tuple[object, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Views of an intermediate subclass whose `.data` was assigned after (Note [Wrapper Data Assignment])
+# Views of an intermediate subclass whose `.data` was assigned after (Note [Wrapper Storage])
 
 
 def test_no_grad_view_of_root_whose_data_was_assigned(compile_fn: CompileFn | None) -> None:
@@ -403,7 +403,7 @@ def test_views_of_root_before_and_after_its_data_was_assigned(compile_fn: Compil
 
 def test_view_of_output_set_after_the_view(compile_fn: CompileFn | None) -> None:
     # fuzz seed 12000 #5902: eager's out[1]._base is out[0]; the replayed view's `._base` was a detach of its own.
-    # PairTensor: rebuilt as a view of out[0] set_() to its leaves (Note [Subclass Intermediate Roots]) since the
+    # PairTensor: rebuilt as a view of out[0] set_() to its leaves (Note [Output Regeneration]) since the
     # chain is no longer taken as exact (an op on its `._base` after the view no step replays: seed 45000 #1194);
     # a plain tensor: refused
     def f(x0: T) -> object:
@@ -516,7 +516,7 @@ def test_views_of_a_detach_transposed_in_place_first(compile_fn: CompileFn | Non
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a subclass input that is a view of another input, whose base the program set_() to a layout
-# the view's ops do not apply to (Note [Backward Runs Every Node], Note [Backward Errors Are
+# the view's ops do not apply to (Note [Backward Errors Are Deferred], Note [Backward Errors Are
 # Deferred]); found from fuzz seed 47000 #3046.
 # ---------------------------------------------------------------------------------------------------------------------
 
@@ -613,7 +613,7 @@ def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | N
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 17000, PairTensor inputs): views of an intermediate that an input was set_() onto share one
-# rebuilt root (Note [Subclass Intermediate Roots]); a detach() of an intermediate that an in-place
+# rebuilt root (Note [Output Regeneration]); a detach() of an intermediate that an in-place
 # view op changed since shares its wrapper storage, wherever the detach() is in its chain (Note [Output
 # Regeneration]).
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1156,7 +1156,7 @@ def test_set_view_taken_under_no_grad(compile_fn: CompileFn | None) -> None:
 # Fuzz follow-up (seed 49000 #6570): a view (detach, view, select, ...) of a subclass input taken before an in-place
 # view op on it (transpose_, t_, as_strided_) and a `.data =` / set_() of it: the `.data =` gives the wrapper back
 # the metadata it had when the view was taken while its dense leaves stay transposed, and the output was replayed
-# from the input after the epilogue, on the transposed leaves (Note [Wrapper Data Assignment]). Also its
+# from the input after the epilogue, on the transposed leaves (Note [Wrapper Storage]). Also its
 # variants: a view of a PairTensor input set_() while another input shares its storage, and a plain input that
 # requires grad given `.data =` and an in-place view op with grad (Note [History Kept Through .data =]).
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1689,8 +1689,7 @@ def test_inplace_view_ops_under_mixed_grad_modes_refused(compile_fn: CompileFn |
 
 def test_subclass_view_of_intermediate_changed_after(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, programs 23 and 8543: the intermediate's unsqueeze_() after the views broke their chain; the
-    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Subclass Intermediate
-    # Roots]).
+    # output came back as a wrapper of inner views instead of a wrapper-level view (Note [Output Regeneration]).
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         t1 = t0.select(0, 1)
@@ -1812,7 +1811,7 @@ def test_view_of_storage_an_intermediate_left_refused(compile_fn: CompileFn | No
 
 def test_detach_of_subclass_with_assigned_data(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 6801: detach() shares the wrapper storage `.data =` gave t0, like a view (Note
-    # [Wrapper Data Assignment]).
+    # [Wrapper Storage]).
     def f(x0: T) -> object:
         t0 = x0.sin()
         t0.data = x0

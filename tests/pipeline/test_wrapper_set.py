@@ -169,6 +169,6 @@ def test_a_subclass_view_of_an_input_through_a_set_view_is_refused() -> None:
     with torch.enable_grad():
         (eager,) = _set_of_a_view_then_split_under_no_grad(*make())
         assert eager._is_view() and eager.requires_grad
-        rule = r"could not be a view of it \(Note \[Subclass Intermediate Roots\]\)"
+        rule = r"could not be a view of it \(Note \[Output Regeneration\]\)"
         with pytest.raises(UnsupportedError, match=rule):
             subclassaot.compile(_set_of_a_view_then_split_under_no_grad)(*make())

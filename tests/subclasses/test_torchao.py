@@ -69,8 +69,7 @@ def test_float8_mlp_inference_matches_eager() -> None:
 
 
 def test_float8_linear_output_view_keeps_eager_base_in_training() -> None:
-    # Float8Linear's Function returns a reshape of its own mm result: a view in eager (Note [Subclass Intermediate
-    # Roots]).
+    # Float8Linear's Function returns a reshape of its own mm result: a view in eager (Note [Output Regeneration]).
     torch.manual_seed(0)
     linear = convert_to_float8_training(nn.Sequential(nn.Linear(32, 16, bias=False)))
     assert_matches_eager(linear, lambda: (torch.randn(8, 32, requires_grad=True),), calls=1)

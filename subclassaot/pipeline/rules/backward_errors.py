@@ -58,7 +58,7 @@ from subclassaot.schemas import (
     OutputKind,
     ReplaySource,
 )
-from subclassaot.torch_internals import autograd_nodes
+from subclassaot.torch_internals import autograd_nodes, grad_fn_or_none
 
 _ROOT_INDEX = re.compile(r"^invalid gradient at index (\d+) ")
 
@@ -137,7 +137,7 @@ def _caller_node(setup: JointSetup, position: int) -> bool:
         return False
     t = flat.tensor_indices.index(int(info.input_index))
     if layout.trees[t] is not None:
-        return False  # a tensor subclass: its `.data` is assigned as Note [Wrapper Data Assignment] says
+        return False  # a tensor subclass: its `.data` is assigned as Note [Wrapper Storage] says
     muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
     return all(m.swapped_by_data_only and not m.autograd_visible and not m.set_under_grad for m in muts)
 
@@ -247,12 +247,12 @@ def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torc
     history of `value` reaches through a NotImplemented node (Note [set_ Under Grad])."""
     nodes: dict[int, int] = {}
     for k, u in enumerate(user_tensors):
-        fn = _grad_fn_or_none(u)
+        fn = grad_fn_or_none(u)
         if fn is not None:
             nodes[id(fn)] = k
     found: set[int] = set()
     seen: set[tuple[int, bool]] = set()
-    stack: list[tuple[Any, bool]] = [(_grad_fn_or_none(value), False)]
+    stack: list[tuple[Any, bool]] = [(grad_fn_or_none(value), False)]
     while stack:
         node, behind = stack.pop()
         if node is None or (id(node), behind) in seen:
@@ -266,13 +266,6 @@ def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torc
         behind = behind or type(node).__name__ == "NotImplemented"
         stack.extend((child, behind) for child, _ in node.next_functions)
     return frozenset(found)
-
-
-def _grad_fn_or_none(t: torch.Tensor) -> Any:
-    try:
-        return t.grad_fn
-    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
-        return None
 
 
 def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:

@@ -23,8 +23,7 @@ eager then rebuilds from view functions that miss that op, where the replayed ou
 and a subclass view of an input or another output that only a fresh base could rebuild.
 
 Input: the analysis's output infos and the eager objects they describe, the run. Output: nothing, or
-UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Subclass Intermediate
-Roots]).
+UnsupportedError. Invariants: pure reads of the run's records (Note [Stale View Functions], Note [Output Regeneration]).
 
 Part: Stage `analyze` and the runtime, output regeneration: outputs whose view chains pass one intermediate, one
 before the in-place view ops the program applied to it and one after them, share that object as in eager.
@@ -373,12 +372,12 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
         outer_base = value._base
         if outer_base is not None and id(outer_base) not in named and _rebuilt_as_no_view(info, value, run):
             # no view chain replays it from that tensor, and no root rebuilt from that tensor's inner tensors (Note
-            # [Subclass Intermediate Roots]) has it as a view: a view op up the chain made no view of the inner ones
+            # [Output Regeneration]) has it as a view: a view op up the chain made no view of the inner ones
             raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
         if any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
-            # a set_() up the chain moved the data, not the view op (Note [Subclass Intermediate Roots])
+            # a set_() up the chain moved the data, not the view op (Note [Output Regeneration])
             continue
         root = run.swaps.view_root(value, through_swaps=True)
         base = root if id(root) in named else value._base
@@ -457,7 +456,7 @@ def _shares_inner_storage(value: torch.Tensor, base: torch.Tensor, *, every: boo
 
 
 def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Subclass Intermediate Roots]."""
+    """See Note [Output Regeneration]."""
     named = {id(t): f"input {i}" for i, t in enumerate(run.user_tensors)}
     named.update((id(v), info.path) for info, v in zip(infos, leaves, strict=True) if isinstance(v, torch.Tensor))
     for info, value in zip(infos, leaves, strict=True):
@@ -468,7 +467,7 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
             raise UnsupportedError(
                 f"{info.path} is a view of {named[id(base)]} (a tensor subclass) whose view chain cannot be replayed "
                 "(it passes through a tensor the program set_() or changed in place after taking a view of it), so "
-                "the compiled output could not be a view of it (Note [Subclass Intermediate Roots]). "
+                "the compiled output could not be a view of it (Note [Output Regeneration]). "
                 "Return a clone"
             )
 
@@ -488,7 +487,7 @@ def _rebuilt_view_of_input(info: OutputInfo, value: torch.Tensor, run: Functiona
 
 
 def check_stale_subclass_outputs(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
-    """See Note [Stale View Functions] and Note [Subclass Intermediate Roots]."""
+    """See Note [Stale View Functions] and Note [Output Regeneration]."""
     _check_views_over_fresh_leaves(infos, leaves, run)
     _check_replays_through_copies(infos, leaves, run)
     _check_fresh_views(infos, leaves, run)

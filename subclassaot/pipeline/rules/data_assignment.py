@@ -1,4 +1,4 @@
-"""Stage `analyze`, `.data =` on wrapper subclasses and alias groups (Note [Wrapper Data Assignment]): which outputs'
+"""Stage `analyze`, `.data =` on wrapper subclasses and alias groups (Note [Wrapper Storage]): which outputs'
 wrappers an assignment set apart from their inner tensors, how the epilogue repeats an assignment to a subclass input,
 which assignments cannot be repeated exactly; views of an intermediate subclass whose `.data` the program assigned
 after taking them (replayed from the intermediate rebuilt as it was when viewed, which then takes the metadata
@@ -83,8 +83,8 @@ def check_assigned_view(
         return
     if replay is None:
         raise UnsupportedError(
-            f"{path} is a view of a tensor subclass whose `.data` the program assigned (Note [Wrapper Data "
-            "Assignment]), and its view chain cannot be replayed after the call (the metadata of a tensor in it "
+            f"{path} is a view of a tensor subclass whose `.data` the program assigned (Note [Wrapper Storage]), "
+            "and its view chain cannot be replayed after the call (the metadata of a tensor in it "
             "changed since); the compiled output would not be a view. Return a clone instead"
         )
     assigned, viewed = replay.root_data_meta, replay.root_meta
@@ -93,7 +93,7 @@ def check_assigned_view(
         raise UnsupportedError(
             f"{path} is a view, with autograd history, of an intermediate tensor subclass whose `.data` the program "
             "then assigned a tensor of another size: the compiled backward sees the intermediate at the assigned "
-            "size, eager's its history's (Note [Wrapper Data Assignment]). Return a clone made "
+            "size, eager's its history's (Note [Wrapper Storage]). Return a clone made "
             "before the assignment"
         )
     written = any(run.swaps.bumps(t) for t in chain if id(t) in input_by_id)
@@ -101,14 +101,14 @@ def check_assigned_view(
     if replay.before_epilogue and torch.is_grad_enabled() and no_grad_step and written:
         raise UnsupportedError(
             f"{path} is a view, partly taken under no_grad, of an input the program writes and whose `.data` it "
-            "assigns (Note [Wrapper Data Assignment]): it would be rebuilt before the input's write, whose version "
+            "assigns (Note [Wrapper Storage]): it would be rebuilt before the input's write, whose version "
             "change then makes its grad_fn raise, unlike eager's. Return a clone instead"
         )
 
 
 def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
     """Subclass input `t` was set_() after `taken` (a view's seq), then assigned `.data =` metadata unlike its dense
-    leaves' (Note [Wrapper Data Assignment]): a view chain replayed on `t` as it ends starts from those leaves, not
+    leaves' (Note [Wrapper Storage]): a view chain replayed on `t` as it ends starts from those leaves, not
     from the layout the view was taken of, even where the wrapper's metadata are that layout again (`t0 = x2.detach();
     x2.set_(x1); x2.data = t0`)."""
     assigned, moved = run.swaps.wrapper_data.get(id(t)), run.swaps.wrapper_sets.get(id(t))
@@ -118,7 +118,7 @@ def apart_from_leaves(t: torch.Tensor, taken: int, run: FunctionalRun) -> bool:
 
 
 def leaves_moved(t: torch.Tensor, taken: ViewRecord) -> bool:
-    """Note [Wrapper Data Assignment]: do subclass `t`'s dense leaves end with other metadata than
+    """Note [Wrapper Storage]: do subclass `t`'s dense leaves end with other metadata than
     they had when the view `taken` was taken from it?"""
     if taken.source_leaves is None:
         return False
@@ -289,7 +289,7 @@ def check_data_meta_outputs(
 def _check_ctx_kept(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
     """Refuse an output whose class's flatten ctx records its outer size or stride (DTensor's spec): eager's `.data =`
     that gave it another layout left the ctx as it was (the wrapper's Python attributes), while the compiled output,
-    unflattened at its new layout, gets a ctx of that layout (Note [Wrapper Data Assignment])."""
+    unflattened at its new layout, gets a ctx of that layout (Note [Wrapper Storage])."""
     if not is_traceable_subclass(value) or id(value) not in run.swaps.wrapper_data:
         return
     attrs, ctx = value.__tensor_flatten__()
@@ -306,7 +306,7 @@ def _check_ctx_kept(path: str, value: torch.Tensor, run: FunctionalRun) -> None:
 
 
 def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> OutputInfo:
-    """Note [Wrapper Data Assignment]: `info` with the size its history recorded, or refuse."""
+    """Note [Wrapper Storage]: `info` with the size its history recorded, or refuse."""
     recorded = recorded_size(value)
     assignments = run.swaps.wrapper_data[id(value)]
     fresh = all(leaf.source is LeafSource.GRAPH for leaf in info.leaves) and info.replay is None
@@ -318,7 +318,7 @@ def _resized_with_history(info: OutputInfo, value: torch.Tensor, run: Functional
     raise UnsupportedError(
         f"{info.path}: the program assigned `.data` of this tensor subclass, which requires grad, from a tensor "
         "of another size: eager's autograd takes gradients of the new size through its history, which this "
-        "compiled output cannot reproduce (Note [Wrapper Data Assignment]: supported for an "
+        "compiled output cannot reproduce (Note [Wrapper Storage]: supported for an "
         "output the program computed, or a view replayed from an input or output). Assign a tensor of its size, or "
         "return a clone made before"
     )
@@ -332,7 +332,7 @@ def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | tor
 
 
 def _replayed_from_assigned_input(info: OutputInfo, base: torch.Tensor, run: FunctionalRun) -> bool:
-    """Note [Wrapper Data Assignment]: a view of an input `base` (whose `.data` the program
+    """Note [Wrapper Storage]: a view of an input `base` (whose `.data` the program
     assigned before the view was taken) replayed from it after the epilogue repeated that assignment."""
     replay = info.replay
     return (
@@ -405,7 +405,7 @@ def assigned_root(
     earlier: dict[int, int],
 ) -> bool:
     """`t`, the intermediate subclass a view chain starts at, had its metadata changed only by `.data =` after
-    the chain's first view (Note [Wrapper Data Assignment])."""
+    the chain's first view (Note [Wrapper Storage])."""
     assignments = run.swaps.wrapper_data.get(id(t), [])
     return (
         bool(assignments)
@@ -419,7 +419,7 @@ def assigned_root(
 
 def with_root_data_meta(replay: Replay | None, t: torch.Tensor) -> Replay | None:
     """`replay` (from `t`, an `assigned_root`) with `t`'s metadata at the end where they differ from the root's when
-    viewed (Note [Wrapper Data Assignment])."""
+    viewed (Note [Wrapper Storage])."""
     if replay is None or replay.root_meta == leaf_meta(t):
         return replay
     return replace(replay, root_data_meta=leaf_meta(t))
@@ -448,7 +448,7 @@ def data_assignments_allowed(
 # (the wrapper keeps its autograd identity: a view stays a view of its base). The functional run does all of this
 # on the traced wrappers exactly as eager does, so at its end the traced wrappers' storages say which subclass inputs
 # and outputs share one, and whether that is an input's storage as received. Two things reproduce it at run time,
-# only for programs that set_() a wrapper (or assign its `.data`: Note [Wrapper Data Assignment]): an output that
+# only for programs that set_() a wrapper (or assign its `.data`: below): an output that
 # was a view when set_() replaced its contents is replayed as that view and then set_() (without autograd) to a
 # wrapper of its dense leaves (`Replay.then_set`); and after the outputs are built, every member of a sharing class
 # gets the class's storage (torch._functionalize_unsafe_set, which changes neither metadata nor version counters),
@@ -462,6 +462,38 @@ def data_assignments_allowed(
 #   the in-place view ops it allows (`x.as_strided((), (), 0).unsqueeze_(0)` on an empty slice is legal). Rebuilt by
 #   unflatten, the traced wrapper would get a storage sized for its own elements only, and the op would raise; so it
 #   gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
+# `.data =` on a wrapper (rules in storage_swaps.py and here) follows the same rule, by shallow copy, not set_:
+# Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
+# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
+# counter stay what they were; `w.data = w` changes nothing. So a wrapper can end with metadata that its inner tensors
+# do not have, and a view of it taken before keeps the leaves' metadata of its time.
+# The functional run does the same on the traced wrappers and records each assignment (its seq, v's metadata then), so
+# at its end the traced wrappers hold eager's own metadata and wrapper storages. The runtime gives them to the real
+# tensors in two parts:
+# - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
+#   before and after the assignment; a subclass output whose own wrapper was assigned takes the metadata it had at the
+#   end once it is built. Both by `t.data = shell`, shell an empty wrapper of that metadata on t's storage
+#   (torch_internals.assign_wrapper_metadata): no autograd record, no version bump. Metadata that come from an input as
+#   received are read from the real input (the run may have used a clone with another offset).
+# - storage: as after a wrapper-level set_ (above), every subclass input and output ends on the
+#   wrapper storage its class had in the run.
+# Views: a view record of a subclass keeps its source's dense leaves' metadata (ViewRecord.source_leaves); the source
+# counts as changed where they differ at the end, and the chain is replayed before the epilogue from the input as
+# received. A view of an intermediate assigned after (`y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`) is
+# replayed from the intermediate rebuilt around its leaves with the metadata it had when viewed; once every output is
+# built, that root (eager's `._base`) takes the assigned metadata (Replay.root_data_meta). Only where no in-place view
+# op changed the root; in training, a view requiring grad whose root the assignment relaid is refused.
+# Sizes under history: `t = x.unbind(1)[0]; t.data = x; return t` keeps UnbindBackward0, recorded at t's old size, and
+# the engine sums a gradient of the new size back to it where it expands (raises where not). So such an output leaves
+# the Function at the size autograd recorded (OutputInfo.history_size, contiguous strides) and takes its assigned
+# metadata after: the engine reduces the gradient before it reaches the Function, as for eager's. Only where the
+# recorded size expands to the new one (else whether eager raises depends on the subclass's gradients). A view replayed
+# from an input or output records its size when its view op runs again, which is exact where nothing recorded history
+# on it since, and so is a view taken after an input's `.data =` and replayed after the epilogue repeated it.
+# Refused (data_assignment.py): other outputs resized under their history, an input written where autograd records it
+# and given another size, metadata recorded on a clone whose layout is not the input's or whose strides the kernels
+# chose (Note [Strides The Kernels Choose]), and a view through an assigned tensor that cannot be replayed as eager
+# made it. The same object passed twice stays one object in the trace.
 
 
 def wrapper_storage_classes(

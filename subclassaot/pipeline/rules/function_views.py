@@ -292,7 +292,7 @@ def _refusal(path: str, why: str) -> UnsupportedError:
 
 
 def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
-    """See Note [Subclass Intermediate Roots]."""
+    """See Note [Output Regeneration]."""
     if is_traceable_subclass(value) or not torch.is_grad_enabled() or not value.requires_grad:
         return False
     if len(leaves) != 1 or leaves[0].source is not LeafSource.GRAPH or not is_custom_function_view(value):

@@ -340,7 +340,7 @@ __all__ = [
 #   storage is an input's, the runtime then assigns `.data` from an alias of the input taken after the epilogue, under
 #   no_grad, with t's final metadata (OutputInfo.data_from). A plain view is replayed from its base with its history,
 #   then assigned (Replay.set_by_data) where its chain allows. A view of such a t replays from t where t is returned too,
-#   else is refused. Refused too: a tensor subclass (Note [Wrapper Data Assignment]) and an alias of an intermediate
+#   else is refused. Refused too: a tensor subclass (Note [Wrapper Storage]) and an alias of an intermediate
 #   another output shares.
 # - Writes with grad after the swap (`x0.data = x1; x0[:, 0:2].mul_(-1.0); return x0`, x0 a non-leaf input requiring
 #   grad) record on x0's own history, not on that of the tensor whose storage x0 now shares; the epilogue would only

@@ -1,6 +1,6 @@
 """set_() under grad: where the runtime makes the set_ node of an input (before the compiled call or in the epilogue),
 eager's `._base` of outputs set_() under grad, and the order eager's backward runs its nodes around a set_() of a
-view (Note [set_ Under Grad], Note [set_ Under Grad]).
+view (Note [set_ Under Grad]).
 
 Input: the `_DataMode` of storage_swaps.py calls `note_reads_after_grad_set` after each op of the program; output
 leaves of a functional run and its `SwapRecord`; at run time, a regenerated output and the value of the tensor
@@ -34,6 +34,7 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     autograd_sequence_mark,
     get_version,
+    grad_fn_or_none,
     is_program_node,
     storage_key,
 )
@@ -211,7 +212,7 @@ def _set_before_any_node(record: SwapRecord, t: torch.Tensor, roots: Sequence[to
     end) reach, but the set_ nodes numbered `sets` (those of the views of inputs set_() so: autograd's number right
     after the set_()'s mark) (Note [set_ Under Grad])?"""
     mark, start = record.grad_set_marks[id(t)], record.program_start_mark
-    nodes = autograd_nodes(_grad_fn(o) for o in roots if o is not t)
+    nodes = autograd_nodes(grad_fn_or_none(o) for o in roots if o is not t)
     return all(
         node._sequence_nr() > mark
         or not is_program_node(node, start)
@@ -236,16 +237,11 @@ def intermediate_read_after_grad_set(
         return False
     leaves = pytree.tree_leaves(output)
     starts = [
-        _grad_fn(o) for o, holder in zip(leaves, holders, strict=True) if isinstance(o, torch.Tensor) and not holder
+        grad_fn_or_none(o)
+        for o, holder in zip(leaves, holders, strict=True)
+        if isinstance(o, torch.Tensor) and not holder
     ]
     return any(type(node).__name__ == "NotImplemented" for node in autograd_nodes(starts))
-
-
-def _grad_fn(t: torch.Tensor) -> Any:
-    try:
-        return t.grad_fn
-    except (RuntimeError, ValueError, IndexError):  # see analyze._needs_program_autograd
-        return None
 
 
 def refuse_grad_set_onto_moved_source(
@@ -313,7 +309,7 @@ def set_view_root(
     value: object, swaps: SwapRecord, input_storages: set[object]
 ) -> tuple[torch.Tensor, list[torch.Tensor]] | None:
     """The intermediate subclass (and its dense leaves) that `value`, a subclass view the program set_() after
-    taking it, still views in eager (Note [Subclass Intermediate Roots])."""
+    taking it, still views in eager (Note [Output Regeneration])."""
     if not isinstance(value, torch.Tensor) or not is_traceable_subclass(value) or not value._is_view():
         return None
     made, moved = swaps.views.get(id(value)), swaps.wrapper_sets.get(id(value))
@@ -329,7 +325,7 @@ def set_view_root(
 def sets_without_history(value: torch.Tensor, swaps: SwapRecord) -> bool:
     """Did the program set_() wrappers only where autograd records nothing: every wrapper set_() under no_grad or of
     tensors none of which requires grad (a detach() set_() to its own view in training), or
-    `value`'s own, as Note [Subclass Intermediate Roots] rebuilds it?"""
+    `value`'s own, as Note [Output Regeneration] rebuilds it?"""
     return (bool(swaps.wrapper_sets) and not swaps.grad_set_ids) or set_view_root(value, swaps, set()) is not None
 
 
@@ -440,7 +436,7 @@ def views_before_view_sets(
         if not (isinstance(real, torch.Tensor) and real.is_leaf and real.requires_grad):
             continue  # (a node of its own history, made before the program, waits behind the set_ node in both)
         start = record.program_start_mark
-        seqs = [int(n._sequence_nr()) for n in autograd_nodes([_grad_fn(value)]) if is_program_node(n, start)]
+        seqs = [int(n._sequence_nr()) for n in autograd_nodes([grad_fn_or_none(value)]) if is_program_node(n, start)]
         if not seqs or min(seqs) > max(marks):
             continue  # made after each: its first view's node runs before the set_ nodes, in eager as in ours
         unchanged = not changed[flat.tensor_indices.index(InputIndex(r.index))]

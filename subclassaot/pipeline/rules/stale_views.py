@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.utils import _pytree as pytree
@@ -111,14 +111,10 @@ def _replay_reorders(view: ViewRecord, source: torch.Tensor) -> bool:
     """Does the view op, replayed on `source` as it is now, make a view of the shape it made then over other elements
     (`x.view(2, 2)` after `x.t_()`)? Autograd's history rebuilt so passes gradients to the wrong elements, with no
     shape error to show it. False where that is not decidable here."""
-    now = _concrete_layout(view, source)
-    if now is None:
+    replayed = _replayed(view, source)
+    if not isinstance(replayed, tuple):
         return False
-    with no_dispatch():
-        try:
-            then, again = _geometry(view, view.source_meta), _geometry(view, now)
-        except (RuntimeError, IndexError):
-            return False
+    then, again = replayed
     if then[0] != again[0] or 0 in then[0]:
         return False
     kept = [i for i, n in enumerate(then[0]) if n != 1]
@@ -166,28 +162,31 @@ def _replays_the_same(view: ViewRecord, source: torch.Tensor) -> bool:
     then = (tuple(symint_expr(s) for s in size), tuple(symint_expr(s) for s in stride), symint_expr(offset))
     if leaf_meta(source) == then:  # (as expressions: comparing SymInts would add guards)
         return True
-    now = _concrete_layout(view, source)
-    if now is None:
-        return False
-    with no_dispatch():
-        try:
-            return _geometry(view, now) == _geometry(view, view.source_meta)
-        except (RuntimeError, IndexError):  # the view op does not apply to the new layout
-            return False
+    replayed = _replayed(view, source)
+    return isinstance(replayed, tuple) and replayed[0] == replayed[1]
 
 
 def _replay_fails(view: ViewRecord, source: torch.Tensor) -> bool:
     """Does the view op raise, replayed on `source` as it is now (t() of a tensor set_() to 3-d)? False where that is
     not decidable here."""
+    return _replayed(view, source) == "fails"
+
+
+def _replayed(view: ViewRecord, source: torch.Tensor) -> tuple[Meta, Meta] | Literal["fails"] | None:
+    """The geometry the view op made from `source` as it was and makes from it as it is now; "fails" where it does
+    not apply to the new layout; None where that is not decidable here (symbolic sizes)."""
     now = _concrete_layout(view, source)
     if now is None:
-        return False
+        return None
     with no_dispatch():
         try:
-            _geometry(view, now)
+            again = _geometry(view, now)
         except (RuntimeError, IndexError):
-            return True
-    return False
+            return "fails"
+        try:
+            return _geometry(view, view.source_meta), again
+        except (RuntimeError, IndexError):
+            return None
 
 
 def _concrete_layout(view: ViewRecord, source: torch.Tensor) -> Meta | None:

@@ -215,8 +215,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         self.record = record
         self.known = known  # tensors whose storage a set_(storage, ...) may name
-        self.depth = 0  # > 0 while a subclass's __torch_dispatch__ runs
-        self.nesting = 0  # > 0 while an op is handled (its handling may run ops again)
         self.native_pending: object = None  # the op a C++-dispatched subclass is about to run (dispatches_in_cpp)
         # id() of a wrapper a set_() is moving -> the storages (its own, then its leaves') it had before: the set_'s
         # version bump is theirs (Note [Storage Swaps By Rebinding])
@@ -233,13 +231,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
-        counted = dict(self.record.written_families) if self.nesting == 0 else None
-        self.nesting += 1
+        counted = dict(self.record.written_families) if self.record.dispatching == 0 else None
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
             out = self._dispatch(func, types, args, kwargs)
         finally:
-            self.nesting -= 1
             self.record.dispatching -= 1
         if counted is not None and counted != self.record.written_families:
             # one op advances a counter once, however its handling here rewrote it (runtime/steps.py: Version Counters As Eager's)
@@ -247,6 +243,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         self.record.pin(out)
         return out
+
+    @property
+    def depth(self) -> int:
+        """How many subclass `__torch_dispatch__` calls the op handled now runs inside (0: the program's own op).
+        The mode is popped while it handles an op, so it sees ops again only where `_dispatch_subclass` pushes it
+        around a subclass's dispatch: one op handled per level, `record.dispatching` counts them."""
+        return self.record.dispatching - 1
 
     def _dispatch(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         check_storage_bytes_resize(self.record, func, args)  # Note [Storage Swaps By Rebinding]
@@ -338,7 +341,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             leaves = flatten_subclass(args[0], "set_")[1]
             check_shared_grad_set(self.record, args, leaves)
             self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
-        self.depth += 1
         try:
             with self:
                 if dispatches_in_cpp(type(subclass)):
@@ -347,7 +349,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 else:
                     out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
         finally:
-            self.depth -= 1
             self.native_pending = None
         self._track(func, args, out, kwargs)
         if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
@@ -885,40 +886,6 @@ def _size_and_stride(t: object) -> object:
     return (tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
 
 
-# Note [Wrapper Data Assignment]
-# Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
-# offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
-# counter stay what they were; `w.data = w` changes nothing. So a wrapper can end with metadata that its inner tensors
-# do not have, and a view of it taken before keeps the leaves' metadata of its time.
-# The functional run does the same on the traced wrappers and records each assignment (its seq, v's metadata then), so
-# at its end the traced wrappers hold eager's own metadata and wrapper storages. The runtime gives them to the real
-# tensors in two parts:
-# - metadata: a subclass input takes the assigned metadata in the epilogue, between the in-place view ops replayed
-#   before and after the assignment; a subclass output whose own wrapper was assigned takes the metadata it had at the
-#   end once it is built. Both by `t.data = shell`, shell an empty wrapper of that metadata on t's storage
-#   (torch_internals.assign_wrapper_metadata): no autograd record, no version bump. Metadata that come from an input as
-#   received are read from the real input (the run may have used a clone with another offset).
-# - storage: as after a wrapper-level set_ (Note [Wrapper Storage]), every subclass input and output ends on the
-#   wrapper storage its class had in the run.
-# Views: a view record of a subclass keeps its source's dense leaves' metadata (ViewRecord.source_leaves); the source
-# counts as changed where they differ at the end, and the chain is replayed before the epilogue from the input as
-# received. A view of an intermediate assigned after (`y = x.add(0.5); v = y.expand(...); y.data = x; return v.t()`) is
-# replayed from the intermediate rebuilt around its leaves with the metadata it had when viewed; once every output is
-# built, that root (eager's `._base`) takes the assigned metadata (Replay.root_data_meta). Only where no in-place view
-# op changed the root; in training, a view requiring grad whose root the assignment relaid is refused.
-# Sizes under history: `t = x.unbind(1)[0]; t.data = x; return t` keeps UnbindBackward0, recorded at t's old size, and
-# the engine sums a gradient of the new size back to it where it expands (raises where not). So such an output leaves
-# the Function at the size autograd recorded (OutputInfo.history_size, contiguous strides) and takes its assigned
-# metadata after: the engine reduces the gradient before it reaches the Function, as for eager's. Only where the
-# recorded size expands to the new one (else whether eager raises depends on the subclass's gradients). A view replayed
-# from an input or output records its size when its view op runs again, which is exact where nothing recorded history
-# on it since, and so is a view taken after an input's `.data =` and replayed after the epilogue repeated it.
-# Refused (data_assignment.py): other outputs resized under their history, an input written where autograd records it
-# and given another size, metadata recorded on a clone whose layout is not the input's or whose strides the kernels
-# chose (Note [Strides The Kernels Choose]), and a view through an assigned tensor that cannot be replayed as eager
-# made it. The same object passed twice stays one object in the trace.
-
-
 def _dense_leaves(tree: object) -> list[torch.Tensor]:
     """The plain tensors of `tree`, a traceable subclass's inner tensors (recursively) in its place."""
     leaves: list[torch.Tensor] = []
@@ -1053,7 +1020,7 @@ class _DataMode(TorchFunctionMode):
     def _data_set(self, args: tuple[Any, ...]) -> bool:
         """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""
         if args[1] is args[0]:
-            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Data Assignment])
+            # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Storage])
             return True
         if (
             isinstance(args[1], torch.Tensor)
@@ -1278,7 +1245,7 @@ class _DataMode(TorchFunctionMode):
             refresh_shared_histories(self.record)
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
-        """`target.data = source`, target a wrapper subclass (Note [Wrapper Data Assignment])."""
+        """`target.data = source`, target a wrapper subclass (Note [Wrapper Storage])."""
         if source.dtype != target.dtype:
             raise UnsupportedError(
                 f"`.data =` of a {type(target).__name__} of dtype {target.dtype} with a tensor of dtype "

@@ -50,7 +50,7 @@ class ViewRecord:
     grad_enabled: bool
     source_meta: tuple[tuple[Any, ...], tuple[Any, ...], Any]  # the source's size, stride, offset at the time
     seq: int  # when it happened, among view and in-place view ops
-    # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Data Assignment])
+    # a subclass source's dense leaves' size, stride, offset at the time (Note [Wrapper Storage])
     source_leaves: tuple[RawMeta, ...] | None = None
     # made inside a subclass's __torch_dispatch__, below autograd: eager gives it no `._base` (Note [Autograd Sees The
     # Wrapper])
@@ -82,7 +82,7 @@ class InplaceViewRecord:
 
 @dataclass(frozen=True, slots=True)
 class DataAssignment:
-    """`w.data = source` on a wrapper subclass `w` (Note [Wrapper Data Assignment])."""
+    """`w.data = source` on a wrapper subclass `w` (Note [Wrapper Storage])."""
 
     source: torch.Tensor
     seq: int  # when it happened, among view and in-place view ops
@@ -172,8 +172,9 @@ class SwapRecord:
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
-    # > 0 while an op's dispatch runs (the swap mode's rules, a subclass's __torch_dispatch__): reads made there are
-    # answered but neither recorded nor replayed (Note [Grad Mode And Autograd Reads])
+    # how many ops the swap mode is handling now, one per level of subclass __torch_dispatch__ it runs inside (1: the
+    # program's own op). Reads made while > 0 (the mode's rules, a subclass's dispatch) are answered but neither
+    # recorded nor replayed (Note [Grad Mode And Autograd Reads])
     dispatching: int = 0
     # id() of inputs (as the run passes them) that require grad in eager -> the real input (Note [Grad Mode And
     # Autograd Reads])
@@ -229,7 +230,7 @@ class SwapRecord:
     # Through .data =])
     family_visible_seq: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
-    # own metadata and storage; its inner tensors stay (Note [Wrapper Data Assignment])
+    # own metadata and storage; its inner tensors stay (Note [Wrapper Storage])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
     # id() of a wrapper subclass -> (seq, grad mode) of the last set_() called on the wrapper itself (Note [Wrapper
     # Storage])

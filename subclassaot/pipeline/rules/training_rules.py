@@ -648,7 +648,7 @@ def _check_data_swap_after_recorded_write(
     """An input that requires grad, written where autograd records it and then given other data by `.data =`:
     eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
     does not reproduce (wrong gradients), so it is refused. For a subclass input, where
-    an assignment changes the wrapper's size (Note [Wrapper Data Assignment]), before or after the write (the backward
+    an assignment changes the wrapper's size (Note [Wrapper Storage]), before or after the write (the backward
     would raise)."""
     for i, fake in enumerate(user_fakes):
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]

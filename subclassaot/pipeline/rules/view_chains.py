@@ -5,7 +5,7 @@ data_assignment.py). The facts about chains the analysis decides on (a detach() 
 before it, in-place view ops under mixed grad modes) are in chain_facts.py.
 
 Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
-[Output Regeneration], Note [Subclass Intermediate Roots]). Invariants: pure reads of the run's records; a chain
+[Output Regeneration]). Invariants: pure reads of the run's records; a chain
 is returned only when replaying it is exact, else None; nothing here raises.
 """
 
@@ -75,8 +75,8 @@ def root_replay(
     meta: Meta | None = None,
 ) -> Replay | None:
     """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
-    bases (Note [Subclass Intermediate Roots]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
-    when the chain viewed it, where a `.data =` changed it since (Note [Wrapper Data Assignment])."""
+    bases (Note [Output Regeneration]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
+    when the chain viewed it, where a `.data =` changed it since (Note [Wrapper Storage])."""
     if not is_traceable_subclass(t):
         return None
     node, root_leaves = flatten_subclass(t, "root")
@@ -478,7 +478,7 @@ def view_rebuilt_by_set(
     bases: dict[object, tuple[int, torch.Tensor]],
     earlier: dict[int, int],
 ) -> Replay | None:
-    """Note [Subclass Intermediate Roots]: `value` as a view of eager's `._base` set_() to its own leaves."""
+    """Note [Output Regeneration]: `value` as a view of eager's `._base` set_() to its own leaves."""
     if not is_traceable_subclass(value) or not value._is_view() or value._base is None:
         return None
     if torch.is_grad_enabled() and value.requires_grad:
@@ -488,7 +488,7 @@ def view_rebuilt_by_set(
         return None
     base_storages = {storage_key(leaf) for leaf in flatten_subclass(base, "base")[1]}
     copies = any(storage_key(leaf) not in base_storages for leaf in flatten_subclass(value, "out")[1])
-    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Subclass Intermediate Roots]
+    if copies and set_view_root(value, run.swaps, set()) is None:  # Note [Output Regeneration]
         return None  # an inner tensor that does not alias the base's: the subclass's view op copies (check_subclass)
     alias = ViewStep(op=torch.ops.aten.alias.default, args=(), kwargs=(), index=None, grad_enabled=False)
     found = (ReplaySource.OUTPUT, earlier[id(base)]) if id(base) in earlier else None
