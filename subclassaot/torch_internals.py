@@ -1142,6 +1142,14 @@ def function_modes_on(modes: Sequence[object]) -> Iterator[None]:
             torch._C._pop_torch_function_stack()
 
 
+def outside_current_modes() -> contextlib.AbstractContextManager[object]:
+    """Every dispatch mode on the stack (a trace's fake and functional modes) set aside, restored after: for a run
+    on fakes of its own made while a trace is in progress, which records nothing of it."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    return cast("contextlib.AbstractContextManager[object]", _disable_current_modes())
+
+
 def clone_keeps_type(t: torch.Tensor) -> bool:
     """Does `t.clone()` return `t`'s own type? Asked outside every mode (a fake `t` runs in its own fake mode), so a
     trace in progress records nothing. A clone that raises counts as keeping the type (the caller's usual path)."""

@@ -29,7 +29,7 @@ from subclassaot.pipeline.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
-from subclassaot.pipeline.backward_probe import eager_accumulator_sizes
+from subclassaot.pipeline.backward_probe import eager_accumulator_sizes, gain_unobserved
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
@@ -191,7 +191,7 @@ def analyze(
             clone_graph_inputs=grad_groups,
             own_base_views=own_base_views,
         )
-        facts = _CheckedRun(flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
+        facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
     return _analysis(call, flat, layout, user_fakes, own_base_views, facts)
 
 
@@ -201,6 +201,7 @@ class _CheckedRun:
 
     def __init__(
         self,
+        call: Callable[..., object],
         flat: FlatInputs,
         layout: DenseLayout,
         run: FunctionalRun,
@@ -210,7 +211,7 @@ class _CheckedRun:
     ) -> None:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
-        _check_requires_grad_calls(run, flat)
+        _check_requires_grad_calls(call, run, flat)
         check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [Stale View Functions]
@@ -491,9 +492,14 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
     return id(value) not in swapped and not moved_before
 
 
-def _check_requires_grad_calls(run: FunctionalRun, flat: FlatInputs) -> None:
+def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
-    check_gained_after_read(run.swaps.gained_after_read, run.user_tensors, flat)
+    gained_after = run.swaps.gained_after_read
+    # (where what the program computed from them before has no history the caller can see, in eager as with the
+    # flag set from the start, the compiled call's setting it first changes nothing: Note [Grad Mode And Autograd Reads])
+    positions = [k for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True) if id(t) in gained_after]
+    if positions and not gain_unobserved(call, flat, positions):
+        check_gained_after_read(gained_after, run.user_tensors, flat)
     # (requires_grad_() on a view input whose views eager gives no flag, read with grad: refused in the run,
     # grad_scope.check_flagless_view_reads)
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):

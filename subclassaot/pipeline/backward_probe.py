@@ -49,6 +49,7 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_raises,
     is_plain_autograd_view,
+    outside_current_modes,
     requires_grad_through_base,
     set_version,
     static_fake_copies,
@@ -388,6 +389,34 @@ def eager_accumulator_sizes(
     except Exception:  # a program the probe cannot run
         return None
     return {i: frozenset(sizes.get(id(values[i]), ())) for i in leaves}
+
+
+def gain_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Sequence[int]) -> bool:
+    """Does eager's program, run with grad on, on static fakes of the inputs, record the same autograd graphs (of its
+    outputs, and of the inputs as it leaves them) when the inputs at positions `gained` in `flat.values`, which it
+    makes require grad after computing from them, require grad from the start, as the compiled call has them? Then
+    what it computed from them before has no history anywhere the caller can see, in eager as in the compiled call
+    (Note [Grad Mode And Autograd Reads]). False where the program does not run on static fakes. Runs outside the
+    modes of a trace in progress."""
+    with outside_current_modes():
+        as_called = _autograd_picture(call, flat, ())
+        return as_called is not None and as_called == _autograd_picture(call, flat, gained)
+
+
+def _autograd_picture(call: Callable[..., object], flat: FlatInputs, early: Sequence[int]) -> list[object] | None:
+    """`_autograd_shape` of each output and each input as left, of an eager run on static fakes whose inputs at
+    positions `early` are made to require grad first; None where the run fails."""
+    try:
+        mode, values = static_fake_copies(flat.values)
+        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+            for k in early:
+                cast(torch.Tensor, values[k]).requires_grad_()
+            state, args, kwargs = unflatten_call(flat, values)
+            outs = pytree.tree_leaves(call(state, args, kwargs))
+    except Exception:  # a program the probe cannot run
+        return None
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    return [_autograd_shape(t, tensors) if isinstance(t, torch.Tensor) else None for t in [*outs, *tensors]]
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:

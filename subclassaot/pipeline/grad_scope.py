@@ -76,10 +76,15 @@ __all__ = [
 # - requires_grad_() and the `.requires_grad =` setter (one rule). On an input: turned on, the call compiles for
 #   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
 #   grad on, eager's earlier results carry no history: a leaf passed alone is laid out anew, Note [Leaves Laid Out
-#   Anew Under no_grad]; a plain view is marked in the eager backend's graph, Note [Training Without A Function];
-#   others are refused; in a call under no_grad that stays one, the flag is set before a graph autograd does not
-#   record); turned off, the run's stand-in (no leaf, where
-#   both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
+#   Anew Under no_grad]; a plain view is marked in the eager backend's graph, Note [Training Without A Function]; a
+#   plain input sharing storage with another, whose stand-in is a view of a synthetic base that gains the flag at the
+#   call as eager's does, compiles where the reads were of the other inputs over the storage only (not of it, of an
+#   input whose `._base` it is, or of views of those: their stand-ins would require grad from the start), views of
+#   those taken before refused as outputs; others compile where eager's program, run on static fakes, records the
+#   same autograd graphs for its outputs and the inputs it leaves with the input requiring grad from the start
+#   (nothing the caller sees reaches the earlier results: backward_probe.gain_unobserved), and are refused
+#   otherwise; in a call under no_grad that stays one, the flag is set before a graph autograd does not record);
+#   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
 #   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
 #   made to require grad once built (OutputInfo.gains_grad); with grad on, eager makes a new leaf the outputs'
@@ -110,8 +115,10 @@ def check_gained_after_read(
                 "earlier results carry no autograd history, but the compiled call makes this input (a tensor "
                 "subclass that is a view, or one sharing storage with another input) require grad before the graph "
                 "runs, so they would. A leaf input passed alone compiles, and so does a plain view input with "
-                'backend="eager". Call requires_grad_() before the first use of the input, or outside the '
-                "compiled function"
+                'backend="eager", a plain input sharing storage whose earlier reads were only of other inputs over '
+                "it (not of this input, an input that is a view of it, or views of those), and any input where no "
+                "output or input reaches what was computed from it before. Call requires_grad_() before the first "
+                "use of the input, or outside the compiled function"
             )
 
 

@@ -1287,6 +1287,158 @@ def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], 
             subclassaot.compile(f)(*make_inputs())
 
 
+def requires_grad_after_a_sibling_read(x0: T, x1: T) -> object:
+    y = x0 * 2  # x0 shares x1's storage but is no view of it: eager's y has no history, before or after
+    x1.requires_grad_()
+    return y, x1 * 3
+
+
+def requires_grad_after_a_sibling_read_nothing_after(x0: T, x1: T) -> object:
+    y = x0.exp()
+    x1.requires_grad_()
+    return (y,)
+
+
+def requires_grad_after_its_own_read(x0: T, x1: T) -> object:
+    y = x1 * 2  # eager's y has no history; the compiled call's stand-in for x1 requires grad from the start
+    x1.requires_grad_()
+    return y, x1 * 3
+
+
+def requires_grad_on_a_base_after_its_view_read(x0: T, x1: T) -> object:
+    y = x1 * 2  # x1 is a view of x0: eager's x1 takes requires_grad from x0, so y is an earlier result of it
+    x0.requires_grad_()
+    return y, x0 * 3
+
+
+def _disjoint_halves(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(4)
+        whole = PairTensor(b, b + 1) if pair else b
+        return (whole[:2], whole[2:])
+
+    return make
+
+
+def _base_and_view(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(4)
+        whole = PairTensor(b, b + 1) if pair else b
+        return (whole, whole[1:])
+
+    return make
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "inference"])
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (requires_grad_after_a_sibling_read, _disjoint_halves),  # fuzz seed 122941, program 2276
+        (requires_grad_after_a_sibling_read_nothing_after, _disjoint_halves),
+        (requires_grad_after_a_sibling_read, _base_and_view),  # the view gains, its base was read
+    ],
+    ids=["halves", "halves_nothing_after", "view_after_base_read"],
+)
+def test_requires_grad_on_a_storage_sharing_input_after_another_input_is_read_matches_eager(
+    f: Callable[..., object], make: Callable[[bool], Make], pair: bool, grad: bool
+) -> None:
+    """requires_grad_() on an input sharing storage with another, after an op with grad read that storage through a
+    tensor whose flag the call does not turn on: the earlier results carry no history in eager nor in the compiled
+    call (its stand-in is a view of a synthetic base that gains the flag at the call)."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make(pair))
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (requires_grad_after_its_own_read, _disjoint_halves),  # fuzz seed 122941, program 930
+        (requires_grad_after_its_own_read, _base_and_view),
+        (requires_grad_on_a_base_after_its_view_read, _base_and_view),
+    ],
+    ids=["halves_own", "view_own", "base_after_view_read"],
+)
+def test_requires_grad_on_a_storage_sharing_input_after_its_own_read_refused(
+    f: Callable[..., object], make: Callable[[bool], Make], pair: bool
+) -> None:
+    """The earlier read was of a tensor whose flag the call turns on (the input, or an input that views it): eager's
+    result has no history, the compiled call's would. Refused in training; matched under no_grad."""
+    with torch.enable_grad():
+        f(*make(pair)())  # eager runs it
+        if pair and f is requires_grad_on_a_base_after_its_view_read:
+            assert_matches_eager(f, make(pair))  # (a wrapper's view takes no flag from its base)
+            return
+        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"):
+            subclassaot.compile(f)(*make(pair)())
+    with torch.no_grad():
+        assert_matches_eager(f, make(pair))
+
+
+def requires_grad_after_its_own_read_result_unused(x0: T, x1: T) -> object:
+    _y = x1 * 2  # eager's has no history, the compiled call's would: no output or input reaches it
+    x1.requires_grad_()
+    return x1 * 3, x0 + 1
+
+
+def requires_grad_after_its_own_read_result_used_under_no_grad(x0: T, x1: T) -> object:
+    y = x1 * 2
+    with torch.no_grad():
+        z = y + 1  # no history in either
+    x1.requires_grad_()
+    return z, x1 * 3
+
+
+def requires_grad_after_its_own_read_result_written_into_an_input(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x1.requires_grad_()
+    x0.copy_(y)  # eager's x0 gets no history from y; the compiled call's would
+    return (x1 * 3,)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (requires_grad_after_its_own_read_result_unused, _disjoint_halves),  # fuzz seed 122942, program 1668
+        (requires_grad_after_its_own_read_result_unused, _base_and_view),
+        (requires_grad_after_its_own_read_result_used_under_no_grad, _disjoint_halves),
+    ],
+    ids=["halves", "view", "no_grad_use"],
+)
+def test_requires_grad_on_a_storage_sharing_input_after_an_unobserved_read_matches_eager(
+    f: Callable[..., object], make: Callable[[bool], Make]
+) -> None:
+    """The program read the input before requires_grad_(), but nothing the caller sees (outputs, inputs as left)
+    records a different autograd graph, in eager on static fakes, with the input requiring grad from the start: the
+    compiled call, which sets the flag first, matches (backward_probe.gain_unobserved)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make(False))
+    with torch.no_grad():
+        assert_matches_eager(f, make(False))
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+def test_requires_grad_after_its_own_read_written_into_an_input_refused(pair: bool) -> None:
+    """The earlier result reaches an input (a copy_ into it): eager's input has no history from it, the compiled
+    call's would. (A PairTensor input read before is refused also where nothing sees the read: the run's check.)"""
+    f = requires_grad_after_its_own_read_result_written_into_an_input
+    refusal = "calls requires_grad_\\(\\) on this input after computing from it"
+
+    def halves() -> tuple[T, T]:
+        return cast(tuple[T, T], _disjoint_halves(pair)())
+
+    with torch.enable_grad():
+        f(*halves())  # eager runs it
+        with pytest.raises(UnsupportedError, match=refusal):
+            subclassaot.compile(f)(*halves())
+        if pair:
+            with pytest.raises(UnsupportedError, match=refusal):
+                subclassaot.compile(requires_grad_after_its_own_read_result_unused)(*halves())
+    with torch.no_grad():
+        assert_matches_eager(f, _disjoint_halves(pair))
+
+
 def requires_grad_after_a_view_is_returned(x: T) -> object:
     v = x.t()
     x.requires_grad_()

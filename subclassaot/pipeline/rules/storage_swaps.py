@@ -1089,6 +1089,27 @@ class _DataMode(TorchFunctionMode):
             return False
         return not self.record.shares_input_storage(t) and self._read_with_grad(t)
 
+    def _flips_unread(self, t: torch.Tensor) -> list[torch.Tensor] | None:
+        """For the stand-in `t` of a plain input sharing storage with another input, which requires_grad_() turns on
+        after an op with grad read that storage: the stand-ins whose flag eager's call turns on (`t`, and the inputs
+        whose `._base` is its input), where no op with grad read one of them or a view of one; else None. Those
+        stand-ins, views of a synthetic base, gain the flag at the call as eager's tensors do, while reads of the
+        others over the storage never had history in either (Note [Grad Mode And Autograd Reads])."""
+        found = self.record.input_positions.get(id(t))
+        if found is None or is_traceable_subclass(t) or not self.record.shares_input_storage(t):
+            return None
+        if not self._read_with_grad(t):
+            return None
+        real = found[1]
+        flips = [t]
+        for position, other in self.record.input_positions.values():
+            if other is not real and other._is_view() and other._base is real:
+                flips.append(self.record.run_inputs[position])
+        read = self.record.read_with_grad
+        if any(id(s) in read or self.record.views_of(s) & read.keys() for s in flips):
+            return None
+        return flips
+
     def _read_with_grad(self, t: torch.Tensor) -> bool:
         """Did an op with grad on read `t`, or another tensor over its storage?"""
         if id(t) in self.record.read_with_grad:
@@ -1127,6 +1148,11 @@ class _DataMode(TorchFunctionMode):
                 self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
+                elif self.record.grad_at_start and (flips := self._flips_unread(args[0])) is not None:
+                    # (an input over shared storage: its stand-in gains the flag where eager's does; views of the
+                    # tensors it flips taken before: Note [Grad Mode And Autograd Reads])
+                    for s in flips:
+                        self.record.views_before_grad.update(self.record.views_of(s))
                 elif self._read_with_grad(args[0]) and self.record.grad_at_start:
                     # (one marked in the graph: Note [Training Without A Function]; in a call under no_grad the
                     # compiled call sets the flag before a graph autograd does not record: Note [Grad Mode And
