@@ -254,6 +254,128 @@ def test_input_set_under_grad_to_a_returned_grad_leaf(
     _check(f, make_inputs, compile_fn)
 
 
+def _views_of_one_leaf() -> tuple[T, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((), requires_grad=True)
+        return (b0, b0.unsqueeze(0), b0.detach().unsqueeze(-1))
+
+
+def _set_sources(kind: str) -> tuple[T, ...]:
+    """x0 a leaf that requires grad, x1 a tensor that requires grad (a view of x0 for "view"), x2 one that does not."""
+    if kind == "view":
+        return _views_of_one_leaf()
+    if kind == "plain":
+        return (leaf(3), nonleaf(3), torch.randn(3))
+    return (pair(3, requires_grad=True), pair_nonleaf(3), pair(3))
+
+
+def _then_self(x1: T, x2: T) -> None:
+    set_to(x2, x1)
+    set_to(x2, x2)
+
+
+def _self_then(x1: T, x2: T) -> None:
+    set_to(x2, x2)
+    set_to(x2, x1)
+
+
+def _then_self_twice(x1: T, x2: T) -> None:
+    _then_self(x1, x2)
+    set_to(x2, x2)
+
+
+_SET_ORDERS: dict[str, Callable[[T, T], None]] = {
+    "then_self": _then_self,
+    "self_then": _self_then,
+    "then_self_twice": _then_self_twice,
+}
+
+
+@pytest.mark.parametrize("returned", [False, True], ids=["nothing", "x0_doubled"])
+@pytest.mark.parametrize("order", list(_SET_ORDERS))
+@pytest.mark.parametrize("kind", ["view", "plain", "pair"])
+def test_input_set_to_itself_after_set_to_another_input(
+    compile_fn: CompileFn | None, kind: str, order: str, returned: bool
+) -> None:
+    """`x2.set_(x1); x2.set_(x2)` with grad on (fuzz seed 116900 #3494, kind "view"): eager's second set_ node has an
+    edge to x2's history, the first set_ node, whose edge goes to x1's history: a backward through x1 and x2 (the
+    inputs the call wrote) raises before x0's gradient arrives. The epilogue's set_ took no source for a set_() of x2
+    to itself, so x0 got one (plain); a PairTensor input so set_() was refused (Note [set_ Under Grad])."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        _SET_ORDERS[order](x1, x2)
+        return (x0 * 2,) if returned else ()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: _set_sources(kind), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: _set_sources(kind), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_subclass_input_written_between_set_and_set_to_itself_refused(compile_fn: CompileFn | None) -> None:
+    """`x2.set_(x1); x2.mul_(x0); x2.set_(x2)`: eager's last set_ node reaches x0's history too (through the mul_'s),
+    which one set_ of the epilogue, to x1, cannot: the set_() to itself keeps x1 as its source only where nothing
+    wrote x2 between (Note [set_ Under Grad])."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x2, x1)
+        x2.mul_(x0)
+        set_to(x2, x2)
+        return (x0 * 2,)
+
+    refused_with_grad(f, lambda: _set_sources("pair"), compile_fn, GRAD_SET_RULE)
+
+
+class _TransposeSaved(torch.autograd.Function):
+    """Its backward transposes the saved input in place (a metadata change the input keeps)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]  # (FunctionCtx's stub lacks what backward sees)
+        x.t_()
+        return g * 3
+
+
+def _function_reads(kind: str) -> tuple[T, ...]:
+    """x0 passed twice (as x2), a non-leaf that requires grad; x1 an expand of a leaf."""
+    with torch.enable_grad():
+        if kind == "plain":
+            b0, b1 = nonleaf(3), torch.randn((), requires_grad=True)
+            return (b0, b1.expand((1, 3)), b0)
+        p0, p1 = pair_nonleaf(3), pair(3, requires_grad=True)
+        return (p0, p1.view(1, 3), p0)
+
+
+@pytest.mark.parametrize("set_first", [True, False], ids=["set_then_read", "read_then_set"])
+@pytest.mark.parametrize(
+    "function", [_TransposeSaved, SinFunction, None], ids=["transpose_saved", "sin", "no_function"]
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_function_reads_input_set_to_itself_beside_returned_view(
+    compile_fn: CompileFn | None, kind: str, function: type[torch.autograd.Function] | None, set_first: bool
+) -> None:
+    """`x2.set_(x2)` then a custom autograd.Function on x2, returned beside x1, an expand of a leaf (fuzz seed 116900
+    #4112): eager's Function node has an edge to the set_ node, which waits for it, so x1's node (newer) gives the
+    leaf its gradient before the set_ node raises. The Function's forward runs with grad off, so no op noted the read
+    after the set_(): the epilogue's set_ node was ready at once and raised first (Note [set_ Under Grad])."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        if set_first:
+            set_to(x2, x2)
+        t0 = x2 * 3 if function is None else cast(T, function.apply(x2))  # type: ignore[no-untyped-call]  # (untyped)
+        if not set_first:
+            set_to(x2, x2)
+        return (x1, x0, t0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: _function_reads(kind), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: _function_reads(kind), compile_fn=compile_fn, after_call=write_outputs)
+
+
 def test_subclass_input_data_assigned_then_set_under_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 3000 #1340: a `.data =` before the set_ does not stand between the input and the set_ node
     def f(x0: T, x1: T) -> object:

@@ -57,6 +57,8 @@ __all__ = [
 #   in eager. Where an input was set_() to another input that requires grad (or a view of it taken with grad: not a
 #   detach(), not a no_grad view) whose storage it still has, the epilogue's set_ takes that input (or a view of it) as
 #   its source: eager's node has an edge to the source's history, whose gradient then waits behind the raising node.
+#   A later `x.set_(x)` under grad keeps that source (a subclass's, where no op wrote x between): its node's edge to
+#   x's history reaches the earlier node's.
 #   A subclass input's is repeated at the wrapper level, its layout and its leaves' put back after; where the runtime
 #   repeats it before the call instead (a subclass input read after its set_(), below), it is x.set_(x): a known gap.
 # - Views of inputs set_() under grad (`t0 = x.diagonal(); t0.set_(y)`, x a non-leaf): after the epilogue's set_ on x,
@@ -67,7 +69,8 @@ __all__ = [
 # - Order: eager's set_ node sits in the program's creation order, behind the nodes of the program's later reads of the
 #   input, while the epilogue's is made after the Function and runs first. Where the program read the input with grad
 #   after its set_() (`Analysis.read_after_grad_set`; a read of a view counts, wherever taken: the set_ moved the
-#   counter the view shares), the runtime repeats the set_ before the call instead, so the Function's edge goes through
+#   counter the view shares; so does a custom autograd.Function's, whose forward runs with grad off, seen as its node's
+#   edge to the set_ node), the runtime repeats the set_ before the call instead, so the Function's edge goes through
 #   it as eager's reads do. Only for an input returned as itself and read with grad before its set_() by no op but its
 #   own history; elsewhere the epilogue's set_ stays (a plain input set_() to another input keeps it: its edge to that
 #   input's history). Such an input returned beside a leaf the Function takes detached, with a raising backward, is
@@ -179,11 +182,26 @@ def early_set_inputs(
             break
         views = kept
     early = {id(t) for t in views}
+    read = record.read_after_grad_set | _read_by_functions(record, tensors, leaves)
     return tuple(
-        (id(t) in returned and id(t) in record.read_after_grad_set and id(t) not in record.read_before_grad_set)
-        or id(t) in early
+        (id(t) in returned and id(t) in read and id(t) not in record.read_before_grad_set) or id(t) in early
         for t in tensors
     )
+
+
+def _read_by_functions(record: SwapRecord, tensors: Sequence[torch.Tensor], leaves: Sequence[torch.Tensor]) -> set[int]:
+    """id() of the tensor inputs set_() under grad whose set_ node (their grad_fn as they end) a node of the
+    program has an edge to, where a custom autograd.Function read them: its forward runs with grad off, so no op
+    `note_reads_after_grad_set` sees notes the read, but its node takes the input's history as it found it (Note
+    [set_ Under Grad])."""
+    ends = {id(t): node for t in tensors if id(t) in record.plain_grad_sets and (node := _grad_fn(t)) is not None}
+    if not ends:
+        return set()
+    found: set[int] = set()
+    for node in autograd_nodes(_grad_fn(o) for o in (*leaves, *tensors)):
+        if isinstance(node, torch.autograd.function.BackwardCFunction):
+            found.update(k for k, end in ends.items() if any(child is end for child, _ in node.next_functions))
+    return found
 
 
 def _leaf_input_views(flat: FlatInputs, output: object, infos: Sequence[OutputInfo]) -> set[int]:

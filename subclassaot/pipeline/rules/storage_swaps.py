@@ -373,14 +373,27 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # its base's, for a view), in eager.
             self.record.note_bump(args[0])
         source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
+        earlier = None
         if func in SET_OPS and self.depth == 0:
-            self.record.wrapper_grad_sets.pop(id(args[0]), None)
+            earlier = self.record.wrapper_grad_sets.pop(id(args[0]), None)
         if func in SET_OPS and torch.is_grad_enabled() and (args[0].requires_grad or source_grad):
             if self.depth == 0:
                 source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
                 self._grad_set(args[0], source, written_before)  # Note [set_ Under Grad], at the wrapper level
+                if source is args[0]:  # x.set_(x): its node reaches the earlier set_'s source through x's history
+                    source = self._source_kept(source, earlier)
                 self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
         return out
+
+    def _source_kept(self, x: torch.Tensor, earlier: tuple[torch.Tensor | None, int] | None) -> torch.Tensor:
+        """The source of `x.set_(x)` under grad, wrapper `x`: that of its earlier set_() under grad, where it took
+        one and no op since (before this set_(), the last of `wrapper_ops`) wrote `x` or a view of it; else `x`
+        (Note [set_ Under Grad])."""
+        if earlier is None or earlier[0] is None:
+            return x
+        since = self.record.wrapper_ops[earlier[1] + 1 : -1]
+        written = any(self.record.view_root(w, through_swaps=True) is x for _, _, writes in since for w in writes)
+        return x if written else earlier[0]
 
     def _resize(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """resize_ of a FunctionalTensor; False where the op still runs as functionalization records it."""
@@ -561,7 +574,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 "outside the compiled function"
             )
         self.record.grad_set_ids.add(id(x))
-        self.record.grad_set_sources[id(x)] = source if source is not None and source.requires_grad else None
+        taken = source if source is not None and source.requires_grad else None
+        earlier = self.record.grad_set_sources.get(id(x))
+        if (source is None or source is x) and earlier is not None:
+            taken = earlier  # x.set_(x): its node's edge to x's history reaches the earlier set_'s source
+        self.record.grad_set_sources[id(x)] = taken
         if written is None:
             written = self.record.family_of(x) in self.record.written_families
         note_grad_set_place(self.record, x, source, written)  # Note [set_ Under Grad]

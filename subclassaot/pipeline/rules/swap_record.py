@@ -239,7 +239,8 @@ class SwapRecord:
     # `wrapper_ops`): Note [Inputs Written In Training]
     wrapper_grad_sets: dict[int, tuple[torch.Tensor | None, int]] = field(default_factory=dict)
     # id() of a tensor (plain or wrapper) set_() under grad -> the tensor the last such set_() took, where that one
-    # required grad (eager's set_ node has an edge to its history), else None (Note [set_ Under Grad])
+    # required grad (eager's set_ node has an edge to its history), else None; `x.set_(x)` keeps the earlier one's
+    # (Note [set_ Under Grad])
     grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
