@@ -194,11 +194,13 @@ def _read_by_functions(record: SwapRecord, tensors: Sequence[torch.Tensor], leav
     program has an edge to, where a custom autograd.Function read them: its forward runs with grad off, so no op
     `note_reads_after_grad_set` sees notes the read, but its node takes the input's history as it found it (Note
     [set_ Under Grad])."""
-    ends = {id(t): node for t in tensors if id(t) in record.plain_grad_sets and (node := _grad_fn(t)) is not None}
+    ends = {
+        id(t): node for t in tensors if id(t) in record.plain_grad_sets and (node := grad_fn_or_none(t)) is not None
+    }
     if not ends:
         return set()
     found: set[int] = set()
-    for node in autograd_nodes(_grad_fn(o) for o in (*leaves, *tensors)):
+    for node in autograd_nodes(grad_fn_or_none(o) for o in (*leaves, *tensors)):
         if isinstance(node, torch.autograd.function.BackwardCFunction):
             found.update(k for k, end in ends.items() if any(child is end for child, _ in node.next_functions))
     return found
