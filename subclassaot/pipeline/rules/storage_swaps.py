@@ -133,6 +133,7 @@ from subclassaot.torch_internals import (
     storage_resizes_handled,
     trace_new_leaf,
     untyped_storage_key,
+    wrapper_on_scratch,
 )
 
 # Note [Storage Swaps By Rebinding]
@@ -308,7 +309,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     func(root.as_strided(*meta), *args[1:], **kwargs)
                 self._track(func, args, args[0], kwargs)
                 return args[0]
-        with as_strided_chain_refused(self.record, func, args, kwargs):
+        with as_strided_chain_refused(self.record, func, args, kwargs), self._retyped_wrapper(func, args):
             out = fill_in_memory_order(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
                 out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
@@ -377,6 +378,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.wrapper_grad_sets[id(args[0])] = (source, len(self.record.wrapper_ops) - 1)
         return out
 
+    def _retyped_wrapper(self, func: Any, args: tuple[Any, ...]) -> contextlib.AbstractContextManager[None]:
+        """An in-place view op of a tensor a `.data =` gave another dtype runs on its wrapper over a scratch storage
+        (Note [Wrappers Of Another Dtype Than Their Storage])."""
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or not is_functional(x) or id(x) not in self.record.retyped:
+            return contextlib.nullcontext()
+        if torch.Tag.inplace_view in getattr(func, "tags", ()):
+            return wrapper_on_scratch(x)
+        return contextlib.nullcontext()
+
     def _resize(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """resize_ of a FunctionalTensor; False where the op still runs as functionalization records it."""
         # Eager advances the version counter only when resize_ changes the size.
@@ -388,7 +399,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return True
         self._check_resize_reach(args[0], list(args[1]))
         memory_format = kwargs.get("memory_format")
-        if self._grows(args):
+        retyped = self.record.retyped.get(id(args[0]))
+        if retyped is not None:  # Note [Wrappers Of Another Dtype Than Their Storage]
+            _check_retyped_resize(args[0], list(args[1]), retyped)
+        elif self._grows(args):
             self._grow(args[0], list(args[1]), memory_format)
             return True
         base = self.record.alias_bases.get(storage_key(args[0]))
@@ -1309,6 +1323,21 @@ def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Te
         f"on {source.device}: eager's tensor takes the new dtype, which the compiled call cannot give it (the trace "
         "keeps each tensor's dtype). Assign a tensor of the same dtype (`x.data = y.to(x.dtype)`), or return the "
         "assigned tensor itself instead of the input"
+    )
+
+
+def _check_retyped_resize(x: torch.Tensor, size: list[int], eager_dtype: torch.dtype) -> None:
+    """resize_() of a tensor a `.data =` gave another dtype (Note [Wrappers Of Another Dtype Than Their Storage]):
+    eager counts its storage in the new dtype's elements, whose growth the run (whose tensor keeps the dtype it was
+    made with) cannot make: refused. One that does not grow it runs as any resize_ within the storage."""
+    count = x.storage_offset() + int(torch.Size(size).numel())
+    if not bool(count * eager_dtype.itemsize > x.untyped_storage().nbytes()):
+        return
+    raise UnsupportedError(
+        f"resize_() to {tuple(size)} of a tensor (dtype {x.dtype}) whose `.data` the program assigned a tensor of dtype "
+        f"{eager_dtype}: eager's tensor took the new dtype, and its resize_() grows the storage in that dtype's "
+        "elements, which the run (whose tensor keeps the dtype it was made with) cannot make. Resize the assigned "
+        "tensor itself, or assign a tensor of the same dtype (`t.data = y.to(t.dtype)`)"
     )
 
 
