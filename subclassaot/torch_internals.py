@@ -973,24 +973,13 @@ def rebind_functional(
     if meta is None:
         meta = (list(src.size()), list(src.stride()), int(src.storage_offset()))
     offset = meta[2] if wrapper_offset is None else wrapper_offset
-    if x.dtype != src.dtype:  # Note [Wrappers Of Another Dtype Than Their Storage]
+    if x.dtype != src.dtype:  # a `.data =` of another dtype: Note [Storage Swaps By Rebinding]
         torch._functionalize_unsafe_set(x, _scratch(x))
         set_wrapper_metadata(x, meta[0], meta[1], offset)
         torch._functionalize_unsafe_set(x, new)  # (the storage only: x keeps its layout)
         return
     torch._functionalize_unsafe_set(x, new)
     set_wrapper_metadata(x, meta[0], meta[1], offset)
-
-
-# Note [Wrappers Of Another Dtype Than Their Storage]
-# Eager's `.data = y` gives x y's dtype; the run's FunctionalTensor x keeps its own (Note [Storage Swaps By
-# Rebinding]) and shares y's storage, counted in y's elements. Where x's elements are larger, its layout reaches past
-# that storage's bytes, and a wrapper's metadata set there grows the storage in place (set_wrapper_metadata): the run
-# would then read y's storage as larger than eager's, and take a later resize_() that grows it in eager (through y, a
-# view of it, or x) as none, the graph then reading y past its end. So the metadata of such a wrapper are set on a
-# scratch storage of its own, and the wrapper then takes the shared storage back as it is (storage only): on
-# rebinding (`rebind_functional`) and around an in-place view op of the wrapper (`wrapper_on_scratch`). A resize_() of
-# such a tensor counts its elements in eager's dtype (storage_swaps.py).
 
 
 def _scratch(x: torch.Tensor) -> torch.Tensor:
@@ -1001,8 +990,8 @@ def _scratch(x: torch.Tensor) -> torch.Tensor:
 @contextlib.contextmanager
 def wrapper_on_scratch(x: torch.Tensor) -> Iterator[None]:
     """FunctionalTensor `x`'s wrapper on a scratch storage that holds its layout while the block runs (an in-place
-    view op that sets its metadata), and back on its own storage after, with the layout it then has (Note [Wrappers
-    Of Another Dtype Than Their Storage])."""
+    view op that sets its metadata), and back on its own storage after, with the layout it then has (Note [Storage
+    Swaps By Rebinding])."""
     holder = _scratch(x)
     torch._functionalize_unsafe_set(holder, x)  # (the storage only)
     torch._functionalize_unsafe_set(x, _scratch(x))

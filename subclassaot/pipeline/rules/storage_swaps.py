@@ -166,7 +166,13 @@ from subclassaot.torch_internals import (
 # backward the old one.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
-# view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
+# view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself. That
+# intermediate shares y's storage, counted in y's elements: where its own are larger, its layout reaches past the
+# storage's bytes, and its wrapper's metadata set there would grow the storage in place, which the run would then read
+# as larger than eager's (a later resize_() that grows y taken as none, the graph reading y past its end). So its
+# metadata are set on a scratch storage and the wrapper then takes y's storage as it is (rebind_functional), and so
+# are those its in-place view ops set (wrapper_on_scratch); its resize_() counts the storage in y's dtype, and one that
+# grows it there is refused.
 # A resize_ that does not grow the storage is recorded by functionalization as a view of the tensor as it is: an
 # as_strided() of its current value, written back by an as_strided_scatter() into that value. Where the tensor had been
 # made smaller before (x.resize_(0) ... x.resize_(n), FSDP's pattern), or is a view of a larger tensor
@@ -380,7 +386,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _retyped_wrapper(self, func: Any, args: tuple[Any, ...]) -> contextlib.AbstractContextManager[None]:
         """An in-place view op of a tensor a `.data =` gave another dtype runs on its wrapper over a scratch storage
-        (Note [Wrappers Of Another Dtype Than Their Storage])."""
+        (Note [Storage Swaps By Rebinding])."""
         x = args[0] if args else None
         if not isinstance(x, torch.Tensor) or not is_functional(x) or id(x) not in self.record.retyped:
             return contextlib.nullcontext()
@@ -400,7 +406,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self._check_resize_reach(args[0], list(args[1]))
         memory_format = kwargs.get("memory_format")
         retyped = self.record.retyped.get(id(args[0]))
-        if retyped is not None:  # Note [Wrappers Of Another Dtype Than Their Storage]
+        if retyped is not None:  # Note [Storage Swaps By Rebinding]
             _check_retyped_resize(args[0], list(args[1]), retyped)
         elif self._grows(args):
             self._grow(args[0], list(args[1]), memory_format)
@@ -1327,7 +1333,7 @@ def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Te
 
 
 def _check_retyped_resize(x: torch.Tensor, size: list[int], eager_dtype: torch.dtype) -> None:
-    """resize_() of a tensor a `.data =` gave another dtype (Note [Wrappers Of Another Dtype Than Their Storage]):
+    """resize_() of a tensor a `.data =` gave another dtype (Note [Storage Swaps By Rebinding]):
     eager counts its storage in the new dtype's elements, whose growth the run (whose tensor keeps the dtype it was
     made with) cannot make: refused. One that does not grow it runs as any resize_ within the storage."""
     count = x.storage_offset() + int(torch.Size(size).numel())
