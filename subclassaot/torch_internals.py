@@ -1034,12 +1034,38 @@ def rebind_functional(
         new = torch.ops.aten.as_strided.default(src, meta[0], meta[1], meta[2])
     assert isinstance(new, FunctionalTensor)
     x.elem = new.elem
-    torch._functionalize_unsafe_set(x, new)
     # The wrapper carries the user-visible layout: src's own (functionalization may have re-laid-out its value
     # after a write), or the one set_(storage, offset, size, stride) asked for.
     if meta is None:
         meta = (list(src.size()), list(src.stride()), int(src.storage_offset()))
-    set_wrapper_metadata(x, meta[0], meta[1], meta[2] if wrapper_offset is None else wrapper_offset)
+    offset = meta[2] if wrapper_offset is None else wrapper_offset
+    if x.dtype != src.dtype:  # a `.data =` of another dtype: Note [Storage Swaps By Rebinding]
+        torch._functionalize_unsafe_set(x, _scratch(x))
+        set_wrapper_metadata(x, meta[0], meta[1], offset)
+        torch._functionalize_unsafe_set(x, new)  # (the storage only: x keeps its layout)
+        return
+    torch._functionalize_unsafe_set(x, new)
+    set_wrapper_metadata(x, meta[0], meta[1], offset)
+
+
+def _scratch(x: torch.Tensor) -> torch.Tensor:
+    with no_dispatch():
+        return torch.empty(0, dtype=x.dtype, device=x.device)
+
+
+@contextlib.contextmanager
+def wrapper_on_scratch(x: torch.Tensor) -> Iterator[None]:
+    """FunctionalTensor `x`'s wrapper on a scratch storage that holds its layout while the block runs (an in-place
+    view op that sets its metadata), and back on its own storage after, with the layout it then has (Note [Storage
+    Swaps By Rebinding])."""
+    holder = _scratch(x)
+    torch._functionalize_unsafe_set(holder, x)  # (the storage only)
+    torch._functionalize_unsafe_set(x, _scratch(x))
+    set_wrapper_metadata(x, list(x.shape), list(x.stride()), x.storage_offset())  # (grows the scratch)
+    try:
+        yield
+    finally:
+        torch._functionalize_unsafe_set(x, holder)
 
 
 def no_dispatch() -> contextlib.AbstractContextManager[None]:

@@ -2383,6 +2383,126 @@ def test_pair_input_assigned_another_dtype_refused(compile_fn: CompileFn | None)
         assert_refused(f, lambda: (pair(3),), compile_fn, "of a PairTensor of dtype torch.float32")
 
 
+# Fuzz seed 116900, program 1993 (CRASHED: "setStorage: ... out of bounds for storage of size 48"): an intermediate
+# of another dtype (sort()'s int64 indices) assigned `.data = x1`, then x1's storage grown by resize_() of a view of
+# it. The run's intermediate keeps its own dtype (Note [Storage Swaps By Rebinding]), whose larger elements grew the
+# storage it shares with x1, so the growth was taken as none and the graph read x1 past its end. Variants: another
+# multi-output op or a cast to a larger or smaller element, x0 and x1 one tensor or two, grad mode, a resize_ of a
+# view that grows or of x1 itself that shrinks, the intermediate returned or not.
+_RETYPED_INTERMEDIATES: dict[str, Callable[[T], T]] = {
+    "sort": lambda x: x.sort(1, descending=True)[1],
+    "topk": lambda x: x.topk(2, 1)[1],
+    "long": lambda x: x.long(),
+    "double": lambda x: x.double(),
+    "half": lambda x: x.half(),
+}
+
+
+def _assigned_then_resized(make: str, size: int, returned: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t1 = _RETYPED_INTERMEDIATES[make](x0)
+        t1.data = x1
+        t2 = x1.transpose(0, 0) if size > 12 else x1
+        t2.resize_((size,))
+        t2.fill_(2.0)
+        return (t1,) if returned else ()
+
+    return f
+
+
+@pytest.mark.parametrize("returned", [False, True])
+@pytest.mark.parametrize("size", [14, 5])
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("same", [True, False])
+@pytest.mark.parametrize("make", list(_RETYPED_INTERMEDIATES))
+def test_seed116900_1993_input_grown_after_an_intermediate_of_another_dtype_took_its_data(
+    compile_fn: CompileFn | None, make: str, same: bool, grad: bool, size: int, returned: bool
+) -> None:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(4, 3)
+        return (b0, b0 if same else torch.randn(4, 3))
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(_assigned_then_resized(make, size, returned), make_inputs, compile_fn=compile_fn)
+
+
+def _grow_twice(t1: T, x1: T) -> None:
+    x1[0].resize_((14,)).fill_(1.0)
+    x1.resize_((20,)).fill_(5.0)
+
+
+# What the program does after the `.data =`: in-place view ops and a resize_() within the storage of the
+# intermediate itself (its wrapper laid out on a scratch storage), x1 grown and then the intermediate written or
+# viewed, grown twice, or set_() to its whole storage (read as eager's size).
+_AFTER_RETYPED: dict[str, Callable[[T, T], object]] = {
+    "t_": lambda t1, x1: t1.t_(),
+    "unsqueeze_": lambda t1, x1: t1.unsqueeze_(0),
+    "as_strided_": lambda t1, x1: t1.as_strided_((2,), (1,), 1),
+    "resize_smaller": lambda t1, x1: t1.resize_((5,)),
+    "resize_within": lambda t1, x1: t1.resize_((10,)).fill_(3.0),  # (int64's 10 elements need more than 48 bytes)
+    "grown_then_written": lambda t1, x1: (x1.resize_((14,)).fill_(1.0), t1.add_(1)),
+    "grown_then_viewed": lambda t1, x1: (x1.resize_((14,)).fill_(1.0), t1.view(-1)),
+    "grown_twice": _grow_twice,
+    "set_to_its_storage": lambda t1, x1: x1.set_(x1.untyped_storage()),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("same", [True, False])
+@pytest.mark.parametrize("make", ["sort", "double", "half"])
+@pytest.mark.parametrize("after", list(_AFTER_RETYPED))
+def test_seed116900_1993_intermediate_of_another_dtype_used_after(
+    compile_fn: CompileFn | None, after: str, make: str, same: bool, grad: bool
+) -> None:
+    def f(x0: T, x1: T) -> object:
+        t1 = _RETYPED_INTERMEDIATES[make](x0)
+        t1.data = x1
+        _AFTER_RETYPED[after](t1, x1)
+        return (t1, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(4, 3)
+        return (b0, b0 if same else torch.randn(4, 3))
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("make", ["sort", "double", "half"])
+def test_seed116900_1993_intermediate_of_another_dtype_grown_refused(compile_fn: CompileFn | None, make: str) -> None:
+    # eager counts the storage in the assigned dtype's elements, the run in the intermediate's own: refused by name
+    def f(x0: T) -> object:
+        t1 = _RETYPED_INTERMEDIATES[make](x0)
+        t1.data = x0
+        t1.resize_((14,))
+        t1.fill_(2.0)
+        return (x0,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(4, 3),), compile_fn, r"resize_\(\) to \(14,\) of a tensor \(dtype")
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_seed116900_1993_pair_variants(compile_fn: CompileFn | None, same: bool) -> None:
+    # PairTensor: an intermediate of the same dtype takes the data and x1 grows as eager's; of another dtype, Note
+    # [Wrapper Data Assignment]'s refusal stays
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(4, 3)
+        return (b0, b0 if same else pair(4, 3))
+
+    def cloned(x0: T, x1: T) -> object:
+        t1 = x0.clone()
+        t1.data = x1
+        x1.resize_((14,))
+        x1.fill_(2.0)
+        return (t1,)
+
+    with torch.no_grad():
+        assert_matches_eager(cloned, make_inputs, compile_fn=compile_fn)
+        refused = _assigned_then_resized("sort", 14, False)
+        assert_refused(refused, make_inputs, compile_fn, "of a PairTensor of dtype torch.int64 with a tensor of dtype")
+
+
 def set_after_data_changed_the_dtype(x0: torch.Tensor) -> object:
     t0, t1 = x0.sort(0)
     t1.data = x0  # t1 (int64 indices) becomes float

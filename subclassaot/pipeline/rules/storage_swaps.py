@@ -137,6 +137,7 @@ from subclassaot.torch_internals import (
     storage_resizes_handled,
     trace_new_leaf,
     untyped_storage_key,
+    wrapper_on_scratch,
 )
 
 # Note [Storage Swaps By Rebinding]
@@ -169,7 +170,13 @@ from subclassaot.torch_internals import (
 # backward the old one.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
-# view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself.
+# view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself. That
+# intermediate shares y's storage, counted in y's elements: where its own are larger, its layout reaches past the
+# storage's bytes, and its wrapper's metadata set there would grow the storage in place, which the run would then read
+# as larger than eager's (a later resize_() that grows y taken as none, the graph reading y past its end). So its
+# metadata are set on a scratch storage and the wrapper then takes y's storage as it is (rebind_functional), and so
+# are those its in-place view ops set (wrapper_on_scratch); its resize_() counts the storage in y's dtype, and one that
+# grows it there is refused.
 # A resize_ that does not grow the storage is recorded by functionalization as a view of the tensor as it is: an
 # as_strided() of its current value, written back by an as_strided_scatter() into that value. Where the tensor had been
 # made smaller before (x.resize_(0) ... x.resize_(n), FSDP's pattern), or is a view of a larger tensor
@@ -315,7 +322,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     func(root.as_strided(*meta), *args[1:], **kwargs)
                 self._track(func, args, args[0], kwargs)
                 return args[0]
-        with as_strided_chain_refused(self.record, func, args, kwargs):
+        with as_strided_chain_refused(self.record, func, args, kwargs), self._retyped_wrapper(func, args):
             out = fill_in_memory_order(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
             if out is None:
                 out = apply_keeping_strides(func, args, kwargs)  # Note [In-Place Ops As Eager Runs Them]
@@ -395,6 +402,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         written = any(self.record.view_root(w, through_swaps=True) is x for _, _, writes in since for w in writes)
         return x if written else earlier[0]
 
+    def _retyped_wrapper(self, func: Any, args: tuple[Any, ...]) -> contextlib.AbstractContextManager[None]:
+        """An in-place view op of a tensor a `.data =` gave another dtype runs on its wrapper over a scratch storage
+        (Note [Storage Swaps By Rebinding])."""
+        x = args[0] if args else None
+        if not isinstance(x, torch.Tensor) or not is_functional(x) or id(x) not in self.record.retyped:
+            return contextlib.nullcontext()
+        if torch.Tag.inplace_view in getattr(func, "tags", ()):
+            return wrapper_on_scratch(x)
+        return contextlib.nullcontext()
+
     def _resize(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """resize_ of a FunctionalTensor; False where the op still runs as functionalization records it."""
         # Eager advances the version counter only when resize_ changes the size.
@@ -406,7 +423,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             return True
         self._check_resize_reach(args[0], list(args[1]))
         memory_format = kwargs.get("memory_format")
-        if self._grows(args):
+        retyped = self.record.retyped.get(id(args[0]))
+        if retyped is not None:  # Note [Storage Swaps By Rebinding]
+            _check_retyped_resize(args[0], list(args[1]), retyped)
+        elif self._grows(args):
             self._grow(args[0], list(args[1]), memory_format)
             return True
         base = self.record.alias_bases.get(storage_key(args[0]))
@@ -1333,6 +1353,21 @@ def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Te
         f"on {source.device}: eager's tensor takes the new dtype, which the compiled call cannot give it (the trace "
         "keeps each tensor's dtype). Assign a tensor of the same dtype (`x.data = y.to(x.dtype)`), or return the "
         "assigned tensor itself instead of the input"
+    )
+
+
+def _check_retyped_resize(x: torch.Tensor, size: list[int], eager_dtype: torch.dtype) -> None:
+    """resize_() of a tensor a `.data =` gave another dtype (Note [Storage Swaps By Rebinding]):
+    eager counts its storage in the new dtype's elements, whose growth the run (whose tensor keeps the dtype it was
+    made with) cannot make: refused. One that does not grow it runs as any resize_ within the storage."""
+    count = x.storage_offset() + int(torch.Size(size).numel())
+    if not bool(count * eager_dtype.itemsize > x.untyped_storage().nbytes()):
+        return
+    raise UnsupportedError(
+        f"resize_() to {tuple(size)} of a tensor (dtype {x.dtype}) whose `.data` the program assigned a tensor of dtype "
+        f"{eager_dtype}: eager's tensor took the new dtype, and its resize_() grows the storage in that dtype's "
+        "elements, which the run (whose tensor keeps the dtype it was made with) cannot make. Resize the assigned "
+        "tensor itself, or assign a tensor of the same dtype (`t.data = y.to(t.dtype)`)"
     )
 
 
