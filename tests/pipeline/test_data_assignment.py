@@ -2485,7 +2485,7 @@ def test_seed116900_1993_intermediate_of_another_dtype_grown_refused(compile_fn:
 @pytest.mark.parametrize("same", [True, False])
 def test_seed116900_1993_pair_variants(compile_fn: CompileFn | None, same: bool) -> None:
     # PairTensor: an intermediate of the same dtype takes the data and x1 grows as eager's; of another dtype, Note
-    # [Wrapper Data Assignment]'s refusal stays
+    # [Wrapper Storage]'s refusal stays
     def make_inputs() -> tuple[object, ...]:
         b0 = pair(4, 3)
         return (b0, b0 if same else pair(4, 3))
