@@ -447,12 +447,13 @@ def _grads(
     """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Runs Every Node])."""
     live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
     extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
+    old = _renewed_accumulators(diff_outs, [wrt[k] for k in live]) if diff_outs else []
     found: Sequence[torch.Tensor | None]
-    if extra:
+    if extra or old:
         _unpack_saved(extra)  # Note [Backward Runs Every Node]
-        edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
+        edges = [*(get_gradient_edge(wrt[k]) for k in live), *(GradientEdge(n, 0) for _, n in old), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
-        _run_function_ends(extra, found[len(live) :])  # Note [Backward Runs Every Node]
+        _run_function_ends(extra, found[len(live) + len(old) :])  # Note [Backward Runs Every Node]
     elif diff_outs and live:
         found = torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
     else:
@@ -460,7 +461,28 @@ def _grads(
     grads: list[torch.Tensor | None] = [None] * len(wrt)
     for k, g in zip(live, found[: len(live)], strict=True):
         grads[k] = g
+    for (j, _), g in zip(old, found[len(live) : len(live) + len(old)], strict=True):
+        k = live[j]  # (the renewal keeps the leaf's size: x.set_(x))
+        if g is not None and tuple(g.shape) == tuple(wrt[k].shape):
+            grads[k] = g if grads[k] is None else grads[k] + g
     return grads
+
+
+def _renewed_accumulators(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[tuple[int, Any]]:
+    """(position in `wrt`, node) of each gradient accumulator of a leaf in `wrt` that the outputs' autograd graph
+    reaches and that is no longer the leaf's own: the program's `x.set_(x)` under no_grad renewed it after a read
+    (Note [Gradient Accumulators Of Leaves]). Eager's backward runs the nodes on the path to it, which may raise (a
+    saved `x` the set_() bumped), and it accumulates into the same `.grad`: the joint takes the gradient flowing into
+    it too, and adds it to the leaf's."""
+    leaves = {id(x): k for k, x in enumerate(wrt) if x.grad_fn is None}
+    if not leaves:
+        return []
+    found = []
+    for node in autograd_nodes([o.grad_fn for o in outs]):
+        k = leaves.get(id(getattr(node, "variable", None)))
+        if k is not None and node is not get_gradient_edge(wrt[k]).node:
+            found.append((k, node))
+    return found
 
 
 def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:
