@@ -5,6 +5,7 @@ Errors Are Deferred]).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -16,7 +17,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused, nonleaf, pair, pair_nonleaf, twice
+from tests.pipeline.program_helpers import DirtyScale, SinFunction, assert_refused, nonleaf, pair, pair_nonleaf, twice
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1678,3 +1679,39 @@ def test_input_made_leaf_set_to_itself_keeps_the_gradient(compile_fn: CompileFn 
         grads.append(x.grad)
     assert grads[0] is not None and grads[1] is not None
     torch.testing.assert_close(grads[1], grads[0])
+
+
+def _detached_and_view(make: Callable[..., T]) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make(1, 2, 2)
+        return (b0.detach(), b0.view(1, 1, 4))
+
+    return make_inputs
+
+
+def _intermediate_written_beside_returned_view(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        DirtyScale.apply(x0)  # bumps the counter x0 shares with x1 and its leaf: x1's node is made again
+    t1, _ = x0.max(1, keepdim=True)
+    t1.mul_(t1)  # MulBackward0 saved t1: eager's backward raises
+    return (x1, t1)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_returned_view_of_a_leaf_gets_its_gradient_before_the_error(kind: str, compile_fn: CompileFn | None) -> None:
+    """Fuzz seed 117000 #7076: x0 (a detach() of x1's leaf, sharing its storage: one alias group) made a leaf of its
+    own, an intermediate saved then written (eager's backward raises), and x1, a view of the leaf, returned as itself.
+    Eager's engine runs x1's node, made again at the backward's read, first and gives the leaf its gradient before
+    the failing node raises; the Function took x1 attached (an alias group member), so the leaf's gradient waited on
+    it and was lost. The view goes in detached, as a returned leaf's view outside a group does. With x1 written after
+    the call, the plain variant is refused (the leaf behind the group's base written after the call)."""
+    make = _leaf if kind == "plain" else functools.partial(pair, requires_grad=True)
+    f = _intermediate_written_beside_returned_view
+    with torch.enable_grad():
+        assert_matches_eager(f, _detached_and_view(make), compile_fn=compile_fn)
+        if kind == "pair" or compile_fn is not None:
+            assert_matches_eager(f, _detached_and_view(make), compile_fn=compile_fn, after_call=write_outputs)
+        else:
+            with pytest.raises(UnsupportedError, match="written after the call"):
+                assert_matches_eager(f, _detached_and_view(make), after_call=write_outputs)
