@@ -1654,10 +1654,8 @@ def _detach_apart_members(user: list[torch.Tensor], returned: frozenset[int]) ->
     comment on saved tensors)."""
     behind = {id(leaf) for i in returned for leaf in _leaf_of(user[i])}
     for i, t in enumerate(user):
-        if i not in returned and t.requires_grad:
-            behind -= {
-                id(leaf) for leaf in _leaf_of(t)
-            }  # another input leads to it: the Function's gradient may be its
+        if i not in returned and t.requires_grad:  # another input leads to it: the Function's gradient may be its
+            behind -= {id(leaf) for leaf in _leaf_of(t)}
     for i in returned:
         if any(id(leaf) in behind for leaf in _leaf_of(user[i])):
             user[i] = user[i].detach()
