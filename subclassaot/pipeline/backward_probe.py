@@ -716,7 +716,9 @@ class _FunctionReach:
 #   from the graph's value with no history, as the runtime makes them and the check below compares them); what it
 #   writes in place (dropout's mask, an intermediate) it writes before anything saves it for the backward: every
 #   tensor saved (seen by a saved-tensor hook of the check's) has the version counter it was saved with at the end,
-#   where eager's backward would otherwise raise and the functional graph's would not; and no write runs while the
+#   where eager's backward would otherwise raise and the functional graph's would not, and no write after its save
+#   reached its storage (through `.data`, which moves no counter of its: eager's backward reads the written values,
+#   the graph's saves hold those before); and no write runs while the
 #   program's own saved-tensor hooks are innermost (a checkpoint's hide its saves from the check's);
 # - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
 #   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run, each
@@ -740,14 +742,16 @@ class _FunctionReach:
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    """Notes whether any op that reaches the dispatcher writes in place or out= (its schema is mutable), and whether
-    one ran while saved-tensor hooks other than `pack`'s were the innermost (the program's own: a checkpoint's)."""
+    """Notes whether any op that reaches the dispatcher writes in place or out= (its schema is mutable), the storages
+    it writes, in order, and whether one ran while saved-tensor hooks other than `pack`'s were the innermost (the
+    program's own: a checkpoint's)."""
 
     def __init__(self, pack: Callable[[torch.Tensor], object]) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # untyped in torch
         self.pack = pack
         self.wrote = False
         self.other_hooks = False
+        self.written: list[object] = []  # per write of a tensor argument, in call order: its storage key
 
     def __torch_dispatch__(
         self,
@@ -762,6 +766,10 @@ class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignor
             self.other_hooks = True
         if func._schema.is_mutable:
             self.wrote = True
+            values = [*args, *(kwargs or {}).values()]
+            for a, value in zip(func._schema.arguments, values, strict=False):
+                if a.alias_info is not None and a.alias_info.is_write and isinstance(value, torch.Tensor):
+                    self.written.append(storage_key(value))
         return func(*args, **(kwargs or {}))
 
 
@@ -1224,9 +1232,11 @@ def records_as_eager(
     mode, values = static_fake_copies(flat.values)
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     saved: list[tuple[torch.Tensor, int]] = []
+    saved_at: list[int] = []  # per save: how many writes `seen` had noted
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         saved.append((t, t._version))
+        saved_at.append(len(seen.written))
         return t
 
     try:
@@ -1238,6 +1248,10 @@ def records_as_eager(
         if len(outs) != len(analysis.outputs) or (seen.wrote and seen.other_hooks):
             return False
         if any(t._version != version for t, version in saved):  # eager's backward would find a saved tensor written
+            return False
+        # ... or read it as written, where the write moved no counter of its (through `.data`): the graph's saves hold
+        # the values before the write
+        if any(storage_key(t) in seen.written[at:] for (t, _), at in zip(saved, saved_at, strict=True)):
             return False
         # (eager's backward would read a storage the program resized; the graph's saves its own values)
         resized = {

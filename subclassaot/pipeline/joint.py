@@ -244,7 +244,8 @@ def trace_joint(
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
             with backward_changes(setup.flat, run.user_tensors, setup.user_fakes, run.swaps, diff_outs, reshapes):
-                grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every)
+                renewed = [k for k, x in enumerate(wrt) if id(x) in run.swaps.self_sets]
+                grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every, renewed)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
             grad_trees.clear()
             stride_leaves.clear()
@@ -418,17 +419,24 @@ def _tree_of(t: torch.Tensor, ctxs: dict[int, object], k: int) -> SubclassNode |
 
 
 def _grads(
-    diff_outs: list[torch.Tensor], wrt: list[torch.Tensor], grad_outs: list[torch.Tensor], every_node: bool
+    diff_outs: list[torch.Tensor],
+    wrt: list[torch.Tensor],
+    grad_outs: list[torch.Tensor],
+    every_node: bool,
+    renewed: Sequence[int] = (),
 ) -> list[torch.Tensor | None]:
-    """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Errors Are Deferred])."""
+    """Gradients of `wrt`; `every_node`: run every node of the outputs' graph (Note [Backward Errors Are Deferred]);
+    `renewed`: positions in `wrt` of leaves the program set_() to themselves under no_grad (`_renewed_accumulators`)."""
     live = [k for k, x in enumerate(wrt) if x.requires_grad]  # detach_() in the program drops an input
     extra = _uncovered_ends(diff_outs, [wrt[k] for k in live]) if diff_outs and every_node else []
+    self_set = [wrt[k] if k in renewed else None for k in live]
+    old = _renewed_accumulators(diff_outs, self_set) if diff_outs and renewed else []
     found: Sequence[torch.Tensor | None]
-    if extra:
+    if extra or old:
         _unpack_saved(extra)  # Note [Backward Errors Are Deferred]
-        edges = [*(get_gradient_edge(wrt[k]) for k in live), *extra]
+        edges = [*(get_gradient_edge(wrt[k]) for k in live), *(GradientEdge(n, 0) for _, n in old), *extra]
         found = torch.autograd.grad(diff_outs, edges, grad_outs, allow_unused=True)
-        _run_function_ends(extra, found[len(live) :])  # Note [Backward Errors Are Deferred]
+        _run_function_ends(extra, found[len(live) + len(old) :])  # Note [Backward Errors Are Deferred]
     elif diff_outs and live:
         found = torch.autograd.grad(diff_outs, [wrt[k] for k in live], grad_outs, allow_unused=True)
     else:
@@ -436,7 +444,33 @@ def _grads(
     grads: list[torch.Tensor | None] = [None] * len(wrt)
     for k, g in zip(live, found[: len(live)], strict=True):
         grads[k] = g
+    for (j, _), g in zip(old, found[len(live) : len(live) + len(old)], strict=True):
+        k = live[j]  # (the renewal keeps the leaf's size: x.set_(x))
+        if g is not None and tuple(g.shape) == tuple(wrt[k].shape):
+            own = grads[k]
+            grads[k] = g if own is None else own + g
     return grads
+
+
+def _renewed_accumulators(
+    outs: Sequence[torch.Tensor], self_set: Sequence[torch.Tensor | None]
+) -> list[tuple[int, Any]]:
+    """(position in `self_set`, node) of each gradient accumulator of a plain leaf there that the outputs' autograd
+    graph reaches and that is no longer the leaf's own: the program's `x.set_(x)` under no_grad renewed it after a
+    read (Note [Gradient Accumulators Of Leaves]). Eager's backward runs the nodes on the path to it, which may raise
+    (a saved `x` the set_() bumped), and it accumulates into the same `.grad`: the joint takes the gradient flowing
+    into it too, and adds it to the leaf's."""
+    leaves = {
+        id(x): k for k, x in enumerate(self_set) if x is not None and x.grad_fn is None and not is_traceable_subclass(x)
+    }
+    if not leaves:
+        return []
+    found = []
+    for node in autograd_nodes([o.grad_fn for o in outs]):
+        k = leaves.get(id(getattr(node, "variable", None)))
+        if k is not None and node is not get_gradient_edge(cast(torch.Tensor, self_set[k])).node:
+            found.append((k, node))
+    return found
 
 
 def _plain_views_with_subclass_grads(setup: JointSetup, joint: TracedJoint) -> frozenset[int]:

@@ -484,6 +484,7 @@ class _Step:
         # tensors)
         self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
+        self.returned_apart = eager_saves.detached  # (for alias group members: `_detach_apart_members`)
         self.saves_apart = eager_saves.probed  # Note [Probing Eager's Backward]
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
@@ -1511,6 +1512,8 @@ def _call_inputs(
     bases = (
         [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
     )  # Note [Aliased Inputs In Training]
+    if step.returned_apart and bases:  # (an alias group's members: no gradient input of the Function's)
+        _detach_apart_members(cast(list[torch.Tensor], user), step.returned_apart)
     if step.apart:
         _detach_apart(cast(list[torch.Tensor], user), step.apart, any(b.requires_grad for b in bases))
     if (
@@ -1621,6 +1624,28 @@ def _apply_step(*args: object) -> Sequence[torch.Tensor]:
         "Sequence[torch.Tensor]",
         _c_apply(*(_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args)),
     )
+
+
+def _detach_apart_members(user: list[torch.Tensor], returned: frozenset[int]) -> None:
+    """The view inputs at `returned` (backward_probe.eager_saves' detached: returned as themselves, their leaf reached
+    by no node of the program's) that are alias group members (no gradient input of the Function's: `_apart_inputs`
+    leaves them), detached in `user` where no other input leads to their leaf: eager's program gives that leaf no
+    gradient, and the Function's edge to it would hold its accumulator back behind the Function's node, which may
+    raise (a deferred error) where eager's engine accumulates it first from the view's own node (backward_probe's
+    comment on saved tensors)."""
+    behind = {id(leaf) for i in returned for leaf in _leaf_of(user[i])}
+    for i, t in enumerate(user):
+        if i not in returned and t.requires_grad:  # another input leads to it: the Function's gradient may be its
+            behind -= {id(leaf) for leaf in _leaf_of(t)}
+    for i in returned:
+        if any(id(leaf) in behind for leaf in _leaf_of(user[i])):
+            user[i] = user[i].detach()
+
+
+def _leaf_of(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The autograd leaf that requires grad `t` is or is a view of, if any."""
+    leaf = t if t._base is None else t._base
+    return (leaf,) if leaf.requires_grad and leaf.grad_fn is None else ()
 
 
 def _detach_apart(user: list[torch.Tensor], apart: tuple[int, ...], bases_attached: bool) -> None:

@@ -5,6 +5,7 @@ Errors Are Deferred]).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -16,7 +17,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused, nonleaf, pair, pair_nonleaf, twice
+from tests.pipeline.program_helpers import DirtyScale, SinFunction, assert_refused, nonleaf, pair, pair_nonleaf, twice
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1606,3 +1607,111 @@ def test_traced_backward_failing_where_eager_runs_is_not_called_eager_s(x0_requi
         with pytest.raises(UnsupportedError, match=match) as refusal:
             subclassaot.compile(_data_assigned_after_a_hidden_write)(*make())
         assert "fails in eager" not in str(refusal.value)
+
+
+class _TransposeSaved(torch.autograd.Function):
+    """Saves its input; its backward transposes it in place (a metadata change the input keeps)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        x.t_()
+        return g * 3
+
+
+def _saved_by_function(x0: T) -> T:
+    return cast(T, _TransposeSaved.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def _saved_by_mul(x0: T) -> T:
+    return x0 * x0
+
+
+def _scaled(x0: T) -> T:  # saves nothing of x0: eager's backward completes, through the renewed accumulator
+    return x0 * 2
+
+
+_READS_BEFORE_SELF_SET = {"function": _saved_by_function, "mul": _saved_by_mul, "scale": _scaled}
+
+
+def _made_leaf_set_to_itself(read: Callable[[T], T]) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        x0.requires_grad = True
+        t0 = read(x0)
+        with torch.no_grad():
+            set_to(x0, x0)  # bumps x0's counter (a saved x0 fails eager's backward) and renews its accumulator
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("read", list(_READS_BEFORE_SELF_SET))
+def test_input_made_leaf_saved_then_set_to_itself_under_no_grad(read: str, compile_fn: CompileFn | None) -> None:
+    """Fuzz seed 117000 #9854: an input the program makes require grad, saved by a node (a custom Function's,
+    MulBackward0), then `x0.set_(x0)` under no_grad. The joint trace's stand-in is a leaf whose accumulator the set_()
+    renews: the saving node led only to the old one, so the traced backward never ran it and eager's "modified by an
+    inplace operation" was lost (and, where nothing was saved, the gradient eager accumulates through the old
+    accumulator). The PairTensor variant is refused (a wrapper written and made to require grad)."""
+    f = _made_leaf_set_to_itself(_READS_BEFORE_SELF_SET[read])
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, 2),), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (torch.randn(2, 2),), compile_fn=compile_fn, after_call=write_outputs)
+        assert_refused(f, lambda: (pair(2, 2),), compile_fn, "written in place and made to require grad")
+
+
+def test_input_made_leaf_set_to_itself_keeps_the_gradient(compile_fn: CompileFn | None) -> None:
+    """The oracle compares the `.grad` of inputs that require grad when passed; an input the program makes require grad
+    is checked here: eager's node made before `x0.set_(x0)` feeds the old accumulator, which accumulates into x0's
+    `.grad` all the same."""
+    f = _made_leaf_set_to_itself(_scaled)
+    compiled = f if compile_fn is not None else subclassaot.compile(f)
+    grads = []
+    for fn in (f, compiled):
+        x = torch.randn(2, 2)
+        with torch.enable_grad():
+            (out,) = cast(tuple[T], fn(x))
+            torch.autograd.backward(out, torch.ones(2, 2))
+        grads.append(x.grad)
+    assert grads[0] is not None and grads[1] is not None
+    torch.testing.assert_close(grads[1], grads[0])
+
+
+def _detached_and_view(make: Callable[..., T]) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make(1, 2, 2)
+        return (b0.detach(), b0.view(1, 1, 4))
+
+    return make_inputs
+
+
+def _intermediate_written_beside_returned_view(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # bumps the counter x0 shares with x1 and its leaf: x1's node is made again
+    t1, _ = x0.max(1, keepdim=True)
+    t1.mul_(t1)  # MulBackward0 saved t1: eager's backward raises
+    return (x1, t1)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_returned_view_of_a_leaf_gets_its_gradient_before_the_error(kind: str, compile_fn: CompileFn | None) -> None:
+    """Fuzz seed 117000 #7076: x0 (a detach() of x1's leaf, sharing its storage: one alias group) made a leaf of its
+    own, an intermediate saved then written (eager's backward raises), and x1, a view of the leaf, returned as itself.
+    Eager's engine runs x1's node, made again at the backward's read, first and gives the leaf its gradient before
+    the failing node raises; the Function took x1 attached (an alias group member), so the leaf's gradient waited on
+    it and was lost. The view goes in detached, as a returned leaf's view outside a group does. With x1 written after
+    the call, the plain variant is refused (the leaf behind the group's base written after the call)."""
+    make = _leaf if kind == "plain" else functools.partial(pair, requires_grad=True)
+    f = _intermediate_written_beside_returned_view
+    with torch.enable_grad():
+        assert_matches_eager(f, _detached_and_view(make), compile_fn=compile_fn)
+        if kind == "pair" or compile_fn is not None:
+            assert_matches_eager(f, _detached_and_view(make), compile_fn=compile_fn, after_call=write_outputs)
+        else:
+            with pytest.raises(UnsupportedError, match="written after the call"):
+                assert_matches_eager(f, _detached_and_view(make), after_call=write_outputs)

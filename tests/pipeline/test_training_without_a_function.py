@@ -5,6 +5,7 @@ program keeps the joint graph and the Function. Both are checked against eager."
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 
 import pytest
@@ -13,6 +14,7 @@ from torch import nn
 
 import subclassaot
 from tests.oracle import assert_matches_eager
+from tests.pipeline.program_helpers import pair
 
 T = torch.Tensor
 
@@ -236,3 +238,58 @@ def test_hugging_face_gpt2_trains_without_a_function_like_eager() -> None:
     for want, got in zip(*grads, strict=True):
         torch.testing.assert_close(got, want)
     assert _native(compiled)
+
+
+def _max_indices_written_from_the_input(x0: T) -> tuple[T]:
+    t0, t1 = x0.max(0, keepdim=True)
+    t1.data.copy_(x0)  # max's backward reads the written indices (1: out of bounds in eager's backward)
+    return (t0,)
+
+
+def _max_indices_zeroed(x0: T) -> tuple[T]:
+    t0, t1 = x0.max(0, keepdim=True)
+    t1.data.zero_()
+    return (t0,)
+
+
+def _sort_indices_zeroed(x0: T) -> tuple[T]:
+    t0, t1 = x0.sort(1)
+    t1.data.zero_()
+    return (t0,)
+
+
+def _saved_input_scaled(x0: T) -> tuple[T]:
+    t = x0 * 1
+    t0 = t.sin()
+    t.data.mul_(2)  # sin's backward reads t as written
+    return (t0,)
+
+
+_HIDDEN_WRITES_AFTER_SAVE = {
+    "max_indices_zeroed": (_max_indices_zeroed, (3, 2)),
+    "sort_indices_zeroed": (_sort_indices_zeroed, (3, 2)),
+    "saved_input_scaled": (_saved_input_scaled, (3, 2)),
+}
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("name", list(_HIDDEN_WRITES_AFTER_SAVE))
+def test_saved_tensor_written_through_data_keeps_the_function(name: str, kind: str) -> None:
+    """Fuzz seed 117000 #400: a write through `.data` after a node saved the tensor moves no version counter of its,
+    so eager's backward reads the written values; the traced forward's saves hold those before the write, so the
+    program keeps the Function, whose traced backward reads them as written."""
+    f, shape = _HIDDEN_WRITES_AFTER_SAVE[name]
+    make = leaf if kind == "plain" else functools.partial(pair, requires_grad=True)
+    with torch.enable_grad():
+        compiled = assert_matches_eager(f, lambda: (make(*shape),))
+    if kind == "plain":
+        assert not _native(compiled)
+
+
+def test_max_indices_written_out_of_bounds_fail_backward_as_eager() -> None:
+    """Fuzz seed 117000 #400 itself: the written index is out of bounds, and eager's backward raises."""
+    from subclassaot.tools.parity import write_outputs
+
+    with torch.enable_grad():
+        assert_matches_eager(_max_indices_written_from_the_input, lambda: (leaf(1, 1),))
+        assert_matches_eager(_max_indices_written_from_the_input, lambda: (leaf(1, 1),), after_call=write_outputs)
