@@ -18,6 +18,7 @@ import sympy
 import torch
 import torch._guards
 import torch.fx
+from torch._C._dynamo.guards import TensorGuards
 from torch._subclasses._fake_tensor_utils import _CacheKeyState, _SymIntOutputStub
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -129,6 +130,17 @@ def storage_key(t: torch.Tensor) -> object:
 # The address of a tensor's StorageImpl (`t.untyped_storage()._cdata`, without making the storage object: half the
 # cost, for the guards' aliasing check); untyped in torch's stubs.
 storage_address: Callable[[torch.Tensor], int] = torch._C._storage_id  # type: ignore[attr-defined]  # private, not in torch's stubs
+
+
+def property_check(t: torch.Tensor) -> Callable[[torch.Tensor], bool]:
+    """A check, in one C call, that a tensor has `t`'s exact type, dispatch keys (device type, conj/neg bits, ...),
+    dtype, device index, requires_grad, sizes and strides: torch's own TensorGuards, the per-tensor part of Dynamo's
+    guards. Its dispatch keys are compared under the thread-local include/exclude sets of the call."""
+    # torch's stub declares keywords only; the C++ takes the tensors positionally and one list of dims per tensor
+    make = cast(Callable[..., Any], TensorGuards)
+    guards = make(t, dynamic_dims_sizes=[list(t.size())], dynamic_dims_strides=[list(t.stride())])
+    check: Callable[[torch.Tensor], bool] = guards.check
+    return check
 
 
 def untyped_storage_key(storage: object) -> object:

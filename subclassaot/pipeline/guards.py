@@ -31,9 +31,11 @@ from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import own_base_guards
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
+    is_fake,
     nested_coeff,
     nested_int_id,
     opaque_guard_values,
+    property_check,
     python_source,
     storage_address,
     symint_expr,
@@ -235,6 +237,13 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   off, so that a wrapper's `.shape` or `.dtype` skips the torch-function check. The first body is compiled (Python's
 #   `compile`, a few ms for a few inputs: most of a tiny compile's guard cost) the first time the fast body fails,
 #   not with the entry: most entries never fail a guard.
+# - One C call a tensor. Where a tensor's sizes and strides are all static and checked here, and its class reads
+#   its properties as a plain tensor does, the fast body tests its type, dtype, device, requires_grad, sizes and
+#   strides in one call of torch's TensorGuards (C++, the per-tensor part of Dynamo's guards; ~0.15 us against ~0.4
+#   us for the six reads in Python), made from the compile's own tensor where that tensor has exactly the values
+#   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets): a
+#   stricter predicate, whose extra failures (a conjugate bit, a key set excluded around the call) go to the first
+#   body, which decides them as before, so what an entry accepts is unchanged.
 
 
 class Src(str):
@@ -376,7 +385,7 @@ def build_guards(
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
         path = flat.leaves[index].path
-        _tensor_guards(w, f"v{index}", path, fake, tree, type(real), real.requires_grad, caller_guarded or {})
+        _tensor_guards(w, f"v{index}", path, fake, tree, real, real.requires_grad, caller_guarded or {})
         if tree is not None:  # Note [Stale View Functions]
             c = w.constant(real._is_view())
             w.expect(
@@ -456,6 +465,11 @@ _DisableSubclassFunctions = torch._C.DisableTorchFunctionSubclass
 _DISABLED_FUNCTIONS = (torch._C._disabled_torch_function_impl, vars(torch.Tensor)["__torch_function__"].__func__)
 
 
+def _plain_properties_class(cls: type[torch.Tensor]) -> bool:
+    """`cls` reads its properties (dtype, shape, ...) as a plain tensor does (see `_plain_properties`)."""
+    return getattr(cls.__torch_function__, "__func__", cls.__torch_function__) in _DISABLED_FUNCTIONS
+
+
 def _plain_properties(trees: Sequence[SubclassNode | None]) -> bool:
     """Some input is a tensor subclass, and every subclass among them reads its properties (dtype, shape, ...) as a
     plain tensor does: its `__torch_function__` is torch's disabled one or Tensor's default (which returns what the
@@ -466,9 +480,7 @@ def _plain_properties(trees: Sequence[SubclassNode | None]) -> bool:
         node = todo.pop()
         classes.append(node.cls)
         todo.extend(c for c in node.children if isinstance(c, SubclassNode))
-    return bool(classes) and all(
-        getattr(cls.__torch_function__, "__func__", cls.__torch_function__) in _DISABLED_FUNCTIONS for cls in classes
-    )
+    return bool(classes) and all(_plain_properties_class(cls) for cls in classes)
 
 
 def _tensor_guards(
@@ -477,14 +489,19 @@ def _tensor_guards(
     path: str,
     fake: torch.Tensor,
     tree: SubclassNode | None,
-    real_type: type,
+    real: torch.Tensor,
     requires_grad: bool | None = None,
     caller: Mapping[str, CallerGuarded] | None = None,
 ) -> None:
+    """`real`: the compile's tensor at `path` (`fake` traced it)."""
     known = caller.get(path) if caller else None
-    if known is None or known.type is not real_type:
-        cls = w.constant(real_type)
-        w.expect(f"type({var}) is {cls}", path, f"type {real_type.__name__}", f"type({var}).__name__")
+    one_call = _one_call_check(w, var, real, fake, requires_grad) if known is None else None
+    if one_call is not None:
+        w.fast_check(one_call)
+    w.detail_only = one_call is not None  # the one call stands for the checks of type, fields, sizes and strides
+    if known is None or known.type is not type(real):
+        cls = w.constant(type(real))
+        w.expect(f"type({var}) is {cls}", path, f"type {type(real).__name__}", f"type({var}).__name__")
     for field in ("dtype", "device", "requires_grad"):
         expected = getattr(fake, field)
         if field == "requires_grad" and requires_grad is not None:
@@ -500,9 +517,9 @@ def _tensor_guards(
     sizes, strides = fake.size(), fake.stride()
     if known is None or len(known.sizes) != fake.dim():
         combined = _static_dims(sizes)  # Note [What The Guards Compare]
-        if combined is not None:
+        if combined is not None and one_call is None:
             w.fast_check(f"{var}.shape == {combined}")
-        w.detail_only = combined is not None
+        w.detail_only = combined is not None or one_call is not None
         w.expect(f"{var}.dim() == {fake.dim()}", f"{path}.dim()", fake.dim(), f"{var}.dim()")
         known = None
     size_dims = [d for d, s in enumerate(sizes) if known is None or not _held(known.sizes[d], s)]
@@ -513,10 +530,35 @@ def _tensor_guards(
         w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
     w.detail_only = False
     if tree is not None:
-        _subclass_guards(w, var, path, tree, fake, caller, known is not None and known.flatten_guarded)
+        flatten_guarded = known is not None and known.flatten_guarded
+        _subclass_guards(w, var, path, tree, fake, real, caller, flatten_guarded, one_call is None)
         return
-    _stride_guards(w, var, path, strides, stride_dims, known is None)
+    _stride_guards(w, var, path, strides, stride_dims, known is None, one_call is None)
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+
+
+def _one_call_check(
+    w: _Writer, var: str, real: torch.Tensor, fake: torch.Tensor, requires_grad: bool | None
+) -> str | None:
+    """The fast body's test of a tensor's type, dtype, device, requires_grad, sizes and strides in one C call, where
+    every one of them is static and the compile's tensor has the values the guards expect (then the one call is the
+    same predicate, and stricter only in the dispatch keys, a failure of which the detailed body judges); else None
+    (Note [What The Guards Compare])."""
+    rg = fake.requires_grad if requires_grad is None else requires_grad
+    static = _static_dims(fake.size()) is not None and _static_dims(fake.stride()) is not None
+    if not static or is_fake(real) or real.layout != torch.strided or not _plain_properties_class(type(real)):
+        return None
+    same = (real.dtype, real.device, real.requires_grad, real.size(), real.stride()) == (
+        fake.dtype,
+        torch.device(fake.device),
+        rg,
+        fake.size(),
+        fake.stride(),
+    )
+    if not same:
+        return None
+    check = property_check(real)
+    return f"{w.constant(check)}({var})" if check(real) else None
 
 
 def _fast_field(var: str, field: str, c: str, expected: object) -> str:
@@ -542,11 +584,13 @@ def _stride_guards(
     strides: Sequence[int | torch.SymInt],
     stride_dims: Sequence[int],
     every_dim: bool,
+    in_fast: bool = True,
 ) -> None:
     """Each dim's stride checked (or bound), and where every one is static and checked here, all of them at once
-    in the fast body (Note [What The Guards Compare])."""
+    in the fast body (none there: `in_fast` False, a one-call check stands for them; Note [What The Guards
+    Compare])."""
     combined = _static_dims(strides) if every_dim else None
-    if combined is not None:
+    if combined is not None and in_fast:
         w.fast_check(f"{var}.stride() == {combined}")
     w.detail_only = combined is not None
     if stride_dims:
@@ -568,9 +612,12 @@ def _subclass_guards(
     path: str,
     tree: SubclassNode,
     fake: torch.Tensor,
+    real: torch.Tensor,
     caller: Mapping[str, CallerGuarded] | None = None,
     flatten_guarded: bool = False,
+    strides_in_fast: bool = True,
 ) -> None:
+    """`strides_in_fast`: the fast body checks the outer strides here (else a one-call check has)."""
     if not flatten_guarded:  # See Note [Dynamo Captures, The Pipeline Compiles]
         names = tree.flatten_attrs()
         attrs = w.constant(list(names))
@@ -598,14 +645,14 @@ def _subclass_guards(
     known = caller.get(path) if caller else None
     strides = fake.stride()
     stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
-    _stride_guards(w, var, path, strides, stride_dims, known is None)
+    _stride_guards(w, var, path, strides, stride_dims, known is None, strides_in_fast)
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
         w.line(f"    {inner_var} = {_attribute(w, var, attr)}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
-        inner_type = inner_tree.cls if inner_tree is not None else torch.Tensor
-        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_type, None, caller)
+        inner_real = getattr(real, attr)
+        _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_real, None, caller)
 
 
 def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -228,7 +229,7 @@ def test_static_sizes_and_strides_checked_at_once_still_name_the_fact_that_chang
     failure is still reported as the one dim that changed."""
     c = compiled(double, dynamic=False)
     assert_call_matches_eager(c, double, lambda: (PairTensor.from_tensor(torch.randn(2, 3)),))
-    assert "v0.shape == (2, 3, )" in c.entries[0].guards.fast_source
+    assert "v0_size" not in c.entries[0].guards.fast_source  # all at once: one C call (or one comparison)
     assert_call_matches_eager(c, double, lambda: (make(),))
     assert c.compile_count == 2
     reason_matches(c, *patterns)
@@ -332,3 +333,56 @@ def test_fast_guards_skip_torch_functions_only_where_the_classes_have_torch_s_ow
     before = CountingPair.reads
     own(x)
     assert CountingPair.reads > before and own.compile_count == 1
+
+
+def _as_pair(make: Callable[[], T]) -> Callable[[], T]:
+    return lambda: PairTensor(make(), make())
+
+
+_CHANGED: dict[str, Callable[[], T]] = {
+    "dtype": lambda: torch.randn(2, 3, dtype=torch.float64),
+    "requires_grad": lambda: torch.randn(2, 3, requires_grad=True),
+    "size": lambda: torch.randn(2, 4),
+    "stride": lambda: torch.randn(3, 2).t(),
+    "type": lambda: torch.nn.Parameter(torch.randn(2, 3), requires_grad=False),
+    "offset": lambda: torch.randn(7)[1:].view(2, 3),
+}
+
+
+# The fast guards test a tensor's type, dtype, device, requires_grad, sizes and strides in one C call where all are
+# static (Note [What The Guards Compare]). Each of those properties changed, on a plain tensor and inside a
+# PairTensor: a new entry, correct; the first entry still taken by the fast body alone (no detailed body) for the
+# inputs it was compiled for.
+@pytest.mark.parametrize("change", list(_CHANGED))
+@pytest.mark.parametrize("wrap", [False, True], ids=["plain", "pair"])
+def test_a_property_change_fails_the_one_call_check(change: str, wrap: bool) -> None:
+    same: Callable[[], T] = lambda: torch.randn(2, 3)  # noqa: E731
+    changed = _CHANGED[change]
+    if wrap:
+        same, changed = _as_pair(same), _as_pair(changed)
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (same(),))
+    names = cast(dict[str, object], c.entries[0].guards.fast_names)  # the fast body's globals
+    detailed: list[object] = []
+    detail = cast(Callable[[object], object], names["_detail"])
+
+    def recording(values: object) -> object:
+        detailed.append(values)
+        return detail(values)
+
+    names["_detail"] = recording
+    assert isinstance(c.entries[0].guards.check([same()]), dict)
+    assert detailed == []
+    assert_call_matches_eager(c, double, lambda: (changed(),))
+    assert c.compile_count == 2
+    assert_call_matches_eager(c, double, lambda: (same(),))
+    assert c.compile_count == 2
+
+
+# A check stricter than the guards' predicate (the one call compares dispatch keys: here the conjugate bit) hands
+# the call to the detailed body, which decides it as before: the result is eager's either way.
+def test_a_dispatch_key_change_is_judged_by_the_detailed_body() -> None:
+    c = compiled(double)
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3, dtype=torch.complex64),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3, dtype=torch.complex64).conj(),))
+    assert_call_matches_eager(c, double, lambda: (torch.randn(3, dtype=torch.complex64),))
