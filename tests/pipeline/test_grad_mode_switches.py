@@ -698,6 +698,57 @@ def test_new_leaf_with_another_backend_refused() -> None:
         subclassaot.compile(requires_grad_on_intermediate, backend="inductor")(torch.randn(3, 3))
 
 
+def new_leaf_beside_an_input_grown(x: T, w: T) -> object:
+    y = x * 2
+    w.resize_((5,))  # grows the input's storage
+    w.fill_(3.0)
+    y.requires_grad_()
+    return y * w[1:4], w
+
+
+def new_leaf_of_a_view_of_an_input_grown(x: T, w: T) -> object:
+    w.resize_((6,))
+    w.fill_(2.0)
+    v = w.view((2, 3))
+    v.requires_grad = True
+    return v * x, w.view((-1,))  # the view the graph's leaf is of, and one replayed on the grown input
+
+
+def new_leaf_beside_an_input_grown_then_read_with_grad(x: T, w: T) -> object:
+    w.resize_((4, 3))
+    w.fill_(0.5)
+    a = w.mul(w)  # with grad, of an input that requires none: no history
+    with torch.no_grad():
+        y = x.exp()
+    y.requires_grad_()
+    return a * y, y
+
+
+def new_leaf_beside_a_self_set_of_an_input(x: T, w: T) -> object:
+    with torch.no_grad():
+        y = x * 2
+    set_to(w, w)  # with grad on: the compile's own check of w's view-ness is no read of the program's
+    y.requires_grad_()
+    return y + w, w
+
+
+def new_leaf_beside_a_no_grad_self_set_of_an_input(x: T, w: T) -> object:
+    a = w * 3
+    with torch.no_grad():
+        set_to(w, w)
+        y = x * 2
+    y.requires_grad_()
+    return y + w, a
+
+
+def new_leaf_saving_an_input_after_its_self_set(x: T, w: T) -> object:
+    with torch.no_grad():
+        y = x * 2
+    set_to(w, w)
+    y.requires_grad_()
+    return y * w, y  # saves w, after eager's set_() moved its counter: the runtime's would move it after the save
+
+
 def new_leaf_after_a_write_of_an_input(x: T, w: T) -> object:
     w.mul_(2)
     y = x * 2
@@ -745,6 +796,10 @@ def _plain_and_grad() -> tuple[object, ...]:
     return torch.randn(3), torch.randn(3, requires_grad=True)
 
 
+def _plain_and_grad_first() -> tuple[object, ...]:
+    return torch.randn(3, requires_grad=True), torch.randn(3)
+
+
 def _plain_and_history() -> tuple[object, ...]:
     return torch.randn(3), torch.randn(3, requires_grad=True).exp()
 
@@ -762,6 +817,18 @@ def _plain_and_history() -> tuple[object, ...]:
         (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_history),
         (new_leaf_beside_no_grad_writes_read_without_grad, _plain_and_grad),
         (new_leaf_beside_no_grad_writes_read_without_grad, _plain_and_history),
+        # an input that requires no grad grown by resize_() (fuzz seed 117000 #1112 #1647 #1779)
+        (new_leaf_beside_an_input_grown, _plain_pair),
+        (new_leaf_of_a_view_of_an_input_grown, _plain_pair),
+        (new_leaf_beside_an_input_grown_then_read_with_grad, _plain_pair),
+        (new_leaf_beside_an_input_grown_then_read_with_grad, _plain_and_grad_first),
+        # x.set_(x) of an input that requires no grad, with grad on or under no_grad (fuzz seed 117000 #2087 #2286
+        # #7191 #8383 #8970)
+        (new_leaf_beside_a_self_set_of_an_input, _plain_pair),
+        (new_leaf_beside_a_self_set_of_an_input, _plain_and_grad_first),
+        (new_leaf_beside_a_self_set_of_an_input, lambda: (torch.randn(3), torch.randn(2, 3)[1])),
+        (new_leaf_beside_a_no_grad_self_set_of_an_input, _plain_pair),
+        (new_leaf_beside_a_no_grad_self_set_of_an_input, _plain_and_grad_first),
     ],
     ids=[
         "write_then_leaf",
@@ -772,6 +839,15 @@ def _plain_and_history() -> tuple[object, ...]:
         "no_grad_write_of_a_non_leaf",
         "no_grad_writes_of_a_leaf",
         "no_grad_writes_of_a_non_leaf",
+        "grown",
+        "view_of_grown",
+        "grown_then_read",
+        "grown_then_read_beside_grad_input",
+        "self_set",
+        "self_set_beside_grad_input",
+        "self_set_of_a_view_input",
+        "no_grad_self_set",
+        "no_grad_self_set_beside_grad_input",
     ],
 )
 def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
@@ -958,6 +1034,10 @@ def no_grad_write_of_an_input_requiring_grad_after_a_save(x: T, w: T) -> object:
         (no_grad_write_of_an_input_requiring_grad_after_a_save, _plain_and_grad),
         (new_leaf_saving_an_input_then_freed, _plain_pair),
         (new_leaf_saving_an_input_then_freed, _plain_and_grad),
+        # it renews the gradient accumulator of a leaf that requires grad (Note [Gradient Accumulators Of Leaves])
+        (new_leaf_beside_a_no_grad_self_set_of_an_input, _plain_and_grad),
+        (new_leaf_saving_an_input_after_its_self_set, _plain_pair),
+        (new_leaf_saving_an_input_after_its_self_set, _plain_and_grad_first),
     ],
     ids=[
         "leaf_written_into_input",
@@ -968,6 +1048,9 @@ def no_grad_write_of_an_input_requiring_grad_after_a_save(x: T, w: T) -> object:
         "saved_then_no_grad_write_of_a_leaf",
         "saved_then_freed",
         "saved_then_freed_leaf",
+        "no_grad_self_set_of_a_leaf",
+        "saved_after_self_set",
+        "saved_after_self_set_beside_grad_input",
     ],
 )
 def test_new_leaf_through_a_written_input_refused(f: Callable[..., object], make_inputs: Make) -> None:
