@@ -1287,6 +1287,9 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
     sources = (ReplaySource.INPUT, ReplaySource.OUTPUT, ReplaySource.BASE) if new_leaves else (ReplaySource.INPUT,)
     if replay.source not in sources:
         return False
+    # (in a program making new leaves, a view of an input taken before the program wrote it, replayed on it before
+    # the epilogue writes it, as the inference runtime replays it)
+    early = new_leaves and replay.source is ReplaySource.INPUT and replay.before_epilogue
     plain = Replay(
         source=replay.source,
         index=replay.index,
@@ -1294,6 +1297,7 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
         made=replay.made,
         split_made=replay.split_made,
         marks=replay.marks,
+        before_epilogue=early,
     )
     return replay == plain
 

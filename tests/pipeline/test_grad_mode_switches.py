@@ -586,6 +586,29 @@ def a_view_of_a_view_of_a_new_leaf_returned(x0: T) -> object:
     return t1.transpose(0, 0), x0.view(-1)
 
 
+def new_leaf_view_of_an_input_taken_before_its_self_set(x: T, w: T) -> object:
+    v = w.unsqueeze(0)
+    with torch.no_grad():
+        v.requires_grad = True
+    set_to(w, w)  # moves the counter v shares: v is replayed before the epilogue's set_
+    return w, v, x * 2
+
+
+def new_leaf_view_of_an_input_self_set_after_the_view(x: T, w: T) -> object:
+    v = w.reshape(-1)
+    set_to(w, w)
+    v.requires_grad_()
+    return v, x.exp()
+
+
+def new_leaf_view_of_an_input_written_under_no_grad_after_the_view(x: T, w: T) -> object:
+    v = w[1:]
+    with torch.no_grad():
+        w.mul_(2)
+    v.requires_grad_()
+    return v, x.exp()
+
+
 def _row_and_base() -> tuple[object, ...]:
     base = torch.randn(2, 2)
     return base[0], base
@@ -593,6 +616,10 @@ def _row_and_base() -> tuple[object, ...]:
 
 def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
     return lambda: (torch.randn(*shape, requires_grad=requires_grad), torch.randn(*shape))
+
+
+def _grad_then_plain() -> tuple[object, ...]:
+    return torch.randn(3, requires_grad=True), torch.randn(3)
 
 
 @pytest.mark.parametrize(
@@ -630,6 +657,14 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         (a_no_grad_view_of_a_new_leaf_returned, _plain(2, 3)),
         (a_view_of_a_view_of_a_new_leaf_returned, _plain(2, 3)),
         (a_view_of_a_view_of_a_new_leaf_returned, _grad(2, 3)),
+        # a view of an input taken before the program wrote it (or set_() it to itself), made a leaf and returned:
+        # replayed on the input before the epilogue (fuzz seed 117000 #4340 #5953 #8213 #8492; 122970 #35)
+        (new_leaf_view_of_an_input_taken_before_its_self_set, _plain_pair_of(3)),
+        (new_leaf_view_of_an_input_taken_before_its_self_set, _grad_then_plain),
+        (new_leaf_view_of_an_input_self_set_after_the_view, _plain_pair_of(3)),
+        (new_leaf_view_of_an_input_self_set_after_the_view, _grad_then_plain),
+        (new_leaf_view_of_an_input_written_under_no_grad_after_the_view, _plain_pair_of(3)),
+        (new_leaf_view_of_an_input_written_under_no_grad_after_the_view, _grad_then_plain),
     ],
     ids=[
         "no_grad_view_of_grad_input",
@@ -655,6 +690,12 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         "no_grad_view_of_the_leaf_intermediate",
         "view_of_a_view_of_the_leaf",
         "view_of_a_view_of_the_leaf_of_grad_input",
+        "view_before_self_set",
+        "view_before_self_set_beside_grad_input",
+        "view_then_self_set",
+        "view_then_self_set_beside_grad_input",
+        "view_then_no_grad_write",
+        "view_then_no_grad_write_beside_grad_input",
     ],
 )
 def test_new_leaf_beside_views_view_ops_and_aliases_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
