@@ -704,12 +704,15 @@ class _FunctionReach:
 # and no Python autograd.Function around the call (whose own cost is most of a small training call's). The compile
 # checks that, on static fakes of the inputs, instead of assuming it:
 # - the program writes no input (one that makes new leaves may write the data of plain inputs that require grad
-#   neither before nor after, or throughout but under no_grad alone, change their layout by in-place view ops, or
-#   resize their storages: autograd records none of it, and the runtime does it around the graph's run, as for a call
-#   that trains nothing), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor
-#   detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry
-#   the history that eager's, computed after the drop, lack), reads no autograd state (but for one making new leaves:
-#   the trace takes eager's answers, as the Function path's does), and takes and returns plain tensors that share no
+#   neither before nor after, or throughout but under no_grad alone, change their layout by in-place view ops, grow
+#   them by resize_() or set_() them to themselves (those that require grad neither before nor after), or resize
+#   their storages: autograd records none of it, and the runtime does it around the graph's run, as for a call that
+#   trains nothing, but where the graph saves such an input for the backward whose counter the runtime moves after
+#   it ran), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor detach_() /
+#   requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry the
+#   history that eager's, computed after the drop, lack), reads no autograd state, `._base` or `._is_view()` (but for
+#   one making new leaves: the trace takes eager's answers, as the Function path's does, and the guards check them),
+#   and takes and returns plain tensors that share no
 #   storage (but for those of a program making new leaves that require grad neither before nor after: the graph takes
 #   a flat view of their storage, Note [Synthetic Bases]; an output may be a plain view chain of an input (there, of
 #   an earlier output or an intermediate too), replayed after the graph ran, or eager's inference tensor, copied
@@ -775,6 +778,16 @@ class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignor
 
 def _unpacked(t: torch.Tensor) -> torch.Tensor:
     return t
+
+
+def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """A saved-tensor pack hook noting each tensor saved, with its version counter then."""
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append((t, t._version))
+        return t
+
+    return pack
 
 
 # Saved tensors eager's backward checks: eager's autograd saves a tensor as itself (an `exp()`'s result, a `sin()`'s
@@ -1263,14 +1276,21 @@ def records_as_eager(
         # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
         # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
         graph_mode, graph_values = static_fake_copies(flat.values)
+        graph_saved: list[tuple[torch.Tensor, int]] = []
         with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
             dense = [cast(torch.Tensor, graph_values[leaf.owner]) for leaf in layout.leaves]
             graph_in = graph_example_inputs(layout, dense)
-            graph_outs = list(cast(Sequence[object], graph(*graph_in)))
+            with torch.autograd.graph.saved_tensors_hooks(_saving(graph_saved), _unpacked):
+                graph_outs = list(cast(Sequence[object], graph(*graph_in)))
             fresh = graph_outs[len(graph_outputs.updates) :]
             bases = fresh[graph_outputs.num_fresh :]
             mine_all = _compiled_outputs(analysis.outputs, (fresh, bases), graph_values)
     except Exception:  # a program the check cannot run: the Function stands
+        return False
+    # (an input whose counter the runtime moves after the graph ran, where eager's program moved it before its reads
+    # saved it, `x.set_(x)`: the graph's saved input would fail eager's version check in the backward)
+    bumped = {storage_key(dense[j]) for j, m in enumerate(analysis.mutations) if m.version_bumped}
+    if any(storage_key(t) in bumped for t, _ in graph_saved):
         return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
     known = [*tensors, *outs]
@@ -1339,6 +1359,9 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
     sources = (ReplaySource.INPUT, ReplaySource.OUTPUT, ReplaySource.BASE) if new_leaves else (ReplaySource.INPUT,)
     if replay.source not in sources:
         return False
+    # (in a program making new leaves, a view of an input taken before the program wrote it, replayed on it before
+    # the epilogue writes it, as the inference runtime replays it)
+    early = new_leaves and replay.source is ReplaySource.INPUT and replay.before_epilogue
     plain = Replay(
         source=replay.source,
         index=replay.index,
@@ -1346,26 +1369,27 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
         made=replay.made,
         split_made=replay.split_made,
         marks=replay.marks,
+        before_epilogue=early,
     )
     return replay == plain
 
 
 def _writes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """Are the program's input writes, if any, in a program that makes new leaves, data writes and in-place view ops
-    alone (no set_() or `.data =`) on plain inputs that require grad neither as passed nor as the program leaves them,
-    or that require it throughout and are written under no_grad alone? Autograd records nothing of those in eager, and
-    the runtime's epilogue writes them (and replays the view ops) as it does for a call that trains nothing (Note
-    [Training Without A Function])."""
+    alone (no set_() or `.data =`) on plain inputs that require grad neither as passed nor as the program leaves them
+    (resize_()s that grow their storage too), or that require it throughout and are written under no_grad alone (not
+    grown)? Autograd records nothing of those in eager, and the runtime's epilogue writes them (and replays the view
+    ops and resize_()s) as it does for a call that trains nothing (Note [Training Without A Function])."""
     changed = [
         (flat.tensor_indices.index(layout.leaves[j].owner), m)
         for j, m in enumerate(analysis.mutations)
         if m.any or m.version_bumped
     ]
-    if any(m.storage_changed or m.swapped or m.resized for _, m in changed):
+    if any(m.storage_changed or m.swapped for _, m in changed):
         return False
     # (one that requires grad: written under no_grad alone, where autograd records none of it in eager either)
     hidden = {i for i, m in changed if not m.autograd_visible and (not m.metadata or m.metadata_hidden)}
-    hidden -= {i for i, m in changed if m.autograd_visible or (m.metadata and not m.metadata_hidden)}
+    hidden -= {i for i, m in changed if m.autograd_visible or (m.metadata and not m.metadata_hidden) or m.resized}
     reshaped = [i for i, ops in enumerate(analysis.inplace_view_ops) if ops]
     for i in {i for i, _ in changed} | set(reshaped):
         value = flat.values[flat.tensor_indices[i]]
@@ -1389,6 +1413,20 @@ def _resizes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: A
             or not analysis.mutations[r.leaf].autograd_visible
             for r in analysis.storage_resizes
         )
+    )
+
+
+def _self_sets_outside_autograd(flat: FlatInputs, analysis: Analysis) -> bool:
+    """Are the program's `x.set_(x)` calls under no_grad, if any, in a program that makes new leaves, on inputs that
+    require grad neither as passed nor as the program leaves them? It renews no gradient accumulator of theirs (Note
+    [Gradient Accumulators Of Leaves]), and the runtime redoes it around the graph's run as for a call that trains
+    nothing."""
+    set_on = [i for i, s in enumerate(analysis.self_set) if s]
+    if set_on and not any(analysis.new_leaves):
+        return False
+    return not any(
+        cast(torch.Tensor, flat.values[flat.tensor_indices[i]]).requires_grad or analysis.requires_grad_after[i]
+        for i in set_on
     )
 
 
@@ -1420,12 +1458,14 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
     # (an input marked in the graph: its flag is the graph's business, Note [Training Without A Function])
     flags = any(s and not m for s, m in zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
     # (the reads' answers are eager's, replayed by the trace: only a program making new leaves has no other path)
-    reads = bool(analysis.autograd_reads) and not any(analysis.new_leaves)
-    if flags or reads or analysis.base_reads or analysis.grad_reenabled:
+    reads = bool(analysis.autograd_reads or analysis.base_reads) and not any(analysis.new_leaves)
+    if flags or reads or analysis.grad_reenabled:
         return False
     if _drops_requires_grad(flat, analysis):
         return False
-    if analysis.grad_factories or not _resizes_outside_autograd(flat, layout, analysis) or any(analysis.self_set):
+    if analysis.grad_factories or not _resizes_outside_autograd(flat, layout, analysis):
+        return False
+    if not _self_sets_outside_autograd(flat, analysis):
         return False
     if any(analysis.kept_accumulators) or any(
         s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)

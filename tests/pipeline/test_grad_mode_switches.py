@@ -589,6 +589,29 @@ def a_view_of_a_view_of_a_new_leaf_returned(x0: T) -> object:
     return t1.transpose(0, 0), x0.view(-1)
 
 
+def new_leaf_view_of_an_input_taken_before_its_self_set(x: T, w: T) -> object:
+    v = w.unsqueeze(0)
+    with torch.no_grad():
+        v.requires_grad = True
+    set_to(w, w)  # moves the counter v shares: v is replayed before the epilogue's set_
+    return w, v, x * 2
+
+
+def new_leaf_view_of_an_input_self_set_after_the_view(x: T, w: T) -> object:
+    v = w.reshape(-1)
+    set_to(w, w)
+    v.requires_grad_()
+    return v, x.exp()
+
+
+def new_leaf_view_of_an_input_written_under_no_grad_after_the_view(x: T, w: T) -> object:
+    v = w[1:]
+    with torch.no_grad():
+        w.mul_(2)
+    v.requires_grad_()
+    return v, x.exp()
+
+
 def _row_and_base() -> tuple[object, ...]:
     base = torch.randn(2, 2)
     return base[0], base
@@ -612,6 +635,10 @@ def new_leaf_view_of_a_no_grad_intermediate_used(x0: T) -> object:
 
 def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
     return lambda: (torch.randn(*shape, requires_grad=requires_grad), torch.randn(*shape))
+
+
+def _grad_then_plain() -> tuple[object, ...]:
+    return torch.randn(3, requires_grad=True), torch.randn(3)
 
 
 @pytest.mark.parametrize(
@@ -655,6 +682,14 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         (new_leaf_view_of_a_no_grad_intermediate, _grad(2, 3)),
         (new_leaf_view_of_a_no_grad_intermediate, _plain(2, 3)),
         (new_leaf_view_of_a_no_grad_intermediate_used, _grad(2, 3)),
+        # a view of an input taken before the program wrote it (or set_() it to itself), made a leaf and returned:
+        # replayed on the input before the epilogue (fuzz seed 117000 #4340 #5953 #8213 #8492; 122970 #35)
+        (new_leaf_view_of_an_input_taken_before_its_self_set, _plain_pair_of(3)),
+        (new_leaf_view_of_an_input_taken_before_its_self_set, _grad_then_plain),
+        (new_leaf_view_of_an_input_self_set_after_the_view, _plain_pair_of(3)),
+        (new_leaf_view_of_an_input_self_set_after_the_view, _grad_then_plain),
+        (new_leaf_view_of_an_input_written_under_no_grad_after_the_view, _plain_pair_of(3)),
+        (new_leaf_view_of_an_input_written_under_no_grad_after_the_view, _grad_then_plain),
     ],
     ids=[
         "no_grad_view_of_grad_input",
@@ -684,6 +719,12 @@ def _plain_pair_of(*shape: int, requires_grad: bool = False) -> Make:
         "view_of_a_no_grad_intermediate",
         "view_of_a_no_grad_intermediate_plain",
         "view_of_a_no_grad_intermediate_used",
+        "view_before_self_set",
+        "view_before_self_set_beside_grad_input",
+        "view_then_self_set",
+        "view_then_self_set_beside_grad_input",
+        "view_then_no_grad_write",
+        "view_then_no_grad_write_beside_grad_input",
     ],
 )
 def test_new_leaf_beside_views_view_ops_and_aliases_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
@@ -725,6 +766,57 @@ def test_new_leaf_with_another_backend_refused() -> None:
     """Only the eager backend's run of the graph is recorded by autograd (the inductor backend's is not)."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* the eager backend"):
         subclassaot.compile(requires_grad_on_intermediate, backend="inductor")(torch.randn(3, 3))
+
+
+def new_leaf_beside_an_input_grown(x: T, w: T) -> object:
+    y = x * 2
+    w.resize_((5,))  # grows the input's storage
+    w.fill_(3.0)
+    y.requires_grad_()
+    return y * w[1:4], w
+
+
+def new_leaf_of_a_view_of_an_input_grown(x: T, w: T) -> object:
+    w.resize_((6,))
+    w.fill_(2.0)
+    v = w.view((2, 3))
+    v.requires_grad = True
+    return v * x, w.view((-1,))  # the view the graph's leaf is of, and one replayed on the grown input
+
+
+def new_leaf_beside_an_input_grown_then_read_with_grad(x: T, w: T) -> object:
+    w.resize_((4, 3))
+    w.fill_(0.5)
+    a = w.mul(w)  # with grad, of an input that requires none: no history
+    with torch.no_grad():
+        y = x.exp()
+    y.requires_grad_()
+    return a * y, y
+
+
+def new_leaf_beside_a_self_set_of_an_input(x: T, w: T) -> object:
+    with torch.no_grad():
+        y = x * 2
+    set_to(w, w)  # with grad on: the compile's own check of w's view-ness is no read of the program's
+    y.requires_grad_()
+    return y + w, w
+
+
+def new_leaf_beside_a_no_grad_self_set_of_an_input(x: T, w: T) -> object:
+    a = w * 3
+    with torch.no_grad():
+        set_to(w, w)
+        y = x * 2
+    y.requires_grad_()
+    return y + w, a
+
+
+def new_leaf_saving_an_input_after_its_self_set(x: T, w: T) -> object:
+    with torch.no_grad():
+        y = x * 2
+    set_to(w, w)
+    y.requires_grad_()
+    return y * w, y  # saves w, after eager's set_() moved its counter: the runtime's would move it after the save
 
 
 def new_leaf_after_a_write_of_an_input(x: T, w: T) -> object:
@@ -774,6 +866,10 @@ def _plain_and_grad() -> tuple[object, ...]:
     return torch.randn(3), torch.randn(3, requires_grad=True)
 
 
+def _plain_and_grad_first() -> tuple[object, ...]:
+    return torch.randn(3, requires_grad=True), torch.randn(3)
+
+
 def _plain_and_history() -> tuple[object, ...]:
     return torch.randn(3), torch.randn(3, requires_grad=True).exp()
 
@@ -791,6 +887,18 @@ def _plain_and_history() -> tuple[object, ...]:
         (new_leaf_beside_a_no_grad_write_of_an_input, _plain_and_history),
         (new_leaf_beside_no_grad_writes_read_without_grad, _plain_and_grad),
         (new_leaf_beside_no_grad_writes_read_without_grad, _plain_and_history),
+        # an input that requires no grad grown by resize_() (fuzz seed 117000 #1112 #1647 #1779)
+        (new_leaf_beside_an_input_grown, _plain_pair),
+        (new_leaf_of_a_view_of_an_input_grown, _plain_pair),
+        (new_leaf_beside_an_input_grown_then_read_with_grad, _plain_pair),
+        (new_leaf_beside_an_input_grown_then_read_with_grad, _plain_and_grad_first),
+        # x.set_(x) of an input that requires no grad, with grad on or under no_grad (fuzz seed 117000 #2087 #2286
+        # #7191 #8383 #8970)
+        (new_leaf_beside_a_self_set_of_an_input, _plain_pair),
+        (new_leaf_beside_a_self_set_of_an_input, _plain_and_grad_first),
+        (new_leaf_beside_a_self_set_of_an_input, lambda: (torch.randn(3), torch.randn(2, 3)[1])),
+        (new_leaf_beside_a_no_grad_self_set_of_an_input, _plain_pair),
+        (new_leaf_beside_a_no_grad_self_set_of_an_input, _plain_and_grad_first),
     ],
     ids=[
         "write_then_leaf",
@@ -801,6 +909,15 @@ def _plain_and_history() -> tuple[object, ...]:
         "no_grad_write_of_a_non_leaf",
         "no_grad_writes_of_a_leaf",
         "no_grad_writes_of_a_non_leaf",
+        "grown",
+        "view_of_grown",
+        "grown_then_read",
+        "grown_then_read_beside_grad_input",
+        "self_set",
+        "self_set_beside_grad_input",
+        "self_set_of_a_view_input",
+        "no_grad_self_set",
+        "no_grad_self_set_beside_grad_input",
     ],
 )
 def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
@@ -987,6 +1104,10 @@ def no_grad_write_of_an_input_requiring_grad_after_a_save(x: T, w: T) -> object:
         (no_grad_write_of_an_input_requiring_grad_after_a_save, _plain_and_grad),
         (new_leaf_saving_an_input_then_freed, _plain_pair),
         (new_leaf_saving_an_input_then_freed, _plain_and_grad),
+        # it renews the gradient accumulator of a leaf that requires grad (Note [Gradient Accumulators Of Leaves])
+        (new_leaf_beside_a_no_grad_self_set_of_an_input, _plain_and_grad),
+        (new_leaf_saving_an_input_after_its_self_set, _plain_pair),
+        (new_leaf_saving_an_input_after_its_self_set, _plain_and_grad_first),
     ],
     ids=[
         "leaf_written_into_input",
@@ -997,6 +1118,9 @@ def no_grad_write_of_an_input_requiring_grad_after_a_save(x: T, w: T) -> object:
         "saved_then_no_grad_write_of_a_leaf",
         "saved_then_freed",
         "saved_then_freed_leaf",
+        "no_grad_self_set_of_a_leaf",
+        "saved_after_self_set",
+        "saved_after_self_set_beside_grad_input",
     ],
 )
 def test_new_leaf_through_a_written_input_refused(f: Callable[..., object], make_inputs: Make) -> None:
