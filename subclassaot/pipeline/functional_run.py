@@ -337,6 +337,11 @@ def _note_input_storages(
     )
 
 
+# what autograd raises where a mark_dirty of a view rebases its base's history inside inference_mode under
+# functionalization (the regenerated view, or its CopySlices, is made there as an inference tensor)
+_REBASE_IN_INFERENCE = ("new_fn INTERNAL ASSERT", "Cannot set version_counter for inference tensor")
+
+
 def _refuse_run_error(
     e: RuntimeError | ValueError,
     record: SwapRecord,
@@ -370,6 +375,14 @@ def _refuse_run_error(
             "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "
             "out as an autograd leaf where eager's is a view (of an input made to require grad by requires_grad_(), "
             "or of a tensor subclass input): autograd refuses the dirty leaf. Pass the Function a clone"
+        ) from e
+    if record.dirty_view_in_inference is not None and any(m in str(e) for m in _REBASE_IN_INFERENCE):
+        raise UnsupportedError(
+            f"the custom autograd.Function {record.dirty_view_in_inference.__name__} is applied with grad mode on "
+            "inside a torch.inference_mode() block and marks dirty (ctx.mark_dirty) a view that requires grad: "
+            "eager rebases the history of the view's base there (a CopySlices node), which the functionalized run "
+            f"cannot do inside inference mode ({type(e).__name__}: {str(e).splitlines()[0][:80]}). Apply the "
+            "Function outside the inference_mode block, pass it a clone, or use torch.no_grad() there"
         ) from e
     if "Could not set tensor of type" in str(e) and record.swapped_by_data:
         raise UnsupportedError(

@@ -15,7 +15,7 @@ from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.program_helpers import ENTRIES, SinFunction, pair, pair_nonleaf, real_subclass
+from tests.pipeline.program_helpers import ENTRIES, SinFunction, nonleaf, pair, pair_nonleaf, real_subclass
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -1036,3 +1036,56 @@ def test_leaf_view_beside_a_saved_input_written_after_the_call(view_first: bool,
         match = "an output view of args\\[0\\] was written" if view_first else "may first give some leaf"
         with pytest.raises(UnsupportedError, match=match):
             assert_matches_eager(f, make, after_call=write_outputs)
+
+
+def _dirty_in_inference_mode(x: T) -> None:
+    with torch.inference_mode(), torch.set_grad_enabled(True):
+        DirtyReturned.apply(x)  # type: ignore[no-untyped-call]
+
+
+def dirty_view_input_in_inference_mode(x0: T, x1: T) -> object:
+    _dirty_in_inference_mode(x0)
+    return ()
+
+
+def dirty_view_of_intermediate_in_inference_mode(x: T) -> object:
+    y = x.clone()
+    _dirty_in_inference_mode(y[1])
+    return y
+
+
+@torch.enable_grad()
+def _nonleaf_and_as_strided_view() -> tuple[object, ...]:
+    b = nonleaf(4, 4)
+    return b.as_strided((3,), (1,), 2), b
+
+
+@torch.enable_grad()
+def _nonleaf_and_select_view() -> tuple[object, ...]:
+    b = nonleaf(4, 4)
+    return b[1], b
+
+
+@pytest.mark.parametrize(
+    ("f", "make", "grad"),
+    [
+        (dirty_view_input_in_inference_mode, _nonleaf_and_as_strided_view, False),
+        (dirty_view_input_in_inference_mode, _nonleaf_and_as_strided_view, True),
+        (dirty_view_input_in_inference_mode, _nonleaf_and_select_view, False),
+        (dirty_view_of_intermediate_in_inference_mode, lambda: (torch.randn(4, 4, requires_grad=True),), True),
+    ],
+    ids=["as_strided_input_no_grad", "as_strided_input_grad", "select_input_no_grad", "intermediate_view_grad"],
+)
+def test_mark_dirty_view_inside_inference_mode_with_grad_refused(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 122931 program 1478 (CRASHED: "new_fn INTERNAL ASSERT"): a mark_dirty Function applied with grad on
+    # inside inference_mode to a view requiring grad. Eager rebases the view's base (CopySlices); the functionalized
+    # run cannot inside inference mode, so it is refused by name. Plain only: on a PairTensor view eager itself raises
+    # ("Cannot set version_counter for inference tensor").
+    if compile_fn is not None:
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+        return
+    with torch.set_grad_enabled(grad), pytest.raises(UnsupportedError, match="DirtyReturned is applied with grad"):
+        assert_matches_eager(f, make)

@@ -1587,3 +1587,58 @@ def test_view_of_a_grown_detach_keeps_its_base_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn)
         compiled_facts, eager_facts = _after_output_written(f, make, compile_fn)
     assert compiled_facts == eager_facts
+
+
+def _unbound_then_input_shrunk_set_to_own_view(x: T) -> object:
+    t0 = x.detach()
+    t1 = t0.unbind(0)[0]
+    x.resize_(())
+    set_to(t1, t1.view(1, 1))
+    return (t1,)
+
+
+def _selected_then_input_shrunk_set_to_own_view(x: T) -> object:
+    t0 = x.detach()
+    t1 = t0[0]
+    x.resize_(())
+    set_to(t1, t1.view(1, 1))
+    return (t1,)
+
+
+def _selected_then_input_transposed_set_to_own_view(x: T) -> object:
+    t0 = x.detach()
+    t1 = t0[0]
+    x.t_()
+    set_to(t1, t1.view(3, 1))
+    return (t1,)
+
+
+def _selected_then_input_shrunk(x: T) -> object:
+    t0 = x.detach()
+    t1 = t0[0]
+    x.resize_(2)
+    return (t1, x)
+
+
+@pytest.mark.parametrize(
+    ("f", "shape"),
+    [
+        (_unbound_then_input_shrunk_set_to_own_view, (1,)),
+        (_selected_then_input_shrunk_set_to_own_view, (1,)),
+        (_selected_then_input_transposed_set_to_own_view, (2, 3)),
+        (_selected_then_input_shrunk, (2, 3)),
+    ],
+    ids=["unbind_shrunk_set", "select_shrunk_set", "select_transposed_set", "select_shrunk"],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_view_of_a_detach_the_input_left_keeps_its_base_matches_eager(
+    f: Callable[..., object], shape: tuple[int, ...], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 122930 program 1452: `t0 = x0.detach(); t1 = t0.unbind(0)[0]; x0.resize_(()); t1.set_(t1.view(1,
+    # 1))`: eager's t1 keeps t0 as its `._base`, a detach() with the input's layout before the resize_() (and the
+    # input's version counter); the output was rebuilt as a view of the input itself. The same after x0.t_().
+    def make() -> tuple[object, ...]:
+        return (pair(*shape) if kind == "pair" else torch.randn(shape),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)

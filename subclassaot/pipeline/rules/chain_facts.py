@@ -115,7 +115,17 @@ def hidden_base(
     made = not any(root is base for base in run.graph_inputs)
     grown = made and any(id(t) in run.swaps.grown_ids for t in _chain_tensors(leaf, run))
     moved = id(root) in run.swaps.swapped_ids or grown
-    if not moved and any(own == storage_key(o) for o in run.originals):
+    # (a detach() of the input whose layout the input then left, by resize_() or an in-place view op: eager's
+    # `._base` keeps the layout the input had at the detach, which the input no longer has)
+    detached = run.swaps.views.get(id(root))
+    left = (
+        made
+        and detached is not None
+        and detached.func is torch.ops.aten.detach.default
+        and detached.source is run.finals[j]
+        and leaf_meta(root) != leaf_meta(run.finals[j])
+    )
+    if not moved and not left and any(own == storage_key(o) for o in run.originals):
         # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
         # `t0.set_(x)`, t0 is) and no resize_() grew in the chain (which then replays)
         return None

@@ -94,6 +94,8 @@ __all__ = [
 # caller holds every input, so this is refused whether or not the program returns it. So is a subclass input marked
 # whose inner tensors share storage with another input's: that storage is traced as a synthetic base written below
 # autograd, which the wrapper's rebased history does not reach (the same object passed twice is one input instead).
+# So is a view marked by an apply recording a node inside an inference_mode block: the functionalized run cannot
+# rebase its base there (functional_run._refuse_run_error).
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain

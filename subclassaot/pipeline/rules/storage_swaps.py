@@ -1522,6 +1522,8 @@ def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tenso
     if not recorded:
         return
     record.marked_dirty.update((id(t), cls) for t in tensors)
+    if torch.is_inference_mode_enabled() and any(t._is_view() for t in tensors):
+        record.dirty_view_in_inference = cls
     for t in tensors:
         if is_traceable_subclass(t):
             record.note_visible_write(t, True)

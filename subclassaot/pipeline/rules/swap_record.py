@@ -160,6 +160,9 @@ class SwapRecord:
     # storage keys of those tensors (Note [Custom Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
     dirty_storages: set[object] = field(default_factory=set)
+    # the class of a Function whose recorded apply marked a view dirty inside an inference_mode block, if any
+    # (Note [Custom Functions]: functionalization cannot rebase the view's base there)
+    dirty_view_in_inference: type | None = None
     # id() of the tensors an op with grad read -> `seq` at the last such read (Note [Stale View Functions])
     read_with_grad: dict[int, int] = field(default_factory=dict)
     # ... the storages of the plain ones: a requires_grad_() after a read of another tensor over the storage (a view
