@@ -102,7 +102,10 @@ from subclassaot.torch_internals import (
 #   nothing to defer: at a root that is a plain input returned as itself and not written where autograd records it (the
 #   engine checks the root's gradient against the caller's node, "invalid gradient at index k"), or at the AccumulateGrad
 #   of the one leaf input that requires grad ("doesn't match the broadcast shape"). The probe keeps a program only where
-#   each set of outputs completes or raises before any leaf's gradient in one of those ways.
+#   each set of outputs completes or raises before any leaf's gradient in one of those ways. A root whose history
+#   raises when read (a view of unbind()'s output whose base was written in place since) fails eager's backward before
+#   any node (BackwardEnd.RAISES_AT_ROOT): such a set says nothing of the Function's tangents and makes no pattern, so
+#   a backward through the same tangents by another way (the written base's new value alone) is refused when it runs.
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save).
@@ -145,6 +148,9 @@ class BackwardEnd(enum.Enum):
     COMPLETES = "completes"  # no node of the program raises
     RAISES = "raises"  # a node of the program raises before any input leaf gets its gradient
     RAISES_AFTER_GRADS = "raises after gradients"  # ... after some input leaf got its gradient
+    # reading a root's history raises, before any node runs: a view of a multi-output view op (unbind()) whose base
+    # was written in place since; no tangent reaches the Function (Note [Probing Eager's Backward])
+    RAISES_AT_ROOT = "raises at a root"
 
 
 def probe_eager_backward(
@@ -298,12 +304,23 @@ def _trial(
                 return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
             if errors is not None:
                 errors.append(e)
+            if any(_history_unreadable(r) for r in roots):
+                return grad_outputs, BackwardEnd.RAISES_AT_ROOT
             graded = any(leaf.grad is not None for leaf in leaves) or any(
                 base.grad is not None and not any(r is v for r in roots for v in views) for base, views in bases
             )
             end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
             return grad_outputs, _apart_as_returned(apart, roots, end)
     return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+def _history_unreadable(t: torch.Tensor) -> bool:
+    """Does reading `t.grad_fn` raise (a view of a multi-output view op whose base was written in place since)?"""
+    try:
+        _ = t.grad_fn
+    except RuntimeError:
+        return True
+    return False
 
 
 class _InputHistory(torch.autograd.Function):
@@ -553,7 +570,9 @@ class TangentPatterns:
     # per set of diff positions given a tangent by a backward through some outputs: how eager's backward through
     # those outputs ends (None: sets of outputs giving the same positions end differently in eager)
     ends: Mapping[frozenset[int], BackwardEnd | None]
-    full: frozenset[int]  # the positions a backward through every output gives
+    # the positions a backward through every output gives (but those whose history raises when read, which no
+    # backward through them reaches: BackwardEnd.RAISES_AT_ROOT)
+    full: frozenset[int]
     # the outputs that require grad and are, or are regenerated from, a leaf input that requires grad: its
     # AccumulateGrad runs outside the Function
     leaf_bypass: frozenset[int]
@@ -602,6 +621,8 @@ def tangent_patterns(
     per_output: dict[int, frozenset[int]] = {}
     bypass: set[int] = set()
     for chosen, end in ends.items():
+        if end is BackwardEnd.RAISES_AT_ROOT:
+            continue  # no tangent reaches the Function: that backward says nothing of a pattern's
         pattern: set[int] = set()
         for o in chosen:
             if o not in per_output:

@@ -108,7 +108,8 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   every input that requires grad went in detached, the first goes in as a fresh alias leaf that requires grad, so the
 #   outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
 #   new value gets it in eager from its AccumulateGrad, numbered above all nodes, before the raising node: it goes in
-#   detached, and the probe counts its gradient as the compiled backward gives it (else the probe fails). So does one
+#   detached, and the probe counts its gradient as the compiled backward gives it; where it does not (eager's raises at
+#   a root's own size check, before that leaf's AccumulateGrad), the program is refused. So does one
 #   no node reaches, read through a no_grad view alone; where it is the only input requiring grad, as a stand-in.
 # - Leaf views replayed before the call: the runtime regenerates an output view of a leaf input after the Function, so
 #   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
@@ -366,7 +367,10 @@ def _with_deferred_error(
     verified, early = _deferred_exactly(setup, patterns)
     if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
         refuse_set_beside_returned_leaves(setup, reach, returned)
-        verified, early = _deferred_exactly(setup, _probe(setup, returned))
+        probed = _probe(setup, returned)
+        if probed is None:
+            _refuse_returned_leaves_unprobed(setup, returned, e)
+        verified, early = _deferred_exactly(setup, probed)
         if verified is not None:
             graph = _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
             return dataclasses.replace(graph, detached=returned)
@@ -374,6 +378,21 @@ def _with_deferred_error(
         _check_deferred_error(setup, tangents.leaves, reach, e, patterns)
         _refuse_by_probe(patterns, e)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
+
+
+def _refuse_returned_leaves_unprobed(setup: JointSetup, returned: frozenset[int], error: RuntimeError) -> None:
+    """Refuse a raising backward where eager's probe, with the leaves at `returned` (tensor input positions) returned
+    as themselves, left one of them a gradient other than the compiled backward gives it (Note [Backward Errors Are
+    Deferred])."""
+    paths = ", ".join(setup.flat.leaves[setup.flat.tensor_indices[i]].path for i in sorted(returned))
+    raise UnsupportedError(
+        f"{paths} (an autograd leaf returned as itself) and the program's backward fails in eager ({error}): eager's "
+        "backward through the outputs does not give that leaf its gradient as the compiled one would (it raises "
+        "before the leaf's AccumulateGrad runs, say at the engine's check of a root's gradient against an output "
+        "whose size `.data =` changed, which precedes every node), where the compiled backward raises in its own "
+        "node, after that leaf's AccumulateGrad, a root, gave it its gradient (Note [Backward Errors Are Deferred]); "
+        "not supported in training. Return a clone of the leaf"
+    ) from error
 
 
 def _partitioned(

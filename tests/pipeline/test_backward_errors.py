@@ -1715,3 +1715,74 @@ def test_returned_view_of_a_leaf_gets_its_gradient_before_the_error(kind: str, c
         else:
             with pytest.raises(UnsupportedError, match="written after the call"):
                 assert_matches_eager(f, _detached_and_view(make), after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper hA): a root's own check before every node (Note [Probing Eager's Backward]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _sorted_empty_view_assigned_beside_returned_leaf(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x0.unsqueeze(0)
+    t2, _ = t0[1:1:1].sort(0, descending=True)
+    t2.data = t0.contiguous()  # t2's SortBackward0 still expects size (0,)
+    return x1, t2
+
+
+_RETURNED_LEAF_REFUSED = r"args\[1\] \(an autograd leaf returned as itself\).*Return a clone"
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: (nonleaf(), _leaf(2)), _RETURNED_LEAF_REFUSED),
+        # a subclass output's `.data =` of another size is refused first (Note [Wrapper Storage])
+        (lambda: (pair_nonleaf(), pair(2, requires_grad=True)), r"out\[1\]: .*Note \[Wrapper Storage\]"),
+    ],
+    ids=["plain", "pair"],
+)
+def test_root_size_check_fails_before_returned_leaf_gets_its_gradient(
+    make: Callable[[], tuple[T, T]], match: str, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 122940 #982: eager's engine checks each root's gradient against its node (t2's, made before `.data =`
+    changed its size) before any node runs, so the returned leaf x1 gets no gradient; the compiled backward raises in
+    its own node, after x1's AccumulateGrad ran: refused. Returning a clone of the leaf matches eager."""
+    f = _sorted_empty_view_assigned_beside_returned_leaf
+    with torch.enable_grad():
+        assert_refused(f, make, compile_fn, match)
+        if match != _RETURNED_LEAF_REFUSED:
+            return
+
+        def f_clone(x0: T, x1: T) -> tuple[T, T]:
+            return f(x0, x1.clone())
+
+        assert_matches_eager(f_clone, make, compile_fn=compile_fn)
+
+
+def _unbind_view_saved_then_base_written(save: Callable[[T], T]) -> Callable[[T], tuple[T, T]]:
+    def f(x0: T) -> tuple[T, T]:
+        t0 = x0.unbind(2)[1]
+        t1 = save(t0)
+        x0.add_(x0)  # t0, a view of a multi-output view op, now raises when its history is read
+        return t0, t1
+
+    return f
+
+
+@pytest.mark.parametrize(
+    "save",
+    [lambda t: cast(T, SinFunction.apply(t)), lambda t: t.mul(t)],  # type: ignore[no-untyped-call]
+    ids=["function", "mul"],
+)
+@pytest.mark.parametrize("make", [lambda: (nonleaf(3, 2, 2),), lambda: (pair_nonleaf(3, 2, 2),)], ids=["plain", "pair"])
+def test_output_raising_at_its_root_beside_written_input(
+    make: Callable[[], tuple[T]], save: Callable[[T], T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 122940 #1081: eager's backward through the output t0 raises reading t0's history, before any node;
+    the one through x0's new value alone runs. Such a backward says nothing of the tangents the compiled Function
+    gets, so x0's new value alone is not counted raising: ours refuses that backward when it runs (its joint does
+    not trace) where it used to raise eager's error for it."""
+    f = _unbind_view_saved_then_base_written(save)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
