@@ -256,13 +256,13 @@ def regenerated_view_raises_in_eager(value: torch.Tensor, replay: Replay | None,
     may be a synthetic base that never requires grad (Note [Views That Raise After A Bump])."""
     if replay is not None or value.requires_grad or not value._is_view() or is_plain_autograd_view(value):
         return False
+    base = value._base
+    # (taken from the input itself, or from the synthetic base the run lays it over: not through a detach())
+    if base is None or not any(u.requires_grad and (base is u or base is u._base) for u in run.user_tensors):
+        return False
     key, made = storage_key(value), made_seq(value, run)
-    for d, original, final in zip(run.dense, run.originals, run.finals, strict=True):
-        if (
-            key in (storage_key(d), storage_key(original))
-            and final.requires_grad
-            and any(s > made for s in input_bumps(run, of=d))
-        ):
+    for d, original in zip(run.dense, run.originals, strict=True):
+        if key in (storage_key(d), storage_key(original)) and any(s > made for s in input_bumps(run, of=d)):
             return True
     return False
 
