@@ -57,6 +57,7 @@ from subclassaot.pipeline.rules.changed_views import (
     counter_at_end,
     input_view_raises_in_eager,
     late_build_seq,
+    regenerated_view_raises_in_eager,
     steps_before_last_write,
 )
 from subclassaot.pipeline.rules.data_assignment import (
@@ -877,7 +878,11 @@ def _replay_counters(
     rebuilt = replay is not None and (replay.before_epilogue or (replay.then_set and not replay.set_by_data))
     # (under no_grad too, and as eager's where the run's root of the storage does not require grad as eager's does:
     # Note [Views That Raise After A Bump])
-    raises = grad_fn_raises(value) or input_view_raises_in_eager(value, replay, run, input_by_id)
+    raises = (
+        grad_fn_raises(value)
+        or input_view_raises_in_eager(value, replay, run, input_by_id)
+        or regenerated_view_raises_in_eager(value, replay, run)
+    )
     if raises and replay is not None and not replay.before_epilogue and replay.runtime_set and value._is_view():
         # A view the runtime itself set_()s (a subclass view of an input an in-place view op changed, rebuilt
         # over its storage: Note [Output Regeneration]) keeps a grad_fn that answers: its counter is

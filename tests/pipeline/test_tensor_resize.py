@@ -1642,3 +1642,41 @@ def test_view_of_a_detach_the_input_left_keeps_its_base_matches_eager(
 
     with torch.no_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view made under no_grad between resizes, returned after the program made the input require grad (fuzz seed 122950
+# #43): eager's view is stale (its counter moved after it was made) and its base requires grad, so its grad_fn and
+# is_leaf raise; ours, rebuilt by as_strided after the epilogue, read fine. Refused (Note [Views That Raise After A
+# Bump]); without the requires_grad_(), or with the view taken after the last write, eager's reads fine and so must ours.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _view_between_resizes(gains_grad: bool, view_last: bool) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        x0.resize_((1,))
+        t0 = x0.expand((2,))
+        x0.resize_((4,))
+        x0.fill_(-1.0)
+        if view_last:
+            t0 = x0[:1].expand((2,))
+        if gains_grad:
+            x0.requires_grad_()
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("view_last", [False, True])
+@pytest.mark.parametrize("gains_grad", [False, True])
+def test_no_grad_view_between_resizes(compile_fn: CompileFn | None, gains_grad: bool, view_last: bool) -> None:
+    f = _view_between_resizes(gains_grad, view_last)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(()),)
+
+    with torch.no_grad():
+        if gains_grad and not view_last:
+            assert_refused(f, make_inputs, compile_fn, "its grad_fn raises in eager")
+        else:
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

@@ -44,7 +44,7 @@ import torch
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
-from subclassaot.pipeline.rules.chain_facts import root_requires_grad_as_eager
+from subclassaot.pipeline.rules.chain_facts import input_bumps, made_seq, root_requires_grad_as_eager
 from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, stale_bump, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
@@ -247,6 +247,24 @@ def input_view_raises_in_eager(
         return False
     sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     return bool(sources) and _raises_in_eager(value, sources[0], replay, run)
+
+
+def regenerated_view_raises_in_eager(value: torch.Tensor, replay: Replay | None, run: FunctionalRun) -> bool:
+    """Does eager's grad_fn of `value`, a view made under no_grad (or by a multi-output op) of an input and rebuilt from
+    its leaves (no view chain to replay), raise where the run's reads fine? Eager's base is the input, which requires
+    grad by the end (it came so, or gained it), and the program wrote the input after making the view; the run's root
+    may be a synthetic base that never requires grad (Note [Views That Raise After A Bump])."""
+    if replay is not None or value.requires_grad or not value._is_view() or is_plain_autograd_view(value):
+        return False
+    base = value._base
+    # (taken from the input itself, or from the synthetic base the run lays it over: not through a detach())
+    if base is None or not any(u.requires_grad and (base is u or base is u._base) for u in run.user_tensors):
+        return False
+    key, made = storage_key(value), made_seq(value, run)
+    for d, original in zip(run.dense, run.originals, strict=True):
+        if key in (storage_key(d), storage_key(original)) and any(s > made for s in input_bumps(run, of=d)):
+            return True
+    return False
 
 
 def _raises_in_eager(value: torch.Tensor, source: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:

@@ -327,8 +327,16 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
         # set_() moved the input off the storage the view was taken from: view it before the epilogue swaps it
         # (as the program did), else regenerate the view from the input still holding that storage.
         as_received = _as_received(t, first, run)
+        # (views the chain took after the set_() are taken after the epilogue: Note [Views That Raise After A Bump])
+        tail = _no_grad_tail(value, t, run, len(steps), with_grad=True, bump=_bump_over_set(value, t, run))
         return (
-            Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=steps, before_epilogue=True)
+            Replay(
+                source=ReplaySource.INPUT,
+                index=input_by_id[id(t)],
+                steps=steps,
+                before_epilogue=True,
+                late_steps=tail,
+            )
             if as_received
             else None
         )
@@ -783,12 +791,12 @@ def _reaches_a_leaf(grad_fn: Any) -> bool:
 
 
 def _no_grad_tail(
-    value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int, *, with_grad: bool = False
+    value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int, *, with_grad: bool = False, bump: int = 0
 ) -> int:
     """How many of the last steps of `value`'s chain from input `t` are views the program took under no_grad (or,
     `with_grad`, in either grad mode) after `t`'s last version bump, with no in-place view op on what they made
-    (Note [Views That Raise After A Bump])."""
-    bump = last_bump(t, run)
+    (Note [Views That Raise After A Bump]). `bump`: the last bump, where `last_bump` does not see it all."""
+    bump = max(last_bump(t, run), bump)
     count, u = 0, value
     while count < total - 1 and (record := run.swaps.views.get(id(u))) is not None:
         if (
@@ -801,6 +809,16 @@ def _no_grad_tail(
             break
         count, u = count + 1, record.source
     return count
+
+
+def _bump_over_set(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> int:
+    """The last bump of the version counter `value`, a view of input `t` taken before a set_() moved `t` off the
+    view's storage, shares with `t`: `t`'s last set_() and the last write to the storage the view is on, besides
+    `last_bump` of `t` on the storage it ends with (a set_() counts against the storage it left)."""
+    _, leaves = flatten_subclass(value, "out") if is_traceable_subclass(value) else (None, [value])
+    on_view = [run.swaps.last_bump.get(storage_key(leaf), 0) for leaf in leaves]
+    sets = (run.swaps.plain_sets.get(id(t), (0, False))[0], run.swaps.wrapper_sets.get(id(t), (0, False))[0])
+    return max([*sets, *on_view])
 
 
 def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, total: int) -> int:
