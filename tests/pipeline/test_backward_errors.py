@@ -1715,3 +1715,30 @@ def test_returned_view_of_a_leaf_gets_its_gradient_before_the_error(kind: str, c
         else:
             with pytest.raises(UnsupportedError, match="written after the call"):
                 assert_matches_eager(f, _detached_and_view(make), after_call=write_outputs)
+
+
+def _data_of_a_no_grad_function_result_assigned(x0: T) -> tuple[T, T]:
+    with torch.no_grad():
+        t0 = cast(T, SinFunction.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+    t0.data = x0
+    return t0, t0.mul(x0)
+
+
+def _data_of_a_no_grad_result_assigned(x0: T) -> tuple[T, T]:
+    with torch.no_grad():
+        t0 = x0.sin()
+    t0.data = x0
+    return t0, t0.mul(x0)
+
+
+@pytest.mark.parametrize("fn", [_data_of_a_no_grad_function_result_assigned, _data_of_a_no_grad_result_assigned])
+@pytest.mark.parametrize("make", [lambda: (_leaf(2),), lambda: (pair(2, requires_grad=True),)], ids=["plain", "pair"])
+def test_saved_output_assigned_data_written_after_the_call(
+    fn: Callable[[T], tuple[T, T]], make: Callable[[], tuple[T]]
+) -> None:
+    """Found by the fuzzer (seed 122911 #74, once its last call wrote the outputs): `t0.data = x0` leaves t0 over
+    x0's memory with a counter of its own, an output the runtime builds outside the Function; eager's MulBackward
+    saved t0, so writing t0 after the call fails eager's backward, and the compiled one's too (its counter is noted
+    once the outputs are built)."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=write_outputs)
