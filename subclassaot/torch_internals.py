@@ -464,6 +464,8 @@ class _EagerEmptyLayouts(_CacheKeepsStorage):  # type: ignore[no-untyped-call]  
         tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         results = [t for t in pytree.tree_leaves(out) if isinstance(t, FakeTensor)]
         schema = getattr(func, "_schema", None)
+        if isinstance(out, FakeTensor) and out.numel() == 0 and schema is not None and not schema.is_mutable:
+            return _empty_view_as_eager(func, args, kwargs, out, schema)
         if (
             schema is None
             or schema.is_mutable
@@ -498,6 +500,36 @@ class _EagerEmptyLayouts(_CacheKeepsStorage):  # type: ignore[no-untyped-call]  
             return self.from_tensor(torch.empty_strided(v.shape, strides[id(v)], dtype=v.dtype, device="cpu"))
 
         return pytree.tree_map(relaid, out)
+
+
+def _empty_view_as_eager(
+    func: torch._ops.OpOverload,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    out: FakeTensor,
+    schema: torch._C.FunctionSchema,
+) -> object:
+    """An empty view of a static CPU fake at eager's storage offset: the meta kernel of an empty view may place it
+    elsewhere (`x.diagonal(-1)` of a 1x1 tensor at offset 1, eager's at 0), and the fakes of an input that is such a
+    view, replayed from their base, fail the converter's offset check."""
+    base = args[0] if args else None
+    if (
+        len(schema.returns) != 1
+        or schema.returns[0].alias_info is None
+        or not isinstance(base, FakeTensor)
+        or base.device.type != "cpu"
+        or any(isinstance(d, torch.SymInt) for d in (*base.shape, *base.stride()))
+    ):
+        return out
+    storage = torch.empty(base.untyped_storage().nbytes() // base.element_size(), dtype=base.dtype)
+    real = storage.as_strided(base.shape, base.stride(), int(base.storage_offset()))
+    try:
+        eager = func(real, *args[1:], **kwargs)
+    except (RuntimeError, ValueError, IndexError, TypeError, NotImplementedError):  # the real kernel refuses
+        return out
+    if not isinstance(eager, torch.Tensor) or eager.storage_offset() == out.storage_offset():
+        return out
+    return torch.ops.aten.as_strided.default(base, out.shape, out.stride(), eager.storage_offset())
 
 
 def composite_view_as_eager(

@@ -388,8 +388,12 @@ def _check_inference_storages(infos: list[OutputInfo], leaves: list[object], cur
         if is_traceable_subclass(v) and i.inference_leaves:
             dense = dense_leaves_of(v, i.path)[1]
             made.update((storage_key(dense[k]), i.path) for k in i.inference_leaves)
-    others = [v for i, v in plain if not i.inference]
-    for key in made.keys() & ({storage_key(v) for v in others} | current.keys()):
+    others = {storage_key(v) for i, v in plain if not i.inference}
+    for i, v in tensors:  # ... and a subclass's leaves made outside the block (`t0.set_(t1)` applied to each leaf)
+        if is_traceable_subclass(v) and not i.inference:
+            dense = dense_leaves_of(v, i.path)[1]
+            others.update(storage_key(d) for k, d in enumerate(dense) if k not in i.inference_leaves)
+    for key in made.keys() & (others | current.keys()):
         raise UnsupportedError(
             f"{made[key]}: eager's is an inference tensor (computed inside a torch.inference_mode() block) whose "
             "storage another tensor shares (set_() onto it: an input, or an output made outside the block); the "

@@ -816,8 +816,9 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # version counter moved. The compiled Function saves what its backward graph reads, which need not be that tensor: a
 # subclass's inner tensors (a write through the wrapper moves no inner counter: the class's `__torch_dispatch__` runs
 # below ADInplaceOrView), or nothing at all (a custom Function that saves its input and only changes its metadata in
-# the backward). So the Function also notes, per such tensor (an output it returns fresh or a view of one, or an
-# input), its counter as the call leaves it, and its backward raises eager's error where the counter moved since and a
+# the backward). So the Function also notes, per such tensor (an output it returns fresh or a view of one, an output
+# the runtime builds outside it, such as an alias of an input with a counter of its own that `t0.data = x0` leaves, or
+# an input), its counter as the call leaves it, and its backward raises eager's error where the counter moved since and a
 # tangent reached an output through whose history eager's backward would run the node that saved it
 # (`EagerSave.outputs`: the probe walks each output's grad_fn graph on static fakes and reads the nodes' saved
 # tensors), or an input the call gave a new history, which the caller holds returned or not (`EagerSave.held`: through

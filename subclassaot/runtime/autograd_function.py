@@ -482,7 +482,7 @@ class _Step:
         # inputs an output view is replayed from outside the Function: where the caller writes one, its node, made
         # again at the backward's read, runs before the one eager's saving node is (backward_probe's comment on saved
         # tensors)
-        self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, graded, _ in self.checks) else ()
+        self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
         self.returned_apart = eager_saves.detached  # (for alias group members: `_detach_apart_members`)
         self.saves_apart = eager_saves.probed  # Note [Probing Eager's Backward]
@@ -580,7 +580,13 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
     )
     # (an empty epilogue: the counters of the tensors eager's backward checks are final when the forward returns)
     call_plain = epilogue_plan(plan).empty and not (
-        s.clone_saved or s.apart or unreached or stand_ins or s.subclass_inputs or s.viewed_inputs
+        s.clone_saved
+        or s.apart
+        or unreached
+        or stand_ins
+        or s.subclass_inputs
+        or s.viewed_inputs
+        or any(late is not None for _, _, late, _, _, _ in s.checks)  # (bound once the outputs are built)
     )
     if not (inputs_plain and outputs_plain and backward_plain and call_plain):
         return None
@@ -1307,14 +1313,30 @@ def _hold_checked(
     own node's ctx would never be freed), an input, which may be a stand-in made for this call, by a strong one. Their
     counters are read once the call has written its inputs (`_note_counters`)."""
     ctx.checks = [
-        (weakref.ref(tensors[out]) if out is not None else _Held(user[cast(int, inp)]), positions, graded, view_error)
-        for out, inp, positions, graded, view_error in s.checks
+        (_checked_ref(tensors, user, out, inp), positions, graded, view_error)
+        for out, inp, _, positions, graded, view_error in s.checks
     ]
     ctx.checked = None
     ctx.viewed_refs = ctx.viewed = ()
     if not any(c is ctx for c in noted):
         ctx.remade_refs = ctx.remade = ()
         noted.append(ctx)
+
+
+def _checked_ref(
+    tensors: Sequence[torch.Tensor], user: Sequence[torch.Tensor], out: int | None, inp: int | None
+) -> Callable[[], torch.Tensor | None]:
+    """A Function output by weak reference, an input by a strong one (`_hold_checked`); a program output built
+    outside the Function, none yet (`_note_counters` binds it)."""
+    if out is not None:
+        return weakref.ref(tensors[out])
+    if inp is not None:
+        return _Held(user[inp])
+    return _unbound
+
+
+def _unbound() -> None:
+    return None
 
 
 def _hold_remade(ctx: Any, user: Sequence[torch.Tensor], noted: list[Any]) -> None:
@@ -1350,11 +1372,16 @@ def _remade_leaves(s: _Step, remade: Sequence[tuple[int, weakref.ref[torch.Tenso
     )
 
 
-def _note_counters(noted: list[Any]) -> None:
+def _note_counters(noted: list[Any], outputs: Sequence[object] = ()) -> None:
     """The counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves),
-    and those of the leaves behind the inputs output views are replayed from (`_written_view_leaves`)."""
+    and those of the leaves behind the inputs output views are replayed from (`_written_view_leaves`). `outputs`:
+    the program's outputs as built (OutputIndex), of which those built outside the Function are bound here, by weak
+    reference as the Function's own outputs are (`_saved_checks`)."""
     for ctx in noted:
         if ctx.step.checks:
+            for k, (_, _, late, _, _, _) in enumerate(ctx.step.checks):
+                if late is not None and isinstance(t := outputs[late] if late < len(outputs) else None, torch.Tensor):
+                    ctx.checks[k] = (weakref.ref(t), *ctx.checks[k][1:])
             ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
             ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
         ctx.remade = [(p, ref, get_version(leaf)) for p, ref in ctx.remade_refs if (leaf := ref()) is not None]
@@ -1366,9 +1393,11 @@ def _saved_checks(
     eager_saves: EagerSaves,
     fresh_outputs: tuple[int, ...],
     roots: tuple[Replay, ...],
-) -> tuple[tuple[int | None, int | None, tuple[int, ...], tuple[bool, bool], str | None], ...]:
+) -> tuple[tuple[int | None, int | None, int | None, tuple[int, ...], tuple[bool, bool], str | None], ...]:
     """The tensors whose counters eager's backward checks (backward_probe.eager_saves): (Function output or None,
-    tensor input or None, the Function outputs a tangent of an output whose backward runs the saving node comes
+    tensor input or None, or the program output built outside the Function whose counter it uses (an alias of an
+    input with a counter of its own: `t0.data = x0`), bound once the outputs are built (`_note_counters`), the
+    Function outputs a tangent of an output whose backward runs the saving node comes
     through, whether eager may give a leaf its gradient before that node raises and whether it may where the caller
     wrote an output view of an input too, eager's error at unpacking a view)."""
     counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
@@ -1376,14 +1405,14 @@ def _saved_checks(
     n_wrappers = len(bw_meta.wrapper_updates)
     return tuple(
         (
-            None if e.output is None else counter_of[e.output],
+            None if e.output is None else counter_of.get(e.output),
             e.input,
+            e.output if e.output is not None and e.output not in counter_of else None,
             at,
             (e.graded_first, e.graded_after_view_writes),
             e.view_error,
         )
         for e in eager_saves.saves
-        if e.output is None or e.output in counter_of
         if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values) + _held_at(e, plan.flat, new_values))
     )
 

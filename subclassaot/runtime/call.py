@@ -179,25 +179,24 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for i in loses:  # (a view of an input dropped above follows it)
             if i not in dropped and cast(torch.Tensor, values[i]).requires_grad:
                 cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
+        built: list[object]
         if fresh_only is not None and not prewrapped:
             # Every output a fresh plain tensor of the graph: no replay, no wrapping (the common case, kept short;
             # in training the autograd.Function's outputs are all of them).
             fresh = [fresh_output(cast(torch.Tensor, outs[k])) for k in fresh_only]
             settle_output_counters(fresh, output_versions)
-            result = unflatten_output(cast(list[object], fresh), plan.analysis.output_spec, has_size)
+            built = cast(list[object], fresh)
         elif fresh_only is not None and len(prewrapped) == len(fresh_only):
             given = [prewrapped[o] for o in range(len(fresh_only))]
             settle_output_counters(given, output_versions)
-            result = unflatten_output(cast(list[object], given), plan.analysis.output_spec, has_size)
+            built = cast(list[object], given)
         else:
-            result = build_outputs(
-                plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), has_size, holders
-            )
+            built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), holders)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         if after is not None:
-            after()
-        return result
+            after(built)
+        return unflatten_output(built, plan.analysis.output_spec, has_size)
 
     early_sets = epilogue.early_grad_sets
     late_sets = tuple(

@@ -211,15 +211,16 @@ class MetaEvaluator:
 
 # (values, graph inputs, dense inputs) -> (graph outputs, prewrapped fresh outputs by OutputIndex, new values of
 # subclass inputs mutated in training by tensor-input position: Note [Inputs Written In Training],
-# intermediate subclass roots by Replay.root_bases: Note [Output Regeneration], and what the runner calls
-# once the call's epilogue has run and its outputs are built, or None: training's Function notes there the version
-# counters of the tensors eager's backward checks, as the call leaves them (backward_probe.eager_saves))
+# intermediate subclass roots by Replay.root_bases: Note [Output Regeneration], and what the runner calls with the
+# program's outputs (by OutputIndex) once the call's epilogue has run and they are built, or None: training's Function
+# notes there the version counters of the tensors eager's backward checks, as the call leaves them
+# (backward_probe.eager_saves))
 GraphRunResult = tuple[
     list[object],
     dict[int, torch.Tensor],
     dict[int, torch.Tensor],
     dict[tuple[int, ...], torch.Tensor],
-    Callable[[], None] | None,
+    Callable[[Sequence[object]], None] | None,
 ]
 GraphRun = Callable[[Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]], GraphRunResult]
 

@@ -140,9 +140,9 @@ def build_outputs(
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
     given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], dict[int, int]],
-    has_size: bool,
     holders: Sequence[torch.Tensor | None],
-) -> object:
+) -> list[object]:
+    """The program's outputs, by OutputIndex (the caller unflattens them)."""
     gout = plan.graph_outputs
     fresh_start = len(gout.updates)
     base_start = fresh_start + gout.num_fresh
@@ -207,7 +207,7 @@ def build_outputs(
         give_base_grad(view)
     if plan.analysis.wrapper_storage:
         _share_storages(plan, holders, values, result)
-    return unflatten_output(result, plan.analysis.output_spec, has_size)
+    return result
 
 
 _PENDING = object()

@@ -413,10 +413,10 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     counts = dict(plan.analysis.output_versions)
     for o in build_order(infos):
         emit(o)
+    results = [f"r{o}" for o in range(len(infos))]
     if call.direct is None and call.apply is None:  # (GraphRun's last result)
         w.line("if after is not None:")
-        w.line("after()", 2)
-    results = [f"r{o}" for o in range(len(infos))]
+        w.line(f"after([{', '.join(results)}])", 2)
     spec = plan.analysis.output_spec
     if has_size_spec(spec):
         w.line(f"return {w.constant(unflatten_output)}([{', '.join(results)}], {w.constant(spec)}, True)")
