@@ -25,7 +25,10 @@ What is compared, per call:
   (or `check_grads=True`): fixed tangents, held by the oracle as `out.backward(g)`'s caller holds `g` (each the
   gradient `(out * r).sum()` gives `out`, r fixed random: of the output's type), are pushed back through every output
   that requires grad, then the `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
-  call) and of each output that is a leaf the program made (requires_grad_() on an intermediate) is compared,
+  call), of each output that is a leaf the program made (requires_grad_() on an intermediate) and of each leaf the
+  call made of an input or of a view input's base (an input, or base, that is a leaf requiring grad as the call left
+  it, not when passed: `x.requires_grad_()`, a non-leaf input detach_()ed or set_() and made to require grad) is
+  compared,
   None-ness, values, and which of them (inner tensors included) are or share storage with a tangent where eager's do
   not (eager's AccumulateGrad copies a gradient the caller holds; a copy where eager's takes a view of the tangent is
   the backend's freedom); inputs are compared again after the backward (mutations during the backward). Where the call
@@ -487,8 +490,8 @@ def _late_leaves(inputs: Sequence[_Entry], known: Sequence[_Entry]) -> tuple[_En
         if not e.top_level:
             continue
         for name, t in ((e.name, e.tensor), (f"{e.name}._base", e.tensor._base)):
-            if t is None or id(t) in seen or not t.requires_grad:
-                continue
+            if t is None or id(t) in seen or not t.requires_grad or (t._base is not None and t._base.requires_grad):
+                continue  # (a view of a base that requires grad: autograd gives it a history when next read)
             if _autograd_fact(functools.partial(_is_leaf, t)) is not True:
                 continue  # (a history that raises when read is compared with the inputs)
             seen.add(id(t))
