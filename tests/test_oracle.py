@@ -5,6 +5,7 @@ These run without the pipeline: `compile_fn` replaces `subclassaot.compile` with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -606,3 +607,51 @@ def test_wrong_values_of_a_hidden_base_are_reported() -> None:
 
     with pytest.raises(AssertionError, match=r"output\._base: values differ from eager"):
         assert_matches_eager(f, one_input, compile_fn=on_output(scribble_base))
+
+
+def _requires_grad_(x: torch.Tensor) -> torch.Tensor:
+    x.requires_grad_()
+    return x.sin()
+
+
+def _requires_grad_set(x: torch.Tensor) -> torch.Tensor:
+    x.requires_grad = True
+    return x.sin()
+
+
+def _base_requires_grad(x: torch.Tensor) -> torch.Tensor:
+    base = x._base
+    assert base is not None
+    base.requires_grad_()
+    return base.sin()
+
+
+_MADE_TO_REQUIRE_GRAD = {
+    "requires_grad_": (_requires_grad_, "args[0]"),
+    "requires_grad = True": (_requires_grad_set, "args[0]"),
+    "base of a view input": (_base_requires_grad, r"args[0]._base"),
+}
+
+
+@pytest.mark.parametrize("how", list(_MADE_TO_REQUIRE_GRAD))
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_wrong_gradient_of_an_input_the_program_makes_require_grad_is_reported(how: str, kind: str) -> None:
+    """Issue #27: the `.grad` of a leaf the call makes of an input (or of a view input's base) is compared, though
+    the input did not require grad when passed (plain and PairTensor)."""
+    f, name = _MADE_TO_REQUIRE_GRAD[how]
+
+    def make() -> tuple[object, ...]:
+        b = torch.randn(2, 3)
+        t = PairTensor.from_tensor(b) if kind == "pair" else b
+        return (t.view(6),) if how == "base of a view input" else (t,)
+
+    assert_matches_eager(f, make, compile_fn=identity_compile)
+    doubled_grad = on_output(lambda o: o + (o - o.detach()))
+    inner = r"\.a" if kind == "pair" else ""
+    expected = rf"{re.escape(name)} \(a leaf as the call left it\)\.grad{inner}: values differ from eager"
+    with pytest.raises(AssertionError, match=expected):
+        assert_matches_eager(f, make, compile_fn=doubled_grad)
+    lost_grad = on_output(lambda o: o.detach().requires_grad_() * 1)  # (a history that reaches no input)
+    lost = rf"{re.escape(name)} \(a leaf as the call left it\)\.grad: None vs eager a tensor"
+    with pytest.raises(AssertionError, match=lost):
+        assert_matches_eager(f, make, compile_fn=lost_grad)

@@ -103,9 +103,11 @@ def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tenso
             # member that requires grad names it (the first may be a detach() of it, with no history).
             first = next((m for m in members if m.requires_grad), members[0])
             base = first._base
-            # (not a base set_() moved the member off: autograd names it, the storage is another)
+            # (not a base set_() moved the member off: autograd names it, the storage is another; nor the base of a
+            # leaf view that requires grad where its base does not: that view is its own autograd root)
+            same_storage = base is not None and base.untyped_storage()._cdata == first.untyped_storage()._cdata
             root = (
-                base if base is not None and base.untyped_storage()._cdata == first.untyped_storage()._cdata else first
+                base if base is not None and same_storage and (base.requires_grad or not first.requires_grad) else first
             )
             stored = symint_expr(root.untyped_storage().nbytes() // root.element_size())
             if group.whole_storage and isinstance(stored, int) and stored < group.base_numel:

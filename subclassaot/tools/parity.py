@@ -25,7 +25,10 @@ What is compared, per call:
   (or `check_grads=True`): fixed tangents, held by the oracle as `out.backward(g)`'s caller holds `g` (each the
   gradient `(out * r).sum()` gives `out`, r fixed random: of the output's type), are pushed back through every output
   that requires grad, then the `.grad` of each leaf input, of each leaf behind a non-leaf input (found by walking its autograd graph before the
-  call) and of each output that is a leaf the program made (requires_grad_() on an intermediate) is compared,
+  call), of each output that is a leaf the program made (requires_grad_() on an intermediate) and of each leaf the
+  call made of an input or of a view input's base (an input, or base, that is a leaf requiring grad as the call left
+  it, not when passed: `x.requires_grad_()`, a non-leaf input detach_()ed or set_() and made to require grad) is
+  compared,
   None-ness, values, and which of them (inner tensors included) are or share storage with a tangent where eager's do
   not (eager's AccumulateGrad copies a gradient the caller holds; a copy where eager's takes a view of the tangent is
   the backend's freedom); inputs are compared again after the backward (mutations during the backward). Where the call
@@ -135,6 +138,8 @@ class _Run:
     versions_before: tuple[int, ...] = ()  # indexed like `inputs`
     leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
     made_leaves: tuple[_Entry, ...] = ()  # ... and the leaves the program made (requires_grad_() on an intermediate)
+    # ... and the leaves the call made of its inputs or of their bases (requires_grad as the call left them)
+    late_leaves: tuple[_Entry, ...] = ()
     post_error: BaseException | None = None
     # the tangents pushed back through the outputs (or written inputs), held until the gradients are compared
     tangents: tuple[torch.Tensor, ...] = ()
@@ -422,6 +427,7 @@ def _run(
             run.out = fn(*call.args, **call.kwargs)
         run.grad_after = torch.is_grad_enabled()
         run.made_leaves = _made_leaves(run.out, run.inputs, run.leaves)
+        run.late_leaves = _late_leaves(run.inputs, (*run.leaves, *run.made_leaves))
         if after_call is not None:
             try:
                 after_call(run.out, call.args)
@@ -470,6 +476,26 @@ def _made_leaves(out: object, inputs: Sequence[_Entry], leaves: Sequence[_Entry]
             continue
         seen.add(id(e.tensor))
         found.append(_Entry(name=f"{e.name} (a leaf the program made)", tensor=e.tensor, top_level=True))
+    return tuple(found)
+
+
+def _late_leaves(inputs: Sequence[_Entry], known: Sequence[_Entry]) -> tuple[_Entry, ...]:
+    """The leaves the call made of its inputs: top-level inputs, and the bases of view inputs, that are leaves
+    requiring grad as the call left them (`x.requires_grad_()`, `.requires_grad = True`, a non-leaf input made a leaf
+    by `detach_()` or `set_()`, a view input's base made to require grad), other than the leaves found before the call
+    and the leaves the program returned (`known`). The caller holds them, so their gradients are eager's to match."""
+    seen = {id(e.tensor) for e in known}
+    found: list[_Entry] = []
+    for e in inputs:
+        if not e.top_level:
+            continue
+        for name, t in ((e.name, e.tensor), (f"{e.name}._base", e.tensor._base)):
+            if t is None or id(t) in seen or not t.requires_grad or (t._base is not None and t._base.requires_grad):
+                continue  # (a view of a base that requires grad: autograd gives it a history when next read)
+            if _autograd_fact(functools.partial(_is_leaf, t)) is not True:
+                continue  # (a history that raises when read is compared with the inputs)
+            seen.add(id(t))
+            found.append(_Entry(name=f"{name} (a leaf as the call left it)", tensor=t, top_level=True))
     return tuple(found)
 
 
@@ -619,15 +645,30 @@ def _compare_grads(
     if [e.name for e in got_leaves] != [e.name for e in want_leaves]:
         errors.append(f"autograd leaves {[e.name for e in got_leaves]} vs eager {[e.name for e in want_leaves]}")
         return
+    _compare_leaf_grads(got_leaves, want_leaves, tol, errors)
+    # the leaves the call made of its inputs, compared by name: one side's extra leaf (an input that requires grad
+    # there alone) is reported with the inputs, and does not hide the other leaves' gradients
+    got_late = {e.name: e for e in got.late_leaves}
+    want_late = {e.name: e for e in want.late_leaves}
+    if set(got_late) != set(want_late):
+        errors.append(f"autograd leaves the call made {sorted(got_late)} vs eager {sorted(want_late)}")
+    common = [name for name in want_late if name in got_late]
+    got_common, want_common = [got_late[name] for name in common], [want_late[name] for name in common]
+    _compare_leaf_grads(got_common, want_common, tol, errors)
+    _compare_tangent_aliasing(got, want, (*got_leaves, *got_common), (*want_leaves, *want_common), errors)
+    if want_error is None:
+        _compare_inputs(got, want, tol, errors, "after the backward", versions)
+
+
+def _compare_leaf_grads(
+    got_leaves: Sequence[_Entry], want_leaves: Sequence[_Entry], tol: Tolerance, errors: list[str]
+) -> None:
     for g, w in zip(got_leaves, want_leaves, strict=True):
         g_grad, w_grad = g.tensor.grad, w.tensor.grad
         if (g_grad is None) != (w_grad is None):
             errors.append(f"{w.name}.grad: {_none_or(g_grad)} vs eager {_none_or(w_grad)}")
         elif g_grad is not None and w_grad is not None:
             _compare_tensor(f"{w.name}.grad", g_grad, w_grad, tol, errors, values_only=True)
-    _compare_tangent_aliasing(got, want, got_leaves, want_leaves, errors)
-    if want_error is None:
-        _compare_inputs(got, want, tol, errors, "after the backward", versions)
 
 
 def _compare_tangent_aliasing(
@@ -685,7 +726,9 @@ def _none_or(t: torch.Tensor | None) -> str:
 def _wants_grads(run: _Run, check_grads: bool | None) -> bool:
     if check_grads is not None:
         return check_grads
-    return torch.is_grad_enabled() and (any(e.tensor.requires_grad for e in run.inputs) or bool(run.made_leaves))
+    return torch.is_grad_enabled() and (
+        any(e.tensor.requires_grad for e in run.inputs) or bool(run.made_leaves) or bool(run.late_leaves)
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
