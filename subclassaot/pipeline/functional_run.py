@@ -534,6 +534,22 @@ class _EmptyCompactClone(torch.autograd.Function):
         return grad.new_zeros(ctx.size), None
 
 
+class _CompactClone(torch.autograd.Function):
+    """_strided_clone's clone of an expanded input: a compact clone of its elements, expanded as the input is. Eager
+    gives such an input (a leaf, or a view whose base requires no grad) the gradient of each of its elements, overlap
+    or not; autograd's expand and as_strided backwards would sum the gradients of the elements sharing memory and
+    spread their mean. The backward passes the incoming gradient through, as eager's."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, once: list[int]) -> torch.Tensor:
+        compact = _strided_clone(t.as_strided(once, t.stride(), t.storage_offset()))
+        return compact.expand(t.shape)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
 def _strided_clone(t: torch.Tensor) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
@@ -552,8 +568,7 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
         if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
             empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
             return cast(torch.Tensor, empty).expand(shape)
-        compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
-        return compact.expand(shape)
+        return cast(torch.Tensor, _CompactClone.apply(t, once))  # type: ignore[no-untyped-call]  # untyped in torch
     laid_out = all(s > 0 and (st > 0 or s == 1) for s, st in zip(shape, stride, strict=True))
     if not laid_out or dense_strides(shape, stride):
         return t.clone()

@@ -2029,3 +2029,43 @@ def test_a_written_strided_input_matches_eager_on_the_first_compile_of_a_process
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _reshaped(x: torch.Tensor) -> object:
+    return (x.reshape((1, 12)) * torch.arange(12.0).view(1, 12),)
+
+
+def _made_leaf_then_reshaped(x: torch.Tensor) -> object:
+    x.requires_grad_()
+    return (x.reshape((1, 12)) * torch.arange(12.0).view(1, 12),)
+
+
+def _expanded_leaf() -> tuple[object, ...]:
+    return (torch.randn((1, 1, 2)).expand((3, 2, 2)).requires_grad_(),)
+
+
+def _expanded_view() -> tuple[object, ...]:
+    return (torch.randn((1, 1, 2)).expand((3, 2, 2)),)
+
+
+def _expanded_of_grad_base() -> tuple[object, ...]:
+    return (torch.randn((1, 1, 2), requires_grad=True).expand((3, 2, 2)),)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (_reshaped, _expanded_leaf),
+        (_made_leaf_then_reshaped, _expanded_view),
+        (_reshaped, _expanded_of_grad_base),
+    ],
+    ids=["leaf", "made_leaf", "view_of_grad_base"],
+)
+def test_expanded_input_gets_the_gradient_of_each_element(
+    f: Callable[..., object], make: Callable[[], tuple[object, ...]], backend: str
+) -> None:
+    # fuzz seed 117100 #8383: an expanded input requiring grad ran as an expand() of a compact clone, whose backward
+    # summed the gradients of the elements sharing memory and gave each their mean; eager's is per element
+    with torch.enable_grad():
+        assert_matches_eager(f, make, backend=backend)
