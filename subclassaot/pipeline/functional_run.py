@@ -227,7 +227,8 @@ def _clone_inputs(
             elif layout.trees[i] is not None and not clone_keeps_type(_fake_of(requires_grad_like, original, i)):
                 clone = cast(torch.Tensor, _InnerClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
             else:
-                clone = _strided_clone(original)
+                real = flat.values[flat.tensor_indices[i]]
+                clone = _strided_clone(original, isinstance(real, torch.Tensor) and real.grad_fn is None)
             if i in view_clone_inputs and not clone._is_view():
                 clone = clone.view_as(clone)  # Note [Input Updates]
             elif i in late and clone._is_view():
@@ -535,9 +536,9 @@ class _EmptyCompactClone(torch.autograd.Function):
 
 
 class _CompactClone(torch.autograd.Function):
-    """_strided_clone's clone of an expanded input: a compact clone of its elements, expanded as the input is. Eager
-    gives such an input (a leaf, or a view whose base requires no grad) the gradient of each of its elements, overlap
-    or not; autograd's expand and as_strided backwards would sum the gradients of the elements sharing memory and
+    """_strided_clone's clone of an expanded plain input that is its own autograd root (a leaf, or a view whose base
+    requires no grad): a compact clone of its elements, expanded as the input is. Eager gives such an input the
+    gradient of each of its elements, overlap or not; autograd's expand and as_strided backwards would sum the gradients of the elements sharing memory and
     spread their mean. The backward passes the incoming gradient through, as eager's."""
 
     @staticmethod
@@ -550,12 +551,13 @@ class _CompactClone(torch.autograd.Function):
         return grad, None
 
 
-def _strided_clone(t: torch.Tensor) -> torch.Tensor:
+def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:
     """A clone (autograd-visible) with the input's strides: eager's later ops see those strides (a size-1 dim's
     stride shows in the strides of results), and clone() makes a non-dense input contiguous. An input with zero
     strides (expand) is a clone of its elements, expanded as the input is: the strides of results of elementwise ops
     follow the input's zero strides in eager (a contiguous clone transposed gives (1, 2) where eager's `x.transpose(0,
-    1).add(2)` is (3, 1)). Inputs whose elements overlap otherwise are cloned contiguous.
+    1).add(2)` is (3, 1)); `own_root` (the caller's input has no grad_fn): its gradient is taken per element
+    (_CompactClone). Inputs whose elements overlap otherwise are cloned contiguous.
     A size-1 dim keeps its stride, 0 included: eager's views of the input show it (`x.transpose(0, 1)` of a (1, 2)
     input with strides (0, 2) has strides (2, 0)), and a subclass output viewing the input is rebuilt from the layout
     traced here."""
@@ -568,7 +570,10 @@ def _strided_clone(t: torch.Tensor) -> torch.Tensor:
         if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
             empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
             return cast(torch.Tensor, empty).expand(shape)
-        return cast(torch.Tensor, _CompactClone.apply(t, once))  # type: ignore[no-untyped-call]  # untyped in torch
+        if own_root and not is_traceable_subclass(t):  # a leaf's gradient per element, as eager's
+            return cast(torch.Tensor, _CompactClone.apply(t, once))  # type: ignore[no-untyped-call]  # untyped in torch
+        compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
+        return compact.expand(shape)
     laid_out = all(s > 0 and (st > 0 or s == 1) for s, st in zip(shape, stride, strict=True))
     if not laid_out or dense_strides(shape, stride):
         return t.clone()
