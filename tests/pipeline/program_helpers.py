@@ -174,6 +174,21 @@ class DirtyScale(torch.autograd.Function):
         return g * 2
 
 
+class TransposeSaved(torch.autograd.Function):
+    """Saves its input; its backward transposes it in place (a metadata change the input keeps)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]  # FunctionCtx's stubs lack saved_tensors
+        x.t_()
+        return g * 3
+
+
 def backward_through(k: int) -> Callable[[object, tuple[object, ...]], None]:
     """An `after_call`: backward through the program's output `k` alone, the graph kept for the oracle's own
     backward through them all (eager's may complete through one output and raise through another)."""

@@ -17,7 +17,16 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import DirtyScale, SinFunction, assert_refused, nonleaf, pair, pair_nonleaf, twice
+from tests.pipeline.program_helpers import (
+    DirtyScale,
+    SinFunction,
+    TransposeSaved,
+    assert_refused,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    twice,
+)
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1609,23 +1618,8 @@ def test_traced_backward_failing_where_eager_runs_is_not_called_eager_s(x0_requi
         assert "fails in eager" not in str(refusal.value)
 
 
-class _TransposeSaved(torch.autograd.Function):
-    """Saves its input; its backward transposes it in place (a metadata change the input keeps)."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x * 3
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]
-        x.t_()
-        return g * 3
-
-
 def _saved_by_function(x0: T) -> T:
-    return cast(T, _TransposeSaved.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+    return cast(T, TransposeSaved.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 def _saved_by_mul(x0: T) -> T:
@@ -1816,7 +1810,7 @@ def test_saved_output_assigned_data_written_after_the_call(
 
 
 def _function_beside_a_select(x0: T, x1: T) -> tuple[T, T]:
-    return x0.select(0, 0), cast(T, _TransposeSaved.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+    return x0.select(0, 0), cast(T, TransposeSaved.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 @pytest.mark.parametrize("as_input", [_leaf, functools.partial(pair, requires_grad=True)], ids=["plain", "pair"])

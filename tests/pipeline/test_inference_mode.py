@@ -17,7 +17,7 @@ from subclassaot.tools.parity import Versions, write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import ENTRIES, SinFunction, real_subclass
+from tests.pipeline.program_helpers import ENTRIES, SinFunction, TransposeSaved, real_subclass
 
 T = torch.Tensor
 
@@ -1080,24 +1080,9 @@ def test_alias_taken_after_the_block_of_an_inference_result_shares_its_storage(
         assert_matches_eager(f, make)
 
 
-class _TransposeSaved(torch.autograd.Function):
-    """Its backward transposes the saved input in place (a metadata change the input keeps)."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x * 3
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]  # FunctionCtx's stubs lack saved_tensors
-        x.t_()
-        return g * 3
-
-
 def _seed112000_9698(x0: T) -> tuple[T, ...]:
     with torch.inference_mode():
-        t0 = _TransposeSaved.apply(x0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+        t0 = TransposeSaved.apply(x0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
     t1 = t0.transpose(0, 0)
     t0.data = t1
     return (t1,)

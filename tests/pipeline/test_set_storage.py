@@ -27,6 +27,7 @@ from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eag
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     SinFunction,
+    TransposeSaved,
     assert_refused,
     backward_through,
     check_no_grad,
@@ -325,21 +326,6 @@ def test_subclass_input_written_between_set_and_set_to_itself_refused(compile_fn
     refused_with_grad(f, lambda: _set_sources("pair"), compile_fn, GRAD_SET_RULE)
 
 
-class _TransposeSaved(torch.autograd.Function):
-    """Its backward transposes the saved input in place (a metadata change the input keeps)."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
-        ctx.save_for_backward(x)
-        return x * 3
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
-        (x,) = ctx.saved_tensors  # type: ignore[attr-defined]  # (FunctionCtx's stub lacks what backward sees)
-        x.t_()
-        return g * 3
-
-
 def _function_reads(kind: str) -> tuple[T, ...]:
     """x0 passed twice (as x2), a non-leaf that requires grad; x1 an expand of a leaf."""
     with torch.enable_grad():
@@ -351,9 +337,7 @@ def _function_reads(kind: str) -> tuple[T, ...]:
 
 
 @pytest.mark.parametrize("set_first", [True, False], ids=["set_then_read", "read_then_set"])
-@pytest.mark.parametrize(
-    "function", [_TransposeSaved, SinFunction, None], ids=["transpose_saved", "sin", "no_function"]
-)
+@pytest.mark.parametrize("function", [TransposeSaved, SinFunction, None], ids=["transpose_saved", "sin", "no_function"])
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_function_reads_input_set_to_itself_beside_returned_view(
     compile_fn: CompileFn | None, kind: str, function: type[torch.autograd.Function] | None, set_first: bool
