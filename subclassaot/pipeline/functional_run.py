@@ -538,8 +538,9 @@ class _EmptyCompactClone(torch.autograd.Function):
 class _CompactClone(torch.autograd.Function):
     """_strided_clone's clone of an expanded plain input that is its own autograd root (a leaf, or a view whose base
     requires no grad): a compact clone of its elements, expanded as the input is. Eager gives such an input the
-    gradient of each of its elements, overlap or not; autograd's expand and as_strided backwards would sum the gradients of the elements sharing memory and
-    spread their mean. The backward passes the incoming gradient through, as eager's."""
+    gradient of each of its elements, overlap or not; autograd's expand and as_strided backwards would sum the
+    gradients of the elements sharing memory and spread their mean. The backward passes the incoming gradient
+    through, as eager's."""
 
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, once: list[int]) -> torch.Tensor:
