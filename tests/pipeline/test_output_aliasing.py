@@ -4,8 +4,12 @@ inputs that require grad, metadata mutations of inputs that outputs alias.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 import torch
 
+from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import assert_refused, nonleaf, pair, pair_nonleaf
@@ -357,3 +361,31 @@ def test_view_of_input_set_onto_a_view_of_an_intermediate_keeps_its_base(compile
     for make in (lambda: (torch.randn(()),), lambda: (pair(),)):
         with torch.no_grad():
             assert_matches_eager(_view_of_input_set_onto_a_view_of_an_intermediate, make, compile_fn=compile_fn)
+
+
+def _views_of_an_intermediate_and_of_its_detach(order: str, view: str) -> Callable[[T], object]:
+    def f(x: T) -> object:
+        t0 = x.clone()
+        t1 = t0.transpose(0, 1) if view == "transpose" else t0.view(-1)
+        t3 = t0.detach().expand((2, 3, 2))  # a view of the detach(), not of t0: its `._base` is the detach
+        return (t3, t1) if order == "detach first" else (t1, t3)
+
+    return f
+
+
+@pytest.mark.parametrize("order", ["detach first", "detach last"])
+@pytest.mark.parametrize("view", ["transpose", "view"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_views_of_an_intermediate_and_of_its_detach_keep_their_bases(
+    order: str, view: str, kind: str, compile_fn: CompileFn | None
+) -> None:
+    # seed 117200 #4785: the storage's intermediate base was the detach() (the first view's root), so t1, a view of t0
+    # with history, came back as a fresh tensor (not a view; `._base` lost)
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn((), requires_grad=True) if kind == "plain" else pair(requires_grad=True)
+        return (b.view((1, -1, 1)),)
+
+    f = _views_of_an_intermediate_and_of_its_detach(order, view)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
