@@ -422,7 +422,7 @@ def gain_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Seque
 
 def _autograd_picture(call: Callable[..., object], flat: FlatInputs, early: Sequence[int]) -> list[object] | None:
     """`_autograd_shape` of each output and each input as left, of an eager run on static fakes whose inputs at
-    positions `early` are made to require grad first; None where the run fails."""
+    positions `early` are made to require grad first; None where the run fails, or reading its histories does."""
     try:
         mode, values = static_fake_copies(flat.values)
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
@@ -430,10 +430,13 @@ def _autograd_picture(call: Callable[..., object], flat: FlatInputs, early: Sequ
                 cast(torch.Tensor, values[k]).requires_grad_()
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(call(state, args, kwargs))
-    except Exception:  # a program the probe cannot run
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        # (reading a view's grad_fn after its base was written regenerates it; a fake replays the view's function
+        # over the base, which gives no node where the base requires no grad: autograd's "new_fn INTERNAL ASSERT",
+        # where eager's plain tensor gets an AsStridedBackward0)
+        return [_autograd_shape(t, tensors) if isinstance(t, torch.Tensor) else None for t in [*outs, *tensors]]
+    except Exception:  # a program the probe cannot run, or whose histories it cannot read
         return None
-    tensors = [v for v in values if isinstance(v, torch.Tensor)]
-    return [_autograd_shape(t, tensors) if isinstance(t, torch.Tensor) else None for t in [*outs, *tensors]]
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:

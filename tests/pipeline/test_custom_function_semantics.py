@@ -1066,6 +1066,23 @@ def _nonleaf_and_select_view() -> tuple[object, ...]:
     return b[1], b
 
 
+_VIEWS_MARKED_DIRTY: dict[str, Callable[[T], T]] = {
+    "as_strided": lambda b: b.as_strided((3,), (1,), 2),
+    "t": lambda b: b.t(),
+    "view": lambda b: b.view(16),
+    "slice": lambda b: b[1:3],
+}
+
+
+def _nonleaf_and_view(view: str, make_base: Callable[..., T] = nonleaf) -> Make:
+    @torch.enable_grad()
+    def make() -> tuple[object, ...]:
+        b = make_base(4, 4)
+        return _VIEWS_MARKED_DIRTY[view](b), b
+
+    return make
+
+
 @pytest.mark.parametrize(
     ("f", "make", "grad"),
     [
@@ -1073,8 +1090,21 @@ def _nonleaf_and_select_view() -> tuple[object, ...]:
         (dirty_view_input_in_inference_mode, _nonleaf_and_as_strided_view, True),
         (dirty_view_input_in_inference_mode, _nonleaf_and_select_view, False),
         (dirty_view_of_intermediate_in_inference_mode, lambda: (torch.randn(4, 4, requires_grad=True),), True),
+        (dirty_view_input_in_inference_mode, _nonleaf_and_view("t"), True),  # (fuzz seed 122972, program 585)
+        (dirty_view_input_in_inference_mode, _nonleaf_and_view("t"), False),
+        (dirty_view_input_in_inference_mode, _nonleaf_and_view("view"), True),
+        (dirty_view_input_in_inference_mode, _nonleaf_and_view("slice"), True),
     ],
-    ids=["as_strided_input_no_grad", "as_strided_input_grad", "select_input_no_grad", "intermediate_view_grad"],
+    ids=[
+        "as_strided_input_no_grad",
+        "as_strided_input_grad",
+        "select_input_no_grad",
+        "intermediate_view_grad",
+        "t_input_grad",
+        "t_input_no_grad",
+        "view_input_grad",
+        "slice_input_grad",
+    ],
 )
 def test_mark_dirty_view_inside_inference_mode_with_grad_refused(
     f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
@@ -1089,3 +1119,12 @@ def test_mark_dirty_view_inside_inference_mode_with_grad_refused(
         return
     with torch.set_grad_enabled(grad), pytest.raises(UnsupportedError, match="DirtyReturned is applied with grad"):
         assert_matches_eager(f, make)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("view", list(_VIEWS_MARKED_DIRTY))
+def test_mark_dirty_pair_view_inside_inference_mode_with_grad_raises_as_eager(view: str, grad: bool) -> None:
+    # the PairTensor side of the test above: eager itself raises ("Cannot set version_counter for inference tensor",
+    # the wrapper's regenerated view is made an inference tensor), and so does the compiled call (a refusal)
+    with torch.set_grad_enabled(grad):
+        assert_raises_like_eager(dirty_view_input_in_inference_mode, _nonleaf_and_view(view, pair_nonleaf))

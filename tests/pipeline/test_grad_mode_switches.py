@@ -1563,6 +1563,45 @@ def test_requires_grad_after_its_own_read_written_into_an_input_refused(pair: bo
         assert_matches_eager(f, _disjoint_halves(pair))
 
 
+def requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written(x0: T, x1: T) -> object:
+    t0 = x1.transpose(1, 1)  # eager's t0 has no history: x1 requires no grad yet
+    x1.requires_grad_()
+    x0.zero_()  # a write to the base: reading a view's grad_fn now regenerates it
+    return (t0,)
+
+
+_VIEW_INPUTS: dict[str, Callable[[T], T]] = {
+    "view": lambda b: b.view(2, 3),
+    "t": lambda b: b.t(),
+    "as_strided": lambda b: b.as_strided((2, 2), (3, 1), 1),
+    "slice": lambda b: b[1:],
+}
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("view", list(_VIEW_INPUTS))
+def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written_refused(
+    view: str, pair: bool
+) -> None:
+    """fuzz seed 117100, program 9067 (CRASHED: "new_fn INTERNAL ASSERT"): backward_probe.gain_unobserved's run with
+    the view input requiring grad from the start read the returned view's history after its base was written; on a
+    fake, autograd replays the view over a base that requires no grad and asserts. The probe now takes a history it
+    cannot read as one it cannot compare: refused as any earlier read the caller sees (plain as PairTensor)."""
+
+    def make() -> tuple[T, T]:
+        b = torch.randn(3, 2)
+        base = PairTensor.from_tensor(b) if pair else b
+        return (base, _VIEW_INPUTS[view](base))
+
+    f = requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written
+    with torch.enable_grad():
+        f(*make())  # eager runs it
+        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"):
+            assert_matches_eager(f, make)
+    with torch.no_grad():
+        assert_matches_eager(f, make)
+
+
 def requires_grad_after_a_view_is_returned(x: T) -> object:
     v = x.t()
     x.requires_grad_()
