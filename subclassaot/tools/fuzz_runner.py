@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import ctypes
 import functools
 import multiprocessing
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Literal, TypeVar, cast, get_args
+
+import torch
 
 from subclassaot.tools.checker_rules import Factory, Rule, fail
 from subclassaot.tools.fuzz import (
@@ -57,6 +61,7 @@ Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile
 Changes = Literal["none", "state", "arguments"]  # what changes between calls: nothing, or fuzz_changes' two modes
 MakeCheck = Callable[[int], Callable[[Program], Verdict]]  # a program's changes seed -> the check of the program
 _FAILED = (Outcome.DIVERGED, Outcome.CRASHED, Outcome.HUNG)  # the outcomes reported as failures
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
 __all__ = [
     "Entry",
@@ -267,6 +272,11 @@ class _ForkedChecks:
 def _serve_checks(conn: Connection, parent_end: Connection, make_check: MakeCheck) -> None:
     """The forked child: a verdict for each (changes seed, program) it is sent, until the parent's end closes."""
     parent_end.close()  # (the parent's copy: with it open here, the parent's exit would never end the loop)
+    # The parent's OpenMP threads are not the child's, but OpenMP believes they are: the first parallel kernel waits
+    # on them forever. One thread runs no parallel region (what torch's DataLoader workers do).
+    torch.set_num_threads(1)
+    if sys.platform == "linux":  # killed with the parent however it ends, not left running a hang
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     with contextlib.suppress(EOFError):
         while True:
             changes_seed, program = conn.recv()

@@ -219,6 +219,24 @@ def test_a_check_past_the_time_limit_is_hung_and_the_run_goes_on(
             compile(source, "<regression>", "exec")
 
 
+def _runs_a_parallel_kernel(fn: Fn) -> Fn:
+    def run(*args: object) -> object:
+        torch.ones(1 << 20).sum()  # (above the grain size: split over threads)
+        return fn(*args)
+
+    return run
+
+
+def test_a_forked_check_runs_parallel_kernels_the_parent_ran_before() -> None:
+    """The parent's OpenMP team is not the forked child's: a parallel kernel there waited on threads that did not
+    exist (HUNG; the first run of seed 123040 with a time limit hung on a max() drawn by the generator)."""
+    if torch.get_num_threads() < 2:
+        pytest.skip("one intra-op thread: no kernel runs in parallel")
+    torch.ones(1 << 20).sum()
+    report = fuzz(1, seed=3, config=CONFIG, compile_fn=_runs_a_parallel_kernel, timeout=30.0)
+    assert report.counts[Outcome.PASS] == 1, str(report)
+
+
 def test_the_cli_timeout_kills_the_worker_that_runs_past_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
 ) -> None:
