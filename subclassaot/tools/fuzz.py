@@ -4,8 +4,8 @@ Input: a seed (or hypothesis draws), a `FuzzConfig` (input kinds, sizes), and a 
 `subclassaot.compile` on a backend).
 Output: `generate(chooser, config) -> Program`; `programs(config)`, the same as a hypothesis strategy;
 `check_program(program, compile_fn) -> Verdict` (PASS / DIVERGED / CRASHED / UNSUPPORTED, or DISCARDED when eager
-itself raises); `shrink(program, still_fails)`; `fuzz(...) -> FuzzReport`, the runner behind
-`python -m subclassaot fuzz`.
+itself raises; the runner adds HUNG for a check past its time limit); `shrink(program, still_fails)`;
+`fuzz(...) -> FuzzReport`, the runner behind `python -m subclassaot fuzz`.
 Invariants: only eager-legal programs are counted; every generated op was legal in eager on the tensors it was
 drawn for (the generator runs each op as it draws it), and none is a write whose eager result depends on loop
 order (Note [In-Place Ops As Eager Runs Them]); no program, generated or shrunk, reads a storage it freed
@@ -320,6 +320,7 @@ class Outcome(enum.Enum):
     PASS = "PASS"
     DIVERGED = "DIVERGED"  # a compiled call is observably different from eager
     CRASHED = "CRASHED"  # compiling or calling raised an unexpected exception
+    HUNG = "HUNG"  # no verdict within the run's time limit: the process checking it was killed (fuzz_runner)
     UNSUPPORTED = "UNSUPPORTED"  # the pipeline refused on purpose (UnsupportedError)
     DISCARDED = "DISCARDED"  # eager itself raised: not a legal program, not counted
 

@@ -6,20 +6,31 @@ program each); `write_report(report, out_dir)` writes one regression-test file p
 Invariants: program i of seed s is the same program on every run (`RandomChooser(seed * 1_000_003 + i)`);
 programs eager rejects are skipped and not counted. Shrinking costs many compiles, so only the first
 `shrink_per_signature` failures of each signature are shrunk; the rest are counted and listed unshrunk.
+With a `timeout`, every check (shrinking's too) runs in a forked child process and gets that many seconds: a hang
+can hold the GIL inside torch's C++ (a deadlock on an autograd lock), where no Python timeout ever runs, so the
+child past it is killed, the check is HUNG and the next one forks a fresh child. A HUNG program is not shrunk (each
+try could take the whole limit) but written out as it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import ctypes
 import functools
 import multiprocessing
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar, get_args
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Literal, TypeVar, cast, get_args
+
+import torch
 
 from subclassaot.tools.checker_rules import Factory, Rule, fail
 from subclassaot.tools.fuzz import (
@@ -48,6 +59,9 @@ from subclassaot.tools.fuzz_program import (
 R = TypeVar("R")
 Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile(fn, backend="subclassaot")
 Changes = Literal["none", "state", "arguments"]  # what changes between calls: nothing, or fuzz_changes' two modes
+MakeCheck = Callable[[int], Callable[[Program], Verdict]]  # a program's changes seed -> the check of the program
+_FAILED = (Outcome.DIVERGED, Outcome.CRASHED, Outcome.HUNG)  # the outcomes reported as failures
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
 __all__ = [
     "Entry",
@@ -84,7 +98,7 @@ class FuzzReport:
     unsupported_rules: Counter[str] = field(default_factory=Counter)
     unsupported_indexes: dict[str, list[int]] = field(default_factory=dict)  # rule -> program indexes, in order
     failure_signatures: Counter[tuple[Outcome, str]] = field(default_factory=Counter)
-    failures: list[Failure] = field(default_factory=list)  # DIVERGED and CRASHED, in program order
+    failures: list[Failure] = field(default_factory=list)  # DIVERGED, CRASHED and HUNG, in program order
 
     @property
     def counted(self) -> int:
@@ -97,7 +111,7 @@ class FuzzReport:
             lines.append("UNSUPPORTED by rule:")
             lines += [f"  {n:>5}  {rule}" for rule, n in self.unsupported_rules.most_common()]
         if self.failure_signatures:
-            lines.append("DIVERGED / CRASHED by signature:")
+            lines.append("DIVERGED / CRASHED / HUNG by signature:")
             lines += [f"  {n:>5}  {o.value}: {sig}" for (o, sig), n in self.failure_signatures.most_common()]
         return "\n".join(lines)
 
@@ -124,6 +138,7 @@ def fuzz(
     state_changes: bool = False,
     argument_changes: bool = False,
     entry: Entry = "direct",
+    timeout: float | None = None,
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
     congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
@@ -131,54 +146,141 @@ def fuzz(
     (subclassaot.tools.fuzz_changes). `argument_changes`: call each program with Python constants and a module whose
     buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_changes). `entry="dynamo"`:
     compile each program's printed source with torch.compile(backend="subclassaot") (subclassaot.tools.fuzz_dynamo)
-    instead of `compile_fn`."""
+    instead of `compile_fn`. `timeout`: seconds per check, each run in a forked child (None: in this process, no
+    limit)."""
     if entry == "dynamo" and (state_changes or argument_changes or compile_fn is not None):
         raise ValueError("fuzz(entry='dynamo') compiles the printed program itself: no compile_fn, no change modes")
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
+    make_check = _make_check(compile_fn, backend, entry, state_changes, argument_changes)
     changes: Changes = "arguments" if argument_changes else "state" if state_changes else "none"
     report = FuzzReport(seed=seed, backend=backend, entry=entry, changes=changes)
-    k, n = shard
+    forked = _ForkedChecks(make_check, timeout) if timeout else None
     target = shard_share(programs, shard)
-    index = k
-    while report.counted < target and index < 20 * programs:
-        program = generate(RandomChooser(seed * 1_000_003 + index), config)
-        check = (
-            _dynamo_checker(backend)
-            if entry == "dynamo"
-            else _checker(compile_fn, seed * 1_000_003 + index, state_changes, argument_changes)
-        )
-        verdict = check(program)
-        report.counts[verdict.outcome] += 1
-        if verdict.outcome is Outcome.UNSUPPORTED:
-            report.unsupported_rules[verdict.signature] += 1
-            report.unsupported_indexes.setdefault(verdict.signature, []).append(index)
-        elif verdict.outcome in (Outcome.DIVERGED, Outcome.CRASHED):
-            key = (verdict.outcome, verdict.signature)
-            report.failure_signatures[key] += 1
-            report.failures.append(
-                _failure(index, program, verdict, check, report.failure_signatures[key], shrink_per_signature)
-            )
-            if progress is not None:
-                progress(report)  # a failure is told at once, not only in the final report
-        elif progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
-            progress(report)
-        index += n
+    index = shard[0]
+    with contextlib.ExitStack() as stack:
+        if forked is not None:
+            stack.callback(forked.close)
+        while report.counted < target and index < 20 * programs:
+            changes_seed = seed * 1_000_003 + index
+            program = generate(RandomChooser(changes_seed), config)
+            check = make_check(changes_seed) if forked is None else functools.partial(forked.check, changes_seed)
+            _record(report, index, program, check, shrink_per_signature, progress)
+            index += shard[1]
     return report
 
 
-def _checker(
-    compile_fn: CompileFn, changes_seed: int, state_changes: bool, argument_changes: bool
-) -> Callable[[Program], Verdict]:
-    if argument_changes or state_changes:
-        check = check_with_argument_changes if argument_changes else check_with_state_changes
-        return lambda p: check(as_function(p), lambda: make_inputs(p), p.grad_mode, compile_fn, changes_seed)
-    return lambda p: check_program(p, compile_fn)
+def _record(
+    report: FuzzReport,
+    index: int,
+    program: Program,
+    check: Callable[[Program], Verdict],
+    shrink_per_signature: int,
+    progress: Callable[[FuzzReport], None] | None,
+) -> None:
+    """Check program `index` and count its verdict in `report` (a failure shrunk, and told at once)."""
+    verdict = check(program)
+    report.counts[verdict.outcome] += 1
+    if verdict.outcome is Outcome.UNSUPPORTED:
+        report.unsupported_rules[verdict.signature] += 1
+        report.unsupported_indexes.setdefault(verdict.signature, []).append(index)
+    elif verdict.outcome in _FAILED:
+        key = (verdict.outcome, verdict.signature)
+        report.failure_signatures[key] += 1
+        report.failures.append(
+            _failure(index, program, verdict, check, report.failure_signatures[key], shrink_per_signature)
+        )
+        if progress is not None:
+            progress(report)  # a failure is told at once, not only in the final report
+    elif progress is not None and report.counted % 100 == 0 and verdict.outcome is not Outcome.DISCARDED:
+        progress(report)
+
+
+def _make_check(
+    compile_fn: CompileFn, backend: str, entry: Entry, state_changes: bool, argument_changes: bool
+) -> MakeCheck:
+    """The check of a program given its changes seed (only the change modes draw from it)."""
+    if entry == "dynamo":
+        return lambda _: _dynamo_checker(backend)
+    if state_changes or argument_changes:
+        return functools.partial(_checker, compile_fn, argument_changes)
+    return lambda _: functools.partial(_check_program, compile_fn)
+
+
+def _check_program(compile_fn: CompileFn, program: Program) -> Verdict:
+    return check_program(program, compile_fn)
+
+
+def _checker(compile_fn: CompileFn, argument_changes: bool, changes_seed: int) -> Callable[[Program], Verdict]:
+    check = check_with_argument_changes if argument_changes else check_with_state_changes
+    return lambda p: check(as_function(p), lambda: make_inputs(p), p.grad_mode, compile_fn, changes_seed)
 
 
 def _dynamo_checker(backend: str) -> Callable[[Program], Verdict]:
     from subclassaot.tools.fuzz_dynamo import dynamo_compile_for
 
     return lambda p: check_program(p, dynamo_compile_for(p, backend=backend))
+
+
+class _ForkedChecks:
+    """Checks run one at a time in a forked child process, each given `timeout` seconds (module docstring). A child
+    that dies inside a check (a segfault in torch) makes that check CRASHED; the next check forks a fresh child."""
+
+    def __init__(self, make_check: MakeCheck, timeout: float) -> None:
+        self._make_check = make_check
+        self._timeout = timeout
+        self._child: tuple[BaseProcess, Connection] | None = None
+
+    def check(self, changes_seed: int, program: Program) -> Verdict:
+        process, conn = self._child if self._child is not None else self._fork()
+        conn.send((changes_seed, program))
+        if not conn.poll(self._timeout):
+            self.close()
+            return Verdict(
+                outcome=Outcome.HUNG,
+                detail=f"no verdict within {self._timeout:g} s: the process checking the program was killed "
+                "(run it under `timeout`)",
+                signatures=("no verdict within the time limit",),
+            )
+        with contextlib.suppress(EOFError):
+            return cast(Verdict, conn.recv())
+        process.join()
+        self.close()
+        return Verdict(
+            outcome=Outcome.CRASHED,
+            detail=f"the process checking the program died (exit code {process.exitcode})",
+            signatures=(f"the process checking the program died (exit code {process.exitcode})",),
+        )
+
+    def _fork(self) -> tuple[BaseProcess, Connection]:
+        ours, theirs = multiprocessing.Pipe()
+        context = multiprocessing.get_context("fork")  # (the child inherits compile_fn: nothing is pickled but data)
+        process = context.Process(target=_serve_checks, args=(theirs, ours, self._make_check), daemon=True)
+        process.start()
+        theirs.close()
+        self._child = (process, ours)
+        return self._child
+
+    def close(self) -> None:
+        if self._child is not None:
+            process, conn = self._child
+            self._child = None
+            process.kill()
+            process.join()
+            conn.close()
+
+
+def _serve_checks(conn: Connection, parent_end: Connection, make_check: MakeCheck) -> None:
+    """The forked child: a verdict for each (changes seed, program) it is sent, until the parent's end closes."""
+    parent_end.close()  # (the parent's copy: with it open here, the parent's exit would never end the loop)
+    # The parent's OpenMP threads are not the child's, but OpenMP believes they are: the first parallel kernel waits
+    # on them forever. One thread runs no parallel region (what torch's DataLoader workers do).
+    torch.set_num_threads(1)
+    if sys.platform == "linux":  # killed with the parent however it ends, not left running a hang
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(EOFError):
+        while True:
+            changes_seed, program = conn.recv()
+            conn.send(make_check(changes_seed)(program))
 
 
 def shard_share(programs: int, shard: tuple[int, int]) -> int:
@@ -217,7 +319,7 @@ def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
 def _failure(
     index: int, program: Program, verdict: Verdict, check: Callable[[Program], Verdict], nth: int, limit: int
 ) -> Failure:
-    if nth > limit:
+    if nth > limit or verdict.outcome is Outcome.HUNG:  # (a hang is not shrunk: each try may take the whole limit)
         return Failure(index=index, program=program, verdict=verdict, shrunk=None, shrunk_verdict=None)
     predicate = same_failure(verdict)
     small = shrink(program, lambda p: predicate(check(p)))
@@ -274,18 +376,18 @@ def regression_source(
 
 
 def write_report(report: FuzzReport, out_dir: str) -> str:
-    """Write one `<outcome>_<index>.py` per shrunk failure and REPORT.md (returned as text too)."""
+    """Write one `<outcome>_<index>.py` per shrunk or HUNG failure and REPORT.md (returned as text too)."""
     os.makedirs(out_dir, exist_ok=True)
     sections = [f"# Fuzz report\n\n```\n{report}\n```\n"]
     for failure in report.failures:
-        if failure.shrunk is None:
+        if failure.shrunk is None and failure.verdict.outcome is not Outcome.HUNG:
             continue
         text = regression_source(failure, report.seed, report.entry, report.changes, report.backend)
         path = os.path.join(out_dir, f"{failure.verdict.outcome.value.lower()}_{failure.index:05d}.py")
         with open(path, "w") as f:
             f.write(text)
         sections.append(f"## {os.path.basename(path)}\n\n```python\n{text}```\n")
-    unshrunk = [f.index for f in report.failures if f.shrunk is None]
+    unshrunk = [f.index for f in report.failures if f.shrunk is None and f.verdict.outcome is not Outcome.HUNG]
     if unshrunk:
         sections.append(f"Not shrunk (signature already shrunk twice), program indexes: {unshrunk}\n")
     if report.unsupported_indexes:
@@ -331,6 +433,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
     parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds per check (in a child process killed past it: the program is HUNG); 0 for no limit, in process",
+    )
+    parser.add_argument(
         "--state-changes",
         action="store_true",
         help="wrap each program in a module reading Python state, and change that state between calls",
@@ -372,6 +480,7 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
         state_changes=args.state_changes,
         argument_changes=args.argument_changes,
         entry=args.entry,
+        timeout=args.timeout or None,
     )
 
 

@@ -6,7 +6,9 @@ Written In Training], Note [Storage Swaps By Rebinding]).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import faulthandler
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any, cast
@@ -1317,6 +1319,81 @@ def test_set_into_shared_storage_that_requires_grad_matches_eager(compile_fn: Co
 
     with torch.enable_grad():
         assert_matches_eager(_scale_other, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# set_() under grad, to a value that requires grad, of an input that shares storage with another input but was moved
+# off that storage first (a resize_() that grows it, or an earlier set_()). Autograd rebasing the input regenerates
+# its grad_fn while holding its lock, and runs Python inside (the view op it replays, the reset of the input's
+# `_backward_hooks`): the shared inputs' histories read there (`refresh_shared_histories`) waited on that lock
+# forever (fuzz seed 122970 #1276 hung the fuzzer).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _exits_rather_than_hangs(seconds: int = 120) -> Iterator[None]:
+    """A deadlock in torch's C++ holds the GIL, so no Python timeout can end it: faulthandler's own thread prints
+    every thread's stack and exits the process (status 1, no summary: run the test with -s to see the stacks)."""
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _inputs_moved_member(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            if kind == "plain":
+                b0, b1 = torch.randn((2, 2), requires_grad=True), torch.randn((2, 1, 1))
+            else:
+                b0 = PairTensor.from_tensor(torch.randn((2, 2)), requires_grad=True)
+                b1 = PairTensor.from_tensor(torch.randn((2, 1, 1)))
+            return (b0.expand((-1, 2)).expand((2, 2)), b1, b1.reshape((2, 1, 1)))
+
+    return make_inputs
+
+
+def _grown_then_set(x0: T, x1: T, x2: T) -> object:
+    x2.resize_((3,))
+    set_to(x1, x0)
+    return (x2,)
+
+
+def _set_away_then_set(x0: T, x1: T, x2: T) -> object:
+    set_to(x1, x2.clone())
+    set_to(x1, x0)
+    return (x2,)
+
+
+def test_set_under_grad_of_grown_shared_input_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 122970 #1276, shrunk: hung; x1's storage grown through x2 is then left (the rule on grown inputs).
+    # (A PairTensor variant is not eager-legal: eager's set_() raises on the resized wrapper's meta storage.)
+    with _exits_rather_than_hangs():
+        refused_with_grad(
+            _grown_then_set,
+            _inputs_moved_member("plain"),
+            compile_fn,
+            r"args\[1\]: the program grows this input's storage with resize_\(\) and then set_\(\)s the input",
+        )
+
+
+def test_set_under_grad_of_shared_input_set_away_first(compile_fn: CompileFn | None) -> None:
+    # the same hang with x1 moved off the shared storage by a set_(); eager's x2, a view of x1, then requires grad
+    # with a history of the set_ (refused: the rule on members that gain grad, Note [Inputs Written In Training])
+    with _exits_rather_than_hangs():
+        refused_with_grad(
+            _set_away_then_set,
+            _inputs_moved_member("plain"),
+            compile_fn,
+            r"args\[2\] does not require grad, shares storage with another input, and the program writes a value",
+        )
+
+
+def test_set_under_grad_of_pair_input_set_away_first_matches_eager(compile_fn: CompileFn | None) -> None:
+    # the PairTensor variant of both above (subclass inputs are no shared members whose histories are read)
+    with _exits_rather_than_hangs():
+        check_with_grad(_set_away_then_set, _inputs_moved_member("pair"), compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

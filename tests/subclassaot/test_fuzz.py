@@ -6,8 +6,12 @@ DIVERGED and no CRASHED program; a failure lists each shrunk program.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
+import os
+import pathlib
+import time
 import traceback
 from collections.abc import Callable
 from typing import cast
@@ -166,6 +170,87 @@ def test_the_progress_line_tells_each_failure_as_soon_as_it_is_found() -> None:
     assert failures == [
         f"  program {f.index}: {f.verdict.outcome.value} ({f.verdict.signature})" for f in report.failures
     ]
+
+
+def _stalls_on_one_input(stall: Callable[[], None]) -> Callable[[Fn], Fn]:
+    """A "compiler" whose programs run `stall()` when called with one argument (else eager)."""
+
+    def compile_fn(fn: Fn) -> Fn:
+        def run(*args: object) -> object:
+            if len(args) == 1:
+                stall()
+            return fn(*args)
+
+        return run
+
+    return compile_fn
+
+
+def _sleep() -> None:
+    time.sleep(3600)  # (a deadlock inside torch's C++ holds the GIL: no Python timeout would end either)
+
+
+def _die() -> None:
+    os._exit(70)  # (as a segfault in torch ends the process, without its stack printed into the test's output)
+
+
+def _one_input(index: int) -> bool:
+    return len(generate(RandomChooser(3 * 1_000_003 + index), CONFIG).inputs) == 1
+
+
+@pytest.mark.parametrize(("stall", "outcome"), [(_sleep, Outcome.HUNG), (_die, Outcome.CRASHED)])
+def test_a_check_past_the_time_limit_is_hung_and_the_run_goes_on(
+    stall: Callable[[], None], outcome: Outcome, tmp_path: pathlib.Path
+) -> None:
+    """With a timeout each check runs in a forked child: one past the limit is killed and HUNG (a child that dies is
+    CRASHED), and a fresh child checks the next program (fuzz seed 122970 #1276 deadlocked and stopped a run)."""
+    report = fuzz(4, seed=3, config=CONFIG, compile_fn=_stalls_on_one_input(stall), timeout=1.0)
+    stalled = [i for i in range(4) if _one_input(i)]
+    assert stalled and len(stalled) < 4 and report.counts[Outcome.DISCARDED] == 0, str(report)
+    assert [(f.index, f.verdict.outcome) for f in report.failures] == [(i, outcome) for i in stalled], str(report)
+    assert report.counts[Outcome.PASS] == 4 - len(stalled), str(report)  # (checked after a stall: by a new child)
+    if outcome is Outcome.HUNG:
+        assert all(f.shrunk is None for f in report.failures)  # not shrunk, but written out
+        text = write_report(report, str(tmp_path))
+        assert "HUNG: no verdict within the time limit" in text
+        for index in stalled:
+            source = (tmp_path / f"hung_{index:05d}.py").read_text()
+            assert "no verdict within 1 s" in source
+            compile(source, "<regression>", "exec")
+
+
+def _runs_a_parallel_kernel(fn: Fn) -> Fn:
+    def run(*args: object) -> object:
+        torch.ones(1 << 20).sum()  # (above the grain size: split over threads)
+        return fn(*args)
+
+    return run
+
+
+def test_a_forked_check_runs_parallel_kernels_the_parent_ran_before() -> None:
+    """The parent's OpenMP team is not the forked child's: a parallel kernel there waited on threads that did not
+    exist (HUNG; the first run of seed 123040 with a time limit hung on a max() drawn by the generator)."""
+    if torch.get_num_threads() < 2:
+        pytest.skip("one intra-op thread: no kernel runs in parallel")
+    torch.ones(1 << 20).sum()
+    report = fuzz(1, seed=3, config=CONFIG, compile_fn=_runs_a_parallel_kernel, timeout=30.0)
+    assert report.counts[Outcome.PASS] == 1, str(report)
+
+
+def test_the_cli_timeout_kills_the_worker_that_runs_past_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """`--timeout` with `--jobs 2`: each worker's hung checks are HUNG, told, counted and written out."""
+    monkeypatch.setattr(fuzz_runner, "pipeline_compile", lambda backend: _stalls_on_one_input(_sleep))
+    parser = argparse.ArgumentParser()
+    fuzz_runner.add_arguments(parser)
+    out = tmp_path / "out"
+    args = parser.parse_args(["--programs", "4", "--seed", "3", "--jobs", "2", "--timeout", "1", "--out", str(out)])
+    lines: list[str] = []
+    assert fuzz_runner.run_cli(args, lines.append) == 1
+    stalled = [i for i in range(4) if _one_input(i)]
+    assert f"  HUNG        {len(stalled)}" in lines[0] and "  PASS        " + str(4 - len(stalled)) in lines[0]
+    assert sorted(p.name for p in out.glob("hung_*.py")) == [f"hung_{i:05d}.py" for i in stalled]
 
 
 def refuses_everything(fn: Fn) -> Fn:

@@ -376,12 +376,19 @@ def writes_self(func: Any) -> bool:
 # leaves.
 
 
-def refresh_shared_histories(record: SwapRecord) -> None:
-    """After an op with grad, read the history of every plain input over
+def refresh_shared_histories(record: SwapRecord, func: Any) -> None:
+    """After an op with grad (`func`, run by the program), read the history of every plain input over
     a shared storage that now requires grad. A write with grad through one of them (`x0.copy_(x1)`, x1 requiring
     grad) rebases the synthetic base; the others, its views, only regenerate their grad_fn when it is read, and an
     in-place op before that takes such a view for a leaf that requires grad and raises, where eager's input, no
-    view, is a non-leaf (a later `x2.set_(x0)` is then refused by the rule on inputs that gain grad)."""
+    view, is a non-leaf (a later `x2.set_(x0)` is then refused by the rule on inputs that gain grad).
+
+    Never from inside autograd regenerating a view's grad_fn, which holds that view's lock while it runs Python: the
+    view op it replays (our dispatch handling calls torch functions: `record.dispatching`) and the reset of the
+    view's `_backward_hooks` (a setter); a read of that view's grad_fn there waits on the lock forever. Neither is
+    an op of the program's that makes history: the program's op that enclosed them refreshes once it returns."""
+    if record.dispatching or getattr(func, "__name__", None) == "__set__":
+        return
     for members in record.shared_members.values():
         for t in members:
             if t.requires_grad:

@@ -1305,7 +1305,7 @@ class _DataMode(TorchFunctionMode):
                 note_view_layout_op(self.record, args[0], view_before)
             note_view_reads(self.record, args, kwargs)
         if self.record.shared_members and torch.is_grad_enabled():
-            refresh_shared_histories(self.record)
+            refresh_shared_histories(self.record, func)
 
     def _record_assignment(self, target: torch.Tensor, source: torch.Tensor) -> None:
         """`target.data = source`, target a wrapper subclass (Note [Wrapper Storage])."""
