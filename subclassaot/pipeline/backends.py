@@ -22,7 +22,8 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
-from subclassaot.torch_internals import code_generated, get_version, graph_module, storage_key
+from subclassaot.runtime.plan import SettlingCall
+from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
 
 _REGISTRY: dict[str, BackendFn] = {}
 _LOCK = threading.Lock()
@@ -158,9 +159,9 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     if solved:
         gm, inputs = _with_symbol_inputs(gm, inputs, solved)
     with inductor_config.patch(fallback_random=True):
-        compiled = compile_fx_inner(gm, inputs)
+        compiled = inductor_callable(compile_fx_inner(gm, inputs))
     if not solved:
-        return lambda *args: compiled(list(args))
+        return compiled
 
     def run(*args: object) -> object:
         extra: list[object] = []
@@ -168,7 +169,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
             t = args[position]
             assert isinstance(t, torch.Tensor), "BUG: a symbol is read from a tensor input"
             extra.append((t.size(dim) - offset) // scale)
-        return compiled([*extra, *args])
+        return compiled(*extra, *args)
 
     return run
 
@@ -190,7 +191,8 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   non-eager backend the graph also runs eagerly (same inputs, the RNG state restored around it) and each output with
 #   static metadata is compared with eager's; for the outputs that differ, every call gives back a tensor with eager's
 #   strides: an alias of the same memory when only size-1 dimensions differ, a copy otherwise. Outputs that matched on
-#   the first call are never touched again.
+#   the first call are never touched again; where none differs (nor is fresh over an input), the wrapper leaves the
+#   generated runner's path (runtime.plan.SettlingCall: the runner calls the backend's callable itself).
 # - Fresh outputs over an input's memory. Inductor drops a clone it deems a no-op (`x.clone().view(())` returned from
 #   a training forward came back as a view of x), so an output the graph computes can come back as an alias of an
 #   input, where eager's is a new tensor. The first call finds those too; every call then returns a copy.
@@ -471,24 +473,36 @@ def keep_eager_outputs(
     fresh = [f and k not in written for k, f in enumerate(_fresh_outputs(gm))]
     if not any(static) and not any(fresh):
         return compiled
-    fix: dict[int, tuple[tuple[int, ...], bool]] | None = None  # output -> (eager's strides, copy it)
-    lock = threading.Lock()
+    return _EagerOutputs(compiled, gm, static, fresh)
 
-    def run(*args: object) -> object:
-        nonlocal fix
-        outs = compiled(*args)
+
+class _EagerOutputs(SettlingCall):
+    """keep_eager_outputs's wrapper: settled on `compiled` where the first call finds no output to fix."""
+
+    def __init__(
+        self, compiled: Callable[..., object], gm: torch.fx.GraphModule, static: list[bool], fresh: list[bool]
+    ) -> None:
+        super().__init__()
+        self.compiled, self.gm, self.static, self.fresh = compiled, gm, static, fresh
+        self.fix: dict[int, tuple[tuple[int, ...], bool]] | None = None  # output -> (eager's strides, copy it)
+
+    def __call__(self, *args: object) -> object:
+        outs = self.compiled(*args)
         assert isinstance(outs, list | tuple), "BUG: a backend returns a list or tuple of outputs"
+        fix = self.fix
         if fix is None:
-            with lock:
-                fix = _output_fixes(gm, args, outs, static, fresh)
+            with self._lock:
+                if self.fix is None:
+                    self.fix = _output_fixes(self.gm, args, outs, self.static, self.fresh)
+                fix = self.fix
+            if not fix:
+                self.settle(self.compiled)
         if not fix:
             return outs
         fixed = list(outs)
         for k, (stride, copy_it) in fix.items():
             fixed[k] = _with_strides(cast(torch.Tensor, outs[k]), stride, copy_it)
         return fixed
-
-    return run
 
 
 def _fresh_outputs(gm: torch.fx.GraphModule) -> list[bool]:

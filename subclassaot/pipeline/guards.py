@@ -454,9 +454,13 @@ def _fast_body(w: _Writer, layout: DenseLayout, detail: GuardFn) -> tuple[str, d
     """The fast body's source and the globals it runs with (Note [What The Guards Compare])."""
     fast_source = "def check(L):\n" + "\n".join(w.fast) + "\n"
     if _plain_properties(layout.trees):
+        # The body inside the `with`, once through a `while True:` whose `break` is a failure (which leaves the
+        # context before the detailed body runs): no second frame per call.
+        body = "\n".join(w.fast).replace("return _detail(L)", "break")
         fast_source = (
-            "def check(L):\n    with _no_subclass_functions():\n        return _fast(L)\n\n"
-            + fast_source.replace("def check(L):", "def _fast(L):", 1)
+            "def check(L):\n    with _no_subclass_functions():\n        while True:\n"
+            + "\n".join(" " * 8 + line for line in body.split("\n"))
+            + "\n    return _detail(L)\n"
         )
     return fast_source, {**w.globals, "_detail": detail, "_no_subclass_functions": _DisableSubclassFunctions}
 

@@ -21,6 +21,7 @@ the sizes agree, and one eager computes from view ops alone (the fake one is exa
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import CodeType
@@ -223,6 +224,36 @@ GraphRunResult = tuple[
     Callable[[Sequence[object]], None] | None,
 ]
 GraphRun = Callable[[Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]], GraphRunResult]
+
+
+class SettlingCall:
+    """A wrapper around a backend's callable that its first call may find needless (backends.keep_eager_outputs:
+    the output fixes found on the first call; Note [What A Backend Receives And Returns]). Once its first call found
+    nothing to do, it only passes each call on to `inner`: a generated runner that binds it as a global (Note
+    [Straight-Line Runners]) asks to be told (`when_settled`) and calls `inner` itself from then on."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._settled: Callable[..., object] | None = None  # the callable that stands for this one, once settled
+        self._rebinds: list[Callable[[Callable[..., object]], None]] = []
+
+    def __call__(self, *args: object) -> object:
+        raise NotImplementedError
+
+    def when_settled(self, rebind: Callable[[Callable[..., object]], None]) -> None:
+        """Call `rebind(inner)` once calling `inner` is the same as calling this (at once if it is already)."""
+        with self._lock:
+            if self._settled is None:
+                self._rebinds.append(rebind)
+                return
+        rebind(self._settled)
+
+    def settle(self, inner: Callable[..., object]) -> None:
+        """From now on, calling `inner` is the same as calling this."""
+        with self._lock:
+            self._settled, rebinds, self._rebinds = inner, self._rebinds, []
+        for rebind in rebinds:
+            rebind(inner)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

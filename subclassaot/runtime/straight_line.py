@@ -7,6 +7,7 @@ and `run(values, symbols) -> output pytree`), or None where the plan needs a ste
 
 from __future__ import annotations
 
+import functools
 import keyword
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from subclassaot.runtime.plan import (
     GraphRunResult,
     MetaEvaluator,
     RuntimePlan,
+    SettlingCall,
     non_view_alias,
     requires_grad_changes,
 )
@@ -63,7 +65,8 @@ from subclassaot.torch_internals import get_version, set_version
 # input that cannot require grad (a direct call has no graph input that does) made without no_grad where the value
 # does not either, and the outputs of a WrapperTensor that constructs as the base class does built as
 # `plain_unflattener` builds them, its steps written out (`_make_wrapper_subclass` and the fields: the same object
-# its `__tensor_unflatten__` returns).
+# its `__tensor_unflatten__` returns; a field no class defines written to the instance's dict, where
+# object.__setattr__ would put it, and the traced dtype and a CPU device bound as constants).
 # A view of a WrapperTensor input made by one view op (`x.view(-1)`, `x.t()`, `x[1]`) costs most through the class's
 # `__torch_dispatch__` (a Python dispatch, an unwrap, the op per inner tensor, a rewrap). Eager's result is fixed by
 # what the trace saw: inner tensors that are aliases (not views) of the input's inner tensors, with the traced sizes,
@@ -113,6 +116,8 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, ge
     source = "def run(L, symbols):\n" + "\n".join(w.lines) + "\n"
     namespace = dict(w.globals)
     exec(compile(source, "<subclassaot runner>", "exec"), namespace)
+    if isinstance(call.direct, SettlingCall) and w.direct is not None:  # its wrapper leaves the path once needless
+        call.direct.when_settled(functools.partial(namespace.__setitem__, w.direct))
     return EntryRunner(source=source, run=namespace["run"])  # type: ignore[arg-type]  # exec'd: untyped
 
 
@@ -251,6 +256,7 @@ class _Writer:
         self.given = False  # the graph call returns intermediate subclass roots (`given`)
         self.counted: set[int] = set()  # dense leaves whose counter was read before the call: no inference tensor
         self.roots: set[str] = set()  # the roots built so far (Note [Output Regeneration])
+        self.direct: str | None = None  # the global the graph's direct callable is bound to
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
@@ -313,7 +319,8 @@ def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> N
 def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     graph_in = ", ".join(f"d{g}" for g in plan.layout.graph_inputs)
     if call.direct is not None:
-        w.line(f"outs = list({w.constant(call.direct)}({graph_in}))")
+        w.direct = w.constant(call.direct)
+        w.line(f"outs = {w.direct}({graph_in})")  # (a list or tuple: only indexed)
         return
     if call.apply is not None:  # Note [Straight-Line Runners]
         w.line(f"pre = {w.constant(call.apply)}({''.join(f'L[{i}], ' for i in plan.flat.tensor_indices)})")
@@ -476,9 +483,14 @@ def _build(
     first = leaves[0]
     cls = w.constant(node.cls)
     if _MWS_POSITIONAL:  # (keyword arguments cost ~0.3 us a call more: _positional_mws)
+        # The first leaf's dtype is the traced wrapper's (the class's outer metadata is its first leaf's, and a
+        # graph's outputs have the dtypes of its trace); a CPU device has no index: both bound as constants (a
+        # `.device` read makes a new object that the call parses again: ~0.15 us).
+        dtype = w.constant(node.dtype)
+        device = w.constant(node.device) if node.device.type == "cpu" else f"{first}.device"
         w.line(
-            f"{var} = _mws({cls}, {size}, {stride}, {first}.storage_offset(), None, {first}.dtype, {first}.layout, "
-            f"{first}.device, False, False)",
+            f"{var} = _mws({cls}, {size}, {stride}, {first}.storage_offset(), None, {dtype}, {first}.layout, "
+            f"{device}, False, False)",
             depth,
         )
     else:
@@ -488,8 +500,14 @@ def _build(
             depth,
         )
     values = [*leaves, *(w.constant(c) for c in cast(tuple[object, ...], node.ctx))]
+    if any(name in vars(k) for name in fields for k in node.cls.__mro__):  # (a descriptor takes the write)
+        for name, value in zip(fields, values, strict=True):
+            w.line(f"_osa({var}, {w.constant(name)}, {value})", depth)
+        return
+    # no class defines a field: object.__setattr__ puts each in the instance's dict, written directly (~0.1 us a field)
+    w.line(f"_fd = {var}.__dict__", depth)
     for name, value in zip(fields, values, strict=True):
-        w.line(f"_osa({var}, {w.constant(name)}, {value})", depth)
+        w.line(f"_fd[{w.constant(name)}] = {value}", depth)
 
 
 def _positional_mws() -> bool:

@@ -415,3 +415,59 @@ def test_keep_input_mutations_on_torchs_two_tensor() -> None:
     for gm in recording.graphs:
         found = mutating_nodes(gm)
         assert len(found) == 2 and all("copy_" in n for n in found), gm.code
+
+
+# The backend's callable on the per-call path (Note [What A Backend Receives And Returns]): a first call that finds
+# no output to fix takes the fixing wrapper off the generated runner's path; one that finds a fix keeps it.
+
+
+def _other_layout(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[..., object]:
+    """A backend whose 2-d tensor outputs come back column-major (same values, other strides than eager's)."""
+
+    def run(*args: object) -> list[object]:
+        outs = cast(list[object], gm(*args))
+        return [o.t().contiguous().t() if isinstance(o, torch.Tensor) and o.dim() == 2 else o for o in outs]
+
+    return run
+
+
+def _double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@pytest.mark.parametrize("backend", [RecordingBackend(), _other_layout], ids=["eager strides", "other strides"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_the_output_fixes_leave_the_runner_only_where_the_first_call_needs_none(backend: object, kind: str) -> None:
+    from subclassaot.runtime.plan import SettlingCall
+
+    def make() -> tuple[torch.Tensor]:
+        x = torch.randn(2, 3)
+        return (PairTensor.from_tensor(x) if kind == "pair" else x,)
+
+    compiled = assert_matches_eager(_double, make, calls=3, backend=backend)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None
+    wrappers = [v for v in entry.run.__globals__.values() if isinstance(v, SettlingCall)]
+    assert len(wrappers) == (0 if isinstance(backend, RecordingBackend) else 1)
+
+
+def test_inductor_runs_its_generated_module_directly_after_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CompiledFxGraph.__call__'s per-call bookkeeping costs about what a small graph's call does; the first call
+    # (which ends the autotune cache's compile) and calls under the profiler go through it
+    from torch._inductor.output_code import CompiledFxGraph
+
+    through: list[int] = []
+    original = CompiledFxGraph.__call__
+
+    def counting(self: CompiledFxGraph, inputs: list[object]) -> object:
+        through.append(1)
+        return original(self, inputs)
+
+    monkeypatch.setattr(CompiledFxGraph, "__call__", counting)
+    compiled = assert_matches_eager(_double, lambda: (torch.randn(2, 3),), calls=3, backend="inductor")
+    assert len(through) == 1
+    compiled(torch.randn(2, 3))
+    assert len(through) == 1
+    with torch.autograd.profiler.profile():
+        compiled(torch.randn(2, 3))
+    assert len(through) == 2

@@ -4,6 +4,7 @@ that their source holds no caller text."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar, cast
 
 import pytest
 import torch
@@ -480,3 +481,47 @@ def test_the_runner_builds_wrappers_with_positional_arguments_like_eager(
     out = compiled(*make())
     assert isinstance(out, PairTensor)
     assert out.dtype == torch.float64 and out.storage_offset() == out.a.storage_offset()
+
+
+class SetCounted(WrapperTensor):
+    """A plain wrapper whose ctx field is a data descriptor counting its sets: the runner must set it through the
+    class, as `__tensor_unflatten__` does, not write the instance's dict."""
+
+    inner_names = ("payload",)
+    ctx_names = ("scale",)
+    apply_to_inner_by_default = True
+    payload: torch.Tensor
+    sets: ClassVar[list[float]] = []
+
+    @property
+    def scale(self) -> float:
+        return cast(float, self.__dict__["_scale"])
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        SetCounted.sets.append(value)
+        self.__dict__["_scale"] = value
+
+
+@pytest.mark.parametrize(
+    ("make", "written"),
+    [
+        pytest.param(lambda: (pair(2, 3),), "_fd[", id="pair: the dict"),
+        pytest.param(lambda: (Scaled(torch.randn(2, 3), 0.5),), "_fd[", id="ctx field: the dict"),
+        pytest.param(lambda: (SetCounted(torch.randn(2, 3), 0.5),), "_osa(", id="descriptor: through the class"),
+    ],
+)
+def test_the_runner_sets_a_wrappers_fields_as_tensor_unflatten_does(
+    make: Callable[[], tuple[object, ...]], written: str
+) -> None:
+    # a field no class defines is written to the instance's dict directly (what object.__setattr__ does there)
+    compiled = assert_matches_eager(mul, make, calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and written in entry.run_source
+    x = cast(T, make()[0])
+    want = mul(x)
+    sets = len(SetCounted.sets)
+    out = compiled(x)
+    assert type(out) is type(want) and out.__dict__.keys() == want.__dict__.keys()
+    if isinstance(x, SetCounted):
+        assert isinstance(out, SetCounted) and out.scale == 0.5 and len(SetCounted.sets) > sets  # its setter ran
