@@ -174,7 +174,7 @@ def check_flagless_view_reads(
 
 # Note [resize_ And requires_grad]
 # Eager: resize_() and resize_as_() raise "cannot resize variables that require grad" wherever their tensor requires
-# grad, under no_grad too, and record nothing otherwise. A view's flag is its own (requires_grad_() on it), its
+# grad, under no_grad too (not inside inference_mode, which skips autograd's kernels), and record nothing otherwise. A view's flag is its own (requires_grad_() on it), its
 # history's (a view op with grad of a tensor that requires grad, a write with grad), or else its autograd root's: the
 # `._base` of the input it views, or that input where it is no view. The functional run's tensor can disagree with
 # eager's on the flag, and its resize_ then does what eager's does:
@@ -198,8 +198,8 @@ def resize_as_eager(record: SwapRecord, name: str, args: tuple[Any, ...]) -> con
     in: below autograd where eager's tensor requires no grad and the run's does; eager's error where eager's requires
     grad and the run's does not (Note [resize_ And requires_grad])."""
     t = args[0] if args else None
-    if name not in _RESIZES or not isinstance(t, torch.Tensor):
-        return contextlib.nullcontext()
+    if name not in _RESIZES or not isinstance(t, torch.Tensor) or torch.is_inference_mode_enabled():
+        return contextlib.nullcontext()  # (inside inference_mode autograd's kernels, and their check, are skipped)
     eager = _eager_requires_grad(record, t)
     if eager and not t.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")

@@ -1815,3 +1815,42 @@ def test_resize_of_an_input_before_its_base_input_gains_grad_matches_eager(compi
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_resize_in_inference_mode_of_a_view_whose_base_input_gained_grad_matches_eager(
+    kind: str, compile_fn: CompileFn | None
+) -> None:
+    # inside inference_mode eager's resize_ skips autograd's check: it resizes a tensor that requires grad
+    def f(x0: T, x1: T) -> object:
+        t = x1.t()
+        x0.requires_grad_()
+        with torch.inference_mode():
+            t.resize_((2,))
+        with torch.no_grad():
+            t.fill_(2.0)
+        return ()
+
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(f, _resize_gain_inputs(kind, "group"), compile_fn=compile_fn)
+
+
+def test_resize_of_a_view_taken_before_the_flag_after_a_write_with_grad_refused(compile_fn: CompileFn | None) -> None:
+    # eager's view requires grad after such a write only where the value written did
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, 3).select(1, -1),)
+
+    def f(x0: T) -> object:
+        t = x0.t()
+        x0.mul_(2)
+        x0.requires_grad_()
+        with torch.no_grad():
+            t.resize_((2,))
+            t.fill_(2.0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, r"args\[0\]: resize_: .* depends on the value written")
+    with torch.no_grad():  # (no write autograd records)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
