@@ -1146,6 +1146,12 @@ def no_dispatch() -> contextlib.AbstractContextManager[None]:
     return cast("contextlib.AbstractContextManager[None]", torch.utils._mode_utils.no_dispatch())
 
 
+def below_autograd() -> contextlib.AbstractContextManager[None]:
+    """Run ops below the autograd kernels (their checks and their recording skipped): for an op whose autograd check
+    sees a requires_grad flag the run's tensor has and eager's does not (Note [resize_ And requires_grad])."""
+    return cast("contextlib.AbstractContextManager[None]", torch._C._AutoDispatchBelowAutograd())
+
+
 def no_torch_function() -> contextlib.AbstractContextManager[None]:
     """Run Python code inside a dispatch mode without the torch-function modes seeing its tensor accesses: a check
     that raises there would otherwise raise inside a property getter called from C++ (a SystemError)."""

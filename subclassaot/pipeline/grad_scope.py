@@ -20,7 +20,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.schemas import BackwardReshape, FlatInputs
-from subclassaot.torch_internals import autograd_nodes, get_version, storage_key, symint_expr
+from subclassaot.torch_internals import autograd_nodes, below_autograd, get_version, storage_key, symint_expr
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -37,6 +37,7 @@ __all__ = [
     "check_grad_reenabled",
     "function_node_changes",
     "metadata_of",
+    "resize_as_eager",
 ]
 
 # Note [Grad Mode And Autograd Reads]
@@ -155,7 +156,9 @@ def check_flagless_view_reads(
     ]
     if not read:
         return
+    # (resize_() records no history: Note [resize_ And requires_grad])
     writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
+    writes = writes and name not in _RESIZES
     made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
     if not writes and all(storage_key(o) == storage_key(read[0][0]) for o in made):
         return  # (a view op, whose result is replayed from the real input; a result that is no tensor)
@@ -167,6 +170,78 @@ def check_flagless_view_reads(
         "record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of it, or "
         "call requires_grad_() outside the compiled function"
     )
+
+
+# Note [resize_ And requires_grad]
+# Eager: resize_() and resize_as_() raise "cannot resize variables that require grad" wherever their tensor requires
+# grad, under no_grad too (not inside inference_mode, which skips autograd's kernels), and record nothing otherwise. A view's flag is its own (requires_grad_() on it), its
+# history's (a view op with grad of a tensor that requires grad, a write with grad), or else its autograd root's: the
+# `._base` of the input it views, or that input where it is no view. The functional run's tensor can disagree with
+# eager's on the flag, and its resize_ then does what eager's does:
+# - eager's requires grad where that root is another input the program made require grad, whose stand-in in the run
+#   is a view of the synthetic base that does not gain the flag (note_gain_on_a_base): the run raises eager's error.
+# - eager's requires none where the root requires none, no write with grad reached the tensor's storage, and the
+#   program called requires_grad_() on no tensor of its chain of views, or only on an input that is a view of a tensor
+#   requiring none, with a view op of the chain after it taken before that call or under no_grad
+#   (`_flagless_view_of_gained_input`); the run's requires grad where its view follows that input (its base there), or
+#   where a training compile made an input the program makes require grad later require it from the start (the
+#   synthetic base of its alias group cloned requiring grad: Note [Aliased Inputs In Training]). The run resizes below
+#   autograd, which records nothing, as eager's resize_ does. After a write with grad eager's flag depends on what was
+#   written: refused.
+# Elsewhere the run's flag is eager's, and so is its check.
+
+_RESIZES = frozenset({"resize_", "resize_as_"})
+
+
+def resize_as_eager(record: SwapRecord, name: str, args: tuple[Any, ...]) -> contextlib.AbstractContextManager[object]:
+    """Where the program's call `name` is a resize_() or resize_as_() of `args[0]`, the context the run's call runs
+    in: below autograd where eager's tensor requires no grad and the run's does; eager's error where eager's requires
+    grad and the run's does not (Note [resize_ And requires_grad])."""
+    t = args[0] if args else None
+    if name not in _RESIZES or not isinstance(t, torch.Tensor) or torch.is_inference_mode_enabled():
+        return contextlib.nullcontext()  # (inside inference_mode autograd's kernels, and their check, are skipped)
+    eager = _eager_requires_grad(record, t)
+    if eager and not t.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if eager is not False or not t.requires_grad:
+        return contextlib.nullcontext()
+    if storage_key(t) in record.visible_writes or record.family_of(t) in record.visible_families:
+        raise UnsupportedError(
+            f"{input_named(record, record.view_root(t, through_swaps=True))}{name}: resizes a tensor over this input "
+            "that the compiled run makes require grad where eager's requires none yet (a view taken before the input "
+            "was made to require grad, or the input's storage before a requires_grad_() the compile moves to the "
+            "start), after a write with grad enabled into that storage: whether eager's then requires grad depends on "
+            "the value written. Write under torch.no_grad(), or resize before the write"
+        )
+    return below_autograd()
+
+
+def _eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:
+    """Does eager's `t`, an input or a view of one, require grad now? None where the record cannot tell (Note
+    [resize_ And requires_grad])."""
+    root = record.view_root(t, through_swaps=True)
+    found = record.input_positions.get(id(root))
+    if found is None or id(t) in record.requires_grad_set or id(t) in record.requires_grad_dropped:
+        return None
+    if _root_requires_grad(record, found[1]):
+        return True
+    gained = [v.source for v in record.chain(t) if id(v.source) in record.requires_grad_set]
+    if not gained:
+        return False
+    if len(gained) == 1 and _flagless_view_of_gained_input(record, t) is gained[0]:
+        return False
+    return None
+
+
+def _root_requires_grad(record: SwapRecord, real: torch.Tensor) -> bool:
+    """Does eager's autograd root of input `real` (its `._base`, else itself) require grad now?"""
+    root = real._base if real._base is not None else real
+    for position, other in record.input_positions.values():
+        if other is root:
+            s = record.run_inputs[position]
+            changed = id(s) in record.requires_grad_set or id(s) in record.requires_grad_dropped
+            return s.requires_grad if changed else other.requires_grad
+    return root.requires_grad
 
 
 def note_gain_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:

@@ -1680,3 +1680,177 @@ def test_no_grad_view_between_resizes(compile_fn: CompileFn | None, gains_grad: 
             assert_refused(f, make_inputs, compile_fn, "its grad_fn raises in eager")
         else:
             assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# resize_() and requires_grad_() in one program (Note [resize_ And requires_grad]): eager's resize_ raises wherever its
+# tensor requires grad, and a view's flag is its autograd root's (the input's `._base`) where it has none of its own.
+# The run's resize_ raised "cannot resize variables that require grad" where eager's ran: on a view taken before the
+# program made its input require grad, where that input is a view of a tensor requiring none (fuzz seed 117100 #2390),
+# and on an input sharing storage with one the program makes require grad later, which a training compile makes
+# require it from the start (seed 123000 #161); and it ran where eager's raised, on (a view of) an input whose
+# `._base` is another input the program made require grad.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _resize_and_gain(target: str, size: int, when: str) -> Callable[..., object]:
+    """resize_() under no_grad of the last input (`target` "input") or of a view of it taken first ("early_view"),
+    and requires_grad_() on the first input `when` "before" or "after" the resize_."""
+
+    def f(*xs: T) -> object:
+        x, gainer = xs[-1], xs[0]
+        t = x.t() if target == "early_view" else x
+        if when == "after":
+            gainer.requires_grad_()
+        with torch.no_grad():
+            t.resize_((size,))
+            t.fill_(2.0)
+        if when == "before":
+            gainer.requires_grad_()
+        return ()
+
+    return f
+
+
+def _resize_gain_inputs(kind: str, struct: str) -> Make:
+    def make() -> tuple[object, ...]:
+        b = pair(3, 3) if kind == "pair" else torch.randn(3, 3)
+        if struct == "view":
+            return (b.select(1, -1),)
+        if struct == "as_strided":
+            return (b.as_strided((3,), (3,), 2),)
+        if struct == "leaf":
+            return (b[:, 2].clone(),)
+        return (b, b[1])  # "group": a base and a view of it, the base made to require grad
+
+    return make
+
+
+_STRUCTS = ("view", "as_strided", "leaf", "group")
+# the cases that compile and match eager (the others, where eager's program is legal, are refused by name)
+_RESIZE_GAIN_MATCHES = {
+    *(f"plain-{s}-{t}-{n}-before-no_grad" for s in _STRUCTS for t in ("input", "early_view") for n in (2, 9)),
+    *(f"pair-{s}-input-{n}-before-no_grad" for s in ("view", "as_strided", "leaf") for n in (2, 9)),
+    *(f"pair-{s}-early_view-2-before-no_grad" for s in _STRUCTS),
+    *(f"plain-{s}-early_view-{n}-after-no_grad" for s in ("view", "as_strided") for n in (2, 9)),
+    *(f"pair-{s}-early_view-2-after-no_grad" for s in ("view", "as_strided")),
+    *(f"plain-group-{t}-9-before-grad" for t in ("input", "early_view")),
+    *(f"{k}-leaf-early_view-2-before-grad" for k in ("plain", "pair")),
+    "plain-group-input-2-before-grad",
+    "pair-group-early_view-2-before-grad",
+}
+_RESIZE_GAIN_CASES = [
+    pytest.param(kind, struct, target, size, when, grad, id=f"{kind}-{struct}-{target}-{size}-{when}-{grad}")
+    for kind in ("plain", "pair")
+    for struct in _STRUCTS
+    for target in ("input", "early_view")
+    for size in (2, 9)
+    for when in ("before", "after")
+    for grad in ("no_grad", "grad")
+]
+
+
+def _eager_raises(f: Callable[..., object], make: Make) -> bool:
+    try:
+        f(*make())
+    except RuntimeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("kind", "struct", "target", "size", "when", "grad"), _RESIZE_GAIN_CASES)
+def test_resize_around_requires_grad_as_eager(
+    kind: str, struct: str, target: str, size: int, when: str, grad: str, compile_fn: CompileFn | None
+) -> None:
+    f, make = _resize_and_gain(target, size, when), _resize_gain_inputs(kind, struct)
+    with torch.set_grad_enabled(grad == "grad"):
+        if _eager_raises(f, make):  # (a resize_ of a tensor requiring grad in eager)
+            assert_raises_like_eager(f, make, compile_fn=compile_fn)
+        elif f"{kind}-{struct}-{target}-{size}-{when}-{grad}" in _RESIZE_GAIN_MATCHES:
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+        else:
+            assert_refused(f, make, compile_fn, r"args\[\d\]")
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_resize_of_a_view_of_an_input_whose_base_input_gained_grad_raises_like_eager(
+    kind: str, compile_fn: CompileFn | None
+) -> None:
+    # the run's stand-in, a view of the synthetic base, did not gain the flag: its resize_ ran
+    f, make = _resize_and_gain("early_view", 2, "after"), _resize_gain_inputs(kind, "group")
+    with torch.no_grad():
+        assert_raises_like_eager(f, make, compile_fn=compile_fn)
+
+
+def test_resize_of_a_view_taken_before_its_view_input_gains_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 117100, program 2390
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn((3, 3)).select(1, -1),)
+
+    def f(x0: T) -> object:
+        t0 = x0.t()
+        x0.requires_grad = True
+        t0.resize_((9,))
+        t0.fill_(2.0)
+        return ()
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def test_resize_of_an_input_before_its_base_input_gains_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 123000, program 161: the training compile makes x0 (and x1 over its storage) require grad from the start
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((1, 4, 1))
+            return (b0, b0.as_strided((), (), 1).reshape((1,)), b0.contiguous().view((1, 4, 1)))
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        with torch.no_grad():
+            x1.resize_((4,))
+            x1.fill_(3.0)
+        x0.requires_grad_()
+        return (x1,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_resize_in_inference_mode_of_a_view_whose_base_input_gained_grad_matches_eager(
+    kind: str, compile_fn: CompileFn | None
+) -> None:
+    # inside inference_mode eager's resize_ skips autograd's check: it resizes a tensor that requires grad
+    def f(x0: T, x1: T) -> object:
+        t = x1.t()
+        x0.requires_grad_()
+        with torch.inference_mode():
+            t.resize_((2,))
+        with torch.no_grad():
+            t.fill_(2.0)
+        return ()
+
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(f, _resize_gain_inputs(kind, "group"), compile_fn=compile_fn)
+
+
+def test_resize_of_a_view_taken_before_the_flag_after_a_write_with_grad_refused(compile_fn: CompileFn | None) -> None:
+    # eager's view requires grad after such a write only where the value written did
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3, 3).select(1, -1),)
+
+    def f(x0: T) -> object:
+        t = x0.t()
+        x0.mul_(2)
+        x0.requires_grad_()
+        with torch.no_grad():
+            t.resize_((2,))
+            t.fill_(2.0)
+        return ()
+
+    with torch.enable_grad():
+        assert_refused(f, make_inputs, compile_fn, r"args\[0\]: resize_: .* depends on the value written")
+    with torch.no_grad():  # (no write autograd records)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

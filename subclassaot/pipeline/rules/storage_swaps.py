@@ -22,6 +22,7 @@ from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_views_of_gained_bases,
     note_gain_on_a_base,
+    resize_as_eager,
 )
 from subclassaot.pipeline.rules.autograd_state import (
     base_read,
@@ -1235,7 +1236,8 @@ class _DataMode(TorchFunctionMode):
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = base_read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 else:
-                    out = _call_viewing_normal(self.record, func, call_args, call_kwargs)
+                    with resize_as_eager(self.record, name, args):  # Note [resize_ And requires_grad]
+                        out = _call_viewing_normal(self.record, func, call_args, call_kwargs)
                     out = original_of(out, name, args, call_args)
         except RuntimeError as e:
             if "new_fn INTERNAL ASSERT FAILED" in str(e):
