@@ -2566,6 +2566,35 @@ def test_seed117100_6137_view_of_multi_output_input_resized_and_written(
         assert_matches_eager(fn, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
 
 
+def _view_relaid_in_place(how: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.view(-1)
+        y = x0 * 2.0  # read with grad before the bump: its history reaches x0's base
+        with torch.inference_mode() if how == "resize_" else torch.no_grad():
+            if how == "resize_":
+                t0.resize_((2,))  # (shrinks: no resize of the storage)
+            else:
+                t0.as_strided_((2,), (1,))
+            t0.fill_(-1.0)
+        return (t0, y)
+
+    return f
+
+
+@pytest.mark.parametrize("how", ["resize_", "as_strided_"])
+@pytest.mark.parametrize("base", sorted(_MULTI_OUTPUT_BASES))
+@pytest.mark.parametrize("op", _MULTI_OUTPUT_KINDS)
+def test_view_of_multi_output_input_relaid_in_place_and_written(
+    compile_fn: CompileFn | None, base: str, op: str, how: str
+) -> None:
+    # issue #27: the output view is replayed before the graph, its in-place view op with it, which left the input's
+    # grad_fn raising when the training Function read it (eager's program read it before that op)
+    make_inputs = _multi_output_input(base, op)
+    check_with_grad(_view_relaid_in_place(how), make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(_view_relaid_in_place(how), make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def test_view_of_multi_output_input_written_raises_eagers_message() -> None:
     # the sentence autograd raises is eager's (a view with history, of a multi-output op), not the no_grad one
     with torch.enable_grad():
