@@ -355,6 +355,12 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
     return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
 
 
+def take_creation_meta(view: torch.Tensor, source: torch.Tensor) -> None:
+    """Give autograd view `view` the creation meta of autograd view `source` (what a view taken with grad of `source`
+    inherits: autograd's propagate_creation_meta keeps anything over DEFAULT)."""
+    torch._C._autograd._set_creation_meta(view, torch._C._autograd._get_creation_meta(source))
+
+
 def give_grad_mode_creation_meta(view: torch.Tensor, source: torch.Tensor, multi_output: bool) -> None:
     """Give `view`, taken of `source` under no_grad, the creation meta autograd gives a view taken with grad enabled
     of a source that requires no grad (no history either way): MULTI_OUTPUT_NODE for an op returning several views,

@@ -1213,7 +1213,11 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
         edges = cast(Sequence[tuple[object, int]], getattr(node, "next_functions", ()))
         return (type(node).__name__, nr, tuple(visit(child, k) for child, k in edges))
 
-    return (root.requires_grad, requires_grad_through_base(root), visit(root.grad_fn, 0))
+    try:
+        history = visit(root.grad_fn, 0)
+    except RuntimeError as e:  # (a view made under no_grad or by a multi-output op, whose base was written since)
+        history = ("raises", str(e).split(".")[0])
+    return (root.requires_grad, requires_grad_through_base(root), history)
 
 
 def _compiled_outputs(

@@ -50,6 +50,7 @@ from subclassaot.runtime.steps import (
     grow_storages,
     hold_accumulators,
     make_assigned_accumulators,
+    raise_early_bumps,
     replay_early,
     settle_early_counters,
     settle_output_counters,
@@ -155,13 +156,14 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Output Regeneration]
-        early, at_end = replay_early(  # Note [Views That Raise After A Bump]
+        early, at_end, bumped = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, early_sets, values)
         outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
+        raise_early_bumps(early_heads, values, bumped)
         prewrapped.update(early)
         # a leaf's before its writes: eager's program wrote it only once it no longer required grad (a write to a
         # leaf that requires grad raises), which the epilogue's copies, made with grad on, must see too

@@ -61,11 +61,13 @@ from subclassaot.torch_internals import (
     get_version,
     give_base_grad,
     give_grad_mode_creation_meta,
+    grad_fn_raises,
     mark_inference_mode_view,
     requires_grad_through_base,
     set_to_tensor,
     set_version,
     storage_key,
+    take_creation_meta,
 )
 
 # Note [Output Regeneration]
@@ -129,6 +131,21 @@ from subclassaot.torch_internals import (
 # - Intermediates set_() onto inputs (`t0 = x0.mul(x0); x0.set_(t0); return t0.unsqueeze(-1), t0.view(1, 1, 1)`): t0's
 #   dense leaves end on the input's storages; its views are rebuilt from a wrapper around aliases of those leaves, built
 #   once per call per eager intermediate, so their `._base` is one object.
+
+
+# Note [Views Of Inputs Whose History Raises]
+# Eager: a view made by a multi-output op (unbind, split, chunk; MULTI_OUTPUT_NODE) or under no_grad (NO_GRAD_MODE)
+# raises when its grad_fn is read once the version counter it shares with its base moved after autograd set its
+# history; so does every view taken of it with grad before that write (a view of a view inherits its creation meta,
+# and shares the counter). A view taken with grad after the write is no such view: taking it reads the source's
+# grad_fn, which raises in the program. So an output rebuilt by as_strided() with grad of an input whose grad_fn raises
+# by then (`t0 = x.view(-1)` of an unbind() output x, then a resize_() and a write of t0 in inference_mode) is eager's
+# view taken before the write, and raises too: "Output 0 of <its node> is a view and its base ... has been modified
+# inplace. This view is the output of a function that returns multiple views ...". Taking it of the input itself would
+# raise here; it is taken with grad of the input's `._base` (never a view, its grad_fn reads fine, and it is eager's
+# `._base` of the output), with that base's counter one below its count, then given back, so the view is stale by one
+# write as eager's, and given the input's creation meta. Counters keep eager's counts. Under no_grad the as_strided()
+# reads no grad_fn, and a view taken so reads fine as eager's does.
 
 
 def build_outputs(
@@ -846,8 +863,25 @@ def regenerate_alias(
     if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:
         return source
     if is_view:
+        if torch.is_grad_enabled() and grad_fn_raises(source):  # Note [Views Of Inputs Whose History Raises]
+            return _stale_view_of(source, size, stride, offset)
         return source.as_strided(size, stride, offset)
     return non_view_alias(source, (size, stride, offset))
+
+
+def _stale_view_of(source: torch.Tensor, size: list[int], stride: list[int], offset: int) -> torch.Tensor:
+    """Note [Views Of Inputs Whose History Raises]: a view with history of `source`'s base, `source`'s creation meta,
+    made one count before the counter they share, which raises when its grad_fn is read."""
+    base = source._base
+    assert base is not None, "BUG: a view whose grad_fn raises has a base"
+    now = get_version(base)
+    set_version(base, now - 1)
+    try:
+        view = base.as_strided(size, stride, offset)
+    finally:
+        set_version(base, now)
+    take_creation_meta(view, source)
+    return view
 
 
 def _input_root(

@@ -227,22 +227,45 @@ def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
 
 def replay_early(
     heads: Sequence[tuple[int, Replay]], values: Sequence[object], make: Callable[[Replay], torch.Tensor]
-) -> tuple[dict[int, torch.Tensor], dict[int, int]]:
-    """The early replays `heads` (output index, replay), each made by `make`; and, per input of a replay with
-    Replay.counter_at_end, the count to give it after the epilogue (Note [Views That Raise After A Bump])."""
+) -> tuple[dict[int, torch.Tensor], dict[int, int], list[int]]:
+    """The early replays `heads` (output index, replay), each made by `make`; per input of a replay with
+    Replay.counter_at_end, the count to give it after the epilogue; and the counters lowered for the graph's run
+    (`_lower_early_bumps`) (Note [Views That Raise After A Bump])."""
     made: dict[int, torch.Tensor] = {}
     at_end: dict[int, int] = {}
+    came = [get_version(v) if isinstance(v := values[r.index], torch.Tensor) else 0 for _, r in heads]
     for o, replay in heads:
         source = values[replay.index]
         if not replay.counter_at_end or not isinstance(source, torch.Tensor):
             made[o] = make(replay)
             continue
-        came = get_version(source)
-        at_end.setdefault(replay.index, came + 1)
+        now = get_version(source)
+        at_end.setdefault(replay.index, now + 1)
         set_version(source, at_end[replay.index])
         made[o] = make(replay)
-        set_version(source, came)
-    return made, at_end
+        set_version(source, now)
+    return made, at_end, _lower_early_bumps(heads, values, came)
+
+
+def _lower_early_bumps(heads: Sequence[tuple[int, Replay]], values: Sequence[object], came: Sequence[int]) -> list[int]:
+    """After `replay_early`, before the graph: per early replay, its input's counter now, where the replay's in-place
+    view ops moved it from `came` (its count before them) so that the input's grad_fn raises, given back `came` until
+    the graph ran (`raise_early_bumps`); -1 for the others (Note [Views That Raise After A Bump])."""
+    now: list[int] = []
+    for (_, replay), before in zip(heads, came, strict=True):
+        source = values[replay.index]
+        moved = isinstance(source, torch.Tensor) and get_version(source) != before and grad_fn_raises(source)
+        now.append(get_version(cast(torch.Tensor, source)) if moved else -1)
+        if moved:
+            set_version(cast(torch.Tensor, source), before)
+    return now
+
+
+def raise_early_bumps(heads: Sequence[tuple[int, Replay]], values: Sequence[object], now: Sequence[int]) -> None:
+    """After the graph: the counters `replay_early` lowered, as the early replays left them."""
+    for (_, replay), version in zip(heads, now, strict=True):
+        if version >= 0:
+            set_version(cast(torch.Tensor, values[replay.index]), version)
 
 
 def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> None:

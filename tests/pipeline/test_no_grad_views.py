@@ -2495,3 +2495,142 @@ def test_views_of_an_intermediate_taken_around_its_write(
         assert_matches_eager(
             _views_around_a_write, lambda: (make(),), compile_fn=compile_fn, after_call=_require_grad_of_bases
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Views of multi-output view inputs whose base the program writes (issue #27).
+#
+# * fuzz seed 117100 #6137: an output view of an unbind() input, taken with grad, then resized and written in
+#   inference_mode: eager's grad_fn raises ("Output 0 of View is a view and its base ... returns multiple views"); ours,
+#   rebuilt by as_strided() of the input, raised that at the call (the input's grad_fn read)
+#   (Note [Views Of Inputs Whose History Raises]).
+# * fuzz seed 117100 #3816: an unbind() view of an input that is a view of the other input, which the program then
+#   makes require grad and writes in inference_mode: the probe of eager's autograd graphs read the view's grad_fn and
+#   raised at compile time; it is the requires_grad_()-after-a-read refusal.
+# ---------------------------------------------------------------------------------------------------------------------
+
+_MULTI_OUTPUT: dict[str, Callable[[T], T]] = {
+    "unbind": lambda b: b.unbind(0)[0],
+    "split": lambda b: torch.split(b, 1)[0],
+    "chunk": lambda b: b.chunk(2)[0],
+}
+_MULTI_OUTPUT_KINDS = sorted(_MULTI_OUTPUT)
+_MULTI_OUTPUT_BASES: dict[str, Callable[[], T]] = {
+    "nonleaf": lambda: nonleaf(2, 3),
+    "leaf": lambda: leaf(2, 3),
+    "pair_nonleaf": lambda: pair_nonleaf(2, 3),
+}
+
+
+def _multi_output_input(base: str, op: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (_MULTI_OUTPUT[op](_MULTI_OUTPUT_BASES[base]()),)
+
+    return make_inputs
+
+
+def _view_resized_in_inference_mode(x0: T) -> object:
+    # fuzz seed 117100 #6137 for inputs of any multi-output op
+    t0 = x0.view(-1)
+    with torch.inference_mode():
+        t0.resize_((8,))
+        t0.fill_(-1.0)
+    return (t0,)
+
+
+def _view_of_input_resized_in_inference_mode(x0: T) -> object:
+    t0 = x0.view(-1)
+    t1 = x0.unsqueeze(0)
+    with torch.inference_mode():
+        t0.resize_((8,))
+        t0.fill_(-1.0)
+    return (t0, t1, x0)
+
+
+@pytest.mark.parametrize("base", sorted(_MULTI_OUTPUT_BASES))
+@pytest.mark.parametrize("op", _MULTI_OUTPUT_KINDS)
+@pytest.mark.parametrize("fn", [_view_resized_in_inference_mode, _view_of_input_resized_in_inference_mode])
+def test_seed117100_6137_view_of_multi_output_input_resized_and_written(
+    compile_fn: CompileFn | None, base: str, op: str, fn: Callable[[T], object]
+) -> None:
+    # eager's output views taken with grad before the write raise at grad_fn, naming their own node; a subclass input
+    # grown by resize_() through an alias is refused (its own rule)
+    make_inputs = _multi_output_input(base, op)
+    if base.startswith("pair") and compile_fn is None:
+        match = "grows this input's storage with resize_|changes the metadata"
+        refused_with_grad(fn, make_inputs, compile_fn, match)
+        return
+    check_with_grad(fn, make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(fn, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _view_relaid_in_place(how: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.view(-1)
+        y = x0 * 2.0  # read with grad before the bump: its history reaches x0's base
+        with torch.inference_mode() if how == "resize_" else torch.no_grad():
+            if how == "resize_":
+                t0.resize_((2,))  # (shrinks: no resize of the storage)
+            else:
+                t0.as_strided_((2,), (1,))
+            t0.fill_(-1.0)
+        return (t0, y)
+
+    return f
+
+
+@pytest.mark.parametrize("how", ["resize_", "as_strided_"])
+@pytest.mark.parametrize("base", sorted(_MULTI_OUTPUT_BASES))
+@pytest.mark.parametrize("op", _MULTI_OUTPUT_KINDS)
+def test_view_of_multi_output_input_relaid_in_place_and_written(
+    compile_fn: CompileFn | None, base: str, op: str, how: str
+) -> None:
+    # issue #27: the output view is replayed before the graph, its in-place view op with it, which left the input's
+    # grad_fn raising when the training Function read it (eager's program read it before that op)
+    make_inputs = _multi_output_input(base, op)
+    check_with_grad(_view_relaid_in_place(how), make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(_view_relaid_in_place(how), make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_view_of_multi_output_input_written_raises_eagers_message() -> None:
+    # the sentence autograd raises is eager's (a view with history, of a multi-output op), not the no_grad one
+    with torch.enable_grad():
+        x0 = cast(T, _multi_output_input("nonleaf", "unbind")()[0])
+        (out,) = cast(tuple[T], subclassaot.compile(_view_resized_in_inference_mode)(x0))
+        assert grad_fn_raises(out) and grad_fn_raises(x0)
+        with pytest.raises(RuntimeError, match=r"^Output 0 of \w+ is a view and its base .* multiple views"):
+            _ = out.grad_fn
+
+
+def _multi_output_view_before_base_gains_grad(make: Callable[[T], T]) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = make(x0)
+        x1.requires_grad_()
+        with torch.inference_mode():
+            x0.resize_((5,))
+            x0.fill_(-1.0)
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["plain", "PairTensor"])
+@pytest.mark.parametrize("op", _MULTI_OUTPUT_KINDS)
+def test_seed117100_3816_multi_output_view_of_input_whose_base_gains_grad(
+    compile_fn: CompileFn | None, kind: str, op: str
+) -> None:
+    # fuzz seed 117100 #3816: eager's unbind() view, taken while its input required no grad, raises at grad_fn
+    # ("A view was created in no_grad mode ... multiple views") once the base gains grad and is written; the probe
+    # comparing eager's autograd graphs (flag set early or as called) read it and raised. The compiled call sets the
+    # flag before the graph: refused as for any read before a requires_grad_() of an input over the same storage
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2) if kind == "plain" else pair(2)
+        return (b0.t(), b0)
+
+    f = _multi_output_view_before_base_gains_grad(_MULTI_OUTPUT[op])
+    gained = r"calls requires_grad_\(\) on this input after computing from it"
+    # (a subclass input grown by resize_() through its view is refused first, by its own rule)
+    refused_with_grad(f, make_inputs, compile_fn, gained if kind == "plain" else "grows this input's storage")

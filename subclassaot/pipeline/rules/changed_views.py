@@ -112,7 +112,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   wrapper of its own, so eager's check at a read with grad after a write through another view of the base does not
 #   happen there: refused where the program writes the base through another input and reads this one with grad; an
 #   output made by such an op from an input is refused where the program advances the shared base's counter through
-#   another input, unless rebuilt before the epilogue or taken after that last write (Replay.split_made).
+#   another input, unless rebuilt before the epilogue or taken after that last write (Replay.split_made). An early
+#   replay's in-place view op (resize_, as_strided_) that leaves such an input's grad_fn raising is undone for the
+#   graph's run, its counter lowered and then given back: eager's reads of the input with grad came before it.
 # - Whether a view requires grad (and so can raise) is eager's, not the run's: a view requires grad as the root of its
 #   storage does, but inputs sharing a storage run as views of a synthetic base that never requires grad, so a view of
 #   the input eager passed as that root, which gained requires_grad in the program, does not require grad in the run
