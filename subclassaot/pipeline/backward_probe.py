@@ -62,7 +62,8 @@ from subclassaot.torch_internals import (
 # sequence number (creation order), and a leaf's AccumulateGrad, numbered above all, as soon as it is ready. So the
 # compile runs the program once more, eagerly, on static fakes of the real inputs (aliasing kept), and calls backward
 # through each nonempty set of its outputs that require grad (tangents do not change the order), to see whether it
-# raises and whether some input leaf got its gradient first; only leaf inputs can, and the probe reads their `.grad`.
+# raises and whether some input leaf got its gradient first; only leaf inputs can (those passed, and those the program
+# made leaves by `x.requires_grad_()`: `_leaves_made`), and the probe reads their `.grad`.
 # Each probed set is mapped to the Function outputs it gives tangents to (`tangent_patterns`). Outputs beyond
 # MAX_PROBED_OUTPUTS are not probed (2^n backwards).
 # - Non-leaf inputs' fakes keep no history: their node (autograd's Error node) raises EXAMPLE_INPUT_HISTORY_ERROR, is
@@ -278,6 +279,7 @@ def _trial(
     with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
         state, args, kwargs = unflatten_call(flat, values)
         outs = pytree.tree_leaves(call(state, args, kwargs))
+        leaves += _leaves_made(values, (*leaves, *apart))
         grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
         if after_call is not None:
             after_call(outs, values)
@@ -312,6 +314,21 @@ def _trial(
             end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
             return grad_outputs, _apart_as_returned(apart, roots, end)
     return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+def _leaves_made(values: Sequence[object], known: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The inputs the program made leaves that require grad (`x.requires_grad_()` on an input, or on a view input of a
+    base that requires none), other than `known`: eager's engine gives them their gradient as it does the leaves
+    passed, so whether one got it before the failing node ran counts too (Note [Probing Eager's Backward])."""
+    return [
+        v
+        for v in values
+        if isinstance(v, torch.Tensor)
+        and v.requires_grad
+        and not grad_fn_raises(v)
+        and v.is_leaf
+        and not any(v is k for k in known)
+    ]
 
 
 def _history_unreadable(t: torch.Tensor) -> bool:

@@ -62,10 +62,10 @@ from subclassaot.torch_internals import get_version, set_version
 # What is cheaper written out is written out: version counters read and set inline (read once before the call inside
 # one `try`: an inference tensor has none, and such a call goes to the generic runner before anything ran; the
 # written leaves' counters set back in one call after the copies, whatever the copies did to them), a copy into an
-# input that cannot require grad (a direct call has no graph input that does) made without no_grad where the value
-# does not either, and the outputs of a WrapperTensor that constructs as the base class does built as
-# `plain_unflattener` builds them, its steps written out (`_make_wrapper_subclass` and the fields: the same object
-# its `__tensor_unflatten__` returns; a field no class defines written to the instance's dict, where
+# input that cannot require grad (guarded; a direct call for inference has no graph input that does) made without
+# no_grad where the value does not either, and the outputs of a WrapperTensor that constructs as the base class does
+# built as `plain_unflattener` builds them, its steps written out (`_make_wrapper_subclass` and the fields: the same
+# object its `__tensor_unflatten__` returns; a field no class defines written to the instance's dict, where
 # object.__setattr__ would put it, and the traced dtype and a CPU device bound as constants).
 # A view of a WrapperTensor input made by one view op (`x.view(-1)`, `x.t()`, `x[1]`) costs most through the class's
 # `__torch_dispatch__` (a Python dispatch, an unwrap, the op per inner tensor, a rewrap). Eager's result is fixed by
@@ -369,9 +369,12 @@ def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, fin
     if not hidden:  # (where neither requires grad, a copy under grad mode records nothing, as under no_grad)
         w.line("x.copy_(v)")
         return
-    # A direct call has no graph input that requires grad (guarded): then x does not, and where v does not either
-    # a copy under grad mode records nothing, so it needs no no_grad (which costs as much as the copy).
-    if call.direct is not None and j in plan.layout.graph_inputs:
+    # A direct call for inference has no graph input that requires grad (guarded): then x does not, and where v does
+    # not either a copy under grad mode records nothing, so it needs no no_grad (which costs as much as the copy). One
+    # that trains natively (Note [Training Without A Function]) may take an input that requires grad throughout and is
+    # written hidden from autograd: a copy into it with grad mode on would raise.
+    owner = plan.flat.tensor_indices.index(plan.layout.leaves[j].owner)
+    if call.direct is not None and j in plan.layout.graph_inputs and not plan.input_requires_grad[owner]:
         w.line("if v.requires_grad:")
         w.without_grad("x.copy_(v)", 2)
         w.line("else:")

@@ -126,6 +126,79 @@ def test_no_grad_set_to_own_view_renews_grad_accumulator(compile_fn: CompileFn |
     check(f, lambda: (torch.randn((4, 1, 1), requires_grad=True),), compile_fn)
 
 
+def _sorted_by_a_self_set_leaf_in_inference_mode(x0: T) -> object:
+    t0, t1 = x0.sort(0)
+    with torch.inference_mode():
+        set_to(x0, x0)
+    return (t1, t0, x0)
+
+
+def _made_leaf_sorted_by_a_self_set_in_inference_mode(x0: T) -> object:
+    x0.requires_grad_()
+    return _sorted_by_a_self_set_leaf_in_inference_mode(x0)
+
+
+@pytest.mark.parametrize("make_input", [_leaf, functools.partial(pair, requires_grad=True)], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f",
+    [_sorted_by_a_self_set_leaf_in_inference_mode, _made_leaf_sorted_by_a_self_set_in_inference_mode],
+    ids=["leaf", "made_leaf"],
+)
+def test_self_set_inside_inference_mode_keeps_the_leaf_accumulator(
+    f: Callable[..., object], make_input: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 117100 #7510: `x0.set_(x0)` inside inference_mode runs no autograd kernel, so x0 keeps the gradient
+    accumulator that sort's node feeds, and a backward through (t0, x0) after the caller wrote the indices waits on
+    sort's failing node before accumulating x0's gradient; the runtime renewed the accumulator as for a set_() under
+    no_grad, and x0's gradient came first (Note [Gradient Accumulators Of Leaves]). A PairTensor made to require grad
+    and written is refused by its own rule."""
+    made = f is _made_leaf_sorted_by_a_self_set_in_inference_mode
+
+    def make_inputs() -> tuple[object, ...]:
+        x = make_input()
+        return (x.detach() if made else x,)
+
+    if made and make_input is not _leaf and compile_fn is None:
+        assert_refused(f, make_inputs, None, "written in place and made to require grad")
+        return
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _made_leaf_beside_a_failing_sort(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t0, t1 = x1.sort(0)
+    t1.add_(t1)
+    return (t0, x0.mul(-1.0))
+
+
+def _made_leaf_read_before_a_failing_sort(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t0, t1 = x1.sort(0)
+    t1.add_(t1)
+    return (x0.mul(-1.0) + t0,)
+
+
+@pytest.mark.parametrize("make_input", [torch.randn, pair], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "match"),
+    [
+        (_made_leaf_beside_a_failing_sort, "cannot raise for some outputs and run for others"),
+        (_made_leaf_read_before_a_failing_sort, "does not depend on the failing step"),
+    ],
+    ids=["beside", "read_before"],
+)
+def test_leaf_the_program_made_graded_before_a_backward_error_refused(
+    f: Callable[..., object], match: str, make_input: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 117100 #3100: x0, made a leaf by the program, gets its gradient in eager's backward before sort's node
+    (its indices written) raises: x0's nodes are newer. The probe read the gradients of the leaves passed only, saw
+    none before the error, and deferred it whole: x0.grad stayed None. It now reads the leaves the program made too,
+    and the program is refused as one whose passed leaf is graded first (Note [Probing Eager's Backward])."""
+    assert_refused(f, lambda: (make_input(3), nonleaf()), compile_fn, match)
+
+
 def test_write_through_view_reshaped_in_place_refused(compile_fn: CompileFn | None) -> None:
     # seed 7000 #3857: the traced backward raised "CopySlices returned an invalid gradient" (autograd's view replay
     # drops the unsqueeze_) where eager's backward runs; refused rather than deferred.

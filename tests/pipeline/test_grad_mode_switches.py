@@ -930,6 +930,57 @@ def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
         assert_matches_eager(f, make_inputs)
 
 
+def new_leaf_beside_a_data_write_of_a_leaf(x: T, w: T) -> object:
+    x.data.fill_(-1.0)
+    y = w.detach().mul(2)
+    y.requires_grad_()
+    return (y * 3,)
+
+
+def new_leaf_of_a_no_grad_view_beside_a_data_write_of_a_leaf(x: T, w: T) -> object:
+    with torch.enable_grad():
+        t0 = w.transpose(0, 0)
+    x.data.fill_(-1.0)
+    t1 = t0.view((-1,))
+    t1.requires_grad_()
+    return ()
+
+
+def _leaf_written_and_leaf(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        x = PairTensor.from_tensor(torch.randn(4), requires_grad=True) if pair else torch.randn(4, requires_grad=True)
+        return x, torch.randn(4, requires_grad=True)
+
+    return make
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "grad"),
+    [
+        (new_leaf_beside_a_data_write_of_a_leaf, True),
+        # the call under no_grad, compiled for the grad it turns on inside (fuzz seed 123007 #255)
+        (new_leaf_of_a_no_grad_view_beside_a_data_write_of_a_leaf, False),
+    ],
+    ids=["grad", "no_grad_call"],
+)
+def test_new_leaf_beside_a_data_write_of_a_leaf_input_matches_eager(
+    f: Callable[..., object], grad: bool, pair: bool, compile_fn: CompileFn | None
+) -> None:
+    """A leaf input that requires grad throughout, written through `.data` beside a new leaf: the graph's run records
+    eager's history (Note [Training Without A Function]), and the runtime's copy into the leaf, with grad mode on
+    around the call, goes under no_grad as eager's write through `.data` is hidden (a generated runner's copy made with
+    grad on raised "a leaf Variable that requires grad is being used in an in-place operation"). A PairTensor input
+    takes no such path: the new leaf of a program over a subclass input is refused (refuse_new_leaves)."""
+    make_inputs = _leaf_written_and_leaf(pair)
+    if pair and compile_fn is None:
+        with torch.set_grad_enabled(grad), pytest.raises(UnsupportedError, match=r"requires_grad_\(\)"):
+            subclassaot.compile(f, backend="eager")(*make_inputs())
+        return
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
 def new_leaf_after_autograd_reads(x: T) -> object:
     y = x * 2
     before = y.requires_grad

@@ -161,7 +161,8 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 # Eager: a leaf that requires grad feeds the accumulator alive when a node reading it was made, and the engine reduces
 # every gradient reaching an accumulator to the size it recorded when it was made (or raises where that does not expand
 # to the gradient's). `.data =` keeps the leaf's accumulator where one is alive; set_() (under no_grad: with grad it
-# raises) gives the leaf a new one, even `x.set_(x)`: nodes made before feed the old, uses after the new. One is alive
+# raises) gives the leaf a new one, even `x.set_(x)`: nodes made before feed the old, uses after the new; inside
+# inference_mode, where autograd's kernels do not run, set_() keeps the one alive (`note_self_set`). One is alive
 # where an op with grad read the leaf before and its result is still held, so whether eager's backward raises depends
 # on what lives: nothing per call may be kept by a reference cycle until a collection (`_rewrap` recurses through the
 # module-level `_build`; regenerate.build_outputs drops its hold on itself once the outputs are built).
@@ -284,7 +285,10 @@ def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:
 
 
 def note_self_set(record: SwapRecord, t: torch.Tensor) -> None:
-    """The program's `t.set_(t)` under no_grad (Note [Gradient Accumulators Of Leaves])."""
+    """The program's `t.set_(t)` under no_grad (Note [Gradient Accumulators Of Leaves]); inside inference_mode
+    autograd's kernel of set_ does not run, and no accumulator is renewed."""
+    if torch.is_inference_mode_enabled():
+        return
     record.self_sets.add(id(t))
     record.read_after_self_set.discard(id(t))  # reads after the last one only
     if id(t) in record.grad_reads:
