@@ -473,9 +473,73 @@ EXAMPLE_INPUT_HISTORY_ERROR = "Tried to backward() through example input"
 def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[object]]:
     """Fakes of `values`' tensors with static shapes in a fresh fake mode (no ShapeEnv, so no guards), aliasing
     kept (the same object gives the same fake, a view a view of its base's fake); a non-leaf that requires grad
-    becomes a non-leaf whose earlier history raises EXAMPLE_INPUT_HISTORY_ERROR. Other values as they are."""
+    becomes a non-leaf whose earlier history raises EXAMPLE_INPUT_HISTORY_ERROR; a plain tensor that is no view but
+    shares another's version counter (a detach() of it) shares its fake's (`_share_fake_counters`). Other values as
+    they are."""
     mode = _EagerEmptyLayouts(allow_non_fake_inputs=False)
-    return mode, [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
+    fakes = [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
+    _share_fake_counters(mode, values, fakes)
+    return mode, fakes
+
+
+def shares_version_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do `a` and `b` share a version counter? Advance a's and see whether b's moves (then restore it)."""
+    if a is b:
+        return True
+    if a.is_inference() or b.is_inference() or storage_key(a) != storage_key(b):
+        return False  # only aliases (views, detach) can share a counter; an inference tensor has none
+    before, other = get_version(a), get_version(b)
+    set_version(a, before + 1)
+    shared = get_version(b) != other
+    set_version(a, before)
+    return shared
+
+
+def _share_fake_counters(mode: FakeTensorMode, values: Sequence[object], fakes: list[object]) -> None:
+    """Give the fake of each tensor without history that is no view (no `._base`) but shares another tensor's
+    version counter (`x.detach()` passed beside x: a write of either moves both, and autograd's saved-version check
+    of one sees the other's writes) an alias of that tensor's fake sharing its counter, laid out as the real one:
+    the fake mode makes such a fake over the same storage with a counter of its own. A subclass only where it is
+    laid out as the other (a detach() of it: its class's own detach makes the alias). Not where a view of it is
+    among the values (its fake is a view of the fake replaced)."""
+    tensors = [(k, v) for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    bases = {id(v._base) for _, v in tensors if v._base is not None}
+    movable = {id(v) for _, v in tensors if v._base is None and v.grad_fn is None and id(v) not in bases}
+    done: dict[int, torch.Tensor] = {}
+    for n, (k, v) in enumerate(tensors):
+        if id(v) in done:
+            fakes[k] = done[id(v)]
+            continue
+        if id(v) not in movable:
+            continue
+        # the source: a tensor whose fake stays, or one replaced before this one
+        source = next(
+            (
+                j
+                for m, (j, u) in enumerate(tensors)
+                if u is not v and (id(u) not in movable or m < n) and shares_version_counter(u, v)
+            ),
+            None,
+        )
+        fake_source = fakes[source] if source is not None else None
+        if not isinstance(fake_source, torch.Tensor) or shares_version_counter(
+            fake_source, cast(torch.Tensor, fakes[k])
+        ):
+            continue
+        relaid = (fake_source.shape, fake_source.stride(), fake_source.storage_offset()) != (
+            v.shape,
+            v.stride(),
+            v.storage_offset(),
+        )
+        if type(v) is not torch.Tensor and (type(fake_source) is not type(v) or relaid):
+            continue  # (a subclass: only a detach() of another input of its class as it is)
+        with mode, torch.no_grad():
+            alias = fake_source.detach()  # (the same storage and counter, no view, no history)
+            version = get_version(alias)
+            if relaid:
+                alias.as_strided_(v.shape, v.stride(), v.storage_offset())
+            set_version(alias, version)  # (as_strided_ moved the shared counter)
+        fakes[k] = done[id(v)] = alias.requires_grad_(v.requires_grad)
 
 
 class _EagerEmptyLayouts(_CacheKeepsStorage):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

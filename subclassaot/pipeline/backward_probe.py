@@ -60,7 +60,8 @@ from subclassaot.torch_internals import (
 # Where the traced backward fails (Note [Backward Errors Are Deferred]), or may pass where eager's fails, what eager's
 # backward does is fixed by the program's autograd graph: on CPU the engine runs the ready node with the highest
 # sequence number (creation order), and a leaf's AccumulateGrad, numbered above all, as soon as it is ready. So the
-# compile runs the program once more, eagerly, on static fakes of the real inputs (aliasing kept), and calls backward
+# compile runs the program once more, eagerly, on static fakes of the real inputs (aliasing kept, and version counters
+# shared as eager's: a detach() passed beside its tensor, whose writes a node that saved the other sees), and calls backward
 # through each nonempty set of its outputs that require grad (tangents do not change the order), to see whether it
 # raises and whether some input leaf got its gradient first; only leaf inputs can (those passed, and those the program
 # made leaves by `x.requires_grad_()`: `_leaves_made`), and the probe reads their `.grad`.
@@ -105,7 +106,8 @@ from subclassaot.torch_internals import (
 #   of the one leaf input that requires grad ("doesn't match the broadcast shape"). The probe keeps a program only where
 #   each set of outputs completes or raises before any leaf's gradient in one of those ways. A root whose history
 #   raises when read (a view of unbind()'s output whose base was written in place since) fails eager's backward before
-#   any node (BackwardEnd.RAISES_AT_ROOT): such a set says nothing of the Function's tangents and makes no pattern, so
+#   any node (BackwardEnd.RAISES_AT_ROOT), as does a root that requires grad only through its base (a view taken under
+#   no_grad: no history of its own); such a set says nothing of the Function's tangents and makes no pattern, so
 #   a backward through the same tangents by another way (the written base's new value alone) is refused when it runs.
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
@@ -306,7 +308,7 @@ def _trial(
                 return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
             if errors is not None:
                 errors.append(e)
-            if any(_history_unreadable(r) for r in roots):
+            if any(_history_unreadable(r) or requires_grad_through_base(r) for r in roots):
                 return grad_outputs, BackwardEnd.RAISES_AT_ROOT
             graded = any(leaf.grad is not None for leaf in leaves) or any(
                 base.grad is not None and not any(r is v for r in roots for v in views) for base, views in bases

@@ -98,15 +98,21 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   non-leaf saves the x0 it overwrites) while one through the outputs completes. Where the probe shows that, the
 #   backward graph is the joint traced without tangents for those new values (`absent`, TangentPatterns.full); the
 #   program's error is raised when one of those tangents is given, as eager's backward through the input raises.
+#   The joint is first traced without the hidden ones alone (new values the epilogue writes hidden from autograd, which
+#   no caller's backward gives): where that traces, the error was theirs (the trace's accumulator of a leaf made at its
+#   old size, where eager makes none), and a backward through the other new values runs.
 #   Likewise where each probed backward raises before any gradient exactly when it gives a tangent that no completing
 #   one gives (a Function's output that saved a no_grad view, beside the written input returned), without those.
 # - Leaves outside the Function: an input that requires grad but that no output's gradient reaches (or only new values
 #   written under no_grad or through `.data`) goes in detached where the program changes its metadata (a subclass's own
 #   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
 #   accumulator now, at its metadata now, and would hold its own gradient (a returned input) behind our raising node.
-#   Other unreached inputs stay attached (outputs computed from a no_grad view of one still require grad in eager); where
-#   every input that requires grad went in detached, the first goes in as a fresh alias leaf that requires grad, so the
-#   outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
+#   So does an input that requires grad, gets no gradient of its own from the Function (unread) and whose metadata the
+#   program changes, and a synthetic base whose gradient only hidden new values reach and whose members' metadata
+#   changes: attached, it would make its leaf's accumulator at the old size, which eager's backward through the leaf
+#   (returned as itself, resized under inference_mode) then fails. Other unreached inputs stay attached (outputs
+#   computed from a no_grad view of one still require grad in eager); where every input that requires grad went in
+#   detached, the first goes in as a fresh alias leaf that requires grad, so the outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
 #   new value gets it in eager from its AccumulateGrad, numbered above all nodes, before the raising node: it goes in
 #   detached, and the probe counts its gradient as the compiled backward gives it; where it does not (eager's raises at
 #   a root's own size check, before that leaf's AccumulateGrad), the program is refused. So does one
@@ -469,11 +475,16 @@ def _backward_without_input_values(
         return None
     if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
         return None
-    try:
-        traced_setup, joint = trace_joint_views(setup, tangent_fakes, reach, absent)
-    except RuntimeError:
-        return None
-    return traced_setup, joint, absent
+    # First without the hidden ones alone, which no caller's backward gives: where that traces, the error came
+    # from them (an accumulator the trace made at a leaf's old size), and the other new values' tangents are kept
+    hidden = absent & _hidden_values(setup)
+    for without in (hidden, absent) if hidden and hidden != absent else (absent,):
+        try:
+            traced_setup, joint = trace_joint_views(setup, tangent_fakes, reach, without)
+        except RuntimeError:
+            continue
+        return traced_setup, joint, without
+    return None
 
 
 def _backward_without_raising_tangents(

@@ -27,7 +27,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.guards import Guards
 from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, DenseLeaf, InputIndex, Meta
-from subclassaot.torch_internals import get_version, set_version, storage_key, symint_expr
+from subclassaot.torch_internals import shares_version_counter, storage_key, symint_expr
 
 # Note [Synthetic Bases]
 # Two inputs that share storage (f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner tensors are one
@@ -136,7 +136,7 @@ def _base_input(real: torch.Tensor, reals: Sequence[torch.Tensor]) -> int | None
 
 def _version_families(reals: Sequence[torch.Tensor]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Number the version counters of the real inputs: equal numbers share one counter in eager (views of one
-    base, detach() of a tensor, the same tensor twice). Sharing is observed, not inferred: see `_share_counter`."""
+    base, detach() of a tensor, the same tensor twice). Sharing is observed, not inferred: see `shares_version_counter`."""
     tensors: list[torch.Tensor] = []
     wrappers: list[int] = []
     leaves: list[int] = []
@@ -154,23 +154,10 @@ def _version_families(reals: Sequence[torch.Tensor]) -> tuple[tuple[int, ...], t
     family = list(range(len(tensors)))
     for i, t in enumerate(tensors):
         for j in range(i):
-            if family[j] == j and _share_counter(tensors[j], t):
+            if family[j] == j and shares_version_counter(tensors[j], t):
                 family[i] = j
                 break
     return tuple(family[k] for k in leaves), tuple(family[k] if k >= 0 else -1 for k in wrappers)
-
-
-def _share_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Do `a` and `b` share a version counter? Advance a's and see whether b's moves (then restore it)."""
-    if a is b:
-        return True
-    if storage_key(a) != storage_key(b):
-        return False  # only aliases (views, detach) can share a counter
-    before = get_version(a)
-    set_version(a, before + 1)
-    shared = get_version(b) == before + 1
-    set_version(a, before)
-    return shared
 
 
 def leaf_meta(t: torch.Tensor) -> Meta:

@@ -36,7 +36,7 @@ from subclassaot.runtime.plan import (
     wrapper_write_recorded,
 )
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
-from subclassaot.runtime.steps import epilogue_plan, epilogue_write_hidden, training_roots
+from subclassaot.runtime.steps import base_write_hidden, epilogue_plan, epilogue_write_hidden, training_roots
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -484,6 +484,7 @@ class _Step:
         # tensors)
         self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
+        self.apart_bases = _apart_bases(self)
         self.returned_apart = eager_saves.detached  # (for alias group members: `_detach_apart_members`)
         self.saves_apart = eager_saves.probed  # Note [Probing Eager's Backward]
         mutated_graph_inputs = set()
@@ -748,19 +749,39 @@ def _apart_inputs(s: _Step, returned: frozenset[int]) -> tuple[int, ...]:
     return tuple(sorted(i for i in returned if i in no_grad_from_here and i not in bw_meta.detached))
 
 
+def _apart_bases(s: _Step) -> frozenset[int]:
+    """Positions in `group_grads` of the synthetic bases that go into the Function detached: no tangent the caller
+    can give reaches their gradient (the epilogue writes their members hidden from autograd) and the program changes
+    a member's metadata. Attached, the base (a view of the members' leaf) would make that leaf's accumulator now, at
+    its metadata now, where eager's, made at the read of a backward through the leaf, checks the gradient against its
+    new size (Note [Backward Errors Are Deferred])."""
+    bw_meta, mutations = s.bw_meta, s.plan.analysis.mutations
+    n = len(bw_meta.grad_inputs)
+    if len(bw_meta.tangent_deps) < n + len(bw_meta.group_grads):
+        return frozenset()
+    hidden = _hidden_updates(s)
+    return frozenset(
+        k
+        for k, g in enumerate(bw_meta.group_grads)
+        if bw_meta.tangent_deps[n + k] <= hidden and any(mutations[m].metadata for m in _group_members(s.plan, g))
+    )
+
+
 def _hidden_updates(s: _Step) -> set[int]:
     """Diff outputs (positions in diff_outputs) that are new values of inputs the epilogue writes hidden from
     autograd: no gradient flows through them (Note [Backward Errors Are Deferred])."""
     plan, bw_meta, n_updates = s.plan, s.bw_meta, s.n_updates
     analysis, layout = plan.analysis, plan.layout
     n_wrappers = len(bw_meta.wrapper_updates)
+    updates = plan.graph_outputs.updates
     hidden_updates = {
         p
         for p, d in enumerate(bw_meta.diff_outputs)
         if d < n_updates
-        and plan.graph_outputs.updates[d].kind is not UpdateKind.BASE
-        and epilogue_write_hidden(
-            analysis.mutations[plan.graph_outputs.updates[d].target], plan.graph_outputs.updates[d].kind
+        and (
+            epilogue_write_hidden(analysis.mutations[updates[d].target], updates[d].kind)
+            if updates[d].kind is not UpdateKind.BASE
+            else base_write_hidden(analysis.mutations, _group_members(plan, updates[d].target))
         )
     }
     # ... and new values of tensor subclass inputs the epilogue copies in under no_grad
@@ -772,6 +793,13 @@ def _hidden_updates(s: _Step) -> set[int]:
         and not wrapper_write_recorded(analysis, layout, bw_meta.wrapper_updates[d - wrappers_at])
     }
     return hidden_updates
+
+
+def _group_members(plan: RuntimePlan, graph_input: int) -> tuple[int, ...]:
+    """The members (DenseIndex) of the alias group whose synthetic base is graph input `graph_input`."""
+    item = plan.layout.graph_inputs[graph_input]
+    assert isinstance(item, AliasGroupRef), "BUG: a base update of a graph input that is no synthetic base"
+    return tuple(plan.layout.groups[item.group].members)
 
 
 def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
@@ -789,12 +817,13 @@ def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
         if len(bw_meta.tangent_deps) >= len(bw_meta.grad_inputs)
         else []
     )
-    changed = [
-        i
-        for i in unreached
-        if any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i])
-        or ((assigned := analysis.wrapper_data[i]) is not None and assigned.resizes)  # a subclass size, by `.data =`
-    ]
+
+    def relaid(i: int) -> bool:
+        return any(analysis.mutations[j].metadata for j in layout.leaves_of_input[i]) or (
+            (assigned := analysis.wrapper_data[i]) is not None and assigned.resizes  # a subclass size, by `.data =`
+        )
+
+    changed = [i for i in unreached if relaid(i)]
     unreached = changed if bw_meta.error is None else unreached
     # Where the backward raises and no input would stay attached, the outputs still require grad in eager (through
     # a no_grad view: Note [Backward Errors Are Deferred]): such inputs go in as new leaves over the same data, which
@@ -820,6 +849,15 @@ def _detached_inputs(s: _Step) -> tuple[list[int], frozenset[int], list[int]]:
     # the group's base, an unbind() output passed beside its base, unread by the program)
     with_grad = set(bw_meta.grad_inputs)
     unread.extend(i for i in range(len(flat.tensor_indices)) if i not in with_grad)
+    # ... of which those that require grad and whose metadata the program changes go in detached, as unreached ones
+    # do: attached, a leaf's accumulator would be made now, at its metadata now, where eager's, made at the read of
+    # a backward through it (it is returned, say), checks the gradient against its new size
+    user_fakes = [flat.values[k] for k in flat.tensor_indices]
+    unreached += [
+        i
+        for i in unread
+        if i not in unreached and relaid(i) and isinstance(t := user_fakes[i], torch.Tensor) and t.requires_grad
+    ]
     return unreached, stand_ins, unread
 
 
@@ -1539,7 +1577,9 @@ def _call_inputs(
         if grad_fn_raises(cast(torch.Tensor, user[i])):
             user[i] = cast(torch.Tensor, user[i]).detach()
     bases = (
-        [graph_in[k] for k in bw_meta.group_grads] if bw_meta.group_grads else []
+        [graph_in[k].detach() if p in step.apart_bases else graph_in[k] for p, k in enumerate(bw_meta.group_grads)]
+        if bw_meta.group_grads
+        else []
     )  # Note [Aliased Inputs In Training]
     if step.returned_apart and bases:  # (an alias group's members: no gradient input of the Function's)
         _detach_apart_members(cast(list[torch.Tensor], user), step.returned_apart)

@@ -43,6 +43,7 @@ from subclassaot.runtime.regenerate import (
 )
 from subclassaot.runtime.steps import (
     EpiloguePlan,
+    base_write_hidden,
     bumped_input_sources,
     copy_into,
     epilogue_plan,
@@ -346,16 +347,14 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad."""
     mutations = plan.analysis.mutations
     members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
-    visible = any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
-    # written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
+    # hidden where written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
     # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
+    hidden = base_write_hidden(mutations, members)
     through_self = any(mutations[m].visible_through_self for m in members)
     before = get_version(base)
     if value.numel() > base.numel():  # the storage a resize_() grew under the base (trace.base_update)
         value = _copy_grown_tail(base, value)
-    with torch.set_grad_enabled(
-        torch.is_grad_enabled() and visible and through_self and (base.requires_grad or value.requires_grad)
-    ):
+    with torch.set_grad_enabled(torch.is_grad_enabled() and not hidden and (base.requires_grad or value.requires_grad)):
         base.copy_(value)
     if not through_self and not any(mutations[m].version_bumped for m in members):
         set_version(base, before)

@@ -213,6 +213,16 @@ def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
     return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 
 
+def base_write_hidden(mutations: Sequence[LeafMutation], members: Sequence[int]) -> bool:
+    """The epilogue writes the new value of a synthetic base with these members (DenseIndex) under no_grad (see
+    runtime.call._copy_base): no member's write is one autograd records through the member itself. No gradient
+    flows from the base back into the graph's output for it then."""
+    return not (
+        any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
+        and any(mutations[m].visible_through_self for m in members)
+    )
+
+
 def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
     """The inputs (flat value indexes) whose counter at entry the runtime keeps for Replay.bump_after."""
     found = {

@@ -1900,3 +1900,64 @@ def test_saved_input_written_through_an_output_view_beside_an_empty_view_input(a
 
     with torch.enable_grad():
         assert_matches_eager(_function_beside_a_select, make, after_call=write_outputs)
+
+
+def _saved_detach_written_through_its_tensor(x0: T, x1: T) -> tuple[T, T]:
+    t1 = x0.mul(x1)  # (MulBackward0 saves x0, a detach() of x1: one version counter)
+    x1.mul_(3.0)
+    return t1, x1
+
+
+@pytest.mark.parametrize("make_base", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_saved_detach_written_through_its_tensor(make_base: Callable[..., T], compile_fn: CompileFn | None) -> None:
+    """fuzz seed 117100 #9853: x0 is x1.detach(), so writing x1 moves the counter of the x0 that MulBackward0 saved:
+    eager's backward through t1 raises, the one through x1's new value alone runs. The probe's fakes gave the detach()
+    a counter of its own, saw every backward complete, and the compiled backward then raised for x1's new value too."""
+
+    def make() -> tuple[T, T]:
+        base = make_base(3, 4, 1)
+        return base.detach(), base
+
+    with torch.enable_grad():
+        assert_matches_eager(_saved_detach_written_through_its_tensor, make, compile_fn=compile_fn)
+        assert_matches_eager(
+            _saved_detach_written_through_its_tensor, make, compile_fn=compile_fn, after_call=write_outputs
+        )
+
+
+def _no_grad_view_returned_beside_a_raising_output(x0: T) -> tuple[T, T]:
+    t1 = x0 * x0  # (saves x0, which the next line writes: a backward through t1 raises)
+    x0.mul_(2)
+    with torch.no_grad():
+        t2 = x0.view(-1)  # (requires grad through its base alone: a backward through it raises at its root)
+    return t2, t1
+
+
+def _no_grad_view_of_a_dirty_view_beside_a_raising_output(x0: T) -> tuple[T, T]:
+    t0 = x0.diagonal(0, 1, 0)
+    t1 = x0.mul(t0)
+    DirtyScale.apply(t0)  # type: ignore[no-untyped-call]  # untyped in torch
+    with torch.no_grad():
+        t3 = t0.select(0, 0)
+    return t3, t1
+
+
+@pytest.mark.parametrize(
+    ("fn", "shape"),
+    [
+        (_no_grad_view_returned_beside_a_raising_output, (2, 3)),
+        (_no_grad_view_of_a_dirty_view_beside_a_raising_output, (3, 2, 2)),
+    ],
+    ids=["view", "dirty_view"],
+)
+@pytest.mark.parametrize("make_input", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+def test_no_grad_view_output_says_nothing_of_the_written_input(
+    fn: Callable[[T], tuple[T, T]], shape: tuple[int, ...], make_input: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 117100 #2509: the output taken under no_grad requires grad through its base alone, so eager's backward
+    through it raises at its root ("does not have a grad_fn"), before any node. The probe counted that backward as
+    raising through x0's new value (the output is regenerated from x0), and the compiled backward through x0's new value
+    alone raised, where eager's runs. Now such a set makes no pattern: that backward is refused when it runs."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, lambda: (make_input(*shape),), compile_fn=compile_fn)
+        assert_matches_eager(fn, lambda: (make_input(*shape),), compile_fn=compile_fn, after_call=write_outputs)

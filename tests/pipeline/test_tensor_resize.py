@@ -14,10 +14,11 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import assert_refused, leaf, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import DirtyScale, assert_refused, leaf, nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -1244,6 +1245,50 @@ def test_aliased_inputs_grown_in_inference_mode_then_written_matches_eager(
 
     with torch.set_grad_enabled(grad):
         _check(aliased_grown_in_inference_mode_then_written, make, compile_fn)
+
+
+def _leaf_grown_in_inference_mode_beside_a_write(x0: T, x1: T) -> object:
+    cast(T, DirtyScale.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+    with torch.inference_mode():
+        x1.resize_((3,))
+        x1.fill_(0.5)
+    return (x1,)
+
+
+def _leaf_grown_in_inference_mode_beside_a_plain_write(x0: T, x1: T) -> object:
+    x0.mul_(2)
+    with torch.inference_mode():
+        x1.resize_((3,))
+        x1.fill_(0.5)
+    return (x1,)
+
+
+def _nonleaf_and_leaf() -> tuple[object, ...]:
+    return nonleaf(2), leaf(1, 1)
+
+
+def _pair_nonleaf_and_leaf() -> tuple[object, ...]:
+    return pair_nonleaf(2), pair(1, 1, requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "f", [_leaf_grown_in_inference_mode_beside_a_write, _leaf_grown_in_inference_mode_beside_a_plain_write]
+)
+@pytest.mark.parametrize("make", [_nonleaf_and_leaf, _pair_nonleaf_and_leaf], ids=["plain", "pair"])
+def test_unread_leaf_grown_in_inference_mode_returned(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 117100 #181: the program never reads the leaf x1 with grad, so eager makes its gradient accumulator
+    at the backward through the returned x1, at its grown size. The compiled Function took x1 (through its synthetic
+    base) attached, which made the accumulator at the call, at size (1, 1), and the backward through x1 failed its size
+    check. Such an input, and such a base, now go into the Function detached. The PairTensor variant is refused by the
+    rule on inputs whose inner tensors share storage."""
+    with torch.enable_grad():
+        if make is _pair_nonleaf_and_leaf:
+            assert_refused(f, make, compile_fn, r"args\[1\]\.a shares storage with another input that requires grad")
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
 def leaf_grown_in_inference_mode_then_read(x: T) -> object:
