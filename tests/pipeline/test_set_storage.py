@@ -1560,6 +1560,40 @@ def test_seed109801_143_op_returning_its_argument_reads_nothing(compile_fn: Comp
             check_with_grad(same_object(op), lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
 
 
+# fuzz seed 117100 #8392: x0 set_() to itself under no_grad, then read only by a custom Function's apply (with grad;
+# its forward's ops run with grad off); the outputs written after the call make the Function's backward raise. Eager's
+# node feeds the accumulator the returned x0 feeds, behind the raising node, so x0.grad stays None; ours did not count
+# the apply as a read and renewed the accumulator after the call, giving the returned x0 a gradient. Variants: the
+# Function applied before the set_() only, and before it with a plain read after (two accumulators behind a raising
+# backward: refused for leaves, as for plain reads around the set_())
+def test_seed117100_8392_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
+    def repro(x0: T) -> object:
+        _self_set(x0)
+        t0 = SinFunction.apply(x0)
+        return (x0, t0)
+
+    def before(x0: T) -> object:
+        t0 = SinFunction.apply(x0)
+        _self_set(x0)
+        return (x0, t0)
+
+    def around(x0: T) -> object:
+        t = SinFunction.apply(x0)
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        return (t.mul(t0), x0)
+
+    for make in _ALL:
+        for f in (repro, before):
+            with torch.enable_grad():
+                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn, after_call=write_outputs)  # type: ignore[misc]
+                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn)  # type: ignore[misc]
+    for make in _LEAVES:
+        refused_with_grad(around, lambda make=make: (make(),), compile_fn, "Gradient Accumulators Of Leaves")  # type: ignore[misc]
+    check_with_grad(around, lambda: (nonleaf(),), compile_fn)
+    check_with_grad(around, lambda: (pair_nonleaf(),), compile_fn)
+
+
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:
     """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
 

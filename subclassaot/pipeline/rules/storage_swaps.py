@@ -30,6 +30,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_assignment_reads,
     note_data_assignment,
     note_detach,
+    note_function_grad_reads,
     note_grad_fn_reads,
     note_grad_reads,
     note_self_set,
@@ -1498,6 +1499,7 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
     # (inside inference_mode too: autograd records a custom Function wherever grad mode is on)
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
+    note_function_grad_reads(record, args, kwargs)  # Note [Gradient Accumulators Of Leaves]
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
