@@ -159,6 +159,7 @@ class SwapRecord:
     # id() of the tensors a custom autograd.Function marked dirty, where its apply recorded a node -> its class; the
     # storage keys of those tensors (Note [Custom Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
+    dirty_marks: set[int] = field(default_factory=set)  # id() of every tensor a Function marked dirty, recorded or not
     dirty_storages: set[object] = field(default_factory=set)
     # the class of a Function whose recorded apply marked a view dirty inside an inference_mode block, if any
     # (Note [Custom Functions]: functionalization cannot rebase the view's base there)
@@ -420,6 +421,7 @@ class SwapRecord:
 
     def note_marked_dirty(self, t: torch.Tensor) -> None:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
+        self.dirty_marks.add(id(t))
         self.seq += 1
         self.last_bump[storage_key(t)] = self.seq
         self.note_bump(t)
