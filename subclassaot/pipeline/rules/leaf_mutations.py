@@ -150,6 +150,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
         view_set_last=id(final) in swaps.view_set_last,
+        relaid_after_grad_set=swaps.relaid_after_grad_set(final),
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
         metadata_hidden=bool(view_ops)
