@@ -39,7 +39,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import has_grad_fn, symint_expr
+from subclassaot.torch_internals import has_grad_fn, no_torch_function, symint_expr
 
 __all__ = [
     "assigned_accumulator_size",
@@ -247,9 +247,10 @@ def note_function_grad_reads(record: SwapRecord, args: tuple[object, ...], kwarg
     reads one with grad (Note [Gradient Accumulators Of Leaves])."""
     if not torch.is_grad_enabled():
         return
-    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor) and a.requires_grad]
-    for a in read:
-        _note_accumulator_read(record, a)
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                _note_accumulator_read(record, a)
 
 
 def _note_read_after_assignment(record: SwapRecord, t: torch.Tensor) -> None:
