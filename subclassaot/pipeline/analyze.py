@@ -90,7 +90,6 @@ from subclassaot.pipeline.rules.set_under_grad import (
     early_set_inputs,
     intermediate_read_after_grad_set,
     refuse_grad_set_onto_moved_source,
-    refuse_relaid_after_grad_set,
     sets_without_history,
     views_before_view_sets,
 )
@@ -232,15 +231,6 @@ class _CheckedRun:
             run.swaps,
             [
                 None if tree is not None or (s := mutations[leaves[0]].set_source) is None else owners[s]
-                for tree, leaves in zip(layout.trees, layout.leaves_of_input, strict=True)
-            ],
-        )
-        refuse_relaid_after_grad_set(  # Note [set_ Under Grad]
-            [flat.leaves[k].path for k in flat.tensor_indices],
-            run.user_tensors,
-            run.swaps,
-            [
-                tree is None and mutations[leaves[0]].storage_changed
                 for tree, leaves in zip(layout.trees, layout.leaves_of_input, strict=True)
             ],
         )

@@ -1647,27 +1647,6 @@ def test_seed117100_9404_layout_op_after_set_under_grad(compile_fn: CompileFn | 
         assert_matches_eager(before, _expanded_leaf_and(lambda: pair_nonleaf(2, 2)), compile_fn=compile_fn)
 
 
-# variants of fuzz seed 117100 #9404 the epilogue cannot order: a PairTensor input, whose layout the epilogue gives
-# without autograd, and a plain input set_() onto another input's storage; refused by name
-def test_seed117100_9404_layout_op_after_set_under_grad_refused(compile_fn: CompileFn | None) -> None:
-    def relaid(x0: T, x1: T) -> object:
-        set_to(x1, x1)
-        x1.unsqueeze_(1)
-        return (x0,)
-
-    def onto_other(x0: T, x1: T, x2: T) -> object:
-        set_to(x1, x2)
-        x1.unsqueeze_(1)
-        return (x0,)
-
-    def three() -> tuple[object, ...]:
-        return (*_expanded_leaf_and(lambda: nonleaf(2, 2))(), nonleaf(2, 2))
-
-    match = "given another layout by an in-place view op with grad"
-    refused_with_grad(relaid, _expanded_leaf_and(lambda: pair_nonleaf(2, 2)), compile_fn, match)
-    refused_with_grad(onto_other, three, compile_fn, match)
-
-
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:
     """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
 

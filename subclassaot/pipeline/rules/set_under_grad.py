@@ -44,7 +44,6 @@ __all__ = [
     "intermediate_read_after_grad_set",
     "note_reads_after_grad_set",
     "refuse_grad_set_onto_moved_source",
-    "refuse_relaid_after_grad_set",
     "views_before_view_sets",
 ]
 
@@ -80,8 +79,9 @@ __all__ = [
 #   An in-place view op with grad on a plain input after its last set_() under grad (`x.set_(x); x.unsqueeze_(1)`)
 #   makes eager's node above the set_ node, numbered among the program's, so nodes made after it (a view input's
 #   history regenerated after a write) run before it: the epilogue repeats that set_ before it replays the input's new
-#   layout with grad, not after (`LeafMutation.relaid_after_grad_set`). A subclass input so changed, or a plain one
-#   set_() onto another storage, which the epilogue gives its final layout without autograd, is refused.
+#   layout with grad, not after (`LeafMutation.relaid_after_grad_set`). Known gaps: that layout node is made after the
+#   compiled Function's, so program nodes made after the layout op (`t = w * 2`) run after it where eager's run
+#   before; a subclass input, or a plain one set_() onto another storage, gets its layout without autograd.
 #   An input that is a view has its set_ node (the base's CopySlices) numbered among the program's nodes (a plain
 #   input's NotImplemented node is numbered above all and runs as soon as ready, wherever made): where every node of
 #   the program that the other outputs and the inputs as they end reach was made after its set_() (autograd's sequence
@@ -291,28 +291,6 @@ def refuse_grad_set_onto_moved_source(
             "input's new storage, not the one it left (Note [set_ Under Grad]); not supported in training. set_() "
             "it to a clone, or under torch.no_grad()"
         )
-
-
-def refuse_relaid_after_grad_set(
-    paths: Sequence[str], user_tensors: Sequence[torch.Tensor], record: SwapRecord, moved: Sequence[bool]
-) -> None:
-    """Note [set_ Under Grad]: refuse a tensor subclass input, or a plain input set_() onto another storage (`moved`,
-    per tensor input), whose layout an in-place view op with grad changed after its last set_() under grad: the
-    epilogue gives it its final layout without autograd, under its set_ node."""
-    for path, t, off in zip(paths, user_tensors, moved, strict=True):
-        if (off or is_traceable_subclass(t)) and record.relaid_after_grad_set(t):
-            what = (
-                "tensor subclass input is set_()"
-                if is_traceable_subclass(t)
-                else "input is set_() onto another storage"
-            )
-            raise UnsupportedError(
-                f"{path}: this {what} with grad enabled and then given another layout by an in-place view op with grad "
-                "(unsqueeze_(), t_(), ...): eager records that op's node above the set_ node, which the compiled "
-                "epilogue, giving the input its final layout without autograd, does not (Note [set_ Under Grad]); not "
-                "supported in training. Use the out-of-place view op (x = x.unsqueeze(1)), or change the layout "
-                "before the set_()"
-            )
 
 
 def _is_grad_set(value: torch.Tensor, swaps: SwapRecord) -> bool:
