@@ -173,6 +173,9 @@ class LeafMutation:
     # ... and the last set_() with grad on went through a view: its node is the view's CopySlices, ordered in backward
     # as made, where a set_ node of its own runs first (Note [set_ Under Grad])
     view_set_last: bool = False
+    # ... and an in-place view op with grad changed its layout after its own last such set_(): eager's node for it sits
+    # above the set_ node, so the epilogue repeats the set_ before the layout (Note [set_ Under Grad])
+    relaid_after_grad_set: bool = False
     # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])
     view_set_source: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it

@@ -1388,7 +1388,9 @@ def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...], bool], Non
 
 # A custom Function's apply dispatches nothing itself (its forward's ops run with grad off), so no mode sees that it
 # read its inputs with grad on, which is where eager makes a leaf's gradient accumulator (Note [Leaves Laid Out Anew
-# Under no_grad]). `Function.apply` is wrapped once, for the process, the same way.
+# Under no_grad]). `Function.apply` is wrapped once, for the process, the same way. The listener may hand back a
+# function of the apply's result that the apply returns instead (Note [Custom Functions]: an input that requires grad
+# in the run alone).
 _function_apply_notes = threading.local()
 _torch_function_apply = torch.autograd.Function.__dict__["apply"].__func__
 
@@ -1402,14 +1404,17 @@ def torch_method_patches() -> tuple[object, ...]:
 
 def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
     note = getattr(_function_apply_notes, "note", None)
-    if note is not None:
-        note(cls, args, kwargs)
-    return _torch_function_apply(cls, *args, **kwargs)
+    after = note(cls, args, kwargs) if note is not None else None
+    out = _torch_function_apply(cls, *args, **kwargs)
+    return out if after is None else after(out)
 
 
 @contextlib.contextmanager
-def function_applies_noted(note: Callable[[type, tuple[object, ...], dict[str, object]], None]) -> Iterator[None]:
-    """Call `note(cls, args, kwargs)` before every custom `cls.apply(*args, **kwargs)` this thread runs inside."""
+def function_applies_noted(
+    note: Callable[[type, tuple[object, ...], dict[str, object]], Callable[[object], object] | None],
+) -> Iterator[None]:
+    """Call `note(cls, args, kwargs)` before every custom `cls.apply(*args, **kwargs)` this thread runs inside; where
+    it returns a function, the apply returns that function of its result."""
     if torch.autograd.Function.__dict__["apply"].__func__ is not _noted_function_apply:
         torch.autograd.Function.apply = classmethod(_noted_function_apply)  # type: ignore[method-assign,assignment,arg-type]  # see above
     before = getattr(_function_apply_notes, "note", None)

@@ -10,17 +10,24 @@ Invariants: pure reads; no guards are added on symbolic sizes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.schemas import BackwardReshape, FlatInputs
-from subclassaot.torch_internals import autograd_nodes, below_autograd, get_version, storage_key, symint_expr
+from subclassaot.torch_internals import (
+    autograd_nodes,
+    below_autograd,
+    get_version,
+    no_torch_function,
+    storage_key,
+    symint_expr,
+)
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -36,6 +43,7 @@ __all__ = [
     "NodeChanges",
     "check_grad_reenabled",
     "function_node_changes",
+    "function_outputs_as_eager",
     "metadata_of",
     "resize_as_eager",
 ]
@@ -84,7 +92,11 @@ __all__ = [
 #   those taken before refused as outputs; others compile where eager's program, run on static fakes, records the
 #   same autograd graphs for its outputs and the inputs it leaves with the input requiring grad from the start
 #   (nothing the caller sees reaches the earlier results: backward_probe.gain_unobserved), and are refused
-#   otherwise; in a call under no_grad that stays one, the flag is set before a graph autograd does not record);
+#   otherwise; in a call under no_grad that stays one, the flag is set before a graph autograd does not record; a
+#   custom Function applied under no_grad before the flag to such an input whose stand-in requires grad from the start
+#   returns it detached in the run, where eager's apply, meeting an input that requires none, returns the input it
+#   marked dirty as itself: the run's apply returns it so too, and refuses any other output aliasing it, eager's a view
+#   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`);
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
 #   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
@@ -295,6 +307,76 @@ def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
             "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
             "cannot (Note [Grad Mode And Autograd Reads]). Pass that tensor as an input instead"
         )
+
+
+def function_outputs_as_eager(
+    record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]
+) -> Callable[[object], object] | None:
+    """Before a custom Function's apply under no_grad (Note [Grad Mode And Autograd Reads]): where it takes an input
+    whose stand-in requires grad only because the compiled call sets the flag from the start (the program's
+    requires_grad_() on it, or on the input it is a view of, comes later), eager's apply meets an input that requires no
+    grad and returns it as itself where the forward marked it dirty, where the run's returns a detached alias. The
+    function that gives the apply's result eager's object there; it refuses any other output aliasing such an input
+    (eager's is a view of it). None where no input is so."""
+    if torch.is_grad_enabled():
+        return None
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        early = [
+            (a, flag)
+            for a in pytree.tree_leaves((args, kwargs))
+            if isinstance(a, torch.Tensor)
+            and a.requires_grad
+            and (flag := _flag_from_the_start(record, a)) is not False
+        ]
+    if not early:
+        return None
+    marked_before = {id(a) for a, _ in early if id(a) in record.dirty_marks}
+
+    def as_eager(out: object) -> object:
+        outs = list(out) if isinstance(out, tuple) else [out]
+        for k, o in enumerate(outs):
+            with no_torch_function():
+                a, flag = next(((a, flag) for a, flag in early if _detached_alias(o, a)), (None, None))
+            if a is None:
+                continue
+            if not flag or id(a) in marked_before or id(a) not in record.dirty_marks:
+                raise UnsupportedError(
+                    f"{input_named(record, a)}a custom autograd.Function ({cls.__name__}) applied under no_grad "
+                    "returns this input (or an alias of it), which the program makes require grad only later "
+                    "(requires_grad_() on it or on the tensor it is a view of): eager's apply meets an input that "
+                    "requires no grad and returns it as itself or as a view of it, while the compiled call, in which "
+                    "the input requires grad from the start, would return a detached alias. Call requires_grad_() "
+                    "before the apply, or outside the compiled function"
+                )
+            outs[k] = a
+        return tuple(outs) if isinstance(out, tuple) else outs[0]
+
+    return as_eager
+
+
+def _flag_from_the_start(record: SwapRecord, a: torch.Tensor) -> bool | None:
+    """Does input stand-in `a`, which requires grad, require it only because the compiled call sets the flag from
+    the start, eager's input requiring none yet? None where a write to its family may have given eager's history."""
+    found = record.input_positions.get(id(a))
+    if found is None or found[1].requires_grad or id(a) in record.requires_grad_set:
+        return False
+    real = found[1]
+    base = real._base if real._is_view() else None
+    for position, other in record.input_positions.values():
+        if base is not None and other is base and id(record.run_inputs[position]) in record.requires_grad_set:
+            return False
+    return None if record.family_of(a) in record.written_families else True
+
+
+def _detached_alias(o: object, a: torch.Tensor) -> bool:
+    """Is `o` another tensor over `a`'s storage (each dense leaf's, for a subclass) in `a`'s layout?"""
+    if not isinstance(o, torch.Tensor) or o is a or type(o) is not type(a) or o.requires_grad:
+        return False
+    if (o.shape, o.stride(), o.storage_offset()) != (a.shape, a.stride(), a.storage_offset()):
+        return False
+    mine = flatten_subclass(o, "output")[1] if is_traceable_subclass(o) else [o]
+    theirs = flatten_subclass(a, "input")[1] if is_traceable_subclass(a) else [a]
+    return len(mine) == len(theirs) and all(storage_key(m) == storage_key(t) for m, t in zip(mine, theirs, strict=True))
 
 
 class GradReenabledError(UnsupportedError):

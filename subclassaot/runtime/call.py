@@ -406,12 +406,17 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
 
 
 def _repeat_grad_sets(
-    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+    plan: RuntimePlan,
+    epilogue: EpiloguePlan,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    inputs: Sequence[int],
 ) -> list[int]:
-    """The epilogue's repeat of each input's set_() under grad (Note [set_ Under Grad]); returns the subclass inputs
-    set_() to another input whose storages they still have, whose repeat waits for the wrapper's final metadata."""
+    """The epilogue's repeat of the set_() under grad of each of the tensor inputs `inputs` (of `epilogue.grad_sets`:
+    Note [set_ Under Grad]); returns the subclass inputs set_() to another input whose storages they still have,
+    whose repeat waits for the wrapper's final metadata."""
     wrapper_sets = []
-    for t in epilogue.grad_sets:
+    for t in inputs:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)
@@ -511,6 +516,8 @@ def _epilogue(
         if (m := mutations[j]).set_source is not None
     }
     finals = dict(epilogue.final_copies)
+    if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
+        _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first)
     for j in epilogue.metadata:
         m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
         if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
@@ -530,7 +537,9 @@ def _epilogue(
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
             copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
-    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense)
+    first = epilogue.grad_sets_first
+    later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
+    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later)
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:

@@ -344,6 +344,9 @@ class EpiloguePlan:
     copy_points: tuple[tuple[int, int], ...] = ()
     # grad_sets repeated before the compiled call instead (Note [set_ Under Grad])
     early_grad_sets: tuple[int, ...] = ()
+    # grad_sets of plain inputs repeated before their metadata replay: an in-place view op with grad changed the
+    # input's layout after its last set_() under grad (Note [set_ Under Grad])
+    grad_sets_first: tuple[int, ...] = ()
     # wrappers that outputs are replayed from (a counter moved again would make their views' grad_fn regenerate)
     viewed_wrappers: frozenset[int] = frozenset()
 
@@ -400,6 +403,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         ),
         grad_swaps=_grad_swaps(plan),
         early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
+        grad_sets_first=_grad_sets_first(plan),
         viewed_wrappers=frozenset(
             t
             for t in wrappers
@@ -411,6 +415,23 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             )
         ),
         copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
+    )
+
+
+def _grad_sets_first(plan: RuntimePlan) -> tuple[int, ...]:
+    """Plain tensor inputs whose set_() under grad the epilogue repeats before it replays their new layout, which an
+    in-place view op with grad gave them after that set_() (Note [set_ Under Grad])."""
+    analysis, layout = plan.analysis, plan.layout
+    early = early_grad_sets(analysis, layout)
+    return tuple(
+        t
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if layout.trees[t] is None
+        and t not in early
+        and (m := analysis.mutations[leaves[0]]).set_under_grad
+        and m.relaid_after_grad_set
+        and not m.storage_changed
+        and not m.view_set_last
     )
 
 

@@ -15,7 +15,15 @@ from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
-from tests.pipeline.program_helpers import ENTRIES, SinFunction, nonleaf, pair, pair_nonleaf, real_subclass
+from tests.pipeline.program_helpers import (
+    ENTRIES,
+    DirtyScale,
+    SinFunction,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    real_subclass,
+)
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -1128,3 +1136,107 @@ def test_mark_dirty_pair_view_inside_inference_mode_with_grad_raises_as_eager(vi
     # the wrapper's regenerated view is made an inference tensor), and so does the compiled call (a refusal)
     with torch.set_grad_enabled(grad):
         assert_raises_like_eager(dirty_view_input_in_inference_mode, _nonleaf_and_view(view, pair_nonleaf))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A Function applied under no_grad to an input the program makes require grad only later (requires_grad_() on it or on
+# the input it is a view of): the compiled call gives the input the flag from the start, where eager's apply meets an
+# input that requires no grad (Note [Grad Mode And Autograd Reads]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        return g
+
+
+def _dirty(x: T) -> T:
+    return cast(T, DirtyScale.apply(x))  # type: ignore[no-untyped-call]
+
+
+@torch.enable_grad()
+def _reshaped_and_base() -> tuple[object, ...]:
+    b0 = torch.randn((2, 2, 3))
+    return (b0.reshape((3, 4, -1)), b0)
+
+
+@torch.enable_grad()
+def _pair_row_and_base() -> tuple[object, ...]:
+    b0 = pair(2, 3)
+    return (b0[0], b0)
+
+
+@torch.enable_grad()
+def _two_rows() -> tuple[object, ...]:
+    b0 = torch.randn((2, 3))
+    return (b0[0], b0[1])
+
+
+def _dirty_then_base_gains(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        t0 = _dirty(x0)
+    x1.requires_grad_()
+    return (t0,)
+
+
+def _dirty_then_view_gains(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        t0 = _dirty(x0)
+    x0.requires_grad_()
+    return (t0,)
+
+
+def _dirty_base_then_gains(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        t0 = _dirty(x1)
+    x1.requires_grad_()
+    return (t0, x0)
+
+
+# fuzz seed 117100 #1260: x0 (a view of x1) marked dirty by a Function under no_grad, then x1.requires_grad_(). Eager's
+# apply meets x0 requiring no grad and returns it as itself, which then requires grad through its base; the run, with
+# x1 requiring grad from the start, got a detached alias, and the compiled output lost x0's identity and history.
+# Variants: the flag on the view itself, the Function applied to the base, a PairTensor view, two views of one base
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (_dirty_then_base_gains, _reshaped_and_base),
+        (_dirty_then_base_gains, _pair_row_and_base),
+        (_dirty_then_base_gains, _two_rows),
+        (_dirty_then_view_gains, _reshaped_and_base),
+        (_dirty_then_view_gains, _pair_row_and_base),
+        (_dirty_base_then_gains, _reshaped_and_base),
+        (_dirty_base_then_gains, _pair_row_and_base),
+        (_dirty_base_then_gains, _two_rows),
+    ],
+    ids=["base", "pair_base", "rows_other", "view", "pair_view", "dirty_base", "pair_dirty_base", "rows_dirty_other"],
+)
+def test_seed117100_1260_dirty_input_flagged_after_the_apply(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _identity_then_base_gains(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        t0 = cast(T, _Identity.apply(x0))  # type: ignore[no-untyped-call]
+    x1.requires_grad_()
+    return (t0,)
+
+
+# variant of fuzz seed 117100 #1260 with an input returned unmarked: eager's apply returns a view of it made under no_grad,
+# which the run (a detached alias) cannot tell from a forward returning x.detach(): refused by name
+def test_seed117100_1260_unmarked_input_flagged_after_the_apply_refused(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        if compile_fn is not None:
+            assert_matches_eager(_identity_then_base_gains, _reshaped_and_base, compile_fn=compile_fn)
+            return
+        with pytest.raises(UnsupportedError, match=r"_Identity\) applied under no_grad returns this input"):
+            assert_matches_eager(_identity_then_base_gains, _reshaped_and_base)

@@ -1637,6 +1637,93 @@ def test_seed109801_143_op_returning_its_argument_reads_nothing(compile_fn: Comp
             check_with_grad(same_object(op), lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
 
 
+# fuzz seed 117100 #8392: x0 set_() to itself under no_grad, then read only by a custom Function's apply (with grad;
+# its forward's ops run with grad off); the outputs written after the call make the Function's backward raise. Eager's
+# node feeds the accumulator the returned x0 feeds, behind the raising node, so x0.grad stays None; ours did not count
+# the apply as a read and renewed the accumulator after the call, giving the returned x0 a gradient. Variants: the
+# Function applied before the set_() only, and before it with a plain read after (two accumulators behind a raising
+# backward: refused for leaves, as for plain reads around the set_())
+def test_seed117100_8392_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
+    def repro(x0: T) -> object:
+        _self_set(x0)
+        t0 = _sin_fn(x0)
+        return (x0, t0)
+
+    def before(x0: T) -> object:
+        t0 = _sin_fn(x0)
+        _self_set(x0)
+        return (x0, t0)
+
+    def around(x0: T) -> object:
+        t = _sin_fn(x0)
+        _self_set(x0)
+        t0 = x0.add(-1.0)
+        return (t.mul(t0), x0)
+
+    for make in _ALL:
+        for f in (repro, before):
+            with torch.enable_grad():
+                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn, after_call=write_outputs)  # type: ignore[misc]
+                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn)  # type: ignore[misc]
+    for make in _LEAVES:
+        refused_with_grad(around, lambda make=make: (make(),), compile_fn, "Gradient Accumulators Of Leaves")  # type: ignore[misc]
+    check_with_grad(around, lambda: (nonleaf(),), compile_fn)
+    check_with_grad(around, lambda: (pair_nonleaf(),), compile_fn)
+
+
+def _expanded_leaf_and(make: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
+    """(a view of a leaf that requires grad, written by the oracle after the call; `make()`) made fresh."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn(()).requires_grad_()
+            return (b0.expand(()), make())
+
+    return make_inputs
+
+
+# fuzz seed 117100 #9404: x1 set_() to itself with grad, then unsqueeze_()d with grad; x0 (a view of a leaf) returned
+# and written after the call. Eager's UnsqueezeBackward1 sits above x1's set_ node, numbered among the program's, so a
+# backward through both written inputs runs x0's regenerated node first (b0 gets its gradient) and then raises at the
+# set_ node; ours replayed the layout before repeating the set_, whose node (numbered above all) ran first and raised.
+# Variants: t_() instead, x1 returned too, written with grad after, the layout op before the set_() (order kept)
+def test_seed117100_9404_layout_op_after_set_under_grad(compile_fn: CompileFn | None) -> None:
+    def repro(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        x1.unsqueeze_(1)
+        return (x0,)
+
+    def transposed(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        x1.t_()
+        return (x0,)
+
+    def returned(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        x1.unsqueeze_(1)
+        return (x0, x1)
+
+    def written(x0: T, x1: T) -> object:
+        set_to(x1, x1)
+        x1.t_()
+        x1.mul_(2.0)
+        return (x0,)
+
+    def before(x0: T, x1: T) -> object:
+        x1.unsqueeze_(0)
+        set_to(x1, x1)
+        return (x0,)
+
+    for f in (repro, transposed, returned, written, before):
+        with torch.enable_grad():
+            assert_matches_eager(f, _expanded_leaf_and(lambda: nonleaf(2, 2)), compile_fn=compile_fn)
+            assert_matches_eager(
+                f, _expanded_leaf_and(lambda: nonleaf(2, 2)), compile_fn=compile_fn, after_call=write_outputs
+            )
+    with torch.enable_grad():  # (a PairTensor: the order of its layout op and set_() alone)
+        assert_matches_eager(before, _expanded_leaf_and(lambda: pair_nonleaf(2, 2)), compile_fn=compile_fn)
+
+
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:
     """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
 

@@ -39,7 +39,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import has_grad_fn, symint_expr
+from subclassaot.torch_internals import has_grad_fn, no_torch_function, symint_expr
 
 __all__ = [
     "assigned_accumulator_size",
@@ -50,6 +50,7 @@ __all__ = [
     "note_assignment_reads",
     "note_data_assignment",
     "note_detach",
+    "note_function_grad_reads",
     "note_grad_fn_reads",
     "note_grad_reads",
     "note_self_set",
@@ -189,7 +190,9 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 #   its last such set_() (`Analysis.self_set_first`: eager's nodes then feed the accumulator the returned leaf feeds),
 #   after it otherwise. A read is an op with grad, no view op, of the leaf or a view of it wherever taken (the set_()
 #   moved the counter the views share), that makes a node: one returning its argument unwritten (`requires_grad_()`,
-#   a `contiguous()`) makes none (the inputs the functional run takes as views have a history, the leaves none).
+#   a `contiguous()`) makes none (the inputs the functional run takes as views have a history, the leaves none); a
+#   custom Function's apply with grad makes one whose edges hold its inputs' accumulators, though its forward's ops
+#   run with grad off.
 #   Read before and after the last set_(), eager's nodes feed two accumulators and the Function's one edge cannot: a
 #   backward error is refused where such a leaf is an input and an output is (a view of) an input
 #   (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
@@ -237,6 +240,18 @@ def note_grad_reads(
             record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Gradient Accumulators Of Leaves]
         if not view and record.fresh_accumulators:
             _note_read_after_assignment(record, a)
+
+
+def note_function_grad_reads(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    """A custom Function's apply with grad on: where an input requires grad, autograd records its node, whose edge
+    holds the accumulator of each input that is a leaf requiring grad, though no op of the forward (run with grad off)
+    reads one with grad (Note [Gradient Accumulators Of Leaves])."""
+    if not torch.is_grad_enabled():
+        return
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                _note_accumulator_read(record, a)
 
 
 def _note_read_after_assignment(record: SwapRecord, t: torch.Tensor) -> None:

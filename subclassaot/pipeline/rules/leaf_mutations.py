@@ -77,6 +77,15 @@ def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i:
     )
 
 
+def _metadata_hidden(run: FunctionalRun, final: torch.Tensor) -> bool:
+    """A plain input whose metadata the program changed by in-place view ops all run under no_grad
+    (`LeafMutation.metadata_hidden`)."""
+    if is_traceable_subclass(final) or not any(final is t for t in run.user_tensors):
+        return False
+    view_ops = run.swaps.inplace_views.get(id(final), [])
+    return bool(view_ops) and not any(r.grad_enabled for r in view_ops)
+
+
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
@@ -122,7 +131,6 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     elif set_source is not None:  # on another input's storage: its offset there (Note [as_strided On Inputs])
         final_meta = alias_meta(final, run, set_source, set_source)
     swaps = run.swaps
-    view_ops = swaps.inplace_views.get(id(final), []) if any(final is t for t in run.user_tensors) else []
     keys = _eager_storage_keys(swaps, orig)
     return LeafMutation(
         data=data,
@@ -150,11 +158,10 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
         view_set_last=id(final) in swaps.view_set_last,
+        relaid_after_grad_set=swaps.relaid_after_grad_set(final),
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
-        metadata_hidden=bool(view_ops)
-        and not any(r.grad_enabled for r in view_ops)
-        and not is_traceable_subclass(final),
+        metadata_hidden=_metadata_hidden(run, final),
         assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
     )
 

@@ -76,6 +76,12 @@ __all__ = [
 #   input's history). Such an input returned beside a leaf the Function takes detached, with a raising backward, is
 #   refused where eager's node waits behind the program's (backward_trace's refuse_set_beside_returned_leaves); one
 #   whose set_ runs before the call though no output reads it after waits behind the Function: a known gap.
+#   An in-place view op with grad on a plain input after its last set_() under grad (`x.set_(x); x.unsqueeze_(1)`)
+#   makes eager's node above the set_ node, numbered among the program's, so nodes made after it (a view input's
+#   history regenerated after a write) run before it: the epilogue repeats that set_ before it replays the input's new
+#   layout with grad, not after (`LeafMutation.relaid_after_grad_set`). Known gaps: that layout node is made after the
+#   compiled Function's, so program nodes made after the layout op (`t = w * 2`) run after it where eager's run
+#   before; a subclass input, or a plain one set_() onto another storage, gets its layout without autograd.
 #   An input that is a view has its set_ node (the base's CopySlices) numbered among the program's nodes (a plain
 #   input's NotImplemented node is numbered above all and runs as soon as ready, wherever made): where every node of
 #   the program that the other outputs and the inputs as they end reach was made after its set_() (autograd's sequence

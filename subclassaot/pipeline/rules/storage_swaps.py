@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -21,6 +21,7 @@ from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_views_of_gained_bases,
+    function_outputs_as_eager,
     note_gain_on_a_base,
     resize_as_eager,
 )
@@ -31,6 +32,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_assignment_reads,
     note_data_assignment,
     note_detach,
+    note_function_grad_reads,
     note_grad_fn_reads,
     note_grad_reads,
     note_self_set,
@@ -595,6 +597,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 "outside the compiled function"
             )
         self.record.grad_set_ids.add(id(x))
+        self.record.grad_set_seqs[id(x)] = self.record.seq
         taken = source if source is not None and source.requires_grad else None
         earlier = self.record.grad_set_sources.get(id(x))
         if (source is None or source is x) and earlier is not None:
@@ -1494,25 +1497,32 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         yield
 
 
-def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+def _note_function_apply(
+    record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]
+) -> Callable[[object], object] | None:
     """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call
-    began under no_grad, its result requires grad as eager's would (Note [Grad Mode And Autograd Reads])."""
+    began under no_grad, its result requires grad as eager's would (Note [Grad Mode And Autograd Reads]); under
+    no_grad, what gives its result eager's objects, if anything does."""
     # (inside inference_mode too: autograd records a custom Function wherever grad mode is on)
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
+    note_function_grad_reads(record, args, kwargs)  # Note [Gradient Accumulators Of Leaves]
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
                 if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                     record.storages_read_with_grad.add(storage_key(a))
-    if not record.releafable or not torch.is_grad_enabled():
-        return
+    if not torch.is_grad_enabled():
+        return function_outputs_as_eager(record, cls, args, kwargs)  # Note [Grad Mode And Autograd Reads]
+    if not record.releafable:
+        return None
     for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
             record.grad_read.add(id(a))
     note_first_read(record, args, kwargs)
     note_reads_after_layout(record, args, kwargs, False)
+    return None
 
 
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...], recorded: bool) -> None:

@@ -159,6 +159,7 @@ class SwapRecord:
     # id() of the tensors a custom autograd.Function marked dirty, where its apply recorded a node -> its class; the
     # storage keys of those tensors (Note [Custom Functions])
     marked_dirty: dict[int, type] = field(default_factory=dict)
+    dirty_marks: set[int] = field(default_factory=set)  # id() of every tensor a Function marked dirty, recorded or not
     dirty_storages: set[object] = field(default_factory=set)
     # the class of a Function whose recorded apply marked a view dirty inside an inference_mode block, if any
     # (Note [Custom Functions]: functionalization cannot rebase the view's base there)
@@ -245,6 +246,9 @@ class SwapRecord:
     # required grad (eager's set_ node has an edge to its history), else None; `x.set_(x)` keeps the earlier one's
     # (Note [set_ Under Grad])
     grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
+    # id() of a tensor set_() under grad -> `seq` at its last such set_(): an in-place view op after it (a later seq in
+    # `inplace_views`) makes eager's node above the set_ node (Note [set_ Under Grad])
+    grad_set_seqs: dict[int, int] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
     # to themselves or a view of themselves, their family unwritten before but by such set_()s (Note [set_ Under Grad])
@@ -418,8 +422,16 @@ class SwapRecord:
             self.family_visible_seq.setdefault(self.family_of(t), self.seq)
             self.visible_data_seq[id(t)] = self.seq
 
+    def relaid_after_grad_set(self, t: torch.Tensor) -> bool:
+        """An in-place view op with grad on changed `t`'s layout after its own last set_() under grad (Note [set_
+        Under Grad])."""
+        at = self.grad_set_seqs.get(id(t))
+        views = self.inplace_views.get(id(t), ())
+        return at is not None and any(r.grad_enabled and r.seq > at and r.func not in SET_OPS for r in views)
+
     def note_marked_dirty(self, t: torch.Tensor) -> None:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
+        self.dirty_marks.add(id(t))
         self.seq += 1
         self.last_bump[storage_key(t)] = self.seq
         self.note_bump(t)
