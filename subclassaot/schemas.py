@@ -554,6 +554,9 @@ class Analysis:
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])
     leaf_marked: tuple[bool, ...] = ()
+    # per tensor input: the program turned its requires_grad off at some point (requires_grad_(False), `.requires_grad
+    # = False`), even if it turned it on again after
+    requires_grad_dropped: tuple[bool, ...] = ()
     # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
     # Mode And Autograd Reads])
     base_reads: tuple[tuple[int, int | None], ...] = ()

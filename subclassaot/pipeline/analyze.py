@@ -326,6 +326,7 @@ def _analysis(
         autograd_reads=tuple(run.swaps.autograd_reads),
         new_leaves=tuple(run.swaps.new_leaves),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
+        requires_grad_dropped=tuple(id(t) in run.swaps.requires_grad_dropped for t in run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),

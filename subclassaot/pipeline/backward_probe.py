@@ -751,9 +751,10 @@ class _FunctionReach:
 #   them by resize_() or set_() them to themselves (those that require grad neither before nor after), or resize
 #   their storages: autograd records none of it, and the runtime does it around the graph's run, as for a call that
 #   trains nothing, but where the graph saves such an input for the backward whose counter the runtime moves after
-#   it ran), assigns no `.data`, changes no input's requires_grad (neither requires_grad_() nor detach_() /
-#   requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would carry the
-#   history that eager's, computed after the drop, lack), reads no autograd state, `._base` or `._is_view()` (but for
+#   it ran), assigns no `.data`, changes no input's requires_grad (one making new leaves may turn it on, never off:
+#   the runtime sets it on the caller's input before the graph runs, as the check's run does; neither requires_grad_()
+#   nor detach_() / requires_grad_(False): the graph runs on the caller's inputs as they came, so its results would
+#   carry the history that eager's, computed after the drop, lack), reads no autograd state, `._base` or `._is_view()` (but for
 #   one making new leaves: the trace takes eager's answers, as the Function path's does, and the guards check them),
 #   and takes and returns plain tensors that share no
 #   storage (but for those of a program making new leaves that require grad neither before nor after: the graph takes
@@ -1326,6 +1327,8 @@ def records_as_eager(
         graph_mode, graph_values = static_fake_copies(flat.values)
         graph_saved: list[tuple[torch.Tensor, int]] = []
         with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
+            for k in _gained_inputs(flat, analysis):  # (as the runtime sets them before the graph runs)
+                cast(torch.Tensor, graph_values[k]).requires_grad_(True)
             dense = [cast(torch.Tensor, graph_values[leaf.owner]) for leaf in layout.leaves]
             graph_in = graph_example_inputs(layout, dense)
             with torch.autograd.graph.saved_tensors_hooks(_saving(graph_saved), _unpacked):
@@ -1384,6 +1387,25 @@ def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool)
         'backend="eager" a program that leaves its inputs unwritten, use torch.compile(fn, backend="subclassaot"), '
         "which splits the program there, or call requires_grad_() on the output after the call"
     )
+
+
+def _gains_before_graph(analysis: Analysis, i: int) -> bool:
+    """Does the program only turn tensor input `i`'s requires_grad on (never off), so that it requires grad when the
+    program returns? The analysis took it as requiring grad from the start, and the runtime sets the flag on the
+    caller's input before the graph runs (a no-op where it came requiring grad); `records_as_eager` checks that the
+    graph's run so records eager's histories (what the program computed from it before the flag has none in eager)."""
+    dropped = analysis.requires_grad_dropped[i] if analysis.requires_grad_dropped else True
+    return analysis.requires_grad_set[i] and analysis.requires_grad_after[i] and not dropped
+
+
+def _gained_inputs(flat: FlatInputs, analysis: Analysis) -> list[int]:
+    """Flat positions of the inputs that come without requires_grad and that the runtime makes require grad before the
+    graph runs (`_gains_before_graph`, not marked in the graph)."""
+    return [
+        k
+        for i, (k, m) in enumerate(zip(flat.tensor_indices, analysis.leaf_marked, strict=True))
+        if not m and _gains_before_graph(analysis, i) and not cast(torch.Tensor, flat.values[k]).requires_grad
+    ]
 
 
 def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
@@ -1503,8 +1525,12 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         return False
     if analysis.data_assigned or any(d is not None for d in analysis.wrapper_data) or analysis.wrapper_storage:
         return False
-    # (an input marked in the graph: its flag is the graph's business, Note [Training Without A Function])
-    flags = any(s and not m for s, m in zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
+    # (an input marked in the graph: its flag is the graph's business; in a program making new leaves, one it only
+    # turns on, which the runtime turns on before the graph runs: Note [Training Without A Function])
+    flags = any(
+        s and not m and not (any(analysis.new_leaves) and _gains_before_graph(analysis, i))
+        for i, (s, m) in enumerate(zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
+    )
     # (the reads' answers are eager's, replayed by the trace: only a program making new leaves has no other path)
     reads = bool(analysis.autograd_reads or analysis.base_reads) and not any(analysis.new_leaves)
     if flags or reads or analysis.grad_reenabled:

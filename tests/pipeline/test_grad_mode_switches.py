@@ -3343,3 +3343,110 @@ def test_leaf_written_under_no_grad_then_backward(make: Make, dynamic: bool, com
     with proxy" there, deferred to the backward as if eager's; found by porting PyTorch's test, on a PairTensor)."""
     with torch.enable_grad():
         assert_matches_eager(optimizer_step, make, compile_kwargs={"dynamic": dynamic}, compile_fn=compile_fn)
+
+
+def new_leaf_beside_a_no_op_set_on_input(x: T) -> object:
+    x.requires_grad = True  # (the input requires grad already: eager changes nothing)
+    with torch.no_grad():
+        y = x * 2
+    y.requires_grad_()
+    return y * x, y
+
+
+def new_leaf_beside_a_no_op_requires_grad_on_input(x: T) -> object:
+    x.requires_grad_()  # (the setter raises on a non-leaf; requires_grad_() does nothing on one that requires grad)
+    with torch.no_grad():
+        y = x * 2
+    y.requires_grad_()
+    return y * x, y
+
+
+def new_leaf_beside_an_input_made_to_require_grad_first(x: T) -> object:
+    x.requires_grad_()  # before any read: the runtime sets it on the caller's input before the graph runs
+    with torch.no_grad():
+        t = x.select(0, 0)
+    t.requires_grad_()
+    return x * 2, t * 3
+
+
+def new_leaf_beside_an_input_made_to_require_grad_under_no_grad(x: T) -> object:
+    with torch.no_grad():
+        x.requires_grad_()
+    y = x.add(-1.0)
+    with torch.no_grad():
+        z = y.sin()
+    z.requires_grad_()
+    return x, z, y * z
+
+
+def new_leaf_beside_an_input_made_to_require_grad_after_a_read(x: T) -> object:
+    y = x * 2  # read with grad on before the flag: no history in eager
+    x.requires_grad_()
+    t = y.detach()
+    t.requires_grad_()
+    return y, t * x
+
+
+def new_leaf_beside_an_input_turned_off_and_on(x: T) -> object:
+    x.requires_grad_(False)
+    y = x * 2  # no history in eager
+    x.requires_grad_()
+    t = x.detach()
+    t.requires_grad_()
+    return y, t * x
+
+
+def new_leaf_beside_an_input_detached_in_place_and_set(x: T) -> object:
+    x.detach_()  # (a non-leaf becomes a leaf: eager's later results' histories end in it)
+    x.requires_grad_()
+    t = x.detach()
+    t.requires_grad_()
+    return x * 2, t * x
+
+
+# name: (program, inputs, whether it compiles (else refused))
+_SETS_ON_INPUTS: dict[str, tuple[Callable[..., object], Make, bool]] = {
+    "no_op_set_on_a_leaf": (new_leaf_beside_a_no_op_set_on_input, _grad(3), True),
+    "no_op_set_on_a_non_leaf": (
+        new_leaf_beside_a_no_op_requires_grad_on_input,
+        lambda: (torch.randn(3, requires_grad=True) * 2,),
+        True,
+    ),
+    "set_first": (new_leaf_beside_an_input_made_to_require_grad_first, _plain(2, 3), True),
+    "set_first_on_a_no_op": (new_leaf_beside_an_input_made_to_require_grad_first, _grad(2, 3), True),
+    "set_under_no_grad": (new_leaf_beside_an_input_made_to_require_grad_under_no_grad, _plain(3), True),
+    "set_after_a_read": (new_leaf_beside_an_input_made_to_require_grad_after_a_read, _plain(3), False),
+    "turned_off_and_on": (new_leaf_beside_an_input_turned_off_and_on, _grad(3), False),
+    "detached_in_place_and_set_on_a_leaf": (new_leaf_beside_an_input_detached_in_place_and_set, _grad(3), True),
+    "detached_in_place_and_set_on_a_non_leaf": (
+        new_leaf_beside_an_input_detached_in_place_and_set,
+        lambda: (torch.randn(3, requires_grad=True) * 2,),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_SETS_ON_INPUTS))
+def test_new_leaf_beside_requires_grad_set_on_an_input_matches_eager(name: str) -> None:
+    """Fuzz seed 117200 #875, #3354, #4238, #5372, #7921, #8391, #9711, #9993: a program making a new leaf that also
+    calls requires_grad_() on an input (a no-op where it requires grad, else set by the runtime before the graph runs:
+    Note [Training Without A Function]) was refused. Now it trains without a Function, as eager; where eager's early
+    results from the input carry no history (turned off, read before the flag) or its histories end in a
+    non-leaf input made a leaf (detach_()), it stays refused."""
+    f, make_inputs, compiles = _SETS_ON_INPUTS[name]
+    with torch.enable_grad():
+        if not compiles:
+            with pytest.raises(UnsupportedError, match="not an input .* here it would not record eager's"):
+                subclassaot.compile(f, backend="eager")(*make_inputs())
+            return
+        compiled = assert_matches_eager(f, make_inputs, calls=2)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.autograd_backward
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_new_leaf_beside_requires_grad_set_on_a_subclass_input_refused(requires_grad: bool) -> None:
+    """The same over a PairTensor input: the graph's inputs are no plain tensors, so the new leaf stays refused."""
+    f: Callable[..., object] = new_leaf_beside_an_input_made_to_require_grad_first
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input"):
+        subclassaot.compile(f, backend="eager")(*_pair(2, 3, requires_grad=requires_grad)())
