@@ -141,8 +141,12 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
-        for i in gains:
-            cast(torch.Tensor, values[i]).requires_grad_(True)  # the program's requires_grad_()
+        # the program's requires_grad_(): under no_grad autograd records nothing either way, and the graph's
+        # functional writes (as_strided_scatter of a non-contiguous input) refuse an input that requires grad where
+        # eager's in-place write does not, so the flag comes once the graph ran
+        late_gains = gains if not torch.is_grad_enabled() else ()
+        for i in gains if not late_gains else ():
+            cast(torch.Tensor, values[i]).requires_grad_(True)
         _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Gradient Accumulators Of Leaves]
         # See Note [Gradient Accumulators Of Leaves]: every read with grad comes after the last x.set_(x), so the
         # accumulators made below at a read's size come after the renewal too
@@ -165,6 +169,8 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             _early_self_sets(plan, early_sets, values)
         outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
         raise_early_bumps(early_heads, values, bumped)
+        for i in late_gains:
+            cast(torch.Tensor, values[i]).requires_grad_(True)
         prewrapped.update(early)
         # a leaf's before its writes: eager's program wrote it only once it no longer required grad (a write to a
         # leaf that requires grad raises), which the epilogue's copies, made with grad on, must see too

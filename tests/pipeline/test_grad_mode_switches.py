@@ -3450,3 +3450,30 @@ def test_new_leaf_beside_requires_grad_set_on_a_subclass_input_refused(requires_
     f: Callable[..., object] = new_leaf_beside_an_input_made_to_require_grad_first
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input"):
         subclassaot.compile(f, backend="eager")(*_pair(2, 3, requires_grad=requires_grad)())
+
+
+def _write_then_flag(order: str, how: str) -> Callable[..., object]:
+    def f(x0: torch.Tensor) -> object:
+        if order == "flag first":
+            x0.requires_grad_()
+        t0 = x0.as_strided((3,), (2,), 2) if how == "as_strided" else x0[1]
+        t0.mul_(2.0)
+        if order == "flag last":
+            x0.requires_grad = True
+        return (x0 * 2,)
+
+    return f
+
+
+@pytest.mark.parametrize("how", ["as_strided", "select"])
+@pytest.mark.parametrize("order", ["flag first", "flag last"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_requires_grad_set_on_a_non_contiguous_input_written_under_no_grad(kind: str, order: str, how: str) -> None:
+    # seed 123051 #81: the runtime set the flag before the graph, whose as_strided_scatter of the transposed input then
+    # hit torch's assert ("only supported for contiguous inputs"); under no_grad it is set once the graph ran
+    def make_inputs() -> tuple[object, ...]:
+        b = torch.randn(4, 4) if kind == "plain" else PairTensor.from_tensor(torch.randn(4, 4))
+        return (b.transpose(1, 0),)
+
+    with torch.no_grad():
+        assert_matches_eager(_write_then_flag(order, how), make_inputs)
