@@ -697,57 +697,30 @@ def _analyzed(
     the layout it was last analyzed over, and whether the compile is for training. Refuses what it cannot compile."""
     flat, fakes = prog.flat, prog.fakes
     training = torch.is_grad_enabled() and any(t.requires_grad for t in prog.tensors)
-    with torch.enable_grad() if training else _ambient_grad():
-        analysis = prog.analyze(layout)
-    gains_grad = [
-        i
-        for i, (t, after, marked) in enumerate(
-            zip(prog.tensors, analysis.requires_grad_set, analysis.leaf_marked, strict=True)
-        )
-        if after and not t.requires_grad and not marked  # (marked: Note [Training Without A Function])
-    ]
-    if gains_grad and torch.is_grad_enabled():
-        # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
-        # start (the runtime sets it on the real input before running, as eager's program would).
-        check_written_inputs_gaining_grad(flat, layout, analysis, gains_grad)
-        for i in gains_grad:
-            fakes[i].requires_grad_(True)
-        training = True
-        before = analysis
-        with torch.enable_grad():
-            analysis = prog.analyze(layout)
-        check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
-    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
-    # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
-    # in-place view op on a view of one: the others' unbind() views check that counter). A
-    # group over a whole storage stays (the program reads outside its members).
-    reshaped = {
-        j
-        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
-        if ops or data is not None
-        for j in layout.leaves_of_input[t]
-    }
-    untraced = frozenset(
-        g.members[0]
-        for g in layout.groups
-        if not g.whole_storage
-        and not any(
-            analysis.mutations[m].any or analysis.mutations[m].version_bumped or m in reshaped for m in g.members
-        )
-    )
-    if untraced:
-        # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
-        paths = [flat.leaves[i].path for i in flat.tensor_indices]
-        layout = dense_layout(
-            list(prog.fakified.fakes),
-            paths,
-            flat.tensor_indices,
-            prog.tensors,
-            untraced=untraced,
-            whole_storage=whole_storage,
-        )
+    apart = _analyzed_apart(prog, layout, whole_storage, training)
+    if apart is not None:
+        layout, analysis = apart
+    else:
         with torch.enable_grad() if training else _ambient_grad():
             analysis = prog.analyze(layout)
+        gains_grad = _gaining_grad(prog, analysis)
+        if gains_grad and torch.is_grad_enabled():
+            # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
+            # start (the runtime sets it on the real input before running, as eager's program would).
+            check_written_inputs_gaining_grad(flat, layout, analysis, gains_grad)
+            for i in gains_grad:
+                fakes[i].requires_grad_(True)
+            training = True
+            before = analysis
+            with torch.enable_grad():
+                analysis = prog.analyze(layout)
+            check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
+        untraced = _untouched_groups(layout, analysis)
+        if untraced:
+            # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
+            layout = _apart_layout(prog, untraced, whole_storage)
+            with torch.enable_grad() if training else _ambient_grad():
+                analysis = prog.analyze(layout)
     check_grad_factories(analysis.grad_factories, training=training)
     check_grad_reenabled(analysis.grad_reenabled, training=training)
     if training:
@@ -759,6 +732,71 @@ def _analyzed(
         check_multi_output_view_outputs(flat, layout, analysis)
         refuse_stale_view_layouts(list(analysis.views_read_after_own_set))  # Note [Stale View Functions]
     return layout, analysis, training
+
+
+def _gaining_grad(prog: _Program, analysis: Analysis) -> list[int]:
+    """Tensor inputs on which the program calls requires_grad_() (not marked: Note [Training Without A Function])."""
+    return [
+        i
+        for i, (t, after, marked) in enumerate(
+            zip(prog.tensors, analysis.requires_grad_set, analysis.leaf_marked, strict=True)
+        )
+        if after and not t.requires_grad and not marked
+    ]
+
+
+def _untouched_groups(layout: DenseLayout, analysis: Analysis) -> frozenset[DenseIndex]:
+    """The first members of the alias groups the program leaves untouched (Note [Synthetic Bases])."""
+    # Untouched: no member written or changed, and no in-place view op or `.data =` on one (t_(); t_() cancel out,
+    # but on the same object passed twice they must stay one object), and no member's version counter advanced (an
+    # in-place view op on a view of one: the others' unbind() views check that counter). A
+    # group over a whole storage stays (the program reads outside its members).
+    reshaped = {
+        j
+        for t, (ops, data) in enumerate(zip(analysis.inplace_view_ops, analysis.wrapper_data, strict=True))
+        if ops or data is not None
+        for j in layout.leaves_of_input[t]
+    }
+    return frozenset(
+        g.members[0]
+        for g in layout.groups
+        if not g.whole_storage
+        and not any(
+            analysis.mutations[m].any or analysis.mutations[m].version_bumped or m in reshaped for m in g.members
+        )
+    )
+
+
+def _apart_layout(prog: _Program, untraced: frozenset[DenseIndex], whole_storage: frozenset[DenseIndex]) -> DenseLayout:
+    paths = [prog.flat.leaves[i].path for i in prog.flat.tensor_indices]
+    return dense_layout(
+        list(prog.fakified.fakes),
+        paths,
+        prog.flat.tensor_indices,
+        prog.tensors,
+        untraced=untraced,
+        whole_storage=whole_storage,
+    )
+
+
+def _analyzed_apart(
+    prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex], training: bool
+) -> tuple[DenseLayout, Analysis] | None:
+    """The layout with every alias group apart and the program analyzed over it, where that analysis shows every
+    group untouched and no input gaining grad: the pair the grouped analysis would lead to (Note [Synthetic Bases]);
+    else None, and the grouped analysis decides."""
+    candidates = frozenset(g.members[0] for g in layout.groups if not g.whole_storage)
+    if not candidates:
+        return None
+    apart = _apart_layout(prog, candidates, whole_storage)
+    try:
+        with torch.enable_grad() if training else _ambient_grad():
+            analysis = prog.analyze(apart)
+    except Exception:  # the grouped analysis decides: its own error, or this one again once it finds them untouched
+        return None
+    if (_gaining_grad(prog, analysis) and torch.is_grad_enabled()) or _untouched_groups(layout, analysis) != candidates:
+        return None
+    return apart, analysis
 
 
 def _training_graph_call(

@@ -41,10 +41,12 @@ from subclassaot.torch_internals import shares_version_counter, storage_key, sym
 # - Unmutated aliases stay apart: a synthetic base is only needed when the program writes to (or changes the metadata or
 #   storage of) one of the aliases, or advances its version counter (an in-place view op on a view of it, which another
 #   alias's unbind() views check when autograd reads their grad_fn); otherwise no alias can observe another, and each
-#   member is traced as the separate input it is. The driver desugars, analyzes, and desugars again without the groups
-#   the analysis found untouched. Separate inputs keep the graph simple and let training handle aliased inputs as
-#   autograd does in eager: each alias gets its own gradient. The guards still check the aliasing pattern
-#   (`observed_groups`).
+#   member is traced as the separate input it is. Separate inputs keep the graph simple and let training handle
+#   aliased inputs as autograd does in eager: each alias gets its own gradient. The guards still check the aliasing
+#   pattern (`observed_groups`). The driver analyzes with every group apart first (tied weights: one analysis, not
+#   two): a write, metadata change, in-place view op or version bump on a member shows on that member apart as in the
+#   group, so where none shows (and no input gains grad) that analysis is the one the grouped analysis would lead to.
+#   Else (or where it raises) it desugars with the groups, analyzes, and desugars again without the untouched ones.
 # - One tensor passed several times: `f(x, x)` runs in eager as `g(y) = f(y, y)` does: one object, one storage, one
 #   version counter, one autograd history and one `.grad`, whatever the program does through either name. As a base and
 #   views of it the histories would not be the input's own. So a call whose arguments hold one tensor (plain or a

@@ -12,6 +12,8 @@ import pytest
 import torch
 
 import subclassaot
+import subclassaot.api
+from subclassaot.pipeline.analyze import analyze
 from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
@@ -1487,3 +1489,77 @@ def test_leaf_view_that_requires_grad_keeps_its_gradient_beside_a_written_alias(
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Alias groups analyzed apart first (Note [Synthetic Bases]; issue 29, compile time): where no member is touched the
+# compile analyzes once, over the members apart; where one is, the grouped analysis decides as before.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _counting_analyses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return analyze(*args, **kwargs)  # type: ignore[arg-type]  # the pipeline's own arguments, passed through
+
+    monkeypatch.setattr(subclassaot.api, "analyze", counted)
+    return calls
+
+
+_GROUP_PROGRAMS: dict[str, tuple[Callable[[T, T], object], int]] = {  # the program, analyses of its compile
+    "read": (lambda x, y: x * 2 + y.sum(), 1),
+    "write_one_read_other": (lambda x, y: (x.add_(1), y * 2)[1], 2),
+    "inplace_view_op": (lambda x, y: (x.unsqueeze_(0), y + 1)[1], 2),
+    "write_under_no_grad": (lambda x, y: (_no_grad_add(y), x * 3)[1], 2),
+}
+
+
+def _no_grad_add(t: T) -> T:
+    with torch.no_grad():
+        return t.add_(1)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("program", list(_GROUP_PROGRAMS))
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_alias_group_analyzed_apart_unless_touched(
+    kind: str, program: str, grad: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fn, analyses = _GROUP_PROGRAMS[program]
+
+    def make() -> tuple[T, T]:
+        base = torch.randn(8)
+        base = PairTensor.from_tensor(base) if kind == "pair" else base
+        if grad:  # a non-leaf, so that its views may be written in place
+            with torch.enable_grad():
+                base = base.requires_grad_().clone()
+        return (base[:4], base[4:])
+
+    calls = _counting_analyses(monkeypatch)
+    with torch.enable_grad() if grad else torch.no_grad():
+        assert_matches_eager(fn, make, calls=1)
+    assert len(calls) == analyses
+
+
+class _Tied(torch.nn.Module):
+    """Tied weights, as GPT-2's embedding and output layer: one Parameter at two names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids: T) -> T:
+        return torch.relu(self.head(self.embed(ids)))
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_tied_weights_compile_with_one_analysis(train: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_analyses(monkeypatch)
+    model = _Tied().train(train)
+    with torch.enable_grad() if train else torch.no_grad():
+        assert_matches_eager(model, lambda: (torch.randint(0, 10, (2, 3)),), calls=1)
+    assert len(calls) == 1
