@@ -634,6 +634,35 @@ def test_view_of_a_leaf_written_after_the_call_before_a_deferred_error(
             assert_matches_eager(f, make, after_call=write_outputs)
 
 
+def _set_to_itself_beside_a_returned_view(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x1.clone()
+    # with grad: t0's node is NotImplemented, whose backward raises
+    t0.set_(t0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    return t0, x0
+
+
+@pytest.mark.parametrize("make_leaf", [lambda: _leaf(2), lambda: pair(2, requires_grad=True)], ids=["plain", "pair"])
+def test_returned_view_of_a_leaf_written_after_the_call_before_a_set_error(
+    make_leaf: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 123055 #198: as above, but the output is the input x0 itself (a view of a leaf), returned with no
+    replay, beside an output set_() under grad. The caller's write of x0 makes its node again, newer than the
+    compiled one, so it ran first and gave the leaf a gradient; eager's NotImplemented node outranks every other and
+    raised first, leaving none. Ours now refuses when it finds the leaf's gradient there."""
+    f = _set_to_itself_beside_a_returned_view
+
+    def make() -> tuple[T, T]:
+        return make_leaf().unsqueeze(-1), nonleaf(2, 2, 1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        if compile_fn is not None:
+            assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+            return
+        with pytest.raises(UnsupportedError, match=r"args\[0\], an autograd leaf an output is a view of, got its"):
+            assert_matches_eager(f, make, after_call=write_outputs)
+
+
 def _written_under_no_grad_then_raising(x0: T) -> tuple[T, T]:
     """x0 written under no_grad, then `t1.mul_(t1)`, whose node's backward raises."""
     with torch.no_grad():
