@@ -969,6 +969,7 @@ class _DataMode(TorchFunctionMode):
                     set_version(t, version)
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
+        self.record.calls += 1
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
@@ -994,10 +995,14 @@ class _DataMode(TorchFunctionMode):
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
         if turns_on and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.retyped:
             _refuse_retyped_gain(self.record.retyped[id(args[0])], args[0].dtype)
+        if turns_on and isinstance(args[0], torch.Tensor) and not args[0].requires_grad:
+            self.record.open_gain(args[0])
         new_leaf = turns_on and self._makes_new_leaf(args[0])
-        if flag:
+        # (turned off right after requires_grad_() turned it on: no change at all, nor the gain)
+        cancels = flag and not turns_on and isinstance(args[0], torch.Tensor) and self.record.cancel_gain(args[0])
+        if flag and not cancels:
             self._requires_grad_change(args, turns_on)
-        if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
+        if flag and not cancels and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_() (what ops
             # saved of it before stays readable: joint._saves_as_eager)
