@@ -51,6 +51,7 @@ __all__ = [
     "note_data_assignment",
     "note_detach",
     "note_grad_fn_reads",
+    "note_function_reads",
     "note_grad_reads",
     "note_self_set",
     "read",
@@ -186,9 +187,9 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 #   so the trace sees no swap; the runtime renews the accumulator by
 #   set_() of the input to itself under no_grad, before the call where the program read the leaf with grad only after
 #   its last such set_() (`Analysis.self_set_first`: eager's nodes then feed the accumulator the returned leaf feeds),
-#   after it otherwise. A read is an op with grad, no view op, of the leaf or a view of it wherever taken (the set_()
-#   moved the counter the views share), that makes a node: one returning its argument unwritten (`requires_grad_()`,
-#   a `contiguous()`) makes none (the inputs the functional run takes as views have a history, the leaves none).
+#   after it otherwise. A read is an op with grad (a custom Function's apply too), no view op, of the leaf or a view
+#   of it wherever taken (the set_() moved the counter the views share), that makes a node: one returning its
+#   argument unwritten (`requires_grad_()`, a `contiguous()`) makes none (the inputs the functional run takes as views have a history, the leaves none).
 #   Read before and after the last set_(), eager's nodes feed two accumulators and the Function's one edge cannot: a
 #   backward error is refused where such a leaf is an input and an output is (a view of) an input
 #   (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
@@ -271,6 +272,15 @@ def note_data_assignment(record: SwapRecord, target: torch.Tensor, size_before: 
         record.kept_accumulators.add(id(target))
     elif id(target) not in record.kept_accumulators and not is_traceable_subclass(target):
         record.fresh_accumulators[id(target)] = (record.seq, size_before)
+
+
+def note_function_reads(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+    """A custom Function applied with grad on: its node reads every argument that requires grad, as an op with grad
+    does (its forward's own ops run with grad off, unseen by `note_grad_reads`; Note [Gradient Accumulators Of
+    Leaves])."""
+    for a in pytree.tree_leaves((args, kwargs)):
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            _note_accumulator_read(record, a)
 
 
 def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:

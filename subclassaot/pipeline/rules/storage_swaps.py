@@ -30,6 +30,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_assignment_reads,
     note_data_assignment,
     note_detach,
+    note_function_reads,
     note_grad_fn_reads,
     note_grad_reads,
     note_self_set,
@@ -1509,6 +1510,7 @@ def _note_function_apply(record: SwapRecord, cls: type, args: tuple[object, ...]
                 record.read_with_grad[id(a)] = record.seq
                 if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                     record.storages_read_with_grad.add(storage_key(a))
+        note_function_reads(record, args, kwargs)
     if not record.releafable or not torch.is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
