@@ -2352,7 +2352,7 @@ def test_self_set_of_a_leaf_then_a_custom_function_reads_it(
         t0 = x0.expand(x0.shape)
         with torch.no_grad():
             set_to(x0, t0 if target == "expand" else x0)
-        return (t0, SinFunction.apply(x0))
+        return (t0, SinFunction.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
 
     def make_inputs() -> tuple[object, ...]:
         return (leaf(4) if make == "plain" else pair(4, requires_grad=True),)

@@ -458,7 +458,7 @@ def _view_relaid(flat: FlatInputs, i: int, m: LeafMutation) -> bool:
         return False
     size, stride, _ = m.final_meta
     came = [symint_expr(d) for d in (*real.shape, *real.stride())]
-    return came != [symint_expr(d) for d in (*size, *stride)]
+    return came != [*size, *stride]
 
 
 def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | torch.SymInt]) -> bool:
