@@ -994,13 +994,8 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
-        if turns_on and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.retyped:
-            _refuse_retyped_gain(self.record.retyped[id(args[0])], args[0].dtype)
-        if turns_on and isinstance(args[0], torch.Tensor) and not args[0].requires_grad:
-            self.record.open_gain(args[0])
+        cancels = flag and self._flag_pair(args[0], turns_on)
         new_leaf = turns_on and self._makes_new_leaf(args[0])
-        # (turned off right after requires_grad_() turned it on: no change at all, nor the gain)
-        cancels = flag and not turns_on and isinstance(args[0], torch.Tensor) and self.record.cancel_gain(args[0])
         if flag and not cancels:
             self._requires_grad_change(args, turns_on)
         if flag and not cancels and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
@@ -1059,6 +1054,17 @@ class _DataMode(TorchFunctionMode):
             self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)
         return out
+
+    def _flag_pair(self, t: object, turns_on: bool) -> bool:
+        """requires_grad_() turning `t`'s flag on opens a gain (SwapRecord.open_gain); turning it off right after,
+        nothing run between, cancels it: True where so (no change at all, nor the gain)."""
+        if not isinstance(t, torch.Tensor):
+            return False
+        if turns_on and id(t) in self.record.retyped:
+            _refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
+        if turns_on and not t.requires_grad:
+            self.record.open_gain(t)
+        return not turns_on and self.record.cancel_gain(t)
 
     def _data_set(self, args: tuple[Any, ...]) -> bool:
         """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""
