@@ -39,7 +39,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import has_grad_fn, symint_expr
+from subclassaot.torch_internals import has_grad_fn, no_torch_function, symint_expr
 
 __all__ = [
     "assigned_accumulator_size",
@@ -277,10 +277,11 @@ def note_data_assignment(record: SwapRecord, target: torch.Tensor, size_before: 
 def note_function_reads(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
     """A custom Function applied with grad on: its node reads every argument that requires grad, as an op with grad
     does (its forward's own ops run with grad off, unseen by `note_grad_reads`; Note [Gradient Accumulators Of
-    Leaves])."""
-    for a in pytree.tree_leaves((args, kwargs)):
-        if isinstance(a, torch.Tensor) and a.requires_grad:
-            _note_accumulator_read(record, a)
+    Leaves]). Called with the program's torch-function modes on: its reads of `._base` are not the program's."""
+    with no_torch_function():
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                _note_accumulator_read(record, a)
 
 
 def _note_accumulator_read(record: SwapRecord, a: torch.Tensor) -> None:
