@@ -95,7 +95,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
 from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
-from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats
+from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats, meta_overlaps
 from subclassaot.pipeline.rules.swap_record import (
     counter_keeping_replays,
     elements_of,
@@ -1439,12 +1439,16 @@ def check_written_inputs_gaining_grad(
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
     where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
     autograd does not record (under no_grad, or through `.data`/detach()) and keeps its storage and layout: those
-    are the same before the flag and after, and the epilogue copies them in below autograd."""
+    are the same before the flag and after, and the epilogue copies them in below autograd. A write through another
+    input over its storage, which that input resized, counts too where the input's elements overlap."""
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
-        if changed or any(m.any and not _written_without_grad(m) for m in muts):
+        # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
+        # grown storage, its gradient would be summed over its repeated elements)
+        written = [m for m in muts if m.any or (m.final_data and m.resized and meta_overlaps(*m.final_meta))]
+        if changed or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "

@@ -492,7 +492,9 @@ class _Step:
         self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
         self.apart_bases = _apart_bases(self)
-        self.returned_apart = eager_saves.detached  # (for alias group members: `_detach_apart_members`)
+        # (for alias group members: `_detach_apart_members`). An input the Function gives a gradient of its own keeps
+        # its edge: `_apart_inputs` decides for it, and a written input's new history may reach it (`x0.copy_(x1)`).
+        self.returned_apart = eager_saves.detached - frozenset(bw_meta.grad_inputs)
         self.saves_apart = eager_saves.probed  # Note [Probing Eager's Backward]
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):

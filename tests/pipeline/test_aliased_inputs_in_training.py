@@ -1563,3 +1563,25 @@ def test_tied_weights_compile_with_one_analysis(train: bool, monkeypatch: pytest
     with torch.enable_grad() if train else torch.no_grad():
         assert_matches_eager(model, lambda: (torch.randint(0, 10, (2, 3)),), calls=1)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("view", ["t", "slice"])
+@pytest.mark.parametrize("returned", [False, True])
+def test_member_copied_from_a_leaf_returned_as_itself(
+    compile_fn: CompileFn | None, kind: str, view: str, returned: bool
+) -> None:
+    # fuzz seed 117200 #1996: the leaf copied into a member, returned as itself, still gets its gradient through the
+    # written inputs' new history (the Function keeps its edge to the leaf)
+    def f(x0: T, x1: T, x2: T) -> object:
+        x0.copy_(x1)
+        return (x1,) if returned else (x1 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        if kind == "pair":
+            base, source = pair_nonleaf(2, 2), pair(2, 2, requires_grad=True)
+        else:
+            base, source = nonleaf(2, 2), _leaf(2, 2)
+        return (base.t() if view == "t" else base[0:2], source, base)
+
+    check_with_grad(f, make_inputs, compile_fn)

@@ -3477,3 +3477,53 @@ def test_requires_grad_set_on_a_non_contiguous_input_written_under_no_grad(kind:
 
     with torch.no_grad():
         assert_matches_eager(_write_then_flag(order, how), make_inputs)
+
+
+def _flag_on_then_off(x: T, *, setter: bool) -> None:
+    x.requires_grad_()
+    if setter:
+        x.requires_grad = False
+    else:
+        x.requires_grad_(False)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("view", ["transpose", "leaf"])
+@pytest.mark.parametrize("read_before", [False, True])
+@pytest.mark.parametrize("setter", [False, True])
+def test_requires_grad_turned_on_then_off_then_written_matches_eager(
+    compile_fn: CompileFn | None, kind: str, view: str, read_before: bool, setter: bool
+) -> None:
+    # fuzz seed 117200 #9307: the flag turned on and off again with nothing run between is no change at all; the
+    # write after it is an ordinary one (no gain, so no refusal of an input written and made to require grad)
+    def f(x0: T) -> object:
+        t0 = x0.transpose(2, 0) if read_before else None
+        _flag_on_then_off(x0, setter=setter)
+        x0.zero_()
+        return (x0,) if t0 is None else (x0, t0 * 2)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = PairTensor.from_tensor(torch.randn(2, 4, 4)) if kind == "pair" else torch.randn(2, 4, 4)
+        return (b0.transpose(1, 2) if view == "transpose" else b0, torch.randn(2, requires_grad=True))
+
+    def g(x0: T, x1: T) -> object:
+        return (*cast(tuple[object, ...], f(x0)), x1 * 3)
+
+    with torch.enable_grad():
+        assert_matches_eager(g, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(g, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_requires_grad_turned_off_after_a_read_keeps_the_reads_history(compile_fn: CompileFn | None) -> None:
+    # a read between the two flags keeps eager's history: the gain is no cancelled one
+    def f(x0: T, x1: T) -> object:
+        x0.requires_grad_()
+        t0 = x0 * 2
+        x0.requires_grad = False
+        return t0, x1 * 3
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(3), torch.randn(3, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

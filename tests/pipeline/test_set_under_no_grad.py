@@ -17,6 +17,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    SinFunction,
     assert_refused,
     check_no_grad,
     check_with_grad,
@@ -2336,3 +2337,26 @@ def test_views_taken_after_input_set_under_no_grad(compile_fn: CompileFn | None,
         return (make(4), other(4))
 
     check_no_grad(_views_around_set(after), make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("target", ["expand", "itself"])
+@pytest.mark.parametrize("make", ["plain", "pair"])
+def test_self_set_of_a_leaf_then_a_custom_function_reads_it(
+    target: str, make: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 117200 #6506: a custom Function's apply reads the leaf (its forward's ops run with grad off). Read
+    # after the set_(), its node feeds the new accumulator, as does the view taken before (its node made again at
+    # the backward's read); the Function's edge must too, or, with the view written after the call, the view's
+    # gradient reaches args[0].grad before the Function's backward raises, where eager's stays None
+    def f(x0: T) -> object:
+        t0 = x0.expand(x0.shape)
+        with torch.no_grad():
+            set_to(x0, t0 if target == "expand" else x0)
+        return (t0, SinFunction.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+
+    def make_inputs() -> tuple[object, ...]:
+        return (leaf(4) if make == "plain" else pair(4, requires_grad=True),)
+
+    check_with_grad(f, make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)

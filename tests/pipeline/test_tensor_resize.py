@@ -18,7 +18,15 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import DirtyScale, assert_refused, leaf, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import (
+    DirtyScale,
+    TransposeSaved,
+    assert_refused,
+    leaf,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+)
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -1899,3 +1907,32 @@ def test_resize_of_a_view_taken_before_the_flag_after_a_write_with_grad_refused(
         assert_refused(f, make_inputs, compile_fn, r"args\[0\]: resize_: .* depends on the value written")
     with torch.no_grad():  # (no write autograd records)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+_GAIN_AFTER_RESIZE = "is written in place and made to require grad"
+
+
+@pytest.mark.parametrize("read", ["mul", "transpose_saved"])
+@pytest.mark.parametrize("alias", ["zero_stride", "scalar_view"])
+def test_input_made_to_require_grad_beside_an_input_over_its_storage_resized_and_written(
+    compile_fn: CompileFn | None, read: str, alias: str
+) -> None:
+    # fuzz seed 117200 #6364: x1 made to require grad; x0, over x1's storage, resized (a reallocation) and written.
+    # Eager's x1 required no grad when its storage changed. Where x1's elements overlap (a zero stride), the compiled
+    # call would sum its gradient over the repeated elements of the grown storage: refused by name, as a direct write
+    # is; a view without overlap matches eager
+    def f(x0: T, x1: T) -> object:
+        x1.requires_grad_()
+        x0.resize_((3,))
+        x0.fill_(0.5)
+        return (x1 * 3 if read == "mul" else TransposeSaved.apply(x1),)  # type: ignore[no-untyped-call]  # untyped in torch
+
+    def make() -> tuple[object, ...]:
+        b0 = torch.randn(())
+        return (b0, b0.as_strided((3, 1), (0, 1), 0) if alias == "zero_stride" else b0.view(1))
+
+    with torch.enable_grad():
+        if alias == "zero_stride":
+            assert_refused(f, make, compile_fn, _GAIN_AFTER_RESIZE)
+        else:
+            assert_matches_eager(f, make, compile_fn=compile_fn)

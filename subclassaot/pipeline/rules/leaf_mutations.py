@@ -440,6 +440,14 @@ def check_assigned_writes(
                     "compiled program cannot give it eager's history of that view op (Note [History Kept Through .data "
                     "=]). Use the out-of-place view op, or change the layout under torch.no_grad()"
                 )
+            if m.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING) and _view_relaid(flat, i, m):
+                raise UnsupportedError(
+                    f"{path}: the program assigns `.data` of this input, a view with autograd history, a tensor of "
+                    "another size or strides, then writes it where autograd records it; eager records the write on "
+                    "the view's base at the assigned layout (CopySlices over the base's elements that layout reaches), "
+                    "which the compiled program does not reproduce (Note [History Kept Through .data =]). Assign a "
+                    "tensor of the view's own layout, or write a clone"
+                )
             if m.assigned_write is AssignedWrite.RESHAPED:
                 raise UnsupportedError(
                     f"{path}: the program assigns `.data` of this input, which requires grad, writes it where "
@@ -447,6 +455,17 @@ def check_assigned_writes(
                     "compiled program cannot give it eager's history (Note [History Kept Through .data =]). Use the "
                     "out-of-place view op, or write a clone"
                 )
+
+
+def _view_relaid(flat: FlatInputs, i: int, m: LeafMutation) -> bool:
+    """Is tensor input `i` a view whose `.data =` left it another size or strides than it came with (`m`: its
+    leaf's mutation)?"""
+    real = flat.values[flat.tensor_indices[i]]
+    if not isinstance(real, torch.Tensor) or not real._is_view():
+        return False
+    size, stride, _ = m.final_meta
+    came = [symint_expr(d) for d in (*real.shape, *real.stride())]
+    return came != [*size, *stride]
 
 
 def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | torch.SymInt]) -> bool:

@@ -973,6 +973,7 @@ class _DataMode(TorchFunctionMode):
                     set_version(t, version)
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
+        self.record.calls += 1
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
@@ -996,12 +997,11 @@ class _DataMode(TorchFunctionMode):
         setter = owner == "requires_grad" and name == "__set__"
         flag = setter or func is torch.Tensor.requires_grad_
         turns_on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
-        if turns_on and isinstance(args[0], torch.Tensor) and id(args[0]) in self.record.retyped:
-            _refuse_retyped_gain(self.record.retyped[id(args[0])], args[0].dtype)
+        cancels = flag and self._flag_pair(args[0], turns_on)
         new_leaf = turns_on and self._makes_new_leaf(args[0])
-        if flag:
+        if flag and not cancels:
             self._requires_grad_change(args, turns_on)
-        if flag and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
+        if flag and not cancels and (setter or not turns_on) and _stands_for_leaf_input(self.record, args):
             # See Note [Grad Mode And Autograd Reads]: the run's stand-in for a leaf input is no leaf, where the setter
             # and requires_grad_(False) raise; eager's leaf keeps requiring grad, or stops as by detach_() (what ops
             # saved of it before stays readable: joint._saves_as_eager)
@@ -1057,6 +1057,17 @@ class _DataMode(TorchFunctionMode):
             self.record.data_aliases.add(id(out))
             self.record.family[id(out)] = id(out)
         return out
+
+    def _flag_pair(self, t: object, turns_on: bool) -> bool:
+        """requires_grad_() turning `t`'s flag on opens a gain (SwapRecord.open_gain); turning it off right after,
+        nothing run between, cancels it: True where so (no change at all, nor the gain)."""
+        if not isinstance(t, torch.Tensor):
+            return False
+        if turns_on and id(t) in self.record.retyped:
+            _refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
+        if turns_on and not t.requires_grad:
+            self.record.open_gain(t)
+        return not turns_on and self.record.cancel_gain(t)
 
     def _data_set(self, args: tuple[Any, ...]) -> bool:
         """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""

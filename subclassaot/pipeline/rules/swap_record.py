@@ -17,6 +17,23 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.schemas import DenseIndex, OutputInfo, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
+# The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
+_GAIN_FACTS = (
+    "requires_grad_set",
+    "requires_grad_gained",
+    "gained_after_read",
+    "view_input_gains",
+    "views_before_grad",
+    "views_of_gained_bases",
+    "new_leaf_ids",
+    "leaf_marked",
+)
+
+
+def _shallow_copy(value: object) -> object:
+    return type(value)(value) if isinstance(value, (set, dict)) else value
+
+
 # set_() overloads: each replaces a tensor's storage and metadata
 SET_OPS = frozenset(
     {
@@ -395,6 +412,29 @@ class SwapRecord:
     # id() of a plain view set_() under no_grad -> the layout its view function makes (Note [Stale View Functions])
     nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
+    calls: int = 0  # torch functions the program called so far
+    # id() of a tensor requires_grad_() turned on -> (`calls` then, the gain's facts before it, its place in
+    # new_leaves): a flag turned off again by the program's next call undoes the gain (`cancel_gain`)
+    open_gains: dict[int, tuple[int, dict[str, object], int]] = field(default_factory=dict)
+
+    def open_gain(self, t: torch.Tensor) -> None:
+        """requires_grad_() is turning `t`'s flag on: keep the facts a gain changes as they are before it."""
+        facts = {name: _shallow_copy(getattr(self, name)) for name in _GAIN_FACTS}
+        self.open_gains[id(t)] = (self.calls, facts, len(self.new_leaves))
+
+    def cancel_gain(self, t: torch.Tensor) -> bool:
+        """The program turns `t`'s flag off: where requires_grad_() turned it on in the call just before, nothing
+        run between, eager's tensor ends as it was (no leaf made, no history, no flag), so the gain is forgotten
+        (its facts restored) and the turn-off is no change either; True where so."""
+        found = self.open_gains.pop(id(t), None)
+        if found is None or found[0] != self.calls - 1:
+            return False
+        _, facts, k = found
+        for name, value in facts.items():
+            setattr(self, name, value)
+        if self.replayed_new_leaves is None and k < len(self.new_leaves):
+            self.new_leaves[k] = False  # (the trace's run replays it: no leaf marked there either)
+        return True
 
     def pin(self, tree: object) -> None:
         """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Storage Swaps By Rebinding])."""
