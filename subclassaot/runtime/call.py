@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import cast
 
 import torch
+from torch.autograd.graph import GradientEdge
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.runtime.plan import (
@@ -145,17 +146,8 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         # functional writes (as_strided_scatter of a non-contiguous input) refuse an input that requires grad where
         # eager's in-place write does not, so the flag comes once the graph ran
         late_gains = gains if not torch.is_grad_enabled() else ()
-        for i in gains if not late_gains else ():
-            cast(torch.Tensor, values[i]).requires_grad_(True)
-        _held = hold_accumulators(values, kept)  # until the outputs are built: Note [Gradient Accumulators Of Leaves]
-        # See Note [Gradient Accumulators Of Leaves]: every read with grad comes after the last x.set_(x), so the
-        # accumulators made below at a read's size come after the renewal too
-        for i in self_set_first:
-            renew_grad_accumulator(cast(torch.Tensor, values[i]))
-        if assigned_reads:  # Note [Gradient Accumulators Of Leaves]
-            _held += make_assigned_accumulators(
-                values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads]
-            )
+        _turn_on(values, gains if not late_gains else ())
+        _held = _accumulators_before(values, (kept, self_set_first, assigned_reads), ev, symbols)
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
@@ -169,8 +161,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             _early_self_sets(plan, early_sets, values)
         outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
         raise_early_bumps(early_heads, values, bumped)
-        for i in late_gains:
-            cast(torch.Tensor, values[i]).requires_grad_(True)
+        _turn_on(values, late_gains)
         prewrapped.update(early)
         # a leaf's before its writes: eager's program wrote it only once it no longer required grad (a write to a
         # leaf that requires grad raises), which the epilogue's copies, made with grad on, must see too
@@ -217,6 +208,30 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
     return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
+
+
+def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:
+    """The program's requires_grad_() on the inputs at `positions`."""
+    for i in positions:
+        cast(torch.Tensor, values[i]).requires_grad_(True)
+
+
+def _accumulators_before(
+    values: Sequence[object],
+    inputs: tuple[list[InputIndex], list[InputIndex], list[tuple[InputIndex, tuple[Dim, ...]]]],
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+) -> list[GradientEdge]:
+    """Before the graph (Note [Gradient Accumulators Of Leaves]): the accumulators held until the outputs are built
+    (`kept`), those renewed first (every read with grad comes after the last x.set_(x), so the accumulators made at a
+    read's size come after the renewal too), and those made at the size a read saw (`assigned_reads`)."""
+    kept, self_set_first, assigned_reads = inputs
+    held = hold_accumulators(values, kept)
+    for i in self_set_first:
+        renew_grad_accumulator(cast(torch.Tensor, values[i]))
+    if assigned_reads:
+        held += make_assigned_accumulators(values, [(i, ev.meta((s, (), 0), symbols)[0]) for i, s in assigned_reads])
+    return held
 
 
 def _dense_reader(plan: RuntimePlan) -> Callable[[Sequence[object]], list[torch.Tensor]]:

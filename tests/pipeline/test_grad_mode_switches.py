@@ -1545,7 +1545,10 @@ def test_requires_grad_on_a_storage_sharing_input_after_its_own_read_refused(
         if pair and f is requires_grad_on_a_base_after_its_view_read:
             assert_matches_eager(f, make(pair))  # (a wrapper's view takes no flag from its base)
             return
-        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"):
+        # (either of the two rules: the input's own graph cannot mark it, or the call cannot order the flag)
+        with pytest.raises(
+            UnsupportedError, match=r"calls requires_grad_\(\).* on this input.* after computing from it"
+        ):
             subclassaot.compile(f)(*make(pair)())
     with torch.no_grad():
         assert_matches_eager(f, make(pair))
