@@ -183,7 +183,7 @@ def has_version_counter(t: torch.Tensor) -> bool:
     if t.is_inference():
         return False
     try:
-        t._version
+        int(t._version)
     except RuntimeError:  # "Inference tensors do not track version counter": torch has no other way to ask
         return False
     return True

@@ -92,7 +92,7 @@ def _data_of_inference_tensor_assigned_then_saved(x0: T) -> tuple[T, ...]:
     with torch.inference_mode():
         t0 = x0.mul(0.5)
     t0.data = x0
-    t1 = SinFunction.apply(t0)
+    t1 = SinFunction.apply(t0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
     return (t0, t1)
 
 
@@ -111,17 +111,17 @@ def _data_of_inference_tensor_assigned_then_written(x0: T) -> tuple[T, ...]:
     return (t0,)
 
 
-_COUNTERLESS_INPUTS: dict[str, Callable[[], T]] = {
-    "plain": lambda: torch.randn(3, 4, requires_grad=True),
-    "pair": lambda: PairTensor.from_tensor(torch.randn(3, 4)).requires_grad_(),
-    "jagged": lambda: _jagged_example(),
-}
-
-
 def _jagged_example() -> T:
     import subclasses.nested.tensor
 
     return subclasses.nested.tensor.example()
+
+
+_COUNTERLESS_INPUTS: dict[str, Callable[[], T]] = {
+    "plain": lambda: torch.randn(3, 4, requires_grad=True),
+    "pair": lambda: PairTensor.from_tensor(torch.randn(3, 4)).requires_grad_(),
+    "jagged": _jagged_example,
+}
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
