@@ -176,13 +176,26 @@ def untyped_storage_key(storage: object) -> object:
     return StorageWeakRef(storage)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
 
+def has_version_counter(t: torch.Tensor) -> bool:
+    """False for an inference tensor (made under torch.inference_mode), and for a normal tensor that was one: `.data =`
+    onto an inference tensor takes the new data's dispatch keys (`is_inference()` turns False) but keeps the absent
+    version counter, so reading `._version` raises and eager's in-place ops on it raise."""
+    if t.is_inference():
+        return False
+    try:
+        int(t._version)
+    except RuntimeError:  # "Inference tensors do not track version counter": torch has no other way to ask
+        return False
+    return True
+
+
 def get_version(t: torch.Tensor) -> int:
-    """`t._version`; 0 for an inference tensor (made under torch.inference_mode), which has no version counter."""
-    return 0 if t.is_inference() else int(t._version)
+    """`t._version`; 0 for a tensor without a version counter (`has_version_counter`)."""
+    return int(t._version) if has_version_counter(t) else 0
 
 
 def set_version(t: torch.Tensor, version: int) -> None:
-    if not t.is_inference():  # an inference tensor has no version counter to set (eager has none either)
+    if has_version_counter(t):  # a tensor without a version counter has none to set (eager has none either)
         torch._C._autograd._unsafe_set_version_counter((t,), (version,))
 
 

@@ -88,6 +88,64 @@ def test_data_of_a_tensor_made_in_inference_mode_assigned_outside_matches_eager(
         assert_matches_eager(fn, lambda: (torch.randn(()),))
 
 
+def _data_of_inference_tensor_assigned_then_saved(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.mul(0.5)
+    t0.data = x0
+    t1 = SinFunction.apply(t0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+    return (t0, t1)
+
+
+def _data_of_inference_tensor_assigned_then_read(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.mul(0.5)
+    t0.data = x0
+    return (t0.sin(),)
+
+
+def _data_of_inference_tensor_assigned_then_written(x0: T) -> tuple[T, ...]:
+    with torch.inference_mode():
+        t0 = x0.mul(0.5)
+    t0.data = x0
+    t0.add_(1)
+    return (t0,)
+
+
+def _jagged_example() -> T:
+    import subclasses.nested.tensor
+
+    return subclasses.nested.tensor.example()
+
+
+_COUNTERLESS_INPUTS: dict[str, Callable[[], T]] = {
+    "plain": lambda: torch.randn(3, 4, requires_grad=True),
+    "pair": lambda: PairTensor.from_tensor(torch.randn(3, 4)).requires_grad_(),
+    "jagged": _jagged_example,
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("make", list(_COUNTERLESS_INPUTS.values()), ids=list(_COUNTERLESS_INPUTS))
+@pytest.mark.parametrize(
+    "fn", [_data_of_inference_tensor_assigned_then_saved, _data_of_inference_tensor_assigned_then_read]
+)
+def test_tensor_made_in_inference_mode_then_assigned_data_has_no_version_counter(
+    fn: Callable[[T], object], make: Callable[[], T], grad: bool
+) -> None:
+    """`.data =` onto an inference tensor takes the new data's dispatch keys (`is_inference()` turns False) but keeps
+    the absent version counter, so reading `._version` raises. Eager reads it nowhere here; the dispatch handling of
+    a subclass read it and crashed (fuzz --subclass subclasses.nested.tensor:example, seed 123059, program 37)."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(fn, lambda: (make(),))
+
+
+@pytest.mark.parametrize("make", list(_COUNTERLESS_INPUTS.values()), ids=list(_COUNTERLESS_INPUTS))
+def test_tensor_made_in_inference_mode_then_assigned_data_written_raises_as_eager(make: Callable[[], T]) -> None:
+    """Eager's in-place op on such a tensor raises (its counter cannot be bumped)."""
+    with torch.no_grad():
+        assert_raises_like_eager(_data_of_inference_tensor_assigned_then_written, lambda: (make(),))
+
+
 def _leaf_written_with_grad_on_inside_inference_mode(x0: T) -> tuple[T, ...]:
     with torch.inference_mode():
         with torch.enable_grad():
