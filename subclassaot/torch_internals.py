@@ -190,8 +190,14 @@ def has_version_counter(t: torch.Tensor) -> bool:
 
 
 def get_version(t: torch.Tensor) -> int:
-    """`t._version`; 0 for a tensor without a version counter (`has_version_counter`)."""
-    return int(t._version) if has_version_counter(t) else 0
+    """`t._version`; 0 for a tensor without a version counter (`has_version_counter`; read once: the per-call path
+    reads counters)."""
+    if t.is_inference():
+        return 0
+    try:
+        return int(t._version)
+    except RuntimeError:  # (a former inference tensor: `has_version_counter`)
+        return 0
 
 
 def set_version(t: torch.Tensor, version: int) -> None:
