@@ -170,8 +170,9 @@ class LeafMutation:
     grad_set_input: DenseIndex | None = None
     # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
-    # ... and the last set_() with grad on went through a view: its node is the view's CopySlices, ordered in backward
-    # as made, where a set_ node of its own runs first (Note [set_ Under Grad])
+    # ... and the last set_() with grad on went through a view, or a write autograd records came after it: its node is
+    # the view's CopySlices (or the write's), ordered in backward as made, where a set_ node of its own runs first
+    # (Note [set_ Under Grad])
     view_set_last: bool = False
     # ... and an in-place view op with grad changed its layout after its own last such set_(): eager's node for it sits
     # above the set_ node, so the epilogue repeats the set_ before the layout (Note [set_ Under Grad])

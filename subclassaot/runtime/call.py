@@ -293,8 +293,8 @@ def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Seque
 
 
 def _late_view_sets(plan: RuntimePlan, late_sets: Sequence[int], values: Sequence[object]) -> None:
-    """Note [set_ Under Grad]: on each tensor input in `late_sets` (its last set_() under grad a view's), once the
-    outputs are built, a view's set_() to itself under grad, its version counter kept: x's history is then a
+    """Note [set_ Under Grad]: on each tensor input in `late_sets` (its last set_() under grad a view's, or written
+    with grad after it), once the outputs are built, a view's set_() to itself under grad, its version counter kept: x's history is then a
     CopySlices newer than every node of the call and older than every node made after it, as eager's is."""
     done: list[torch.Tensor] = []  # an input passed at several positions takes one, as in eager
     for t in late_sets:

@@ -2762,3 +2762,44 @@ def test_leaf_view_before_view_input_set_outputs_written(
     with torch.enable_grad():
         assert_matches_eager(f, lambda: _two_rows(kind), compile_fn=compile_fn)
         assert_matches_eager(f, lambda: _two_rows(kind), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _written_after_set(kind: str) -> tuple[T, ...]:
+    """x0 a leaf that requires grad, x1 a scalar that does not (fuzz seed 123030 #168) or a non-leaf that does, x2 a
+    view of another leaf. (A PairTensor x1 without grad so set_() and written is refused: Note [Inputs Written In
+    Training].)"""
+    if kind == "plain":
+        return (leaf(3), torch.randn(()), leaf(3, 2, 3).view(3, 2, 3))
+    if kind == "plain_nonleaf":
+        return (leaf(3), nonleaf(), leaf(3, 2, 3).view(3, 2, 3))
+    return (pair(3, requires_grad=True), pair_nonleaf(), pair(3, 2, 3, requires_grad=True).view(3, 2, 3))
+
+
+_WRITES_AFTER_SET: dict[str, Callable[[T], object]] = {
+    "select_mul": lambda x: x.select(0, -2).mul_(3.0),
+    "add": lambda x: x.add_(1.0),
+    "mul": lambda x: x.mul_(3.0),
+}
+
+
+@pytest.mark.parametrize("returned", ["as_is", "view"])
+@pytest.mark.parametrize("write", list(_WRITES_AFTER_SET))
+@pytest.mark.parametrize("kind", ["plain", "plain_nonleaf", "pair_nonleaf"])
+def test_input_written_after_set_under_grad_beside_returned_view_input(
+    compile_fn: CompileFn | None, kind: str, write: str, returned: str
+) -> None:
+    """`x1.set_(x0); x1.select(0, -2).mul_(3.0); return (x2,)` (fuzz seed 123030 #168): eager's history of x1 is the
+    write's node (CopySlices, MulBackward0, ...) over the set_ node, numbered as the program made it, so a backward
+    through x1 and x2 (the inputs the call and write_outputs wrote) runs x2's regenerated node first and gives its leaf
+    a gradient before the set_ node raises. The epilogue's set_ node of x1 (numbered above all) ran first and raised
+    before it: a write with grad after the set_() now takes the late set_ on a view of x1, a CopySlices numbered after
+    the call's nodes (Note [set_ Under Grad])."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x1, x0)
+        _WRITES_AFTER_SET[write](x1)
+        return (x2 if returned == "as_is" else x2.view(-1),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: _written_after_set(kind), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: _written_after_set(kind), compile_fn=compile_fn, after_call=write_outputs)

@@ -43,6 +43,7 @@ __all__ = [
     "early_set_inputs",
     "intermediate_read_after_grad_set",
     "note_reads_after_grad_set",
+    "note_write_after_grad_set",
     "refuse_grad_set_onto_moved_source",
     "views_before_view_sets",
 ]
@@ -106,6 +107,10 @@ __all__ = [
 #   than eager's CopySlices, and run first, where the runtime's set_ node of x's own runs before every ready node:
 #   where the program's last set_() of x was a view's (`LeafMutation.view_set_last`), the runtime sets a view of x
 #   to itself under grad once the outputs are built (version kept), a CopySlices newer than every node of the call.
+#   So too where a write that autograd records rebased x's history after its own set_() (`x1.set_(x0);
+#   x1.select(0, 0).mul_(3)`: eager's x1 ends on the write's CopySlices or MulBackward0, numbered in program order,
+#   over the set_ node; `note_write_after_grad_set`): a returned input view rewritten after the call (a newer node)
+#   then gives its leaf a gradient before the set_ node raises, in both.
 # - A plain input set_() under grad to another input that the program then set_() away (`x1.set_(x0); x0.set_(t0)`):
 #   x1 keeps x0's old storage, while the epilogue's repeat takes its differentiable alias from x0 once x0 has its new
 #   one. Refused (`refuse_grad_set_onto_moved_source`); the other order (x0 moved first, x1 set_() to it after) is
@@ -422,6 +427,22 @@ def note_grad_set_place(record: SwapRecord, x: torch.Tensor, source: torch.Tenso
     else:
         record.own_history_grad_sets.discard(id(x))
         record.own_set_versions.pop(family, None)
+
+
+def note_write_after_grad_set(record: SwapRecord, t: torch.Tensor) -> None:
+    """After a write of `t`'s data that autograd records (with grad on, `t` requiring grad; an in-place view op, such
+    as a t_() after the set_(), keeps its own path, the epilogue's replay): where it rebases the history of
+    a tensor set_() under grad as itself (`t` or the root of its view chain taken with grad), that tensor's node is
+    the write's, numbered as the program made it, no longer its set_ node (Note [set_ Under Grad])."""
+    if not t.requires_grad:
+        return
+    root = t
+    for view in record.chain(t):
+        if not view.grad_enabled or id(root) in record.hidden:
+            return  # (a view taken under no_grad: the write rebases no history of its base)
+        root = view.source
+    if id(root) in record.plain_grad_sets:
+        record.view_set_last.add(id(root))
 
 
 def note_hidden_write(record: SwapRecord, t: torch.Tensor, before: int, written: bool) -> None:

@@ -61,7 +61,12 @@ from subclassaot.pipeline.rules.set_storage_rules import (
     note_traced_storage,
     note_wrapper_storage,
 )
-from subclassaot.pipeline.rules.set_under_grad import note_grad_set_place, note_hidden_write, note_reads_after_grad_set
+from subclassaot.pipeline.rules.set_under_grad import (
+    note_grad_set_place,
+    note_hidden_write,
+    note_reads_after_grad_set,
+    note_write_after_grad_set,
+)
 from subclassaot.pipeline.rules.stale_views import (
     check_stale_set,
     check_stale_views,
@@ -906,6 +911,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Writes under no_grad, inside inference_mode (grad mode on or not) or through .data/detach() are
             # invisible to autograd in eager.
             self.record.note_visible_write(arg, moves_data)
+            if self.depth == 0 and moves_data:
+                note_write_after_grad_set(self.record, arg)  # Note [set_ Under Grad]
 
     def _refuse_write_through_copying_view(self, arg: torch.Tensor) -> None:
         """A write with grad through a subclass view whose view op copied (a sharded view that gathers): eager's

@@ -130,8 +130,9 @@ class SwapRecord:
     grad_set_ids: set[int] = field(default_factory=set)
     # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
-    # ... of those, the ones whose last set_() with grad on went through a view (not as themselves): eager's node is
-    # then the view's CopySlices, ordered in backward as the program made it (Note [set_ Under Grad])
+    # ... of those, the ones whose last set_() with grad on went through a view (not as themselves), or that a write
+    # autograd records rebased after it: eager's node is then the view's CopySlices (or the write's), ordered in
+    # backward as the program made it (Note [set_ Under Grad])
     view_set_last: set[int] = field(default_factory=set)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
