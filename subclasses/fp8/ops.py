@@ -43,8 +43,7 @@ implements = Float8Tensor.implements
 #   values quantized with the destination's *current* scale, saturating.
 # - set_ to a Float8Tensor of the same ctx points qdata and scale at the source's (the wrapper follows them, as every
 #   WrapperTensor's set_ does), so the target aliases the source as a plain set_() would. A tensorwise scale is the one
-#   object every view of the tensor shares, so it is rebound to the source's object rather than set_(): set_() on it
-#   would change the scale of the target's other views, whose qdata stays where it was. Any other set_ (a plain or
+#   object every view of the tensor shares, so its set_() reaches the target's other views too (whose qdata stays). Any other set_ (a plain or
 #   other-ctx source, a storage, none) raises UnsupportedError: a Float8Tensor cannot alias what is not fp8 data of its
 #   ctx, and the write-back below would copy values rather than alias (the runtime's rebuild of a view set_() to its
 #   own leaves relies on set_ aliasing: Note [Output Regeneration]).
@@ -312,10 +311,7 @@ def _set_(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Tensor:
             "use copy_ to write values"
         )
     func(dst.qdata, src.qdata)
-    if dst.granularity is Float8Granularity.TENSORWISE:
-        dst.scale = src.scale  # the one scale object views share (Note [Float8 Scale Layouts]): rebound, not set_()
-    else:
-        func(dst.scale, src.scale)
+    func(dst.scale, src.scale)
     return dst  # type: ignore[no-any-return]  # args are untyped
 
 
