@@ -310,8 +310,9 @@ def _set_(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Tensor:
             "ctx (orig_dtype, fp8_dtype, granularity) only, whose qdata and scale the target then aliases; "
             "use copy_ to write values"
         )
-    func(dst.qdata, src.qdata)
-    func(dst.scale, src.scale)
+    for mine, theirs in ((dst.qdata, src.qdata), (dst.scale, src.scale)):
+        if mine is not theirs:  # (set_ of a tensor to itself changes nothing below the wrapper: no inner write)
+            func(mine, theirs)
     return dst  # type: ignore[no-any-return]  # args are untyped
 
 

@@ -203,6 +203,13 @@ def test_set_aliases_a_float8_source(granularity: G) -> None:
     assert x.scale.untyped_storage().data_ptr() == y.scale.untyped_storage().data_ptr()
 
 
+def test_set_to_itself_writes_no_inner_tensor() -> None:
+    x = _f8(4, 6)
+    versions = x.qdata._version, x.scale._version
+    assert x.set_(x) is x  # type: ignore[call-overload]  # the stubs list only storage overloads
+    assert (x.qdata._version, x.scale._version) == versions
+
+
 @pytest.mark.parametrize(
     "source",
     [lambda: torch.randn(4, 6), lambda: _f8(4, 6, dtype=E5M2), lambda: _f8(4, 6, granularity=G.ROWWISE)],
