@@ -569,6 +569,7 @@ def _tensor_output(
                 contents = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
             if info.replay.runtime_set:
                 _set_keeping_storage(value, contents)
+                _keep_input_leaf_objects(value, contents, dense)
             elif info.replay.set_by_data:
                 value.data = contents
             else:
@@ -625,6 +626,20 @@ def _set_keeping_storage(view: torch.Tensor, contents: torch.Tensor) -> None:
         set_to_tensor(view, contents)
     set_version(view, version)
     torch._functionalize_unsafe_set(view, holder)
+
+
+def _keep_input_leaf_objects(value: torch.Tensor, contents: torch.Tensor, dense: Sequence[torch.Tensor]) -> None:
+    """Note [Output Regeneration]: an inner tensor of `contents` that is an input's very leaf object (eager's output
+    holds that object: a view op passed it through, as a tensorwise Float8Tensor's views pass their scale) is that
+    object in the wrapper `value` set_() to `contents` too, not an alias the set_() pointed at it."""
+    if not is_traceable_subclass(value) or not is_traceable_subclass(contents):
+        return
+    inputs = {id(d) for d in dense}
+    for attr in contents.__tensor_flatten__()[0]:
+        inner = getattr(contents, attr)
+        if id(inner) in inputs and getattr(value, attr, None) is not inner:
+            with contextlib.suppress(AttributeError):  # (a read-only attribute: the alias stays)
+                setattr(value, attr, inner)
 
 
 def _from_leaves(

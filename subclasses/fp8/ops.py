@@ -41,6 +41,12 @@ implements = Float8Tensor.implements
 # - copy_ from a Float8Tensor of the same ctx copies qdata and scale (bit-exact, as torchao does; on a view of a
 #   tensorwise tensor that rewrites the scale every view shares). From anything else it writes the source's
 #   values quantized with the destination's *current* scale, saturating.
+# - set_ to a Float8Tensor of the same ctx points qdata and scale at the source's (the wrapper follows them, as every
+#   WrapperTensor's set_ does), so the target aliases the source as a plain set_() would. A tensorwise scale is the one
+#   object every view of the tensor shares, so its set_() reaches the target's other views too (whose qdata stays). Any other set_ (a plain or
+#   other-ctx source, a storage, none) raises UnsupportedError: a Float8Tensor cannot alias what is not fp8 data of its
+#   ctx, and the write-back below would copy values rather than alias (the runtime's rebuild of a view set_() to its
+#   own leaves relies on set_ aliasing: Note [Output Regeneration]).
 # - Every other functional op (pointwise, reductions, ...) runs on the dequantized tensors and returns plain
 #   high-precision results: fp8 is a storage format here, not a compute dtype.
 # - Other in-place ops (add_, mul_, zero_, ...) compute on the dequantized value and write it back quantized with
@@ -292,6 +298,22 @@ def _copy_(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Tensor:
     values = src.dequantize() if isinstance(src, Float8Tensor) else src
     _write_back(dst, values)
     return dst
+
+
+@implements(aten.set_)
+def _set_(func: OpOverload[..., Any], args: Args, kwargs: Kwargs) -> Tensor:
+    dst, src = args[0], _arg(args, kwargs, 1, "source", None)
+    same_ctx = isinstance(src, Float8Tensor) and src.__tensor_flatten__()[1] == dst.__tensor_flatten__()[1]
+    if func is not aten.set_.source_Tensor or not same_ctx:
+        raise UnsupportedError(
+            f"Float8Tensor: {func} with a source of type {type(src).__name__}: set_ takes a Float8Tensor of the same "
+            "ctx (orig_dtype, fp8_dtype, granularity) only, whose qdata and scale the target then aliases; "
+            "use copy_ to write values"
+        )
+    for mine, theirs in ((dst.qdata, src.qdata), (dst.scale, src.scale)):
+        if mine is not theirs:  # (set_ of a tensor to itself changes nothing below the wrapper: no inner write)
+            func(mine, theirs)
+    return dst  # type: ignore[no-any-return]  # args are untyped
 
 
 def _write_back(dst: Float8Tensor, values: Tensor) -> None:
