@@ -201,8 +201,15 @@ def get_version(t: torch.Tensor) -> int:
 
 
 def set_version(t: torch.Tensor, version: int) -> None:
-    if has_version_counter(t):  # a tensor without a version counter has none to set (eager has none either)
+    """Set `t`'s version counter; a tensor without one (`has_version_counter`) has none to set, nor has eager's. One
+    access: the per-call path sets counters."""
+    if t.is_inference():
+        return
+    try:
         torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+    except RuntimeError:  # (a former inference tensor; any other error is torch's own and raises again)
+        if has_version_counter(t):
+            raise
 
 
 def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
