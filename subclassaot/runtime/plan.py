@@ -238,7 +238,7 @@ class SettlingCall:
         self._rebinds: list[Callable[[Callable[..., object]], None]] = []
 
     def __call__(self, *args: object) -> object:
-        raise NotImplementedError
+        raise NotImplementedError  # (abstract: defined by each subclass, backends._EagerOutputs)
 
     def when_settled(self, rebind: Callable[[Callable[..., object]], None]) -> None:
         """Call `rebind(inner)` once calling `inner` is the same as calling this (at once if it is already)."""
