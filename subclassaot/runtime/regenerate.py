@@ -494,7 +494,9 @@ def _change_bases(
         assert base is not None, "BUG: an output with in-place changes of its `._base` is no view"
         if id(base) not in done:
             done.add(id(base))
-            done_ops = state_reached(base, shared)  # Note [Output Regeneration]
+            # (base_after counts the ops after this chain's view of the base; a state counts them all)
+            own = state_reached(base, shared, {t for _, t in replay.marks})
+            done_ops = state_reached(base, shared) - own  # Note [Output Regeneration]
             # a base on an input's counter (a chain from the input with no `.data`): the epilogue gave that counter
             # eager's count already, these ops included
             counted = replay.source is ReplaySource.INPUT and not any(s.own_version for s in replay.steps)

@@ -32,7 +32,7 @@ records and the states the runtime reads are one encoding.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -706,6 +706,10 @@ def build_order(infos: Sequence[OutputInfo]) -> list[int]:
     return sorted(range(len(infos)), key=key)
 
 
-def state_reached(base: torch.Tensor, shared: dict[int, torch.Tensor]) -> int:
-    """How many of its in-place view ops a chain applied to `base` already (a memo object in a later state)."""
-    return max((state_of(t)[1] for t, v in shared.items() if t < 0 and v is base), default=0)
+def state_reached(base: torch.Tensor, shared: dict[int, torch.Tensor], tokens: Container[int] | None = None) -> int:
+    """How many of its in-place view ops a chain applied to `base` already (a memo object in a later state); with
+    `tokens`, the chain naming those tokens."""
+    return max(
+        (state_of(t)[1] for t, v in shared.items() if t < 0 and v is base and (tokens is None or t in tokens)),
+        default=0,
+    )

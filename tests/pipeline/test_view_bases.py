@@ -514,6 +514,38 @@ def test_views_of_a_detach_transposed_in_place_first(compile_fn: CompileFn | Non
     assert_matches_eager(f, lambda: (nonleaf(2, 3),), compile_fn=compile_fn)
 
 
+_BEFORE_AFTER: dict[str, tuple[Callable[[T], object], Callable[[T], object]]] = {
+    "transpose_-unsqueeze_": (lambda t: t.transpose_(1, 1), lambda t: t.unsqueeze_(-1)),
+    "t_-unsqueeze_": (lambda t: t.t_(), lambda t: t.unsqueeze_(0)),
+    "t_-t_": (lambda t: t.t_(), lambda t: t.t_()),
+    "unsqueeze_-squeeze_": (lambda t: t.unsqueeze_(0), lambda t: t.squeeze_(0)),
+}
+
+
+@pytest.mark.parametrize("ops", sorted(_BEFORE_AFTER))
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_view_of_a_detach_changed_in_place_before_and_after(
+    ops: str, kind: str, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 117400 #7585 (shrunk, the first variant): an in-place view op on the `._base` before the view is taken
+    # and one after: eager's `._base` has both; the one after was skipped (counted from the chain's state)
+    before, after = _BEFORE_AFTER[ops]
+
+    def f(x0: T) -> object:
+        t0 = x0.detach()
+        before(t0)
+        t1 = t0.expand((2, 1, 2)) if t0.dim() == 2 else t0.unsqueeze(0)
+        after(t0)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(1) if kind == "pair" else torch.randn((1,))
+        return (b0.reshape((1, 1)),)
+
+    (check_with_grad if grad else check_no_grad)(f, make_inputs, compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: a subclass input that is a view of another input, whose base the program set_() to a layout
 # the view's ops do not apply to (Note [Backward Errors Are Deferred], Note [Backward Errors Are
