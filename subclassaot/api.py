@@ -923,10 +923,27 @@ def _raised_alone(trace: Callable[[], object]) -> None:
 
 
 def _trace_inference(training: bool, prog: _Program, layout: DenseLayout, analysis: Analysis) -> TracedGraph:
-    with torch.no_grad() if training else _ambient_grad():
-        return trace_inference(
-            prog.call, prog.flat, layout, analysis, prog.dense_fakes, prog.fakes, prog.fake_mode, prog.decompositions
-        )
+    """The inference graph; of a training compile, traced under no_grad, and where the program turns grad on inside
+    and fails so, traced again with grad on, as eager runs it (Note [Grad Mode And Autograd Reads])."""
+    if not training:
+        with _ambient_grad():
+            return _inference_of(prog, layout, analysis)
+    try:
+        with torch.no_grad():
+            return _inference_of(prog, layout, analysis)
+    except GradReenabledError as e:
+        no_grad_error = e
+    try:
+        with torch.enable_grad():
+            return _inference_of(prog, layout, analysis)
+    except Exception:
+        raise no_grad_error from no_grad_error.__cause__  # (the refusal names the no_grad trace's error)
+
+
+def _inference_of(prog: _Program, layout: DenseLayout, analysis: Analysis) -> TracedGraph:
+    return trace_inference(
+        prog.call, prog.flat, layout, analysis, prog.dense_fakes, prog.fakes, prog.fake_mode, prog.decompositions
+    )
 
 
 def _graph_of(traced: TracedGraph) -> torch.fx.GraphModule:

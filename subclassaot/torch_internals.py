@@ -1159,7 +1159,7 @@ def set_wrapper_metadata(
         meta_in_tls = torch._C._meta_in_tls_dispatch_include()
         torch._C._set_meta_in_tls_dispatch_include(True)
         try:
-            if needed * t.element_size() > t.untyped_storage().nbytes():
+            if needed * t.element_size() > storage_nbytes(t.untyped_storage()):  # (the trace's own: unchecked)
                 version = get_version(t)
                 t.set_(t.untyped_storage(), offset, list(size), list(stride))
                 set_version(t, version)  # the callers settle version counters
@@ -1177,7 +1177,7 @@ def assign_wrapper_metadata(t: torch.Tensor, size: Sequence[int], stride: Sequen
         type(t), list(size), strides=list(stride), storage_offset=offset, dtype=t.dtype, device=t.device
     )
     extent = 0 if 0 in size else offset + 1 + sum((n - 1) * st for n, st in zip(size, stride, strict=True))
-    if t.untyped_storage().nbytes() >= extent * t.element_size():
+    if storage_nbytes(t.untyped_storage()) >= extent * t.element_size():
         torch._functionalize_unsafe_set(shell, t)  # changes the storage only
     with torch.no_grad():
         t.data = shell

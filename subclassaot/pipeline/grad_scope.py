@@ -63,7 +63,10 @@ __all__ = [
 #   program wrapped in torch.no_grad() and with grad on around it: a program that switches grad off at its start and
 #   on again in a region, which the training pipeline takes as it takes any no_grad region. The entry runs with grad
 #   on around it (so its autograd.Function records), and the ambient guard (Note [State The Program Reads]) keeps it
-#   for calls under no_grad.
+#   for calls under no_grad. A training compile that needs its inference graph (Note [Training Through A Joint Graph])
+#   traces it under no_grad; where the program turns grad on inside and that trace fails so (a view it took there is a
+#   no_grad view, written through its base and then used with grad on), the graph is traced again with grad on, as
+#   eager runs the program and the analysis ran it; refused where that fails too.
 # - A program may switch grad mode for good (`torch.set_grad_enabled(False)` called, not entered): every run of it in
 #   the compile is put back in the compile's mode after it, and where the analysis's run left another mode than the
 #   caller's, the entry leaves that mode behind after each call, as eager's program does.

@@ -435,3 +435,95 @@ def test_set_after_freeing_the_storage_matches_eager(source: str, compile_fn: Co
         return a + 1
 
     assert_matches_eager(program, lambda: (torch.randn(8),), compile_fn=compile_fn)
+
+
+def refill_an_intermediate(x: T) -> object:
+    t = x * 2
+    out = t.sum()
+    t.untyped_storage().resize_(0)
+    t.untyped_storage().resize_(t.numel() * t.element_size())  # back to its byte count
+    t.fill_(3.0)  # written whole: its bytes count as written (they were counted as float32 elements)
+    return out, t + x
+
+
+def copy_an_empty_input_into_itself(x: T) -> object:
+    x.copy_(x)  # its offset is past the end of its storage, which holds no byte it needs: not freed
+    return x, x * 2
+
+
+def copy_into_a_freed_empty_intermediate(x: T) -> object:
+    t = x[3:3]
+    s = t.clone()  # an empty storage
+    s.untyped_storage().resize_(0)
+    s.copy_(t)  # no element, so no byte, to reach: eager raises nothing
+    return s, x + 1
+
+
+def refill_then_resize_in_place(x: T) -> object:
+    x.untyped_storage().resize_(x.numel() * x.element_size())
+    x.fill_(2.0)
+    x.resize_((2,))  # within the bytes it has: the pipeline's own byte-count read, not the program's
+    return x + 1
+
+
+def refill_then_assign_data(x: T, y: T) -> object:
+    y.untyped_storage().resize_(y.numel() * y.element_size())
+    y.fill_(0.5)
+    x.data = y
+    return x + 1, y
+
+
+def _freed_plain(grad: bool) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        x = torch.randn(4)
+        x.untyped_storage().resize_(0)
+        return (x,)
+
+    return make
+
+
+def _freed_second(grad: bool) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        y = torch.randn(4)
+        y.untyped_storage().resize_(0)
+        return (torch.randn(4, requires_grad=grad).clone(), y)
+
+    return make
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (refill_an_intermediate, lambda grad: lambda: (torch.randn(2, 3, requires_grad=grad).clone(),)),
+        (copy_into_a_freed_empty_intermediate, lambda grad: lambda: (torch.randn(4, requires_grad=grad).clone(),)),
+        (refill_then_resize_in_place, _freed_plain),
+        (refill_then_assign_data, _freed_second),
+    ],
+    ids=["refill_intermediate", "empty_into_freed", "resize_after_refill", "data_after_refill"],
+)
+def test_storage_freed_and_refilled_matches_eager(
+    f: Callable[..., object], make: Callable[[bool], Callable[[], tuple[object, ...]]], grad: bool
+) -> None:
+    """Fuzz seed 117300: a freed intermediate re-allocated and filled whole was counted in bytes, its fill in elements
+    (#1468, #2385: refused as read); an op over an empty tensor on a freed storage was refused as out of bounds
+    (#4866); the pipeline's own reads of a resized storage's byte count (resize_(), `.data =`) were refused as the
+    program's nbytes() reads (#1633, #3795, #6026). Each runs in eager. (Storage resizes of a PairTensor's storages
+    stay refused: test_storage_resize_of_a_subclass_refused.)"""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make(grad))
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("p", [False, True], ids=["plain", "pair"])
+def test_empty_input_with_its_offset_past_the_storage_end_matches_eager(p: bool, grad: bool) -> None:
+    """Fuzz seed 117300 #314: an empty view input whose offset lies past its storage's end needs no byte of it, but
+    was taken as a storage freed before the call (and its copy_() refused as out of bounds)."""
+
+    def make() -> tuple[object, ...]:
+        b = pair(2, 4, requires_grad=grad) if p else torch.randn(2, 4, requires_grad=grad)
+        with torch.enable_grad():
+            return (b.clone().select(1, 1)[2:2:2],)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(copy_an_empty_input_into_itself, make)

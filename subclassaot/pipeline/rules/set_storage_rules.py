@@ -51,6 +51,7 @@ __all__ = [
     "note_traced_storage",
     "storage_resize_plan",
     "note_wrapper_storage",
+    "program_nbytes",
 ]
 
 
@@ -101,13 +102,18 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 # all of them. Another op that reads a tensor over it before that (eager reads out of bounds, or undefined bytes), an
 # input left re-allocated and unwritten, or an output over such a storage, is refused (`check_unwritten_reads`,
 # `check_unwritten_at_end`); view ops read no bytes, but while the storage has no bytes eager's view ops raise out of
-# bounds, and its writes too: any op but detach() over it is refused then. Refused too: the storage of a tensor subclass wrapper, of a subclass
-# input's inner tensor, or of an input that shares its storage with another input; a storage's nbytes() read after the
-# program resized it, or of an input that came freed (the graph would answer the byte count before; torch_internals
-# wraps UntypedStorage.nbytes for `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_ where it
-# dispatches (the torch.compile adapter hands the pipeline the storage's resize_ in its place). Fix for those: resize the storage outside the compiled function, as FSDP2's hooks do with
-# torch.compile. Storage byte counts are not guarded: a graph that reads an input is called on it freed as eager reads it
-# (out of bounds).
+# bounds, and its writes too: any op but detach() over it is refused then (not over a tensor without elements, which
+# reaches no byte: an empty input whose offset lies past its storage's end needs none, and is not freed). An
+# intermediate's storage counts as written once a write covers all of its bytes, counted in the writing tensor's
+# elements. Refused too: the storage of a tensor subclass wrapper, of a subclass input's inner tensor, or of an input
+# that shares its storage with another input; a storage's nbytes() read after the program resized it, or of an input
+# that came freed (the graph would answer the byte count before; torch_internals wraps UntypedStorage.nbytes for
+# `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_ where it dispatches (the torch.compile
+# adapter hands the pipeline the storage's resize_ in its place). Fix for those: resize the storage outside the
+# compiled function, as FSDP2's hooks do with torch.compile. The pipeline's own reads of a byte count (whether
+# resize_() grows a tensor; a wrapper's metadata) are no program's: `program_nbytes`, unchecked.
+# Storage byte counts are not guarded: a graph that reads an input is called on it freed as eager reads it (out of
+# bounds).
 # The ops that point their self at another storage (or a fresh empty one): the old one is left as it was.
 _REBINDS = frozenset(
     {
@@ -144,7 +150,7 @@ def note_storage_resize(record: SwapRecord, storage: torch.UntypedStorage, size:
     original = record.input_originals.get(key)
     if own is None or original is None:
         _refuse_storage_resize(paths, "it is no input's own storage: one two inputs share")
-    need = (original.storage_offset() + _extent(original)) * original.element_size()
+    need = _bytes_needed(original)
     try:
         freed = bool(size == 0)
         if not freed and not bool(size >= need):  # type: ignore[operator]  # an int or a SymInt
@@ -165,9 +171,7 @@ def _note_intermediate_resize(record: SwapRecord, key: object, storage: torch.Un
     if isinstance(size, int) and size == 0:
         if key not in record.freed_intermediates:
             record.freed_intermediates[key] = storage_nbytes(storage)
-        before = record.freed_intermediates[key]
-        count = before // storage.element_size() if isinstance(before, int) else None
-        record.unwritten_storages[key] = ((), Elements(0, count - 1, None) if count is not None else None)
+        record.unwritten_storages[key] = ((), None)  # (all of its bytes: `_covers` counts them in elements)
         record.freed_storages.add(key)
         return True
     if key in record.freed_intermediates and isinstance(size, int) and size == record.freed_intermediates[key]:
@@ -181,7 +185,7 @@ def note_freed_inputs(record: SwapRecord, reals: Sequence[tuple[object, torch.Te
     """Before the program: the storage (by key) of an input whose real tensor's storage came freed (fewer bytes than
     its elements need; its fake has them all) is unwritten."""
     for key, real in reals:
-        need = (real.storage_offset() + _extent(real)) * real.element_size()
+        need = _bytes_needed(real)
         if key in record.own_inputs and isinstance(need, int) and storage_nbytes(real.untyped_storage()) < need:
             span = record.input_spans.get(key)
             record.unwritten_storages[key] = (record.input_paths.get(key, ()), span[0] if span is not None else None)
@@ -196,7 +200,7 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
     if func in _REBINDS:  # set_() neither reads nor writes its self's old storage: only its sources count
         args = args[1:]
     for a in pytree.tree_leaves((args, kwargs)):
-        if isinstance(a, torch.Tensor) and storage_key(a) in record.freed_storages:
+        if isinstance(a, torch.Tensor) and storage_key(a) in record.freed_storages and _needs_bytes(a):
             paths = record.unwritten_storages[storage_key(a)][0]
             _refuse_unwritten(
                 paths, f"{func} takes a tensor over it while it has no bytes (eager raises out of bounds)"
@@ -222,8 +226,19 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
         record.unwritten_storages.pop(storage_key(target), None)
 
 
+def _needs_bytes(t: torch.Tensor) -> bool:
+    """Does `t` reach any byte of its storage (an op over a storage with none raises out of bounds)? Not where it has
+    no elements (nor where that is symbolic: refused)."""
+    n = cast("int | torch.SymInt", t.numel())  # (a SymInt where sizes are symbolic; typed int)
+    return not (isinstance(n, int) and n == 0)
+
+
 def _covers(record: SwapRecord, t: torch.Tensor, elements: Elements | None) -> bool:
-    """Does a write of `t` cover `elements` of its storage (symbolic: does `t` have the input's own layout)?"""
+    """Does a write of `t` cover `elements` of its storage (symbolic: does `t` have the input's own layout)? An
+    intermediate's storage: all of the bytes it had, counted in `t`'s elements (its dtype may not be the first's)."""
+    nbytes = record.freed_intermediates.get(storage_key(t))
+    if isinstance(nbytes, int):
+        elements = Elements(0, -(-nbytes // t.element_size()) - 1, None)
     covered = elements_of(list(t.shape), list(t.stride()), t.storage_offset())
     if elements is not None and covered is not None:
         return covered.covers(elements)
@@ -283,6 +298,13 @@ def check_resized_nbytes(record: SwapRecord, storage: torch.UntypedStorage) -> N
         )
 
 
+def program_nbytes(record: SwapRecord, storage: torch.UntypedStorage) -> int | torch.SymInt:
+    """The byte count eager's storage has at this point of the program: the last the program resized it to (the
+    run's storage keeps its count: see the comment above), else its own; a read of the pipeline's, not checked."""
+    sizes = record.storage_resizes.get(untyped_storage_key(storage))
+    return cast("int | torch.SymInt", sizes[-1]) if sizes else storage_nbytes(storage)
+
+
 def check_storage_bytes_resize(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Refuse inductor::resize_storage_bytes_ (what Dynamo captures a storage resize_ as) of a traced tensor (Note
     [Storage Swaps By Rebinding])."""
@@ -296,6 +318,15 @@ def _extent(t: torch.Tensor) -> int | torch.SymInt:
     if any(s == 0 for s in t.shape):
         return 0
     return cast("int | torch.SymInt", 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True)))
+
+
+def _bytes_needed(t: torch.Tensor) -> int | torch.SymInt:
+    """The bytes `t`'s storage must hold for it (none where it has no elements, whatever its offset; as torch's
+    bounds checks count them)."""
+    extent = _extent(t)
+    if isinstance(extent, int) and extent == 0:
+        return 0
+    return (t.storage_offset() + extent) * t.element_size()
 
 
 def _refuse_storage_resize(paths: tuple[str, ...], why: str) -> NoReturn:

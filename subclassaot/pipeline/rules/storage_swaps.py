@@ -60,6 +60,7 @@ from subclassaot.pipeline.rules.set_storage_rules import (
     note_storage_resize,
     note_traced_storage,
     note_wrapper_storage,
+    program_nbytes,
 )
 from subclassaot.pipeline.rules.set_under_grad import (
     note_grad_set_place,
@@ -644,11 +645,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         root = self.record.alias_bases.get(storage_key(root), root)
         return root if root is not x and is_functional(root) and storage_key(root) == storage_key(x) else x
 
-    @staticmethod
-    def _grows(args: tuple[Any, ...]) -> bool:
+    def _grows(self, args: tuple[Any, ...]) -> bool:
         x, size = args[0], list(args[1])
         needed = x.storage_offset() + int(torch.Size(size).numel())
-        return bool(needed > x.untyped_storage().nbytes() // x.element_size())
+        return bool(needed > program_nbytes(self.record, x.untyped_storage()) // x.element_size())
 
     def _through_overlap(self, x: torch.Tensor) -> bool:
         """Does a write into x (whose own elements do not overlap) go through a view whose elements do, or did
@@ -669,7 +669,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         span = self.record.input_spans.get(storage_key(x))
         if span is None:
             return
-        stored = x.untyped_storage().nbytes() // x.element_size()
+        stored = program_nbytes(self.record, x.untyped_storage()) // x.element_size()
         new = elements_of(size, list(torch._prims_common.make_contiguous_strides_for(size)), x.storage_offset())
         tail = elements_of([stored - x.storage_offset()], [1], x.storage_offset()) if self._grows((x, size)) else None
         if any(e is not None and not span[0].covers(e) for e in (new, tail)):
