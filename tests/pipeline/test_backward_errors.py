@@ -1996,8 +1996,8 @@ def test_no_grad_view_output_says_nothing_of_the_written_input(
 
 # ---------------------------------------------------------------------------------------------------------------------
 # A backward through a written input's new value alone, where eager's through an output that saved the input raises
-# and the deferral is not exact otherwise (a view of a leaf input returned beside, bypassing the compiled Function:
-# Note [Backward Errors Are Deferred]): the backward graph is traced without the raising tangents, so that backward runs.
+# and the deferral is not exact otherwise (a view of a leaf input returned beside, bypassing the compiled Function): the
+# backward graph is traced without the raising tangents, so that backward runs (Note [Backward Errors Are Deferred]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
