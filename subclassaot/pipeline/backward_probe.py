@@ -47,6 +47,7 @@ from subclassaot.torch_internals import (
     EXAMPLE_INPUT_HISTORY_ERROR,
     autograd_nodes,
     get_version,
+    grad_fn_or_none,
     grad_fn_raises,
     is_plain_autograd_view,
     outside_current_modes,
@@ -845,7 +846,11 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # tangent reached an output through whose history eager's backward would run the node that saved it
 # (`EagerSave.outputs`: the probe walks each output's grad_fn graph on static fakes and reads the nodes' saved
 # tensors), or an input the call gave a new history, which the caller holds returned or not (`EagerSave.held`: through
-# the Function outputs carrying its new value). A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
+# the Function outputs carrying its new value). An output whose history raises when read (a view of unbind()'s output
+# whose base the program wrote) runs no node in eager's backward, which raises at that root: the walk skips it
+# (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters, not those of a
+# view input it takes as an alias with a counter of its own.
+# A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
 # tensor moves the saved one's counter. The counter is read once the call's epilogue has written the inputs: an input
 # the program wrote before the save was saved at the count eager ends the program with, which the runtime reaches
 # only after the graph has run (a write after the save fails eager's backward on its own: the analysis's concern).
@@ -941,7 +946,8 @@ def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object],
         leaf = v if v.is_leaf else v._base
         if leaf is None or not leaf.requires_grad or not leaf.is_leaf or not any(o is v for o in outs):
             continue
-        if id(leaf) not in _accumulated([o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o is not v]):
+        others = [grad_fn_or_none(o) for o in outs if isinstance(o, torch.Tensor) and o is not v]
+        if id(leaf) not in _accumulated(others):
             found.add(p)
             # the other inputs over that leaf (`b.t()` passed beside `b`) get no gradient either, and attached they
             # would make the leaf's AccumulateGrad wait on the Function's node
@@ -981,7 +987,7 @@ def _leaf_around_savers(
         if leaf.is_leaf and id(leaf) not in apart
     }
     seen: set[int] = set()
-    stack = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
+    stack = [grad_fn_or_none(o) for o in outs if isinstance(o, torch.Tensor)]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -1137,7 +1143,7 @@ def _saved_readers(outs: Sequence[object], inside: _InsideSaves) -> dict[object,
     node."""
     readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
-        for node in autograd_nodes([out.grad_fn] if isinstance(out, torch.Tensor) else []):
+        for node in autograd_nodes([grad_fn_or_none(out)] if isinstance(out, torch.Tensor) else []):
             for t in _saved_by(node, inside):
                 saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
                 saved.append(t)

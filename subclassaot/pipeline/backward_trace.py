@@ -103,6 +103,10 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   old size, where eager makes none), and a backward through the other new values runs.
 #   Likewise where each probed backward raises before any gradient exactly when it gives a tangent that no completing
 #   one gives (a Function's output that saved a no_grad view, beside the written input returned), without those.
+#   Where the deferral is otherwise not exact (an output view of a leaf bypasses the Function, or some set raises only
+#   after a gradient), as long as each backward that gives none of those tangents completes in eager, the graph is
+#   still traced without them: a backward through a written input's new value alone runs (`x0.sin()`, then
+#   `x0.mul_(-1.0)`, beside `x1.diagonal()`), and one that gives such a tangent raises as it would without a graph.
 # - Leaves outside the Function: an input that requires grad but that no output's gradient reaches (or only new values
 #   written under no_grad or through `.data`) goes in detached where the program changes its metadata (a subclass's own
 #   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
@@ -383,6 +387,10 @@ def _with_deferred_error(
     if verified is None:
         _check_deferred_error(setup, tangents.leaves, reach, e, patterns)
         _refuse_by_probe(patterns, e)
+        # the backwards that give none of the raising tangents still run, as eager's complete
+        found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns, exact=False)
+        if found is not None:
+            return found
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
 
 
@@ -492,11 +500,15 @@ def _backward_without_raising_tangents(
     tangent_fakes: Sequence[torch.Tensor],
     reach: list[frozenset[int]],
     patterns: TangentPatterns | None,
+    *,
+    exact: bool = True,
 ) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
     """The joint traced without the tangents that no completing backward gives, and their positions in diff, where
     eager's backward through each probed set of outputs raises before any gradient exactly when it gives one of
-    those tangents, and completes otherwise (Note [Backward Errors Are Deferred]); else None."""
-    if patterns is None or patterns.leaf_bypass:
+    those tangents, and completes otherwise (Note [Backward Errors Are Deferred]); else None. Not `exact`: where
+    eager's backward through each set that gives none of them completes, however those that give one end (the
+    raise deferred as it is without a graph, checked by the caller)."""
+    if patterns is None or (exact and patterns.leaf_bypass):
         return None
     hidden = _hidden_values(setup)
     if not frozenset(range(len(setup.diff))) - patterns.full <= hidden:
@@ -506,7 +518,9 @@ def _backward_without_raising_tangents(
     if not raising or raising == patterns.full:
         return None
     for pattern, end in patterns.ends.items():
-        if end is not (BackwardEnd.RAISES if pattern & raising else BackwardEnd.COMPLETES):
+        if (exact or not pattern & raising) and end is not (
+            BackwardEnd.RAISES if pattern & raising else BackwardEnd.COMPLETES
+        ):
             return None
     try:
         traced_setup, joint = trace_joint_views(setup, tangent_fakes, reach, raising | hidden)

@@ -1992,3 +1992,79 @@ def test_no_grad_view_output_says_nothing_of_the_written_input(
     with torch.enable_grad():
         assert_matches_eager(fn, lambda: (make_input(*shape),), compile_fn=compile_fn)
         assert_matches_eager(fn, lambda: (make_input(*shape),), compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A backward through a written input's new value alone, where eager's through an output that saved the input raises
+# and the deferral is not exact otherwise (a view of a leaf input returned beside, bypassing the compiled Function): the
+# backward graph is traced without the raising tangents, so that backward runs (Note [Backward Errors Are Deferred]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _written_after_its_sine_beside_a_leaf_view(view: Callable[[T], T], x0: T, x1: T) -> tuple[T, T, T]:
+    t1 = x0.sin().unsqueeze(0)  # sin saves x0
+    t2 = view(x1)  # made after sin's node: eager's backward through t1 and t2 gives x1 its gradient first
+    x0.mul_(-1.0)  # eager's backward through t1 raises; through x0's new value alone it completes
+    return t1, x0, t2
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda t: t.diagonal(1, 1, 0), id="diagonal"),
+        pytest.param(lambda t: t.t(), id="t"),
+        pytest.param(lambda t: t[1:], id="slice"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_written_input_alone_runs_beside_a_leaf_view_and_a_failing_output(
+    view: Callable[[T], T], kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 117300 #2015, the backward through the written inputs alone): the compiled backward
+    raised the error of eager's backward through t1 for a backward through x0 alone, which eager completes."""
+
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return pair_nonleaf(), pair(3, 1, requires_grad=True)
+        return nonleaf(), _leaf(3, 1)
+
+    fn = functools.partial(_written_after_its_sine_beside_a_leaf_view, view)
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, compile_fn=compile_fn)
+        assert_matches_eager(fn, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# An input eager's node saves, written after the call, beside an output whose history raises when read (a view of a
+# multi-output view op's output whose base the program wrote): the probe of eager's saved tensors skips that output
+# (its backward raises at the root, running no node) and still finds the save.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _saved_view_input_beside_a_multi_output_view(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    x1.mul_(x0)  # mul_ saves x0, a view of a leaf: written after the call, eager's backward through x1 raises
+    return x0, x2  # x2, a multi-output view of x1: its history raises when read
+
+
+@pytest.mark.parametrize("split", ["unbind", "chunk"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_saved_input_written_after_the_call_beside_a_view_whose_history_raises(
+    split: str, kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 117300 #9504, its last call writing the outputs): eager's backward through x1 raised
+    (mul_ saved x0, which the caller wrote), the compiled one raised nothing: reading x2's history failed the probe
+    of eager's saved tensors, and the Function's own saves (x0 taken as an alias with a counter of its own) did not
+    see the write."""
+
+    def make() -> tuple[object, ...]:
+        grad = functools.partial(pair, requires_grad=True) if kind == "pair" else _leaf
+        b0 = grad(4, 3)
+        b1 = pair_nonleaf(4, 2) if kind == "pair" else nonleaf(4, 2)
+        x2 = b1.unbind(1)[1] if split == "unbind" else b1.chunk(2, 1)[1]
+        return b0[:, 1:2:2], b1, x2
+
+    with torch.enable_grad():
+        assert_matches_eager(_saved_view_input_beside_a_multi_output_view, make, compile_fn=compile_fn)
+        assert_matches_eager(
+            _saved_view_input_beside_a_multi_output_view, make, compile_fn=compile_fn, after_call=write_outputs
+        )
