@@ -127,6 +127,7 @@ from subclassaot.pipeline.rules.swap_record import (
     source_leaf_metas,
     tensor_meta,
 )
+from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
     differentiates_inside_transform,
     dispatches_in_cpp,
@@ -618,11 +619,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             t = record.source
         if t is x:
             self.record.plain_grad_sets[id(x)] = x  # Note [set_ Under Grad]
-            self.record.view_set_last.discard(id(x))
+            self.record.grad_set_nodes[id(x)] = GradSetNode.SET  # Note [Epilogue Nodes In Eager's Order]
         else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
-            self.record.view_set_last.add(id(t))
+            self.record.grad_set_nodes[id(t)] = GradSetNode.NUMBERED
             if source is not None:
                 root = self.record.view_root(source)
                 self.record.view_set_sources.add(id(root))
@@ -801,6 +802,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.inplace_views.setdefault(id(args[0]), []).append(
                 InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
             )
+            if _recording() and func not in SET_OPS and self.record.grad_set_nodes.get(id(args[0])) is GradSetNode.SET:
+                self.record.grad_set_nodes[id(args[0])] = GradSetNode.LAYOUT  # Note [Epilogue Nodes In Eager's Order]
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
