@@ -799,11 +799,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _track_op(self, func: Any, schema: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any]) -> None:
         if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
             self.record.seq += 1
-            self.record.inplace_views.setdefault(id(args[0]), []).append(
-                InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
+            self.record.note_inplace_view(
+                args[0], InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
             )
-            if _recording() and func not in SET_OPS and self.record.grad_set_nodes.get(id(args[0])) is GradSetNode.SET:
-                self.record.grad_set_nodes[id(args[0])] = GradSetNode.LAYOUT  # Note [Epilogue Nodes In Eager's Order]
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])

@@ -462,6 +462,13 @@ class SwapRecord:
             self.family_visible_seq.setdefault(self.family_of(t), self.seq)
             self.visible_data_seq[id(t)] = self.seq
 
+    def note_inplace_view(self, t: torch.Tensor, op: InplaceViewRecord) -> None:
+        """An in-place view op on `t`; one autograd records right after `t`'s set_() under grad makes the node `t`'s
+        history ends on (Note [Epilogue Nodes In Eager's Order])."""
+        self.inplace_views.setdefault(id(t), []).append(op)
+        if op.grad_enabled and op.func not in SET_OPS and self.grad_set_nodes.get(id(t)) is GradSetNode.SET:
+            self.grad_set_nodes[id(t)] = GradSetNode.LAYOUT
+
     def relaid_after_grad_set(self, t: torch.Tensor) -> bool:
         """An in-place view op with grad on changed `t`'s layout after its own last set_() under grad (Note [set_
         Under Grad])."""
