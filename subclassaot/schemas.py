@@ -138,6 +138,16 @@ class AssignedWrite(enum.Enum):
     VIEWED = "viewed"
 
 
+class GradSetNode(enum.Enum):
+    """The node eager's history of a tensor set_() under grad ends on, by the last op autograd recorded on it (Note
+    [Epilogue Nodes In Eager's Order])."""
+
+    SET = "set"  # its own set_ node, numbered above every other
+    LAYOUT = "layout"  # an in-place view op's node right over it, numbered as the program made it
+    # a view's set_() (the base's CopySlices) or a write's node over it, numbered as the program made it
+    NUMBERED = "numbered"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeafMutation:
     """What the program did to one dense input leaf, observed under functionalization."""
@@ -170,13 +180,8 @@ class LeafMutation:
     grad_set_input: DenseIndex | None = None
     # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
-    # ... and the last set_() with grad on went through a view, or a write autograd records came after it: its node is
-    # the view's CopySlices (or the write's), ordered in backward as made, where a set_ node of its own runs first
-    # (Note [set_ Under Grad])
-    view_set_last: bool = False
-    # ... and an in-place view op with grad changed its layout after its own last such set_(): eager's node for it sits
-    # above the set_ node, so the epilogue repeats the set_ before the layout (Note [set_ Under Grad])
-    relaid_after_grad_set: bool = False
+    # ... and the node its history ends on there (Note [Epilogue Nodes In Eager's Order])
+    grad_set_node: GradSetNode = GradSetNode.SET
     # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])
     view_set_source: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it

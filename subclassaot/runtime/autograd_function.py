@@ -134,18 +134,11 @@ def _grad_mark(t: torch.Tensor) -> tuple[int, int] | None:
 
 def _early_sources(analysis: Analysis, bw_meta: BackwardPlan) -> tuple[int, ...]:
     """The inputs (InputIndex) that output views replayed before the call are taken of, where the backward raises
-    the program's error (Note [Backward Errors Are Deferred]). Where an output was set_() under grad, the inputs
-    returned as they are too: eager's raising node of that output outranks every node the caller's write of such an
-    input (a view of a leaf) makes again, and runs first (Note [set_ Under Grad])."""
+    the program's error (Note [Backward Errors Are Deferred])."""
     if bw_meta.error is None:
         return ()
     replays = [info.replay for info in analysis.outputs if info.replay is not None]
-    early = {r.index for r in replays if r.before_epilogue and r.source is ReplaySource.INPUT}
-    if any(o.set_under_grad for o in analysis.outputs):
-        early |= {
-            o.input_index for o in analysis.outputs if o.kind is OutputKind.IS_INPUT and o.input_index is not None
-        }
-    return tuple(sorted(early))
+    return tuple(sorted({r.index for r in replays if r.before_epilogue and r.source is ReplaySource.INPUT}))
 
 
 def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:

@@ -66,6 +66,7 @@ from subclassaot.schemas import (
     DataAssignmentPlan,
     DenseIndex,
     Dim,
+    GradSetNode,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -83,6 +84,33 @@ from subclassaot.torch_internals import (
     set_wrapper_metadata,
     storage_key,
 )
+
+# Note [Epilogue Nodes In Eager's Order]
+# Eager: a backward runs, among the nodes ready, the one numbered highest first. Nodes are numbered as they are made; a
+# set_ node (NotImplemented) and every gradient accumulator are numbered above all, so they run as soon as ready. Which
+# backward error comes first, and which leaves got a gradient before it, follows from that order.
+# Compiled: the program's nodes collapse into the call's one node; every node the epilogue makes is newer than it and
+# older than the nodes the caller makes after the call (a view input's history regenerated after a write).
+# Rule: where eager's history of an input or output ends on a node made after those the call stands for, the epilogue
+# makes a node numbered the same way, in the order eager made them. For a tensor set_() under grad, the swap record
+# keeps, op by op in program order, the node its history ends on (`GradSetNode`):
+# - SET: its own set_() was the last op autograd recorded on it: the epilogue repeats the set_ (Note [set_ Under
+#   Grad]) after its other steps on it. An output set_() under grad gets a holder set_() to it once built, whether the
+#   value comes from the graph or from the compiled Function (whose deferred error would be numbered below the nodes
+#   the caller makes after the call, and run after them: `t0.set_(t0); return t0, x0`, x0 written after the call).
+# - LAYOUT: an in-place view op with grad right after it (`x.set_(x); x.unsqueeze_(1)`): its node sits over the set_
+#   node, numbered in program order; the epilogue repeats the set_ first, then replays the layout with grad.
+# - NUMBERED: a set_() through a view (the base's CopySlices) or a write autograd records (`x1.set_(x0);
+#   x1.select(0, 0).mul_(3)`) came after: numbered in program order; once the outputs are built the epilogue sets a view
+#   of x to itself under grad (version kept), a CopySlices newer than the call's node. An in-place view op after such
+#   a node keeps it NUMBERED: its node is numbered in program order too, and the late CopySlices stands for both (a
+#   subclass input, whose layout the epilogue replays without autograd, has no other).
+# Beyond reach: eager's nodes ordered among the program's own, which the one compiled node cannot interleave (a leaf
+# the program made and read with grad after the op whose node raises: `x0.requires_grad_(); t0, t1 = x1.sort(0);
+# t1.add_(t1); return t0, x0 * -1`, x0 graded before the raise): the backward probe refuses those (Note [Probing
+# Eager's Backward]). Known gaps: a LAYOUT node is made after the call's, so program nodes made after the layout op
+# run after it where eager's run before; a subclass input, or a plain one set_() onto another storage, relaid after
+# its set_() under grad gets its layout without autograd: refused (`refuse_relaid_after_grad_set`).
 
 
 def inference_call(
@@ -199,8 +227,10 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         return unflatten_output(built, plan.analysis.output_spec, has_size)
 
     early_sets = epilogue.early_grad_sets
-    late_sets = tuple(
-        t for t in epilogue.grad_sets if plan.analysis.mutations[layout.leaves_of_input[t][0]].view_set_last
+    late_sets = tuple(  # Note [Epilogue Nodes In Eager's Order]
+        t
+        for t in epilogue.grad_sets
+        if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)

@@ -185,6 +185,9 @@ def build_outputs(
         value: object
         if o in prewrapped:
             value = prewrapped[o]
+            if info.set_under_grad and torch.is_grad_enabled() and isinstance(value, torch.Tensor):
+                # the Function's output: its set_ node, made here (Note [Epilogue Nodes In Eager's Order])
+                value = set_under_grad_holder(value, None, view=info.set_under_grad_view, viewed_after=False)
         elif info.kind is not OutputKind.TENSOR:
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:

@@ -1724,6 +1724,46 @@ def test_seed117100_9404_layout_op_after_set_under_grad(compile_fn: CompileFn | 
         assert_matches_eager(before, _expanded_leaf_and(lambda: pair_nonleaf(2, 2)), compile_fn=compile_fn)
 
 
+def _view_set_then_relaid(x0: T, x1: T) -> object:
+    v = x1[0]
+    set_to(v, v)
+    x1.unsqueeze_(1)
+    return (x0,)
+
+
+def _written_then_relaid(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    x1.mul_(2.0)
+    x1.unsqueeze_(1)
+    return (x0,)
+
+
+def _relaid_then_view_set(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    x1.t_()
+    v = x1[0]
+    set_to(v, v)
+    return (x0,)
+
+
+@pytest.mark.parametrize("make", [lambda: nonleaf(2, 2), lambda: pair_nonleaf(2, 2)], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f", [_view_set_then_relaid, _written_then_relaid, _relaid_then_view_set], ids=["view_set", "written", "relaid"]
+)
+def test_node_after_set_under_grad_made_in_eager_order(
+    f: Callable[[T, T], object], make: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """Note [Epilogue Nodes In Eager's Order], over fuzz seed 117100 #9404 and 123030 #168: x1's history ends on a node
+    numbered in program order (a view's set_() or a write, with an in-place view op after it or before it), which
+    the epilogue makes once the outputs are built, so that a backward through x1 and x0 (written after the call: a
+    newer node) gives x0's leaf its gradient before x1's set_ node raises, as eager's does. A layout op over such a
+    node keeps that order; taken as a layout op right over the set_ node, a PairTensor x1 (whose layout the epilogue
+    replays without autograd) got no node after the call, and x0's leaf no gradient."""
+    with torch.enable_grad():
+        assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn)
+        assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn, after_call=write_outputs)
+
+
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:
     """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
 

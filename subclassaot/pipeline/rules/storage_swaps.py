@@ -128,6 +128,7 @@ from subclassaot.pipeline.rules.swap_record import (
     source_leaf_metas,
     tensor_meta,
 )
+from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
     differentiates_inside_transform,
     dispatches_in_cpp,
@@ -619,11 +620,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             t = record.source
         if t is x:
             self.record.plain_grad_sets[id(x)] = x  # Note [set_ Under Grad]
-            self.record.view_set_last.discard(id(x))
+            self.record.grad_set_nodes[id(x)] = GradSetNode.SET  # Note [Epilogue Nodes In Eager's Order]
         else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
-            self.record.view_set_last.add(id(t))
+            self.record.grad_set_nodes[id(t)] = GradSetNode.NUMBERED
             if source is not None:
                 root = self.record.view_root(source)
                 self.record.view_set_sources.add(id(root))
@@ -798,8 +799,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     def _track_op(self, func: Any, schema: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any]) -> None:
         if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
             self.record.seq += 1
-            self.record.inplace_views.setdefault(id(args[0]), []).append(
-                InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
+            self.record.note_inplace_view(
+                args[0], InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
             )
         shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):

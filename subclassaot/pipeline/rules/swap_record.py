@@ -14,7 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, OutputInfo, ReplaySource
+from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
@@ -130,10 +130,9 @@ class SwapRecord:
     grad_set_ids: set[int] = field(default_factory=set)
     # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
-    # ... of those, the ones whose last set_() with grad on went through a view (not as themselves), or that a write
-    # autograd records rebased after it: eager's node is then the view's CopySlices (or the write's), ordered in
-    # backward as the program made it (Note [set_ Under Grad])
-    view_set_last: set[int] = field(default_factory=set)
+    # ... of those, by id() (of the tensor set_() or the base of the view set_()), the node eager's history ends on,
+    # updated op by op in program order (Note [Epilogue Nodes In Eager's Order])
+    grad_set_nodes: dict[int, GradSetNode] = field(default_factory=dict)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [set_ Under
@@ -462,6 +461,13 @@ class SwapRecord:
         if moves_data:
             self.family_visible_seq.setdefault(self.family_of(t), self.seq)
             self.visible_data_seq[id(t)] = self.seq
+
+    def note_inplace_view(self, t: torch.Tensor, op: InplaceViewRecord) -> None:
+        """An in-place view op on `t`; one autograd records right after `t`'s set_() under grad makes the node `t`'s
+        history ends on (Note [Epilogue Nodes In Eager's Order])."""
+        self.inplace_views.setdefault(id(t), []).append(op)
+        if op.grad_enabled and op.func not in SET_OPS and self.grad_set_nodes.get(id(t)) is GradSetNode.SET:
+            self.grad_set_nodes[id(t)] = GradSetNode.LAYOUT
 
     def relaid_after_grad_set(self, t: torch.Tensor) -> bool:
         """An in-place view op with grad on changed `t`'s layout after its own last set_() under grad (Note [set_
