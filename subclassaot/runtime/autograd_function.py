@@ -536,7 +536,7 @@ class _Step:
         self._find_leaf_sources()
         # set by training_call where the step is plain (Note [Straight-Line Runners])
         self.plain: _PlainStep | None = None
-        # the graphs as a plain step calls them: each backend callable itself once its wrapper settled (`_settled`)
+        # the graphs as a plain step calls them: the backend's callable itself once its wrapper settled (`_plain_apply`)
         self.plain_fw = cast("Callable[..., Sequence[Any]]", fw)
         self.plain_bw = cast("Callable[..., Sequence[Any]]", bw)
 
@@ -911,8 +911,7 @@ class CompiledStep(torch.autograd.Function):
         holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads],
         *user: torch.Tensor,
     ) -> Any:
-        s = holder[0]
-        if s.plain is not None:
+        if (s := holder[0]).plain is not None:
             return _plain_forward(ctx, s, s.plain, user)
         s, graph_in, graph_dense, symbols, noted, early_grads = holder
         ctx.step = s

@@ -89,7 +89,9 @@ from subclassaot.torch_internals import get_version, set_version
 # outputs; the backward gives plain tangents the traced strides, runs the backward graph and hands each gradient to
 # its input. A tangent that is no plain tensor, and a backward with grad on (create_graph), take the general path,
 # which the plain forward leaves what it reads. The straight-line runner applies such a step to the tensor inputs
-# directly (GraphCall.apply).
+# directly (GraphCall.apply; outside functorch's transforms the Function's C apply itself, as torch's
+# `Function.apply` calls it). Per call it keeps no more than the backward reads: a missing tangent's zeros come from
+# the node's own record of its output, and the graphs are called without a wrapper their first call found needless.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
