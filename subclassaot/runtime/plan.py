@@ -275,6 +275,10 @@ class GraphCall:
     # training, where `run` applies the Function to the tensor inputs and hands back its results, the `prewraps`
     # outputs in order, and nothing else: `apply(*tensor inputs)` (Note [Straight-Line Runners])
     apply: Callable[..., Sequence[torch.Tensor]] | None = None
+    # ... what `apply` calls outside functorch's transforms, where it takes every input as it comes: the Function's C
+    # apply bound to the step, of the tensor inputs with dead functorch wrappers unwrapped (what torch's
+    # `Function.apply` hands it), which the runner calls itself
+    apply_outside_transforms: Callable[..., Sequence[torch.Tensor]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
