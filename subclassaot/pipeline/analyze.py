@@ -34,10 +34,11 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
-from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
+from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, history_set_at, self_set_order
 from subclassaot.pipeline.rules.backward_errors import (
     check_leaves_behind_input_sets,
     check_set_under_grad,
+    input_set_blocks,
     inputs_behind_raising_nodes,
 )
 from subclassaot.pipeline.rules.chain_facts import (
@@ -91,6 +92,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
     intermediate_read_after_grad_set,
     refuse_grad_set_onto_moved_source,
     sets_without_history,
+    view_set_nodes,
     views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
@@ -300,6 +302,9 @@ def _analysis(
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
         read_after_grad_set=early_sets,
+        input_set_blocks=input_set_blocks(
+            flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors)
+        ),
         kept_accumulators=tuple(
             (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
             or flat.tensor_indices[k] in kept_by_layout
@@ -709,6 +714,11 @@ def _input_alias_leaf(
         hidden_key=None if hidden is None else id(leaf._base),
         hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
+        from_base=not in_subclass
+        and hidden is None
+        and foreign is None
+        and is_view(leaf)
+        and last_bump(leaf, run) > history_set_at(run.swaps, leaf),
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
 

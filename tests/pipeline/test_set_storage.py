@@ -2446,6 +2446,41 @@ def test_input_set_to_a_product_of_a_returned_leaf(make: Callable[..., T], compi
         )
 
 
+# Inputs set_() under grad to a tensor computed from a view of a leaf, the view returned (issue #27, fuzz seed 117300
+# #2495: `x0.set_(SinFn.apply(x1))`, x1 = b1.as_strided(...), `return (x1, x0)`). Eager's set_ node of x0 has an edge
+# to x1's history, so b1's accumulator never runs: the backward raises with b1.grad None, whichever node runs first.
+# The epilogue's set_ took an alias of x0 with no such edge, so a node of x1 newer than it (renewed by the caller's
+# write of x1 after the call, or x0 a view, whose CopySlices is numbered among the program's) handed b1 its gradient
+# before x0's node raised. Now the epilogue's set_ node reaches x1's history (Analysis.input_set_blocks).
+_SET_TARGETS: dict[str, Callable[[], T]] = {
+    "plain": lambda: torch.randn(3),
+    "plain_view": lambda: torch.randn(2, 3)[0],
+    "nonleaf": lambda: nonleaf(3),
+    "nonleaf_view": lambda: nonleaf(2, 3)[0],
+    "pair_nonleaf": lambda: pair_nonleaf(3),
+    "pair_nonleaf_view": lambda: pair_nonleaf(2, 3)[0],
+}
+
+
+@pytest.mark.parametrize("source", ["function", "op"])
+@pytest.mark.parametrize("target", sorted(_SET_TARGETS))
+def test_input_set_to_a_product_of_a_returned_view_of_a_leaf(
+    target: str, source: str, compile_fn: CompileFn | None
+) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, _sin_fn(x1) if source == "function" else x1 * 2.0)
+        return (x1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = pair(2, 3, requires_grad=True) if target.startswith("pair") else leaf(2, 3)
+            return (_SET_TARGETS[target](), b1[1])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # fuzz seed 113600 #222: an input that is a view, set_() under grad to (a view of) itself before the program made any
 # other node. Eager's set_ node (the base's CopySlices) is numbered before the nodes made after it, which its backward

@@ -239,12 +239,15 @@ def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
     return not torch.equal(history, direct)
 
 
-__all__ = ["check_set_under_grad", "inputs_behind_raising_nodes"]
+__all__ = ["check_set_under_grad", "input_set_blocks", "inputs_behind_raising_nodes"]
 
 
-def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
+def inputs_behind_raising_nodes(
+    value: torch.Tensor, user_tensors: Sequence[torch.Tensor], view_sets: frozenset[int] = frozenset()
+) -> frozenset[int]:
     """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
-    history of `value` reaches through a NotImplemented node (Note [set_ Under Grad])."""
+    history of `value` reaches through a NotImplemented node, or a CopySlices numbered in `view_sets` (a view's set_
+    node, which holds a NotImplemented one: Note [set_ Under Grad])."""
     nodes: dict[int, int] = {}
     for k, u in enumerate(user_tensors):
         fn = grad_fn_or_none(u)
@@ -263,7 +266,8 @@ def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torc
         variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
         if behind and variable is not None:
             found.update(k for k, u in enumerate(user_tensors) if u is variable)
-        behind = behind or type(node).__name__ == "NotImplemented"
+        name = type(node).__name__
+        behind = behind or name == "NotImplemented" or (name == "CopySlices" and node._sequence_nr() in view_sets)
         stack.extend((child, behind) for child, _ in node.next_functions)
     return frozenset(found)
 
@@ -317,6 +321,27 @@ def check_leaves_behind_input_sets(
                     "where the compiled call's returned leaf gets it (Note [set_ Under Grad]). Call set_() under "
                     "torch.no_grad(), or return a clone"
                 )
+
+
+def input_set_blocks(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    mutations: Sequence[LeafMutation],
+    tensors: Sequence[torch.Tensor],
+    view_sets: frozenset[int],
+) -> tuple[tuple[InputIndex, ...], ...]:
+    """Per tensor input (`tensors`, as the run ends) set_() under grad to a tensor that is no input: the inputs whose
+    node its history reaches behind a set_ node (`view_sets`: those of view inputs), which eager's backward never
+    runs; the epilogue's set_ of it holds them back too. () elsewhere (Note [set_ Under Grad])."""
+    blocks: list[tuple[InputIndex, ...]] = []
+    for i, t in enumerate(tensors):
+        own = layout.leaves_of_input[i]
+        if not any(mutations[j].set_under_grad and not mutations[j].set_source_edge for j in own):
+            blocks.append(())
+            continue
+        found = inputs_behind_raising_nodes(t, tensors, view_sets)
+        blocks.append(tuple(flat.tensor_indices[k] for k in sorted(found) if k != i))
+    return tuple(blocks)
 
 
 def _holder_shared(info: OutputInfo) -> bool:
