@@ -36,7 +36,6 @@ from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
 from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, history_set_at, self_set_order
 from subclassaot.pipeline.rules.backward_errors import (
-    check_leaves_behind_input_sets,
     check_set_under_grad,
     input_set_blocks,
     inputs_behind_raising_nodes,
@@ -614,7 +613,6 @@ def _analyze_outputs(
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
-    check_leaves_behind_input_sets(infos, flat, layout, mutations, run.user_tensors)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 

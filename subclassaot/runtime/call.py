@@ -290,7 +290,7 @@ def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Seque
     for t in early_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and not any(x is d for d in done):
-            set_to_self(x)
+            _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             done.append(x)
 
 

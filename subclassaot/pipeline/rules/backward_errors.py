@@ -31,7 +31,8 @@ accumulates because a raising node of an output set_() under grad stands between
 
 Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
 that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
-(`inputs_behind_raising_nodes`) and the refusal of the rest (`check_set_under_grad`); runtime/steps.py's
+(`inputs_behind_raising_nodes`; those behind an input's set_ node: `input_set_blocks`) and the refusal of the rest
+(`check_set_under_grad`); runtime/steps.py's
 `blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
 graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
 """
@@ -289,38 +290,6 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
             "accumulates its gradient before the backward raises depends on the order autograd runs its nodes (Note "
             "[set_ Under Grad]). Call set_() under torch.no_grad(), or return a clone"
         )
-
-
-def check_leaves_behind_input_sets(
-    infos: Sequence[OutputInfo],
-    flat: FlatInputs,
-    layout: DenseLayout,
-    mutations: Sequence[LeafMutation],
-    user_tensors: Sequence[torch.Tensor],
-) -> None:
-    """Note [set_ Under Grad]: an input set_() under grad to a tensor whose history reaches an autograd leaf input,
-    and that leaf returned as itself: eager's set_ node has an edge to the leaf's accumulator, which so never runs
-    (the node raises first), where the compiled call's leaf, returned straight to the loss, gets its gradient. (A
-    set_() to an input, or a view of one, is rebuilt with that edge: Note [set_ Under Grad].)"""
-    grad_set = [
-        i
-        for i, own in enumerate(layout.leaves_of_input)
-        if any(mutations[j].set_under_grad and not mutations[j].set_source_edge for j in own)
-    ]
-    for info in infos if grad_set else ():
-        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
-        real = None if index is None else flat.values[index]
-        if index is None or not isinstance(real, torch.Tensor) or not real.requires_grad or not real.is_leaf:
-            continue
-        for i in grad_set:
-            if any(flat.tensor_indices[k] == index for k in inputs_behind_raising_nodes(user_tensors[i], user_tensors)):
-                raise UnsupportedError(
-                    f"{flat.leaves[flat.tensor_indices[i]].path}: the program set_() this input with grad enabled to "
-                    f"a tensor computed from {flat.leaves[index].path}, an autograd leaf that requires grad, which "
-                    f"{info.path} returns: eager's set_ node, whose backward raises, holds back that leaf's gradient, "
-                    "where the compiled call's returned leaf gets it (Note [set_ Under Grad]). Call set_() under "
-                    "torch.no_grad(), or return a clone"
-                )
 
 
 def input_set_blocks(
