@@ -712,13 +712,15 @@ def _input_alias_leaf(
         hidden_key=None if hidden is None else id(leaf._base),
         hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
-        from_base=not in_subclass
-        and hidden is None
-        and foreign is None
-        and is_view(leaf)
-        and last_bump(leaf, run) > history_set_at(run.swaps, leaf),
+        from_base=not in_subclass and hidden is None and foreign is None and is_view(leaf) and _stale_at_end(leaf, run),
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
+
+
+def _stale_at_end(view: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `view`, a view the program took, stale when the program returns: its counter moved since autograd last set
+    its history (Note [Views Of Inputs Whose History Raises])?"""
+    return id(view) in run.swaps.views and last_bump(view, run) > history_set_at(run.swaps, view)
 
 
 def _made_as_inference_tensor(t: torch.Tensor, run: FunctionalRun) -> bool:
