@@ -274,6 +274,11 @@ class OutputLeaf:
     # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Outputs Over Another
     # Storage])
     onto_input: DenseIndex | None = None
+    # INPUT_ALIAS, a plain view: eager's is stale at the end (its counter moved since autograd last set its history),
+    # so its grad_fn regenerates at its next read as an as_strided() of its `._base`, which is the input's where the
+    # input is a view: rebuilt from that base, whose elements past the input's get their gradient too (Note [Views Of
+    # Inputs Whose History Raises])
+    from_base: bool = False
 
 
 class ReplaySource(enum.Enum):
@@ -596,6 +601,9 @@ class Analysis:
     # grad before every node of the program a backward reaches: its set_ repeated before the call (Note [set_ Under
     # Grad])
     read_after_grad_set: tuple[bool, ...] = ()
+    # per tensor input set_() under grad to a tensor that is no input: the inputs (flat indices) whose history its
+    # set_ node reaches, which eager's backward then never gets to (Note [set_ Under Grad])
+    input_set_blocks: tuple[tuple[InputIndex, ...], ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Gradient Accumulators Of Leaves]),
     # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()

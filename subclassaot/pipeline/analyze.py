@@ -34,10 +34,10 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
-from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
+from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, history_set_at, self_set_order
 from subclassaot.pipeline.rules.backward_errors import (
-    check_leaves_behind_input_sets,
     check_set_under_grad,
+    input_set_blocks,
     inputs_behind_raising_nodes,
 )
 from subclassaot.pipeline.rules.chain_facts import (
@@ -91,6 +91,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
     intermediate_read_after_grad_set,
     refuse_grad_set_onto_moved_source,
     sets_without_history,
+    view_set_nodes,
     views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
@@ -300,6 +301,9 @@ def _analysis(
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
         read_after_grad_set=early_sets,
+        input_set_blocks=input_set_blocks(
+            flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors)
+        ),
         kept_accumulators=tuple(
             (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
             or flat.tensor_indices[k] in kept_by_layout
@@ -609,7 +613,6 @@ def _analyze_outputs(
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat)
-    check_leaves_behind_input_sets(infos, flat, layout, mutations, run.user_tensors)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
@@ -709,8 +712,15 @@ def _input_alias_leaf(
         hidden_key=None if hidden is None else id(leaf._base),
         hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
+        from_base=not in_subclass and hidden is None and foreign is None and is_view(leaf) and _stale_at_end(leaf, run),
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
+
+
+def _stale_at_end(view: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `view`, a view the program took, stale when the program returns: its counter moved since autograd last set
+    its history (Note [Views Of Inputs Whose History Raises])?"""
+    return id(view) in run.swaps.views and last_bump(view, run) > history_set_at(run.swaps, view)
 
 
 def _made_as_inference_tensor(t: torch.Tensor, run: FunctionalRun) -> bool:

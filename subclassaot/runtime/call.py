@@ -45,6 +45,7 @@ from subclassaot.runtime.regenerate import (
 from subclassaot.runtime.steps import (
     EpiloguePlan,
     base_write_hidden,
+    blocking_holder,
     bumped_input_sources,
     copy_into,
     epilogue_plan,
@@ -63,6 +64,7 @@ from subclassaot.runtime.steps import (
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
 from subclassaot.schemas import (
     AliasGroupRef,
+    Analysis,
     DataAssignmentPlan,
     DenseIndex,
     Dim,
@@ -318,7 +320,7 @@ def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Seque
     for t in early_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and not any(x is d for d in done):
-            set_to_self(x)
+            _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             done.append(x)
 
 
@@ -439,9 +441,11 @@ def _grad_swap_pair(
     return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
 
 
-def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
+def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None, blocked: Sequence[object] = ()) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
-    grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training])."""
+    grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training]). Without a source that
+    requires grad, the alias holds back `blocked` (`_holding_back`)."""
+    held = None if source is not None and source.requires_grad else _holding_back(x, blocked)
     with torch.enable_grad():
         same = source is not None and (source.size(), source.stride()) == (x.size(), x.stride())
         if source is not None and source.requires_grad:
@@ -449,6 +453,8 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
                 alias = source  # a subclass need not implement as_strided
             else:
                 alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
+        elif held is not None:
+            alias = held
         elif is_traceable_subclass(x):
             alias = x.detach().requires_grad_(True)  # never reached by a backward: it stops at the set_
         else:
@@ -473,7 +479,7 @@ def _repeat_grad_sets(
             _, source = _grad_swap_pair(plan, values, dense, t)
             edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
             if not edge:
-                set_to_self(x)
+                _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)
             elif _holds_set_source_storages(plan, dense, t):
@@ -481,6 +487,39 @@ def _repeat_grad_sets(
             else:
                 set_to_self(x)
     return wrapper_sets
+
+
+def _blocks_of(analysis: Analysis, t: int) -> tuple[int, ...]:
+    return analysis.input_set_blocks[t] if analysis.input_set_blocks else ()
+
+
+def _holding_back(x: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor | None:
+    """An alias of x's storage and metadata, made under grad, whose history reaches that of each of `blocked` (inputs)
+    that requires grad through a holder's set_ node, which never runs: eager's set_() of x to a tensor computed from
+    them has an edge to their history, so their gradients wait behind its raising node (Note [set_ Under Grad]).
+    None where none of them requires grad."""
+    if not any(isinstance(b, torch.Tensor) and b.requires_grad for b in blocked):
+        return None
+    if is_traceable_subclass(x):
+        holder = blocking_holder(x.detach().requires_grad_(), blocked)
+    else:
+        holder = blocking_holder(torch.empty(0, dtype=x.dtype, device=x.device, requires_grad=True), blocked)
+    with torch.enable_grad():
+        set_to_tensor(holder, x.detach())
+    return holder
+
+
+def _set_to_self_holding_back(x: torch.Tensor, blocked: Sequence[object]) -> None:
+    """`x.set_(x)` under grad, its node holding back the histories of `blocked` (`_holding_back`); x keeps its
+    metadata, as `set_to_self` leaves it."""
+    alias = _holding_back(x, blocked)
+    if alias is None:
+        set_to_self(x)
+        return
+    size, stride, offset = list(x.shape), list(x.stride()), int(x.storage_offset())
+    set_to_tensor(x, alias)
+    if list(x.shape) != size or list(x.stride()) != stride or x.storage_offset() != offset:
+        assign_wrapper_metadata(x, size, stride, offset)
 
 
 def _holds_set_source_storages(plan: RuntimePlan, dense: list[torch.Tensor], t: int) -> bool:
@@ -594,7 +633,8 @@ def _epilogue(
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
-                _repeat_swap_under_grad(*_grad_swap_pair(plan, values, dense, t))
+                x, source = _grad_swap_pair(plan, values, dense, t)
+                _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
     if epilogue.wrappers:
@@ -604,7 +644,7 @@ def _epilogue(
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
                 wrapper, source = _grad_swap_pair(plan, values, dense, t)
                 with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
-                    _repeat_swap_under_grad(wrapper, source)
+                    _repeat_swap_under_grad(wrapper, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for t in wrapper_sets:
         wrapper, source = _grad_swap_pair(plan, values, dense, t)
         with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):

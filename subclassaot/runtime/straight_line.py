@@ -221,6 +221,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
                 or leaf.set_steps is not None
             ):
                 return "an alias on another storage"
+            if leaf.from_base:
+                return "a stale view of a view input, rebuilt from its base"
         return None
     if replay.source is ReplaySource.INPUT_ROOT:
         return "a view of an intermediate set_() onto inputs"

@@ -67,7 +67,11 @@ __all__ = [
 #   detach(), not a no_grad view) whose storage it still has, the epilogue's set_ takes that input (or a view of it) as
 #   its source: eager's node has an edge to the source's history, whose gradient then waits behind the raising node.
 #   A later `x.set_(x)` under grad keeps that source (a subclass's, where no op wrote x between): its node's edge to
-#   x's history reaches the earlier node's.
+#   x's history reaches the earlier node's. Set_() to a tensor computed from inputs (`x0.set_(f(x1))`), x's node
+#   holds back every input whose node its history reaches behind a set_ node (the run's history: a view input's set_
+#   node is a CopySlices, `view_set_nodes`), which eager's backward never runs (`Analysis.input_set_blocks`): the
+#   epilogue's set_ takes an alias with an edge to each (`blocking_holder`), so a returned view of a leaf behind it
+#   (x1, whose node the caller's write after the call may renew) gives the leaf no gradient, as in eager.
 #   A subclass input's is repeated at the wrapper level, its layout and its leaves' put back after; where the runtime
 #   repeats it before the call instead (a subclass input read after its set_(), below), it is x.set_(x): a known gap.
 # - Views of inputs set_() under grad (`t0 = x.diagonal(); t0.set_(y)`, x a non-leaf): after the epilogue's set_ on x,
@@ -272,6 +276,16 @@ def intermediate_read_after_grad_set(
         if isinstance(o, torch.Tensor) and not holder
     ]
     return any(type(node).__name__ == "NotImplemented" for node in autograd_nodes(starts))
+
+
+def view_set_nodes(record: SwapRecord, tensors: Sequence[torch.Tensor]) -> frozenset[int]:
+    """The sequence numbers of the set_ nodes of the inputs that are views (`tensors`, as the run ends) set_() under
+    grad: the CopySlices autograd numbers right after the set_()'s mark (Note [set_ Under Grad])."""
+    return frozenset(
+        record.grad_set_marks[id(t)] + 1
+        for t in tensors
+        if id(t) in record.grad_set_marks and _is_view_input(record, t)
+    )
 
 
 def refuse_grad_set_onto_moved_source(
