@@ -1260,7 +1260,10 @@ class _DataMode(TorchFunctionMode):
                 else:
                     # (a read eager's autograd records nothing of: Note [Grad Mode And Autograd Reads])
                     unrecorded = flagless_view_history_raises(self.record, call_args, call_kwargs)
-                    with resize_as_eager(self.record, name, args), torch.no_grad() if unrecorded else contextlib.nullcontext():
+                    with (
+                        resize_as_eager(self.record, name, args),
+                        torch.no_grad() if unrecorded else contextlib.nullcontext(),
+                    ):
                         out = _call_viewing_normal(self.record, func, call_args, call_kwargs)
                     out = original_of(out, name, args, call_args)
         except RuntimeError as e:
