@@ -362,6 +362,9 @@ class SwapRecord:
     wrapper_op_reads: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
+    # ... the same per version counter family (`family_of`): a set_() moves a tensor onto another's storage, not onto
+    # its counter (Note [Views That Raise After A Bump])
+    family_last_bump: dict[int, int] = field(default_factory=dict)
     # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
@@ -480,7 +483,7 @@ class SwapRecord:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
         self.dirty_marks.add(id(t))
         self.seq += 1
-        self.last_bump[storage_key(t)] = self.seq
+        self.note_last_bump(storage_key(t), t)
         self.note_bump(t)
         if is_traceable_subclass(t):
             for leaf in flatten_subclass(t, "marked dirty")[1]:
@@ -718,6 +721,11 @@ class SwapRecord:
     def bump_count(self, t: torch.Tensor) -> int:
         """How many times eager would have advanced `t`'s version counter during the program."""
         return self.written_families.get(self.family_of(t), 0)
+
+    def note_last_bump(self, key: object, t: torch.Tensor) -> None:
+        """The program's op now (`seq`) advanced the counter of `t`, over storage `key` (`last_bump`)."""
+        self.last_bump[key] = self.seq
+        self.family_last_bump[self.family_of(t)] = self.seq
 
     def note_bump(self, t: torch.Tensor) -> None:
         """Eager advances `t`'s version counter (shared by its family) once."""
