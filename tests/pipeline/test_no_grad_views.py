@@ -2699,7 +2699,7 @@ def _leaf_view_and_base(kind: str, grad: bool) -> Callable[[], tuple[object, ...
     return make_inputs
 
 
-def test_seed117200_4500_no_grad_view_of_input_made_to_require_grad_read_after_base_relaid() -> None:
+def test_no_grad_view_of_input_made_to_require_grad_read_after_base_relaid() -> None:
     """Fuzz seed 117200 #4500 (shrunk; crashed: the run raised "A view was created in no_grad mode and its base ...
     modified inplace"): t0 is a no_grad view of x0, a view of x1 that the program makes require grad; eager's t0 takes
     requires_grad from x1, which requires none, so its reshape() after x1.unsqueeze_() reads no history. The joint
@@ -2773,7 +2773,7 @@ def test_computing_from_no_grad_view_of_a_leaf_view_input_is_refused(
     refused_with_grad(f, _leaf_view_and_base(kind, True), compile_fn, "a view of a tensor that does not require grad")
 
 
-def test_seed123045_37_view_taken_after_set_onto_a_storage_written_after() -> None:
+def test_view_taken_after_set_onto_a_storage_written_after() -> None:
     """Fuzz seed 123045 #37 (shrunk; diverged: out[0].is_leaf raised "A view was created in no_grad mode ..." where
     eager's is True): x0, an unbind() view, is set_() onto x1's storage, then viewed (t1); t0.unsqueeze_() then bumps
     x1's counter, which x0 does not share. Eager's t1 was made after x0's last bump and reads fine; the bump on the
