@@ -981,6 +981,11 @@ class _DataMode(TorchFunctionMode):
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         self.record.calls += 1
+        if self.record.late_gains:  # Note [Grad Mode And Autograd Reads]: the storages of inputs made to gain grad
+            for t in _dense_leaves((args, kwargs)):
+                found = self.record.late_gains.get(storage_key(t))
+                if found is not None:
+                    self.record.touched_after_gain.add(found[0])
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
@@ -1216,8 +1221,12 @@ class _DataMode(TorchFunctionMode):
                     # (one marked in the graph: Note [Training Without A Function]; in a call under no_grad the
                     # compiled call sets the flag before a graph autograd does not record: Note [Grad Mode And
                     # Autograd Reads])
-                    if id(args[0]) not in self.record.leaf_marked:
+                    marked = id(args[0]) in self.record.leaf_marked
+                    if not marked:
                         self.record.gained_after_read.add(id(args[0]))
+                    if not is_traceable_subclass(args[0]) and id(args[0]) in self.record.input_positions:
+                        place = len(self.record.new_leaves) - 1 if marked else -1
+                        self.record.late_gains[storage_key(args[0])] = (id(args[0]), place)
                 elif self._read_with_grad(args[0]):  # (under no_grad: views taken before, with grad, keep no history)
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
         input_off = not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad
