@@ -1494,6 +1494,14 @@ def gain_after_a_read_of_a_view_input(x0: T, x1: T) -> object:
     return y, x1
 
 
+def gain_then_a_no_grad_view_of_a_view_input(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x0.requires_grad_()
+    with torch.no_grad():  # no history with the flag or without; eager's view requires grad through its base
+        t = x1.t()
+    return y, t
+
+
 def gain_after_a_read_then_read_again(x0: T, x1: T) -> object:
     y = x1 * 2
     x0.requires_grad_()
@@ -1533,14 +1541,19 @@ GAINED_AFTER_READ = (
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
 @pytest.mark.parametrize(
     ("f", "make", "pair_refused"),
-    [(gain_after_a_read_of_a_view_input, _base_and_its_view, False), (write_then_gain_last, _a_view_input, True)],
-    ids=["read_of_a_view_input", "write"],
+    [
+        (gain_after_a_read_of_a_view_input, _base_and_its_view, False),
+        (gain_then_a_no_grad_view_of_a_view_input, _base_and_its_view, False),
+        (write_then_gain_last, _a_view_input, True),
+    ],
+    ids=["read_of_a_view_input", "no_grad_view_after", "write"],
 )
 def test_requires_grad_on_input_after_its_last_use_over_shared_storage(
     f: Callable[..., object], make: Callable[[bool], Make], pair_refused: bool, pair: bool
 ) -> None:
-    """fuzz seed 117300, programs 5795, 8095, 4196 and 9853 (UNSUPPORTED): requires_grad_() on an input after an op
-    with grad read its storage (of a view of it passed too, or written it), where nothing takes that storage after:
+    """fuzz seed 117300, programs 5795, 8095, 4196, 9853 and 4907 (UNSUPPORTED): requires_grad_() on an input after an
+    op with grad read its storage (of a view of it passed too, or written it), where nothing takes that storage after
+    but reads under no_grad:
     the compiled call compiles for no training and sets the flag once it is done (Analysis.gains_last), plain tensors
     only. A PairTensor base with its view passed compiles by the subclass's own rule (its stand-in gains the flag at
     the call); a PairTensor view input written first, whose flag the run cannot defer, is refused as before."""
