@@ -565,6 +565,10 @@ class Analysis:
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])
     leaf_marked: tuple[bool, ...] = ()
+    # per tensor input: one of those calls was on this input, a plain tensor that requires no grad, after an op with
+    # grad on read its storage, and nothing of the program takes that storage after: the runtime sets the flag once
+    # the call is done (Note [Grad Mode And Autograd Reads])
+    gains_last: tuple[bool, ...] = ()
     # per tensor input: the program turned its requires_grad off at some point (requires_grad_(False), `.requires_grad
     # = False`), even if it turned it on again after
     requires_grad_dropped: tuple[bool, ...] = ()

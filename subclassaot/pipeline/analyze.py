@@ -213,6 +213,7 @@ class _CheckedRun:
     ) -> None:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
+        _settle_last_gains(run, flat, user_fakes)
         _check_requires_grad_calls(call, run, flat)
         check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
@@ -330,6 +331,7 @@ def _analysis(
         autograd_reads=tuple(run.swaps.autograd_reads),
         new_leaves=tuple(run.swaps.new_leaves),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
+        gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),
         requires_grad_dropped=tuple(id(t) in run.swaps.requires_grad_dropped for t in run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
@@ -500,6 +502,43 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
     first = run.swaps.first_swaps
     moved_before = any(id(r.source) in swapped and first.get(id(r.source), 0) < r.seq for r in run.swaps.chain(value))
     return id(value) not in swapped and not moved_before
+
+
+def _settle_last_gains(run: FunctionalRun, flat: FlatInputs, user_fakes: Sequence[torch.Tensor]) -> None:
+    """The inputs made to require grad after an op with grad read their storage, which nothing of the program takes
+    after (SwapRecord.late_gains): they gain the flag last, once the compiled call is done (SwapRecord.gains_last),
+    neither requiring grad from the start (an analysis whose fake does, for training, keeps its refusal) nor marked
+    in the graph (Note [Grad Mode And Autograd Reads])."""
+    record = run.swaps
+    passed = [flat.values[k] for k in flat.tensor_indices]
+    for stand_in, place in record.late_gains.values():
+        i = next((i for i, t in enumerate(run.user_tensors) if id(t) == stand_in), None)
+        if i is None or stand_in in record.touched_after_gain or stand_in in record.requires_grad_dropped:
+            continue
+        real = passed[i]
+        if not isinstance(real, torch.Tensor) or real.requires_grad or user_fakes[i].requires_grad:
+            continue
+        if sum(r is real for r in passed) > 1 or _traced_apart(run, passed, i):
+            continue
+        record.gains_last.add(stand_in)
+        record.gained_after_read.discard(stand_in)
+        if stand_in in record.leaf_marked:  # (no leaf of the graph's either)
+            record.leaf_marked.discard(stand_in)
+            record.new_leaves[place] = False
+
+
+def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:
+    """Does tensor input `i` share its storage with another passed plain tensor whose stand-in the run has over
+    another storage (an alias group traced apart, Note [Synthetic Bases])? Its reads are then none of input `i`'s."""
+    real, mine = passed[i], run.user_tensors[i]
+    assert isinstance(real, torch.Tensor), "BUG: a tensor input that is no tensor"
+    for j, other in enumerate(passed):
+        theirs = run.user_tensors[j]
+        if j == i or not isinstance(other, torch.Tensor) or is_traceable_subclass(other):
+            continue
+        if storage_key(other) == storage_key(real) and storage_key(theirs) != storage_key(mine):
+            return True
+    return False
 
 
 def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, flat: FlatInputs) -> None:

@@ -101,7 +101,12 @@ __all__ = [
 #   custom Function applied under no_grad before the flag to such an input whose stand-in requires grad from the start
 #   returns it detached in the run, where eager's apply, meeting an input that requires none, returns the input it
 #   marked dirty as itself: the run's apply returns it so too, and refuses any other output aliasing it, eager's a view
-#   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`);
+#   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`); a plain input turned on
+#   after a read with grad of its storage (the cases above refuse, or mark) where no torch function takes that storage
+#   after the call (nor turns the flag off) gains it last (Analysis.gains_last): the compile is for no training, its
+#   graph's results keep eager's lack of history, and the runtime sets the flag once the outputs are built (its views
+#   among them, replayed before, follow it as eager's taken before do; its group is not traced apart, where the reads
+#   of the others would be none of its);
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
 #   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
@@ -134,8 +139,9 @@ def check_gained_after_read(
                 "subclass that is a view, or one sharing storage with another input) require grad before the graph "
                 "runs, so they would. A leaf input passed alone compiles, and so does a plain view input with "
                 'backend="eager", a plain input sharing storage whose earlier reads were only of other inputs over '
-                "it (not of this input, an input that is a view of it, or views of those), and any input where no "
-                "output or input reaches what was computed from it before. Call requires_grad_() before the first "
+                "it (not of this input, an input that is a view of it, or views of those), any input where no "
+                "output or input reaches what was computed from it before, and a plain input whose storage nothing "
+                "takes after the call. Call requires_grad_() before the first "
                 "use of the input, or outside the compiled function"
             )
 

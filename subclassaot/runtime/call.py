@@ -26,6 +26,7 @@ from subclassaot.runtime.plan import (
     anchor_holders,
     assign_data_meta,
     fresh_output,
+    last_gains,
     non_view_alias,
     probed_stride,
     requires_grad_changes,
@@ -167,6 +168,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     flat, layout = plan.flat, plan.layout
     dense_of = _dense_reader(plan)
     gains, loses = ([flat.tensor_indices[i] for i in ts] for ts in requires_grad_changes(plan))
+    last = [flat.tensor_indices[i] for i in last_gains(plan)]  # Note [Grad Mode And Autograd Reads]
     self_set_first, self_set, kept, assigned_reads = _accumulator_inputs(plan)
     early_heads, late_tails = _early_replays(plan)
 
@@ -224,6 +226,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), holders)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
+        _turn_on(values, last)
         if after is not None:
             after(built)
         return unflatten_output(built, plan.analysis.output_spec, has_size)

@@ -155,7 +155,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     """Why this plan needs the generic runner (a step the generated one does not take), or None."""
     analysis, layout = plan.analysis, plan.layout
     before_call = {
-        "requires_grad changed on an input": any(requires_grad_changes(plan)),
+        "requires_grad changed on an input": any(requires_grad_changes(plan)) or any(plan.analysis.gains_last),
         "x.set_(x) on an input": any(analysis.self_set) or any(analysis.self_set_first),
         "accumulators kept or made": any(analysis.kept_accumulators)
         or any(s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)),

@@ -959,6 +959,25 @@ def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
     return found is not None and found[1].is_leaf and args[0].requires_grad and not args[0].is_leaf
 
 
+def _note_touch_after_gain(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A torch function that takes the storage of an input made to require grad before it (SwapRecord.late_gains),
+    with grad on (autograd would record the input there), or that may write, move or resize what it takes (an
+    in-place method, a setter, out=) in any mode: no gain last for that input. A read under no_grad is none: its
+    result has no history with the flag or without, and a view taken so requires grad through its base either way
+    (Note [Grad Mode And Autograd Reads]); an attribute read's answer is the analysis run's."""
+    name = getattr(func, "__name__", "")
+    writes = name.endswith("_") or name == "__set__" or "out" in kwargs
+    if not writes and (name == "__get__" or not torch.is_grad_enabled()):
+        return
+    for t in _dense_leaves((args, kwargs)):
+        found = record.late_gains.get(storage_key(t))
+        if found is not None:
+            record.touched_after_gain.add(found[0])
+    for t in pytree.tree_leaves((args, kwargs)):  # (the input itself, moved onto another storage since)
+        if isinstance(t, torch.Tensor) and any(id(t) == i for i, _ in record.late_gains.values()):
+            record.touched_after_gain.add(id(t))
+
+
 class _DataMode(TorchFunctionMode):
     def __init__(self, record: SwapRecord) -> None:
         super().__init__()
@@ -983,6 +1002,8 @@ class _DataMode(TorchFunctionMode):
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         self.record.calls += 1
+        if self.record.late_gains:
+            _note_touch_after_gain(self.record, func, args, kwargs)
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
@@ -1218,8 +1239,12 @@ class _DataMode(TorchFunctionMode):
                     # (one marked in the graph: Note [Training Without A Function]; in a call under no_grad the
                     # compiled call sets the flag before a graph autograd does not record: Note [Grad Mode And
                     # Autograd Reads])
-                    if id(args[0]) not in self.record.leaf_marked:
+                    marked = id(args[0]) in self.record.leaf_marked
+                    if not marked:
                         self.record.gained_after_read.add(id(args[0]))
+                    if not is_traceable_subclass(args[0]) and id(args[0]) in self.record.input_positions:
+                        place = len(self.record.new_leaves) - 1 if marked else -1
+                        self.record.late_gains[storage_key(args[0])] = (id(args[0]), place)
                 elif self._read_with_grad(args[0]):  # (under no_grad: views taken before, with grad, keep no history)
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
         input_off = not turns_on and id(args[0]) in self.record.input_positions and args[0].requires_grad

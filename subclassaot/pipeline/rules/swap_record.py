@@ -165,6 +165,13 @@ class SwapRecord:
     # id() of the inputs among those new leaves (plain inputs read with grad before the call; Note [Training Without
     # A Function])
     leaf_marked: set[int] = field(default_factory=set)
+    # storage_key() of each plain input the program made require grad after an op with grad read its storage (one of
+    # gained_after_read or leaf_marked) -> (the stand-in's id(), its call's place in new_leaves, or -1); and the id()s
+    # of those whose storage a torch function took after that call: the others gain the flag last (Note [Grad Mode
+    # And Autograd Reads])
+    late_gains: dict[object, tuple[int, int]] = field(default_factory=dict)
+    touched_after_gain: set[int] = field(default_factory=set)
+    gains_last: set[int] = field(default_factory=set)  # ... the untouched ones (analyze's `settle_last_gains`)
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
