@@ -1438,8 +1438,9 @@ def check_written_inputs_gaining_grad(
     """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
     where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
-    autograd does not record (under no_grad, or through `.data`/detach()) and keeps its storage and layout: those
-    are the same before the flag and after, and the epilogue copies them in below autograd. A write through another
+    autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
+    grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
+    flag and after, and the epilogue copies them in below autograd. A write through another
     input over its storage, which that input resized, counts too where the input's elements overlap."""
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)

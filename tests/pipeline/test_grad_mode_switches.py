@@ -3307,20 +3307,71 @@ def _write_with_grad_then_requires_grad(x: T) -> object:
     return (x * x,)
 
 
+def _self_product_then_requires_grad(x: T) -> object:
+    x.mul_(3.0)
+    x.mul_(x)
+    x.requires_grad_()
+    return (x.sin(), x)
+
+
+def _fill_then_requires_grad(x: T) -> object:
+    x.fill_(1.5)
+    x.requires_grad_()
+    return (x * 2, x, x)
+
+
+def _view_written_then_requires_grad(x: T) -> object:
+    x[0].add_(1.0)
+    x.requires_grad_()
+    return (x.expand(2, 3) * x, x)
+
+
+_WRITES_BEFORE_FLAG = {
+    "add": _write_with_grad_then_requires_grad,
+    "self_product": _self_product_then_requires_grad,
+    "fill": _fill_then_requires_grad,
+    "through_a_view": _view_written_then_requires_grad,
+}
+
+
+@pytest.mark.parametrize("write", sorted(_WRITES_BEFORE_FLAG))
 @pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
-def test_input_written_with_grad_before_requires_grad_refused(subclass: bool) -> None:
-    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194): eager records nothing (the
-    input does not require grad yet), the compiled call, the input requiring grad from the start, would write a leaf
-    that requires grad. Still refused."""
+def test_input_written_with_grad_before_requires_grad_matches_eager(
+    compile_fn: CompileFn | None, subclass: bool, write: str
+) -> None:
+    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194; seed 117300, programs 1520,
+    3526, 8330, 9307, ...: refused before): eager records nothing (neither the input nor the value requires grad yet),
+    so the input becomes a leaf holding the written value and its gradient is taken with respect to that value. The
+    run's stand-in is a leaf without grad until the program's call, and the epilogue copies the value in below
+    autograd (Note [Leaves Laid Out Anew Under no_grad])."""
 
     def make() -> tuple[T]:
         return ((PairTensor.from_tensor if subclass else torch.Tensor.clone)(torch.randn(3)),)
 
     with torch.enable_grad():
-        out = _write_with_grad_then_requires_grad(*make())
+        assert_matches_eager(_WRITES_BEFORE_FLAG[write], make, compile_fn=compile_fn)
+
+
+def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
+    x.add_(w)
+    x.requires_grad_()
+    return (x * x,)
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_input_written_with_history_before_requires_grad_refused(subclass: bool) -> None:
+    """A write, before requires_grad_(), of a value that requires grad: eager records it (the input becomes a
+    non-leaf with the write's history, requires_grad_() changes nothing); still refused."""
+
+    def make() -> tuple[T, T]:
+        wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
+        return (wrap(torch.randn(3)), wrap(torch.randn(3)).requires_grad_())
+
+    with torch.enable_grad():
+        out = _write_of_a_value_with_history_then_requires_grad(*make())
         assert isinstance(out, tuple) and out[0].requires_grad
         with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
-            subclassaot.compile(_write_with_grad_then_requires_grad)(*make())
+            subclassaot.compile(_write_of_a_value_with_history_then_requires_grad)(*make())
 
 
 def optimizer_step(p: T, g: T) -> object:
