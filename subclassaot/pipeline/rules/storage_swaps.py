@@ -359,10 +359,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             leaves = flatten_subclass(args[0], "set_")[1]
             check_shared_grad_set(self.record, args, leaves)
             self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
-        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         outer = self.unrecorded_write
         if self.depth == 0 and func._schema.is_mutable:
-            self.unrecorded_write = self.record.unrecorded_before_grad(args[0], operands)
+            self.unrecorded_write = self.record.unrecorded_before_grad(args[0], (*args, *kwargs.values()))
         try:
             with self:
                 if dispatches_in_cpp(type(subclass)):
@@ -882,8 +881,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
-                    operands = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-                    self._record_write(arg, inplace or arg_schema.is_out, moves_data, operands)
+                    self._record_write(arg, inplace or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
 
     def _version_before(self, t: torch.Tensor) -> int:
         """`t`'s version counter before the program's op running now (Note [set_ Under Grad])."""
@@ -891,7 +889,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return entry[1] if entry is not None and entry[0] is t else get_version(t)
 
     def _record_write(
-        self, arg: torch.Tensor, bumps: bool, moves_data: bool = True, operands: Sequence[torch.Tensor] = ()
+        self, arg: torch.Tensor, bumps: bool, moves_data: bool = True, operands: Sequence[object] = ()
     ) -> None:
         if self.depth == 0 and moves_data and torch.is_grad_enabled() and arg.requires_grad:
             self._refuse_write_through_copying_view(arg)
