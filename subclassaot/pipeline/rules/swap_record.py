@@ -457,9 +457,13 @@ class SwapRecord:
     def unrecorded_before_grad(self, t: torch.Tensor, operands: Sequence[object]) -> bool:
         """A write with grad on of `t`, the stand-in of an input the program makes require grad later (`late_grad`)
         or a view of it, where neither `t` nor a tensor among the op's `operands` requires grad: eager's autograd
-        records nothing (Note [Leaves Laid Out Anew Under no_grad])."""
-        if t.requires_grad or any(
-            isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(operands)
+        records nothing (Note [Leaves Laid Out Anew Under no_grad]). Not once `t` is over the storage of an input that
+        requires grad (a set_() to it): its own rules (Note [Inputs Written In Training])."""
+        key = storage_key(t)
+        if (
+            t.requires_grad
+            or any(u.requires_grad and storage_key(u) == key for u in self.run_inputs)
+            or any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(operands))
         ):
             return False
         family = self.family_of(t)
