@@ -1487,9 +1487,12 @@ def check_written_inputs_gaining_grad(
     """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
     where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
-    autograd does not record (under no_grad, or through `.data`/detach()) and keeps its storage and layout: those
-    are the same before the flag and after, and the epilogue copies them in below autograd. A write through another
-    input over its storage, which that input resized, counts too where the input's elements overlap."""
+    autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
+    grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
+    flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group and
+    keeps its layout and storage (the epilogue writes the group's base). A write through another input over its
+    storage, which that input resized, counts too where the input's elements overlap."""
+    grouped = {m for g in layout.groups for m in g.members}
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
@@ -1497,6 +1500,11 @@ def check_written_inputs_gaining_grad(
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
         # grown storage, its gradient would be summed over its repeated elements)
         written = [m for m in muts if m.any or (m.final_data and m.resized and meta_overlaps(*m.final_meta))]
+        if all(j in grouped for j in layout.leaves_of_input[i]):
+            # (over a storage other inputs share: the epilogue writes the group's base, not the input, and the run's
+            # stand-in gains the flag where eager's does (Note [Grad Mode And Autograd Reads]); only a change of its
+            # layout or storage needs ordering)
+            written = [m for m in written if _moved(m)]
         if changed or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
@@ -1508,8 +1516,12 @@ def check_written_inputs_gaining_grad(
 
 def _written_without_grad(m: LeafMutation) -> bool:
     """Only the values of a leaf changed, by writes autograd does not record (Note [Inputs Written In Training])."""
-    moved = m.metadata or m.storage_changed or m.swapped or m.resized
-    return not moved and not m.autograd_visible and not m.visible_through_self
+    return not _moved(m) and not m.autograd_visible and not m.visible_through_self
+
+
+def _moved(m: LeafMutation) -> bool:
+    """The leaf's layout or storage changed."""
+    return m.metadata or m.storage_changed or m.swapped or m.resized
 
 
 def check_sets_before_gaining_grad(

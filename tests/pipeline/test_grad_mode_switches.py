@@ -18,7 +18,7 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused
+from tests.pipeline.program_helpers import SinFunction, assert_refused, pair
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -3452,20 +3452,149 @@ def _write_with_grad_then_requires_grad(x: T) -> object:
     return (x * x,)
 
 
+def _self_product_then_requires_grad(x: T) -> object:
+    x.mul_(3.0)
+    x.mul_(x)
+    x.requires_grad_()
+    return (x.sin(), x)
+
+
+def _fill_then_requires_grad(x: T) -> object:
+    x.fill_(1.5)
+    x.requires_grad_()
+    return (x * 2, x, x)
+
+
+def _view_written_then_requires_grad(x: T) -> object:
+    x[0].add_(1.0)
+    x.requires_grad_()
+    return (x.expand(2, 3) * x, x)
+
+
+_WRITES_BEFORE_FLAG = {
+    "add": _write_with_grad_then_requires_grad,
+    "self_product": _self_product_then_requires_grad,
+    "fill": _fill_then_requires_grad,
+    "through_a_view": _view_written_then_requires_grad,
+}
+
+
+@pytest.mark.parametrize("write", sorted(_WRITES_BEFORE_FLAG))
 @pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
-def test_input_written_with_grad_before_requires_grad_refused(subclass: bool) -> None:
-    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194): eager records nothing (the
-    input does not require grad yet), the compiled call, the input requiring grad from the start, would write a leaf
-    that requires grad. Still refused."""
+def test_input_written_with_grad_before_requires_grad_matches_eager(
+    compile_fn: CompileFn | None, subclass: bool, write: str
+) -> None:
+    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194; seed 117300, programs 1520,
+    3526, 8330, 9307, ...: refused before): eager records nothing (neither the input nor the value requires grad yet),
+    so the input becomes a leaf holding the written value and its gradient is taken with respect to that value. The
+    run's stand-in is a leaf without grad until the program's call, and the epilogue copies the value in below
+    autograd (Note [Leaves Laid Out Anew Under no_grad])."""
 
     def make() -> tuple[T]:
         return ((PairTensor.from_tensor if subclass else torch.Tensor.clone)(torch.randn(3)),)
 
     with torch.enable_grad():
-        out = _write_with_grad_then_requires_grad(*make())
+        assert_matches_eager(_WRITES_BEFORE_FLAG[write], make, compile_fn=compile_fn)
+
+
+def _alias_written_then_requires_grad(x0: T, x1: T) -> object:
+    x0.mul_(3.0)
+    x1.requires_grad_()
+    return (x1 * x1, x1)
+
+
+def _requires_grad_then_alias_written(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    x0.mul_(3.0)
+    return (x1 * x1, x1)
+
+
+def _alias_written_then_view_returned(x0: T, x1: T) -> object:
+    x0.mul_(3.0)
+    x1.requires_grad_()
+    return (x1.reshape(-1), x1)
+
+
+def _alias_written_and_returned(x0: T, x1: T) -> object:
+    x0.add_(1.0)
+    x1.requires_grad_()
+    return (x1 * 2, x0)
+
+
+def _base_and_its_view(make: Callable[..., T]) -> Make:
+    def inputs() -> tuple[object, ...]:
+        b = make(2, 3)
+        return (b, b.view(-1))
+
+    return inputs
+
+
+def _halves(make: Callable[..., T]) -> Make:
+    def inputs() -> tuple[object, ...]:
+        b = make(6)
+        return (b[:3], b[3:])
+
+    return inputs
+
+
+def _overlapping() -> tuple[object, ...]:
+    b = torch.randn(6)
+    return (b[1:4], b[2:5])
+
+
+_ALIAS_WRITES = {
+    "before": _alias_written_then_requires_grad,
+    "after": _requires_grad_then_alias_written,
+    "view_returned": _alias_written_then_view_returned,
+    "alias_returned": _alias_written_and_returned,
+}
+_ALIASED_INPUTS = {
+    "plain_base_and_view": _base_and_its_view(torch.randn),
+    "plain_halves": _halves(torch.randn),
+    "plain_overlapping": _overlapping,
+    "pair_base_and_view": _base_and_its_view(pair),
+    "pair_halves": _halves(pair),
+}
+
+
+@pytest.mark.parametrize("inputs", sorted(_ALIASED_INPUTS))
+@pytest.mark.parametrize("write", sorted(_ALIAS_WRITES))
+def test_input_made_to_require_grad_beside_an_alias_written_matches_eager(
+    compile_fn: CompileFn | None, write: str, inputs: str
+) -> None:
+    """An input over a storage another input shares, made to require grad where the program writes (with grad on, a
+    value that requires no grad) through the other (fuzz seed 117300, programs 3349, 3494, 4748, 5341, 7807, ...:
+    refused before): the epilogue writes the group's base, and the run's stand-in gains the flag where eager's does,
+    so its gradient is taken with respect to the value it then holds. A subclass written after the flag is refused
+    by its own rule (a write with grad makes one of the inputs sharing storage require grad)."""
+    f, make = _ALIAS_WRITES[write], _ALIASED_INPUTS[inputs]
+    with torch.enable_grad():
+        if inputs.startswith("pair") and write == "after" and compile_fn is None:
+            assert_refused(f, make, compile_fn, "share storage and do not require grad; a write with grad")
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
+    x.add_(w)
+    x.requires_grad_()
+    return (x * x,)
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_input_written_with_history_before_requires_grad_refused(subclass: bool) -> None:
+    """A write, before requires_grad_(), of a value that requires grad: eager records it (the input becomes a
+    non-leaf with the write's history, requires_grad_() changes nothing); still refused."""
+
+    def make() -> tuple[T, T]:
+        wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
+        return (wrap(torch.randn(3)), wrap(torch.randn(3)).requires_grad_())
+
+    with torch.enable_grad():
+        out = _write_of_a_value_with_history_then_requires_grad(*make())
         assert isinstance(out, tuple) and out[0].requires_grad
         with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
-            subclassaot.compile(_write_with_grad_then_requires_grad)(*make())
+            subclassaot.compile(_write_of_a_value_with_history_then_requires_grad)(*make())
 
 
 def optimizer_step(p: T, g: T) -> object:

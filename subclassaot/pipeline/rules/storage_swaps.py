@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -240,6 +240,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # the first tensor argument of the program's op running now and its version counter before it (a write
         # through a subclass may move it inside the op: Note [set_ Under Grad])
         self.entry_version: tuple[torch.Tensor, int] | None = None
+        # the program's write running now is one eager's autograd does not record (`unrecorded_before_grad`): a
+        # subclass's inner writes below it are not either
+        self.unrecorded_write = False
 
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -359,6 +362,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             leaves = flatten_subclass(args[0], "set_")[1]
             check_shared_grad_set(self.record, args, leaves)
             self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
+        outer = self.unrecorded_write
+        if self.depth == 0 and func._schema.is_mutable:
+            self.unrecorded_write = self.record.unrecorded_before_grad(args[0], (*args, *kwargs.values()))
         try:
             with self:
                 if dispatches_in_cpp(type(subclass)):
@@ -368,6 +374,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     out = getattr(type(subclass), "__torch_dispatch__")(func, types, args, kwargs)  # noqa: B009
         finally:
             self.native_pending = None
+            self.unrecorded_write = outer
         self._track(func, args, out, kwargs)
         if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
             inner = flatten_subclass(out, "out")[1]
@@ -876,14 +883,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
-                    self._record_write(arg, inplace or arg_schema.is_out, moves_data)
+                    self._record_write(arg, inplace or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
 
     def _version_before(self, t: torch.Tensor) -> int:
         """`t`'s version counter before the program's op running now (Note [set_ Under Grad])."""
         entry = self.entry_version
         return entry[1] if entry is not None and entry[0] is t else get_version(t)
 
-    def _record_write(self, arg: torch.Tensor, bumps: bool, moves_data: bool = True) -> None:
+    def _record_write(
+        self, arg: torch.Tensor, bumps: bool, moves_data: bool = True, operands: Sequence[object] = ()
+    ) -> None:
         if self.depth == 0 and moves_data and torch.is_grad_enabled() and arg.requires_grad:
             self._refuse_write_through_copying_view(arg)
         self.record.seq += 1
@@ -903,6 +912,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         visible = (
             id(arg) not in self.record.hidden and torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         )
+        # (a write into an input the program makes require grad later, before that call: Note [Leaves Laid Out Anew
+        # Under no_grad])
+        visible = visible and not self.unrecorded_write and not self.record.unrecorded_before_grad(arg, operands)
         own_counter = id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views
         if self.depth == 0 and bumps and moves_data and not visible and own_counter:
             written = self.record.family_of(arg) in self.record.written_families

@@ -463,6 +463,21 @@ class SwapRecord:
             t = record.source
         return t is not value and id(t) in self.view_set_bases and any(t is u for u in inputs)
 
+    def unrecorded_before_grad(self, t: torch.Tensor, operands: Sequence[object]) -> bool:
+        """A write with grad on of `t`, the stand-in of an input the program makes require grad later (`late_grad`)
+        or a view of it, where neither `t` nor a tensor among the op's `operands` requires grad: eager's autograd
+        records nothing (Note [Leaves Laid Out Anew Under no_grad]). Not once `t` is over the storage of an input that
+        requires grad (a set_() to it): its own rules (Note [Inputs Written In Training])."""
+        key = storage_key(t)
+        if (
+            t.requires_grad
+            or any(u.requires_grad and storage_key(u) == key for u in self.run_inputs)
+            or any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(operands))
+        ):
+            return False
+        family = self.family_of(t)
+        return any(self.family_of(s) == family for s in self.run_inputs if id(s) in self.late_grad)
+
     def note_visible_write(self, t: torch.Tensor, moves_data: bool) -> None:
         """A write of `t` at `seq` that eager's autograd records."""
         self.visible_writes.add(storage_key(t))
