@@ -278,6 +278,7 @@ def _analysis(
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
+    blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
@@ -302,9 +303,7 @@ def _analysis(
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
         read_after_grad_set=early_sets,
-        input_set_blocks=input_set_blocks(
-            flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors)
-        ),
+        input_set_blocks=blocks,
         kept_accumulators=tuple(
             (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
             or flat.tensor_indices[k] in kept_by_layout

@@ -3521,7 +3521,7 @@ def _alias_written_and_returned(x0: T, x1: T) -> object:
     return (x1 * 2, x0)
 
 
-def _base_and_its_view(make: Callable[..., T]) -> Make:
+def _base_and_its_flat_view(make: Callable[..., T]) -> Make:
     def inputs() -> tuple[object, ...]:
         b = make(2, 3)
         return (b, b.view(-1))
@@ -3549,10 +3549,10 @@ _ALIAS_WRITES = {
     "alias_returned": _alias_written_and_returned,
 }
 _ALIASED_INPUTS = {
-    "plain_base_and_view": _base_and_its_view(torch.randn),
+    "plain_base_and_view": _base_and_its_flat_view(torch.randn),
     "plain_halves": _halves(torch.randn),
     "plain_overlapping": _overlapping,
-    "pair_base_and_view": _base_and_its_view(pair),
+    "pair_base_and_view": _base_and_its_flat_view(pair),
     "pair_halves": _halves(pair),
 }
 
