@@ -502,17 +502,33 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0 and not torch.is_grad_enabled():
             note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
 
+    def _accumulator_kept(self, t: torch.Tensor) -> bool:
+        """`t`, set_() inside inference_mode, is a leaf that requires grad in eager and an op with grad read it before:
+        its accumulator may be alive, which eager keeps and the epilogue's set_() under no_grad renews (Note
+        [Gradient Accumulators Of Leaves]). Elsewhere the block's set_() is no_grad's: no kernel of autograd's
+        records it on a non-leaf, and a leaf no op with grad read has no accumulator to keep."""
+        read = id(t) in self.record.grad_reads or self.record.family_of(t) in self.record.grad_reads
+        if not read:
+            return False
+        found = self.record.input_positions.get(id(t))
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            if found is not None:
+                return t.requires_grad and found[1].is_leaf
+            # (a view's grad_fn is not read: the read would rebuild it, as eager's next read does, ahead of time)
+            return t.requires_grad and (t._is_view() or t.grad_fn is None)
+
     def _functional_set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """set_() of a FunctionalTensor: rebound (Note [Storage Swaps By Rebinding]), and what eager records of it."""
         grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
-        if self.depth == 0 and torch.is_inference_mode_enabled() and args[0].requires_grad:
+        if self.depth == 0 and torch.is_inference_mode_enabled() and self._accumulator_kept(args[0]):
             raise UnsupportedError(
-                f"{input_named(self.record, args[0])}set_() inside a torch.inference_mode() block of a tensor "
-                "that requires grad: eager records nothing but bumps its version counter, so that a backward "
-                "through a node that saved it raises, which the compiled call does not reproduce. set_() it "
-                "outside the block, under torch.no_grad()"
+                f"{input_named(self.record, args[0])}set_() inside a torch.inference_mode() block of a leaf "
+                "that requires grad, which an op with grad read before: eager's set_() there keeps the leaf's "
+                "gradient accumulator (the nodes made before and after feed the one), where the compiled call's "
+                "renews it (Note [Gradient Accumulators Of Leaves]). set_() it outside the block, under "
+                "torch.no_grad()"
             )
         if self.depth == 0:
             with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
@@ -786,19 +802,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.record.hidden_resizes and torch.is_grad_enabled():
                 read = tuple(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor))
                 self.record.note_reads_after_hidden_resize(read)
-        inplace_view = torch.Tag.inplace_view in getattr(func, "tags", ())
-        if inplace_view and self.depth == 0 and torch.is_inference_mode_enabled() and _plain_tensor(args[0]):
-            found = self.record.input_positions.get(id(args[0]))
-            eager_view = found[1]._base is not None if found is not None else args[0]._is_view()
-            # (a leaf's accumulator is made anew as under no_grad: Note [Leaves Laid Out Anew Under no_grad]; resize_:
-            # regenerate.replay_steps)
-            if args[0].requires_grad and eager_view and func is not torch.ops.aten.resize_.default:
-                raise UnsupportedError(
-                    f"{input_named(self.record, args[0])}{func}: an in-place view op (t_, unsqueeze_, ...) inside a "
-                    "torch.inference_mode() block on a tensor that requires grad: eager changes the layout without "
-                    "recording it and rebuilds the view's history by as_strided() after the block, which the "
-                    "compiled call does not repeat. Use the out-of-place view op (x = x.unsqueeze(1))"
-                )
         seq_before = self.record.seq
         self._track_op(func, schema, args, out, kwargs)
         if self.depth == 0:
