@@ -43,38 +43,45 @@ T = torch.Tensor
 # A view set_() onto another storage keeps its `._base`
 
 
-# fuzz seed 3000 #3421
-def test_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t1 = x0.mul(x0).diagonal(1, 2, 0)
-        set_to(t1, x0)
-        return (t1,)
-
-    _no_grad_parity(f, lambda: (torch.randn(2, 2, 2),), compile_fn)
+def _diagonal_of_intermediate_set_to_input(x0: T) -> object:
+    # fuzz seed 3000 #3421
+    t1 = x0.mul(x0).diagonal(1, 2, 0)
+    set_to(t1, x0)
+    return (t1,)
 
 
-# fuzz seed 3000 #9980
-def test_view_of_clone_set_to_aliased_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T) -> object:
-        t1 = x1.clone().unsqueeze(0)
-        set_to(t1, x0)
-        return (t1,)
+def _view_of_clone_set_to_aliased_input(x0: T, x1: T) -> object:
+    # fuzz seed 3000 #9980
+    t1 = x1.clone().unsqueeze(0)
+    set_to(t1, x0)
+    return (t1,)
 
-    def make_inputs() -> tuple[object, ...]:
-        b = torch.randn(())
-        return (b, b)
 
+def _one_scalar_twice() -> tuple[object, ...]:
+    b = torch.randn(())
+    return (b, b)
+
+
+def _transposed_clone_set_to_input(x0: T) -> object:
+    # fuzz seed 5000 #2753
+    t1 = x0.clone().t()
+    set_to(t1, x0)
+    return t1, t1._base
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (_diagonal_of_intermediate_set_to_input, lambda: (torch.randn(2, 2, 2),)),
+        (_view_of_clone_set_to_aliased_input, _one_scalar_twice),
+        (_transposed_clone_set_to_input, lambda: (torch.randn(3, 2),)),
+    ],
+    ids=["diagonal_of_intermediate", "clone_to_aliased_input", "transposed_clone"],
+)
+def test_view_set_onto_an_input_keeps_its_base(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
     _no_grad_parity(f, make_inputs, compile_fn)
-
-
-# fuzz seed 5000 #2753
-def test_transposed_clone_set_to_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t1 = x0.clone().t()
-        set_to(t1, x0)
-        return t1, t1._base
-
-    _no_grad_parity(f, lambda: (torch.randn(3, 2),), compile_fn)
 
 
 def test_base_of_view_set_onto_input_has_eager_values() -> None:
@@ -313,41 +320,36 @@ def test_grad_view_of_intermediate_set_under_grad_is_refused(compile_fn: Compile
 # clone now has the input's zero strides, so they match eager.
 
 
-# fuzz seed 24 #187
-def test_reshape_of_expanded_subclass_input_in_training(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        return (x0.reshape((1, 4, -1)),)
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)
-
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+def _reshape_of_input(x0: T) -> object:
+    # fuzz seed 24 #187
+    return (x0.reshape((1, 4, -1)),)
 
 
-# fuzz seed 2000 #2573
-def test_set_to_an_expanded_nonleaf_subclass_input_in_training(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T) -> object:
-        with torch.no_grad():
-            set_to(x0, x1)
-        return ()
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))
-
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+def _set_to_input_under_no_grad(x0: T, x1: T) -> object:
+    # fuzz seed 2000 #2573
+    with torch.no_grad():
+        set_to(x0, x1)
+    return ()
 
 
-# fuzz seed 2000 #9386
-def test_reshape_copy_of_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t0 = x0.view(1, 3, 4)
-        return (t0.reshape(4, 3),)
+def _reshape_copy_of_view(x0: T) -> object:
+    # fuzz seed 2000 #9386
+    t0 = x0.view(1, 3, 4)
+    return (t0.reshape(4, 3),)
 
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
 
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (_reshape_of_input, lambda: (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)),
+        (_set_to_input_under_no_grad, lambda: (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))),
+        (_reshape_copy_of_view, lambda: (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)),
+    ],
+    ids=["reshape", "set_to_expanded_nonleaf", "reshape_copy"],
+)
+def test_expanded_subclass_input_in_training(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
@@ -603,14 +605,8 @@ def _write_view_then_set(x0: T, x1: T, x2: T) -> object:
     return ()
 
 
-# fuzz seed 47000 #3046 (shrunk): x0's grad_fn, rebuilt from x2 after the set_(), raises IndexError in eager and
-# after the compiled call alike; it crashed the compile (reading it for a tangent).
-def test_view_input_written_then_base_set(compile_fn: CompileFn | None) -> None:
-    check_with_grad(_write_view_then_set, _inputs(), compile_fn)
-
-
-# fuzz seed 47000 #3046, variants: other view ops and sizes set_() to, the view returned, the write through the
-# base or both, and the plain counterpart (eager rebuilds a plain view by as_strided(): no error).
+# fuzz seed 47000 #3046, variants: other view ops and sizes set_() to (below: the plain counterpart, which eager
+# rebuilds by as_strided(): no error).
 @pytest.mark.parametrize("view", sorted(VIEWS))
 @pytest.mark.parametrize("shape", [(2, 2), (4,), (), (2, 1, 2)])
 def test_view_input_written_then_base_set_over_view_ops_and_sizes(
@@ -619,36 +615,43 @@ def test_view_input_written_then_base_set_over_view_ops_and_sizes(
     check_with_grad(_write_view_then_set, _inputs(VIEWS[view], shape), compile_fn)
 
 
-# fuzz seed 47000 #3046
-def test_view_input_written_then_base_set_view_returned(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T, x2: T) -> object:
-        x0.mul_(3.0)
-        set_to(x2, x1)
-        return (x0, x2)
-
-    check_with_grad(f, _inputs(), compile_fn)
+def _view_returned(x0: T, x1: T, x2: T) -> object:
+    x0.mul_(3.0)
+    set_to(x2, x1)
+    return (x0, x2)
 
 
-# fuzz seed 47000 #3046
-def test_view_input_and_base_written_then_base_set(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T, x2: T) -> object:
-        x2.add_(1.0)
-        x0.mul_(2.0)
-        set_to(x2, x1)
-        return (x0,)
-
-    check_with_grad(f, _inputs(VIEWS["select"]), compile_fn)
+def _base_and_view_written(x0: T, x1: T, x2: T) -> object:
+    x2.add_(1.0)
+    x0.mul_(2.0)
+    set_to(x2, x1)
+    return (x0,)
 
 
-# fuzz seed 47000 #3046
-def test_view_input_written_then_base_set_output_computed_before(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T, x2: T) -> object:
-        x0.mul_(3.0)
-        t1 = x0.mul(2.0)  # saves no x0: its backward rebuilds no history
-        set_to(x2, x1)
-        return (t1,)
+def _output_computed_before_set(x0: T, x1: T, x2: T) -> object:
+    x0.mul_(3.0)
+    t1 = x0.mul(2.0)  # saves no x0: its backward rebuilds no history
+    set_to(x2, x1)
+    return (t1,)
 
-    check_with_grad(f, _inputs(), compile_fn)
+
+# fuzz seed 47000 #3046 (shrunk, the "program" case): x0's grad_fn, rebuilt from x2 after the set_(), raises
+# IndexError in eager and after the compiled call alike; it crashed the compile (reading it for a tangent). Variants
+# of it: the view returned, the write through the base and the view, the output computed before the set_()
+@pytest.mark.parametrize(
+    ("f", "view"),
+    [
+        (_write_view_then_set, "transpose"),
+        (_view_returned, "transpose"),
+        (_base_and_view_written, "select"),
+        (_output_computed_before_set, "transpose"),
+    ],
+    ids=["program", "view_returned", "base_and_view_written", "output_computed_before_set"],
+)
+def test_view_input_written_then_base_set(
+    f: Callable[[T, T, T], object], view: str, compile_fn: CompileFn | None
+) -> None:
+    check_with_grad(f, _inputs(VIEWS[view]), compile_fn)
 
 
 @pytest.mark.parametrize("subclass", [True, False])
