@@ -1216,7 +1216,7 @@ def _dirty_base_then_gains(x0: T, x1: T) -> object:
     ],
     ids=["base", "pair_base", "rows_other", "view", "pair_view", "dirty_base", "pair_dirty_base", "rows_dirty_other"],
 )
-def test_seed117100_1260_dirty_input_flagged_after_the_apply(
+def test_dirty_input_flagged_after_the_apply(
     f: Callable[..., object], make: Make, compile_fn: CompileFn | None
 ) -> None:
     with torch.enable_grad():
@@ -1233,7 +1233,7 @@ def _identity_then_base_gains(x0: T, x1: T) -> object:
 
 # variant of fuzz seed 117100 #1260 with an input returned unmarked: eager's apply returns a view of it made under no_grad,
 # which the run (a detached alias) cannot tell from a forward returning x.detach(): refused by name
-def test_seed117100_1260_unmarked_input_flagged_after_the_apply_refused(compile_fn: CompileFn | None) -> None:
+def test_unmarked_input_flagged_after_the_apply_refused(compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         if compile_fn is not None:
             assert_matches_eager(_identity_then_base_gains, _reshaped_and_base, compile_fn=compile_fn)

@@ -1907,7 +1907,8 @@ def _view_of_assigned_and_it(x0: T) -> tuple[T, T]:
 _HISTORY_RULE = "view of a tensor with autograd history whose `.data` the program assigned"
 
 
-def test_seed41000_3773_view_of_assigned_with_history_is_refused(compile_fn: CompileFn | None) -> None:
+# fuzz seed 41000 #3773
+def test_view_of_assigned_with_history_is_refused(compile_fn: CompileFn | None) -> None:
     # was: output[0] requires_grad False vs eager True, and no gradient for x0
     refused_with_grad(_view_of_assigned, lambda: (nonleaf(),), compile_fn, _HISTORY_RULE)
     refused_with_grad(_transpose_of_assigned, lambda: (nonleaf(2, 3),), compile_fn, _HISTORY_RULE)
@@ -1944,7 +1945,8 @@ def _two_views_then_assigned(x0: T, x1: T) -> tuple[T, T]:
     return (t1, t2)
 
 
-def test_seed41000_4420_base_takes_assigned_metadata(compile_fn: CompileFn | None) -> None:
+# fuzz seed 41000 #4420
+def test_view_base_takes_assigned_metadata(compile_fn: CompileFn | None) -> None:
     # was: output[0]._base shape (3, 3) vs eager ()
     check_no_grad(_view_then_assigned, lambda: (pair(3, 3), pair()), compile_fn)
     check_no_grad(_two_views_then_assigned, lambda: (pair(3, 3), pair()), compile_fn)
@@ -1954,7 +1956,8 @@ def test_seed41000_4420_base_takes_assigned_metadata(compile_fn: CompileFn | Non
     check_with_grad(_view_then_assigned, lambda: (pair_nonleaf(3, 3), pair_nonleaf(3, 3).t()), compile_fn)
 
 
-def test_seed41000_4420_resized_root_in_training_is_refused(compile_fn: CompileFn | None) -> None:
+# fuzz seed 41000 #4420
+def test_resized_root_in_training_is_refused(compile_fn: CompileFn | None) -> None:
     # the compiled backward raised "invalid gradient ... got [] but expected shape compatible with [3, 3]"
     rule = "whose `.data` the program then assigned a tensor of another size"
     refused_with_grad(_view_then_assigned, lambda: (pair_nonleaf(3, 3), pair_nonleaf()), compile_fn, rule)
@@ -2316,7 +2319,7 @@ def test_no_grad_view_of_written_input_then_data_assigned_refused(compile_fn: Co
         assert_refused(f, make_inputs, compile_fn, "partly taken under no_grad")
 
 
-def test_seed24000_768_input_assigned_another_dtype_refused(compile_fn: CompileFn | None) -> None:
+def test_input_assigned_another_dtype_refused(compile_fn: CompileFn | None) -> None:
     """Seed 24000 #768 (shrunk; diverged: x0 and out[0] came back float32 where eager's are int64): `.data =` gives
     eager's tensor the assigned dtype, which the trace (whose tensors keep the dtype they were made with) cannot.
     Refused by name (Note [Storage Swaps By Rebinding])."""
@@ -2410,12 +2413,13 @@ def _assigned_then_resized(make: str, size: int, returned: bool) -> Callable[[T,
     return f
 
 
+# fuzz seed 116900 #1993
 @pytest.mark.parametrize("returned", [False, True])
 @pytest.mark.parametrize("size", [14, 5])
 @pytest.mark.parametrize("grad", [False, True])
 @pytest.mark.parametrize("same", [True, False])
 @pytest.mark.parametrize("make", list(_RETYPED_INTERMEDIATES))
-def test_seed116900_1993_input_grown_after_an_intermediate_of_another_dtype_took_its_data(
+def test_input_grown_after_an_intermediate_of_another_dtype_took_its_data(
     compile_fn: CompileFn | None, make: str, same: bool, grad: bool, size: int, returned: bool
 ) -> None:
     def make_inputs() -> tuple[object, ...]:
@@ -2447,11 +2451,12 @@ _AFTER_RETYPED: dict[str, Callable[[T, T], object]] = {
 }
 
 
+# fuzz seed 116900 #1993
 @pytest.mark.parametrize("grad", [False, True])
 @pytest.mark.parametrize("same", [True, False])
 @pytest.mark.parametrize("make", ["sort", "double", "half"])
 @pytest.mark.parametrize("after", list(_AFTER_RETYPED))
-def test_seed116900_1993_intermediate_of_another_dtype_used_after(
+def test_intermediate_of_another_dtype_used_after(
     compile_fn: CompileFn | None, after: str, make: str, same: bool, grad: bool
 ) -> None:
     def f(x0: T, x1: T) -> object:
@@ -2468,8 +2473,9 @@ def test_seed116900_1993_intermediate_of_another_dtype_used_after(
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+# fuzz seed 116900 #1993
 @pytest.mark.parametrize("make", ["sort", "double", "half"])
-def test_seed116900_1993_intermediate_of_another_dtype_grown_refused(compile_fn: CompileFn | None, make: str) -> None:
+def test_intermediate_of_another_dtype_grown_refused(compile_fn: CompileFn | None, make: str) -> None:
     # eager counts the storage in the assigned dtype's elements, the run in the intermediate's own: refused by name
     def f(x0: T) -> object:
         t1 = _RETYPED_INTERMEDIATES[make](x0)
@@ -2482,8 +2488,9 @@ def test_seed116900_1993_intermediate_of_another_dtype_grown_refused(compile_fn:
         assert_refused(f, lambda: (torch.randn(4, 3),), compile_fn, r"resize_\(\) to \(14,\) of a tensor \(dtype")
 
 
+# fuzz seed 116900 #1993
 @pytest.mark.parametrize("same", [True, False])
-def test_seed116900_1993_pair_variants(compile_fn: CompileFn | None, same: bool) -> None:
+def test_pair_intermediate_takes_the_data_then_input_grown(compile_fn: CompileFn | None, same: bool) -> None:
     # PairTensor: an intermediate of the same dtype takes the data and x1 grows as eager's; of another dtype, Note
     # [Wrapper Storage]'s refusal stays
     def make_inputs() -> tuple[object, ...]:

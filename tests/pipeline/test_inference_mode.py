@@ -1184,7 +1184,8 @@ def test_alias_taken_after_the_block_of_an_inference_result_shares_its_storage(
         assert_matches_eager(f, make)
 
 
-def _seed112000_9698(x0: T) -> tuple[T, ...]:
+# fuzz seed 112000 #9698
+def _view_of_an_inference_result_given_to_it_by_data(x0: T) -> tuple[T, ...]:
     with torch.inference_mode():
         t0 = TransposeSaved.apply(x0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
     t1 = t0.transpose(0, 0)
@@ -1212,15 +1213,15 @@ def _view_after_the_block_then_source_given_its_data(view: str, returned: str) -
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
-def test_seed112000_9698_view_of_an_inference_tensor_given_to_it_by_data(grad: bool) -> None:
+def test_view_of_an_inference_tensor_given_to_it_by_data(grad: bool) -> None:
     """Fuzz seed 112000 #9698 (shrunk; diverged: out[0] a view and no inference tensor, eager's an inference tensor
     and no view): t1, a view of the inference tensor t0 taken after the block, is an inference tensor in eager, with
     no view relation; the `.data =` of t0 after it does not reach it. Its source moved by a `.data =` counted as if the
     view had been taken after the move."""
     with torch.set_grad_enabled(grad):
-        (eager,) = _seed112000_9698(torch.randn((1,)))
+        (eager,) = _view_of_an_inference_result_given_to_it_by_data(torch.randn((1,)))
         assert eager.is_inference() and not eager._is_view()
-        assert_matches_eager(_seed112000_9698, lambda: (torch.randn((1,)),))
+        assert_matches_eager(_view_of_an_inference_result_given_to_it_by_data, lambda: (torch.randn((1,)),))
 
 
 @pytest.mark.parametrize("returned", ["view", "view_and_source"])
@@ -1289,9 +1290,10 @@ _SAVED_VIEW_BASES: dict[str, Callable[[], tuple[T]]] = {
 }
 
 
+# fuzz seed 116000 #793
 @pytest.mark.parametrize("kind", sorted(_SAVED_VIEW_BASES))
 @pytest.mark.parametrize("view", sorted(_COMPOSITE_VIEWS_INSIDE))
-def test_seed116000_793_composite_view_inside_saved_and_its_base_written_after(view: str, kind: str) -> None:
+def test_composite_view_inside_saved_and_its_base_written_after(view: str, kind: str) -> None:
     f = _composite_view_inside_split_and_saved(view)
     with torch.enable_grad():
         assert_matches_eager(f, _SAVED_VIEW_BASES[kind])

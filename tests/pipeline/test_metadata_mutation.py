@@ -242,7 +242,7 @@ def test_subclass_views_transposed_under_no_grad(compile_fn: CompileFn | None, v
 SUBCLASS_RESIZED = r"args\[0\]: a tensor subclass input that is an autograd leaf and requires grad gets another size"
 
 
-def test_fuzz_seed17000_program4088(compile_fn: CompileFn | None) -> None:
+def test_select_after_leaf_t_under_no_grad_fails_eagers_size_check(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #4088: the expand() keeps the leaf's accumulator at its old size; eager's SelectBackward0 fails
     # its size check, and so must ours (the select is replayed on the real leaf after the epilogue's t_())
     def f(x0: T, x1: T) -> object:
@@ -355,7 +355,7 @@ def _aliased(view: Callable[[T], T], *shape: int) -> Callable[[], tuple[object, 
     return make_inputs
 
 
-def test_fuzz_seed17000_program3910(compile_fn: CompileFn | None) -> None:
+def test_nonleaf_set_to_its_empty_slice_under_no_grad_then_t_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #3910: eager's TBackward1 hands CloneBackward0 (size [2, 3]) a gradient of size [2, 0]
     refused_with_grad(_set_then("t_", "x1"), _aliased(lambda b: b[:, 3:3:2], 2, 3), compile_fn, BEHIND_OR_BASE_SET)
 

@@ -836,7 +836,7 @@ def _run(f: Callable[..., object], kind: str, inference: bool, compile_fn: Compi
         assert_matches_eager(f, lambda: (make(),), compile_fn=compile_fn)
 
 
-def test_seed3001_program2001(compile_fn: CompileFn | None) -> None:
+def test_view_of_select_taken_after_input_unsqueeze_in_inference(compile_fn: CompileFn | None) -> None:
     # seed 3001 #2001 (inference): t1 was replayed before the epilogue, whose unsqueeze_() on the wrapper then moved
     # x0's version counter, and reading t1.is_leaf raised "A view was created in no_grad mode ...".
     def f(x0: T) -> object:
@@ -1132,7 +1132,7 @@ def test_view_of_subclass_input_before_wrapper_set_onto_it(compile_fn: CompileFn
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions of seed 13000's inference programs; each program is a shrunk fuzz program (seed and index in the
-# test's name).
+# test's comment).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1140,8 +1140,9 @@ def test_view_of_subclass_input_before_wrapper_set_onto_it(compile_fn: CompileFn
 # resize_() to the size a tensor already has keeps its strides
 
 
+# fuzz seed 13000 #9159
 @pytest.mark.parametrize("kind", ["plain", "pair"])
-def test_seed13000_9159_resize_to_own_size_keeps_strides(kind: str, compile_fn: CompileFn | None) -> None:
+def test_resize_to_own_size_keeps_strides(kind: str, compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         x0.resize_((2,))
         x0.add_(0.5)
@@ -1173,7 +1174,8 @@ def test_resize_to_own_size_of_a_strided_view_returned(grad: bool, compile_fn: C
 # Bump]): eager's `._base` is the detach's result
 
 
-def test_seed13000_545_view_of_detach_after_input_unsqueeze_(compile_fn: CompileFn | None) -> None:
+# fuzz seed 13000 #545
+def test_view_of_detach_after_input_unsqueeze_(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.detach()
         x0.unsqueeze_(-1)
@@ -1199,7 +1201,7 @@ def test_view_of_detached_view_after_input_t_(grad: bool, compile_fn: CompileFn 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions of helper l45b: a returned subclass input rebuilt without its in-place view op (seed 45000 #3277)
 # and a no_grad view of an intermediate with history moved by `.data =` (seed 46000 #590); each program is a shrunk
-# fuzz program (seed and index in the test's name).
+# fuzz program (seed and index in the test's comment).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1209,7 +1211,8 @@ def _two_views_of_pair_nonleaf() -> tuple[object, ...]:
         return (b0.as_strided((), (), 0), b0.transpose(1, 0))
 
 
-def test_seed45000_3277_returned_input_unsqueeze_then_other_input_t(compile_fn: CompileFn | None) -> None:
+# fuzz seed 45000 #3277
+def test_returned_input_unsqueeze_then_other_input_t_refused(compile_fn: CompileFn | None) -> None:
     # eager's backward rebuilds x1's history from view functions without its unsqueeze_() and raises "invalid
     # gradient ... got [1, 3, 1] but expected shape compatible with [1, 3]" (Note [Stale View Functions])
     def f(x0: T, x1: T) -> object:
@@ -1221,7 +1224,8 @@ def test_seed45000_3277_returned_input_unsqueeze_then_other_input_t(compile_fn: 
     refused_with_grad(f, _two_views_of_pair_nonleaf, compile_fn, rule)
 
 
-def test_seed45000_3277_variant_own_op_last_supported(compile_fn: CompileFn | None) -> None:
+# fuzz seed 45000 #3277
+def test_returned_input_own_view_op_last_supported(compile_fn: CompileFn | None) -> None:
     # the returned input's own in-place view op comes last: nothing rebuilds its history, no refusal
     def f(x0: T, x1: T) -> object:
         x0.t_()
@@ -1237,7 +1241,8 @@ def _twice_nonleaf() -> tuple[object, ...]:
         return (b0, b0)
 
 
-def test_seed46000_590_no_grad_view_of_intermediate_with_history_assigned_data(compile_fn: CompileFn | None) -> None:
+# fuzz seed 46000 #590
+def test_no_grad_view_of_intermediate_with_history_assigned_data_refused(compile_fn: CompileFn | None) -> None:
     # eager's t1._base is t0 (an intermediate with history, on its own storage); t1 lives on x0's storage
     def f(x0: T, x1: T) -> object:
         t0 = x1.sum(1)
@@ -1251,7 +1256,8 @@ def test_seed46000_590_no_grad_view_of_intermediate_with_history_assigned_data(c
     )
 
 
-def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:
+# fuzz seed 46000 #590
+def test_no_grad_diagonal_of_intermediate_with_history_assigned_data_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.mul(2.0)
         with torch.no_grad():
@@ -1264,7 +1270,8 @@ def test_seed46000_590_variant_diagonal(compile_fn: CompileFn | None) -> None:
     )
 
 
-def test_seed46000_590_variant_inference_supported(compile_fn: CompileFn | None) -> None:
+# fuzz seed 46000 #590
+def test_view_of_intermediate_assigned_data_in_inference_supported(compile_fn: CompileFn | None) -> None:
     # under no_grad the intermediate has no history: the graph returns it as the base (Note [Outputs Over Another
     # Storage])
     def f(x0: T, x1: T) -> object:
@@ -1512,13 +1519,14 @@ def test_output_set_to_input_then_written_with_grad(compile_fn: CompileFn | None
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def _seed24000_621_inputs() -> tuple[object, ...]:
+# fuzz seed 24000 #621
+def _root_and_its_view_inputs() -> tuple[object, ...]:
     with torch.enable_grad():
         b0 = torch.randn((2,))
         return (b0, b0.transpose(0, 0))
 
 
-def test_seed24000_621_view_of_root_input_that_gains_grad(compile_fn: CompileFn | None) -> None:
+def test_view_of_root_input_that_gains_grad(compile_fn: CompileFn | None) -> None:
     """Seed 24000 #621 (shrunk; diverged: out[0] read as a leaf without grad_fn where eager's is_leaf and grad_fn
     raise "A view was created in no_grad mode ..."): x0 is the root of the storage it shares with x1 and gains
     requires_grad; its no_grad view, written after, requires grad in eager. The run lays both inputs out as views of a
@@ -1530,10 +1538,10 @@ def test_seed24000_621_view_of_root_input_that_gains_grad(compile_fn: CompileFn 
         t0.add_(0.5)
         return (t0,)
 
-    check_no_grad(f, _seed24000_621_inputs, compile_fn)
+    check_no_grad(f, _root_and_its_view_inputs, compile_fn)
 
 
-def test_seed24000_872_view_of_input_whose_root_input_gains_grad(compile_fn: CompileFn | None) -> None:
+def test_view_of_input_whose_root_input_gains_grad(compile_fn: CompileFn | None) -> None:
     """Seed 24000 #872 (shrunk; diverged as #621): t0 is a no_grad view of x1, a view of x0; set_() on x1 advances
     their counter, then x0 (the root) gains requires_grad: eager's t0 requires grad and its grad_fn raises."""
 
@@ -1928,13 +1936,12 @@ def _chain_viewed_after_another_chain_bump(x0: T) -> object:
     return (t2, u0.expand(2, 4))
 
 
+# fuzz seed 100100 #714
 @pytest.mark.parametrize("kind", sorted(_BUMP_MAKERS))
 @pytest.mark.parametrize(
     "f", [_view_taken_after_a_chain_bump, _view_taken_after_a_chain_bump_returned_last], ids=["first", "last"]
 )
-def test_seed100100_program714_view_after_bump_of_a_view(
-    compile_fn: CompileFn | None, kind: str, f: Callable[[T], object]
-) -> None:
+def test_view_after_bump_of_a_view(compile_fn: CompileFn | None, kind: str, f: Callable[[T], object]) -> None:
     make = _BUMP_MAKERS[kind]
     check_no_grad(f, lambda: (make(),), compile_fn)
     if kind in ("nonleaf", "pair", "pair_nonleaf"):  # (with grad, eager refuses the transpose_() of a leaf's view)
@@ -2353,7 +2360,7 @@ _VIEW_WRITES: dict[str, Callable[[T], T]] = {
 @pytest.mark.parametrize("write", sorted(_VIEW_WRITES))
 @pytest.mark.parametrize("take", ["split", "narrow"])
 @pytest.mark.parametrize("own_flag", [True, False])
-def test_seed116500_3219_no_grad_view_with_own_flag_whose_root_gains_grad(
+def test_no_grad_view_with_own_flag_whose_root_gains_grad(
     compile_fn: CompileFn | None, kind: str, write: str, take: str, own_flag: bool
 ) -> None:
     """Fuzz seed 116500 #3219 (shrunk; diverged: out[0] read as a leaf without grad_fn where eager's is_leaf and
@@ -2549,10 +2556,11 @@ def _view_of_input_resized_in_inference_mode(x0: T) -> object:
     return (t0, t1, x0)
 
 
+# fuzz seed 117100 #6137
 @pytest.mark.parametrize("base", sorted(_MULTI_OUTPUT_BASES))
 @pytest.mark.parametrize("op", _MULTI_OUTPUT_KINDS)
 @pytest.mark.parametrize("fn", [_view_resized_in_inference_mode, _view_of_input_resized_in_inference_mode])
-def test_seed117100_6137_view_of_multi_output_input_resized_and_written(
+def test_view_of_multi_output_input_resized_and_written(
     compile_fn: CompileFn | None, base: str, op: str, fn: Callable[[T], object]
 ) -> None:
     # eager's output views taken with grad before the write raise at grad_fn, naming their own node; a subclass input
@@ -2666,9 +2674,7 @@ def _multi_output_view_before_base_gains_grad(make: Callable[[T], T]) -> Callabl
 
 @pytest.mark.parametrize("kind", ["plain", "PairTensor"])
 @pytest.mark.parametrize("op", _MULTI_OUTPUT_KINDS)
-def test_seed117100_3816_multi_output_view_of_input_whose_base_gains_grad(
-    compile_fn: CompileFn | None, kind: str, op: str
-) -> None:
+def test_multi_output_view_of_input_whose_base_gains_grad(compile_fn: CompileFn | None, kind: str, op: str) -> None:
     # fuzz seed 117100 #3816: eager's unbind() view, taken while its input required no grad, raises at grad_fn
     # ("A view was created in no_grad mode ... multiple views") once the base gains grad and is written; the probe
     # comparing eager's autograd graphs (flag set early or as called) read it and raised. The compiled call sets the

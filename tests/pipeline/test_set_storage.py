@@ -1415,7 +1415,7 @@ def _self_set(x: T) -> None:
 # fuzz seed 49000 #9292: x0 set_() to itself under no_grad before any read; t1's backward raises (t0, saved by the
 # mul, is written): eager's MulBackward0 feeds the accumulator the returned x0 feeds, so x0.grad stays None; ours
 # renewed the accumulator after the call and gave the returned x0 a gradient
-def test_seed49000_9292_self_set_before_reads(compile_fn: CompileFn | None) -> None:
+def test_leaf_self_set_before_reads_feeds_the_returned_leafs_accumulator(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         _self_set(x0)
         t0 = x0.add(-1.0)
@@ -1430,7 +1430,7 @@ def test_seed49000_9292_self_set_before_reads(compile_fn: CompileFn | None) -> N
 
 # variants of fuzz seed 49000 #9292: no write (the backward completes), x0 not returned, returned as a view or first,
 # an in-place write instead of the copy_, set_() twice, reads through a view taken after the set_
-def test_seed49000_9292_variants(compile_fn: CompileFn | None) -> None:
+def test_leaf_self_set_before_reads_unwritten_unreturned_viewed_or_twice(compile_fn: CompileFn | None) -> None:
     def no_write(x0: T) -> object:
         _self_set(x0)
         t0 = x0.add(-1.0)
@@ -1466,7 +1466,7 @@ def test_seed49000_9292_variants(compile_fn: CompileFn | None) -> None:
 
 # variants of fuzz seed 49000 #9292 read only before the set_(), or only between two of them: eager's nodes feed an
 # earlier accumulator than the returned leaf's (fuzz seed 10000 #2934's rule)
-def test_seed49000_9292_reads_before_self_set(compile_fn: CompileFn | None) -> None:
+def test_reads_before_self_set_feed_an_earlier_accumulator(compile_fn: CompileFn | None) -> None:
     def before(x0: T) -> object:
         t0 = x0.add(-1.0)
         t1 = x0.mul(t0)
@@ -1490,7 +1490,7 @@ def test_seed49000_9292_reads_before_self_set(compile_fn: CompileFn | None) -> N
 # variant of fuzz seed 49000 #9292 read with grad before and after the set_(), with a raising backward: eager's
 # nodes feed two accumulators, the returned leaf's behind the raising node; refused for leaves (the backward that
 # completes, and non-leaves, match)
-def test_seed49000_9292_reads_around_self_set(compile_fn: CompileFn | None) -> None:
+def test_reads_around_self_set_with_raising_backward_refused_for_leaves(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t = x0.mul(2.0)
         _self_set(x0)
@@ -1517,7 +1517,7 @@ def test_seed49000_9292_reads_around_self_set(compile_fn: CompileFn | None) -> N
 # fuzz seed 49000 #3836 (unshrunk): x2 (x1 passed again) written, set_() to itself with grad, read and written after;
 # eager's set_ node waits behind the program's nodes, so x0 gets its gradient before the backward raises; ours made
 # the set_ node after the compiled call, where it raised before x0's caller nodes ran (x0.grad None)
-def test_seed49000_3836_unshrunk(compile_fn: CompileFn | None) -> None:
+def test_set_under_grad_node_waits_behind_the_programs_nodes(compile_fn: CompileFn | None) -> None:
     def make_inputs() -> tuple[object, ...]:
         with torch.enable_grad():
             b0 = torch.randn((4,))
@@ -1547,7 +1547,7 @@ def test_seed49000_3836_unshrunk(compile_fn: CompileFn | None) -> None:
 
 
 # variants of fuzz seed 49000 #3836: the set_() input written after, returned first, not returned, read before too
-def test_seed49000_3836_variants(compile_fn: CompileFn | None) -> None:
+def test_set_under_grad_input_written_returned_first_unreturned_or_viewed(compile_fn: CompileFn | None) -> None:
     def written(x0: T, x1: T) -> object:
         set_to(x1, x1)
         t0 = x1.mul(x1)
@@ -1577,7 +1577,7 @@ def test_seed49000_3836_variants(compile_fn: CompileFn | None) -> None:
 
 # variants of fuzz seed 49000 #9292 read only through a view taken before the set_(): the set_() advanced the version
 # the view shares, so eager regenerates its grad_fn from the new accumulator (x0.grad None, as for the program)
-def test_seed49000_9292_view_taken_before_self_set(compile_fn: CompileFn | None) -> None:
+def test_view_taken_before_self_set_regenerates_from_the_new_accumulator(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         v = x0.view(-1)
         _self_set(x0)
@@ -1606,7 +1606,7 @@ def test_seed49000_9292_view_taken_before_self_set(compile_fn: CompileFn | None)
 # x0.grad stays None; ours counted the contiguous() as a read before the set_() and renewed the accumulator after the
 # call. Variants: the other ops that return their argument itself (to() of its own dtype, float() of a float), the
 # leaf passed once, written in the program instead of after the call
-def test_seed109801_143_op_returning_its_argument_reads_nothing(compile_fn: CompileFn | None) -> None:
+def test_op_returning_its_argument_reads_nothing(compile_fn: CompileFn | None) -> None:
     def repro(x0: T, x1: T) -> object:
         t0 = x0.contiguous()
         with torch.no_grad():
@@ -1643,7 +1643,7 @@ def test_seed109801_143_op_returning_its_argument_reads_nothing(compile_fn: Comp
 # the apply as a read and renewed the accumulator after the call, giving the returned x0 a gradient. Variants: the
 # Function applied before the set_() only, and before it with a plain read after (two accumulators behind a raising
 # backward: refused for leaves, as for plain reads around the set_())
-def test_seed117100_8392_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
+def test_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
     def repro(x0: T) -> object:
         _self_set(x0)
         t0 = _sin_fn(x0)
@@ -1687,7 +1687,7 @@ def _expanded_leaf_and(make: Callable[[], T]) -> Callable[[], tuple[object, ...]
 # backward through both written inputs runs x0's regenerated node first (b0 gets its gradient) and then raises at the
 # set_ node; ours replayed the layout before repeating the set_, whose node (numbered above all) ran first and raised.
 # Variants: t_() instead, x1 returned too, written with grad after, the layout op before the set_() (order kept)
-def test_seed117100_9404_layout_op_after_set_under_grad(compile_fn: CompileFn | None) -> None:
+def test_layout_op_after_set_under_grad_keeps_eagers_node_order(compile_fn: CompileFn | None) -> None:
     def repro(x0: T, x1: T) -> object:
         set_to(x1, x1)
         x1.unsqueeze_(1)
@@ -1775,7 +1775,7 @@ def _view_of(make: Callable[..., T]) -> Callable[..., T]:
 
 # variants of fuzz seed 49000 #3836: the set_() input read after only through a view taken before it (eager's set_
 # node gets the view's regenerated node), set_() twice, and passed as a view of another tensor
-def test_seed49000_3836_view_read_after_set(compile_fn: CompileFn | None) -> None:
+def test_set_under_grad_input_read_after_through_an_earlier_view(compile_fn: CompileFn | None) -> None:
     def view_read(x0: T, x1: T) -> object:
         v = x1.view(-1)
         set_to(x1, x1)
@@ -1796,7 +1796,7 @@ def test_seed49000_3836_view_read_after_set(compile_fn: CompileFn | None) -> Non
 # variant of fuzz seed 49000 #3836: a plain input set_() under grad to another input's storage and read after, beside
 # a returned leaf: its set_ node, which has an edge to that input's history, stays in the epilogue, where the order of
 # a raising backward is out of reach: refused (Note [set_ Under Grad]); a PairTensor one matches
-def test_seed49000_3836_set_to_other_input(compile_fn: CompileFn | None) -> None:
+def test_set_under_grad_to_other_input_beside_returned_leaf(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         set_to(x1, x2)
         t0 = x1.mul(x1)
@@ -2028,7 +2028,7 @@ def test_written_sort_results_dropped_under_no_grad_and_with_grad(
 # Fuzz regressions from dev seed 49000: views taken after an in-place view op on an input (Note [Views That Raise
 # After A Bump]), a set_() of a leaf's neighbour in a raising backward (Note [set_ Under
 # Grad]), and views set_() onto another storage whose `._base` is an input's own base (Note [Outputs Over Another
-# Storage]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
+# Storage]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's comment).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -2042,7 +2042,7 @@ _METADATA_CHANGES: tuple[Callable[[T], object], ...] = (
 
 # fuzz seed 49000 #2330: the as_strided view is taken before x0.t_(), its unbind() after: eager's multi-output view
 # was made after the bump and reads fine; replayed before the epilogue, ours raised on grad_fn
-def test_seed49000_2330_multi_output_view_after_inplace_view_op(compile_fn: CompileFn | None) -> None:
+def test_multi_output_view_after_inplace_view_op(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.as_strided((1, 2), (0, 0), 0)
         x0.t_()
@@ -2056,7 +2056,7 @@ def test_seed49000_2330_multi_output_view_after_inplace_view_op(compile_fn: Comp
 
 
 # variant of fuzz seed 49000 #2330: other in-place view ops, and split()/chunk() after them, plain and PairTensor
-def test_seed49000_2330_split_after_metadata_changes(compile_fn: CompileFn | None) -> None:
+def test_split_after_metadata_changes(compile_fn: CompileFn | None) -> None:
     for change in _METADATA_CHANGES:
 
         def f(x0: T, change: Callable[[T], object] = change) -> object:
@@ -2070,7 +2070,7 @@ def test_seed49000_2330_split_after_metadata_changes(compile_fn: CompileFn | Non
 
 
 # variant of fuzz seed 49000 #2330: a plain view() taken first, the split after x0.unsqueeze_(0)
-def test_seed49000_2330_split_of_view_after_unsqueeze_(compile_fn: CompileFn | None) -> None:
+def test_split_of_view_after_unsqueeze_(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.view(-1)
         x0.unsqueeze_(0)
@@ -2084,7 +2084,7 @@ def test_seed49000_2330_split_of_view_after_unsqueeze_(compile_fn: CompileFn | N
 # the mul's, and the leaf x0 gets its gradient before the backward raises; ours, whose set_ node was made after the
 # compiled call, raised first (was refused); the runtime now repeats that set_ before the call (Note [set_ Under
 # Grad])
-def test_seed49000_3836_set_beside_returned_leaf(compile_fn: CompileFn | None) -> None:
+def test_set_beside_returned_leaf_then_read(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         set_to(x2, x2)
         t0 = x1.mul(x1)
@@ -2111,7 +2111,7 @@ def test_seed49000_3836_set_beside_returned_leaf(compile_fn: CompileFn | None) -
 
 # variants of fuzz seed 49000 #3836 that eager orders as ours: no read after the set_(), a read before it, or only a
 # view of the set_() input returned
-def test_seed49000_3836_set_beside_returned_leaf_supported(compile_fn: CompileFn | None) -> None:
+def test_set_beside_returned_leaf_unread_read_before_or_viewed(compile_fn: CompileFn | None) -> None:
     def unread(x0: T, x1: T, x2: T) -> object:
         set_to(x2, x2)
         return (x0, x1)
@@ -2138,7 +2138,7 @@ def test_seed49000_3836_set_beside_returned_leaf_supported(compile_fn: CompileFn
 
 # fuzz seed 49000 #4037: t3, a view of x1's base (x1 a view), set_() onto an intermediate: eager's `t3._base` is that
 # base, not the intermediate
-def test_seed49000_4037_view_set_onto_intermediate_keeps_input_base(compile_fn: CompileFn | None) -> None:
+def test_view_set_onto_intermediate_keeps_input_base(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T) -> object:
         t0 = x1.expand((3, 3, 1))
         t2 = x1.mul(3.0).transpose(1, 2)
@@ -2162,7 +2162,7 @@ def test_seed49000_4037_view_set_onto_intermediate_keeps_input_base(compile_fn: 
 
 
 # variant of fuzz seed 49000 #4037: set_() onto another input's storage, x1 a view of a base it shares with x0 or not
-def test_seed49000_4037_view_set_onto_input_keeps_input_base(compile_fn: CompileFn | None) -> None:
+def test_view_set_onto_input_keeps_input_base(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T) -> object:
         t3 = x1.unsqueeze(0).select(0, 0)
         set_to(t3, x0.t())
@@ -2178,7 +2178,7 @@ def test_seed49000_4037_view_set_onto_input_keeps_input_base(compile_fn: Compile
 
 
 # variant of fuzz seed 49000 #4037 with grad: x1, a view of a non-leaf, viewed and set_() onto x0 with grad on
-def test_seed49000_4037_grad_view_set_onto_input(compile_fn: CompileFn | None) -> None:
+def test_grad_view_set_onto_input(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T) -> object:
         t3 = x1.unsqueeze(0).select(0, 0)
         set_to(t3, x0)
@@ -2599,6 +2599,7 @@ def _view_inputs_of(kind: str) -> tuple[object, ...]:
     return (pair(3, requires_grad=True), pair_nonleaf(2, 3)[0])
 
 
+# fuzz seed 113600 #222
 @pytest.mark.parametrize("kind", ["plain", "strided", "pair"])
 @pytest.mark.parametrize(
     "f",
@@ -2611,7 +2612,7 @@ def _view_inputs_of(kind: str) -> tuple[object, ...]:
     ],
     ids=["own_view", "then_op", "view_returned", "op_before", "function_before"],
 )
-def test_seed113600_222_view_input_set_under_grad_before_other_nodes(
+def test_view_input_set_under_grad_before_other_nodes(
     f: Callable[[T, T], object], kind: str, compile_fn: CompileFn | None
 ) -> None:
     with torch.enable_grad():

@@ -714,7 +714,7 @@ def test_view_of_a_view_set_off_its_base_without_grad(compile_fn: CompileFn | No
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regression: a view of a multi-output view input, set_() under no_grad (Note [Views That Raise After
-# A Bump]); the program is a shrunk fuzz program (seed and index in the test's name), with variants.
+# A Bump]); the program is a shrunk fuzz program (seed and index in the test's comment), with variants.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -728,7 +728,8 @@ def _unbind_input(shape: tuple[int, ...], *, wrapped: bool, split: bool) -> Call
     return make_inputs
 
 
-def test_seed15000_6332_view_of_unbind_input_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+# fuzz seed 15000 #6332
+def test_view_of_unbind_input_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # the runtime's replay of the diagonal raised: the epilogue had advanced the unbind() output's counter
     def f(x0: T) -> object:
         t0 = x0[:, 1:1:1]
@@ -827,7 +828,7 @@ _LATER: dict[str, Callable[[T], T]] = {
 }
 
 
-def test_fuzz_seed47000_program2065(compile_fn: CompileFn | None) -> None:
+def test_view_taken_after_an_unbind_view_set_to_the_input(compile_fn: CompileFn | None) -> None:
     # fuzz seed 47000 #2065 (shrunk): t1 came back with a grad_fn that raises, eager's is a leaf
     def make_inputs() -> tuple[object, ...]:
         with torch.enable_grad():
@@ -2285,7 +2286,8 @@ def test_no_grad_view_of_a_tensor_set_under_no_grad(
             assert_refused(f, make_inputs, compile_fn, _NO_GRAD_VIEW_AFTER_SET_RULE)
 
 
-def test_fuzz_seed116000_program697(compile_fn: CompileFn | None) -> None:
+# fuzz seed 116000 #697
+def test_view_of_a_clone_with_grad_set_onto_a_view_of_another_input(compile_fn: CompileFn | None) -> None:
     # the shrunk program: a clone made with grad set_() onto a (1, 1, 1) view of the other input, unsqueezed; ours
     # came back with requires_grad False
     def make_inputs() -> tuple[object, ...]:

@@ -620,7 +620,7 @@ def test_view_of_other_input_set_to_view_of_written_input(compile_fn: CompileFn 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions about outputs that alias an input set_() (or `.data =`-assigned) to an empty tensor the program
 # computed, whose eager strides are the kernel's (Note [Strides The Kernels Choose], Note [Strides The Kernels
-# Choose]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's name).
+# Choose]); each program is a shrunk fuzz program or a variant of one (seed and index in the test's comment).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -633,7 +633,7 @@ def _x_permuted() -> T:
 
 
 # fuzz seed 47000 #3804: the output, a view of the empty product, is what x0.data was assigned: eager's (0, 2)
-def test_seed47000_3804_view_assigned_to_data_keeps_kernel_strides(compile_fn: CompileFn | None) -> None:
+def test_view_assigned_to_data_keeps_kernel_strides(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0[:, :, 0:0:2]
         t1 = x0.mul(t0)
@@ -648,7 +648,7 @@ def test_seed47000_3804_view_assigned_to_data_keeps_kernel_strides(compile_fn: C
 
 
 # variant of fuzz seed 47000 #3804: set_() instead of `.data =`, returned with the input
-def test_seed47000_3804_view_set_to_input_keeps_kernel_strides(compile_fn: CompileFn | None) -> None:
+def test_view_set_to_input_keeps_kernel_strides(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t2 = x0.mul(x0[:, :, 0:0:2]).select(1, -1)
         set_to(x0, t2)
@@ -660,7 +660,7 @@ def test_seed47000_3804_view_set_to_input_keeps_kernel_strides(compile_fn: Compi
 
 
 # variant of fuzz seed 47000 #3804 on a PairTensor: the wrapper and its inner tensors take the kernel's strides
-def test_seed47000_3804_pair_view_set_keeps_kernel_strides(compile_fn: CompileFn | None) -> None:
+def test_pair_view_set_keeps_kernel_strides(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t2 = x0.mul(x0[:, :, 0:0:2]).select(1, -1)
         set_to(x0, t2)
@@ -678,7 +678,7 @@ def test_seed47000_3804_pair_view_set_keeps_kernel_strides(compile_fn: CompileFn
 
 # variant of fuzz seed 47000 #3804: a view of the intermediate that the input becomes, rebuilt by replaying the view
 # on a PairTensor, and a view of the input itself (replayed on the real input)
-def test_seed47000_3804_views_after_set_keep_kernel_strides(compile_fn: CompileFn | None) -> None:
+def test_views_after_set_keep_kernel_strides(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t1 = x0.mul(x0[:, :, 0:0:2])
         x0.data = t1
@@ -697,7 +697,7 @@ def test_seed47000_3804_views_after_set_keep_kernel_strides(compile_fn: CompileF
 
 # variant of fuzz seed 47000 #3804: a view of the empty intermediate with a layout of its own takes the strides its
 # view ops give the input's real layout, the kernel's (Note [Strides The Kernels Choose]); refused before
-def test_seed47000_3804_own_layout_view_of_empty_target(compile_fn: CompileFn | None) -> None:
+def test_own_layout_view_of_empty_target(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t1 = x0.mul(x0[:, :, 0:0:2])
         x0.data = t1
@@ -716,7 +716,7 @@ def test_seed47000_3804_own_layout_view_of_empty_target(compile_fn: CompileFn | 
 # variant of fuzz seed 47000 #3804: such a view taken before the intermediate was laid out anew in place (the input
 # took the new layout) has no view ops to replay from the input; rebuilt from the fake strides, it is refused (Note
 # [Strides The Kernels Choose])
-def test_seed47000_3804_own_layout_view_of_relaid_empty_target_refused(compile_fn: CompileFn | None) -> None:
+def test_own_layout_view_of_relaid_empty_target_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t1 = x0.mul(x0[:, :, 0:0:2])
         t2 = t1.select(1, -1)
@@ -753,9 +753,7 @@ _SIZE_ONE_STRIDE_OPS: dict[str, Callable[[T], T]] = {
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 @pytest.mark.parametrize("assign", ["data", "set"])
 @pytest.mark.parametrize("op", sorted(_SIZE_ONE_STRIDE_OPS))
-def test_seed114000_126_views_of_set_target_keep_kernel_strides(
-    compile_fn: CompileFn | None, op: str, assign: str, kind: str
-) -> None:
+def test_views_of_set_target_keep_kernel_strides(compile_fn: CompileFn | None, op: str, assign: str, kind: str) -> None:
     def f(x0: T, x1: T) -> object:
         t0 = _SIZE_ONE_STRIDE_OPS[op](x0)
         t1 = t0[:, :, 1:2]
@@ -778,9 +776,7 @@ def test_seed114000_126_views_of_set_target_keep_kernel_strides(
 # replay those too
 @pytest.mark.parametrize("kind", ["plain", "pair"])
 @pytest.mark.parametrize("assign", ["data", "set"])
-def test_seed114000_126_relaid_views_of_set_target_keep_kernel_strides(
-    compile_fn: CompileFn | None, assign: str, kind: str
-) -> None:
+def test_relaid_views_of_set_target_keep_kernel_strides(compile_fn: CompileFn | None, assign: str, kind: str) -> None:
     def f(x0: T, x1: T) -> object:
         t0 = x0.mul(-1.0)
         t1 = t0[:, :, 1:2]

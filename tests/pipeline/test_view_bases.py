@@ -33,7 +33,7 @@ from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions about which tensor an output view's `._base` is (Note [Outputs Over Another Storage], Note
-# [Output Regeneration]); each program is a shrunk fuzz program (seed and index in the test's name).
+# [Output Regeneration]); each program is a shrunk fuzz program (seed and index in the test's comment).
 # ---------------------------------------------------------------------------------------------------------------------
 
 T = torch.Tensor
@@ -43,35 +43,45 @@ T = torch.Tensor
 # A view set_() onto another storage keeps its `._base`
 
 
-def test_seed3000_3421_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t1 = x0.mul(x0).diagonal(1, 2, 0)
-        set_to(t1, x0)
-        return (t1,)
-
-    _no_grad_parity(f, lambda: (torch.randn(2, 2, 2),), compile_fn)
+def _diagonal_of_intermediate_set_to_input(x0: T) -> object:
+    # fuzz seed 3000 #3421
+    t1 = x0.mul(x0).diagonal(1, 2, 0)
+    set_to(t1, x0)
+    return (t1,)
 
 
-def test_seed3000_9980_view_of_clone_set_to_aliased_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T) -> object:
-        t1 = x1.clone().unsqueeze(0)
-        set_to(t1, x0)
-        return (t1,)
+def _view_of_clone_set_to_aliased_input(x0: T, x1: T) -> object:
+    # fuzz seed 3000 #9980
+    t1 = x1.clone().unsqueeze(0)
+    set_to(t1, x0)
+    return (t1,)
 
-    def make_inputs() -> tuple[object, ...]:
-        b = torch.randn(())
-        return (b, b)
 
+def _one_scalar_twice() -> tuple[object, ...]:
+    b = torch.randn(())
+    return (b, b)
+
+
+def _transposed_clone_set_to_input(x0: T) -> object:
+    # fuzz seed 5000 #2753
+    t1 = x0.clone().t()
+    set_to(t1, x0)
+    return t1, t1._base
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (_diagonal_of_intermediate_set_to_input, lambda: (torch.randn(2, 2, 2),)),
+        (_view_of_clone_set_to_aliased_input, _one_scalar_twice),
+        (_transposed_clone_set_to_input, lambda: (torch.randn(3, 2),)),
+    ],
+    ids=["diagonal_of_intermediate", "clone_to_aliased_input", "transposed_clone"],
+)
+def test_view_set_onto_an_input_keeps_its_base(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
     _no_grad_parity(f, make_inputs, compile_fn)
-
-
-def test_seed5000_2753_transposed_clone_set_to_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t1 = x0.clone().t()
-        set_to(t1, x0)
-        return t1, t1._base
-
-    _no_grad_parity(f, lambda: (torch.randn(3, 2),), compile_fn)
 
 
 def test_base_of_view_set_onto_input_has_eager_values() -> None:
@@ -88,7 +98,8 @@ def test_base_of_view_set_onto_input_has_eager_values() -> None:
     torch.testing.assert_close(out._base, x * 2)
 
 
-def test_seed3000_9510_view_of_input_moved_off_by_set(compile_fn: CompileFn | None) -> None:
+# fuzz seed 3000 #9510
+def test_view_of_input_moved_off_by_set(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T) -> object:
         set_to(x1, x0)
         t0 = x1.add(3.0)
@@ -99,29 +110,37 @@ def test_seed3000_9510_view_of_input_moved_off_by_set(compile_fn: CompileFn | No
     _no_grad_parity(f, lambda: (torch.randn(1, 4), torch.randn(2, 1)), compile_fn)
 
 
-def test_seed3000_8754_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t0 = x0.add(3.0)
-        set_to(t0, x0)
-        return (t0.unbind(0)[2],)
-
-    _no_grad_parity(f, lambda: (torch.randn(3),), compile_fn)
+def _unbind_of_intermediate_set_to_input(x0: T) -> object:
+    # fuzz seed 3000 #8754
+    t0 = x0.add(3.0)
+    set_to(t0, x0)
+    return (t0.unbind(0)[2],)
 
 
-def test_seed5000_2310_view_of_intermediate_set_to_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t0 = x0.add(x0)
-        set_to(t0, x0)
-        return (t0.view((4, 1, 1)),)
+def _view_of_intermediate_set_to_input(x0: T) -> object:
+    # fuzz seed 5000 #2310
+    t0 = x0.add(x0)
+    set_to(t0, x0)
+    return (t0.view((4, 1, 1)),)
 
-    _no_grad_parity(f, lambda: (torch.randn(4),), compile_fn)
+
+@pytest.mark.parametrize(
+    ("f", "size"),
+    [(_unbind_of_intermediate_set_to_input, 3), (_view_of_intermediate_set_to_input, 4)],
+    ids=["unbind", "view"],
+)
+def test_view_taken_of_intermediate_after_its_set_to_input(
+    f: Callable[[T], object], size: int, compile_fn: CompileFn | None
+) -> None:
+    _no_grad_parity(f, lambda: (torch.randn(size),), compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Outputs viewing one intermediate share it
 
 
-def test_seed3000_9902_views_of_one_detach(compile_fn: CompileFn | None) -> None:
+# fuzz seed 3000 #9902
+def test_views_of_one_detach_share_it(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.detach()
         return t0.view((1, 2, 1)), t0.t()
@@ -146,7 +165,8 @@ def test_views_of_one_detach_transposed_in_place_between(compile_fn: CompileFn |
     _no_grad_parity(f, lambda: (torch.randn(2, 3),), compile_fn)
 
 
-def test_seed5000_847_view_of_a_returned_detach(compile_fn: CompileFn | None) -> None:
+# fuzz seed 5000 #847
+def test_view_of_a_returned_detach(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.select(0, -1)
         set_to(x0, t0)
@@ -156,7 +176,8 @@ def test_seed5000_847_view_of_a_returned_detach(compile_fn: CompileFn | None) ->
     _no_grad_parity(f, lambda: (torch.randn(4, 2),), compile_fn)
 
 
-def test_seed5000_5126_views_of_an_intermediate_assigned_to_input(compile_fn: CompileFn | None) -> None:
+# fuzz seed 5000 #5126
+def test_views_of_an_intermediate_assigned_to_input(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.add(x0)
         t1 = t0.view((18,))
@@ -171,7 +192,8 @@ def test_seed5000_5126_views_of_an_intermediate_assigned_to_input(compile_fn: Co
 # Training
 
 
-def test_seed3000_5331_view_of_detach_written_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
+# fuzz seed 3000 #5331
+def test_view_of_detach_written_with_grad_is_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         with torch.no_grad():
             t0 = x0.detach()
@@ -212,7 +234,8 @@ def testeager_view_strides_matches_eager_view() -> None:
     assert checked > 10000
 
 
-def test_seed5000_283_view_of_a_size_1_slice(compile_fn: CompileFn | None) -> None:
+# fuzz seed 5000 #283
+def test_pair_size_1_slice_set_to_its_view_has_eager_strides(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0[0:2:2]
         set_to(t0, t0.view((1, 3)))
@@ -234,7 +257,8 @@ def test_plain_view_of_a_size_1_slice_has_eager_strides(compile_fn: CompileFn | 
 # Inputs with zero strides run as an expanded clone in training
 
 
-def test_seed5000_6223_transposed_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
+# fuzz seed 5000 #6223
+def test_transposed_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         return (x0.transpose(0, 1).add(2.0),)
 
@@ -260,7 +284,8 @@ def test_expanded_plain_input_elementwise_strides(compile_fn: CompileFn | None) 
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
-def test_seed3000_9510_grad_view_of_input_moved_off_by_set_is_refused(compile_fn: CompileFn | None) -> None:
+# fuzz seed 3000 #9510
+def test_grad_view_of_input_moved_off_by_set_is_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T) -> object:
         set_to(x1, x0)
         t0 = x1.add(3.0)
@@ -275,7 +300,8 @@ def test_seed3000_9510_grad_view_of_input_moved_off_by_set_is_refused(compile_fn
         assert_refused(f, make_inputs, compile_fn, r"out\[0\] is a view that requires grad of input 1, taken while")
 
 
-def test_seed3000_8754_grad_view_of_intermediate_set_under_grad_is_refused(compile_fn: CompileFn | None) -> None:
+# fuzz seed 3000 #8754
+def test_grad_view_of_intermediate_set_under_grad_is_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T) -> object:
         t0 = x0.add(3.0)
         set_to(t0, x0)
@@ -294,38 +320,36 @@ def test_seed3000_8754_grad_view_of_intermediate_set_under_grad_is_refused(compi
 # clone now has the input's zero strides, so they match eager.
 
 
-def test_seed24_187_reshape_of_expanded_subclass_input_in_training(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        return (x0.reshape((1, 4, -1)),)
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)
-
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+def _reshape_of_input(x0: T) -> object:
+    # fuzz seed 24 #187
+    return (x0.reshape((1, 4, -1)),)
 
 
-def test_seed2000_2573_set_to_an_expanded_nonleaf_subclass_input_in_training(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T) -> object:
-        with torch.no_grad():
-            set_to(x0, x1)
-        return ()
-
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))
-
-    with torch.enable_grad():
-        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+def _set_to_input_under_no_grad(x0: T, x1: T) -> object:
+    # fuzz seed 2000 #2573
+    with torch.no_grad():
+        set_to(x0, x1)
+    return ()
 
 
-def test_seed2000_9386_reshape_copy_of_expanded_subclass_input(compile_fn: CompileFn | None) -> None:
-    def f(x0: T) -> object:
-        t0 = x0.view(1, 3, 4)
-        return (t0.reshape(4, 3),)
+def _reshape_copy_of_view(x0: T) -> object:
+    # fuzz seed 2000 #9386
+    t0 = x0.view(1, 3, 4)
+    return (t0.reshape(4, 3),)
 
-    def make_inputs() -> tuple[object, ...]:
-        return (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)
 
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (_reshape_of_input, lambda: (pair(1, 4, 3, requires_grad=True).expand((2, 4, 3)),)),
+        (_set_to_input_under_no_grad, lambda: (pair(2), pair_nonleaf(1, 4, 1).expand((1, 4, 3)))),
+        (_reshape_copy_of_view, lambda: (pair(1, 2, 2, requires_grad=True).expand(3, 2, 2),)),
+    ],
+    ids=["reshape", "set_to_expanded_nonleaf", "reshape_copy"],
+)
+def test_expanded_subclass_input_in_training(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
@@ -426,11 +450,12 @@ def test_view_of_output_set_after_the_view(compile_fn: CompileFn | None) -> None
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: chains of views through an intermediate that in-place view ops changed before any view was taken
 # from it share that one object (Note [Output Regeneration]); each program is a shrunk fuzz program (seed and
-# index in the test's name) or a variant of one.
+# index in the test's comment) or a variant of one.
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def test_seed13000_6810_no_grad_view_of_a_transposed_view(compile_fn: CompileFn | None) -> None:
+# fuzz seed 13000 #6810
+def test_no_grad_view_of_a_transposed_view(compile_fn: CompileFn | None) -> None:
     # the returned t0 was replayed again after the no_grad view t1: its t_() advanced the input's counter a second
     # time, after t1 was made, so t1's grad_fn raised
     def f(x0: T) -> object:
@@ -580,58 +605,64 @@ def _write_view_then_set(x0: T, x1: T, x2: T) -> object:
     return ()
 
 
-# fuzz seed 47000 #3046 (shrunk): x0's grad_fn, rebuilt from x2 after the set_(), raises IndexError in eager and
-# after the compiled call alike; it crashed the compile (reading it for a tangent).
-def test_seed47000_3046_view_written_then_base_set(compile_fn: CompileFn | None) -> None:
-    check_with_grad(_write_view_then_set, _inputs(), compile_fn)
-
-
-# fuzz seed 47000 #3046, variants: other view ops and sizes set_() to, the view returned, the write through the
-# base or both, and the plain counterpart (eager rebuilds a plain view by as_strided(): no error).
+# fuzz seed 47000 #3046, variants: other view ops and sizes set_() to (below: the plain counterpart, which eager
+# rebuilds by as_strided(): no error).
 @pytest.mark.parametrize("view", sorted(VIEWS))
 @pytest.mark.parametrize("shape", [(2, 2), (4,), (), (2, 1, 2)])
-def test_seed47000_3046_view_ops_and_sizes(view: str, shape: tuple[int, ...], compile_fn: CompileFn | None) -> None:
+def test_view_input_written_then_base_set_over_view_ops_and_sizes(
+    view: str, shape: tuple[int, ...], compile_fn: CompileFn | None
+) -> None:
     check_with_grad(_write_view_then_set, _inputs(VIEWS[view], shape), compile_fn)
 
 
-def test_seed47000_3046_view_returned(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T, x2: T) -> object:
-        x0.mul_(3.0)
-        set_to(x2, x1)
-        return (x0, x2)
-
-    check_with_grad(f, _inputs(), compile_fn)
+def _view_returned(x0: T, x1: T, x2: T) -> object:
+    x0.mul_(3.0)
+    set_to(x2, x1)
+    return (x0, x2)
 
 
-def test_seed47000_3046_written_through_base_and_view(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T, x2: T) -> object:
-        x2.add_(1.0)
-        x0.mul_(2.0)
-        set_to(x2, x1)
-        return (x0,)
-
-    check_with_grad(f, _inputs(VIEWS["select"]), compile_fn)
+def _base_and_view_written(x0: T, x1: T, x2: T) -> object:
+    x2.add_(1.0)
+    x0.mul_(2.0)
+    set_to(x2, x1)
+    return (x0,)
 
 
-def test_seed47000_3046_output_computed_before_set(compile_fn: CompileFn | None) -> None:
-    def f(x0: T, x1: T, x2: T) -> object:
-        x0.mul_(3.0)
-        t1 = x0.mul(2.0)  # saves no x0: its backward rebuilds no history
-        set_to(x2, x1)
-        return (t1,)
+def _output_computed_before_set(x0: T, x1: T, x2: T) -> object:
+    x0.mul_(3.0)
+    t1 = x0.mul(2.0)  # saves no x0: its backward rebuilds no history
+    set_to(x2, x1)
+    return (t1,)
 
-    check_with_grad(f, _inputs(), compile_fn)
+
+# fuzz seed 47000 #3046 (shrunk, the "program" case): x0's grad_fn, rebuilt from x2 after the set_(), raises
+# IndexError in eager and after the compiled call alike; it crashed the compile (reading it for a tangent). Variants
+# of it: the view returned, the write through the base and the view, the output computed before the set_()
+@pytest.mark.parametrize(
+    ("f", "view"),
+    [
+        (_write_view_then_set, "transpose"),
+        (_view_returned, "transpose"),
+        (_base_and_view_written, "select"),
+        (_output_computed_before_set, "transpose"),
+    ],
+    ids=["program", "view_returned", "base_and_view_written", "output_computed_before_set"],
+)
+def test_view_input_written_then_base_set(
+    f: Callable[[T, T, T], object], view: str, compile_fn: CompileFn | None
+) -> None:
+    check_with_grad(f, _inputs(VIEWS[view]), compile_fn)
 
 
 @pytest.mark.parametrize("subclass", [True, False])
-def test_seed47000_3046_no_grad_and_plain(subclass: bool, compile_fn: CompileFn | None) -> None:
+def test_view_input_written_then_base_set_no_grad_and_plain(subclass: bool, compile_fn: CompileFn | None) -> None:
     check_no_grad(_write_view_then_set, _inputs(subclass=subclass), compile_fn)
     check_with_grad(_write_view_then_set, _inputs(subclass=subclass), compile_fn)
 
 
 # fuzz seed 47000 #3046 (unshrunk): t1's backward unpacks x0, saved by the mul, and rebuilds its history from x2 as
 # set_() left it: eager's backward raises IndexError, which is not deferred (Note [Backward Errors Are Deferred]).
-def test_seed47000_3046_backward_rebuilds_view_refused(compile_fn: CompileFn | None) -> None:
+def test_view_input_written_then_base_set_backward_rebuilds_view_refused(compile_fn: CompileFn | None) -> None:
     def f(x0: T, x1: T, x2: T) -> object:
         x0.mul_(3.0)
         t0 = x0.mul(0.5)
@@ -675,7 +706,7 @@ def _grad_makers(*shape: int) -> list[Make]:
     ]
 
 
-def test_seed17000_program4540(compile_fn: CompileFn | None) -> None:
+def test_two_views_of_an_intermediate_an_input_was_set_onto_share_one_base(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #4540 (shrunk): t1 and t2 are eager views of the one intermediate t0, whose leaves x0 now
     # holds; each was rebuilt from a wrapper of its own, so t2._base was not t1._base
     def f(x0: T) -> object:
@@ -762,7 +793,7 @@ def test_views_of_an_intermediate_set_onto_an_input_in_training(compile_fn: Comp
         check_no_grad(f, make, compile_fn)
 
 
-def test_seed17000_program7333(compile_fn: CompileFn | None) -> None:
+def test_detach_of_an_intermediate_changed_in_place_after_shares_its_storage(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #7333 (shrunk): t2 = t1.detach() shares t1's wrapper storage in eager; t1.unsqueeze_() then
     # changed t1, so t2's chain could not replay from t1 and t2 came back with a wrapper storage of its own
     def f(x0: T) -> object:
@@ -1986,7 +2017,7 @@ def test_data_of_view_of_unreturned_intermediate(compile_fn: CompileFn | None) -
         assert_matches_eager(f, lambda: (torch.randn(()).reshape((1, -1)),), compile_fn=compile_fn)
 
 
-def _seed24000_814(x0: T) -> object:
+def _view_set_onto_its_base(x0: T) -> object:
     t0 = x0.sin()
     t1 = t0.select(2, 0)
     t2 = t1[:, 1:1:1]
@@ -1994,7 +2025,7 @@ def _seed24000_814(x0: T) -> object:
     return (t2,)
 
 
-def test_seed24000_814_view_set_back_onto_its_roots_storage(compile_fn: CompileFn | None) -> None:
+def test_view_set_back_onto_its_roots_storage_keeps_the_root_as_base(compile_fn: CompileFn | None) -> None:
     """Seed 24000 #814 (shrunk; diverged: out[0]._base had shape (3, 2) where eager's is t0, (3, 2, 2)): t2, a view
     of t1 (itself a view of t0), set_() to t1 stays a view of t0, now on t0's storage. The analysis took the set_()
     view as the root of that storage and the graph returned t1 as the base (Note [Outputs Over Another Storage])."""
@@ -2004,7 +2035,7 @@ def test_seed24000_814_view_set_back_onto_its_roots_storage(compile_fn: CompileF
             return (torch.randn((3, 2, 2)),)
 
     with torch.no_grad():
-        assert_matches_eager(_seed24000_814, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(_view_set_onto_its_base, make_inputs, compile_fn=compile_fn)
 
 
 def _set_to_root(x0: T) -> object:
@@ -2040,7 +2071,13 @@ def _data_assigned_view(x0: T) -> object:
 @pytest.mark.parametrize("grad", [False, True])
 @pytest.mark.parametrize(
     "fn",
-    [_seed24000_814, _set_to_root, _set_to_view_returned_beside, _set_to_other_view_then_viewed, _data_assigned_view],
+    [
+        _view_set_onto_its_base,
+        _set_to_root,
+        _set_to_view_returned_beside,
+        _set_to_other_view_then_viewed,
+        _data_assigned_view,
+    ],
 )
 def test_view_set_back_onto_its_roots_storage(
     compile_fn: CompileFn | None, grad: bool, fn: Callable[[T], object]
@@ -2062,7 +2099,7 @@ def test_view_set_back_onto_its_roots_storage_with_history(compile_fn: CompileFn
 def test_subclass_view_set_back_onto_its_roots_storage(compile_fn: CompileFn | None) -> None:
     # seed 24000 #814 with a PairTensor input, under no_grad
     with torch.no_grad():
-        assert_matches_eager(_seed24000_814, lambda: (pair(3, 2, 2),), compile_fn=compile_fn)
+        assert_matches_eager(_view_set_onto_its_base, lambda: (pair(3, 2, 2),), compile_fn=compile_fn)
 
 
 def view_of_a_view_moved_by_data_after(x0: torch.Tensor, x1: torch.Tensor) -> object:
