@@ -274,6 +274,7 @@ def trace_backward(
     real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
     refuse_written_escaping_views(flat, layout, analysis)
+    refuse_view_set_order(call, flat, layout, analysis)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     clone = frozenset(grad_inputs)
@@ -307,7 +308,6 @@ def trace_backward(
     reach: list[frozenset[int]] = []
     error: RuntimeError | None = None
     raising: frozenset[int] = frozenset()
-    refuse_view_set_order(call, flat, layout, analysis)
     try:
         setup, joint = trace_joint_views(setup, tangents.fakes, reach)
     except _RAISED_NOW:

@@ -48,7 +48,8 @@ from subclassaot.torch_internals import (
 #   FINAL     the leaf's value with its final metadata (after a metadata change that may have grown the storage, or
 #             after set_() to a fresh storage),
 #   BASE      the whole storage of an alias group (Note [Synthetic Bases]), written back once for all members; where
-#             a resize_() grew it (through a detach() of a member, say), all of the grown storage (`base_update`).
+#             a resize_() grew it (through a detach() of a member, say), all of the grown storage (`base_update`),
+#             which holds the final value of each member grown with it: those get no FINAL of their own.
 # The epilogue applies, per leaf: copy ORIGINAL; then set_ / resize_ / as_strided_ to the final metadata; then copy
 # FINAL. Eager's observable state after the call is the same; the epilogue's ops advance the version counter by their
 # own count, so each counter it settles is then set to eager's (runtime/steps.py: Version Counters As Eager's): eager bumps once
@@ -91,7 +92,10 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
             if any(analysis.mutations[m].data or analysis.mutations[m].resized for m in members):
                 updates.append(InputUpdate(kind=UpdateKind.BASE, target=GraphInputIndex(k)))
             for m in members:
-                if analysis.mutations[m].final_data or analysis.mutations[m].written_after_data:
+                # (a member grown with the group's storage: the BASE update holds its final elements, written
+                # through the base as eager's were; a copy_ into a multi-output view that requires grad raises)
+                mutation = analysis.mutations[m]
+                if (mutation.final_data and mutation.storage_changed) or mutation.written_after_data:
                     updates.append(InputUpdate(kind=UpdateKind.FINAL, target=m))
             continue
         mutation = analysis.mutations[item]

@@ -911,6 +911,48 @@ def test_view_set_then_input_written(compile_fn: CompileFn | None) -> None:
     _check(f, lambda: (nonleaf(2, 3), torch.randn(2, 3, requires_grad=True)), compile_fn)
 
 
+def _unsqueezed_then_transposed_set_to_itself(x0: T) -> object:
+    x0.unsqueeze_(1)
+    t0 = x0.transpose(0, 1)
+    set_to(t0, t0)
+    return ()
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda b0: b0.as_strided((3,), (0,), 1),
+        lambda b0: b0[:1].expand(3),
+        lambda b0: b0.view(2),
+    ],
+    ids=["zero_stride_as_strided", "expand", "view"],
+)
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_view_of_a_relaid_view_input_set_under_grad(
+    view: Callable[[T], T], grad: bool, kind: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 117400 program 4114: x0 = b0.as_strided((3,), (0,), 1) of a non-leaf; x0.unsqueeze_(1);
+    # t0 = x0.transpose(0, 1); t0.set_(t0). The joint's forward example ran before the set_-under-grad checks, and
+    # there autograd's rebase of t0's history replayed the transpose on the expanded input as it came, without its
+    # unsqueeze_ (IndexError inside the pipeline); a non-overlapping view input reached the refusal. Now every view
+    # input is refused by the rule, with grad; under no_grad it matches eager. Eager's PairTensor raises with grad (it
+    # replays the view function too).
+    def make() -> tuple[object, ...]:
+        with torch.set_grad_enabled(grad):
+            b0 = (pair_nonleaf(2) if grad else pair(2)) if kind == "pair" else (nonleaf(2) if grad else torch.randn(2))
+            return (view(b0),)
+
+    f = _unsqueezed_then_transposed_set_to_itself
+    if not grad:
+        check_no_grad(f, make, compile_fn)
+    elif kind == "pair":
+        with torch.enable_grad():
+            assert_raises_like_eager(f, make, compile_fn=compile_fn)
+    else:
+        refused_with_grad(f, make, compile_fn, _ORDER_RULE)
+
+
 def test_view_of_input_view_set_under_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 42000 #4220 (diverged when first supported: the graph computed the view, whose `._base` was not
     # eager's; then refused): now replayed from the input, then set_() (Replay.then_set; fuzz seed 14000 #2383)

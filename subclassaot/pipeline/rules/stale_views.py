@@ -68,7 +68,8 @@ def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[st
 def input_named(record: SwapRecord, t: torch.Tensor) -> str:
     """`"args[0]: "`, naming the inputs whose storage `t` is over, or "" where it is over none."""
     for leaf in flatten_subclass(t, "t")[1] if is_traceable_subclass(t) else [t]:
-        paths = record.input_paths.get(storage_key(leaf))
+        # (a storage resize_() grew is still the input's: Note [Storage Swaps By Rebinding])
+        paths = record.input_paths.get(record.grown_root(storage_key(leaf)))
         if paths:
             return f"{' and '.join(paths)}: "
     return ""
@@ -525,6 +526,24 @@ def check_stale_set(record: SwapRecord, target: torch.Tensor, source: object) ->
         or _replay_fails_after_assignment(record, target)  # (`.data =` of its base since)
     ):
         raise _stale_refusal(record, target, "for the set_(), which does not make eager's history")
+    if _replay_fails_after_relayout(record, target):
+        raise UnsupportedError(
+            f"{input_named(record, target)}set_() with grad of a view taken with grad enabled, after the program "
+            "changed the layout of the tensor it is a view of (resize_(), an in-place view op) to one the view op "
+            "does not apply to: autograd rebases the view's history on the set_() by replaying the view op on that "
+            "tensor, which fails under functionalization where eager's as_strided() does not (Note [Stale View "
+            "Functions]); in training this is not supported. Take the view again after the layout change, or set_() "
+            "a clone of it"
+        )
+
+
+def _replay_fails_after_relayout(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` a view, taken with grad, of a tensor (or through one, along its view chain) whose layout the program
+    changed after the view was taken (resize_() that grew its storage, t_(), ...), to one the view op does not apply
+    to (it applied to the layout then)? A set_() of
+    `t` that autograd records rebases its history whether or not that tensor requires grad, and the rebase replays the
+    view op on it: under functionalization that raises, where eager's as_strided() does not."""
+    return any(view.grad_enabled and _replay_fails(view, view.source) for view in record.chain(t))
 
 
 def _stale_refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError:
