@@ -1201,7 +1201,7 @@ def _assign_data_then_scale_return(x0: T, x1: T, x2: T) -> object:
     return (x0,)
 
 
-def _seed_44000_7422() -> tuple[object, ...]:
+def _set_then_write_inputs() -> tuple[object, ...]:
     with torch.enable_grad():
         b0 = torch.randn(())
         b0.requires_grad_()
@@ -1236,8 +1236,8 @@ def _select(b: T) -> T:
 
 
 def test_set_onto_unbind_input_then_write(compile_fn: CompileFn | None) -> None:
-    check_with_grad(_set_then_write, _seed_44000_7422, compile_fn)
-    check_no_grad(_set_then_write, _seed_44000_7422, compile_fn)
+    check_with_grad(_set_then_write, _set_then_write_inputs, compile_fn)
+    check_no_grad(_set_then_write, _set_then_write_inputs, compile_fn)
 
 
 @pytest.mark.parametrize("view", [_unbind, _split, _chunk, _select])

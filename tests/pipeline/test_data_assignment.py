@@ -2674,7 +2674,7 @@ def test_view_of_an_assigned_view_returned_too_matches_eager(compile_fn: Compile
 # "Cannot set version_counter for inference tensor".
 
 
-def _seed_105200_453(x0: T) -> object:
+def _inference_expand_assigned_an_intermediate(x0: T) -> object:
     with torch.inference_mode():
         t0 = x0.expand((-1,))
     t1 = x0.add(3.0)
@@ -2694,13 +2694,13 @@ _BACKENDS: dict[str, object] = {"eager": "eager", "function": lambda gm, example
 
 @pytest.mark.parametrize("backend", sorted(_BACKENDS))
 @pytest.mark.parametrize("make", [leaf, nonleaf], ids=["leaf", "nonleaf"])
-def test_seed_105200_453_data_of_an_inference_expand_assigned_an_intermediate(
+def test_data_of_an_inference_expand_assigned_an_intermediate(
     compile_fn: CompileFn | None, make: Callable[..., T], backend: str
 ) -> None:
     with torch.enable_grad():
         for after_call in (None, write_outputs):
             assert_matches_eager(
-                _seed_105200_453,
+                _inference_expand_assigned_an_intermediate,
                 lambda: (make(2),),
                 backend=_BACKENDS[backend],
                 compile_fn=compile_fn,

@@ -2020,7 +2020,7 @@ def test_requires_grad_on_the_base_of_another_input_then_its_view_read_with_grad
         subclassaot.compile(base_made_to_require_grad_then_view_read, backend="eager")(*_view_and_its_base(taken)())
 
 
-def _seed_105500_26(x0: T, x1: T, x2: T) -> object:
+def _set_to_base_made_to_require_grad_under_no_grad(x0: T, x1: T, x2: T) -> object:
     with torch.set_grad_enabled(False):
         x2.requires_grad_()  # x1 is x2.transpose(0, 1): eager's takes requires_grad from it
     with torch.enable_grad():
@@ -2046,16 +2046,17 @@ _GAINED_BASE_RULES = {
 
 
 @pytest.mark.parametrize("kind", sorted(_GAINED_BASE_RULES))
-def test_seed_105500_26_base_made_to_require_grad_then_transposed_view_read_refused(
-    compile_fn: CompileFn | None, kind: str
-) -> None:
+def test_base_made_to_require_grad_then_transposed_view_read_refused(compile_fn: CompileFn | None, kind: str) -> None:
     """Fuzz seed 105500 #26 (under no_grad; PairTensor kinds drawn): eager's contiguous() of the view input carries
     history once its base input requires grad, the compiled call's had none (DIVERGED before the refusals: plain by
     the rule for a view of a base made to require grad, a PairTensor by the rule for subclass families that gain
     grad)."""
     with torch.no_grad():
         assert_refused(
-            _seed_105500_26, _transposed_base_made_to_require_grad(kind), compile_fn, _GAINED_BASE_RULES[kind]
+            _set_to_base_made_to_require_grad_under_no_grad,
+            _transposed_base_made_to_require_grad(kind),
+            compile_fn,
+            _GAINED_BASE_RULES[kind],
         )
 
 

@@ -78,7 +78,7 @@ def _input_view(base: str, take: str) -> Callable[[], tuple[object, ...]]:
     return make_inputs
 
 
-def _seed_17000_1356(x0: T) -> object:
+def _squared_then_expanded_beside_a_written_sum(x0: T) -> object:
     x0.mul_(x0)
     t0 = x0.expand(())
     t1 = x0.sum()
@@ -86,9 +86,9 @@ def _seed_17000_1356(x0: T) -> object:
     return (t0,)
 
 
-def test_seed_17000_1356(compile_fn: CompileFn | None) -> None:
+def test_expand_of_a_squared_unbind_view_beside_a_written_sum(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #1356, shrunk: under no_grad
-    check_no_grad(_seed_17000_1356, _input_view("leaf", "unbind"), compile_fn)
+    check_no_grad(_squared_then_expanded_beside_a_written_sum, _input_view("leaf", "unbind"), compile_fn)
 
 
 def _expand_after_write(x0: T) -> object:
@@ -164,7 +164,7 @@ _VIEW: dict[str, Callable[[T], T]] = {
 _VIEW_KINDS = sorted(_VIEW)
 
 
-def _seed_49000_988(view: Callable[[T], T]) -> Callable[[T], object]:
+def _no_grad_view_read_then_base_written(view: Callable[[T], T]) -> Callable[[T], object]:
     def f(x0: T) -> object:
         with torch.no_grad():
             t0 = view(x0)
@@ -176,7 +176,7 @@ def _seed_49000_988(view: Callable[[T], T]) -> Callable[[T], object]:
 
 
 @pytest.mark.parametrize("kind", _INPUT_KINDS)
-def test_seed_49000_988(compile_fn: CompileFn | None, kind: str) -> None:
+def test_no_grad_view_read_with_grad_then_base_written(compile_fn: CompileFn | None, kind: str) -> None:
     # fuzz seed 49000 #988, shrunk (generated with a PairTensor non-leaf)
     def f(x0: T) -> object:
         with torch.no_grad():
@@ -192,14 +192,14 @@ def test_seed_49000_988(compile_fn: CompileFn | None, kind: str) -> None:
 @pytest.mark.parametrize("view", _VIEW_KINDS)
 def test_saved_no_grad_view_written_after(compile_fn: CompileFn | None, kind: str, view: str) -> None:
     # fuzz seed 49000 #988 with other views: the node that saved the view runs in eager's backward and raises
-    check_with_grad(_seed_49000_988(_VIEW[view]), lambda: (_INPUTS[kind](),), compile_fn)
+    check_with_grad(_no_grad_view_read_then_base_written(_VIEW[view]), lambda: (_INPUTS[kind](),), compile_fn)
 
 
 @pytest.mark.parametrize("kind", _INPUT_KINDS)
 @pytest.mark.parametrize("view", _VIEW_KINDS)
 def test_saved_no_grad_view_written_after_no_grad(compile_fn: CompileFn | None, kind: str, view: str) -> None:
     # fuzz seed 49000 #988 called under no_grad: nothing is saved
-    check_no_grad(_seed_49000_988(_VIEW[view]), lambda: (_INPUTS[kind](),), compile_fn)
+    check_no_grad(_no_grad_view_read_then_base_written(_VIEW[view]), lambda: (_INPUTS[kind](),), compile_fn)
 
 
 @pytest.mark.parametrize("kind", _INPUT_KINDS)
@@ -312,7 +312,7 @@ _MAKERS: dict[str, Callable[[], T]] = {
 _KINDS = sorted(_MAKERS)
 
 
-def _seed_16000_5952(x0: T, x1: T, x2: T) -> object:
+def _transposed_and_zeroed_under_no_grad_then_written(x0: T, x1: T, x2: T) -> object:
     # fuzz seed 16000 #5952 as generated: x0, x1 and x2 are one tensor
     with torch.no_grad():
         x1.t_()
@@ -325,13 +325,15 @@ def _seed_16000_5952(x0: T, x1: T, x2: T) -> object:
 
 
 @pytest.mark.parametrize("kind", _KINDS)
-def test_seed_16000_5952(compile_fn: CompileFn | None, kind: str) -> None:
+def test_one_tensor_thrice_transposed_and_zeroed_under_no_grad_then_written(
+    compile_fn: CompileFn | None, kind: str
+) -> None:
     # fuzz seed 16000 #5952 (generated with a PairTensor leaf; plain and non-leaf inputs behave the same)
     def make_inputs() -> tuple[object, ...]:
         x = _MAKERS[kind]()
         return (x, x, x)
 
-    check_with_grad(_seed_16000_5952, make_inputs, compile_fn)
+    check_with_grad(_transposed_and_zeroed_under_no_grad_then_written, make_inputs, compile_fn)
 
 
 def _shrunk(x: T) -> object:
@@ -2099,7 +2101,7 @@ def test_stale_view_gradient_is_fresh(
 # is now advanced once every output is built (Note [Views That Raise After A Bump]).
 
 
-def _seed_105300_33(x0: T) -> object:
+def _max_view_under_no_grad_then_written(x0: T) -> object:
     t0, t1 = x0.max(0, keepdim=True)
     with torch.set_grad_enabled(False):
         t2 = t0.view((1,))
@@ -2138,10 +2140,10 @@ def _its_view_then_an_in_place_view_op(x0: T) -> object:
 
 
 _BUMPED_PROGRAMS: dict[str, tuple[Callable[[T], object], Callable[[], tuple[T, ...]]]] = {
-    "seed_105300_33-plain": (_seed_105300_33, lambda: (leaf(),)),
-    "seed_105300_33-pair": (_seed_105300_33, lambda: (_pair_leaf(),)),
-    "seed_105300_33-plain_1d": (_seed_105300_33, lambda: (leaf(2),)),
-    "seed_105300_33-pair_1d": (_seed_105300_33, lambda: (_pair_leaf(2),)),
+    "max_view_under_no_grad_then_written-plain": (_max_view_under_no_grad_then_written, lambda: (leaf(),)),
+    "max_view_under_no_grad_then_written-pair": (_max_view_under_no_grad_then_written, lambda: (_pair_leaf(),)),
+    "max_view_under_no_grad_then_written-plain_1d": (_max_view_under_no_grad_then_written, lambda: (leaf(2),)),
+    "max_view_under_no_grad_then_written-pair_1d": (_max_view_under_no_grad_then_written, lambda: (_pair_leaf(2),)),
     "no_grad_view_first-plain": (_no_grad_view_first_then_its_view, lambda: (leaf(),)),
     "no_grad_view_first-pair": (_no_grad_view_first_then_its_view, lambda: (_pair_leaf(),)),
     "in_place_view_op-plain": (_its_view_then_an_in_place_view_op, lambda: (leaf(2),)),
