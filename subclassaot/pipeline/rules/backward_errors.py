@@ -268,14 +268,16 @@ def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torc
     return frozenset(found)
 
 
-def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
+def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs, user_tensors: Sequence[torch.Tensor]) -> None:
     """Note [set_ Under Grad]: an autograd leaf input returned beside a set_() output is refused
-    unless eager's set_ node of each such output stands between it and the loss."""
+    unless eager's set_ node of each such output stands between it and the loss. Whether it requires grad is read as
+    the call leaves it (`user_tensors`, the analysis run's): a requires_grad_() in the program counts."""
     grad_set = [info for info in infos if info.set_under_grad]
+    after = dict(zip(flat.tensor_indices, (t.requires_grad for t in user_tensors), strict=True))
     for info in infos if grad_set else ():
         index = info.input_index if info.kind is OutputKind.IS_INPUT else None
         real = None if index is None else flat.values[index]
-        if index is None or not isinstance(real, torch.Tensor) or not real.requires_grad or not real.is_leaf:
+        if index is None or not isinstance(real, torch.Tensor) or not after[index] or not real.is_leaf:
             continue
         if all(index in s.set_blocks and not _holder_shared(s) for s in grad_set):
             continue
