@@ -715,7 +715,9 @@ def _analyzed(
             with torch.enable_grad():
                 analysis = prog.analyze(layout)
             check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
-        untraced = _untouched_groups(layout, analysis)
+        # (an input gaining grad last, after a read of another over its storage: apart, that read would be no read of
+        # its, Note [Grad Mode And Autograd Reads])
+        untraced = _untouched_groups(layout, analysis) if not any(analysis.gains_last) else frozenset()
         if untraced:
             # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
             layout = _apart_layout(prog, untraced, whole_storage)
@@ -735,13 +737,15 @@ def _analyzed(
 
 
 def _gaining_grad(prog: _Program, analysis: Analysis) -> list[int]:
-    """Tensor inputs on which the program calls requires_grad_() (not marked: Note [Training Without A Function])."""
+    """Tensor inputs on which the program calls requires_grad_() (not marked: Note [Training Without A Function]; nor
+    gaining it last: Note [Grad Mode And Autograd Reads])."""
+    last = analysis.gains_last or (False,) * len(prog.tensors)
     return [
         i
-        for i, (t, after, marked) in enumerate(
-            zip(prog.tensors, analysis.requires_grad_set, analysis.leaf_marked, strict=True)
+        for i, (t, after, marked, late) in enumerate(
+            zip(prog.tensors, analysis.requires_grad_set, analysis.leaf_marked, last, strict=True)
         )
-        if after and not t.requires_grad and not marked
+        if after and not t.requires_grad and not marked and not late
     ]
 
 

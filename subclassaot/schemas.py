@@ -138,6 +138,16 @@ class AssignedWrite(enum.Enum):
     VIEWED = "viewed"
 
 
+class GradSetNode(enum.Enum):
+    """The node eager's history of a tensor set_() under grad ends on, by the last op autograd recorded on it (Note
+    [Epilogue Nodes In Eager's Order])."""
+
+    SET = "set"  # its own set_ node, numbered above every other
+    LAYOUT = "layout"  # an in-place view op's node right over it, numbered as the program made it
+    # a view's set_() (the base's CopySlices) or a write's node over it, numbered as the program made it
+    NUMBERED = "numbered"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeafMutation:
     """What the program did to one dense input leaf, observed under functionalization."""
@@ -170,13 +180,8 @@ class LeafMutation:
     grad_set_input: DenseIndex | None = None
     # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False
-    # ... and the last set_() with grad on went through a view, or a write autograd records came after it: its node is
-    # the view's CopySlices (or the write's), ordered in backward as made, where a set_ node of its own runs first
-    # (Note [set_ Under Grad])
-    view_set_last: bool = False
-    # ... and an in-place view op with grad changed its layout after its own last such set_(): eager's node for it sits
-    # above the set_ node, so the epilogue repeats the set_ before the layout (Note [set_ Under Grad])
-    relaid_after_grad_set: bool = False
+    # ... and the node its history ends on there (Note [Epilogue Nodes In Eager's Order])
+    grad_set_node: GradSetNode = GradSetNode.SET
     # a view of a tensor was set_() under grad to (a view of) it (Note [set_ Under Grad])
     view_set_source: bool = False
     # set_() to a new storage (set_source None) that an earlier dense leaf ends on too: the leaf that makes it
@@ -269,6 +274,11 @@ class OutputLeaf:
     # epilogue it is set_() under no_grad onto that input's storage with `meta` (Note [Outputs Over Another
     # Storage])
     onto_input: DenseIndex | None = None
+    # INPUT_ALIAS, a plain view: eager's is stale at the end (its counter moved since autograd last set its history),
+    # so its grad_fn regenerates at its next read as an as_strided() of its `._base`, which is the input's where the
+    # input is a view: rebuilt from that base, whose elements past the input's get their gradient too (Note [Views Of
+    # Inputs Whose History Raises])
+    from_base: bool = False
 
 
 class ReplaySource(enum.Enum):
@@ -555,6 +565,10 @@ class Analysis:
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])
     leaf_marked: tuple[bool, ...] = ()
+    # per tensor input: one of those calls was on this input, a plain tensor that requires no grad, after an op with
+    # grad on read its storage, and nothing of the program takes that storage after: the runtime sets the flag once
+    # the call is done (Note [Grad Mode And Autograd Reads])
+    gains_last: tuple[bool, ...] = ()
     # per tensor input: the program turned its requires_grad off at some point (requires_grad_(False), `.requires_grad
     # = False`), even if it turned it on again after
     requires_grad_dropped: tuple[bool, ...] = ()
@@ -591,6 +605,9 @@ class Analysis:
     # grad before every node of the program a backward reaches: its set_ repeated before the call (Note [set_ Under
     # Grad])
     read_after_grad_set: tuple[bool, ...] = ()
+    # per tensor input set_() under grad to a tensor that is no input: the inputs (flat indices) whose history its
+    # set_ node reaches, which eager's backward then never gets to (Note [set_ Under Grad])
+    input_set_blocks: tuple[tuple[InputIndex, ...], ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Gradient Accumulators Of Leaves]),
     # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()

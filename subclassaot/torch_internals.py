@@ -143,6 +143,16 @@ def property_check(t: torch.Tensor) -> Callable[[torch.Tensor], bool]:
     return check
 
 
+def output_zeros(ctx: object, output: int) -> torch.Tensor:
+    """Zeros like the output `output` of the autograd.Function whose backward context is `ctx`, from the metadata
+    its node keeps of that output (what the engine itself materializes a missing gradient from): no per-call record
+    of the output's size, dtype and device in the forward. Only for an output the Function did not mark
+    non-differentiable (the node keeps no metadata of those)."""
+    # `_input_metadata`: the node's metadata of its gradient inputs (the Function's outputs), private and untyped
+    meta = ctx._input_metadata[output]  # type: ignore[attr-defined]  # private, not in torch's stubs
+    return torch.zeros(meta.shape, dtype=meta.dtype, device=meta.device)
+
+
 def inductor_callable(compiled: object) -> Callable[..., object]:
     """`compile_fx_inner`'s result as a callable of the graph's inputs, positionally. From its second call on it runs
     the generated module's `call` itself (`current_callable`, read at each call): `CompiledFxGraph.__call__` around

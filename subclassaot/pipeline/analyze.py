@@ -34,10 +34,10 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
-from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, self_set_order
+from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, history_set_at, self_set_order
 from subclassaot.pipeline.rules.backward_errors import (
-    check_leaves_behind_input_sets,
     check_set_under_grad,
+    input_set_blocks,
     inputs_behind_raising_nodes,
 )
 from subclassaot.pipeline.rules.chain_facts import (
@@ -91,6 +91,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
     intermediate_read_after_grad_set,
     refuse_grad_set_onto_moved_source,
     sets_without_history,
+    view_set_nodes,
     views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
@@ -213,6 +214,7 @@ class _CheckedRun:
     ) -> None:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
+        _settle_last_gains(run, flat, user_fakes)
         _check_requires_grad_calls(call, run, flat)
         check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
@@ -277,6 +279,7 @@ def _analysis(
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
+    blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
@@ -301,6 +304,7 @@ def _analysis(
         self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
         self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
         read_after_grad_set=early_sets,
+        input_set_blocks=blocks,
         kept_accumulators=tuple(
             (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
             or flat.tensor_indices[k] in kept_by_layout
@@ -327,6 +331,7 @@ def _analysis(
         autograd_reads=tuple(run.swaps.autograd_reads),
         new_leaves=tuple(run.swaps.new_leaves),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
+        gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),
         requires_grad_dropped=tuple(id(t) in run.swaps.requires_grad_dropped for t in run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
@@ -499,6 +504,43 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
     return id(value) not in swapped and not moved_before
 
 
+def _settle_last_gains(run: FunctionalRun, flat: FlatInputs, user_fakes: Sequence[torch.Tensor]) -> None:
+    """The inputs made to require grad after an op with grad read their storage, which nothing of the program takes
+    after (SwapRecord.late_gains): they gain the flag last, once the compiled call is done (SwapRecord.gains_last),
+    neither requiring grad from the start (an analysis whose fake does, for training, keeps its refusal) nor marked
+    in the graph (Note [Grad Mode And Autograd Reads])."""
+    record = run.swaps
+    passed = [flat.values[k] for k in flat.tensor_indices]
+    for stand_in, place in record.late_gains.values():
+        i = next((i for i, t in enumerate(run.user_tensors) if id(t) == stand_in), None)
+        if i is None or stand_in in record.touched_after_gain or stand_in in record.requires_grad_dropped:
+            continue
+        real = passed[i]
+        if not isinstance(real, torch.Tensor) or real.requires_grad or user_fakes[i].requires_grad:
+            continue
+        if sum(r is real for r in passed) > 1 or _traced_apart(run, passed, i):
+            continue
+        record.gains_last.add(stand_in)
+        record.gained_after_read.discard(stand_in)
+        if stand_in in record.leaf_marked:  # (no leaf of the graph's either)
+            record.leaf_marked.discard(stand_in)
+            record.new_leaves[place] = False
+
+
+def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:
+    """Does tensor input `i` share its storage with another passed plain tensor whose stand-in the run has over
+    another storage (an alias group traced apart, Note [Synthetic Bases])? Its reads are then none of input `i`'s."""
+    real, mine = passed[i], run.user_tensors[i]
+    assert isinstance(real, torch.Tensor), "BUG: a tensor input that is no tensor"
+    for j, other in enumerate(passed):
+        theirs = run.user_tensors[j]
+        if j == i or not isinstance(other, torch.Tensor) or is_traceable_subclass(other):
+            continue
+        if storage_key(other) == storage_key(real) and storage_key(theirs) != storage_key(mine):
+            return True
+    return False
+
+
 def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, flat: FlatInputs) -> None:
     inputs = {id(t) for t in run.user_tensors}
     gained_after = run.swaps.gained_after_read
@@ -610,7 +652,6 @@ def _analyze_outputs(
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat, run.user_tensors)
-    check_leaves_behind_input_sets(infos, flat, layout, mutations, run.user_tensors)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
@@ -710,8 +751,15 @@ def _input_alias_leaf(
         hidden_key=None if hidden is None else id(leaf._base),
         hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
+        from_base=not in_subclass and hidden is None and foreign is None and is_view(leaf) and _stale_at_end(leaf, run),
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
+
+
+def _stale_at_end(view: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `view`, a view the program took, stale when the program returns: its counter moved since autograd last set
+    its history (Note [Views Of Inputs Whose History Raises])?"""
+    return id(view) in run.swaps.views and last_bump(view, run) > history_set_at(run.swaps, view)
 
 
 def _made_as_inference_tensor(t: torch.Tensor, run: FunctionalRun) -> bool:
@@ -1454,9 +1502,12 @@ def check_written_inputs_gaining_grad(
     """Refuse an input the program both writes and calls `requires_grad_()` on: the runtime makes it require grad
     before the graph runs, so the epilogue's copy of the write would be recorded by autograd (or raise, on a leaf),
     where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
-    autograd does not record (under no_grad, or through `.data`/detach()) and keeps its storage and layout: those
-    are the same before the flag and after, and the epilogue copies them in below autograd. A write through another
-    input over its storage, which that input resized, counts too where the input's elements overlap."""
+    autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
+    grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
+    flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group and
+    keeps its layout and storage (the epilogue writes the group's base). A write through another input over its
+    storage, which that input resized, counts too where the input's elements overlap."""
+    grouped = {m for g in layout.groups for m in g.members}
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
@@ -1464,6 +1515,11 @@ def check_written_inputs_gaining_grad(
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
         # grown storage, its gradient would be summed over its repeated elements)
         written = [m for m in muts if m.any or (m.final_data and m.resized and meta_overlaps(*m.final_meta))]
+        if all(j in grouped for j in layout.leaves_of_input[i]):
+            # (over a storage other inputs share: the epilogue writes the group's base, not the input, and the run's
+            # stand-in gains the flag where eager's does (Note [Grad Mode And Autograd Reads]); only a change of its
+            # layout or storage needs ordering)
+            written = [m for m in written if _moved(m)]
         if changed or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
@@ -1475,8 +1531,12 @@ def check_written_inputs_gaining_grad(
 
 def _written_without_grad(m: LeafMutation) -> bool:
     """Only the values of a leaf changed, by writes autograd does not record (Note [Inputs Written In Training])."""
-    moved = m.metadata or m.storage_changed or m.swapped or m.resized
-    return not moved and not m.autograd_visible and not m.visible_through_self
+    return not _moved(m) and not m.autograd_visible and not m.visible_through_self
+
+
+def _moved(m: LeafMutation) -> bool:
+    """The leaf's layout or storage changed."""
+    return m.metadata or m.storage_changed or m.swapped or m.resized
 
 
 def check_sets_before_gaining_grad(

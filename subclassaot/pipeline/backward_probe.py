@@ -791,7 +791,9 @@ class _FunctionReach:
 # view of an input made a leaf and returned is replayed on the input and made to require grad (OutputInfo.gains_grad),
 # one taken under no_grad of an input that requires grad too (it reports the flag of its base, with no gradient of its
 # own, until requires_grad_() makes it a leaf): where no output's history ends in that leaf (the check tells leaves
-# among the outputs apart, and those from views requiring grad only through their base), it is eager's.
+# among the outputs apart, and those from views requiring grad only through their base), it is eager's. A view of an
+# input requiring grad neither as passed nor ever in the program, stale at the end (Replay.stale_view), is replayed at
+# the input's counter at entry, as for a call that trains nothing: autograd records none of it either way.
 # An input that requires no grad and is no leaf laid out anew (a view; Note [Leaves Laid Out Anew Under no_grad]),
 # made to require grad after a read with grad on, is marked the same way (Analysis.leaf_marked): the graph runs on the
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
@@ -1434,11 +1436,26 @@ def _drops_requires_grad(flat: FlatInputs, analysis: Analysis) -> bool:
     )
 
 
-def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
+def _gradless_inputs(flat: FlatInputs, analysis: Analysis) -> frozenset[int]:
+    """The flat value indexes of the plain inputs that require grad neither as passed nor at any point of the program
+    (requires_grad_() never called on them): autograd records nothing of them or of their views."""
+    return frozenset(
+        k
+        for i, k in enumerate(flat.tensor_indices)
+        if isinstance(v := flat.values[k], torch.Tensor)
+        and not v.requires_grad
+        and not analysis.requires_grad_set[i]
+        and not analysis.requires_grad_after[i]
+    )
+
+
+def _input_view_replay(info: OutputInfo, new_leaves: bool, gradless: frozenset[int]) -> bool:
     """No replay, or a plain chain of views of an input (in a program making new leaves, also of an earlier output or
     of an intermediate the graph returns: the leaf itself, say), replayed on it after the graph ran as the inference
     runtime replays it (`records_as_eager` checks the history it gets); none of the replay's provisions for writes,
-    set_(), `.data =` or metadata changed in place (which the plan excludes anyway)."""
+    set_(), `.data =` or metadata changed in place (which the plan excludes anyway), but for the counter at entry of
+    an input in `gradless` (flat value indexes of inputs requiring grad neither as passed nor as the program leaves
+    them), a view of which has no history either way: the runtime replays it as for a call that trains nothing."""
     replay = info.replay
     if replay is None:
         return True
@@ -1448,6 +1465,9 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
     # (in a program making new leaves, a view of an input taken before the program wrote it, replayed on it before
     # the epilogue writes it, as the inference runtime replays it)
     early = new_leaves and replay.source is ReplaySource.INPUT and replay.before_epilogue
+    # (a view of an input without grad, stale at the end: Note [Views That Raise After A Bump]; the graph's run
+    # records nothing of it)
+    entry = new_leaves and replay.source is ReplaySource.INPUT and replay.index in gradless and not early
     plain = Replay(
         source=replay.source,
         index=replay.index,
@@ -1456,6 +1476,8 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool) -> bool:
         split_made=replay.split_made,
         marks=replay.marks,
         before_epilogue=early,
+        stale_view=replay.stale_view and entry,
+        entry_counter=replay.entry_counter and entry,
     )
     return replay == plain
 
@@ -1549,7 +1571,7 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
     )
     # (the reads' answers are eager's, replayed by the trace: only a program making new leaves has no other path)
     reads = bool(analysis.autograd_reads or analysis.base_reads) and not any(analysis.new_leaves)
-    if flags or reads or analysis.grad_reenabled:
+    if flags or reads or analysis.grad_reenabled or any(analysis.gains_last):
         return False
     if _drops_requires_grad(flat, analysis):
         return False
@@ -1561,10 +1583,11 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)
     ):
         return False
+    gradless = _gradless_inputs(flat, analysis)
     for info in analysis.outputs:
         if info.kind in (OutputKind.CONSTANT, OutputKind.SYMINT, OutputKind.IS_INPUT, OutputKind.SAME_AS):
             continue
-        if info.tree is not None or not _input_view_replay(info, any(analysis.new_leaves)):
+        if info.tree is not None or not _input_view_replay(info, any(analysis.new_leaves), gradless):
             return False
         if len(info.leaves) != 1 or info.function_view is not None or info.view_of_fresh:
             return False

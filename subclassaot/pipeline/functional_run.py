@@ -273,6 +273,11 @@ def _note_grad_inputs(
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
+        real = flat.values[index]
+        if isinstance(real, torch.Tensor) and real.requires_grad and real._is_view() and real.grad_fn is None:
+            # a view requiring grad of its own, over a base that requires none: eager's views of it taken under
+            # no_grad require none (SwapRecord.view_input_gains, the flag there before the program's first op)
+            record.view_input_gains.setdefault(id(tensor), -1)
     # (inputs made to require grad: where grad mode is on at the call)
     late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
     record.late_grad = {id(user_tensors[i]) for i in late}

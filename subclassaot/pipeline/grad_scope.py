@@ -24,6 +24,7 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     below_autograd,
     get_version,
+    grad_fn_raises,
     no_torch_function,
     storage_key,
     symint_expr,
@@ -36,6 +37,7 @@ __all__ = [
     "backward_changes",
     "check_flagless_view_reads",
     "check_views_of_gained_bases",
+    "flagless_view_history_raises",
     "note_gain_on_a_base",
     "backward_reshapes",
     "check_grad_factories",
@@ -99,7 +101,12 @@ __all__ = [
 #   custom Function applied under no_grad before the flag to such an input whose stand-in requires grad from the start
 #   returns it detached in the run, where eager's apply, meeting an input that requires none, returns the input it
 #   marked dirty as itself: the run's apply returns it so too, and refuses any other output aliasing it, eager's a view
-#   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`);
+#   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`); a plain input turned on
+#   after a read with grad of its storage (the cases above refuse, or mark) where no torch function takes that storage
+#   after the call (nor turns the flag off) gains it last (Analysis.gains_last): the compile is for no training, its
+#   graph's results keep eager's lack of history, and the runtime sets the flag once the outputs are built (its views
+#   among them, replayed before, follow it as eager's taken before do; its group is not traced apart, where the reads
+#   of the others would be none of its);
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
 #   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
@@ -132,8 +139,9 @@ def check_gained_after_read(
                 "subclass that is a view, or one sharing storage with another input) require grad before the graph "
                 "runs, so they would. A leaf input passed alone compiles, and so does a plain view input with "
                 'backend="eager", a plain input sharing storage whose earlier reads were only of other inputs over '
-                "it (not of this input, an input that is a view of it, or views of those), and any input where no "
-                "output or input reaches what was computed from it before. Call requires_grad_() before the first "
+                "it (not of this input, an input that is a view of it, or views of those), any input where no "
+                "output or input reaches what was computed from it before, and a plain input whose storage nothing "
+                "takes after the call. Call requires_grad_() before the first "
                 "use of the input, or outside the compiled function"
             )
 
@@ -178,12 +186,26 @@ def check_flagless_view_reads(
     if not writes and all(storage_key(o) == storage_key(read[0][0]) for o in made):
         return  # (a view op, whose result is replayed from the real input; a result that is no tensor)
     raise UnsupportedError(
-        f"{input_named(record, read[0][1])}the program turns requires_grad on for this input, a view of a tensor "
-        f"that does not require grad, and then computes with grad enabled ({name}) from a view of it taken before "
-        "the flag or under no_grad: eager's view requires no grad (it takes the flag from that base, or was made "
-        "without history), so its results carry none, while the compiled run's view follows the input and would "
-        "record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of it, or "
-        "call requires_grad_() outside the compiled function"
+        f"{input_named(record, read[0][1])}the program turns requires_grad on for this input (or it came so), a "
+        f"view of a tensor that does not require grad, and then computes with grad enabled ({name}) from a view of "
+        "it taken before the flag or under no_grad: eager's view requires no grad (it takes the flag from that base, "
+        "or was made without history), so its results carry none, while the compiled run's view follows the input "
+        "and would record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of "
+        "it, or call requires_grad_() outside the compiled function"
+    )
+
+
+def flagless_view_history_raises(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Does an op with grad on read a view eager's autograd gives no requires_grad (`check_flagless_view_reads`) whose
+    grad_fn raises in the run? The run's root of it is a synthetic base that requires grad (the input requires grad
+    from the start of the joint trace), where eager's root, the input's own base, requires none: eager's op reads no
+    history and records none, the run's would read a no_grad view's history after a bump and raise. Such an op runs
+    under no_grad (a view op's result is replayed from the real input; any other op is refused after it)."""
+    if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return False
+    return any(
+        isinstance(t, torch.Tensor) and _flagless_view_of_gained_input(record, t) is not None and grad_fn_raises(t)
+        for t in pytree.tree_leaves((args, kwargs))
     )
 
 
@@ -486,8 +508,10 @@ def backward_changes(
     swaps: SwapRecord,
     outs: Sequence[torch.Tensor],
     sink: list[BackwardReshape],
+    grouped: frozenset[int] = frozenset(),
 ) -> Iterator[None]:
-    """While a backward through `outs` runs: the changes it makes to the inputs (`backward_reshapes`), into `sink`."""
+    """While a backward through `outs` runs: the changes it makes to the inputs (`backward_reshapes`), into `sink`.
+    `grouped`: the positions of the plain inputs traced as members of an alias group."""
     metas = [metadata_of(t) for t in user_tensors]
     versions = [get_version(t) for t in user_tensors]
     views = views_of_inputs(swaps, user_tensors)
@@ -496,7 +520,7 @@ def backward_changes(
     with function_node_changes(outs, user_tensors, views, changes):
         yield
     view_bumps = [(i, get_version(v) - n) for (i, v), n in zip(views, view_versions, strict=True)]
-    sink[:] = backward_reshapes(flat, user_tensors, user_fakes, metas, versions, view_bumps, changes)
+    sink[:] = backward_reshapes(flat, user_tensors, user_fakes, metas, versions, view_bumps, changes, grouped)
 
 
 def _graph_nodes(start: Any) -> set[Any]:
@@ -519,11 +543,13 @@ def backward_reshapes(
     versions: Sequence[int],
     view_bumps: Sequence[tuple[int, int]] = (),
     node_changes: NodeChanges | None = None,
+    grouped: frozenset[int] = frozenset(),
 ) -> tuple[BackwardReshape, ...]:
     """The inputs whose metadata the program's backward changed (Note [Custom Functions]);
     refuse the changes the runtime cannot replay exactly. `view_bumps`: (input position, bumps) of the views the
     forward took of inputs, which share the input's version counter in eager (a saved view's `t_()` in the backward
-    bumps the input's) where the trace's need not. `node_changes`: what `function_node_changes` saw."""
+    bumps the input's) where the trace's need not. `node_changes`: what `function_node_changes` saw. `grouped`: the
+    positions of the inputs traced as members of an alias group."""
     found = []
     changes = node_changes or {}
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
@@ -557,8 +583,33 @@ def backward_reshapes(
         size = tuple(int(v) for v in after[0])
         stride = tuple(int(v) for v in after[1])
         _check_sole_grad_leaf(flat, i, size != tuple(meta[0]))
+        if i in grouped:
+            _check_grouped_grad_leaf(flat, i, tuple(int(v) for v in meta[0]), size)
         found.append(BackwardReshape(position=i, size=size, stride=stride, bumps=bumps, reached_by=reached_by))
     return tuple(found)
+
+
+def _check_grouped_grad_leaf(flat: FlatInputs, i: int, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+    """A leaf input the backward gives another size: eager's AccumulateGrad takes the gradient as it comes where its
+    strides fit the leaf's new layout (equal in each dim not of size 1, none 0 in a dim of size 1), and copies it into
+    that layout otherwise, which raises where the sizes do not broadcast. A leaf traced as a member of an alias group
+    gets its gradient as a view of its synthetic base's, in the input's own strides, where eager's is the custom
+    backward's result, whose strides its kernels chose; in a dim of size 0 or 1 those two need not agree (Note
+    [Strides The Kernels Choose]), so neither need whether the accumulation raises: refused there."""
+    real = flat.values[flat.tensor_indices[i]]
+    # (a leaf: one that requires grad, or one the program makes require grad)
+    if before == after or not isinstance(real, torch.Tensor) or not real.is_leaf:
+        return
+    if not any(n in (0, 1) for n in (*before, *after)):
+        return
+    raise UnsupportedError(
+        f"{flat.leaves[flat.tensor_indices[i]].path}: the program's backward (a custom autograd.Function) gives this "
+        f"leaf input another size in place ({before} -> {after}: t_(), unsqueeze_(), ... on a saved tensor), and it "
+        "shares its storage with another input the program writes: its gradient reaches it through the storage they "
+        "share, in its own strides, where eager's is the backward's own result, and in a dim of size 0 or 1 those "
+        "strides decide whether eager's gradient accumulation raises (Note [Custom Functions]). Change the metadata "
+        "of a clone in the backward instead, or pass the input apart (a clone)"
+    )
 
 
 def _check_sole_grad_leaf(flat: FlatInputs, i: int, resized: bool) -> None:

@@ -243,7 +243,9 @@ def trace_joint(
             given = [k for k in range(len(diff_outs)) if k not in absent]
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
-            with backward_changes(setup.flat, run.user_tensors, setup.user_fakes, run.swaps, diff_outs, reshapes):
+            with backward_changes(
+                setup.flat, run.user_tensors, setup.user_fakes, run.swaps, diff_outs, reshapes, _grouped(setup.layout)
+            ):
                 renewed = [k for k, x in enumerate(wrt) if id(x) in run.swaps.self_sets]
                 grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every, renewed)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
@@ -281,6 +283,16 @@ _DETACHED_SAVE = (
     "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is not supported, "
     "please use out-of-place `.detach()` instead"
 )
+
+
+def _grouped(layout: DenseLayout) -> frozenset[int]:
+    """The positions of the plain tensor inputs traced as members of an alias group (Note [Synthetic Bases])."""
+    members = {m for g in layout.groups for m in g.members}
+    return frozenset(
+        i
+        for i, (tree, leaves) in enumerate(zip(layout.trees, layout.leaves_of_input, strict=True))
+        if tree is None and any(j in members for j in leaves)
+    )
 
 
 def _saves_as_eager(setup: JointSetup) -> tuple[contextlib.AbstractContextManager[object], set[int]]:

@@ -32,6 +32,7 @@ from subclassaot.runtime.plan import (
     MetaEvaluator,
     RetracedBackward,
     RuntimePlan,
+    SettlingCall,
     non_view_alias,
     wrapper_write_recorded,
 )
@@ -49,7 +50,7 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import get_version, grad_fn_raises, set_version, storage_address
+from subclassaot.torch_internals import get_version, grad_fn_raises, output_zeros, set_version, storage_address
 
 log = logging.getLogger(__name__)
 
@@ -134,18 +135,11 @@ def _grad_mark(t: torch.Tensor) -> tuple[int, int] | None:
 
 def _early_sources(analysis: Analysis, bw_meta: BackwardPlan) -> tuple[int, ...]:
     """The inputs (InputIndex) that output views replayed before the call are taken of, where the backward raises
-    the program's error (Note [Backward Errors Are Deferred]). Where an output was set_() under grad, the inputs
-    returned as they are too: eager's raising node of that output outranks every node the caller's write of such an
-    input (a view of a leaf) makes again, and runs first (Note [set_ Under Grad])."""
+    the program's error (Note [Backward Errors Are Deferred])."""
     if bw_meta.error is None:
         return ()
     replays = [info.replay for info in analysis.outputs if info.replay is not None]
-    early = {r.index for r in replays if r.before_epilogue and r.source is ReplaySource.INPUT}
-    if any(o.set_under_grad for o in analysis.outputs):
-        early |= {
-            o.input_index for o in analysis.outputs if o.kind is OutputKind.IS_INPUT and o.input_index is not None
-        }
-    return tuple(sorted(early))
+    return tuple(sorted({r.index for r in replays if r.before_epilogue and r.source is ReplaySource.INPUT}))
 
 
 def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
@@ -535,6 +529,9 @@ class _Step:
         self._find_leaf_sources()
         # set by training_call where the step is plain (Note [Straight-Line Runners])
         self.plain: _PlainStep | None = None
+        # the graphs as a plain step calls them: the backend's callable itself once its wrapper settled (`_plain_apply`)
+        self.plain_fw = cast("Callable[..., Sequence[Any]]", fw)
+        self.plain_bw = cast("Callable[..., Sequence[Any]]", bw)
 
     def _find_leaf_sources(self) -> None:
         """Where each leaf of a subclass input written in training finds its new value (`_update_sources`), the
@@ -613,21 +610,19 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
 
 
 def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tensor]) -> tuple[Any, ...]:
-    """CompiledStep.forward of a plain step (Note [Straight-Line Runners]): what the general one does for it."""
+    """CompiledStep.forward of a plain step (Note [Straight-Line Runners]): what the general one does for it. No
+    zeros' metadata is kept per call: a missing tangent's zeros come from the node's own record of the output
+    (`output_zeros`)."""
     ctx.step = s
-    all_outs = cast("Sequence[Any]", s.fw(*user))  # (quoted: no subscript per call)
+    all_outs: Sequence[Any] = s.plain_fw(*user)
     n = p.n_outs
-    outs = _distinct_outputs(all_outs[:n])
-    if len(all_outs) > n:
-        saved = all_outs[n:]
-        ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
-        # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
-        tensors = [v for v in saved if isinstance(v, torch.Tensor)]
-        ctx.save_for_backward(*[v.data for v in tensors] if s.saves_apart else tensors)
-        ctx.saves_tensors = bool(tensors)
-    else:
+    if n == 1 and len(all_outs) == 1:  # (one output, saving nothing: `_distinct_outputs` without its loop)
+        out = all_outs[0]
         ctx.saved_ints, ctx.saves_tensors = (), False
-    ctx.zeros = [[(t.shape, t.dtype, t.device)] for t in [outs[i] for i in p.diff]]
+        outs: tuple[Any, ...] = (non_view_alias(out) if out._is_view() else out,)
+    else:
+        outs = tuple(_distinct_outputs(all_outs[:n]))
+        _plain_saves(ctx, s, all_outs[n:])
     if p.non_diff:
         ctx.mark_non_differentiable(*[outs[k] for k in p.non_diff])
     if s.checks:  # (nothing writes an input after the forward: `_note_counters` now, not after an epilogue)
@@ -635,7 +630,16 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
         _note_counters([ctx])
     # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
     ctx.set_materialize_grads(False)
-    return tuple(outs)
+    return outs
+
+
+def _plain_saves(ctx: Any, s: _Step, saved: Sequence[Any]) -> None:
+    """`ctx`'s saved values of a plain step: the graph's outputs after the Function's."""
+    ctx.saved_ints = [(k, v) for k, v in enumerate(saved) if not isinstance(v, torch.Tensor)]
+    # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
+    tensors = [v for v in saved if isinstance(v, torch.Tensor)]
+    ctx.save_for_backward(*[v.data for v in tensors] if s.saves_apart else tensors)
+    ctx.saves_tensors = bool(tensors)
 
 
 def _saved_tensors(ctx: Any) -> list[torch.Tensor]:
@@ -645,46 +649,51 @@ def _saved_tensors(ctx: Any) -> list[torch.Tensor]:
     return list(ctx.saved_tensors) if ctx.saves_tensors else []
 
 
-def _plain_or_general(
-    ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
-) -> tuple[torch.Tensor | None, ...] | None:
-    """`_plain_backward`'s gradients, or None with the context made ready for the general backward (what the general
-    forward leaves it: Note [Straight-Line Runners])."""
-    if not torch.is_grad_enabled() and (result := _plain_backward(ctx, s, p, grads)) is not None:
-        return result
+def _to_general(ctx: Any, p: _PlainStep) -> None:
+    """The context of a plain step's forward made ready for the general backward (what the general forward leaves
+    it: Note [Straight-Line Runners])."""
     ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()
-    return None
+    zeros = [output_zeros(ctx, i) for i in p.diff]
+    ctx.zeros = [[(z.shape, z.dtype, z.device)] for z in zeros]
 
 
 def _plain_backward(
     ctx: Any, s: _Step, p: _PlainStep, grads: Sequence[torch.Tensor | None]
 ) -> tuple[torch.Tensor | None, ...] | None:
-    """CompiledStep.backward of a plain step without create_graph (Note [Straight-Line Runners]); None where a tangent
-    is no plain tensor (the general backward decides)."""
+    """CompiledStep.backward of a plain step without create_graph (Note [Straight-Line Runners]); None, with the
+    context made ready for the general backward, where grad mode is on (create_graph) or a tangent is no plain
+    tensor (the general backward decides)."""
+    if torch.is_grad_enabled():
+        _to_general(ctx, p)
+        return None
     if s.checks:
         _check_saved_tensors(ctx.checks, ctx.checked, grads, ())
     tangents = []
-    present = []
+    present = 0
     for k, i in enumerate(p.diff):
         g = grads[i]
         if g is None:
-            shape, dtype, device = ctx.zeros[k][0]
-            g = torch.zeros(shape, dtype=dtype, device=device)
+            g = output_zeros(ctx, i)
         elif type(g) is not torch.Tensor:
+            _to_general(ctx, p)
             return None
         else:
-            present.append(k)
-        tangents.append(_restride(g, p.strides[k]))
-    saved = _saved_tensors(ctx)
-    for k, v in ctx.saved_ints:
-        saved.insert(k, v)
-    dense_grads = cast("Sequence[torch.Tensor]", cast("Callable[..., object]", s.bw)(*saved, *tangents))
+            present += 1
+        stride = p.strides[k]
+        tangents.append(g if stride is None or g.stride() == stride else _restride(g, stride))
+    if ctx.saves_tensors:
+        saved: list[Any] = list(ctx.saved_tensors)
+        for k, v in ctx.saved_ints:
+            saved.insert(k, v)
+        dense_grads: Sequence[torch.Tensor] = s.plain_bw(*saved, *tangents)
+    else:
+        dense_grads = s.plain_bw(*[v for _, v in ctx.saved_ints], *tangents)
     result: list[torch.Tensor | None] = [None] * p.n_results
-    if len(present) == len(p.diff):
+    if present == len(p.diff):
         for k, i in p.reached:
             result[i] = dense_grads[k]
     else:
-        given = frozenset(present)
+        given = frozenset(k for k, i in enumerate(p.diff) if grads[i] is not None)
         for k, i, deps in p.deps:
             if deps & given:
                 result[i] = dense_grads[k]
@@ -895,9 +904,9 @@ class CompiledStep(torch.autograd.Function):
         holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads],
         *user: torch.Tensor,
     ) -> Any:
-        s, graph_in, graph_dense, symbols, noted, early_grads = holder
-        if s.plain is not None:
+        if (s := holder[0]).plain is not None:
             return _plain_forward(ctx, s, s.plain, user)
+        s, graph_in, graph_dense, symbols, noted, early_grads = holder
         ctx.step = s
         ctx.early_grads = early_grads
         if s.bw_meta.error is not None:
@@ -974,7 +983,7 @@ class CompiledStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> Any:
         s: _Step = ctx.step
-        if s.plain is not None and (plain := _plain_or_general(ctx, s, s.plain, grads)) is not None:
+        if s.plain is not None and (plain := _plain_backward(ctx, s, s.plain, grads)) is not None:
             return plain
         bw_meta, bw = s.bw_meta, s.bw
         if bw_meta.error is not None:
@@ -1661,7 +1670,11 @@ def training_call(
 
     apply = _plain_apply(step, unreached, stand_ins, unread)
     return GraphCall(
-        run=call, prewraps=frozenset(fresh_outputs), wrapper_updates=tuple(bw_meta.wrapper_updates), apply=apply
+        run=call,
+        prewraps=frozenset(fresh_outputs),
+        wrapper_updates=tuple(bw_meta.wrapper_updates),
+        apply=apply,
+        apply_outside_transforms=_plain_c_apply(step) if apply is not None and not unread else None,
     )
 
 
@@ -1674,6 +1687,9 @@ def _plain_apply(
     step.plain = _plain_step(step, unreached, stand_ins)
     if step.plain is None:
         return None
+    for name, graph in (("plain_fw", step.fw), ("plain_bw", step.bw)):
+        if isinstance(graph, SettlingCall):  # its wrapper leaves the path once needless (as the runner's does)
+            graph.when_settled(functools.partial(setattr, step, name))
     holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads] = (
         step, [], [], {}, [], ()
     )  # fmt: skip
@@ -1686,6 +1702,15 @@ def _plain_apply(
         return cast("Sequence[torch.Tensor]", _c_apply(holder, *map(_unwrap_if_dead, user)))
 
     return apply
+
+
+def _plain_c_apply(step: _Step) -> Callable[..., Sequence[torch.Tensor]]:
+    """`CompiledStep`'s C apply bound to a plain step's holder (`_plain_apply`'s call outside functorch's
+    transforms, for inputs that need no detaching)."""
+    holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads] = (
+        step, [], [], {}, [], ()
+    )  # fmt: skip
+    return cast("Callable[..., Sequence[torch.Tensor]]", functools.partial(_c_apply, holder))
 
 
 _c_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, CompiledStep)

@@ -26,6 +26,7 @@ from subclassaot.runtime.plan import (
     anchor_holders,
     assign_data_meta,
     fresh_output,
+    last_gains,
     non_view_alias,
     probed_stride,
     requires_grad_changes,
@@ -45,6 +46,7 @@ from subclassaot.runtime.regenerate import (
 from subclassaot.runtime.steps import (
     EpiloguePlan,
     base_write_hidden,
+    blocking_holder,
     bumped_input_sources,
     copy_into,
     epilogue_plan,
@@ -63,9 +65,11 @@ from subclassaot.runtime.steps import (
 from subclassaot.runtime.straight_line import EntryRunner, Runner, straight_line
 from subclassaot.schemas import (
     AliasGroupRef,
+    Analysis,
     DataAssignmentPlan,
     DenseIndex,
     Dim,
+    GradSetNode,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -83,6 +87,33 @@ from subclassaot.torch_internals import (
     set_wrapper_metadata,
     storage_key,
 )
+
+# Note [Epilogue Nodes In Eager's Order]
+# Eager: a backward runs, among the nodes ready, the one numbered highest first. Nodes are numbered as they are made; a
+# set_ node (NotImplemented) and every gradient accumulator are numbered above all, so they run as soon as ready. Which
+# backward error comes first, and which leaves got a gradient before it, follows from that order.
+# Compiled: the program's nodes collapse into the call's one node; every node the epilogue makes is newer than it and
+# older than the nodes the caller makes after the call (a view input's history regenerated after a write).
+# Rule: where eager's history of an input or output ends on a node made after those the call stands for, the epilogue
+# makes a node numbered the same way, in the order eager made them. For a tensor set_() under grad, the swap record
+# keeps, op by op in program order, the node its history ends on (`GradSetNode`):
+# - SET: its own set_() was the last op autograd recorded on it: the epilogue repeats the set_ (Note [set_ Under
+#   Grad]) after its other steps on it. An output set_() under grad gets a holder set_() to it once built, whether the
+#   value comes from the graph or from the compiled Function (whose deferred error would be numbered below the nodes
+#   the caller makes after the call, and run after them: `t0.set_(t0); return t0, x0`, x0 written after the call).
+# - LAYOUT: an in-place view op with grad right after it (`x.set_(x); x.unsqueeze_(1)`): its node sits over the set_
+#   node, numbered in program order; the epilogue repeats the set_ first, then replays the layout with grad.
+# - NUMBERED: a set_() through a view (the base's CopySlices) or a write autograd records (`x1.set_(x0);
+#   x1.select(0, 0).mul_(3)`) came after: numbered in program order; once the outputs are built the epilogue sets a view
+#   of x to itself under grad (version kept), a CopySlices newer than the call's node. An in-place view op after such
+#   a node keeps it NUMBERED: its node is numbered in program order too, and the late CopySlices stands for both (a
+#   subclass input, whose layout the epilogue replays without autograd, has no other).
+# Beyond reach: eager's nodes ordered among the program's own, which the one compiled node cannot interleave (a leaf
+# the program made and read with grad after the op whose node raises: `x0.requires_grad_(); t0, t1 = x1.sort(0);
+# t1.add_(t1); return t0, x0 * -1`, x0 graded before the raise): the backward probe refuses those (Note [Probing
+# Eager's Backward]). Known gaps: a LAYOUT node is made after the call's, so program nodes made after the layout op
+# run after it where eager's run before; a subclass input, or a plain one set_() onto another storage, relaid after
+# its set_() under grad gets its layout without autograd: refused (`refuse_relaid_after_grad_set`).
 
 
 def inference_call(
@@ -137,6 +168,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     flat, layout = plan.flat, plan.layout
     dense_of = _dense_reader(plan)
     gains, loses = ([flat.tensor_indices[i] for i in ts] for ts in requires_grad_changes(plan))
+    last = [flat.tensor_indices[i] for i in last_gains(plan)]  # Note [Grad Mode And Autograd Reads]
     self_set_first, self_set, kept, assigned_reads = _accumulator_inputs(plan)
     early_heads, late_tails = _early_replays(plan)
 
@@ -194,13 +226,16 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), holders)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
+        _turn_on(values, last)
         if after is not None:
             after(built)
         return unflatten_output(built, plan.analysis.output_spec, has_size)
 
     early_sets = epilogue.early_grad_sets
-    late_sets = tuple(
-        t for t in epilogue.grad_sets if plan.analysis.mutations[layout.leaves_of_input[t][0]].view_set_last
+    late_sets = tuple(  # Note [Epilogue Nodes In Eager's Order]
+        t
+        for t in epilogue.grad_sets
+        if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
@@ -288,7 +323,7 @@ def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Seque
     for t in early_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and not any(x is d for d in done):
-            set_to_self(x)
+            _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             done.append(x)
 
 
@@ -409,9 +444,11 @@ def _grad_swap_pair(
     return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
 
 
-def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> None:
+def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None, blocked: Sequence[object] = ()) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
-    grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training])."""
+    grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training]). Without a source that
+    requires grad, the alias holds back `blocked` (`_holding_back`)."""
+    held = None if source is not None and source.requires_grad else _holding_back(x, blocked)
     with torch.enable_grad():
         same = source is not None and (source.size(), source.stride()) == (x.size(), x.stride())
         if source is not None and source.requires_grad:
@@ -419,6 +456,8 @@ def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None) -> Non
                 alias = source  # a subclass need not implement as_strided
             else:
                 alias = source.as_strided(x.size(), x.stride(), x.storage_offset())
+        elif held is not None:
+            alias = held
         elif is_traceable_subclass(x):
             alias = x.detach().requires_grad_(True)  # never reached by a backward: it stops at the set_
         else:
@@ -443,7 +482,7 @@ def _repeat_grad_sets(
             _, source = _grad_swap_pair(plan, values, dense, t)
             edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
             if not edge:
-                set_to_self(x)
+                _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)
             elif _holds_set_source_storages(plan, dense, t):
@@ -451,6 +490,39 @@ def _repeat_grad_sets(
             else:
                 set_to_self(x)
     return wrapper_sets
+
+
+def _blocks_of(analysis: Analysis, t: int) -> tuple[int, ...]:
+    return analysis.input_set_blocks[t] if analysis.input_set_blocks else ()
+
+
+def _holding_back(x: torch.Tensor, blocked: Sequence[object]) -> torch.Tensor | None:
+    """An alias of x's storage and metadata, made under grad, whose history reaches that of each of `blocked` (inputs)
+    that requires grad through a holder's set_ node, which never runs: eager's set_() of x to a tensor computed from
+    them has an edge to their history, so their gradients wait behind its raising node (Note [set_ Under Grad]).
+    None where none of them requires grad."""
+    if not any(isinstance(b, torch.Tensor) and b.requires_grad for b in blocked):
+        return None
+    if is_traceable_subclass(x):
+        holder = blocking_holder(x.detach().requires_grad_(), blocked)
+    else:
+        holder = blocking_holder(torch.empty(0, dtype=x.dtype, device=x.device, requires_grad=True), blocked)
+    with torch.enable_grad():
+        set_to_tensor(holder, x.detach())
+    return holder
+
+
+def _set_to_self_holding_back(x: torch.Tensor, blocked: Sequence[object]) -> None:
+    """`x.set_(x)` under grad, its node holding back the histories of `blocked` (`_holding_back`); x keeps its
+    metadata, as `set_to_self` leaves it."""
+    alias = _holding_back(x, blocked)
+    if alias is None:
+        set_to_self(x)
+        return
+    size, stride, offset = list(x.shape), list(x.stride()), int(x.storage_offset())
+    set_to_tensor(x, alias)
+    if list(x.shape) != size or list(x.stride()) != stride or x.storage_offset() != offset:
+        assign_wrapper_metadata(x, size, stride, offset)
 
 
 def _holds_set_source_storages(plan: RuntimePlan, dense: list[torch.Tensor], t: int) -> bool:
@@ -564,7 +636,8 @@ def _epilogue(
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
-                _repeat_swap_under_grad(*_grad_swap_pair(plan, values, dense, t))
+                x, source = _grad_swap_pair(plan, values, dense, t)
+                _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
     if epilogue.wrappers:
@@ -574,7 +647,7 @@ def _epilogue(
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
                 wrapper, source = _grad_swap_pair(plan, values, dense, t)
                 with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
-                    _repeat_swap_under_grad(wrapper, source)
+                    _repeat_swap_under_grad(wrapper, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for t in wrapper_sets:
         wrapper, source = _grad_swap_pair(plan, values, dense, t)
         with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):

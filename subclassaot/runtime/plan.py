@@ -68,15 +68,22 @@ class RuntimePlan:
     output_types: tuple[type[torch.Tensor] | None, ...] = ()
 
 
+def last_gains(plan: RuntimePlan) -> list[int]:
+    """Tensor positions the program makes require grad after its last use of their storage (Analysis.gains_last): set
+    once the call is done, outputs built (Note [Grad Mode And Autograd Reads])."""
+    return [i for i, late in enumerate(plan.analysis.gains_last) if late]
+
+
 def requires_grad_changes(plan: RuntimePlan) -> tuple[list[int], list[int]]:
     """Tensor positions whose requires_grad the program changes: those it turns on (set before the graph runs, unless
     a node of the graph does: Note [Training Without A Function]), and those that end without it (detach_(),
     requires_grad_(False), `.requires_grad = False`, also after turning it on: dropped after the graph ran)."""
     analysis = plan.analysis
+    last = set(last_gains(plan))
     gains = [
         i
         for i, (on, marked) in enumerate(zip(analysis.requires_grad_set, analysis.leaf_marked, strict=True))
-        if on and not plan.input_requires_grad[i] and not marked  # (marked: the graph sets it)
+        if on and not plan.input_requires_grad[i] and not marked and i not in last  # (marked: the graph sets it)
     ]
     loses = [
         i
@@ -275,6 +282,10 @@ class GraphCall:
     # training, where `run` applies the Function to the tensor inputs and hands back its results, the `prewraps`
     # outputs in order, and nothing else: `apply(*tensor inputs)` (Note [Straight-Line Runners])
     apply: Callable[..., Sequence[torch.Tensor]] | None = None
+    # ... what `apply` calls outside functorch's transforms, where it takes every input as it comes: the Function's C
+    # apply bound to the step, of the tensor inputs with dead functorch wrappers unwrapped (what torch's
+    # `Function.apply` hands it), which the runner calls itself
+    apply_outside_transforms: Callable[..., Sequence[torch.Tensor]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

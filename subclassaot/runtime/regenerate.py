@@ -146,6 +146,11 @@ from subclassaot.torch_internals import (
 # `._base` of the output), with that base's counter one below its count, then given back, so the view is stale by one
 # write as eager's, and given the input's creation meta. Counters keep eager's counts. Under no_grad the as_strided()
 # reads no grad_fn, and a view taken so reads fine as eager's does.
+# A stale view that reads fine is regenerated at its next read as an as_strided() of its `._base`, its root, not of the
+# view it was taken of: the output of a view input x (`t0 = x.select(0, 0)`, x a diagonal of b), stale after a write of
+# t0 under inference_mode or no_grad, has eager's node as_strided(b, ...), whose gradient reaches every element of b
+# t0 covers, where one taken of x would give b only x's (a resize_() can give t0 elements past x's). Such an output
+# (OutputLeaf.from_base) is rebuilt by as_strided() of the input's `._base`: eager's node, and eager's `._base`.
 
 
 def build_outputs(
@@ -185,6 +190,9 @@ def build_outputs(
         value: object
         if o in prewrapped:
             value = prewrapped[o]
+            if info.set_under_grad and torch.is_grad_enabled() and isinstance(value, torch.Tensor):
+                # the Function's output: its set_ node, made here (Note [Epilogue Nodes In Eager's Order])
+                value = set_under_grad_holder(value, None, view=info.set_under_grad_view, viewed_after=False)
         elif info.kind is not OutputKind.TENSOR:
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
@@ -685,6 +693,9 @@ def _from_leaves(
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
+        if leaf.from_base and source._base is not None and not grad_fn_raises(source):
+            # Note [Views Of Inputs Whose History Raises]
+            source = source._base
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
     if info.tree is None:
         return leaves[0]

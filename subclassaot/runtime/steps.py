@@ -46,6 +46,7 @@ from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
     DenseLayout,
+    GradSetNode,
     LeafMutation,
     OutputInfo,
     OutputKind,
@@ -429,9 +430,8 @@ def _grad_sets_first(plan: RuntimePlan) -> tuple[int, ...]:
         if layout.trees[t] is None
         and t not in early
         and (m := analysis.mutations[leaves[0]]).set_under_grad
-        and m.relaid_after_grad_set
+        and m.grad_set_node is GradSetNode.LAYOUT
         and not m.storage_changed
-        and not m.view_set_last
     )
 
 

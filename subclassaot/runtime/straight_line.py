@@ -89,7 +89,9 @@ from subclassaot.torch_internals import get_version, set_version
 # outputs; the backward gives plain tangents the traced strides, runs the backward graph and hands each gradient to
 # its input. A tangent that is no plain tensor, and a backward with grad on (create_graph), take the general path,
 # which the plain forward leaves what it reads. The straight-line runner applies such a step to the tensor inputs
-# directly (GraphCall.apply).
+# directly (GraphCall.apply; outside functorch's transforms the Function's C apply itself, as torch's
+# `Function.apply` calls it). Per call it keeps no more than the backward reads: a missing tangent's zeros come from
+# the node's own record of its output, and the graphs are called without a wrapper their first call found needless.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -153,7 +155,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     """Why this plan needs the generic runner (a step the generated one does not take), or None."""
     analysis, layout = plan.analysis, plan.layout
     before_call = {
-        "requires_grad changed on an input": any(requires_grad_changes(plan)),
+        "requires_grad changed on an input": any(requires_grad_changes(plan)) or any(plan.analysis.gains_last),
         "x.set_(x) on an input": any(analysis.self_set) or any(analysis.self_set_first),
         "accumulators kept or made": any(analysis.kept_accumulators)
         or any(s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)),
@@ -219,6 +221,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
                 or leaf.set_steps is not None
             ):
                 return "an alias on another storage"
+            if leaf.from_base:
+                return "a stale view of a view input, rebuilt from its base"
         return None
     if replay.source is ReplaySource.INPUT_ROOT:
         return "a view of an intermediate set_() onto inputs"
@@ -252,6 +256,8 @@ class _Writer:
             "_pop": torch._C._pop_torch_dispatch_stack,
             "_below": torch._C._AutoDispatchBelowADInplaceOrView,
             "_no_tf": torch._C.DisableTorchFunctionSubclass,
+            "_transforms": torch._C._are_functorch_transforms_active,
+            "_dead": torch._C._functorch.unwrap_if_dead,
         }
         self.given = False  # the graph call returns intermediate subclass roots (`given`)
         self.counted: set[int] = set()  # dense leaves whose counter was read before the call: no inference tensor
@@ -323,7 +329,14 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         w.line(f"outs = {w.direct}({graph_in})")  # (a list or tuple: only indexed)
         return
     if call.apply is not None:  # Note [Straight-Line Runners]
-        w.line(f"pre = {w.constant(call.apply)}({''.join(f'L[{i}], ' for i in plan.flat.tensor_indices)})")
+        tensors = [f"L[{i}]" for i in plan.flat.tensor_indices]
+        if call.apply_outside_transforms is None:
+            w.line(f"pre = {w.constant(call.apply)}({''.join(f'{t}, ' for t in tensors)})")
+            return
+        w.line("if _transforms():")
+        w.line(f"pre = {w.constant(call.apply)}({''.join(f'{t}, ' for t in tensors)})", 2)
+        w.line("else:")
+        w.line(f"pre = {w.constant(call.apply_outside_transforms)}({''.join(f'_dead({t}), ' for t in tensors)})", 2)
         return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
     w.line(f"outs, pre, _, given, after = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")

@@ -1240,3 +1240,51 @@ def test_seed117100_1260_unmarked_input_flagged_after_the_apply_refused(compile_
             return
         with pytest.raises(UnsupportedError, match=r"_Identity\) applied under no_grad returns this input"):
             assert_matches_eager(_identity_then_base_gains, _reshaped_and_base)
+
+
+def _leaf_beside_written_base(shape: tuple[int, int], kind: str, gain: str) -> Make:
+    """x0 (8 elements), x1 (a scalar), and x2, a view of x0's storage with `shape` (a leaf: x0 requires no grad)."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((8,)) if kind == "plain" else pair(8)
+        n = shape[0] * shape[1]
+        x2 = b0.view((8, 1))[8 - n : 8].view(shape) if n else b0.view((8, 1))[4:4]
+        return (b0, torch.randn(()) if kind == "plain" else pair(), x2.requires_grad_() if gain == "at_call" else x2)
+
+    return make_inputs
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("gain", ["at_call", "in_program"])
+@pytest.mark.parametrize("write", ["data", "no_grad"])
+@pytest.mark.parametrize("shape", [(0, 1), (2, 3)], ids=["empty", "2x3"])
+def test_backward_resizes_leaf_sharing_storage_with_written_input(
+    compile_fn: CompileFn | None, kind: str, gain: str, write: str, shape: tuple[int, int]
+) -> None:
+    """Fuzz seed 117300 #3117 (shrunk; diverged: eager's backward raised "output with shape [1, 0] doesn't match the
+    broadcast shape [0, 0]", ours nothing): the backward's t_() gives x2, a leaf, another size; eager's AccumulateGrad
+    takes a gradient whose strides fit the new layout and copies (raising) one that does not. x2 shares its storage
+    with x0, which the program writes, so the compiled gradient reaches it through the synthetic base in x2's own
+    strides, not eager's backward's: in a dim of size 0 or 1 they differ, refused there (Note [Custom Functions]).
+    Elsewhere both raise; a subclass input is refused by the rule for subclasses."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        if write == "data":
+            x0.data.add_(x1)
+        else:
+            with torch.no_grad():
+                x0.add_(x1)
+        if gain == "in_program":
+            x2.requires_grad = True
+        return (TransposeSaved.apply(x2),)  # type: ignore[no-untyped-call]  # untyped in torch
+
+    make_inputs = _leaf_beside_written_base(shape, kind, gain)
+    if compile_fn is None and (kind == "pair" or 0 in shape):
+        match = "Custom Functions" if kind == "pair" else r"another size in place \(\(0, 1\) -> \(1, 0\)"
+        with torch.enable_grad(), pytest.raises(UnsupportedError, match=match):
+            out = subclassaot.compile(cast(Callable[..., object], f))(*make_inputs())
+            assert isinstance(out, tuple)
+            out[0].sum().backward()
+        return
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

@@ -18,7 +18,7 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused
+from tests.pipeline.program_helpers import SinFunction, assert_refused, pair
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -382,6 +382,37 @@ def test_requires_grad_on_non_inputs_with_grad_matches_eager(f: Callable[..., ob
     the outputs' histories and the `.grad` of the leaves the program made. It was refused."""
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
+
+
+def new_leaf_beside_a_view_of_an_input_written_since(x0: T, x1: T) -> object:
+    t0 = x1.view(1, 1, 12)
+    x1.copy_(x0)  # eager's t0, taken before, is stale at the end (its counter moved since it was made)
+    t1, _ = t0.max(1)
+    t1.requires_grad_()  # a new autograd leaf
+    t0.mul_(0.5)
+    return x1, t0, t1 * 2
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+def test_new_leaf_beside_a_stale_view_of_an_input_matches_eager(pair: bool) -> None:
+    """fuzz seed 117300, programs 681, 186, 740, 2642, 8697, 9879 (UNSUPPORTED): a program making a new leaf returns a
+    view of an input requiring no grad throughout, which the program wrote after taking it. The runtime replays it at
+    the input's counter at entry (Replay.stale_view), which autograd sees nothing of: the eager backend's graph run
+    with grad on records eager's histories. A PairTensor intermediate made a leaf stays refused (no wrapper in the
+    graph to make one)."""
+
+    def make() -> tuple[T, T]:
+        a, b = torch.randn(()), torch.randn(1, 3, 4)
+        return (PairTensor.from_tensor(a), PairTensor.from_tensor(b)) if pair else (a, b)
+
+    f = new_leaf_beside_a_view_of_an_input_written_since
+    with torch.enable_grad():
+        if pair:
+            f(*make())  # eager runs it
+            with pytest.raises(UnsupportedError, match="on a tensor that is not an input, a PairTensor"):
+                subclassaot.compile(f, backend="eager")(*make())
+            return
+        assert_matches_eager(f, make, backend="eager")
 
 
 def test_new_leaf_returned_gets_its_gradient() -> None:
@@ -1445,21 +1476,107 @@ def _aliased() -> tuple[object, ...]:
     ],
     ids=["view", "set_of_a_view", "view_of_an_aliasing_input"],
 )
-def test_requires_grad_on_input_after_its_use_refused(f: Callable[..., object], make_inputs: Make) -> None:
-    """Eager's results computed before requires_grad_() carry no history; the compiled call made the input require
-    grad before the graph, so they did (fuzz seed 2702, program 175: DIVERGED; program 9: CRASHED). Refused for view
-    inputs and inputs sharing storage; a plain leaf input is run as a leaf without grad until the program's call
-    (Note [Leaves Laid Out Anew Under no_grad]; test below)."""
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_requires_grad_on_input_after_its_last_use_matches_eager(
+    f: Callable[..., object], make_inputs: Make, backend: str
+) -> None:
+    """Eager's results computed before requires_grad_() carry no history. A compiled call that made the input require
+    grad before the graph gave them one (fuzz seed 2702, program 175: DIVERGED; program 9: CRASHED); where nothing of
+    the program takes the input's storage after the call, the compiled call sets the flag once it is done
+    (Analysis.gains_last), with any backend."""
     with torch.enable_grad():
-        f(*make_inputs())  # eager runs it
-        # (the aliasing-input variant meets the refusal of requires_grad on an input sharing storage first, the view
-        # inputs the one on a flag set after a view with grad on of the input)
-        refusal = (
-            "calls requires_grad_\\(\\) on this input after computing from it|for an input that shares storage"
-            "|on this input, which does not require grad, after computing from it"
-        )
-        with pytest.raises(UnsupportedError, match=refusal):
-            subclassaot.compile(f)(*make_inputs())
+        assert_matches_eager(f, make_inputs, backend=backend)
+
+
+def gain_after_a_read_of_a_view_input(x0: T, x1: T) -> object:
+    y = x1 * 2  # x1, a view of x0: eager's y has no history, x0 requiring no grad yet
+    x0.requires_grad_()  # nothing takes x0's storage after: the compiled call sets the flag last
+    return y, x1
+
+
+def gain_then_a_no_grad_view_of_a_view_input(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x0.requires_grad_()
+    with torch.no_grad():  # no history with the flag or without; eager's view requires grad through its base
+        t = x1.t()
+    return y, t
+
+
+def gain_after_a_read_then_read_again(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x0.requires_grad_()
+    return y, x1 * 3  # eager's has history through x1's base, which only the flag set before the graph gives
+
+
+def write_then_gain_last(x: T) -> object:
+    x.mul_(2.0)  # a write with grad on, recorded on nothing: x requires no grad yet
+    x.requires_grad = True
+    return (x,)
+
+
+def _base_and_its_view(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(6)
+        base = PairTensor.from_tensor(b) if pair else b
+        return (base, base.view(2, 3))
+
+    return make
+
+
+def _a_view_input(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(1, 1)
+        base = PairTensor.from_tensor(b) if pair else b
+        return (base.reshape(()).t(),)
+
+    return make
+
+
+GAINED_AFTER_READ = (
+    r"calls requires_grad_\(\).* on this input.* after computing from it|on this input, which does not require grad"
+    r"|share storage and do not require grad; a write with grad \(or requires_grad_\(\)\)"
+)
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "make", "pair_refused"),
+    [
+        (gain_after_a_read_of_a_view_input, _base_and_its_view, False),
+        (gain_then_a_no_grad_view_of_a_view_input, _base_and_its_view, False),
+        (write_then_gain_last, _a_view_input, True),
+    ],
+    ids=["read_of_a_view_input", "no_grad_view_after", "write"],
+)
+def test_requires_grad_on_input_after_its_last_use_over_shared_storage(
+    f: Callable[..., object], make: Callable[[bool], Make], pair_refused: bool, pair: bool
+) -> None:
+    """fuzz seed 117300, programs 5795, 8095, 4196, 9853 and 4907 (UNSUPPORTED): requires_grad_() on an input after an
+    op with grad read its storage (of a view of it passed too, or written it), where nothing takes that storage after
+    but reads under no_grad:
+    the compiled call compiles for no training and sets the flag once it is done (Analysis.gains_last), plain tensors
+    only. A PairTensor base with its view passed compiles by the subclass's own rule (its stand-in gains the flag at
+    the call); a PairTensor view input written first, whose flag the run cannot defer, is refused as before."""
+    with torch.enable_grad():
+        if pair and pair_refused:
+            f(*make(pair)())  # eager runs it
+            with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
+                subclassaot.compile(f, backend="eager")(*make(pair)())
+            return
+        assert_matches_eager(f, make(pair), backend="eager")
+        assert_matches_eager(f, make(pair), backend="inductor")
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+def test_requires_grad_on_input_then_its_storage_read_again_refused(pair: bool) -> None:
+    """The gain is no last one where the program reads the storage after it (x1, a view of x0, with grad): eager's
+    later results have history through x1's base, which the flag set last cannot give: refused, as before."""
+    with torch.enable_grad():
+        gain_after_a_read_then_read_again(*cast(tuple[T, T], _base_and_its_view(pair)()))  # eager runs it
+        with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
+            subclassaot.compile(gain_after_a_read_then_read_again, backend="eager")(
+                *cast(tuple[T, T], _base_and_its_view(pair)())
+            )
 
 
 def requires_grad_after_a_sibling_read(x0: T, x1: T) -> object:
@@ -3355,20 +3472,149 @@ def _write_with_grad_then_requires_grad(x: T) -> object:
     return (x * x,)
 
 
+def _self_product_then_requires_grad(x: T) -> object:
+    x.mul_(3.0)
+    x.mul_(x)
+    x.requires_grad_()
+    return (x.sin(), x)
+
+
+def _fill_then_requires_grad(x: T) -> object:
+    x.fill_(1.5)
+    x.requires_grad_()
+    return (x * 2, x, x)
+
+
+def _view_written_then_requires_grad(x: T) -> object:
+    x[0].add_(1.0)
+    x.requires_grad_()
+    return (x.expand(2, 3) * x, x)
+
+
+_WRITES_BEFORE_FLAG = {
+    "add": _write_with_grad_then_requires_grad,
+    "self_product": _self_product_then_requires_grad,
+    "fill": _fill_then_requires_grad,
+    "through_a_view": _view_written_then_requires_grad,
+}
+
+
+@pytest.mark.parametrize("write", sorted(_WRITES_BEFORE_FLAG))
 @pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
-def test_input_written_with_grad_before_requires_grad_refused(subclass: bool) -> None:
-    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194): eager records nothing (the
-    input does not require grad yet), the compiled call, the input requiring grad from the start, would write a leaf
-    that requires grad. Still refused."""
+def test_input_written_with_grad_before_requires_grad_matches_eager(
+    compile_fn: CompileFn | None, subclass: bool, write: str
+) -> None:
+    """A write with grad on before requires_grad_() (fuzz seed 116000, program 1194; seed 117300, programs 1520,
+    3526, 8330, 9307, ...: refused before): eager records nothing (neither the input nor the value requires grad yet),
+    so the input becomes a leaf holding the written value and its gradient is taken with respect to that value. The
+    run's stand-in is a leaf without grad until the program's call, and the epilogue copies the value in below
+    autograd (Note [Leaves Laid Out Anew Under no_grad])."""
 
     def make() -> tuple[T]:
         return ((PairTensor.from_tensor if subclass else torch.Tensor.clone)(torch.randn(3)),)
 
     with torch.enable_grad():
-        out = _write_with_grad_then_requires_grad(*make())
+        assert_matches_eager(_WRITES_BEFORE_FLAG[write], make, compile_fn=compile_fn)
+
+
+def _alias_written_then_requires_grad(x0: T, x1: T) -> object:
+    x0.mul_(3.0)
+    x1.requires_grad_()
+    return (x1 * x1, x1)
+
+
+def _requires_grad_then_alias_written(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    x0.mul_(3.0)
+    return (x1 * x1, x1)
+
+
+def _alias_written_then_view_returned(x0: T, x1: T) -> object:
+    x0.mul_(3.0)
+    x1.requires_grad_()
+    return (x1.reshape(-1), x1)
+
+
+def _alias_written_and_returned(x0: T, x1: T) -> object:
+    x0.add_(1.0)
+    x1.requires_grad_()
+    return (x1 * 2, x0)
+
+
+def _base_and_its_flat_view(make: Callable[..., T]) -> Make:
+    def inputs() -> tuple[object, ...]:
+        b = make(2, 3)
+        return (b, b.view(-1))
+
+    return inputs
+
+
+def _halves(make: Callable[..., T]) -> Make:
+    def inputs() -> tuple[object, ...]:
+        b = make(6)
+        return (b[:3], b[3:])
+
+    return inputs
+
+
+def _overlapping() -> tuple[object, ...]:
+    b = torch.randn(6)
+    return (b[1:4], b[2:5])
+
+
+_ALIAS_WRITES = {
+    "before": _alias_written_then_requires_grad,
+    "after": _requires_grad_then_alias_written,
+    "view_returned": _alias_written_then_view_returned,
+    "alias_returned": _alias_written_and_returned,
+}
+_ALIASED_INPUTS = {
+    "plain_base_and_view": _base_and_its_flat_view(torch.randn),
+    "plain_halves": _halves(torch.randn),
+    "plain_overlapping": _overlapping,
+    "pair_base_and_view": _base_and_its_flat_view(pair),
+    "pair_halves": _halves(pair),
+}
+
+
+@pytest.mark.parametrize("inputs", sorted(_ALIASED_INPUTS))
+@pytest.mark.parametrize("write", sorted(_ALIAS_WRITES))
+def test_input_made_to_require_grad_beside_an_alias_written_matches_eager(
+    compile_fn: CompileFn | None, write: str, inputs: str
+) -> None:
+    """An input over a storage another input shares, made to require grad where the program writes (with grad on, a
+    value that requires no grad) through the other (fuzz seed 117300, programs 3349, 3494, 4748, 5341, 7807, ...:
+    refused before): the epilogue writes the group's base, and the run's stand-in gains the flag where eager's does,
+    so its gradient is taken with respect to the value it then holds. A subclass written after the flag is refused
+    by its own rule (a write with grad makes one of the inputs sharing storage require grad)."""
+    f, make = _ALIAS_WRITES[write], _ALIASED_INPUTS[inputs]
+    with torch.enable_grad():
+        if inputs.startswith("pair") and write == "after" and compile_fn is None:
+            assert_refused(f, make, compile_fn, "share storage and do not require grad; a write with grad")
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
+    x.add_(w)
+    x.requires_grad_()
+    return (x * x,)
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_input_written_with_history_before_requires_grad_refused(subclass: bool) -> None:
+    """A write, before requires_grad_(), of a value that requires grad: eager records it (the input becomes a
+    non-leaf with the write's history, requires_grad_() changes nothing); still refused."""
+
+    def make() -> tuple[T, T]:
+        wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
+        return (wrap(torch.randn(3)), wrap(torch.randn(3)).requires_grad_())
+
+    with torch.enable_grad():
+        out = _write_of_a_value_with_history_then_requires_grad(*make())
         assert isinstance(out, tuple) and out[0].requires_grad
         with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
-            subclassaot.compile(_write_with_grad_then_requires_grad)(*make())
+            subclassaot.compile(_write_of_a_value_with_history_then_requires_grad)(*make())
 
 
 def optimizer_step(p: T, g: T) -> object:

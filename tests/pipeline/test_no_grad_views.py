@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import subclassaot
+from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from subclassaot.torch_internals import grad_fn_raises
 from subclasses.pair import PairTensor
@@ -2566,6 +2567,52 @@ def test_seed117100_6137_view_of_multi_output_input_resized_and_written(
         assert_matches_eager(fn, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# Issue #27, fuzz seed 123056 #310: `t0 = x0.select(0, 0)` of a view input (x0 = b.diagonal(), b = leaf.clone()),
+# resized to 7 elements and written inside inference_mode, returned. Eager's t0 is stale: its grad_fn regenerates at the
+# next read as as_strided(b, (7,), (1,), 0), whose gradient reaches every element of b it covers; ours, taken of x0,
+# gave b x0's diagonal only (Note [Views Of Inputs Whose History Raises]: OutputLeaf.from_base).
+_VIEW_INPUTS: dict[str, Callable[[T], T]] = {
+    "diagonal": lambda b: b.diagonal(0, 1, 0),
+    "column": lambda b: b[:, 0],
+    "row": lambda b: b[1],
+}
+
+
+def _view_of_view_input_relaid(how: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.select(0, 0) if x0.dim() > 1 else x0[:1]
+        with torch.inference_mode() if how == "resize_" else torch.no_grad():
+            if how == "resize_":
+                t0.resize_((7,))  # past x0's elements, and past b's storage
+            elif how == "as_strided_":
+                t0.as_strided_((3,), (1,), 0)  # past x0's elements
+            t0.fill_(-1.0)
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("how", ["resize_", "as_strided_", "write"])
+@pytest.mark.parametrize("view", sorted(_VIEW_INPUTS))
+@pytest.mark.parametrize("base", ["leaf", "nonleaf", "pair_nonleaf"])
+def test_stale_view_of_a_view_input_regenerates_from_its_base(
+    compile_fn: CompileFn | None, base: str, view: str, how: str
+) -> None:
+    def make_inputs() -> tuple[object, ...]:
+        make = {"leaf": leaf, "nonleaf": nonleaf, "pair_nonleaf": pair_nonleaf}[base]
+        with torch.enable_grad():
+            return (_VIEW_INPUTS[view](make(2, 2)),)
+
+    f = _view_of_view_input_relaid(how)
+    if base == "pair_nonleaf" and how == "resize_" and compile_fn is None:
+        # (a subclass input grown by resize_() through an alias is refused: its own rule)
+        refused_with_grad(f, make_inputs, compile_fn, "grows this input's storage with resize_")
+        return
+    check_with_grad(f, make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def _view_relaid_in_place(how: str) -> Callable[[T], object]:
     def f(x0: T) -> object:
         t0 = x0.view(-1)
@@ -2634,3 +2681,144 @@ def test_seed117100_3816_multi_output_view_of_input_whose_base_gains_grad(
     gained = r"calls requires_grad_\(\) on this input after computing from it"
     # (a subclass input grown by resize_() through its view is refused first, by its own rule)
     refused_with_grad(f, make_inputs, compile_fn, gained if kind == "plain" else "grows this input's storage")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Issue #27 (helper hng): no_grad views of a leaf view that requires grad, and views taken after a set_().
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _leaf_view_and_base(kind: str, grad: bool) -> Callable[[], tuple[object, ...]]:
+    """x0, a view of x1 that requires grad of its own (a leaf: x1 requires none), or is made to in the program."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 2)) if kind == "plain" else pair(3, 2)
+        x0 = b0.as_strided((3,), (2,), 1) if kind == "plain" else b0[:, 1]
+        return (x0.requires_grad_() if grad else x0, b0)
+
+    return make_inputs
+
+
+def test_no_grad_view_of_input_made_to_require_grad_read_after_base_relaid() -> None:
+    """Fuzz seed 117200 #4500 (shrunk; crashed: the run raised "A view was created in no_grad mode and its base ...
+    modified inplace"): t0 is a no_grad view of x0, a view of x1 that the program makes require grad; eager's t0 takes
+    requires_grad from x1, which requires none, so its reshape() after x1.unsqueeze_() reads no history. The joint
+    trace lays x0 over a synthetic base that requires grad, whose no_grad view raised at the read: it runs under
+    no_grad there, as eager's records nothing."""
+
+    def f(x0: T, x1: T) -> object:
+        with torch.set_grad_enabled(False):
+            t0 = x0.select(0, -3)
+        x0.requires_grad_()
+        x1.unsqueeze_(1)
+        t0.reshape(())
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 2))
+        return (b0.as_strided((3,), (0,), 1), b0)
+
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(f, make_inputs, after_call=after_call)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("grad", ["at_call", "in_program"])
+@pytest.mark.parametrize("write", ["unsqueeze_", "mul_", "none"])
+def test_view_op_of_no_grad_view_of_a_leaf_view_input(
+    compile_fn: CompileFn | None, kind: str, grad: str, write: str
+) -> None:
+    # seed 117200 #4500 and variants: x0 requires grad from the call or from the program's requires_grad_(); x1, its
+    # base, relaid or written with grad, or not at all; the no_grad view viewed again and returned
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t0 = x0.select(0, -3)
+        if grad == "in_program":
+            x0.requires_grad_()
+        if write == "unsqueeze_":
+            x1.unsqueeze_(1)
+        elif write == "mul_":
+            x1.mul_(2)
+        return (t0.reshape(()),)
+
+    make_inputs = _leaf_view_and_base(kind, grad == "at_call")
+    if compile_fn is None and grad == "in_program" and write != "none" and (kind == "pair" or write == "mul_"):
+        # (refused by rules of their own: subclass inputs over one storage, one made to require grad; an input
+        # written in place and made to require grad)
+        match = "share storage and do not require grad" if kind == "pair" else "written in place and made to require"
+        with torch.enable_grad(), pytest.raises(UnsupportedError, match=match):
+            subclassaot.compile(cast(Callable[..., object], f))(*make_inputs())
+        return
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("write", ["unsqueeze_", "mul_", "none"])
+def test_computing_from_no_grad_view_of_a_leaf_view_input_is_refused(
+    compile_fn: CompileFn | None, kind: str, write: str
+) -> None:
+    # x0 comes requiring grad of its own, a view of x1 that requires none: eager's no_grad view of it requires no grad,
+    # so `t0 + 1` has no history, where the run's view follows x0 (it diverged with no write, crashed with one):
+    # refused as for an input made to require grad in the program
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t0 = x0.select(0, -3)
+        if write == "unsqueeze_":
+            x1.unsqueeze_(1)
+        elif write == "mul_":
+            x1.mul_(2)
+        return (t0 + 1,)
+
+    refused_with_grad(f, _leaf_view_and_base(kind, True), compile_fn, "a view of a tensor that does not require grad")
+
+
+def test_view_taken_after_set_onto_a_storage_written_after() -> None:
+    """Fuzz seed 123045 #37 (shrunk; diverged: out[0].is_leaf raised "A view was created in no_grad mode ..." where
+    eager's is True): x0, an unbind() view, is set_() onto x1's storage, then viewed (t1); t0.unsqueeze_() then bumps
+    x1's counter, which x0 does not share. Eager's t1 was made after x0's last bump and reads fine; the bump on the
+    storage x0 moved onto was counted as x0's, and t1 replayed at x0's counter at entry."""
+
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        t0 = x1.view((1, 1))
+        t1 = x0.view((1, 1, 1))
+        t0.unsqueeze_(2)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((3, 1, 1))
+        b0.requires_grad_()
+        return (b0.unbind(0)[1], torch.randn(()))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("write", ["other_view_relaid", "other_view_written", "other", "self", "sibling"])
+def test_no_grad_view_taken_after_set_onto_another_inputs_storage(
+    compile_fn: CompileFn | None, kind: str, write: str
+) -> None:
+    # seed 123045 #37 and variants: after x0.set_(x1) and the view, a bump of x1's counter (through a view of it, in
+    # place or relaid, or directly) leaves eager's view fresh; one of x0's own (x0 itself, or x2, an unbind() sibling
+    # sharing its counter) makes it raise
+    def f(x0: T, x1: T, x2: T) -> object:
+        set_to(x0, x1)
+        t0 = x1.view((1, 1))
+        t1 = x0.view((1, 1, 1))
+        if write == "other_view_relaid":
+            t0.unsqueeze_(2)
+        elif write == "other_view_written":
+            t0.mul_(2)
+        else:
+            {"other": x1, "self": x0, "sibling": x2}[write].mul_(2)
+        return (t1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0, b1 = (torch.randn((3, 1, 1)), torch.randn(())) if kind == "plain" else (pair(3, 1, 1), pair())
+        with torch.enable_grad():
+            views = b0.requires_grad_().unbind(0)
+        return (views[1], b1, views[2])
+
+    check_no_grad(f, make_inputs, compile_fn)

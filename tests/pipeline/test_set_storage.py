@@ -1757,6 +1757,46 @@ def test_seed117100_9404_layout_op_after_set_under_grad(compile_fn: CompileFn | 
         assert_matches_eager(before, _expanded_leaf_and(lambda: pair_nonleaf(2, 2)), compile_fn=compile_fn)
 
 
+def _view_set_then_relaid(x0: T, x1: T) -> object:
+    v = x1[0]
+    set_to(v, v)
+    x1.unsqueeze_(1)
+    return (x0,)
+
+
+def _written_then_relaid(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    x1.mul_(2.0)
+    x1.unsqueeze_(1)
+    return (x0,)
+
+
+def _relaid_then_view_set(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    x1.t_()
+    v = x1[0]
+    set_to(v, v)
+    return (x0,)
+
+
+@pytest.mark.parametrize("make", [lambda: nonleaf(2, 2), lambda: pair_nonleaf(2, 2)], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f", [_view_set_then_relaid, _written_then_relaid, _relaid_then_view_set], ids=["view_set", "written", "relaid"]
+)
+def test_node_after_set_under_grad_made_in_eager_order(
+    f: Callable[[T, T], object], make: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """Note [Epilogue Nodes In Eager's Order], over fuzz seed 117100 #9404 and 123030 #168: x1's history ends on a node
+    numbered in program order (a view's set_() or a write, with an in-place view op after it or before it), which
+    the epilogue makes once the outputs are built, so that a backward through x1 and x0 (written after the call: a
+    newer node) gives x0's leaf its gradient before x1's set_ node raises, as eager's does. A layout op over such a
+    node keeps that order; taken as a layout op right over the set_ node, a PairTensor x1 (whose layout the epilogue
+    replays without autograd) got no node after the call, and x0's leaf no gradient."""
+    with torch.enable_grad():
+        assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn)
+        assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn, after_call=write_outputs)
+
+
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:
     """An input maker giving a view (row 0) of a (2, *shape) tensor from `make`."""
 
@@ -2464,19 +2504,81 @@ def _plain(*shape: int, requires_grad: bool = False) -> T:
 @pytest.mark.parametrize("make", [_plain, pair], ids=["plain", "pair"])
 def test_input_set_to_a_product_of_a_returned_leaf(make: Callable[..., T], compile_fn: CompileFn | None) -> None:
     # fuzz seed 114000 #1000: eager's set_ node of x1 has an edge to x0's accumulator, which so never runs (x1's
-    # backward raises first); the compiled call's returned x0 got its gradient: refused
+    # backward raises first); the compiled call's returned x0 got its gradient: refused then, now the epilogue's set_
+    # node holds x0 back too (Analysis.input_set_blocks)
     def f(x0: T, x1: T) -> object:
         t0 = x0.mul(x0)
         set_to(x1, t0)
         return (x0, x1)
 
+    def make_inputs() -> tuple[object, ...]:
+        return (make(1, 1, 4, requires_grad=True), make())
+
+    if (
+        make is pair
+    ):  # (a subclass input without grad is set_() at the wrapper level: Note [Inputs Written In Training])
+        refused_with_grad(f, make_inputs, compile_fn, r"args\[1\] does not require grad and the program set_\(\)s it")
+        return
     with torch.enable_grad():
-        assert_refused(
-            f,
-            lambda: (make(1, 1, 4, requires_grad=True), make()),
-            compile_fn,
-            "holds back that leaf's gradient",
-        )
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("read", ["returned", "read_after"])
+@pytest.mark.parametrize("target", ["nonleaf", "nonleaf_view", "pair_nonleaf"])
+def test_input_set_to_a_product_of_a_returned_leaf_with_grad(
+    target: str, read: str, compile_fn: CompileFn | None
+) -> None:
+    # the same with an input that requires grad, its set_ repeated in the epilogue, or before the call where the
+    # program reads it after (Note [set_ Under Grad]); either holds the leaf back
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x1 * 2.0)
+        return (x1, x0, x0 * 3.0) if read == "read_after" else (x1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            if target == "pair_nonleaf":
+                return (pair_nonleaf(3), pair(3, requires_grad=True))
+            return (nonleaf(2, 3)[0] if target == "nonleaf_view" else nonleaf(3), leaf(3))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# Inputs set_() under grad to a tensor computed from a view of a leaf, the view returned (issue #27, fuzz seed 117300
+# #2495: `x0.set_(SinFn.apply(x1))`, x1 = b1.as_strided(...), `return (x1, x0)`). Eager's set_ node of x0 has an edge
+# to x1's history, so b1's accumulator never runs: the backward raises with b1.grad None, whichever node runs first.
+# The epilogue's set_ took an alias of x0 with no such edge, so a node of x1 newer than it (renewed by the caller's
+# write of x1 after the call, or x0 a view, whose CopySlices is numbered among the program's) handed b1 its gradient
+# before x0's node raised. Now the epilogue's set_ node reaches x1's history (Analysis.input_set_blocks).
+_SET_TARGETS: dict[str, Callable[[], T]] = {
+    "plain": lambda: torch.randn(3),
+    "plain_view": lambda: torch.randn(2, 3)[0],
+    "nonleaf": lambda: nonleaf(3),
+    "nonleaf_view": lambda: nonleaf(2, 3)[0],
+    "pair_nonleaf": lambda: pair_nonleaf(3),
+    "pair_nonleaf_view": lambda: pair_nonleaf(2, 3)[0],
+}
+
+
+@pytest.mark.parametrize("source", ["function", "op"])
+@pytest.mark.parametrize("target", sorted(_SET_TARGETS))
+def test_input_set_to_a_product_of_a_returned_view_of_a_leaf(
+    target: str, source: str, compile_fn: CompileFn | None
+) -> None:
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, _sin_fn(x1) if source == "function" else x1 * 2.0)
+        return (x1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = pair(2, 3, requires_grad=True) if target.startswith("pair") else leaf(2, 3)
+            return (_SET_TARGETS[target](), b1[1])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

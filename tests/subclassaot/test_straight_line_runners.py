@@ -453,6 +453,62 @@ def test_a_plain_step_raises_eager_s_error_for_a_saved_input_written_after_the_c
             torch.autograd.backward(out.sum())
 
 
+def outputs_of_two_kinds(x: T, y: T) -> tuple[T, T]:
+    return x * y, (x.sin().sum() * 2).double()
+
+
+@pytest.mark.parametrize(
+    ("through", "tangent_type"),
+    [
+        pytest.param(0, torch.Tensor, id="first output, plain backward"),
+        pytest.param(1, torch.Tensor, id="second output, plain backward"),
+        pytest.param(0, PairTensor, id="first output, a subclass tangent: general backward"),
+        pytest.param(1, torch.nn.Parameter, id="second output, a Tensor subclass tangent: general backward"),
+    ],
+)
+def test_a_plain_step_s_absent_tangent_is_zeros_of_its_own_output(through: int, tangent_type: type) -> None:
+    """A backward through one of two outputs of other sizes and dtypes: the other's tangent is absent, and the zeros
+    that stand for it (from the node's record of that output, none kept per call) have that output's size and dtype,
+    on the plain backward and on the general one a tangent of another type hands over to."""
+    compiled = subclassaot.compile(outputs_of_two_kinds, backend=_recording())
+    grads = []
+    for fn in (outputs_of_two_kinds, compiled):
+        torch.manual_seed(0)
+        x, y = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3, requires_grad=True)
+        out = fn(x, y)[through]
+        tangent = torch.randn(out.shape, dtype=out.dtype)
+        if tangent_type is PairTensor:
+            tangent = PairTensor.from_tensor(tangent)
+        elif tangent_type is torch.nn.Parameter:
+            tangent = torch.nn.Parameter(tangent, requires_grad=False)
+        torch.autograd.backward(out, tangent)
+        grads.append((x.grad, y.grad))
+    (entry,) = compiled.entries
+    assert entry.run_source is not None and "outs, pre" not in entry.run_source  # (a plain step)
+    for want, got in zip(*grads, strict=True):
+        assert (want is None) == (got is None)
+        if want is not None and got is not None:
+            assert type(got) is type(want)
+            if isinstance(want, PairTensor) and isinstance(got, PairTensor):
+                assert torch.allclose(got.a, want.a) and torch.allclose(got.b, want.b)
+            else:
+                assert torch.allclose(got, want)
+
+
+def test_a_plain_step_calls_the_backend_s_graphs_themselves_once_their_wrappers_settle() -> None:
+    # inductor's graphs are wrapped (backends.keep_eager_outputs) until their first call finds no output to fix
+    import functools
+
+    from subclassaot.runtime.plan import SettlingCall
+
+    compiled = assert_matches_eager(loss_of, lambda: (torch.randn(2, 2, requires_grad=True),), backend="inductor")
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    (applies,) = [v for v in entry.run.__globals__.values() if isinstance(v, functools.partial)]
+    step = applies.args[0][0]
+    assert step.plain is not None and isinstance(step.fw, SettlingCall)
+    assert not isinstance(step.plain_fw, SettlingCall) and not isinstance(step.plain_bw, SettlingCall)
+
+
 def select_row(x: T) -> T:
     return x[1]
 

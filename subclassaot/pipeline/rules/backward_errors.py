@@ -31,7 +31,8 @@ accumulates because a raising node of an output set_() under grad stands between
 
 Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
 that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
-(`inputs_behind_raising_nodes`) and the refusal of the rest (`check_set_under_grad`); runtime/steps.py's
+(`inputs_behind_raising_nodes`; those behind an input's set_ node: `input_set_blocks`) and the refusal of the rest
+(`check_set_under_grad`); runtime/steps.py's
 `blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
 graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
 
@@ -252,12 +253,15 @@ def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
     return not torch.equal(history, direct)
 
 
-__all__ = ["behind_no_grad_views", "check_set_under_grad", "inputs_behind_raising_nodes"]
+__all__ = ["behind_no_grad_views", "check_set_under_grad", "input_set_blocks", "inputs_behind_raising_nodes"]
 
 
-def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torch.Tensor]) -> frozenset[int]:
+def inputs_behind_raising_nodes(
+    value: torch.Tensor, user_tensors: Sequence[torch.Tensor], view_sets: frozenset[int] = frozenset()
+) -> frozenset[int]:
     """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
-    history of `value` reaches through a NotImplemented node (Note [set_ Under Grad])."""
+    history of `value` reaches through a NotImplemented node, or a CopySlices numbered in `view_sets` (a view's set_
+    node, which holds a NotImplemented one: Note [set_ Under Grad])."""
     nodes: dict[int, int] = {}
     for k, u in enumerate(user_tensors):
         fn = grad_fn_or_none(u)
@@ -276,7 +280,8 @@ def inputs_behind_raising_nodes(value: torch.Tensor, user_tensors: Sequence[torc
         variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
         if behind and variable is not None:
             found.update(k for k, u in enumerate(user_tensors) if u is variable)
-        behind = behind or type(node).__name__ == "NotImplemented"
+        name = type(node).__name__
+        behind = behind or name == "NotImplemented" or (name == "CopySlices" and node._sequence_nr() in view_sets)
         stack.extend((child, behind) for child, _ in node.next_functions)
     return frozenset(found)
 
@@ -302,36 +307,25 @@ def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs, user_ten
         )
 
 
-def check_leaves_behind_input_sets(
-    infos: Sequence[OutputInfo],
+def input_set_blocks(
     flat: FlatInputs,
     layout: DenseLayout,
     mutations: Sequence[LeafMutation],
-    user_tensors: Sequence[torch.Tensor],
-) -> None:
-    """Note [set_ Under Grad]: an input set_() under grad to a tensor whose history reaches an autograd leaf input,
-    and that leaf returned as itself: eager's set_ node has an edge to the leaf's accumulator, which so never runs
-    (the node raises first), where the compiled call's leaf, returned straight to the loss, gets its gradient. (A
-    set_() to an input, or a view of one, is rebuilt with that edge: Note [set_ Under Grad].)"""
-    grad_set = [
-        i
-        for i, own in enumerate(layout.leaves_of_input)
-        if any(mutations[j].set_under_grad and not mutations[j].set_source_edge for j in own)
-    ]
-    for info in infos if grad_set else ():
-        index = info.input_index if info.kind is OutputKind.IS_INPUT else None
-        real = None if index is None else flat.values[index]
-        if index is None or not isinstance(real, torch.Tensor) or not real.requires_grad or not real.is_leaf:
+    tensors: Sequence[torch.Tensor],
+    view_sets: frozenset[int],
+) -> tuple[tuple[InputIndex, ...], ...]:
+    """Per tensor input (`tensors`, as the run ends) set_() under grad to a tensor that is no input: the inputs whose
+    node its history reaches behind a set_ node (`view_sets`: those of view inputs), which eager's backward never
+    runs; the epilogue's set_ of it holds them back too. () elsewhere (Note [set_ Under Grad])."""
+    blocks: list[tuple[InputIndex, ...]] = []
+    for i, t in enumerate(tensors):
+        own = layout.leaves_of_input[i]
+        if not any(mutations[j].set_under_grad and not mutations[j].set_source_edge for j in own):
+            blocks.append(())
             continue
-        for i in grad_set:
-            if any(flat.tensor_indices[k] == index for k in inputs_behind_raising_nodes(user_tensors[i], user_tensors)):
-                raise UnsupportedError(
-                    f"{flat.leaves[flat.tensor_indices[i]].path}: the program set_() this input with grad enabled to "
-                    f"a tensor computed from {flat.leaves[index].path}, an autograd leaf that requires grad, which "
-                    f"{info.path} returns: eager's set_ node, whose backward raises, holds back that leaf's gradient, "
-                    "where the compiled call's returned leaf gets it (Note [set_ Under Grad]). Call set_() under "
-                    "torch.no_grad(), or return a clone"
-                )
+        found = inputs_behind_raising_nodes(t, tensors, view_sets)
+        blocks.append(tuple(flat.tensor_indices[k] for k in sorted(found) if k != i))
+    return tuple(blocks)
 
 
 def _holder_shared(info: OutputInfo) -> bool:

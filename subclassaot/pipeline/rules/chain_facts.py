@@ -162,14 +162,20 @@ def made_seq(value: torch.Tensor, run: FunctionalRun) -> int:
 def input_bumps(run: FunctionalRun, of: torch.Tensor | None = None) -> list[int]:
     """Note [Views That Raise After A Bump]: the sequence numbers of the program's last version
     bump of each storage an input has or had. `of`, a plain input: only the inputs passed over its storage (only they
-    can share its eager base, so its version counter)."""
+    can share its eager base, so its version counter), and on a storage a set_() moved one onto, only the bumps of
+    its own counter family; a subclass input: the bumps of its wrapper's counter family."""
+    if of is not None and is_traceable_subclass(of):
+        # (a subclass input's counter is its wrapper's, which the inputs of its wrapper family share with it)
+        return [seq for family, seq in run.swaps.family_last_bump.items() if family == run.swaps.family_of(of)]
     own = {storage_key(o) for d, o in zip(run.dense, run.originals, strict=True) if d is of} if of is not None else None
     if own:
+        # (on a storage a set_() moved one onto, only the bumps of its own counter: the storage's other tensors keep
+        # theirs)
         related = [j for j, o in enumerate(run.originals) if storage_key(o) in own]
-        return [
-            seq
-            for key, seq in run.swaps.last_bump.items()
-            if key in {storage_key(x) for j in related for x in (run.originals[j], run.finals[j])}
+        received = {storage_key(run.originals[j]) for j in related}
+        families = {run.swaps.family_of(run.finals[j]) for j in related}
+        return [seq for key, seq in run.swaps.last_bump.items() if key in received] + [
+            seq for family, seq in run.swaps.family_last_bump.items() if family in families
         ]
     keys = {storage_key(t) for t in (*run.originals, *run.finals, *run.user_tensors)}
     keys.update(k for k in run.initial_wrapper_keys if k is not None)

@@ -100,12 +100,13 @@ __all__ = [
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
 # tensor whose traced metadata before the backward are the input's as passed, static sizes, and an unchanged offset;
-# AccumulateGrad then raises for a leaf as eager's does. Other changes stay refused. A backward that only writes a
-# saved input's values (or whose in-place op changes no metadata) bumps its counter as eager's, at any sizes. Eager runs
-# a Function's node only where an output given a gradient reaches it (not through a view taken under no_grad, whose
-# gradient stops there): the joint trace notes which node made each change and the outputs reaching it
-# (BackwardReshape.reached_by), and the runtime makes a change only where one of those got a tangent; where some of the
-# nodes changing one input run and others do not, that backward is refused.
+# AccumulateGrad then raises for a leaf as eager's does (not where the leaf is in an alias group and a dim has size 0
+# or 1: its gradient comes through the synthetic base in its own strides, which decide there). Others stay refused.
+# A backward that only writes a saved input's values (or whose in-place op changes no metadata) bumps its counter as
+# eager's, at any sizes. Eager runs a Function's node only where an output given a gradient reaches it (not through a
+# view taken under no_grad, whose gradient stops there): the joint trace notes which node made each change and the
+# outputs reaching it (BackwardReshape.reached_by), and the runtime makes a change only where one of those got a
+# tangent; where some of the nodes changing one input run and others do not, that backward is refused.
 
 
 def function_view_replay(

@@ -94,8 +94,10 @@ __all__ = [
 #   runs, as the program's own call would); the run's stand-in for such an input, in no alias group and no view, is a
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
-#   leaf. A view of the input taken before the call and returned is refused (the runtime would replay it on the input
-#   that requires grad, with history).
+#   leaf. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
+#   one autograd does not record, in eager as here (`SwapRecord.unrecorded_before_grad`): the leaf holds the written
+#   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned is
+#   refused (the runtime would replay it on the input that requires grad, with history).
 
 _LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
 

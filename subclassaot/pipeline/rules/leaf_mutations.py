@@ -37,6 +37,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    GradSetNode,
     LeafMutation,
     LeafSource,
     Meta,
@@ -157,8 +158,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         set_source_edge=set_source is not None and _edge_to_input(final, run),
         grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
-        view_set_last=id(final) in swaps.view_set_last,
-        relaid_after_grad_set=swaps.relaid_after_grad_set(final),
+        grad_set_node=swaps.grad_set_nodes.get(id(final), GradSetNode.SET),
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
         metadata_hidden=_metadata_hidden(run, final),
@@ -253,8 +253,12 @@ def _with_wrapper_grad_sets(
 ) -> tuple[LeafMutation, ...]:
     """A subclass input set_() under grad (Note [set_ Under Grad]): marked on its leaves; so are the inputs a view
     of an input was set_() to under grad (Note [set_ Under Grad])."""
-    marked: dict[int, tuple[bool, bool, bool]] = {
-        j: (id(t) in run.swaps.view_set_bases, _edge_to_input(t, run), id(t) in run.swaps.view_set_last)
+    marked: dict[int, tuple[bool, bool, GradSetNode]] = {
+        j: (
+            id(t) in run.swaps.view_set_bases,
+            _edge_to_input(t, run),
+            run.swaps.grad_set_nodes.get(id(t), GradSetNode.SET),
+        )
         for i, t in enumerate(run.user_tensors)
         if layout.trees[i] is not None and id(t) in run.swaps.grad_set_ids
         for j in layout.leaves_of_input[i]
@@ -271,7 +275,7 @@ def _with_wrapper_grad_sets(
             m,
             set_under_grad=True,
             view_set_under_grad=marked[j][0],
-            view_set_last=marked[j][2],
+            grad_set_node=marked[j][2],
             set_source_edge=m.set_source is not None and marked[j][1],
         )
         if j in marked

@@ -29,7 +29,15 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.backward_probe import BackwardEnd, grad_output_count, probe_eager_backward
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.runtime.steps import early_grad_sets
-from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, InputIndex, OutputInfo, ReplaySource
+from subclassaot.schemas import (
+    Analysis,
+    DenseLayout,
+    FlatInputs,
+    GradSetNode,
+    InputIndex,
+    OutputInfo,
+    ReplaySource,
+)
 from subclassaot.torch_internals import (
     autograd_nodes,
     autograd_sequence_mark,
@@ -59,7 +67,11 @@ __all__ = [
 #   detach(), not a no_grad view) whose storage it still has, the epilogue's set_ takes that input (or a view of it) as
 #   its source: eager's node has an edge to the source's history, whose gradient then waits behind the raising node.
 #   A later `x.set_(x)` under grad keeps that source (a subclass's, where no op wrote x between): its node's edge to
-#   x's history reaches the earlier node's.
+#   x's history reaches the earlier node's. Set_() to a tensor computed from inputs (`x0.set_(f(x1))`), x's node
+#   holds back every input whose node its history reaches behind a set_ node (the run's history: a view input's set_
+#   node is a CopySlices, `view_set_nodes`), which eager's backward never runs (`Analysis.input_set_blocks`): the
+#   epilogue's set_ takes an alias with an edge to each (`blocking_holder`), so a returned view of a leaf behind it
+#   (x1, whose node the caller's write after the call may renew) gives the leaf no gradient, as in eager.
 #   A subclass input's is repeated at the wrapper level, its layout and its leaves' put back after; where the runtime
 #   repeats it before the call instead (a subclass input read after its set_(), below), it is x.set_(x): a known gap.
 # - Views of inputs set_() under grad (`t0 = x.diagonal(); t0.set_(y)`, x a non-leaf): after the epilogue's set_ on x,
@@ -77,12 +89,8 @@ __all__ = [
 #   input's history). Such an input returned beside a leaf the Function takes detached, with a raising backward, is
 #   refused where eager's node waits behind the program's (backward_trace's refuse_set_beside_returned_leaves); one
 #   whose set_ runs before the call though no output reads it after waits behind the Function: a known gap.
-#   An in-place view op with grad on a plain input after its last set_() under grad (`x.set_(x); x.unsqueeze_(1)`)
-#   makes eager's node above the set_ node, numbered among the program's, so nodes made after it (a view input's
-#   history regenerated after a write) run before it: the epilogue repeats that set_ before it replays the input's new
-#   layout with grad, not after (`LeafMutation.relaid_after_grad_set`). Known gaps: that layout node is made after the
-#   compiled Function's, so program nodes made after the layout op (`t = w * 2`) run after it where eager's run
-#   before; a subclass input, or a plain one set_() onto another storage, gets its layout without autograd.
+#   The node an input's history ends on after its set_() (its own, an in-place view op's, a write's) is made by
+#   the epilogue in eager's order: Note [Epilogue Nodes In Eager's Order].
 #   An input that is a view has its set_ node (the base's CopySlices) numbered among the program's nodes (a plain
 #   input's NotImplemented node is numbered above all and runs as soon as ready, wherever made): where every node of
 #   the program that the other outputs and the inputs as they end reach was made after its set_() (autograd's sequence
@@ -104,13 +112,8 @@ __all__ = [
 #   first: any input leaf counts there, as the run's history does not name them). Such programs are probed (Note
 #   [Probing Eager's Backward]) and refused where a backward raises after a leaf's gradient, or reaches a raising
 #   node, or cannot run. Nodes made after the call (a view input's history regenerated after a write) are newer
-#   than eager's CopySlices, and run first, where the runtime's set_ node of x's own runs before every ready node:
-#   where the program's last set_() of x was a view's (`LeafMutation.view_set_last`), the runtime sets a view of x
-#   to itself under grad once the outputs are built (version kept), a CopySlices newer than every node of the call.
-#   So too where a write that autograd records rebased x's history after its own set_() (`x1.set_(x0);
-#   x1.select(0, 0).mul_(3)`: eager's x1 ends on the write's CopySlices or MulBackward0, numbered in program order,
-#   over the set_ node; `note_write_after_grad_set`): a returned input view rewritten after the call (a newer node)
-#   then gives its leaf a gradient before the set_ node raises, in both.
+#   than eager's CopySlices, and run first: the epilogue makes x's node as eager numbered it (Note [Epilogue Nodes In
+#   Eager's Order]).
 # - A plain input set_() under grad to another input that the program then set_() away (`x1.set_(x0); x0.set_(t0)`):
 #   x1 keeps x0's old storage, while the epilogue's repeat takes its differentiable alias from x0 once x0 has its new
 #   one. Refused (`refuse_grad_set_onto_moved_source`); the other order (x0 moved first, x1 set_() to it after) is
@@ -125,8 +128,8 @@ __all__ = [
 # Outputs. Eager: `t = x * 3; t.set_(y); return t` with grad on records the set_ on t, whose grad_fn raises in backward
 # (above). The output is built as usual (an alias of y's storage, from the input or the graph), then a fresh holder that
 # requires grad is set_() to it with grad on: the same grad_fn, storage and metadata. Which leaves got a gradient before
-# the raise depends on the engine's order; a set_ node runs as soon as it is ready, and ours (a holder's, or the
-# Function's deferred error) is ready no later than eager's, so only the loss's nodes and those made after the set_ run
+# the raise depends on the engine's order; a set_ node runs as soon as it is ready, and ours (a holder's, for an output
+# of the graph or of the Function alike) is ready no later than eager's, so only the loss's nodes and those made after the set_ run
 # between: a leaf gets a gradient there only where the loss reaches it directly or none of its paths crosses a set_ node
 # (refused by Note [Backward Errors Are Deferred]).
 # - A subclass output gets a holder of its own class (a clone of a detached alias), set_() at the wrapper level, whose
@@ -273,6 +276,16 @@ def intermediate_read_after_grad_set(
         if isinstance(o, torch.Tensor) and not holder
     ]
     return any(type(node).__name__ == "NotImplemented" for node in autograd_nodes(starts))
+
+
+def view_set_nodes(record: SwapRecord, tensors: Sequence[torch.Tensor]) -> frozenset[int]:
+    """The sequence numbers of the set_ nodes of the inputs that are views (`tensors`, as the run ends) set_() under
+    grad: the CopySlices autograd numbers right after the set_()'s mark (Note [set_ Under Grad])."""
+    return frozenset(
+        record.grad_set_marks[id(t)] + 1
+        for t in tensors
+        if id(t) in record.grad_set_marks and _is_view_input(record, t)
+    )
 
 
 def refuse_grad_set_onto_moved_source(
@@ -442,7 +455,7 @@ def note_write_after_grad_set(record: SwapRecord, t: torch.Tensor) -> None:
             return  # (a view taken under no_grad: the write rebases no history of its base)
         root = view.source
     if id(root) in record.plain_grad_sets:
-        record.view_set_last.add(id(root))
+        record.grad_set_nodes[id(root)] = GradSetNode.NUMBERED
 
 
 def note_hidden_write(record: SwapRecord, t: torch.Tensor, before: int, written: bool) -> None:

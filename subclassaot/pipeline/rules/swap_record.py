@@ -14,7 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, OutputInfo, ReplaySource
+from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
@@ -130,10 +130,9 @@ class SwapRecord:
     grad_set_ids: set[int] = field(default_factory=set)
     # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
-    # ... of those, the ones whose last set_() with grad on went through a view (not as themselves), or that a write
-    # autograd records rebased after it: eager's node is then the view's CopySlices (or the write's), ordered in
-    # backward as the program made it (Note [set_ Under Grad])
-    view_set_last: set[int] = field(default_factory=set)
+    # ... of those, by id() (of the tensor set_() or the base of the view set_()), the node eager's history ends on,
+    # updated op by op in program order (Note [Epilogue Nodes In Eager's Order])
+    grad_set_nodes: dict[int, GradSetNode] = field(default_factory=dict)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
     # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [set_ Under
@@ -166,6 +165,13 @@ class SwapRecord:
     # id() of the inputs among those new leaves (plain inputs read with grad before the call; Note [Training Without
     # A Function])
     leaf_marked: set[int] = field(default_factory=set)
+    # storage_key() of each plain input the program made require grad after an op with grad read its storage (one of
+    # gained_after_read or leaf_marked) -> (the stand-in's id(), its call's place in new_leaves, or -1); and the id()s
+    # of those whose storage a torch function took after that call: the others gain the flag last (Note [Grad Mode
+    # And Autograd Reads])
+    late_gains: dict[object, tuple[int, int]] = field(default_factory=dict)
+    touched_after_gain: set[int] = field(default_factory=set)
+    gains_last: set[int] = field(default_factory=set)  # ... the untouched ones (analyze's `settle_last_gains`)
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
@@ -363,6 +369,9 @@ class SwapRecord:
     wrapper_op_reads: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
     last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
     last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
+    # ... the same per version counter family (`family_of`): a set_() moves a tensor onto another's storage, not onto
+    # its counter (Note [Views That Raise After A Bump])
+    family_last_bump: dict[int, int] = field(default_factory=dict)
     # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
@@ -454,6 +463,21 @@ class SwapRecord:
             t = record.source
         return t is not value and id(t) in self.view_set_bases and any(t is u for u in inputs)
 
+    def unrecorded_before_grad(self, t: torch.Tensor, operands: Sequence[object]) -> bool:
+        """A write with grad on of `t`, the stand-in of an input the program makes require grad later (`late_grad`)
+        or a view of it, where neither `t` nor a tensor among the op's `operands` requires grad: eager's autograd
+        records nothing (Note [Leaves Laid Out Anew Under no_grad]). Not once `t` is over the storage of an input that
+        requires grad (a set_() to it): its own rules (Note [Inputs Written In Training])."""
+        key = storage_key(t)
+        if (
+            t.requires_grad
+            or any(u.requires_grad and storage_key(u) == key for u in self.run_inputs)
+            or any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(operands))
+        ):
+            return False
+        family = self.family_of(t)
+        return any(self.family_of(s) == family for s in self.run_inputs if id(s) in self.late_grad)
+
     def note_visible_write(self, t: torch.Tensor, moves_data: bool) -> None:
         """A write of `t` at `seq` that eager's autograd records."""
         self.visible_writes.add(storage_key(t))
@@ -462,6 +486,13 @@ class SwapRecord:
         if moves_data:
             self.family_visible_seq.setdefault(self.family_of(t), self.seq)
             self.visible_data_seq[id(t)] = self.seq
+
+    def note_inplace_view(self, t: torch.Tensor, op: InplaceViewRecord) -> None:
+        """An in-place view op on `t`; one autograd records right after `t`'s set_() under grad makes the node `t`'s
+        history ends on (Note [Epilogue Nodes In Eager's Order])."""
+        self.inplace_views.setdefault(id(t), []).append(op)
+        if op.grad_enabled and op.func not in SET_OPS and self.grad_set_nodes.get(id(t)) is GradSetNode.SET:
+            self.grad_set_nodes[id(t)] = GradSetNode.LAYOUT
 
     def relaid_after_grad_set(self, t: torch.Tensor) -> bool:
         """An in-place view op with grad on changed `t`'s layout after its own last set_() under grad (Note [set_
@@ -474,7 +505,7 @@ class SwapRecord:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
         self.dirty_marks.add(id(t))
         self.seq += 1
-        self.last_bump[storage_key(t)] = self.seq
+        self.note_last_bump(storage_key(t), t)
         self.note_bump(t)
         if is_traceable_subclass(t):
             for leaf in flatten_subclass(t, "marked dirty")[1]:
@@ -712,6 +743,11 @@ class SwapRecord:
     def bump_count(self, t: torch.Tensor) -> int:
         """How many times eager would have advanced `t`'s version counter during the program."""
         return self.written_families.get(self.family_of(t), 0)
+
+    def note_last_bump(self, key: object, t: torch.Tensor) -> None:
+        """The program's op now (`seq`) advanced the counter of `t`, over storage `key` (`last_bump`)."""
+        self.last_bump[key] = self.seq
+        self.family_last_bump[self.family_of(t)] = self.seq
 
     def note_bump(self, t: torch.Tensor) -> None:
         """Eager advances `t`'s version counter (shared by its family) once."""

@@ -367,7 +367,7 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
     # (Note [Views That Raise After A Bump])
     # (by the chain's views: an in-place view op of its own at the end comes after them, as in eager)
     created = run.swaps.views[id(value)].seq
-    before_bump = not early and created < max(input_bumps(run, None if is_traceable_subclass(t) else t), default=0)
+    before_bump = not early and created < max(input_bumps(run, t), default=0)
     if not early and requires_grad:
         steps = _regenerated_steps(chain, run) or steps
     return Replay(
