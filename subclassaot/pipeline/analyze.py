@@ -153,6 +153,7 @@ from subclassaot.torch_internals import (
     is_custom_function_view,
     is_inference_mode_view,
     new_functional_mode,
+    requires_grad_through_base,
     storage_key,
 )
 
@@ -631,7 +632,7 @@ def _analyze_outputs(
                     "from the input, if written since), the compiled call, whose input requires grad before the graph "
                     "runs, its own (Note [Leaves Laid Out Anew Under no_grad]). Return a clone, or view after the call"
                 )
-        if gained and info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor) and value.requires_grad:
+        if gained and isinstance(value, torch.Tensor) and _flag_of_its_own(value, info, run):
             if grad_fn_raises(value):
                 raise UnsupportedError(
                     f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor the program made "
@@ -650,7 +651,7 @@ def _analyze_outputs(
     check_bumped_views(infos, leaves)
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
-    check_set_under_grad(infos, flat)
+    check_set_under_grad(infos, flat, run.user_tensors)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 
@@ -1466,6 +1467,21 @@ def _check_views_of_inputs_losing_grad(flat: FlatInputs, run: FunctionalRun, out
             "detach_()); eager's view keeps the history, the compiled call drops the flag before it rebuilds the "
             "view. Take the view after turning requires_grad off, or return a clone"
         )
+
+
+def _flag_of_its_own(value: torch.Tensor, info: OutputInfo, run: FunctionalRun) -> bool:
+    """Whether tensor output `value` of a call under no_grad requires grad by a flag the runtime must give it once
+    built. Not where it is a view of an input that reads the flag of its root base (taken under no_grad, no
+    requires_grad_() of its own): it is replayed on the real input, and reads the real root base's, which the run's
+    stand-in, laid out anew, does not share where the input is a view of a base that requires no grad (Note [Grad
+    Mode And Autograd Reads])."""
+    if info.kind is not OutputKind.TENSOR or not value.requires_grad:
+        return False
+    if id(value) in run.swaps.requires_grad_gained or not requires_grad_through_base(value):
+        return True
+    if info.replay is not None and info.replay.source is ReplaySource.INPUT:
+        return False
+    return not any(value._base is t for t in run.user_tensors)
 
 
 def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun) -> bool:

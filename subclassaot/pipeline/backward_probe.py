@@ -617,7 +617,8 @@ def tangent_patterns(
     path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
     among the forward outputs (runtime.steps.training_roots). An output regenerated from an input is taken to reach
     every new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
-    matches none probed, and is refused then. `returned`: tensor input positions of leaves given to the Function
+    matches none probed, and is refused then; one rebuilt through a view taken under no_grad reaches nothing
+    (`cut_by_no_grad`). `returned`: tensor input positions of leaves given to the Function
     detached, whose outputs reach nothing in it (Note [Backward Errors Are Deferred])."""
     n_fresh = sum(
         1
@@ -660,6 +661,13 @@ def tangent_patterns(
         key = frozenset(pattern)
         patterns[key] = end if patterns.get(key, end) is end else None
     return TangentPatterns(ends=patterns, full=frozenset().union(*per_output.values()), leaf_bypass=frozenset(bypass))
+
+
+def cut_by_no_grad(replay: Replay) -> bool:
+    """Whether a view op of `replay`'s chain was taken under no_grad: that view has no history, so no gradient passes
+    from the output to the chain's source (nor from what a caller computes from it). Not a stale view's, which the
+    runtime may rebuild otherwise."""
+    return not replay.stale_view and any(not step.grad_enabled for step in replay.steps)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -715,6 +723,8 @@ class _FunctionReach:
         if r is not None:  # the view replayed by the epilogue from its source (regenerate._replay_source)
             if r.then_set:
                 return None
+            if cut_by_no_grad(r):
+                return set()
             if r.source is ReplaySource.WRAPPER:
                 return {wrappers_at + len(wrapper_updates) + list(self.roots).index(r.root_bases)}
             if r.source is ReplaySource.OUTPUT:

@@ -47,6 +47,7 @@ from subclassaot.pipeline.joint import (
 )
 from subclassaot.pipeline.partition import Partition, partition_backward_like, partition_joint
 from subclassaot.pipeline.rules.backward_errors import (
+    behind_no_grad_views,
     early_leaf_views,
     raises_outside_program,
     refuse_written_escaping_views,
@@ -107,6 +108,10 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   after a gradient), as long as each backward that gives none of those tangents completes in eager, the graph is
 #   still traced without them: a backward through a written input's new value alone runs (`x0.sin()`, then
 #   `x0.mul_(-1.0)`, beside `x1.diagonal()`), and one that gives such a tangent raises as it would without a graph.
+#   A view taken under no_grad passes no gradient to its source: an intermediate base or subclass root that outputs
+#   reach only through such views (or views of them) gets no tangent from any backward, so the graph is traced
+#   without it too, and runs where every probed backward completes (a custom Function saving x0, then `x0.mul_(2)`,
+#   a no_grad view of its result returned beside x0).
 # - Leaves outside the Function: an input that requires grad but that no output's gradient reaches (or only new values
 #   written under no_grad or through `.data`) goes in detached where the program changes its metadata (a subclass's own
 #   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
@@ -510,13 +515,14 @@ def _backward_without_raising_tangents(
     raise deferred as it is without a graph, checked by the caller)."""
     if patterns is None or (exact and patterns.leaf_bypass):
         return None
-    hidden = _hidden_values(setup)
-    if not frozenset(range(len(setup.diff))) - patterns.full <= hidden:
+    hidden = _hidden_values(setup) | _sources_without_tangents(setup)
+    unprobed = frozenset(range(len(setup.diff))) - patterns.full
+    if not unprobed <= hidden:
         return None  # a tangent no probed backward gives that may reach the graph
     completing = [p for p, end in patterns.ends.items() if end is BackwardEnd.COMPLETES]
     raising = patterns.full - frozenset().union(*completing)
-    if not raising or raising == patterns.full:
-        return None
+    if (raising and raising == patterns.full) or not raising | unprobed:
+        return None  # (none raising: every probed backward completes without the tangents no caller gives)
     for pattern, end in patterns.ends.items():
         if (exact or not pattern & raising) and end is not (
             BackwardEnd.RAISES if pattern & raising else BackwardEnd.COMPLETES
@@ -549,6 +555,17 @@ def _hidden_values(setup: JointSetup) -> frozenset[int]:
         if wrappers_at <= d < wrappers_at + len(wrappers)
         and not wrapper_write_recorded(analysis, setup.layout, wrappers[d - wrappers_at])
     )
+
+
+def _sources_without_tangents(setup: JointSetup) -> frozenset[int]:
+    """Diff positions of the intermediate bases and subclass roots every output over which is a view taken of them
+    under no_grad: no caller's backward gives them a tangent (rules/backward_errors.behind_no_grad_views)."""
+    bases, roots = behind_no_grad_views(setup.analysis)
+    num_bases, wrappers_at = setup.traced.outputs.num_bases, _wrappers_at(setup)
+    roots_at = wrappers_at + len(setup.wrapper_updates)
+    found = {wrappers_at - num_bases + b for b in bases}
+    found.update(roots_at + k for k, r in enumerate(training_roots(setup.analysis)) if r.root_bases in roots)
+    return frozenset(p for p, d in enumerate(setup.diff) if d in found)
 
 
 def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:

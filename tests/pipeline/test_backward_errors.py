@@ -423,6 +423,36 @@ def test_input_passed_twice_returned_beside_a_failing_output(compile_fn: Compile
             torch.autograd.backward([out[0].sum(), out[1].sum()])
 
 
+def _no_grad_view_returned(x0: T) -> object:
+    # fuzz seed 117400 #4005: the backward through x0's new value alone raised the Function's saved-tensor error
+    t0 = SinFunction.apply(x0)  # type: ignore[no-untyped-call]  # the Function saves x0
+    x0.mul_(2.0)
+    with torch.no_grad():
+        t1 = t0.view(-1)
+    return (t1, x0)
+
+
+def _no_grad_view_of_view_returned(x0: T) -> object:
+    t0 = SinFunction.apply(x0)  # type: ignore[no-untyped-call]  # the Function saves x0
+    x0.mul_(2.0)
+    with torch.no_grad():
+        t1 = t0.t()
+    return (t1.unsqueeze(0), t1, x0)
+
+
+@pytest.mark.parametrize("make", [nonleaf, pair_nonleaf], ids=["plain", "pair"])
+@pytest.mark.parametrize("f", [_no_grad_view_returned, _no_grad_view_of_view_returned], ids=["view", "views"])
+def test_failing_node_behind_a_no_grad_view_beside_a_written_input(
+    f: Callable[..., object], make: Callable[..., T], compile_fn: CompileFn | None
+) -> None:
+    """The failing node (a custom Function's backward unpacking its input, written since) is reached only through an
+    intermediate every output over which is a view of it taken under no_grad: no backward reaches it, eager's through
+    the written input runs, and so does ours, the joint traced without that intermediate's tangent. It raised."""
+    check(f, lambda: (make(2, 3),), compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(2, 3),), after_call=write_outputs, compile_fn=compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper bwdparity): the compiled backward raises exactly where eager's does.
 # ---------------------------------------------------------------------------------------------------------------------

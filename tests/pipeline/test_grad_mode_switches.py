@@ -2963,6 +2963,17 @@ def flag_then_view_under_no_grad_returned(x0: T) -> object:
     return (t0,)
 
 
+def flag_then_view_under_no_grad_beside_a_flagged_intermediate(x0: T) -> object:
+    # (fuzz seed 117400, program 7793: under no_grad, the intermediate's flag made the view of the input require grad
+    # once built, where eager's reads the flag of the input's base, which requires none)
+    t0 = x0 * x0
+    t0.requires_grad_()
+    x0.requires_grad_()
+    with torch.no_grad():
+        t1 = x0.view(-1)
+    return t1, t0, t1[1:]
+
+
 def flag_then_view_written_under_no_grad(x0: T) -> object:
     x0.requires_grad_()
     with torch.enable_grad():
@@ -2999,11 +3010,20 @@ def view_before_the_flag_read_under_no_grad(x0: T) -> object:
         (flag_then_view_of_a_view_with_grad, (True, False)),
         (flag_then_view_under_no_grad_returned, (True, False)),
         (flag_then_view_written_under_no_grad, (True, False)),
+        (flag_then_view_under_no_grad_beside_a_flagged_intermediate, (False,)),  # (a pair with grad: refused)
         # (with grad on at the call, the view before the flag is a computation before it: refused by its own rule)
         (views_before_the_flag_returned, (False,)),
         (view_before_the_flag_read_under_no_grad, (False,)),
     ],
-    ids=["view_with_grad", "view_of_view", "no_grad_view_returned", "view_written", "before", "before_no_grad_read"],
+    ids=[
+        "view_with_grad",
+        "view_of_view",
+        "no_grad_view_returned",
+        "view_written",
+        "beside_flagged_intermediate",
+        "before",
+        "before_no_grad_read",
+    ],
 )
 def test_view_input_made_to_require_grad_with_views_matches_eager(
     f: Callable[..., object], grad_modes: tuple[bool, ...], subclass: bool, compile_fn: CompileFn | None

@@ -543,6 +543,39 @@ def test_set_output_beside_leaf_passed_twice(compile_fn: CompileFn | None) -> No
     refused_with_grad(f, lambda: (_leaf(1, 3), _leaf(1, 3)), compile_fn, "an autograd leaf that requires grad")
 
 
+def _set_output_then_flagged_input(x0: T, x1: T) -> object:
+    # fuzz seed 117400 #6584: eager's set_ node and x0's accumulator both run first (numbered above all), the first
+    # root first: x0 gets no gradient; the compiled output's node, numbered among the program's, runs after x0's
+    x0.requires_grad_()
+    t0, _ = x1.max(0, keepdim=True)
+    set_to(t0, t0)
+    return (t0, x0)
+
+
+def _flagged_input_then_set_output(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t0 = x1 * 2
+    set_to(t0, t0)
+    return (x0, t0)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("f", [_set_output_then_flagged_input, _flagged_input_then_set_output], ids=["after", "before"])
+def test_set_output_beside_leaf_made_to_require_grad_refused(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    """A leaf input the program makes require grad (requires_grad_()) and returns, beside an output set_() under grad
+    whose node does not reach it, is refused as one passed requiring grad is: whether eager's backward accumulates its
+    gradient before the set_ node raises depends on the roots' order. It was compiled, and got a gradient."""
+
+    def make_inputs() -> tuple[object, ...]:
+        if kind == "pair":
+            return pair(2), pair(2, requires_grad=True)
+        return torch.randn(2), _leaf(2)
+
+    refused_with_grad(f, make_inputs, compile_fn, "an autograd leaf that requires grad")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A view taken of an intermediate after the program set_() it under grad (Note [set_ Under Grad])
 

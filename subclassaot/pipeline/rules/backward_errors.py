@@ -35,6 +35,12 @@ that output from and the real inputs (runtime). Output: which inputs are behind 
 (`check_set_under_grad`); runtime/steps.py's
 `blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
 graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
+
+Part: Stage `trace` (training), deferred backward errors: the intermediate bases and subclass roots no backward
+reaches, every output over them a view taken of them under no_grad (Note [Backward Errors Are Deferred]).
+
+Input: the `Analysis`. Output: `behind_no_grad_views`, those bases' numbers and those roots.
+Invariants: reads the outputs' replays only.
 """
 
 from __future__ import annotations
@@ -47,7 +53,13 @@ from typing import Any, cast
 import torch
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.backward_probe import MAX_PROBED_OUTPUTS, SHAPE_CHECK_ERROR, BackwardEnd, _trial
+from subclassaot.pipeline.backward_probe import (
+    MAX_PROBED_OUTPUTS,
+    SHAPE_CHECK_ERROR,
+    BackwardEnd,
+    _trial,
+    cut_by_no_grad,
+)
 from subclassaot.pipeline.joint import JointSetup
 from subclassaot.schemas import (
     Analysis,
@@ -55,6 +67,7 @@ from subclassaot.schemas import (
     FlatInputs,
     InputIndex,
     LeafMutation,
+    LeafSource,
     OutputInfo,
     OutputKind,
     ReplaySource,
@@ -240,7 +253,7 @@ def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
     return not torch.equal(history, direct)
 
 
-__all__ = ["check_set_under_grad", "input_set_blocks", "inputs_behind_raising_nodes"]
+__all__ = ["behind_no_grad_views", "check_set_under_grad", "input_set_blocks", "inputs_behind_raising_nodes"]
 
 
 def inputs_behind_raising_nodes(
@@ -273,14 +286,16 @@ def inputs_behind_raising_nodes(
     return frozenset(found)
 
 
-def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs) -> None:
+def check_set_under_grad(infos: Sequence[OutputInfo], flat: FlatInputs, user_tensors: Sequence[torch.Tensor]) -> None:
     """Note [set_ Under Grad]: an autograd leaf input returned beside a set_() output is refused
-    unless eager's set_ node of each such output stands between it and the loss."""
+    unless eager's set_ node of each such output stands between it and the loss. Whether it requires grad is read as
+    the call leaves it (`user_tensors`, the analysis run's): a requires_grad_() in the program counts."""
     grad_set = [info for info in infos if info.set_under_grad]
+    after = dict(zip(flat.tensor_indices, (t.requires_grad for t in user_tensors), strict=True))
     for info in infos if grad_set else ():
         index = info.input_index if info.kind is OutputKind.IS_INPUT else None
         real = None if index is None else flat.values[index]
-        if index is None or not isinstance(real, torch.Tensor) or not real.requires_grad or not real.is_leaf:
+        if index is None or not isinstance(real, torch.Tensor) or not after[index] or not real.is_leaf:
             continue
         if all(index in s.set_blocks and not _holder_shared(s) for s in grad_set):
             continue
@@ -315,3 +330,31 @@ def input_set_blocks(
 
 def _holder_shared(info: OutputInfo) -> bool:
     return info.grad_set_base is not None and info.grad_set_base.same_object
+
+
+def behind_no_grad_views(analysis: Analysis) -> tuple[frozenset[int], frozenset[tuple[int, ...]]]:
+    """The intermediate bases (by number) and subclass roots (by their bases) that outputs reach, and only through
+    views taken of them under no_grad (or views of such views): autograd passes no gradient from such a view to its
+    source, so no backward, through the outputs or through what the caller computes from them, gives the forward
+    output of the base or root a tangent (Note [Backward Errors Are Deferred])."""
+    bases: dict[int, bool] = {}
+    roots: dict[tuple[int, ...], bool] = {}
+    for info in analysis.outputs:
+        cut = _cut_from_its_source(analysis, info)
+        for leaf in info.leaves:
+            if leaf.source is LeafSource.INTERMEDIATE_ALIAS:
+                bases[leaf.index] = bases.get(leaf.index, True) and cut
+        if info.replay is not None and info.replay.source is ReplaySource.WRAPPER:
+            roots[info.replay.root_bases] = roots.get(info.replay.root_bases, True) and cut
+    return frozenset(b for b, cut in bases.items() if cut), frozenset(r for r, cut in roots.items() if cut)
+
+
+def _cut_from_its_source(analysis: Analysis, info: OutputInfo) -> bool:
+    """Whether `info` is rebuilt by a chain of views, one of which (or of the output it is replayed from) is taken
+    under no_grad."""
+    r = info.replay
+    if r is None or r.then_set or info.set_under_grad:
+        return False
+    if cut_by_no_grad(r):
+        return True
+    return r.source is ReplaySource.OUTPUT and _cut_from_its_source(analysis, analysis.outputs[r.index])
