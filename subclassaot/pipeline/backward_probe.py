@@ -899,7 +899,8 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # probe drives outputs only: a node reached through a held input's history, around which a leaf is reached, is refused.
 # Every save is probed on one run of the program (`_graded_together`: a backward each, the graph retained, the counter
 # moved before it and restored after, the leaves' gradients cleared), as each would be on a run of its own, but where
-# an output that requires grad is a view: reading its history after its counter moved remakes its node.
+# an output that requires grad is a view (reading its history after its counter moved remakes its node), or where a
+# backward may leave what the next one reads changed (a custom Function's backward, a counter moved by a backward).
 # A caller who also writes an output view of an input (`x0.unsqueeze(1)` returned beside the Function) makes that
 # view's node again at the backward's read, numbered above the program's: eager runs it first and may then give its
 # leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
@@ -1089,16 +1090,29 @@ def _graded_together(
     same graph, each with the save's counter advanced before it and restored after, the graph retained and the
     leaves' gradients cleared between, so that each sees what a run of its own would. None (each save is then
     probed on a run of its own) where an output that requires grad is a view (reading its history after a counter
-    moved remakes its node, which a run of its own would not) or where the run fails."""
+    moved remakes its node, which a run of its own would not), where the graph runs a custom Function's backward
+    (the program's own code, which may change what it saved) or a backward moved an input's or output's counter, or
+    where the run fails."""
     if not saves:
         return []
     try:
         with _probe_run(call, flat, frozenset(flat.tensor_indices[p] for p in detached)) as run:
             if len(run.grad_outputs) > MAX_PROBED_OUTPUTS:
                 return [True] * len(saves)
-            if any(cast(torch.Tensor, run.outs[p])._is_view() for p in run.grad_outputs):
+            roots = [cast(torch.Tensor, run.outs[p]) for p in run.grad_outputs]
+            if any(r._is_view() for r in roots) or any(
+                isinstance(node, torch.autograd.function.BackwardCFunction)
+                for node in autograd_nodes(r.grad_fn for r in roots)
+            ):
                 return None
-            return [_graded_in(run, flat, save) for save in saves]
+            tensors = [v for v in (*run.values, *run.outs) if isinstance(v, torch.Tensor) and not v.is_inference()]
+            versions = [get_version(t) for t in tensors]
+            graded = []
+            for save in saves:
+                graded.append(_graded_in(run, flat, save))
+                if [get_version(t) for t in tensors] != versions:
+                    return None
+            return graded
     except Exception:  # a program the probe cannot run this way: each save on a run of its own
         return None
 
