@@ -244,20 +244,22 @@ def _tangents_made(positions: list[int], roots: list[torch.Tensor]) -> None:
         torch.ones_like(root)
 
 
-def _trial(
-    call: Callable[..., object],
-    flat: FlatInputs,
-    chosen: frozenset[int] | None,
-    errors: list[RuntimeError] | None = None,
-    returned: frozenset[int] = frozenset(),
-    before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
-    after_call: Callable[[Sequence[object], Sequence[object]], None] | None = None,
-) -> tuple[list[int], BackwardEnd | None]:
-    """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
-    of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
-    gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
-    backward, with the outputs it takes as roots (and their positions); `after_call(outputs, values)` right after the
-    program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call)."""
+@dataclass(slots=True, kw_only=True)
+class _ProbeRun:
+    """One run of the program on fresh static fakes, inside its fake mode (`_probe_run`), for backwards through it."""
+
+    outs: list[object]  # the output pytree's leaves
+    values: list[object]  # per flat input (FlatInputs.values): its fake (or the value itself)
+    grad_outputs: list[int]  # positions in `outs` of the tensor outputs that require grad
+    leaves: list[torch.Tensor]  # leaf inputs (and leaves the program made) whose gradient counts
+    apart: list[torch.Tensor]  # the `returned` inputs, which the Function takes detached
+    bases: list[tuple[torch.Tensor, list[torch.Tensor]]]  # leaves view inputs are views of, with those views
+
+
+@contextlib.contextmanager
+def _probe_run(call: Callable[..., object], flat: FlatInputs, returned: frozenset[int]) -> Iterator[_ProbeRun]:
+    """Run the program on fresh static fakes (`returned`: flat inputs the Function takes detached); the fake mode
+    and grad mode stay on while the caller runs backwards through it."""
     mode, values = static_fake_copies(flat.values)
     _histories_before_call(mode, values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
@@ -284,39 +286,69 @@ def _trial(
         outs = pytree.tree_leaves(call(state, args, kwargs))
         leaves += _leaves_made(values, (*leaves, *apart))
         grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
+        yield _ProbeRun(outs=outs, values=values, grad_outputs=grad_outputs, leaves=leaves, apart=apart, bases=bases)
+
+
+def _trial(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    chosen: frozenset[int] | None,
+    errors: list[RuntimeError] | None = None,
+    returned: frozenset[int] = frozenset(),
+    before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
+    after_call: Callable[[Sequence[object], Sequence[object]], None] | None = None,
+) -> tuple[list[int], BackwardEnd | None]:
+    """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
+    of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
+    gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
+    backward, with the outputs it takes as roots (and their positions); `after_call(outputs, values)` right after the
+    program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call)."""
+    with _probe_run(call, flat, returned) as run:
         if after_call is not None:
-            after_call(outs, values)
+            after_call(run.outs, run.values)
         if chosen is None:
-            return grad_outputs, None
-        # A non-leaf input returned as it came: its fake's history node is numbered above all (it would run first
-        # and end the probe, where eager's runs after the program's nodes): it is left out (Note [Probing Eager's
-        # Backward])
-        given = {id(v) for v in values}
-        at = [
-            p
-            for p in sorted(chosen)
-            if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ in _HISTORY_NODES)
-        ]
-        roots = [cast(torch.Tensor, outs[p]) for p in at]
-        if not roots:
-            return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
-        if before_backward is not None:
-            before_backward(at, roots)
-        try:
-            torch.autograd.backward(roots, [torch.ones_like(o) for o in roots])
-        except RuntimeError as e:
-            if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
-                return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
-            if errors is not None:
-                errors.append(e)
-            if any(_history_unreadable(r) or requires_grad_through_base(r) for r in roots):
-                return grad_outputs, BackwardEnd.RAISES_AT_ROOT
-            graded = any(leaf.grad is not None for leaf in leaves) or any(
-                base.grad is not None and not any(r is v for r in roots for v in views) for base, views in bases
-            )
-            end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
-            return grad_outputs, _apart_as_returned(apart, roots, end)
-    return grad_outputs, _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+            return run.grad_outputs, None
+        return run.grad_outputs, _backward_end(run, chosen, errors, before_backward)
+
+
+def _backward_end(
+    run: _ProbeRun,
+    chosen: frozenset[int],
+    errors: list[RuntimeError] | None = None,
+    before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
+    retain_graph: bool = False,
+) -> BackwardEnd | None:
+    """How eager's backward through the outputs `chosen` of `run` ends (`_trial`)."""
+    outs, values, apart = run.outs, run.values, run.apart
+    # A non-leaf input returned as it came: its fake's history node is numbered above all (it would run first
+    # and end the probe, where eager's runs after the program's nodes): it is left out (Note [Probing Eager's
+    # Backward])
+    given = {id(v) for v in values}
+    at = [
+        p
+        for p in sorted(chosen)
+        if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ in _HISTORY_NODES)
+    ]
+    roots = [cast(torch.Tensor, outs[p]) for p in at]
+    if not roots:
+        return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+    if before_backward is not None:
+        before_backward(at, roots)
+    try:
+        torch.autograd.backward(roots, [torch.ones_like(o) for o in roots], retain_graph=retain_graph)
+    except RuntimeError as e:
+        if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
+            return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+        if errors is not None:
+            errors.append(e)
+        if any(_history_unreadable(r) or requires_grad_through_base(r) for r in roots):
+            return BackwardEnd.RAISES_AT_ROOT
+        graded = any(leaf.grad is not None for leaf in run.leaves) or any(
+            base.grad is not None and not any(r is v for r in roots for v in views) for base, views in run.bases
+        )
+        end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
+        return _apart_as_returned(apart, roots, end)
+    return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
 
 
 def _leaves_made(values: Sequence[object], known: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -877,6 +909,10 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
 # compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once. The
 # probe drives outputs only: a node reached through a held input's history, around which a leaf is reached, is refused.
+# Every save is probed on one run of the program (`_graded_together`: a backward each, the graph retained, the counter
+# moved before it and restored after, the leaves' gradients cleared), as each would be on a run of its own, but where
+# an output that requires grad is a view (reading its history after its counter moved remakes its node), or where a
+# backward may leave what the next one reads changed (a custom Function's backward, a counter moved by a backward).
 # A caller who also writes an output view of an input (`x0.unsqueeze(1)` returned beside the Function) makes that
 # view's node again at the backward's read, numbered above the program's: eager runs it first and may then give its
 # leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
@@ -913,8 +949,12 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
     # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
     grad_outputs = functools.cache(lambda: _trial(call, flat, None)[0])
     views = any(info.replay is not None and info.replay.source is ReplaySource.INPUT for info in analysis.outputs)
+    probed = [e for e, a in zip(found, around, strict=True) if a and not e.held]
+    known = _graded_together(call, flat, probed, detached)
+    together = iter(known if known is not None else [None] * len(probed))
     saves = tuple(
-        _graded(call, flat, e, detached, grad_outputs, views) if a else e for e, a in zip(found, around, strict=True)
+        _graded(call, flat, e, detached, grad_outputs, views, None if e.held else next(together)) if a else e
+        for e, a in zip(found, around, strict=True)
     )
     return EagerSaves(saves=saves, detached=detached, probed=True)
 
@@ -926,10 +966,13 @@ def _graded(
     detached: frozenset[int],
     first_trial: Callable[[], list[int]],
     views: bool,
+    graded_first: bool | None = None,
 ) -> EagerSave:
     """`save` with EagerSave.graded_first and EagerSave.graded_after_view_writes (`views`: some output is a view of
-    an input, replayed outside the compiled Function)."""
-    if save.held or _graded_first(call, flat, save, detached, first_trial):
+    an input, replayed outside the compiled Function; `graded_first`: `_graded_first`'s answer where known)."""
+    if graded_first is None:
+        graded_first = bool(save.held) or _graded_first(call, flat, save, detached, first_trial)
+    if graded_first:
         return replace(save, graded_first=True)
     if views and _graded_first(call, flat, save, detached, first_trial, views_written=True):
         return replace(save, graded_after_view_writes=True)
@@ -1049,6 +1092,59 @@ def _graded_first(
                 return True
     except Exception:  # a program the probe cannot run
         return True
+    return False
+
+
+def _graded_together(
+    call: Callable[..., object], flat: FlatInputs, saves: Sequence[EagerSave], detached: frozenset[int]
+) -> list[bool] | None:
+    """`_graded_first` of each of `saves` (none held) from one run of the program: eager's backward runs on the
+    same graph, each with the save's counter advanced before it and restored after, the graph retained and the
+    leaves' gradients cleared between, so that each sees what a run of its own would. None (each save is then
+    probed on a run of its own) where an output that requires grad is a view (reading its history after a counter
+    moved remakes its node, which a run of its own would not), where the graph runs a custom Function's backward
+    (the program's own code, which may change what it saved) or a backward moved an input's or output's counter, or
+    where the run fails."""
+    if not saves:
+        return []
+    try:
+        with _probe_run(call, flat, frozenset(flat.tensor_indices[p] for p in detached)) as run:
+            if len(run.grad_outputs) > MAX_PROBED_OUTPUTS:
+                return [True] * len(saves)
+            roots = [cast(torch.Tensor, run.outs[p]) for p in run.grad_outputs]
+            if any(r._is_view() for r in roots) or any(
+                isinstance(node, torch.autograd.function.BackwardCFunction)
+                for node in autograd_nodes(r.grad_fn for r in roots)
+            ):
+                return None
+            tensors = [v for v in (*run.values, *run.outs) if isinstance(v, torch.Tensor) and not v.is_inference()]
+            versions = [get_version(t) for t in tensors]
+            graded = []
+            for save in saves:
+                graded.append(_graded_in(run, flat, save))
+                if [get_version(t) for t in tensors] != versions:
+                    return None
+            return graded
+    except Exception:  # a program the probe cannot run this way: each save on a run of its own
+        return None
+
+
+def _graded_in(run: _ProbeRun, flat: FlatInputs, save: EagerSave) -> bool:
+    """`_graded_first` of `save` on the shared `run` (`_graded_together`)."""
+    t = _saved_value(save, run.outs, run.values, flat)
+    for chosen in _output_sets(run.grad_outputs):
+        if not chosen & save.outputs:
+            continue
+        before = get_version(t)
+        set_version(t, before + 1)
+        try:
+            end = _backward_end(run, chosen, retain_graph=True)
+        finally:
+            set_version(t, before)
+            for leaf in (*run.leaves, *run.apart, *(base for base, _ in run.bases)):
+                leaf.grad = None
+        if end is not BackwardEnd.RAISES:
+            return True
     return False
 
 

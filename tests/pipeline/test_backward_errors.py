@@ -14,6 +14,9 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline import backward_probe
+from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.runtime.plan import EagerSaves
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -2136,3 +2139,80 @@ def test_saved_input_written_after_the_call_beside_a_view_whose_history_raises(
         assert_matches_eager(
             _saved_view_input_beside_a_multi_output_view, make, compile_fn=compile_fn, after_call=write_outputs
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The probe of which leaves eager grades before a written save raises runs the program once for every save (a backward
+# per save, its counter advanced and restored), where it ran it once per save: the answers must be those of a run per
+# save (compile time, issue 29).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _two_saving_products(x: T, w1: T, w2: T) -> T:
+    return ((x * w1).sin() * w2).sin()  # each product saves its weight; the second's node runs first
+
+
+def _plain_weights() -> tuple[T, T, T]:
+    return _leaf(3), _leaf(3), _leaf(3)
+
+
+def _pair_weights() -> tuple[T, T, T]:
+    return pair(3, requires_grad=True), pair(3, requires_grad=True), pair(3, requires_grad=True)
+
+
+def _graph_as_traced(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[..., object]:
+    """A backend of the user's: training runs through the compiled Function (the eager backend's would not)."""
+    return gm
+
+
+def _written(k: int) -> Callable[[object, tuple[object, ...]], None]:
+    def write(outputs: object, args: tuple[object, ...]) -> None:
+        with torch.no_grad():
+            cast(T, args[k]).copy_(cast(T, args[k]))
+
+    return write
+
+
+@pytest.mark.parametrize("make", [_plain_weights, _pair_weights], ids=["plain", "pair"])
+@pytest.mark.parametrize("written", [1, 2], ids=["first_weight", "second_weight"])
+def test_saves_graded_on_one_run_as_on_runs_of_their_own(
+    make: Callable[[], tuple[T, T, T]], written: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """w2 written after the call: the node saving it runs first and raises before any gradient, as eager's; w1
+    written: eager's engine grades w2 before the node saving w1 raises, which the compiled backward refuses. The
+    saves probed on one run of the program are those probed on a run per save."""
+    with torch.enable_grad():
+        if written == 1:
+            with pytest.raises(UnsupportedError, match="eager's engine may first give some leaf input its gradient"):
+                assert_matches_eager(_two_saving_products, make, backend=_graph_as_traced, after_call=_written(written))
+        else:
+            assert_matches_eager(_two_saving_products, make, backend=_graph_as_traced, after_call=_written(written))
+    found: list[object] = []
+    probe = backward_probe.eager_saves
+
+    def recorded(*args: Any) -> object:
+        found.append(probe(*args))
+        return found[-1]
+
+    monkeypatch.setattr(subclassaot.api, "eager_saves", recorded)
+    runs: list[int] = []  # per compile: the program's runs on the probes' static fakes
+    unflatten = unflatten_call
+
+    def counted(*args: Any) -> Any:
+        runs[-1] += 1
+        return unflatten(*args)
+
+    monkeypatch.setattr(backward_probe, "unflatten_call", counted)
+    for together in (True, False):
+        if not together:  # each save probed on a run of its own
+            monkeypatch.setattr(backward_probe, "_graded_together", lambda *args: None)
+        runs.append(0)
+        with torch.enable_grad():
+            subclassaot.compile(_two_saving_products, backend=_graph_as_traced)(*make())
+    batched, alone = found
+    assert batched == alone
+    # x and w1 (saved by the first product's node) are graded first, w2 not
+    assert [s.graded_first for s in cast(EagerSaves, batched).saves] == [True, True, False]
+    # the probe's own run, then one for every save, where a run per save took one more for the outputs that
+    # require grad and one per save
+    assert runs[0] == 2 and runs[1] > runs[0], runs
