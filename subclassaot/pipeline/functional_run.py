@@ -18,7 +18,12 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
-from subclassaot.pipeline.grad_scope import GradReenabledError, check_gained_after_read, check_grad_reenabled
+from subclassaot.pipeline.grad_scope import (
+    GradReenabledError,
+    check_flagless_view_set,
+    check_gained_after_read,
+    check_grad_reenabled,
+)
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
 from subclassaot.pipeline.rules.set_storage_rules import check_unwritten_at_end, note_freed_inputs
@@ -376,6 +381,7 @@ def _refuse_run_error(
             "(Note [Grad Mode And Autograd Reads]). Call the compiled function with grad mode "
             "on, or write outside that region"
         ) from e
+    check_flagless_view_set(record, e)  # (a set_() with grad on, which the record sees no call of)
     if "a leaf Variable that requires grad has been used in an in-place" in str(e) and record.marked_dirty:
         raise UnsupportedError(
             "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "

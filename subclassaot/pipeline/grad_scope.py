@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "backward_changes",
     "check_flagless_view_reads",
+    "check_flagless_view_set",
     "check_views_of_gained_bases",
     "flagless_view_history_raises",
     "note_gain_on_a_base",
@@ -193,6 +194,36 @@ def check_flagless_view_reads(
         "and would record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of "
         "it, or call requires_grad_() outside the compiled function"
     )
+
+
+# what autograd raises where an in-place op with grad on writes a view whose base is a leaf that requires grad, or
+# a view taken under no_grad of a tensor that requires grad
+VIEW_OF_GRAD_LEAF_WRITTEN = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation",
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled",
+)
+
+
+def check_flagless_view_set(record: SwapRecord, e: Exception) -> None:
+    """Refuse the program's run failing with one of autograd's VIEW_OF_GRAD_LEAF_WRITTEN where the program made an
+    input that is a view of a tensor requiring none require grad (`record.view_input_gains`): the write is one no
+    torch function mode sees (set_() of a view taken before the flag, or under no_grad), so
+    `check_flagless_view_reads` could not refuse it before it ran. Eager's view takes requires_grad from the input's
+    base (none) and its write records nothing; the run's view follows the input's stand-in, which requires grad,
+    whose views taken before the flag or under no_grad autograd does not let be written. (Where eager's write raises
+    too, a refusal is as good.)"""
+    if not record.view_input_gains or not any(m in str(e) for m in VIEW_OF_GRAD_LEAF_WRITTEN):
+        return
+    gained = next((t for t in record.run_inputs if id(t) in record.view_input_gains), None)
+    raise UnsupportedError(
+        f"{'' if gained is None else input_named(record, gained)}the program turns requires_grad on for this input "
+        "(or it came so), a view of a tensor that does not require grad, and then computes with grad enabled (set_(), "
+        "an in-place op the compiled run sees no call of) from a view of it taken before the flag or under no_grad: "
+        "eager's view requires no grad (it takes the flag from that base), so its write records nothing, while the "
+        "compiled run's view follows the input, which requires grad, and autograd does not let it be written in place. "
+        "Take the view after requires_grad_(), call set_() under torch.no_grad(), or call requires_grad_() outside the "
+        "compiled function"
+    ) from e
 
 
 def flagless_view_history_raises(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
