@@ -1727,7 +1727,8 @@ _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 def _apply_step(*args: object) -> Sequence[torch.Tensor]:
     """`CompiledStep.apply(*args)`: outside functorch's transforms, what torch's `Function.apply` does there (dead
     functorch wrappers unwrapped, then the C apply) without its Python frames (~4 us a call, more where a
-    process-wide wrapper of `Function.apply` sits in front: torch_internals.function_applies_noted)."""
+    process-wide wrapper of `Function.apply` sits in front: torch_internals.function_applies_noted). Inside a
+    transform, refused (See Note [Compiled Functions Inside torch.func Transforms])."""
     if torch._C._are_functorch_transforms_active():  # (torch's Function.apply would ask for setup_context)
         raise UnsupportedError(compiled_call_under_transform_message("the call"))
     return cast(
