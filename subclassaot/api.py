@@ -69,6 +69,7 @@ from subclassaot.pipeline.inputs import (
     flatten_call,
     lifted_state,
     marked_call,
+    refuse_transform_wrappers,
     same_input_guards,
     unmarking,
 )
@@ -172,36 +173,41 @@ class CompiledFunction(Generic[P, R]):
         return None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        if not kwargs and not (_dispatch_modes() or _function_modes()):
-            # A function that reads no lifted state, called with positional leaves only, outside any mode: its flat
-            # inputs are `args` itself (the path below, its decisions taken when the entry was added).
-            n = len(args)
-            for arity, check, run in self._plain:
-                if arity == n:
-                    bound = check(args)
-                    if type(bound) is dict:
-                        return cast(R, run(args, bound))
-        modes = NO_MODES
-        if _dispatch_modes() or _function_modes():  # (the stacks' lengths: ambient_modes is the per-call cost)
-            modes = ambient_modes()
-            if modes:  # See Note [Ambient Modes]
-                return self._call_under(modes, args, kwargs)
-        if not kwargs:
-            # Fast path: called with positional leaves only; its flat inputs are the lifted state's values (a
-            # module's, or what the function captures: the same names in the same order), then `args` itself. A
-            # container where a tensor or constant was compiled fails a type guard, and a module passed as an
-            # argument (whose state would be lifted too) fails one or changes the names: both take the full path
-            # below. The Python state the function reads is checked inside `guards.check` on this path too:
-            # See Note [State The Program Reads]
-            state = lifted_state(self.fn, self._captures) if self._is_module or self._captures else {}
-            names = tuple(state)
-            values: Sequence[object] = [*state.values(), *args] if names else args
-            for entry in tuple(self._entries):
-                if entry.simple_arity == len(args) and entry.lifted_names == names and entry.modes == NO_MODES_KEY:
-                    bound = entry.guards.check(values)
-                    if isinstance(bound, dict):
-                        return cast(R, entry.run(values, bound))
-        return self._lookup_or_compile(args, kwargs, modes)
+        try:
+            if not kwargs and not (_dispatch_modes() or _function_modes()):
+                # A function that reads no lifted state, called with positional leaves only, outside any mode: its flat
+                # inputs are `args` itself (the path below, its decisions taken when the entry was added).
+                n = len(args)
+                for arity, check, run in self._plain:
+                    if arity == n:
+                        bound = check(args)
+                        if type(bound) is dict:
+                            return cast(R, run(args, bound))
+            modes = NO_MODES
+            if _dispatch_modes() or _function_modes():  # (the stacks' lengths: ambient_modes is the per-call cost)
+                modes = ambient_modes()
+                if modes:  # See Note [Ambient Modes]
+                    return self._call_under(modes, args, kwargs)
+            if not kwargs:
+                # Fast path: called with positional leaves only; its flat inputs are the lifted state's values (a
+                # module's, or what the function captures: the same names in the same order), then `args` itself. A
+                # container where a tensor or constant was compiled fails a type guard, and a module passed as an
+                # argument (whose state would be lifted too) fails one or changes the names: both take the full path
+                # below. The Python state the function reads is checked inside `guards.check` on this path too:
+                # See Note [State The Program Reads]
+                state = lifted_state(self.fn, self._captures) if self._is_module or self._captures else {}
+                names = tuple(state)
+                values: Sequence[object] = [*state.values(), *args] if names else args
+                for entry in tuple(self._entries):
+                    if entry.simple_arity == len(args) and entry.lifted_names == names and entry.modes == NO_MODES_KEY:
+                        bound = entry.guards.check(values)
+                        if isinstance(bound, dict):
+                            return cast(R, entry.run(values, bound))
+            return self._lookup_or_compile(args, kwargs, modes)
+        except NotImplementedError as e:  # (zero-cost until raised: the per-call path is unchanged)
+            if not isinstance(e, SubclassAOTError):  # See Note [Compiled Functions Inside torch.func Transforms]
+                refuse_transform_wrappers(args, kwargs)
+            raise
 
     def _lookup_or_compile(self, args: tuple[object, ...], kwargs: Mapping[str, object], modes: AmbientModes) -> R:
         state = lifted_state(self.fn, self._captures, args, kwargs)

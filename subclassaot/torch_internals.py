@@ -432,6 +432,39 @@ def is_functorch_wrapped(t: object) -> bool:
     return isinstance(t, torch.Tensor) and bool(torch._C._functorch.is_functorch_wrapped_tensor(t))
 
 
+_TRANSFORM_NAMES = {
+    "Grad": "torch.func.grad (or vjp, jacrev, hessian: a reverse-mode transform)",
+    "Jvp": "torch.func.jvp (or jacfwd: a forward-mode transform)",
+    "Vmap": "torch.vmap",
+    "Functionalize": "torch.func.functionalize",
+}
+
+
+def compiled_call_under_transform_message(where: str) -> str:
+    """The refusal of a compiled function called inside a torch.func transform (the innermost one named): the
+    compiled program runs as an autograd.Function over tensors it unwraps itself, which no transform sees through;
+    outside every transform, the refusal of a wrapper that outlived its transform. `where`: the argument's path, or
+    "the call" (Note [Compiled Functions Inside torch.func Transforms])."""
+    # (typed as never None: it is None outside every transform, where a dead wrapper may still arrive)
+    interpreter = cast("Any", torch._C._functorch.peek_interpreter_stack())
+    if interpreter is None:
+        return (
+            f"{where}: a tensor wrapped by a torch.func transform that has ended (kept from inside it) reaches a "
+            "function compiled by subclassaot, whose guards and trace read storages such a wrapper has none of. "
+            "Return the tensor from the transformed function (torch.func unwraps what it returns) instead of "
+            "keeping it from inside"
+        )
+    key = interpreter.key().name
+    transform = _TRANSFORM_NAMES.get(key, "a torch.func transform")
+    return (
+        f"{where}: a function compiled by subclassaot was called inside {transform}, which cannot run through the "
+        "compiled program (its autograd.Function has no setup_context or vmap rule, and the compiled graph reads "
+        "real tensors, not the transform's wrappers). Call the function uncompiled inside the transform "
+        "(torch.func.grad(fn)(x) instead of torch.func.grad(subclassaot.compile(fn))(x)), or compile the whole "
+        "transformed function (subclassaot.compile(torch.func.grad(fn))(x))"
+    )
+
+
 def differentiates_inside_transform(func: object, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
     """Is this torch.autograd.grad the one a torch.func transform runs on its own wrapped tensors (Note [Grad Mode And
     Autograd Reads])?"""

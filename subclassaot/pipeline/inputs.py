@@ -43,6 +43,7 @@ from subclassaot.pipeline.guards import Guards
 from subclassaot.pipeline.python_state import global_names
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import (
+    compiled_call_under_transform_message,
     fake_mode_active,
     functorch_unwrapped,
     is_functorch_wrapped,
@@ -285,6 +286,10 @@ def flatten_call(
         )
         for i, (path, v) in enumerate(zip(paths, values, strict=True))
     )
+    # See Note [Compiled Functions Inside torch.func Transforms]
+    refuse_transform_wrappers(args, kwargs)
+    if torch._C._are_functorch_transforms_active():  # (the trace's own tensors would be the transform's wrappers)
+        raise UnsupportedError(compiled_call_under_transform_message("the call"))
     flat = FlatInputs(
         spec=spec,
         leaves=leaves,
@@ -293,6 +298,30 @@ def flatten_call(
         module_state_names=tuple(state),
     )
     return flat, cast(Callable[..., object], call)
+
+
+# Note [Compiled Functions Inside torch.func Transforms]
+# A compiled function runs its program as an autograd.Function over the real tensors it unwraps itself, and its
+# guards and compile read storages. A torch.func transform (grad, vjp, jacrev, jvp, jacfwd, vmap) calls it either
+# with its own wrappers (GradTrackingTensor, BatchedTensor: no storage) or, over tensors it does not wrap, through
+# torch's Function.apply, which under any active transform asks for a setup_context staticmethod and a vmap rule.
+# Neither gives eager's result, so each is refused where it is met, naming the transform and the fix (call the
+# function uncompiled inside the transform, or compile the whole transformed function, whose trace runs the
+# transform on fake tensors):
+#   - a wrapper among the arguments: here, at compile; and at a warm entry, where its guards' storage read raises
+#     NotImplementedError (the call's `except`, zero-cost until raised: no check on the per-call path);
+#   - a compile while a transform is active (the trace would make the transform's wrappers);
+#   - the training runner's apply while a transform is active (runtime/autograd_function.py: the branch the runner
+#     takes only under transforms). An inference entry over untransformed tensors runs its graph as it is.
+
+
+def refuse_transform_wrappers(args: tuple[object, ...], kwargs: Mapping[str, object]) -> None:
+    """Refuse a call whose arguments hold a torch.func transform's wrapper, naming the first one's path."""
+    keyed, _ = pytree.tree_flatten_with_path((args, dict(kwargs)))
+    for key_path, value in keyed:
+        if is_functorch_wrapped(value):
+            root = ("args", "kwargs")[cast(pytree.SequenceKey[object], key_path[0]).idx]
+            raise UnsupportedError(compiled_call_under_transform_message(root + pytree.keystr(tuple(key_path[1:]))))
 
 
 def _check_state_kept(

@@ -50,7 +50,14 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import get_version, grad_fn_raises, output_zeros, set_version, storage_address
+from subclassaot.torch_internals import (
+    compiled_call_under_transform_message,
+    get_version,
+    grad_fn_raises,
+    output_zeros,
+    set_version,
+    storage_address,
+)
 
 log = logging.getLogger(__name__)
 
@@ -1698,7 +1705,7 @@ def _plain_apply(
         if unread and any(grad_fn_raises(user[i]) for i in unread):
             user = tuple(u.detach() if i in unread and grad_fn_raises(u) else u for i, u in enumerate(user))
         if torch._C._are_functorch_transforms_active():
-            return cast("Sequence[torch.Tensor]", CompiledStep.apply(holder, *user))  # type: ignore[no-untyped-call]  # untyped in torch
+            raise UnsupportedError(compiled_call_under_transform_message("the call"))
         return cast("Sequence[torch.Tensor]", _c_apply(holder, *map(_unwrap_if_dead, user)))
 
     return apply
@@ -1720,9 +1727,10 @@ _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 def _apply_step(*args: object) -> Sequence[torch.Tensor]:
     """`CompiledStep.apply(*args)`: outside functorch's transforms, what torch's `Function.apply` does there (dead
     functorch wrappers unwrapped, then the C apply) without its Python frames (~4 us a call, more where a
-    process-wide wrapper of `Function.apply` sits in front: torch_internals.function_applies_noted)."""
-    if torch._C._are_functorch_transforms_active():
-        return cast("Sequence[torch.Tensor]", CompiledStep.apply(*args))  # type: ignore[no-untyped-call]  # untyped in torch
+    process-wide wrapper of `Function.apply` sits in front: torch_internals.function_applies_noted). Inside a
+    transform, refused (See Note [Compiled Functions Inside torch.func Transforms])."""
+    if torch._C._are_functorch_transforms_active():  # (torch's Function.apply would ask for setup_context)
+        raise UnsupportedError(compiled_call_under_transform_message("the call"))
     return cast(
         "Sequence[torch.Tensor]",
         _c_apply(*(_unwrap_if_dead(a) if isinstance(a, torch.Tensor) else a for a in args)),

@@ -5,11 +5,16 @@ region once, so the mask it saves is the one the forward drew, and the gradients
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+import subclassaot
+from subclassaot.errors import UnsupportedError
+from subclasses.pair import PairTensor
 from tests.oracle import assert_matches_eager
 
 T = torch.Tensor
@@ -151,3 +156,86 @@ def test_captured_global_as_the_transformed_argument_is_refused() -> None:
 
     with pytest.raises(UnsupportedError, match="straight into a torch.func transform"):
         subclassaot.compile(fn)(torch.randn(4))
+
+
+def _weighted(x: T, w: T) -> T:
+    return x.sin() * w
+
+
+def _transformed(transform: str, compiled: Callable[[T, T], T], x: T, w: T, through_input: bool) -> object:
+    """`compiled` called inside `transform`, over the transformed tensor (`through_input`) or over tensors the
+    transform does not wrap (its result then multiplied by the transformed one)."""
+
+    def inner(a: T) -> T:
+        return compiled(a, w) if through_input else compiled(x, w) * a
+
+    def total(a: T) -> T:
+        return inner(a).sum()
+
+    if transform == "grad":
+        return torch.func.grad(total)(x)
+    if transform == "vjp":
+        return torch.func.vjp(inner, x)[1](torch.ones_like(x))
+    if transform == "jacrev":
+        return torch.func.jacrev(total)(x)
+    if transform == "jvp":
+        return torch.func.jvp(inner, (x,), (torch.ones_like(x),))
+    if transform == "jacfwd":
+        return torch.func.jacfwd(total)(x)
+    return torch.vmap(inner)(torch.stack([x, x]))
+
+
+_TRANSFORM_NAMES = {
+    "grad": "torch.func.grad",
+    "vjp": "torch.func.grad",
+    "jacrev": "torch.func.grad",
+    "jvp": "torch.func.jvp",
+    "jacfwd": "torch.func.jvp",
+    "vmap": "torch.vmap",
+}
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["first_call", "after_a_call"])
+@pytest.mark.parametrize("through_input", [True, False], ids=["transformed_input", "untransformed_inputs"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("transform", list(_TRANSFORM_NAMES))
+def test_compiled_function_called_inside_a_func_transform_is_refused(
+    transform: str, kind: str, through_input: bool, warm: bool
+) -> None:
+    """A compiled function called inside a torch.func transform is refused at that call, naming the transform and
+    the fix, for the transformed argument itself or tensors the transform does not wrap (its autograd.Function has
+    no setup_context, so torch's own error would be "must override the setup_context staticmethod", or a wrapper's
+    missing storage at compile). Eager (the uncompiled function) runs, and the compiled whole still matches it."""
+    if kind == "pair":
+        x: T = PairTensor(torch.randn(3), torch.randn(3))
+        w: T = PairTensor(torch.randn(3), torch.randn(3), requires_grad=True)
+    else:
+        x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    if kind == "plain" or transform not in ("jvp", "jacfwd"):  # (PairTensor has no forward-mode rule in eager)
+        _transformed(transform, _weighted, x, w, through_input)  # eager runs it
+    compiled = subclassaot.compile(_weighted)
+    if warm:
+        compiled(x, w)
+    with pytest.raises(UnsupportedError, match=rf"inside {_TRANSFORM_NAMES[transform]}.*compile the whole transformed"):
+        _transformed(transform, compiled, x, w, through_input)
+    if transform == "grad" and kind == "plain":
+        # the fix the message names: the whole transformed function compiled
+        assert_matches_eager(
+            lambda a, b: _transformed(transform, _weighted, a, b, through_input),
+            lambda: (torch.randn(3), torch.randn(3, requires_grad=True)),
+        )
+
+
+def test_wrapper_kept_from_inside_an_ended_transform_is_refused() -> None:
+    """A GradTrackingTensor kept from inside torch.func.grad after it returned (a dead wrapper) has no storage for the
+    guards and the trace: refused naming the argument, not torch's "Cannot access storage of TensorWrapper"."""
+    kept: list[T] = []
+
+    def total(a: T) -> T:
+        kept.append(a * 2)
+        return a.sum()
+
+    torch.func.grad(total)(torch.randn(3))
+    compiled = subclassaot.compile(_weighted)
+    with pytest.raises(UnsupportedError, match=r"args\[0\]: a tensor wrapped by a torch.func transform that has ended"):
+        compiled(kept[0], torch.randn(3, requires_grad=True))
