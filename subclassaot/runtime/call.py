@@ -444,6 +444,13 @@ def _grad_swap_pair(
     return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
 
 
+def _source_edge(plan: RuntimePlan, t: int) -> bool:
+    """Has eager's set_ node of tensor input `t` an edge to its source input's history? Not where the source is a
+    view of that input taken without grad: under no_grad, or inside inference_mode, whose view requires grad but
+    cuts the history (Note [set_ Under Grad])."""
+    return plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
+
+
 def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None, blocked: Sequence[object] = ()) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
     grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training]). Without a source that
@@ -480,8 +487,7 @@ def _repeat_grad_sets(
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)
-            edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
-            if not edge:
+            if not _source_edge(plan, t):
                 _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)
@@ -637,6 +643,7 @@ def _epilogue(
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
                 x, source = _grad_swap_pair(plan, values, dense, t)
+                source = source if _source_edge(plan, t) else None
                 _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
@@ -646,6 +653,7 @@ def _epilogue(
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
                 wrapper, source = _grad_swap_pair(plan, values, dense, t)
+                source = source if _source_edge(plan, t) else None
                 with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
                     _repeat_swap_under_grad(wrapper, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for t in wrapper_sets:
