@@ -2074,7 +2074,7 @@ def base_made_to_require_grad_unread_then_no_grad_view_read(x0: T, x1: T) -> obj
     return t, t * 3
 
 
-def _base_and_view(kind: str, view_first: bool) -> Callable[[], tuple[T, T]]:
+def _aliased_base_and_view(kind: str, view_first: bool) -> Callable[[], tuple[T, T]]:
     def make_inputs() -> tuple[T, T]:
         b = PairTensor.from_tensor(torch.randn(3, 3)) if kind == "pair" else torch.randn(3, 3)
         v = b.view(3, 3)
@@ -2102,7 +2102,7 @@ def test_requires_grad_on_a_base_input_then_its_view_input_read_with_grad_refuse
     history (a wrong result, where plain inputs were refused: the rule for a view of a base made to require grad
     skipped subclass inputs)."""
     with torch.enable_grad():
-        assert_refused(f, _base_and_view(kind, view_first=False), compile_fn, _BASE_GAIN_RULE)
+        assert_refused(f, _aliased_base_and_view(kind, view_first=False), compile_fn, _BASE_GAIN_RULE)
 
 
 @pytest.mark.parametrize("f", _NO_GRAD_VIEW_READS, ids=["read_before", "unread"])
@@ -2112,7 +2112,7 @@ def test_requires_grad_on_a_view_input_then_its_no_grad_view_read_matches_eager(
 ) -> None:
     """The other order (x0 the view made to require grad, x1 its base): eager's x1 and t require no grad."""
     with torch.enable_grad():
-        assert_matches_eager(f, _base_and_view(kind, view_first=True), compile_fn=compile_fn)
+        assert_matches_eager(f, _aliased_base_and_view(kind, view_first=True), compile_fn=compile_fn)
 
 
 def base_made_to_require_grad_view_read_without_grad(x0: T, x1: T) -> object:

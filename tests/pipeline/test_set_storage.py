@@ -261,7 +261,7 @@ def _set_to_an_inference_mode_view(x0: T, x1: T, x2: T) -> tuple[T]:
     with torch.inference_mode():
         t0 = x0.select(0, 1)
     t1 = t0.t()
-    x1.set_(t1)
+    set_to(x1, t1)
     return (t1[1:1:1],)
 
 
