@@ -972,12 +972,7 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
-        # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
-        kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
-        ctx.save_for_backward(*kept)
-        ctx.saves_tensors = bool(kept)
-        if not s.saves_apart and s.subclass_inputs:
-            _hold_unprobed_wrappers(ctx, s, user, graph_dense, kept, noted)
+        _save_values(ctx, s, saved, user, graph_dense, noted)
         if s.checks:
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
@@ -1423,6 +1418,22 @@ def _hold_remade(ctx: Any, user: Sequence[torch.Tensor], noted: list[Any]) -> No
         noted.append(ctx)
 
 
+def _save_values(
+    ctx: Any,
+    s: _Step,
+    saved: Sequence[object],
+    user: Sequence[torch.Tensor],
+    graph_dense: Sequence[torch.Tensor],
+    noted: list[Any],
+) -> None:
+    """`ctx`'s saved tensors of the general step."""
+    # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
+    kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
+    ctx.save_for_backward(*kept)
+    ctx.saves_tensors = bool(kept)
+    _hold_unprobed_wrappers(ctx, s, user, graph_dense, kept, noted)
+
+
 def _hold_unprobed_wrappers(
     ctx: Any,
     s: _Step,
@@ -1434,6 +1445,8 @@ def _hold_unprobed_wrappers(
     """Where eager's saves were not probed (the Function saves its values as themselves): the subclass inputs some
     of whose inner tensors it saved, whose wrapper counters `_note_counters` reads once the call has written its
     inputs (`_refuse_written_unprobed_wrappers`)."""
+    if s.saves_apart or not s.subclass_inputs:
+        return
     saved = {storage_key(v) for v in kept}
     leaves_of = s.plan.layout.leaves_of_input
     ctx.unprobed_refs = [

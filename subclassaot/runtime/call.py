@@ -444,6 +444,16 @@ def _grad_swap_pair(
     return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
 
 
+def _grad_swap_edge(
+    plan: RuntimePlan, values: Sequence[object], dense: list[torch.Tensor], t: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`_grad_swap_pair`, without the source where eager's set_ node of another input's storage has no edge to that
+    input's history (`_source_edge`); a set_() onto the input's own storage keeps it."""
+    x, source = _grad_swap_pair(plan, values, dense, t)
+    own = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source is None
+    return x, source if own or _source_edge(plan, t) else None
+
+
 def _source_edge(plan: RuntimePlan, t: int) -> bool:
     """Has eager's set_ node of tensor input `t` an edge to its source input's history? Not where the source is a
     view of that input taken without grad: under no_grad, or inside inference_mode, whose view requires grad but
@@ -642,8 +652,7 @@ def _epilogue(
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
-                x, source = _grad_swap_pair(plan, values, dense, t)
-                source = source if _source_edge(plan, t) else None
+                x, source = _grad_swap_edge(plan, values, dense, t)
                 _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
@@ -652,8 +661,7 @@ def _epilogue(
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
-                wrapper, source = _grad_swap_pair(plan, values, dense, t)
-                source = source if _source_edge(plan, t) else None
+                wrapper, source = _grad_swap_edge(plan, values, dense, t)
                 with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
                     _repeat_swap_under_grad(wrapper, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for t in wrapper_sets:
