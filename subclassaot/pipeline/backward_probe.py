@@ -127,7 +127,9 @@ from subclassaot.torch_internals import (
 # nothing the program, the epilogue or the caller writes moves it) and raises eager's errors itself, from the
 # counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
 # whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
-# values themselves are saved: autograd's checks then raise where eager's may not, never the other way. Where each
+# values themselves are saved: autograd's checks then raise where eager's may not, never the other way, but for a
+# subclass input's inner tensors, which a write through the wrapper leaves at their count: a backward after such a
+# write of an input whose inner tensors the Function saved is refused (eager's node may have saved the wrapper). Where each
 # tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
 # that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
 # create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).
@@ -892,8 +894,8 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # tensors), or an input the call gave a new history, which the caller holds returned or not (`EagerSave.held`: through
 # the Function outputs carrying its new value). An output whose history raises when read (a view of unbind()'s output
 # whose base the program wrote) runs no node in eager's backward, which raises at that root: the walk skips it
-# (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters, not those of a
-# view input it takes as an alias with a counter of its own.
+# (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters (and refuses a
+# backward after a write of a subclass input whose inner tensors it saved: Note [Probing Eager's Backward]).
 # A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
 # tensor moves the saved one's counter. The counter is read once the call's epilogue has written the inputs: an input
 # the program wrote before the save was saved at the count eager ends the program with, which the runtime reaches

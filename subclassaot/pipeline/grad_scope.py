@@ -315,9 +315,10 @@ def _root_requires_grad(record: SwapRecord, real: torch.Tensor) -> bool:
 def note_gain_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
     """requires_grad_() on the stand-in `t` of an input that requires no grad: the other inputs that are views of it
     in eager (their `._base` is it) take requires_grad from it from now on, where their stand-ins, laid out over one
-    storage as views of a synthetic base, do not (Note [Grad Mode And Autograd Reads])."""
+    storage as views of a synthetic base (a subclass's: laid out apart), do not (Note [Grad Mode And Autograd
+    Reads])."""
     found = record.input_positions.get(id(t))
-    if found is None or is_traceable_subclass(t):
+    if found is None:
         return
     real = found[1]
     for key, (_, other) in record.input_positions.items():

@@ -57,6 +57,7 @@ from subclassaot.torch_internals import (
     output_zeros,
     set_version,
     storage_address,
+    storage_key,
 )
 
 log = logging.getLogger(__name__)
@@ -972,10 +973,7 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
-        # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
-        kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
-        ctx.save_for_backward(*kept)
-        ctx.saves_tensors = bool(kept)
+        _save_values(ctx, s, saved, user, graph_dense, noted)
         if s.checks:
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
@@ -1003,6 +1001,8 @@ class CompiledStep(torch.autograd.Function):
             _check_double_backward(s, ctx.primals)
         if s.checks and ctx.checked is not None:
             _check_saved_tensors(ctx.checks, ctx.checked, grads, _written_view_leaves(s, ctx.viewed))
+        if getattr(ctx, "unprobed", ()):
+            _refuse_written_unprobed_wrappers(s, ctx.unprobed)
         saved = _saved_tensors(ctx)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
@@ -1419,6 +1419,64 @@ def _hold_remade(ctx: Any, user: Sequence[torch.Tensor], noted: list[Any]) -> No
         noted.append(ctx)
 
 
+def _save_values(
+    ctx: Any,
+    s: _Step,
+    saved: Sequence[object],
+    user: Sequence[torch.Tensor],
+    graph_dense: Sequence[torch.Tensor],
+    noted: list[Any],
+) -> None:
+    """`ctx`'s saved tensors of the general step."""
+    # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
+    kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
+    ctx.save_for_backward(*kept)
+    ctx.saves_tensors = bool(kept)
+    _hold_unprobed_wrappers(ctx, s, user, graph_dense, kept, noted)
+
+
+def _hold_unprobed_wrappers(
+    ctx: Any,
+    s: _Step,
+    user: Sequence[torch.Tensor],
+    graph_dense: Sequence[torch.Tensor],
+    kept: Sequence[torch.Tensor],
+    noted: list[Any],
+) -> None:
+    """Where eager's saves were not probed (the Function saves its values as themselves): the subclass inputs some
+    of whose inner tensors it saved, whose wrapper counters `_note_counters` reads once the call has written its
+    inputs (`_refuse_written_unprobed_wrappers`)."""
+    if s.saves_apart or not s.subclass_inputs:
+        return
+    saved = {storage_key(v) for v in kept}
+    leaves_of = s.plan.layout.leaves_of_input
+    ctx.unprobed_refs = [
+        (i, user[i]) for i in s.subclass_inputs if any(storage_key(graph_dense[j]) in saved for j in leaves_of[i])
+    ]
+    ctx.unprobed = ()
+    if ctx.unprobed_refs and not any(c is ctx for c in noted):
+        ctx.remade_refs = ctx.remade = ()
+        noted.append(ctx)
+
+
+def _refuse_written_unprobed_wrappers(s: _Step, unprobed: Sequence[tuple[int, torch.Tensor, int]]) -> None:
+    """Refuse a backward after the caller wrote a subclass input whose inner tensors the Function saved, where
+    eager's saves were not probed (backward_probe's comment on saved tensors): a write through the wrapper moves its
+    counter, not its inner tensors', so the saved values pass autograd's check, while eager's node, if it saved
+    the wrapper itself (`x * x`), raises "modified by an inplace operation"."""
+    written = [i for i, t, version in unprobed if get_version(t) != version]
+    if not written:
+        return
+    path = s.plan.flat.leaves[s.plan.flat.tensor_indices[written[0]]].path
+    raise UnsupportedError(
+        f"{path}: this tensor subclass input was written in place after the compiled call, and the compiled backward "
+        "reads its inner tensors as saved at the call; eager's backward may have saved the input itself and then "
+        "raises (modified by an inplace operation), which could not be checked here: eager's program does not run "
+        "on the static fakes that find the tensors its backward saves (backward_probe's comment on saved tensors). "
+        "Do not write the input in place between the call and backward, or pass a clone of it"
+    )
+
+
 def _remade_leaves(s: _Step, remade: Sequence[tuple[int, weakref.ref[torch.Tensor], int]]) -> list[str]:
     """The paths of the inputs that are views of a leaf whose counter moved since the call: the caller wrote a view
     of that leaf, so the node of a view of it the caller holds (such an input), made again at its next read, is
@@ -1448,6 +1506,7 @@ def _note_counters(noted: list[Any], outputs: Sequence[object] = ()) -> None:
             ctx.checked = [get_version(t) if (t := ref()) is not None else 0 for ref, _, _, _ in ctx.checks]
             ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
         ctx.remade = [(p, ref, get_version(leaf)) for p, ref in ctx.remade_refs if (leaf := ref()) is not None]
+        ctx.unprobed = [(i, t, get_version(t)) for i, t in getattr(ctx, "unprobed_refs", ())]
 
 
 def _saved_checks(

@@ -444,6 +444,23 @@ def _grad_swap_pair(
     return wrapper, None if owner is None else cast(torch.Tensor, values[plan.flat.tensor_indices[owner]])
 
 
+def _grad_swap_edge(
+    plan: RuntimePlan, values: Sequence[object], dense: list[torch.Tensor], t: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`_grad_swap_pair`, without the source where eager's set_ node of another input's storage has no edge to that
+    input's history (`_source_edge`); a set_() onto the input's own storage keeps it."""
+    x, source = _grad_swap_pair(plan, values, dense, t)
+    own = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source is None
+    return x, source if own or _source_edge(plan, t) else None
+
+
+def _source_edge(plan: RuntimePlan, t: int) -> bool:
+    """Has eager's set_ node of tensor input `t` an edge to its source input's history? Not where the source is a
+    view of that input taken without grad: under no_grad, or inside inference_mode, whose view requires grad but
+    cuts the history (Note [set_ Under Grad])."""
+    return plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
+
+
 def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None, blocked: Sequence[object] = ()) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
     grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training]). Without a source that
@@ -480,8 +497,7 @@ def _repeat_grad_sets(
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)
-            edge = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
-            if not edge:
+            if not _source_edge(plan, t):
                 _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
                 _repeat_swap_under_grad(x, source)
@@ -636,7 +652,7 @@ def _epilogue(
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is None:
-                x, source = _grad_swap_pair(plan, values, dense, t)
+                x, source = _grad_swap_edge(plan, values, dense, t)
                 _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
@@ -645,7 +661,7 @@ def _epilogue(
     if epilogue.grad_swaps and torch.is_grad_enabled():
         for t in epilogue.grad_swaps:
             if plan.layout.trees[t] is not None:  # once its wrapper has its final metadata and version
-                wrapper, source = _grad_swap_pair(plan, values, dense, t)
+                wrapper, source = _grad_swap_edge(plan, values, dense, t)
                 with _layouts_kept(wrapper, [dense[j] for j in plan.layout.leaves_of_input[t]]):
                     _repeat_swap_under_grad(wrapper, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for t in wrapper_sets:

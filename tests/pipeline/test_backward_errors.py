@@ -28,6 +28,7 @@ from tests.pipeline.program_helpers import (
     nonleaf,
     pair,
     pair_nonleaf,
+    real_subclass,
     twice,
 )
 from tests.pipeline.program_helpers import leaf as _leaf
@@ -2216,3 +2217,42 @@ def test_saves_graded_on_one_run_as_on_runs_of_their_own(
     # the probe's own run, then one for every save, where a run per save took one more for the outputs that
     # require grad and one per save
     assert runs[0] == 2 and runs[1] > runs[0], runs
+
+
+def _saved_beside_a_jagged_input(n: T, x: T) -> object:
+    return n * 2, x * x  # mul saves x
+
+
+def _write_input_1(outputs: object, args: tuple[object, ...]) -> None:
+    with torch.no_grad():
+        cast(T, args[1]).mul_(1)
+
+
+def _jagged_beside_a_view_of_a_leaf(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b = pair(3, 4, requires_grad=True) if kind == "pair" else _leaf(3, 4)
+        with torch.enable_grad():
+            return (real_subclass("njt"), b[0])
+
+    return make_inputs
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["unwritten", "written_after_the_call"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_saved_view_input_written_after_the_call_where_eager_saves_are_unprobed(
+    compile_fn: CompileFn | None, kind: str, written: bool
+) -> None:
+    """A jagged input keeps eager's program off the static fakes that find its saved tensors, so the Function saves
+    its values as themselves. A PairTensor's are its inner tensors, whose counters a write through the wrapper
+    leaves alone: eager's backward raised (mul saved the wrapper), ours ran. Now refused when the backward runs; a
+    plain view input saved as itself raises as eager's does."""
+    make_inputs = _jagged_beside_a_view_of_a_leaf(kind)
+    after_call = _write_input_1 if written else None
+    with torch.enable_grad():
+        if compile_fn is None and kind == "pair" and written:
+            with pytest.raises(UnsupportedError, match=r"args\[1\]: this tensor subclass input was written in place"):
+                assert_matches_eager(_saved_beside_a_jagged_input, make_inputs, after_call=after_call)
+        else:
+            assert_matches_eager(
+                _saved_beside_a_jagged_input, make_inputs, compile_fn=compile_fn, after_call=after_call
+            )

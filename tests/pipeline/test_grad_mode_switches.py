@@ -2060,6 +2060,62 @@ def test_base_made_to_require_grad_then_transposed_view_read_refused(compile_fn:
         )
 
 
+def base_made_to_require_grad_then_no_grad_view_read(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x0.requires_grad_()
+    with torch.no_grad():
+        t = x1.t()  # a view of x1 under no_grad: requires grad once x0 (its base, or its view) does
+    return y, t, t * 3
+
+
+def base_made_to_require_grad_unread_then_no_grad_view_read(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        t = x1.t()
+    return t, t * 3
+
+
+def _aliased_base_and_view(kind: str, view_first: bool) -> Callable[[], tuple[T, T]]:
+    def make_inputs() -> tuple[T, T]:
+        b = PairTensor.from_tensor(torch.randn(3, 3)) if kind == "pair" else torch.randn(3, 3)
+        v = b.view(3, 3)
+        return (v, b) if view_first else (b, v)
+
+    return make_inputs
+
+
+# the rule for an input made to require grad after a read of its family, or for a view of a base made to require
+# grad then read with grad (whichever the run meets first)
+_BASE_GAIN_RULE = r"args\[0\]( and args\[1\])?: the program (calls|turns) requires_grad"
+_NO_GRAD_VIEW_READS = [
+    base_made_to_require_grad_then_no_grad_view_read,
+    base_made_to_require_grad_unread_then_no_grad_view_read,
+]
+
+
+@pytest.mark.parametrize("f", _NO_GRAD_VIEW_READS, ids=["read_before", "unread"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_requires_grad_on_a_base_input_then_its_view_input_read_with_grad_refused(
+    compile_fn: CompileFn | None, kind: str, f: Callable[[T, T], object]
+) -> None:
+    """x1 a view of x0, both passed, x0 made to require grad, then `t * 3` of a no_grad view t of x1: eager's t
+    takes requires_grad from x0 and `t * 3` has a grad_fn. A PairTensor's stand-ins, laid out apart, gave `t * 3` no
+    history (a wrong result, where plain inputs were refused: the rule for a view of a base made to require grad
+    skipped subclass inputs)."""
+    with torch.enable_grad():
+        assert_refused(f, _aliased_base_and_view(kind, view_first=False), compile_fn, _BASE_GAIN_RULE)
+
+
+@pytest.mark.parametrize("f", _NO_GRAD_VIEW_READS, ids=["read_before", "unread"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_requires_grad_on_a_view_input_then_its_no_grad_view_read_matches_eager(
+    compile_fn: CompileFn | None, kind: str, f: Callable[[T, T], object]
+) -> None:
+    """The other order (x0 the view made to require grad, x1 its base): eager's x1 and t require no grad."""
+    with torch.enable_grad():
+        assert_matches_eager(f, _aliased_base_and_view(kind, view_first=True), compile_fn=compile_fn)
+
+
 def base_made_to_require_grad_view_read_without_grad(x0: T, x1: T) -> object:
     x1.requires_grad_()
     with torch.enable_grad():

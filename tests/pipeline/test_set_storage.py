@@ -257,6 +257,40 @@ def test_input_set_under_grad_to_a_returned_grad_leaf(
     _check(f, make_inputs, compile_fn)
 
 
+def _set_to_an_inference_mode_view(x0: T, x1: T, x2: T) -> tuple[T]:
+    with torch.inference_mode():
+        t0 = x0.select(0, 1)
+    t1 = t0.t()
+    set_to(x1, t1)
+    return (t1[1:1:1],)
+
+
+@pytest.mark.parametrize("source", ["view", "leaf"])
+@pytest.mark.parametrize("target", ["view", "nonleaf"])
+def test_input_set_under_grad_to_an_inference_mode_view_of_a_grad_input(
+    compile_fn: CompileFn | None, source: str, target: str
+) -> None:
+    """A view taken inside inference_mode of an input that requires grad requires grad too, but has no edge to that
+    input's history: eager's set_ node of x1 (which gains grad by the set_, or had it) reaches no input, so a
+    backward through x0 and x1 (after a write of the output) gives their leaf x2 its gradient before the set_ node
+    raises. The epilogue's set_ took x0 as its source, an edge that held x2's gradient back (fuzz seed 123100,
+    program 288). Plain tensors only: a PairTensor view taken inside inference_mode raises in eager ("Cannot set
+    version_counter for inference tensor")."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0, b1 = torch.randn((2, 2, 2), requires_grad=True), torch.randn((3, 3, 3))
+        with torch.enable_grad():
+            x0 = b0.expand((2, -1, -1)) if source == "view" else b0
+            x1 = b1.diagonal(-1, 2, 0) if target == "view" else nonleaf(3, 3)
+            return (x0, x1, b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(_set_to_an_inference_mode_view, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(
+            _set_to_an_inference_mode_view, make_inputs, compile_fn=compile_fn, after_call=write_outputs
+        )
+
+
 def _views_of_one_leaf() -> tuple[T, ...]:
     with torch.enable_grad():
         b0 = torch.randn((), requires_grad=True)
