@@ -1641,6 +1641,7 @@ def test_requires_grad_on_written_input_after_its_last_use_while_training(
             return
         assert_matches_eager(f, make(pair))
         assert_matches_eager(f, make(pair), after_call=write_outputs)
+        assert_matches_eager(f, make(pair), backend="inductor")
 
 
 def requires_grad_after_a_sibling_read(x0: T, x1: T) -> object:
