@@ -258,6 +258,17 @@ def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
     )
 
 
+def _last_gain_updates(traced: TracedGraph, layout: DenseLayout, analysis: Analysis) -> frozenset[int]:
+    """Forward-output positions of updates of the leaves of inputs that gain grad last (Analysis.gains_last): eager's
+    value was final when requires_grad_() found it without history (nothing took its storage after), so it gets no
+    tangent, and the epilogue writes it below autograd before the runtime sets the flag (Note [Grad Mode And
+    Autograd Reads])."""
+    last = {j for i, late in enumerate(analysis.gains_last) if late for j in layout.leaves_of_input[i]}
+    return frozenset(
+        k for k, u in enumerate(traced.outputs.updates) if u.kind is not UpdateKind.BASE and u.target in last
+    )
+
+
 def trace_backward(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -288,6 +299,7 @@ def trace_backward(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
+    overwritten |= _last_gain_updates(traced, layout, analysis)
     diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = tuple(torch.empty_like(t) for i in diff for t in fw_example[i][1])

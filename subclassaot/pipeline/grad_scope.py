@@ -104,8 +104,9 @@ __all__ = [
 #   marked dirty as itself: the run's apply returns it so too, and refuses any other output aliasing it, eager's a view
 #   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`); a plain input turned on
 #   after a read with grad of its storage (the cases above refuse, or mark) where no torch function takes that storage
-#   after the call (nor turns the flag off) gains it last (Analysis.gains_last): the compile is for no training, its
-#   graph's results keep eager's lack of history, and the runtime sets the flag once the outputs are built (its views
+#   after the call (nor turns the flag off) gains it last (Analysis.gains_last): the compile trains none of it, its
+#   graph's results (its written value too, no differentiable output where other inputs train) keep eager's lack of
+#   history, and the runtime sets the flag once the outputs are built (its views
 #   among them, replayed before, follow it as eager's taken before do; its group is not traced apart, where the reads
 #   of the others would be none of its);
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
