@@ -1506,10 +1506,11 @@ def check_written_inputs_gaining_grad(
     autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
     grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
     flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group that no
-    input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). A write
-    through another input over its storage, which that input resized, counts too where the input's elements
-    overlap."""
-    grouped = {m for g in layout.groups if not _group_requires_grad(flat, layout, g) for m in g.members}
+    input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
+    beside an input requiring grad, any write counts. A write through another input over its storage, which that
+    input resized, counts too where the input's elements overlap."""
+    beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
+    grouped = {m for g in layout.groups for m in g.members} - beside_grad
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
@@ -1520,10 +1521,12 @@ def check_written_inputs_gaining_grad(
         if all(j in grouped for j in layout.leaves_of_input[i]):
             # (over a storage other inputs share, none requiring grad: the epilogue writes the group's base, not the
             # input, and the run's stand-in gains the flag where eager's does (Note [Grad Mode And Autograd Reads]);
-            # only a change of its layout or storage needs ordering. Beside an input requiring grad, the stand-in is a
-            # view of a base with that input's history, where eager's input is a leaf of its own)
+            # only a change of its layout or storage needs ordering)
             written = [m for m in written if _moved(m)]
-        if changed or any(not _written_without_grad(m) for m in written):
+        # (beside an input requiring grad, written even below autograd: the stand-in is a view of the group's base,
+        # which carries that input's history, where eager's input is a leaf of its own)
+        beside = bool(written) and any(j in beside_grad for j in layout.leaves_of_input[i])
+        if changed or beside or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
