@@ -133,6 +133,7 @@ from subclassaot.pipeline.rules.view_chains import (
 )
 from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
+    AliasGroup,
     Analysis,
     DenseIndex,
     DenseLayout,
@@ -1504,10 +1505,12 @@ def check_written_inputs_gaining_grad(
     where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
     autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
     grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
-    flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group and
-    keeps its layout and storage (the epilogue writes the group's base). A write through another input over its
-    storage, which that input resized, counts too where the input's elements overlap."""
-    grouped = {m for g in layout.groups for m in g.members}
+    flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group that no
+    input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
+    beside an input requiring grad, any write counts. A write through another input over its storage, which that
+    input resized, counts too where the input's elements overlap."""
+    beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
+    grouped = {m for g in layout.groups for m in g.members} - beside_grad
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
@@ -1516,17 +1519,26 @@ def check_written_inputs_gaining_grad(
         # grown storage, its gradient would be summed over its repeated elements)
         written = [m for m in muts if m.any or (m.final_data and m.resized and meta_overlaps(*m.final_meta))]
         if all(j in grouped for j in layout.leaves_of_input[i]):
-            # (over a storage other inputs share: the epilogue writes the group's base, not the input, and the run's
-            # stand-in gains the flag where eager's does (Note [Grad Mode And Autograd Reads]); only a change of its
-            # layout or storage needs ordering)
+            # (over a storage other inputs share, none requiring grad: the epilogue writes the group's base, not the
+            # input, and the run's stand-in gains the flag where eager's does (Note [Grad Mode And Autograd Reads]);
+            # only a change of its layout or storage needs ordering)
             written = [m for m in written if _moved(m)]
-        if changed or any(not _written_without_grad(m) for m in written):
+        # (beside an input requiring grad, written even below autograd: the stand-in is a view of the group's base,
+        # which carries that input's history, where eager's input is a leaf of its own)
+        beside = bool(written) and any(j in beside_grad for j in layout.leaves_of_input[i])
+        if changed or beside or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
                 "compiled call cannot order the write (or in-place view op) before the requires_grad_() as eager "
                 "does. Call requires_grad_() outside the compiled function, or write into a clone"
             )
+
+
+def _group_requires_grad(flat: FlatInputs, layout: DenseLayout, group: AliasGroup) -> bool:
+    """Some input over the group's storage requires grad as passed."""
+    owners = {layout.leaves[m].owner for m in group.members}
+    return any(cast(torch.Tensor, flat.values[k]).requires_grad for k in owners)
 
 
 def _written_without_grad(m: LeafMutation) -> bool:

@@ -3763,6 +3763,96 @@ def test_input_made_to_require_grad_beside_an_alias_written_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
+def _detached_alias(wrap: Callable[[T], T], n: int) -> Make:
+    def inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b = wrap(torch.randn(n)).requires_grad_().clone()
+        return (b, b.detach())
+
+    return inputs
+
+
+def _detached_alias_and_view(wrap: Callable[[T], T], n: int) -> Make:
+    def inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b = wrap(torch.randn(n)).requires_grad_().clone()
+            w = torch.randn(4, 3).requires_grad_().clone()
+        return (b.detach(), w.unbind(1)[2], b.view(-1, 1).view(1, 1, -1))
+
+    return inputs
+
+
+def _self_copy_then_detached_alias_requires_grad(x0: T, x1: T) -> object:
+    x0.copy_(x0)
+    x1.requires_grad_()
+    return (x1.mul(3.0),)
+
+
+def _detached_alias_requires_grad_then_write(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    x0.mul_(2.0)
+    return (x1.mul(3.0),)
+
+
+def _alias_written_without_grad_then_detached_alias_requires_grad(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        x0.mul_(2.0)
+    x1.requires_grad_()
+    return (x1.mul(3.0),)
+
+
+def _detached_alias_written_without_grad_then_requires_grad(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        x1.mul_(2.0)
+    x1.requires_grad_()
+    return (x1.mul(3.0),)
+
+
+def _requires_grad_then_view_alias_written(x0: T, x1: T, x2: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        x0.add_(3.0)
+    x2.add_(3.0)
+    return (x0,)
+
+
+_WRITES_BESIDE_GRAD: dict[str, tuple[Callable[..., object], Callable[[Callable[[T], T], int], Make], str]] = {
+    # fuzz seed 123113, program 51 (the gradient landed on the leaf behind args[0])
+    "self_copy_before": (_self_copy_then_detached_alias_requires_grad, _detached_alias, r"args\[1\]"),
+    "write_after": (_detached_alias_requires_grad_then_write, _detached_alias, r"args\[1\]"),
+    # (compiled before hwr too, with the gradient on the other input's leaf: a write below autograd still traces the
+    # group)
+    "other_written_without_grad": (
+        _alias_written_without_grad_then_detached_alias_requires_grad,
+        _detached_alias,
+        r"args\[1\]",
+    ),
+    "itself_written_without_grad": (
+        _detached_alias_written_without_grad_then_requires_grad,
+        _detached_alias,
+        r"args\[1\]",
+    ),
+    # fuzz seed 117500, program 3433 (the epilogue's copy into the group's base raised)
+    "view_written_after": (_requires_grad_then_view_alias_written, _detached_alias_and_view, r"args\[0\]"),
+}
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("write", sorted(_WRITES_BESIDE_GRAD))
+def test_input_made_to_require_grad_beside_an_alias_requiring_grad_written_refused(
+    compile_fn: CompileFn | None, write: str, subclass: bool
+) -> None:
+    """An input made to require grad over a storage that an input requiring grad shares (its detach()), written
+    through either (with grad, or below autograd): the run's stand-in is a view of the group's base, which carries
+    that input's history, where eager's input is a leaf of its own (the gradient went to the other input's leaf, or
+    the epilogue's copy raised). Refused by name (the writes with grad as before the alias-group case was compiled;
+    the writes below autograd newly, in plain tensors wrong before)."""
+    f, make, path = _WRITES_BESIDE_GRAD[write]
+    wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
+    with torch.enable_grad():
+        assert_refused(f, make(wrap, 3), compile_fn, path + " is written in place and made to require grad")
+
+
 def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
     x.add_(w)
     x.requires_grad_()
