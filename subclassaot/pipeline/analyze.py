@@ -1554,18 +1554,20 @@ def _moved(m: LeafMutation) -> bool:
 def check_sets_before_gaining_grad(
     flat: FlatInputs, layout: DenseLayout, analyses: tuple[Analysis, Analysis], gains: Sequence[int]
 ) -> None:
-    """Refuse an input set_() with grad before the program makes it require grad: eager records no set_ node
-    then, and the analysis with the input requiring grad from the start (`analyses`: before, after) records one
-    that the runtime would repeat on a leaf requiring grad."""
+    """Refuse an input set_() with grad before the program makes it, or another input (its view's base, the set_()'s
+    source), require grad: eager records no set_ node then, and the analysis with the gaining inputs requiring grad
+    from the start (`analyses`: before, after) records one that the runtime would repeat on an input requiring grad
+    (a view of a leaf requiring grad: autograd raises)."""
     before, after = analyses
-    for i in gains:
-        leaves = layout.leaves_of_input[i]
+    gained = ", ".join(flat.leaves[flat.tensor_indices[i]].path for i in gains)
+    for i, leaves in enumerate(layout.leaves_of_input):
         if any(after.mutations[j].set_under_grad and not before.mutations[j].set_under_grad for j in leaves):
             raise UnsupportedError(
-                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() with grad enabled before the program makes it "
-                "require grad (requires_grad_()): eager records no set_ node then, but the compiled call makes it "
-                "require grad from the start. Call requires_grad_() outside the compiled function, or before the "
-                "set_()"
+                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() with grad enabled before the program makes "
+                f"{'it' if i in gains else gained} require grad (requires_grad_()): eager records no set_ node then, "
+                "but the compiled call makes that input require grad from the start (a view of it, or a tensor set_() "
+                "to it, with it). Call requires_grad_() outside the compiled function, before the set_(), or call "
+                "set_() under torch.no_grad()"
             )
 
 

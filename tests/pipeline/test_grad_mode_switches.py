@@ -4082,3 +4082,62 @@ def test_requires_grad_turned_off_after_a_read_keeps_the_reads_history(compile_f
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def set_a_view_input_then_its_base_gains_grad(x0: T, x1: T, x2: T) -> object:
+    set_to(x2, x1)  # x2, a view of x0: neither requires grad yet, so eager's set_() records nothing
+    x0.requires_grad_()  # ... and x2 requires grad through its base from here on
+    return (x1 * 2,)
+
+
+def set_a_view_input_then_its_base_gains_grad_and_is_returned(x0: T, x1: T, x2: T) -> object:
+    set_to(x2, x1)
+    x0.requires_grad_()
+    return (x0 * 2,)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    "f",
+    [set_a_view_input_then_its_base_gains_grad, set_a_view_input_then_its_base_gains_grad_and_is_returned],
+    ids=["other_returned", "base_returned"],
+)
+def test_set_of_a_view_input_before_its_base_gains_grad_refused(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 117500, program 8965 (CRASHED: "a view of a leaf Variable that requires grad is being used in an
+    in-place operation"): an input set_() with grad on while it requires no grad, a view of another input the program
+    makes require grad after. The compile trains that base from the start, so the view's set_() counts as one under
+    grad and the runtime repeated it on the real view, which then required grad: refused by name
+    (check_sets_before_gaining_grad), as the same program setting the gaining input itself is. PairTensor inputs stay
+    refused by the aliased-inputs rule of training, which comes first."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0, b1 = torch.randn(2, 2), torch.randn(2)
+        base, other = (PairTensor.from_tensor(b0), PairTensor.from_tensor(b1)) if kind == "pair" else (b0, b1)
+        return (base, other, base[0])
+
+    with torch.enable_grad():
+        match = (
+            r"args\[2\] is set_\(\) with grad enabled before the program makes args\[0\] require grad"
+            if kind == "plain"
+            else r"args\[2\]\.a shares storage with another input that requires grad"
+        )
+        assert_refused(f, make_inputs, compile_fn, match=match)
+
+
+def test_set_of_a_view_input_under_no_grad_before_its_base_gains_grad_matches_eager() -> None:
+    """The same set_() under no_grad records nothing in either: it compiles and matches eager."""
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        with torch.no_grad():
+            set_to(x2, x1)
+        x0.requires_grad_()
+        return (x1 * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2, 2)
+        return (b0, torch.randn(2), b0[0])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
