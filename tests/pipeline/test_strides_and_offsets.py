@@ -22,6 +22,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    SinFunction,
     assert_refused,
     check_no_grad,
     check_with_grad,
@@ -451,6 +452,25 @@ def test_escaping_as_strided_view_used_after_write_refused(compile_fn: CompileFn
         refused_with_grad(fn, _inputs(nonleaf, (3, 4), _row, torch.randn), compile_fn, ESCAPING_READ)
         check_with_grad(fn, _inputs(pair_nonleaf, (3, 4), _row, pair), compile_fn)  # (a subclass's is exact)
         check_no_grad(fn, _inputs(torch.randn, (3, 4), _row, torch.randn), compile_fn)
+
+
+@pytest.mark.parametrize("layout_op", ["write", "unsqueeze_no_grad", "unsqueeze_inference"])
+def test_escaping_as_strided_view_read_by_a_custom_function_after_write_refused(
+    layout_op: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 117600 #105 (shrunk): the same read through a custom Function's apply (whose ops run with grad off
+    # inside, so no aten op reads the view with grad): eager's gradient reaches b[0, 3] through the base, ours did not
+    def f(x0: T, x1: T) -> object:
+        y = x1.as_strided((), (), 3)
+        if layout_op == "write":
+            x1.mul_(2.0)
+        else:
+            with torch.inference_mode() if layout_op == "unsqueeze_inference" else torch.no_grad():
+                y.unsqueeze_(0)
+        return (SinFunction.apply(y),)  # type: ignore[no-untyped-call]  # (Function.apply is untyped in torch)
+
+    refused_with_grad(f, _inputs(nonleaf, (3, 4), _row, torch.randn), compile_fn, ESCAPING_READ)
+    check_no_grad(f, _inputs(torch.randn, (3, 4), _row, torch.randn), compile_fn)
 
 
 def test_escaping_as_strided_view_used_before_write_or_taken_after(compile_fn: CompileFn | None) -> None:

@@ -1572,6 +1572,8 @@ def _note_function_apply(
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     note_function_grad_reads(record, args, kwargs)  # Note [Gradient Accumulators Of Leaves]
+    if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
+        check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
