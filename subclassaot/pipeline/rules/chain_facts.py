@@ -166,7 +166,8 @@ def input_bumps(run: FunctionalRun, of: torch.Tensor | None = None) -> list[int]
     its own counter family; a subclass input: the bumps of its wrapper's counter family."""
     if of is not None and is_traceable_subclass(of):
         # (a subclass input's counter is its wrapper's, which the inputs of its wrapper family share with it)
-        return [seq for family, seq in run.swaps.family_last_bump.items() if family == run.swaps.family_of(of)]
+        seq = run.swaps.family_last_bump.get(run.swaps.family_of(of))
+        return [] if seq is None else [seq]
     own = {storage_key(o) for d, o in zip(run.dense, run.originals, strict=True) if d is of} if of is not None else None
     if own:
         # (on a storage a set_() moved one onto, only the bumps of its own counter: the storage's other tensors keep
