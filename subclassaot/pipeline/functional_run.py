@@ -547,11 +547,12 @@ class _EmptyCompactClone(torch.autograd.Function):
 
 
 class _CompactClone(torch.autograd.Function):
-    """_strided_clone's clone of an expanded plain input that is its own autograd root (a leaf, or a view whose base
+    """_strided_clone's clone of an expanded input that is its own autograd root (a leaf, or a view whose base
     requires no grad): a compact clone of its elements, expanded as the input is. Eager gives such an input the
     gradient of each of its elements, overlap or not; autograd's expand and as_strided backwards would sum the
     gradients of the elements sharing memory and spread their mean. The backward passes the incoming gradient
-    through, as eager's."""
+    through, as eager's. A tensor subclass input too: its inner tensors are no autograd views, and eager's
+    AccumulateGrad takes the wrapper's gradient per element as it does a plain tensor's."""
 
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, once: list[int]) -> torch.Tensor:
@@ -582,7 +583,7 @@ def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:
         if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
             empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
             return cast(torch.Tensor, empty).expand(shape)
-        if own_root and not is_traceable_subclass(t):  # a leaf's gradient per element, as eager's
+        if own_root:  # a leaf's gradient per element, as eager's
             return cast(torch.Tensor, _CompactClone.apply(t, once))  # type: ignore[no-untyped-call]  # untyped in torch
         compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
         return compact.expand(shape)

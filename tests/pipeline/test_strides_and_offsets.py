@@ -2068,6 +2068,18 @@ def _expanded_of_grad_base() -> tuple[object, ...]:
     return (torch.randn((1, 1, 2), requires_grad=True).expand((3, 2, 2)),)
 
 
+def _expanded_pair_leaf() -> tuple[object, ...]:
+    return (PairTensor.from_tensor(torch.randn((1, 1, 2))).expand((3, 2, 2)).requires_grad_(),)
+
+
+def _expanded_pair_view() -> tuple[object, ...]:
+    return (PairTensor.from_tensor(torch.randn((1, 1, 2))).expand((3, 2, 2)),)
+
+
+def _expanded_of_grad_pair_base() -> tuple[object, ...]:
+    return (PairTensor.from_tensor(torch.randn((1, 1, 2)), requires_grad=True).expand((3, 2, 2)),)
+
+
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 @pytest.mark.parametrize(
     ("f", "make"),
@@ -2075,13 +2087,65 @@ def _expanded_of_grad_base() -> tuple[object, ...]:
         (_reshaped, _expanded_leaf),
         (_made_leaf_then_reshaped, _expanded_view),
         (_reshaped, _expanded_of_grad_base),
+        (_reshaped, _expanded_pair_leaf),
+        (_made_leaf_then_reshaped, _expanded_pair_view),
+        (_reshaped, _expanded_of_grad_pair_base),
     ],
-    ids=["leaf", "made_leaf", "view_of_grad_base"],
+    ids=["leaf", "made_leaf", "view_of_grad_base", "pair_leaf", "pair_made_leaf", "pair_view_of_grad_base"],
 )
 def test_expanded_input_gets_the_gradient_of_each_element(
     f: Callable[..., object], make: Callable[[], tuple[object, ...]], backend: str
 ) -> None:
     # fuzz seed 117100 #8383: an expanded input requiring grad ran as an expand() of a compact clone, whose backward
-    # summed the gradients of the elements sharing memory and gave each their mean; eager's is per element
+    # summed the gradients of the elements sharing memory and gave each their mean; eager's is per element.
+    # The PairTensor variants: fuzz seed 123119 #144 (a tensor subclass input kept the summing clone)
     with torch.enable_grad():
         assert_matches_eager(f, make, backend=backend)
+
+
+def _selecting(op: str) -> Callable[[torch.Tensor], object]:
+    """The program of fuzz seed 123119 #144 with its reduction: a selecting op's values, sliced."""
+
+    def run(x: torch.Tensor) -> object:
+        if op == "sort":
+            values = x.sort(1)[0]
+        elif op == "max":
+            values = x.max(1, keepdim=True)[0]
+        else:
+            values = x.topk(2, 1)[0]
+        return (values[:, 0:2:1],)
+
+    return run
+
+
+def _expanded_made_leaf(kind: str, view: str, when: str) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        t = torch.randn((2,))
+        base = PairTensor.from_tensor(t) if kind == "pair" else t
+        x = base.expand((2, 2)) if view == "expand" else torch.broadcast_to(base, (2, 2))
+        return (x.requires_grad_() if when == "before_the_call" else x,)
+
+    return make
+
+
+@pytest.mark.parametrize("when", ["attribute", "requires_grad_", "before_the_call"])
+@pytest.mark.parametrize("view", ["expand", "broadcast_to"])
+@pytest.mark.parametrize("op", ["sort", "max", "topk"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_expanded_leaf_of_either_kind_gets_the_gradient_of_each_element(
+    kind: str, op: str, view: str, when: str
+) -> None:
+    # fuzz seed 123119 #144: a PairTensor expand() of a fresh tensor, made to require grad by the program and sorted,
+    # got the gradient of its clone's as_strided backward (the sum over the elements sharing memory) where eager gives
+    # each element its own, as it does for a plain input (test_expanded_input_gets_the_gradient_of_each_element)
+    selecting = _selecting(op)
+
+    def f(x: torch.Tensor) -> object:
+        if when == "attribute":
+            x.requires_grad = True
+        elif when == "requires_grad_":
+            x.requires_grad_()
+        return selecting(x)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _expanded_made_leaf(kind, view, when))
