@@ -668,7 +668,11 @@ def check_overlapping_plain_groups(
 ) -> None:
     """A plain input whose elements overlap (an expand()) is traced over its whole storage when written (Note
     [as_strided On Inputs]); in training, autograd's gradient of such a view (as_strided onto repeated elements) raises
-    in the backward where eager's expand backward does not: refused when a write is recorded."""
+    in the backward where eager's expand backward does not: refused when a write is recorded. An overlapping input
+    traced as a member of a synthetic base (written, or aliased with an input written) that is its own autograd root
+    (a leaf, or a view of a base that requires no grad) is refused too, written under no_grad or not: eager gives
+    each of its elements its own gradient, where the gradient taken with respect to the base spreads the mean of the
+    elements sharing memory."""
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
@@ -676,19 +680,31 @@ def check_overlapping_plain_groups(
             analysis.mutations[m].autograd_visible and not analysis.mutations[m].hidden_from_autograd
             for m in group.members
         )
-        if not (group.whole_storage and needs_grad and recorded):
-            continue  # aliased inputs written through a member that does not overlap pass
+        if not needs_grad:
+            continue
         position = {index: t for t, index in enumerate(flat.tensor_indices)}
         for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
-            if layout.trees[position[layout.leaves[m].owner]] is not None:
+            owner = position[layout.leaves[m].owner]
+            if layout.trees[owner] is not None:
                 continue  # subclass members: see _check_aliased_subclass_group
             elements = torch.as_strided(
                 torch.arange(group.base_numel), _static(size), _static(stride), _static((offset,))[0]
             )
-            if elements.numel() and int(torch.bincount(elements.flatten()).max()) > 1:
+            if not elements.numel() or int(torch.bincount(elements.flatten()).max()) < 2:
+                continue
+            if group.whole_storage and recorded:  # (aliased inputs written through a member that does not overlap pass)
                 raise UnsupportedError(
                     f"{layout.leaves[m].path}: an input whose elements overlap in memory (an expand()), that requires "
                     "grad and that the program writes where autograd records it; in training this is not supported "
                     "yet (the gradient through its repeated elements would not be eager's). Pass the tensor it was "
-                    "expanded from and expand it inside the function, or write under torch.no_grad()"
+                    "expanded from and expand it inside the function"
+                )
+            real = flat.values[layout.leaves[m].owner]
+            if user_fakes[owner].requires_grad and isinstance(real, torch.Tensor) and real.grad_fn is None:
+                raise UnsupportedError(
+                    f"{layout.leaves[m].path}: an input whose elements overlap in memory (an expand()), that requires "
+                    "grad with no autograd history of its own (a leaf), over a storage the program writes (through it "
+                    "or another input, under no_grad); in training this is not supported yet (eager gives each of its "
+                    "elements its own gradient, the compiled gradient through the storage would spread their mean). "
+                    "Pass the tensor it was expanded from and expand it inside the function, or pass .contiguous()"
                 )
