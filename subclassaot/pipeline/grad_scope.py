@@ -86,7 +86,9 @@ __all__ = [
 #   under no_grad, so a grad_fn read of a view of an input whose base requires grad and was written raises where eager's
 #   answers: refused by name. `._base` / `._is_view()` of an input or a view of it answer from the real input (None or
 #   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
-#   an intermediate answer the run's own. The guards check each input's requires_grad, is_leaf where it requires grad,
+#   an intermediate answer the run's own; `.requires_grad` of a no_grad view of a view input that came requiring none,
+#   with no flag of its own, answers False, its root base's (that input's base, not passed), where the run's root is
+#   the stand-in. The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input.
 # - requires_grad_() and the `.requires_grad =` setter (one rule). On an input: turned on, the call compiles for
 #   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
