@@ -391,6 +391,15 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
     return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
 
 
+def reads_flag_of_base(t: torch.Tensor) -> bool:
+    """`requires_grad_through_base`, or such a view whose base was written since (its grad_fn raises where the base
+    requires grad): either way it has no flag of its own until requires_grad_() gives it one."""
+    if requires_grad_through_base(t):
+        return True
+    modes = (_CreationMeta.NO_GRAD_MODE, _CreationMeta.INFERENCE_MODE)
+    return grad_fn_raises(t) and torch._C._autograd._get_creation_meta(t) in modes
+
+
 def take_creation_meta(view: torch.Tensor, source: torch.Tensor) -> None:
     """Give autograd view `view` the creation meta of autograd view `source` (what a view taken with grad of `source`
     inherits: autograd's propagate_creation_meta keeps anything over DEFAULT)."""

@@ -589,7 +589,8 @@ def _analyze_outputs(
     dense_names = tuple((leaf.path, owners[DenseIndex(j)]) for j, leaf in enumerate(layout.leaves))
     set_targets = outputs_set_onto_inputs(leaves, run, (current, original), mutations, (paths, dense_names))
     # (a call under no_grad: analyze; one with grad makes new leaves: Note [Training Without A Function])
-    gained = not run.swaps.grad_at_start and bool(run.swaps.requires_grad_gained.keys() - input_by_id.keys())
+    own = run.swaps.requires_grad_gained.keys() | run.swaps.own_flags
+    gained = not run.swaps.grad_at_start and bool(own - input_by_id.keys())
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}
@@ -634,12 +635,7 @@ def _analyze_outputs(
                     "runs, its own (Note [Leaves Laid Out Anew Under no_grad]). Return a clone, or view after the call"
                 )
         if gained and isinstance(value, torch.Tensor) and _flag_of_its_own(value, info, run):
-            if grad_fn_raises(value):
-                raise UnsupportedError(
-                    f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor the program made "
-                    "require grad, whose base it then wrote in place); the compiled call makes the output require "
-                    "grad after it is built, which reads fine. Return a clone made before the write"
-                )
+            _check_flag_given_late(path, value, info, run)
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
         elif _new_leaf_view_of_input(value, info, run):  # Note [Training Without A Function]
             info = replace(info, gains_grad=True)
@@ -1478,11 +1474,28 @@ def _flag_of_its_own(value: torch.Tensor, info: OutputInfo, run: FunctionalRun) 
     Mode And Autograd Reads])."""
     if info.kind is not OutputKind.TENSOR or not value.requires_grad:
         return False
-    if id(value) in run.swaps.requires_grad_gained or not requires_grad_through_base(value):
+    own = id(value) in run.swaps.requires_grad_gained or id(value) in run.swaps.own_flags
+    if own or not requires_grad_through_base(value):
         return True
     if info.replay is not None and info.replay.source is ReplaySource.INPUT:
         return False
     return not any(value._base is t for t in run.user_tensors)
+
+
+def _check_flag_given_late(path: str, value: torch.Tensor, info: OutputInfo, run: FunctionalRun) -> None:
+    """Refuse output `value`, made to require grad once built (`_flag_of_its_own`), where its grad_fn raises in the
+    run: the runtime's requires_grad_() on the rebuilt output reads fine. Not for a view replayed on an input that the
+    program gave a flag of its own over its base's (SwapRecord.own_flags): rebuilt over the real base, it reads (or
+    raises) as eager's, which reads its real base's flag, and the runtime sets its own only where it reads fine."""
+    if not grad_fn_raises(value):
+        return
+    if id(value) in run.swaps.own_flags and info.replay is not None and info.replay.source is ReplaySource.INPUT:
+        return
+    raise UnsupportedError(
+        f"{path}: its grad_fn raises in eager (a view made under no_grad of a tensor the program made "
+        "require grad, whose base it then wrote in place); the compiled call makes the output require "
+        "grad after it is built, which reads fine. Return a clone made before the write"
+    )
 
 
 def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun) -> bool:

@@ -86,7 +86,9 @@ __all__ = [
 #   under no_grad, so a grad_fn read of a view of an input whose base requires grad and was written raises where eager's
 #   answers: refused by name. `._base` / `._is_view()` of an input or a view of it answer from the real input (None or
 #   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
-#   an intermediate answer the run's own. The guards check each input's requires_grad, is_leaf where it requires grad,
+#   an intermediate answer the run's own; `.requires_grad` of a no_grad view of a view input that came requiring none,
+#   with no flag of its own, answers False, its root base's (that input's base, not passed), where the run's root is
+#   the stand-in. The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input.
 # - requires_grad_() and the `.requires_grad =` setter (one rule). On an input: turned on, the call compiles for
 #   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
@@ -112,7 +114,9 @@ __all__ = [
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage). On a view or an intermediate: in a call under no_grad
 #   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
-#   made to require grad once built (OutputInfo.gains_grad); with grad on, eager makes a new leaf the outputs'
+#   made to require grad once built (OutputInfo.gains_grad), as are no_grad views given a flag of their own while they
+#   read their base's (SwapRecord.own_flags: a view of a view input reads its root base's in eager, which may require
+#   none, where the run's reads the stand-in's); with grad on, eager makes a new leaf the outputs'
 #   histories end in, which one graph over the inputs cannot: refused, pointing to the Dynamo backend.
 # - Inside inference_mode autograd records nothing whatever the grad mode, except a custom Function applied with grad
 #   on (its result, an inference tensor with a grad_fn, is refused as an output). A view taken there of a normal tensor

@@ -16,9 +16,9 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
-from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused, pair
+from tests.pipeline.program_helpers import SinFunction, assert_refused, check_no_grad, pair, refused_with_grad
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -4141,3 +4141,223 @@ def test_set_of_a_view_input_under_no_grad_before_its_base_gains_grad_matches_ea
 
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Issue #27 (helper h6290): requires_grad_() on a no_grad view of a view input the program made require grad.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _view_of_unpassed_base(kind: str, base: str) -> Make:
+    """x0: an unbind() view of a base that requires no grad (eager's views of x0 take their flag from that base), or
+    a tensor that is no view."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            if base == "root":
+                return (torch.randn(1, 1) if kind == "plain" else pair(1, 1),)
+            b0 = torch.randn((1, 4, 1)) if kind == "plain" else pair(1, 4, 1)
+            return (b0.unbind(1)[0],)
+
+    return make_inputs
+
+
+def _own_flag_on_view(setter: bool, order: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0.view((1, 1, 1)) if order == "view first" else None
+        if setter:
+            x0.requires_grad = True
+        else:
+            x0.requires_grad_()
+        if t0 is None:
+            t0 = x0.view((1, 1, 1))
+        t0.requires_grad_()
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("base", ["unbind", "root"])
+@pytest.mark.parametrize("setter", [True, False], ids=["setter", "requires_grad_"])
+@pytest.mark.parametrize("order", ["view first", "flag first"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_own_flag_on_a_view_of_a_view_input_made_to_require_grad(
+    compile_fn: CompileFn | None, kind: str, base: str, setter: bool, order: str, grad: bool
+) -> None:
+    """Fuzz seed 117600, program 6290 (diverged: output[0].requires_grad False where eager's is True): x0 is an
+    unbind() view of a base that requires no grad; t0, taken of x0 under no_grad, reads its flag from that base (a view
+    of a view is one of the root base), so requires_grad_() gives it one of its own. The run lays x0 out anew, as a
+    base: its t0 already read x0's flag there, so the requires_grad_() was no gain, and the output was replayed on the
+    real x0 without a flag. Now the flag the program gave it over its base's is a fact (SwapRecord.own_flags) and the
+    runtime sets it once built. With grad, a view taken before the flag stays refused by name (plain: a view eager
+    gives no flag; PairTensor: the requires_grad_() after the view op read the input)."""
+    f = _own_flag_on_view(setter, order)
+    make_inputs = _view_of_unpassed_base(kind, base)
+    if grad and order == "view first" and (base == "root" or kind == "pair"):
+        match = "view of an input taken before" if base == "root" else "on this input after computing from it"
+        refused_with_grad(f, make_inputs, compile_fn, match)
+    elif grad and order == "view first":
+        refused_with_grad(f, make_inputs, compile_fn, FLAGLESS_VIEW_READ)
+    else:
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+def _own_flag_dropped(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    t0.requires_grad_(False)
+    return (t0,)
+
+
+def _own_flag_after_a_drop(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    t0.mul(2)
+    t0.requires_grad_(False)
+    t0.requires_grad_()
+    return (t0,)
+
+
+def _own_flag_then_its_view(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    return (t0.view(1, 1), t0, x0)
+
+
+def _own_flag_then_written(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    t0.mul_(2)
+    return (t0,)
+
+
+def _own_flag_after_a_write(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.mul_(2)
+    t0.requires_grad_()
+    return (t0,)
+
+
+def _own_flag_then_input_written(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    x0.mul_(2)
+    return (t0,)
+
+
+def _own_flag_then_relaid(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    t0.unsqueeze_(0)
+    return (t0,)
+
+
+def _own_flag_then_base_flag_dropped(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.requires_grad_()
+    x0.requires_grad_(False)
+    return (t0,)
+
+
+def _own_flag_on_a_view_of_a_view(x0: T) -> object:
+    y = x0.view(1, 1)
+    t0 = y.view(1, 1, 1)
+    x0.requires_grad_()
+    t0.requires_grad_()
+    x0.mul_(2)
+    return (t0,)
+
+
+_OWN_FLAG_PROGRAMS = {
+    "dropped": _own_flag_dropped,
+    "after a drop": _own_flag_after_a_drop,
+    "then its view": _own_flag_then_its_view,
+    "then written": _own_flag_then_written,
+    "after a write": _own_flag_after_a_write,
+    "then input written": _own_flag_then_input_written,
+    "then relaid": _own_flag_then_relaid,
+    "then base flag dropped": _own_flag_then_base_flag_dropped,
+    "view of a view": _own_flag_on_a_view_of_a_view,
+}
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("base", ["unbind", "root"])
+@pytest.mark.parametrize("name", sorted(_OWN_FLAG_PROGRAMS))
+def test_own_flag_on_a_no_grad_view_then_changed_matches_eager(
+    compile_fn: CompileFn | None, kind: str, base: str, name: str
+) -> None:
+    """The same flag under no_grad, then turned off (and on again), the view viewed again, written (through itself or
+    its base: eager's grad_fn raises where its base requires grad, and reads None where it takes the flag from a base
+    that requires none), written before the flag (the run's view then raises at grad_fn, so it counts as one reading
+    its base's flag too: torch_internals.reads_flag_of_base), relaid in place, or its base's flag dropped: each as
+    eager's."""
+    check_no_grad(_OWN_FLAG_PROGRAMS[name], _view_of_unpassed_base(kind, base), compile_fn)
+
+
+def _own_flag_on_an_intermediate_view_written(x0: T) -> object:
+    y = x0 * 2
+    t0 = y.view(1, 1, 1)
+    y.requires_grad_()
+    t0.requires_grad_()
+    t0.mul_(2)
+    return (t0,)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_own_flag_on_a_no_grad_view_of_an_intermediate_written_refused(compile_fn: CompileFn | None, kind: str) -> None:
+    """The same over an intermediate's view, written after: eager's grad_fn raises, and the runtime's output, made to
+    require grad once built, would read fine: refused by name as before."""
+    with torch.no_grad():
+        assert_refused(
+            _own_flag_on_an_intermediate_view_written,
+            _view_of_unpassed_base(kind, "unbind"),
+            compile_fn,
+            "grad_fn raises in eager",
+        )
+
+
+def _flag_read_before_own(x0: T) -> object:
+    t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    read = t0.requires_grad
+    t0.requires_grad_()
+    return (t0, read, t0.requires_grad)
+
+
+def _flag_read_without_own(x0: T) -> object:
+    x0.requires_grad = True
+    t0 = x0.view((1, 1, 1))
+    return (t0 * 2, t0.requires_grad, t0.view(1, 1).requires_grad)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("base", ["unbind", "root"])
+@pytest.mark.parametrize("f", [_flag_read_before_own, _flag_read_without_own], ids=["before own", "without own"])
+def test_flag_read_of_a_no_grad_view_of_a_view_input_matches_eager(
+    compile_fn: CompileFn | None, kind: str, base: str, f: Callable[[T], object]
+) -> None:
+    """A read of `.requires_grad` of such a view with no flag of its own: eager's answers its root base's, the view
+    input's own base (not passed, requiring no grad as the input did not), the run's its stand-in's, which the program
+    made require grad; answered as eager's (autograd_state._reads_unpassed_base), guarded on the input staying a view."""
+    check_no_grad(f, _view_of_unpassed_base(kind, base), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_flag_read_of_a_no_grad_view_recompiles_for_an_input_that_is_no_view(kind: str) -> None:
+    """The read's answer is kept for a view input only: the same compiled function called with an input that is no
+    view (eager's answer: True) recompiles and matches eager, and again with a view."""
+    compiled = subclassaot.compile(_flag_read_before_own)
+    with torch.no_grad():
+        for base in ("unbind", "root", "unbind"):
+            assert_call_matches_eager(compiled, _flag_read_before_own, _view_of_unpassed_base(kind, base))

@@ -39,7 +39,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import has_grad_fn, no_torch_function, symint_expr
+from subclassaot.torch_internals import has_grad_fn, no_torch_function, reads_flag_of_base, symint_expr
 
 __all__ = [
     "assigned_accumulator_size",
@@ -84,11 +84,31 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
+    elif name == "requires_grad" and args and _reads_unpassed_base(record, args[0]):
+        answer = False
     else:
         answer = _run_read(record, name, args, call)
     if not inside:
         record.autograd_reads.append(answer)
     return answer
+
+
+def _reads_unpassed_base(record: SwapRecord, t: object) -> bool:
+    """Is `t` a view (taken under no_grad, no flag of its own) whose flag is eager's root base's, the base of a view
+    input that required no grad when passed, which is no input? That base requires none (neither did its view), and
+    the program cannot reach it, where the run's root, the input's stand-in laid out anew, may have gained the flag
+    since. Guarded: the input stays a view (Note [Grad Mode And Autograd Reads])."""
+    if not isinstance(t, torch.Tensor) or id(t) in record.own_flags or not reads_flag_of_base(t):
+        return False
+    root = record.view_root(t, through_swaps=True)
+    found = record.input_positions.get(id(root))
+    if found is None or root is t or record.view_root(t) is not root:
+        return False
+    position, real = found
+    if real.requires_grad or real._base is None or any(o is real._base for _, o in record.input_positions.values()):
+        return False
+    record.base_reads.append((position, -1))
+    return True
 
 
 def _run_read(record: SwapRecord, name: object, args: tuple[Any, ...], call: Callable[[], object]) -> object:

@@ -141,6 +141,7 @@ from subclassaot.torch_internals import (
     mark_inference_mode_view,
     marks_dirty_noted,
     no_torch_function,
+    reads_flag_of_base,
     rebind_functional,
     requires_grad_through_base,
     set_version,
@@ -1219,6 +1220,7 @@ class _DataMode(TorchFunctionMode):
             if not turns_on:
                 self.record.requires_grad_dropped.add(id(args[0]))
                 self.record.dropped_at.setdefault(id(args[0]), self.record.seq)
+                self.record.own_flags.discard(id(args[0]))
             found = self.record.input_positions.get(id(args[0]))
             passed = [real for _, real in self.record.input_positions.values()]
             changes = args[0].requires_grad != turns_on
@@ -1235,6 +1237,9 @@ class _DataMode(TorchFunctionMode):
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
         ):
             self.record.requires_grad_set.add(id(args[0]))
+            if reads_flag_of_base(args[0]) and id(args[0]) not in self.record.input_positions:
+                self.record.own_flags.add(id(args[0]))
+                self.record.pin(args[0])
             # (an input sharing storage with another, laid out as a view of a synthetic base that does not require
             # grad, may gain it here: where eager's history then differs, a narrower rule refuses it (a read before,
             # a write, views of it or of a base it views: Note [Grad Mode And Autograd Reads]), and where autograd
