@@ -131,7 +131,7 @@ from subclassaot.pipeline.rules.view_chains import (
     view_rebuilt_by_set,
     viewed_before_set,
 )
-from subclassaot.runtime.steps import graph_example_inputs
+from subclassaot.runtime.steps import graph_example_inputs, own_stand_in_inputs
 from subclassaot.schemas import (
     AliasGroup,
     Analysis,
@@ -1511,6 +1511,8 @@ def check_written_inputs_gaining_grad(
     input resized, counts too where the input's elements overlap."""
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
+    passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
+    own = own_stand_in_inputs(layout, passed, gains)
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
@@ -1526,6 +1528,12 @@ def check_written_inputs_gaining_grad(
         # (beside an input requiring grad, written even below autograd: the stand-in is a view of the group's base,
         # which carries that input's history, where eager's input is a leaf of its own)
         beside = bool(written) and any(j in beside_grad for j in layout.leaves_of_input[i])
+        if i in own:
+            # (a stand-in of its own, a detached leaf over the group's storage, as eager's input is a leaf: a write
+            # through another input reaches its values and none of its history; one through itself with grad, on
+            # the leaf that requires grad from the start, raises where eager's, before the flag, does not)
+            beside = any(_moved(m) or m.visible_through_self for m in written)
+            written = []
         if changed or beside or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
