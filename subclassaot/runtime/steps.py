@@ -94,23 +94,18 @@ aten = torch.ops.aten
 
 def own_stand_in_inputs(layout: DenseLayout, passed: Sequence[bool], gains: Container[int]) -> frozenset[int]:
     """Plain inputs (tensor positions) in an alias group that require no grad as passed and that the program makes
-    require grad (`gains`), after another member of the group that requires grad as passed: each runs as a stand-in
+    require grad (`gains`), beside another member of the group that requires grad as passed: each runs as a stand-in
     of its own, a detached leaf over the group's storage, and gets a gradient of its own, as eager's leaf does (Note
     [Aliased Inputs In Training])."""
     position = {layout.leaves[ls[0]].owner: i for i, ls in enumerate(layout.leaves_of_input) if ls}
-
-    def after_one_with_grad(j: int) -> bool:
-        # (an earlier member of its group requires grad as passed: the group's root stays that member's; where
-        # the gaining input comes first, the root is its own and the alias rule refuses its writes)
-        for g in layout.groups:
-            if j in g.members:
-                return any(passed[position[layout.leaves[m].owner]] for m in g.members[: g.members.index(j)])
-        return False
-
+    beside = [any(passed[position[layout.leaves[m].owner]] for m in g.members) for g in layout.groups]
     return frozenset(
         i
         for i, leaves in enumerate(layout.leaves_of_input)
-        if i in gains and not passed[i] and layout.trees[i] is None and after_one_with_grad(leaves[0])
+        if i in gains
+        and not passed[i]
+        and layout.trees[i] is None
+        and any(leaves[0] in g.members and b for g, b in zip(layout.groups, beside, strict=True))
     )
 
 
