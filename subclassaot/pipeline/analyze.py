@@ -1508,8 +1508,9 @@ def check_written_inputs_gaining_grad(
     flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group that no
     input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
     beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
-    (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes do. A write through another input over its storage, which that
-    input resized, counts too where the input's elements overlap."""
+    (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
+    do. A write through another input over its storage, which that input resized, counts too where the input's
+    elements overlap."""
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]

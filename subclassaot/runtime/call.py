@@ -247,10 +247,10 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
 
 
 def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:
-    """The dense leaves of inputs that run as stand-ins of their own (steps.own_stand_in_inputs): they gain the flag
-    before the graph runs, and are never their group's autograd root."""
-    gains = set(requires_grad_changes(plan)[0])
-    own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, gains)
+    """The dense leaves of plain inputs requiring no grad as passed beside one that does (steps.own_stand_in_inputs,
+    whichever gain the flag): those that gain it before the graph runs are stand-ins of their own, never their
+    group's autograd root; the others never require grad here."""
+    own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, range(len(plan.input_requires_grad)))
     return {j for i in own for j in plan.layout.leaves_of_input[i]}
 
 
