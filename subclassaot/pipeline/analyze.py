@@ -131,7 +131,7 @@ from subclassaot.pipeline.rules.view_chains import (
     view_rebuilt_by_set,
     viewed_before_set,
 )
-from subclassaot.runtime.steps import graph_example_inputs
+from subclassaot.runtime.steps import graph_example_inputs, own_stand_in_inputs
 from subclassaot.schemas import (
     AliasGroup,
     Analysis,
@@ -1523,10 +1523,14 @@ def check_written_inputs_gaining_grad(
     grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
     flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group that no
     input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
-    beside an input requiring grad, any write counts. A write through another input over its storage, which that
-    input resized, counts too where the input's elements overlap."""
+    beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
+    (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
+    do. A write through another input over its storage, which that input resized, counts too where the input's
+    elements overlap."""
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
+    passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
+    own = own_stand_in_inputs(layout, passed, gains)
     for i in gains:
         # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
         changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
@@ -1542,6 +1546,13 @@ def check_written_inputs_gaining_grad(
         # (beside an input requiring grad, written even below autograd: the stand-in is a view of the group's base,
         # which carries that input's history, where eager's input is a leaf of its own)
         beside = bool(written) and any(j in beside_grad for j in layout.leaves_of_input[i])
+        if i in own:
+            # (a stand-in of its own, a detached leaf over the group's storage, as eager's input is a leaf: a write
+            # below autograd reaches its values and none of its history; one with grad in its version-counter
+            # family may be through itself, on the leaf that requires grad from the start, which raises where
+            # eager's, before the flag, does not: Note [Aliased Inputs In Training])
+            beside = any(_moved(m) or m.visible_through_self for m in written)
+            written = []
         if changed or beside or any(not _written_without_grad(m) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(

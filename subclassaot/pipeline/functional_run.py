@@ -32,6 +32,7 @@ from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
 from subclassaot.pipeline.rules.view_bases import clone_synthetic_base, foreign_root
+from subclassaot.runtime.steps import own_stand_in_inputs
 from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
     DataDependentError,
@@ -108,6 +109,8 @@ def run_functional(
         flat, layout, graph_values, requires_grad_like, clone_graph_inputs, own_base_views
     )
     grad_leaves = list(user_tensors)
+    if requires_grad_like is not None:  # (a stand-in of its own is the leaf: runtime.steps.own_stand_in_inputs)
+        clone_inputs -= _own_stand_ins(flat, layout, requires_grad_like)
     viewed = _traced_as_views(layout, clone_inputs)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
@@ -187,7 +190,9 @@ def _functional_inputs(
     dense = dense_from_graph_inputs(layout, graph_fun)
     for m, member in own.items():
         dense[m] = member
-    detached = [] if requires_grad_like is None else _detach_members_without_grad(layout, dense, requires_grad_like)
+    detached = (
+        [] if requires_grad_like is None else _detach_members_without_grad(flat, layout, dense, requires_grad_like)
+    )
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
         # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
@@ -455,12 +460,14 @@ def _same_offsets(shift: int | torch.SymInt) -> bool:
 
 
 def _detach_members_without_grad(
-    layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]
+    flat: FlatInputs, layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]
 ) -> list[torch.Tensor]:
     """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
     view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
-    through it stay hidden from autograd, as in eager. Returns the detached members."""
+    through it stay hidden from autograd, as in eager. So too one the program makes require grad (a stand-in of its
+    own, a leaf: runtime.steps.own_stand_in_inputs). Returns the detached members."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    own = _own_stand_ins(flat, layout, like)
     detached: list[torch.Tensor] = []
     for group in layout.groups:
         for k, m in enumerate(group.members):
@@ -468,10 +475,18 @@ def _detach_members_without_grad(
             same = group.same_as[k]
             if same is not None:
                 dense[m] = dense[group.members[same]]
-            elif layout.trees[i] is None and dense[m].requires_grad and not like[i].requires_grad:
+            elif layout.trees[i] is None and dense[m].requires_grad and (not like[i].requires_grad or i in own):
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])
     return detached
+
+
+def _own_stand_ins(flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor]) -> frozenset[int]:
+    """runtime.steps.own_stand_in_inputs of the compile: the inputs' flags as passed; gaining, those `like` makes
+    require grad."""
+    passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
+    gains = {i for i, t in enumerate(like) if t.requires_grad and not passed[i]}
+    return own_stand_in_inputs(layout, passed, gains)
 
 
 def _traced_as_views(layout: DenseLayout, clone_inputs: frozenset[int]) -> dict[int, int]:

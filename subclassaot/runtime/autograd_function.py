@@ -778,9 +778,11 @@ def _apart_inputs(s: _Step, returned: frozenset[int]) -> tuple[int, ...]:
 def _apart_bases(s: _Step) -> frozenset[int]:
     """Positions in `group_grads` of the synthetic bases that go into the Function detached: no tangent the caller
     can give reaches their gradient (the epilogue writes their members hidden from autograd) and the program changes
-    a member's metadata. Attached, the base (a view of the members' leaf) would make that leaf's accumulator now, at
-    its metadata now, where eager's, made at the read of a backward through the leaf, checks the gradient against its
-    new size (Note [Backward Errors Are Deferred])."""
+    a member's metadata, or the backward raises. Attached, the base (a view of the members' leaf) would make that
+    leaf's accumulator now, at its metadata now, where eager's, made at the read of a backward through the leaf,
+    checks the gradient against its new size; and where the backward raises, the leaf's gradient (from a view of it
+    returned as itself) would wait on the Function's node, where eager's engine accumulates it first (Note [Backward
+    Errors Are Deferred])."""
     bw_meta, mutations = s.bw_meta, s.plan.analysis.mutations
     n = len(bw_meta.grad_inputs)
     if len(bw_meta.tangent_deps) < n + len(bw_meta.group_grads):
@@ -789,7 +791,8 @@ def _apart_bases(s: _Step) -> frozenset[int]:
     return frozenset(
         k
         for k, g in enumerate(bw_meta.group_grads)
-        if bw_meta.tangent_deps[n + k] <= hidden and any(mutations[m].metadata for m in _group_members(s.plan, g))
+        if bw_meta.tangent_deps[n + k] <= hidden
+        and (any(mutations[m].metadata for m in _group_members(s.plan, g)) or bw_meta.error is not None)
     )
 
 

@@ -54,6 +54,7 @@ from subclassaot.runtime.steps import (
     grow_storages,
     hold_accumulators,
     make_assigned_accumulators,
+    own_stand_in_inputs,
     raise_early_bumps,
     replay_early,
     settle_early_counters,
@@ -181,7 +182,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         _turn_on(values, gains if not late_gains else ())
         _held = _accumulators_before(values, (kept, self_set_first, assigned_reads), ev, symbols)
         dense = dense_of(values)
-        graph_in = graph_example_inputs(layout, dense)
+        graph_in = graph_example_inputs(layout, dense, own)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
         counters = _versions(plan, epilogue, values, dense)
         shared: dict[int, torch.Tensor] = {}  # Note [Output Regeneration]
@@ -231,7 +232,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             after(built)
         return unflatten_output(built, plan.analysis.output_spec, has_size)
 
-    early_sets = epilogue.early_grad_sets
+    early_sets, own = epilogue.early_grad_sets, _own_stand_in_leaves(plan)
     late_sets = tuple(  # Note [Epilogue Nodes In Eager's Order]
         t
         for t in epilogue.grad_sets
@@ -243,6 +244,14 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
     return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
+
+
+def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:
+    """The dense leaves of plain inputs requiring no grad as passed beside one that does (steps.own_stand_in_inputs,
+    whichever gain the flag): those that gain it before the graph runs are stand-ins of their own, never their
+    group's autograd root; the others never require grad here."""
+    own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, range(len(plan.input_requires_grad)))
+    return {j for i in own for j in plan.layout.leaves_of_input[i]}
 
 
 def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:

@@ -92,13 +92,33 @@ aten = torch.ops.aten
 # as eager's keeps its count (moving it again regenerates its grad_fn: settle_version).
 
 
-def graph_example_inputs(layout: DenseLayout, dense_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """The tensors standing for each graph placeholder (fake at compile time, real at run time)."""
+def own_stand_in_inputs(layout: DenseLayout, passed: Sequence[bool], gains: Container[int]) -> frozenset[int]:
+    """Plain inputs (tensor positions) in an alias group that require no grad as passed and that the program makes
+    require grad (`gains`), beside another member of the group that requires grad as passed: each runs as a stand-in
+    of its own, a detached leaf over the group's storage, and gets a gradient of its own, as eager's leaf does (Note
+    [Aliased Inputs In Training])."""
+    position = {layout.leaves[ls[0]].owner: i for i, ls in enumerate(layout.leaves_of_input) if ls}
+    beside = [any(passed[position[layout.leaves[m].owner]] for m in g.members) for g in layout.groups]
+    return frozenset(
+        i
+        for i, leaves in enumerate(layout.leaves_of_input)
+        if i in gains
+        and not passed[i]
+        and layout.trees[i] is None
+        and any(leaves[0] in g.members and b for g, b in zip(layout.groups, beside, strict=True))
+    )
+
+
+def graph_example_inputs(
+    layout: DenseLayout, dense_values: Sequence[torch.Tensor], own: Container[int] = ()
+) -> list[torch.Tensor]:
+    """The tensors standing for each graph placeholder (fake at compile time, real at run time); `own`: dense leaves
+    of own_stand_in_inputs, never taken as a group's autograd root."""
     out = []
     for item in layout.graph_inputs:
         if isinstance(item, AliasGroupRef):
             group = layout.groups[item.group]
-            members = [dense_values[m] for m in group.members]
+            members = [dense_values[m] for m in group.members if m not in own]
             # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
             # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
             # member that requires grad names it (the first may be a detach() of it, with no history).

@@ -18,7 +18,14 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import SinFunction, assert_refused, check_no_grad, pair, refused_with_grad
+from tests.pipeline.program_helpers import (
+    DirtyScale,
+    SinFunction,
+    assert_refused,
+    check_no_grad,
+    pair,
+    refused_with_grad,
+)
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -3850,7 +3857,85 @@ def test_input_made_to_require_grad_beside_an_alias_requiring_grad_written_refus
     f, make, path = _WRITES_BESIDE_GRAD[write]
     wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
     with torch.enable_grad():
+        if not subclass and write in _OWN_STAND_IN_WRITES:
+            # a plain input after the member requiring grad, written below autograd: a stand-in of its own, a
+            # detached leaf over the group's storage, gets its gradient as eager's leaf does (wrong before hrg2's
+            # refusal: the gradient went to args[0]'s leaf)
+            assert_matches_eager(f, make(wrap, 3), compile_fn=compile_fn)
+            return
         assert_refused(f, make(wrap, 3), compile_fn, path + " is written in place and made to require grad")
+
+
+_OWN_STAND_IN_WRITES = frozenset({"other_written_without_grad", "itself_written_without_grad"})
+
+
+def _gains_then_other_written_without_grad(gain: T, other: T) -> object:
+    gain.requires_grad_()
+    with torch.no_grad():
+        other.mul_(2.0)
+    return (gain.mul(3.0), other.sin())
+
+
+def _written_without_grad_then_gains(gain: T, other: T) -> object:
+    with torch.no_grad():
+        gain.mul_(2.0)
+    gain.requires_grad_()
+    return (gain * gain, other.cos())
+
+
+def _gains_then_written_below_autograd(gain: T, other: T) -> object:
+    gain.requires_grad_()
+    with torch.no_grad():
+        DirtyScale.apply(gain)  # type: ignore[no-untyped-call]  # a custom Function's write, below autograd
+    return (gain.sin(), other * 2)
+
+
+def _gains_then_other_written_with_grad(gain: T, other: T) -> object:
+    gain.requires_grad_()
+    other.mul_(2.0)
+    return (gain.mul(3.0), other)
+
+
+_OWN_STAND_IN_PROGRAMS: dict[str, tuple[Callable[[T, T], object], bool]] = {
+    # name: (program, compiled for plain inputs)
+    "other_without_grad": (_gains_then_other_written_without_grad, True),
+    "itself_without_grad": (_written_without_grad_then_gains, True),
+    "below_autograd": (_gains_then_written_below_autograd, True),
+    # (a write with grad in the gaining input's version-counter family: the analysis cannot tell it from one through
+    # the input itself, which its stand-in, requiring grad from the start, would refuse where eager's does not)
+    "other_with_grad": (_gains_then_other_written_with_grad, False),
+}
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("first", [True, False], ids=["gaining_first", "gaining_second"])
+@pytest.mark.parametrize("program", sorted(_OWN_STAND_IN_PROGRAMS))
+def test_input_made_to_require_grad_beside_an_alias_requiring_grad_gets_a_stand_in_of_its_own(
+    compile_fn: CompileFn | None, program: str, first: bool, subclass: bool
+) -> None:
+    """A detach() of an input requiring grad (one alias group), made to require grad by the program and written
+    below autograd (through either): eager's is a leaf of its own over the storage, its gradient with respect to the
+    value it holds at each read, the other input's history untouched. The plain input runs as such a stand-in (a
+    detached leaf with its own gradient; never the group's root), first in the group or second (refused by hrg2's
+    rule before: fuzz seed 123113 #51 gave the gradient to the other input's leaf). A subclass member, and a write
+    with grad in the input's version-counter family, stay refused by name."""
+    f, compiled = _OWN_STAND_IN_PROGRAMS[program]
+    wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
+
+    def inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b = wrap(torch.randn(3)).requires_grad_().clone()
+        return (b.detach(), b) if first else (b, b.detach())
+
+    def g(x0: T, x1: T) -> object:
+        return f(x0, x1) if first else f(x1, x0)
+
+    with torch.enable_grad():
+        if compiled and not subclass:
+            assert_matches_eager(g, inputs, compile_fn=compile_fn)
+        else:
+            path = r"args\[0\]" if first else r"args\[1\]"
+            assert_refused(g, inputs, compile_fn, path + " is written in place and made to require grad")
 
 
 def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:

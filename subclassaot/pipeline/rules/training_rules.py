@@ -175,7 +175,12 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   base through the epilogue's copy into it, never through the traced views: nothing is refused for metadata.
 # - Grad-free members (a `detach()` beside the input that requires grad, requiring grad neither before nor after the
 #   call) have no history to read: autograd records nothing on them, and no gradient of the Function flows through them.
-#   Their metadata changes do not count.
+#   Their metadata changes do not count. A plain one the program makes require grad (requires_grad_()) is, in eager,
+#   a leaf of its own over the storage: it runs as such a detached member too, gains the flag from the start (its
+#   writes below autograd stay hidden, the others' writes reach its values and none of its history), and gets a
+#   gradient of its own as a Function input, never taken as the group's autograd root at run time
+#   (runtime.steps.own_stand_in_inputs). Writes with grad in its version-counter family stay refused (the leaf
+#   requires grad from the start, where eager's, written before the flag, does not).
 # - Data assignments to aliased inputs: a member, not an autograd leaf, whose layout changes only by `.data =` (its last
 #   storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it the new
 #   layout. A leaf keeps the refusal where another input of the group needs grad; a leaf whose group's other inputs are
