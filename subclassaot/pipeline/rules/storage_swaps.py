@@ -539,6 +539,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
         size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
         key_before = storage_key(args[0])
+        if self.record.eager_inference(args[0]):  # (a view of one too, taken inside the block or after it)
+            self.record.inference_tensors.add(id(args[0]))  # eager's stays an inference tensor on the new storage
+            self.record.pin(args[0])
         self._set(func, args, kwargs)
         if self.depth == 0:
             note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
