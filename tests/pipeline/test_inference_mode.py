@@ -665,15 +665,55 @@ def test_set_under_no_grad_of_a_view_of_an_inference_tensor_raises_like_eager(
         assert_raises_like_eager(fn, _input_and_a_view_of_it(pair))
 
 
+_WRITES: dict[str, Callable[[T, T], object]] = {
+    "add_": lambda v, x: v.add_(1),
+    "copy_": lambda v, x: v.copy_(v * 2),
+    "out=": lambda v, x: torch.add(v, 1, out=v),
+    "t_": lambda v, x: v.t_(),
+    "resize_": lambda v, x: v.resize_(0),
+    "set_": lambda v, x: v.set_(x),  # type: ignore[call-overload]  # torch's stubs list the storage overloads only
+}
+
+
+def _write_after_the_block(view: str, write: str, grad: bool) -> Callable[..., object]:
+    take, apply = _VIEWS_OF_A_CLONE[view], _WRITES[write]
+
+    def fn(x0: T, x1: T) -> tuple[T]:
+        with torch.inference_mode():
+            t0 = x1.clone()
+        t1 = take(t0)
+        with torch.set_grad_enabled(grad):
+            apply(t1, x0)
+        return (t1,)
+
+    return fn
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("write", sorted(_WRITES))
 @pytest.mark.parametrize("view", sorted(_VIEWS_OF_A_CLONE))
-def test_set_under_no_grad_of_a_pair_view_of_an_inference_pair_refused(view: str) -> None:
+def test_write_after_the_block_of_a_view_of_an_inference_tensor_raises_eagers_error(
+    view: str, write: str, grad: bool
+) -> None:
+    """A view taken after the block of a tensor made inside inference_mode is an inference tensor with no version
+    counter: an in-place op on it (data, layout or storage: t_, resize_, set_ too) outside the block raises in eager.
+    The run's view is a normal tensor, and the compiled call returned normally; it raises eager's error now."""
+    fn = _write_after_the_block(view, write, grad)
+    with torch.no_grad():
+        raised = assert_raises_like_eager(fn, _input_and_a_view_of_it(pair=False))
+    assert type(raised) is RuntimeError and "Inplace update to inference tensor outside InferenceMode" in str(raised)
+
+
+@pytest.mark.parametrize("write", sorted(_WRITES))
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_A_CLONE))
+def test_write_after_the_block_of_a_pair_view_of_an_inference_pair_refused(view: str, write: str) -> None:
     """A PairTensor view taken after the block of a PairTensor made inside it is a normal wrapper over inference inner
-    tensors: its set_() under no_grad is legal in eager (the wrapper's dispatch sets each inner tensor, below the
-    inference check). Refused by the subclass view rule (the compiled call cannot rebuild that wrapper)."""
-    fn = _set_of_a_view_of_an_inference_clone(view, inside=False, onto_input=True, no_grad=True)
+    tensors: its in-place ops under no_grad are legal in eager (the wrapper's dispatch writes each inner tensor, below
+    the inference check). Refused by the subclass view rule (the compiled call cannot rebuild that wrapper)."""
+    fn = _write_after_the_block(view, write, grad=False)
     make = _input_and_a_view_of_it(pair=True)
     with torch.no_grad():
-        eager = cast(tuple[T, T], fn(*make()))[0]
+        eager = cast(tuple[T], fn(*make()))[0]
         assert not eager.is_inference() and plain_of(eager).is_inference()
         with pytest.raises(UnsupportedError, match="tensor subclass view, taken after a torch.inference_mode"):
             assert_matches_eager(fn, make)
