@@ -677,6 +677,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
+            self.record.view_set_seqs.add(self.record.grad_set_marks[id(x)] + 1)
             self.record.grad_set_nodes[id(t)] = GradSetNode.NUMBERED
             if source is not None:
                 root = self.record.view_root(source)

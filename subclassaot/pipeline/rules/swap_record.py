@@ -135,6 +135,9 @@ class SwapRecord:
     grad_set_nodes: dict[int, GradSetNode] = field(default_factory=dict)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
+    # ... the sequence numbers of the set_ nodes of those views (the base's CopySlices, numbered right after the
+    # set_()'s mark), a view of an input or of an intermediate alike (Note [set_ Under Grad])
+    view_set_seqs: set[int] = field(default_factory=set)
     # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [set_ Under
     # Grad])
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
