@@ -558,8 +558,10 @@ class _Program:
     nonleaf: frozenset[int]  # tensor inputs: subclass non-leaves that require grad (analyze's `nonleaf`)
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
 
-    def analyze(self, layout: DenseLayout) -> Analysis:
-        return analyze(self.call, self.flat, layout, self.dense_fakes, self.fakes, self.fake_mode, self.nonleaf)
+    def analyze(self, layout: DenseLayout, replay_reads: tuple[object, ...] | None = None) -> Analysis:
+        return analyze(
+            self.call, self.flat, layout, self.dense_fakes, self.fakes, self.fake_mode, self.nonleaf, replay_reads
+        )
 
 
 def _compile_over(
@@ -718,8 +720,8 @@ def _analyzed(
                 fakes[i].requires_grad_(True)
             training = True
             before = analysis
-            with torch.enable_grad():
-                analysis = prog.analyze(layout)
+            with torch.enable_grad():  # its reads answer as eager's, before the flag (Note [Grad Mode And Autograd Reads])
+                analysis = prog.analyze(layout, before.autograd_reads)
             check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
         # (an input gaining grad last, after a read of another over its storage: apart, that read would be no read of
         # its, Note [Grad Mode And Autograd Reads])

@@ -169,13 +169,15 @@ def analyze(
     user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     nonleaf_wrappers: frozenset[int] = frozenset(),
+    replay_reads: tuple[object, ...] | None = None,
     own_base_views: bool | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
-    them in place); the analysis runs them as clones, which are non-leaves too. `own_base_views`: Note [Aliased Inputs
-    In Training] (None: tried as `with_own_base_views` says)."""
+    them in place); the analysis runs them as clones, which are non-leaves too. `replay_reads`: the answers of an
+    earlier analysis's autograd reads, given back in order (Note [Grad Mode And Autograd Reads]). `own_base_views`:
+    Note [Aliased Inputs In Training] (None: tried as `with_own_base_views` says)."""
     if own_base_views is None:
-        args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers)
+        args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers, replay_reads)
         return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views))
     graph_fakes = graph_example_inputs(layout, dense_fakes)
     # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
@@ -194,6 +196,7 @@ def analyze(
             clone_inputs=nonleaf_wrappers,
             clone_graph_inputs=grad_groups,
             own_base_views=own_base_views,
+            replay_reads=replay_reads,
         )
         facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
     return _analysis(call, flat, layout, user_fakes, own_base_views, facts)

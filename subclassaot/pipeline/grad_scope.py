@@ -76,9 +76,10 @@ __all__ = [
 # - Autograd inside the program: torch.func.grad / vjp / jacrev differentiate their own wrapped tensors (one autograd
 #   level each), traced like any op. torch.autograd.grad / backward() on the program's own level is refused.
 # - Autograd reads (`t.is_leaf`, `t.requires_grad`, `t.grad_fn`, `t._base`, `t._is_view()`) become Python constants or
-#   branches, so every run answers as eager does (rules/autograd_state.py). The forward is traced again under no_grad
-#   (trace_inference), where a view whose base was written since reads as a no_grad view and raises: that run takes
-#   each read's answer from the analysis run, in call order (reads that raise there raise out of it, as eager's); only
+#   branches, so every run answers as eager does (rules/autograd_state.py). Every run after the first analysis (the
+#   analysis again once an input gains grad, whose stand-in then requires grad from the start; trace_inference under
+#   no_grad, where a view whose base was written since reads as a no_grad view and raises; the joint and its example)
+#   takes each read's answer from the first, in call order (reads that raise there raise out of it, as eager's); only
 #   the program's: reads inside an op's dispatch (the pipeline's rules, a subclass's __torch_dispatch__) are each run's.
 # - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a
 #   leaf or non-leaf until detach_()ed, so is_leaf answers the real input's, and grad_fn the real input's where it cannot

@@ -226,6 +226,7 @@ def trace_joint(
                 clone_graph_inputs=frozenset(setup.group_grads),
                 view_clone_inputs=setup.view_clones,
                 own_base_views=setup.analysis.own_base_views,
+                replay_reads=setup.analysis.autograd_reads,
             )
             stand_ins.update(id(t) for t, f in zip(run.user_tensors, setup.user_fakes, strict=True) if f.is_leaf)
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
@@ -591,6 +592,7 @@ def forward_example(
             clone_inputs=clone,
             clone_graph_inputs=frozenset(group_grads),
             own_base_views=analysis.own_base_views,
+            replay_reads=analysis.autograd_reads,
         )
         outs = forward_output_values(run, traced, analysis, wrapper_updates)
         result: list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]] = []

@@ -341,3 +341,81 @@ def test_autograd_read_of_a_view_of_an_input_written_then_made_to_require_grad_m
     # every such write was: Note [Leaves Laid Out Anew Under no_grad])
     with torch.enable_grad():
         assert_matches_eager(_view_read_after_write_and_flag, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reads of an input the program then makes require grad: the call compiles with it requiring grad from the start, and
+# every run after the first answers the program's reads as the first (eager's: the flag not yet set) did.
+
+
+def _gain_if_flagless(x: T) -> object:
+    if not x.requires_grad:
+        x.requires_grad = True
+    return (x * 2,)
+
+
+def _gain_if_flagless_method(x: T) -> object:
+    if not x.requires_grad:
+        x.requires_grad_()
+    return (x.sin(), x.requires_grad)
+
+
+def _reads_around_the_gain(x: T) -> object:
+    before = (x.requires_grad, x.is_leaf, x.grad_fn is None)
+    x.requires_grad_()
+    y = x * 3
+    return (y, *before, x.requires_grad, y.requires_grad, y.grad_fn is None)
+
+
+def _branch_before_the_gain(x: T) -> object:
+    scale = 2.0 if x.requires_grad else 5.0
+    x.requires_grad_()
+    return (x * scale,)
+
+
+_FLAGLESS: dict[str, Maker] = {
+    "plain": lambda: (torch.randn(2, 3),),
+    "pair": lambda: (pair(2, 3),),
+    "expanded": lambda: (torch.randn(3).expand(2, 3),),
+    "pair_expanded": lambda: (pair(3).expand(2, 3),),
+}
+
+
+@pytest.mark.parametrize("make", list(_FLAGLESS))
+@pytest.mark.parametrize(
+    "f", [_gain_if_flagless, _gain_if_flagless_method, _reads_around_the_gain, _branch_before_the_gain]
+)
+def test_reads_of_an_input_before_the_program_makes_it_require_grad(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    # helper h144's find: the read answered True in the compile's later runs (their stand-in required grad from the
+    # start), so the branch that sets the flag was skipped and the output had no grad_fn
+    check_with_grad(f, _FLAGLESS[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", list(_FLAGLESS))
+def test_reads_of_an_input_made_to_require_grad_under_no_grad(compile_fn: CompileFn | None, make: str) -> None:
+    check_no_grad(_gain_if_flagless, _FLAGLESS[make], compile_fn)
+
+
+def _only_tensor(result: object) -> T:
+    assert isinstance(result, tuple) and len(result) == 1 and isinstance(result[0], torch.Tensor)
+    return result[0]
+
+
+def test_a_read_branch_on_requires_grad_recompiles_for_an_input_that_requires_grad() -> None:
+    def f(x: T) -> object:
+        return (x * (2.0 if x.requires_grad else 5.0),)
+
+    g = subclassaot.compile(_gain_if_flagless)
+    h = subclassaot.compile(f)
+    with torch.enable_grad():
+        for requires_grad in (False, True, False):
+            x = torch.randn(2, 3).requires_grad_(requires_grad)
+            ref = x.detach().clone().requires_grad_(requires_grad)
+            for compiled, eager in ((g, _gain_if_flagless), (h, f)):
+                out = _only_tensor(compiled(x))
+                expected = _only_tensor(eager(ref))
+                torch.testing.assert_close(out, expected)
+                assert out.requires_grad == expected.requires_grad
+                assert x.requires_grad == ref.requires_grad

@@ -77,6 +77,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     if not inside and record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
         replayed = record.replayed_reads[record.replay_cursor]
         record.replay_cursor += 1
+        record.autograd_reads.append(replayed)  # what this run answered: the next run's replay
         return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
     name = getattr(getattr(func, "__self__", None), "__name__", None)
