@@ -129,7 +129,9 @@ from subclassaot.torch_internals import (
 # whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
 # values themselves are saved: autograd's checks then raise where eager's may not, never the other way, but for a
 # subclass input's inner tensors, which a write through the wrapper leaves at their count: a backward after such a
-# write of an input whose inner tensors the Function saved is refused (eager's node may have saved the wrapper). Where each
+# write of an input whose inner tensors the Function saved is refused (eager's node may have saved the wrapper). An
+# input the graph reads through the clone the joint graph took of it (one at an offset: partition.py keeps that clone)
+# is saved beside the clone, unread, so that autograd checks its own counter (`_Step.held_inputs`). Where each
 # tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
 # that view's error, not the version check's: the probe records its message (EagerSave.view_error). A
 # create_graph backward recomputes from the primals and reads no saved value (Note [Training Through A Joint Graph]).

@@ -230,6 +230,7 @@ class BackwardGraph:
     partition: Partition | None = None
     forward_reads_grad_mode: bool = False  # Note [Training Through A Joint Graph]
     saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
+    saved_clones: tuple[int | None, ...] = ()  # per saved value: the graph input it is a clone of, if one
 
 
 def _overwritten_originals(
@@ -459,6 +460,7 @@ def _partitioned(
         forward=parts.forward,
         num_saved=parts.num_saved,
         saved_primals=parts.saved_primals,
+        saved_clones=parts.saved_clones,
         error=error,
         diff_outputs=diff,
         grad_inputs=setup.grad_inputs,
@@ -1066,6 +1068,7 @@ def backward_plan(
         tangent_orders=meta.tangent_orders,
         num_saved=meta.num_saved,
         saved_primals=meta.saved_primals,
+        saved_clones=meta.saved_clones,
         forward_reads_grad_mode=meta.forward_reads_grad_mode,
         rerun=meta.joint.forward if meta.joint is not None else None,
         num_fw_outputs=meta.num_fw_outputs,

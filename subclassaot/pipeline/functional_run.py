@@ -412,7 +412,7 @@ def _refuse_run_error(
         "on inference tensor outside",
         "Inplace update to inference tensor outside InferenceMode",
     )
-    if any(m in str(e) for m in inference_view):
+    if any(m in str(e) for m in inference_view) and not record.inference_write_raised:  # (eager's own error)
         raise UnsupportedError(
             "the program takes a view, inside a torch.inference_mode() block, of a tensor subclass made outside it, "
             "or writes outside the block a tensor the run made inside it: the functionalized run makes the "

@@ -11,6 +11,7 @@ does, drawn by a custom backward, stays in the backward, as in eager).
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import torch
 import torch.fx
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.torch_internals import graph_module, symint_expr
+from subclassaot.torch_internals import graph_module, storage_key, symint_expr
 
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
 
@@ -31,6 +32,9 @@ class Partition:
     num_saved: int
     # per saved value: the primal position it is (the runtime copies one the epilogue mutates), or None
     saved_primals: tuple[int | None, ...]
+    # per saved value: the primal position it is a clone of (joint.py's clone of an input at an offset, which the
+    # ops keep reading: `_read_primals_not_clones`), or None
+    saved_clones: tuple[int | None, ...]
     backward_example: tuple[object, ...]  # fake tensors and symbolic ints, one per backward placeholder
     has_random: bool  # the forward draws random numbers
     reads_grad_mode: (
@@ -127,6 +131,7 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
         backward=_backward_module(joint, r.saved, r.tangents, r.backward, r.bw_outs),
         num_saved=len(r.saved),
         saved_primals=tuple(position.get(n) for n in r.saved),
+        saved_clones=tuple(_clone_of(n, position) for n in r.saved),
         backward_example=tuple(n.meta["val"] for n in [*r.saved, *r.tangents]),
         has_random=any(_is_random(n) for n in r.forward),
         reads_grad_mode=any(n.target in _READS_GRAD_MODE for n in r.forward),
@@ -233,7 +238,9 @@ def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node])
     """Ops read a primal itself rather than the clone joint.py takes of each input gradients are taken for: in a
     functional graph both hold the same values (same strides and offset checked), and the clone would cost a copy
     per call and a saved copy of every parameter. An output that is the clone, or a view of it, keeps reading the
-    clone (it must be a fresh tensor, not an alias of the input)."""
+    clone (it must be a fresh tensor, not an alias of the input); one that only reads it (`x1 * x0`, a gradient
+    `tangent * x0`) reads the primal, so that the backward saves the input itself, over its version counter (Note
+    [Probing Eager's Backward]: where eager's saves are not probed, that counter is the one autograd checks)."""
     keep = _output_views(graph)
     for node in list(graph.nodes):
         if node.target is not torch.ops.aten.clone.default or node.kwargs or node.args[0] not in primals:
@@ -251,9 +258,33 @@ def _read_primals_not_clones(graph: torch.fx.Graph, primals: set[torch.fx.Node])
             # program's clone, and the views of it the program returns, the input's offset where eager's have 0. Such
             # clones stay: one copy per call of an input taken at an offset.
             continue
-        node.replace_all_uses_with(source, delete_user_cb=lambda user: user.op != "output" and user not in keep)
+        kept = frozenset(user for user in node.users if user in keep and _aliases(user, value))
+        node.replace_all_uses_with(source, delete_user_cb=functools.partial(_reads_primal, kept))
         if not node.users:
             graph.erase_node(node)
+
+
+def _reads_primal(kept: frozenset[torch.fx.Node], user: torch.fx.Node) -> bool:
+    """Does `user` of an input's clone read the input instead: not the output, nor an output (or a view on the way
+    to one) that aliases the clone (`kept`)?"""
+    return user.op != "output" and user not in kept
+
+
+def _clone_of(node: torch.fx.Node, position: dict[torch.fx.Node, int]) -> int | None:
+    """The primal position `node` is a clone of, if it is one."""
+    if node.target is not torch.ops.aten.clone.default or not node.args:
+        return None
+    source = node.args[0]
+    return position.get(source) if isinstance(source, torch.fx.Node) else None
+
+
+def _aliases(node: torch.fx.Node, value: torch.Tensor) -> bool:
+    """Does `node`'s value (a tensor, or a tuple of them) share `value`'s storage? Unknown counts as yes."""
+    found = node.meta.get("val")
+    results = found if isinstance(found, tuple | list) else (found,)
+    if not all(isinstance(r, torch.Tensor) for r in results):
+        return True
+    return any(storage_key(r) == storage_key(value) for r in results)
 
 
 def _output_views(graph: torch.fx.Graph) -> set[torch.fx.Node]:

@@ -510,6 +510,7 @@ class _Step:
         self.clone_saved = [
             k for k, p in enumerate(bw_meta.saved_primals) if p is not None and p in mutated_graph_inputs
         ]
+        self.held_inputs = () if self.saves_apart else _held_inputs(bw_meta, mutated_graph_inputs)
         n_user = len(layout.trees)
         self.n_results = n_results = n_user + len(bw_meta.group_grads)
         self.targets = [*bw_meta.grad_inputs, *range(n_user, n_results)]
@@ -596,6 +597,7 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
     # (an empty epilogue: the counters of the tensors eager's backward checks are final when the forward returns)
     call_plain = epilogue_plan(plan).empty and not (
         s.clone_saved
+        or s.held_inputs
         or s.apart
         or unreached
         or stand_ins
@@ -654,7 +656,10 @@ def _saved_tensors(ctx: Any) -> list[torch.Tensor]:
     """The tensors the forward saved. A forward that saved none reads nothing: eager's backward runs again through
     nodes that saved no tensor (a copy_()'s), where a second read of `ctx.saved_tensors` raises once its buffers
     were freed ("backward through the graph a second time")."""
-    return list(ctx.saved_tensors) if ctx.saves_tensors else []
+    if not ctx.saves_tensors:
+        return []
+    saved = list(ctx.saved_tensors)  # (unpacking checks the counters of the inputs held after the values, too)
+    return saved[: getattr(ctx, "num_kept", len(saved))]
 
 
 def _to_general(ctx: Any, p: _PlainStep) -> None:
@@ -758,6 +763,12 @@ def _unchanged_leaves(plan: RuntimePlan) -> frozenset[int]:
         for j in layout.leaves_of_input[i]
         if not mutations[j].any and not mutations[j].version_bumped and not mutations[j].final_data
     )
+
+
+def _held_inputs(bw_meta: BackwardPlan, mutated: set[int]) -> tuple[int, ...]:
+    """The graph inputs the Function saves beside their clone, where eager's saves were not probed (Note [Probing
+    Eager's Backward]): those the program leaves unwritten (`mutated`: the graph inputs it writes)."""
+    return tuple(sorted({p for p in bw_meta.saved_clones if p is not None and p not in mutated}))
 
 
 def _apart_inputs(s: _Step, returned: frozenset[int]) -> tuple[int, ...]:
@@ -976,7 +987,7 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
-        _save_values(ctx, s, saved, user, graph_dense, noted)
+        _save_values(ctx, s, saved, (user, graph_in, graph_dense), noted)
         if s.checks:
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
@@ -1426,16 +1437,19 @@ def _save_values(
     ctx: Any,
     s: _Step,
     saved: Sequence[object],
-    user: Sequence[torch.Tensor],
-    graph_dense: Sequence[torch.Tensor],
+    inputs: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor], Sequence[torch.Tensor]],
     noted: list[Any],
 ) -> None:
-    """`ctx`'s saved tensors of the general step."""
+    """`ctx`'s saved tensors of the general step (`inputs`: the user's tensors, the graph's inputs, its dense
+    leaves), and after them the graph inputs saved beside their clones (`_Step.held_inputs`), read by no backward:
+    autograd checks their counters when the backward unpacks them (Note [Probing Eager's Backward])."""
+    user, graph_in, graph_dense = inputs
     # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
     kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
-    ctx.save_for_backward(*kept)
-    ctx.saves_tensors = bool(kept)
-    _hold_unprobed_wrappers(ctx, s, user, graph_dense, kept, noted)
+    held = [graph_in[p] for p in s.held_inputs]
+    ctx.save_for_backward(*kept, *held)
+    ctx.saves_tensors, ctx.num_kept = bool(kept or held), len(kept)
+    _hold_unprobed_wrappers(ctx, s, user, graph_dense, [*kept, *held], noted)
 
 
 def _hold_unprobed_wrappers(

@@ -808,8 +808,12 @@ def _replay_metadata(
                 x.as_strided_(size, stride, offset)
         else:
             _grow_storage_to(x, m.new_storage_numel if m.resized else None)
+            # (resize_() of a tensor that requires grad raises outside inference_mode: the program's ran inside one,
+            # where autograd neither checks the view nor rewrites its grad_fn; so does the replay)
+            inside = torch.inference_mode() if m.resized and x.requires_grad else contextlib.nullcontext()
             if m.metadata:  # (else only its storage grew under it)
-                x.as_strided_(size, stride, offset)
+                with inside:
+                    x.as_strided_(size, stride, offset)
 
 
 def _grow_storage_to(x: torch.Tensor, numel: int | None) -> None:

@@ -156,6 +156,9 @@ class BackwardPlan:
     tangent_orders: tuple[tuple[int, ...] | None, ...]
     num_saved: int  # forward outputs after the GraphOutputs ones, the backward's first inputs
     saved_primals: tuple[int | None, ...]  # per saved value: the graph input it is, if it is one
+    # per saved value: the graph input it is a clone of, if one (an input at an offset: Note [Probing Eager's
+    # Backward])
+    saved_clones: tuple[int | None, ...]
     forward_reads_grad_mode: bool  # Note [Training Through A Joint Graph]
     # the joint graph, where it can run again from the primals for double backward (no random op in the forward);
     # see Note [Training Through A Joint Graph]

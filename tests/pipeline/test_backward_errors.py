@@ -2266,3 +2266,58 @@ def test_saved_view_input_written_after_the_call_where_eager_saves_are_unprobed(
             assert_matches_eager(
                 _saved_beside_a_jagged_input, make_inputs, compile_fn=compile_fn, after_call=after_call
             )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Unprobed saves of inputs that are not a subclass's: the joint graph takes a clone of each input it differentiates;
+# the ops must read the input itself (saved over its counter), and an input at an offset, whose clone stays, is held
+# beside the clone, so that a write after the call fails the backward as eager's does.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _two_saved_beside_a_jagged_input(n: T, x0: T, x1: T) -> object:
+    return n * 2, x1 * x0  # mul saves x0 and x1; its gradients are outputs of the joint graph themselves
+
+
+def _write_input(i: int, outputs: object, args: tuple[object, ...]) -> None:
+    with torch.no_grad():
+        cast(T, args[i]).mul_(1)
+
+
+_UNPROBED_INPUTS: dict[str, Callable[[Callable[..., T]], tuple[T, T]]] = {
+    "leaves": lambda make: (make(3, 4), make(3, 4)),
+    "views_of_one_base": lambda make: (lambda b: (b[1], b[0]))(make(3, 4) * 1),  # x0 at an offset: a clone saved
+    "views_at_offsets": lambda make: (lambda b: (b[1], b[2]))(make(3, 4) * 1),
+    "overlapping_views": lambda make: (lambda b: (b[1:3], b[0:2]))(make(4, 4) * 1),
+}
+
+
+@pytest.mark.parametrize("written", [1, 2])
+@pytest.mark.parametrize("inputs", list(_UNPROBED_INPUTS))
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_saved_inputs_written_after_the_call_where_eager_saves_are_unprobed(
+    compile_fn: CompileFn | None, kind: str, inputs: str, written: int
+) -> None:
+    """A jagged input keeps eager's program off the static fakes that find its saved tensors (the hgap helper's
+    repro hgap_unprobed_aliased_saved_copy: x0, x1 views of one base). The Function saved clones the joint graph took
+    of x0 and x1 (the backward's `tangent * x0` is an output, which kept reading the clone), so a write of x1 under
+    no_grad after the call left the backward running where eager's raised "modified by an inplace operation". Plain
+    inputs now raise as eager's do; a PairTensor's inner tensors stay refused when the backward runs."""
+
+    def make_inputs() -> tuple[object, ...]:
+        grad = functools.partial(pair, requires_grad=True) if kind == "pair" else _leaf
+        with torch.enable_grad():
+            return (real_subclass("njt"), *_UNPROBED_INPUTS[inputs](grad))
+
+    after_call = functools.partial(_write_input, written)
+    with torch.enable_grad():
+        assert_matches_eager(_two_saved_beside_a_jagged_input, make_inputs, compile_fn=compile_fn)
+        if compile_fn is None and kind == "pair":
+            with pytest.raises(
+                UnsupportedError, match=r"args\[[12]\]: this tensor subclass input was written in place"
+            ):
+                assert_matches_eager(_two_saved_beside_a_jagged_input, make_inputs, after_call=after_call)
+        else:
+            assert_matches_eager(
+                _two_saved_beside_a_jagged_input, make_inputs, compile_fn=compile_fn, after_call=after_call
+            )

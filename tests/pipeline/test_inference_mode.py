@@ -589,6 +589,136 @@ def test_inference_tensor_moved_onto_an_outer_storage_refused(fn: Callable[..., 
             subclassaot.compile(fn)(x)
 
 
+_VIEWS_OF_A_CLONE: dict[str, Callable[[T], T]] = {
+    "split": lambda t: t.split_with_sizes([0, 1, 0], 1)[2],  # a zero-size piece
+    "narrow": lambda t: t.narrow(1, 0, 1),
+    "select": lambda t: t.select(0, 0),
+}
+
+
+def _set_of_a_view_of_an_inference_clone(
+    view: str, inside: bool, onto_input: bool, no_grad: bool
+) -> Callable[..., object]:
+    """A view of a clone made inside inference_mode (taken inside the block, or after it), set_() onto the input or
+    onto a tensor made outside the block, inside a second inference_mode block (or under no_grad: eager raises)."""
+    take = _VIEWS_OF_A_CLONE[view]
+
+    def fn(x0: T, x1: T) -> tuple[T, T]:
+        with torch.inference_mode():
+            t0 = x1.clone()
+            t1 = take(t0) if inside else t0
+        t2 = t1 if inside else take(t0)
+        target = x0 if onto_input else x0 * 3
+        with torch.no_grad() if no_grad else torch.inference_mode():
+            t2.set_(target)  # type: ignore[call-overload]  # torch's stubs list the storage overloads only
+        return (t2, t0)
+
+    return fn
+
+
+def _input_and_a_view_of_it(pair: bool) -> Callable[[], tuple[T, T]]:
+    def make() -> tuple[T, T]:
+        b0 = torch.randn((4, 3, 1))
+        x0 = PairTensor.from_tensor(b0) if pair else b0
+        return (x0, x0.select(0, 1))
+
+    return make
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("onto_input", [True, False], ids=["onto_input", "onto_intermediate"])
+@pytest.mark.parametrize("inside", [False, True], ids=["view_after_block", "view_inside_block"])
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_A_CLONE))
+def test_view_of_an_inference_tensor_moved_onto_an_outer_storage_refused(
+    view: str, inside: bool, onto_input: bool, pair: bool
+) -> None:
+    """A view of an inference tensor is an inference tensor with no view relation (taken after the block too); set_()
+    inside inference_mode onto a normal tensor keeps it one, over that tensor's storage. The compiled call returned
+    a normal view of the clone (fuzz seed 123115, program 23: DIVERGED, a zero-size split piece set_() onto the
+    input). Refused by name for plain tensors; a PairTensor's view is refused by the subclass view rules first."""
+    fn = _set_of_a_view_of_an_inference_clone(view, inside, onto_input, no_grad=False)
+    make = _input_and_a_view_of_it(pair)
+    with torch.no_grad():
+        x0, x1 = make()
+        eager = cast(tuple[T, T], fn(x0, x1))[0]
+        assert plain_of(eager).is_inference() and not plain_of(eager)._is_view()  # (a PairTensor's inner tensor)
+        if onto_input:
+            assert plain_of(eager).untyped_storage().data_ptr() == plain_of(x0).untyped_storage().data_ptr()
+        match = "tensor subclass view" if pair else "inference tensor .* set_\\(\\) moved onto another storage"
+        with pytest.raises(UnsupportedError, match=match):
+            assert_matches_eager(fn, make)
+
+
+@pytest.mark.parametrize(
+    ("inside", "pair"),
+    [(False, False), (True, False), (True, True)],
+    ids=["view_after_block-plain", "view_inside_block-plain", "view_inside_block-pair"],
+)
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_A_CLONE))
+def test_set_under_no_grad_of_a_view_of_an_inference_tensor_raises_like_eager(
+    view: str, inside: bool, pair: bool
+) -> None:
+    """Outside inference_mode, set_() of a view of an inference tensor is an in-place update of an inference tensor,
+    which eager rejects; so does the compiled call."""
+    fn = _set_of_a_view_of_an_inference_clone(view, inside, onto_input=True, no_grad=True)
+    with torch.no_grad():
+        assert_raises_like_eager(fn, _input_and_a_view_of_it(pair))
+
+
+_WRITES: dict[str, Callable[[T, T], object]] = {
+    "add_": lambda v, x: v.add_(1),
+    "copy_": lambda v, x: v.copy_(v * 2),
+    "out=": lambda v, x: torch.add(v, 1, out=v),
+    "t_": lambda v, x: v.t_(),
+    "resize_": lambda v, x: v.resize_(0),
+    "set_": lambda v, x: v.set_(x),  # type: ignore[call-overload]  # torch's stubs list the storage overloads only
+}
+
+
+def _write_after_the_block(view: str, write: str, grad: bool) -> Callable[..., object]:
+    take, apply = _VIEWS_OF_A_CLONE[view], _WRITES[write]
+
+    def fn(x0: T, x1: T) -> tuple[T]:
+        with torch.inference_mode():
+            t0 = x1.clone()
+        t1 = take(t0)
+        with torch.set_grad_enabled(grad):
+            apply(t1, x0)
+        return (t1,)
+
+    return fn
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("write", sorted(_WRITES))
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_A_CLONE))
+def test_write_after_the_block_of_a_view_of_an_inference_tensor_raises_eagers_error(
+    view: str, write: str, grad: bool
+) -> None:
+    """A view taken after the block of a tensor made inside inference_mode is an inference tensor with no version
+    counter: an in-place op on it (data, layout or storage: t_, resize_, set_ too) outside the block raises in eager.
+    The run's view is a normal tensor, and the compiled call returned normally; it raises eager's error now."""
+    fn = _write_after_the_block(view, write, grad)
+    with torch.no_grad():
+        raised = assert_raises_like_eager(fn, _input_and_a_view_of_it(pair=False))
+    assert type(raised) is RuntimeError and "Inplace update to inference tensor outside InferenceMode" in str(raised)
+
+
+@pytest.mark.parametrize("write", sorted(_WRITES))
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_A_CLONE))
+def test_write_after_the_block_of_a_pair_view_of_an_inference_pair_refused(view: str, write: str) -> None:
+    """A PairTensor view taken after the block of a PairTensor made inside it is a normal wrapper over inference inner
+    tensors: its in-place ops under no_grad are legal in eager (the wrapper's dispatch writes each inner tensor, below
+    the inference check). Refused by the subclass view rule (the compiled call cannot rebuild that wrapper)."""
+    fn = _write_after_the_block(view, write, grad=False)
+    make = _input_and_a_view_of_it(pair=True)
+    with torch.no_grad():
+        eager = cast(tuple[T], fn(*make()))[0]
+        assert not eager.is_inference() and plain_of(eager).is_inference()
+        with pytest.raises(UnsupportedError, match="tensor subclass view, taken after a torch.inference_mode"):
+            assert_matches_eager(fn, make)
+
+
 def _pair_view_inside(x0: torch.Tensor) -> tuple[torch.Tensor]:
     with torch.inference_mode():
         t0 = x0.reshape((2, 1, -1))

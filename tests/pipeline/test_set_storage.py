@@ -3015,3 +3015,40 @@ def test_input_written_after_set_under_grad_beside_returned_view_input(
     with torch.enable_grad():
         assert_matches_eager(f, lambda: _written_after_set(kind), compile_fn=compile_fn)
         assert_matches_eager(f, lambda: _written_after_set(kind), compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view the program takes of an input, set_() under grad onto another input: the input's CopySlices holds the set_
+# node, whose edge to that other input's history holds back the leaf behind it.
+# ---------------------------------------------------------------------------------------------------------------------
+
+_VIEW_SET_TARGETS: dict[str, Callable[[], T]] = {
+    "plain_without_grad": lambda: torch.randn(3, 4, 4),
+    "plain_nonleaf": lambda: nonleaf(3, 4, 4),
+    "pair_nonleaf": lambda: pair_nonleaf(3, 4, 4),
+}
+
+
+def _view_set_onto_another_input(x0: T, x1: T) -> object:
+    t0 = x1.select(1, -3)
+    set_to(t0, x0)
+    return (x0,)
+
+
+@pytest.mark.parametrize("target", list(_VIEW_SET_TARGETS))
+def test_view_set_onto_a_view_of_a_leaf_holds_that_leaf_behind_the_set_node(
+    target: str, compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 123121 #132, its last call writing the outputs): a backward through x0 and x1 as the
+    call left them raised in both, but the compiled one gave b0 its gradient first. Eager's x1 is a CopySlices over
+    the set_ node, whose edge to x0's history (a view of b0) holds b0's accumulator back; the epilogue's set_ of x1
+    now holds x0 back too (the view's set_ node counts among the raising nodes: `view_set_nodes`)."""
+
+    def make() -> tuple[object, ...]:
+        b0 = pair(3, 1, 2, requires_grad=True) if target.startswith("pair") else _leaf(3, 1, 2)
+        with torch.enable_grad():
+            return (b0.unsqueeze(0), _VIEW_SET_TARGETS[target]())
+
+    with torch.enable_grad():
+        assert_matches_eager(_view_set_onto_another_input, make, compile_fn=compile_fn)
+        assert_matches_eager(_view_set_onto_another_input, make, compile_fn=compile_fn, after_call=write_outputs)

@@ -2034,3 +2034,35 @@ def test_view_set_after_its_base_grew_matches_eager_or_is_refused(
             assert_refused(f, make, compile_fn, _VIEW_SET_AFTER_RELAYOUT)
         else:
             assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+# A view input that requires grad, grown inside inference_mode: eager's resize_() there neither checks the view (an
+# unbind() output may not be changed in place elsewhere) nor rewrites its history, and the epilogue's layout replay
+# must do neither either.
+def _view_grown_in_inference_mode_beside_a_write_of_its_base(x0: T, x1: T) -> object:
+    with torch.inference_mode():
+        x0.resize_((21,))
+        x0.fill_(-1.0)
+    t0 = x1.unsqueeze(-4)
+    t0.mul_(2.0)
+    return ()
+
+
+@pytest.mark.parametrize("split", ["unbind", "select"])
+def test_view_input_grown_in_inference_mode_keeps_its_history(split: str, compile_fn: CompileFn | None) -> None:
+    """Found by the fuzzer (seed 123156 #65): the epilogue's as_strided_() of x0, an unbind() view, raised "Output 1
+    of Unbind is a view and is being modified inplace" (crashed); of a select() view it rewrote x0's history with grad,
+    and b0's gradient differed. A PairTensor's resize_() there raises in eager (a storage on the meta device)."""
+
+    def make() -> tuple[object, ...]:
+        b0 = nonleaf(3, 2, 3)
+        return (b0.unbind(2)[1] if split == "unbind" else b0.select(2, 1)), b0
+
+    with torch.enable_grad():
+        assert_matches_eager(_view_grown_in_inference_mode_beside_a_write_of_its_base, make, compile_fn=compile_fn)
+        assert_matches_eager(
+            _view_grown_in_inference_mode_beside_a_write_of_its_base,
+            make,
+            compile_fn=compile_fn,
+            after_call=write_outputs,
+        )

@@ -70,8 +70,9 @@ __all__ = [
 #   (gaining grad so or not) gets a node that holds no input back (`LeafMutation.set_source_edge`).
 #   A later `x.set_(x)` under grad keeps that source (a subclass's, where no op wrote x between): its node's edge to
 #   x's history reaches the earlier node's. Set_() to a tensor computed from inputs (`x0.set_(f(x1))`), x's node
-#   holds back every input whose node its history reaches behind a set_ node (the run's history: a view input's set_
-#   node is a CopySlices, `view_set_nodes`), which eager's backward never runs (`Analysis.input_set_blocks`): the
+#   holds back every input whose node its history reaches behind a set_ node (the run's history: the set_ node of a
+#   view input, or of a view the program took with grad, is a CopySlices, `view_set_nodes`; so `x1[0].set_(x0)` holds
+#   x0 back behind x1's node), which eager's backward never runs (`Analysis.input_set_blocks`): the
 #   epilogue's set_ takes an alias with an edge to each (`blocking_holder`), so a returned view of a leaf behind it
 #   (x1, whose node the caller's write after the call may renew) gives the leaf no gradient, as in eager.
 #   A subclass input's is repeated at the wrapper level, its layout and its leaves' put back after; where the runtime
@@ -282,12 +283,13 @@ def intermediate_read_after_grad_set(
 
 def view_set_nodes(record: SwapRecord, tensors: Sequence[torch.Tensor]) -> frozenset[int]:
     """The sequence numbers of the set_ nodes of the inputs that are views (`tensors`, as the run ends) set_() under
-    grad: the CopySlices autograd numbers right after the set_()'s mark (Note [set_ Under Grad])."""
+    grad, and of the views the program took with grad and set_() so (of an input, `t0 = x1[0]; t0.set_(x0)`, or of
+    an intermediate): the CopySlices autograd numbers right after the set_()'s mark (Note [set_ Under Grad])."""
     return frozenset(
         record.grad_set_marks[id(t)] + 1
         for t in tensors
         if id(t) in record.grad_set_marks and _is_view_input(record, t)
-    )
+    ) | frozenset(record.view_set_seqs)
 
 
 def refuse_grad_set_onto_moved_source(

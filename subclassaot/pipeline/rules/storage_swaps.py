@@ -210,6 +210,30 @@ _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
 
 
+# eager's error, raised where an op bumps the (absent) version counter of an inference tensor
+_INFERENCE_WRITE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
+    "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+)
+
+
+def check_inference_write(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """An op of the program that writes (data, layout or storage), outside inference_mode, a plain tensor whose eager
+    version counter is absent (SwapRecord.counter_absent) raises in eager. The run's view of an inference tensor taken
+    after the block is none and has a counter, so its write would pass: raise eager's error (detach_() bumps no
+    counter and passes in eager too)."""
+    schema = getattr(func, "_schema", None)
+    if torch.is_inference_mode_enabled() or schema is None or func is torch.ops.aten.detach_.default:
+        return
+    for i, arg_schema in enumerate(schema.arguments):
+        arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+        if not (arg_schema.is_write and isinstance(arg, torch.Tensor)) or is_traceable_subclass(arg):
+            continue
+        if not arg.is_inference() and record.counter_absent(arg):  # (the run's inference tensor raises itself)
+            record.inference_write_raised = True
+            raise RuntimeError(_INFERENCE_WRITE)
+
+
 def _sets_to_itself(args: tuple[Any, ...], depth: int) -> bool:
     """`args[0].set_(args[1])` changes nothing but the version counter and, under no_grad, the gradient accumulator
     (Note [Gradient Accumulators Of Leaves]): the source is the tensor itself, or (under no_grad, where autograd
@@ -285,6 +309,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.record.absolute_frames:
                 check_absolute_frames(self.record)  # Note [as_strided On Inputs]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
+            check_inference_write(self.record, func, args, kwargs)
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
@@ -540,6 +565,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
         size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
         key_before = storage_key(args[0])
+        if self.record.stays_inference(args[0]):  # (a view of one too, taken inside the block or after it)
+            self.record.inference_tensors.add(id(args[0]))  # eager's stays an inference tensor on the new storage
+            self.record.pin(args[0])
         self._set(func, args, kwargs)
         if self.depth == 0:
             note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
@@ -649,6 +677,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:  # (Note [set_ Under Grad])
             self.record.grad_set_ids.add(id(t))
             self.record.view_set_bases.add(id(t))
+            self.record.view_set_seqs.add(self.record.grad_set_marks[id(x)] + 1)
             self.record.grad_set_nodes[id(t)] = GradSetNode.NUMBERED
             if source is not None:
                 root = self.record.view_root(source)
@@ -838,7 +867,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         source_inference=src.is_inference(),
                         source_base_gained=self.record.base_gained(src),
                     )
-                    self.record.family[id(o)] = root
+                    self.record.note_view_made(src, o, root)
                     if func is torch.ops.aten.detach.default and self.depth == 0:
                         self.record.note_detach(src, o)
                     if id(args[0]) in self.record.set_views:

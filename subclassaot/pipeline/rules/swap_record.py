@@ -135,6 +135,9 @@ class SwapRecord:
     grad_set_nodes: dict[int, GradSetNode] = field(default_factory=dict)
     view_set_gained: set[int] = field(default_factory=set)  # ... of those, the ones that did not require grad before
     view_set_sources: set[int] = field(default_factory=set)  # ... the view roots of the tensors they were set_() to
+    # ... the sequence numbers of the set_ nodes of those views (the base's CopySlices, numbered right after the
+    # set_()'s mark), a view of an input or of an intermediate alike (Note [set_ Under Grad])
+    view_set_seqs: set[int] = field(default_factory=set)
     # ... of those, the ones set_() as themselves, not through a view taken with grad on, by id() (Note [set_ Under
     # Grad])
     plain_grad_sets: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -180,8 +183,11 @@ class SwapRecord:
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
-    # id() of the tensors made there over such a storage (pinned): eager's stay inference tensors on any storage
+    # id() of the tensors made there over such a storage, and of the plain views of those (taken inside the block or
+    # after it: the run's are none after it) (pinned): eager's stay inference tensors on any storage
     inference_tensors: set[int] = field(default_factory=set)
+    # the program wrote such a view in place outside the block, which eager rejects: its run raised eager's error
+    inference_write_raised: bool = False
     # a view of a normal tensor, taken inside inference_mode, is being taken again outside it (under no_grad): its
     # ViewRecords say `inference_mode` (storage_swaps._call_viewing_normal)
     retaking_inference_view: bool = False
@@ -713,6 +719,26 @@ class SwapRecord:
         """Is eager's `t` an inference tensor: made inside an inference_mode block, or a view of one (taken after the
         block too, where the run's is none)?"""
         return t.is_inference() or (not is_traceable_subclass(t) and storage_key(t) in self.inference_made)
+
+    def note_view_made(self, source: torch.Tensor, view: torch.Tensor, family: int) -> None:
+        """`view` of `source` (a view op's or detach()'s result): of `source`'s family; eager's view of a plain
+        inference tensor is one (inference_tensors), taken after the block too."""
+        self.family[id(view)] = family
+        if not is_traceable_subclass(source) and self.stays_inference(source):
+            self.inference_tensors.add(id(view))
+
+    def stays_inference(self, t: torch.Tensor) -> bool:
+        """Is eager's plain `t` an inference tensor now: made inside an inference_mode block or a view of one (on any
+        storage set_() moved it to since), unless a `.data =` gave it the dispatch keys of other data since?"""
+        if id(t) in self.swapped_by_data:
+            return self.data_inference.get(id(t), False)
+        return t.is_inference() or id(t) in self.inference_tensors
+
+    def counter_absent(self, t: torch.Tensor) -> bool:
+        """Has eager's plain `t` no version counter, so that an in-place op on it outside inference_mode raises: an
+        inference tensor made inside the block or a view of one (not a detach() after the block: that has its own), or
+        a tensor such a one's `.data =` left without one?"""
+        return (self.stays_inference(t) and id(t) not in self.counted_inference) or id(t) in self.counterless
 
     def views_of(self, t: torch.Tensor) -> set[int]:
         """id() of the views taken so far whose chain of view ops (detach included) starts at `t`."""
