@@ -2053,7 +2053,7 @@ def views_of_a_view_before_requires_grad(x: T) -> object:
 
 
 def split_before_requires_grad(x: T) -> object:
-    a, _ = x.split([1, 1], 0)
+    a, _ = torch.split_with_sizes(x, [1, 1], 0)
     x.requires_grad_()
     return a, x * 3
 
@@ -2110,7 +2110,7 @@ def intermediate_viewed_before_requires_grad(x: T) -> object:
 
 
 def view_of_an_input_set_before_requires_grad(x: T, y: T) -> object:
-    x.set_(y)
+    set_to(x, y)
     with torch.enable_grad():
         v = x.view(-1)
     x.requires_grad_()

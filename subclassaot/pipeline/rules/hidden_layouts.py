@@ -98,8 +98,13 @@ __all__ = [
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
 #   leaf. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
 #   one autograd does not record, in eager as here (`SwapRecord.unrecorded_before_grad`): the leaf holds the written
-#   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned is
-#   refused (the runtime would replay it on the input that requires grad, with history).
+#   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned
+#   (here, under no_grad, over storage shared with another input: `SwapRecord.views_before_grad`) has no history in
+#   eager: it requires grad through its base, and rebuilds a history from it at a read where its counter moved since.
+#   The runtime replays it on the input, which requires grad by then, each step taken before the flag under no_grad
+#   (ViewStep.without_history; an in-place view op too: one with grad after the flag raises in eager), at the counter
+#   eager's view was made at, so autograd answers as eager's does. Refused where the chain starts at a tensor the
+#   program made (built from the graph's output, given the flag after) or passes one set_() or `.data =` moved.
 
 
 def check_view_taken_before_grad(path: str, value: torch.Tensor, swaps: SwapRecord, inputs: set[int]) -> None:
