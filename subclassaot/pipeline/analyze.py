@@ -77,7 +77,11 @@ from subclassaot.pipeline.rules.function_views import (
     function_view_replay,
     holds_input_leaves,
 )
-from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts, releaf_size
+from subclassaot.pipeline.rules.hidden_layouts import (
+    check_view_taken_before_grad,
+    refuse_stale_view_layouts,
+    releaf_size,
+)
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
     check_unreplayed_assigned_view,
@@ -628,15 +632,8 @@ def _analyze_outputs(
                 ),
             )
         check_input_view_rebuilt(value, info, run)
-        if isinstance(value, torch.Tensor) and run.swaps.views_before_grad:
-            chain = {id(value), *(id(r.source) for r in run.swaps.chain(value))}
-            if chain & run.swaps.views_before_grad:
-                raise UnsupportedError(
-                    f"{path} is a view of an input taken before the program made that input require grad "
-                    "(requires_grad_(), `.requires_grad = True`), or a view of such a view: eager's has none (or one rebuilt "
-                    "from the input, if written since), the compiled call, whose input requires grad before the graph "
-                    "runs, its own (Note [Leaves Laid Out Anew Under no_grad]). Return a clone, or view after the call"
-                )
+        if isinstance(value, torch.Tensor):
+            check_view_taken_before_grad(path, value, run.swaps, set(input_by_id))
         if gained and isinstance(value, torch.Tensor) and _flag_of_its_own(value, info, run):
             _check_flag_given_late(path, value, info, run)
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]

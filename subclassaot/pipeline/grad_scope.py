@@ -98,7 +98,8 @@ __all__ = [
 #   plain input sharing storage with another, whose stand-in is a view of a synthetic base that gains the flag at the
 #   call as eager's does, compiles where the reads were of the other inputs over the storage only (not of it, of an
 #   input whose `._base` it is, or of views of those: their stand-ins would require grad from the start), views of
-#   those taken before refused as outputs; others compile where eager's program, run on static fakes, records the
+#   those taken before replayed as Note [Leaves Laid Out Anew Under no_grad] has it; others compile where eager's
+#   program, run on static fakes, records the
 #   same autograd graphs for its outputs and the inputs it leaves with the input requiring grad from the start
 #   (nothing the caller sees reaches the earlier results: backward_probe.gain_unobserved), and are refused
 #   otherwise; in a call under no_grad that stays one, the flag is set before a graph autograd does not record; a

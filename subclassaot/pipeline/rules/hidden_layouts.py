@@ -37,6 +37,7 @@ from subclassaot.torch_internals import is_functional, storage_key, symint_expr
 
 __all__ = [
     "check_nograd_set_write",
+    "check_view_taken_before_grad",
     "differentiated_as_eager",
     "is_layout_op",
     "note_first_read",
@@ -97,8 +98,40 @@ __all__ = [
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
 #   leaf. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
 #   one autograd does not record, in eager as here (`SwapRecord.unrecorded_before_grad`): the leaf holds the written
-#   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned is
-#   refused (the runtime would replay it on the input that requires grad, with history).
+#   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned
+#   (here, under no_grad, over storage shared with another input: `SwapRecord.views_before_grad`) has no history in
+#   eager: it requires grad through its base, and rebuilds a history from it at a read where its counter moved since.
+#   The runtime replays it on the input, which requires grad by then, each step taken before the flag under no_grad
+#   (ViewStep.without_history; an in-place view op too: one with grad after the flag raises in eager), at the counter
+#   eager's view was made at, so autograd answers as eager's does. Refused where the chain starts at a tensor the
+#   program made (built from the graph's output, given the flag after) or passes one set_() or `.data =` moved.
+
+
+def check_view_taken_before_grad(path: str, value: torch.Tensor, swaps: SwapRecord, inputs: set[int]) -> None:
+    """An output that is (a view of) a view taken before the program made its root require grad
+    (`SwapRecord.views_before_grad`): the runtime replays it on the input that requires grad by then, each step taken
+    before the flag under no_grad (ViewStep.without_history), and autograd answers as eager's view does (requires_grad
+    through its base, no history unless its counter moved since: then one rebuilt from the input). Refused where the
+    chain starts at a tensor the program made (no input to replay it on before the flag; the runtime gives it the flag
+    once built, Note [Grad Mode And Autograd Reads]) or passes a tensor set_() or `.data =` moved."""
+    if not swaps.views_before_grad:
+        return
+    chain = [value]
+    while (record := swaps.views.get(id(chain[-1]))) is not None:
+        chain.append(record.source)  # (detach() included: eager's `._base` chain stops there, the flag's too)
+    if not {id(t) for t in chain} & swaps.views_before_grad:
+        return
+    moved = swaps.moved()
+    if id(chain[-1]) not in inputs or any(id(t) in moved for t in chain):
+        raise UnsupportedError(
+            f"{path} is a view of a tensor taken before the program made that tensor require grad "
+            "(requires_grad_(), `.requires_grad = True`), or a view of such a view, where that tensor is not an input "
+            "(the program made it) or a set_() or `.data =` moved one of the chain's tensors: eager's view has no "
+            "history (or one rebuilt from its base, if written since), which the compiled call, building it from "
+            "what the graph returns once the flag is set, cannot repeat (Note [Leaves Laid Out Anew Under no_grad]). "
+            "Return a clone, or view after the call"
+        )
+
 
 _LAYOUT_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_", "as_strided_"})
 

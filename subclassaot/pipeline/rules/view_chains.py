@@ -194,7 +194,7 @@ def _replay_of(
             step = replace(step, without_history=True)
         if step is not None and id(t) in run.swaps.data_aliases:
             step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
-        segment = [step, *(_inplace_step(r, set_sources) for r in own)]
+        segment = [step, *(_before_grad(_inplace_step(r, set_sources), t, r, run) for r in own)]
         if any(s is None for s in segment):
             return None
         segments.append([s for s in segment if s is not None])
@@ -239,6 +239,17 @@ def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
     before: eager's source requires grad through it, and its view has history (ViewRecord.source_base_gained)."""
     without = not record.source_requires_grad and not record.source_base_gained
     return record.grad_enabled and without and bool(run.swaps.requires_grad_set)
+
+
+def _before_grad(
+    step: ViewStep | None, t: torch.Tensor, record: InplaceViewRecord, run: FunctionalRun
+) -> ViewStep | None:
+    """Note [Leaves Laid Out Anew Under no_grad]: an in-place view op with grad on a view taken before the program made
+    its root require grad ran before that flag (eager raises for one after it, on a view of a leaf that requires
+    grad), with no history: replayed under no_grad, as the view steps before it (ViewStep.without_history)."""
+    if step is None or not record.grad_enabled or id(t) not in run.swaps.views_before_grad:
+        return step
+    return replace(step, without_history=True)
 
 
 def _assigned_view_step(
