@@ -627,11 +627,14 @@ def _epilogue(
     finals = dict(epilogue.final_copies)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
         _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first)
+    renewed = _renewed_before_the_call(plan)
     for j in epilogue.metadata:
         m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
         if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
             meta = set_target_layout(meta, outs[finals[j]])
-        _replay_metadata(dense, j, m, meta, sources)
+        # (inside inference_mode a set_() keeps the accumulator the call renewed before it ran)
+        with torch.inference_mode() if j in renewed else contextlib.nullcontext():
+            _replay_metadata(dense, j, m, meta, sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         # See Note [Stale View Functions]: a view takes its value first, in the layout it came with
@@ -801,6 +804,14 @@ def _replay_metadata(
             _grow_storage_to(x, m.new_storage_numel if m.resized else None)
             if m.metadata:  # (else only its storage grew under it)
                 x.as_strided_(size, stride, offset)
+
+
+def _renewed_before_the_call(plan: RuntimePlan) -> frozenset[DenseIndex]:
+    """The plain inputs whose gradient accumulator the runtime renewed before the compiled call, as the program's last
+    set_() under no_grad did before every read with grad (Note [Gradient Accumulators Of Leaves]): the epilogue's
+    set_() keeps it."""
+    first, layout = plan.analysis.self_set_first, plan.layout
+    return frozenset(j for t, s in enumerate(first) if s and layout.trees[t] is None for j in layout.leaves_of_input[t])
 
 
 def _grow_storage_to(x: torch.Tensor, numel: int | None) -> None:
