@@ -29,7 +29,7 @@ from subclassaot.pipeline.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
-from subclassaot.pipeline.backward_probe import eager_accumulator_sizes, gain_unobserved
+from subclassaot.pipeline.backward_probe import eager_accumulator_sizes, gain_unobserved, old_accumulators_dead
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
@@ -282,7 +282,7 @@ def _analysis(
 ) -> Analysis:
     run = f.run
     uses = wrapper_uses(run, layout)
-    kept_by_layout, renewed = _kept_accumulators(call, flat, run)
+    (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
     early_sets = early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
@@ -309,8 +309,8 @@ def _analysis(
             for k, t in enumerate(run.user_tensors)
         ),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
-        self_set_first=tuple(self_set_order(run.swaps, t) == "after" for t in run.user_tensors),
-        self_set_mixed=tuple(self_set_order(run.swaps, t) == "both" for t in run.user_tensors),
+        self_set_first=tuple(order == "after" for order in orders),
+        self_set_mixed=tuple(order == "both" for order in orders),
         read_after_grad_set=early_sets,
         input_set_blocks=blocks,
         kept_accumulators=tuple(
@@ -352,6 +352,16 @@ def _analysis(
         ),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
+
+
+def _self_set_orders(call: Callable[..., object], flat: FlatInputs, run: FunctionalRun) -> tuple[str | None, ...]:
+    """Per tensor input, where ops with grad read it around its last set_() under no_grad (`self_set_order`); a leaf
+    read both before and after, whose reads before made nodes that all died in eager (the functional run keeps every
+    result, so the probe asks eager), counts as read after only (Note [Gradient Accumulators Of Leaves])."""
+    orders = [self_set_order(run.swaps, t) for t in run.user_tensors]
+    both = [flat.tensor_indices[k] for k, order in enumerate(orders) if order == "both"]
+    dead = old_accumulators_dead(call, flat, both) if both else frozenset()
+    return tuple("after" if flat.tensor_indices[k] in dead else order for k, order in enumerate(orders))
 
 
 def _kept_accumulators(

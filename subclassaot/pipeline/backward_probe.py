@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
 
 import torch
+from torch.autograd.graph import get_gradient_edge
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
@@ -55,6 +56,7 @@ from subclassaot.torch_internals import (
     set_version,
     static_fake_copies,
     storage_key,
+    wrapper_grad_accumulator,
 )
 
 # Note [Probing Eager's Backward]
@@ -462,6 +464,30 @@ def eager_accumulator_sizes(
     except Exception:  # a program the probe cannot run
         return None
     return {i: frozenset(sizes.get(id(values[i]), ())) for i in leaves}
+
+
+def old_accumulators_dead(call: Callable[..., object], flat: FlatInputs, leaves: Sequence[int]) -> frozenset[int]:
+    """Of the leaf inputs at positions `leaves` in `flat.values`, each read with grad before and after its last set_()
+    under no_grad: those whose accumulators from before that set_() no graph reaches in eager, run on static fakes
+    (the outputs', and the inputs' as the program leaves them), so where results die as in eager: every node a read
+    before made died with its result (`x.data.copy_(x)`, a discarded `x.sin()`), and the leaf's one live accumulator
+    is the one the reads after made (Note [Gradient Accumulators Of Leaves]). Empty where the program does not run on
+    static fakes."""
+    dead: set[int] = set()
+    try:
+        with _eager_run(call, flat) as (outs, values):
+            tensors = [t for t in (*outs, *values) if isinstance(t, torch.Tensor)]
+            nodes = list(autograd_nodes([t.grad_fn for t in tensors]))
+            for i in leaves:
+                leaf = cast(torch.Tensor, values[i])
+                if not leaf.requires_grad or leaf.grad_fn is not None:
+                    continue
+                own = (wrapper_grad_accumulator if is_traceable_subclass(leaf) else get_gradient_edge)(leaf).node
+                if not any(getattr(n, "variable", None) is leaf and n is not own for n in nodes):
+                    dead.add(i)
+    except Exception:  # a program the probe cannot run
+        return frozenset()
+    return frozenset(dead)
 
 
 def gain_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Sequence[int]) -> bool:

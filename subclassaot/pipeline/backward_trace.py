@@ -659,8 +659,8 @@ def refuse_set_beside_returned_leaves(
 
 
 def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
-    """Refuse a raising backward where the program read a leaf with grad both before and after its x.set_(x)
-    under no_grad (Note [Gradient Accumulators Of Leaves])."""
+    """Refuse a raising backward where the program read a leaf with grad both before and after its set_() under
+    no_grad, by ops whose results live on (Note [Gradient Accumulators Of Leaves])."""
     flat, analysis = setup.flat, setup.analysis
     # outputs eager's backward reaches the leaf's last accumulator through outside the Function: the input itself,
     # or a view the runtime regenerates from an input
@@ -672,8 +672,9 @@ def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
         real = flat.values[flat.tensor_indices[i]]
         if outside and analysis.self_set_mixed[i] and isinstance(real, torch.Tensor) and real.is_leaf:
             raise UnsupportedError(
-                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() to itself under no_grad and read with grad "
-                f"both before and after its last such set_(), and the program's backward fails in eager ({error}): "
+                f"{flat.leaves[flat.tensor_indices[i]].path} is set_() under no_grad (to itself or to another "
+                "tensor) and read with grad both before and after its last such set_(), by ops whose results live on, "
+                f"and the program's backward fails in eager ({error}): "
                 "eager's nodes feed two gradient accumulators of that leaf, the output that is (a view of) it the "
                 "last one, which the compiled Function's one edge cannot reproduce, nor so which gradients eager "
                 "accumulates before it raises (Note [Gradient Accumulators Of Leaves]). Read a clone "

@@ -633,14 +633,9 @@ def _epilogue(
         for j in epilogue.metadata
         if (m := mutations[j]).set_source is not None
     }
-    finals = dict(epilogue.final_copies)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
         _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first)
-    for j in epilogue.metadata:
-        m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
-        if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
-            meta = set_target_layout(meta, outs[finals[j]])
-        _replay_metadata(dense, j, m, meta, sources)
+    _replay_layouts(plan, epilogue, ev, (dense, outs, symbols), sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         # See Note [Stale View Functions]: a view takes its value first, in the layout it came with
@@ -814,6 +809,34 @@ def _replay_metadata(
             if m.metadata:  # (else only its storage grew under it)
                 with inside:
                     x.as_strided_(size, stride, offset)
+
+
+def _replay_layouts(
+    plan: RuntimePlan,
+    epilogue: EpiloguePlan,
+    ev: MetaEvaluator,
+    call: tuple[list[torch.Tensor], list[object], dict[str, int]],
+    sources: dict[DenseIndex, torch.Tensor],
+) -> None:
+    """The dense inputs' metadata and storage changes (`call`: the dense inputs, the graph's outputs, the symbols)."""
+    dense, outs, symbols = call
+    mutations, finals, renewed = plan.analysis.mutations, dict(epilogue.final_copies), _renewed_before_the_call(plan)
+    for j in epilogue.metadata:
+        m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
+        if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
+            meta = set_target_layout(meta, outs[finals[j]])
+        # (inside inference_mode a set_() keeps the accumulator renewed before the call: `renew_grad_accumulator`)
+        keep = j in renewed and dense[j].is_leaf and dense[j].requires_grad
+        with torch.inference_mode() if keep else contextlib.nullcontext():
+            _replay_metadata(dense, j, m, meta, sources)
+
+
+def _renewed_before_the_call(plan: RuntimePlan) -> frozenset[DenseIndex]:
+    """The plain inputs whose gradient accumulator the runtime renewed before the compiled call, as the program's last
+    set_() under no_grad did before every read with grad (Note [Gradient Accumulators Of Leaves]): the epilogue's
+    set_() keeps it."""
+    first, layout = plan.analysis.self_set_first, plan.layout
+    return frozenset(j for t, s in enumerate(first) if s and layout.trees[t] is None for j in layout.leaves_of_input[t])
 
 
 def _grow_storage_to(x: torch.Tensor, numel: int | None) -> None:

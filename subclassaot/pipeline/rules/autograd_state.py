@@ -213,10 +213,15 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 #   moved the counter the views share), that makes a node: one returning its argument unwritten (`requires_grad_()`,
 #   a `contiguous()`) makes none (the inputs the functional run takes as views have a history, the leaves none); a
 #   custom Function's apply with grad makes one whose edges hold its inputs' accumulators, though its forward's ops
-#   run with grad off.
+#   run with grad off. A read before counts only where a node it made lives on: one whose result died
+#   (`x.data.copy_(x)`, a discarded `x.sin()`) left an accumulator nothing reaches, so the functional run, which keeps
+#   every result, asks eager on static fakes (backward_probe.old_accumulators_dead).
 #   Read before and after the last set_(), eager's nodes feed two accumulators and the Function's one edge cannot: a
 #   backward error is refused where such a leaf is an input and an output is (a view of) an input
-#   (backward_trace's refuse_reads_around_self_set). Other set_() calls are replayed as set_() already.
+#   (backward_trace's refuse_reads_around_self_set).
+# - set_() to another tensor under no_grad renews too: the epilogue replays it as set_(), which renews after the call
+#   by itself; where every read comes after it, the runtime renews before the call as above and the epilogue's set_()
+#   runs inside inference_mode, where it keeps the accumulator.
 #
 # Gradients Passed Through:
 # Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that

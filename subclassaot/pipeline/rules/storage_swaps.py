@@ -571,6 +571,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self._set(func, args, kwargs)
         if self.depth == 0:
             note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
+            if not torch.is_grad_enabled() and args[0].requires_grad:  # Note [Gradient Accumulators Of Leaves]
+                note_self_set(self.record, args[0])
             if not torch.is_grad_enabled() and (
                 layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before
             ):
