@@ -720,9 +720,8 @@ def _analyzed(
                 fakes[i].requires_grad_(True)
             training = True
             before = analysis
-            with (
-                torch.enable_grad()
-            ):  # its reads answer as eager's, before the flag (Note [Grad Mode And Autograd Reads])
+            # its reads answer as eager's did, before the flag (Note [Grad Mode And Autograd Reads])
+            with torch.enable_grad():
                 analysis = prog.analyze(layout, before.autograd_reads)
             check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
         # (an input gaining grad last, after a read of another over its storage: apart, that read would be no read of
