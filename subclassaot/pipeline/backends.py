@@ -199,14 +199,15 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 # - Input writes kept in the graph. A backend that compiles a graph writing its own inputs (inductor: a copy_ into a
 #   placeholder becomes a store of the kernel that computes the value) saves the epilogue's copy and a pass over the
 #   data. `graph_writes` picks the writes it may take: in an inference entry whose graph inputs require no grad (nothing
-#   for autograd to record), with the generated runner, a new value of an input's own elements in its own layout (an
-#   ORIGINAL update of a leaf with no metadata change, no final copy, nonzero static strides: no repeated location) that
-#   no alias group shares, and a value the graph returns nowhere else (so no output can come back as the input's
-#   buffer). The graph gets `aten.copy_(input, value)` before its output, after every read; its outputs stay as they
-#   are, and the runner skips those copies and settles the version counters as before: a kernel's store leaves the
-#   counter as it was, a fallback copy_ advances it, and the settle step makes either eager's. The eager backend's
-#   graph takes them too: where the value is `op(input, ...)` and nothing can tell the difference (`_in_place`), the
-#   op becomes its in-place overload (`add` -> `add_`), which is what eager's kernel did, and no copy is made at all.
+#   for autograd to record; where it records the graph's run, a program making new leaves, no write eager hid from it:
+#   the input would get the value's history), with the generated runner, a new value of an input's own elements in its
+#   own layout (an ORIGINAL update of a leaf with no metadata change, no final copy, nonzero static strides: no repeated
+#   location) that no alias group shares, and a value the graph returns nowhere else (so no output can come back as the
+#   input's buffer). The graph gets `aten.copy_(input, value)` before its output, after every read; its outputs stay as
+#   they are, and the runner skips those copies and settles the version counters as before: a kernel's store leaves the
+#   counter as it was, a fallback copy_ advances it, and the settle step makes either eager's. The eager backend's graph
+#   takes them too: where the value is `op(input, ...)` and nothing can tell the difference (`_in_place`), the op
+#   becomes its in-place overload (`add` -> `add_`), which is what eager's kernel did, and no copy is made at all.
 # - One tensor for two outputs. Inductor returns one buffer for two outputs that alias entirely (an input's new value
 #   `alias(t)` and the fresh output `t`, after `x.data = t`). The training Function returns each tensor once, an
 #   alias of it the second time (autograd_function's `_distinct_outputs`): marked non-differentiable as the input's

@@ -38,6 +38,7 @@ from subclassaot.runtime.steps import EpiloguePlan, build_order, bumped_input_so
 from subclassaot.schemas import (
     AliasGroupRef,
     InputArg,
+    LeafMutation,
     LeafSource,
     Meta,
     OutputInfo,
@@ -139,6 +140,8 @@ def graph_writes(plan: RuntimePlan) -> tuple[tuple[int, int], ...]:
         m = mutations[j]
         if j in finals or m.metadata or m.storage_changed or j not in inputs:
             continue
+        if any(plan.analysis.new_leaves) and _hidden_write(m, final=False):
+            continue  # (autograd records the graph's run: its write would give the input the value's history)
         if not all(type(s) is int and s != 0 for s in m.final_meta[1]):
             continue
         writes.append((inputs.index(j), k))
@@ -365,13 +368,19 @@ def _epilogue(w: _Writer, plan: RuntimePlan, call: GraphCall, epilogue: Epilogue
         w.line(f"_usv(({''.join(f'{t}, ' for t, _, _ in counters)}), ({targets}))")
 
 
+def _hidden_write(m: LeafMutation, *, final: bool) -> bool:
+    """Is the epilogue's copy of this write one autograd must not record (eager's write was hidden from it: under
+    no_grad, through `.data`, a storage swap)?"""
+    hidden = not m.autograd_visible or m.hidden_from_autograd or m.storage_changed or not m.visible_through_self
+    return hidden and not (final and m.written_after_data)
+
+
 def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, final: bool) -> None:
     """epilogue_plan.copy_into, its decisions taken here. Its version-counter steps are left out: the settle step
     after the copies (every written leaf is in `EpiloguePlan.versions`) sets the counter from the one read before the
     call, whatever the copy did to it, and nothing between reads it."""
     m = plan.analysis.mutations[j]
-    hidden = not m.autograd_visible or m.hidden_from_autograd or m.storage_changed or not m.visible_through_self
-    hidden = hidden and not (final and m.written_after_data)
+    hidden = _hidden_write(m, final=final)
     size, stride, _ = m.final_meta
     # No metadata change: the leaf has the layout its guards checked, and no repeated location where its strides
     # are nonzero numbers.

@@ -968,6 +968,71 @@ def test_new_leaf_in_a_program_writing_inputs_outside_autograd_matches_eager(
         assert_matches_eager(f, make_inputs)
 
 
+def new_leaf_written_into_its_input_under_no_grad(source: str, write: str, returned: str) -> Callable[[T], object]:
+    """A new leaf made from input x (a clone, its detach(), a computed tensor), written into x under no_grad; x
+    returned, alone or beside a result of the leaf."""
+
+    def f(x: T) -> object:
+        t = x.clone() if source == "clone" else x.detach() if source == "detach" else x.mul(2)
+        t.requires_grad_()  # a new autograd leaf
+        with torch.set_grad_enabled(False):
+            if write == "add_":
+                x.add_(t)
+            else:
+                x.copy_(t)
+        return (x,) if returned == "input" else (x, t * 3)
+
+    return f
+
+
+_WRITTEN_UNDER_NO_GRAD = [
+    (source, write, returned)
+    for source in ("clone", "detach", "computed")
+    for write in ("add_", "copy_")
+    for returned in ("input", "input_and_leaf")
+]
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad_call", "no_grad_call"])
+@pytest.mark.parametrize(("source", "write", "returned"), _WRITTEN_UNDER_NO_GRAD)
+def test_new_leaf_written_into_its_input_under_no_grad_matches_eager(
+    source: str, write: str, returned: str, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 117700 #5576 (DIVERGED, training): `t0 = x0.clone(); t0.requires_grad_(); with no_grad: x0.add_(t0)`.
+    Autograd records the graph's run (Note [Training Without A Function]), and the graph itself wrote the input (its
+    add became the in-place add_ of the eager backend, Note [What A Backend Receives And Returns]): x0 got the leaf's
+    history, where eager's stays a leaf without grad. A write hidden from autograd is the epilogue's, below autograd.
+    A detach() made a leaf and returned beside the written input, in a call with grad, stays refused."""
+    f = new_leaf_written_into_its_input_under_no_grad(source, write, returned)
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(2, 4, 4),)
+
+    with torch.set_grad_enabled(grad):
+        if grad and source == "detach" and returned == "input_and_leaf" and write == "add_" and compile_fn is None:
+            with pytest.raises(UnsupportedError, match="not an input .* writes an input"):
+                subclassaot.compile(f, backend="eager")(torch.randn(2, 4, 4))
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad_call", "no_grad_call"])
+def test_new_leaf_of_a_pair_written_into_its_input_under_no_grad(grad: bool, compile_fn: CompileFn | None) -> None:
+    """The program above over a PairTensor input: its new leaf is a PairTensor, refused by name in a call with grad;
+    a call under no_grad makes no leaf (the flag alone), and matches eager."""
+    f = new_leaf_written_into_its_input_under_no_grad("clone", "add_", "input")
+
+    def make() -> tuple[object, ...]:
+        return (pair(2, 4, 4),)
+
+    with torch.set_grad_enabled(grad):
+        if grad:
+            assert_refused(f, make, compile_fn, "not an input, a PairTensor")
+        else:
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
 def new_leaf_beside_a_data_write_of_a_leaf(x: T, w: T) -> object:
     x.data.fill_(-1.0)
     y = w.detach().mul(2)

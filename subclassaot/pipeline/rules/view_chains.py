@@ -175,6 +175,8 @@ def _replay_of(
     changed_base: int | None = None
     while id(t) not in input_by_id and (id(t) not in earlier or _changed_since(t, first, run)):
         # (an earlier output whose metadata changed after this view was taken from it: replay from its own source)
+        if _grown_base_output(t, value, earlier, run):
+            break
         record = run.swaps.views.get(id(t))
         if record is None:
             break
@@ -229,6 +231,17 @@ def _replay_of(
     if base is not None and not is_traceable_subclass(value):
         return _from_base_within(base, objects, segments, run)
     return None
+
+
+def _grown_base_output(t: torch.Tensor, value: torch.Tensor, earlier: dict[int, int], run: FunctionalRun) -> bool:
+    """Is `t` an earlier output, eager's plain `._base` of plain output `value`, that a resize_() grew after the view
+    was taken (`t0 = x.detach(); t1 = t0.view(...); t0.resize_(n); return t0, t1`)? A growing resize_() reallocates
+    the storage in place, under every tensor over it: eager's `t1` stays a view of `t0`, over the storage `t0` ends
+    on, so it is replayed from that output as it was laid out when viewed (`_from_changed_source`), not rebuilt over
+    the input the chain started from (whose history and `._base` are not eager's)."""
+    if id(t) not in earlier or id(t) not in run.swaps.grown_ids or id(t) in run.swaps.swapped_ids:
+        return False
+    return t is value._base and not is_traceable_subclass(t) and not is_traceable_subclass(value)
 
 
 def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
