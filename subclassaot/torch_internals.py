@@ -393,11 +393,13 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
 
 def reads_flag_of_base(t: torch.Tensor) -> bool:
     """`requires_grad_through_base`, or such a view whose base was written since (its grad_fn raises where the base
-    requires grad): either way it has no flag of its own until requires_grad_() gives it one."""
+    requires grad): either way it has no flag of its own until requires_grad_() gives it one. Reads no grad_fn of a
+    view of another creation meta: that read rebuilds the history of a view whose base was written (a side effect,
+    wrong where the read comes inside autograd's rebuild of another view's, as a custom Function's apply does)."""
     if requires_grad_through_base(t):
         return True
     modes = (_CreationMeta.NO_GRAD_MODE, _CreationMeta.INFERENCE_MODE)
-    return grad_fn_raises(t) and torch._C._autograd._get_creation_meta(t) in modes
+    return t._is_view() and torch._C._autograd._get_creation_meta(t) in modes and grad_fn_raises(t)
 
 
 def take_creation_meta(view: torch.Tensor, source: torch.Tensor) -> None:

@@ -85,7 +85,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
-    elif name == "requires_grad" and args and _reads_unpassed_base(record, args[0]):
+    elif name == "requires_grad" and not inside and args and _reads_unpassed_base(record, args[0]):
         answer = False
     else:
         answer = _run_read(record, name, args, call)
@@ -98,7 +98,8 @@ def _reads_unpassed_base(record: SwapRecord, t: object) -> bool:
     """Is `t` a view (taken under no_grad, no flag of its own) whose flag is eager's root base's, the base of a view
     input that required no grad when passed, which is no input? That base requires none (neither did its view), and
     the program cannot reach it, where the run's root, the input's stand-in laid out anew, may have gained the flag
-    since. Guarded: the input stays a view (Note [Grad Mode And Autograd Reads])."""
+    since. Guarded: the input stays a view (Note [Grad Mode And Autograd Reads]). A program's read only: one inside an
+    op's dispatch is the run's rules' (`read`)."""
     if not isinstance(t, torch.Tensor) or id(t) in record.own_flags or not reads_flag_of_base(t):
         return False
     root = record.view_root(t, through_swaps=True)
