@@ -730,8 +730,9 @@ def _analyzed(
         if untraced:
             # See Note [Synthetic Bases]: trace the untouched aliases as separate inputs.
             layout = _apart_layout(prog, untraced, whole_storage)
+            replay = analysis.autograd_reads if gains_grad else None  # (eager's, before the flag: as above)
             with torch.enable_grad() if training else _ambient_grad():
-                analysis = prog.analyze(layout)
+                analysis = prog.analyze(layout, replay)
     check_grad_factories(analysis.grad_factories, training=training)
     check_grad_reenabled(analysis.grad_reenabled, training=training)
     if training:

@@ -419,3 +419,21 @@ def test_a_read_branch_on_requires_grad_recompiles_for_an_input_that_requires_gr
                 torch.testing.assert_close(out, expected)
                 assert out.requires_grad == expected.requires_grad
                 assert x.requires_grad == ref.requires_grad
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_read_of_a_view_input_beside_its_base_before_the_program_makes_it_require_grad(
+    compile_fn: CompileFn | None, kind: str
+) -> None:
+    # the fuzz smoke (seed 0, wide vocabulary): the untouched alias group traced apart was analyzed again with the view
+    # requiring grad from the start, and its read answered True: no flag set, outputs without history
+    def f(x0: T, x1: T) -> object:
+        if not x0.requires_grad:
+            x0.requires_grad_()
+        return (x0[1:2].clone().transpose(0, 2), x0.requires_grad)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2, 3) if kind == "plain" else pair(2, 3)
+        return (b0.view(2, 1, 3), b0)
+
+    check_with_grad(f, make_inputs, compile_fn)
