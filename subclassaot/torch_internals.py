@@ -402,6 +402,16 @@ def reads_flag_of_base(t: torch.Tensor) -> bool:
     return t._is_view() and torch._C._autograd._get_creation_meta(t) in modes and grad_fn_raises(t)
 
 
+def is_leaf_before_base_write(t: torch.Tensor) -> bool:
+    """`t.is_leaf` as it read before its base was written, where reading it now raises autograd's view-after-write
+    error (a view made under no_grad or by a multi-output op, whose base was written since): one made under no_grad
+    had no history (a leaf), one made with grad had its view node. A compile's inputs are read again by a tangent
+    retrace after the compiled call wrote them (Note [Tangent Retrace]): this read gives what the compile read."""
+    if grad_fn_raises(t):
+        return reads_flag_of_base(t)
+    return bool(t.is_leaf)
+
+
 def take_creation_meta(view: torch.Tensor, source: torch.Tensor) -> None:
     """Give autograd view `view` the creation meta of autograd view `source` (what a view taken with grad of `source`
     inherits: autograd's propagate_creation_meta keeps anything over DEFAULT)."""

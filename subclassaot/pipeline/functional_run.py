@@ -39,6 +39,7 @@ from subclassaot.torch_internals import (
     autograd_sequence_mark,
     clone_keeps_type,
     is_fake,
+    is_leaf_before_base_write,
     replay_view,
     storage_key,
     to_functional,
@@ -238,7 +239,7 @@ def _clone_inputs(
                 clone = cast(torch.Tensor, _InnerClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
             else:
                 real = flat.values[flat.tensor_indices[i]]
-                clone = _strided_clone(original, isinstance(real, torch.Tensor) and real.grad_fn is None)
+                clone = _strided_clone(original, isinstance(real, torch.Tensor) and is_leaf_before_base_write(real))
             if i in view_clone_inputs and not clone._is_view():
                 clone = clone.view_as(clone)  # Note [Input Updates]
             elif i in late and clone._is_view():
@@ -284,7 +285,12 @@ def _note_grad_inputs(
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
         real = flat.values[index]
-        if isinstance(real, torch.Tensor) and real.requires_grad and real._is_view() and real.grad_fn is None:
+        if (
+            isinstance(real, torch.Tensor)
+            and real.requires_grad
+            and real._is_view()
+            and is_leaf_before_base_write(real)
+        ):
             # a view requiring grad of its own, over a base that requires none: eager's views of it taken under
             # no_grad require none (SwapRecord.view_input_gains, the flag there before the program's first op)
             record.view_input_gains.setdefault(id(tensor), -1)
@@ -729,7 +735,11 @@ def _leaf_inputs(flat: FlatInputs, layout: DenseLayout, as_views: set[int], *, r
     found = []
     for i, leaves in enumerate(layout.leaves_of_input):
         real = flat.values[flat.tensor_indices[i]]
-        if not isinstance(real, torch.Tensor) or not real.is_leaf or real.requires_grad != requires_grad:
+        if (
+            not isinstance(real, torch.Tensor)
+            or not is_leaf_before_base_write(real)
+            or real.requires_grad != requires_grad
+        ):
             continue
         if not requires_grad and real._is_view():  # (a view input made to require grad: its own rule)
             continue
