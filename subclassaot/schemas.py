@@ -189,8 +189,9 @@ class LeafMutation:
     # set_() to a new storage: its size in elements, where concrete (an intermediate's, which the leaf may cover in
     # part: a view of it taken after reads past the leaf's elements); else None: just the leaf's
     new_storage_numel: int | None = None
-    # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) all run under no_grad: eager leaves
-    # its grad_fn as it was, and so does the epilogue's as_strided_ (Note [Leaves Laid Out Anew Under no_grad])
+    # a plain input whose metadata changed by in-place view ops (t_, unsqueeze_) and set_()s all run under no_grad:
+    # eager leaves its grad_fn as it was, and so does the epilogue's layout op (Note [Leaves Laid Out Anew Under
+    # no_grad])
     metadata_hidden: bool = False
     # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
     # view of it: when (Note [History Kept Through .data =])

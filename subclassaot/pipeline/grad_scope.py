@@ -217,11 +217,16 @@ def check_flagless_view_set(record: SwapRecord, e: Exception) -> None:
     torch function mode sees (set_() of a view taken before the flag, or under no_grad), so
     `check_flagless_view_reads` could not refuse it before it ran. Eager's view takes requires_grad from the input's
     base (none) and its write records nothing; the run's view follows the input's stand-in, which requires grad,
-    whose views taken before the flag or under no_grad autograd does not let be written. (Where eager's write raises
-    too, a refusal is as good.)"""
-    if not record.view_input_gains or not any(m in str(e) for m in VIEW_OF_GRAD_LEAF_WRITTEN):
+    whose views taken before the flag or under no_grad autograd does not let be written. So too before the program's
+    requires_grad_() on such an input, whose stand-in a training compile makes require grad from the start
+    (`_flag_set_ahead`). (Where eager's write raises too, a refusal is as good.)"""
+    if not any(m in str(e) for m in VIEW_OF_GRAD_LEAF_WRITTEN):
         return
-    gained = next((t for t in record.run_inputs if id(t) in record.view_input_gains), None)
+    gained = next(
+        (t for t in record.run_inputs if id(t) in record.view_input_gains or _flag_set_ahead(record, t)), None
+    )
+    if gained is None and not record.view_input_gains:
+        return
     raise UnsupportedError(
         f"{'' if gained is None else input_named(record, gained)}the program turns requires_grad on for this input "
         "(or it came so), a view of a tensor that does not require grad, and then computes with grad enabled (set_(), "
@@ -231,6 +236,17 @@ def check_flagless_view_set(record: SwapRecord, e: Exception) -> None:
         "Take the view after requires_grad_(), call set_() under torch.no_grad(), or call requires_grad_() outside the "
         "compiled function"
     ) from e
+
+
+def _flag_set_ahead(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Does the run's stand-in `t` require grad where its input, a view of a tensor requiring none, does not (yet)?
+    A training compile makes such an input, which the program makes require grad later, require it from the start
+    (not a leaf laid out anew: Note [Leaves Laid Out Anew Under no_grad])."""
+    found = record.input_positions.get(id(t))
+    if found is None or not t.requires_grad:
+        return False
+    real = found[1]
+    return not real.requires_grad and real._base is not None and not real._base.requires_grad
 
 
 def flagless_view_history_raises(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

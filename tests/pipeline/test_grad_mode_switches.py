@@ -3442,6 +3442,45 @@ def test_set_with_grad_of_a_view_taken_before_a_view_input_requires_grad_refused
             subclassaot.compile(f)(*make())
 
 
+def set_of_a_no_grad_view_then_the_flag(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0.view((4, 1))
+    t0.set_(t0)  # type: ignore[call-overload]
+    x0.requires_grad_()
+    return ()
+
+
+def set_of_a_no_grad_view_then_the_flag_then_read(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0.view((4, 1))
+    t0.set_(t0)  # type: ignore[call-overload]
+    x0.requires_grad_()
+    return (x0 * 2,)
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f", [set_of_a_no_grad_view_then_the_flag, set_of_a_no_grad_view_then_the_flag_then_read], ids=["set", "read"]
+)
+def test_set_with_grad_of_a_no_grad_view_before_a_view_input_requires_grad_refused(
+    f: Callable[..., object], subclass: bool
+) -> None:
+    """The set_() with grad of a view taken under no_grad comes before the program's requires_grad_() on the input,
+    a view of a tensor that requires none: eager's view requires no grad then, and its set_() runs. A training
+    compile makes the run's stand-in require grad from the start, and autograd raised "A view was created in no_grad
+    mode" at the set_(), which no torch function mode sees (fuzz seed 117700, program 8608: CRASHED). Refused by
+    name, as the set_() after the flag is."""
+
+    def make() -> tuple[T]:
+        base = torch.randn((2, 1, 2))
+        return ((PairTensor.from_tensor(base) if subclass else base).unbind(1)[0],)
+
+    with torch.enable_grad():
+        f(*make())  # eager runs it
+        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
+            subclassaot.compile(f)(*make())
+
+
 def view_taken_before_the_view_input_requires_grad(x0: T) -> object:
     t0 = x0.unsqueeze(-1)
     x0.requires_grad_()

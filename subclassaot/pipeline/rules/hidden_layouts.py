@@ -61,9 +61,10 @@ __all__ = [
 # grad that reads x after makes the accumulator at the new size: the gradient arrives in the new layout. Where an op
 # with grad read x before the change and its result is still alive, that old accumulator is found again, and eager's
 # backward fails its size check ("... returned an invalid gradient ... expected shape compatible with ..."), or sums a
-# gradient that expands to it down to it. On a non-leaf, a no_grad in-place view op leaves its grad_fn expecting the old
-# layout, so the epilogue replays such a change under no_grad too, even where other writes make the input's mutation
-# autograd-visible (a backward through the new x then raises, as in eager).
+# gradient that expands to it down to it. On a non-leaf, a no_grad in-place view op (or set_()) leaves its grad_fn
+# expecting the old layout, so the epilogue replays such a change under no_grad too, even where other writes make the
+# input's mutation autograd-visible (a backward through the new x then raises, as in eager; a view's history is rebuilt
+# from its base at the next read, or raises there for an output of unbind(), as eager's does).
 # The joint trace runs the leaf as a clone (Note [Training Through A Joint Graph]), whose CloneBackward0 recorded the
 # old size, and the compiled Function's edge to the real leaf's accumulator is made before the epilogue replays the
 # change. So:

@@ -79,12 +79,15 @@ def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i:
 
 
 def _metadata_hidden(run: FunctionalRun, final: torch.Tensor) -> bool:
-    """A plain input whose metadata the program changed by in-place view ops all run under no_grad
-    (`LeafMutation.metadata_hidden`)."""
+    """A plain input whose metadata the program changed by in-place view ops and set_()s all run under no_grad
+    (`LeafMutation.metadata_hidden`): its last set_() among them (an earlier one under grad recorded a node)."""
     if is_traceable_subclass(final) or not any(final is t for t in run.user_tensors):
         return False
     view_ops = run.swaps.inplace_views.get(id(final), [])
-    return bool(view_ops) and not any(r.grad_enabled for r in view_ops)
+    if any(r.grad_enabled for r in view_ops) or id(final) in run.swaps.grad_set_ids:
+        return False
+    last_set = run.swaps.plain_sets.get(id(final))  # (seq, grad enabled)
+    return bool(view_ops) or (last_set is not None and not last_set[1])
 
 
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
