@@ -4478,7 +4478,7 @@ def test_own_flag_on_a_view_of_a_view_input_made_to_require_grad(
     f = _own_flag_on_view(setter, order)
     make_inputs = _view_of_unpassed_base(kind, base)
     if grad and order == "view first" and (base == "root" or kind == "pair"):
-        match = "view of an input taken before" if base == "root" else "on this input after computing from it"
+        match = "view of a tensor taken before" if base == "root" else "on this input after computing from it"
         refused_with_grad(f, make_inputs, compile_fn, match)
     elif grad and order == "view first":
         refused_with_grad(f, make_inputs, compile_fn, FLAGLESS_VIEW_READ)

@@ -114,7 +114,8 @@ def check_view_taken_before_grad(path: str, value: torch.Tensor, swaps: SwapReco
     before the flag under no_grad (ViewStep.without_history), and autograd answers as eager's view does (requires_grad
     through its base, no history unless its counter moved since: then one rebuilt from the input). Refused where the
     chain starts at a tensor the program made (no input to replay it on before the flag; the runtime gives it the flag
-    once built, Note [Grad Mode And Autograd Reads]) or passes a tensor set_() or `.data =` moved."""
+    once built, Note [Grad Mode And Autograd Reads]), passes a view the program gave a flag of its own (a leaf in eager,
+    replayed here as a view under no_grad without one) or a tensor set_() or `.data =` moved."""
     if not swaps.views_before_grad:
         return
     chain = [value]
@@ -123,11 +124,13 @@ def check_view_taken_before_grad(path: str, value: torch.Tensor, swaps: SwapReco
     if not {id(t) for t in chain} & swaps.views_before_grad:
         return
     moved = swaps.moved()
-    if id(chain[-1]) not in inputs or any(id(t) in moved for t in chain):
+    flagged = any(id(t) in swaps.requires_grad_set for t in chain[:-1])  # a flag of its own: not its base's
+    if id(chain[-1]) not in inputs or flagged or any(id(t) in moved for t in chain):
         raise UnsupportedError(
             f"{path} is a view of a tensor taken before the program made that tensor require grad "
             "(requires_grad_(), `.requires_grad = True`), or a view of such a view, where that tensor is not an input "
-            "(the program made it) or a set_() or `.data =` moved one of the chain's tensors: eager's view has no "
+            "(the program made it), the program gave one of the chain's views a flag of its own (requires_grad_() "
+            "on it), or a set_() or `.data =` moved one of the chain's tensors: eager's view has no "
             "history (or one rebuilt from its base, if written since), which the compiled call, building it from "
             "what the graph returns once the flag is set, cannot repeat (Note [Leaves Laid Out Anew Under no_grad]). "
             "Return a clone, or view after the call"
