@@ -285,14 +285,12 @@ def _note_grad_inputs(
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
         real = flat.values[index]
-        if (
-            isinstance(real, torch.Tensor)
-            and real.requires_grad
-            and real._is_view()
-            and is_leaf_before_base_write(real)
-        ):
+        like = None if requires_grad_like is None else requires_grad_like[position]
+        ahead = like is not None and like.requires_grad  # (the program makes it require grad: set from the start)
+        if isinstance(real, torch.Tensor) and (real.requires_grad or ahead) and _flag_of_its_own(real):
             # a view requiring grad of its own, over a base that requires none: eager's views of it taken under
-            # no_grad require none (SwapRecord.view_input_gains, the flag there before the program's first op)
+            # no_grad require none (SwapRecord.view_input_gains, the flag there before the program's first op; so
+            # too where the compile sets ahead a flag the program sets later, as eager's would run with it so)
             record.view_input_gains.setdefault(id(tensor), -1)
     # (inputs made to require grad: where grad mode is on at the call)
     late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
@@ -305,6 +303,13 @@ def _note_grad_inputs(
             record.releafed[id(user_tensors[i])] = None
         record.releafable = {id(user_tensors[i]) for i in _leaf_inputs(flat, layout, as_views, requires_grad=True)}
         note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
+
+
+def _flag_of_its_own(real: torch.Tensor) -> bool:
+    """Is the input `real` a view whose flag, where it requires grad, is its own, its base requiring none (eager's
+    views of it take requires_grad from that base)?"""
+    base = real._base
+    return real._is_view() and is_leaf_before_base_write(real) and base is not None and not base.requires_grad
 
 
 def _note_input_storages(

@@ -176,8 +176,10 @@ def check_flagless_view_reads(
     an input the program made require grad, which is a view of a tensor requiring none (`out` None: before the call,
     where only writes are refused, which the run would fail with autograd's own error). Eager's view takes requires_grad
     from that base, or was made under no_grad; the run's stand-in is a view of the input itself, so its results (and
-    its in-place writes) carry the input's history. Views taken with grad after the flag match eager, and so does
-    returning or viewing such a view (replayed from the real input at run time)."""
+    its in-place writes) carry the input's history. So too before the program's requires_grad_() on such an input,
+    whose stand-in a training compile makes require grad from the start (its no_grad views' writes, which eager runs,
+    autograd would refuse). Views taken with grad after the flag match eager, and so does returning or viewing such a
+    view (replayed from the real input at run time)."""
     if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
     read = [

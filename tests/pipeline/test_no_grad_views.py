@@ -2831,3 +2831,50 @@ def test_no_grad_view_taken_after_set_onto_another_inputs_storage(
         return (views[1], b1, views[2])
 
     check_no_grad(f, make_inputs, compile_fn)
+
+
+_FLAG_AHEAD_RULE = "a view of a tensor that does not require grad, and then computes with grad enabled"
+
+
+def _no_grad_view_changed_with_grad_then_flag(op: str, of_base: bool, flag: bool) -> Callable[..., object]:
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            t0 = (x1 if of_base else x0).t()
+        if op == "t_":
+            t0.t_()
+        else:
+            getattr(t0, op)(2.0)
+        if flag:
+            x0.requires_grad_()
+        return (x0.mul(2.0), t0)
+
+    return f
+
+
+@pytest.mark.parametrize("flag", ["after", "never"])
+@pytest.mark.parametrize("op", ["mul_", "add_", "t_"])
+@pytest.mark.parametrize("viewed", ["view_input", "base_of_the_view_input", "leaf_input"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_no_grad_view_changed_with_grad_before_the_input_requires_grad(
+    compile_fn: CompileFn | None, kind: str, viewed: str, op: str, flag: str
+) -> None:
+    """x0, a view of x1 (which requires no grad), has a view taken under no_grad, changed in place with grad, and the
+    program then makes x0 require grad: eager's view takes requires_grad from x0's base (none), so its write runs and
+    records nothing. The compile sets the flag on x0's stand-in from the start, whose no_grad view requires grad
+    through the synthetic base of x0 and x1, and autograd raised "A view was created in no_grad mode" at the write
+    (fuzz seed 123176, program 101: CRASHED). Refused by name, as for a view input that came requiring grad. Without
+    the flag, with the view taken of x1, or where x0 is x1 (a leaf of its own), it matches eager."""
+    f = _no_grad_view_changed_with_grad_then_flag(op, viewed == "base_of_the_view_input", flag == "after")
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(3) if kind == "pair" else torch.randn(3)
+        return (b0 if viewed == "leaf_input" else b0.view(3), b0)
+
+    if flag == "after" and viewed == "view_input":
+        with torch.enable_grad():
+            f(*make_inputs())  # eager runs it
+        refused_with_grad(f, make_inputs, compile_fn, _FLAG_AHEAD_RULE)
+        return
+    check_with_grad(f, make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)

@@ -1680,13 +1680,16 @@ def _note_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
     """requires_grad_() on an input that is a view of a tensor requiring no grad: noted with when, to tell the views
     of it that eager's autograd gives no requires_grad (grad_scope.check_flagless_view_reads). The first call counts,
     whether or not the run's stand-in requires grad from the start (the joint trace's, for an input the program makes
-    require grad); one that came requiring grad was noted at the start (functional_run)."""
+    require grad: noted at the start as one that came requiring grad, -1, by functional_run, until this call)."""
     position = record.input_positions.get(id(t))
     if position is None:
         return
     real = position[1]
-    if real._is_view() and real._base is not None and not real._base.requires_grad:
-        record.view_input_gains.setdefault(id(t), record.seq)
+    if not real._is_view() or real._base is None or real._base.requires_grad:
+        return
+    if not real.requires_grad and record.view_input_gains.get(id(t)) == -1:
+        record.view_input_gains[id(t)] = record.seq  # (views taken with grad before it are eager's without a flag)
+    record.view_input_gains.setdefault(id(t), record.seq)
 
 
 def _refuse_gradient_business(
