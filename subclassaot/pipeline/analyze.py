@@ -538,9 +538,14 @@ def _settle_last_gains(
     record = run.swaps
     passed = [flat.values[k] for k in flat.tensor_indices]
     settled: list[tuple[int, int, int]] = []  # per input that gains last: its position, stand-in's id(), place
-    for stand_in, place in record.late_gains.values():
+    # (a storage a resize_() grew, through a view of the input: eager's views of it taken before rebuild their history
+    # from the input once it requires grad, where the runtime's, replayed on the grown input, have none)
+    grown = {*record.grown_from.keys(), *record.grown_from.values()}
+    for key, (stand_in, place) in record.late_gains.items():
         i = next((i for i, t in enumerate(run.user_tensors) if id(t) == stand_in), None)
         if i is None or stand_in in record.touched_after_gain or stand_in in record.requires_grad_dropped:
+            continue
+        if key in grown:
             continue
         real = passed[i]
         if not isinstance(real, torch.Tensor) or real.requires_grad or user_fakes[i].requires_grad:
