@@ -538,14 +538,11 @@ def _settle_last_gains(
     record = run.swaps
     passed = [flat.values[k] for k in flat.tensor_indices]
     settled: list[tuple[int, int, int]] = []  # per input that gains last: its position, stand-in's id(), place
-    # (a storage a resize_() grew, through a view of the input: eager's views of it taken before rebuild their history
-    # from the input once it requires grad, where the runtime's, replayed on the grown input, have none)
-    grown = {*record.grown_from.keys(), *record.grown_from.values()}
     for key, (stand_in, place) in record.late_gains.items():
         i = next((i for i, t in enumerate(run.user_tensors) if id(t) == stand_in), None)
         if i is None or stand_in in record.touched_after_gain or stand_in in record.requires_grad_dropped:
             continue
-        if key in grown:
+        if _grown_view_returned(run, key):
             continue
         real = passed[i]
         if not isinstance(real, torch.Tensor) or real.requires_grad or user_fakes[i].requires_grad:
@@ -562,6 +559,22 @@ def _settle_last_gains(
         if stand_in in record.leaf_marked:  # (no leaf of the graph's either)
             record.leaf_marked.discard(stand_in)
             record.new_leaves[place] = False
+
+
+def _grown_view_returned(run: FunctionalRun, key: object) -> bool:
+    """Does the program return a tensor, other than an input itself, over the storage `key` where a resize_() grew
+    it (or over the storage it grew into)? Eager's view of the input over it, taken before the flag, rebuilds its
+    history from the input once that requires grad (its counter moved since), where the runtime's, replayed on the
+    grown input after the graph ran, has none: the flag does not come last there."""
+    grown_from = run.swaps.grown_from
+    related = {key, grown_from.get(key), *(new for new, old in grown_from.items() if old == key)}
+    if not grown_from or related == {key, None}:
+        return False
+    inputs = {id(t) for t in run.user_tensors}
+    return any(
+        isinstance(o, torch.Tensor) and id(o) not in inputs and storage_key(o) in related
+        for o in pytree.tree_leaves(run.output)
+    )
 
 
 def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:
