@@ -1757,7 +1757,7 @@ def test_requires_grad_on_input_after_a_view_of_it_grew_refused(f: Callable[[T],
     with torch.enable_grad():
         f(*cast(tuple[T], make()))  # eager runs it
         try:
-            subclassaot.compile(f, backend="eager")(*make())
+            subclassaot.compile(f, backend="eager")(*cast(tuple[T], make()))
         except UnsupportedError as e:
             assert re.search(GAINED_AFTER_READ, str(e)), str(e)
             return
