@@ -29,7 +29,12 @@ from subclassaot.pipeline.analyze_training import (
     set_under_grad,
     wrapper_uses,
 )
-from subclassaot.pipeline.backward_probe import eager_accumulator_sizes, gain_unobserved, old_accumulators_dead
+from subclassaot.pipeline.backward_probe import (
+    eager_accumulator_sizes,
+    gain_last_unobserved,
+    gain_unobserved,
+    old_accumulators_dead,
+)
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
 from subclassaot.pipeline.grad_scope import check_gained_after_read
@@ -222,7 +227,7 @@ class _CheckedRun:
     ) -> None:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
-        _settle_last_gains(run, flat, user_fakes)
+        _settle_last_gains(call, run, flat, user_fakes)
         _check_requires_grad_calls(call, run, flat)
         check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
@@ -522,27 +527,54 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
     return id(value) not in swapped and not moved_before
 
 
-def _settle_last_gains(run: FunctionalRun, flat: FlatInputs, user_fakes: Sequence[torch.Tensor]) -> None:
-    """The inputs made to require grad after an op with grad read their storage, which nothing of the program takes
-    after (SwapRecord.late_gains): they gain the flag last, once the compiled call is done (SwapRecord.gains_last),
-    neither requiring grad from the start (an analysis whose fake does, for training, keeps its refusal) nor marked
-    in the graph (Note [Grad Mode And Autograd Reads])."""
+def _settle_last_gains(
+    call: Callable[..., object], run: FunctionalRun, flat: FlatInputs, user_fakes: Sequence[torch.Tensor]
+) -> None:
+    """The inputs made to require grad after an op with grad read their storage, which nothing of the program writes
+    after, nor reads with grad where eager's histories would show it (SwapRecord.late_gains, read_after_gain): they
+    gain the flag last, once the compiled call is done (SwapRecord.gains_last), neither requiring grad from the start
+    (an analysis whose fake does, for training, keeps its refusal) nor marked in the graph (Note [Grad Mode And
+    Autograd Reads])."""
     record = run.swaps
     passed = [flat.values[k] for k in flat.tensor_indices]
-    for stand_in, place in record.late_gains.values():
+    settled: list[tuple[int, int, int]] = []  # per input that gains last: its position, stand-in's id(), place
+    for key, (stand_in, place) in record.late_gains.items():
         i = next((i for i, t in enumerate(run.user_tensors) if id(t) == stand_in), None)
         if i is None or stand_in in record.touched_after_gain or stand_in in record.requires_grad_dropped:
+            continue
+        if _grown_view_returned(run, key):
             continue
         real = passed[i]
         if not isinstance(real, torch.Tensor) or real.requires_grad or user_fakes[i].requires_grad:
             continue
         if sum(r is real for r in passed) > 1 or _traced_apart(run, passed, i):
             continue
+        settled.append((i, stand_in, place))
+    read = [flat.tensor_indices[i] for i, stand_in, _ in settled if stand_in in record.read_after_gain]
+    if read and not gain_last_unobserved(call, flat, read):
+        settled = [s for s in settled if s[1] not in record.read_after_gain]
+    for _, stand_in, place in settled:
         record.gains_last.add(stand_in)
         record.gained_after_read.discard(stand_in)
         if stand_in in record.leaf_marked:  # (no leaf of the graph's either)
             record.leaf_marked.discard(stand_in)
             record.new_leaves[place] = False
+
+
+def _grown_view_returned(run: FunctionalRun, key: object) -> bool:
+    """Does the program return a tensor, other than an input itself, over the storage `key` where a resize_() grew
+    it (or over the storage it grew into)? Eager's view of the input over it, taken before the flag, rebuilds its
+    history from the input once that requires grad (its counter moved since), where the runtime's, replayed on the
+    grown input after the graph ran, has none: the flag does not come last there."""
+    grown_from = run.swaps.grown_from
+    related = {key, grown_from.get(key), *(new for new, old in grown_from.items() if old == key)}
+    if not grown_from or related == {key, None}:
+        return False
+    inputs = {id(t) for t in run.user_tensors}
+    return any(
+        isinstance(o, torch.Tensor) and id(o) not in inputs and storage_key(o) in related
+        for o in pytree.tree_leaves(run.output)
+    )
 
 
 def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:

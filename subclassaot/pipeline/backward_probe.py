@@ -502,16 +502,56 @@ def gain_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Seque
         return as_called is not None and as_called == _autograd_picture(call, flat, gained)
 
 
-def _autograd_picture(call: Callable[..., object], flat: FlatInputs, early: Sequence[int]) -> list[object] | None:
+def gain_last_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Sequence[int]) -> bool:
+    """Does eager's program, run with grad on, on static fakes of the inputs, record the same autograd graphs (of its
+    outputs, and of the inputs as it leaves them) when the inputs at positions `gained` in `flat.values`, which it
+    makes require grad and then reads with grad (no write), gain the flag only once it returned, as the compiled call
+    has them (Analysis.gains_last)? Then nothing it computed from them after the flag has history anywhere the caller
+    can see, in eager as in the compiled call (Note [Grad Mode And Autograd Reads]). False where the program does not
+    run on static fakes. Runs outside the modes of a trace in progress."""
+    with outside_current_modes():
+        as_called = _autograd_picture(call, flat, ())
+        return as_called is not None and as_called == _autograd_picture(call, flat, (), late=gained)
+
+
+class _FlagsHeldBack(TorchFunctionMode):
+    """Skips the program's requires_grad_() and `.requires_grad = True` on the tensors `held` (their id()s): a run
+    in which they gain the flag only once the program returned."""
+
+    def __init__(self, held: set[int]) -> None:
+        super().__init__()
+        self.held = held
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
+        flag = setter or func is torch.Tensor.requires_grad_
+        on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        if on and args and id(args[0]) in self.held:
+            return None if setter else args[0]
+        return func(*args, **kwargs)
+
+
+def _autograd_picture(
+    call: Callable[..., object], flat: FlatInputs, early: Sequence[int], late: Sequence[int] = ()
+) -> list[object] | None:
     """`_autograd_shape` of each output and each input as left, of an eager run on static fakes whose inputs at
-    positions `early` are made to require grad first; None where the run fails, or reading its histories does."""
+    positions `early` are made to require grad first, and those at positions `late` only once it returned (the
+    program's own calls turning their flag on skipped); None where the run fails, or reading its histories does."""
     try:
         mode, values = static_fake_copies(flat.values)
+        held = {id(values[k]) for k in late}
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             for k in early:
                 cast(torch.Tensor, values[k]).requires_grad_()
             state, args, kwargs = unflatten_call(flat, values)
-            outs = pytree.tree_leaves(call(state, args, kwargs))
+            with _FlagsHeldBack(held) if held else contextlib.nullcontext():
+                outs = pytree.tree_leaves(call(state, args, kwargs))
+            for k in late:
+                cast(torch.Tensor, values[k]).requires_grad_()
         tensors = [v for v in values if isinstance(v, torch.Tensor)]
         # (reading a view's grad_fn after its base was written regenerates it; a fake replays the view's function
         # over the base, which gives no node where the base requires no grad: autograd's "new_fn INTERNAL ASSERT",

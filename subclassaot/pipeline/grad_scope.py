@@ -107,8 +107,10 @@ __all__ = [
 #   returns it detached in the run, where eager's apply, meeting an input that requires none, returns the input it
 #   marked dirty as itself: the run's apply returns it so too, and refuses any other output aliasing it, eager's a view
 #   of it made under no_grad, which the run cannot tell from a forward's own `x.detach()`); a plain input turned on
-#   after a read with grad of its storage (the cases above refuse, or mark) where no torch function takes that storage
-#   after the call (nor turns the flag off) gains it last (Analysis.gains_last): the compile trains none of it, its
+#   after a read with grad of its storage (the cases above refuse, or mark) where no torch function writes that storage
+#   after the call, nor reads it with grad where eager's histories show it (eager's run with the flag set once it
+#   returned records the same graphs: backward_probe.gain_last_unobserved), nor turns the flag off, gains it last
+#   (Analysis.gains_last): the compile trains none of it, its
 #   graph's results (its written value too, no differentiable output where other inputs train) keep eager's lack of
 #   history, and the runtime sets the flag once the outputs are built (its views
 #   among them, replayed before, follow it as eager's taken before do; its group is not traced apart, where the reads
@@ -149,8 +151,8 @@ def check_gained_after_read(
                 'backend="eager", a plain input sharing storage whose earlier reads were only of other inputs over '
                 "it (not of this input, an input that is a view of it, or views of those), any input where no "
                 "output or input reaches what was computed from it before, and a plain input whose storage nothing "
-                "takes after the call. Call requires_grad_() before the first "
-                "use of the input, or outside the compiled function"
+                "writes after the call, nor reads with grad into what an output or input holds. Call requires_grad_() "
+                "before the first use of the input, or outside the compiled function"
             )
 
 

@@ -5,6 +5,7 @@ precisely (Note [Grad Mode And Autograd Reads], Note [Training Without A Functio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import cast
 
@@ -1639,16 +1640,129 @@ def test_requires_grad_on_input_after_its_last_use_over_shared_storage(
         assert_matches_eager(f, make(pair), backend="inductor")
 
 
+def gain_after_a_read_then_read_itself_again(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x0.requires_grad_()
+    return y, x0 * 3  # eager's has history (x0's AccumulateGrad), which the flag set last cannot give
+
+
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
-def test_requires_grad_on_input_then_its_storage_read_again_refused(pair: bool) -> None:
-    """The gain is no last one where the program reads the storage after it (x1, a view of x0, with grad): eager's
-    later results have history through x1's base, which the flag set last cannot give: refused, as before."""
+@pytest.mark.parametrize(
+    "f", [gain_after_a_read_then_read_again, gain_after_a_read_then_read_itself_again], ids=["view", "itself"]
+)
+def test_requires_grad_on_input_then_its_storage_read_again_refused(f: Callable[[T, T], object], pair: bool) -> None:
+    """The gain is no last one where the program reads the storage after it with grad and returns what it computed
+    (from x1, a view of x0, or from x0 itself): eager's later results have history through x0, which the flag set
+    last cannot give (backward_probe.gain_last_unobserved sees it): refused, as before. A PairTensor base read
+    itself compiles by the subclass's own rule (its stand-in gains the flag at the call)."""
     with torch.enable_grad():
-        gain_after_a_read_then_read_again(*cast(tuple[T, T], _base_and_its_view(pair)()))  # eager runs it
+        if pair and f is gain_after_a_read_then_read_itself_again:
+            assert_matches_eager(f, _base_and_its_view(pair), backend="eager")
+            return
+        f(*cast(tuple[T, T], _base_and_its_view(pair)()))  # eager runs it
         with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
-            subclassaot.compile(gain_after_a_read_then_read_again, backend="eager")(
-                *cast(tuple[T, T], _base_and_its_view(pair)())
-            )
+            subclassaot.compile(f, backend="eager")(*cast(tuple[T, T], _base_and_its_view(pair)()))
+
+
+def gain_then_a_dead_read(x0: T, x1: T) -> object:
+    y = x1 * 2  # x1, a view of x0: eager's y has no history, x0 requiring no grad yet
+    x0.requires_grad_()
+    _ = x0 * 3  # with grad: eager's result has history, but nothing the caller sees holds it
+    return y, x1
+
+
+def gain_then_a_detached_read(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x0.requires_grad = True
+    return y, (x0 * 3).detach()  # read with grad; the history is dropped before anything returns it
+
+
+def write_then_gain_then_read_as_itself(x0: T, x1: T) -> object:
+    x1.zero_()  # recorded on nothing: x1 requires no grad yet
+    x1.requires_grad_()
+    t0 = x1.contiguous()  # with grad, on x1's storage: returns x1 itself, no history in eager
+    return (t0, x1)
+
+
+def _a_base_and_its_flat_view_last(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(())
+        base = PairTensor.from_tensor(b) if pair else b
+        return (base.view(1), base)
+
+    return make
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (gain_then_a_dead_read, _base_and_its_view),
+        (gain_then_a_detached_read, _base_and_its_view),
+        (write_then_gain_then_read_as_itself, _a_base_and_its_flat_view_last),
+    ],
+    ids=["dead_read", "detached_read", "read_as_itself"],
+)
+def test_requires_grad_on_input_then_its_storage_read_unseen_gains_last(
+    f: Callable[..., object], make: Callable[[bool], Make], pair: bool
+) -> None:
+    """fuzz seed 117700, programs 220, 5725, 6791, 8061 and 9547 (UNSUPPORTED): requires_grad_() on an input after an
+    op with grad read its storage, then reads of that storage with grad (no write) whose histories no output or input
+    as left shows (eager's run with the flag set once it returned records the same graphs:
+    backward_probe.gain_last_unobserved): the compiled call sets the flag last (Analysis.gains_last), outputs written
+    after the call too. PairTensor inputs (whose flag the run cannot defer) compile by the subclass's own rule where
+    it has one, else are refused by name as before."""
+    with torch.enable_grad():
+        f(*make(pair)())  # eager runs it
+        try:
+            subclassaot.compile(f, backend="eager")(*make(pair)())
+        except UnsupportedError as e:
+            assert pair, f"plain inputs must compile: {e}"
+            assert re.search(GAINED_AFTER_READ, str(e)), str(e)
+            return
+        assert_matches_eager(f, make(pair), backend="eager")
+        assert_matches_eager(f, make(pair), backend="eager", after_call=write_outputs)
+        assert_matches_eager(f, make(pair), backend="inductor")
+
+
+def grow_a_view_then_gain(x0: T) -> object:
+    t0 = x0.reshape((1, 1, 4))
+    t0.resize_((7,))  # grows x0's storage through its view: eager's t0, taken before the flag, rebuilds its history
+    x0.requires_grad_()  # from x0 once x0 requires grad (its counter moved since)
+    return (t0,)
+
+
+def grow_and_write_a_view_then_gain(x0: T) -> object:
+    t0 = x0.reshape((1, 1, 4))
+    t0.resize_((7,))
+    t0.fill_(0.5)
+    x0.add_(0.5)
+    x0.requires_grad_()
+    return (t0,)
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("f", [grow_a_view_then_gain, grow_and_write_a_view_then_gain], ids=["grow", "grow_write"])
+def test_requires_grad_on_input_after_a_view_of_it_grew_refused(f: Callable[[T], object], pair: bool) -> None:
+    """fuzz seed 117400, program 3624 (refused by name at 6e43d2c, DIVERGED since the flag may come last: out[0]
+    is_leaf True vs eager False): a view of the input that resize_() grew, returned, rebuilds its history from the
+    input in eager once the input requires grad, where the runtime's, replayed on the grown input after the graph,
+    has none. The flag does not come last over a grown storage: refused by name (or, for a PairTensor, matched by the
+    subclass's own rule)."""
+
+    def make() -> tuple[object, ...]:
+        b = torch.randn(1, 4)
+        return (PairTensor.from_tensor(b) if pair else b,)
+
+    with torch.enable_grad():
+        f(*cast(tuple[T], make()))  # eager runs it
+        try:
+            subclassaot.compile(f, backend="eager")(*cast(tuple[T], make()))
+        except UnsupportedError as e:
+            assert re.search(GAINED_AFTER_READ, str(e)), str(e)
+            return
+        assert pair, "plain inputs: refused by name"
+        assert_matches_eager(f, make, backend="eager")
 
 
 def write_a_view_input_then_gain_last_while_training(x0: T, x1: T) -> object:

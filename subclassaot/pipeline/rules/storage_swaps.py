@@ -1016,12 +1016,16 @@ def _note_touch_after_gain(record: SwapRecord, func: Any, args: tuple[Any, ...],
     writes = name.endswith("_") or name == "__set__" or "out" in kwargs
     if not writes and (name == "__get__" or not torch.is_grad_enabled()):
         return
+    # (a dunder other than an in-place operator or __setitem__ only reads)
+    dunder_read = name.startswith("__") and not name.startswith("__i") and name not in ("__setitem__", "__set__")
+    writes = writes and not dunder_read
     for t in _dense_leaves((args, kwargs)):
         found = record.late_gains.get(storage_key(t))
         if found is not None:
-            record.touched_after_gain.add(found[0])
+            (record.touched_after_gain if writes else record.read_after_gain).add(found[0])
     for t in pytree.tree_leaves((args, kwargs)):  # (the input itself, moved onto another storage since)
-        if isinstance(t, torch.Tensor) and any(id(t) == i for i, _ in record.late_gains.values()):
+        moved = isinstance(t, torch.Tensor) and storage_key(t) not in record.late_gains
+        if moved and any(id(t) == i for i, _ in record.late_gains.values()):
             record.touched_after_gain.add(id(t))
 
 
