@@ -474,7 +474,7 @@ def _swap_source_counts(
     plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
 ) -> dict[int, int | None]:
     """The plain inputs of `epilogue.grad_swaps` (when grad is enabled), each with its set_ source's version count
-    before the epilogue replays layouts (None without a source): See Note [Swap Sources Read Before The Layout Step]."""
+    before the epilogue replays layouts (None without a source), which `_counter_at` reads it at."""
     if not (epilogue.grad_swaps and torch.is_grad_enabled()):
         return {}
     counts: dict[int, int | None] = {}
@@ -485,21 +485,17 @@ def _swap_source_counts(
     return counts
 
 
-# Note [Swap Sources Read Before The Layout Step]
-# Eager's `x.set_(src)` under grad reads src's history (its grad_fn) before the set_ advances x's version counter.
-# The epilogue replays x's new layout without grad first (its set_ advances x's counter) and repeats the set_ under
-# grad after, reading src's history then. Where x shares src's counter (x a detach() of src's base, src a view), the
-# replay has moved src's counter past the count its history was taken at: a view of a multi-output op (unbind, split,
-# chunk) then raises autograd's view-after-write error on the read, which eager never met, and a plain view would
-# regenerate its grad_fn. So the repeat reads src at its count from before the layout step, and the counter gets its
-# count after the repeat back (settled to eager's later: runtime/steps.py: Version Counters As Eager's). A write of
-# src's base before the set_ is in that count already, so it still raises as eager's read does.
-
-
 @contextlib.contextmanager
 def _counter_at(source: torch.Tensor | None, count: int | None) -> Iterator[None]:
-    """`source`'s version counter set to `count` for the block, then moved on by what the block added to it (Note
-    [Swap Sources Read Before The Layout Step])."""
+    """`source`'s version counter set to `count` for the block, then moved on by what the block added to it.
+
+    Eager's `x.set_(src)` under grad reads src's history (its grad_fn) before the set_ advances x's counter. The
+    epilogue replays x's new layout without grad first (advancing x's counter) and repeats the set_ under grad after
+    (Note [Inputs Written In Training]). Where x shares src's counter (x a detach() of src's base, src a view), the
+    replay moved src's counter past the count its history was taken at: a view of a multi-output op (unbind, split,
+    chunk) would raise autograd's view-after-write error, which eager never met. So the repeat reads src at its count
+    from before the layout step; the counter is settled to eager's count later (runtime/steps.py: Version Counters As
+    Eager's). A write of src's base before the set_ is in that count already, so it still raises as eager's does."""
     if source is None or count is None or get_version(source) == count:
         yield
         return

@@ -3085,8 +3085,8 @@ def test_detach_set_under_grad_onto_a_view_sharing_its_counter(
     """Found by the fuzzer (seed 123185 #260, shrunk): x0 = b0.detach() shares the counter of x1, a view of b0 that
     requires grad. Eager's set_() reads x1's history before it advances that counter; the epilogue replayed the new
     layout first (advancing it), so its set_ under grad read x1 after: a multi-output view raised autograd's
-    view-after-write error (Note [Swap Sources Read Before The Layout Step]). A PairTensor x0 is refused by name
-    (a set_() under grad onto a tensor that is not an input taken with grad enabled: Note [Inputs Written In
+    view-after-write error (`_counter_at` in runtime/call.py). A PairTensor x0 is refused by name
+    (its set_() under grad takes a wrapper-level history the epilogue cannot rebuild: Note [Inputs Written In
     Training])."""
 
     def make_inputs() -> tuple[object, ...]:
