@@ -470,6 +470,43 @@ def _source_edge(plan: RuntimePlan, t: int) -> bool:
     return plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
 
 
+def _swap_source_counts(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+) -> dict[int, int | None]:
+    """The plain inputs of `epilogue.grad_swaps` (when grad is enabled), each with its set_ source's version count
+    before the epilogue replays layouts (None without a source), which `_counter_at` reads it at."""
+    if not (epilogue.grad_swaps and torch.is_grad_enabled()):
+        return {}
+    counts: dict[int, int | None] = {}
+    for t in epilogue.grad_swaps:
+        if plan.layout.trees[t] is None:
+            source = _grad_swap_edge(plan, values, dense, t)[1]
+            counts[t] = None if source is None else get_version(source)
+    return counts
+
+
+@contextlib.contextmanager
+def _counter_at(source: torch.Tensor | None, count: int | None) -> Iterator[None]:
+    """`source`'s version counter set to `count` for the block, then moved on by what the block added to it.
+
+    Eager's `x.set_(src)` under grad reads src's history (its grad_fn) before the set_ advances x's counter. The
+    epilogue replays x's new layout without grad first (advancing x's counter) and repeats the set_ under grad after
+    (Note [Inputs Written In Training]). Where x shares src's counter (x a detach() of src's base, src a view), the
+    replay moved src's counter past the count its history was taken at: a view of a multi-output op (unbind, split,
+    chunk) would raise autograd's view-after-write error, which eager never met. So the repeat reads src at its count
+    from before the layout step; the counter is settled to eager's count later (runtime/steps.py: Version Counters As
+    Eager's). A write of src's base before the set_ is in that count already, so it still raises as eager's does."""
+    if source is None or count is None or get_version(source) == count:
+        yield
+        return
+    now = get_version(source)
+    set_version(source, count)
+    try:
+        yield
+    finally:
+        set_version(source, now + get_version(source) - count)
+
+
 def _repeat_swap_under_grad(x: torch.Tensor, source: torch.Tensor | None, blocked: Sequence[object] = ()) -> None:
     """`x.set_(alias)` under grad, `alias` a differentiable alias of x's storage and metadata: x gets eager's
     grad_fn for a set_ of a value that requires grad (Note [Inputs Written In Training]). Without a source that
@@ -633,6 +670,7 @@ def _epilogue(
         for j in epilogue.metadata
         if (m := mutations[j]).set_source is not None
     }
+    swap_counts = _swap_source_counts(plan, epilogue, values, dense)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
         _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first)
     _replay_layouts(plan, epilogue, ev, (dense, outs, symbols), sources)
@@ -653,11 +691,10 @@ def _epilogue(
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
     wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later)
-    if epilogue.grad_swaps and torch.is_grad_enabled():
-        for t in epilogue.grad_swaps:
-            if plan.layout.trees[t] is None:
-                x, source = _grad_swap_edge(plan, values, dense, t)
-                _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
+    for t, count in swap_counts.items():
+        x, source = _grad_swap_edge(plan, values, dense, t)
+        with _counter_at(source, count):
+            _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps)
     if epilogue.wrappers:
