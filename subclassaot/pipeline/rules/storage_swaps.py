@@ -1200,7 +1200,6 @@ class _DataMode(TorchFunctionMode):
             new = not t.requires_grad or (requires_grad_through_base(t) and id(t) not in record.requires_grad_set)
             if new:
                 _check_new_leaf(t)
-                _check_leaf_over_written_input(record, t)
         if record.replayed_new_leaves is None:
             record.new_leaves.append(new)
             if new:
@@ -1675,25 +1674,6 @@ def _check_new_leaf(t: torch.Tensor) -> None:
             "does not hold that wrapper to make it one. Call requires_grad_() on the input itself, on the output "
             'after the call, or use torch.compile(fn, backend="subclassaot"), which splits the program there'
         )
-
-
-def _check_leaf_over_written_input(record: SwapRecord, t: torch.Tensor) -> None:
-    """A new autograd leaf sharing the version counter of an input the program wrote before (under no_grad, through
-    `.data` or detach()): refused (Note [Training Without A Function]). Eager's leaf lies on the input's storage, so a
-    write of the input (or of any view of its base) after the call moves the counter autograd saved the leaf at, and a
-    backward through it raises; the graph's leaf lies on the input's new value, computed apart, whose counter no
-    caller's write moves."""
-    family = record.family_of(t)
-    for u in record.run_inputs:
-        if record.family_of(u) == family and storage_key(u) in record.last_write:
-            raise UnsupportedError(
-                f"{input_named(record, u)}the program calls requires_grad_() (or sets `.requires_grad = True`) on a "
-                "view of this input (taken under no_grad, say) after it wrote the input, in a call made with grad "
-                "mode on: eager makes that view a new autograd leaf over the input's storage, sharing its version "
-                "counter, so a write of the input after the call makes a backward through the leaf raise; the "
-                "compiled graph makes the leaf over the input's new value, computed apart, which no such write "
-                "reaches. Write the input after the view is made a leaf, or make the leaf of a clone()"
-            )
 
 
 def _note_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
