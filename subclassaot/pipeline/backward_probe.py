@@ -1436,16 +1436,18 @@ def _saves_left_written_inputs(
     graph_saved: Sequence[tuple[torch.Tensor, int]],
     written: set[object],
 ) -> bool:
-    """Does eager's program save a tensor over the storage of an input it wrote (a view of it made a new leaf after a
-    write under no_grad or through `.data`) where the graph's run saves none over that input's? The graph's is over
+    """Does eager's program save a new leaf over the storage of an input it wrote (a view of it made a leaf after a
+    write under no_grad or through `.data`) where the graph's run saves nothing over that input's? The graph's is over
     the input's new value, computed apart, whose counter a caller's write of the input after the call leaves alone,
     while eager's backward then raises (Note [Training Without A Function])."""
     graph_keys = {storage_key(t) for t, _ in graph_saved}
+    # (new leaves alone: an input saved as itself, as written, is the runtime's, Note [Training Without A Function])
+    leaves = [t for t, _ in saved if t.requires_grad and t.grad_fn is None and not any(t is v for v in values)]
     for v, g in zip(values, graph_values, strict=True):
         if not isinstance(v, torch.Tensor) or not isinstance(g, torch.Tensor) or is_traceable_subclass(v):
             continue
         key = storage_key(v)
-        if key in written and any(storage_key(t) == key for t, _ in saved) and storage_key(g) not in graph_keys:
+        if key in written and any(storage_key(t) == key for t in leaves) and storage_key(g) not in graph_keys:
             return True
     return False
 
