@@ -894,6 +894,10 @@ class _FunctionReach:
 # one taken under no_grad of an input that requires grad too (it reports the flag of its base, with no gradient of its
 # own, until requires_grad_() makes it a leaf): where no output's history ends in that leaf (the check tells leaves
 # among the outputs apart, and those from views requiring grad only through their base), it is eager's. A view of an
+# input whose data the program wrote before (under no_grad, through `.data`), made a leaf and saved for the backward,
+# is not: the graph's leaf lies on the input's new value, apart from the input's version counter, which eager's
+# shares, so a write of the input after the call fails eager's backward and not the graph's (the check finds an
+# eager save over a written input's storage where the graph's run saves none over it). A view of an
 # input requiring grad neither as passed nor ever in the program, stale at the end (Replay.stale_view), is replayed at
 # the input's counter at entry, as for a call that trains nothing: autograd records none of it either way.
 # An input that requires no grad and is no leaf laid out anew (a view; Note [Leaves Laid Out Anew Under no_grad]),
@@ -1465,6 +1469,29 @@ def _compiled_output(
     return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
 
 
+def _saves_left_written_inputs(
+    values: Sequence[object],
+    graph_values: Sequence[object],
+    saved: Sequence[tuple[torch.Tensor, int]],
+    graph_saved: Sequence[tuple[torch.Tensor, int]],
+    written: set[object],
+) -> bool:
+    """Does eager's program save a new leaf over the storage of an input it wrote (a view of it made a leaf after a
+    write under no_grad or through `.data`) where the graph's run saves nothing over that input's? The graph's is over
+    the input's new value, computed apart, whose counter a caller's write of the input after the call leaves alone,
+    while eager's backward then raises (Note [Training Without A Function])."""
+    graph_keys = {storage_key(t) for t, _ in graph_saved}
+    # (new leaves alone: an input saved as itself, as written, is the runtime's, Note [Training Without A Function])
+    leaves = [t for t, _ in saved if t.requires_grad and t.grad_fn is None and not any(t is v for v in values)]
+    for v, g in zip(values, graph_values, strict=True):
+        if not isinstance(v, torch.Tensor) or not isinstance(g, torch.Tensor) or is_traceable_subclass(v):
+            continue
+        key = storage_key(v)
+        if key in written and any(storage_key(t) == key for t in leaves) and storage_key(g) not in graph_keys:
+            return True
+    return False
+
+
 def records_as_eager(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -1526,6 +1553,8 @@ def records_as_eager(
     # saved it, `x.set_(x)`: the graph's saved input would fail eager's version check in the backward)
     bumped = {storage_key(dense[j]) for j, m in enumerate(analysis.mutations) if m.version_bumped}
     if any(storage_key(t) in bumped for t, _ in graph_saved):
+        return False
+    if _saves_left_written_inputs(values, graph_values, saved, graph_saved, set(seen.written)):
         return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
     known = [*tensors, *outs]

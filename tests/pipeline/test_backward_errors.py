@@ -2367,3 +2367,72 @@ def test_saved_inputs_written_after_the_call_where_eager_saves_are_unprobed(
             assert_matches_eager(
                 _two_saved_beside_a_jagged_input, make_inputs, compile_fn=compile_fn, after_call=after_call
             )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A new autograd leaf over a written input: eager's requires_grad_() on a no_grad view of an input makes a leaf that
+# shares the input's version counter, so a write of the input after the call makes a backward through the leaf raise
+# ("A view was created in no_grad mode ..."); the graph makes the leaf over the input's new value, which no such write
+# reaches. Where eager saves it for the backward, the check of Note [Training Without A Function] finds the graph's
+# run saving nothing over the written input and the program is refused (fuzz seed 123185, program 274).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _write_hidden(how: str, x0: T) -> None:
+    if how == "data":
+        x0.data.add_(0.5)
+    elif how == "detach":
+        x0.detach().add_(0.5)
+    elif how == "no_grad":
+        with torch.no_grad():
+            x0.add_(0.5)
+
+
+def _leaf_of_a_no_grad_view(how: str, x0: T) -> object:
+    _write_hidden(how, x0)
+    with torch.no_grad():
+        t0 = x0.expand((1, 4, 3))
+    t0.requires_grad_()
+    return x0, t0.sin()
+
+
+def _diagonal_of_a_leaf(kind: str) -> Callable[[], tuple[T]]:
+    def make_inputs() -> tuple[T]:
+        with torch.enable_grad():
+            b0 = pair(1, 2, 4, requires_grad=True) if kind == "pair" else torch.randn((1, 2, 4), requires_grad=True)
+            return (b0.diagonal(1, 0, 1),)
+
+    return make_inputs
+
+
+@pytest.mark.parametrize("how", ["data", "detach", "no_grad", "unwritten"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_new_leaf_over_an_input_written_before_is_refused(compile_fn: CompileFn | None, kind: str, how: str) -> None:
+    """x0 written hidden from autograd, then a no_grad view of it made a leaf and saved by sin(): eager's backward
+    raises once the caller writes x0 after the call, ours ran. Refused (the new-leaf rule: the graph's run does not
+    record eager's graph); unwritten, the graph's leaf is over the caller's x0 and the call matches eager. A PairTensor's view made a leaf is refused by the subclass rule."""
+    f = functools.partial(_leaf_of_a_no_grad_view, how)
+    make_inputs = _diagonal_of_a_leaf(kind)
+    if compile_fn is not None or (kind == "plain" and how == "unwritten"):
+        with torch.enable_grad():
+            assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+        return
+    match = "a tensor subclass" if kind == "pair" else "on a tensor that is not an input"
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=match):
+        subclassaot.compile(f, backend="eager")(*make_inputs())  # (the one backend that makes new leaves)
+
+
+def _leaf_returned_as_itself(x0: T) -> object:
+    with torch.no_grad():
+        x0.add_(0.5)
+        t0 = x0.expand((1, 4, 3))
+    t0.requires_grad_()
+    return x0, t0
+
+
+def test_new_leaf_over_a_written_input_returned_as_itself_matches_eager(compile_fn: CompileFn | None) -> None:
+    """Returned as itself, the leaf is replayed on the caller's input, sharing its counter as eager's: not refused."""
+    with torch.enable_grad():
+        assert_matches_eager(
+            _leaf_returned_as_itself, _diagonal_of_a_leaf("plain"), compile_fn=compile_fn, after_call=write_outputs
+        )
