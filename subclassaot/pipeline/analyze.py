@@ -104,7 +104,11 @@ from subclassaot.pipeline.rules.set_under_grad import (
     views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
-from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
+from subclassaot.pipeline.rules.storage_reach import (
+    check_output_past_grown_input,
+    check_output_relaid_by_growth,
+    check_relaid_family_member,
+)
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats, meta_overlaps
 from subclassaot.pipeline.rules.swap_record import (
     counter_keeping_replays,
@@ -1339,6 +1343,8 @@ def _check_replay(
     )
     if not subclass:
         check_output_past_grown_input(path, value, run.swaps, run.finals)  # Note [Storage Swaps By Rebinding]
+    for dense in dense_leaves_of(value, path)[1]:
+        check_output_relaid_by_growth(path, dense, run.swaps)  # Note [Strides The Kernels Choose]
     if replay is None and not subclass:
         # (as_strided() of an input is eager's view only where the view's root is an input: `.data =` keeps a view of
         # an intermediate one of it)
