@@ -594,7 +594,7 @@ def note_kernel_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], kwa
 
 
 def _has_unit_dim(t: torch.Tensor) -> bool:
-    return any(isinstance(d, int) and d in (0, 1) for d in t.shape)
+    return any(type(d) is int and d in (0, 1) for d in t.shape)  # (a symbolic size is neither)
 
 
 def _canonical(t: torch.Tensor) -> bool:
