@@ -1316,6 +1316,8 @@ def _as_fresh_root(
 #   `._base`, the base the graph returns, is the detach()) replays the steps after the base on the real base, not
 #   as_strided() with the trace's strides (sort, frexp of an empty input with gaps keep its strides: fake (1,), eager
 #   (5,)); where the base was changed in place since, it is rebuilt from the trace's (rules/view_chains.py).
+# - A tensor a resize_() of another grows the storage under is rebuilt over it with the trace's strides: an output that
+#   is one computed from a tensor not laid out as torch.empty would be, with a dim of size 0 or 1, is refused.
 #
 # Empty Results Laid Out As Eager:
 # A meta kernel lays out an empty result contiguously where the CPU kernel may keep its input's strides (`x.sort(2)`
