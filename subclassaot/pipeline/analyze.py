@@ -104,7 +104,11 @@ from subclassaot.pipeline.rules.set_under_grad import (
     views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
-from subclassaot.pipeline.rules.storage_reach import check_output_past_grown_input, check_relaid_family_member
+from subclassaot.pipeline.rules.storage_reach import (
+    check_output_past_grown_input,
+    check_output_relaid_by_growth,
+    check_relaid_family_member,
+)
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats, meta_overlaps
 from subclassaot.pipeline.rules.swap_record import (
     counter_keeping_replays,
@@ -1312,6 +1316,8 @@ def _as_fresh_root(
 #   `._base`, the base the graph returns, is the detach()) replays the steps after the base on the real base, not
 #   as_strided() with the trace's strides (sort, frexp of an empty input with gaps keep its strides: fake (1,), eager
 #   (5,)); where the base was changed in place since, it is rebuilt from the trace's (rules/view_chains.py).
+# - A tensor a resize_() of another grows the storage under is rebuilt over it with the trace's strides: an output that
+#   is one computed from a tensor not laid out as torch.empty would be, with a dim of size 0 or 1, is refused.
 #
 # Empty Results Laid Out As Eager:
 # A meta kernel lays out an empty result contiguously where the CPU kernel may keep its input's strides (`x.sort(2)`
@@ -1339,6 +1345,8 @@ def _check_replay(
     )
     if not subclass:
         check_output_past_grown_input(path, value, run.swaps, run.finals)  # Note [Storage Swaps By Rebinding]
+    for dense in dense_leaves_of(value, path)[1]:
+        check_output_relaid_by_growth(path, dense, run.swaps)  # Note [Strides The Kernels Choose]
     if replay is None and not subclass:
         # (as_strided() of an input is eager's view only where the view's root is an input: `.data =` keeps a view of
         # an intermediate one of it)

@@ -2127,3 +2127,59 @@ def test_pair_alias_resized_returned_with_its_view(
             assert_refused(f, lambda: (pair(4, 2),), compile_fn, _GROWN_THROUGH_AN_ALIAS)
         else:
             assert_matches_eager(f, lambda: (pair(4, 2),), compile_fn=compile_fn)
+
+
+def _computed_over_resized(alias: str, size: int) -> Callable[[T], object]:
+    """t0 computed from x0, resized to `size` elements through another tensor over its storage; t0 returned."""
+
+    def f(x0: T) -> object:
+        t0 = x0.mul(-1.0)
+        t1 = t0.detach() if alias == "detach" else t0.view(-1)
+        t1.resize_((size,))
+        t1.fill_(0.5)
+        return (t0,)
+
+    return f
+
+
+def _unit_dim_input(kind: str, transposed: bool) -> Make:
+    """A (2, 1) input: transposed, strides (1, 2), which eager's mul keeps and the fake kernel does not; or as
+    torch.empty lays it out, strides (1, 1)."""
+
+    def make() -> tuple[object, ...]:
+        b = torch.randn((1, 2) if transposed else (2, 1))
+        x = PairTensor.from_tensor(b) if kind == "pair" else b
+        return (x.t() if transposed else x,)
+
+    return make
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("alias", ["detach", "view"])
+@pytest.mark.parametrize("size", [3, 1], ids=["grow", "shrink"])
+def test_computed_tensor_over_a_storage_resized_under_it_matches_eager(
+    kind: str, alias: str, size: int, compile_fn: CompileFn | None
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(_computed_over_resized(alias, size), _unit_dim_input(kind, False), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_computed_tensor_with_kernel_strides_shrunk_under_it_matches_eager(
+    kind: str, compile_fn: CompileFn | None
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(_computed_over_resized("detach", 1), _unit_dim_input(kind, True), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("alias", ["detach", "view"])
+def test_computed_tensor_with_kernel_strides_grown_under_it_refused(
+    kind: str, alias: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 123191 program 1650: eager's t0 keeps the strides (1, 2) its mul kernel chose from the transposed
+    # input; the graph rebuilt it over the grown storage with the fake kernel's (1, 1)
+    with torch.no_grad():
+        assert_refused(
+            _computed_over_resized(alias, 3), _unit_dim_input(kind, True), compile_fn, "with the tracer's strides"
+        )

@@ -578,3 +578,55 @@ def check_output_past_grown_input(
         if own is not None:  # traced again over its whole storage, a synthetic base
             raise StorageReachError(message, leaf=own[1])
         raise UnsupportedError(message)
+
+
+def note_kernel_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+    """A functional op's results with a dim of size 0 or 1, computed from a tensor not laid out contiguously as its
+    sizes give (a transposed (2, 1) of strides (1, 2)): strides a kernel chose, where the fakes may choose others
+    (Note [Strides The Kernels Choose]). From canonical contiguous tensors both lay the result out so."""
+    schema = getattr(func, "_schema", None)
+    if schema is None or schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
+        return
+    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor) and _has_unit_dim(r)]
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if results and not all(_canonical(t) for t in tensors):
+        record.kernel_chosen.update(id(r) for r in results)
+
+
+def _has_unit_dim(t: torch.Tensor) -> bool:
+    return any(type(d) is int and d in (0, 1) for d in t.shape)  # (a symbolic size is neither)
+
+
+def _canonical(t: torch.Tensor) -> bool:
+    """Are t's strides those torch.empty(t.shape) has (known without a guard)?"""
+    want = torch._prims_common.make_contiguous_strides_for(t.shape)
+    return all(statically_known_true(a == b) for a, b in zip(t.stride(), want, strict=True))
+
+
+def note_kernel_relaid(record: SwapRecord, sharers: Sequence[torch.Tensor]) -> None:
+    """resize_() grows a storage, and each of `sharers` is rebuilt over the grown one with its layout in the trace.
+    A tensor whose chain starts at a kernel's result with a dim of size 0 or 1 may have
+    strides the kernel chose (note_kernel_layout), which the fakes may not match: noted, for outputs."""
+    if not record.kernel_chosen:
+        return
+    for t in sharers:
+        if id(record.view_root(t)) in record.kernel_chosen:
+            record.kernel_relaid.add(id(t))
+
+
+def check_output_relaid_by_growth(path: str, value: torch.Tensor, record: SwapRecord) -> None:
+    """An output rebuilt over a storage a resize_() grew, with strides a kernel chose (note_kernel_relaid), or a view
+    taken of one since: the graph lays it out with the trace's strides, eager with its kernel's."""
+    t = value
+    while id(t) not in record.grown_ids:  # (resize_() lays a tensor out contiguously itself: eager's strides)
+        if id(t) in record.kernel_relaid:
+            raise UnsupportedError(
+                f"{path} is a tensor the program computed (or a view of one) with a dimension of size 0 or 1, whose "
+                "storage a resize_() of another tensor over it grew: the compiled graph rebuilds it over the grown "
+                "storage with the tracer's strides, which in such a dimension may not be those eager's kernel "
+                "chose (Note [Strides The Kernels Choose]). Return a .clone() of it, or resize a .clone()"
+            )
+        view = record.views.get(id(t))
+        if view is None or view.func is torch.ops.aten.detach.default:
+            return
+        t = view.source

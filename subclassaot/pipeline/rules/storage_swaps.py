@@ -97,6 +97,8 @@ from subclassaot.pipeline.rules.storage_reach import (
     functional_frame_offset,
     note_absolute_view,
     note_escaping_view,
+    note_kernel_layout,
+    note_kernel_relaid,
     per_tensor_method,
     reads_grad,
     refresh_shared_histories,
@@ -288,6 +290,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             for family, bumps in self.record.written_families.items():
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         self.record.pin(out)
+        note_kernel_layout(self.record, func, args, kwargs, out)  # Note [Strides The Kernels Choose]
         return out
 
     @property
@@ -763,6 +766,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.grown_from[storage_key(x)] = key_before
         if key_before in self.record.inference_made:  # (eager's storage, grown in place, stays an inference one)
             self.record.inference_made.add(storage_key(x))
+        note_kernel_relaid(self.record, sharers)
         for t in sharers:  # each keeps its layout, on the grown storage (Note [Storage Swaps By Rebinding])
             rebind_functional(t, grown, (list(t.shape), list(t.stride()), t.storage_offset()))
             if id(t) in self.record.input_positions:  # an input whose storage grows under it, as eager's does

@@ -121,6 +121,11 @@ class SwapRecord:
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     first_swaps: dict[int, int] = field(default_factory=dict)  # ... -> `seq` at the first of those calls
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
+    # id() of tensors over an intermediate's storage that a resize_() growth rebuilt with the trace's strides where a
+    # kernel chose them (a dim of size 0 or 1): Note [Strides The Kernels Choose]
+    kernel_relaid: set[int] = field(default_factory=set)
+    # id() of functional results whose strides a kernel chose from inputs not laid out canonically (note_kernel_layout)
+    kernel_chosen: set[int] = field(default_factory=set)
     # ... of those, leaves and views that require grad, grown with grad off (inside inference_mode): id() -> the
     # tensor (Note [Storage Swaps By Rebinding])
     hidden_grows: dict[int, torch.Tensor] = field(default_factory=dict)
