@@ -109,6 +109,9 @@ from subclassaot.torch_internals import (
 #   of x to itself under grad (version kept), a CopySlices newer than the call's node. An in-place view op after such
 #   a node keeps it NUMBERED: its node is numbered in program order too, and the late CopySlices stands for both (a
 #   subclass input, whose layout the epilogue replays without autograd, has no other).
+# - Outputs rebuilt as views after the epilogue (Note [Output Regeneration]) are built in program order (`build_order`):
+#   each view's node is numbered as eager's among them, so the one made last runs first (a view of a leaf taken after
+#   `t0 = x0.t()`, x0 set_() under grad, gives the leaf its gradient before the set_ node raises, in either output order).
 # Beyond reach: eager's nodes ordered among the program's own, which the one compiled node cannot interleave (a leaf
 # the program made and read with grad after the op whose node raises: `x0.requires_grad_(); t0, t1 = x1.sort(0);
 # t1.add_(t1); return t0, x0 * -1`, x0 graded before the raise): the backward probe refuses those (Note [Probing

@@ -694,34 +694,23 @@ def _max_state(marks: Sequence[tuple[int, int]]) -> int:
     return max((state_of(t)[1] for _, t in marks), default=0)
 
 
-def _set_bumps(replay: Replay | None) -> bool:
-    return replay is not None and replay.then_set and not replay.runtime_set and not replay.set_by_data
-
-
 def stale_bump(replay: Replay | None) -> bool:
     """A view with no history of a tensor the program wrote after taking it (Replay.stale_view, not from an input):
     its counter is advanced as soon as it is built, so views eager took after the write are built after it, fresh."""
     return replay is not None and replay.stale_view and replay.bump_after and replay.source is not ReplaySource.INPUT
 
 
-def _inplace_view_bumps(replay: Replay | None) -> bool:
-    """Does the chain repeat an in-place view op (t_, transpose_, ...)? Each bumps the version of the storage's
-    views, under no_grad too."""
-    return replay is not None and any(torch.Tag.inplace_view in step.op.tags for step in replay.steps)
-
-
 def build_order(infos: Sequence[OutputInfo]) -> list[int]:
-    """Outputs in the order of the object states their chains pass through, then output order (or, where an output
-    repeats a set_() or an in-place view op, program order: Note [Views That Raise After A Bump])."""
-    by_program = any(
-        _set_bumps(info.replay) or _inplace_view_bumps(info.replay) or stale_bump(info.replay) for info in infos
-    )
+    """Outputs in the order of the object states their chains pass through, then in the program's order for those
+    built after the epilogue (Replay.made), then output order: a repeated set_() or in-place view op advances a counter
+    other views share (Note [Views That Raise After A Bump]), and each rebuilt view's node is numbered as eager's was
+    among them, which orders eager's backward (Note [Epilogue Nodes In Eager's Order])."""
 
     def key(o: int) -> tuple[int, int]:
         replay = infos[o].replay
         if replay is None:
             return (0, 0)
-        return (_max_state(replay.marks), replay.made if by_program and not replay.before_epilogue else 0)
+        return (_max_state(replay.marks), 0 if replay.before_epilogue else replay.made)
 
     return sorted(range(len(infos)), key=key)
 

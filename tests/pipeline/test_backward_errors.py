@@ -2436,3 +2436,55 @@ def test_new_leaf_over_a_written_input_returned_as_itself_matches_eager(compile_
         assert_matches_eager(
             _leaf_returned_as_itself, _diagonal_of_a_leaf("plain"), compile_fn=compile_fn, after_call=write_outputs
         )
+
+
+def _set_to_itself(x0: T, x2: T) -> None:
+    set_to(x0, x0)
+
+
+def _set_to_another_input(x0: T, x2: T) -> None:
+    set_to(x0, x2)
+
+
+def _split_row(x1: T) -> T:
+    return x1.split_with_sizes([1, 1, 1], 0)[1]
+
+
+def _select_row(x1: T) -> T:
+    return x1[1]
+
+
+def _set_inputs_plain() -> tuple[T, T, T]:
+    return nonleaf(), _leaf(3, 4), nonleaf(2)
+
+
+def _set_inputs_pair() -> tuple[T, T, T]:
+    return pair_nonleaf(), pair(3, 4, requires_grad=True), pair_nonleaf(2)
+
+
+@pytest.mark.parametrize("make", [_set_inputs_plain, _set_inputs_pair], ids=["plain", "pair"])
+@pytest.mark.parametrize("set_", [_set_to_itself, _set_to_another_input], ids=["itself", "another"])
+@pytest.mark.parametrize("view", [_split_row, _select_row], ids=["split", "select"])
+@pytest.mark.parametrize("leaf_view_first", [True, False], ids=["leaf_view_first", "set_view_first"])
+def test_leaf_view_made_after_a_set_under_grad_gets_its_gradient_before_the_set_raises(
+    make: Callable[[], tuple[T, T, T]],
+    set_: Callable[[T, T], None],
+    view: Callable[[T], T],
+    leaf_view_first: bool,
+    compile_fn: CompileFn | None,
+) -> None:
+    """Found by the fuzzer (seed 123196, program 45): x0, a non-leaf, is set_() under grad and read with grad after
+    (its set_ node, numbered above all, raises as soon as it is ready); a view of the leaf x1 taken after that read is
+    numbered higher, so eager's engine runs its node and accumulates x1's gradient before the set_ node raises. The
+    runtime rebuilt both output views outside any Function in output order, so with the leaf's view returned first
+    its node was numbered lower and x1 got no gradient; the views are now rebuilt in the program's order."""
+
+    def f(x0: T, x1: T, x2: T) -> tuple[T, T]:
+        set_(x0, x2)
+        t0 = x0.t()
+        t2 = view(x1)
+        return (t2, t0) if leaf_view_first else (t0, t2)
+
+    check(f, make, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)

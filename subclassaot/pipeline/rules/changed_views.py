@@ -98,7 +98,7 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   A view taken before the write raises by the epilogue's write, or by bump_after. Views of t with history are refused.
 # - Outputs built after a runtime set_: where an output repeats the program's set_() (Replay.then_set) after the
 #   epilogue, it advances the counter other views share; so outputs built after the epilogue are built in the program's
-#   order (Replay.made), each seeing the counter eager's saw. Without such an output, the output order stands. An
+#   order (Replay.made), each seeing the counter eager's saw (always: Note [Epilogue Nodes In Eager's Order]). An
 #   output whose chain repeats an in-place view op (t_, transpose_) advances the counter too, under no_grad as well:
 #   the same order (`t0 = x.unsqueeze(2); t0.transpose_(3, 1); return x.unbind(2)[0], t0`: an unbind() output built
 #   first raised at its grad_fn). Eager bumps the shared counter once per in-place view op, when it runs, whether on
