@@ -3003,11 +3003,11 @@ def test_stale_view_of_a_view_input_set_off_its_base_then_swapped_returned(
         t0 = x1[:, 2:2:1] if empty else x1[:, 1:3:1]
         x0.zero_()
         if input_set:
-            x1.set_(x0)
+            set_to(x1, x0)
         if swap == "data":
             t0.data = x0
         else:
-            t0.set_(x0)
+            set_to(t0, x0)
         return (t0,)
 
     def make_inputs() -> tuple[object, ...]:
