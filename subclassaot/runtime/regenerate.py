@@ -150,7 +150,9 @@ from subclassaot.torch_internals import (
 # view it was taken of: the output of a view input x (`t0 = x.select(0, 0)`, x a diagonal of b), stale after a write of
 # t0 under inference_mode or no_grad, has eager's node as_strided(b, ...), whose gradient reaches every element of b
 # t0 covers, where one taken of x would give b only x's (a resize_() can give t0 elements past x's). Such an output
-# (OutputLeaf.from_base) is rebuilt by as_strided() of the input's `._base`: eager's node, and eager's `._base`.
+# (OutputLeaf.from_base) is rebuilt by as_strided() of the input's `._base`: eager's node, and eager's `._base`. Not
+# where the input was set_() (or `.data =`) off its base's storage (`x1.set_(x0)`): its base no longer holds the
+# output's elements, which are then taken from the input itself (a view of the same `._base` still).
 
 
 def build_outputs(
@@ -693,9 +695,10 @@ def _from_leaves(
             source = hidden if leaf.hidden_key is None else shared.setdefault(leaf.hidden_key, hidden)
         if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
-        if leaf.from_base and source._base is not None and not grad_fn_raises(source):
+        base = source._base if leaf.from_base else None
+        if base is not None and storage_key(base) == storage_key(source) and not grad_fn_raises(source):
             # Note [Views Of Inputs Whose History Raises]
-            source = source._base
+            source = base
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
     if info.tree is None:
         return leaves[0]

@@ -2987,3 +2987,31 @@ def test_view_input_assigned_another_layout_then_written_with_grad(
             assert_refused(f, make_inputs, compile_fn, "a view with autograd history, a tensor of another size")
         else:
             assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("swap", ["data", "set_"])
+@pytest.mark.parametrize("input_set", [True, False])
+@pytest.mark.parametrize("empty", [True, False])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_stale_view_of_a_view_input_set_off_its_base_then_swapped_returned(
+    kind: str, empty: bool, input_set: bool, swap: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 117800 #980: t0, a view of x1 (itself a select view), stale after x0.zero_() and x1.set_(x0), then
+    # `.data =` x0: eager's output is on x0's storage (shared with x1), a view of x1's `._base`. It was rebuilt by
+    # as_strided() of x1's `._base`, whose storage x1 had left: other values, no sharing. Kept: without the set_().
+    def f(x0: T, x1: T) -> object:
+        t0 = x1[:, 2:2:1] if empty else x1[:, 1:3:1]
+        x0.zero_()
+        if input_set:
+            set_to(x1, x0)
+        if swap == "data":
+            t0.data = x0
+        else:
+            set_to(t0, x0)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        make = pair if kind == "pair" else lambda *shape: torch.randn(shape)
+        return (make(1, 4, 3), make(1, 4, 4).select(0, 0))
+
+    check_no_grad(f, make_inputs, compile_fn)
