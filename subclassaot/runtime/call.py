@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -474,10 +474,19 @@ def _source_edge(plan: RuntimePlan, t: int) -> bool:
 
 
 def _swap_source_counts(
-    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+    plan: RuntimePlan,
+    epilogue: EpiloguePlan,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    as_came: Mapping[int, int | None] | None = None,
 ) -> dict[int, int | None]:
     """The plain inputs of `epilogue.grad_swaps` (when grad is enabled), each with its set_ source's version count
-    before the epilogue replays layouts (None without a source), which `_counter_at` reads it at."""
+    before the epilogue replays layouts (None without a source), which `_counter_at` reads it at.
+
+    With `as_came` (these counts before the epilogue wrote anything): an input whose counter only its set_() advanced
+    takes its count there. Eager read the source before that one bump; the epilogue's copy to a synthetic base of
+    both (Note [Aliased Inputs In Training]) advanced their shared counter before the layout step. Where the program
+    made other bumps, the count after the copies keeps them (which of them came before the set_ is not recorded)."""
     if not (epilogue.grad_swaps and torch.is_grad_enabled()):
         return {}
     counts: dict[int, int | None] = {}
@@ -485,6 +494,8 @@ def _swap_source_counts(
         if plan.layout.trees[t] is None:
             source = _grad_swap_edge(plan, values, dense, t)[1]
             counts[t] = None if source is None else get_version(source)
+            if as_came is not None and plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].version_bumps <= 1:
+                counts[t] = as_came.get(t, counts[t])
     return counts
 
 
@@ -494,8 +505,9 @@ def _counter_at(source: torch.Tensor | None, count: int | None) -> Iterator[None
 
     Eager's `x.set_(src)` under grad reads src's history (its grad_fn) before the set_ advances x's counter. The
     epilogue replays x's new layout without grad first (advancing x's counter) and repeats the set_ under grad after
-    (Note [Inputs Written In Training]). Where x shares src's counter (x a detach() of src's base, src a view), the
-    replay moved src's counter past the count its history was taken at: a view of a multi-output op (unbind, split,
+    (Note [Inputs Written In Training]). Where x shares src's counter (x a detach() of src's base or of a view of it,
+    src a view), the replay (and a copy to a synthetic base of both) moved src's counter past the count its history
+    was taken at: a view of a multi-output op (unbind, split,
     chunk) would raise autograd's view-after-write error, which eager never met. So the repeat reads src at its count
     from before the layout step; the counter is settled to eager's count later (runtime/steps.py: Version Counters As
     Eager's). A write of src's base before the set_ is in that count already, so it still raises as eager's does."""
@@ -653,6 +665,7 @@ def _epilogue(
     """Apply input mutations in the order of Note [Input Updates]. `counters`: `_versions` before the call."""
     mutations = plan.analysis.mutations
     versions, wrapper_versions = counters
+    counts_as_came = _swap_source_counts(plan, epilogue, values, dense)  # before a synthetic base's copy
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
     # See Note [Inputs Written In Training]: inputs whose view ops are replayed get their value after them.
@@ -673,7 +686,7 @@ def _epilogue(
         for j in epilogue.metadata
         if (m := mutations[j]).set_source is not None
     }
-    swap_counts = _swap_source_counts(plan, epilogue, values, dense)
+    swap_counts = _swap_source_counts(plan, epilogue, values, dense, counts_as_came)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
         _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first)
     _replay_layouts(plan, epilogue, ev, (dense, outs, symbols), sources)

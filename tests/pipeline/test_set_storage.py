@@ -3100,3 +3100,48 @@ def test_detach_set_under_grad_onto_a_view_sharing_its_counter(
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _write_then_set_onto_a_view(x0: T, x1: T) -> tuple[()]:
+    x0.mul_(2)  # advances the counter x1 shares: eager's set_() then reads x1 after a write and raises
+    set_to(x0, x1)
+    return ()
+
+
+@pytest.mark.parametrize("f", [_set_onto_a_view, _set_onto_a_view_then_read], ids=["nothing", "read"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_detach_of_a_slice_set_under_grad_onto_an_unbind_of_its_transposed_base(
+    compile_fn: CompileFn | None, kind: str, f: Callable[[T, T], object]
+) -> None:
+    """Found by the fuzzer (seed 117800 #6224, shrunk): as above, with x0 = b0[2:3:2].detach() and x1 =
+    b0.t().unbind(0)[0]. Both are views of b0, so the epilogue's copy to their synthetic base advanced the shared
+    counter before the set_ under grad read x1; where only the set_() bumps that counter, the repeat reads x1 at its
+    count as the inputs came (`_swap_source_counts` in runtime/call.py)."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(4, 1) if kind == "plain" else pair_nonleaf(4, 1)
+        with torch.enable_grad():
+            return (b0[2:3:2].detach(), b0.t().unbind(0)[0])
+
+    if kind == "pair":
+        refused_with_grad(f, make_inputs, compile_fn, match=r"args\[0\] does not require grad .* set_\(\)s it")
+        return
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("detached", ["whole", "slice"])
+def test_write_then_detach_set_under_grad_onto_an_unbind_raises_as_eager(
+    compile_fn: CompileFn | None, detached: str
+) -> None:
+    """The counterpart of the tests above: a write of the shared counter before the set_() is in the count the
+    repeat reads x1 at, so it raises autograd's view-after-write error as eager does."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(4, 1)
+        with torch.enable_grad():
+            return ((b0 if detached == "whole" else b0[2:3:2]).detach(), b0.t().unbind(0)[0])
+
+    with torch.enable_grad():
+        assert_raises_like_eager(_write_then_set_onto_a_view, make_inputs, compile_fn=compile_fn)
