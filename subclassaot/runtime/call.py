@@ -872,6 +872,8 @@ def _replay_layouts(
     sources: dict[DenseIndex, torch.Tensor],
 ) -> None:
     """The dense inputs' metadata and storage changes (`call`: the dense inputs, the graph's outputs, the symbols)."""
+    if not epilogue.metadata:
+        return  # (the common call: nothing to lay out, nothing to work out per call)
     dense, outs, symbols = call
     mutations, finals, renewed = plan.analysis.mutations, dict(epilogue.final_copies), _renewed_before_the_call(plan)
     for j in epilogue.metadata:
