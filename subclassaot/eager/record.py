@@ -193,7 +193,7 @@ class _Recorder(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         op = _op_name(func)
-        if op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES:
+        if op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET:
             return func(*args, **(kwargs or {}))  # reads no state changes: not an event
         return self.logged(op, func, args, kwargs or {})
 
@@ -236,6 +236,10 @@ class _Recorder(TorchFunctionMode):
         self.events.append(Event(op=op, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts))
 
 
+# Autograd regenerating a view's grad_fn (after its base was written) resets the view's Python `_backward_hooks`
+# while it holds the view's lock: reading that tensor's grad_fn from the handler would wait on the lock forever.
+_HOOK_RESET = "Tensor._backward_hooks.__set__"
+
 _QUERIES = frozenset(
     f"Tensor.{name}"
     for name in (
@@ -262,9 +266,14 @@ class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __
     ) -> Any:
         if func.overloadpacket is torch.ops.aten.set_:
             return self.recorder.logged("Tensor.set_", func, args, kwargs or {}, below=True)
-        # (a dispatch mode takes an op with no kernel of its own as a fake does: Note [The Eager Record])
-        retaken, view = composite_view_as_eager(func, args, kwargs or {})
-        return view if retaken else func(*args, **(kwargs or {}))
+        # (a dispatch mode takes an op with no kernel of its own as a fake does: Note [The Eager Record]). An op that
+        # reaches here outside any logged call is autograd's own (a view replayed to renew a grad_fn): not an event.
+        self.recorder.depth += 1
+        try:
+            retaken, view = composite_view_as_eager(func, args, kwargs or {})
+            return view if retaken else func(*args, **(kwargs or {}))
+        finally:
+            self.recorder.depth -= 1
 
 
 def _inner_names(t: torch.Tensor) -> list[str]:

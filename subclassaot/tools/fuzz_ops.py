@@ -139,7 +139,7 @@ OpName = Literal[
     "add_", "mul_", "copy_", "zero_", "fill_", "t_", "unsqueeze_", "transpose_", "set_", "resize_",
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
-    "requires_grad_", "requires_grad_set", "storage_free", "storage_refill", "resize_grow", "set_self",
+    "requires_grad_", "requires_grad_set", "requires_grad_if_flagless", "mul_by_flags", "storage_free", "storage_refill", "resize_grow", "set_self",
     "SinFn", "DirtyScale", "TransposeSaved",
     "sort", "max_dim", "split_with_sizes",
 ]  # fmt: skip
@@ -426,6 +426,15 @@ def _set_requires_grad(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> No
     t.requires_grad = bool(p[0])
 
 
+def _requires_grad_if_flagless(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
+    if not t.requires_grad:  # a read that steers the program (Note [Grad Mode And Autograd Reads])
+        t.requires_grad_()
+
+
+def _mul_by_flags(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+    return t.mul(1.0 + t.requires_grad + 2 * t.is_leaf)
+
+
 def _gen_flag(choose: Chooser, t: torch.Tensor) -> Params | None:
     return (choose.chance(70),) if t.dtype.is_floating_point else None
 
@@ -545,6 +554,22 @@ _OPS: tuple[OpDef, ...] = (
         STATE,
         _gen_flag,
         (_set_requires_grad, _fmt("{t}.requires_grad = {p[0]!r}")),
+        weight=1,
+        vocabulary=GRAD,
+    ),
+    _op(
+        "requires_grad_if_flagless",
+        STATE,
+        _gen_float,
+        (_requires_grad_if_flagless, _fmt("if not {t}.requires_grad: {t}.requires_grad_()")),
+        weight=1,
+        vocabulary=GRAD,
+    ),
+    _op(
+        "mul_by_flags",
+        FUNC,
+        _gen_float,
+        (_mul_by_flags, _fmt("{t}.mul(1.0 + {t}.requires_grad + 2 * {t}.is_leaf)")),
         weight=1,
         vocabulary=GRAD,
     ),
