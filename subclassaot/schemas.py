@@ -280,6 +280,10 @@ class OutputLeaf:
     # input is a view: rebuilt from that base, whose elements past the input's get their gradient too (Note [Views Of
     # Inputs Whose History Raises])
     from_base: bool = False
+    # INTERMEDIATE_ALIAS rebuilt by as_strided() (no replay) with a dim of size 0 or 1, whose strides and offset a
+    # kernel chose: it takes the size, strides and offset of this graph stride probe, its own value in the graph,
+    # where that views the base's storage (Note [Strides The Kernels Choose])
+    layout_probe: int | None = None
 
 
 class ReplaySource(enum.Enum):
@@ -334,12 +338,13 @@ class DataAssignmentPlan:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StrideProbe:
     """A dense leaf the graph returns for its real strides: leaf `leaf` of the tensor the last `.data =` to tensor
-    input `input_index` or to output `output_index` (exactly one is set) assigned (Note [Strides The Kernels
-    Choose])."""
+    input `input_index` or to output `output_index` (exactly one is set) assigned, or, `own`, of output
+    `output_index`'s own value (OutputLeaf.layout_probe) (Note [Strides The Kernels Choose])."""
 
     input_index: int | None
     output_index: int | None
     leaf: int
+    own: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

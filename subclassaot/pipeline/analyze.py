@@ -160,6 +160,7 @@ from subclassaot.schemas import (
     OutputLeaf,
     Replay,
     ReplaySource,
+    StrideProbe,
 )
 from subclassaot.torch_internals import (
     grad_fn_or_none,
@@ -270,9 +271,8 @@ class _CheckedRun:
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)
         check_writes_after_hidden_set(flat, layout, run, mutations, user_fakes)
         check_written_overlapping_views(flat, layout, run)
-        self.outputs, self.probes = outputs, probes = check_data_meta_outputs(
-            flat, run, user_fakes, nonleaf_wrappers, outputs, probes
-        )
+        outputs, probes = check_data_meta_outputs(flat, run, user_fakes, nonleaf_wrappers, outputs, probes)
+        self.outputs, self.probes = outputs, probes = _probe_kernel_layouts(outputs, probes)
         self.wrapper_storage = wrapper_storage_classes(run, layout, outputs)
         self.wrapper_bumped = tuple(
             run.swaps.bump_count(t) if tree is not None else 0
@@ -1315,7 +1315,9 @@ def _as_fresh_root(
 # - A view whose chain passes through the intermediate base after its start (`t1.detach().unsqueeze(-1)`: eager's
 #   `._base`, the base the graph returns, is the detach()) replays the steps after the base on the real base, not
 #   as_strided() with the trace's strides (sort, frexp of an empty input with gaps keep its strides: fake (1,), eager
-#   (5,)); where the base was changed in place since, it is rebuilt from the trace's (rules/view_chains.py).
+#   (5,)); where the base was changed in place since, it is rebuilt from the trace's (rules/view_chains.py), or, with
+#   a dim of size 0 or 1, with the layout of its own value in the graph, returned as a stride probe where it views the
+#   base's storage (OutputLeaf.layout_probe: `t1 = t0[:, 1:3]; t0.t_()`, t0 laid out (1, 1) by eager's kernel).
 # - A tensor a resize_() of another grows the storage under is rebuilt over it with the trace's strides: an output that
 #   is one computed from a tensor not laid out as torch.empty would be, with a dim of size 0 or 1, is refused.
 #
@@ -1325,6 +1327,32 @@ def _as_fresh_root(
 # shows the difference. On static fakes (the eager record, the backward probe) a functional op whose tensor arguments
 # are all empty CPU tensors and whose fake results are all empty asks the CPU kernel itself, on real empty tensors
 # of the same layouts (nothing is allocated, no random number drawn), and takes its results' strides.
+
+
+def _probe_kernel_layouts(
+    outputs: Sequence[OutputInfo], probes: tuple[StrideProbe, ...]
+) -> tuple[tuple[OutputInfo, ...], tuple[StrideProbe, ...]]:
+    """Note [Strides The Kernels Choose]: the outputs, each dense leaf rebuilt over an intermediate base by
+    as_strided() to the trace's layout, where that has a dim of size 0 or 1, naming a stride probe of its own value
+    (appended to `probes`)."""
+    found, result = list(probes), list(outputs)
+    for o, info in enumerate(outputs):
+        # (a replayed view set_() to its dense leaves afterwards is built over them: Note [Output Regeneration])
+        if info.kind is not OutputKind.TENSOR or (info.replay is not None and not info.replay.then_set):
+            continue
+        leaves = list(info.leaves)
+        for n, leaf in enumerate(leaves):
+            if (
+                leaf.source is LeafSource.INTERMEDIATE_ALIAS
+                and not leaf.base_layout
+                and leaf.foreign_base is None
+                and leaf.hidden_base is None
+                and any(type(d) is int and d <= 1 for d in leaf.meta[0])
+            ):
+                found.append(StrideProbe(input_index=None, output_index=o, leaf=n, own=True))
+                leaves[n] = replace(leaf, layout_probe=len(found) - 1)
+        result[o] = replace(info, leaves=tuple(leaves))
+    return tuple(result), tuple(found)
 
 
 def _check_replay(

@@ -182,10 +182,15 @@ def graph_output_values(
 
 
 def _stride_probes(run: FunctionalRun, analysis: Analysis) -> list[object]:
-    """Note [Strides The Kernels Choose]: the dense leaves whose real strides assigned wrappers take."""
+    """Note [Strides The Kernels Choose]: the dense leaves whose real strides assigned wrappers take, and those whose
+    layouts outputs rebuilt over intermediate bases take."""
     probes: list[object] = []
     outputs = pytree.tree_leaves(run.output)
     for probe in analysis.stride_probes:
+        if probe.own:
+            assert probe.output_index is not None
+            probes.append(from_functional(dense_leaves_of(outputs[probe.output_index], "")[1][probe.leaf]))
+            continue
         if probe.input_index is not None:
             target = run.user_tensors[probe.input_index]
         else:

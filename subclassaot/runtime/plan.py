@@ -45,6 +45,7 @@ from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     is_nested_expr,
     python_source,
+    storage_key,
 )
 
 
@@ -333,10 +334,27 @@ def probed_stride(
     """Note [Strides The Kernels Choose]: the real strides of the stride probe the analysis named, if any."""
     if probe is None:
         return stride
+    leaf = _probe(plan, outs, probe)
+    return list(leaf.stride()) if list(leaf.shape) == size else stride
+
+
+def probed_layout(
+    plan: RuntimePlan, outs: Sequence[object], probe: int, source: torch.Tensor, meta: tuple[list[int], list[int], int]
+) -> tuple[list[int], list[int], int]:
+    """Note [Strides The Kernels Choose]: the real size, strides and offset of stride probe `probe`, an output leaf's
+    own value in the graph, where it has the leaf's size `meta[0]` and views the storage of `source`, the real base
+    the leaf is rebuilt over (a backend that returned it apart from its base leaves the trace's layout `meta`)."""
+    leaf = _probe(plan, outs, probe)
+    if list(leaf.shape) != meta[0] or storage_key(leaf) != storage_key(source):
+        return meta
+    return meta[0], list(leaf.stride()), int(leaf.storage_offset())
+
+
+def _probe(plan: RuntimePlan, outs: Sequence[object], probe: int) -> torch.Tensor:
     gout = plan.graph_outputs
     leaf = outs[len(gout.updates) + gout.num_fresh + gout.num_bases + gout.num_symints + probe]
-    assert isinstance(leaf, torch.Tensor)
-    return list(leaf.stride()) if list(leaf.shape) == size else stride
+    assert isinstance(leaf, torch.Tensor), "BUG: a stride probe is no tensor"
+    return leaf
 
 
 _below_views = torch._C._AutoDispatchBelowADInplaceOrView

@@ -29,6 +29,7 @@ from subclassaot.runtime.plan import (
     assign_data_meta,
     fresh_output,
     non_view_alias,
+    probed_layout,
     probed_stride,
     set_target_layout,
     share_wrapper_storages,
@@ -172,7 +173,7 @@ def build_outputs(
     base_start = fresh_start + gout.num_fresh
     symint_start = base_start + gout.num_bases
     bases = [intermediate_base(b) for b in outs[base_start:symint_start]]
-    infos = plan.analysis.outputs
+    infos = _probed_layouts(plan, ev, outs, bases, symbols)  # Note [Strides The Kernels Choose]
     result: list[object] = [_PENDING] * len(infos)
     given_roots, shared, entry = given
     roots = dict(given_roots)  # Note [Output Regeneration]
@@ -238,6 +239,27 @@ def build_outputs(
 
 
 _PENDING = object()
+
+
+def _probed_layouts(
+    plan: RuntimePlan, ev: MetaEvaluator, outs: list[object], bases: list[object], symbols: dict[str, int]
+) -> Sequence[OutputInfo]:
+    """The outputs, each leaf rebuilt over an intermediate base that names a layout probe given the probe's real
+    layout (Note [Strides The Kernels Choose])."""
+    infos = plan.analysis.outputs
+    if not plan.analysis.stride_probes:
+        return infos
+    probed = list(infos)
+    for o, info in enumerate(infos):
+        leaves = list(info.leaves)
+        for n, leaf in enumerate(leaves):
+            base = bases[leaf.index] if leaf.layout_probe is not None else None
+            if leaf.layout_probe is not None and isinstance(base, torch.Tensor):
+                size, stride, offset = probed_layout(plan, outs, leaf.layout_probe, base, ev.meta(leaf.meta, symbols))
+                leaves[n] = replace(leaf, meta=(tuple(size), tuple(stride), offset))
+        probed[o] = replace(info, leaves=tuple(leaves)) if leaves != list(info.leaves) else info
+    return probed
+
 
 # What one call's output builds share: the intermediate bases and rebuilt subclass roots, the chain objects made
 # (Note [Output Regeneration]), the inputs' counters at entry, and the views whose counters are advanced once every

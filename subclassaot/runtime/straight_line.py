@@ -226,6 +226,8 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
                 return "an alias on another storage"
             if leaf.from_base:
                 return "a stale view of a view input, rebuilt from its base"
+            if leaf.layout_probe is not None:
+                return "a view of an intermediate laid out as a stride probe"  # (regenerate._probed_layouts)
         return None
     if replay.source is ReplaySource.INPUT_ROOT:
         return "a view of an intermediate set_() onto inputs"

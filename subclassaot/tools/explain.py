@@ -171,6 +171,8 @@ def _leaf_text(leaf: OutputLeaf, layout: DenseLayout, outputs: GraphOutputs) -> 
     if leaf.set_steps is not None:  # Note [Strides The Kernels Choose]
         ops = ", ".join(_step_text(step) for step in leaf.set_steps)
         text += f" with the strides its view ops ({ops}) give the input's real layout"
+    if leaf.layout_probe is not None:  # Note [Strides The Kernels Choose]
+        text += f", with the real strides and offset of stride probe #{leaf.layout_probe}"
     return text
 
 

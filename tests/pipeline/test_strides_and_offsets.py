@@ -820,6 +820,58 @@ def test_relaid_views_of_set_target_keep_kernel_strides(compile_fn: CompileFn | 
     check_no_grad(f, make_inputs, compile_fn)
 
 
+# Views of an intermediate whose base an in-place view op relaid after the view was taken
+_VIEWS_OF_RELAID: dict[str, Callable[[T], T]] = {
+    "split": lambda t: t.split_with_sizes([1] * t.size(1), 1)[0],
+    "slice": lambda t: t[:, 1:3],
+    "unsqueeze": lambda t: t.unsqueeze(0),
+}
+_RELAYOUTS: dict[str, Callable[[T], object]] = {
+    "transpose_": lambda t: t.transpose_(0, 1),
+    "t_": lambda t: t.t_(),
+    "squeeze_": lambda t: t.squeeze_(),
+    "unsqueeze_": lambda t: t.unsqueeze_(1),
+    "as_strided_": lambda t: t.as_strided_((t.numel(),), (1,)),
+}
+
+
+def _kernel_laid_out_inputs(layout: str, kind: str, grad: bool) -> tuple[T, T]:
+    """Two inputs whose sum's layout eager's add kernel chooses otherwise than the fake one: an empty (0, 4, 1) sum,
+    strides (4, 1, 4) in eager, (4, 1, 1) fake; a (1, 3) one, strides (1, 1) in eager, (3, 1) fake."""
+    made = pair if kind == "pair" else (lambda *shape: torch.randn(shape))
+    b = made(1, 4, 1) if layout == "empty" else made(3, 1)
+    if grad:
+        b.requires_grad_()
+    return (b[1:1:2], b.transpose(0, 2)) if layout == "empty" else (b.t(), made(1))
+
+
+# fuzz seed 118100 #6318: an empty split_with_sizes() of an intermediate whose base a transpose_() relaid afterwards
+# kept the fake kernel's strides (4, 1, 1), eager's (4, 1, 4): such a view, rebuilt by as_strided() over the base the
+# graph returns, takes the layout of its own value in the graph (a stride probe), which the real kernel laid out
+# (Note [Strides The Kernels Choose]). Variants: other views and in-place view ops, a nonempty result whose size-1
+# dim's stride the kernel chose, PairTensor inputs (the view set_() to its rebuilt dense leaves), with grad (a
+# split's grad_fn raises in eager there: refused)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    ("layout", "relayout"),
+    # (t_() takes at most two dims; the empty sum has three)
+    [(layout, op) for layout in ("empty", "size_one") for op in sorted(_RELAYOUTS) if (layout, op) != ("empty", "t_")],
+)
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_RELAID))
+def test_view_of_intermediate_relaid_after_it_keeps_kernel_strides(
+    compile_fn: CompileFn | None, view: str, layout: str, relayout: str, kind: str
+) -> None:
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.add(x0)
+        t1 = _VIEWS_OF_RELAID[view](t0)
+        _RELAYOUTS[relayout](t0)
+        return (t1,)
+
+    check_no_grad(f, lambda: _kernel_laid_out_inputs(layout, kind, False), compile_fn)
+    if kind == "plain" and view != "split":
+        check_with_grad(f, lambda: _kernel_laid_out_inputs(layout, kind, True), compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions found and fixed by the lead in session 5 (each from a shrunk fuzz program).
 # ---------------------------------------------------------------------------------------------------------------------
