@@ -193,6 +193,11 @@ class LeafMutation:
     # eager leaves its grad_fn as it was, and so does the epilogue's layout op (Note [Leaves Laid Out Anew Under
     # no_grad])
     metadata_hidden: bool = False
+    # ... and it is a plain view that requires grad, written with grad: eager rebuilds its grad_fn from its base at the
+    # next read, as_strided() at its new layout over the base's history (the ORIGINAL copy records the writes), so
+    # its FINAL value, whose traced history reads gradients in the old layout, is copied in below autograd (Note
+    # [Input Updates])
+    history_from_base: bool = False
     # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
     # view of it: when (Note [History Kept Through .data =])
     assigned_write: AssignedWrite | None = None

@@ -243,7 +243,7 @@ class _CheckedRun:
                 if id(t) in run.swaps.stale_view_layouts
             ]
         )
-        self.mutations = mutations = leaf_mutations(run, layout)
+        self.mutations = mutations = leaf_mutations(run, layout, flat.values)
         refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
         refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]

@@ -101,7 +101,8 @@ def forward_output_values(
         if update.kind is UpdateKind.BASE:
             out.append(base_update(graph_inputs[update.target], run))
         elif update.kind is UpdateKind.ORIGINAL:
-            out.append(_original_value(originals[update.target], finals[update.target]))
+            relaid = analysis.mutations[update.target].history_from_base
+            out.append(_original_value(originals[update.target], finals[update.target], relaid))
         else:
             out.append(finals[DenseIndex(update.target)])
     leaves, _ = pytree.tree_flatten(run_output)
@@ -118,11 +119,21 @@ def forward_output_values(
     return out
 
 
-def _original_value(original: torch.Tensor, final: torch.Tensor) -> torch.Tensor:
-    """The value differentiated for an ORIGINAL update (Note [Input Updates])."""
+def _original_value(original: torch.Tensor, final: torch.Tensor, relaid: bool) -> torch.Tensor:
+    """The value differentiated for an ORIGINAL update (Note [Input Updates]). `relaid`: the input's layout changed
+    under no_grad alone (LeafMutation.history_from_base), so its traced history reads gradients in the layout it came
+    with: the value is taken in that layout (its metadata put back under no_grad for the time of a clone())."""
     if leaf_meta(original) == leaf_meta(final) or storage_key(original) != storage_key(final):
         return original
-    return final.as_strided(original.shape, original.stride(), original.storage_offset())
+    if not relaid:
+        return final.as_strided(original.shape, original.stride(), original.storage_offset())
+    size, stride, offset = final.shape, final.stride(), final.storage_offset()
+    with torch.no_grad():
+        final.as_strided_(original.shape, original.stride(), original.storage_offset())
+    value = final.clone()
+    with torch.no_grad():
+        final.as_strided_(size, stride, offset)
+    return value
 
 
 def _root_values(run: FunctionalRun, analysis: Analysis, leaves: list[object]) -> list[torch.Tensor]:

@@ -62,6 +62,9 @@ from subclassaot.torch_internals import (
 #   history, which an in-place view op left in another layout ("invalid gradient"). Where the input ends in another
 #   layout on the same storage, the differentiated value is a view of the input as it ends, taken after the program,
 #   with the original size, stride and offset: the same elements, through a history autograd keeps consistent.
+#   Where the layout changed under no_grad alone (a plain view input, LeafMutation.history_from_base), the traced
+#   history still reads gradients in the old layout, while eager rebuilds the view's grad_fn from its base at the new
+#   one: the value is taken with the old metadata put back under no_grad, and the FINAL is copied in below autograd.
 # - Writes through a set_() alias: a tensor set_() or `.data =`-assigned to an input's storage is a family of its own,
 #   whose writes change the input's values but not its history or counter. An input written only so
 #   (LeafMutation.visible_through_self false) is written below autograd and its version put back at once (a recorded

@@ -231,6 +231,8 @@ def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
     no gradient flows from the input back into the graph's output for it."""
     if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
         return False  # Note [History Kept Through .data =]
+    if kind is UpdateKind.FINAL and m.history_from_base:
+        return True  # Note [Input Updates]
     return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 
 
@@ -497,6 +499,7 @@ def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, f
     # so does this copy.
     hidden = hidden or not mutation.visible_through_self
     hidden = hidden and not (final and mutation.written_after_data)  # Note [History Kept Through .data =]
+    hidden = hidden or (final and mutation.history_from_base)  # Note [Input Updates]
     x, value = once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
         x.copy_(value)

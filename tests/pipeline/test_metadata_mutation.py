@@ -232,6 +232,53 @@ def test_subclass_views_transposed_under_no_grad(compile_fn: CompileFn | None, v
     check_with_grad(f, _view("pair", made[view]), compile_fn)
 
 
+_SAME_SIZE_RELAYOUTS: dict[str, Callable[[T], object]] = {
+    "transpose_": lambda t: t.transpose_(0, 1),
+    "t_": lambda t: t.t_(),
+    "as_strided_": lambda t: t.as_strided_((2, 2), (1, 2)),
+}
+
+
+def _written_view_input(view: str) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            if view == "reshape":
+                return (torch.randn(4, requires_grad=True).clone().reshape((2, 2)),)
+            return (nonleaf(3, 2)[1:],)
+
+    return make_inputs
+
+
+# fuzz seed 118100 #8448: a view input that requires grad, written with grad, then laid out anew under no_grad
+# (transpose_()) and not read after: eager rebuilds its grad_fn at the next read (the backward through the input after
+# the call) as as_strided() of its base at the new layout, over the base's history of the write; ours took the
+# gradient through the traced history, which reads it in the old layout (2 of 4 elements swapped). The epilogue's copy
+# of its final value is below autograd, and the value differentiated for its write is taken in the old layout
+# (LeafMutation.history_from_base, Note [Input Updates]). Variants: other same-size layout ops (size-changing ones are
+# refused, BEHIND), a write under no_grad after, the input returned; a reshape of a non-leaf and a slice of one.
+# (A read with grad after the layout op is refused, test_plain_square_view_transposed_under_no_grad_refused; PairTensor
+# view inputs written and relaid are refused by Note [Stale View Functions].)
+@pytest.mark.parametrize("view", ["reshape", "slice"])
+@pytest.mark.parametrize("relayout", sorted(_SAME_SIZE_RELAYOUTS))
+@pytest.mark.parametrize("program", ["written", "written_under_no_grad_after", "returned"])
+def test_view_input_written_then_laid_out_anew_under_no_grad(
+    compile_fn: CompileFn | None, program: str, relayout: str, view: str
+) -> None:
+    from subclassaot.tools.parity import write_outputs
+
+    def f(x0: T) -> object:
+        x0.add_(2.0)
+        with torch.no_grad():
+            _SAME_SIZE_RELAYOUTS[relayout](x0)
+            if program == "written_under_no_grad_after":
+                x0.mul_(3.0)
+        return (x0,) if program == "returned" else ()
+
+    check_with_grad(f, _written_view_input(view), compile_fn)
+    with torch.enable_grad():  # (the fuzzer's last call in training writes the outputs after the call)
+        assert_matches_eager(f, _written_view_input(view), compile_fn=compile_fn, after_call=write_outputs)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions (helper bwdshape): eager's backward fails its size check ("returned an invalid gradient ...
 # expected shape compatible with") after an input's layout changed behind autograd, where ours ran (Note [Leaves Laid

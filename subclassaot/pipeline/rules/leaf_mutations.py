@@ -52,11 +52,23 @@ from subclassaot.torch_internals import (
 )
 
 
-def leaf_mutations(run: FunctionalRun, layout: DenseLayout) -> tuple[LeafMutation, ...]:
-    """One `LeafMutation` per dense input leaf, with the set_()-under-grad marks of its input."""
-    return _with_wrapper_grad_sets(
-        tuple(_leaf_mutation(i, run, layout) for i in range(len(layout.leaves))), run, layout
+def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[object]) -> tuple[LeafMutation, ...]:
+    """One `LeafMutation` per dense input leaf, with the set_()-under-grad marks of its input. `values`: the real
+    inputs (FlatInputs.values)."""
+    mutations = tuple(_leaf_mutation(i, run, layout) for i in range(len(layout.leaves)))
+    mutations = tuple(
+        replace(m, history_from_base=True) if _history_from_base(m, values[layout.leaves[i].owner]) else m
+        for i, m in enumerate(mutations)
     )
+    return _with_wrapper_grad_sets(mutations, run, layout)
+
+
+def _history_from_base(m: LeafMutation, value: object) -> bool:
+    """`LeafMutation.history_from_base`: a plain view input that requires grad (guarded: a view), written with grad
+    through itself, laid out anew only under no_grad (Note [Input Updates])."""
+    if not (m.metadata_hidden and m.data and m.autograd_visible and m.visible_through_self) or m.storage_changed:
+        return False
+    return type(value) is torch.Tensor and value.requires_grad and value._is_view()
 
 
 def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i: int) -> DenseIndex | None:
