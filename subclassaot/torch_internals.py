@@ -391,6 +391,14 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
     return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
 
 
+def is_no_grad_view(t: torch.Tensor) -> bool:
+    """An autograd view made under no_grad (or inference mode): it has no history, and its requires_grad reads its own
+    flag or its base's (autograd's view meta answers `own or base.requires_grad`), so requires_grad_() gives it a flag
+    of its own whatever its base's."""
+    modes = (_CreationMeta.NO_GRAD_MODE, _CreationMeta.INFERENCE_MODE)
+    return t._is_view() and torch._C._autograd._get_creation_meta(t) in modes
+
+
 def reads_flag_of_base(t: torch.Tensor) -> bool:
     """`requires_grad_through_base`, or such a view whose base was written since (its grad_fn raises where the base
     requires grad): either way it has no flag of its own until requires_grad_() gives it one. Reads no grad_fn of a

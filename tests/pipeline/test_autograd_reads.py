@@ -437,3 +437,110 @@ def test_read_of_a_view_input_beside_its_base_before_the_program_makes_it_requir
         return (b0.view(2, 1, 3), b0)
 
     check_with_grad(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reads of a tensor the program made require grad: a no_grad view answers its own flag, not its base's (Note [Grad
+# Mode And Autograd Reads], SwapRecord.own_flags)
+
+
+def _flags(t: T) -> float:
+    return 1.0 + t.requires_grad + 2 * t.is_leaf
+
+
+def _view_flagged(x: T) -> object:
+    t0 = x.view(-1)
+    t0.requires_grad_()
+    return (t0.mul(_flags(t0)),)
+
+
+def _view_flagged_read_after_a_view_of_it(x: T) -> object:
+    t0 = x.view(-1)
+    t0.requires_grad_()
+    t1 = t0[1:]
+    return (t1.mul(_flags(t1)), _flags(t0), t0.grad_fn is None)
+
+
+def _view_flagged_returned(x: T) -> object:
+    t0 = x.view(-1)
+    t0.requires_grad_()
+    return (t0, _flags(t0))
+
+
+def _view_flagged_then_unflagged(x: T) -> object:
+    t0 = x.view(-1)
+    t0.requires_grad_()
+    a = _flags(t0)
+    t0.requires_grad_(False)
+    return (t0.mul(_flags(t0)), a)
+
+
+def _view_flagged_then_its_base_written(x: T) -> object:
+    t0 = x.view(-1)
+    t0.requires_grad_()
+    x.mul_(2)
+    return (t0 * 1, t0.requires_grad)
+
+
+def _view_flagged_then_its_base(x: T) -> object:
+    t0 = x.view(-1)
+    t0.requires_grad_()
+    x.requires_grad_()
+    return (t0 * 1, t0.requires_grad, x.requires_grad)
+
+
+def _intermediate_view_flagged(x: T) -> object:
+    t0 = (x * 2)[1:]
+    t0.requires_grad_()
+    return (t0.mul(_flags(t0)),)
+
+
+def _input_flagged(x: T) -> object:
+    x.requires_grad_()
+    t0 = x[1:]
+    return (t0.mul(_flags(t0)), _flags(x))
+
+
+def _with_grad_made(make: Callable[[], T]) -> Maker:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():  # as the fuzzer makes them: a view input is no no_grad view
+            return (make(),)
+
+    return make_inputs
+
+
+_FLAGGED_INPUTS: dict[str, Maker] = {
+    "plain": _with_grad_made(lambda: torch.randn(2, 3)),
+    "view": _with_grad_made(lambda: torch.randn(1, 6).reshape(2, 3)),
+    "sliced": _with_grad_made(lambda: torch.randn(3, 3)[1:]),
+    "pair": _with_grad_made(lambda: pair(2, 3)),
+    "pair_view": _with_grad_made(lambda: pair(1, 6).reshape(2, 3)),
+}
+
+
+@pytest.mark.parametrize("make", list(_FLAGGED_INPUTS))
+@pytest.mark.parametrize(
+    "f",
+    [
+        _view_flagged,
+        _view_flagged_read_after_a_view_of_it,
+        _view_flagged_returned,
+        _view_flagged_then_unflagged,
+        _view_flagged_then_its_base_written,
+        _view_flagged_then_its_base,
+        _intermediate_view_flagged,
+        _input_flagged,
+    ],
+)
+def test_flag_reads_of_a_tensor_made_to_require_grad_under_no_grad(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    # fuzz seed 118100, program 1395: DIVERGED. A view taken under no_grad of an input that is itself a view (of a base
+    # not passed, requiring no grad) and then given requires_grad_() answered requires_grad False, its root base's, as
+    # a view with no flag of its own does: eager's reads its own, True (is_leaf True)
+    check_no_grad(f, _FLAGGED_INPUTS[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", list(_FLAGGED_INPUTS))
+def test_flag_reads_of_an_input_made_to_require_grad_with_grad(compile_fn: CompileFn | None, make: str) -> None:
+    check_with_grad(_input_flagged, _FLAGGED_INPUTS[make], compile_fn)

@@ -3852,6 +3852,72 @@ def test_view_taken_before_the_flag_goes_off_then_set_refused() -> None:
         assert_matches_eager(_flag_off_then_view_then_set, make)
 
 
+def _flag_off_then_strided_view_set(x0: T) -> object:
+    x0.requires_grad = False
+    t0 = x0.as_strided((1,), (1,), 0)
+    set_to(x0, t0)
+    return (t0,)
+
+
+def _flag_off_by_method_then_slice_set(x0: T) -> object:
+    x0.requires_grad_(False)
+    t0 = x0[1:3]
+    set_to(x0, t0)
+    return (t0, t0.requires_grad, t0.is_leaf)
+
+
+def _detached_then_view_then_set_onto_another(x0: T) -> object:
+    x0.detach_()
+    t0 = x0[1:3].unsqueeze(0)
+    set_to(x0, x0[2:])
+    return (t0, x0)
+
+
+def _flag_off_then_view_then_as_strided_(x0: T) -> object:
+    x0.requires_grad_(False)
+    t0 = x0[1:3]
+    x0.as_strided_((2,), (1,), 1)
+    return (t0,)
+
+
+def _used_then_flag_off_then_view_then_set(x0: T) -> object:
+    t1 = x0 * 2
+    x0.requires_grad = False
+    t0 = x0[1:]
+    set_to(x0, t0)
+    return (t0, t1)
+
+
+_FLAG_OFF_INPUTS: dict[str, Callable[[], tuple[object, ...]]] = {
+    "plain": lambda: (torch.randn(4, requires_grad=True),),
+    "pair": lambda: (pair(4, requires_grad=True),),
+}
+
+
+@pytest.mark.parametrize("make", list(_FLAG_OFF_INPUTS))
+@pytest.mark.parametrize(
+    "f",
+    [
+        _flag_off_then_strided_view_set,
+        _flag_off_by_method_then_slice_set,
+        _detached_then_view_then_set_onto_another,
+        _flag_off_then_view_then_as_strided_,
+        _used_then_flag_off_then_view_then_set,
+    ],
+)
+@pytest.mark.parametrize("grad", [True, False])
+def test_view_taken_after_the_flag_goes_off_and_replayed_before_the_epilogue_has_no_history(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str, grad: bool
+) -> None:
+    """A view taken with grad after the input's flag went off has no history in eager; an in-place layout change of
+    the input after it (set_(), as_strided_()) makes the runtime replay it before the epilogue, where the input still
+    required grad (its flag is dropped after the graph): it came with an AsStridedBackward0 (fuzz seed 118100, program
+    2343: DIVERGED). Replayed without history, as eager's."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, _FLAG_OFF_INPUTS[make], compile_fn=compile_fn)
+        assert_matches_eager(f, _FLAG_OFF_INPUTS[make], compile_fn=compile_fn, after_call=write_outputs)
+
+
 def _layout_changed_then_made_to_require_grad(x0: T) -> object:
     x0.t_()
     x0.requires_grad_()

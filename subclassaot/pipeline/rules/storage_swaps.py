@@ -140,10 +140,10 @@ from subclassaot.torch_internals import (
     is_functional,
     is_functorch_wrapped,
     is_nested_int,
+    is_no_grad_view,
     mark_inference_mode_view,
     marks_dirty_noted,
     no_torch_function,
-    reads_flag_of_base,
     rebind_functional,
     requires_grad_through_base,
     set_version,
@@ -1276,7 +1276,7 @@ class _DataMode(TorchFunctionMode):
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
         ):
             self.record.requires_grad_set.add(id(args[0]))
-            if reads_flag_of_base(args[0]) and id(args[0]) not in self.record.input_positions:
+            if is_no_grad_view(args[0]) and id(args[0]) not in self.record.input_positions:
                 self.record.own_flags.add(id(args[0]))
                 self.record.pin(args[0])
             # (an input sharing storage with another, laid out as a view of a synthetic base that does not require

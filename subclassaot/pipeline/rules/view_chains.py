@@ -246,12 +246,22 @@ def _grown_base_output(t: torch.Tensor, value: torch.Tensor, earlier: dict[int, 
 
 def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
     """Note [Views That Raise After A Bump]: a view taken with grad of a source that required no grad then, in a
-    program that turns requires_grad on (the source may require grad by the end, through its base): eager's view has
-    no history but grad mode's creation meta, which a replay with grad of a source that requires grad would not
-    give (ViewStep.without_history). Not where the source's base, another input, had been made to require grad
-    before: eager's source requires grad through it, and its view has history (ViewRecord.source_base_gained)."""
+    program that turns requires_grad on (the source may require grad by the end, through its base) or off on an input
+    that required it (`.requires_grad = False`, detach_(): a replay before the epilogue meets the input as passed,
+    still requiring grad): eager's view has no history but grad mode's creation meta, which a replay with grad of a
+    source that requires grad would not give (ViewStep.without_history). Not where the source's base, another input,
+    had been made to require grad before: eager's source requires grad through it, and its view has history
+    (ViewRecord.source_base_gained)."""
     without = not record.source_requires_grad and not record.source_base_gained
-    return record.grad_enabled and without and bool(run.swaps.requires_grad_set)
+    return record.grad_enabled and without and (bool(run.swaps.requires_grad_set) or _input_flag_dropped(run))
+
+
+def _input_flag_dropped(run: FunctionalRun) -> bool:
+    """Does the program leave an input that required grad as passed without it?"""
+    return any(
+        real.requires_grad and not run.swaps.run_inputs[position].requires_grad
+        for position, real in run.swaps.input_positions.values()
+    )
 
 
 def _before_grad(
