@@ -15,6 +15,7 @@ from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     ENTRIES,
     DirtyScale,
@@ -739,6 +740,102 @@ def test_mark_dirty_recording_a_node_matches_eager(
 ) -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make, after_call=after_call)
+
+
+# ctx.mark_dirty on a detach() or `.data` alias of an input requiring grad, where the apply records a node (the alias
+# set_() with grad onto the input's storage, or a second operand, requires grad): autograd rebases the alias's own
+# history, never the input's, as under an in-place op with grad through the alias (Note [Custom Functions]). Fuzz seed
+# 118100 #3836 (crashed, shrunk: the epilogue's copy into the leaf's storage ran with grad and raised "a view of a leaf
+# Variable that requires grad is being used in an in-place operation"; it failed at d62dfff too).
+
+
+def _set_onto_its_detach_then_written(onto: str, expand: bool, write: str) -> Callable[..., object]:
+    def f(x0: T, x1: T) -> object:
+        set_to(x1, x0.select(0, -1) if onto == "view" else x0)
+        t1 = x1.expand((1, 2)) if expand else x1
+        if write == "function":
+            DirtyScale.apply(t1)  # type: ignore[no-untyped-call]
+        else:
+            t1.mul_(2.0)
+        return ()
+
+    return f
+
+
+def _beside_its_detach(make: Callable[..., T]) -> Make:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = make(1, 2)
+        return (b0, b0.detach())
+
+    return make_inputs
+
+
+def _leaf(*shape: int) -> T:
+    return torch.randn(*shape, requires_grad=True)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("write", ["function", "in_place"])
+@pytest.mark.parametrize("expand", [True, False], ids=["expanded", "itself"])
+@pytest.mark.parametrize("onto", ["view", "input"])
+@pytest.mark.parametrize("make", [_leaf, _nonleaf], ids=["leaf", "nonleaf"])
+def test_mark_dirty_through_a_detached_input_set_onto_its_alias_matches_eager(
+    make: Callable[..., T], onto: str, expand: bool, write: str, grad: bool
+) -> None:
+    """x1 = x0.detach(), set_() onto x0 (or a row of it), then written by a Function marking it dirty: eager's x1
+    takes the write's history, x0's storage the values and its counter (shared with x1) the bumps, x0's history
+    stays. Beside it, the same with an in-place op instead of the Function, and the program under no_grad."""
+    f = _set_onto_its_detach_then_written(onto, expand, write)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, _beside_its_detach(make))
+        assert_matches_eager(f, _beside_its_detach(make), after_call=write_outputs)
+
+
+@pytest.mark.parametrize("write", ["function", "in_place"])
+@pytest.mark.parametrize("onto", ["view", "input"])
+def test_mark_dirty_through_a_detached_subclass_input_set_onto_its_alias(onto: str, write: str) -> None:
+    """The same over PairTensor leaves: under no_grad as eager; with grad, refused (a subclass input that requires no
+    grad, set_() with grad onto one that does; for the Function, first: its wrapper-level version counter shared with
+    that input)."""
+    f = _set_onto_its_detach_then_written(onto, True, write)
+    make = _beside_its_detach(lambda *shape: pair(*shape, requires_grad=True))
+    with torch.no_grad():
+        assert_matches_eager(f, make)
+    match = "shares its wrapper-level version counter" if write == "function" else r"set_\(\)s it with grad enabled"
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=match):
+        subclassaot.compile(f)(*make())
+
+
+class DirtyAdd(torch.autograd.Function):
+    """Adds y into x and marks x dirty: x takes the Function's history where only y requires grad."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T, y: T) -> T:
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> tuple[T, T]:
+        return g, g
+
+
+@pytest.mark.parametrize("alias", ["detach", "data"])
+@pytest.mark.parametrize("make", [_leaf, _nonleaf], ids=["leaf", "nonleaf"])
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_mark_dirty_of_an_alias_taken_in_the_program_matches_eager(
+    make: Callable[..., T], alias: str, after_call: AfterCall | None
+) -> None:
+    """DirtyAdd(x.detach(), y), y requiring grad: the alias takes the Function's history, x keeps its own (a leaf's
+    storage written so raised in the epilogue's copy with grad)."""
+
+    def f(x: T, y: T) -> object:
+        t = x.detach() if alias == "detach" else x.data
+        out = DirtyAdd.apply(t, y)  # type: ignore[no-untyped-call]
+        return (out * 1, x * 1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make(2, 2), _leaf(2, 2)), after_call=after_call)
 
 
 # The Functions above on the subclasses users have (torch's DTensor and jagged NestedTensor), through both entries.

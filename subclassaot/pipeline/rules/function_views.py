@@ -87,7 +87,9 @@ __all__ = [
 # Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
 # eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's write,
 # run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new value
-# in with grad from the compiled Function's update, whose backward holds the program's Function's. An apply recording
+# in with grad from the compiled Function's update, whose backward holds the program's Function's. Only on x's own
+# history: where x is a detach() or `.data` alias (or a view of one; an input passed as the grad-free alias of another
+# is one), the tensor it was taken from keeps its history, as under a write with grad through x. An apply recording
 # no node leaves x's history. Either way the mark advances x's counter. Refused: a mark with no write (no new value to
 # carry the history), and a subclass input written so that shares its wrapper-level version counter with another input
 # requiring grad: eager rebuilds that input's history from x's; the compiled call leaves it the one it came with. The

@@ -1638,7 +1638,8 @@ def _note_function_apply(
 
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...], recorded: bool) -> None:
     """A mark that rebases history (`recorded`) makes the Function's write (run with grad off) one autograd records,
-    as a write with grad is (Note [Custom Functions]); any other mark changes nothing autograd sees."""
+    as a write with grad is (Note [Custom Functions]), except on a detach() or `.data` alias, whose own history alone
+    takes it; any other mark changes nothing autograd sees."""
     record.pin(tensors)  # Note [Storage Swaps By Rebinding]
     for t in tensors:
         record.note_marked_dirty(t)
@@ -1648,6 +1649,8 @@ def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tenso
     if torch.is_inference_mode_enabled() and any(t._is_view() for t in tensors):
         record.dirty_view_in_inference = cls
     for t in tensors:
+        if id(t) in record.hidden:  # a detach() or `.data` alias: its own history only (Note [Custom Functions])
+            continue
         if is_traceable_subclass(t):
             record.note_visible_write(t, True)
         leaves = flatten_subclass(t, "marked dirty")[1] if is_traceable_subclass(t) else [t]
