@@ -1155,6 +1155,11 @@ def hint_of(value: int | torch.SymInt) -> int:
     return int(optimization_hint(value))
 
 
+def sym_min(a: int | torch.SymInt, b: int | torch.SymInt) -> int | torch.SymInt:
+    """The smaller of two sizes, symbolic where either is (no guard)."""
+    return cast("int | torch.SymInt", torch.sym_min(a, b))  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+
+
 def expr_of(value: int | torch.SymInt) -> sympy.Expr:
     """The raw (unsimplified) sympy expression of a size, stride or offset."""
     if isinstance(value, int):

@@ -22,6 +22,7 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
+from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
 from subclassaot.runtime.plan import SettlingCall
 from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
 
@@ -424,8 +425,16 @@ def is_own(backend: BackendFn) -> bool:
     return backend is eager_backend or backend is inductor_backend
 
 
-def decompositions_for(backend: str | BackendFn) -> Mapping[torch._ops.OperatorBase, Callable[..., object]] | None:
-    """The decomposition table a backend wants applied while tracing (inductor lowers only decomposed aten)."""
+def decompositions_for(backend: str | BackendFn) -> Mapping[torch._ops.OperatorBase, Callable[..., object]]:
+    """The decomposition table applied while tracing: the one a backend wants (inductor lowers only decomposed aten),
+    and the pipeline's write-back through views that repeat memory locations (Note [In-Place Ops As Eager Runs
+    Them]), over every backend's."""
+    return with_write_back_through_repeats(_backend_decompositions(backend))
+
+
+def _backend_decompositions(
+    backend: str | BackendFn,
+) -> Mapping[torch._ops.OperatorBase, Callable[..., object]] | None:
     if backend == "inductor" or backend is inductor_backend:
         # Some of inductor's decompositions read `torch._inductor.lowering` lazily (max_pool2d's): load it with them.
         import torch._inductor.lowering  # noqa: F401

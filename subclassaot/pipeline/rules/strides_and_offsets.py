@@ -23,14 +23,21 @@ Input: the tensors of an in-place op under functionalization (their sizes, strid
 write (Note [Stale View Functions], copies onto the same data, Note [In-Place Ops As Eager Runs Them]).
 Invariants: reads metadata only; symbolic sizes that cannot be decided count as disjoint for reads and as not
 overlapping for writes.
+
+Part: the write-back of an update through a view that repeats memory locations (Note [In-Place Ops As Eager Runs Them]).
+
+Input: the decomposition table a backend wants. Output: that table with `as_strided_scatter` decomposed where its
+layout may repeat a location (`with_write_back_through_repeats`). Invariants: a layout not provably injective at
+every size takes the decomposition, which is right for injective ones too; no guard is added.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
@@ -43,7 +50,15 @@ from subclassaot.pipeline.rules.swap_record import (
     elements_of,
     reads_elsewhere_written,
 )
-from subclassaot.torch_internals import from_functional, is_functional, no_dispatch, set_wrapper_metadata, storage_key
+from subclassaot.torch_internals import (
+    from_functional,
+    hint_of,
+    is_functional,
+    no_dispatch,
+    set_wrapper_metadata,
+    storage_key,
+    sym_min,
+)
 
 if TYPE_CHECKING:
     from subclassaot.schemas import LeafMutation
@@ -99,6 +114,12 @@ __all__ = [
 #   (0, 2, 1))`): the epilogue's recorded copy_ of its final value goes in once per location, through a narrow() of it,
 #   whose CopySlices scatters the gradient back through the repeating layout and raises, where eager's history (the
 #   in-place view op's node over the write) runs: refused with grad (`check_written_relaid_to_repeats`).
+# - Writes through a view with distinct elements of one that repeats locations (`t0 = x.expand(2)`, grown under it by
+#   `x.resize_(3)` and replayed as as_strided; unfold) are one store per location in eager; functionalization's
+#   as_strided_scatter of the repeating view's update raises on a zero stride and elsewhere stores in the kernel's
+#   order. Traced instead (a decomposition over every backend's), each location gets its old value plus the changes
+#   written through its elements (their mean: the update may already repeat its change at each), computed exactly in
+#   float64; provably injective layouts keep the op.
 # The fuzzer draws no write whose result eager leaves unspecified (tools/fuzz_ops.py).
 
 _SKIPPED = frozenset({"copy_", "set_", "resize_", "resize_as_"})
@@ -516,6 +537,95 @@ def uniform_write(func: Any, t: torch.Tensor) -> bool:
     back element by element)."""
     recorded = torch.is_grad_enabled() and t.requires_grad and is_traceable_subclass(t)
     return func.overloadpacket in _UNIFORM_WRITES and not recorded
+
+
+def _known(condition: bool | torch.SymBool) -> bool:
+    """True where `condition` holds at every size (no guard is added)."""
+    return bool(statically_known_true(condition))
+
+
+def _injective(size: Sequence[Any], stride: Sequence[Any]) -> bool:
+    """Do the elements of this layout provably name distinct memory locations at every size? Dims ordered by stride:
+    each stride passes the last element the dims of smaller strides reach (sufficient, not necessary)."""
+    dims = sorted(zip(size, stride, strict=True), key=lambda d: hint_of(d[1]))
+    reach: Any = 0
+    for sz, st in dims:
+        if _known(sz <= 1):
+            continue
+        if not _known(st > reach):
+            return False
+        reach = reach + (sz - 1) * st
+    return True
+
+
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the write-back computes its changes in: one that holds a difference of two values of `dtype`
+    exactly (all but far apart floating ones), and bool as integers."""
+    if dtype.is_complex:
+        return torch.complex128
+    if dtype.is_floating_point:
+        return torch.float64
+    return torch.int64 if dtype is torch.bool else dtype
+
+
+def _positions(size: Sequence[Any], stride: Sequence[Any], device: torch.device) -> torch.Tensor:
+    """The storage position of each element of a layout, relative to its offset, flattened."""
+    positions = torch.zeros((), dtype=torch.int64, device=device)
+    for d, (sz, st) in enumerate(zip(size, stride, strict=True)):
+        steps = torch.arange(sz, device=device) * st
+        positions = positions + steps.view([-1 if i == d else 1 for i in range(len(size))])
+    return positions.expand(list(size)).reshape(-1)
+
+
+def write_back_through_repeats(
+    base: torch.Tensor, src: torch.Tensor, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None
+) -> torch.Tensor | None:
+    """`as_strided_scatter(base, src, size, stride, offset)` where the layout may repeat memory locations (Note
+    [In-Place Ops As Eager Runs Them]). None where it provably does not (the op itself is right there)."""
+    offset = base.storage_offset() if storage_offset is None else storage_offset
+    pairs = list(zip(size, stride, strict=True))
+    repeated = [d for d, (sz, st) in enumerate(pairs) if _known(st == 0) and not _known(sz <= 1)]
+    once = [1 if d in repeated else sz for d, sz in enumerate(size)]
+    if not repeated and _injective(once, stride):
+        return None
+    aten = torch.ops.aten
+    wide = _wide(base.dtype)
+    change = src.to(wide) - aten.as_strided.default(base, size, stride, offset).to(wide)
+    count = (change != 0).to(torch.float64 if wide.is_floating_point or wide.is_complex else wide)
+    if repeated:  # (expand's inverse: over each location's repeats)
+        change, count = change.sum(repeated, keepdim=True), count.sum(repeated, keepdim=True)
+    layout: tuple[list[Any], list[Any]] = (once, list(stride))
+    if not _injective(once, stride):
+        # other repeats (unfold, as_strided((3, 2), (2, 2))): over the span of storage from the first element to the
+        # last (none where the layout has no elements)
+        span = sym_min(change.numel(), 1) * (1 + sum((sz - 1) * st for sz, st in zip(once, stride, strict=True)))
+        at = _positions(once, stride, base.device)
+        change = change.new_zeros([span]).index_add(0, at, change.reshape(-1))
+        count = count.new_zeros([span]).index_add(0, at, count.reshape(-1))
+        layout = ([span], [1])
+    count = count.clamp(min=1)
+    mean = change / count if count.dtype.is_floating_point else change.div(count, rounding_mode="trunc")
+    new = aten.as_strided.default(base, *layout, offset).to(wide) + mean
+    out: torch.Tensor = aten.as_strided_scatter.default(base, new.to(base.dtype), *layout, offset)
+    return out
+
+
+def with_write_back_through_repeats(
+    table: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    """`table` (a backend's decompositions, or none) with `write_back_through_repeats` for as_strided_scatter, falling
+    back to the table's own decomposition of it where the layout is injective."""
+    merged = dict(table or {})
+    own = merged.get(torch.ops.aten.as_strided_scatter.default)
+
+    def decomposed(*args: Any, **kwargs: Any) -> object:
+        out = write_back_through_repeats(*args, **kwargs)
+        if out is not None:
+            return out
+        return NotImplemented if own is None else own(*args, **kwargs)  # (NotImplemented: make_fx traces the op)
+
+    merged[torch.ops.aten.as_strided_scatter.default] = decomposed
+    return merged
 
 
 # Functionalization writes a view's update back to its base through the view ops' inverses, and the inverse of
