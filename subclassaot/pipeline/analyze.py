@@ -86,6 +86,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     check_view_taken_before_grad,
     refuse_stale_view_layouts,
     releaf_size,
+    seen_after_layout_ops,
 )
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
@@ -329,6 +330,7 @@ def _analysis(
         ),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
+        seen_after_layout_ops=tuple(seen_after_layout_ops(run.swaps, t, run.output) for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         views_relaid_with_grad=run.swaps.views_relaid_with_grad,

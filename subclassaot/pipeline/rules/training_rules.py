@@ -304,7 +304,10 @@ def _unsupported_group_change(
         hidden = [
             m
             for m in meta
-            if leaf(m) and analysis.mutations[m].metadata_hidden and analysis.mutations[m].final_meta[0] != sizes[m]
+            if leaf(m)
+            and analysis.mutations[m].metadata_hidden
+            and analysis.mutations[m].final_meta[0] != sizes[m]
+            and (not analysis.seen_after_layout_ops or analysis.seen_after_layout_ops[input_of(m)])
         ]
         return meta[-1] if stale else (hidden[-1] if hidden else None)
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
