@@ -1650,9 +1650,9 @@ def _relaid_leaf_members(kind: str) -> tuple[object, ...]:
     its history (`base`), or a view of a tensor requiring no grad yet, which the program makes require grad (`flag`)."""
     make = pair if kind.startswith("pair") else torch.randn
     if kind.endswith("base"):
-        b0 = make(2, 3, requires_grad=True)  # type: ignore[operator]  # (torch.randn's overloads and pair's differ)
+        b0 = make(2, 3, requires_grad=True)
         return (b0[1:], b0)
-    b0 = make(2, 3)  # type: ignore[operator]  # (as above)
+    b0 = make(2, 3)
     return (b0, b0.select(0, 1).view(1, 3))
 
 
