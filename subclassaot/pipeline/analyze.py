@@ -290,8 +290,7 @@ def _analysis(
     own_base_views: bool,
     f: _CheckedRun,
 ) -> Analysis:
-    run = f.run
-    uses = wrapper_uses(run, layout)
+    uses = wrapper_uses(run := f.run, layout)
     (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
     early_sets = early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
