@@ -18,7 +18,15 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import assert_refused, check_no_grad, check_with_grad, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+)
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1700,3 +1708,53 @@ def test_leaf_member_relaid_under_no_grad_and_seen_after_is_refused(compile_fn: 
 
     with torch.enable_grad():
         assert_refused(f, lambda: _relaid_leaf_members("plain-base"), compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}")
+
+
+def _changed_member(x0: T, x1: T, how: str) -> None:
+    """Change member `x0`'s metadata so that the group's gradients would not be eager's, were any output to carry one."""
+    if how == "data":
+        x0.data = x1
+        return
+    with torch.no_grad():
+        if how == "set":
+            x0.set_(x1)
+        else:
+            x0.unsqueeze_(0)
+
+
+@pytest.mark.parametrize("how", ["data", "set", "unsqueeze"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_member_changed_where_no_output_requires_grad(compile_fn: CompileFn | None, how: str, kind: str) -> None:
+    # fuzz seed 118100 #3184, #3260, #7019: the group's members change metadata (`.data =`, set_() and an in-place
+    # view op under no_grad, then read with grad), but every tensor returned is computed under no_grad or is a
+    # detached member: no gradient leaves the call, as with no tensor returned at all
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * 2
+        _changed_member(x0, x1, how)
+        with torch.no_grad():
+            t1 = t0 + x0.sum()
+        return t1, x2
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(2, 3, requires_grad=True) if kind == "pair" else torch.randn(2, 3, requires_grad=True)
+        return (b0, b0[1:], b0.detach())
+
+    if kind == "pair" and how != "data":  # subclass members keep the group refusals (Note [Aliased Inputs In Training])
+        refused_with_grad(f, make_inputs, compile_fn, "|".join((_GROUP_RULE, _SUBCLASS_RULE, _VIEW_RELAID_RULE)))
+        return
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("how", ["data", "set", "unsqueeze"])
+def test_member_changed_where_an_output_requires_grad_is_refused(compile_fn: CompileFn | None, how: str) -> None:
+    # The same, returning the product computed with grad: the group refusal stays
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * 2
+        _changed_member(x0, x1, how)
+        return t0, x0 * 3, x2
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2, 3, requires_grad=True)
+        return (b0, b0[1:], b0.detach())
+
+    refused_with_grad(f, make_inputs, compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}")
