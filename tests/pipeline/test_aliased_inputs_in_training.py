@@ -1717,7 +1717,7 @@ def _changed_member(x0: T, x1: T, how: str) -> None:
         return
     with torch.no_grad():
         if how == "set":
-            x0.set_(x1)
+            set_to(x0, x1)
         else:
             x0.unsqueeze_(0)
 
