@@ -628,6 +628,11 @@ class Analysis:
     # per tensor input: a leaf's size when eager made its gradient accumulator, after an in-place view op under
     # no_grad (None: no such read; Note [Leaves Laid Out Anew Under no_grad])
     releaf_sizes: tuple[tuple[int | sympy.Expr, ...] | None, ...] = ()
+    # per tensor input: after its last in-place view op, an op with grad read it (or a view of it), or the program
+    # returns it or such a view (Note [Aliased Inputs In Training]); () where not computed
+    seen_after_layout_ops: tuple[bool, ...] = ()
+    # some tensor the program returns requires grad (Note [Aliased Inputs In Training])
+    grad_outputs: bool = True
     # the run traced a group member with views of it among the others as its group's base (Note [Aliased Inputs In
     # Training]); the joint trace does the same
     own_base_views: bool = False

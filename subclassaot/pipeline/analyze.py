@@ -86,6 +86,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     check_view_taken_before_grad,
     refuse_stale_view_layouts,
     releaf_size,
+    seen_after_layout_ops,
 )
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
@@ -289,13 +290,13 @@ def _analysis(
     own_base_views: bool,
     f: _CheckedRun,
 ) -> Analysis:
-    run = f.run
-    uses = wrapper_uses(run, layout)
+    uses = wrapper_uses(run := f.run, layout)
     (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
     early_sets = early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
+    counts = output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense))
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
     return Analysis(
         mutations=f.mutations,
@@ -329,6 +330,7 @@ def _analysis(
         ),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
+        seen_after_layout_ops=tuple(seen_after_layout_ops(run.swaps, t, run.output) for t in run.user_tensors),
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         views_relaid_with_grad=run.swaps.views_relaid_with_grad,
@@ -353,12 +355,8 @@ def _analysis(
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
-        output_versions=outputs_counted_first(
-            output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense)),
-            outputs,
-            run.output,
-            run.swaps,
-        ),
+        output_versions=outputs_counted_first(counts, outputs, run.output, run.swaps),
+        grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
 

@@ -18,7 +18,15 @@ from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import assert_refused, check_no_grad, check_with_grad, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import (
+    assert_refused,
+    check_no_grad,
+    check_with_grad,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+    refused_with_grad,
+)
 from tests.pipeline.program_helpers import leaf as _leaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1635,3 +1643,118 @@ def test_backward_through_inputs_written_beside_a_multi_output_view_input(
             return (x0, b0, b0.t())
 
     check_with_grad(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Leaf members laid out anew under no_grad that nothing sees after (Note [Aliased Inputs In Training])
+
+
+_SUBCLASS_RELAID_RULE = "neither requiring grad; the program changed its size or strides in place"
+_VIEW_RELAID_RULE = "the program changes the layout .* of a view"
+
+
+def _relaid_leaf_members(kind: str) -> tuple[object, ...]:
+    """A leaf of another size after `x1.unsqueeze_(0)`: `x1` a leaf that requires grad beside a view of it that keeps
+    its history (`base`), or a view of a tensor requiring no grad yet, which the program makes require grad (`flag`)."""
+    make = pair if kind.startswith("pair") else torch.randn
+    if kind.endswith("base"):
+        b0 = make(2, 3, requires_grad=True)
+        return (b0[1:], b0)
+    b0 = make(2, 3)
+    return (b0, b0.select(0, 1).view(1, 3))
+
+
+@pytest.mark.parametrize(
+    ("kind", "grad"),
+    [("plain-base", True), ("plain-flag", True), ("plain-flag", False), ("pair-base", True), ("pair-flag", False)],
+)
+def test_leaf_member_relaid_under_no_grad_and_never_seen_after(
+    compile_fn: CompileFn | None, kind: str, grad: bool
+) -> None:
+    # fuzz seed 118100 #642, #4182: the relaid member is neither read with grad after its in-place view op nor
+    # returned, so no gradient arrives in its new size (eager's accumulator is made at none)
+    def f(x0: T, x1: T) -> object:
+        if not x0.requires_grad:
+            x0.requires_grad_()
+        with torch.no_grad():
+            x1.unsqueeze_(0)
+            t0 = x1 * 2  # (a read under no_grad is none)
+        with torch.enable_grad():
+            return x0 * 3, t0
+
+    def make_inputs() -> tuple[object, ...]:
+        return _relaid_leaf_members(kind)
+
+    if kind.startswith("pair"):
+        # subclass members keep their refusals (Note [Aliased Inputs In Training]: gradients meet at the wrapper level)
+        with torch.enable_grad() if grad else torch.no_grad():
+            assert_refused(f, make_inputs, compile_fn, f"{_GROUP_RULE}|{_SUBCLASS_RELAID_RULE}")
+        return
+    (check_with_grad if grad else check_no_grad)(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("seen", ["read", "view-read", "returned"])
+def test_leaf_member_relaid_under_no_grad_and_seen_after_is_refused(compile_fn: CompileFn | None, seen: str) -> None:
+    # The relaid leaf read with grad after the op (itself, or through a view of it), or returned: eager's gradient
+    # reaches it in the new size, where the compiled one is checked against the old
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.unsqueeze_(0)
+        if seen == "read":
+            return x0 * 3, x1 * 2
+        if seen == "view-read":
+            return x0 * 3, x1[:, 1] * 2
+        return x0 * 3, x1
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: _relaid_leaf_members("plain-base"), compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}")
+
+
+def _changed_member(x0: T, x1: T, how: str) -> None:
+    """Change member `x0`'s metadata so that the group's gradients would not be eager's, were any output to carry one."""
+    if how == "data":
+        x0.data = x1
+        return
+    with torch.no_grad():
+        if how == "set":
+            set_to(x0, x1)
+        else:
+            x0.unsqueeze_(0)
+
+
+@pytest.mark.parametrize("how", ["data", "set", "unsqueeze"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_member_changed_where_no_output_requires_grad(compile_fn: CompileFn | None, how: str, kind: str) -> None:
+    # fuzz seed 118100 #3184, #3260, #7019: the group's members change metadata (`.data =`, set_() and an in-place
+    # view op under no_grad, then read with grad), but every tensor returned is computed under no_grad or is a
+    # detached member: no gradient leaves the call, as with no tensor returned at all
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * 2
+        _changed_member(x0, x1, how)
+        with torch.no_grad():
+            t1 = t0 + x0.sum()
+        return t1, x2
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = pair(2, 3, requires_grad=True) if kind == "pair" else torch.randn(2, 3, requires_grad=True)
+        return (b0, b0[1:], b0.detach())
+
+    if kind == "pair" and how != "data":  # subclass members keep the group refusals (Note [Aliased Inputs In Training])
+        refused_with_grad(f, make_inputs, compile_fn, "|".join((_GROUP_RULE, _SUBCLASS_RULE, _VIEW_RELAID_RULE)))
+        return
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.parametrize("how", ["data", "set", "unsqueeze"])
+def test_member_changed_where_an_output_requires_grad_is_refused(compile_fn: CompileFn | None, how: str) -> None:
+    # The same, returning the product computed with grad: the group refusal stays
+    def f(x0: T, x1: T, x2: T) -> object:
+        t0 = x0 * 2
+        _changed_member(x0, x1, how)
+        return t0, x0 * 3, x2
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2, 3, requires_grad=True)
+        return (b0, b0[1:], b0.detach())
+
+    refused_with_grad(f, make_inputs, compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}")

@@ -50,6 +50,7 @@ __all__ = [
     "original_of",
     "refuse_stale_view_layouts",
     "releaf_size",
+    "seen_after_layout_ops",
     "view_layout",
     "with_eager_view_histories",
 ]
@@ -196,6 +197,28 @@ def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, 
     """`Analysis.releaf_sizes`: the size of input `t`'s accumulator in eager, where the runtime makes it first."""
     size = record.releafed.get(id(t))
     return None if size is None else tuple(symint_expr(d) for d in size)
+
+
+def seen_after_layout_ops(record: SwapRecord, t: torch.Tensor, output: object) -> bool:
+    """`Analysis.seen_after_layout_ops`: after the last in-place view op on input `t`, an op with grad read it or a
+    view of it (taken at any time), or the program returns it or such a view: what makes eager's gradient accumulator
+    of a leaf relaid under no_grad at its new size (Note [Aliased Inputs In Training])."""
+    ops = record.inplace_views.get(id(t))
+    if not ops:
+        return False
+    last = ops[-1].seq
+    returned = {id(o) for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)}
+
+    def reaches_t(vid: int) -> bool:
+        while vid != id(t):
+            found = record.views.get(vid)
+            if found is None:
+                return False
+            vid = id(found.source)
+        return True
+
+    seen = {i for i, seq in record.read_with_grad.items() if seq >= last} | returned
+    return any(reaches_t(i) for i in seen)
 
 
 Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]

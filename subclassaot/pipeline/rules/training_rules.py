@@ -170,9 +170,11 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   is read (recorded per storage: `Analysis.stale_view_reads`), every traced member's history is eager's op for op, and
 #   the epilogue replays the new layouts on the real members. Refused where a stale history is read, and where a
 #   member's input is an autograd leaf given another size by such ops under no_grad alone (eager makes its accumulator
-#   at the new size, ours sums the gradient down to the base's old one).
-# - With no tensor output, the Function's only differentiable outputs are the input updates, whose gradient reaches the
-#   base through the epilogue's copy into it, never through the traced views: nothing is refused for metadata.
+#   at the new size, ours sums the gradient down to the base's old one) and then seen: read by an op with grad, itself
+#   or through a view, or returned (`Analysis.seen_after_layout_ops`); unseen, no gradient arrives in the new size.
+# - With no tensor output that requires grad, the Function's only differentiable outputs are the input updates, whose
+#   gradient reaches the base through the epilogue's copy into it, never through the traced views: nothing is refused
+#   for metadata (plain members).
 # - Grad-free members (a `detach()` beside the input that requires grad, requiring grad neither before nor after the
 #   call) have no history to read: autograd records nothing on them, and no gradient of the Function flows through them.
 #   Their metadata changes do not count. A plain one the program makes require grad (requires_grad_()) is, in eager,
@@ -293,7 +295,7 @@ def _unsupported_group_change(
     meta = [m for m, mut in muts if mut.metadata and not (plain and (mut.storage_changed or mut.set_under_grad))]
     if plain and all(grad_free(input_of(m)) for m in meta):
         return None  # no history reads their layout (Note [Aliased Inputs In Training])
-    if not meta or (plain and not _returns_tensors(analysis)):
+    if not meta or (plain and not (_returns_tensors(analysis) and analysis.grad_outputs)):
         return None
     if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
         return None  # See Note [Aliased Inputs In Training]
@@ -304,7 +306,10 @@ def _unsupported_group_change(
         hidden = [
             m
             for m in meta
-            if leaf(m) and analysis.mutations[m].metadata_hidden and analysis.mutations[m].final_meta[0] != sizes[m]
+            if leaf(m)
+            and analysis.mutations[m].metadata_hidden
+            and analysis.mutations[m].final_meta[0] != sizes[m]
+            and (not analysis.seen_after_layout_ops or analysis.seen_after_layout_ops[input_of(m)])
         ]
         return meta[-1] if stale else (hidden[-1] if hidden else None)
     # Replayed as view ops (subclasses) or as_strided_ (plain; recorded iff autograd saw the change)
