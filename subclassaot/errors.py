@@ -43,5 +43,10 @@ class AliasedSubclassRefusal(UnsupportedError):
     which Note [Aliased Inputs In Training] may lift by compiling again."""
 
 
+class NewLeafRefusal(UnsupportedError):
+    """The refusal of a new autograd leaf the program makes (Note [Training Without A Function]), which Note
+    [Unobserved New Leaves] may lift by compiling again without the calls that make it."""
+
+
 class BackendError(SubclassAOTError, RuntimeError):
     """A backend broke its contract (for example it returned a graph that mutates its inputs)."""
