@@ -576,7 +576,12 @@ def _autograd_picture(
 # requires_grad is its base's) or after, over a value computed from it (a custom Function's result), a read of its
 # flags, returning it or a view of it, or an input it was set_() into and then read: each shows in what is compared.
 # Equal answers mean eager's leaf reaches nothing the caller observes; a run that raises keeps the refusal. A second
-# flag call on the same leaf is skipped too (in the skipped run it would make the leaf there).
+# flag call on the same leaf is skipped too (in the skipped run it would make the leaf there). Only the program's own
+# calls count (not those the fake mode's code makes inside an op, which its cache skips); set_() reaches no torch-
+# function mode, but what it gives history shows in the flags and histories compared. A view requiring grad through
+# its base (made under no_grad) reports the same flag before and after its requires_grad_(), and the histories
+# through it differ only by its own accumulator: such a leaf counts as observed wherever the program takes it again
+# after the call, or returns it.
 
 
 class _NewLeafFlags(TorchFunctionMode):
