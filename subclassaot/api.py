@@ -468,8 +468,8 @@ class _Attempt:
     # a call under no_grad whose program turns grad on inside: compiled for training over no_grad(program) (Note
     # [Grad Mode And Autograd Reads])
     within_no_grad: bool = False
-    # the places of the program's requires_grad_() calls making new leaves nothing observes, skipped (Note
-    # [Unobserved New Leaves]); None: none skipped
+    # the places of the program's requires_grad_() calls making new leaves nothing observes, skipped (Note [Training
+    # Without A Function]); None: none skipped
     held_flags: frozenset[int] | None = None
 
 
@@ -544,7 +544,7 @@ def _compile_entry(
             held = unobserved_new_leaves(functools.partial(traced_under, function_modes), call, flat)
             if held is None:
                 raise
-            attempt.held_flags = held  # See Note [Unobserved New Leaves]
+            attempt.held_flags = held  # See Note [Training Without A Function]
         except GradReenabledError as e:
             if torch.is_grad_enabled() and not attempt.within_no_grad:
                 # called with grad: the error comes from a trace a training compile runs under no_grad (the forward's
@@ -598,7 +598,7 @@ def _compile_over(
     attempt.deferred_trace = None
     flat, call = flatten_call(fn, args, kwargs, captures)
     if attempt.held_flags is not None:
-        call = holding_back_flags(call, attempt.held_flags)  # See Note [Unobserved New Leaves]
+        call = holding_back_flags(call, attempt.held_flags)  # See Note [Training Without A Function]
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     # See Note [Grad Mode And Autograd Reads]: the grad mode the program starts in, and the one it leaves
     caller_grad = False if attempt.within_no_grad else torch.is_grad_enabled()

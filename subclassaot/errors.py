@@ -44,8 +44,8 @@ class AliasedSubclassRefusal(UnsupportedError):
 
 
 class NewLeafRefusal(UnsupportedError):
-    """The refusal of a new autograd leaf the program makes (Note [Training Without A Function]), which Note
-    [Unobserved New Leaves] may lift by compiling again without the calls that make it."""
+    """The refusal of a new autograd leaf the program makes, which the driver lifts where nothing observes the leaf,
+    by compiling again without the calls that make it (Note [Training Without A Function])."""
 
 
 class BackendError(SubclassAOTError, RuntimeError):

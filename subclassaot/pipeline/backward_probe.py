@@ -562,31 +562,9 @@ def _autograd_picture(
         return None
 
 
-# Note [Unobserved New Leaves]
-# Eager's requires_grad_() (or `.requires_grad = True`) on a tensor that is no input and requires no grad makes it a
-# new autograd leaf (Note [Training Without A Function]), which the compiled graph can make only on the eager
-# backend's native path. Where nothing the caller can see depends on that flag, the program with the call skipped is
-# eager's, and is compiled instead: the refusal (errors.NewLeafRefusal) has the driver run the program twice in eager
-# on static fakes of the inputs, under the caller's grad mode, once as called and once with those calls skipped (the
-# calls counted in call order, the same in every run of the program), and compare what each run shows: per op, which
-# of its tensor arguments require grad where grad mode is on (an op with grad off records no history, and one whose
-# behaviour a flag changes raises in one run), what it returns (requires_grad of tensors; the answers of flag reads,
-# `t.requires_grad` or `t.is_leaf`, and the grad_fn's type), and at the end `_autograd_shape` of each output and of
-# each input as left. A later op with grad on over the leaf, over a view of it taken before the flag (whose
-# requires_grad is its base's) or after, over a value computed from it (a custom Function's result), a read of its
-# flags, returning it or a view of it, or an input it was set_() into and then read: each shows in what is compared.
-# Equal answers mean eager's leaf reaches nothing the caller observes; a run that raises keeps the refusal. A second
-# flag call on the same leaf is skipped too (in the skipped run it would make the leaf there). Only the program's own
-# calls count (not those the fake mode's code makes inside an op, which its cache skips); set_() reaches no torch-
-# function mode, but what it gives history shows in the flags and histories compared. A view requiring grad through
-# its base (made under no_grad) reports the same flag before and after its requires_grad_(), and the histories
-# through it differ only by its own accumulator: such a leaf counts as observed wherever the program takes it again
-# after the call, or returns it.
-
-
 class _NewLeafFlags(TorchFunctionMode):
     """Counts the program's calls turning a tensor's requires_grad on, in call order; skips those at the places in
-    `held` (Note [Unobserved New Leaves]). With `logging`, notes what each op shows of autograd (`log`) and the
+    `held` (Note [Training Without A Function]). With `logging`, notes what each op shows of autograd (`log`) and the
     places of the calls that would make a new leaf (`candidates`: on a tensor no input, requiring no grad, or one a
     candidate made a leaf)."""
 
@@ -669,8 +647,8 @@ def _shown(out: object, grad: bool) -> object:
 
 
 def holding_back_flags(call: Callable[..., object], held: frozenset[int]) -> Callable[..., object]:
-    """`call` with the program's requires_grad-on calls at the places `held` skipped (Note [Unobserved New
-    Leaves])."""
+    """`call` with the program's requires_grad-on calls at the places `held` skipped (Note [Training Without A
+    Function])."""
 
     def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         with _NewLeafFlags(held):
@@ -712,7 +690,7 @@ def unobserved_new_leaves(
     wrap: Callable[[Callable[..., object]], Callable[..., object]], call: Callable[..., object], flat: FlatInputs
 ) -> frozenset[int] | None:
     """The places (in call order) of the program's calls making new autograd leaves, where skipping them all changes
-    nothing eager's run shows (Note [Unobserved New Leaves]); None where one is observed, or there is none. `call`:
+    nothing eager's run shows (Note [Training Without A Function]); None where one is observed, or there is none. `call`:
     the program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under the
     caller's grad mode, outside the modes of a trace in progress."""
     with outside_current_modes():
@@ -1070,6 +1048,25 @@ class _FunctionReach:
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
 # it tracked), kept where nothing reads it after; the runtime leaves the flag to it. The next call passes the input
 # requiring grad, which the guards send to an entry of its own.
+# Unobserved new leaves: eager's requires_grad_() (or `.requires_grad = True`) on a tensor that is no input and
+# requires no grad makes it a new autograd leaf (above), which the compiled graph can make only on the eager backend's
+# native path. Where nothing the caller can see depends on that flag, the program with the call skipped is eager's,
+# and is compiled instead: the refusal (errors.NewLeafRefusal) has the driver run the program twice in eager on static
+# fakes of the inputs, under the caller's grad mode, once as called and once with those calls skipped (the calls
+# counted in call order, the same in every run of the program), and compare what each run shows: per op, which of its
+# tensor arguments require grad where grad mode is on (an op with grad off records no history, and one whose behaviour
+# a flag changes raises in one run), what it returns (requires_grad of the tensors it makes with grad on; the answers
+# of flag reads, `t.requires_grad` or `t.is_leaf`; the history a grad_fn read reaches), and at the end
+# `_autograd_shape` of each output and of each input as left. A later op with grad on over the leaf, over a view of it
+# taken before the flag (whose requires_grad is its base's) or after, over a value computed from it (a custom
+# Function's result), a read of its flags, returning it or a view of it, or an input it was set_() into and then read:
+# each shows in what is compared. Equal answers mean eager's leaf reaches nothing the caller observes; a run that
+# raises keeps the refusal. A second flag call on the same leaf is skipped too (in the skipped run it would make the
+# leaf there). Only the program's own calls count (not those the fake mode's code makes inside an op, which its cache
+# skips); set_() reaches no torch- function mode, but what it gives history shows in the flags and histories compared.
+# A view requiring grad through its base (made under no_grad) reports the same flag before and after its
+# requires_grad_(), and the histories through it differ only by its own accumulator: such a leaf counts as observed
+# wherever the program takes it again after the call, or returns it.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

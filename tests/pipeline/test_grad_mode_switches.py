@@ -1022,7 +1022,7 @@ def test_new_leaf_written_into_its_input_under_no_grad_matches_eager(
 def test_new_leaf_of_a_pair_written_into_its_input_under_no_grad(grad: bool, compile_fn: CompileFn | None) -> None:
     """The program above over a PairTensor input: its new leaf is a PairTensor (refused by name in a call with grad,
     where it was observed), read under no_grad only: nothing observes it, and the call compiled without it matches
-    eager (Note [Unobserved New Leaves]); a call under no_grad makes no leaf (the flag alone), and matches eager."""
+    eager (Note [Training Without A Function]); a call under no_grad makes no leaf (the flag alone), and matches eager."""
     f = new_leaf_written_into_its_input_under_no_grad("clone", "add_", "input")
 
     def make() -> tuple[object, ...]:
@@ -1074,8 +1074,8 @@ def test_new_leaf_beside_a_data_write_of_a_leaf_input_matches_eager(
     around the call, goes under no_grad as eager's write through `.data` is hidden (a generated runner's copy made with
     grad on raised "a leaf Variable that requires grad is being used in an in-place operation"). A PairTensor input
     takes no such path: the new leaf of a program over a subclass input is refused (refuse_new_leaves) where it is
-    observed (returned); one nothing observes (the call under no_grad's) is compiled without it (Note [Unobserved New
-    Leaves])."""
+    observed (returned); one nothing observes (the call under no_grad's) is compiled without it (Note
+    [Training Without A Function])."""
     make_inputs = _leaf_written_and_leaf(pair)
     if pair and compile_fn is None and grad:
         with torch.set_grad_enabled(grad), pytest.raises(UnsupportedError, match=r"requires_grad_\(\)"):
@@ -4760,7 +4760,7 @@ def test_flag_read_of_a_no_grad_view_recompiles_for_an_input_that_is_no_view(kin
             assert_call_matches_eager(compiled, _flag_read_before_own, _view_of_unpassed_base(kind, base))
 
 
-# New leaves nothing observes (Note [Unobserved New Leaves]): eager's requires_grad_() on a tensor that is no input
+# New leaves nothing observes (Note [Training Without A Function]): eager's requires_grad_() on a tensor that is no input
 # makes a leaf that no later op with grad on, flag read, output or input as left reaches; the compiled call that skips
 # the call is eager's. Where the leaf is observed, the refusal stands, its message unchanged.
 NEW_LEAF_REFUSED = r"requires_grad_\(\) \(or sets `.requires_grad = True`\) on a tensor that is not an input"
