@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from policies import AutomaticDynamicState, Policy
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
-from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
+from subclassaot.errors import AliasedSubclassRefusal, BackendError, NewLeafRefusal, SubclassAOTError, UnsupportedError
 from subclassaot.pipeline import backends, guards, python_state
 from subclassaot.pipeline.ambient_modes import (
     NO_MODES,
@@ -49,7 +49,14 @@ from subclassaot.pipeline.analyze import (
     check_written_inputs_gaining_grad,
 )
 from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
-from subclassaot.pipeline.backward_probe import eager_saves, native_training_plan, records_as_eager, refuse_new_leaves
+from subclassaot.pipeline.backward_probe import (
+    eager_saves,
+    holding_back_flags,
+    native_training_plan,
+    records_as_eager,
+    refuse_new_leaves,
+    unobserved_new_leaves,
+)
 from subclassaot.pipeline.backward_trace import BackwardGraph, BackwardVariant, backward_plan, trace_backward
 from subclassaot.pipeline.desugar import (
     DynamicAliasError,
@@ -461,6 +468,9 @@ class _Attempt:
     # a call under no_grad whose program turns grad on inside: compiled for training over no_grad(program) (Note
     # [Grad Mode And Autograd Reads])
     within_no_grad: bool = False
+    # the places of the program's requires_grad_() calls making new leaves nothing observes, skipped (Note [Training
+    # Without A Function]); None: none skipped
+    held_flags: frozenset[int] | None = None
 
 
 def _compile_entry_once(
@@ -527,6 +537,14 @@ def _compile_entry(
             if e.leaf in whole_storage:
                 raise
             whole_storage |= {e.leaf}
+        except NewLeafRefusal:
+            if attempt.held_flags is not None:
+                raise
+            flat, call = flatten_call(fn, args, kwargs, captures)
+            held = unobserved_new_leaves(functools.partial(traced_under, function_modes), call, flat)
+            if held is None:
+                raise
+            attempt.held_flags = held  # See Note [Training Without A Function]
         except GradReenabledError as e:
             if torch.is_grad_enabled() and not attempt.within_no_grad:
                 # called with grad: the error comes from a trace a training compile runs under no_grad (the forward's
@@ -579,6 +597,8 @@ def _compile_over(
     """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
     attempt.deferred_trace = None
     flat, call = flatten_call(fn, args, kwargs, captures)
+    if attempt.held_flags is not None:
+        call = holding_back_flags(call, attempt.held_flags)  # See Note [Training Without A Function]
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     # See Note [Grad Mode And Autograd Reads]: the grad mode the program starts in, and the one it leaves
     caller_grad = False if attempt.within_no_grad else torch.is_grad_enabled()

@@ -1389,6 +1389,14 @@ def ambient_mode_stacks() -> tuple[tuple[object, ...], tuple[object, ...]]:
     return dispatch, function
 
 
+def innermost_dispatch_mode() -> object:
+    """The dispatch mode on top of the stack now (None: none). Inside a mode's own `__torch_dispatch__` it is the one
+    below: code a mode runs inside an op tells itself apart from the program's calls so."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    return _get_current_dispatch_mode()
+
+
 def _pipeline_mode(mode: object) -> bool:
     """One of subclassaot's own modes (a compiled function called while another is traced sees them)."""
     return type(mode).__module__.startswith("subclassaot.")

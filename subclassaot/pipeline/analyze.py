@@ -16,7 +16,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import SubclassNode, is_traceable_subclass
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import NewLeafRefusal, UnsupportedError
 from subclassaot.pipeline.analyze_training import (
     check_history_over_alias,
     check_input_view_rebuilt,
@@ -617,7 +617,7 @@ def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, 
     if not run.swaps.grad_at_start and any(gained.values()):
         # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag, Note [Grad Mode
         # And Autograd Reads]; one begun with grad on: a new leaf, Note [Training Without A Function])
-        raise UnsupportedError(
+        raise NewLeafRefusal(
             "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
             "view of an input or an intermediate) inside a torch.enable_grad() block of a call made under no_grad: "
             "eager makes it a new autograd leaf, which the outputs' histories end in, and the compiled call under "

@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import NewLeafRefusal, UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
 from subclassaot.runtime.regenerate import replay_steps
@@ -50,6 +50,7 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_or_none,
     grad_fn_raises,
+    innermost_dispatch_mode,
     is_plain_autograd_view,
     outside_current_modes,
     requires_grad_through_base,
@@ -561,6 +562,148 @@ def _autograd_picture(
         return None
 
 
+class _NewLeafFlags(TorchFunctionMode):
+    """Counts the program's calls turning a tensor's requires_grad on, in call order; skips those at the places in
+    `held` (Note [Training Without A Function]). With `logging`, notes what each op shows of autograd (`log`) and the
+    places of the calls that would make a new leaf (`candidates`: on a tensor no input, requiring no grad, or one a
+    candidate made a leaf)."""
+
+    def __init__(self, held: frozenset[int], logging: bool = False) -> None:
+        super().__init__()
+        self.held = held
+        self.logging = logging
+        self.calls = 0
+        self.log: list[object] = []
+        self.candidates: set[int] = set()
+        self.made: list[torch.Tensor] = []  # (held alive: identity, not id(), tells them apart)
+        self.flagged: list[object] = []  # what every call turning a flag on was made on
+        self.inputs: list[torch.Tensor] = []
+        self.fake_mode: object = None  # the probe's fake mode: on top of the dispatch stack in the program's own calls
+        # leaves made of views requiring grad through their base, and whether anything took one after: the same flag
+        # before and after, where only the leaf's own accumulator tells the runs apart
+        self.quiet: list[torch.Tensor] = []
+        self.touched = False
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
+        flag = setter or func is torch.Tensor.requires_grad_
+        if flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)):
+            place, self.calls = self.calls, self.calls + 1
+            leaf = self.logging and isinstance(args[0], torch.Tensor) and self._makes_leaf(args[0])
+            self.flagged.append(args[0])
+            if leaf:
+                self.candidates.add(place)
+                self.made.append(args[0])
+                if args[0].requires_grad:  # (through its base: the flags of what it reaches do not tell)
+                    self.quiet.append(args[0])
+                self.log.append(("flag", place))
+                if place in self.held:
+                    return None if setter else args[0]
+                return func(*args, **kwargs)
+            if place in self.held:
+                return None if setter else args[0]
+        # (the program's own calls, not those of the fake mode's code run inside an op, which its cache skips)
+        if not self.logging or innermost_dispatch_mode() is not self.fake_mode:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", str(func))
+        # (an attribute read, `t.shape`, reads no flag: a flag read's answer is what it returns)
+        computes = torch.is_grad_enabled() and name != "__get__"
+        leaves = pytree.tree_leaves((args, kwargs))
+        flags = tuple(t.requires_grad for t in leaves if isinstance(t, torch.Tensor)) if computes else ()
+        self.touched |= any(t is q for t in leaves for q in self.quiet)
+        out = func(*args, **kwargs)
+        shown = _shown(out, torch.is_grad_enabled())
+        if owner == "grad_fn" and isinstance(args[0], torch.Tensor):  # (the history read, not just its last node)
+            shown = [_autograd_shape(args[0], self.inputs)]
+        self.log.append((name, computes, flags, shown))
+        return out
+
+    def _makes_leaf(self, t: torch.Tensor) -> bool:
+        """(a view requiring grad only through its base, never flagged before, gets a flag of its own: a new leaf)"""
+        if any(t is made for made in self.made):
+            return True
+        if any(t is i for i in self.inputs) or any(t is f for f in self.flagged):
+            return False
+        return not t.requires_grad or requires_grad_through_base(t)
+
+
+def _shown(out: object, grad: bool) -> object:
+    """What an op's result shows of autograd: requires_grad of each tensor made with grad on (one made with grad off,
+    the leaf itself written in place, or a view of it, shows it only where a later op uses it), a flag read's answer,
+    a node's type."""
+
+    def one(v: object) -> object:
+        if isinstance(v, torch.Tensor):
+            return ("tensor", v.requires_grad if grad else None)
+        if v is None or isinstance(v, bool | int | float | str):
+            return v
+        return type(v).__name__
+
+    return [one(v) for v in pytree.tree_leaves(out)]
+
+
+def holding_back_flags(call: Callable[..., object], held: frozenset[int]) -> Callable[..., object]:
+    """`call` with the program's requires_grad-on calls at the places `held` skipped (Note [Training Without A
+    Function])."""
+
+    def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        with _NewLeafFlags(held):
+            return call(state, args, kwargs)
+
+    return run
+
+
+def _leaf_run(
+    wrap: Callable[[Callable[..., object]], Callable[..., object]],
+    call: Callable[..., object],
+    flat: FlatInputs,
+    held: frozenset[int],
+) -> tuple[_NewLeafFlags, list[object]] | None:
+    """One eager run of the program on static fakes, its flag calls at `held` skipped, under the caller's grad mode:
+    the mode that logged it and the `_autograd_shape` of each output and each input as left; None where it raises."""
+    flags = _NewLeafFlags(held, logging=True)
+
+    def logged(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        with flags:
+            return call(state, args, kwargs)
+
+    try:
+        mode, values = static_fake_copies(flat.values)
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        flags.inputs = [*tensors, *(d for t in tensors for d in _dense_leaves(t))]
+        flags.fake_mode = mode
+        with torch.random.fork_rng(devices=[]), mode:
+            state, args, kwargs = unflatten_call(flat, values)
+            outs = pytree.tree_leaves(wrap(logged)(state, args, kwargs))
+        shapes = [_autograd_shape(t, tensors) if isinstance(t, torch.Tensor) else None for t in [*outs, *tensors]]
+    except Exception:  # a program the probe cannot run, or whose histories it cannot read
+        return None
+    flags.touched |= any(o is q for o in outs for q in flags.quiet)
+    return flags, shapes
+
+
+def unobserved_new_leaves(
+    wrap: Callable[[Callable[..., object]], Callable[..., object]], call: Callable[..., object], flat: FlatInputs
+) -> frozenset[int] | None:
+    """The places (in call order) of the program's calls making new autograd leaves, where skipping them all changes
+    nothing eager's run shows (Note [Training Without A Function]); None where one is observed, or there is none. `call`:
+    the program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under the
+    caller's grad mode, outside the modes of a trace in progress."""
+    with outside_current_modes():
+        as_called = _leaf_run(wrap, call, flat, frozenset())
+        if as_called is None or not as_called[0].candidates:
+            return None
+        held = frozenset(as_called[0].candidates)
+        skipped = _leaf_run(wrap, call, flat, held)
+    if skipped is None or as_called[0].touched or (skipped[0].log, skipped[1]) != (as_called[0].log, as_called[1]):
+        return None
+    return held
+
+
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
     """id() of each leaf whose AccumulateGrad the nodes `starts` reach -> the sizes those accumulators recorded."""
     found: dict[int, set[tuple[int, ...]]] = {}
@@ -905,6 +1048,25 @@ class _FunctionReach:
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
 # it tracked), kept where nothing reads it after; the runtime leaves the flag to it. The next call passes the input
 # requiring grad, which the guards send to an entry of its own.
+# Unobserved new leaves: eager's requires_grad_() (or `.requires_grad = True`) on a tensor that is no input and
+# requires no grad makes it a new autograd leaf (above), which the compiled graph can make only on the eager backend's
+# native path. Where nothing the caller can see depends on that flag, the program with the call skipped is eager's,
+# and is compiled instead: the refusal (errors.NewLeafRefusal) has the driver run the program twice in eager on static
+# fakes of the inputs, under the caller's grad mode, once as called and once with those calls skipped (the calls
+# counted in call order, the same in every run of the program), and compare what each run shows: per op, which of its
+# tensor arguments require grad where grad mode is on (an op with grad off records no history, and one whose behaviour
+# a flag changes raises in one run), what it returns (requires_grad of the tensors it makes with grad on; the answers
+# of flag reads, `t.requires_grad` or `t.is_leaf`; the history a grad_fn read reaches), and at the end
+# `_autograd_shape` of each output and of each input as left. A later op with grad on over the leaf, over a view of it
+# taken before the flag (whose requires_grad is its base's) or after, over a value computed from it (a custom
+# Function's result), a read of its flags, returning it or a view of it, or an input it was set_() into and then read:
+# each shows in what is compared. Equal answers mean eager's leaf reaches nothing the caller observes; a run that
+# raises keeps the refusal. A second flag call on the same leaf is skipped too (in the skipped run it would make the
+# leaf there). Only the program's own calls count (not those the fake mode's code makes inside an op, which its cache
+# skips); set_() reaches no torch- function mode, but what it gives history shows in the flags and histories compared.
+# A view requiring grad through its base (made under no_grad) reports the same flag before and after its
+# requires_grad_(), and the histories through it differ only by its own accumulator: such a leaf counts as observed
+# wherever the program takes it again after the call, or returns it.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
@@ -1592,7 +1754,7 @@ def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool)
             'backend="eager" a program that leaves its inputs unwritten and returns no view, call requires_grad_() '
             "before the input's first use, or outside the compiled function"
         )
-    raise UnsupportedError(
+    raise NewLeafRefusal(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
         "view or an intermediate) in a call made with grad mode on: eager makes it a new autograd leaf, which the outputs' "
         "histories end in, and the compiled call makes that leaf only where autograd, recording the graph's run, "

@@ -1020,18 +1020,16 @@ def test_new_leaf_written_into_its_input_under_no_grad_matches_eager(
 
 @pytest.mark.parametrize("grad", [True, False], ids=["grad_call", "no_grad_call"])
 def test_new_leaf_of_a_pair_written_into_its_input_under_no_grad(grad: bool, compile_fn: CompileFn | None) -> None:
-    """The program above over a PairTensor input: its new leaf is a PairTensor, refused by name in a call with grad;
-    a call under no_grad makes no leaf (the flag alone), and matches eager."""
+    """The program above over a PairTensor input: its new leaf is a PairTensor (refused by name in a call with grad,
+    where it was observed), read under no_grad only: nothing observes it, and the call compiled without it matches
+    eager (Note [Training Without A Function]); a call under no_grad makes no leaf (the flag alone), and matches eager."""
     f = new_leaf_written_into_its_input_under_no_grad("clone", "add_", "input")
 
     def make() -> tuple[object, ...]:
         return (pair(2, 4, 4),)
 
     with torch.set_grad_enabled(grad):
-        if grad:
-            assert_refused(f, make, compile_fn, "not an input, a PairTensor")
-        else:
-            assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
 def new_leaf_beside_a_data_write_of_a_leaf(x: T, w: T) -> object:
@@ -1075,9 +1073,11 @@ def test_new_leaf_beside_a_data_write_of_a_leaf_input_matches_eager(
     eager's history (Note [Training Without A Function]), and the runtime's copy into the leaf, with grad mode on
     around the call, goes under no_grad as eager's write through `.data` is hidden (a generated runner's copy made with
     grad on raised "a leaf Variable that requires grad is being used in an in-place operation"). A PairTensor input
-    takes no such path: the new leaf of a program over a subclass input is refused (refuse_new_leaves)."""
+    takes no such path: the new leaf of a program over a subclass input is refused (refuse_new_leaves) where it is
+    observed (returned); one nothing observes (the call under no_grad's) is compiled without it (Note
+    [Training Without A Function])."""
     make_inputs = _leaf_written_and_leaf(pair)
-    if pair and compile_fn is None:
+    if pair and compile_fn is None and grad:
         with torch.set_grad_enabled(grad), pytest.raises(UnsupportedError, match=r"requires_grad_\(\)"):
             subclassaot.compile(f, backend="eager")(*make_inputs())
         return
@@ -4824,3 +4824,196 @@ def test_flag_read_of_a_no_grad_view_recompiles_for_an_input_that_is_no_view(kin
     with torch.no_grad():
         for base in ("unbind", "root", "unbind"):
             assert_call_matches_eager(compiled, _flag_read_before_own, _view_of_unpassed_base(kind, base))
+
+
+# New leaves nothing observes (Note [Training Without A Function]): eager's requires_grad_() on a tensor that is no input
+# makes a leaf that no later op with grad on, flag read, output or input as left reaches; the compiled call that skips
+# the call is eager's. Where the leaf is observed, the refusal stands, its message unchanged.
+NEW_LEAF_REFUSED = r"requires_grad_\(\) \(or sets `.requires_grad = True`\) on a tensor that is not an input"
+
+
+def _leaf_dropped(x: T) -> object:
+    t = x.detach()[0]
+    with torch.enable_grad():
+        t.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2)  # (a written input: the native path, which makes new leaves, refuses it)
+    return (x.sin(),)
+
+
+def _leaf_read_under_no_grad(x: T) -> object:
+    y = x.detach() * 2
+    with torch.enable_grad():
+        y.requires_grad = True
+    with torch.no_grad():
+        z = y.add(1)
+        x.add_(z)
+    return (z,)
+
+
+def _leaf_set_into_before(x: T) -> object:
+    t = x.detach().clone()
+    u = x.detach()
+    with torch.no_grad():
+        set_to(u, t)
+    v = t.view(-1)  # a view taken before the flag, unused after it
+    with torch.enable_grad():
+        t.requires_grad_()
+    with torch.no_grad():
+        x.mul_(3)
+    return x.cos(), u, v.shape[0]
+
+
+def _leaf_written_under_no_grad(x: T) -> object:
+    t = x.detach().clone()
+    with torch.enable_grad():
+        t.requires_grad_()
+    with torch.no_grad():
+        t.mul_(2)  # (eager's leaf: allowed under no_grad)
+        x.add_(t)
+    return (x * 2,)
+
+
+def _leaf_of_a_view_requiring_grad_through_its_base(x: T) -> object:
+    with torch.no_grad():
+        v = x.unsqueeze(-1)  # requires grad through its base: requires_grad_() gives it a flag of its own
+    with torch.enable_grad():
+        v.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2)
+    return (x * 3,)
+
+
+def _leaf_of_a_view_set_to_a_sort(x: T) -> object:
+    """fuzz seed 118100 #1665, the leaf of a set_() view dropped."""
+    t0 = x.detach()
+    with torch.no_grad():
+        t1 = t0[:, 1:1:1]
+    with torch.set_grad_enabled(False):
+        t2, t3 = x.sort(1)
+    set_to(t1, t2)
+    _ = t1.view(-1)
+    with torch.enable_grad():
+        t1.requires_grad_()
+    return x, t0, t3
+
+
+_UNOBSERVED = {
+    "dropped": _leaf_dropped,
+    "read under no_grad": _leaf_read_under_no_grad,
+    "set_ into another before": _leaf_set_into_before,
+    "written under no_grad": _leaf_written_under_no_grad,
+    "view requiring grad through its base": _leaf_of_a_view_requiring_grad_through_its_base,
+    "view set_ to a sort": _leaf_of_a_view_set_to_a_sort,
+}
+
+
+def _leaf_input(kind: str, requires_grad: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return (pair(3, 2, requires_grad=requires_grad).clone() if requires_grad else pair(3, 2),)
+        x = torch.randn(3, 2, requires_grad=requires_grad)
+        return (x.clone() if requires_grad else x,)
+
+    return make
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["called with grad", "called under no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("name", list(_UNOBSERVED))
+def test_unobserved_new_leaf_matches_eager(compile_fn: CompileFn | None, name: str, kind: str, grad: bool) -> None:
+    """fuzz seed 118100, programs 1665, 405, 781, 3837, 82, 895 and others (UNSUPPORTED): the program makes a new
+    autograd leaf (with grad on inside) and nothing the caller sees depends on it: compiled without it, as eager.
+    They were refused (the native path's, for a written input or a subclass; under no_grad, always)."""
+    f = _UNOBSERVED[name]
+    needs_grad = name in ("view requiring grad through its base", "view set_ to a sort")
+    with torch.set_grad_enabled(grad):
+        with torch.enable_grad():
+            make = _leaf_input(kind, needs_grad)
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def _leaf_returned(x: T) -> object:
+    t = x.detach() * 2
+    with torch.enable_grad():
+        t.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2)
+    return x, t
+
+
+def _leaf_computed_from_with_grad(x: T) -> object:
+    t = x.detach() * 2
+    with torch.enable_grad():
+        t.requires_grad_()
+        y = t * 3
+    with torch.no_grad():
+        x.mul_(2)
+    return x, y
+
+
+def _leaf_flags_read(x: T) -> object:
+    t = x.detach() * 2
+    with torch.enable_grad():
+        t.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2)
+    return (x.mul(1.0 + t.requires_grad + 2 * t.is_leaf),)  # (the fuzzer's mul_by_flags)
+
+
+def _leaf_view_taken_before_used_after(x: T) -> object:
+    t = x.detach() * 2
+    v = t.view(-1)  # requires grad once its base does
+    with torch.enable_grad():
+        t.requires_grad_()
+        y = v * 3
+    with torch.no_grad():
+        x.mul_(2)
+    return x, y
+
+
+def _leaf_copied_into_the_input(x: T) -> object:
+    t = x.detach() * 2
+    with torch.enable_grad():
+        t.requires_grad_()
+        x.copy_(t)
+    return (x,)
+
+
+def _leaf_of_a_view_through_its_base_returned(x: T) -> object:
+    with torch.no_grad():
+        v = x.unsqueeze(-1)
+    with torch.enable_grad():
+        v.requires_grad_()  # the same flag before and after: only its own accumulator tells
+    with torch.no_grad():
+        x.mul_(2)
+    return x, v
+
+
+_OBSERVED = {
+    "returned": _leaf_returned,
+    "computed from with grad": _leaf_computed_from_with_grad,
+    "flags read": _leaf_flags_read,
+    "view taken before used after": _leaf_view_taken_before_used_after,
+    "copied into the input": _leaf_copied_into_the_input,
+    "view through its base returned": _leaf_of_a_view_through_its_base_returned,
+}
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["called with grad", "called under no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("name", list(_OBSERVED))
+def test_observed_new_leaf_stays_refused(compile_fn: CompileFn | None, name: str, kind: str, grad: bool) -> None:
+    """The leaf reaches what the caller sees (an output, a flag read, a later op with grad on, through a view taken
+    before the flag, an input written from it): the refusal stands, its message unchanged. (Called with grad, a plain
+    program whose leaf reaches only its outputs' histories compiles on the native path: Note [Training Without A
+    Function].)"""
+    f = _OBSERVED[name]
+    with torch.enable_grad():
+        make = _leaf_input(kind, name == "view through its base returned")
+    native = kind == "plain" and grad and name in ("returned", "computed from with grad", "flags read")
+    with torch.set_grad_enabled(grad):
+        if native:
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+        else:
+            assert_refused(f, make, compile_fn, NEW_LEAF_REFUSED)

@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
+from subclassaot.errors import TRAINING_STEP_HINT, NewLeafRefusal, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_views_of_gained_bases,
@@ -1678,7 +1678,7 @@ def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
 def _check_new_leaf(t: torch.Tensor) -> None:
     """A new autograd leaf the compiled graph cannot mark (Note [Training Without A Function]): refused."""
     if is_traceable_subclass(t):
-        raise UnsupportedError(
+        raise NewLeafRefusal(
             "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "
             f"{type(t).__name__} (a tensor subclass), in a call made with grad mode on: eager makes it a new autograd "
             "leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
