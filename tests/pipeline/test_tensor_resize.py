@@ -867,7 +867,7 @@ def test_tensor_set_onto_a_tail_grown_keeps_the_elements_before_it(grad: bool, c
 
 def offset_view_grown_after_its_base_left(x0: T) -> object:
     t0 = x0.mul(-1.0)
-    w = t0.t()  # over the storage's first elements, not contiguously
+    w = t0.t()  # over the storage's first elements, densely but not contiguously
     y = t0[2:]
     set_to(t0, x0.mul(2.0))  # y's view root leaves the storage: no tensor holds it contiguously from its start
     y.resize_((6,))
@@ -875,9 +875,33 @@ def offset_view_grown_after_its_base_left(x0: T) -> object:
     return (w * 1, t0 * 1)
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_offset_view_grown_after_its_base_left_keeps_the_elements_a_transposed_view_holds(
+    grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # the elements before y's offset were copied from t0, on another storage by then (a wrong result): they come
+    # from w, which holds them in storage order once its dims are put in stride order
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(offset_view_grown_after_its_base_left, _plain(4, 2), compile_fn=compile_fn)
+
+
+def offset_view_grown_after_its_base_left_strided_view_kept(x0: T) -> object:
+    t0 = x0.mul(-1.0)
+    w = t0[:, 0]  # every other element of the storage's first: no tensor holds them all
+    y = t0[2:]
+    set_to(t0, x0.mul(2.0))
+    y.resize_((6,))
+    y.fill_(-1.0)
+    return (w * 1, t0 * 1)
+
+
 def test_offset_view_grown_after_its_base_left_refused(compile_fn: CompileFn | None) -> None:
-    # the elements before y's offset were copied from t0, on another storage by then (a wrong result)
-    assert_refused(offset_view_grown_after_its_base_left, _plain(4, 2), compile_fn, "resize_.. grows a tensor whose")
+    assert_refused(
+        offset_view_grown_after_its_base_left_strided_view_kept,
+        _plain(4, 2),
+        compile_fn,
+        "resize_.. grows a tensor whose",
+    )
 
 
 def offset_view_of_input_grown(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
