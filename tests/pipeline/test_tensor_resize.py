@@ -867,7 +867,7 @@ def test_tensor_set_onto_a_tail_grown_keeps_the_elements_before_it(grad: bool, c
 
 def offset_view_grown_after_its_base_left(x0: T) -> object:
     t0 = x0.mul(-1.0)
-    w = t0.t()  # over the storage's first elements, not contiguously
+    w = t0.t()  # over the storage's first elements, densely but not contiguously
     y = t0[2:]
     set_to(t0, x0.mul(2.0))  # y's view root leaves the storage: no tensor holds it contiguously from its start
     y.resize_((6,))
@@ -875,9 +875,33 @@ def offset_view_grown_after_its_base_left(x0: T) -> object:
     return (w * 1, t0 * 1)
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_offset_view_grown_after_its_base_left_keeps_the_elements_a_transposed_view_holds(
+    grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # the elements before y's offset were copied from t0, on another storage by then (a wrong result): they come
+    # from w, which holds them in storage order once its dims are put in stride order
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(offset_view_grown_after_its_base_left, _plain(4, 2), compile_fn=compile_fn)
+
+
+def offset_view_grown_after_its_base_left_strided_view_kept(x0: T) -> object:
+    t0 = x0.mul(-1.0)
+    w = t0[:, 0]  # every other element of the storage's first: no tensor holds them all
+    y = t0[2:]
+    set_to(t0, x0.mul(2.0))
+    y.resize_((6,))
+    y.fill_(-1.0)
+    return (w * 1, t0 * 1)
+
+
 def test_offset_view_grown_after_its_base_left_refused(compile_fn: CompileFn | None) -> None:
-    # the elements before y's offset were copied from t0, on another storage by then (a wrong result)
-    assert_refused(offset_view_grown_after_its_base_left, _plain(4, 2), compile_fn, "resize_.. grows a tensor whose")
+    assert_refused(
+        offset_view_grown_after_its_base_left_strided_view_kept,
+        _plain(4, 2),
+        compile_fn,
+        "resize_.. grows a tensor whose",
+    )
 
 
 def offset_view_of_input_grown(view: Callable[[T], tuple[T, int]]) -> Callable[[T], object]:
@@ -2345,3 +2369,73 @@ def test_grad_written_through_repeating_view_of_grown_tensor_matches_eager(
         return (pair(requires_grad=True) if kind == "pair" else torch.randn((), requires_grad=True),)
 
     assert_matches_eager(_grad_written_through_repeats(view, shape, size), make, compile_fn=compile_fn)
+
+
+# resize_() growth of a tensor whose storage's old elements no single contiguous tensor holds up to the storage's end
+# (fuzz seed 118100, programs 6573: a transpose_()d intermediate grown; 176, 8100: an empty slice at an input's end
+# grown twice; 3413: an input grown past the end another input, a view of it, had grown the storage to): eager's
+# storage, grown in place, keeps them all. They are read in storage order from a tensor that fills them densely in
+# another dim order, or from consecutive parts of several tensors over the storage.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _fill_from(t: T, start: int) -> None:
+    # (index_fill_, not a slice: PairTensor's eager slice of a grown wrapper raises)
+    t.index_fill_(0, torch.arange(start, t.shape[0]), -1.0)
+
+
+def transposed_intermediate_grown(x0: T) -> object:
+    t0 = x0.mul(2.0)  # (4, 2)
+    t0.transpose_(0, 1)  # no tensor over the storage is contiguous now
+    t0.resize_((11,))
+    _fill_from(t0, 8)  # (grown elements are undefined until written)
+    return (t0 * 1,)
+
+
+def permuted_intermediate_grown_then_filled_past_end(x0: T) -> object:
+    t0 = x0.mul(2.0).view(2, 2, 2).permute(2, 0, 1)
+    t1 = t0.transpose(0, 2)  # (a view: its root stays contiguous, but the grown tensor's own layout is not)
+    t1.resize_((10,))
+    _fill_from(t1, 8)
+    return (t1 * 1,)
+
+
+def intermediate_grown_over_parts(x0: T) -> object:
+    t0 = x0.mul(-1.0).view(-1)  # elements 0..8
+    t1 = t0[6:]
+    t1.resize_((4,))  # the storage grows to 10: t0 holds 0..8, t1 6..10
+    t1.fill_(3.0)
+    t0.resize_((11,))  # keeps 0..10 from t0 and t1
+    _fill_from(t0, 10)
+    return (t0 * 1, t1 * 1)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [transposed_intermediate_grown, permuted_intermediate_grown_then_filled_past_end, intermediate_grown_over_parts],
+)
+@pytest.mark.parametrize("make", [_plain(4, 2), lambda: (pair(4, 2),)], ids=["plain", "pair"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_growth_keeps_storage_elements_held_densely_or_in_parts(
+    program: Callable[[T], object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(program, make, compile_fn=compile_fn)
+
+
+def empty_end_slice_grown_twice(x0: T) -> object:
+    x0.resize_((2,))
+    x0.fill_(2.0)
+    x0.resize_((5,))  # keeps the storage's first 3 elements (no tensor the program has) and x0's 2
+    x0.fill_(3.0)
+    return (x0 * 1,)
+
+
+def _empty_slice_at_end() -> tuple[object, ...]:
+    return (torch.randn(3)[3:],)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_empty_slice_at_an_inputs_end_grown_twice(grad: bool, compile_fn: CompileFn | None) -> None:
+    with torch.set_grad_enabled(grad):
+        _check(empty_end_slice_grown_twice, _empty_slice_at_end, compile_fn)

@@ -313,9 +313,10 @@ def storage_kept(
 ) -> tuple[int | torch.SymInt, torch.Tensor]:
     """The storage elements eager's storage, grown in place by x.resize_(), keeps for the program to read: the
     offset they start at and the elements from there to the storage's end, from a tensor that holds them
-    contiguously (x, its view root, a tensor over the same storage, or the synthetic base over it). They start at the
-    lowest element the program's tensors over the storage (`sharers`) reach, not at x's offset: a select() or slice
-    of an intermediate grown keeps the elements before it under its base."""
+    contiguously (x, its view root, a tensor over the same storage, or the synthetic base over it), else in parts from
+    those that hold runs of it densely (`_pieces_kept`). They start at the lowest element the program's tensors over
+    the storage (`sharers`) reach, not at x's offset: a select() or slice of an intermediate grown keeps the elements
+    before it under its base."""
     offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
     base = record.alias_bases.get(storage_key(x))
     if base is not None:
@@ -324,22 +325,61 @@ def storage_kept(
     while (source := record.data_of.get(id(holders[-1]))) is not None:
         holders += [source, record.view_root(source)]  # `.data` of a view: the same storage
     lowest = min([offset, *(t.storage_offset() for t in sharers if t.numel() > 0)])
+    # (a view root set_() elsewhere since holds another storage's)
+    over = [h for h in (*holders, *sharers) if storage_key(h) == storage_key(x)]
     kept = [
         h
-        for h in (*holders, *sharers)
-        if storage_key(h) == storage_key(x)  # (a view root set_() elsewhere since holds another storage's)
-        and h.is_contiguous()
-        and h.storage_offset() <= lowest
-        and h.storage_offset() + h.numel() == stored
+        for h in over
+        if h.is_contiguous() and h.storage_offset() <= lowest and h.storage_offset() + h.numel() == stored
     ]
-    if not kept:
+    if kept:
+        holder = min(kept, key=lambda h: h.storage_offset())
+        return holder.storage_offset(), holder.detach().reshape(-1)
+    pieces = _pieces_kept(over, lowest, stored)
+    if pieces is None:
         raise UnsupportedError(
             "resize_() grows a tensor whose storage holds elements that neither it, the tensor it is a view of, nor "
             "another tensor over that storage holds contiguously up to the storage's end (a transposed or strided "
             "view); the grown storage keeps those elements in eager. Resize a .clone() of it instead"
         )
-    holder = min(kept, key=lambda h: h.storage_offset())
-    return holder.storage_offset(), holder.detach().reshape(-1)
+    return lowest, torch.cat(pieces)
+
+
+def _pieces_kept(
+    over: Sequence[torch.Tensor], lowest: int | torch.SymInt, stored: int | torch.SymInt
+) -> list[torch.Tensor] | None:
+    """The storage elements from `lowest` to `stored`, in storage order, as consecutive parts of tensors over the
+    storage that each hold a run of it densely in some dim order (a transposed intermediate; an input and a view of
+    it grown past its end), or None where they leave a gap (or sizes are symbolic)."""
+    runs = []
+    for h in over:
+        flat = _storage_order(h)
+        if flat is not None:
+            runs.append((h.storage_offset(), h.storage_offset() + h.numel(), flat))
+    if not isinstance(lowest, int) or not isinstance(stored, int):
+        return None
+    pieces, at = [], lowest
+    while at < stored:
+        fits = [r for r in runs if isinstance(r[0], int) and isinstance(r[1], int) and r[0] <= at < r[1]]
+        if not fits:
+            return None
+        start, end, flat = max(fits, key=lambda r: int(r[1]))
+        end = min(int(end), stored)
+        pieces.append(flat[at - int(start) : end - int(start)])
+        at = end
+    return pieces
+
+
+def _storage_order(h: torch.Tensor) -> torch.Tensor | None:
+    """h's elements flat in the order they lie in its storage, where they fill a run of it without gaps or repeats
+    (any dim order), else None."""
+    shape, strides = list(h.shape), list(h.stride())
+    if not all(isinstance(d, int) for d in (*shape, *strides)) or h.numel() == 0:
+        return None
+    if not torch._prims_common.is_non_overlapping_and_dense_or_false(h):
+        return None
+    order = sorted(range(h.dim()), key=lambda d: (shape[d] == 1, -strides[d]))
+    return h.detach().permute(order).reshape(-1)
 
 
 def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
