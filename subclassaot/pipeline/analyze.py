@@ -1594,7 +1594,8 @@ def check_written_inputs_gaining_grad(
     where eager wrote it before it required grad (Note [Inputs Written In Training]). Not where every write is one
     autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
     grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
-    flag and after, and the epilogue copies them in below autograd; nor where the input is in an alias group that no
+    flag and after, and the epilogue copies them in below autograd (nor its in-place view ops, on a leaf in no alias
+    group and no view, which the epilogue replays below autograd too); nor where the input is in an alias group that no
     input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
     beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
     (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
@@ -1605,8 +1606,11 @@ def check_written_inputs_gaining_grad(
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
     own = own_stand_in_inputs(layout, passed, gains)
     for i in gains:
-        # (an in-place view op on a subclass wrapper too: the epilogue replays it on the leaf requiring grad)
-        changed = analysis.inplace_view_ops[i] or analysis.wrapper_data[i] is not None
+        # (a leaf in no alias group, not a view: eager's in-place view ops on it record nothing, before the flag or
+        # under no_grad after it, and the epilogue replays them so; the gradient arrives in the layout of the first
+        # read with grad after the flag, Note [Leaves Laid Out Anew Under no_grad])
+        relaid = _relaid_alone(flat, layout, i)
+        changed = (analysis.inplace_view_ops[i] and not relaid) or analysis.wrapper_data[i] is not None
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
         # grown storage, its gradient would be summed over its repeated elements)
@@ -1626,7 +1630,7 @@ def check_written_inputs_gaining_grad(
             # eager's, before the flag, does not: Note [Aliased Inputs In Training])
             beside = any(_moved(m) or m.visible_through_self for m in written)
             written = []
-        if changed or beside or any(not _written_without_grad(m) for m in written):
+        if changed or beside or any(not _written_without_grad(m, relaid=relaid) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
@@ -1641,9 +1645,19 @@ def _group_requires_grad(flat: FlatInputs, layout: DenseLayout, group: AliasGrou
     return any(cast(torch.Tensor, flat.values[k]).requires_grad for k in owners)
 
 
-def _written_without_grad(m: LeafMutation) -> bool:
-    """Only the values of a leaf changed, by writes autograd does not record (Note [Inputs Written In Training])."""
-    return not _moved(m) and not m.autograd_visible and not m.visible_through_self
+def _written_without_grad(m: LeafMutation, *, relaid: bool = False) -> bool:
+    """Only the values of a leaf changed (and its layout, within its storage, where `relaid`), by writes and in-place
+    view ops autograd does not record (Note [Inputs Written In Training])."""
+    moved = m.storage_changed or m.swapped or m.resized or (m.metadata and not relaid)
+    return not moved and not m.autograd_visible and not m.visible_through_self
+
+
+def _relaid_alone(flat: FlatInputs, layout: DenseLayout, i: int) -> bool:
+    """Tensor input `i` is a leaf that is no view and in no alias group: the run's stand-in is a leaf of its own,
+    relaid as eager's (Note [Leaves Laid Out Anew Under no_grad])."""
+    value = cast(torch.Tensor, flat.values[flat.tensor_indices[i]])
+    grouped = {m for g in layout.groups for m in g.members}
+    return value.is_leaf and not value._is_view() and not any(j in grouped for j in layout.leaves_of_input[i])
 
 
 def _moved(m: LeafMutation) -> bool:

@@ -296,12 +296,16 @@ def _note_grad_inputs(
     late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
     record.late_grad = {id(user_tensors[i]) for i in late}
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
-        for i in _made_to_require_grad(flat, layout, as_views, requires_grad_like):
+        made = _made_to_require_grad(flat, layout, as_views, requires_grad_like)
+        for i in made:
             if user_tensors[i].requires_grad:  # (a view clone was detach()ed by _clone_inputs)
                 with torch.no_grad():
                     user_tensors[i].detach_()
             record.releafed[id(user_tensors[i])] = None
-        record.releafable = {id(user_tensors[i]) for i in _leaf_inputs(flat, layout, as_views, requires_grad=True)}
+        # (and those made to require grad: eager's accumulator is made at the first read with grad after the flag,
+        # at the size the program's in-place view ops gave the leaf by then)
+        leaves = _leaf_inputs(flat, layout, as_views, requires_grad=True)
+        record.releafable = {id(user_tensors[i]) for i in (*leaves, *made)}
         note_view_inputs(record, _view_inputs(flat, layout, user_tensors))  # Note [Stale View Functions]
 
 

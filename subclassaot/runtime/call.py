@@ -739,11 +739,14 @@ def _replay_wrapper_steps(
     values, outs, symbols = call
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
     data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
+    # (a leaf the program made require grad: eager's ops ran before the flag or under no_grad, as one with grad on a
+    # leaf that requires grad raises; none recorded a node, Note [Inputs Written In Training])
+    gained = t in requires_grad_changes(plan)[0]
     for k, step in enumerate(steps):
         if data is not None and k == data.after_steps:
             _assign_data(plan, ev, values, symbols, wrapper, data, outs)
         # Under the grad mode the program had: autograd records it on a wrapper that requires grad, as in eager.
-        grad = step.grad_enabled and (copy_at is None or k >= copy_at)
+        grad = step.grad_enabled and not gained and (copy_at is None or k >= copy_at)
         with torch.set_grad_enabled(grad and torch.is_grad_enabled()):
             refresh_view_grad_fn(wrapper)  # Note [Inputs Written In Training]
         with torch.set_grad_enabled(grad and torch.is_grad_enabled()), resize_inside_inference_mode(step, wrapper):

@@ -1469,6 +1469,12 @@ def test_view_of_tensor_gaining_grad_read_after_no_grad_layout_change_refused(
     else:
         rule = r"args\[0\]: (" + STALE_RULE + r"|.*made to require grad \(requires_grad_\(\)\))"
         rule = rule if kind == "plain" else rule + r"|args\[0\] is written in place and made to require grad"
+    if kind == "pair" and op == "t_same_shape" and not clone:
+        # (a subclass leaf relaid under no_grad after the flag, the view's layout unchanged: the epilogue replays the
+        # t_() under no_grad, as eager's records nothing)
+        with torch.enable_grad():
+            assert_matches_eager(_stale_after_gain(fn, shape, clone), make, compile_fn=compile_fn)
+        return
     refused_with_grad(_stale_after_gain(fn, shape, clone), make, compile_fn, rule)
 
 

@@ -1818,6 +1818,9 @@ _RESIZE_GAIN_MATCHES = {
     *(f"plain-group-{t}-9-before-grad" for t in ("input", "early_view")),
     *(f"{k}-leaf-early_view-2-before-grad" for k in ("plain", "pair")),
     "plain-group-input-2-before-grad",
+    # (a leaf shrunk within its storage before the flag: relaid, as by an in-place view op, Note [Leaves Laid Out Anew
+    # Under no_grad])
+    "plain-leaf-input-2-before-grad",
     "pair-group-early_view-2-before-grad",
     # (the flag set last, nothing taking the storage after: Analysis.gains_last)
     *(f"plain-{s}-early_view-{n}-before-grad" for s in ("view", "as_strided", "leaf") for n in (2, 9)),

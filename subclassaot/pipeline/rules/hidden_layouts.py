@@ -98,7 +98,9 @@ __all__ = [
 #   runs, as the program's own call would); the run's stand-in for such an input, in no alias group and no view, is a
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
-#   leaf. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
+#   leaf. Where an in-place view op relaid it (before the flag, or under no_grad after; `relaid_late_grad`), eager's
+#   accumulator is made at the first read with grad after the flag, in the layout the leaf has then: the runtime makes
+#   the real leaf's at that size first, as for the leaves above (`Analysis.releaf_sizes`). A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
 #   one autograd does not record, in eager as here (`SwapRecord.unrecorded_before_grad`): the leaf holds the written
 #   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned
 #   (here, under no_grad, over storage shared with another input: `SwapRecord.views_before_grad`) has no history in
@@ -156,6 +158,8 @@ def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
     """After an in-place view op on `t`: under no_grad, on a tensor standing for a leaf that no op with grad has
     read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad]); on one an op
     with grad read before, note that eager may keep its accumulator (Note [Leaves Laid Out Anew Under no_grad])."""
+    if id(t) in record.late_grad:
+        record.relaid_late_grad.add(id(t))
     if torch.is_grad_enabled() or id(t) not in record.releafable:
         return
     if id(t) in record.grad_read:
@@ -196,6 +200,8 @@ def note_reads_after_layout(record: SwapRecord, args: tuple[Any, ...], kwargs: d
 def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
     """`Analysis.releaf_sizes`: the size of input `t`'s accumulator in eager, where the runtime makes it first."""
     size = record.releafed.get(id(t))
+    if id(t) in record.late_grad and id(t) not in record.relaid_late_grad:
+        return None  # (made to require grad and never relaid: the accumulator has the size the input came with)
     return None if size is None else tuple(symint_expr(d) for d in size)
 
 

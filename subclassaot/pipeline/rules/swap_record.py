@@ -324,6 +324,9 @@ class SwapRecord:
     # ... tensors standing for leaf inputs that do not require grad when passed, which the program makes require grad
     # (Note [Leaves Laid Out Anew Under no_grad]): leaves without grad from the start, read before the flag without history
     late_grad: set[int] = field(default_factory=set)
+    # ... of those, the ones an in-place view op relaid (under either grad mode): the accumulator the runtime makes at
+    # the size of the first read with grad after the flag (`releafed`) matters for those alone
+    relaid_late_grad: set[int] = field(default_factory=set)
     views_before_grad: set[int] = field(default_factory=set)  # ... views of them taken before the flag was set
     releafed: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
     # ... those an op with grad read before such an op, whose accumulator eager may keep (Note [Leaves Laid Out Anew
