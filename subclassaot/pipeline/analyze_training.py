@@ -338,10 +338,11 @@ def _then_set_from_base(
 #   set_() under no_grad onto it with its own size, stride and offset, keeping its version counter. Only for a plain t0
 #   that is no view, no input, not itself moved, within x's final elements (a resize_ or as_strided_ of t0 after the
 #   set_() may give it a layout of its own there; the epilogue writes only x's elements), and no other output that is
-#   t0, a view of it, or a subclass on that storage. A t0 without grad assigned to an x with grad is built the same
-#   way, and so is a t0 computed with grad then set_() onto x under no_grad. Refused: a view of t0 with history
-#   (`t1 = t0[:2]; t1.add_(y)`), and a tensor subclass with history over such a storage, where x has none: both would
-#   be rebuilt from x.
+#   a view of it or a subclass on that storage (t0 returned again is no other: that output is the same object,
+#   OutputKind.SAME_AS; `return t0, t0` rebuilt from x would lose t0's history). A t0 without grad assigned to an x
+#   with grad is built the same way, and so is a t0 computed with grad then set_() onto x under no_grad. Refused: a
+#   view of t0 with history (`t1 = t0[:2]; t1.add_(y)`), and a tensor subclass with history over such a storage, where
+#   x has none: both would be rebuilt from x.
 # - Detached outputs written with grad (`t = x.detach(); t.add_(x); return t`): eager's t is no view, shares x's storage
 #   and has its own history (AddBackward0). The graph computes it (the joint differentiates the same write), and once
 #   the epilogue wrote x, each dense leaf is set_() under no_grad onto x's storage with eager's metadata. Only for the
@@ -492,12 +493,12 @@ def _set_onto_input_under_no_grad(value: torch.Tensor, run: FunctionalRun, j: De
 
 
 def _viewed_by_others(value: torch.Tensor, outputs: Sequence[torch.Tensor], run: FunctionalRun) -> bool:
-    """Another output is `value` or a view of it (its `_base` in eager), or a subclass over its storage."""
+    """Another output is a view of `value` (its `_base` in eager), or a subclass over its storage. `value` itself
+    returned again is no other: that output is the very object this one is rebuilt as (OutputKind.SAME_AS)."""
     for o in outputs:
         if o is value:
-            if sum(1 for p in outputs if p is value) > 1:
-                return True
-        elif is_traceable_subclass(o):
+            continue
+        if is_traceable_subclass(o):
             if any(storage_key(d) == storage_key(value) for d in dense_leaves_of(o, "out")[1]):
                 return True
         elif storage_key(o) == storage_key(value) and run.swaps.view_root(o, through_swaps=True) is value:
