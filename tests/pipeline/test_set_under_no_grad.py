@@ -1713,6 +1713,13 @@ _RELAID_DETACH_SET_BACK: dict[str, Callable[[T], object]] = {
     "written_after": _written_after,
 }
 
+# a plain input that requires grad, a PairTensor that does, a plain one that does not
+_ONE_TWO_ELEMENT_INPUT: tuple[Callable[[], tuple[object, ...]], ...] = (
+    lambda: (nonleaf(2),),
+    lambda: (pair_nonleaf(2),),
+    lambda: (torch.randn(2),),
+)
+
 
 @pytest.mark.parametrize("variant", list(_RELAID_DETACH_SET_BACK))
 def test_view_of_detach_of_relaid_input_set_onto_it(compile_fn: CompileFn | None, variant: str) -> None:
@@ -1726,8 +1733,8 @@ def test_view_of_detach_of_relaid_input_set_onto_it(compile_fn: CompileFn | None
     f = _RELAID_DETACH_SET_BACK[variant]
     for grad in (False, True):
         with torch.set_grad_enabled(grad):
-            for make in (lambda: nonleaf(2), lambda: pair_nonleaf(2), lambda: torch.randn(2)):
-                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn)
+            for make_inputs in _ONE_TWO_ELEMENT_INPUT:
+                assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
 def test_two_views_of_detach_of_relaid_input_set_onto_it_are_refused_under_no_grad(
@@ -1740,9 +1747,9 @@ def test_two_views_of_detach_of_relaid_input_set_onto_it_are_refused_under_no_gr
         t0 = _relaid_detach_set_back(x0)
         return (t0.expand((3, 1, 2)), t0.t())
 
-    for make in (lambda: nonleaf(2), lambda: torch.randn(2)):
+    for make_inputs in (_ONE_TWO_ELEMENT_INPUT[0], _ONE_TWO_ELEMENT_INPUT[2]):
         with torch.no_grad():
-            assert_refused(f, lambda make=make: (make(),), compile_fn, r"out\[0\] is a view \(made under no_grad")
+            assert_refused(f, make_inputs, compile_fn, r"out\[0\] is a view \(made under no_grad")
     for grad in (False, True):
         with torch.set_grad_enabled(grad):
             assert_matches_eager(f, lambda: (pair_nonleaf(2),), compile_fn=compile_fn)
