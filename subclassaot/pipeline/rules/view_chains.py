@@ -337,7 +337,7 @@ def _from_changed_source(
             before_epilogue=True,
             late_steps=_no_grad_tail(value, t, run, len(steps), with_grad=True),
         )
-    if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t):
+    if id(t) in input_by_id and _all_input_alias(leaves) and _replays_between(value, t, steps):
         source_meta = _meta_exprs(first.source_meta)
         return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=steps, source_meta=source_meta)
     plain = not is_traceable_subclass(value) and not is_traceable_subclass(t)
@@ -907,9 +907,15 @@ def _as_received(t: torch.Tensor, first: ViewRecord, run: FunctionalRun) -> bool
     return not earlier_ops and not earlier_swap and _meta_exprs(first.source_meta) == run.initial_metas[position]
 
 
-def _replays_between(value: torch.Tensor, t: torch.Tensor) -> bool:
-    """Note [Output Regeneration]: can `value`'s chain replay from input `t` with its metadata then?"""
-    if value.requires_grad or t.requires_grad:
+def _replays_between(value: torch.Tensor, t: torch.Tensor, steps: tuple[ViewStep, ...]) -> bool:
+    """Note [Output Regeneration]: can `value`'s chain replay from input `t` with its metadata then? Not where the
+    output has history; nor where the input requires grad, unless it is plain and the chain detach()es it (`.data`
+    too): eager's output has no history then, nor has the replay's, whose `._base` is the replayed detach(), not
+    `t` (a subclass output is rebuilt around its leaves instead, no view)."""
+    if value.requires_grad:
+        return False
+    detached = any(s.op is torch.ops.aten.detach.default for s in steps)
+    if t.requires_grad and (is_traceable_subclass(t) or not detached):
         return False
     return not is_traceable_subclass(t) or all(leaf_meta(d) == leaf_meta(t) for d in dense_leaves_of(t, "")[1])
 
