@@ -2488,3 +2488,44 @@ def test_leaf_view_made_after_a_set_under_grad_gets_its_gradient_before_the_set_
     check(f, make, compile_fn)
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _hidden_write_of_a_view_input(
+    hide: Callable[[], Any], through_view: bool, output: bool
+) -> Callable[[T, T], tuple[T, ...]]:
+    """x1 saved by its own mul_, then a write of x0 (a view of a leaf), or of a view of it, hidden from autograd."""
+
+    def f(x0: T, x1: T) -> tuple[T, ...]:
+        x1.mul_(x1)  # MulBackward saved x1, which it overwrote: a backward through x1's new value raises
+        t0 = x0.select(1, 1) if through_view else x0
+        t1 = x0.diagonal(0, 0, 1)
+        with hide():
+            t0.fill_(2.0)
+        return (t1,) if output else ()
+
+    return f
+
+
+@pytest.mark.parametrize("output", [True, False], ids=["diagonal_returned", "nothing_returned"])
+@pytest.mark.parametrize("through_view", [True, False], ids=["through_a_view", "x0_itself"])
+@pytest.mark.parametrize("expanded", [True, False], ids=["expanded", "plain_view"])
+@pytest.mark.parametrize("hide", [torch.inference_mode, torch.no_grad], ids=["inference_mode", "no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_view_input_written_hidden_gives_its_leaf_a_gradient_before_a_raising_node(
+    kind: str, hide: Callable[[], Any], expanded: bool, through_view: bool, output: bool, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 123215 #380: x0, a view of leaf b0, written under inference_mode (or no_grad): eager remakes x0's
+    node at the caller's next read, straight to b0 and numbered above the program's, so a backward through the written
+    inputs (x0 and x1) runs it and b0's AccumulateGrad before x1's MulBackward raises. The compiled Function gives x0
+    no gradient: it takes x0 detached, so that b0's accumulator waits on no node of ours (backward_probe.eager_saves)."""
+    f = _hidden_write_of_a_view_input(hide, through_view, output)
+
+    def make() -> tuple[T, T]:
+        with torch.enable_grad():
+            size = 1 if expanded else 3
+            b0, x1 = (pair(size, requires_grad=True), pair_nonleaf()) if kind == "pair" else (_leaf(size), nonleaf())
+            return (b0.expand((3,)).reshape((-1, 3)) if expanded else b0.view(1, 3)), x1
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
