@@ -1609,7 +1609,15 @@ def check_written_inputs_gaining_grad(
         # (a leaf in no alias group, not a view: eager's in-place view ops on it record nothing, before the flag or
         # under no_grad after it, and the epilogue replays them so; the gradient arrives in the layout of the first
         # read with grad after the flag, Note [Leaves Laid Out Anew Under no_grad])
-        relaid = _relaid_alone(flat, layout, i)
+        # (not a set_() among them, which a wrapper's replay steps leave out where it sets it onto itself: eager's
+        # renews the leaf's accumulator and fails the nodes that saved it before)
+        steps = analysis.inplace_replay[i]
+        wrapper = is_traceable_subclass(flat.values[flat.tensor_indices[i]])
+        relaid = (
+            _relaid_alone(flat, layout, i)
+            and (bool(steps) or not wrapper)
+            and not any(s.op.overloadpacket is torch.ops.aten.set_ for s in steps)
+        )
         changed = (analysis.inplace_view_ops[i] and not relaid) or analysis.wrapper_data[i] is not None
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
