@@ -426,7 +426,7 @@ def test_write_through_an_expand_recorded_by_autograd_counts_once(compile_fn: Co
 
 
 def _set_then_chain_of_the_source(x0: T, x1: T) -> object:
-    x1.set_(x0)
+    set_to(x1, x0)
     t0 = x0.select(0, 1)
     t1 = t0.unsqueeze(0)
     x1.mul_(0.5)
@@ -436,13 +436,13 @@ def _set_then_chain_of_the_source(x0: T, x1: T) -> object:
 def _chain_of_the_source_then_set(x0: T, x1: T) -> object:
     t0 = x0.select(0, 1)
     t1 = t0.unsqueeze(0)
-    x1.set_(x0)
+    set_to(x1, x0)
     x1.mul_(0.5)
     return (t0, t1)
 
 
 def _set_then_chain_of_the_target(x0: T, x1: T) -> object:
-    x1.set_(x0)
+    set_to(x1, x0)
     t0 = x1.select(0, 1)
     t1 = t0.unsqueeze(0)
     x0.mul_(0.5)
@@ -450,7 +450,7 @@ def _set_then_chain_of_the_target(x0: T, x1: T) -> object:
 
 
 def _set_then_views_of_both(x0: T, x1: T) -> object:
-    x1.set_(x0)
+    set_to(x1, x0)
     t1 = x0.select(0, 1).unsqueeze(0)
     u = x1[0].t()
     x1.mul_(0.5)
