@@ -419,3 +419,61 @@ def test_write_through_an_expand_recorded_by_autograd_counts_once(compile_fn: Co
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (nonleaf(4, 1),), compile_fn=compile_fn, versions="exact")
+
+
+# A set_() shares the storage, not the version counter: a write through the tensor set_() onto another's storage bumps
+# only its own counter, not that of the storage's other tensors or of views taken of them.
+
+
+def _set_then_chain_of_the_source(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    t0 = x0.select(0, 1)
+    t1 = t0.unsqueeze(0)
+    x1.mul_(0.5)
+    return (t0, t1)
+
+
+def _chain_of_the_source_then_set(x0: T, x1: T) -> object:
+    t0 = x0.select(0, 1)
+    t1 = t0.unsqueeze(0)
+    set_to(x1, x0)
+    x1.mul_(0.5)
+    return (t0, t1)
+
+
+def _set_then_chain_of_the_target(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    t0 = x1.select(0, 1)
+    t1 = t0.unsqueeze(0)
+    x0.mul_(0.5)
+    return (t0, t1)
+
+
+def _set_then_views_of_both(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    t1 = x0.select(0, 1).unsqueeze(0)
+    u = x1[0].t()
+    x1.mul_(0.5)
+    return (t1, u)
+
+
+_SET_WRITES = [
+    _set_then_chain_of_the_source,
+    _chain_of_the_source_then_set,
+    _set_then_chain_of_the_target,
+    _set_then_views_of_both,
+]
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("program", _SET_WRITES)
+@pytest.mark.parametrize("kind", _KINDS)
+def test_write_through_a_set_onto_another_storage_bumps_only_its_own_counter(
+    kind: str, program: Callable[[T, T], object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 123242, program 248: a view of a view of x0 was taken as stale (its storage written after it was
+    # made), and its build advanced the counter x0 shares, where eager's x1.mul_ advanced only x1's
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(
+            program, lambda: (_input(kind, 4, 2, 4), _input(kind)), compile_fn=compile_fn, versions="exact"
+        )

@@ -435,7 +435,8 @@ def stale_intermediate_view(value: torch.Tensor, replay: Replay, run: Functional
     record = run.swaps.views.get(id(value))
     if record is None or any(torch.Tag.inplace_view in s.op.tags for s in replay.steps):
         return False
-    return record.seq < last_bump(value, run)
+    # (a write through a tensor another set_() onto this storage bumps that tensor's counter, not this view's)
+    return record.seq < run.swaps.family_last_bump.get(run.swaps.family_of(value), 0)
 
 
 def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...] | None:
