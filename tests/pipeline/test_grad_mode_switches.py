@@ -4467,20 +4467,20 @@ def test_input_made_to_require_grad_beside_an_alias_requiring_grad_gets_a_stand_
 
 
 def _set_onto_itself_with_grad_then_gains(gain: T, other: T) -> object:
-    gain.set_(gain)
+    set_to(gain, gain)
     gain.requires_grad = True
     return ()
 
 
 def _set_onto_itself_with_grad_then_gains_and_read(gain: T, other: T) -> object:
-    gain.set_(gain)
+    set_to(gain, gain)
     gain.requires_grad_()
     return (gain * 2, other.sin())
 
 
 def _set_onto_itself_without_grad_then_gains(gain: T, other: T) -> object:
     with torch.no_grad():
-        gain.set_(gain)
+        set_to(gain, gain)
     gain.requires_grad = True
     return (gain * 2,)
 
