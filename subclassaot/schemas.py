@@ -171,6 +171,9 @@ class LeafMutation:
     # some autograd-visible write went through it or a view of it (its version-counter family), not only through
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False
+    # x.set_(x) was called on it (or a view of it) with grad on while it required no grad: autograd checks that
+    # in-place op, which raises once it is a leaf that requires grad (Note [Inputs Written In Training])
+    self_set_with_grad: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
     # ... and the last such set_() took an input that requires grad (or a view of one taken with grad): eager's node
     # has an edge to that input's history (Note [set_ Under Grad])

@@ -1635,8 +1635,10 @@ def check_written_inputs_gaining_grad(
             # (a stand-in of its own, a detached leaf over the group's storage, as eager's input is a leaf: a write
             # below autograd reaches its values and none of its history; one with grad in its version-counter
             # family may be through itself, on the leaf that requires grad from the start, which raises where
-            # eager's, before the flag, does not: Note [Aliased Inputs In Training])
+            # eager's, before the flag, does not: Note [Aliased Inputs In Training]; so does a set_() onto itself with
+            # grad, which writes nothing)
             beside = any(_moved(m) or m.visible_through_self for m in written)
+            beside = beside or any(m.self_set_with_grad for m in muts)
             written = []
         if changed or beside or any(not _written_without_grad(m, relaid=relaid) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path

@@ -4466,6 +4466,67 @@ def test_input_made_to_require_grad_beside_an_alias_requiring_grad_gets_a_stand_
             assert_refused(g, inputs, compile_fn, path + " is written in place and made to require grad")
 
 
+def _set_onto_itself_with_grad_then_gains(gain: T, other: T) -> object:
+    set_to(gain, gain)
+    gain.requires_grad = True
+    return ()
+
+
+def _set_onto_itself_with_grad_then_gains_and_read(gain: T, other: T) -> object:
+    set_to(gain, gain)
+    gain.requires_grad_()
+    return (gain * 2, other.sin())
+
+
+def _set_onto_itself_without_grad_then_gains(gain: T, other: T) -> object:
+    with torch.no_grad():
+        set_to(gain, gain)
+    gain.requires_grad = True
+    return (gain * 2,)
+
+
+_SELF_SETS: dict[str, tuple[Callable[[T, T], object], bool]] = {
+    # name: (program, compiled for plain inputs)
+    "with_grad": (_set_onto_itself_with_grad_then_gains, False),
+    "with_grad_read_after": (_set_onto_itself_with_grad_then_gains_and_read, False),
+    "under_no_grad": (_set_onto_itself_without_grad_then_gains, True),
+}
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("first", [True, False], ids=["gaining_first", "gaining_second"])
+@pytest.mark.parametrize("leaf", [True, False], ids=["leaf", "nonleaf"])
+@pytest.mark.parametrize("program", sorted(_SELF_SETS))
+def test_input_set_onto_itself_then_made_to_require_grad_beside_an_alias_requiring_grad(
+    compile_fn: CompileFn | None, program: str, leaf: bool, first: bool, subclass: bool
+) -> None:
+    """A detach() of an input requiring grad, set_() onto itself and then made to require grad: eager's set_() meets
+    a tensor requiring no grad (it only bumps the shared version counter), and the input becomes a leaf of its own.
+    The plain input's stand-in of its own requires grad from the start, where autograd raises at a set_() with grad
+    (fuzz seed 123241 #474 crashed with "a leaf Variable that requires grad is being used in an in-place
+    operation"): refused by name; under no_grad it compiles. A subclass member stays refused by name."""
+    f, compiled = _SELF_SETS[program]
+    wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
+
+    def inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b = wrap(torch.randn(2, 4)).requires_grad_()
+            b = b if leaf else b.clone()
+        return (b.detach(), b) if first else (b, b.detach())
+
+    def g(x0: T, x1: T) -> object:
+        return f(x0, x1) if first else f(x1, x0)
+
+    with torch.enable_grad():
+        if compiled and not subclass:
+            assert_matches_eager(g, inputs, compile_fn=compile_fn)
+            assert_matches_eager(g, inputs, compile_fn=compile_fn, after_call=write_outputs)
+        else:
+            path = r"args\[0\]" if first else r"args\[1\]"
+            rules = r"( is written in place and made to require grad|: the program calls requires_grad_\(\) on this)"
+            assert_refused(g, inputs, compile_fn, path + rules)
+
+
 def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
     x.add_(w)
     x.requires_grad_()

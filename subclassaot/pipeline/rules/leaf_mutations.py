@@ -169,6 +169,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         version_bumps=swaps.bump_count(run.dense[i]),
         autograd_visible=bool(keys & swaps.visible_writes),
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
+        self_set_with_grad=swaps.family_of(run.dense[i]) in swaps.grad_self_set_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
         set_source_edge=set_source is not None and _edge_to_input(final, run),
         grad_set_input=None if storage_changed else _grad_set_input(final, run),

@@ -521,6 +521,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if torch.is_grad_enabled() and args[0].requires_grad and self.depth == 0:
             self._grad_set(args[0])
         elif self.depth == 0 and id(args[0]) not in self.record.data_aliases | self.record.data_views:
+            if torch.is_grad_enabled():
+                self.record.grad_self_set_families.add(self.record.family_of(args[0]))
             written = self.record.family_of(args[0]) in self.record.written_families
             note_hidden_write(self.record, args[0], get_version(args[0]), written)  # Note [set_ Under Grad]
         self.record.note_bump(args[0])

@@ -358,6 +358,9 @@ class SwapRecord:
     assigned_reads: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [Gradient Accumulators Of Leaves])
     self_sets: set[int] = field(default_factory=set)
+    # version-counter families of tensors the program called x.set_(x) on with grad on while they required none: an
+    # in-place op autograd checks, which raises on a leaf requiring grad (Note [Inputs Written In Training])
+    grad_self_set_families: set[int] = field(default_factory=set)
     # ... those an op with grad read before the last such set_, and after it (Note [Gradient Accumulators Of
     # Leaves]); `grad_reads`: every tensor an op with grad read so far
     read_before_self_set: set[int] = field(default_factory=set)
