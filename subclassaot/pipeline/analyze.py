@@ -989,6 +989,16 @@ def _replay_counters(
     if (raises or stale) and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         # Note [Views That Raise After A Bump]
         replay = replace(replay, bump_after=True, stale_view=replay.stale_view or stale)
+    elif (
+        raises
+        and replay is not None
+        and replay.before_epilogue
+        and _relaid_through_views_only(replay, run, input_by_id)
+    ):
+        # The epilogue need not move its counter after it is built: eager's last bump may be an in-place view op on a
+        # view of the input that no replay repeats. Advanced after the epilogue, where it reads fine yet (Note [Views
+        # That Raise After A Bump])
+        replay = replace(replay, bump_after=True)
     elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
@@ -1000,6 +1010,15 @@ def _replay_counters(
             "view chain can be replayed. Return a clone made before the write"
         )
     return replay, raises
+
+
+def _relaid_through_views_only(replay: Replay, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> bool:
+    """Whether `replay` is of an input that the program applies no in-place view op to itself (the epilogue would
+    repeat it), though it may apply some to views of it (Note [Views That Raise After A Bump])."""
+    if replay.source is not ReplaySource.INPUT:
+        return False
+    sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
+    return bool(sources) and not any(run.swaps.inplace_views.get(id(t)) for t in sources)
 
 
 def _check_history_kept(
