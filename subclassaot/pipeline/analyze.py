@@ -993,7 +993,7 @@ def _replay_counters(
         raises
         and replay is not None
         and replay.before_epilogue
-        and _relaid_through_views_only(replay, run, input_by_id)
+        and _bumped_by_views_only(value, replay, run, input_by_id)
     ):
         # The epilogue need not move its counter after it is built: eager's last bump may be an in-place view op on a
         # view of the input that no replay repeats. Advanced after the epilogue, where it reads fine yet (Note [Views
@@ -1012,13 +1012,17 @@ def _replay_counters(
     return replay, raises
 
 
-def _relaid_through_views_only(replay: Replay, run: FunctionalRun, input_by_id: dict[int, InputIndex]) -> bool:
-    """Whether `replay` is of an input that the program applies no in-place view op to itself (the epilogue would
-    repeat it), though it may apply some to views of it (Note [Views That Raise After A Bump])."""
+def _bumped_by_views_only(
+    value: torch.Tensor, replay: Replay, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> bool:
+    """Whether `replay`, of output `value`, is of an input whose counter the epilogue does not move: the program
+    writes no data of its storage and applies no in-place view op to the input itself, though it may apply some to
+    views of it (Note [Views That Raise After A Bump])."""
     if replay.source is not ReplaySource.INPUT:
         return False
     sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    return bool(sources) and not any(run.swaps.inplace_views.get(id(t)) for t in sources)
+    written = any(storage_key(d) in run.swaps.moved_storages for d in dense_leaves_of(value, "out")[1])
+    return bool(sources) and not written and not any(run.swaps.inplace_views.get(id(t)) for t in sources)
 
 
 def _check_history_kept(
