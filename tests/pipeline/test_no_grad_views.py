@@ -2878,3 +2878,69 @@ def test_no_grad_view_changed_with_grad_before_the_input_requires_grad(
     check_with_grad(f, make_inputs, compile_fn)
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 123242 #420 (under no_grad): an output view, replayed before the epilogue, of a view of an input whose
+# counter eager then moved by an in-place view op (transpose_(0, 0), a no-op, counts) on a view the program does not
+# return. No replay repeats that op and the epilogue's settled count left the input (a view requiring grad) as the
+# early replay moved it, so ours read its grad_fn where eager's raises; the runtime now advances the view's counter
+# after the epilogue (Replay.bump_after), which leaves the input at eager's count too.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _expand_then_sibling_transposed(x0: T) -> object:
+    t0 = x0.as_strided((1,), (1,), 2)
+    t0.t_()
+    t1 = t0.expand((1, 2))
+    t0.transpose_(0, 0)
+    return (t1,)
+
+
+def _unsqueeze_then_sibling_unsqueezed(x0: T) -> object:
+    t0 = x0[0:2]
+    t0.t_()
+    t1 = t0.unsqueeze(0)
+    t0.unsqueeze_(0)
+    return (t1,)
+
+
+def _slice_then_sibling_t(x0: T) -> object:
+    t0 = x0.view(3)
+    t1 = t0[1:]
+    t0.t_()
+    return (t1,)
+
+
+def _select_view(kind: str, *, of_leaf: bool = True) -> Callable[[], tuple[object, ...]]:
+    """A select() view of a (1, 3) tensor requiring grad: a leaf, or (`of_leaf` False) a clone of one."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            base = pair(1, 3, requires_grad=True) if kind == "pair" else torch.randn(1, 3, requires_grad=True)
+            return ((base if of_leaf else base.clone()).select(0, 0),)
+
+    return make_inputs
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    "fn", [_expand_then_sibling_transposed, _unsqueeze_then_sibling_unsqueezed, _slice_then_sibling_t]
+)
+def test_no_grad_view_raises_after_in_place_view_op_on_unreturned_sibling(
+    compile_fn: CompileFn | None, kind: str, fn: Callable[[T], object]
+) -> None:
+    # fuzz seed 123242 #420 (the first program, with a plain input)
+    check_no_grad(fn, _select_view(kind), compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    "fn", [_expand_then_sibling_transposed, _unsqueeze_then_sibling_unsqueezed, _slice_then_sibling_t]
+)
+def test_view_after_in_place_view_op_on_unreturned_sibling_with_grad(
+    compile_fn: CompileFn | None, kind: str, fn: Callable[[T], object]
+) -> None:
+    # the same programs with grad (of a non-leaf: an in-place view op on a view of a leaf raises): the views have
+    # histories of their own and read their grad_fn
+    check_with_grad(fn, _select_view(kind, of_leaf=False), compile_fn)
