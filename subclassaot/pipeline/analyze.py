@@ -1017,12 +1017,14 @@ def _bumped_by_views_only(
 ) -> bool:
     """Whether `replay`, of output `value`, is of an input whose counter the epilogue does not move: the program
     writes no data of its storage and applies no in-place view op to the input itself, though it may apply some to
-    views of it (Note [Views That Raise After A Bump])."""
+    views of it (Note [Views That Raise After A Bump]); and set_() nothing (a view set_() onto another is left to the
+    rules of views that share a counter, check_bumped_views)."""
     if replay.source is not ReplaySource.INPUT:
         return False
     sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     written = any(storage_key(d) in run.swaps.moved_storages for d in dense_leaves_of(value, "out")[1])
-    return bool(sources) and not written and not any(run.swaps.inplace_views.get(id(t)) for t in sources)
+    views_only = not any(run.swaps.inplace_views.get(id(t)) for t in sources)
+    return bool(sources) and not written and views_only and not run.swaps.swapped_ids
 
 
 def _check_history_kept(
