@@ -430,6 +430,10 @@ class Replay:
     # taking it): the runtime advances the view's version counter after the replay (Note [Views That Raise After A
     # Bump])
     bump_after: bool = False
+    # OUTPUT, bump_after: the input (flat value index) at the root of the outputs it is replayed from, whose version
+    # counter every view of the chain shares: replayed at the input's counter at entry, then given it back, instead of
+    # advanced, so that the input keeps eager's count (Note [Views That Raise After A Bump])
+    root_input: int | None = None
     # INPUT, after the epilogue: the program made the view before its last write to the input; where the input's
     # grad_fn raises by then, the view is replayed with the input's counter at entry (Note [Views That Raise
     # After A Bump])

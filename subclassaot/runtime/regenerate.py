@@ -594,7 +594,9 @@ def _tensor_output(
         if isinstance(source, torch.Tensor) and came is not None and not value.requires_grad:
             set_version(source, came)  # runtime/steps.py: Version Counters As Eager's
         if info.replay.bump_after or lowered is not None:
-            if finish_bumped_view(value, lowered, bump=info.replay.bump_after, late=_bumps_late(info)):
+            # (a view made at its root input's counter at entry is stale by that input's count: no bump on top)
+            bump = info.replay.bump_after and (info.replay.root_input is None or lowered is None)
+            if finish_bumped_view(value, lowered, bump=bump, late=_bumps_late(info)):
                 bumped_late.append(value)
         if info.replay.then_set:  # Note [Wrapper Storage]
             # only the contents' storage and metadata are used: no autograd view of an input whose grad_fn may raise

@@ -83,7 +83,8 @@ aten = torch.ops.aten
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
-# count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter);
+# count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter;
+# one replayed from an output over an input is made at the input's counter at entry instead: Replay.root_input);
 # outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
 # staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's
 # counter (out= kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects
@@ -254,6 +255,9 @@ def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
         if info.replay is not None
         and (info.replay.bump_after or info.replay.entry_counter or info.replay.stale_view)
         and info.replay.source is ReplaySource.INPUT
+    }
+    found |= {
+        info.replay.root_input for info in infos if info.replay is not None and info.replay.root_input is not None
     }
     return tuple(sorted(found))
 
@@ -529,7 +533,12 @@ def lower_input_counter(
     """Before replaying a bump_after view of an input: give the input its counter at entry (the input and the
     counter it has now), where the epilogue moved it and its grad_fn raises since (Replay.entry_counter too), or
     where eager's view is stale at the end (Replay.stale_view: Note [History Kept Through .data =], Note [Views That
-    Raise After A Bump])."""
+    Raise After A Bump]). A view replayed from an output whose chain starts at an input (Replay.root_input) is made
+    at that input's counter at entry wherever it moved."""
+    if replay.root_input is not None and replay.root_input in entry:
+        root = values[replay.root_input]
+        assert isinstance(root, torch.Tensor), "BUG: a root input that is no tensor"
+        return _lowered(root, entry[replay.root_input])
     if replay.source is not ReplaySource.INPUT or replay.index not in entry:
         return None
     if not (replay.bump_after or replay.entry_counter or replay.stale_view):
@@ -537,10 +546,17 @@ def lower_input_counter(
         return None
     source = values[replay.index]
     assert isinstance(source, torch.Tensor), "BUG: an INPUT replay of a value that is no tensor"
-    now = get_version(source)
-    if now == entry[replay.index] or not (replay.stale_view or grad_fn_raises(source)):
+    if not (replay.stale_view or grad_fn_raises(source)):
         return None
-    set_version(source, entry[replay.index])
+    return _lowered(source, entry[replay.index])
+
+
+def _lowered(source: torch.Tensor, count: int) -> tuple[torch.Tensor, int] | None:
+    """`source` given its counter at entry, `count`, where it moved since: (`source`, the counter it had)."""
+    now = get_version(source)
+    if now == count:
+        return None
+    set_version(source, count)
     return source, now
 
 

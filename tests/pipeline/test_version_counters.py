@@ -477,3 +477,85 @@ def test_write_through_a_set_onto_another_storage_bumps_only_its_own_counter(
         assert_matches_eager(
             program, lambda: (_input(kind, 4, 2, 4), _input(kind)), compile_fn=compile_fn, versions="exact"
         )
+
+
+# A view replayed from another output whose chain starts at an input shares the input's counter: eager's views, taken
+# before the write, are stale by it; the replay is made at the input's counter at entry, not advanced after its build
+# (which moved the count the epilogue gave the input: Replay.root_input).
+
+
+def _chain_of_one_then_mul(x0: T) -> object:
+    t0 = x0.select(0, 1)
+    t1 = t0.unsqueeze(0)
+    x0.mul_(0.5)
+    return (t0, t1)
+
+
+def _chain_of_one_then_mul_reversed(x0: T) -> object:
+    t0 = x0.select(0, 1)
+    t1 = t0.unsqueeze(0)
+    x0.mul_(0.5)
+    return (t1, t0)
+
+
+def _chain_of_two_then_copy(x0: T) -> object:
+    t0 = x0.select(0, 1)
+    t2 = t0.unsqueeze(0).t()
+    x0.copy_(torch.ones_like(x0))
+    return (t0, t2)
+
+
+def _chain_of_three_then_a_write_through_a_view(x0: T) -> object:
+    t0 = x0[1:]
+    t3 = t0.unsqueeze(0).transpose(1, 2).flatten(0, 1)
+    x0[0].mul_(0.5)
+    return (t3, x0.sin(), t0)
+
+
+def _each_view_of_a_chain_returned(x0: T) -> object:
+    t0 = x0.select(0, 1)
+    t1 = t0.unsqueeze(0)
+    t2 = t1.t()
+    x0.add_(1.0)
+    return (t2, t0, t1)
+
+
+def _chain_written_between_its_views(x0: T) -> object:
+    t0 = x0.select(0, 1)
+    x0.mul_(0.5)
+    t1 = t0.unsqueeze(0)
+    x0.add_(1.0)
+    return (t0, t1)
+
+
+_CHAINS_FROM_AN_OUTPUT = [
+    _chain_of_one_then_mul,
+    _chain_of_one_then_mul_reversed,
+    _chain_of_two_then_copy,
+    _chain_of_three_then_a_write_through_a_view,
+    _each_view_of_a_chain_returned,
+    _chain_written_between_its_views,
+]
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("program", _CHAINS_FROM_AN_OUTPUT)
+@pytest.mark.parametrize("kind", _KINDS)
+def test_view_replayed_from_an_output_over_an_input_keeps_the_input_count(
+    kind: str, program: Callable[[T], object], grad: bool, compile_fn: CompileFn | None, request: pytest.FixtureRequest
+) -> None:
+    # issue #27 (found by helper hvc): under no_grad x0, t0 and t1 ended at 2 where eager's are at 1: t1, replayed from
+    # output t0, was advanced to make it stale, on the counter x0 shares, after the epilogue set x0's count
+    if grad and kind == "pair" and program is _chain_written_between_its_views and compile_fn is None:
+        # another gap: `t0 = x0.select(0, 1); x0.mul_(0.5); x0.add_(1.0); return (t0,)` alone ends at 1, eager's at 2
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="a PairTensor requiring grad written twice after a view counts one")
+        )
+
+    def make() -> tuple[object, ...]:
+        if grad:
+            return (pair_nonleaf(3, 4) if kind == "pair" else nonleaf(3, 4),)
+        return (_input(kind, 3, 4),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")

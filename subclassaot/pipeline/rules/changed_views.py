@@ -45,6 +45,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import input_bumps, made_seq, root_requires_grad_as_eager
+from subclassaot.pipeline.rules.swap_record import SET_OPS
 from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, stale_bump, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
@@ -132,7 +133,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   moved counter, would stay a leaf: it is made at the input's counter at entry (Replay.stale_view), whose writes come
 #   after it as eager's did. Not for chains that repeat an in-place view op (its bump in the replay leaves the view
 #   stale, as eager's: an in-place view op does not renew a view's counter), nor for views of intermediates or outputs
-#   (no counter at entry to make them at: their history stays a leaf's).
+#   (no counter at entry to make them at: their history stays a leaf's). A stale view replayed from another output
+#   whose chain starts at an input shares the input's counter: made at its counter at entry too, not advanced, which
+#   would move the count the epilogue gave the input (Replay.root_input, `input_rooted_bumped_views`).
 # - Views taken with grad of a source that required no grad then, in a program that turns requires_grad on (the
 #   source may require grad by the end, through its base) or off on an input that required it (a view replayed before
 #   the epilogue meets the input as passed, its flag dropped only after the graph): eager's view has no history, and
@@ -170,6 +173,37 @@ def _counted_storages(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> 
             continue
         owned.append({storage_key(d) for d in dense_leaves_of(value, info.path)[1]})
     return owned
+
+
+def _shares_its_source_counter(info: OutputInfo) -> bool:
+    """Does `info`'s replay, made after the epilogue, leave its view on its source's version counter, unmoved: no
+    step with a counter of its own, no in-place view op or set_(), no set_() after it?"""
+    replay = info.replay
+    if replay is None or replay.before_epilogue or replay.then_set or replay.base_after or info.set_under_grad:
+        return False
+    return not any(
+        s.own_version or s.op in SET_OPS or torch.Tag.inplace_view in getattr(s.op, "tags", ()) for s in replay.steps
+    )
+
+
+def input_rooted_bumped_views(infos: Sequence[OutputInfo]) -> tuple[OutputInfo, ...]:
+    """`infos` with Replay.root_input set on each bump_after view replayed from another output whose chain of outputs
+    starts at an input, every view on the input's counter: advanced after its build, the view would move the count
+    the epilogue gave the input (Note [Views That Raise After A Bump])."""
+    found = list(infos)
+    for o, info in enumerate(infos):
+        replay = info.replay
+        if replay is None or replay.source is not ReplaySource.OUTPUT or not replay.bump_after:
+            continue
+        source: Replay | None = replay
+        seen = 0
+        while source is not None and source.source is ReplaySource.OUTPUT and seen <= len(infos):
+            link = infos[source.index]
+            source = link.replay if _shares_its_source_counter(link) else None
+            seen += 1
+        if source is not None and source.source is ReplaySource.INPUT and _shares_its_source_counter(info):
+            found[o] = replace(info, replay=replace(replay, root_input=source.index))
+    return tuple(found)
 
 
 def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
