@@ -990,16 +990,6 @@ def _replay_counters(
     if (raises or stale) and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         # Note [Views That Raise After A Bump]
         replay = replace(replay, bump_after=True, stale_view=replay.stale_view or stale)
-    elif (
-        raises
-        and replay is not None
-        and replay.before_epilogue
-        and _bumped_by_views_only(value, replay, run, input_by_id)
-    ):
-        # The epilogue need not move its counter after it is built: eager's last bump may be an in-place view op on a
-        # view of the input that no replay repeats. Advanced after the epilogue, where it reads fine yet (Note [Views
-        # That Raise After A Bump])
-        replay = replace(replay, bump_after=True)
     elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
@@ -1011,21 +1001,6 @@ def _replay_counters(
             "view chain can be replayed. Return a clone made before the write"
         )
     return replay, raises
-
-
-def _bumped_by_views_only(
-    value: torch.Tensor, replay: Replay, run: FunctionalRun, input_by_id: dict[int, InputIndex]
-) -> bool:
-    """Whether `replay`, of output `value`, is of an input whose counter the epilogue does not move: the program
-    writes no data of its storage and applies no in-place view op to the input itself, though it may apply some to
-    views of it (Note [Views That Raise After A Bump]); and set_() nothing (a view set_() onto another is left to the
-    rules of views that share a counter, check_bumped_views)."""
-    if replay.source is not ReplaySource.INPUT:
-        return False
-    sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
-    written = any(storage_key(d) in run.swaps.moved_storages for d in dense_leaves_of(value, "out")[1])
-    views_only = not any(run.swaps.inplace_views.get(id(t)) for t in sources)
-    return bool(sources) and not written and views_only and not run.swaps.swapped_ids
 
 
 def _check_history_kept(

@@ -50,7 +50,6 @@ from subclassaot.runtime.steps import (
     bumped_input_sources,
     copy_into,
     epilogue_plan,
-    finish_bumped_view,
     graph_example_inputs,
     grow_storages,
     hold_accumulators,
@@ -210,7 +209,9 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         settle_early_counters(at_end, values)
         for i in self_set:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
-        _finish_early_replays((early_heads, late_tails), prewrapped, ev, symbols, values, shared)
+        for o, r in late_tails:
+            start = len(r.steps) - r.late_steps
+            prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
         for i in loses:  # (a view of an input dropped above follows it)
             if i not in dropped and cast(torch.Tensor, values[i]).requires_grad:
                 cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
@@ -326,26 +327,6 @@ def _early_replays(plan: RuntimePlan) -> tuple[list[tuple[int, Replay]], list[tu
         key=lambda item: item[1].made,  # in the program's order (Replay.made)
     )
     return [(o, _head(r)) for o, r in early_replays], [(o, r) for o, r in early_replays if r.late_steps]
-
-
-def _finish_early_replays(
-    replays: tuple[Sequence[tuple[int, Replay]], Sequence[tuple[int, Replay]]],
-    prewrapped: dict[int, torch.Tensor],
-    ev: MetaEvaluator,
-    symbols: dict[str, int],
-    values: Sequence[object],
-    shared: dict[int, torch.Tensor],
-) -> None:
-    """After the epilogue: the late steps of the early replays (`replays`: heads, and those with late steps), then
-    the counter of each Replay.bump_after one advanced where its grad_fn reads fine yet (Note [Views That Raise After
-    A Bump])."""
-    heads, late_tails = replays
-    for o, r in late_tails:
-        start = len(r.steps) - r.late_steps
-        prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
-    for o, r in heads:
-        if r.bump_after:
-            finish_bumped_view(prewrapped[o], None, bump=True)
 
 
 def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Sequence[object]) -> None:

@@ -68,9 +68,7 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   a write to an intermediate of its own storage moves no counter an input's view shares. A view refreshed by its own
 #   in-place view op takes that bump as its own (`inplace_view_bumps`).
 # - Before or after the epilogue: an output view of an input replayed before the epilogue raises as eager's made before
-#   the program's last write; one replayed after reads fine. Where eager's raises by an in-place view op on a view no
-#   replay repeats (the program writes no data of the input and applies no in-place view op to the input itself, so
-#   the epilogue moves no counter), its counter is advanced after the epilogue (Replay.bump_after). A view taken before an in-place view op changed the input
+#   the program's last write; one replayed after reads fine. A view taken before an in-place view op changed the input
 #   is replayed before the epilogue, though eager's may have been made after the bump: a plain no_grad view is then taken
 #   after the epilogue by as_strided() of the input under no_grad; otherwise the chain is split as eager ran it, steps
 #   before the last bump replayed before the epilogue and trailing views after it (Replay.late_steps). A chain through a
