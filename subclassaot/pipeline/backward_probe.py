@@ -515,6 +515,15 @@ def gain_last_unobserved(call: Callable[..., object], flat: FlatInputs, gained: 
         return as_called is not None and as_called == _autograd_picture(call, flat, (), late=gained)
 
 
+def _turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a torch-function call turns a tensor's requires_grad on (`requires_grad_()` or the setter), and whether
+    it is the setter."""
+    owner = getattr(getattr(func, "__self__", None), "__name__", None)
+    setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
+    flag = setter or func is torch.Tensor.requires_grad_
+    return flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)), setter
+
+
 class _FlagsHeldBack(TorchFunctionMode):
     """Skips the program's requires_grad_() and `.requires_grad = True` on the tensors `held` (their id()s): a run
     in which they gain the flag only once the program returned."""
@@ -527,10 +536,7 @@ class _FlagsHeldBack(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        owner = getattr(getattr(func, "__self__", None), "__name__", None)
-        setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
-        flag = setter or func is torch.Tensor.requires_grad_
-        on = flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+        on, setter = _turns_flag_on(func, args, kwargs)
         if on and args and id(args[0]) in self.held:
             return None if setter else args[0]
         return func(*args, **kwargs)
@@ -588,10 +594,8 @@ class _NewLeafFlags(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        owner = getattr(getattr(func, "__self__", None), "__name__", None)
-        setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
-        flag = setter or func is torch.Tensor.requires_grad_
-        if flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)):
+        on, setter = _turns_flag_on(func, args, kwargs)
+        if on:
             place, self.calls = self.calls, self.calls + 1
             leaf = self.logging and isinstance(args[0], torch.Tensor) and self._makes_leaf(args[0])
             self.flagged.append(args[0])
@@ -617,6 +621,7 @@ class _NewLeafFlags(TorchFunctionMode):
         self.touched |= any(t is q for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
         shown = _shown(out, torch.is_grad_enabled())
+        owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "grad_fn" and isinstance(args[0], torch.Tensor):  # (the history read, not just its last node)
             shown = [_autograd_shape(args[0], self.inputs)]
         self.log.append((name, computes, flags, shown))
