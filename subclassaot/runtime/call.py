@@ -698,7 +698,8 @@ def _epilogue(
             steps = plan.analysis.inplace_replay[t]
             _copy_wrapper(plan, values, t, undo_steps(wrapper_values[t], steps, ev, symbols))
             late.discard(t)
-        _replay_wrapper_steps(plan, ev, (values, outs, symbols), t, copy_at)
+        gained = t in epilogue.reshaped_gaining_grad
+        _replay_wrapper_steps(plan, ev, (values, outs, symbols), t, (copy_at, gained))
     for t in late:
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
@@ -732,16 +733,15 @@ def _replay_wrapper_steps(
     ev: MetaEvaluator,
     call: tuple[Sequence[object], list[object], dict[str, int]],
     t: int,
-    copy_at: int | None,
+    at: tuple[int | None, bool],
 ) -> None:
     """Replay on tensor subclass input `t` the in-place view ops the program ran on it, and its `.data =` among
-    them (`call`: the call's inputs, graph outputs and symbols; `copy_at`: the step its value was copied in at)."""
+    them (`call`: the call's inputs, graph outputs and symbols; `at`: the step its value was copied in at, and whether
+    the program makes it require grad: EpiloguePlan.reshaped_gaining_grad, replayed under no_grad)."""
     values, outs, symbols = call
+    copy_at, gained = at
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
     data, steps = plan.analysis.wrapper_data[t], plan.analysis.inplace_replay[t]
-    # (a leaf the program made require grad: eager's ops ran before the flag or under no_grad, as one with grad on a
-    # leaf that requires grad raises; none recorded a node, Note [Inputs Written In Training])
-    gained = t in requires_grad_changes(plan)[0]
     for k, step in enumerate(steps):
         if data is not None and k == data.after_steps:
             _assign_data(plan, ev, values, symbols, wrapper, data, outs)

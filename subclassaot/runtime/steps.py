@@ -40,7 +40,7 @@ import torch
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan
+from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, requires_grad_changes
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -376,6 +376,10 @@ class EpiloguePlan:
     grad_sets_first: tuple[int, ...] = ()
     # wrappers that outputs are replayed from (a counter moved again would make their views' grad_fn regenerate)
     viewed_wrappers: frozenset[int] = frozenset()
+    # reshaped inputs the program makes require grad: eager ran their in-place view ops before the flag or under
+    # no_grad (one with grad on a leaf requiring grad raises), so none recorded a node (Note [Inputs Written In
+    # Training]); the epilogue replays them under no_grad
+    reshaped_gaining_grad: frozenset[int] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -429,6 +433,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
             if any(analysis.mutations[j].set_under_grad for j in leaves)
         ),
         grad_swaps=_grad_swaps(plan),
+        reshaped_gaining_grad=frozenset(requires_grad_changes(plan)[0]),
         early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
         grad_sets_first=_grad_sets_first(plan),
         viewed_wrappers=frozenset(
