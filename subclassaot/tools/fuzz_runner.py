@@ -55,6 +55,7 @@ from subclassaot.tools.fuzz_program import (
     register_input_kind,
     to_source,
 )
+from subclassaot.tools.parity import Versions
 
 R = TypeVar("R")
 Entry = Literal["direct", "dynamo"]  # subclassaot.compile(fn), or torch.compile(fn, backend="subclassaot")
@@ -94,6 +95,7 @@ class FuzzReport:
     backend: str
     entry: Entry = "direct"
     changes: Changes = "none"
+    versions: Versions = "moved"
     counts: Counter[Outcome] = field(default_factory=Counter)  # DISCARDED counts programs skipped, not run
     unsupported_rules: Counter[str] = field(default_factory=Counter)
     unsupported_indexes: dict[str, list[int]] = field(default_factory=dict)  # rule -> program indexes, in order
@@ -105,7 +107,10 @@ class FuzzReport:
         return sum(n for o, n in self.counts.items() if o is not Outcome.DISCARDED)
 
     def __str__(self) -> str:
-        lines = [f"fuzz seed={self.seed} backend={self.backend} entry={self.entry}: {self.counted} programs"]
+        lines = [
+            f"fuzz seed={self.seed} backend={self.backend} entry={self.entry} versions={self.versions}: "
+            f"{self.counted} programs"
+        ]
         lines += [f"  {o.value:<11} {self.counts[o]}" for o in Outcome]
         if self.unsupported_rules:
             lines.append("UNSUPPORTED by rule:")
@@ -139,6 +144,7 @@ def fuzz(
     argument_changes: bool = False,
     entry: Entry = "direct",
     timeout: float | None = None,
+    versions: Versions = "moved",
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
     congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
@@ -147,13 +153,16 @@ def fuzz(
     buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_changes). `entry="dynamo"`:
     compile each program's printed source with torch.compile(backend="subclassaot") (subclassaot.tools.fuzz_dynamo)
     instead of `compile_fn`. `timeout`: seconds per check, each run in a forked child (None: in this process, no
-    limit)."""
+    limit). `versions`: how version counters are compared (subclassaot.tools.parity.Versions; the change modes
+    compare them "moved")."""
+    if versions != "moved" and (state_changes or argument_changes):
+        raise ValueError(f"fuzz(versions={versions!r}) compares counts only without a change mode")
     if entry == "dynamo" and (state_changes or argument_changes or compile_fn is not None):
         raise ValueError("fuzz(entry='dynamo') compiles the printed program itself: no compile_fn, no change modes")
     compile_fn = compile_fn if compile_fn is not None else pipeline_compile(backend)
-    make_check = _make_check(compile_fn, backend, entry, state_changes, argument_changes)
+    make_check = _make_check(compile_fn, backend, entry, state_changes, argument_changes, versions)
     changes: Changes = "arguments" if argument_changes else "state" if state_changes else "none"
-    report = FuzzReport(seed=seed, backend=backend, entry=entry, changes=changes)
+    report = FuzzReport(seed=seed, backend=backend, entry=entry, changes=changes, versions=versions)
     forked = _ForkedChecks(make_check, timeout) if timeout else None
     target = shard_share(programs, shard)
     index = shard[0]
@@ -196,18 +205,23 @@ def _record(
 
 
 def _make_check(
-    compile_fn: CompileFn, backend: str, entry: Entry, state_changes: bool, argument_changes: bool
+    compile_fn: CompileFn,
+    backend: str,
+    entry: Entry,
+    state_changes: bool,
+    argument_changes: bool,
+    versions: Versions = "moved",
 ) -> MakeCheck:
     """The check of a program given its changes seed (only the change modes draw from it)."""
     if entry == "dynamo":
-        return lambda _: _dynamo_checker(backend)
+        return lambda _: _dynamo_checker(backend, versions)
     if state_changes or argument_changes:
         return functools.partial(_checker, compile_fn, argument_changes)
-    return lambda _: functools.partial(_check_program, compile_fn)
+    return lambda _: functools.partial(_check_program, compile_fn, versions)
 
 
-def _check_program(compile_fn: CompileFn, program: Program) -> Verdict:
-    return check_program(program, compile_fn)
+def _check_program(compile_fn: CompileFn, versions: Versions, program: Program) -> Verdict:
+    return check_program(program, compile_fn, versions=versions)
 
 
 def _checker(compile_fn: CompileFn, argument_changes: bool, changes_seed: int) -> Callable[[Program], Verdict]:
@@ -215,10 +229,10 @@ def _checker(compile_fn: CompileFn, argument_changes: bool, changes_seed: int) -
     return lambda p: check(as_function(p), lambda: make_inputs(p), p.grad_mode, compile_fn, changes_seed)
 
 
-def _dynamo_checker(backend: str) -> Callable[[Program], Verdict]:
+def _dynamo_checker(backend: str, versions: Versions) -> Callable[[Program], Verdict]:
     from subclassaot.tools.fuzz_dynamo import dynamo_compile_for
 
-    return lambda p: check_program(p, dynamo_compile_for(p, backend=backend))
+    return lambda p: check_program(p, dynamo_compile_for(p, backend=backend), versions=versions)
 
 
 class _ForkedChecks:
@@ -302,7 +316,9 @@ def run_shards(worker: Callable[[tuple[int, int]], R], jobs: int) -> list[R]:
 def merge_reports(reports: Sequence[FuzzReport]) -> FuzzReport:
     """One report for a run split into shards; failures in program order."""
     first = reports[0]
-    merged = FuzzReport(seed=first.seed, backend=first.backend, entry=first.entry, changes=first.changes)
+    merged = FuzzReport(
+        seed=first.seed, backend=first.backend, entry=first.entry, changes=first.changes, versions=first.versions
+    )
     for r in reports:
         merged.counts.update(r.counts)
         merged.unsupported_rules.update(r.unsupported_rules)
@@ -331,7 +347,12 @@ def _failure(
 
 
 def regression_source(
-    failure: Failure, seed: int, entry: Entry = "direct", changes: Changes = "none", backend: str = "eager"
+    failure: Failure,
+    seed: int,
+    entry: Entry = "direct",
+    changes: Changes = "none",
+    backend: str = "eager",
+    versions: Versions = "moved",
 ) -> str:
     """A regression test for `failure`: the printed program and a test that compares it with eager as the run did
     (with `changes`, through the same wrapper and changes between calls, drawn from the program's own seed)."""
@@ -345,8 +366,11 @@ def regression_source(
         from subclassaot.tools.fuzz_dynamo import REGRESSION_COMPILE_ARG  # (imports Dynamo: only for that entry)
 
         compile_arg = f", {REGRESSION_COMPILE_ARG}"
+    if versions != "moved":
+        compile_arg += f", versions={versions!r}"
     header = (
-        f"# subclassaot fuzz, seed {seed}, entry {entry}, changes {changes}, program {failure.index}: "
+        f"# subclassaot fuzz, seed {seed}, entry {entry}, changes {changes}, versions {versions}, "
+        f"program {failure.index}: "
         f"{verdict.outcome.value}{' (shrunk)' if failure.shrunk is not None else ''}\n"
         f"# signature: {verdict.signature}\n# what differed:\n{what}\n{to_source(program)}\n\n"
     )
@@ -382,7 +406,7 @@ def write_report(report: FuzzReport, out_dir: str) -> str:
     for failure in report.failures:
         if failure.shrunk is None and failure.verdict.outcome is not Outcome.HUNG:
             continue
-        text = regression_source(failure, report.seed, report.entry, report.changes, report.backend)
+        text = regression_source(failure, report.seed, report.entry, report.changes, report.backend, report.versions)
         path = os.path.join(out_dir, f"{failure.verdict.outcome.value.lower()}_{failure.index:05d}.py")
         with open(path, "w") as f:
             f.write(text)
@@ -429,6 +453,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated groups of ops drawn (default all): {', '.join(v.value for v in Vocabulary)}",
     )
     parser.add_argument("--max-ops", type=int, default=6)
+    parser.add_argument(
+        "--versions",
+        choices=get_args(Versions),
+        default="moved",
+        help="how version counters are compared with eager's: moved (whether each input's changed), counted, exact",
+    )
     parser.add_argument("--shrink-per-signature", type=int, default=2)
     parser.add_argument("--out", default=None, help="a folder for shrunk failures (regression tests) and REPORT.md")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (programs split by index mod jobs)")
@@ -481,6 +511,7 @@ def _cli_shard(args: argparse.Namespace, echo: Callable[[str], None], shard: tup
         argument_changes=args.argument_changes,
         entry=args.entry,
         timeout=args.timeout or None,
+        versions=args.versions,
     )
 
 

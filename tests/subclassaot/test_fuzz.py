@@ -126,6 +126,35 @@ def test_a_broken_compiler_is_caught_by_the_runner_and_written_as_a_regression_t
     compile(text, "<regression>", "exec")
 
 
+def bumps_output_counters(fn: Fn) -> Fn:
+    """A broken "compiler": right values and layouts, but the version counter of each plain output that shares no
+    storage with an input one ahead of eager's."""
+
+    def run(*args: object) -> object:
+        out = fn(*args)
+        inputs = {a.untyped_storage().data_ptr() for a in args if type(a) is torch.Tensor}
+        for t in out if isinstance(out, tuple) else (out,):
+            if type(t) is torch.Tensor and t._base is None and t.untyped_storage().data_ptr() not in inputs:
+                torch._C._autograd._unsafe_set_version_counter((t,), (t._version + 1,))
+        return out
+
+    return run
+
+
+def test_versions_exact_catches_a_counter_the_default_comparison_lets_through() -> None:
+    config = FuzzConfig(vocabulary=CORE)
+    moved = fuzz(20, seed=5, config=config, compile_fn=bumps_output_counters, shrink_per_signature=0)
+    exact = fuzz(20, seed=5, config=config, compile_fn=bumps_output_counters, shrink_per_signature=1, versions="exact")
+    assert moved.counts[Outcome.DIVERGED] == 0 and moved.counted == 20
+    assert exact.counts[Outcome.DIVERGED] > 0, str(exact)
+    assert all("version counter" in sig for _, sig in exact.failure_signatures), str(exact)
+    shrunk = [f for f in exact.failures if f.shrunk is not None]
+    text = regression_source(shrunk[0], seed=5, versions="exact")
+    assert "assert_matches_eager(f, make_inputs, versions='exact')" in text and "versions exact" in text
+    compile(text, "<regression>", "exec")
+    assert "versions=exact" in str(exact)
+
+
 @pytest.mark.parametrize("changes", ["arguments", "state"])
 def test_a_failure_found_with_changes_is_written_with_its_wrapper(
     changes: str, monkeypatch: pytest.MonkeyPatch
