@@ -713,7 +713,7 @@ def _epilogue(
         with _counter_at(source, count):
             _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
-        settle_version(dense[j], before, mutations[j].version_bumps)
+        settle_version(dense[j], before, mutations[j].version_bumps, recorded=j in epilogue.recorded)
     if epilogue.wrappers:
         _fix_wrappers(plan, epilogue, wrapper_versions, ev, values, symbols, dense)
     if epilogue.grad_swaps and torch.is_grad_enabled():
