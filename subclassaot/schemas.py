@@ -403,10 +403,10 @@ class Replay:
     # before_epilogue: how many of the last steps are taken after the epilogue instead, from what the early steps
     # made (Note [Views That Raise After A Bump])
     late_steps: int = 0
-    # before_epilogue: made with the input's version counter advanced, the count the runtime gives the input back
-    # after the epilogue: eager's made its view after the program's last write to the input, and it reads fine
-    # (Note [Views That Raise After A Bump])
-    counter_at_end: bool = False
+    # before_epilogue: made with the input's version counter advanced by this many (eager's bumps of it; 0: not), the
+    # count the runtime gives the input back after the epilogue: eager's made its view after the program's last write
+    # to the input, and it reads fine (Note [Views That Raise After A Bump])
+    counter_at_end: int = 0
     # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
     # with grad enabled (the run's sequence number; 0: none). See Note [Views That Raise After A Bump].
     split_made: int = 0

@@ -713,7 +713,7 @@ def _epilogue(
         with _counter_at(source, count):
             _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
     for j, before in zip(epilogue.versions, versions, strict=True):
-        settle_version(dense[j], before, mutations[j].version_bumps)
+        settle_version(dense[j], before, mutations[j].version_bumps, recorded=j in epilogue.recorded)
     if epilogue.wrappers:
         _fix_wrappers(plan, epilogue, wrapper_versions, ev, values, symbols, dense)
     if epilogue.grad_swaps and torch.is_grad_enabled():
@@ -945,7 +945,8 @@ def _fix_wrappers(
                 with torch.no_grad():  # the program's set_ under grad, if any, is repeated (Note [set_ Under Grad])
                     change(wrapper, size, stride, offset)
         bumps, now = analysis.wrapper_version_bumps[t], get_version(wrapper)
-        regenerates = wrapper.requires_grad and (wrapper._is_view() or t in viewed)
+        view = wrapper._is_view() and t in epilogue.recorded_wrappers  # (EpiloguePlan.recorded)
+        regenerates = wrapper.requires_grad and (view or t in viewed)
         if now != before + bumps and not regenerates:
             set_version(wrapper, before + bumps)  # runtime/steps.py: Version Counters As Eager's
         elif bumps and now == before:

@@ -90,7 +90,12 @@ aten = torch.ops.aten
 # counter (out= kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects
 # them; its default stays "moved". A fresh output that requires grad keeps the count it is built with (the training
 # Function may have saved it then: outputs_counted_first); an input that is a view requiring grad whose counter moved
-# as eager's keeps its count (moving it again regenerates its grad_fn: settle_version).
+# as eager's keeps its count where eager recorded a node on its history (a write or set_() with grad: the epilogue's
+# repeat of it made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
+# EpiloguePlan.recorded). Where eager recorded none (every write, in-place view op, set_(), resize_ and mark_dirty under
+# no_grad), nothing the call made has an edge to that grad_fn: it is stale at the end in eager and in ours alike, and
+# the count is eager's. An early replay made at the input's advanced count is made at eager's final count, the input's
+# plus eager's bumps of it (Replay.counter_at_end).
 
 
 def own_stand_in_inputs(layout: DenseLayout, passed: Sequence[bool], gains: Container[int]) -> frozenset[int]:
@@ -277,7 +282,7 @@ def replay_early(
             made[o] = make(replay)
             continue
         now = get_version(source)
-        at_end.setdefault(replay.index, now + 1)
+        at_end.setdefault(replay.index, now + replay.counter_at_end)
         set_version(source, at_end[replay.index])
         made[o] = make(replay)
         set_version(source, now)
@@ -362,6 +367,11 @@ class EpiloguePlan:
     reshaped: tuple[int, ...]
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
+    # ... of those, the ones eager recorded a node on (a write or set_() with grad): a view requiring grad whose
+    # counter moved as eager's keeps its count (settle_version)
+    recorded: frozenset[int] = frozenset()
+    # ... and the wrappers of those (tensor inputs, of `wrappers`) with a leaf eager recorded a node on
+    recorded_wrappers: frozenset[int] = frozenset()
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     # plain tensor inputs set_() to a value requiring grad: See Note [Inputs Written In Training]
@@ -426,6 +436,10 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
         final_copies=by_kind[UpdateKind.FINAL],
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
+        recorded=frozenset(j for j, m in enumerate(analysis.mutations) if _recorded(m)),
+        recorded_wrappers=frozenset(
+            t for t in wrappers if any(_recorded(analysis.mutations[j]) for j in plan.layout.leaves_of_input[t])
+        ),
         wrappers=wrappers,
         grad_sets=tuple(
             t
@@ -479,13 +493,20 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
     )
 
 
-def settle_version(t: torch.Tensor, before: int, bumps: int) -> None:
+def _recorded(m: LeafMutation) -> bool:
+    """Did eager record a node on the leaf's history (a write seen by autograd, a set_() or in-place view op with
+    grad), so that the epilogue's repeat of it may have made a view's grad_fn anew at its count?"""
+    with_grad = m.set_under_grad or m.self_set_with_grad or m.view_set_under_grad
+    return m.autograd_visible or with_grad or (m.metadata and not m.metadata_hidden and not m.hidden_from_autograd)
+
+
+def settle_version(t: torch.Tensor, before: int, bumps: int, *, recorded: bool = True) -> None:
     """Leave the version counter as eager does: `bumps` past its count before the call (runtime/steps.py: Version Counters
-    As Eager's)."""
+    As Eager's); `recorded`: EpiloguePlan.recorded."""
     now = get_version(t)
     if now == before + bumps:
         return
-    if (now != before) == (bumps > 0) and t.requires_grad and t._is_view():
+    if recorded and (now != before) == (bumps > 0) and t.requires_grad and t._is_view():
         return  # (moved as eager's: moving it again makes autograd regenerate the view's grad_fn, out of its order)
     set_version(t, before + bumps)
 

@@ -559,3 +559,73 @@ def test_view_replayed_from_an_output_over_an_input_keeps_the_input_count(
 
     with torch.set_grad_enabled(grad):
         assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 118400 --versions exact (programs 640, 506, 621, 1423, ...): an input that is a view requiring grad,
+# written under no_grad, kept the count the epilogue left it at (1) where eager's is 2 or 3: settle_version left a view
+# requiring grad whose counter moved (moving it again would make autograd regenerate its grad_fn), though eager
+# recorded no node on it and its grad_fn is stale at the end either way (EpiloguePlan.recorded). And an output view
+# made before the epilogue was given the input's count plus one after it, where eager's resize_ and write made two
+# (Replay.counter_at_end).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _in_place_view_op_on_one_alias_then_a_write_on_another(x0: T, x1: T) -> object:
+    x1.t_()
+    x0.fill_(0.5)
+    return (x0,)
+
+
+def _set_onto_itself_then_transposed(x0: T, x1: T) -> object:
+    set_to(x0, x0)
+    x0.t_()
+    return (x0,)
+
+
+def _marked_dirty_then_written(x0: T, x1: T) -> object:
+    t0 = DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    x0.mul_(3.0)
+    return (t0,)
+
+
+def _view_then_resized_and_filled(x0: T, x1: T) -> object:
+    t0 = x1.view((2, -1, 3))
+    x1.resize_((13,))
+    x1.fill_(-1.0)
+    return (t0,)
+
+
+def _view_inputs_written(kind: str) -> tuple[object, ...]:
+    base = pair_nonleaf(2, 3, 4) if kind == "pair" else nonleaf(2, 3, 4)
+    return (base[0], base[1])
+
+
+def _elements_of_one_base(kind: str) -> tuple[object, ...]:
+    base = pair_nonleaf(2) if kind == "pair" else nonleaf(2)
+    return (base.select(0, 0), base.select(0, -1))
+
+
+def _plain_input_resized(kind: str) -> tuple[object, ...]:
+    return (_input(kind, 2), torch.randn(3, 4, 1))
+
+
+@pytest.mark.parametrize(
+    ("program", "inputs"),
+    [
+        (_in_place_view_op_on_one_alias_then_a_write_on_another, _elements_of_one_base),
+        (_set_onto_itself_then_transposed, _view_inputs_written),
+        (_marked_dirty_then_written, _view_inputs_written),
+        (_view_then_resized_and_filled, _plain_input_resized),
+    ],
+    ids=["alias_then_write", "set_onto_itself", "marked_dirty", "resized"],
+)
+@pytest.mark.parametrize("kind", _KINDS)
+def test_input_written_under_no_grad_counts_as_eager(
+    program: Callable[[T, T], object],
+    inputs: Callable[[str], tuple[object, ...]],
+    kind: str,
+    compile_fn: CompileFn | None,
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(program, lambda: inputs(kind), compile_fn=compile_fn, versions="exact")

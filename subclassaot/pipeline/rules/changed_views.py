@@ -77,8 +77,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   (`x.add_(w)`, x without grad) has eager's grad_fn, named in its error: it is replayed after the epilogue, which
 #   gives the input that history, not before it (`chain_facts.history_after_received`).
 # - Early views made after the last write: a view the runtime must make before the epilogue (a `.data =` moved the input
-#   off the view's storage) but that eager made after the program's last write is made at the input's counter plus one;
-#   the input gets its own counter back for the epilogue, and the advanced count again after it (Replay.counter_at_end).
+#   off the view's storage) but that eager made after the program's last write is made at the count eager's shared
+#   counter ends with (the input's plus eager's bumps of it, a resize_ and a write two); the input gets its own counter
+#   back for the epilogue, and that count again after it (Replay.counter_at_end).
 #   Only for plain views whose steps all ran under no_grad and change no metadata in place.
 # - Views of intermediates written after: the graph computes the intermediate with the write already in it, so the view
 #   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
@@ -269,7 +270,7 @@ def counter_at_end(
         or any(s.grad_enabled or s.own_version or torch.Tag.inplace_view in s.op.tags for s in replay.steps)
     ):
         return replay
-    return replace(replay, counter_at_end=True)
+    return replace(replay, counter_at_end=run.swaps.bump_count(sources[0]))
 
 
 def input_view_raises_in_eager(
