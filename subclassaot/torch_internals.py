@@ -378,6 +378,18 @@ def is_plain_autograd_view(t: torch.Tensor) -> bool:
     return _created_as(t, _CreationMeta.DEFAULT)
 
 
+def rebuild_view_history_outside_inference_mode(t: torch.Tensor) -> None:
+    """Rebuild the history of autograd view `t` whose base's version counter advanced, now, with inference mode off
+    (Note [Stale View Functions]). Torch function modes do not see the read, as autograd's own
+    read from C++ is not seen; an error autograd raises for such a view (one made under no_grad) raises here, as
+    it would at the read this one comes before."""
+    with torch._C.DisableTorchFunction():
+        if not t._is_view() or t.is_inference():
+            return
+        with torch.inference_mode(False), torch.enable_grad():
+            t.grad_fn  # noqa: B018  (the read is the rebuild: VariableHooks::grad_fn)
+
+
 def requires_grad_through_base(t: torch.Tensor) -> bool:
     """An autograd view made under no_grad (or inference mode) of a tensor that requires grad: it reports requires_grad
     from its base but has neither history nor an accumulator of its own, so no gradient reaches it, until

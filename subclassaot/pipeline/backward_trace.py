@@ -176,6 +176,16 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   view-after-write RuntimeError: no backward of eager's goes through it, and the runtime's output raises the same when
 #   read. A plain output is not covered (eager rebuilds it by as_strided(), which does not raise); a backward that fails
 #   so while tracing is refused (above).
+# Counters the backward moves: a custom Function's backward that changes a tensor it saved in place (`x.t_()`, a
+# write) moves that tensor's version counter, which every view of its storage shares (`x1 = x0.expand(2, -1)` passed
+# beside x0, or `x1.t()` taken in the program); a node that saved another of those views and runs later (latest-made
+# first) then fails eager's saved-version check. The joint trace runs each input gradients are taken for as a clone
+# with a counter of its own, so its backward passes there. Where the traced backward moved an input's counter
+# (BackwardReshape.bumps), eager's backward is probed; where a set of outputs fails that check there, the error is
+# kept with the graph: a backward through a set probed to raise before any gradient raises it before the graph runs
+# (`raising_patterns` with a graph), any other set runs the graph, as eager's completes. Exact only where every probed
+# set completes or raises so, and no output view of a leaf is replayed outside the Function: refused otherwise. As for
+# every deferred error, what eager's nodes did before the failing one (that t_()) is not done.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,7 +199,8 @@ class BackwardGraph:
     error: RuntimeError | None
     raising_tangents: frozenset[int] = frozenset()
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
-    # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed
+    # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed.
+    # With a graph: the sets for which `error` is raised instead of running it (Note [Backward Errors Are Deferred])
     raising_patterns: frozenset[frozenset[int]] | None = None
     # `graph` None, `raising_patterns` None: (diff position, input path) per new value of an input that no program
     # output's backward reaches (Note [Probing Eager's Backward])
@@ -355,7 +366,40 @@ def trace_backward(
         probed = analysis.data_assigned or analysis.grad_set_intermediate_read
         if probed and (deferred := _defer_probed_error(setup, joint.reach, tangents.trees)) is not None:
             return deferred
-    return _partitioned(setup, joint, tangents, error, raising)
+    return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
+
+
+_SAVED_VERSION_ERROR = "modified by an inplace operation"  # (autograd's unpacking of a saved tensor written since)
+
+
+def _with_bump_error(
+    setup: JointSetup, joint: TracedJoint, error: RuntimeError | None
+) -> tuple[RuntimeError | None, frozenset[frozenset[int]] | None]:
+    """The traced joint's deferred `error` (with no raising patterns), or, where it traced without one, moved an
+    input's counter and eager's backward on fakes fails a saved tensor's version check the traced one passed (Note
+    [Backward Errors Are Deferred], counters the backward moves): eager's error and the sets of diff positions whose
+    backward raises it before any gradient; (None, None) where the probe saw none fail so (or could not run); refused
+    where one fails otherwise."""
+    if error is not None or not any(r.bumps for r in joint.backward_reshapes):
+        return error, None
+    patterns = _probe(setup)
+    if patterns is None or all(end is BackwardEnd.COMPLETES for end in patterns.ends.values()):
+        return None, None
+    error = eager_backward_error(setup.call, setup.flat)
+    if error is None or _SAVED_VERSION_ERROR not in str(error):
+        return None, None
+    verified, early = _deferred_exactly(setup, patterns)
+    exact = verified is not None and not early
+    if not exact or any(end not in (BackwardEnd.COMPLETES, BackwardEnd.RAISES) for end in patterns.ends.values()):
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}): a custom autograd.Function's backward changes a saved "
+            "tensor in place (t_(), a write, ...), which moves the version counter a tensor another node saved shares "
+            "with it (views of one storage, or aliased inputs), and that node then raises. The compiled backward "
+            "keeps those tensors apart and cannot raise at the same step here (not before every gradient, or not "
+            "for every set of outputs a backward goes through) (Note [Backward Errors Are Deferred]); not supported "
+            "in training. Change a clone of the saved tensor in the backward instead"
+        ) from error
+    return error, verified
 
 
 def _grad_inputs(
@@ -445,9 +489,15 @@ def _refuse_returned_leaves_unprobed(setup: JointSetup, returned: frozenset[int]
 
 
 def _partitioned(
-    setup: JointSetup, joint: TracedJoint, tangents: _Tangents, error: RuntimeError | None, raising: frozenset[int]
+    setup: JointSetup,
+    joint: TracedJoint,
+    tangents: _Tangents,
+    raising: frozenset[int],
+    error: RuntimeError | None,
+    patterns: frozenset[frozenset[int]] | None,
 ) -> BackwardGraph:
-    """The BackwardGraph of the traced joint graph, partitioned into forward and backward."""
+    """The BackwardGraph of the traced joint graph, partitioned into forward and backward. `patterns`: the sets of
+    diff positions whose backward raises `error` instead of running the graph (Note [Backward Errors Are Deferred])."""
     analysis, example, diff = setup.analysis, setup.example, setup.diff
     o = setup.traced.outputs
     if joint.num_fw_outputs != len(o.updates) + o.num_fresh + o.num_bases + o.num_symints + len(analysis.stride_probes):
@@ -480,6 +530,7 @@ def _partitioned(
         partition=parts,
         forward_reads_grad_mode=parts.reads_grad_mode,
         raising_tangents=raising,
+        raising_patterns=patterns,
     )
 
 

@@ -191,7 +191,10 @@ def _raise_deferred(
     error = bw_meta.error
     assert error is not None, "BUG: no deferred error to raise"
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
-    if not no_graph and not given & bw_meta.raising_tangents:
+    if not no_graph and bw_meta.raising_patterns is not None:  # Note [Backward Errors Are Deferred]
+        if given not in bw_meta.raising_patterns:
+            return
+    elif not no_graph and not given & bw_meta.raising_tangents:
         return
     unprobed = dict(bw_meta.unprobed_values) if no_graph and bw_meta.raising_patterns is None else {}
     if given and given <= unprobed.keys():

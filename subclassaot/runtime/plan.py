@@ -125,7 +125,8 @@ class BackwardPlan:
     raising_tangents: frozenset[int]
     # no backward graph: the sets of diff positions given a tangent for which eager's backward was seen to raise
     # before any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not
-    # probed
+    # probed. With a graph: the sets for which `error` is raised instead of running it (Note [Backward Errors Are
+    # Deferred])
     raising_patterns: frozenset[frozenset[int]] | None
     # no backward graph, `raising_patterns` None: (diff position, input path) per new value of an input that no
     # program output's backward reaches; a backward through such values alone is refused (Note [Probing Eager's

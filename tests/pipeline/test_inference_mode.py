@@ -1499,3 +1499,71 @@ def test_inplace_view_op_inside_inference_mode_in_training_matches_eager(kind: s
 
     with torch.enable_grad():
         assert_matches_eager(_unsqueeze_inside_then_unbind, make)
+
+
+def _function_inside_after_a_sibling_write(function: type[torch.autograd.Function]) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        if not x0.requires_grad:
+            x0.requires_grad_()
+        x1.zero_()
+        with torch.inference_mode(), torch.enable_grad():
+            function.apply(x0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+        return ()
+
+    return f
+
+
+@pytest.mark.parametrize("function", [TransposeSaved, SinFunction], ids=["transpose_saved", "sin"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_function_inside_inference_mode_on_a_view_whose_base_was_written(
+    function: type[torch.autograd.Function], kind: str, grad: bool
+) -> None:
+    """Fuzz seed 118200 #7689 (shrunk; crashed: torch's "new_fn INTERNAL ASSERT FAILED"): x0, a view of x1 given
+    requires_grad_(), x1 written, then a custom Function applied to x0 inside inference_mode with grad on. The run's
+    stand-in for x0 is a view of the synthetic base that requires grad, whose history autograd rebuilt there by its
+    view function, which records nothing inside inference mode (Note [Stale View Functions]).
+    (A subclass input in a call with grad is refused by the rule for storages shared by inputs gaining grad.)"""
+
+    def make() -> tuple[T, T]:
+        b0 = torch.randn(()) if kind == "plain" else PairTensor.from_tensor(torch.randn(()))
+        return b0.view((1, 1)), b0
+
+    f = _function_inside_after_a_sibling_write(function)
+    if grad and kind == "pair":
+        with pytest.raises(UnsupportedError, match="share storage and do not require grad"):
+            subclassaot.compile(f)(*make())
+        return
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make)
+
+
+def _function_inside_after_a_self_set(returned: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        x1.set_(x1)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        with torch.inference_mode(), torch.enable_grad():
+            t0 = TransposeSaved.apply(x0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+        return (t0,) if returned else ()
+
+    return f
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("returned", [False, True], ids=["unreturned", "returned"])
+def test_function_inside_inference_mode_after_a_row_set_to_itself(kind: str, returned: bool) -> None:
+    """Fuzz seed 118200 #5479 (shrunk; crashed: torch's "new_fn INTERNAL ASSERT FAILED"): x1, a row of leaf x0, set_()
+    to itself under no_grad, then a custom Function applied to x0 inside inference_mode with grad on (Note [Stale View Functions]). Returned, its result is an inference tensor with history: refused by that rule."""
+
+    def make() -> tuple[T, T]:
+        b0 = torch.randn(4, 3) if kind == "plain" else PairTensor.from_tensor(torch.randn(4, 3))
+        b0.requires_grad_()
+        with torch.enable_grad():
+            return b0, b0.unbind(0)[0]
+
+    f = _function_inside_after_a_self_set(returned)
+    if returned:
+        with torch.no_grad(), pytest.raises(UnsupportedError, match="cannot make such an inference tensor"):
+            subclassaot.compile(f)(*make())
+        return
+    with torch.no_grad():
+        assert_matches_eager(f, make)

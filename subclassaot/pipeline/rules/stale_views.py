@@ -258,6 +258,12 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   as an as_strided() of the base in its new geometry, where the Function keeps the old one (a gradient of the base's
 #   new size in eager, of its old one compiled). `refuse_views_read_after_base_set` refuses a view input read with
 #   grad after the program set_() its base so (also a read whose result reaches no output: the run does not follow it).
+# - Inside inference_mode: a custom Function applied there with grad on records a node (its apply reads grad mode,
+#   not the dispatch keys inference mode excludes), and its edge to a stale view comes from the rebuild; eager's plain
+#   view gets its as_strided() node whatever the mode, but a replay of view functions records nothing inside inference
+#   mode (autograd then fails an internal assert, "new_fn"). The run's stand-in for an input may be such a view where
+#   eager's is none (a member of a synthetic base), so before such an apply the run rebuilds each tensor argument's
+#   history with inference mode off (`rebuild_view_history_outside_inference_mode`): the node eager's stands for.
 
 
 def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tuple[object, ...]) -> None:

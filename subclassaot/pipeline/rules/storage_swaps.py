@@ -145,6 +145,7 @@ from subclassaot.torch_internals import (
     marks_dirty_noted,
     no_torch_function,
     rebind_functional,
+    rebuild_view_history_outside_inference_mode,
     requires_grad_through_base,
     set_version,
     storage_key,
@@ -1614,6 +1615,10 @@ def _note_function_apply(
     """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call
     began under no_grad, its result requires grad as eager's would (Note [Grad Mode And Autograd Reads]); under
     no_grad, what gives its result eager's objects, if anything does."""
+    if torch.is_inference_mode_enabled() and torch.is_grad_enabled():
+        for a in (*args, *kwargs.values()):  # Note [Stale View Functions]
+            if isinstance(a, torch.Tensor):
+                rebuild_view_history_outside_inference_mode(a)
     # (inside inference_mode too: autograd records a custom Function wherever grad mode is on)
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
