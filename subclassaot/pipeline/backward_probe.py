@@ -1743,6 +1743,14 @@ def records_as_eager(
         return False
     if _saves_left_written_inputs(values, graph_values, saved, graph_saved, set(seen.written)):
         return False
+    # (a graph save over an output the runtime gives eager's count once built: eager's saving node saw the count, the
+    # graph's saved it at 0, and the backward's check of that save would raise; the Function gives the count before
+    # it saves: runtime/steps.py: Version Counters As Eager's. A program making new leaves compiles only here: its
+    # outputs keep the count they are built with, `native_counts`)
+    if not any(analysis.new_leaves) and (counted := _counted_after_graph(analysis)) and graph_saved:
+        saved_storages = {storage_key(t) for t, _ in graph_saved}
+        if any(isinstance(m := mine_all[k], torch.Tensor) and storage_key(m) in saved_storages for k in counted):
+            return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
     known = [*tensors, *outs]
     graph_known = [*(v for v in graph_values if isinstance(v, torch.Tensor)), *mine_all]
@@ -1754,6 +1762,40 @@ def records_as_eager(
         if _autograd_shape(out, known) != _autograd_shape(mine, graph_known):
             return False
     return True
+
+
+def _counted_after_graph(analysis: Analysis) -> list[int]:
+    """The outputs over the fresh outputs and intermediate bases that require grad from the graph and get eager's
+    count (Analysis.graded_output_versions, base_versions): on the native path, given once the graph ran
+    (`native_counts`)."""
+    graded_bases = {b for b, _, graded in analysis.base_versions if graded}
+    graded_roots = {root_bases for root_bases, _, graded in analysis.root_versions if graded}
+    return [k for k, _ in analysis.graded_output_versions] + [
+        k
+        for k, info in enumerate(analysis.outputs)
+        if (r := info.replay) is not None
+        and (
+            (r.source is ReplaySource.BASE and r.index in graded_bases)
+            or (r.source is ReplaySource.WRAPPER and r.root_bases in graded_roots)
+        )
+    ]
+
+
+def native_counts(analysis: Analysis) -> Analysis:
+    """`analysis` for the native path (Note [Training Without A Function]): with no Function to give the counts of
+    outputs and intermediate bases that require grad from the graph before it saves them, the runtime gives them once
+    the graph ran, as the others' (`records_as_eager` found no graph save over them: runtime/steps.py: Version
+    Counters As Eager's). A program making new leaves, which compiles only on this path, is left as it is: those
+    outputs keep the count they are built with, which its graph's saves may have recorded."""
+    if any(analysis.new_leaves) or not _counted_after_graph(analysis):
+        return analysis
+    return replace(
+        analysis,
+        output_versions=(*analysis.output_versions, *analysis.graded_output_versions),
+        graded_output_versions=(),
+        base_versions=tuple((b, count, False) for b, count, _ in analysis.base_versions),
+        root_versions=tuple((root_bases, count, False) for root_bases, count, _ in analysis.root_versions),
+    )
 
 
 def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool) -> NoReturn:

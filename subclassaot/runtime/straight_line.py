@@ -413,6 +413,11 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     base_start = len(gout.updates) + gout.num_fresh
     for i in range(gout.num_bases):
         w.line(f"B{i} = _base(outs[{base_start + i}])")
+    # before any view is replayed from them (runtime/steps.py: Version Counters As Eager's; the training Function gave
+    # those that require grad theirs)
+    given = [(b, count) for b, count, graded in plan.analysis.base_versions if not graded]
+    if given:
+        w.line(f"_usv(({''.join(f'B{b}, ' for b, _ in given)}), ({''.join(f'{c}, ' for _, c in given)}))")
     done: set[int] = set()
 
     def emit(o: int) -> None:
