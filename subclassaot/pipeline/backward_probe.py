@@ -1743,14 +1743,8 @@ def records_as_eager(
         return False
     if _saves_left_written_inputs(values, graph_values, saved, graph_saved, set(seen.written)):
         return False
-    # (a graph save over an output the runtime gives eager's count once built: eager's saving node saw the count, the
-    # graph's saved it at 0, and the backward's check of that save would raise; the Function gives the count before
-    # it saves: runtime/steps.py: Version Counters As Eager's. A program making new leaves compiles only here: its
-    # outputs keep the count they are built with, `native_counts`)
-    if not any(analysis.new_leaves) and (counted := _counted_after_graph(analysis)) and graph_saved:
-        saved_storages = {storage_key(t) for t, _ in graph_saved}
-        if any(isinstance(m := mine_all[k], torch.Tensor) and storage_key(m) in saved_storages for k in counted):
-            return False
+    if _saves_counted_outputs(analysis, graph_saved, mine_all):
+        return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
     known = [*tensors, *outs]
     graph_known = [*(v for v in graph_values if isinstance(v, torch.Tensor)), *mine_all]
@@ -1762,6 +1756,19 @@ def records_as_eager(
         if _autograd_shape(out, known) != _autograd_shape(mine, graph_known):
             return False
     return True
+
+
+def _saves_counted_outputs(
+    analysis: Analysis, graph_saved: Sequence[tuple[torch.Tensor, int]], outputs: Sequence[object]
+) -> bool:
+    """Is a save of the graph's run over an output the runtime would give eager's count once the graph ran
+    (`_counted_after_graph`)? Eager's saving node saw the count, the graph's saved it at 0, and the backward's check
+    of that save would raise: the Function gives the count before it saves instead (runtime/steps.py: Version
+    Counters As Eager's). A program making new leaves compiles only on the native path: its outputs keep the count
+    they are built with (`native_counts`)."""
+    counted = _counted_after_graph(analysis) if graph_saved and not any(analysis.new_leaves) else []
+    saved = {storage_key(t) for t, _ in graph_saved} if counted else set()
+    return any(isinstance(m := outputs[k], torch.Tensor) and storage_key(m) in saved for k in counted)
 
 
 def _counted_after_graph(analysis: Analysis) -> list[int]:

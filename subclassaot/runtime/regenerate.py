@@ -172,25 +172,18 @@ def build_outputs(
     fresh_start = len(gout.updates)
     base_start = fresh_start + gout.num_fresh
     symint_start = base_start + gout.num_bases
-    bases = [intermediate_base(b) for b in outs[base_start:symint_start]]
-    if plan.analysis.base_versions:  # runtime/steps.py: Version Counters As Eager's
-        settle_base_counters(bases, plan.analysis.base_versions)
+    bases = _counted_bases(plan, outs[base_start:symint_start])
     infos = _probed_layouts(plan, ev, outs, bases, symbols)  # Note [Strides The Kernels Choose]
     result: list[object] = [_PENDING] * len(infos)
     given_roots, shared, entry = given
-    roots = dict(given_roots)  # Note [Output Regeneration]
-    if plan.analysis.root_versions:
-        _counted_roots(plan, ev, bases, roots, symbols)
+    roots = _counted_roots(plan, ev, bases, given_roots, symbols)  # Note [Output Regeneration]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
     bumped_late: list[torch.Tensor] = []
     memo: _BuildMemo = ((bases, roots), shared, entry, bumped_late)
-    counts = (
-        fresh_counts(infos, plan.analysis.output_versions) if plan.analysis.output_versions else {},
-        dict(plan.analysis.output_input_counters),
-    )
+    counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -889,16 +882,31 @@ def _wrapper_root(replay: Replay, ev: MetaEvaluator, bases: Sequence[object], sy
     return root
 
 
+def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:
+    """steps.fresh_counts of Analysis.output_versions (runtime/steps.py: Version Counters As Eager's)."""
+    return fresh_counts(plan.analysis.outputs, plan.analysis.output_versions)
+
+
+def _counted_bases(plan: RuntimePlan, outs: Sequence[object]) -> list[object]:
+    """The intermediate bases as the graph returned them (`intermediate_base`), given their counts
+    (Analysis.base_versions) before any view is replayed from them (runtime/steps.py: Version Counters As Eager's)."""
+    bases = [intermediate_base(b) for b in outs]
+    if plan.analysis.base_versions:
+        settle_base_counters(bases, plan.analysis.base_versions)
+    return bases
+
+
 def _counted_roots(
     plan: RuntimePlan,
     ev: MetaEvaluator,
     bases: Sequence[object],
-    roots: dict[tuple[int, ...], torch.Tensor],
+    given: dict[tuple[int, ...], torch.Tensor],
     symbols: dict[str, int],
-) -> None:
-    """Analysis.root_versions: the intermediate subclass roots that require no grad from the graph, built first and
-    given eager's counts before any view is replayed from them (the training Function built and counted the others:
-    runtime/steps.py: Version Counters As Eager's)."""
+) -> dict[tuple[int, ...], torch.Tensor]:
+    """The intermediate subclass roots the graph call gave (`given`), and those with a count (Analysis.root_versions)
+    that require no grad from the graph, built first and given eager's counts before any view is replayed from them
+    (the training Function built and counted the others: runtime/steps.py: Version Counters As Eager's)."""
+    roots = dict(given)
     for root_bases, count, graded in plan.analysis.root_versions:
         if graded or root_bases in roots:
             continue
@@ -909,6 +917,7 @@ def _counted_roots(
         )
         root = roots[root_bases] = _wrapper_root(replay, ev, bases, symbols)
         set_version(root, count)
+    return roots
 
 
 def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: dict[str, int]) -> torch.Tensor:

@@ -590,7 +590,7 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
         emit(replay.index)  # built first, as regenerate's `get` does on demand
         w.line(f"{var} = r{replay.index}")
     else:
-        w.line(f"{var} = {_root(w, replay)}")
+        w.line(f"{var} = {_root(w, replay, plan.analysis.root_versions)}")
     if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
@@ -698,9 +698,10 @@ class _Give:
         return result
 
 
-def _root(w: _Writer, replay: Replay) -> str:
+def _root(w: _Writer, replay: Replay, counts: Sequence[tuple[tuple[int, ...], int, bool]]) -> str:
     """The intermediate subclass a WRAPPER replay views, built once per call from its bases where the graph call
-    did not give it (regenerate._replay_source, Note [Output Regeneration])."""
+    did not give it (regenerate._replay_source, Note [Output Regeneration]), with its count where it requires no grad
+    from the graph (Analysis.root_versions; runtime/steps.py: Version Counters As Eager's)."""
     name = "R" + "_".join(map(str, replay.root_bases))
     if name in w.roots:
         return name
@@ -719,6 +720,9 @@ def _root(w: _Writer, replay: Replay) -> str:
         w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
         stride = f"{name}_s"
     _build(w, name, replay.root_tree, leaves, size, stride, depth)
+    count = next((c for bases, c, graded in counts if bases == replay.root_bases and not graded), None)
+    if count is not None:
+        w.line(f"_usv(({name},), ({count},))", depth)
     return name
 
 

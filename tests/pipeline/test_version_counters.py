@@ -709,13 +709,14 @@ def _written_then_made_to_require_grad(x: T) -> object:
         (_written_then_made_to_require_grad, ()),
     ],
 )
+@pytest.mark.parametrize("kind", _KINDS)
 def test_fresh_output_written_under_no_grad_counts_as_eager(
-    program: Callable[[T], object], shape: tuple[int, ...], compile_fn: CompileFn | None
+    kind: str, program: Callable[[T], object], shape: tuple[int, ...], compile_fn: CompileFn | None
 ) -> None:
-    # a view of an intermediate base given the base's count before it is replayed; a root less the resize_() its
-    # view's replay repeats (it ended at 2, eager's at 1)
+    # a view of an intermediate base (or subclass root) given its root's count before it is replayed; a root less the
+    # resize_() its view's replay repeats (it ended at 2, eager's at 1)
     with torch.no_grad():
-        assert_matches_eager(program, lambda: (torch.randn(shape),), compile_fn=compile_fn, versions="exact")
+        assert_matches_eager(program, lambda: (_input(kind, *shape),), compile_fn=compile_fn, versions="exact")
 
 
 def _grad_region_then_written(x: T) -> object:

@@ -895,14 +895,15 @@ def output_version_counts(
 
 
 def outputs_counted_first(
-    counts: tuple[tuple[int, int], ...], outputs: Sequence[OutputInfo], output: object, record: SwapRecord
+    record: SwapRecord, output: object, inputs: Sequence[torch.Tensor], outputs: Sequence[OutputInfo]
 ) -> FreshCounts:
-    """The `counts` (output_version_counts) of fresh outputs whose counter no other output shares but views replayed
+    """The counts (`output_version_counts`) of fresh outputs whose counter no other output shares but views replayed
     from them, built after them, and of the intermediate bases whose views alone are the outputs on their counter:
     counted as built, no view of them goes stale; less each in-place view op a replay from them repeats, which
     advances the shared counter again (runtime/steps.py: Version Counters As Eager's). Those that require grad from
     a node of the graph are apart: the training Function gives them their counts before it saves them, and a count
     given after it would fail autograd's check of that save."""
+    counts = output_version_counts(record, output, inputs)
     leaves = pytree.tree_leaves(output)
     families = [record.family_of(v) if isinstance(v, torch.Tensor) else None for v in leaves]
     repeated = Counter[tuple[ReplaySource, int | tuple[int, ...]]]()
