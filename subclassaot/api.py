@@ -52,6 +52,7 @@ from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs
 from subclassaot.pipeline.backward_probe import (
     eager_saves,
     holding_back_flags,
+    native_counts,
     native_training_plan,
     records_as_eager,
     refuse_new_leaves,
@@ -610,6 +611,8 @@ def _compile_over(
     backend = backends.get_backend(config.backend)
     new_leaves = any(analysis.new_leaves)
     native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference, attempt)
+    if native:  # runtime/steps.py: Version Counters As Eager's
+        analysis = native_counts(analysis)
     if new_leaves and not native:
         refuse_new_leaves(flat, analysis, backend is backends.eager_backend and not attempt.within_no_grad)
     if training and not native and not prog.fakified.symbol_bindings:  # Note [Training Through A Joint Graph]

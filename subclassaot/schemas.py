@@ -656,6 +656,15 @@ class Analysis:
     # (output index, eager's count) for each tensor output whose version counter is no input's, where eager's count
     # is not 0: the runtime gives it that count once the outputs are built (runtime/steps.py: Version Counters As Eager's)
     output_versions: tuple[tuple[int, int], ...] = ()
+    # the same for fresh outputs that require grad from a node of the graph: the training Function gives them their
+    # counts in its forward, before it saves them (runtime/steps.py: Version Counters As Eager's)
+    graded_output_versions: tuple[tuple[int, int], ...] = ()
+    # (intermediate base number, eager's count, requires grad from a node of the graph) for each base whose views are
+    # the only outputs on its counter: given before they are replayed, in the training Function where it requires grad
+    # (runtime/steps.py: Version Counters As Eager's)
+    base_versions: tuple[tuple[int, int, bool], ...] = ()
+    # the same for intermediate subclass roots (Replay.root_bases) whose views are the only outputs on their counter
+    root_versions: tuple[tuple[tuple[int, ...], int, bool], ...] = ()
     # (output index, flat input index) for each tensor output built from dense leaves (no replay) whose counter in
     # eager is that input's (a detach() of it): the runtime gives it the input's count as built (runtime/steps.py:
     # Version Counters As Eager's)

@@ -116,7 +116,6 @@ from subclassaot.pipeline.rules.swap_record import (
     counter_keeping_replays,
     elements_of,
     output_input_counters,
-    output_version_counts,
     outputs_counted_first,
 )
 from subclassaot.pipeline.rules.training_rules import (
@@ -297,7 +296,7 @@ def _analysis(
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
-    counts = output_version_counts(run.swaps, run.output, (*run.user_tensors, *run.dense))
+    counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
     return Analysis(
         mutations=f.mutations,
@@ -356,7 +355,10 @@ def _analysis(
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
-        output_versions=outputs_counted_first(counts, outputs, run.output, run.swaps),
+        output_versions=counts.outputs,
+        graded_output_versions=counts.graded,
+        base_versions=counts.bases,
+        root_versions=counts.roots,
         grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )

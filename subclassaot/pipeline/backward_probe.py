@@ -1743,6 +1743,8 @@ def records_as_eager(
         return False
     if _saves_left_written_inputs(values, graph_values, saved, graph_saved, set(seen.written)):
         return False
+    if _saves_counted_outputs(analysis, graph_saved, mine_all):
+        return False
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
     known = [*tensors, *outs]
     graph_known = [*(v for v in graph_values if isinstance(v, torch.Tensor)), *mine_all]
@@ -1754,6 +1756,53 @@ def records_as_eager(
         if _autograd_shape(out, known) != _autograd_shape(mine, graph_known):
             return False
     return True
+
+
+def _saves_counted_outputs(
+    analysis: Analysis, graph_saved: Sequence[tuple[torch.Tensor, int]], outputs: Sequence[object]
+) -> bool:
+    """Is a save of the graph's run over an output the runtime would give eager's count once the graph ran
+    (`_counted_after_graph`)? Eager's saving node saw the count, the graph's saved it at 0, and the backward's check
+    of that save would raise: the Function gives the count before it saves instead (runtime/steps.py: Version
+    Counters As Eager's). A program making new leaves compiles only on the native path: its outputs keep the count
+    they are built with (`native_counts`)."""
+    counted = _counted_after_graph(analysis) if graph_saved and not any(analysis.new_leaves) else []
+    saved = {storage_key(t) for t, _ in graph_saved} if counted else set()
+    return any(isinstance(m := outputs[k], torch.Tensor) and storage_key(m) in saved for k in counted)
+
+
+def _counted_after_graph(analysis: Analysis) -> list[int]:
+    """The outputs over the fresh outputs and intermediate bases that require grad from the graph and get eager's
+    count (Analysis.graded_output_versions, base_versions): on the native path, given once the graph ran
+    (`native_counts`)."""
+    graded_bases = {b for b, _, graded in analysis.base_versions if graded}
+    graded_roots = {root_bases for root_bases, _, graded in analysis.root_versions if graded}
+    return [k for k, _ in analysis.graded_output_versions] + [
+        k
+        for k, info in enumerate(analysis.outputs)
+        if (r := info.replay) is not None
+        and (
+            (r.source is ReplaySource.BASE and r.index in graded_bases)
+            or (r.source is ReplaySource.WRAPPER and r.root_bases in graded_roots)
+        )
+    ]
+
+
+def native_counts(analysis: Analysis) -> Analysis:
+    """`analysis` for the native path (Note [Training Without A Function]): with no Function to give the counts of
+    outputs and intermediate bases that require grad from the graph before it saves them, the runtime gives them once
+    the graph ran, as the others' (`records_as_eager` found no graph save over them: runtime/steps.py: Version
+    Counters As Eager's). A program making new leaves, which compiles only on this path, is left as it is: those
+    outputs keep the count they are built with, which its graph's saves may have recorded."""
+    if any(analysis.new_leaves) or not _counted_after_graph(analysis):
+        return analysis
+    return replace(
+        analysis,
+        output_versions=(*analysis.output_versions, *analysis.graded_output_versions),
+        graded_output_versions=(),
+        base_versions=tuple((b, count, False) for b, count, _ in analysis.base_versions),
+        root_versions=tuple((root_bases, count, False) for root_bases, count, _ in analysis.root_versions),
+    )
 
 
 def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool) -> NoReturn:

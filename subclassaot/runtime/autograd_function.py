@@ -37,7 +37,13 @@ from subclassaot.runtime.plan import (
     wrapper_write_recorded,
 )
 from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
-from subclassaot.runtime.steps import base_write_hidden, epilogue_plan, epilogue_write_hidden, training_roots
+from subclassaot.runtime.steps import (
+    base_write_hidden,
+    epilogue_plan,
+    epilogue_write_hidden,
+    function_counts,
+    training_roots,
+)
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -490,6 +496,8 @@ class _Step:
         in_fresh_outputs = {leaf.index for o in fresh_outputs for leaf in analysis.outputs[o].leaves}
         self.rebuilt_leaves = tuple(k for k in range(plan.graph_outputs.num_fresh) if k not in in_fresh_outputs)
         self.roots = roots = training_roots(analysis)
+        # given before the forward saves them
+        self.counts = function_counts(plan, fresh_outputs, n_updates, len(bw_meta.wrapper_updates))
         self.checks = _saved_checks(plan, bw_meta, eager_saves, fresh_outputs, roots)
         # inputs an output view is replayed from outside the Function: where the caller writes one, its node, made
         # again at the backward's read, runs before the one eager's saving node is (backward_probe's comment on saved
@@ -633,8 +641,12 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
         out = all_outs[0]
         ctx.saved_ints, ctx.saves_tensors = (), False
         outs: tuple[Any, ...] = (non_view_alias(out) if out._is_view() else out,)
+        if s.counts:
+            _give_counts(s, outs)
     else:
         outs = tuple(_distinct_outputs(all_outs[:n]))
+        if s.counts:
+            _give_counts(s, outs)
         _plain_saves(ctx, s, all_outs[n:])
     if p.non_diff:
         ctx.mark_non_differentiable(*[outs[k] for k in p.non_diff])
@@ -644,6 +656,14 @@ def _plain_forward(ctx: Any, s: _Step, p: _PlainStep, user: Sequence[torch.Tenso
     # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
     ctx.set_materialize_grads(False)
     return outs
+
+
+def _give_counts(s: _Step, outs: Sequence[Any]) -> None:
+    """The Function's fresh outputs and intermediate bases get eager's counts (steps.function_counts) before the
+    forward saves them: a save of one records its count then, and autograd's check of it reads the count eager's
+    saving node saw, after the program's writes (runtime/steps.py: Version Counters As Eager's)."""
+    for k, count in s.counts:
+        set_version(outs[k], count)
 
 
 def _plain_saves(ctx: Any, s: _Step, saved: Sequence[Any]) -> None:
@@ -991,6 +1011,8 @@ class CompiledStep(torch.autograd.Function):
         # of an input: a jagged output sharing an input's offsets) has no tangent traced for it; as a Function
         # output it would otherwise take the Function's history, where eager's has none.
         tensors.extend(symints)
+        if s.counts:
+            _give_counts(s, tensors)
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)

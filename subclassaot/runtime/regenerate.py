@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
@@ -39,11 +38,12 @@ from subclassaot.runtime.steps import (
     build_order,
     bump_views_late,
     finish_bumped_view,
+    fresh_counts,
     input_root,
     lower_input_counter,
     set_onto_inputs,
     set_under_grad_holder,
-    stale_bump,
+    settle_base_counters,
     state_reached,
     use_only_tokens,
     view_onto,
@@ -172,11 +172,11 @@ def build_outputs(
     fresh_start = len(gout.updates)
     base_start = fresh_start + gout.num_fresh
     symint_start = base_start + gout.num_bases
-    bases = [intermediate_base(b) for b in outs[base_start:symint_start]]
+    bases = _counted_bases(plan, outs[base_start:symint_start])
     infos = _probed_layouts(plan, ev, outs, bases, symbols)  # Note [Strides The Kernels Choose]
     result: list[object] = [_PENDING] * len(infos)
     given_roots, shared, entry = given
-    roots = dict(given_roots)  # Note [Output Regeneration]
+    roots = _counted_roots(plan, ev, bases, given_roots, symbols)  # Note [Output Regeneration]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
@@ -365,19 +365,6 @@ def _give_count(
         set_version(value, fresh_counts[o])
     elif info.replay is None:
         set_version(value, get_version(cast(torch.Tensor, values[counters[o]])))
-
-
-def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:
-    """runtime/steps.py: Version Counters As Eager's: the fresh outputs (no replay) eager wrote, and their counts, given as each
-    is built, before any view of it is replayed from it (a view counted after it was made would be stale); less one
-    for each stale view replayed from it, whose build advances the shared counter (steps.stale_bump)."""
-    infos = plan.analysis.outputs
-    stale = Counter(
-        info.replay.index
-        for info in infos
-        if info.replay is not None and info.replay.source is ReplaySource.OUTPUT and stale_bump(info.replay)
-    )
-    return {o: max(0, count - stale[o]) for o, count in plan.analysis.output_versions if infos[o].replay is None}
 
 
 def _set_keeping_version(value: torch.Tensor, onto: torch.Tensor, meta: tuple[list[int], list[int], int]) -> None:
@@ -881,13 +868,56 @@ def _replay_source(
     root = roots.get(replay.root_bases)
     if root is None:
         # Every view of one intermediate subclass replays from one wrapper, so that they share it as in eager.
-        assert replay.root_tree is not None and replay.root_meta is not None
-        size, stride, _ = ev.meta(replay.root_meta, symbols)
-        leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
-        stride = root_outer_stride(replay, leaves, size, stride)
-        root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
-        roots[replay.root_bases] = root
+        root = roots[replay.root_bases] = _wrapper_root(replay, ev, bases, symbols)
     return _as_then(root, replay, ev, symbols)
+
+
+def _wrapper_root(replay: Replay, ev: MetaEvaluator, bases: Sequence[object], symbols: dict[str, int]) -> torch.Tensor:
+    """The intermediate subclass a WRAPPER replay views, rebuilt from the intermediate bases."""
+    assert replay.root_tree is not None and replay.root_meta is not None
+    size, stride, _ = ev.meta(replay.root_meta, symbols)
+    leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+    stride = root_outer_stride(replay, leaves, size, stride)
+    root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
+    return root
+
+
+def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:
+    """steps.fresh_counts of Analysis.output_versions (runtime/steps.py: Version Counters As Eager's)."""
+    return fresh_counts(plan.analysis.outputs, plan.analysis.output_versions)
+
+
+def _counted_bases(plan: RuntimePlan, outs: Sequence[object]) -> list[object]:
+    """The intermediate bases as the graph returned them (`intermediate_base`), given their counts
+    (Analysis.base_versions) before any view is replayed from them (runtime/steps.py: Version Counters As Eager's)."""
+    bases = [intermediate_base(b) for b in outs]
+    if plan.analysis.base_versions:
+        settle_base_counters(bases, plan.analysis.base_versions)
+    return bases
+
+
+def _counted_roots(
+    plan: RuntimePlan,
+    ev: MetaEvaluator,
+    bases: Sequence[object],
+    given: dict[tuple[int, ...], torch.Tensor],
+    symbols: dict[str, int],
+) -> dict[tuple[int, ...], torch.Tensor]:
+    """The intermediate subclass roots the graph call gave (`given`), and those with a count (Analysis.root_versions)
+    that require no grad from the graph, built first and given eager's counts before any view is replayed from them
+    (the training Function built and counted the others: runtime/steps.py: Version Counters As Eager's)."""
+    roots = dict(given)
+    for root_bases, count, graded in plan.analysis.root_versions:
+        if graded or root_bases in roots:
+            continue
+        replay = next(
+            r
+            for info in plan.analysis.outputs
+            if (r := info.replay) is not None and r.source is ReplaySource.WRAPPER and r.root_bases == root_bases
+        )
+        root = roots[root_bases] = _wrapper_root(replay, ev, bases, symbols)
+        set_version(root, count)
+    return roots
 
 
 def _as_then(source: torch.Tensor, replay: Replay, ev: MetaEvaluator, symbols: dict[str, int]) -> torch.Tensor:

@@ -32,6 +32,7 @@ records and the states the runtime reads are one encoding.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -79,19 +80,29 @@ aten = torch.ops.aten
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
 # - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
-#   replayed from it, after it (Analysis.output_versions); a detach() output over an input takes the input's count;
+#   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
+#   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);
+#   each root is given its count less one for each in-place view op (t_(), resize_, set_()) a replay from it repeats,
+#   which advances the shared counter again; a detach() output over an input takes the input's count;
+# - one that requires grad from a node of the graph gets it in the training Function's forward, before the Function
+#   saves it (graded_output_versions, the graded bases and roots: `function_counts`): autograd's check of a save
+#   compares the count at the save, which eager's saving node took after the program's writes and the graph's took at
+#   0. On the eager backend's native path (Note [Training Without A Function]) the runtime gives it once the graph
+#   ran, as the others', where no save of the graph's is over it (`records_as_eager` sends the rest to the Function:
+#   `native_counts`);
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
 # count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter;
 # one replayed from an output over an input is made at the input's counter at entry instead: Replay.root_input);
 # outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
-# staleness); eager's clone() and reductions of an inference tensor outside inference_mode advance their result's
-# counter (out= kernels), the compiled result's is fresh. The parity oracle's "counted" mode (tools/parity.py) reflects
-# them; its default stays "moved". A fresh output that requires grad keeps the count it is built with (the training
-# Function may have saved it then: outputs_counted_first); an input that is a view requiring grad whose counter moved
-# as eager's keeps its count where eager recorded a node on its history (a write or set_() with grad: the epilogue's
-# repeat of it made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
+# staleness, a base with a stale or set_() view); eager's clone() and reductions of an inference tensor outside
+# inference_mode advance their result's counter (out= kernels), the compiled result's is fresh. The parity oracle's
+# "counted" mode (tools/parity.py) reflects them; its default stays "moved". An output that requires grad from the
+# graph of a program making new leaves (which compiles only on the native path), or one built outside the training
+# Function, keeps the count it is built with; an input that is a view requiring grad whose counter moved as eager's
+# keeps its count where eager recorded a node on its history (a write or set_() with grad: the epilogue's repeat of it
+# made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
 # EpiloguePlan.recorded). Where eager recorded none (every write, in-place view op, set_(), resize_ and mark_dirty under
 # no_grad), nothing the call made has an edge to that grad_fn: it is stale at the end in eager and in ours alike, and
 # the count is eager's. An early replay made at the input's advanced count is made at eager's final count, the input's
@@ -518,6 +529,45 @@ def settle_output_counters(outputs: Sequence[object], counts: Sequence[tuple[int
         value = outputs[o]
         assert isinstance(value, torch.Tensor), "BUG: a version count for an output that is no tensor"
         if value._base is None and get_version(value) != count:  # (a view moved now would be stale)
+            set_version(value, count)
+
+
+def fresh_counts(infos: Sequence[OutputInfo], counts: Sequence[tuple[int, int]]) -> dict[int, int]:
+    """The fresh outputs (no replay) among `counts` (Analysis.output_versions, graded_output_versions) and the counts
+    given them as each is built, before any view of it is replayed from it (a view counted after it was made would be
+    stale): less one for each stale view replayed from it, whose build advances the shared counter (`stale_bump`)."""
+    stale = Counter(
+        info.replay.index
+        for info in infos
+        if info.replay is not None and info.replay.source is ReplaySource.OUTPUT and stale_bump(info.replay)
+    )
+    return {o: max(0, count - stale[o]) for o, count in counts if infos[o].replay is None}
+
+
+def function_counts(
+    plan: RuntimePlan, fresh_outputs: Sequence[int], n_updates: int, n_wrappers: int
+) -> tuple[tuple[int, int], ...]:
+    """(position among the training Function's outputs, eager's count) of its fresh outputs, intermediate bases and
+    intermediate subclass roots with a count (Analysis.output_versions, graded_output_versions, base_versions,
+    root_versions; `n_wrappers` new values of subclass inputs come between the bases and the roots): given in its
+    forward, before it saves them, so that autograd's check of a save reads the count eager's saving node saw
+    (runtime/steps.py: Version Counters As Eager's)."""
+    analysis = plan.analysis
+    counts = fresh_counts(analysis.outputs, (*analysis.output_versions, *analysis.graded_output_versions))
+    found = [(n_updates + k, counts[o]) for k, o in enumerate(fresh_outputs) if o in counts]
+    found += [(n_updates + len(fresh_outputs) + b, count) for b, count, _ in analysis.base_versions]
+    roots_at = n_updates + len(fresh_outputs) + plan.graph_outputs.num_bases + n_wrappers
+    order = [r.root_bases for r in training_roots(analysis)]
+    found += [(roots_at + order.index(root_bases), count) for root_bases, count, _ in analysis.root_versions]
+    return tuple(found)
+
+
+def settle_base_counters(bases: Sequence[object], counts: Sequence[tuple[int, int, bool]]) -> None:
+    """Analysis.base_versions: the intermediate bases that require no grad from the graph get eager's counts before
+    any view is replayed from them (the training Function gave the others theirs: `function_counts`)."""
+    for b, count, graded in counts:
+        value = bases[b]
+        if not graded and isinstance(value, torch.Tensor) and get_version(value) != count:
             set_version(value, count)
 
 

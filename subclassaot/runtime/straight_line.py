@@ -413,6 +413,11 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     base_start = len(gout.updates) + gout.num_fresh
     for i in range(gout.num_bases):
         w.line(f"B{i} = _base(outs[{base_start + i}])")
+    # before any view is replayed from them (runtime/steps.py: Version Counters As Eager's; the training Function gave
+    # those that require grad theirs)
+    given = [(b, count) for b, count, graded in plan.analysis.base_versions if not graded]
+    if given:
+        w.line(f"_usv(({''.join(f'B{b}, ' for b, _ in given)}), ({''.join(f'{c}, ' for _, c in given)}))")
     done: set[int] = set()
 
     def emit(o: int) -> None:
@@ -585,7 +590,7 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
         emit(replay.index)  # built first, as regenerate's `get` does on demand
         w.line(f"{var} = r{replay.index}")
     else:
-        w.line(f"{var} = {_root(w, replay)}")
+        w.line(f"{var} = {_root(w, replay, plan.analysis.root_versions)}")
     if replay.source_meta is not None and replay.source is not ReplaySource.BASE:  # regenerate._as_then
         size, stride, offset = w.meta(replay.source_meta)
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
@@ -693,9 +698,10 @@ class _Give:
         return result
 
 
-def _root(w: _Writer, replay: Replay) -> str:
+def _root(w: _Writer, replay: Replay, counts: Sequence[tuple[tuple[int, ...], int, bool]]) -> str:
     """The intermediate subclass a WRAPPER replay views, built once per call from its bases where the graph call
-    did not give it (regenerate._replay_source, Note [Output Regeneration])."""
+    did not give it (regenerate._replay_source, Note [Output Regeneration]), with its count where it requires no grad
+    from the graph (Analysis.root_versions; runtime/steps.py: Version Counters As Eager's)."""
     name = "R" + "_".join(map(str, replay.root_bases))
     if name in w.roots:
         return name
@@ -714,6 +720,9 @@ def _root(w: _Writer, replay: Replay) -> str:
         w.line(f"{name}_s = list({leaves[k]}.stride()) if list({leaves[k]}.shape) == {size} else {stride}", depth)
         stride = f"{name}_s"
     _build(w, name, replay.root_tree, leaves, size, stride, depth)
+    count = next((c for bases, c, graded in counts if bases == replay.root_bases and not graded), None)
+    if count is not None:
+        w.line(f"_usv(({name},), ({count},))", depth)
     return name
 
 

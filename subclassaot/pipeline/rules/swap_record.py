@@ -6,15 +6,16 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, ReplaySource
+from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, Replay, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
@@ -894,22 +895,115 @@ def output_version_counts(
 
 
 def outputs_counted_first(
-    counts: tuple[tuple[int, int], ...], outputs: Sequence[OutputInfo], output: object, record: SwapRecord
-) -> tuple[tuple[int, int], ...]:
-    """The `counts` (output_version_counts) of fresh outputs whose counter no other output shares but views replayed
-    from them, built after them: counted as built, no view of them goes stale (runtime/steps.py: Version Counters As
-    Eager's)."""
+    record: SwapRecord, output: object, inputs: Sequence[torch.Tensor], outputs: Sequence[OutputInfo]
+) -> FreshCounts:
+    """The counts (`output_version_counts`) of fresh outputs whose counter no other output shares but views replayed
+    from them, built after them, and of the intermediate bases whose views alone are the outputs on their counter:
+    counted as built, no view of them goes stale; less each in-place view op a replay from them repeats, which
+    advances the shared counter again (runtime/steps.py: Version Counters As Eager's). Those that require grad from
+    a node of the graph are apart: the training Function gives them their counts before it saves them, and a count
+    given after it would fail autograd's check of that save."""
+    counts = output_version_counts(record, output, inputs)
     leaves = pytree.tree_leaves(output)
     families = [record.family_of(v) if isinstance(v, torch.Tensor) else None for v in leaves]
-    kept = []
+    repeated = Counter[tuple[ReplaySource, int | tuple[int, ...]]]()
+    for j in range(len(outputs)):
+        root = _counter_root(outputs, j)
+        if root is not None:
+            repeated[root[0]] += root[1]
+    plain: list[tuple[int, int]] = []
+    graded: list[tuple[int, int]] = []
     for k, count in counts:
         others = [j for j, f in enumerate(families) if f == families[k] and j != k and leaves[j] is not leaves[k]]
-        # (not one that requires grad: in training the compiled Function may have saved it at its count as built,
-        # and a count given after would fail autograd's check of that save)
-        graded = isinstance(leaves[k], torch.Tensor) and leaves[k].requires_grad
-        if outputs[k].replay is None and not graded and all(_replayed_from(outputs, j, k) for j in others):
-            kept.append((k, count))
-    return tuple(kept)
+        if outputs[k].replay is None and all(_replayed_from(outputs, j, k) for j in others):
+            given = (k, count - repeated[(ReplaySource.OUTPUT, k)])
+            (graded if _graph_grad(leaves[k], outputs[k]) else plain).append(given)
+    bases: list[tuple[int, int, bool]] = []
+    roots: list[tuple[tuple[int, ...], int, bool]] = []
+    for key in dict.fromkeys(
+        r for j in range(len(outputs)) if (r := _root_of(outputs, j)) and r[0] is not ReplaySource.OUTPUT
+    ):
+        views = [j for j in range(len(outputs)) if _root_of(outputs, j) == key]
+        found = [count for k, count in counts if k in views]
+        family = families[views[0]]
+        if not found or any(_changed_after(outputs[j].replay) for j in views):
+            continue
+        if any(f == family and j not in views for j, f in enumerate(families)):
+            continue  # (an output on the counter built otherwise)
+        given = (found[0] - repeated[key], any(_graph_grad(leaves[j], outputs[j]) for j in views))
+        if key[0] is ReplaySource.BASE:
+            bases.append((cast(int, key[1]), *given))
+        else:
+            roots.append((cast(tuple[int, ...], key[1]), *given))
+    return FreshCounts(tuple(plain), tuple(graded), tuple(sorted(bases)), tuple(roots))
+
+
+@dataclass(frozen=True, slots=True)
+class FreshCounts:
+    """outputs_counted_first: (output index, count) of fresh outputs given their count once built, of those that
+    require grad from a node of the graph, (base number, count, requires grad so) of intermediate bases, and
+    (Replay.root_bases, count, requires grad so) of intermediate subclass roots."""
+
+    outputs: tuple[tuple[int, int], ...]
+    graded: tuple[tuple[int, int], ...]
+    bases: tuple[tuple[int, int, bool], ...]
+    roots: tuple[tuple[tuple[int, ...], int, bool], ...]
+
+
+def _graph_grad(value: object, info: OutputInfo) -> bool:
+    """Does the output require grad from a node of the graph (not only by a requires_grad_() the runtime repeats on
+    it once it is built)?"""
+    return isinstance(value, torch.Tensor) and value.requires_grad and not info.gains_grad
+
+
+def _changed_after(replay: Replay | None) -> bool:
+    """A view whose counter or storage the runtime changes after it is replayed (a stale or set_() view): its root's
+    count is left to the ways Replay describes."""
+    return replay is None or bool(
+        replay.bump_after
+        or replay.stale_view
+        or replay.then_set
+        or replay.base_after
+        or replay.before_epilogue
+        or replay.root_data_meta is not None
+    )
+
+
+def _root_of(outputs: Sequence[OutputInfo], j: int) -> tuple[ReplaySource, int | tuple[int, ...]] | None:
+    """The fresh output, intermediate base or intermediate subclass root (its Replay.root_bases) output `j` is
+    replayed from, through other outputs."""
+    replay = outputs[j].replay
+    while replay is not None and replay.source is ReplaySource.OUTPUT:
+        if outputs[replay.index].replay is None:
+            return (ReplaySource.OUTPUT, replay.index)
+        replay = outputs[replay.index].replay
+    if replay is not None and replay.source is ReplaySource.BASE:
+        return (ReplaySource.BASE, replay.index)
+    if replay is not None and replay.source is ReplaySource.WRAPPER:
+        return (ReplaySource.WRAPPER, replay.root_bases)
+    return None
+
+
+def _counter_root(
+    outputs: Sequence[OutputInfo], j: int
+) -> tuple[tuple[ReplaySource, int | tuple[int, ...]], int] | None:
+    """The root (`_root_of`) whose counter output `j`'s replay advances, and by how many in-place view ops of its own
+    steps (None: none, or on a counter of their own after a detach())."""
+    replay = outputs[j].replay
+    root = _root_of(outputs, j)
+    if replay is None or root is None:
+        return None
+    source: Replay | None = replay
+    while source is not None and source.source is ReplaySource.OUTPUT:
+        source = outputs[source.index].replay
+        if source is not None and any(step.own_version for step in source.steps):
+            return None  # (the chain left the root's counter before this replay)
+    bumps = 0
+    for step in replay.steps:
+        if step.own_version:
+            break
+        bumps += step.op in SET_OPS or torch.Tag.inplace_view in getattr(step.op, "tags", ())
+    return (root, bumps) if bumps else None
 
 
 def _replayed_from(outputs: Sequence[OutputInfo], j: int, k: int) -> bool:
