@@ -4665,15 +4665,19 @@ def _copy_of_a_value_with_history_into_a_shared_input_then_requires_grad(x0: T, 
     return ()
 
 
-def test_copy_with_history_into_a_shared_input_then_requires_grad_refused(compile_fn: CompileFn | None) -> None:
+@pytest.mark.parametrize("base_grad", [False, True], ids=["base_plain", "base_leaf"])
+def test_copy_with_history_into_a_shared_input_then_requires_grad_refused(
+    compile_fn: CompileFn | None, base_grad: bool
+) -> None:
     """x2 shares x1's storage (a detach() of it) and gets a value that requires grad: eager's x2 is then a non-leaf,
-    and its requires_grad_() changes nothing. The compile took the call for a flag the input gains, set it on the
-    real x2 before the graph, and the epilogue's write into the storage crashed on the leaf ("a view of a leaf
-    Variable that requires grad is being used in an in-place operation"; fuzz seed 118200, program 2756: CRASHED).
-    Now refused by the rule for a write with history into an input sharing storage, as without the call."""
+    and its requires_grad_() changes nothing. The compile took the call for a flag the input gains and set it on x2
+    from the start: the epilogue's write into the storage crashed on the real leaf ("a view of a leaf Variable that
+    requires grad is being used in an in-place operation"), or, x1 a leaf requiring grad, the run's copy_ into x2's
+    stand-in did ("a leaf Variable that requires grad ..."; fuzz seed 118200, program 2756: CRASHED, shrunk either
+    way). Now refused by the rule for a write with history into an input sharing storage, as without the call."""
 
     def make() -> tuple[T, T, T]:
-        b1 = torch.randn((2, 1, 2))
+        b1 = torch.randn((2, 1, 2), requires_grad=base_grad)
         return (torch.randn((), requires_grad=True), b1, b1.detach())
 
     f = _copy_of_a_value_with_history_into_a_shared_input_then_requires_grad

@@ -966,9 +966,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Writes under no_grad, inside inference_mode (grad mode on or not) or through .data/detach() are
             # invisible to autograd in eager.
             self.record.note_visible_write(arg, moves_data)
-            sources = (o for o in pytree.tree_leaves(operands) if isinstance(o, torch.Tensor) and o is not arg)
-            if self.depth == 0 and moves_data and any(o.requires_grad for o in sources):
-                self.record.grad_written.add(id(arg))
+        # (through a detach() too: the write is hidden from the base's history, not from the alias's own)
+        grad_on = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        sources = (o for o in pytree.tree_leaves(operands) if isinstance(o, torch.Tensor) and o is not arg)
+        if self.depth == 0 and moves_data and grad_on and any(o.requires_grad for o in sources):
+            self.record.grad_written.add(id(arg))
             if self.depth == 0 and moves_data:
                 note_write_after_grad_set(self.record, arg)  # Note [set_ Under Grad]
 
