@@ -684,7 +684,7 @@ def _analyze_outputs(
         if gained and isinstance(value, torch.Tensor) and _flag_of_its_own(value, info, run):
             _check_flag_given_late(path, value, info, run)
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
-        elif _new_leaf_view_of_input(value, info, run):  # Note [Training Without A Function]
+        elif _new_leaf_view(value, info, run):  # Note [Training Without A Function]
             info = replace(info, gains_grad=True)
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             info = _with_inference_leaves(path, value, info, run, current)
@@ -1577,11 +1577,13 @@ def _check_flag_given_late(path: str, value: torch.Tensor, info: OutputInfo, run
     )
 
 
-def _new_leaf_view_of_input(value: object, info: OutputInfo, run: FunctionalRun) -> bool:
-    """A view of an input, replayed on it, that the program made a new autograd leaf in a call begun with grad on:
-    the replayed view is made to require grad once built, as eager's (Note [Training Without A Function])."""
+def _new_leaf_view(value: object, info: OutputInfo, run: FunctionalRun) -> bool:
+    """A view, replayed on an input, an intermediate base or an earlier output, that the program made a new autograd
+    leaf in a call begun with grad on: the replayed view is made to require grad once built, as eager's (Note
+    [Training Without A Function]). One taken under no_grad or inside inference_mode of a tensor that requires grad
+    reads the flag of its base when rebuilt, with no accumulator of its own: the flag is given all the same."""
     replay = info.replay
-    if not run.swaps.grad_at_start or replay is None or replay.source is not ReplaySource.INPUT:
+    if not run.swaps.grad_at_start or replay is None:
         return False
     made = run.swaps.requires_grad_gained.keys() | run.swaps.new_leaf_ids
     if not isinstance(value, torch.Tensor) or id(value) not in made:

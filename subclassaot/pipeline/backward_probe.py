@@ -1038,9 +1038,10 @@ class _FunctionReach:
 # The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
 # (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
 # run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
-# view of an input made a leaf and returned is replayed on the input and made to require grad (OutputInfo.gains_grad),
-# one taken under no_grad of an input that requires grad too (it reports the flag of its base, with no gradient of its
-# own, until requires_grad_() makes it a leaf): where no output's history ends in that leaf (the check tells leaves
+# view made a leaf and returned is replayed (on the input, the intermediate base or the earlier output it views) and
+# made to require grad (OutputInfo.gains_grad), one taken under no_grad or inside inference_mode of a tensor that
+# requires grad too (it reports the flag of its base, with no gradient of its own, until requires_grad_() makes it a
+# leaf): where no output's history ends in that leaf (the check tells leaves
 # among the outputs apart, and those from views requiring grad only through their base), it is eager's. A view of an
 # input whose data the program wrote before (under no_grad, through `.data`), made a leaf and saved for the backward,
 # is not: the graph's leaf lies on the input's new value, apart from the input's version counter, which eager's

@@ -91,7 +91,9 @@ __all__ = [
 #   with no flag of its own, answers False, its root base's (that input's base, not passed), where the run's root is
 #   the stand-in. The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input.
-# - requires_grad_() and the `.requires_grad =` setter (one rule). On an input: turned on, the call compiles for
+# - requires_grad_() and the `.requires_grad =` setter (one rule). Turning on a flag a tensor has is a no-op, which
+#   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
+#   then no leaf) the record leaves out (SwapRecord.grad_written). On an input: turned on, the call compiles for
 #   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
 #   grad on, eager's earlier results carry no history: a leaf passed alone is laid out anew, Note [Leaves Laid Out
 #   Anew Under no_grad]; a plain view is marked in the eager backend's graph, Note [Training Without A Function]; a
@@ -211,17 +213,18 @@ def check_flagless_view_reads(
 
 
 # what autograd raises where an in-place op with grad on writes a view whose base is a leaf that requires grad, or
-# a view taken under no_grad of a tensor that requires grad
+# a view taken under no_grad (or inside inference_mode) of a tensor that requires grad
 VIEW_OF_GRAD_LEAF_WRITTEN = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation",
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled",
+    "A view was created in inference mode and is being modified inplace in normal mode",
 )
 
 
 def check_flagless_view_set(record: SwapRecord, e: Exception) -> None:
     """Refuse the program's run failing with one of autograd's VIEW_OF_GRAD_LEAF_WRITTEN where the program made an
     input that is a view of a tensor requiring none require grad (`record.view_input_gains`): the write is one no
-    torch function mode sees (set_() of a view taken before the flag, or under no_grad), so
+    torch function mode sees (set_() of a view taken before the flag, under no_grad or inside inference_mode), so
     `check_flagless_view_reads` could not refuse it before it ran. Eager's view takes requires_grad from the input's
     base (none) and its write records nothing; the run's view follows the input's stand-in, which requires grad,
     whose views taken before the flag or under no_grad autograd does not let be written. So too before the program's
@@ -237,7 +240,8 @@ def check_flagless_view_set(record: SwapRecord, e: Exception) -> None:
     raise UnsupportedError(
         f"{'' if gained is None else input_named(record, gained)}the program turns requires_grad on for this input "
         "(or it came so), a view of a tensor that does not require grad, and then computes with grad enabled (set_(), "
-        "an in-place op the compiled run sees no call of) from a view of it taken before the flag or under no_grad: "
+        "an in-place op the compiled run sees no call of) from a view of it taken before the flag, under no_grad or "
+        "inside inference_mode: "
         "eager's view requires no grad (it takes the flag from that base), so its write records nothing, while the "
         "compiled run's view follows the input, which requires grad, and autograd does not let it be written in place. "
         "Take the view after requires_grad_(), call set_() under torch.no_grad(), or call requires_grad_() outside the "

@@ -490,6 +490,60 @@ def test_new_leaf_view_of_input_returned_matches_eager(make_inputs: Make) -> Non
     assert v is v2 and v.is_leaf and v.requires_grad and v._base is x and u.is_leaf and u.requires_grad
 
 
+def new_leaf_inference_split_of_intermediate_returned(x0: T) -> object:
+    t0 = x0.clone()
+    with torch.inference_mode():
+        _, t2 = t0.split_with_sizes([3, 0], 0)
+    t2.requires_grad_()
+    return (t2,)
+
+
+def new_leaf_inference_slice_of_intermediate_returned(x0: T) -> object:
+    t0 = x0 * 2
+    with torch.inference_mode():
+        t1 = t0[1:]
+    t1.requires_grad_()
+    return (t1,)
+
+
+def new_leaf_no_grad_slice_of_intermediate_returned(x0: T) -> object:
+    t0 = x0 * 2
+    with torch.no_grad():
+        t1 = t0[1:]
+    t1.requires_grad_()
+    return (t1, t0.sum())
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        new_leaf_inference_split_of_intermediate_returned,
+        new_leaf_inference_slice_of_intermediate_returned,
+        new_leaf_no_grad_slice_of_intermediate_returned,
+    ],
+    ids=["inference_split", "inference_slice", "no_grad_slice"],
+)
+def test_new_leaf_view_of_intermediate_returned_matches_eager(f: Callable[..., object]) -> None:
+    """A view taken under no_grad or inside inference_mode of an intermediate that requires grad, made a leaf and
+    returned: rebuilt after the graph on the intermediate it views, it reads requires_grad from that base with no
+    accumulator of its own, and backward through it raised "element 0 of tensors does not require grad" where
+    eager's leaf takes the gradient (fuzz seed 118200, program 3975: DIVERGED). Made to require grad once built, as
+    a view of an input is."""
+    with torch.enable_grad():
+        assert_matches_eager(f, _grad(3, 4))
+        assert_matches_eager(f, _grad(3, 4), after_call=write_outputs)
+        (out, *_) = cast(tuple[T, ...], subclassaot.compile(f, backend="eager")(*_grad(3, 4)()))
+    assert out.is_leaf and out.requires_grad and out._is_view()
+
+
+def test_new_leaf_no_grad_view_of_subclass_intermediate_refused() -> None:
+    """The PairTensor version: a new leaf of a subclass the compiled graph cannot make, refused by name."""
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
+        subclassaot.compile(new_leaf_no_grad_slice_of_intermediate_returned, backend="eager")(
+            pair(3, 4).requires_grad_()
+        )
+
+
 def new_leaf_view_of_input_used_and_returned(x: T) -> object:
     v = x[0]
     v.requires_grad_()
@@ -3573,6 +3627,31 @@ def set_of_a_no_grad_view_then_the_flag_then_read(x0: T) -> object:
     return (x0 * 2,)
 
 
+def set_of_an_inference_view_after_the_flag(x0: T) -> object:
+    with torch.inference_mode():
+        t0 = x0.view((1, 1, 1))
+    x0.requires_grad_()
+    t0.set_(t0)  # type: ignore[call-overload]
+    return ()
+
+
+def test_set_of_an_inference_view_after_a_view_input_requires_grad_refused(compile_fn: CompileFn | None) -> None:
+    """A view taken inside inference_mode of an input that is a view of a tensor requiring none acts as a view taken
+    under no_grad: eager's takes requires_grad from that base (none), and its set_() with grad, after the program's
+    requires_grad_() on the input, runs. The run's view follows the input's stand-in, which requires grad, and
+    autograd raised "A view was created in inference mode and is being modified inplace in normal mode" at the
+    set_(), which no torch function mode sees (fuzz seed 118200, program 3390: CRASHED). Refused by name, as the
+    no_grad view's set_() is."""
+
+    def make() -> tuple[T]:
+        return (torch.randn(()).view((1,)),)
+
+    f = set_of_an_inference_view_after_the_flag
+    with torch.enable_grad():
+        f(*make())  # eager runs it
+    refused_with_grad(f, make, compile_fn, FLAGLESS_VIEW_READ)
+
+
 @pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
 @pytest.mark.parametrize(
     "f", [set_of_a_no_grad_view_then_the_flag, set_of_a_no_grad_view_then_the_flag_then_read], ids=["set", "read"]
@@ -4533,20 +4612,76 @@ def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
     return (x * x,)
 
 
+def _write_of_a_value_with_history_then_requires_grad_returned(x: T, w: T) -> object:
+    x.add_(w)
+    x.requires_grad_()
+    return (x,)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [_write_of_a_value_with_history_then_requires_grad, _write_of_a_value_with_history_then_requires_grad_returned],
+    ids=["read", "returned"],
+)
 @pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
-def test_input_written_with_history_before_requires_grad_refused(subclass: bool) -> None:
+def test_input_written_with_history_before_requires_grad_matches_eager(
+    f: Callable[..., object], subclass: bool, compile_fn: CompileFn | None
+) -> None:
     """A write, before requires_grad_(), of a value that requires grad: eager records it (the input becomes a
-    non-leaf with the write's history, requires_grad_() changes nothing); still refused."""
+    non-leaf with the write's history) and requires_grad_() changes nothing. It was refused as an input both written
+    and made to require grad; the record now leaves the no-op call out (SwapRecord.grad_written), and the input is
+    one a write gives history, as without the call."""
 
     def make() -> tuple[T, T]:
         wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
         return (wrap(torch.randn(3)), wrap(torch.randn(3)).requires_grad_())
 
     with torch.enable_grad():
-        out = _write_of_a_value_with_history_then_requires_grad(*make())
-        assert isinstance(out, tuple) and out[0].requires_grad
-        with pytest.raises(UnsupportedError, match="is written in place and made to require grad"):
-            subclassaot.compile(_write_of_a_value_with_history_then_requires_grad)(*make())
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _write_of_a_value_with_history_then_the_flag_setter(x: T, w: T) -> object:
+    x.add_(w)
+    x.requires_grad = True  # on a non-leaf: eager raises, as the setter does on any non-leaf
+    return (x * x,)
+
+
+def test_input_written_with_history_then_the_flag_setter_raises_like_eager() -> None:
+    """The setter, unlike requires_grad_(), raises on a non-leaf: the input a write gave history raises in eager, and
+    the run's stand-in (no leaf either) raises there too, no longer taken for a leaf input's stand-in."""
+
+    def make() -> tuple[T, T]:
+        return (torch.randn(3), torch.randn(3, requires_grad=True))
+
+    with torch.enable_grad():
+        assert_raises_like_eager(_write_of_a_value_with_history_then_the_flag_setter, make)
+
+
+def _copy_of_a_value_with_history_into_a_shared_input_then_requires_grad(x0: T, x1: T, x2: T) -> object:
+    t0 = cast(T, SinFunction.apply(x0))  # type: ignore[no-untyped-call]  # untyped in torch
+    x2.copy_(t0)
+    x2.requires_grad_()  # a no-op: x2 requires grad, a non-leaf, since the copy_
+    return ()
+
+
+@pytest.mark.parametrize("base_grad", [False, True], ids=["base_plain", "base_leaf"])
+def test_copy_with_history_into_a_shared_input_then_requires_grad_refused(
+    compile_fn: CompileFn | None, base_grad: bool
+) -> None:
+    """x2 shares x1's storage (a detach() of it) and gets a value that requires grad: eager's x2 is then a non-leaf,
+    and its requires_grad_() changes nothing. The compile took the call for a flag the input gains and set it on x2
+    from the start: the epilogue's write into the storage crashed on the real leaf ("a view of a leaf Variable that
+    requires grad is being used in an in-place operation"), or, x1 a leaf requiring grad, the run's copy_ into x2's
+    stand-in did ("a leaf Variable that requires grad ..."; fuzz seed 118200, program 2756: CRASHED, shrunk either
+    way). Now refused by the rule for a write with history into an input sharing storage, as without the call."""
+
+    def make() -> tuple[T, T, T]:
+        b1 = torch.randn((2, 1, 2), requires_grad=base_grad)
+        return (torch.randn((), requires_grad=True), b1, b1.detach())
+
+    f = _copy_of_a_value_with_history_into_a_shared_input_then_requires_grad
+    refused_with_grad(f, make, compile_fn, "shares storage with another input, and the program writes a value that")
 
 
 def optimizer_step(p: T, g: T) -> object:

@@ -2878,3 +2878,43 @@ def test_no_grad_view_changed_with_grad_before_the_input_requires_grad(
     check_with_grad(f, make_inputs, compile_fn)
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _no_grad_empty_slice_set_then_contiguous_with_grad(x0: T, x1: T) -> object:
+    t0 = x1[3:3:2]
+    t0.set_(x0)  # type: ignore[call-overload]
+    with torch.set_grad_enabled(True):
+        t0.contiguous()  # contiguous already: eager returns t0 itself and reads no history
+    return ()
+
+
+def _no_grad_slice_set_then_contiguous_with_grad(x0: T, x1: T) -> object:
+    t0 = x1[0:2]
+    t0.set_(x0)  # type: ignore[call-overload]
+    with torch.set_grad_enabled(True):
+        t1 = t0.contiguous()
+    return (t1 * 2,)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [_no_grad_empty_slice_set_then_contiguous_with_grad, _no_grad_slice_set_then_contiguous_with_grad],
+    ids=["empty", "read"],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_no_grad_view_set_then_contiguous_with_grad(
+    compile_fn: CompileFn | None, kind: str, f: Callable[..., object]
+) -> None:
+    """A view taken under no_grad of a non-leaf that requires grad, set_() to another input's storage there, then
+    contiguous() with grad on: the view is contiguous, so eager's contiguous() returns it and reads no history. The
+    run read a stand-in with the view's rebuilt history instead (Note [Stale View Functions]), whose apply read the
+    no_grad view's grad_fn after its bump and raised "A view was created in no_grad mode and its base or another view
+    of its base has been modified inplace with grad mode enabled" (fuzz seed 118300, program 1907: CRASHED)."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = (pair(3) if kind == "pair" else torch.randn((3,))).requires_grad_().clone()
+        b0 = torch.randn((4, 2, 1))
+        return (PairTensor.from_tensor(b0) if kind == "pair" else b0, b1)
+
+    check_no_grad(f, make_inputs, compile_fn)

@@ -33,7 +33,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.stale_views import input_named, layout_of
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import is_functional, storage_key, symint_expr
+from subclassaot.torch_internals import is_functional, no_torch_function, storage_key, symint_expr
 
 __all__ = [
     "check_nograd_set_write",
@@ -436,7 +436,7 @@ def with_eager_view_histories(
     if not record.nograd_set_layouts or not torch.is_grad_enabled() or not args:
         return args, kwargs
     name = getattr(func, "__name__", "")
-    if name in _NO_STAND_INS:
+    if name in _NO_STAND_INS or (name == "contiguous" and _contiguous_already(args, kwargs)):
         return args, kwargs
     made: dict[int, torch.Tensor | None] = {}
     grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs)))
@@ -455,6 +455,16 @@ def with_eager_view_histories(
     if not any(found is not None for found in made.values()):
         return args, kwargs
     return (first, *rest), new_kwargs
+
+
+def _contiguous_already(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Does `args[0].contiguous(...)` return `args[0]` itself? Eager's then reads no history of it (no op runs)."""
+    t = args[0]
+    fmt = kwargs.get("memory_format", args[1] if len(args) > 1 else torch.contiguous_format)
+    with no_torch_function():  # (the pipeline's read, not the program's)
+        return (
+            isinstance(t, torch.Tensor) and isinstance(fmt, torch.memory_format) and t.is_contiguous(memory_format=fmt)
+        )
 
 
 def original_of(out: object, name: str, args: tuple[Any, ...], call_args: tuple[Any, ...]) -> object:

@@ -231,7 +231,8 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # - Views set_() under no_grad read with grad: eager's rebuilt history is the base's as_strided() with the view's new
 #   layout, so each torch call that reads or writes such a view with grad reads a stand-in (`_EagerHistory`: the base's
 #   as_strided() at the view's layout now, with the view's own values). Not for the view an in-place view op changes,
-#   out= arguments, subclass views; refused where the base's storage cannot hold the layout and a gradient reaches it.
+#   out= arguments, subclass views, nor a contiguous() that returns the view itself (no op runs, no history is read:
+#   eager's view made under no_grad would raise at that read); refused where the base's storage cannot hold the layout and a gradient reaches it.
 #   A later write with grad rebases the old base by as_strided with the new layout, which the trace's replay of the old
 #   view ops does not cover: refused where gradient flows into the write.
 # - Subclass views drop a grad-enabled t_() they recorded once another view's in-place view op bumps the shared counter;

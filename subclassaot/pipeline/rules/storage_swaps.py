@@ -967,6 +967,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Writes under no_grad, inside inference_mode (grad mode on or not) or through .data/detach() are
             # invisible to autograd in eager.
             self.record.note_visible_write(arg, moves_data)
+        # (through a detach() too: the write is hidden from the base's history, not from the alias's own)
+        grad_on = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        sources = (o for o in pytree.tree_leaves(operands) if isinstance(o, torch.Tensor) and o is not arg)
+        if self.depth == 0 and moves_data and grad_on and any(o.requires_grad for o in sources):
+            self.record.grad_written.add(id(arg))
             if self.depth == 0 and moves_data:
                 note_write_after_grad_set(self.record, arg)  # Note [set_ Under Grad]
 
@@ -1006,11 +1011,13 @@ def _plain_tensor(t: object) -> bool:
 
 
 def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
-    """Is args[0] the run's stand-in, no leaf, for a tensor input that is a leaf requiring grad in eager?"""
+    """Is args[0] the run's stand-in, no leaf, for a tensor input that is a leaf requiring grad in eager? (Not one the
+    program wrote a value requiring grad into, SwapRecord.grad_written: eager's is no leaf then.)"""
     if not args or not isinstance(args[0], torch.Tensor) or is_functorch_wrapped(args[0]):
         return False
     found = record.input_positions.get(id(args[0]))
-    return found is not None and found[1].is_leaf and args[0].requires_grad and not args[0].is_leaf
+    leaf = found is not None and found[1].is_leaf and id(args[0]) not in record.grad_written
+    return leaf and args[0].requires_grad and not args[0].is_leaf
 
 
 def _note_touch_after_gain(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -1277,6 +1284,7 @@ class _DataMode(TorchFunctionMode):
             turns_on
             and isinstance(args[0], torch.Tensor)
             and not is_functorch_wrapped(args[0])  # Note [Grad Mode And Autograd Reads]
+            and not _flag_already_on(self.record, args[0])
         ):
             self.record.requires_grad_set.add(id(args[0]))
             if is_no_grad_view(args[0]) and id(args[0]) not in self.record.input_positions:
@@ -1554,6 +1562,15 @@ def _recording() -> bool:
 
 
 _INFERENCE_VIEW_ERROR = "Cannot set version_counter for inference tensor"
+
+
+def _flag_already_on(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is requires_grad_() on `t`, the stand-in of an input that came requiring no grad, a no-op in eager? It is where
+    the program wrote a value that requires grad into that input itself with grad on (SwapRecord.grad_written): eager's
+    input is then no leaf and requires grad, which requires_grad_() leaves as it is. The run's stand-in, which requires
+    grad there too, is no input made to require grad from the start (Note [Grad Mode And Autograd Reads])."""
+    found = record.input_positions.get(id(t))
+    return found is not None and not found[1].requires_grad and t.requires_grad and id(t) in record.grad_written
 
 
 def _call_viewing_normal(record: SwapRecord, func: Any, args: Any, kwargs: Any) -> object:
