@@ -43,6 +43,7 @@ from subclassaot.pipeline.ambient_modes import (
     traced_under,
 )
 from subclassaot.pipeline.analyze import (
+    analysis_of_run,
     analyze,
     check_gained_grad,
     check_sets_before_gaining_grad,
@@ -91,7 +92,7 @@ from subclassaot.pipeline.rules.training_rules import (
     check_swapped_storage_outputs,
     check_training_supported,
 )
-from subclassaot.pipeline.trace import TracedGraph, trace_inference, untraced_inference
+from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
 from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
@@ -105,6 +106,7 @@ from subclassaot.torch_internals import (
     get_version,
     new_fake_mode,
     shape_env_of,
+    unbacked_symbols_made,
 )
 
 log = logging.getLogger(__name__)
@@ -582,6 +584,22 @@ class _Program:
             self.call, self.flat, layout, self.dense_fakes, self.fakes, self.fake_mode, self.nonleaf, replay_reads
         )
 
+    def analyze_and_trace(
+        self, layout: DenseLayout, traces: Callable[[Analysis], bool]
+    ) -> tuple[Analysis, TracedGraph | None]:
+        analysis_of = functools.partial(analysis_of_run, self.call, self.flat, layout, user_fakes=self.fakes)
+        return analyze_and_trace(
+            self.call,
+            self.flat,
+            layout,
+            self.dense_fakes,
+            self.fakes,
+            self.fake_mode,
+            self.decompositions,
+            analysis_of,
+            traces,
+        )
+
 
 def _compile_over(
     fn: Callable[..., object],
@@ -606,8 +624,10 @@ def _compile_over(
     grad_at_end: list[bool] = []
     call = _in_grad_mode(call, False if attempt.within_no_grad else None, grad_at_end)
     prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
-    layout, analysis, training = _analyzed(prog, layout, whole_storage)
+    layout, analysis, training, traced_once = _analyzed(prog, layout, whole_storage)
     inference = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
+    if traced_once is not None:  # See Note [Training Through A Joint Graph]: one run
+        inference = functools.cache(lambda: traced_once)
     backend = backends.get_backend(config.backend)
     new_leaves = any(analysis.new_leaves)
     native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference, attempt)
@@ -723,19 +743,26 @@ def _trains_natively(
 
 def _analyzed(
     prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex]
-) -> tuple[DenseLayout, Analysis, bool]:
+) -> tuple[DenseLayout, Analysis, bool, TracedGraph | None]:
     """The program analyzed over `layout`, and again where it gains grad on an input or leaves aliases untouched;
-    the layout it was last analyzed over, and whether the compile is for training. Refuses what it cannot compile."""
+    the layout it was last analyzed over, whether the compile is for training, and the inference graph where the run
+    that analyzed it traced it too (Note [Training Through A Joint Graph]: one run). Refuses what it cannot compile."""
     flat, fakes = prog.flat, prog.fakes
     training = torch.is_grad_enabled() and any(t.requires_grad for t in prog.tensors)
+    traced: TracedGraph | None = None
     apart = _analyzed_apart(prog, layout, whole_storage, training)
     if apart is not None:
         layout, analysis = apart
     else:
-        with torch.enable_grad() if training else _ambient_grad():
-            analysis = prog.analyze(layout)
+        once = _analyzed_once(prog, layout) if _runs_once(prog, layout, training) else None
+        if once is not None:
+            analysis, traced = once
+        else:
+            with torch.enable_grad() if training else _ambient_grad():
+                analysis = prog.analyze(layout)
         gains_grad = _gaining_grad(prog, analysis)
         if gains_grad and torch.is_grad_enabled():
+            traced = None  # (the analysis below decides the graph: `_keeps_trace` kept none)
             # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
             # start (the runtime sets it on the real input before running, as eager's program would).
             check_written_inputs_gaining_grad(flat, layout, analysis, gains_grad)
@@ -756,6 +783,7 @@ def _analyzed(
             replay = analysis.autograd_reads if gains_grad else None  # (eager's, before the flag: as above)
             with torch.enable_grad() if training else _ambient_grad():
                 analysis = prog.analyze(layout, replay)
+            traced = None
     check_grad_factories(analysis.grad_factories, training=training)
     check_grad_reenabled(analysis.grad_reenabled, training=training)
     if training:
@@ -766,7 +794,33 @@ def _analyzed(
         check_multi_output_view_inputs(flat, layout, analysis)
         check_multi_output_view_outputs(flat, layout, analysis)
         refuse_stale_view_layouts(list(analysis.views_read_after_own_set))  # Note [Stale View Functions]
-    return layout, analysis, training
+    return layout, analysis, training, traced
+
+
+def _runs_once(prog: _Program, layout: DenseLayout, training: bool) -> bool:
+    """Whether the analysis's run may trace the inference graph too (Note [Training Through A Joint Graph]: one
+    run)."""
+    return not training and not layout.groups and not prog.nonleaf and torch._C._len_torch_dispatch_stack() == 0
+
+
+def _analyzed_once(prog: _Program, layout: DenseLayout) -> tuple[Analysis, TracedGraph | None] | None:
+    """The analysis, and the inference graph traced by its run where `_keeps_trace`; None where that run raised
+    (the analysis alone decides: Note [Training Through A Joint Graph]: one run)."""
+    made = unbacked_symbols_made(prog.fake_mode)
+    try:
+        with _ambient_grad():
+            once = prog.analyze_and_trace(layout, functools.partial(_keeps_trace, prog))
+    except Exception:
+        return None
+    # (a tensor's value read as a number: make_fx binds the symbol to the node that made it, the analysis leaves it
+    # pending for the trace to refuse, as before)
+    return once if unbacked_symbols_made(prog.fake_mode) == made else None
+
+
+def _keeps_trace(prog: _Program, analysis: Analysis) -> bool:
+    """Whether the graph the analysis's run traced is the compile's (Note [Training Through A Joint Graph]: one
+    run)."""
+    return not any(analysis.new_leaves) and not (_gaining_grad(prog, analysis) and torch.is_grad_enabled())
 
 
 def _gaining_grad(prog: _Program, analysis: Analysis) -> list[int]:

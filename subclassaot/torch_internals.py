@@ -816,6 +816,13 @@ def shape_env_of(mode: FakeTensorMode) -> ShapeEnv:
     return env
 
 
+def unbacked_symbols_made(mode: FakeTensorMode) -> int:
+    """How many unbacked symbols (a tensor's value read as a number: `.item()`, a data-dependent size) the ShapeEnv
+    of `mode` has made so far."""
+    env = shape_env_of(mode)
+    return env.unbacked_symint_counter + env.unbacked_symfloat_counter
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Tracing and symbolic expressions
 # ---------------------------------------------------------------------------------------------------------------

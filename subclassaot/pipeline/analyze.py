@@ -169,6 +169,7 @@ from subclassaot.torch_internals import (
     is_custom_function_view,
     is_inference_mode_view,
     new_functional_mode,
+    outside_current_modes,
     requires_grad_through_base,
     storage_key,
 )
@@ -215,6 +216,23 @@ def analyze(
         )
         facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
     return _analysis(call, flat, layout, user_fakes, own_base_views, facts)
+
+
+def analysis_of_run(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    run: FunctionalRun,
+    user_fakes: Sequence[torch.Tensor],
+) -> Analysis:
+    """The analysis of `run`, a run of the program as `analyze` makes it for an inference compile without alias
+    groups or non-leaf subclass inputs (no clones, no own-base views, nothing replayed), made by a trace in progress
+    (Note [Training Through A Joint Graph]: one run); called under the run's fake and functional modes, as `analyze`
+    checks its run. The rest, which `analyze` reads after leaving those modes, is read outside every mode of the
+    trace (its probes run the program on fakes of their own)."""
+    facts = _CheckedRun(call, flat, layout, run, user_fakes, frozenset(), False)
+    with outside_current_modes():
+        return _analysis(call, flat, layout, user_fakes, False, facts)
 
 
 class _CheckedRun:

@@ -174,6 +174,52 @@ def trace_inference(
     return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
 
 
+def analyze_and_trace(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    layout: DenseLayout,
+    dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+    decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+    analysis_of: Callable[[FunctionalRun], Analysis],
+    traces: Callable[[Analysis], bool],
+) -> tuple[Analysis, TracedGraph | None]:
+    """One run of the program that is both the analysis's and the inference trace's (Note [Training Through A
+    Joint Graph]: one run): the run as `analyze` makes it, inside make_fx, its analysis (`analysis_of`, called under the
+    run's modes), and the graph of its outputs where `traces(analysis)` (the graph `trace_inference` would make of
+    that analysis); else None, and the graph, if wanted, is traced as usual."""
+    found: list[tuple[Analysis, bool]] = []
+    counts = {"fresh": 0, "bases": 0, "symints": 0}
+
+    def graph_fn(*graph_values: torch.Tensor) -> list[object]:
+        with new_functional_mode():
+            run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes)
+            analysis = analysis_of(run)
+            found.append((analysis, traces(analysis)))
+            if not found[0][1]:
+                return []
+            updates = input_updates(layout, analysis)
+            outs, counts["fresh"], counts["bases"], counts["symints"] = graph_output_values(run, updates, analysis)
+            return outs
+
+    example = graph_example_inputs(layout, dense_fakes)
+    with fake_mode:
+        gm = trace_graph(graph_fn, example, decompositions)
+    ((analysis, traced),) = found
+    if not traced:
+        return analysis, None
+    _drop_dead_code(gm)
+    outputs = inference_outputs(layout, analysis)
+    if (counts["fresh"], counts["bases"], counts["symints"]) != (
+        outputs.num_fresh,
+        outputs.num_bases,
+        outputs.num_symints,
+    ):
+        raise AssertionError(f"BUG: the trace's outputs {counts} differ from the analysis's {outputs}")
+    return analysis, TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
+
+
 def graph_output_values(
     run: FunctionalRun, updates: Sequence[InputUpdate], analysis: Analysis
 ) -> tuple[list[object], int, int, int]:

@@ -1,0 +1,169 @@
+"""One run of the program both analyzes and traces an inference compile (Note [Training Through A Joint Graph]: one
+run): where nothing the analysis finds changes what the trace runs, the compile runs the program over fakes once, and
+the compiled call matches eager's as the two-run compile did; elsewhere the compile runs it as before."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+import torch
+from torch import nn
+
+import subclassaot
+import subclassaot.pipeline.analyze
+import subclassaot.pipeline.joint
+import subclassaot.pipeline.trace
+from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.functional_run import run_functional
+from tests.oracle import assert_matches_eager
+from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import pair
+
+T = torch.Tensor
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The functional runs of the program a compile makes, by the stage module that made each."""
+    made: list[str] = []
+    for module in (subclassaot.pipeline.analyze, subclassaot.pipeline.trace, subclassaot.pipeline.joint):
+
+        def counted(*args: object, _name: str = module.__name__, **kwargs: object) -> object:
+            made.append(_name.rsplit(".", 1)[1])
+            return run_functional(*args, **kwargs)  # type: ignore[arg-type]  # the pipeline's own arguments
+
+        monkeypatch.setattr(module, "run_functional", counted)
+    yield made
+
+
+def _read(x: T, y: T) -> object:
+    return (x * 2 + y).sin()
+
+
+def _write(x: T, y: T) -> object:
+    x.add_(y)
+    return x.view(-1) * 2
+
+
+def _returned_view(x: T, y: T) -> object:
+    x.add_(1)
+    return x.view(-1), y.t()
+
+
+def _inplace_view_op(x: T, y: T) -> object:
+    x.t_()
+    return x + y.t()
+
+
+def _intermediate_views(x: T, y: T) -> object:
+    z = x + y
+    return z, z[0], z.t(), x.shape[0] * 2
+
+
+def _set_onto_other(x: T, y: T) -> object:
+    set_to(x, y)
+    return x * 2
+
+
+_PROGRAMS: dict[str, Callable[[T, T], object]] = {
+    "read": _read,
+    "write": _write,
+    "returned_view": _returned_view,
+    "inplace_view_op": _inplace_view_op,
+    "intermediate_views": _intermediate_views,
+    "set_onto_other": _set_onto_other,
+}
+
+
+def _inputs(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return pair(2, 2), pair(2, 2)
+        return torch.randn(2, 2), torch.randn(2, 2)
+
+    return make
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("program", list(_PROGRAMS))
+@pytest.mark.parametrize("grad", [False, True])
+def test_inference_compile_runs_the_program_once(runs: list[str], program: str, kind: str, grad: bool) -> None:
+    # (with grad on and no input requiring grad, the compile is for inference too)
+    with torch.enable_grad() if grad else torch.no_grad():
+        assert_matches_eager(_PROGRAMS[program], _inputs(kind), calls=2, versions="exact")
+    assert runs == ["trace"]
+
+
+class _Encoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
+
+    def forward(self, x: T) -> T:
+        return self.layer(x)  # type: ignore[no-any-return]
+
+
+def test_model_in_eval_runs_once(runs: list[str]) -> None:
+    # parameters that require grad, called under no_grad: an inference compile
+    torch.manual_seed(0)
+    with torch.no_grad():
+        assert_matches_eager(_Encoder().eval(), lambda: (torch.randn(2, 5, 16),), calls=2)
+    assert runs == ["trace"]
+
+
+def _gains_grad(x: T, y: T) -> object:
+    x.requires_grad_()
+    return x * y
+
+
+def _new_leaf(x: T, y: T) -> object:
+    z = (x * 2).requires_grad_()
+    return z * y
+
+
+@pytest.mark.parametrize(
+    ("name", "program", "expected"),
+    [
+        # an input gaining grad: analyzed again, for training, with the flag set
+        ("gains_grad", _gains_grad, ["trace", "analyze"]),
+        # a new autograd leaf: the trace's run marks it
+        ("new_leaf", _new_leaf, ["trace", "trace"]),
+    ],
+)
+def test_analysis_that_changes_the_trace_traces_again(
+    runs: list[str], name: str, program: Callable[[T, T], object], expected: list[str]
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(program, _inputs("plain"), calls=2)
+    assert runs[: len(expected)] == expected
+
+
+def test_training_and_aliased_inputs_run_as_before(runs: list[str]) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(_read, lambda: (torch.randn(2, 2, requires_grad=True), torch.randn(2, 2)), calls=2)
+    assert "trace" not in runs[:1] and runs[0] == "analyze"
+    runs.clear()
+    with torch.no_grad():
+        assert_matches_eager(_read_aliases, _aliased_inputs)
+    assert runs[0] == "analyze"
+
+
+def _read_aliases(x: T, y: T) -> object:
+    return x * 2 + y.view(2, 2)
+
+
+def _aliased_inputs() -> tuple[object, ...]:
+    base = torch.randn(4)
+    return base.view(2, 2), base
+
+
+def _item(x: T, y: T) -> object:
+    return x * y.sum().item()
+
+
+def test_a_run_failing_inside_the_trace_refuses_as_the_analysis(runs: list[str]) -> None:
+    # (`.item()` raises another error under make_fx than over fakes alone: the analysis's refusal is the compile's)
+    with torch.no_grad(), pytest.raises(UnsupportedError, match="depends on tensor values"):
+        subclassaot.compile(_item)(torch.randn(2, 2), torch.randn(2, 2))
+    assert runs[:2] == ["trace", "analyze"]
