@@ -714,8 +714,9 @@ def _held_leaves_unobserved(
     if hold.held is not None and hold.unobserved is not None:
         return hold.unobserved
     held = hold.held if hold.held is not None else frozenset(hold.noted)
+    wrap = functools.partial(traced_under, function_modes)
     with torch.set_grad_enabled(caller_grad):
-        found = unobserved_new_leaves(functools.partial(traced_under, function_modes), as_called, flat, held)
+        found = unobserved_new_leaves(wrap, as_called, flat, held, hold.calls if hold.held is not None else None)
     if hold.held is not None:
         hold.unobserved = found
     return found

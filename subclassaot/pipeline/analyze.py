@@ -222,7 +222,7 @@ def analyze(
             hold=hold,
         )
         if hold is not None:
-            hold.run_completed()
+            hold.run_completed(run.swaps.flag_calls)
         facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
     return _analysis(call, flat, layout, user_fakes, own_base_views, facts)
 

@@ -690,15 +690,19 @@ def unobserved_new_leaves(
     call: Callable[..., object],
     flat: FlatInputs,
     held: frozenset[int],
+    calls: int | None,
 ) -> bool:
     """Does skipping the program's calls at the places `held` (in call order, among its calls turning a flag on),
     each making a new autograd leaf, change nothing eager's run shows (Note [Training Without A Function])? False where
-    one is observed, or one of them makes no new leaf in eager. `call`: the program over the flat inputs; `wrap`: what
-    the driver puts around it (its ambient modes). Runs under the grad mode it is called in, outside the modes of a
-    trace in progress."""
+    one is observed, one of them makes no new leaf in eager, or eager's run makes other than `calls` calls turning a
+    flag on (None: not asked; an analysis run below the caller's modes also sees the calls they make). `call`: the
+    program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under the grad mode
+    it is called in, outside the modes of a trace in progress."""
     with outside_current_modes():
         as_called = _leaf_run(wrap, call, flat, frozenset())
         if as_called is None or not held <= as_called[0].candidates:
+            return False
+        if calls is not None and as_called[0].calls != calls:
             return False
         skipped = _leaf_run(wrap, call, flat, held)
     if skipped is None or as_called[0].touched:

@@ -35,16 +35,18 @@ class NewLeafHold:
     held: frozenset[int] | None = None
     noted: dict[int, tuple[NewLeafKind, str]] = field(default_factory=dict)
     unobserved: bool | None = None  # whether eager's run observes none of `held`, once the driver asked
+    calls: int | None = None  # the calls turning a flag on that the run deciding `held` counted
 
     def run_starts(self) -> None:
         """An analysis run begins: while undecided, it notes afresh (what a run that failed noted is dropped)."""
         if self.held is None:
             self.noted.clear()
 
-    def run_completed(self) -> None:
-        """The analysis run completed: while undecided, what it held back is decided."""
+    def run_completed(self, calls: int) -> None:
+        """The analysis run completed, counting `calls` calls turning a flag on: while undecided, what it held back is
+        decided."""
         if self.held is None:
-            self.held = frozenset(self.noted)
+            self.held, self.calls = frozenset(self.noted), calls
 
     @staticmethod
     def as_called() -> NewLeafHold:
