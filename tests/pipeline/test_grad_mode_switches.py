@@ -16,6 +16,7 @@ from torch.testing._internal.two_tensor import TwoTensor
 import subclassaot
 from subclassaot import api
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline import analyze as analysis_stage
 from subclassaot.pipeline import backward_probe
 from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
@@ -5246,7 +5247,7 @@ def _counting_compile(
 
         return run
 
-    monkeypatch.setattr(api, "analyze", counted("analyses", api.analyze))
+    monkeypatch.setattr(api, "analyze", counted("analyses", analysis_stage.analyze))
     monkeypatch.setattr(backward_probe, "_leaf_run", counted("leaf runs", backward_probe._leaf_run))
     error: BaseException | None = None
     with torch.set_grad_enabled(grad):
