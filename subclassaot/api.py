@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from policies import AutomaticDynamicState, Policy
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
-from subclassaot.errors import AliasedSubclassRefusal, BackendError, NewLeafRefusal, SubclassAOTError, UnsupportedError
+from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
 from subclassaot.pipeline import backends, guards, python_state
 from subclassaot.pipeline.ambient_modes import (
     NO_MODES,
@@ -85,6 +85,7 @@ from subclassaot.pipeline.inputs import (
 from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.strides_and_offsets import refuse_float8_arithmetic
 from subclassaot.pipeline.rules.training_rules import (
@@ -471,9 +472,9 @@ class _Attempt:
     # a call under no_grad whose program turns grad on inside: compiled for training over no_grad(program) (Note
     # [Grad Mode And Autograd Reads])
     within_no_grad: bool = False
-    # the places of the program's requires_grad_() calls making new leaves nothing observes, skipped (Note [Training
-    # Without A Function]); None: none skipped
-    held_flags: frozenset[int] | None = None
+    # the program's requires_grad_() calls making new leaves held back (Note [Training Without A Function]): decided
+    # by the first analysis run that completes, or as called once eager's run shows that a held-back leaf is observed
+    hold: NewLeafHold = dataclasses.field(default_factory=NewLeafHold)
 
 
 def _compile_entry_once(
@@ -529,9 +530,12 @@ def _compile_entry(
         try:
             try:
                 with torch.enable_grad() if attempt.within_no_grad else contextlib.nullcontext():
-                    return _compile_over(
+                    entry = _compile_over(
                         fn, args, kwargs, config, state, symbols, captures, whole_storage, function_modes, attempt
                     )
+                if entry is not None:
+                    return entry
+                continue  # (the program as called: Note [Training Without A Function])
             except Exception:
                 if attempt.deferred_trace is not None:  # Note [Training Through A Joint Graph]
                     _raised_alone(attempt.deferred_trace)  # its own error first
@@ -540,14 +544,6 @@ def _compile_entry(
             if e.leaf in whole_storage:
                 raise
             whole_storage |= {e.leaf}
-        except NewLeafRefusal:
-            if attempt.held_flags is not None:
-                raise
-            flat, call = flatten_call(fn, args, kwargs, captures)
-            held = unobserved_new_leaves(functools.partial(traced_under, function_modes), call, flat)
-            if held is None:
-                raise
-            attempt.held_flags = held  # See Note [Training Without A Function]
         except GradReenabledError as e:
             if torch.is_grad_enabled() and not attempt.within_no_grad:
                 # called with grad: the error comes from a trace a training compile runs under no_grad (the forward's
@@ -563,6 +559,7 @@ def _compile_entry(
             if attempt.within_no_grad:
                 raise
             attempt.within_no_grad = True  # Note [Grad Mode And Autograd Reads]
+            attempt.hold = NewLeafHold()  # (the run starts with grad off: which calls make new leaves is decided anew)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -578,10 +575,19 @@ class _Program:
     dense_fakes: list[torch.Tensor]  # per dense leaf (DenseIndex): its fake
     nonleaf: frozenset[int]  # tensor inputs: subclass non-leaves that require grad (analyze's `nonleaf`)
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
+    hold: NewLeafHold  # the calls making new leaves held back (Note [Training Without A Function])
 
     def analyze(self, layout: DenseLayout, replay_reads: tuple[object, ...] | None = None) -> Analysis:
         return analyze(
-            self.call, self.flat, layout, self.dense_fakes, self.fakes, self.fake_mode, self.nonleaf, replay_reads
+            self.call,
+            self.flat,
+            layout,
+            self.dense_fakes,
+            self.fakes,
+            self.fake_mode,
+            self.nonleaf,
+            replay_reads,
+            hold=self.hold,
         )
 
     def analyze_and_trace(
@@ -598,6 +604,7 @@ class _Program:
             self.decompositions,
             analysis_of,
             traces,
+            hold=self.hold,
         )
 
 
@@ -612,19 +619,23 @@ def _compile_over(
     whole_storage: frozenset[DenseIndex],
     function_modes: tuple[object, ...],
     attempt: _Attempt,
-) -> CompiledEntry:
-    """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime."""
+) -> CompiledEntry | None:
+    """inputs -> fakify -> desugar -> analyze -> trace (training: joint -> partition) -> backend -> guards -> runtime.
+    None: the analysis held back a call making a new leaf that eager's run observes; compile again as called (Note
+    [Training Without A Function])."""
     attempt.deferred_trace = None
-    flat, call = flatten_call(fn, args, kwargs, captures)
-    if attempt.held_flags is not None:
-        call = holding_back_flags(call, attempt.held_flags)  # See Note [Training Without A Function]
+    flat, as_called = flatten_call(fn, args, kwargs, captures)
+    call = holding_back_flags(as_called, attempt.hold)  # See Note [Training Without A Function]
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     # See Note [Grad Mode And Autograd Reads]: the grad mode the program starts in, and the one it leaves
     caller_grad = False if attempt.within_no_grad else torch.is_grad_enabled()
     grad_at_end: list[bool] = []
     call = _in_grad_mode(call, False if attempt.within_no_grad else None, grad_at_end)
-    prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
-    layout, analysis, training, traced_once = _analyzed(prog, layout, whole_storage)
+    unobserved = functools.partial(_held_leaves_unobserved, attempt.hold, as_called, flat, function_modes, caller_grad)
+    analyzed = _analyzed_holding_back(call, flat, config, state, symbols, whole_storage, attempt, unobserved)
+    if analyzed is None:
+        return None
+    prog, layout, analysis, training, traced_once = analyzed
     inference = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
     if traced_once is not None:  # See Note [Training Through A Joint Graph]: one run
         inference = functools.cache(lambda: traced_once)
@@ -677,6 +688,62 @@ def _compile_over(
         forward=forward_graph,
         autograd_backward=native,
     )
+
+
+def _analyzed_holding_back(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    config: CompileConfig,
+    state: AutomaticDynamicState,
+    symbols: SymbolCache,
+    whole_storage: frozenset[DenseIndex],
+    attempt: _Attempt,
+    unobserved: Callable[[], bool],
+) -> tuple[_Program, DenseLayout, Analysis, bool, TracedGraph | None] | None:
+    """The program fakified and analyzed (`_analyzed`, with the graph its run traced where it did), with the calls making new leaves its analysis held back where
+    eager's run observes none of them; None where it observes one and the program as called is to be compiled
+    instead (`attempt.hold` then says so); the refusal of the compile as called where that is certain (Note
+    [Training Without A Function])."""
+    try:
+        prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
+        layout, analysis, training, traced_once = _analyzed(prog, layout, whole_storage)
+    except (StorageReachError, GradReenabledError):
+        raise  # (the driver's own compile again: what the run noted is noted again)
+    except Exception:
+        # the program with the calls held back fails where the program as called may not: eager's run decides
+        # which of the two is the program's
+        if not attempt.hold.noted or unobserved():
+            raise
+        attempt.hold = NewLeafHold.as_called()
+        return None
+    if attempt.hold.noted and not unobserved():
+        refusal = attempt.hold.refusal()
+        if refusal is not None:
+            raise refusal
+        attempt.hold = NewLeafHold.as_called()
+        return None
+    return prog, layout, analysis, training, traced_once
+
+
+def _held_leaves_unobserved(
+    hold: NewLeafHold,
+    as_called: Callable[..., object],
+    flat: FlatInputs,
+    function_modes: tuple[object, ...],
+    caller_grad: bool,
+) -> bool:
+    """Does holding back the calls the analysis noted change nothing eager's run shows, run under the caller's grad
+    mode (Note [Training Without A Function])? Asked once per decision (a compile again over an input's whole
+    storage keeps it); a run that failed before deciding is asked about what it noted."""
+    if hold.held is not None and hold.unobserved is not None:
+        return hold.unobserved
+    held = hold.held if hold.held is not None else frozenset(hold.noted)
+    wrap = functools.partial(traced_under, function_modes)
+    with torch.set_grad_enabled(caller_grad):
+        found = unobserved_new_leaves(wrap, as_called, flat, held, hold.calls if hold.held is not None else None)
+    if hold.held is not None:
+        hold.unobserved = found
+    return found
 
 
 def _runtime_plan(
@@ -1136,6 +1203,7 @@ def _fakify_and_desugar(
             dense_fakes=dense_fakes,
             nonleaf=nonleaf,
             decompositions=decompositions,
+            hold=attempt.hold,
         )
         return prog, layout
 

@@ -43,10 +43,5 @@ class AliasedSubclassRefusal(UnsupportedError):
     which Note [Aliased Inputs In Training] may lift by compiling again."""
 
 
-class NewLeafRefusal(UnsupportedError):
-    """The refusal of a new autograd leaf the program makes, which the driver lifts where nothing observes the leaf,
-    by compiling again without the calls that make it (Note [Training Without A Function])."""
-
-
 class BackendError(SubclassAOTError, RuntimeError):
     """A backend broke its contract (for example it returned a graph that mutates its inputs)."""

@@ -16,7 +16,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import SubclassNode, is_traceable_subclass
-from subclassaot.errors import NewLeafRefusal, UnsupportedError
+from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.analyze_training import (
     check_history_over_alias,
     check_input_view_rebuilt,
@@ -96,6 +96,7 @@ from subclassaot.pipeline.rules.leaf_mutations import (
     leaf_mutations,
     wrappers_after,
 )
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, no_grad_new_leaf_refusal
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.set_under_grad import (
     early_set_inputs,
@@ -187,14 +188,17 @@ def analyze(
     nonleaf_wrappers: frozenset[int] = frozenset(),
     replay_reads: tuple[object, ...] | None = None,
     own_base_views: bool | None = None,
+    hold: NewLeafHold | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
     them in place); the analysis runs them as clones, which are non-leaves too. `replay_reads`: the answers of an
     earlier analysis's autograd reads, given back in order (Note [Grad Mode And Autograd Reads]). `own_base_views`:
-    Note [Aliased Inputs In Training] (None: tried as `with_own_base_views` says)."""
+    Note [Aliased Inputs In Training] (None: tried as `with_own_base_views` says). `hold`: the compile's choice of
+    the calls making new leaves it holds back, made by the first run that completes (Note [Training Without A
+    Function])."""
     if own_base_views is None:
         args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers, replay_reads)
-        return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views))
+        return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views, hold=hold))
     graph_fakes = graph_example_inputs(layout, dense_fakes)
     # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
     # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
@@ -202,6 +206,8 @@ def analyze(
     with fake_mode:
         for k in grad_groups:
             graph_fakes[k] = graph_fakes[k].detach().requires_grad_(True)
+    if hold is not None:
+        hold.run_starts()
     with fake_mode, new_functional_mode():
         run = run_functional(
             call,
@@ -213,7 +219,10 @@ def analyze(
             clone_graph_inputs=grad_groups,
             own_base_views=own_base_views,
             replay_reads=replay_reads,
+            hold=hold,
         )
+        if hold is not None:
+            hold.run_completed(run.swaps.flag_calls)
         facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
     return _analysis(call, flat, layout, user_fakes, own_base_views, facts)
 
@@ -638,13 +647,7 @@ def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, 
     if not run.swaps.grad_at_start and any(gained.values()):
         # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag, Note [Grad Mode
         # And Autograd Reads]; one begun with grad on: a new leaf, Note [Training Without A Function])
-        raise NewLeafRefusal(
-            "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
-            "view of an input or an intermediate) inside a torch.enable_grad() block of a call made under no_grad: "
-            "eager makes it a new autograd leaf, which the outputs' histories end in, and the compiled call under "
-            'no_grad cannot make such a leaf. Use torch.compile(fn, backend="subclassaot"), which splits the program '
-            "there, call the compiled function with grad mode on, or call requires_grad_() on the output after the call"
-        )
+        raise no_grad_new_leaf_refusal()
 
 
 def _analyze_outputs(

@@ -24,8 +24,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.errors import NewLeafRefusal, UnsupportedError
+from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
 from subclassaot.runtime.regenerate import replay_steps
 from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs
@@ -515,15 +516,6 @@ def gain_last_unobserved(call: Callable[..., object], flat: FlatInputs, gained: 
         return as_called is not None and as_called == _autograd_picture(call, flat, (), late=gained)
 
 
-def _turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, bool]:
-    """Whether a torch-function call turns a tensor's requires_grad on (`requires_grad_()` or the setter), and whether
-    it is the setter."""
-    owner = getattr(getattr(func, "__self__", None), "__name__", None)
-    setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
-    flag = setter or func is torch.Tensor.requires_grad_
-    return flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)), setter
-
-
 class _FlagsHeldBack(TorchFunctionMode):
     """Skips the program's requires_grad_() and `.requires_grad = True` on the tensors `held` (their id()s): a run
     in which they gain the flag only once the program returned."""
@@ -536,7 +528,7 @@ class _FlagsHeldBack(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        on, setter = _turns_flag_on(func, args, kwargs)
+        on, setter = turns_flag_on(func, args, kwargs)
         if on and args and id(args[0]) in self.held:
             return None if setter else args[0]
         return func(*args, **kwargs)
@@ -594,7 +586,7 @@ class _NewLeafFlags(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        on, setter = _turns_flag_on(func, args, kwargs)
+        on, setter = turns_flag_on(func, args, kwargs)
         if on:
             place, self.calls = self.calls, self.calls + 1
             leaf = self.logging and isinstance(args[0], torch.Tensor) and self._makes_leaf(args[0])
@@ -651,12 +643,14 @@ def _shown(out: object, grad: bool) -> object:
     return [one(v) for v in pytree.tree_leaves(out)]
 
 
-def holding_back_flags(call: Callable[..., object], held: frozenset[int]) -> Callable[..., object]:
-    """`call` with the program's requires_grad-on calls at the places `held` skipped (Note [Training Without A
-    Function])."""
+def holding_back_flags(call: Callable[..., object], hold: NewLeafHold) -> Callable[..., object]:
+    """`call` with the program's requires_grad-on calls at the places `hold` decided skipped; as called while it is
+    undecided, where the analysis run holds them back itself (Note [Training Without A Function])."""
 
     def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
-        with _NewLeafFlags(held):
+        if not hold.held:
+            return call(state, args, kwargs)
+        with _NewLeafFlags(hold.held):
             return call(state, args, kwargs)
 
     return run
@@ -692,21 +686,28 @@ def _leaf_run(
 
 
 def unobserved_new_leaves(
-    wrap: Callable[[Callable[..., object]], Callable[..., object]], call: Callable[..., object], flat: FlatInputs
-) -> frozenset[int] | None:
-    """The places (in call order) of the program's calls making new autograd leaves, where skipping them all changes
-    nothing eager's run shows (Note [Training Without A Function]); None where one is observed, or there is none. `call`:
-    the program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under the
-    caller's grad mode, outside the modes of a trace in progress."""
+    wrap: Callable[[Callable[..., object]], Callable[..., object]],
+    call: Callable[..., object],
+    flat: FlatInputs,
+    held: frozenset[int],
+    calls: int | None,
+) -> bool:
+    """Does skipping the program's calls at the places `held` (in call order, among its calls turning a flag on),
+    each making a new autograd leaf, change nothing eager's run shows (Note [Training Without A Function])? False where
+    one is observed, one of them makes no new leaf in eager, or eager's run makes other than `calls` calls turning a
+    flag on (None: not asked; an analysis run below the caller's modes also sees the calls they make). `call`: the
+    program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under the grad mode
+    it is called in, outside the modes of a trace in progress."""
     with outside_current_modes():
         as_called = _leaf_run(wrap, call, flat, frozenset())
-        if as_called is None or not as_called[0].candidates:
-            return None
-        held = frozenset(as_called[0].candidates)
+        if as_called is None or not held <= as_called[0].candidates:
+            return False
+        if calls is not None and as_called[0].calls != calls:
+            return False
         skipped = _leaf_run(wrap, call, flat, held)
-    if skipped is None or as_called[0].touched or (skipped[0].log, skipped[1]) != (as_called[0].log, as_called[1]):
-        return None
-    return held
+    if skipped is None or as_called[0].touched:
+        return False
+    return (skipped[0].log, skipped[1]) == (as_called[0].log, as_called[1])
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
@@ -1057,22 +1058,30 @@ class _FunctionReach:
 # Unobserved new leaves: eager's requires_grad_() (or `.requires_grad = True`) on a tensor that is no input and
 # requires no grad makes it a new autograd leaf (above), which the compiled graph can make only on the eager backend's
 # native path. Where nothing the caller can see depends on that flag, the program with the call skipped is eager's,
-# and is compiled instead: the refusal (errors.NewLeafRefusal) has the driver run the program twice in eager on static
-# fakes of the inputs, under the caller's grad mode, once as called and once with those calls skipped (the calls
-# counted in call order, the same in every run of the program), and compare what each run shows: per op, which of its
-# tensor arguments require grad where grad mode is on (an op with grad off records no history, and one whose behaviour
-# a flag changes raises in one run), what it returns (requires_grad of the tensors it makes with grad on; the answers
-# of flag reads, `t.requires_grad` or `t.is_leaf`; the history a grad_fn read reaches), and at the end
-# `_autograd_shape` of each output and of each input as left. A later op with grad on over the leaf, over a view of it
-# taken before the flag (whose requires_grad is its base's) or after, over a value computed from it (a custom
-# Function's result), a read of its flags, returning it or a view of it, or an input it was set_() into and then read:
-# each shows in what is compared. Equal answers mean eager's leaf reaches nothing the caller observes; a run that
-# raises keeps the refusal. A second flag call on the same leaf is skipped too (in the skipped run it would make the
-# leaf there). Only the program's own calls count (not those the fake mode's code makes inside an op, which its cache
-# skips); set_() reaches no torch- function mode, but what it gives history shows in the flags and histories compared.
-# A view requiring grad through its base (made under no_grad) reports the same flag before and after its
-# requires_grad_(), and the histories through it differ only by its own accumulator: such a leaf counts as observed
-# wherever the program takes it again after the call, or returns it.
+# and is compiled instead. A compile decides that once, without a second try: its first analysis run that completes
+# holds back every call making a new leaf where the compile as called would refuse it or may (storage_swaps' _held_back: a
+# plain tensor in a call with grad on, a subclass, or inside torch.enable_grad() of a call under no_grad), skipped
+# before the run's modes see it, and notes its place (the calls turning a flag on counted in call order, the same in
+# every run of the program) and the refusal it meets as called; every later run holds back the same places. Programs
+# making no new leaf pay nothing more. Where it noted one, the driver runs the program twice in eager on static fakes
+# of the inputs, under the caller's grad mode, once as called and once with those calls skipped, and compares what each
+# run shows: per op, which of its tensor arguments require grad where grad mode is on (an op with grad off records no
+# history, and one whose behaviour a flag changes raises in one run), what it returns (requires_grad of the tensors it
+# makes with grad on; the answers of flag reads, `t.requires_grad` or `t.is_leaf`; the history a grad_fn read
+# reaches), and at the end `_autograd_shape` of each output and of each input as left. A later op with grad on over
+# the leaf, over a view of it taken before the flag (whose requires_grad is its base's) or after, over a value computed
+# from it (a custom Function's result), a read of its flags, returning it or a view of it, or an input it was set_()
+# into and then read: each shows in what is compared. Equal answers mean eager's leaf reaches nothing the caller
+# observes, and the analysis stands. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the
+# leaf is observed: a subclass's, or one in a call under no_grad, is refused as the compile as called refuses it; a
+# plain one is compiled as called, where the native path takes it or refuse_new_leaves refuses it. Where the analysis
+# of the program with the calls held back fails, the same comparison decides: unobserved, its error is the program's;
+# observed, the program is compiled as called. A second flag call on the same leaf is held back too (in the skipped
+# run it would make the leaf there). Only the program's own calls count (not those the fake mode's code makes inside
+# an op, which its cache skips); set_() reaches no torch- function mode, but what it gives history shows in the flags
+# and histories compared. A view requiring grad through its base (made under no_grad) reports the same flag before
+# and after its requires_grad_(), and the histories through it differ only by its own accumulator: such a leaf counts
+# as observed wherever the program takes it again after the call, or returns it.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
@@ -1829,7 +1838,7 @@ def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool)
             'backend="eager" a program that leaves its inputs unwritten and returns no view, call requires_grad_() '
             "before the input's first use, or outside the compiled function"
         )
-    raise NewLeafRefusal(
+    raise UnsupportedError(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
         "view or an intermediate) in a call made with grad mode on: eager makes it a new autograd leaf, which the outputs' "
         "histories end in, and the compiled call makes that leaf only where autograd, recording the graph's run, "

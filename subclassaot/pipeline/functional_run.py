@@ -26,6 +26,7 @@ from subclassaot.pipeline.grad_scope import (
 )
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.pipeline.rules.set_storage_rules import check_unwritten_at_end, note_freed_inputs
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root, no_grad_set_view_root, set_view_root
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
@@ -104,6 +105,7 @@ def run_functional(
     own_base_views: bool = False,
     replay_reads: tuple[object, ...] | None = None,
     new_leaves: tuple[bool, ...] | None = None,
+    hold: NewLeafHold | None = None,
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
@@ -125,7 +127,7 @@ def run_functional(
     for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
         values[index] = tensor
     state, args, kwargs = unflatten_call(flat, values)
-    record = SwapRecord(copy_on_contiguous=copy_on_contiguous)
+    record = SwapRecord(copy_on_contiguous=copy_on_contiguous, hold=hold)  # (Note [Training Without A Function])
     record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
     record.replayed_new_leaves = new_leaves  # Note [Training Without A Function]
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]

@@ -17,6 +17,7 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -184,17 +185,23 @@ def analyze_and_trace(
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
     analysis_of: Callable[[FunctionalRun], Analysis],
     traces: Callable[[Analysis], bool],
+    hold: NewLeafHold | None = None,
 ) -> tuple[Analysis, TracedGraph | None]:
     """One run of the program that is both the analysis's and the inference trace's (Note [Training Through A
     Joint Graph]: one run): the run as `analyze` makes it, inside make_fx, its analysis (`analysis_of`, called under the
     run's modes), and the graph of its outputs where `traces(analysis)` (the graph `trace_inference` would make of
-    that analysis); else None, and the graph, if wanted, is traced as usual."""
+    that analysis); else None, and the graph, if wanted, is traced as usual. `hold`: as `analyze`'s (the run holds
+    back the calls making new leaves the compile holds back, and notes them where undecided)."""
     found: list[tuple[Analysis, bool]] = []
     counts = {"fresh": 0, "bases": 0, "symints": 0}
 
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
+        if hold is not None:
+            hold.run_starts()
         with new_functional_mode():
-            run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes)
+            run = run_functional(call, flat, layout, graph_values, requires_grad_like=user_fakes, hold=hold)
+            if hold is not None:
+                hold.run_completed(run.swaps.flag_calls)
             analysis = analysis_of(run)
             found.append((analysis, traces(analysis)))
             if not found[0][1]:

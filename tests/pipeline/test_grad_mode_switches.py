@@ -14,7 +14,10 @@ import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
+from subclassaot import api
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline import analyze as analysis_stage
+from subclassaot.pipeline import backward_probe
 from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
@@ -5363,3 +5366,74 @@ def test_observed_new_leaf_stays_refused(compile_fn: CompileFn | None, name: str
             assert_matches_eager(f, make, compile_fn=compile_fn)
         else:
             assert_refused(f, make, compile_fn, NEW_LEAF_REFUSED)
+
+
+def _counting_compile(
+    monkeypatch: pytest.MonkeyPatch, f: Callable[..., object], make: Make, grad: bool
+) -> tuple[dict[str, int], BaseException | None]:
+    """One first call of `subclassaot.compile(f)`: how many analyses and eager runs on fakes deciding new leaves
+    (backward_probe._leaf_run) it made, and the error it raised, if any."""
+    counts = {"analyses": 0, "leaf runs": 0}
+
+    def counted(name: str, target: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:
+            counts[name] += 1
+            return target(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(api, "analyze", counted("analyses", analysis_stage.analyze))
+    monkeypatch.setattr(backward_probe, "_leaf_run", counted("leaf runs", backward_probe._leaf_run))
+    error: BaseException | None = None
+    with torch.set_grad_enabled(grad):
+        try:
+            subclassaot.compile(f, backend="eager")(*make())
+        except UnsupportedError as e:
+            error = e
+    return counts, error
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["called with grad", "called under no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_unobserved_new_leaf_is_analysed_once(monkeypatch: pytest.MonkeyPatch, kind: str, grad: bool) -> None:
+    """The compile decides once which calls making new leaves it holds back (Note [Training Without A Function]): the
+    analysis run holds them back and notes them, two eager runs on fakes confirm nothing observes them, and the
+    analysis stands. (It compiled again after a refusal: two analyses.)"""
+    counts, error = _counting_compile(monkeypatch, _leaf_written_under_no_grad, _leaf_input(kind, False), grad)
+    assert error is None
+    assert counts == {"analyses": 1, "leaf runs": 2}
+
+
+@pytest.mark.parametrize(
+    ("kind", "grad"), [("pair", True), ("plain", False), ("pair", False)], ids=["pair", "no_grad", "pair no_grad"]
+)
+def test_observed_new_leaf_is_refused_after_one_analysis(
+    monkeypatch: pytest.MonkeyPatch, kind: str, grad: bool
+) -> None:
+    """A leaf eager's run observes (returned), of a subclass or in a call under no_grad, which no compile as called
+    makes: refused with the message of the compile as called after the one analysis and the two eager runs."""
+    counts, error = _counting_compile(monkeypatch, _leaf_returned, _leaf_input(kind, False), grad)
+    assert error is not None and re.search(NEW_LEAF_REFUSED, str(error))
+    assert counts == {"analyses": 1, "leaf runs": 2}
+
+
+def test_observed_plain_new_leaf_is_compiled_as_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain leaf eager's run observes, in a call with grad: the program as called is compiled (where the native
+    path takes it, on the eager backend), after the analysis with the call held back and the two eager runs."""
+    counts, error = _counting_compile(monkeypatch, _leaf_returned, _leaf_input("plain", False), True)
+    assert error is None
+    assert counts == {"analyses": 2, "leaf runs": 2}
+
+
+def test_program_making_no_new_leaf_runs_no_leaf_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program whose requires_grad_() calls make no new leaf (an input's flag, a tensor requiring grad already)
+    pays no eager run deciding new leaves."""
+
+    def f(x: T) -> object:
+        y = x * 2
+        y.requires_grad_()  # (requires grad already: no new leaf)
+        return y.sin()
+
+    counts, error = _counting_compile(monkeypatch, f, lambda: (torch.randn(3, requires_grad=True),), True)
+    assert error is None
+    assert counts == {"analyses": 1, "leaf runs": 0}

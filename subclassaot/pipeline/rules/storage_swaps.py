@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
-from subclassaot.errors import TRAINING_STEP_HINT, NewLeafRefusal, UnsupportedError
+from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_views_of_gained_bases,
@@ -53,6 +53,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     view_layout,
     with_eager_view_histories,
 )
+from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_resized_nbytes,
     check_storage_bytes_resize,
@@ -1052,6 +1053,8 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if self._held_back(func, args, kwargs):  # See Note [Training Without A Function]
+            return None if turns_flag_on(func, args, kwargs)[1] else args[0]
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
             for i, t in enumerate(args[0]):  # Note [In-Place Ops As Eager Runs Them]
@@ -1072,6 +1075,35 @@ class _DataMode(TorchFunctionMode):
         out = self._function(func, args, kwargs)
         self.record.pin(out)
         return out
+
+    def _held_back(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """While the compile has not decided which calls making new leaves it holds back (SwapRecord.hold): does this
+        call turn on the requires_grad of a tensor that is no input, making it a new leaf where the compile as called
+        refuses or may refuse it? It is then held back (skipped before anything here sees it, as in the runs that
+        hold it back later) and noted with its place among the calls turning a flag on."""
+        hold = self.record.hold
+        if hold is None or hold.held is not None:
+            return False
+        on, _ = turns_flag_on(func, args, kwargs)
+        if not on:
+            return False
+        place, self.record.flag_calls = self.record.flag_calls, self.record.flag_calls + 1
+        t = args[0]
+        if not isinstance(t, torch.Tensor) or is_functorch_wrapped(t) or id(t) in self.record.input_positions:
+            return False
+        if id(t) in self.record.retyped:  # (the call's own refusal, as where it is not held back: _flag_pair)
+            _refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
+        if self.record.grad_at_start:  # (as _makes_new_leaf answers)
+            through_base = requires_grad_through_base(t) and id(t) not in self.record.requires_grad_set
+            if t.requires_grad and not through_base:
+                return False
+            kind = NewLeafKind.SUBCLASS if is_traceable_subclass(t) else NewLeafKind.PLAIN
+        elif torch.is_grad_enabled() and not t.requires_grad:  # (as analyze's _check_requires_grad_calls refuses)
+            kind = NewLeafKind.UNDER_NO_GRAD
+        else:
+            return False
+        hold.noted[place] = (kind, type(t).__name__)
+        return True
 
     def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = getattr(func, "__name__", "")
@@ -1702,13 +1734,7 @@ def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
 def _check_new_leaf(t: torch.Tensor) -> None:
     """A new autograd leaf the compiled graph cannot mark (Note [Training Without A Function]): refused."""
     if is_traceable_subclass(t):
-        raise NewLeafRefusal(
-            "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "
-            f"{type(t).__name__} (a tensor subclass), in a call made with grad mode on: eager makes it a new autograd "
-            "leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
-            "does not hold that wrapper to make it one. Call requires_grad_() on the input itself, on the output "
-            'after the call, or use torch.compile(fn, backend="subclassaot"), which splits the program there'
-        )
+        raise subclass_new_leaf_refusal(type(t).__name__)
 
 
 def _note_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:

@@ -15,6 +15,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, Replay, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
@@ -176,6 +177,11 @@ class SwapRecord:
     own_flags: set[int] = field(default_factory=set)
     replayed_new_leaves: tuple[bool, ...] | None = None
     new_leaf_cursor: int = 0
+    # the compile's choice of the calls making new leaves it holds back; while undecided, this run holds back each
+    # and notes it, counting the calls turning a flag on (`flag_calls`) as the held-back runs do (Note [Training
+    # Without A Function])
+    hold: NewLeafHold | None = None
+    flag_calls: int = 0
     # id() of the inputs among those new leaves (plain inputs read with grad before the call; Note [Training Without
     # A Function])
     leaf_marked: set[int] = field(default_factory=set)

@@ -1,0 +1,95 @@
+"""Which of the program's requires_grad_() calls making new autograd leaves a compile holds back (Note [Training
+Without A Function]).
+
+Input: the program's calls turning a tensor's requires_grad on, in call order, as the analysis run meets them.
+Output: `NewLeafHold`, the places held back (decided by the first analysis run that completes), and the refusals the
+program as called meets there.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from subclassaot.errors import UnsupportedError
+
+
+class NewLeafKind(enum.Enum):
+    """Why the compile of the program as called cannot make a new leaf."""
+
+    PLAIN = "plain"  # a plain tensor, in a call with grad on: only the native path makes it
+    SUBCLASS = "subclass"  # a tensor subclass: the graph, over its inner tensors, has no wrapper to mark
+    UNDER_NO_GRAD = "under no_grad"  # inside torch.enable_grad() of a call made under no_grad
+
+
+@dataclass(slots=True)
+class NewLeafHold:
+    """The places (in call order, among the program's calls turning a requires_grad on) of the calls making new
+    leaves that a compile holds back. `held` None: undecided, and the next analysis run holds back each call making a
+    new leaf, noting it (`noted`: its place -> its kind and the tensor's type name) and deciding `held` once it
+    completes; a frozenset: decided (every later run holds back those calls, `backward_probe.holding_back_flags`)."""
+
+    held: frozenset[int] | None = None
+    noted: dict[int, tuple[NewLeafKind, str]] = field(default_factory=dict)
+    unobserved: bool | None = None  # whether eager's run observes none of `held`, once the driver asked
+    calls: int | None = None  # the calls turning a flag on that the run deciding `held` counted
+
+    def run_starts(self) -> None:
+        """An analysis run begins: while undecided, it notes afresh (what a run that failed noted is dropped)."""
+        if self.held is None:
+            self.noted.clear()
+
+    def run_completed(self, calls: int) -> None:
+        """The analysis run completed, counting `calls` calls turning a flag on: while undecided, what it held back is
+        decided."""
+        if self.held is None:
+            self.held, self.calls = frozenset(self.noted), calls
+
+    @staticmethod
+    def as_called() -> NewLeafHold:
+        """Decided: nothing held back (the program compiled as called)."""
+        return NewLeafHold(held=frozenset())
+
+    def refusal(self) -> UnsupportedError | None:
+        """The refusal the compile as called meets before the others, where a held-back call has one of its own (a
+        subclass, or under a call made with no_grad): the analysis run raises those; None for plain calls, which
+        only the native path may make (`backward_probe.refuse_new_leaves`)."""
+        kinds = [self.noted[p] for p in sorted(self.noted)]
+        subclass = next((name for kind, name in kinds if kind is NewLeafKind.SUBCLASS), None)
+        if subclass is not None:
+            return subclass_new_leaf_refusal(subclass)
+        if any(kind is NewLeafKind.UNDER_NO_GRAD for kind, _ in kinds):
+            return no_grad_new_leaf_refusal()
+        return None
+
+
+def turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a torch-function call turns a tensor's requires_grad on (`requires_grad_()` or the setter), and whether
+    it is the setter."""
+    owner = getattr(getattr(func, "__self__", None), "__name__", None)
+    setter = owner == "requires_grad" and getattr(func, "__name__", "") == "__set__"
+    flag = setter or func is torch.Tensor.requires_grad_
+    return flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)), setter
+
+
+def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
+    return UnsupportedError(
+        "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "
+        f"{type_name} (a tensor subclass), in a call made with grad mode on: eager makes it a new autograd "
+        "leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
+        "does not hold that wrapper to make it one. Call requires_grad_() on the input itself, on the output "
+        'after the call, or use torch.compile(fn, backend="subclassaot"), which splits the program there'
+    )
+
+
+def no_grad_new_leaf_refusal() -> UnsupportedError:
+    return UnsupportedError(
+        "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
+        "view of an input or an intermediate) inside a torch.enable_grad() block of a call made under no_grad: "
+        "eager makes it a new autograd leaf, which the outputs' histories end in, and the compiled call under "
+        'no_grad cannot make such a leaf. Use torch.compile(fn, backend="subclassaot"), which splits the program '
+        "there, call the compiled function with grad mode on, or call requires_grad_() on the output after the call"
+    )
