@@ -5383,6 +5383,8 @@ def _counting_compile(
         return run
 
     monkeypatch.setattr(api, "analyze", counted("analyses", analysis_stage.analyze))
+    # (an inference compile's one run both analyzes and traces: Note [Training Through A Joint Graph])
+    monkeypatch.setattr(api, "analyze_and_trace", counted("analyses", api.analyze_and_trace))
     monkeypatch.setattr(backward_probe, "_leaf_run", counted("leaf runs", backward_probe._leaf_run))
     error: BaseException | None = None
     with torch.set_grad_enabled(grad):
