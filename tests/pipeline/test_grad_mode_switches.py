@@ -18,6 +18,7 @@ from subclassaot import api
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline import analyze as analysis_stage
 from subclassaot.pipeline import backward_probe
+from subclassaot.pipeline import trace as trace_stage
 from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
@@ -5384,7 +5385,7 @@ def _counting_compile(
 
     monkeypatch.setattr(api, "analyze", counted("analyses", analysis_stage.analyze))
     # (an inference compile's one run both analyzes and traces: Note [Training Through A Joint Graph])
-    monkeypatch.setattr(api, "analyze_and_trace", counted("analyses", api.analyze_and_trace))
+    monkeypatch.setattr(api, "analyze_and_trace", counted("analyses", trace_stage.analyze_and_trace))
     monkeypatch.setattr(backward_probe, "_leaf_run", counted("leaf runs", backward_probe._leaf_run))
     error: BaseException | None = None
     with torch.set_grad_enabled(grad):
