@@ -208,7 +208,7 @@ def build_outputs(
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
             value.data = _kept_data(info, ev, dense, outs, fresh_start, bases, symbols, shared)
-        if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
+        if info.base_gains_grad and isinstance(value, torch.Tensor):
             if info.replay is not None and info.replay.bump_after:
                 gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
             else:
