@@ -643,9 +643,10 @@ OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}
 # Writes eager leaves unspecified are not drawn (Note [In-Place Ops As Eager Runs Them]): an elementwise in-place op
 # through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or one that reads memory it
 # writes at another index (x.add_(y) with y an overlapping view of x that is not x's own layout). Writes of one value
-# (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements.
+# (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements. The Functions write
+# as their ops do: DirtyScale(x) by x.mul_(2), DirtyAdd(x, y) and DirtyAddSaved(x, y) by x.add_(y).
 
-_ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_", "DirtyAdd", "DirtyAddSaved"})  # the Functions run add_
+_ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_", "DirtyScale", "DirtyAdd", "DirtyAddSaved"})
 
 
 def unspecified_write(name: str, t: torch.Tensor, other: torch.Tensor | None) -> bool:
