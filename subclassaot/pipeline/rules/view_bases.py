@@ -142,7 +142,8 @@ def with_own_base_views(layout: DenseLayout, flat: FlatInputs, analyze: Callable
 
 def own_base_guards(layout: DenseLayout, flat: FlatInputs, accesses: Sequence[str]) -> list[str]:
     """Guard conditions (`accesses`: per dense leaf, the guard's expression for it): each member that a group's own
-    base member has among the others only as a view of it stays such a view (Note [Aliased Inputs In Training])."""
+    base member has among the others only as a view of it stays such a view, and each that runs detached stays no
+    view (Note [Aliased Inputs In Training])."""
     conds = []
     for g in layout.groups:
         pos = own_base_member(layout, flat, g, True)
@@ -150,8 +151,11 @@ def own_base_guards(layout: DenseLayout, flat: FlatInputs, accesses: Sequence[st
             continue
         root = flat.values[layout.leaves[g.members[pos]].owner]
         for m in g.members:
-            if flat.values[layout.leaves[m].owner] is not root:
-                conds.append(f"{accesses[m]}._base is {accesses[g.members[pos]]}")
+            member = flat.values[layout.leaves[m].owner]
+            if member is not root:
+                # (a member that runs detached stays no view; its flag is guarded with every input's)
+                base = "None" if _runs_detached(member) else accesses[g.members[pos]]
+                conds.append(f"{accesses[m]}._base is {base}")
     return conds
 
 
