@@ -500,8 +500,9 @@ class OutputInfo:
     # ... and, computed by the graph in training, the size its autograd history recorded before a `.data =` gave it
     # another: the Function returns it with that size (Note [Wrapper Storage])
     history_size: tuple[Dim, ...] | None = None
-    # TENSOR in training replayed through a detach(): eager's `._base` (that detach, written since with a value that
-    # requires grad) requires grad, and the replayed one is made to (Note [Views That Raise After A Bump])
+    # TENSOR replayed through a detach(): eager's `._base` (that detach, written since with a value that requires grad
+    # in training, or made to require grad in a call under no_grad) requires grad, and the replayed one is made to (Note
+    # [Views That Raise After A Bump])
     base_gains_grad: bool = False
     # TENSOR in inference: it requires grad in eager as the program made it (requires_grad_() on it, or on the tensor
     # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads])

@@ -208,7 +208,7 @@ def build_outputs(
             set_onto_inputs(value, info, dense, [ev.meta(leaf.meta, symbols) for leaf in info.leaves], owner)
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
             value.data = _kept_data(info, ev, dense, outs, fresh_start, bases, symbols, shared)
-        if info.base_gains_grad and isinstance(value, torch.Tensor) and torch.is_grad_enabled():
+        if info.base_gains_grad and isinstance(value, torch.Tensor):
             if info.replay is not None and info.replay.bump_after:
                 gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
             else:
@@ -599,10 +599,13 @@ def _tensor_output(
                 version = get_version(value)
                 with torch.no_grad():
                     set_to_tensor(value, contents)
-                if not value.requires_grad and (value._base is None or not value._base.requires_grad):
-                    set_version(
-                        value, version
-                    )  # the program's set_(), counted already: runtime/steps.py: Version Counters As Eager's
+                # the program's set_(), counted already (runtime/steps.py: Version Counters As Eager's): given back
+                # where the view requires no grad, or where its history, stale by the set_() as eager's, reads fine
+                # and is read (so rebuilt) first; views made after the epilogue (late steps) stay fresh, as eager's
+                # made after the set_()
+                without = not value.requires_grad and (value._base is None or not value._base.requires_grad)
+                if without or (value.requires_grad and not grad_fn_raises(value)):
+                    set_version(value, version)
     if info.set_under_grad and torch.is_grad_enabled():  # Note [set_ Under Grad]
         root = _grad_set_root(info.grad_set_base, value, ev, bases_and_roots, symbols, earlier, values, dense)
         value = set_under_grad_holder(

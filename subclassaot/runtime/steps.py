@@ -91,7 +91,9 @@ aten = torch.ops.aten
 #   ran, as the others', where no save of the graph's is over it (`records_as_eager` sends the rest to the Function:
 #   `native_counts`);
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
-#   by the runtime (Replay.then_set), gives the input its count back where no history can go stale.
+#   by the runtime (Replay.then_set), gives the input its count back where no history can go stale (a then_set view
+#   also where its history, stale by the set_() as eager's, reads fine: read first, so rebuilt; a view taken after
+#   the epilogue then stays fresh, as eager's taken after the set_()).
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
 # count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter;
 # one replayed from an output over an input is made at the input's counter at entry instead: Replay.root_input);

@@ -14,7 +14,9 @@ Invariants: the interpreter calls the very class the printed program defines: bo
 `to_source` pastes into a printed program (subclassaot/tools/fuzz_program.py), so a regression test needs no import
 of the fuzzer. Each template is one thing users write: a plain Function saving its input; a Function that writes its
 input in place and returns it (`ctx.mark_dirty`); a Function whose backward changes a saved input's metadata in
-place (`t_()`, which eager's autograd lets through and the input keeps after the backward).
+place (`t_()`, which eager's autograd lets through and the input keeps after the backward); Functions of two tensors
+that add the second into the first in place and return the first (`ctx.mark_dirty`), one also saving the second and
+returning a fresh tensor beside (the second operand may require grad where the first does not).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ Params = tuple[Param, ...]
 SCALARS: tuple[float, ...] = (2.0, -1.0, 0.5, 3.0)
 
 
-FunctionName = Literal["SinFn", "DirtyScale", "TransposeSaved"]
+FunctionName = Literal["SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved"]
 
 _SOURCES: dict[FunctionName, str] = {
     "SinFn": '''
@@ -94,6 +96,36 @@ class TransposeSaved(torch.autograd.Function):
         (x,) = ctx.saved_tensors
         x.t_()
         return g * 3
+''',
+    "DirtyAdd": '''
+class DirtyAdd(torch.autograd.Function):
+    """Adds its second input into its first in place and returns the first (ctx.mark_dirty)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+''',
+    "DirtyAddSaved": '''
+class DirtyAddSaved(torch.autograd.Function):
+    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(y)
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x, y.sin()
+
+    @staticmethod
+    def backward(ctx, g, g_fresh):
+        (y,) = ctx.saved_tensors
+        return g, g + g_fresh * y.cos()
 ''',
 }
 
@@ -140,7 +172,7 @@ OpName = Literal[
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
     "requires_grad_", "requires_grad_set", "requires_grad_if_flagless", "mul_by_flags", "storage_free", "storage_refill", "resize_grow", "set_self",
-    "SinFn", "DirtyScale", "TransposeSaved",
+    "SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved",
     "sort", "max_dim", "split_with_sizes",
 ]  # fmt: skip
 
@@ -444,25 +476,29 @@ def _refill_expr(t: str, o: str | None, p: Params) -> str:
     return f"{t}.untyped_storage().resize_({_i(p[0])}); {fill}"
 
 
-def _function(name: FunctionName) -> tuple[Apply, Expr]:
-    """The template's class, built by executing its source (which a printed program holds too), and its call."""
+def _function(name: FunctionName, *, binary: bool) -> tuple[Apply, Expr]:
+    """The template's class, built by executing its source (which a printed program holds too), and its call (on the
+    op's source, and on its other tensor too where `binary`)."""
     namespace: dict[str, object] = {"torch": torch, "__name__": "fuzz_functions"}
     exec(compile(_SOURCES[name], f"<fuzz function {name}>", "exec"), namespace)
     cls = namespace[name]
     assert isinstance(cls, type) and issubclass(cls, torch.autograd.Function), f"BUG: {name} is not a Function"
 
-    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
-        out = cls.apply(t)  # type: ignore[no-untyped-call]  # torch.autograd.Function.apply is untyped
-        assert isinstance(out, torch.Tensor), f"BUG: {name} returned {type(out).__name__}"
+    def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> Result:
+        assert (o is not None) == binary, f"BUG: {name} takes {2 if binary else 1} tensors"
+        args = (t, o) if binary else (t,)
+        out = cls.apply(*args)  # type: ignore[no-untyped-call]  # torch.autograd.Function.apply is untyped
+        assert isinstance(out, torch.Tensor | tuple), f"BUG: {name} returned {type(out).__name__}"
         return out
 
-    return apply, lambda t, o, p: f"{name}.apply({t})"
+    return apply, lambda t, o, p: f"{name}.apply({t}, {o})" if binary else f"{name}.apply({t})"
 
 
-def _function_op(name: FunctionName, gen: Gen) -> OpDef:
+def _function_op(name: FunctionName, gen: Gen, *, binary: bool = False, outs: int = 1) -> OpDef:
+    """A template as an op: a binary one draws its second tensor from the program like `x.add_(y)` does."""
     return _op(
-        name, Family.FUNCTIONAL, gen, _function(name), weight=1, vocabulary=Vocabulary.FUNCTIONS,
-        preamble=_SOURCES[name].strip() + "\n",
+        name, Family.FUNCTIONAL, gen, _function(name, binary=binary), weight=1, vocabulary=Vocabulary.FUNCTIONS,
+        other="always" if binary else "never", outs=lambda p: outs, preamble=_SOURCES[name].strip() + "\n",
     )  # fmt: skip
 
 
@@ -586,6 +622,8 @@ _OPS: tuple[OpDef, ...] = (
     _function_op("SinFn", _gen_float),
     _function_op("DirtyScale", _gen_float),
     _function_op("TransposeSaved", _gen_t),
+    _function_op("DirtyAdd", _gen_float, binary=True),
+    _function_op("DirtyAddSaved", _gen_float, binary=True, outs=2),
     _op("sort", FUNC, _gen_sort, _values_indices("sort", "descending"), weight=2, vocabulary=MULTI, outs=lambda p: 2),
     _op("max_dim", FUNC, _gen_sort, _values_indices("max", "keepdim"), weight=2, vocabulary=MULTI, outs=lambda p: 2),
     _op(
@@ -605,9 +643,10 @@ OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}
 # Writes eager leaves unspecified are not drawn (Note [In-Place Ops As Eager Runs Them]): an elementwise in-place op
 # through a tensor whose elements share memory (x.as_strided((2, 3), (1, 1)).mul_(2)), or one that reads memory it
 # writes at another index (x.add_(y) with y an overlapping view of x that is not x's own layout). Writes of one value
-# (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements.
+# (fill_, zero_) through shared memory are well defined and stay; so does a write of no elements. The Functions write
+# as their ops do: DirtyScale(x) by x.mul_(2), DirtyAdd(x, y) and DirtyAddSaved(x, y) by x.add_(y).
 
-_ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_"})
+_ELEMENTWISE_WRITES = frozenset({"add_", "mul_", "copy_", "DirtyScale", "DirtyAdd", "DirtyAddSaved"})
 
 
 def unspecified_write(name: str, t: torch.Tensor, other: torch.Tensor | None) -> bool:

@@ -21,13 +21,17 @@ def _comparable(f: TensorFacts, real: TensorFacts | None = None) -> tuple[object
     """The facts a fake run must share with a real one. Two differ by construction (Note [The Eager Record]): a
     fake of a non-leaf input has an Error node for its history, and a view whose grad_fn autograd regenerated after a
     write is replayed on fakes where a real CPU tensor gets an AsStridedBackward0. Strides of size-1 dims of a
-    wrapper subclass are computed by its own code, which may differ between real and fake inner tensors. And a fake of
+    wrapper subclass are computed by its own code, which may differ between real and fake inner tensors. The strides
+    of a tensor with no elements address no memory, and kernels choose them differently on fakes (the empty pieces of
+    a split of the inner tensors of a wrapper's sort() indices: real (2,), fake (1,)). And a fake of
     a view input is made by as_strided from its base's fake, so its history is an AsStridedBackward0."""
     grad_fn = f.grad_fn
     regenerated = "AsStridedBackward0" in (grad_fn, real.grad_fn) if real is not None else False
     if real is not None and (grad_fn == "Error" or (real.base is not None and regenerated)):
         grad_fn = real.grad_fn
     stride = tuple(s for s, n in zip(f.stride, f.size, strict=True) if n != 1)
+    if 0 in f.size:
+        stride = ()
     return (f.type_name, f.storage, f.size, stride, f.offset, f.base, f.bumps, f.requires_grad, f.is_leaf, grad_fn,
             f.autograd_error is None, f.inner)  # fmt: skip
 

@@ -1479,3 +1479,67 @@ def test_backward_bump_of_a_subclass_view_refused() -> None:
         out = compiled(*make())
         assert isinstance(out, tuple)
         (out[0].sum() + out[1].sum()).backward()
+
+
+class DirtyAddSaved(torch.autograd.Function):
+    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
+        ctx.save_for_backward(y)
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x, y.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
+        (y,) = ctx.saved_tensors
+        return g, g + g_fresh * y.cos()
+
+
+def _dirty_add(x: T, y: T) -> object:
+    return DirtyAdd.apply(x, y)  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def _dirty_add_saved(x: T, y: T) -> object:
+    return DirtyAddSaved.apply(x, y)  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def _passed_with_its_detach(kind: str, other: bool) -> Make:
+    """x0 (a non-leaf that requires grad), x0.detach(), and (`other`) a third tensor that requires grad."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b = nonleaf(2, 4) if kind == "plain" else pair_nonleaf(2, 4)
+        return (b, b.detach(), *([nonleaf(4) if kind == "plain" else pair_nonleaf(4)] if other else []))
+
+    return make_inputs
+
+
+_BESIDE_ITS_DETACH: dict[str, tuple[Callable[..., object], bool]] = {
+    "saved_self": (lambda x0, x1: _dirty_add_saved(x0, x0), False),
+    "saved_detached": (_dirty_add_saved, False),
+    "saved_other": (lambda x0, x1, y: _dirty_add_saved(x0, y), True),
+    "saved_other_detach_written": (lambda x0, x1, y: (x1.mul_(2), _dirty_add_saved(x0, y))[1], True),
+    "self": (lambda x0, x1: (_dirty_add(x0, x0),), False),
+}
+
+
+# fuzz seed 123281 #263 (CRASHED: "If your Function modifies inplace an input that is a view of another Tensor, your
+# Function cannot return more than one Tensor"): x0 requires grad and is no view; x0.detach() is passed beside it. The
+# run traced x0 as a view of the group's synthetic base, on which eager's rule for a Function that marks a view dirty
+# and returns two tensors raised; now x0 runs as its group's own base, no view, as eager's (Note [Aliased Inputs In
+# Training]). A PairTensor's inner tensors sharing storage stay refused by the rule for subclasses.
+@pytest.mark.parametrize("case", list(_BESIDE_ITS_DETACH))
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_function_marking_dirty_an_input_passed_beside_its_detach(
+    case: str, kind: str, compile_fn: CompileFn | None
+) -> None:
+    f, other = _BESIDE_ITS_DETACH[case]
+    make = _passed_with_its_detach(kind, other)
+    with torch.enable_grad():
+        if kind == "pair" and compile_fn is None:
+            with pytest.raises(UnsupportedError, match=r"marks it dirty \(ctx.mark_dirty\), and its inner tensors"):
+                assert_matches_eager(f, make)
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)

@@ -508,6 +508,54 @@ def test_views_of_no_grad_view_of_detach_of_subclass_intermediate(compile_fn: Co
     check_with_grad(f, lambda: (_MAKERS[kind](),), compile_fn)
 
 
+def _flagged_detach_viewed(x0: T) -> object:
+    # fuzz seed 123280 #324 as generated (x0 a 0-d tensor)
+    t0 = x0.detach()
+    if not t0.requires_grad:
+        t0.requires_grad_()
+    return (t0.view((1, 1)),)
+
+
+def _flagged_detach_viewed_before(x0: T) -> object:
+    t0 = x0.detach()
+    t1 = t0.unsqueeze(0)
+    t0.requires_grad = True
+    return (t1,)
+
+
+def _flagged_detach_viewed_twice(x0: T) -> object:
+    t0 = x0.detach()
+    t0.requires_grad_()
+    return (t0.view((1, 1)).view((1,)), t0.unsqueeze(0), x0)
+
+
+_INFERENCE_INPUTS: dict[str, Callable[[], T]] = {
+    "plain": lambda: torch.randn(()),
+    "row": lambda: torch.randn(2)[0],
+    "pair": pair,
+}
+
+
+@pytest.mark.parametrize("kind", list(_INFERENCE_INPUTS))
+@pytest.mark.parametrize("f", [_flagged_detach_viewed, _flagged_detach_viewed_before, _flagged_detach_viewed_twice])
+def test_no_grad_view_of_a_detach_the_program_made_require_grad(
+    compile_fn: CompileFn | None, f: Callable[[T], object], kind: str
+) -> None:
+    # fuzz seed 123280 #324 (diverged: requires_grad False vs eager True), a call under no_grad: t0 = x0.detach() is a
+    # leaf the program made require grad, and a view of it made under no_grad reads t0's flag (no gradient of its own).
+    # The output replays x0.detach().view(...), whose `._base`, a fresh detach(), is given the flag (OutputInfo.
+    # base_gains_grad: Note [Views That Raise After A Bump]), not the view, which a flag of its own would make a leaf
+    # that takes a gradient
+    def after_call(out: object, args: tuple[object, ...]) -> None:
+        with torch.enable_grad():
+            view = cast(tuple[T, ...], out)[0]
+            (view * 2).sum().backward()  # type: ignore[no-untyped-call]
+            assert view.grad is None  # no gradient reaches a no_grad view that reads its base's flag
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (_INFERENCE_INPUTS[kind](),), compile_fn=compile_fn, after_call=after_call)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
 # [Views That Raise After A Bump]).

@@ -3148,3 +3148,42 @@ def test_write_then_detach_set_under_grad_onto_an_unbind_raises_as_eager(
 
     with torch.enable_grad():
         assert_raises_like_eager(_write_then_set_onto_a_view, make_inputs, compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view of an input set_() under grad, then a view of the input taken under no_grad (fuzz seed 123284 #63)
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _set_then_no_grad_view(x0: T) -> object:
+    # fuzz seed 123284 #63 as generated (shrunk)
+    t0 = x0.reshape((1, 1, 1))
+    t1 = x0.reshape((1, 1, 1))
+    t1.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+    with torch.set_grad_enabled(False):
+        t2 = t0.view((-1, 1, 1))
+    return (t1, t2)
+
+
+def _set_then_no_grad_view_first(x0: T) -> object:
+    t1 = x0.view((1, 1))
+    t1.set_(x0.reshape((1, 1)))  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+    with torch.no_grad():
+        t2 = x0.unsqueeze(0)
+    return (t2, t1, x0.sin())
+
+
+@pytest.mark.parametrize("kind", ["plain", "nonleaf", "pair_nonleaf"])
+@pytest.mark.parametrize("f", [_set_then_no_grad_view, _set_then_no_grad_view_first])
+def test_view_set_under_grad_then_a_no_grad_view(
+    compile_fn: CompileFn | None, f: Callable[[T], object], kind: str
+) -> None:
+    """Fuzz seed 123284 #63 (diverged: out[1]'s is_leaf and grad_fn raised autograd's no_grad-view-after-write error,
+    eager's read fine): t1, a view of x0 that requires grad, set_() under grad, is replayed by the runtime's set_()
+    after the epilogue, which had already given x0 eager's count, the set_()'s bump in it. The repeat advanced it
+    again, so the no_grad view t2, made after the epilogue as eager's after the set_(), saw a write. The repeat's bump
+    is given back once t1's history, stale by the set_() as eager's (an as_strided() node), is read."""
+    make = {"plain": lambda: torch.randn(1), "nonleaf": lambda: nonleaf(1), "pair_nonleaf": lambda: pair_nonleaf(1)}
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (make[kind](),), compile_fn=compile_fn, versions="exact")
+        assert_matches_eager(f, lambda: (make[kind](),), compile_fn=compile_fn, after_call=write_outputs)

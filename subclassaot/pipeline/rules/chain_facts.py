@@ -52,10 +52,12 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
     """Note [Views That Raise After A Bump]: `value`'s replay makes a `._base` that must be given requires_grad."""
-    if not torch.is_grad_enabled() or not value.requires_grad or not value._is_view():
+    if not value.requires_grad or not value._is_view() or not detached_in_chain(value, run):
         return False
-    if not detached_in_chain(value, run):
-        return False
+    if not torch.is_grad_enabled():
+        # a call under no_grad: the detach() gained the flag by the program's requires_grad_(), a leaf's
+        base = value._base
+        return base is not None and base.grad_fn is None and _flagged_detach_base(value, replay)
     try:
         if value.grad_fn is not None:
             return False
@@ -64,6 +66,11 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
             return False  # made before the epilogue, or advanced by the runtime after its replay
     except (ValueError, IndexError):  # its grad_fn cannot be replayed on fake tensors
         return False
+    return _flagged_detach_base(value, replay)
+
+
+def _flagged_detach_base(value: torch.Tensor, replay: Replay) -> bool:
+    """`value`'s `._base` requires grad, and its replay goes through a detach() (which makes that base anew)."""
     base = value._base
     detach = torch.ops.aten.detach.default
     return base is not None and base.requires_grad and any(step.op is detach for step in replay.steps)

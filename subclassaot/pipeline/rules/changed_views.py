@@ -94,10 +94,12 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   grad_fn raises once its counter moves, it gets its entry counter back for the replay. A then_set (a set_() of such a
 #   view) is that write too. A program under no_grad gets the same for no_grad views of inputs requiring grad. Another
 #   no_grad or multi-output output view sharing the storage would see the bump too: refused unless it raises as well.
-# - Views of a detach that gained grad (`t = x.detach(); t.copy_(x)` with grad): a no_grad view of t requires grad with
-#   no grad_fn, so the runtime calls requires_grad_() on the replayed `._base` (a leaf no gradient reaches); after the
-#   outputs are built where the view replays after the epilogue, as views taken from it before the write must not raise.
-#   A view taken before the write raises by the epilogue's write, or by bump_after. Views of t with history are refused.
+# - Views of a detach that gained grad (`t = x.detach(); t.copy_(x)` with grad; in a call under no_grad,
+#   `t.requires_grad_()`): a no_grad view of t requires grad with no grad_fn, reading t's flag (no gradient reaches it,
+#   where one of its own would make it a leaf that takes one), so the runtime calls requires_grad_() on the replayed
+#   `._base` (a leaf no gradient reaches); after the outputs are built where the view replays after the epilogue, as
+#   views taken from it before the write must not raise. A view taken before the write raises by the epilogue's write,
+#   or by bump_after. Views of t with history are refused.
 # - Outputs built after a runtime set_: where an output repeats the program's set_() (Replay.then_set) after the
 #   epilogue, it advances the counter other views share; so outputs built after the epilogue are built in the program's
 #   order (Replay.made), each seeing the counter eager's saw (always: Note [Epilogue Nodes In Eager's Order]). An

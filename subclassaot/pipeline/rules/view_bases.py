@@ -41,16 +41,18 @@ _T = TypeVar("_T")
 # traced as views of their group's synthetic base, which training clones. A write to a member then goes through
 # autograd's CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming
 # gradient (Note [Input Updates]), where eager's write on a member that is no view
-# (f(x, x)) is recorded on x itself: `x.mul_(pair)` sends x MulBackward's PairTensor gradient. So where a plain member
-# that requires grad is no view, its elements are the base's exactly (offset 0, dense strides), and every member is
-# that one object, the trace runs it as a clone of the base's elements in its own layout and the base as a flat view
-# of that clone; the runtime's base is an as_strided view of x, through which the base's gradient reaches x with its
-# type. The member requires grad and so is a leaf (never a view) or guarded on being no view (guards.py). Where the
-# other members are views of x (x and x.t()), they run as views of the clone, as eager's are views of x (guarded:
-# `own_base_guards`). That changes their `._base` in the run, so the analysis traces a group so only where the
-# program then moves no tensor to another storage (set_(), `.data =`, a growing resize_()) and no rule refuses it,
-# else it runs again from the base (`with_own_base_views`); the joint trace does as the analysis did
-# (Analysis.own_base_views).
+# (f(x, x)) is recorded on x itself: `x.mul_(pair)` sends x MulBackward's PairTensor gradient. And a member that is
+# no view in eager must be none in the run where a Function marks it dirty and returns two tensors: eager refuses
+# that of a view that requires grad. So where a plain member that requires grad is no view, its elements are the
+# base's exactly (offset 0, dense strides), and every other member is that one object or an alias that is no view
+# and requires no grad (x.detach(): it runs detached, no view, either way), the trace runs it as a clone of the
+# base's elements in its own layout and the base as a flat view of that clone; the runtime's base is an as_strided
+# view of x, through which the base's gradient reaches x with its type. The member requires grad and so is a leaf
+# (never a view) or guarded on being no view (guards.py). Where the other members are views of x (x and x.t()), they
+# run as views of the clone, as eager's are views of x (guarded: `own_base_guards`). That changes their `._base` in
+# the run, so the analysis traces a group so only where the program then moves no tensor to another storage (set_(),
+# `.data =`, a growing resize_()) and no rule refuses it, else it runs again from the base (`with_own_base_views`);
+# the joint trace does as the analysis did (Analysis.own_base_views).
 
 
 def clone_synthetic_base(
@@ -103,10 +105,16 @@ def own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup, vi
         if math.prod(shape) != group.base_numel or not dense_strides(shape, strides):
             return None
         others = [r for r in reals if r is not real]
-        if all(views and isinstance(r, torch.Tensor) and r._base is real for r in others):
+        if all(_runs_detached(r) or (views and isinstance(r, torch.Tensor) and r._base is real) for r in others):
             return pos
         return None
     return None
+
+
+def _runs_detached(member: object) -> bool:
+    """A member that is no view and requires no grad (`x.detach()` passed beside x): it runs detached from the group
+    either way, no view, as eager's is (Note [Aliased Inputs In Training])."""
+    return isinstance(member, torch.Tensor) and not member._is_view() and not member.requires_grad
 
 
 class _StorageMoved(Exception):
@@ -134,7 +142,8 @@ def with_own_base_views(layout: DenseLayout, flat: FlatInputs, analyze: Callable
 
 def own_base_guards(layout: DenseLayout, flat: FlatInputs, accesses: Sequence[str]) -> list[str]:
     """Guard conditions (`accesses`: per dense leaf, the guard's expression for it): each member that a group's own
-    base member has among the others only as a view of it stays such a view (Note [Aliased Inputs In Training])."""
+    base member has among the others only as a view of it stays such a view, and each that runs detached stays no
+    view (Note [Aliased Inputs In Training])."""
     conds = []
     for g in layout.groups:
         pos = own_base_member(layout, flat, g, True)
@@ -142,8 +151,11 @@ def own_base_guards(layout: DenseLayout, flat: FlatInputs, accesses: Sequence[st
             continue
         root = flat.values[layout.leaves[g.members[pos]].owner]
         for m in g.members:
-            if flat.values[layout.leaves[m].owner] is not root:
-                conds.append(f"{accesses[m]}._base is {accesses[g.members[pos]]}")
+            member = flat.values[layout.leaves[m].owner]
+            if member is not root:
+                # (a member that runs detached stays no view; its flag is guarded with every input's)
+                base = "None" if _runs_detached(member) else accesses[g.members[pos]]
+                conds.append(f"{accesses[m]}._base is {base}")
     return conds
 
 
