@@ -212,8 +212,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for i in self_set:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
-            start = len(r.steps) - r.late_steps
-            prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
+            prewrapped[o] = replay_from(prewrapped[o], len(r.steps) - r.late_steps, r, ev, symbols, values, shared)
         for i in loses:  # (a view of an input dropped above follows it)
             if i not in dropped and cast(torch.Tensor, values[i]).requires_grad:
                 cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
