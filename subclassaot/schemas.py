@@ -627,6 +627,10 @@ class Analysis:
     # per tensor input set_() under grad to a tensor that is no input: the inputs (flat indices) whose history its
     # set_ node reaches, which eager's backward then never gets to (Note [set_ Under Grad])
     input_set_blocks: tuple[tuple[InputIndex, ...], ...] = ()
+    # per tensor input written with grad after a `.data =` whose node raises in eager's backward (AssignedWrite.
+    # AFTER_RAISING): the other inputs (flat indices) whose history that write's history reaches, which eager's
+    # backward then never gets to (Note [History Kept Through .data =])
+    raising_write_blocks: tuple[tuple[InputIndex, ...], ...] = ()
     # per tensor input: a leaf whose gradient accumulator a `.data =` kept (Note [Gradient Accumulators Of Leaves]),
     # or an in-place view op under no_grad (Note [Leaves Laid Out Anew Under no_grad])
     kept_accumulators: tuple[bool, ...] = ()

@@ -44,6 +44,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     check_set_under_grad,
     input_set_blocks,
     inputs_behind_raising_nodes,
+    raising_write_blocks,
 )
 from subclassaot.pipeline.rules.chain_facts import (
     base_gains_grad,
@@ -350,6 +351,7 @@ def _analysis(
         self_set_mixed=tuple(order == "both" for order in orders),
         read_after_grad_set=early_sets,
         input_set_blocks=blocks,
+        raising_write_blocks=raising_write_blocks(call, flat, layout, f.mutations),
         kept_accumulators=tuple(
             (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
             or flat.tensor_indices[k] in kept_by_layout

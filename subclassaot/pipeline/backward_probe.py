@@ -428,10 +428,14 @@ def _storage_keys(t: torch.Tensor) -> list[object]:
 
 
 @contextlib.contextmanager
-def _eager_run(call: Callable[..., object], flat: FlatInputs) -> Iterator[tuple[list[object], list[object]]]:
+def eager_run(
+    call: Callable[..., object], flat: FlatInputs, before: Callable[[list[object]], None] | None = None
+) -> Iterator[tuple[list[object], list[object]]]:
     """The program run with grad on fresh static fakes of `flat.values` (the RNG state restored after): its output
-    pytree's leaves and the fakes, for a block run inside the fakes' mode."""
+    pytree's leaves and the fakes, for a block run inside the fakes' mode. `before` sees the fakes before the call."""
     mode, values = static_fake_copies(flat.values)
+    if before is not None:
+        before(values)
     with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
         state, args, kwargs = unflatten_call(flat, values)
         yield pytree.tree_leaves(call(state, args, kwargs)), values
@@ -444,7 +448,7 @@ def reaches_output_node(
     the output pytree's leaves) reaches the grad_fn of one at a position in `targets` (Note [set_ Under
     Grad]). None where the program does not run on static fakes."""
     try:
-        with _eager_run(call, flat) as (outs, _):
+        with eager_run(call, flat) as (outs, _):
             wanted = {
                 node for p in targets if isinstance(o := outs[p], torch.Tensor) and (node := o.grad_fn) is not None
             }
@@ -461,7 +465,7 @@ def eager_accumulator_sizes(
     outputs' graphs reach in eager, run on static fakes, recorded (none reached: empty), so where results die as in
     eager (Note [Gradient Accumulators Of Leaves]). None where the program does not run on static fakes."""
     try:
-        with _eager_run(call, flat) as (outs, values):
+        with eager_run(call, flat) as (outs, values):
             sizes = _accumulator_sizes([o.grad_fn for o in outs if isinstance(o, torch.Tensor)])
     except Exception:  # a program the probe cannot run
         return None
@@ -477,7 +481,7 @@ def old_accumulators_dead(call: Callable[..., object], flat: FlatInputs, leaves:
     static fakes."""
     dead: set[int] = set()
     try:
-        with _eager_run(call, flat) as (outs, values):
+        with eager_run(call, flat) as (outs, values):
             tensors = [t for t in (*outs, *values) if isinstance(t, torch.Tensor)]
             nodes = list(autograd_nodes([t.grad_fn for t in tensors]))
             for i in leaves:

@@ -103,7 +103,8 @@ from subclassaot.torch_internals import (
 #   value comes from the graph or from the compiled Function (whose deferred error would be numbered below the nodes
 #   the caller makes after the call, and run after them: `t0.set_(t0); return t0, x0`, x0 written after the call).
 # - LAYOUT: an in-place view op with grad right after it (`x.set_(x); x.unsqueeze_(1)`): its node sits over the set_
-#   node, numbered in program order; the epilogue repeats the set_ first, then replays the layout with grad.
+#   node, numbered in program order; the epilogue repeats the set_ first, then replays the layout with grad. An output
+#   view of a leaf input that eager made before that op is rebuilt before the call instead (Note [set_ Under Grad]).
 # - NUMBERED: a set_() through a view (the base's CopySlices) or a write autograd records (`x1.set_(x0);
 #   x1.select(0, 0).mul_(3)`) came after: numbered in program order; once the outputs are built the epilogue sets a view
 #   of x to itself under grad (version kept), a CopySlices newer than the call's node. An in-place view op after such
@@ -193,6 +194,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
+        held = _write_holders(plan, values) if torch.is_grad_enabled() else {}  # Note [History Kept Through .data =]
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, early_sets, values)
         outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
@@ -205,13 +207,12 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for i in dropped:
             cast(torch.Tensor, values[i]).requires_grad_(False)
         if not epilogue.empty:
-            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters)
+            _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters, held)
         settle_early_counters(at_end, values)
         for i in self_set:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
-            start = len(r.steps) - r.late_steps
-            prewrapped[o] = replay_from(prewrapped[o], start, r, ev, symbols, values, shared)
+            prewrapped[o] = replay_from(prewrapped[o], len(r.steps) - r.late_steps, r, ev, symbols, values, shared)
         for i in loses:  # (a view of an input dropped above follows it)
             if i not in dropped and cast(torch.Tensor, values[i]).requires_grad:
                 cast(torch.Tensor, values[i]).detach_()  # the program's detach_()
@@ -569,6 +570,30 @@ def _repeat_grad_sets(
     return wrapper_sets
 
 
+def _write_holders(plan: RuntimePlan, values: Sequence[object]) -> dict[int, torch.Tensor]:
+    """Before the graph (Note [History Kept Through .data =]): per dense leaf whose write after `.data =` raises in
+    eager's backward, an empty holder behind a node with an edge to the history, as the call found it, of each input
+    eager's node of that write holds back (`Analysis.raising_write_blocks`)."""
+    holders: dict[int, torch.Tensor] = {}
+    for t, blocked in enumerate(plan.analysis.raising_write_blocks):
+        if blocked:
+            x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+            empty = torch.empty(0, dtype=x.dtype, device=x.device)
+            for j in plan.layout.leaves_of_input[t]:
+                holders[j] = blocking_holder(empty, [values[k] for k in blocked])
+    return holders
+
+
+def _held_back(holders: Mapping[int, torch.Tensor], j: int, value: torch.Tensor) -> torch.Tensor:
+    """The value a FINAL copy writes into dense leaf `j`: in its holder of `_write_holders`, where it has one."""
+    holder = holders.get(j)
+    if holder is None:
+        return value
+    with torch.no_grad():
+        set_to_tensor(holder, value.detach())
+    return holder
+
+
 def _blocks_of(analysis: Analysis, t: int) -> tuple[int, ...]:
     return analysis.input_set_blocks[t] if analysis.input_set_blocks else ()
 
@@ -661,8 +686,10 @@ def _epilogue(
     symbols: dict[str, int],
     wrapper_values: dict[int, torch.Tensor],
     counters: tuple[list[int], list[int]],
+    holders: Mapping[int, torch.Tensor],
 ) -> None:
-    """Apply input mutations in the order of Note [Input Updates]. `counters`: `_versions` before the call."""
+    """Apply input mutations in the order of Note [Input Updates]. `counters`: `_versions` before the call;
+    `holders`: `_write_holders`'."""
     mutations = plan.analysis.mutations
     versions, wrapper_versions = counters
     counts_as_came = _swap_source_counts(plan, epilogue, values, dense)  # before a synthetic base's copy
@@ -704,7 +731,7 @@ def _epilogue(
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
-            copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], final=True)
+            copy_into(dense[j], _held_back(holders, j, cast(torch.Tensor, outs[k])), mutations[j], final=True)
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
     wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later)

@@ -160,6 +160,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     before_call = {
         "requires_grad changed on an input": any(requires_grad_changes(plan)) or any(plan.analysis.gains_last),
         "x.set_(x) on an input": any(analysis.self_set) or any(analysis.self_set_first),
+        "a write after `.data =` held back": any(analysis.raising_write_blocks),
         "accumulators kept or made": any(analysis.kept_accumulators)
         or any(s is not None for s in (*analysis.accumulator_sizes, *analysis.releaf_sizes)),
         "early replays": any(

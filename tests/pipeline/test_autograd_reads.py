@@ -10,6 +10,7 @@ With `--identity-compile` (eager against eager) every program here must pass the
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.program_helpers import (
+    SinFunction,
     assert_refused,
     check_no_grad,
     check_with_grad,
@@ -133,6 +135,29 @@ def test_reads_inside_an_ops_dispatch_do_not_shift_the_programs_replayed_reads(
     # differed from `b` ("Expected a and b to have same ... requires_grad"). Reads inside an op's dispatch are now
     # each run's own.
     check_with_grad(_self_sets_then_reads, lambda: (nonleaf(4, 3, 4), _SECOND[second]()), compile_fn)
+
+
+def _function_output_set_onto_its_input_then_read(x0: T) -> object:
+    t0 = cast(T, SinFunction.apply(x0))  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+    t0.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    # eager: set_() has no derivative, so t0 keeps requiring grad under a NotImplemented grad_fn, no leaf
+    return (t0.mul(1.0 + t0.requires_grad + 2 * t0.is_leaf),)
+
+
+def _function_output_read(x0: T) -> object:
+    t0 = cast(T, SinFunction.apply(x0))  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+    return (t0.mul(1.0 + t0.requires_grad + 2 * t0.is_leaf), t0.grad_fn is None)
+
+
+@pytest.mark.parametrize("make", ["leaf", "pair_leaf", "plain", "pair"])
+@pytest.mark.parametrize("f", [_function_output_set_onto_its_input_then_read, _function_output_read])
+def test_reads_at_a_function_apply_do_not_shift_the_programs_replayed_reads(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    # fuzz seed 118200, program 3005: DIVERGED (t1's values). The swap mode's note of a custom Function's apply read
+    # its inputs' requires_grad in the runs with grad on only, so the no_grad trace's replay handed t0.is_leaf the
+    # answer of t0.requires_grad. The pipeline's reads at an apply are no program's now.
+    check_with_grad(f, _ALL[make], compile_fn)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1221,6 +1221,58 @@ def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn
         check_no_grad(fn, make, compile_fn)
 
 
+def _write_after_data_from_a_self_set(x0: T, x1: T, x2: T, x3: T) -> object:
+    del x3  # (passed, untouched: a leaf nothing holds back)
+    x1.data = x0
+    x2.copy_(x0)
+    set_to(x2, x2)
+    x1.copy_(x2)
+    return (x1, x0)
+
+
+def _write_after_data_from_another_leaf(x0: T, x1: T, x2: T, x3: T) -> object:
+    x1.data = x0
+    x2.copy_(x3)
+    set_to(x2, x2)
+    x1.copy_(x2)
+    return (x1, x0)
+
+
+def _written_twice_after_data(x0: T, x1: T, x2: T, x3: T) -> object:
+    x1.data = x0
+    x2.copy_(x0)
+    set_to(x2, x2)
+    x1.copy_(x2)
+    x1.mul_(x3)
+    return (x1, x0)
+
+
+_RAISING_WRITE_MAKERS: dict[str, Callable[[], tuple[object, ...]]] = {
+    "plain": lambda: (leaf(), nonleaf(2), torch.randn(()), leaf()),
+    "non_leaf_operand": lambda: (leaf(), nonleaf(2), nonleaf(), leaf()),
+}
+
+
+@pytest.mark.parametrize("make", list(_RAISING_WRITE_MAKERS))
+@pytest.mark.parametrize("f", [_write_after_data_from_a_self_set, _write_after_data_from_another_leaf])
+def test_a_raising_write_after_data_assignment_holds_back_what_its_operand_reaches(
+    compile_fn: CompileFn | None, f: Callable[..., object], make: str
+) -> None:
+    # fuzz seed 118200, program 6384: DIVERGED (args[0].grad a tensor vs eager None). x1's copy_ after its `.data =`
+    # raises in eager's backward (AssignedWrite.AFTER_RAISING), and its node's edge to x2's history holds back x0,
+    # returned as itself: eager never gives x0 a gradient, where the epilogue's copy of a value not differentiated had
+    # no such edge and x0's AccumulateGrad ran first. Not x0 where x2 was written from x3 instead: x3 waits instead.
+    check_with_grad(f, _RAISING_WRITE_MAKERS[make], compile_fn)
+
+
+def test_a_second_write_after_a_raising_one_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager's mul_ node runs before the copy_ node that raises, and gives x3 its gradient first; the epilogue's single
+    # copy has no node for it
+    refused_with_grad(
+        _written_twice_after_data, _RAISING_WRITE_MAKERS["plain"], compile_fn, "writes it with grad more than once"
+    )
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz follow-ups (seed 14000): a tensor subclass leaf that requires grad, given another wrapper size by `.data =`
 # and reached by no gradient, goes into the compiled Function detached (Note [Backward Errors Are Deferred]).

@@ -31,10 +31,11 @@ accumulates because a raising node of an output set_() under grad stands between
 
 Input: an output set_() under grad and the functional run's user tensors (analyze); the holder the runtime rebuilds
 that output from and the real inputs (runtime). Output: which inputs are behind the output's raising node
-(`inputs_behind_raising_nodes`; those behind an input's set_ node: `input_set_blocks`) and the refusal of the rest
-(`check_set_under_grad`); runtime/steps.py's
-`blocking_holder` makes a holder whose history reaches those inputs. Invariants: the analysis only reads autograd
-graphs; the runtime's node never runs its backward (the set_ node in front of it raises first).
+(`inputs_behind_raising_nodes`; those behind an input's set_ node: `input_set_blocks`; those behind the raising node of
+an input's write after `.data =`, read from eager's graph on static fakes: `raising_write_blocks`) and the refusal of
+the rest (`check_set_under_grad`); runtime/steps.py's `blocking_holder` makes a holder whose history reaches those
+inputs. Invariants: the analysis only reads autograd graphs; the runtime's node never runs its backward (the set_ or
+write node in front of it raises first).
 
 Part: Stage `trace` (training), deferred backward errors: the intermediate bases and subclass roots no backward
 reaches, every output over them a view taken of them under no_grad (Note [Backward Errors Are Deferred]).
@@ -59,10 +60,12 @@ from subclassaot.pipeline.backward_probe import (
     BackwardEnd,
     _trial,
     cut_by_no_grad,
+    eager_run,
 )
 from subclassaot.pipeline.joint import JointSetup
 from subclassaot.schemas import (
     Analysis,
+    AssignedWrite,
     DenseLayout,
     FlatInputs,
     InputIndex,
@@ -253,7 +256,13 @@ def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
     return not torch.equal(history, direct)
 
 
-__all__ = ["behind_no_grad_views", "check_set_under_grad", "input_set_blocks", "inputs_behind_raising_nodes"]
+__all__ = [
+    "behind_no_grad_views",
+    "check_set_under_grad",
+    "input_set_blocks",
+    "inputs_behind_raising_nodes",
+    "raising_write_blocks",
+]
 
 
 def inputs_behind_raising_nodes(
@@ -326,6 +335,92 @@ def input_set_blocks(
         found = inputs_behind_raising_nodes(t, tensors, view_sets)
         blocks.append(tuple(flat.tensor_indices[k] for k in sorted(found) if k != i))
     return tuple(blocks)
+
+
+def raising_write_blocks(
+    call: Callable[..., object], flat: FlatInputs, layout: DenseLayout, mutations: Sequence[LeafMutation]
+) -> tuple[tuple[InputIndex, ...], ...]:
+    """Per tensor input written with grad after a `.data =` that its size at entry does not expand to
+    (AssignedWrite.AFTER_RAISING): the other inputs whose history as the call found it (a leaf's accumulator, a
+    non-leaf's grad_fn) eager's history of the input, run on static fakes, reaches behind the first such write's
+    node, which raises before any of them runs. () elsewhere, and all () where the program does not run on static
+    fakes. Refused where that history reaches one otherwise (Note [History Kept Through .data =])."""
+    raising = [
+        i
+        for i, own in enumerate(layout.leaves_of_input)
+        if any(mutations[j].assigned_write is AssignedWrite.AFTER_RAISING for j in own)
+    ]
+    if not raising:
+        return ()
+    entry: list[object] = []  # per tensor input: its grad_fn as the call finds it
+
+    def note_entry(values: list[object]) -> None:
+        entry.extend(grad_fn_or_none(cast(torch.Tensor, values[k])) for k in flat.tensor_indices)
+
+    try:
+        with eager_run(call, flat, before=note_entry) as (_, values):
+            tensors = [cast(torch.Tensor, values[k]) for k in flat.tensor_indices]
+            reach = {i: _write_reach(tensors, entry, i) for i in raising}
+    except Exception:  # a program the probe cannot run: the copy is not held back, as before this rule
+        return ()
+    for i, (_, early) in reach.items():
+        if early:
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[i]].path}: the program assigns `.data` of this input a tensor of a "
+                "size its size at entry does not expand to, then writes it with grad more than once, or from a "
+                f"history that also reaches {flat.leaves[flat.tensor_indices[min(early)]].path} apart from the "
+                "write: eager's backward raises at the first write's node, and may give that input its gradient "
+                "first, which the compiled program does not reproduce (Note [History Kept Through .data =]); not "
+                "supported in training. Write it once after the `.data =`, or assign a tensor of its own shape"
+            )
+    return tuple(
+        tuple(flat.tensor_indices[k] for k in sorted(reach[i][0])) if i in reach else ()
+        for i in range(len(layout.leaves_of_input))
+    )
+
+
+def _write_reach(
+    tensors: Sequence[torch.Tensor], entry: Sequence[object], i: int
+) -> tuple[frozenset[int], frozenset[int]]:
+    """Of `tensors` (eager's inputs after the call, `entry` their grad_fns before it) other than `i`: those whose
+    history at entry the history of `i` reaches behind its raising write's node (the node on its chain of writes with
+    an edge to its own history at entry; its last node where none is found), and those it reaches without passing
+    that node."""
+    final = grad_fn_or_none(tensors[i])
+    node, raising = final, final
+    for _ in range(_MAX_CHAIN):
+        if node is None or not node.next_functions:
+            break
+        if node.next_functions[0][0] is entry[i]:
+            raising = node
+            break
+        node = node.next_functions[0][0]
+    behind = _entry_nodes_reached(tensors, entry, raising, None) - {i}
+    early = _entry_nodes_reached(tensors, entry, final, raising) - {i}
+    return frozenset(behind), frozenset(early)
+
+
+def _entry_nodes_reached(
+    tensors: Sequence[torch.Tensor], entry: Sequence[object], start: Any, stop: object
+) -> set[int]:
+    """Positions in `tensors` whose history at entry (`entry`, or a leaf's AccumulateGrad) the graph below `start`
+    reaches, not passing through `stop`."""
+    nodes = {id(fn): k for k, fn in enumerate(entry) if fn is not None}
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [] if start is None or start is stop else [child for child, _ in start.next_functions]
+    while stack:
+        node = stack.pop()
+        if node is None or node is stop or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in nodes:
+            found.add(nodes[id(node)])
+            continue  # (the history the call found: outside the program)
+        variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+        found.update(k for k, t in enumerate(tensors) if t is variable and entry[k] is None)
+        stack.extend(child for child, _ in node.next_functions)
+    return found
 
 
 def _holder_shared(info: OutputInfo) -> bool:

@@ -375,6 +375,12 @@ __all__ = [
 #   trace recorded on it, copied in with grad after the `.data =` is repeated (epilogue_plan.copy_into): x0's grad_fn is
 #   a CopyBackwards over the Function's. Where the joint's backward through the write would fail
 #   (AssignedWrite.AFTER_RAISING) the value is copied in with grad but not differentiated, and x0's node raises alone.
+#   Eager's node of that write also has an edge to its operand's history, so every input whose history that reaches
+#   (`x2.copy_(w); x0.copy_(x2); return x0, w`, w a leaf) waits behind the raising node and gets no gradient: the copy
+#   takes its value through a holder made before the call with an edge to each of those inputs' history as the call
+#   found it (`Analysis.raising_write_blocks`, read from eager's graph on static fakes; runtime/steps.py's
+#   `blocking_holder`). Refused where that graph reaches an input apart from the raising node (a second write after
+#   it), whose gradient eager may accumulate before the raise.
 #   Refused: an in-place view op after the `.data =` (RESHAPED), a write with grad before the last `.data =` (BEFORE),
 #   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad
 #   set_() onto another storage (and subclass kin; through the input or any view of it, taken before the set_() or

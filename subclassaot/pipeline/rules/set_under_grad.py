@@ -108,6 +108,9 @@ __all__ = [
 #   replay after the set_ would run first and give x0 its gradient (a rebuilt view node, after a write of the
 #   output, is newest in both): it is rebuilt before the call, ahead of a set_ repeated there
 #   (`views_before_view_sets`), or refused where the program changes that leaf, or set_() or split the view's chain.
+#   The same for a view made before the first in-place view op with grad right after a plain input's set_()
+#   (GradSetNode.LAYOUT: `t0 = x0.view(4); x1.set_(x1); x1.unsqueeze_(1)`): eager runs the layout node, then the set_
+#   node, which raises, before t0's, while the epilogue's layout node would be older than t0's rebuilt one.
 # - Views' and leaves' order: a view's CopySlices node has the set_'s place too, so nodes made after it may hand a leaf
 #   its gradient before it raises (`t0 = x[0]; t0.set_(t0); return t0, w * 2`); and its edge to the tensor set_() to
 #   holds that tensor's gradient back (`t0.set_(w); return t0, w`), and so the gradient of every leaf behind a tensor
@@ -236,6 +239,22 @@ def _leaf_input_views(flat: FlatInputs, output: object, infos: Sequence[OutputIn
         if isinstance(real, torch.Tensor) and real.is_leaf and real.requires_grad:
             found.add(id(value))
     return found
+
+
+def _layout_nodes(t: torch.Tensor) -> list[int]:
+    """The sequence numbers of the nodes of the in-place view ops that `t`'s history ends on after its set_() under
+    grad (GradSetNode.LAYOUT), down to its set_ node: a view's node numbered above the first of them runs before it
+    reaches the set_ node, in eager as when rebuilt after the epilogue; one below it, after (Note [Epilogue Nodes In
+    Eager's Order])."""
+    seqs: list[int] = []
+    node = grad_fn_or_none(t)
+    while node is not None and type(node).__name__ != "NotImplemented" and len(seqs) < _MAX_LAYOUT_NODES:
+        seqs.append(int(node._sequence_nr()))
+        node = node.next_functions[0][0] if node.next_functions else None
+    return seqs
+
+
+_MAX_LAYOUT_NODES = 64
 
 
 def _is_view_input(record: SwapRecord, t: torch.Tensor) -> bool:
@@ -482,12 +501,22 @@ def views_before_view_sets(
     infos: tuple[OutputInfo, ...],
 ) -> tuple[OutputInfo, ...]:
     """Note [set_ Under Grad]: `infos` with each output view of a leaf input whose nodes the program made before the
-    set_() under grad of a view input replayed before the compiled call instead (before the set_ repeated there too,
-    or in the epilogue); refuses one made across such a set_(), or of a leaf input the program changes. Per tensor
-    input (`tensors`, as the run had them): `changed`, did the program change it."""
+    set_() under grad of a view input, or before the first in-place view op with grad right after another input's
+    set_() under grad (GradSetNode.LAYOUT), replayed before the compiled call instead (before the set_ repeated there
+    too, or in the epilogue); refuses one made across such a set_(), or of a leaf input the program changes. Per
+    tensor input (`tensors`, as the run had them): `changed`, did the program change it."""
     marks = [
         record.grad_set_marks[id(t)] for t in tensors if id(t) in record.grad_set_marks and _is_view_input(record, t)
     ]
+    relaid = [
+        seqs
+        for t in tensors
+        if id(t) in record.grad_set_marks
+        and not _is_view_input(record, t)
+        and record.grad_set_nodes.get(id(t)) is GradSetNode.LAYOUT
+        and (seqs := _layout_nodes(t))
+    ]
+    marks += [min(seqs) for seqs in relaid]
     if not marks:
         return infos
     leaves = pytree.tree_leaves(output)

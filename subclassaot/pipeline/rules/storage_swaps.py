@@ -1684,9 +1684,10 @@ def _note_function_apply(
         return function_outputs_as_eager(record, cls, args, kwargs)  # Note [Grad Mode And Autograd Reads]
     if not record.releafable:
         return None
-    for a in (*args, *kwargs.values()):
-        if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
-            record.grad_read.add(id(a))
+    with no_torch_function():  # (the pipeline's reads, not the program's: a run under no_grad makes none)
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
+                record.grad_read.add(id(a))
     note_first_read(record, args, kwargs)
     note_reads_after_layout(record, args, kwargs, False)
     return None
