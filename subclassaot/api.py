@@ -700,9 +700,10 @@ def _analyzed_holding_back(
     attempt: _Attempt,
     unobserved: Callable[[], bool],
 ) -> tuple[_Program, DenseLayout, Analysis, bool, TracedGraph | None] | None:
-    """The program fakified and analyzed (`_analyzed`, with the graph its run traced where it did), with the calls making new leaves its analysis held back where
-    eager's run observes none of them; None where it observes one and the program as called is to be compiled
-    instead (`attempt.hold` then says so); the refusal of the compile as called where that is certain (Note
+    """The program fakified and analyzed (`_analyzed`, with the graph its run traced where it did), with the calls
+    making new leaves its analysis held back where eager's run observes none of them; None where it observes one and
+    the program as called is to be compiled instead (`attempt.hold` then says so); the refusal of the compile as
+    called where that is certain (Note
     [Training Without A Function])."""
     try:
         prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
