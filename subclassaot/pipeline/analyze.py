@@ -8,7 +8,7 @@ Invariants: no graph is built here; the analysis alone decides the graph's outpu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -342,21 +342,14 @@ def _analysis(
         views_read_after_own_set=views_read_after_own_set(flat, run.user_tensors, run.swaps),
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
-        read_after_hidden_resize=tuple(
-            id(t) in run.swaps.read_after_hidden_resize or flat.tensor_indices[k] in renewed
-            for k, t in enumerate(run.user_tensors)
-        ),
+        read_after_hidden_resize=_read_after_hidden_resize(flat, run, renewed),
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         self_set_first=tuple(order == "after" for order in orders),
         self_set_mixed=tuple(order == "both" for order in orders),
         read_after_grad_set=early_sets,
         input_set_blocks=blocks,
         raising_write_blocks=raising_write_blocks(call, flat, layout, f.mutations),
-        kept_accumulators=tuple(
-            (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
-            or flat.tensor_indices[k] in kept_by_layout
-            for k, t in enumerate(run.user_tensors)
-        ),
+        kept_accumulators=_kept_accumulator_flags(flat, run, kept_by_layout, renewed),
         accumulator_sizes=tuple(assigned_accumulator_size(run.swaps, t) for t in run.user_tensors),
         releaf_sizes=tuple(releaf_size(run.swaps, t) for t in run.user_tensors),
         seen_after_layout_ops=tuple(seen_after_layout_ops(run.swaps, t, run.output) for t in run.user_tensors),
@@ -390,6 +383,25 @@ def _analysis(
         root_versions=counts.roots,
         grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
+    )
+
+
+def _read_after_hidden_resize(flat: FlatInputs, run: FunctionalRun, renewed: Container[int]) -> tuple[bool, ...]:
+    """Per tensor input: read after a resize_() the functional run hides, or its accumulator renewed by one."""
+    return tuple(
+        id(t) in run.swaps.read_after_hidden_resize or flat.tensor_indices[k] in renewed
+        for k, t in enumerate(run.user_tensors)
+    )
+
+
+def _kept_accumulator_flags(
+    flat: FlatInputs, run: FunctionalRun, kept_by_layout: Container[int], renewed: Container[int]
+) -> tuple[bool, ...]:
+    """Per tensor input: whether its gradient accumulator is kept (Note [Gradient Accumulators Of Leaves])."""
+    return tuple(
+        (id(t) in run.swaps.kept_accumulators and flat.tensor_indices[k] not in renewed)
+        or flat.tensor_indices[k] in kept_by_layout
+        for k, t in enumerate(run.user_tensors)
     )
 
 
