@@ -968,13 +968,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Writes under no_grad, inside inference_mode (grad mode on or not) or through .data/detach() are
             # invisible to autograd in eager.
             self.record.note_visible_write(arg, moves_data)
+            if self.depth == 0 and moves_data:
+                note_write_after_grad_set(self.record, arg)  # Note [set_ Under Grad]
         # (through a detach() too: the write is hidden from the base's history, not from the alias's own)
         grad_on = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         sources = (o for o in pytree.tree_leaves(operands) if isinstance(o, torch.Tensor) and o is not arg)
         if self.depth == 0 and moves_data and grad_on and any(o.requires_grad for o in sources):
             self.record.grad_written.add(id(arg))
-            if self.depth == 0 and moves_data:
-                note_write_after_grad_set(self.record, arg)  # Note [set_ Under Grad]
 
     def _refuse_write_through_copying_view(self, arg: torch.Tensor) -> None:
         """A write with grad through a subclass view whose view op copied (a sharded view that gathers): eager's
