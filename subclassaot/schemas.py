@@ -167,6 +167,9 @@ class LeafMutation:
     swapped_by_data_only: bool = False
     # how many times eager advances its version counter (writes through it or a view sharing its counter)
     version_bumps: int
+    # ... of those, how many came after its last one by an op that may record a node (with grad on): eager's grad_fn
+    # of a view on the counter is stale at the end (runtime/steps.py: Version Counters As Eager's)
+    bumps_after_grad: int = 0
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
     # some autograd-visible write went through it or a view of it (its version-counter family), not only through
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises

@@ -550,15 +550,18 @@ def _repeat_grad_sets(
     values: Sequence[object],
     dense: list[torch.Tensor],
     inputs: Sequence[int],
+    counts: Mapping[int, int],
 ) -> list[int]:
     """The epilogue's repeat of the set_() under grad of each of the tensor inputs `inputs` (of `epilogue.grad_sets`:
     Note [set_ Under Grad]); returns the subclass inputs set_() to another input whose storages they still have,
-    whose repeat waits for the wrapper's final metadata."""
+    whose repeat waits for the wrapper's final metadata. `counts`: `_set_counts`."""
     wrapper_sets = []
     for t in inputs:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)
+            if t in counts:
+                set_version(x, counts[t] - 1)  # (EpiloguePlan.counted_sets)
             if not _source_edge(plan, t):
                 _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
@@ -568,6 +571,32 @@ def _repeat_grad_sets(
             else:
                 set_to_self(x)
     return wrapper_sets
+
+
+def _set_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[int, int]:
+    """EpiloguePlan.counted_sets: per plain tensor input, eager's count after the call, which the epilogue's repeat of
+    its set_() under grad lands on (`versions`: the counts of `epilogue.versions` before the call)."""
+    if not epilogue.counted_sets:
+        return {}
+    before = dict(zip(epilogue.versions, versions, strict=True))
+    return {t: before[j] + plan.analysis.mutations[j].version_bumps for t, j in epilogue.counted_sets}
+
+
+def _repeat_swaps(
+    plan: RuntimePlan,
+    values: Sequence[object],
+    dense: list[torch.Tensor],
+    swap_counts: Mapping[int, int | None],
+    set_counts: Mapping[int, int],
+) -> None:
+    """The epilogue's repeat under grad of the set_() of each plain input of `swap_counts` (`_swap_source_counts`),
+    its source read at its count there; `set_counts`: `_set_counts`."""
+    for t, count in swap_counts.items():
+        x, source = _grad_swap_edge(plan, values, dense, t)
+        if t in set_counts:
+            set_version(x, set_counts[t] - 1)  # (EpiloguePlan.counted_sets)
+        with _counter_at(source, count):
+            _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
 
 
 def _write_holders(plan: RuntimePlan, values: Sequence[object]) -> dict[int, torch.Tensor]:
@@ -714,8 +743,9 @@ def _epilogue(
         if (m := mutations[j]).set_source is not None
     }
     swap_counts = _swap_source_counts(plan, epilogue, values, dense, counts_as_came)
+    set_counts = _set_counts(plan, epilogue, versions)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
-        _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first)
+        _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first, set_counts)
     _replay_layouts(plan, epilogue, ev, (dense, outs, symbols), sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
@@ -734,11 +764,8 @@ def _epilogue(
             copy_into(dense[j], _held_back(holders, j, cast(torch.Tensor, outs[k])), mutations[j], final=True)
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
-    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later)
-    for t, count in swap_counts.items():
-        x, source = _grad_swap_edge(plan, values, dense, t)
-        with _counter_at(source, count):
-            _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
+    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts)
+    _repeat_swaps(plan, values, dense, swap_counts, set_counts)
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps, recorded=j in epilogue.recorded)
     if epilogue.wrappers:

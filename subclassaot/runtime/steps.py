@@ -111,9 +111,13 @@ aten = torch.ops.aten
 # Function, keeps the count it is built with; an input that is a view requiring grad whose counter moved as eager's
 # keeps its count where eager recorded a node on its history (a write or set_() with grad: the epilogue's repeat of it
 # made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
-# EpiloguePlan.recorded). Where eager recorded none (every write, in-place view op, set_(), resize_ and mark_dirty under
-# no_grad), nothing the call made has an edge to that grad_fn: it is stale at the end in eager and in ours alike, and
-# the count is eager's. An early replay made at the input's advanced count is made at eager's final count, the input's
+# EpiloguePlan.recorded). A plain input whose set_() under grad the epilogue repeats after its layout step (which
+# advanced the counter already) gets eager's count less one just before that repeat, which then makes the grad_fn at
+# eager's count (EpiloguePlan.counted_sets). Where eager recorded none (every write, in-place view op, set_(), resize_
+# and mark_dirty under no_grad), or advanced the counter after its last op that may record one
+# (LeafMutation.bumps_after_grad: eager's grad_fn is made anew at the next read), nothing the call made has an edge to
+# that grad_fn: it is stale at the end in eager and in ours alike, and the count is eager's (a subclass input, whose
+# count EpiloguePlan.recorded_wrappers and viewed_wrappers keep, still runs behind there). An early replay made at the input's advanced count is made at eager's final count, the input's
 # plus eager's bumps of it (Replay.counter_at_end).
 
 
@@ -386,12 +390,16 @@ class EpiloguePlan:
     reshaped: tuple[int, ...]
     final_copies: tuple[tuple[int, int], ...]  # (dense leaf, graph output): values with the final metadata
     versions: tuple[int, ...]  # dense leaves whose version counter is settled to eager's
-    # ... of those, the ones eager recorded a node on (a write or set_() with grad): a view requiring grad whose
-    # counter moved as eager's keeps its count (settle_version)
+    # ... of those, the ones eager recorded a node on (a write or set_() with grad) and advanced no more after: a view
+    # requiring grad whose counter moved as eager's keeps its count (settle_version)
     recorded: frozenset[int] = frozenset()
     # ... and the wrappers of those (tensor inputs, of `wrappers`) with a leaf eager recorded a node on
     recorded_wrappers: frozenset[int] = frozenset()
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
+    # (plain tensor input, its dense leaf) of grad_sets and grad_swaps whose set_() under grad the epilogue repeats
+    # after their layouts, of `recorded`: the counter is set to eager's count less one before the repeat, whose bump
+    # then lands on eager's count as it makes a view's grad_fn (runtime/steps.py: Version Counters As Eager's)
+    counted_sets: tuple[tuple[int, int], ...] = ()
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     # plain tensor inputs set_() to a value requiring grad: See Note [Inputs Written In Training]
     grad_swaps: tuple[int, ...] = ()
@@ -443,6 +451,13 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         for t, (tree, after) in enumerate(zip(plan.layout.trees, analysis.wrapper_meta_after, strict=True))
         if tree is not None and (after is not None or analysis.wrapper_version_bumps[t])
     )
+    recorded = frozenset(j for j, m in enumerate(analysis.mutations) if _recorded(m) and not m.bumps_after_grad)
+    grad_sets = tuple(
+        t
+        for t, leaves in enumerate(plan.layout.leaves_of_input)
+        if any(analysis.mutations[j].set_under_grad for j in leaves)
+    )
+    grad_swaps, early, first = _grad_swaps(plan), early_grad_sets(analysis, plan.layout), _grad_sets_first(plan)
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
@@ -455,20 +470,24 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
         final_copies=by_kind[UpdateKind.FINAL],
         versions=tuple(j for j, m in enumerate(analysis.mutations) if m.any or m.version_bumped),
-        recorded=frozenset(j for j, m in enumerate(analysis.mutations) if _recorded(m)),
+        recorded=recorded,
         recorded_wrappers=frozenset(
             t for t in wrappers if any(_recorded(analysis.mutations[j]) for j in plan.layout.leaves_of_input[t])
         ),
         wrappers=wrappers,
-        grad_sets=tuple(
-            t
-            for t, leaves in enumerate(plan.layout.leaves_of_input)
-            if any(analysis.mutations[j].set_under_grad for j in leaves)
+        grad_sets=grad_sets,
+        counted_sets=tuple(
+            (t, j)
+            for t in sorted({*grad_sets, *grad_swaps} - {*early, *first})
+            if plan.layout.trees[t] is None
+            and (j := plan.layout.leaves_of_input[t][0]) in recorded
+            and analysis.mutations[j].version_bumps
+            and analysis.mutations[j].grad_set_node is GradSetNode.SET
         ),
-        grad_swaps=_grad_swaps(plan),
+        grad_swaps=grad_swaps,
         reshaped_gaining_grad=frozenset(requires_grad_changes(plan)[0]),
-        early_grad_sets=early_grad_sets(plan.analysis, plan.layout),
-        grad_sets_first=_grad_sets_first(plan),
+        early_grad_sets=early,
+        grad_sets_first=first,
         viewed_wrappers=frozenset(
             t
             for t in wrappers

@@ -858,3 +858,76 @@ def test_view_with_history_transposed_in_place_counts_as_eager(kind: str, compil
 
     with torch.no_grad():
         assert_matches_eager(_unbind_view_transposed, make, compile_fn=compile_fn, versions="exact")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 118400 --versions exact (programs 247, 535): an input view requiring grad whose set_() under grad eager
+# recorded kept the count the epilogue left it at. One set_() onto another input ended at 2 where eager's is 1: the
+# epilogue replays the new layout without grad (one bump) and repeats the set_() under grad after (another), and the
+# count is kept where the repeat made the view's grad_fn (EpiloguePlan.counted_sets: the counter is set to eager's
+# count less one before the repeat). One set_() onto itself, then written under no_grad, ended at 1 where eager's is 3:
+# eager's writes after its last recorded node leave the view's grad_fn stale at the end, so the count is eager's
+# (LeafMutation.bumps_after_grad).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _view_set_onto_another_input(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    return (x1,)
+
+
+def _set_onto_itself_then_marked_dirty_under_no_grad(x0: T) -> object:
+    t0, t1 = x0.split_with_sizes([1, 0], 0)
+    set_to(x0, x0)
+    with torch.no_grad():
+        DirtyScale.apply(t1)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    return (t0,)
+
+
+def _leaf_and_a_view(kind: str) -> tuple[object, ...]:
+    leaf = pair(3, 4, requires_grad=True) if kind == "pair" else torch.randn(3, 4, requires_grad=True)
+    return (leaf, _input(kind, 1).unsqueeze(-1))
+
+
+def _view_requiring_grad(kind: str) -> tuple[object, ...]:
+    base = pair_nonleaf(1) if kind == "pair" else nonleaf(1)
+    return (base.view(1, 1),)
+
+
+_SET_UNDER_GRAD = [
+    (_view_set_onto_another_input, _leaf_and_a_view, "set_onto_another"),
+    (_set_onto_itself_then_marked_dirty_under_no_grad, _view_requiring_grad, "marked_dirty_after"),
+]
+# A known gap: a subclass input keeps the count the epilogue left it at where its view eager recorded a node on
+# (EpiloguePlan.recorded_wrappers) or an output view replayed from it (viewed_wrappers) would regenerate its grad_fn,
+# though eager's bumps after its last recorded node leave those stale at the end too.
+_VIEWED_WRAPPER_GAP = pytest.mark.xfail(strict=True, reason="EpiloguePlan.viewed_wrappers keeps the moved count")
+
+
+@pytest.mark.parametrize(
+    ("program", "inputs", "kind"),
+    [
+        pytest.param(
+            program,
+            inputs,
+            kind,
+            id=f"{kind}-{name}",
+            marks=[_VIEWED_WRAPPER_GAP] if (kind, name) == ("pair", "marked_dirty_after") else [],
+        )
+        for program, inputs, name in _SET_UNDER_GRAD
+        for kind in _KINDS
+    ],
+)
+def test_input_view_set_under_grad_counts_as_eager(
+    program: Callable[..., object],
+    inputs: Callable[[str], tuple[object, ...]],
+    kind: str,
+    compile_fn: CompileFn | None,
+) -> None:
+    from subclassaot.tools.parity import write_outputs
+
+    with torch.enable_grad():
+        assert_matches_eager(program, lambda: inputs(kind), compile_fn=compile_fn, versions="exact")
+        assert_matches_eager(
+            program, lambda: inputs(kind), compile_fn=compile_fn, versions="exact", after_call=write_outputs
+        )

@@ -167,6 +167,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and id(final) not in swaps.plain_sets
         and not _in_subclass(i, layout),
         version_bumps=swaps.bump_count(run.dense[i]),
+        bumps_after_grad=swaps.bumps_after_grad(run.dense[i]),
         autograd_visible=bool(keys & swaps.visible_writes),
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         self_set_with_grad=swaps.family_of(run.dense[i]) in swaps.grad_self_set_families,

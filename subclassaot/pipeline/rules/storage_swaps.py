@@ -1702,7 +1702,7 @@ def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tenso
     takes it; any other mark changes nothing autograd sees."""
     record.pin(tensors)  # Note [Storage Swaps By Rebinding]
     for t in tensors:
-        record.note_marked_dirty(t)
+        record.note_marked_dirty(t, recorded)
     if not recorded:
         return
     record.marked_dirty.update((id(t), cls) for t in tensors)

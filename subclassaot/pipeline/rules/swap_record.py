@@ -274,6 +274,10 @@ class SwapRecord:
     family: dict[int, int] = field(default_factory=dict)  # id() of a tensor -> id() of its version-counter root
     # roots whose version counter eager would bump -> how many times (runtime/steps.py: Version Counters As Eager's)
     written_families: dict[int, int] = field(default_factory=dict)
+    # roots -> their count in `written_families` right after the last bump made by an op that may record a node (with
+    # grad on, outside inference_mode): eager's grad_fn of a view on that counter was made there, or at its next read
+    # where bumps followed (runtime/steps.py: Version Counters As Eager's)
+    grad_bumps: dict[int, int] = field(default_factory=dict)
     # roots written through with grad enabled, not through .data/detach(): the writes autograd records on that
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
@@ -537,12 +541,13 @@ class SwapRecord:
         views = self.inplace_views.get(id(t), ())
         return at is not None and any(r.grad_enabled and r.seq > at and r.func not in SET_OPS for r in views)
 
-    def note_marked_dirty(self, t: torch.Tensor) -> None:
-        """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not."""
+    def note_marked_dirty(self, t: torch.Tensor, recorded: bool) -> None:
+        """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not; `recorded`:
+        its node rebases t's history."""
         self.dirty_marks.add(id(t))
         self.seq += 1
         self.note_last_bump(storage_key(t), t)
-        self.note_bump(t)
+        self.note_bump(t, recorded)
         if is_traceable_subclass(t):
             for leaf in flatten_subclass(t, "marked dirty")[1]:
                 self.wrapper_bumps[storage_key(leaf)] = self.seq
@@ -805,10 +810,20 @@ class SwapRecord:
         self.last_bump[key] = self.seq
         self.family_last_bump[self.family_of(t)] = self.seq
 
-    def note_bump(self, t: torch.Tensor) -> None:
-        """Eager advances `t`'s version counter (shared by its family) once."""
+    def note_bump(self, t: torch.Tensor, recorded: bool | None = None) -> None:
+        """Eager advances `t`'s version counter (shared by its family) once; `recorded`: by an op that may record a
+        node (`grad_bumps`), by default one run with grad on, outside inference_mode."""
         family = self.family_of(t)
         self.written_families[family] = self.written_families.get(family, 0) + 1
+        if recorded is None:
+            recorded = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        if recorded:
+            self.grad_bumps[family] = self.written_families[family]
+
+    def bumps_after_grad(self, t: torch.Tensor) -> int:
+        """Of `bump_count(t)`, how many eager made after the last one by an op that may record a node."""
+        family = self.family_of(t)
+        return max(0, self.written_families.get(family, 0) - self.grad_bumps.get(family, 0))
 
 
 @dataclass(frozen=True, slots=True)
