@@ -1605,9 +1605,10 @@ def _saved_by(node: torch.autograd.graph.Node, inside: _InsideSaves) -> list[tor
 
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
     """A comparable picture of `root`'s autograd graph: node types, edges with their input numbers, nodes met again
-    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them); and
+    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them);
     whether `root` requires grad only through its base (a view made under no_grad, which no gradient reaches, where
-    a new leaf made of it is its own AccumulateGrad's)."""
+    a new leaf made of it is its own AccumulateGrad's); and whether it is a view (a dirty Function applied under
+    no_grad returns a view input as it is where it requires no grad, and no view where it is a new leaf)."""
     numbers: dict[int, int] = {}
 
     def visit(node: object, nr: int) -> object:
@@ -1626,7 +1627,7 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
         history = visit(root.grad_fn, 0)
     except RuntimeError as e:  # (a view made under no_grad or by a multi-output op, whose base was written since)
         history = ("raises", str(e).split(".")[0])
-    return (root.requires_grad, requires_grad_through_base(root), history)
+    return (root.requires_grad, requires_grad_through_base(root), history, root._is_view())
 
 
 def _compiled_outputs(

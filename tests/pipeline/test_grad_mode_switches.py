@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import torch
@@ -5440,3 +5440,35 @@ def test_program_making_no_new_leaf_runs_no_leaf_probe(monkeypatch: pytest.Monke
     counts, error = _counting_compile(monkeypatch, f, lambda: (torch.randn(3, requires_grad=True),), True)
     assert error is None
     assert counts == {"analyses": 1, "leaf runs": 0}
+
+
+class _DirtyAddSaved(torch.autograd.Function):
+    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
+        ctx.save_for_backward(y)
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x, y.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
+        (y,) = ctx.saved_tensors
+        return g, g + g_fresh * y.cos()
+
+
+def _new_leaf_view_marked_dirty_under_no_grad(x0: T) -> object:
+    t0 = x0.view(())
+    t0.requires_grad_()
+    with torch.no_grad():
+        t1, _ = _DirtyAddSaved.apply(t0, t0)  # type: ignore[no-untyped-call]
+    return (t1,)
+
+
+def test_a_new_leaf_whose_dirty_function_output_is_no_view_is_observed() -> None:
+    """(fuzz 118500 #6151) eager's dirty Function under no_grad returns a view input as it is where it requires no
+    grad, and no view where the program made it a new leaf: held back, the call changes whether the output is a view,
+    so the new leaf is observed and the program compiles as called."""
+    with torch.enable_grad():
+        assert_matches_eager(_new_leaf_view_marked_dirty_under_no_grad, lambda: (torch.randn(()),))
