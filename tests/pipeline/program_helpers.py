@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import pytest
 import torch
@@ -172,6 +172,22 @@ class DirtyScale(torch.autograd.Function):
     @staticmethod
     def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
         return g * 2
+
+
+class DirtyAddSaved(torch.autograd.Function):
+    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
+        ctx.save_for_backward(y)
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x, y.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
+        (y,) = ctx.saved_tensors
+        return g, g + g_fresh * y.cos()
 
 
 class TransposeSaved(torch.autograd.Function):

@@ -18,6 +18,7 @@ from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eag
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     ENTRIES,
+    DirtyAddSaved,
     DirtyScale,
     SinFunction,
     nonleaf,
@@ -1479,22 +1480,6 @@ def test_backward_bump_of_a_subclass_view_refused() -> None:
         out = compiled(*make())
         assert isinstance(out, tuple)
         (out[0].sum() + out[1].sum()).backward()
-
-
-class DirtyAddSaved(torch.autograd.Function):
-    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
-        ctx.save_for_backward(y)
-        x.add_(y)
-        ctx.mark_dirty(x)
-        return x, y.sin()
-
-    @staticmethod
-    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
-        (y,) = ctx.saved_tensors
-        return g, g + g_fresh * y.cos()
 
 
 def _dirty_add(x: T, y: T) -> object:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import pytest
 import torch
@@ -24,6 +24,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyAddSaved,
     DirtyScale,
     SinFunction,
     TransposeSaved,
@@ -5442,27 +5443,11 @@ def test_program_making_no_new_leaf_runs_no_leaf_probe(monkeypatch: pytest.Monke
     assert counts == {"analyses": 1, "leaf runs": 0}
 
 
-class _DirtyAddSaved(torch.autograd.Function):
-    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
-        ctx.save_for_backward(y)
-        x.add_(y)
-        ctx.mark_dirty(x)
-        return x, y.sin()
-
-    @staticmethod
-    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
-        (y,) = ctx.saved_tensors
-        return g, g + g_fresh * y.cos()
-
-
 def _new_leaf_view_marked_dirty_under_no_grad(x0: T) -> object:
     t0 = x0.view(())
     t0.requires_grad_()
     with torch.no_grad():
-        t1, _ = _DirtyAddSaved.apply(t0, t0)  # type: ignore[no-untyped-call]
+        t1, _ = DirtyAddSaved.apply(t0, t0)  # type: ignore[no-untyped-call]  # Function.apply is untyped
     return (t1,)
 
 
