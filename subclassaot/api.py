@@ -636,14 +636,13 @@ def _compile_over(
     if analyzed is None:
         return None
     prog, layout, analysis, training, traced_once = analyzed
-    inference = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
-    if traced_once is not None:  # See Note [Training Through A Joint Graph]: one run
-        inference = functools.cache(lambda: traced_once)
+    inference, kept = _inference_graphs(training, prog, layout, analysis, traced_once)
     backend = backends.get_backend(config.backend)
     new_leaves = any(analysis.new_leaves)
-    native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, inference, attempt)
+    native = (training or new_leaves) and _trains_natively(prog, layout, analysis, backend, kept, attempt)
     if native:  # runtime/steps.py: Version Counters As Eager's
         analysis = native_counts(analysis)
+        inference = kept
     if new_leaves and not native:
         refuse_new_leaves(flat, analysis, backend is backends.eager_backend and not attempt.within_no_grad)
     if training and not native and not prog.fakified.symbol_bindings:  # Note [Training Through A Joint Graph]
@@ -690,6 +689,20 @@ def _compile_over(
     )
 
 
+def _inference_graphs(
+    training: bool, prog: _Program, layout: DenseLayout, analysis: Analysis, traced_once: TracedGraph | None
+) -> tuple[Callable[[], TracedGraph], Callable[[], TracedGraph]]:
+    """The inference graph, and the graph of the native path (Note [Training Without A Function]): the one the
+    analysis's run traced, where it traced one (Note [Training Through A Joint Graph]: one run); but a training
+    compile's, traced with grad on, is the native path's alone: the Function's inference graph is traced under
+    no_grad."""
+    traced = functools.cache(functools.partial(_trace_inference, training, prog, layout, analysis))
+    if traced_once is None:
+        return traced, traced
+    kept = functools.cache(lambda: traced_once)
+    return (traced if training else kept), kept
+
+
 def _analyzed_holding_back(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -707,7 +720,9 @@ def _analyzed_holding_back(
     [Training Without A Function])."""
     try:
         prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
-        layout, analysis, training, traced_once = _analyzed(prog, layout, whole_storage)
+        layout, analysis, training, traced_once = _analyzed(
+            prog, layout, whole_storage, _may_train_natively(flat, config, attempt)
+        )
     except (StorageReachError, GradReenabledError):
         raise  # (the driver's own compile again: what the run noted is noted again)
     except Exception:
@@ -724,6 +739,20 @@ def _analyzed_holding_back(
         attempt.hold = NewLeafHold.as_called()
         return None
     return prog, layout, analysis, training, traced_once
+
+
+def _may_train_natively(flat: FlatInputs, config: CompileConfig, attempt: _Attempt) -> bool:
+    """Whether a training compile may train without a Function (Note [Training Without A Function]: the eager backend,
+    called with grad on), as far as the call tells before its analysis; and whether it likely will: a module holding
+    state that requires no grad (buffers: a training-mode BatchNorm writes its running statistics, which leaves the
+    Function path) likely trains through the Function, whose compile has no use for a graph traced by the analysis's
+    run (Note [Training Through A Joint Graph]: one run). A guess that costs time only, where wrong."""
+    state = flat.values[: len(flat.module_state_names)]
+    return (
+        backends.get_backend(config.backend) is backends.eager_backend
+        and not attempt.within_no_grad
+        and all(t.requires_grad for t in state if isinstance(t, torch.Tensor))
+    )
 
 
 def _held_leaves_unobserved(
@@ -810,11 +839,12 @@ def _trains_natively(
 
 
 def _analyzed(
-    prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex]
+    prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex], native: bool
 ) -> tuple[DenseLayout, Analysis, bool, TracedGraph | None]:
     """The program analyzed over `layout`, and again where it gains grad on an input or leaves aliases untouched;
     the layout it was last analyzed over, whether the compile is for training, and the inference graph where the run
-    that analyzed it traced it too (Note [Training Through A Joint Graph]: one run). Refuses what it cannot compile."""
+    that analyzed it traced it too (Note [Training Through A Joint Graph]: one run; `native`: a training compile may
+    train without a Function). Refuses what it cannot compile."""
     flat, fakes = prog.flat, prog.fakes
     training = torch.is_grad_enabled() and any(t.requires_grad for t in prog.tensors)
     traced: TracedGraph | None = None
@@ -822,7 +852,7 @@ def _analyzed(
     if apart is not None:
         layout, analysis = apart
     else:
-        once = _analyzed_once(prog, layout) if _runs_once(prog, layout, training) else None
+        once = _analyzed_once(prog, layout, training) if _runs_once(prog, layout, training, native) else None
         if once is not None:
             analysis, traced = once
         else:
@@ -865,19 +895,24 @@ def _analyzed(
     return layout, analysis, training, traced
 
 
-def _runs_once(prog: _Program, layout: DenseLayout, training: bool) -> bool:
+def _runs_once(prog: _Program, layout: DenseLayout, training: bool, native: bool) -> bool:
     """Whether the analysis's run may trace the inference graph too (Note [Training Through A Joint Graph]: one
-    run)."""
-    return not training and not layout.groups and not prog.nonleaf and torch._C._len_torch_dispatch_stack() == 0
+    run; training: where the compile may train without a Function, `native`)."""
+    return (
+        (native or not training)
+        and not layout.groups
+        and not prog.nonleaf
+        and torch._C._len_torch_dispatch_stack() == 0
+    )
 
 
-def _analyzed_once(prog: _Program, layout: DenseLayout) -> tuple[Analysis, TracedGraph | None] | None:
+def _analyzed_once(prog: _Program, layout: DenseLayout, training: bool) -> tuple[Analysis, TracedGraph | None] | None:
     """The analysis, and the inference graph traced by its run where `_keeps_trace`; None where that run raised
     (the analysis alone decides: Note [Training Through A Joint Graph]: one run)."""
     made = unbacked_symbols_made(prog.fake_mode)
     try:
-        with _ambient_grad():
-            once = prog.analyze_and_trace(layout, functools.partial(_keeps_trace, prog))
+        with torch.enable_grad() if training else _ambient_grad():
+            once = prog.analyze_and_trace(layout, functools.partial(_keeps_trace, prog, layout, training))
     except Exception:
         return None
     # (a tensor's value read as a number: make_fx binds the symbol to the node that made it, the analysis leaves it
@@ -885,10 +920,12 @@ def _analyzed_once(prog: _Program, layout: DenseLayout) -> tuple[Analysis, Trace
     return once if unbacked_symbols_made(prog.fake_mode) == made else None
 
 
-def _keeps_trace(prog: _Program, analysis: Analysis) -> bool:
-    """Whether the graph the analysis's run traced is the compile's (Note [Training Through A Joint Graph]: one
-    run)."""
-    return not any(analysis.new_leaves) and not (_gaining_grad(prog, analysis) and torch.is_grad_enabled())
+def _keeps_trace(prog: _Program, layout: DenseLayout, training: bool, analysis: Analysis) -> bool:
+    """Whether the graph the analysis's run traced may be the compile's (Note [Training Through A Joint Graph]: one
+    run; training: the graph of the native path, where the analysis allows one: Note [Training Without A Function])."""
+    if any(analysis.new_leaves) or (_gaining_grad(prog, analysis) and torch.is_grad_enabled()):
+        return False
+    return not training or native_training_plan(prog.flat, layout, analysis)
 
 
 def _gaining_grad(prog: _Program, analysis: Analysis) -> list[int]:

@@ -1,10 +1,12 @@
-"""One run of the program both analyzes and traces an inference compile (Note [Training Through A Joint Graph]: one
-run): where nothing the analysis finds changes what the trace runs, the compile runs the program over fakes once, and
-the compiled call matches eager's as the two-run compile did; elsewhere the compile runs it as before."""
+"""One run of the program both analyzes and traces an inference compile, and a training compile without a Function
+(Note [Training Through A Joint Graph]: one run): where nothing the analysis finds changes what the trace runs, the
+compile runs the program over fakes once, and the compiled call matches eager's as the two-run compile did; elsewhere
+the compile runs it as before."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import pytest
 import torch
@@ -139,10 +141,88 @@ def test_analysis_that_changes_the_trace_traces_again(
     assert runs[: len(expected)] == expected
 
 
-def test_training_and_aliased_inputs_run_as_before(runs: list[str]) -> None:
+def _grad_inputs(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        x, y = _inputs(kind)()
+        return cast(T, x).requires_grad_(), y
+
+    return make
+
+
+def _no_grad_region(x: T, y: T) -> object:
+    with torch.no_grad():
+        z = x * 2
+    return z + x * y
+
+
+def _native(compiled: Callable[..., object]) -> bool:
+    (entry,) = cast(subclassaot.CompiledFunction[..., object], compiled).entries
+    return entry.autograd_backward
+
+
+def _batched_matmul(x: T, y: T) -> object:
+    # (matmul folds a batched operand into one mm, or not, by whether the operands require grad)
+    return torch.relu(x @ y).sum(0), x.shape[0] * 2
+
+
+def _matmul_inputs() -> tuple[object, ...]:
+    return torch.randn(2, 3, 4, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    ("program", "make_inputs"),
+    [(_read, _grad_inputs("plain")), (_batched_matmul, _matmul_inputs)],
+    ids=["read", "batched_matmul"],
+)
+def test_native_training_compile_runs_the_program_once(
+    runs: list[str], program: Callable[[T, T], object], make_inputs: Callable[[], tuple[object, ...]]
+) -> None:
+    # a training compile that trains without a Function: its graph is the one the analysis's run traced, with grad on
     with torch.enable_grad():
-        assert_matches_eager(_read, lambda: (torch.randn(2, 2, requires_grad=True), torch.randn(2, 2)), calls=2)
-    assert "trace" not in runs[:1] and runs[0] == "analyze"
+        compiled = assert_matches_eager(program, make_inputs, calls=2, versions="exact")
+    assert runs == ["trace"] and _native(compiled)
+
+
+def test_model_in_training_runs_once(runs: list[str]) -> None:
+    # parameters that require grad, dropout drawn in the graph: one functional run, gradients as eager's
+    torch.manual_seed(0)
+    with torch.enable_grad():
+        compiled = assert_matches_eager(_Encoder().train(), lambda: (torch.randn(2, 5, 16),), calls=2)
+    assert runs == ["trace"] and cast(subclassaot.CompiledModule[_Encoder], compiled).entries[0].autograd_backward
+
+
+def test_training_through_the_function_traces_as_before(runs: list[str]) -> None:
+    # a no_grad region: the graph's run records history eager's lacks, so the Function trains it, whose joint
+    # trace gives the forward (the graph the analysis's run traced, with grad on, is dropped)
+    with torch.enable_grad():
+        compiled = assert_matches_eager(_no_grad_region, _grad_inputs("plain"), calls=2)
+    assert runs == ["trace", "joint", "joint"] and not _native(compiled)
+    runs.clear()
+    # a written input, or subclass inputs: the plan rules the native path out after the analysis's run
+    with torch.enable_grad():
+        assert_matches_eager(_write, lambda: (torch.randn(2, 2), torch.randn(2, 2, requires_grad=True)), calls=2)
+        assert_matches_eager(_read, _grad_inputs("pair"), calls=2)
+    assert runs == ["trace", "joint", "joint"] * 2
+
+
+def test_module_with_buffers_in_training_runs_as_before(runs: list[str]) -> None:
+    # a training-mode BatchNorm writes its running statistics: the Function path, guessed from the module's state
+    # that requires no grad before the analysis, which then runs alone
+    torch.manual_seed(0)
+    with torch.enable_grad():
+        assert_matches_eager(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train(), lambda: (torch.randn(3, 4),))
+    assert runs == ["analyze", "joint", "joint"]
+
+
+def _graph_as_is(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[..., object]:
+    return gm
+
+
+def test_training_with_another_backend_and_aliased_inputs_run_as_before(runs: list[str]) -> None:
+    # (no native path off the eager backend: the analysis runs alone)
+    with torch.enable_grad():
+        assert_matches_eager(_read, _grad_inputs("plain"), calls=2, backend=_graph_as_is)
+    assert runs[0] == "analyze"
     runs.clear()
     with torch.no_grad():
         assert_matches_eager(_read_aliases, _aliased_inputs)
