@@ -192,9 +192,9 @@ class SwapRecord:
     late_gains: dict[object, tuple[int, int]] = field(default_factory=dict)
     touched_after_gain: set[int] = field(default_factory=set)
     # ... and the id()s of those whose storage only a torch function with grad on read after that call (no write):
-    # they gain the flag last where eager's histories show no such read (analyze's `settle_last_gains`)
+    # they gain the flag last where eager's histories show no such read (analyze's `_settle_last_gains`)
     read_after_gain: set[int] = field(default_factory=set)
-    gains_last: set[int] = field(default_factory=set)  # ... the untouched ones (analyze's `settle_last_gains`)
+    gains_last: set[int] = field(default_factory=set)  # ... the untouched ones (analyze's `_settle_last_gains`)
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
