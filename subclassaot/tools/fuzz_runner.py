@@ -66,7 +66,6 @@ _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent end
 
 __all__ = [
     "Entry",
-    "Failure",
     "FuzzReport",
     "add_arguments",
     "fuzz",
