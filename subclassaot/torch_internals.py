@@ -76,19 +76,13 @@ def is_functional(t: object) -> bool:
 
 def from_functional(t: torch.Tensor) -> torch.Tensor:
     """The current value behind a FunctionalTensor after applying pending updates."""
-    assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
-    _sync(t)
-    return torch._from_functional_tensor(t.elem)
-
-
-def _sync(t: torch.Tensor) -> None:
-    assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
-    torch._functionalize_sync(t.elem)
+    return torch._from_functional_tensor(_elem(t))
 
 
 def _elem(t: torch.Tensor) -> torch.Tensor:
+    """The tensor inside FunctionalTensor `t`, after applying pending updates."""
     assert isinstance(t, FunctionalTensor), f"BUG: expected a FunctionalTensor, got {type(t).__name__}"
-    _sync(t)
+    torch._functionalize_sync(t.elem)
     return t.elem
 
 

@@ -38,6 +38,7 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
+from subclassaot.pipeline.functional_run import own_stand_ins
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
@@ -66,7 +67,6 @@ from subclassaot.runtime.steps import (
     early_grad_sets,
     epilogue_write_hidden,
     graph_example_inputs,
-    own_stand_in_inputs,
     training_roots,
 )
 from subclassaot.schemas import (
@@ -313,7 +313,7 @@ def trace_backward(
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     # (not an input of its own beside an alias requiring grad: its stand-in is a detached leaf over the group's
     # storage, as eager's is a leaf)
-    clone = frozenset(grad_inputs) - _own_stand_ins(flat, layout, user_fakes)
+    clone = frozenset(grad_inputs) - own_stand_ins(flat, layout, user_fakes)
     with fake_mode, torch.enable_grad():
         fw_example = forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
@@ -410,21 +410,13 @@ def _grad_inputs(
     group_grads = grad_bases(layout, user_fakes)
     in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
     duplicates = duplicate_wrappers(layout)  # Note [Aliased Inputs In Training]
-    own = _own_stand_ins(flat, layout, user_fakes)
+    own = own_stand_ins(flat, layout, user_fakes)
     grad_inputs = tuple(
         i
         for i, t in enumerate(user_fakes)
         if t.requires_grad and (flat.tensor_indices[i] not in in_groups or i in own) and i not in duplicates
     )
     return group_grads, grad_inputs
-
-
-def _own_stand_ins(flat: FlatInputs, layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> frozenset[int]:
-    """own_stand_in_inputs of the compile: as passed, the inputs' flags; gaining, those the analysis made require
-    grad from the start."""
-    passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
-    gains = {i for i, t in enumerate(user_fakes) if t.requires_grad and not passed[i]}
-    return own_stand_in_inputs(layout, passed, gains)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -113,7 +113,7 @@ def run_functional(
     )
     grad_leaves = list(user_tensors)
     if requires_grad_like is not None:  # (a stand-in of its own is the leaf: runtime.steps.own_stand_in_inputs)
-        clone_inputs -= _own_stand_ins(flat, layout, requires_grad_like)
+        clone_inputs -= own_stand_ins(flat, layout, requires_grad_like)
     viewed = _traced_as_views(layout, clone_inputs)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
@@ -484,7 +484,7 @@ def _detach_members_without_grad(
     through it stay hidden from autograd, as in eager. So too one the program makes require grad (a stand-in of its
     own, a leaf: runtime.steps.own_stand_in_inputs). Returns the detached members."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
-    own = _own_stand_ins(flat, layout, like)
+    own = own_stand_ins(flat, layout, like)
     detached: list[torch.Tensor] = []
     for group in layout.groups:
         for k, m in enumerate(group.members):
@@ -498,7 +498,7 @@ def _detach_members_without_grad(
     return detached
 
 
-def _own_stand_ins(flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor]) -> frozenset[int]:
+def own_stand_ins(flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor]) -> frozenset[int]:
     """runtime.steps.own_stand_in_inputs of the compile: the inputs' flags as passed; gaining, those `like` makes
     require grad."""
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]

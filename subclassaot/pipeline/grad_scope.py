@@ -43,11 +43,8 @@ __all__ = [
     "backward_reshapes",
     "check_grad_factories",
     "GradReenabledError",
-    "NodeChanges",
     "check_grad_reenabled",
-    "function_node_changes",
     "function_outputs_as_eager",
-    "metadata_of",
     "resize_as_eager",
 ]
 

@@ -118,7 +118,7 @@ from subclassaot.torch_internals import (
 # t1.add_(t1); return t0, x0 * -1`, x0 graded before the raise): the backward probe refuses those (Note [Probing
 # Eager's Backward]). Known gaps: a LAYOUT node is made after the call's, so program nodes made after the layout op
 # run after it where eager's run before; a subclass input, or a plain one set_() onto another storage, relaid after
-# its set_() under grad gets its layout without autograd: refused (`refuse_relaid_after_grad_set`).
+# its set_() under grad gets its layout without autograd.
 
 
 def inference_call(

@@ -35,7 +35,7 @@ from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_ar
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ADAPTER_OPTIONS", "CapturedGraph", "explain_compiled", "recording", "subclassaot_backend"]
+__all__ = ["CapturedGraph", "explain_compiled", "recording", "subclassaot_backend"]
 
 # Note [Dynamo Captures, The Pipeline Compiles]
 # Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph where

@@ -59,7 +59,6 @@ __all__ = [
     "Explanation",
     "NodeShape",
     "clone_arguments",
-    "describe_value",
     "explain",
     "graph_to_dot",
 ]

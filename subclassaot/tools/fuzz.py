@@ -70,7 +70,6 @@ __all__ = [
     "FuzzConfig",
     "Outcome",
     "RandomChooser",
-    "StorageLiveness",
     "Verdict",
     "check_program",
     "generate",

@@ -30,7 +30,7 @@ import torch
 from subclassaot.tools.fuzz import CompileFn, Verdict, diverged, verdict_of
 from subclassaot.tools.parity import Call, compare_with_eager
 
-__all__ = ["ARGUMENT_CHANGES", "STATE_CHANGES", "check_with_argument_changes", "check_with_state_changes"]
+__all__ = ["check_with_argument_changes", "check_with_state_changes"]
 
 Fn = Callable[..., object]
 # One call after a change: (the change as the report names it, the differences from eager)

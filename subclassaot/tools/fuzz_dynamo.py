@@ -26,7 +26,7 @@ from subclassaot.tools.dynamo_backend import subclassaot_backend
 from subclassaot.tools.fuzz_program import Program, to_source
 from subclassaot.torch_internals import torch_method_patches
 
-__all__ = ["REGRESSION_COMPILE_ARG", "dynamo_compile_for", "source_function"]
+__all__ = ["REGRESSION_COMPILE_ARG", "dynamo_compile_for"]
 
 # The oracle's `compile_fn` argument in a regression test the Dynamo entry writes (test source: the printed program
 # is compiled by torch.compile with our backend, as the run did)

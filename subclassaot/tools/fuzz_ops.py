@@ -34,15 +34,12 @@ from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewh
 
 __all__ = [
     "OPS",
-    "SCALARS",
     "Chooser",
     "Family",
     "OpDef",
     "OpName",
-    "Param",
     "Params",
     "Vocabulary",
-    "shape_for_numel",
     "unspecified_write",
 ]
 

@@ -26,7 +26,6 @@ __all__ = [
     "BaseSpec",
     "Grad",
     "GradScope",
-    "InputKind",
     "InputSpec",
     "Op",
     "Program",

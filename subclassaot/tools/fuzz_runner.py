@@ -66,7 +66,6 @@ _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent end
 
 __all__ = [
     "Entry",
-    "Failure",
     "FuzzReport",
     "add_arguments",
     "fuzz",
@@ -147,7 +146,7 @@ def fuzz(
     versions: Versions = "moved",
 ) -> FuzzReport:
     """Check `programs` eager-legal programs; see the module docstring. `shard=(k, n)`: only program indexes
-    congruent to k mod n, until this shard's share of `programs` is counted (`fuzz_parallel` runs all n).
+    congruent to k mod n, until this shard's share of `programs` is counted (`run_shards` runs all n).
     `state_changes`: wrap each program in a module reading Python state and change that state between calls
     (subclassaot.tools.fuzz_changes). `argument_changes`: call each program with Python constants and a module whose
     buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_changes). `entry="dynamo"`:

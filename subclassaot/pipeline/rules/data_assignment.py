@@ -57,7 +57,6 @@ from subclassaot.torch_internals import is_nested_expr, mutation_counter, record
 
 __all__ = [
     "apart_from_leaves",
-    "assigned_probe_leaf",
     "assigned_root",
     "check_assigned_view",
     "check_data_meta_outputs",

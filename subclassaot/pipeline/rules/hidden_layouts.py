@@ -32,7 +32,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.stale_views import input_named, layout_of
-from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.pipeline.rules.swap_record import SwapRecord, tensor_meta
 from subclassaot.torch_internals import is_functional, no_torch_function, storage_key, symint_expr
 
 __all__ = [
@@ -235,10 +235,6 @@ def _squeezed(t: torch.Tensor) -> Layout:
     return tuple(n for n, _ in dims), tuple(s for _, s in dims), t.storage_offset()
 
 
-def _meta(t: torch.Tensor) -> Layout:
-    return tuple(t.shape), tuple(t.stride()), t.storage_offset()
-
-
 def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
     """At the run's start: the tensors standing for view inputs that require grad, and the layout their traced
     history expects (Note [Stale View Functions])."""
@@ -246,7 +242,7 @@ def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
 
     for t in views:
         subclass = is_traceable_subclass(t)
-        record.view_layouts[id(t)] = (_meta(t) if subclass else _squeezed(t), subclass)
+        record.view_layouts[id(t)] = (tensor_meta(t) if subclass else _squeezed(t), subclass)
         record.pin(t)
 
 
@@ -257,7 +253,7 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout) -> 
         return
     expected, subclass = found
     if torch.is_grad_enabled():
-        if subclass and _meta(t) != before:
+        if subclass and tensor_meta(t) != before:
             record.grad_changed_views.add(id(t))
         elif not subclass:
             record.view_layouts[id(t)] = (_squeezed(t), subclass)
@@ -291,7 +287,7 @@ def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
 
 
 def view_layout(t: object) -> Layout | None:
-    return _meta(t) if isinstance(t, torch.Tensor) else None
+    return tensor_meta(t) if isinstance(t, torch.Tensor) else None
 
 
 def refuse_stale_view_layouts(paths: list[str]) -> None:

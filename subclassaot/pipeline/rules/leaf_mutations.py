@@ -351,11 +351,9 @@ def _in_subclass(i: int, layout: DenseLayout) -> bool:
 
 __all__ = [
     "alias_meta",
-    "assigned_with_history",
     "assigned_write",
     "check_assigned_writes",
     "check_unreplayed_assigned_view",
-    "eager_offset",
     "history_data_leaf",
 ]
 

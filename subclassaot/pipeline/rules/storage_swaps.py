@@ -666,7 +666,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 "outside the compiled function"
             )
         self.record.grad_set_ids.add(id(x))
-        self.record.grad_set_seqs[id(x)] = self.record.seq
         taken = source if source is not None and source.requires_grad else None
         earlier = self.record.grad_set_sources.get(id(x))
         if (source is None or source is x) and earlier is not None:
@@ -942,7 +941,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
         left = self.left_storages.pop(id(arg), None)  # Note [Storage Swaps By Rebinding]
         key = storage_key(arg) if left is None else left[0]
-        self.record.last_write[key] = self.record.seq
         if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
             # a `.data` alias (and its views) has a version counter of its own
             self.record.note_last_bump(key, arg)

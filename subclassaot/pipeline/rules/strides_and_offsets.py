@@ -49,6 +49,7 @@ from subclassaot.pipeline.rules.swap_record import (
     element_offsets,
     elements_of,
     reads_elsewhere_written,
+    tensor_meta,
 )
 from subclassaot.torch_internals import (
     from_functional,
@@ -405,7 +406,7 @@ def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any,
     for other in [*args, *kwargs.values()]:
         if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
             continue
-        if storage_key(other) != key or meta_triple(other) == meta_triple(written):
+        if storage_key(other) != key or tensor_meta(other) == tensor_meta(written):
             continue
         if func is torch.ops.aten.copy_.default or torch.Tag.pointwise in func.tags:
             elsewhere = reads_elsewhere_written(written, other)
@@ -424,10 +425,6 @@ def _overlapping_read(func: Any) -> UnsupportedError:
         f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [In-Place Ops "
         "As Eager Runs Them]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
     )
-
-
-def meta_triple(t: torch.Tensor) -> tuple[object, ...]:
-    return (tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
 def _meet(a: Elements, b: Elements) -> bool:
@@ -515,7 +512,7 @@ def copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
         # over different inner tensors): the same data only where every inner pair is.
         inner_dst, inner_src = flatten_subclass(dst, "dst")[1], flatten_subclass(src, "src")[1]
         return (
-            meta_triple(src) == meta_triple(dst)
+            tensor_meta(src) == tensor_meta(dst)
             and len(inner_dst) == len(inner_src)
             and all(_same_functional_data(d, s) for d, s in zip(inner_dst, inner_src, strict=True))
         )
@@ -528,7 +525,7 @@ def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
         and is_functional(dst)
         and storage_key(src) == storage_key(dst)
         and src.dtype == dst.dtype
-        and meta_triple(src) == meta_triple(dst)
+        and tensor_meta(src) == tensor_meta(dst)
     )
 
 

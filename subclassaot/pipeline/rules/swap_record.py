@@ -192,9 +192,9 @@ class SwapRecord:
     late_gains: dict[object, tuple[int, int]] = field(default_factory=dict)
     touched_after_gain: set[int] = field(default_factory=set)
     # ... and the id()s of those whose storage only a torch function with grad on read after that call (no write):
-    # they gain the flag last where eager's histories show no such read (analyze's `settle_last_gains`)
+    # they gain the flag last where eager's histories show no such read (analyze's `_settle_last_gains`)
     read_after_gain: set[int] = field(default_factory=set)
-    gains_last: set[int] = field(default_factory=set)  # ... the untouched ones (analyze's `settle_last_gains`)
+    gains_last: set[int] = field(default_factory=set)  # ... the untouched ones (analyze's `_settle_last_gains`)
     # storage_key() of the tensors torch functions returned with inference mode on: eager's are inference tensors,
     # whose views (taken there or later) keep no view relation
     inference_made: set[object] = field(default_factory=set)
@@ -304,9 +304,6 @@ class SwapRecord:
     # required grad (eager's set_ node has an edge to its history), else None; `x.set_(x)` keeps the earlier one's
     # (Note [set_ Under Grad])
     grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
-    # id() of a tensor set_() under grad -> `seq` at its last such set_(): an in-place view op after it (a later seq in
-    # `inplace_views`) makes eager's node above the set_ node (Note [set_ Under Grad])
-    grad_set_seqs: dict[int, int] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
     # to themselves or a view of themselves, their family unwritten before but by such set_()s (Note [set_ Under Grad])
@@ -407,8 +404,8 @@ class SwapRecord:
     wrapper_data_writes: dict[int, list[int]] = field(default_factory=dict)
     # per entry of `wrapper_ops`: the seq before it ran, and the tensors among its arguments it does not write
     wrapper_op_reads: list[tuple[int, tuple[torch.Tensor, ...]]] = field(default_factory=list)
-    last_write: dict[object, int] = field(default_factory=dict)  # storage key -> seq of its last in-place op
-    last_bump: dict[object, int] = field(default_factory=dict)  # ... of its last one not through `.data`/detach()
+    # storage key -> seq of its last in-place op not through `.data`/detach()
+    last_bump: dict[object, int] = field(default_factory=dict)
     # ... the same per version counter family (`family_of`): a set_() moves a tensor onto another's storage, not onto
     # its counter (Note [Views That Raise After A Bump])
     family_last_bump: dict[int, int] = field(default_factory=dict)
@@ -533,13 +530,6 @@ class SwapRecord:
         self.inplace_views.setdefault(id(t), []).append(op)
         if op.grad_enabled and op.func not in SET_OPS and self.grad_set_nodes.get(id(t)) is GradSetNode.SET:
             self.grad_set_nodes[id(t)] = GradSetNode.LAYOUT
-
-    def relaid_after_grad_set(self, t: torch.Tensor) -> bool:
-        """An in-place view op with grad on changed `t`'s layout after its own last set_() under grad (Note [set_
-        Under Grad])."""
-        at = self.grad_set_seqs.get(id(t))
-        views = self.inplace_views.get(id(t), ())
-        return at is not None and any(r.grad_enabled and r.seq > at and r.func not in SET_OPS for r in views)
 
     def note_marked_dirty(self, t: torch.Tensor, recorded: bool) -> None:
         """`ctx.mark_dirty(t)`: eager's apply advances the counter of each tensor marked, written or not; `recorded`:

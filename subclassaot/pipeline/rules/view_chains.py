@@ -37,7 +37,7 @@ from subclassaot.pipeline.rules.data_assignment import (
     with_root_data_meta,
 )
 from subclassaot.pipeline.rules.set_under_grad import set_view_root
-from subclassaot.pipeline.rules.swap_record import SET_OPS, InplaceViewRecord, ViewRecord
+from subclassaot.pipeline.rules.swap_record import SET_OPS, InplaceViewRecord, ViewRecord, tensor_meta
 from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
@@ -477,7 +477,7 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
     for u, record in zip(objects, records, strict=True):
         relaid = len(run.swaps.inplace_views.get(id(u), []))
         if max(record.seq, run.swaps.inplace_view_bumps.get(id(u), 0)) < bump:
-            return _regenerated_from(_layout(u), chain.steps[len(chain.steps) - after :])
+            return _regenerated_from(tensor_meta(u), chain.steps[len(chain.steps) - after :])
         stale = run.swaps.stale_relayouts.get(id(u))
         if stale is not None:
             return _regenerated_from(stale[1], chain.steps[len(chain.steps) - after - relaid + stale[0] :])
@@ -485,10 +485,6 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
             return None
         after += 1 + relaid
     return None
-
-
-def _layout(u: torch.Tensor) -> tuple[tuple[Any, ...], tuple[Any, ...], Any]:
-    return (tuple(u.shape), tuple(u.stride()), u.storage_offset())
 
 
 def _regenerated_from(
