@@ -59,7 +59,14 @@ from subclassaot.tools.fuzz_program import (
     make_inputs,
     run_op,
 )
-from subclassaot.tools.parity import EagerRaised, Versions, compare_with_eager, seed_rng, write_outputs
+from subclassaot.tools.parity import (
+    EagerRaised,
+    Versions,
+    compare_with_eager,
+    seed_rng,
+    storage_key_or_none,
+    write_outputs,
+)
 
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
@@ -492,15 +499,8 @@ def _drop(p: Program, *, ops: Iterable[int] = (), variables: Iterable[int] = ())
 _REFILL_VALUE = 0.5  # what an input left freed by the program is filled with at its end
 
 
-def _key(t: torch.Tensor) -> int | None:
-    try:
-        return int(t.untyped_storage()._cdata)
-    except (RuntimeError, NotImplementedError):  # a tensor with no storage to name
-        return None
-
-
 def _keys(t: torch.Tensor) -> set[int]:
-    return {k for u in dense_leaves(t) if (k := _key(u)) is not None}
+    return {k for u in dense_leaves(t) if (k := storage_key_or_none(u)) is not None}
 
 
 class StorageLiveness:
@@ -513,7 +513,7 @@ class StorageLiveness:
         self._freed: dict[int, int] = {}  # storage key -> its bytes before it was freed
         self._saved: set[int] = set()  # storage keys of tensors saved for backward
         for var in (s.var for s in inputs if bases[s.base].freed):
-            key = _key(env[var])
+            key = storage_key_or_none(env[var])
             assert key is not None, "BUG: a freed input is a plain tensor"
             self._freed[key] = env[var].numel() * env[var].element_size()
 
@@ -535,7 +535,7 @@ class StorageLiveness:
     def may_free(self, var: int, env: dict[int, torch.Tensor]) -> bool:
         """A plain intermediate whose storage no input, subclass or saved tensor reaches."""
         t = env[var]
-        key = _key(t)
+        key = storage_key_or_none(t)
         if var in self._inputs or type(t) is not torch.Tensor or key is None or key in self._saved:
             return False
         return not any(key in _keys(u) and (v in self._inputs or type(u) is not torch.Tensor) for v, u in env.items())
@@ -553,7 +553,7 @@ class StorageLiveness:
 
     def refill_params(self, t: torch.Tensor, params: Params) -> Params | None:
         """`(bytes, *params)` when `t` covers every byte of its freed storage exactly once; else None."""
-        nbytes = self._freed.get(_key(t) or -1)
+        nbytes = self._freed.get(storage_key_or_none(t) or -1)
         size = t.element_size()
         if nbytes is None or nbytes % size:
             return None
@@ -564,7 +564,7 @@ class StorageLiveness:
 
     def run(self, op: Op, env: dict[int, torch.Tensor]) -> None:
         """Run `op` (raising as eager does) and track what it freed or refilled."""
-        key = _key(env[op.src])
+        key = storage_key_or_none(env[op.src])
         nbytes = env[op.src].untyped_storage().nbytes() if key is not None else 0
         run_op(op, env)
         if key is None:

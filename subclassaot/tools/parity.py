@@ -68,6 +68,7 @@ __all__ = [
     "compare_with_eager",
     "fixed_random_like",
     "fresh_call",
+    "storage_key_or_none",
 ]
 
 SEED = 0
@@ -216,7 +217,8 @@ def _input_entries(call: Call, module: torch.nn.Module | None) -> list[_Entry]:
 # Describing and comparing one tensor
 
 
-def _storage_key(t: torch.Tensor) -> int | None:
+def storage_key_or_none(t: torch.Tensor) -> int | None:
+    """`t`'s storage's address, or None where it has no storage to name (the oracle's and the fuzzer's key)."""
     try:
         return int(t.untyped_storage()._cdata)
     except (RuntimeError, NotImplementedError):  # a tensor with no storage to name (a wrapper subclass may refuse)
@@ -372,7 +374,7 @@ def _base_pattern(t: torch.Tensor, entries: Sequence[_Entry]) -> str:
 
 def _alias_facts(entries: Sequence[_Entry]) -> dict[tuple[int, int], str]:
     """(i, j) -> 'is the same object as' / 'shares storage with', for i < j; absent when unrelated."""
-    keys = [_storage_key(e.tensor) for e in entries]
+    keys = [storage_key_or_none(e.tensor) for e in entries]
     facts: dict[tuple[int, int], str] = {}
     for i, ei in enumerate(entries):
         for j in range(i + 1, len(entries)):
@@ -525,13 +527,13 @@ def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str], v
         errors.append(f"output pytree structure {got_spec} vs eager {want_spec}")
         return
     want_paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(want.out)[0]]
-    input_keys = {_storage_key(e.tensor) for e in want.inputs} - {None}
-    out_keys = collections.Counter(_storage_key(w) for w in want_leaves if isinstance(w, torch.Tensor))
+    input_keys = {storage_key_or_none(e.tensor) for e in want.inputs} - {None}
+    out_keys = collections.Counter(storage_key_or_none(w) for w in want_leaves if isinstance(w, torch.Tensor))
     for path, g, w in zip(want_paths, got_leaves, want_leaves, strict=True):
         where = f"output{path}"
         if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor):
             _compare_tensor(where, g, w, tol, errors)
-            shared = w._base is not None or out_keys[_storage_key(w)] > 1 or _storage_key(w) in input_keys
+            shared = w._base is not None or out_keys[storage_key_or_none(w)] > 1 or storage_key_or_none(w) in input_keys
             if (versions == "exact" or (versions == "counted" and not shared)) and _version_of(g) != _version_of(w):
                 errors.append(f"{where}: version counter {_version_of(g)} vs eager {_version_of(w)}")
         elif type(g) is not type(w) or (not isinstance(w, torch.Tensor) and g != w):
@@ -546,14 +548,14 @@ def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], wh
     if [e.name for e in got.inputs] != [e.name for e in want.inputs]:
         errors.append(f"inputs {[e.name for e in got.inputs]} vs eager {[e.name for e in want.inputs]}")
         return
-    output_keys = {_storage_key(e.tensor) for e in _tree_entries(want.out, "output")} - {None}
+    output_keys = {storage_key_or_none(e.tensor) for e in _tree_entries(want.out, "output")} - {None}
     for i, (g, w) in enumerate(zip(got.inputs, want.inputs, strict=True)):
         if not w.top_level:
             continue  # compared through its outer tensor; see the module docstring for version counters
         _compare_tensor(w.name, g.tensor, w.tensor, tol, errors, when=f" {when}")
         g_changed = g.tensor._version != got.versions_before[i]
         w_changed = w.tensor._version != want.versions_before[i]
-        ahead = versions == "counted" and _storage_key(w.tensor) in output_keys
+        ahead = versions == "counted" and storage_key_or_none(w.tensor) in output_keys
         counts = (g.tensor._version, w.tensor._version, got.versions_before[i], want.versions_before[i])
         if versions != "moved" and g_changed == w_changed and _counter_differs(*counts, ahead=ahead):
             errors.append(
@@ -688,12 +690,12 @@ def _tangent_facts(tangents: Sequence[torch.Tensor], leaves: Sequence[_Entry]) -
     """(a leaf's gradient or an inner tensor of it, a tangent or an inner tensor of it) -> 'is the same object as' /
     'shares storage with'; absent when unrelated."""
     held = [e for i, t in enumerate(tangents) for e in _expand(f"the tangent pushed back through #{i}", t, True)]
-    held_keys = [_storage_key(e.tensor) for e in held]
+    held_keys = [storage_key_or_none(e.tensor) for e in held]
     facts: dict[tuple[str, str], str] = {}
     for leaf in leaves:
         grad = leaf.tensor.grad
         for e in _expand(f"{leaf.name}.grad", grad, True) if grad is not None else ():
-            key = _storage_key(e.tensor)
+            key = storage_key_or_none(e.tensor)
             for t, t_key in zip(held, held_keys, strict=True):
                 if e.tensor is t.tensor:
                     facts[(e.name, t.name)] = "is the same object as"
