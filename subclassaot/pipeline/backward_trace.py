@@ -76,6 +76,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    InputIndex,
     LeafSource,
     OutputKind,
     ReplaySource,
@@ -135,13 +136,18 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 # - Leaf views replayed before the call: the runtime regenerates an output view of a leaf input after the Function, so
 #   its node would run first and give the leaf a gradient eager's engine (latest-made node first) never gives before the
 #   failing node. Where every output that bypasses the Function to a leaf is such a view of an input the program does
-#   not change, the view is replayed before the call (Replay.before_epilogue) and the error is deferred exactly; a leaf
-#   returned as is, or a view of one the program changes, is refused. A caller who writes such a view after the call
-#   makes its node again at its next read, newer than ours, so it runs first; eager's failing node (the one after an
-#   output resized behind autograd, say) may still run before it. The backward refuses (UnsupportedError) where it
-#   finds the leaf's `.grad` changed since the forward before it would raise (runtime `_check_early_leaves`). Where a
-#   view of the leaf goes into the Function, the leaf's accumulator waits on ours and no `.grad` changes: the backward
-#   refuses where the leaf's counter moved since the call (a written view of it, remade newer: `_remade_leaves`).
+#   not change, the view is replayed before the call (Replay.before_epilogue) and the error is deferred exactly. A leaf
+#   the program does not change, returned as itself, bypasses nothing where every backward through all of the outputs
+#   reaches its gradient through the Function (it goes in attached): its accumulator waits on our node as eager's on
+#   the program's (`t0 = x0.diagonal(); t1, t2 = x1.max(0); t2.set_(t2)`, returning x1, t1 and t0). Other leaves
+#   returned as is, or views of leaves the program changes, are not deferred so. A caller who writes such a view after
+#   the call makes its node again at its next read, newer than ours, so it runs first; eager's failing check (at an
+#   output resized behind autograd, say: the roots' sizes are checked before any node runs) may still come before it.
+#   The backward refuses (UnsupportedError) where it finds the leaf's `.grad` changed since the forward before it would
+#   raise (runtime `_check_early_leaves`); not for a saved tensor's version check, raised by a node the program made,
+#   older than the remade view node in eager too. Where a view of the leaf goes into the Function, the leaf's
+#   accumulator waits on ours and no `.grad` changes: the backward refuses where the leaf's counter moved since the
+#   call (a written view of it, remade newer: `_remade_leaves`).
 # - Only eager's errors are deferred: the trace may fail for reasons of its own (functional tensors, symbolic sizes), so
 #   eager's backward is first run on fakes through each set of outputs and through each input the program wrote
 #   (`eager_backward_errors`); a traced error whose type none of those raised is refused at compile time. The type
@@ -388,7 +394,7 @@ def _with_bump_error(
     error = eager_backward_error(setup.call, setup.flat)
     if error is None or _SAVED_VERSION_ERROR not in str(error):
         return None, None
-    verified, early = _deferred_exactly(setup, patterns)
+    verified, early = _deferred_exactly(setup, patterns, joint.reach)
     exact = verified is not None and not early
     if not exact or any(end not in (BackwardEnd.COMPLETES, BackwardEnd.RAISES) for end in patterns.ends.values()):
         raise UnsupportedError(
@@ -445,13 +451,13 @@ def _with_deferred_error(
         found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns)
     if found is not None:
         return found
-    verified, early = _deferred_exactly(setup, patterns)
+    verified, early = _deferred_exactly(setup, patterns, reach)
     if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
         refuse_set_beside_returned_leaves(setup, reach, returned)
         probed = _probe(setup, returned)
         if probed is None:
             _refuse_returned_leaves_unprobed(setup, returned, e)
-        verified, early = _deferred_exactly(setup, probed)
+        verified, early = _deferred_exactly(setup, probed, reach)
         if verified is not None:
             graph = _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
             return dataclasses.replace(graph, detached=returned)
@@ -755,7 +761,7 @@ def _defer_probed_error(
     """The BackwardGraph deferring eager's error where the probe sees eager's backward raise though ours ran
     (Note [Probing Eager's Backward]); else None."""
     patterns = _probe(setup)
-    verified, early = _deferred_exactly(setup, patterns)
+    verified, early = _deferred_exactly(setup, patterns, reach)
     error = eager_backward_error(setup.call, setup.flat)
     if setup.analysis.grad_set_intermediate_read:  # Note [set_ Under Grad]
         if verified is not None and error is not None and SET_BACKWARD_ERROR in str(error):
@@ -851,14 +857,20 @@ def _unprobed_values(setup: JointSetup, patterns: TangentPatterns | None) -> tup
 
 
 def _deferred_exactly(
-    setup: JointSetup, patterns: TangentPatterns | None
+    setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
 ) -> tuple[frozenset[frozenset[int]] | None, frozenset[int]]:
     """Where eager's backward through every output raises before any gradient, and so does the Function's:
     the sets of diff positions whose backward raises so (Note [Probing Eager's Backward]), and the outputs replayed
-    before the call for it (Note [Backward Errors Are Deferred]); else None."""
+    before the call for it (Note [Backward Errors Are Deferred]); else None. `reach`: per grad input, the diff
+    positions whose tangents reach its gradient (TracedJoint.reach)."""
     if patterns is None or not patterns.full:
         return None, frozenset()
-    early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass)
+    attached = {  # leaves the Function's node stands before in every backward through all of the outputs
+        InputIndex(setup.flat.tensor_indices[i])
+        for k, i in enumerate(setup.grad_inputs)
+        if k < len(reach) and reach[k] & patterns.full
+    }
+    early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass, attached)
     if early is None or patterns.ends.get(patterns.full) is not BackwardEnd.RAISES:
         return None, frozenset()
     if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:

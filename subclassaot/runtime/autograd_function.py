@@ -169,12 +169,18 @@ def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
     return found
 
 
+_SAVED_VERSION_ERROR = "modified by an inplace operation"  # (autograd's unpacking of a saved tensor written since)
+
+
 def _check_early_leaves(s: _Step, early_grads: _LeafGrads, bw_meta: BackwardPlan) -> None:
     """Refuse where the leaf behind an output view replayed before the call got its gradient before this backward
     raised the program's error (Note [Backward Errors Are Deferred]): the caller wrote that view after the call, so
     its node, rebuilt at its next read, is newer than the compiled one and ran first, where eager's failing node (the
     first node after the output whose size the program changed behind autograd, or the one that saved a written
-    tensor) may run before it."""
+    tensor) may run before it. Not where that error is a saved tensor's version check: the node that unpacks it is
+    the program's, older than the remade view node in eager too, which runs first there as well."""
+    if _SAVED_VERSION_ERROR in str(bw_meta.error):
+        return
     for i, ref, mark, version in early_grads:
         leaf = ref()
         if leaf is None or leaf.grad is None or _grad_mark(leaf) == mark or get_version(leaf) == version:

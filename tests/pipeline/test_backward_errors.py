@@ -737,6 +737,36 @@ def test_returned_view_of_a_leaf_written_after_the_call_before_a_set_error(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+def _view_of_a_leaf_beside_a_leaf_returned_as_itself(x0: T, x1: T) -> tuple[T, T, T]:
+    t0 = x0.diagonal()
+    t1, t2 = x1.max(0, keepdim=True)
+    set_to(t2, t2)  # moves the counter of the indices MaxBackward0 saved: eager's backward through t1 raises
+    return (x1, t1.view((1, 1)), t0)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["as_returned", "outputs_written"])
+def test_view_of_a_leaf_replayed_before_the_call_beside_a_leaf_returned_as_itself(
+    compile_fn: CompileFn | None, after_call: Callable[[object, tuple[object, ...]], object] | None, kind: str
+) -> None:
+    """fuzz seed 118500 #1751: eager's backward through t0 and t1 runs MaxBackward0 (made after t0's node) first,
+    which raises before x0 gets its gradient. The output view t0 of leaf x0 was replayed after the call, so its node
+    ran before the compiled one and gave x0 one: x1, a leaf returned as itself beside it, kept the view from being
+    replayed before the call (Note [Backward Errors Are Deferred]), though the Function takes x1 attached and its
+    accumulator waits on the Function's node as eager's on MaxBackward0. Written after the call, t0's node is made
+    again at its next read, newest in eager too: x0 gets its gradient first in both."""
+
+    def make() -> tuple[T, T]:
+        if kind == "plain":
+            return _leaf(2, 2), _leaf(1)
+        return pair(2, 2, requires_grad=True), pair(1, requires_grad=True)
+
+    with torch.enable_grad():
+        assert_matches_eager(
+            _view_of_a_leaf_beside_a_leaf_returned_as_itself, make, compile_fn=compile_fn, after_call=after_call
+        )
+
+
 def _written_under_no_grad_then_raising(x0: T) -> tuple[T, T]:
     """x0 written under no_grad, then `t1.mul_(t1)`, whose node's backward raises."""
     with torch.no_grad():

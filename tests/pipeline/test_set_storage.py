@@ -257,6 +257,39 @@ def test_input_set_under_grad_to_a_returned_grad_leaf(
     _check(f, make_inputs, compile_fn)
 
 
+def _set_to_a_leaf_passed_beside_its_detach(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    set_to(x1, x2)  # x2 shares its storage with x0, passed first
+    t0 = x2.select(0, -1)
+    with torch.inference_mode():
+        set_to(x2, x2)  # (moves x2's counter: t0's node is made again at its next read, after the call)
+    return (x1, t0)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_input_set_under_grad_to_a_leaf_passed_beside_its_detach(compile_fn: CompileFn | None, kind: str) -> None:
+    """fuzz seed 118500 #3802: `x1.set_(x2)` with grad, where x0 = x2.detach() is passed too, before x2. Eager's set_
+    node has its edge to x2's history: a backward through x1 and t0 raises there before x2 gets its gradient from
+    t0's node. The epilogue's set_ took the first input on that storage, x0, which has no history, so x2's gradient
+    did not wait behind the node and arrived before it raised. A PairTensor x1 set_() to x2, which the program then
+    changes, stays refused (Note [Inputs Written In Training])."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = leaf(1) if kind == "plain" else pair(1, requires_grad=True)
+            b1 = torch.randn((1, 2)) if kind == "plain" else pair(1, 2)
+            return (b0.detach(), b1.t(), b0)
+
+    if kind == "pair":
+        match = r"args\[1\] does not require grad and the program set_\(\)s it with grad enabled .* or changes it after"
+        refused_with_grad(_set_to_a_leaf_passed_beside_its_detach, make_inputs, compile_fn, match)
+        return
+    with torch.enable_grad():
+        assert_matches_eager(_set_to_a_leaf_passed_beside_its_detach, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(
+            _set_to_a_leaf_passed_beside_its_detach, make_inputs, compile_fn=compile_fn, after_call=write_outputs
+        )
+
+
 def _set_to_an_inference_mode_view(x0: T, x1: T, x2: T) -> tuple[T]:
     with torch.inference_mode():
         t0 = x0.select(0, 1)

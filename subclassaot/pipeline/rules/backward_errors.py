@@ -15,7 +15,8 @@ Are Deferred]).
 
 Input: the `Analysis`, `FlatInputs` and `DenseLayout`, and the outputs that bypass the Function to a leaf input
 (`TangentPatterns.leaf_bypass`).
-Output: those outputs where each is such a view (else None); the analysis with their replays made early.
+Output: those views, where each of those outputs is such a view or such a leaf returned as itself that the Function
+takes attached (else None); the analysis with their replays made early.
 Invariants: only outputs whose source input the program leaves untouched: replayed before or after the epilogue,
 they are the same views of the same tensor.
 
@@ -160,23 +161,36 @@ def _caller_node(setup: JointSetup, position: int) -> bool:
 
 
 def early_leaf_views(
-    analysis: Analysis, flat: FlatInputs, layout: DenseLayout, outputs: Set[int]
+    analysis: Analysis, flat: FlatInputs, layout: DenseLayout, outputs: Set[int], attached: Set[int]
 ) -> frozenset[int] | None:
-    """`outputs` where each is a view replayed from a leaf input the program does not change, else None."""
+    """`outputs` where each is a view replayed from a leaf input the program does not change, or such an input
+    returned as itself that the Function takes attached (`attached`, InputIndex: its accumulator waits on the
+    Function's node, as eager's on the program's); those views, else None."""
+    views = set()
     for o in outputs:
         info = analysis.outputs[o]
+        if info.kind is OutputKind.IS_INPUT and info.input_index is not None and info.input_index in attached:
+            if not _unchanged_leaf(analysis, flat, layout, info.input_index):
+                return None
+            continue  # (no node of its own: only its accumulator, which waits on the Function's node)
         r = info.replay
         if info.kind is not OutputKind.TENSOR or r is None or r.source is not ReplaySource.INPUT:
             return None
         if r.then_set or r.late_steps or r.split_made:
             return None
-        real = flat.values[r.index]
-        if not isinstance(real, torch.Tensor) or not real.is_leaf:
+        if not _unchanged_leaf(analysis, flat, layout, InputIndex(r.index)):
             return None
-        t = flat.tensor_indices.index(InputIndex(r.index))
-        if any(analysis.mutations[j].any or analysis.mutations[j].version_bumped for j in layout.leaves_of_input[t]):
-            return None
-    return frozenset(outputs)
+        views.add(o)
+    return frozenset(views)
+
+
+def _unchanged_leaf(analysis: Analysis, flat: FlatInputs, layout: DenseLayout, index: InputIndex) -> bool:
+    """Is input `index` an autograd leaf whose data, metadata and version counter the program leaves as they were?"""
+    real = flat.values[index]
+    if not isinstance(real, torch.Tensor) or not real.is_leaf:
+        return False
+    t = flat.tensor_indices.index(index)
+    return not any(analysis.mutations[j].any or analysis.mutations[j].version_bumped for j in layout.leaves_of_input[t])
 
 
 def replays_before_call(analysis: Analysis, outputs: Set[int]) -> Analysis:

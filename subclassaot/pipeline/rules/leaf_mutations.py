@@ -78,6 +78,11 @@ def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i:
     (Note [Storage Swaps By Rebinding])."""
     keys = [storage_key(other) for other in run.originals]
     if storage_key(final) in keys:
+        # of inputs sharing that storage (`x.detach()` passed beside x), the one eager's set_ node has its edge to
+        taken = _grad_set_root(final, run)
+        own = next((j for j, d in enumerate(run.dense) if taken is not None and d is taken), None)
+        if own is not None and keys[own] == storage_key(final):
+            return DenseIndex(own)
         return DenseIndex(keys.index(storage_key(final)))
     root = run.swaps.grown_root(storage_key(final))
     if root not in keys or root == keys[i]:  # (its own, grown: _check_grown_then_left)
@@ -304,14 +309,21 @@ def _with_wrapper_grad_sets(
 def _edge_to_input(t: torch.Tensor, run: FunctionalRun) -> bool:
     """Did the last set_() of `t` under grad take an input that requires grad, or a view of one taken with grad
     (eager's set_ node then has an edge to that input's history: Note [set_ Under Grad])?"""
+    source = _grad_set_root(t, run)
+    return source is not None and any(source is u for u in run.user_tensors)
+
+
+def _grad_set_root(t: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
+    """The tensor the last set_() of `t` under grad took, or the root of the views taken with grad it is one of (the
+    tensor eager's set_ node has its edge to); None where none requires grad, or a view op ran without grad."""
     source = run.swaps.grad_set_sources.get(id(t))
     if source is None:
-        return False
+        return None
     for record in run.swaps.chain(source):
         if not record.grad_enabled:
-            return False
+            return None
         source = record.source
-    return any(source is u for u in run.user_tensors)
+    return source
 
 
 def _grad_set_input(t: torch.Tensor, run: FunctionalRun) -> DenseIndex | None:
