@@ -410,6 +410,12 @@ class Replay:
     # count the runtime gives the input back after the epilogue: eager's made its view after the program's last write
     # to the input, and it reads fine (Note [Views That Raise After A Bump])
     counter_at_end: int = 0
+    # before_epilogue: eager's grad_fn of the view raises at the end (made under no_grad, or by a multi-output op, of
+    # an input requiring grad whose counter the program moved after, by a write or an in-place view op on any view of
+    # it): the epilogue may settle the input's counter past the count the view was made at, which makes ours raise
+    # too; a view that reads its grad_fn keeps a subclass input's count (EpiloguePlan.viewed_wrappers; Note [Views
+    # That Raise After A Bump])
+    eager_raises: bool = False
     # INPUT, rebuilt after the epilogue: when the program took the chain's first view made by a multi-output view op
     # with grad enabled (the run's sequence number; 0: none). See Note [Views That Raise After A Bump].
     split_made: int = 0

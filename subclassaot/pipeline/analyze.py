@@ -1016,6 +1016,8 @@ def _replay_counters(
         or input_view_raises_in_eager(value, replay, run, input_by_id)
         or regenerated_view_raises_in_eager(value, replay, run)
     )
+    if raises and replay is not None and replay.before_epilogue and not replay.late_steps:
+        replay = replace(replay, eager_raises=True)  # (EpiloguePlan.viewed_wrappers)
     if raises and replay is not None and not replay.before_epilogue and replay.runtime_set and value._is_view():
         # A view the runtime itself set_()s (a subclass view of an input an in-place view op changed, rebuilt
         # over its storage: Note [Output Regeneration]) keeps a grad_fn that answers: its counter is

@@ -111,8 +111,10 @@ aten = torch.ops.aten
 # and mark_dirty under no_grad), or advanced the counter after its last op that may record one
 # (LeafMutation.bumps_after_grad: eager's grad_fn is made anew at the next read), nothing the call made has an edge to
 # that grad_fn: it is stale at the end in eager and in ours alike, and the count is eager's (a subclass input, whose
-# count EpiloguePlan.recorded_wrappers and viewed_wrappers keep, still runs behind there). An early replay made at the input's advanced count is made at eager's final count, the input's
-# plus eager's bumps of it (Replay.counter_at_end).
+# count EpiloguePlan.recorded_wrappers and viewed_wrappers keep, still runs behind there; viewed_wrappers names only
+# those with a view made before the epilogue whose eager grad_fn reads fine, Replay.eager_raises). An early replay
+# made at the input's advanced count is made at eager's final count, the input's plus eager's bumps of it
+# (Replay.counter_at_end).
 
 
 def own_stand_in_inputs(layout: DenseLayout, passed: Sequence[bool], gains: Container[int]) -> frozenset[int]:
@@ -405,7 +407,8 @@ class EpiloguePlan:
     # grad_sets of plain inputs repeated before their metadata replay: an in-place view op with grad changed the
     # input's layout after its last set_() under grad (Note [set_ Under Grad])
     grad_sets_first: tuple[int, ...] = ()
-    # wrappers that outputs are replayed from (a counter moved again would make their views' grad_fn regenerate)
+    # wrappers that outputs replayed before the epilogue view, whose grad_fn eager's reads: a counter moved again
+    # would make theirs regenerate, or raise (`_kept_by`)
     viewed_wrappers: frozenset[int] = frozenset()
     # reshaped inputs the program makes require grad: eager ran their in-place view ops before the flag or under
     # no_grad (one with grad on a leaf requiring grad raises), so none recorded a node (Note [Inputs Written In
@@ -483,16 +486,23 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         early_grad_sets=early,
         grad_sets_first=first,
         viewed_wrappers=frozenset(
-            t
-            for t in wrappers
-            if any(
-                info.replay is not None
-                and info.replay.source is ReplaySource.INPUT
-                and info.replay.index == plan.flat.tensor_indices[t]
-                for info in analysis.outputs
-            )
+            t for t in wrappers if any(_kept_by(info.replay, plan.flat.tensor_indices[t]) for info in analysis.outputs)
         ),
         copy_points=tuple((t, k) for t in sorted(replayed) if (k := copy_point(plan.layout, analysis, t)) is not None),
+    )
+
+
+def _kept_by(replay: Replay | None, index: int) -> bool:
+    """Is `replay` an output view of the flat input `index` made before the epilogue settles the input's counter,
+    whose grad_fn a move of it would make regenerate where eager's reads fine (EpiloguePlan.viewed_wrappers)? Not one
+    built after the epilogue (made at the settled count), nor one eager's raises at the end (Replay.eager_raises: the
+    move past the count it was made at makes it raise, as a later write or in-place view op made eager's)."""
+    return (
+        replay is not None
+        and replay.source is ReplaySource.INPUT
+        and replay.index == index
+        and replay.before_epilogue
+        and not replay.eager_raises
     )
 
 

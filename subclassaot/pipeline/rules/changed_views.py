@@ -68,8 +68,13 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   a write to an intermediate of its own storage moves no counter an input's view shares. A view refreshed by its own
 #   in-place view op takes that bump as its own (`inplace_view_bumps`).
 # - Before or after the epilogue: an output view of an input replayed before the epilogue raises as eager's made before
-#   the program's last write; one replayed after reads fine. A view taken before an in-place view op changed the input
-#   is replayed before the epilogue, though eager's may have been made after the bump: a plain no_grad view is then taken
+#   the program's last write; one replayed after reads fine. An early replay's own in-place view ops (t_) move the
+#   input's counter before its last view is made, so the raise comes from the epilogue settling the counter at eager's
+#   count after it, as eager's came from a later in-place view op or write through another view of the input
+#   (`t0.transpose_(0, 0)`, a no-op, counts); a subclass input that views made early read their grad_fn from keeps
+#   its count instead, so not where the view's eager grad_fn raises (Replay.eager_raises). A view taken before an
+#   in-place view op changed the input is replayed before the epilogue, though eager's may have been made after the
+#   bump: a plain no_grad view is then taken
 #   after the epilogue by as_strided() of the input under no_grad; otherwise the chain is split as eager ran it, steps
 #   before the last bump replayed before the epilogue and trailing views after it (Replay.late_steps). A chain through a
 #   detach() replays whole after the epilogue (Note [Output Regeneration]), so its in-place view ops before the detach()
