@@ -714,13 +714,13 @@ def _analyze_outputs(
                 ),
             )
         check_input_view_rebuilt(value, info, run)
-        if isinstance(value, torch.Tensor):
-            check_view_taken_before_grad(path, value, run.swaps, set(input_by_id))
         if gained and isinstance(value, torch.Tensor) and _flag_of_its_own(value, info, run):
             _check_flag_given_late(path, value, info, run)
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
         elif _new_leaf_view(value, info, run):  # Note [Training Without A Function]
             info = replace(info, gains_grad=True)
+        if isinstance(value, torch.Tensor):
+            check_view_taken_before_grad(path, value, run.swaps, set(input_by_id), info.gains_grad)
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             info = _with_inference_leaves(path, value, info, run, current)
         infos.append(info)

@@ -582,7 +582,8 @@ class _NewLeafFlags(TorchFunctionMode):
         self.inputs: list[torch.Tensor] = []
         self.fake_mode: object = None  # the probe's fake mode: on top of the dispatch stack in the program's own calls
         # leaves made of views requiring grad through their base, and whether anything took one after: the same flag
-        # before and after, where only the leaf's own accumulator tells the runs apart
+        # before and after, where only the leaf's own accumulator tells the runs apart; so is any view made a leaf,
+        # whose base may come to require grad after (its requires_grad_() then: the view reports the flag either way)
         self.quiet: list[torch.Tensor] = []
         self.touched = False
 
@@ -598,7 +599,7 @@ class _NewLeafFlags(TorchFunctionMode):
             if leaf:
                 self.candidates.add(place)
                 self.made.append(args[0])
-                if args[0].requires_grad:  # (through its base: the flags of what it reaches do not tell)
+                if args[0].requires_grad or args[0]._is_view():  # (through its base: see `quiet`)
                     self.quiet.append(args[0])
                 self.log.append(("flag", place))
                 if place in self.held:

@@ -63,6 +63,7 @@ from subclassaot.torch_internals import (
     give_base_grad,
     give_grad_mode_creation_meta,
     grad_fn_raises,
+    is_plain_autograd_view,
     mark_inference_mode_view,
     requires_grad_through_base,
     set_to_tensor,
@@ -289,10 +290,17 @@ def _give_autograd_state(info: OutputInfo, value: object) -> None:
     a view taken inside inference_mode (or of a view of one), whatever steps rebuilt it."""
     if not isinstance(value, torch.Tensor):
         return
-    if info.gains_grad and (not value.requires_grad or requires_grad_through_base(value)):
+    if info.gains_grad and (not value.requires_grad or requires_grad_through_base(value) or _reads_base_flag(value)):
         value.requires_grad_()
     if info.inference_view:
         mark_inference_mode_view(value)
+
+
+def _reads_base_flag(value: torch.Tensor) -> bool:
+    """A view taken with grad of a tensor that required no grad then and requires it now (replayed so: ViewStep.
+    without_history): it reports requires_grad from its base, with no history nor a flag of its own, as a view taken
+    under no_grad does (Note [Leaves Laid Out Anew Under no_grad])."""
+    return is_plain_autograd_view(value) and value.requires_grad and value.grad_fn is None
 
 
 def _non_tensor_output(

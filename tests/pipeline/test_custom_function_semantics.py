@@ -1528,3 +1528,40 @@ def test_function_marking_dirty_an_input_passed_beside_its_detach(
             return
         assert_matches_eager(f, make, compile_fn=compile_fn)
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _dirty_after_growing_its_alias(x0: T) -> object:
+    t0, t1 = cast(tuple[T, T], _dirty_add_saved(x0, x0))  # under no_grad: t0 is a detach() of x0, no view
+    t0.resize_((4,))  # grows the storage x0 shares
+    t0.fill_(0.5)
+    with torch.enable_grad():
+        _dirty_add_saved(x0, t1)  # marks x0 dirty, two outputs: eager refuses that of a view only
+    return ()
+
+
+def _dirty_after_growing_itself(x0: T) -> object:
+    with torch.no_grad():
+        x0.detach().resize_((2, 4)).fill_(0.25)
+    return _dirty_add_saved(x0, x0.detach())
+
+
+# fuzz seed 118500 #8176 (CRASHED: "If your Function modifies inplace an input that is a view of another Tensor, your
+# Function cannot return more than one Tensor"): the program grows x0's storage by a resize_() of an alias, so the
+# compile traces x0 over its whole storage (Note [as_strided On Inputs]), as a view of a synthetic base, where eager's
+# x0 requires grad and is no view; the Function marking it dirty and returning two tensors raised on the view. Now an
+# input alone in its group that covers the whole storage as it came runs as its own base, no view (Note [Aliased
+# Inputs In Training]). No PairTensor variant: eager's resize_() of a PairTensor's detach() raises.
+@pytest.mark.parametrize(
+    ("f", "grad"),
+    [(_dirty_after_growing_its_alias, False), (_dirty_after_growing_itself, True)],
+    ids=["alias", "itself"],
+)
+def test_function_marking_dirty_an_input_traced_over_its_grown_storage(
+    f: Callable[..., object], grad: bool, compile_fn: CompileFn | None
+) -> None:
+    def make() -> tuple[object, ...]:
+        return (nonleaf(2) if f is _dirty_after_growing_itself else nonleaf(),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)

@@ -5457,3 +5457,70 @@ def test_a_new_leaf_whose_dirty_function_output_is_no_view_is_observed() -> None
     so the new leaf is observed and the program compiles as called."""
     with torch.enable_grad():
         assert_matches_eager(_new_leaf_view_marked_dirty_under_no_grad, lambda: (torch.randn(()),))
+
+
+def _view_flagged_then_its_base(x0: T) -> object:
+    t0 = x0[:, :, 0:0:1]  # (an empty view: fuzz seed 118500 #238)
+    t0.requires_grad_()  # a new leaf: its base requires no grad yet
+    x0.requires_grad_()
+    return (t0,)
+
+
+def _slice_flagged_then_its_base(x0: T) -> object:
+    t0 = x0[1:3]
+    t0.requires_grad_()
+    x0.requires_grad_()
+    return t0, x0 * 2
+
+
+def _view_flagged_then_its_base_viewed(x0: T) -> object:
+    t0 = x0[1:3]
+    t0.requires_grad_()
+    x0.requires_grad_()
+    return (t0.view(-1),)  # (a view of the new leaf, replayed on x0: refused)
+
+
+def _view_flagged_then_its_base_written(x0: T) -> object:
+    t0 = x0[1:3]
+    t0.requires_grad_()
+    x0.requires_grad_()
+    with torch.no_grad():
+        x0.mul_(2)  # eager's t0 rebuilds its history from x0 at the next read
+    return (t0,)
+
+
+# fuzz seed 118500 #238 (DIVERGED: backward raised "element 0 of tensors does not require grad" where eager's ran):
+# requires_grad_() on a view of an input that requires no grad makes it a new leaf with a flag of its own; the base's
+# requires_grad_() after makes the view report requires_grad through its base too, so the compile, holding the first
+# call back, saw no difference at the end (Note [Training Without A Function]) and rebuilt the view with no flag of
+# its own: no gradient reached it. Now a new leaf made of a view is noted as one whose flag may later read the same
+# through its base, and the program compiles as called; the runtime replays the view before the flag and gives it its
+# own flag, as eager's.
+@pytest.mark.parametrize("f", [_view_flagged_then_its_base, _slice_flagged_then_its_base], ids=["empty", "slice"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_a_view_flagged_before_its_base_keeps_its_own_flag(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    def make() -> tuple[object, ...]:
+        return (torch.randn(4, 1, 2) if kind == "plain" else pair(4, 1, 2),)
+
+    with torch.enable_grad():
+        if kind == "pair" and compile_fn is None:  # (no wrapper in the graph to make a leaf of: its own rule)
+            assert_refused(
+                f, make, compile_fn, "a PairTensor \\(a tensor subclass\\), in a call made with grad mode on"
+            )
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize(
+    "f", [_view_flagged_then_its_base_viewed, _view_flagged_then_its_base_written], ids=["viewed", "written"]
+)
+def test_a_view_flagged_before_its_base_rebuilt_otherwise_refused(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    """A view of such a leaf, or the leaf after a write of its base (eager rebuilds its history from the base): the
+    runtime, replaying it on the input that requires grad by then, cannot give it eager's flag or history."""
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(4, 1, 2),), compile_fn, "taken before the program made that tensor")

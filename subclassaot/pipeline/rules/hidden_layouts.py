@@ -107,18 +107,23 @@ __all__ = [
 #   eager: it requires grad through its base, and rebuilds a history from it at a read where its counter moved since.
 #   The runtime replays it on the input, which requires grad by then, each step taken before the flag under no_grad
 #   (ViewStep.without_history; an in-place view op too: one with grad after the flag raises in eager), at the counter
-#   eager's view was made at, so autograd answers as eager's does. Refused where the chain starts at a tensor the
-#   program made (built from the graph's output, given the flag after) or passes one set_() or `.data =` moved.
+#   eager's view was made at, so autograd answers as eager's does; a returned view the program made a new leaf before
+#   the flag (`v = x[1:]; v.requires_grad_(); x.requires_grad_()`) is then given its own flag (OutputInfo.gains_grad).
+#   Refused where the chain starts at a tensor the program made (built from the graph's output, given the flag after),
+#   passes another view the program gave a flag of its own, or passes one set_() or `.data =` moved.
 
 
-def check_view_taken_before_grad(path: str, value: torch.Tensor, swaps: SwapRecord, inputs: set[int]) -> None:
+def check_view_taken_before_grad(
+    path: str, value: torch.Tensor, swaps: SwapRecord, inputs: set[int], flag_given: bool
+) -> None:
     """An output that is (a view of) a view taken before the program made its root require grad
     (`SwapRecord.views_before_grad`): the runtime replays it on the input that requires grad by then, each step taken
     before the flag under no_grad (ViewStep.without_history), and autograd answers as eager's view does (requires_grad
     through its base, no history unless its counter moved since: then one rebuilt from the input). Refused where the
     chain starts at a tensor the program made (no input to replay it on before the flag; the runtime gives it the flag
     once built, Note [Grad Mode And Autograd Reads]), passes a view the program gave a flag of its own (a leaf in eager,
-    replayed here as a view under no_grad without one) or a tensor set_() or `.data =` moved."""
+    replayed here as a view under no_grad without one; not the output itself where the runtime gives it that flag once
+    built, `flag_given`: OutputInfo.gains_grad) or a tensor set_() or `.data =` moved."""
     if not swaps.views_before_grad:
         return
     chain = [value]
@@ -127,7 +132,8 @@ def check_view_taken_before_grad(path: str, value: torch.Tensor, swaps: SwapReco
     if not {id(t) for t in chain} & swaps.views_before_grad:
         return
     moved = swaps.moved()
-    flagged = any(id(t) in swaps.requires_grad_set for t in chain[:-1])  # a flag of its own: not its base's
+    # a flag of its own: not its base's
+    flagged = any(id(t) in swaps.requires_grad_set for t in chain[1 if flag_given else 0 : -1])
     if id(chain[-1]) not in inputs or flagged or any(id(t) in moved for t in chain):
         raise UnsupportedError(
             f"{path} is a view of a tensor taken before the program made that tensor require grad "

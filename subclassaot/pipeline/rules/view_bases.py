@@ -38,14 +38,16 @@ from subclassaot.torch_internals import storage_key
 _T = TypeVar("_T")
 
 # Plain inputs traced as their own base (Note [Aliased Inputs In Training]). Plain inputs that share storage are
-# traced as views of their group's synthetic base, which training clones. A write to a member then goes through
+# traced as views of their group's synthetic base, which training clones (so is an input alone in a group over its
+# whole storage: Note [as_strided On Inputs]). A write to a member then goes through
 # autograd's CopySlices on that clone, whose backward gives the write's gradient the type of the base's incoming
 # gradient (Note [Input Updates]), where eager's write on a member that is no view
 # (f(x, x)) is recorded on x itself: `x.mul_(pair)` sends x MulBackward's PairTensor gradient. And a member that is
 # no view in eager must be none in the run where a Function marks it dirty and returns two tensors: eager refuses
 # that of a view that requires grad. So where a plain member that requires grad is no view, its elements are the
 # base's exactly (offset 0, dense strides), and every other member is that one object or an alias that is no view
-# and requires no grad (x.detach(): it runs detached, no view, either way), the trace runs it as a clone of the
+# and requires no grad (x.detach(): it runs detached, no view, either way) or there is none (a non-leaf input alone
+# in its group, whose storage the program grows by a resize_() of an alias), the trace runs it as a clone of the
 # base's elements in its own layout and the base as a flat view of that clone; the runtime's base is an as_strided
 # view of x, through which the base's gradient reaches x with its type. The member requires grad and so is a leaf
 # (never a view) or guarded on being no view (guards.py). Where the other members are views of x (x and x.t()), they
@@ -86,10 +88,13 @@ def _ints(meta: Meta) -> tuple[list[int], list[int], int]:
 
 
 def own_base_member(layout: DenseLayout, flat: FlatInputs, group: AliasGroup, views: bool) -> int | None:
-    """The position in `group` of the member traced as its own base, else None."""
+    """The position in `group` of the member traced as its own base, else None (a group of one member: only one
+    over its whole storage, which that member covers, a non-leaf: a leaf that requires grad still runs as a view of
+    the base, which the rules for leaves grown over their storage (storage_swaps.py) are written for)."""
     reals = [flat.values[layout.leaves[m].owner] for m in group.members]
+    alone = len(reals) == 1 and isinstance(reals[0], torch.Tensor) and not reals[0].is_leaf
     if (
-        len(reals) < 2
+        (len(reals) < 2 and not (group.whole_storage and alone))
         or group.base_numel == 0
         or any(not isinstance(r, torch.Tensor) or is_traceable_subclass(r) for r in reals)
     ):
