@@ -381,6 +381,7 @@ class SwapRecord:
     read_before_self_set: set[int] = field(default_factory=set)
     read_after_self_set: set[int] = field(default_factory=set)
     grad_reads: set[int] = field(default_factory=set)
+    grad_view_reads: set[int] = field(default_factory=set)  # ... that a view op with grad took a view of so far
     # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad])
     read_after_grad_set: set[int] = field(default_factory=set)
     read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
