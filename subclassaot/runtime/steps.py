@@ -83,7 +83,8 @@ aten = torch.ops.aten
 #   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
 #   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);
 #   each root is given its count less one for each in-place view op (t_(), resize_, set_()) a replay from it repeats,
-#   which advances the shared counter again; a detach() output over an input takes the input's count;
+#   which advances the shared counter again (once per object: `return t, t` builds t once, OutputKind.SAME_AS); a
+#   detach() output over an input takes the input's count;
 # - one that requires grad from a node of the graph gets it in the training Function's forward, before the Function
 #   saves it (graded_output_versions, the graded bases and roots: `function_counts`): autograd's check of a save
 #   compares the count at the save, which eager's saving node took after the program's writes and the graph's took at
@@ -570,7 +571,10 @@ def fresh_counts(infos: Sequence[OutputInfo], counts: Sequence[tuple[int, int]])
     stale = Counter(
         info.replay.index
         for info in infos
-        if info.replay is not None and info.replay.source is ReplaySource.OUTPUT and stale_bump(info.replay)
+        if info.replay is not None
+        and info.kind is not OutputKind.SAME_AS  # (the very object of an earlier output, built once)
+        and info.replay.source is ReplaySource.OUTPUT
+        and stale_bump(info.replay)
     )
     return {o: max(0, count - stale[o]) for o, count in counts if infos[o].replay is None}
 

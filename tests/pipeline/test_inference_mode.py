@@ -448,6 +448,57 @@ def test_set_inside_inference_mode_of_a_leaf_read_with_grad_before_refused() -> 
         subclassaot.compile(_input_requiring_grad_set_inside_inference_mode)(torch.randn(2, 2, requires_grad=True))
 
 
+def _leaf_resized_inside_inference_mode_after_a_view(x0: T) -> object:
+    t0 = x0.unsqueeze(0)
+    with torch.inference_mode():
+        set_to(x0, t0)
+    return (t0,)
+
+
+def test_set_inside_inference_mode_resizing_a_leaf_viewed_with_grad_before_refused() -> None:
+    """The view's node holds the leaf's accumulator, which eager's set_() inside the block keeps at the leaf's old size
+    (); the view's node made anew after feeds it, and the leaf's gradient is reduced to (). The compiled call's set_()
+    renewed it at the new size: args[0].grad had shape (1,) (fuzz seed 118600, program 7610: DIVERGED). Refused by
+    name; under no_grad, where eager's set_() renews it too, it compiles (below)."""
+    x = torch.randn((), requires_grad=True)
+    (t0,) = cast(tuple[T], _leaf_resized_inside_inference_mode_after_a_view(x))
+    t0.sum().backward()  # type: ignore[no-untyped-call]
+    assert x.shape == (1,) and x.grad is not None and x.grad.shape == ()
+    with pytest.raises(
+        UnsupportedError, match="block of a leaf that requires grad, which it resizes, of which a view was"
+    ):
+        subclassaot.compile(_leaf_resized_inside_inference_mode_after_a_view)(torch.randn((), requires_grad=True))
+
+
+def _leaf_resized_under_no_grad_after_a_view(x0: T) -> object:
+    t0 = x0.unsqueeze(0)
+    with torch.no_grad():
+        set_to(x0, t0)
+    return (t0,)
+
+
+def _leaf_set_inside_inference_mode_in_its_size_after_a_view(x0: T) -> object:
+    t0 = x0.unsqueeze(0)
+    with torch.inference_mode():
+        set_to(x0, x0.detach().t())
+    return (t0,)
+
+
+@pytest.mark.parametrize(
+    "fn", [_leaf_resized_under_no_grad_after_a_view, _leaf_set_inside_inference_mode_in_its_size_after_a_view]
+)
+def test_set_of_a_leaf_viewed_with_grad_before_matches_eager(fn: Callable[[T], object]) -> None:
+    """Beside the refusal above: under no_grad eager's set_() renews the accumulator, as the compiled call's does;
+    inside inference_mode, where the leaf keeps its size, the kept and the renewed accumulator reduce alike."""
+
+    def make() -> tuple[T]:
+        return (torch.randn(2, 2, requires_grad=True),)
+
+    with torch.enable_grad():
+        assert_matches_eager(fn, make)
+        assert_matches_eager(fn, make, after_call=write_outputs)
+
+
 def _set_inside_inference_mode_after_a_read(x0: T) -> object:
     t0 = x0.mul(2)
     t1 = x0.detach().add(1).t()

@@ -16,7 +16,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
-from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, Replay, ReplaySource
+from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, OutputKind, Replay, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
 
 # The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
@@ -378,6 +378,7 @@ class SwapRecord:
     read_before_self_set: set[int] = field(default_factory=set)
     read_after_self_set: set[int] = field(default_factory=set)
     grad_reads: set[int] = field(default_factory=set)
+    grad_view_reads: set[int] = field(default_factory=set)  # ... that a view op with grad took a view of so far
     # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad])
     read_after_grad_set: set[int] = field(default_factory=set)
     read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
@@ -1003,10 +1004,11 @@ def _counter_root(
     outputs: Sequence[OutputInfo], j: int
 ) -> tuple[tuple[ReplaySource, int | tuple[int, ...]], int] | None:
     """The root (`_root_of`) whose counter output `j`'s replay advances, and by how many in-place view ops of its own
-    steps (None: none, or on a counter of their own after a detach())."""
+    steps (None: none, on a counter of their own after a detach(), or the very object of an earlier output, built
+    once)."""
     replay = outputs[j].replay
     root = _root_of(outputs, j)
-    if replay is None or root is None:
+    if replay is None or root is None or outputs[j].kind is OutputKind.SAME_AS:
         return None
     source: Replay | None = replay
     while source is not None and source.source is ReplaySource.OUTPUT:
