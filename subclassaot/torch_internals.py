@@ -216,6 +216,13 @@ def set_version(t: torch.Tensor, version: int) -> None:
             raise
 
 
+def after_accumulating(leaf: torch.Tensor, hook: Callable[[torch.Tensor], None]) -> Callable[[], None]:
+    """Call `hook(leaf)` each time autograd's engine has accumulated a gradient into `leaf`, in the engine's order;
+    returns the hook's removal."""
+    handle = leaf.register_post_accumulate_grad_hook(hook)  # type: ignore[no-untyped-call]  # untyped in torch
+    return cast(Callable[[], None], handle.remove)
+
+
 def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
     """The view ops that made `view` from its autograd `._base`, replayed on `new_base` (autograd's view function:
     the ops themselves, not an as_strided)."""

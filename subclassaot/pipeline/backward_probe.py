@@ -47,6 +47,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     EXAMPLE_INPUT_HISTORY_ERROR,
+    after_accumulating,
     autograd_nodes,
     get_version,
     grad_fn_or_none,
@@ -324,26 +325,17 @@ def _backward_end(
     chosen: frozenset[int],
     errors: list[RuntimeError] | None = None,
     before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
-    retain_graph: bool = False,
 ) -> BackwardEnd | None:
     """How eager's backward through the outputs `chosen` of `run` ends (`_trial`)."""
-    outs, values, apart = run.outs, run.values, run.apart
-    # A non-leaf input returned as it came: its fake's history node is numbered above all (it would run first
-    # and end the probe, where eager's runs after the program's nodes): it is left out (Note [Probing Eager's
-    # Backward])
-    given = {id(v) for v in values}
-    at = [
-        p
-        for p in sorted(chosen)
-        if not (id(outs[p]) in given and type(cast(torch.Tensor, outs[p]).grad_fn).__name__ in _HISTORY_NODES)
-    ]
-    roots = [cast(torch.Tensor, outs[p]) for p in at]
+    apart = run.apart
+    at = _probed_at(run, chosen)
+    roots = [cast(torch.Tensor, run.outs[p]) for p in at]
     if not roots:
         return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
     if before_backward is not None:
         before_backward(at, roots)
     try:
-        torch.autograd.backward(roots, [torch.ones_like(o) for o in roots], retain_graph=retain_graph)
+        torch.autograd.backward(roots, [torch.ones_like(o) for o in roots])
     except RuntimeError as e:
         if EXAMPLE_INPUT_HISTORY_ERROR in str(e):
             return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
@@ -357,6 +349,18 @@ def _backward_end(
         end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
         return _apart_as_returned(apart, roots, end)
     return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+def _probed_at(run: _ProbeRun, chosen: frozenset[int]) -> list[int]:
+    """The positions among `chosen` of the outputs a probe's backward takes as roots: a non-leaf input returned as it
+    came is left out, as its fake's history node is numbered above all (it would run first and end the probe, where
+    eager's runs after the program's nodes: Note [Probing Eager's Backward])."""
+    given = {id(v) for v in run.values}
+    return [
+        p
+        for p in sorted(chosen)
+        if not (id(run.outs[p]) in given and type(cast(torch.Tensor, run.outs[p]).grad_fn).__name__ in _HISTORY_NODES)
+    ]
 
 
 def _leaves_made(values: Sequence[object], known: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -1167,10 +1171,11 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # outputs that reaches a saving node, and where some leaf gets its gradient first (`EagerSave.graded_first`) the
 # compiled backward refuses (UnsupportedError) where it would raise: its one node computes every gradient at once. The
 # probe drives outputs only: a node reached through a held input's history, around which a leaf is reached, is refused.
-# Every save is probed on one run of the program (`_graded_together`: a backward each, the graph retained, the counter
-# moved before it and restored after, the leaves' gradients cleared), as each would be on a run of its own, but where
-# an output that requires grad is a view (reading its history after its counter moved remakes its node), or where a
-# backward may leave what the next one reads changed (a custom Function's backward, a counter moved by a backward).
+# Every save is probed on one run of the program and one backward per set of outputs, no counter moved
+# (`_graded_together`: the comment on `_UnpackOrder`), as each would be on a run of its own with its counter
+# moved, but where an output that requires grad is a view (reading its history after its counter moved remakes its
+# node), where a custom Function's backward runs, where a leaf input goes to the Function detached, or where a
+# backward raises or moves a counter.
 # A caller who also writes an output view of an input (`x0.unsqueeze(1)` returned beside the Function) makes that
 # view's node again at the backward's read, numbered above the program's: eager runs it first and may then give its
 # leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
@@ -1374,54 +1379,140 @@ def _graded_first(
 def _graded_together(
     call: Callable[..., object], flat: FlatInputs, saves: Sequence[EagerSave], detached: frozenset[int]
 ) -> list[bool] | None:
-    """`_graded_first` of each of `saves` (none held) from one run of the program: eager's backward runs on the
-    same graph, each with the save's counter advanced before it and restored after, the graph retained and the
-    leaves' gradients cleared between, so that each sees what a run of its own would. None (each save is then
-    probed on a run of its own) where an output that requires grad is a view (reading its history after a counter
-    moved remakes its node, which a run of its own would not), where the graph runs a custom Function's backward
-    (the program's own code, which may change what it saved) or a backward moved an input's or output's counter, or
-    where the run fails."""
+    """`_graded_first` of each of `saves` (none held) from one run of the program and one backward per set of
+    outputs, none of them written: what eager's engine unpacks and grades, in its order (`_UnpackOrder`), says where
+    each save's node would raise (the comment on `_UnpackOrder`). None (each save is then probed on a run of
+    its own) where an output that requires grad is a view (reading its history after a counter moved remakes its
+    node, which a run of its own would not), where the graph runs a custom Function's backward (the program's own
+    code, which may read what it saved otherwise), where some leaf input goes to the Function detached, where a
+    backward raises or moves an input's or output's counter, or where the run fails."""
     if not saves:
         return []
+    order = _UnpackOrder()
     try:
-        with _probe_run(call, flat, frozenset(flat.tensor_indices[p] for p in detached)) as run:
+        with _probe_run(order.saving(call), flat, frozenset(flat.tensor_indices[p] for p in detached)) as run:
             if len(run.grad_outputs) > MAX_PROBED_OUTPUTS:
                 return [True] * len(saves)
             roots = [cast(torch.Tensor, run.outs[p]) for p in run.grad_outputs]
-            if any(r._is_view() for r in roots) or any(
-                isinstance(node, torch.autograd.function.BackwardCFunction)
-                for node in autograd_nodes(r.grad_fn for r in roots)
+            if (
+                run.apart
+                or any(r._is_view() for r in roots)
+                or any(
+                    isinstance(node, torch.autograd.function.BackwardCFunction)
+                    for node in autograd_nodes(r.grad_fn for r in roots)
+                )
             ):
                 return None
+            if any(leaf.grad is not None for leaf in _graded_leaves(run)):
+                return None  # (a gradient the program gave: graded before any node)
             tensors = [v for v in (*run.values, *run.outs) if isinstance(v, torch.Tensor) and not v.is_inference()]
             versions = [get_version(t) for t in tensors]
-            graded = []
-            for save in saves:
-                graded.append(_graded_in(run, flat, save))
-                if [get_version(t) for t in tensors] != versions:
-                    return None
-            return graded
+            over = [order.packed_over(_saved_value(save, run.outs, run.values, flat)) for save in saves]
+            sets = [c for c in _output_sets(run.grad_outputs) if any(c & save.outputs for save in saves)]
+            events = {chosen: order.backward(run, chosen) for chosen in sets}
+            if [get_version(t) for t in tensors] != versions:
+                return None
+            return [
+                any(_graded_before(events[c], keys) for c in sets if c & save.outputs)
+                for save, keys in zip(saves, over, strict=True)
+            ]
     except Exception:  # a program the probe cannot run this way: each save on a run of its own
         return None
 
 
-def _graded_in(run: _ProbeRun, flat: FlatInputs, save: EagerSave) -> bool:
-    """`_graded_first` of `save` on the shared `run` (`_graded_together`)."""
-    t = _saved_value(save, run.outs, run.values, flat)
-    for chosen in _output_sets(run.grad_outputs):
-        if not chosen & save.outputs:
-            continue
-        before = get_version(t)
-        set_version(t, before + 1)
+_Event = tuple[bool, int]  # (True, a saved tensor's index in `_UnpackOrder.packed`) or (False, 1: a counted leaf
+# graded, 0: another leaf)
+
+
+# Graded before the saving node (`_UnpackOrder`):
+# Autograd checks a saved tensor's version counter when a node unpacks it, at the start of the node's run, and raises
+# where the counter moved since the save: every tensor saved over that counter (a view shares its base's). Nothing
+# else in eager's backward reads a counter, so a backward whose saved counter moved runs, up to the first node that
+# unpacks a tensor over it, the nodes the unmoved backward runs, in the same order, and raises there. So which leaves
+# eager's engine grades before a written save's node raises is read from one backward with no counter moved: the
+# program runs under saved-tensor hooks (which turn autograd's own version check off: none raises), the unpack hook
+# notes each unpack in order, each leaf's post-accumulate hook each gradient, and a save is graded first where a
+# gradient came before the first unpack of a tensor over its counter (matched by moving the save's counter and
+# reading which saved tensors moved with it), or where none is unpacked (that backward completes). Hooks of the
+# program's own, innermost at a save, keep it from ours, as they keep it from autograd's check (hooks turn it off).
+# Where a backward cannot be read so (it raises, it writes a counter, a custom Function's backward, a leaf given
+# to the Function detached) each save is probed on a run of its own, its counter moved (`_graded_first`).
+
+
+class _UnpackOrder:
+    """The tensors a run of the program saved, and per backward the unpacks and gradients in eager's engine's order
+    (the comment above)."""
+
+    def __init__(self) -> None:
+        self.packed: list[torch.Tensor] = []  # per save under our hooks, in the program's order: the tensor saved
+        self.events: list[_Event] | None = None  # while a backward runs: what it unpacked and graded, in order
+
+    def saving(self, call: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object) -> object:
+            with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+                return call(*args)
+
+        return run
+
+    def _pack(self, t: torch.Tensor) -> int:
+        self.packed.append(t)
+        return len(self.packed) - 1
+
+    def _unpack(self, k: int) -> torch.Tensor:
+        if self.events is not None:
+            self.events.append((True, k))
+        return self.packed[k]
+
+    def packed_over(self, t: torch.Tensor) -> frozenset[int]:
+        """The saved tensors over `t`'s version counter: those whose counter moves with `t`'s."""
+        before = [get_version(p) for p in self.packed]
+        at = get_version(t)
+        set_version(t, at + 1)
         try:
-            end = _backward_end(run, chosen, retain_graph=True)
+            return frozenset(k for k, p in enumerate(self.packed) if get_version(p) != before[k])
         finally:
-            set_version(t, before)
-            for leaf in (*run.leaves, *run.apart, *(base for base, _ in run.bases)):
+            set_version(t, at)
+
+    def backward(self, run: _ProbeRun, chosen: frozenset[int]) -> list[_Event]:
+        """Eager's backward through the outputs `chosen` of `run` (the roots `_backward_end` takes), the graph
+        retained: its unpacks and gradients; raises where it does."""
+        events: list[_Event] = []
+        roots = [cast(torch.Tensor, run.outs[p]) for p in _probed_at(run, chosen)]
+        # a gradient counts as `_backward_end` counts it: a leaf's, or a leaf view inputs are views of, where none of
+        # those views is a root (its own node grades it, outside the program)
+        counted = [*run.leaves, *(b for b, views in run.bases if not any(r is v for r in roots for v in views))]
+        graded = {id(leaf) for leaf in counted}
+        removals = [
+            after_accumulating(leaf, lambda t: events.append((False, int(id(t) in graded and t.grad is not None))))
+            for leaf in {id(leaf): leaf for leaf in _graded_leaves(run)}.values()
+        ]
+        self.events = events
+        try:
+            if roots:
+                torch.autograd.backward(roots, [torch.ones_like(o) for o in roots], retain_graph=True)
+        finally:
+            self.events = None
+            for remove in removals:
+                remove()
+            for leaf in _graded_leaves(run):
                 leaf.grad = None
-        if end is not BackwardEnd.RAISES:
+        return events
+
+
+def _graded_leaves(run: _ProbeRun) -> tuple[torch.Tensor, ...]:
+    """The leaves whose gradients a probe's backward reads: the run's leaves, and those view inputs are views of."""
+    return (*run.leaves, *(base for base, _ in run.bases))
+
+
+def _graded_before(events: Sequence[_Event], over: frozenset[int]) -> bool:
+    """Whether a counted gradient comes before the first unpack of a tensor in `over` (or no such unpack comes: a
+    backward that completes)."""
+    for unpacked, k in events:
+        if unpacked and k in over:
+            return False
+        if not unpacked and k:
             return True
-    return False
+    return True
 
 
 def _views_an_input(o: torch.Tensor, values: Sequence[object]) -> bool:

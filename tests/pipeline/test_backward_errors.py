@@ -2305,6 +2305,93 @@ def test_saves_graded_on_one_run_as_on_runs_of_their_own(
     assert runs[0] == 2 and runs[1] > runs[0], runs
 
 
+def _view_saved_late(x: T, w: T, z: T) -> object:
+    # w saved twice over one counter (a view of it, and itself); z's node is numbered below both savers
+    return (z * 2 + (x * w.unsqueeze(0)).sin() * w).sin()
+
+
+def _view_saved_early(x: T, w: T, z: T) -> object:
+    # ... where z's AccumulateGrad is ready before any saver runs
+    return (z + (x * w.unsqueeze(0)).sin() * w).sin()
+
+
+def _saved_inside_copy_slices(x: T, w: T, z: T) -> object:
+    y = x * 2
+    y[0].mul_(w)  # CopySlices: the op it runs saves w
+    return (y * w).sin() * z, z * 3
+
+
+def _two_outputs(x: T, w: T, z: T) -> object:
+    return (x * w).sin(), (x * z).cos()  # three sets of outputs to probe
+
+
+_GRADED: dict[str, tuple[Callable[[T, T, T], object], list[tuple[int, bool]], int]] = {
+    # program, per probed save (input, graded first), and the backwards of the one-run probe (one per set of outputs
+    # reaching a saver)
+    "view_saved_late": (_view_saved_late, [(0, False), (1, False)], 1),
+    "view_saved_early": (_view_saved_early, [(0, True), (1, True)], 1),
+    "saved_inside_copy_slices": (_saved_inside_copy_slices, [(1, True), (2, False)], 2),
+    "two_outputs": (_two_outputs, [(1, True), (2, False)], 3),
+}
+
+
+def _three(kind: str, shape: tuple[int, ...]) -> Callable[[], tuple[T, T, T]]:
+    def make() -> tuple[T, T, T]:
+        if kind == "pair":
+            return pair(*shape, requires_grad=True), pair(3, requires_grad=True), pair(*shape, requires_grad=True)
+        return _leaf(*shape), _leaf(3), _leaf(*shape)
+
+    return make
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("program", list(_GRADED))
+def test_saves_graded_from_one_backward_as_on_runs_of_their_own(
+    program: str, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which leaves eager's engine grades before a written save's node raises, read from one backward per set of
+    outputs with no counter moved (the comment on `_UnpackOrder`), is what a run per save with its counter
+    moved finds; and the compiled call raises eager's error where no leaf is graded first, and refuses elsewhere."""
+    f, expected, backwards = _GRADED[program]
+    make = _three(kind, (2, 3) if program == "saved_inside_copy_slices" else (1, 3))
+    found: list[tuple[list[bool] | None, list[bool], list[int | None], int]] = []
+    together = backward_probe._graded_together
+    backward = torch.autograd.backward
+    counted: list[int] = []
+
+    def counted_backward(*args: Any, **kwargs: Any) -> None:
+        if counted:
+            counted[-1] += 1
+        backward(*args, **kwargs)
+
+    def checked(
+        call: Callable[..., object], flat: Any, saves: list[Any], detached: frozenset[int]
+    ) -> list[bool] | None:
+        counted.append(0)
+        got = together(call, flat, saves, detached)
+        n = counted.pop()
+        first = functools.cache(lambda: backward_probe._trial(call, flat, None)[0])
+        alone = [backward_probe._graded_first(call, flat, s, detached, first) for s in saves]
+        found.append((got, alone, [s.input for s in saves], n))
+        return got
+
+    monkeypatch.setattr(backward_probe, "_graded_together", checked)
+    monkeypatch.setattr(torch.autograd, "backward", counted_backward)
+    with torch.enable_grad():
+        subclassaot.compile(f, backend=_graph_as_traced)(*make())
+    [(got, alone, inputs, n)] = found
+    assert got == alone == [graded for _, graded in expected] and inputs == [k for k, _ in expected]
+    assert n == backwards
+    graded_first = dict(expected)
+    for k in range(3):
+        with torch.enable_grad():
+            if graded_first.get(k, False):
+                with pytest.raises(UnsupportedError, match="eager's engine may first give some leaf input"):
+                    assert_matches_eager(f, make, backend=_graph_as_traced, after_call=_written(k))
+            else:
+                assert_matches_eager(f, make, backend=_graph_as_traced, after_call=_written(k))
+
+
 def _saved_beside_a_jagged_input(n: T, x: T) -> object:
     return n * 2, x * x  # mul saves x
 

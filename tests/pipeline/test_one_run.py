@@ -6,7 +6,7 @@ the compile runs it as before."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import torch
@@ -17,7 +17,10 @@ import subclassaot.pipeline.analyze
 import subclassaot.pipeline.joint
 import subclassaot.pipeline.trace
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline import backward_probe
+from subclassaot.pipeline.backward_probe import eager_saves
 from subclassaot.pipeline.functional_run import run_functional
+from subclassaot.pipeline.inputs import unflatten_call
 from tests.oracle import assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import pair
@@ -247,3 +250,45 @@ def test_a_run_failing_inside_the_trace_refuses_as_the_analysis(runs: list[str])
     with torch.no_grad(), pytest.raises(UnsupportedError, match="depends on tensor values"):
         subclassaot.compile(_item)(torch.randn(2, 2), torch.randn(2, 2))
     assert runs[:2] == ["trace", "analyze"]
+
+
+def test_function_training_probes_its_saves_in_one_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Function's probe of which leaves eager grades before a written save's node raises (the comment on
+    # `_UnpackOrder`): the program's runs on the probe's fakes, two (the saves found, then the backward's), and one
+    # backward for the one output, where a backward per save ran before (one per weight the block saves)
+    runs: list[int] = []  # per compile: the program's runs on the probe's static fakes
+    backwards: list[int] = []  # per compile: the probe's backwards
+    saves = eager_saves
+    unflatten = unflatten_call
+    backward = torch.autograd.backward
+
+    probing: list[bool] = [False]
+
+    def probed(*args: Any) -> object:
+        runs.append(0)
+        backwards.append(0)
+        probing[0] = True
+        try:
+            return saves(*args)
+        finally:
+            probing[0] = False
+
+    def counted_run(*args: Any) -> Any:
+        if probing[0]:
+            runs[-1] += 1
+        return unflatten(*args)
+
+    def counted_backward(*args: Any, **kwargs: Any) -> None:
+        if probing[0]:
+            backwards[-1] += 1
+        backward(*args, **kwargs)
+
+    monkeypatch.setattr(subclassaot.api, "eager_saves", probed)
+    monkeypatch.setattr(backward_probe, "unflatten_call", counted_run)
+    monkeypatch.setattr(torch.autograd, "backward", counted_backward)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 2))
+    with torch.enable_grad():
+        compiled = assert_matches_eager(model.train(), lambda: (torch.randn(2, 3, 4, 4),), calls=2)
+    assert not cast(subclassaot.CompiledModule[nn.Sequential], compiled).entries[0].autograd_backward
+    assert runs == [2] and backwards == [1], (runs, backwards)
