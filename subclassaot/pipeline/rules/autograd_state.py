@@ -48,11 +48,13 @@ from subclassaot.torch_internals import (
 )
 
 __all__ = [
+    "PROGRAM_FUNCTION_FLAG",
     "assigned_accumulator_size",
     "base_read",
     "history_set_at",
     "is_autograd_read",
     "is_base_read",
+    "is_program_function",
     "note_assignment_reads",
     "note_data_assignment",
     "note_detach",
@@ -66,6 +68,17 @@ __all__ = [
     "self_set_order",
     "stale_at_end",
 ]
+
+# The pipeline's own autograd.Functions (around input clones, the compiled step) live in subclassaot's modules; a
+# Function class that subclassaot makes to stand for one of the program's (the torch.compile backend's, for a Function
+# Dynamo captured) says so by this class attribute, set True.
+PROGRAM_FUNCTION_FLAG = "subclassaot_program_function"
+
+
+def is_program_function(cls: type) -> bool:
+    """Is the autograd.Function class `cls` the program's (not one of the pipeline's own)?"""
+    return getattr(cls, PROGRAM_FUNCTION_FLAG, False) is True or not cls.__module__.startswith("subclassaot.")
+
 
 _GETTERS = frozenset({"is_leaf", "requires_grad", "grad_fn"})
 

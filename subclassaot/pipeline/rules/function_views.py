@@ -32,6 +32,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.autograd_state import PROGRAM_FUNCTION_FLAG, is_program_function
 from subclassaot.pipeline.rules.view_chains import view_step
 from subclassaot.schemas import (
     DenseIndex,
@@ -131,17 +132,6 @@ def function_view_replay(
     if not is_traceable_subclass(t) or written_or_changed(t, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
     return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(reversed(steps)))
-
-
-# The pipeline's own autograd.Functions (around input clones, the compiled step) live in subclassaot's modules; a
-# Function class that subclassaot makes to stand for one of the program's (the torch.compile backend's, for a Function
-# Dynamo captured) says so by this class attribute, set True.
-PROGRAM_FUNCTION_FLAG = "subclassaot_program_function"
-
-
-def is_program_function(cls: type) -> bool:
-    """Is the autograd.Function class `cls` the program's (not one of the pipeline's own)?"""
-    return getattr(cls, PROGRAM_FUNCTION_FLAG, False) is True or not cls.__module__.startswith("subclassaot.")
 
 
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:

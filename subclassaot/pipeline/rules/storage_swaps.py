@@ -31,6 +31,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     base_read,
     is_autograd_read,
     is_base_read,
+    is_program_function,
     note_assignment_reads,
     note_data_assignment,
     note_detach,
@@ -1665,7 +1666,7 @@ def _note_function_apply(
     """`_apply_noted`, then, for an apply of the program's own, the outputs that are its inputs noted or given back as
     the analysis run had them (Note [Custom Functions])."""
     after = _apply_noted(record, cls, args, kwargs)
-    if record.dispatching > 0:
+    if record.dispatching > 0 or not is_program_function(cls):
         return after
     returns = function_returns_as_analyzed(record, args, kwargs)
     return returns if after is None else lambda out: returns(after(out))
