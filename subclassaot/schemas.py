@@ -586,6 +586,9 @@ class Analysis:
     grad_factories: tuple[str, ...] = ()
     # the program's reads of autograd state, in call order (Note [Grad Mode And Autograd Reads])
     autograd_reads: tuple[object, ...] = ()
+    # per custom autograd.Function apply, in call order: per output, the position among the apply's tensor arguments
+    # of the one it is, else -1 (Note [Custom Functions])
+    function_returns: tuple[tuple[int, ...], ...] = ()
     # per requires_grad_() call that turns the flag on, in call order: eager makes a new autograd leaf there (a tensor
     # that is no input, with grad on), which the graph marks (Note [Training Without A Function])
     new_leaves: tuple[bool, ...] = ()

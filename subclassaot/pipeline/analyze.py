@@ -370,6 +370,7 @@ def _analysis(
         wrapper_storage=f.wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
+        function_returns=tuple(run.swaps.function_returns),
         new_leaves=tuple(run.swaps.new_leaves),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
         gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),

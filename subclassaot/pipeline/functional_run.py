@@ -106,6 +106,7 @@ def run_functional(
     replay_reads: tuple[object, ...] | None = None,
     new_leaves: tuple[bool, ...] | None = None,
     hold: NewLeafHold | None = None,
+    function_returns: tuple[tuple[int, ...], ...] | None = None,
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
@@ -130,6 +131,7 @@ def run_functional(
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous, hold=hold)  # (Note [Training Without A Function])
     record.replayed_reads = replay_reads  # Note [Grad Mode And Autograd Reads]
     record.replayed_new_leaves = new_leaves  # Note [Training Without A Function]
+    record.replayed_function_returns = function_returns  # Note [Custom Functions]
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, set(viewed) | set(view_clone_inputs))
@@ -375,6 +377,26 @@ def _note_input_storages(
 _REBASE_IN_INFERENCE = ("new_fn INTERNAL ASSERT", "Cannot set version_counter for inference tensor")
 
 
+# what autograd raises where a custom Function that returns several tensors marks dirty an input that is a view
+_DIRTY_VIEW_OF_MANY = "If your Function modifies inplace an input that is a view of another Tensor"
+
+
+def _refuse_dirty_member(record: SwapRecord, flat: FlatInputs, e: RuntimeError | ValueError) -> None:
+    """Refuse a custom Function returning several tensors that marks dirty an input which eager's is no view, where
+    the run lays it out as a view of its group's synthetic base (Note [Aliased Inputs In Training]); where eager's
+    is a view too, the error is eager's own."""
+    for i, (position, real) in record.input_positions.items():
+        if i in record.dirty_marks and not real._is_view():
+            raise UnsupportedError(
+                f"{flat.leaves[flat.tensor_indices[position]].path}: a custom autograd.Function that returns several "
+                "tensors writes this input in place and marks it dirty (ctx.mark_dirty); it shares storage with "
+                "another input, so the compiled run lays it out as a view of their common storage (Note [Synthetic "
+                "Bases]), where autograd refuses the mark (a dirty view must be the Function's only output), while "
+                "eager's input is no view. Pass the inputs without shared storage (a clone of one), or return only "
+                "the written tensor from the Function"
+            ) from e
+
+
 def _refuse_run_error(
     e: RuntimeError | ValueError,
     record: SwapRecord,
@@ -410,6 +432,8 @@ def _refuse_run_error(
             "out as an autograd leaf where eager's is a view (of an input made to require grad by requires_grad_(), "
             "or of a tensor subclass input): autograd refuses the dirty leaf. Pass the Function a clone"
         ) from e
+    if _DIRTY_VIEW_OF_MANY in str(e):
+        _refuse_dirty_member(record, flat, e)
     if record.dirty_view_in_inference is not None and any(m in str(e) for m in _REBASE_IN_INFERENCE):
         raise UnsupportedError(
             f"the custom autograd.Function {record.dirty_view_in_inference.__name__} is applied with grad mode on "

@@ -10,6 +10,7 @@ Invariants: pure reads; no guards are added on symbolic sizes.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.autograd_state import reads_unpassed_base, requires_grad_through_gained_base
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.schemas import BackwardReshape, FlatInputs
 from subclassaot.torch_internals import (
@@ -45,6 +47,7 @@ __all__ = [
     "GradReenabledError",
     "check_grad_reenabled",
     "function_outputs_as_eager",
+    "function_returns_as_analyzed",
     "resize_as_eager",
 ]
 
@@ -86,7 +89,10 @@ __all__ = [
 #   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
 #   an intermediate answer the run's own; `.requires_grad` of a no_grad view of a view input that came requiring none,
 #   with no flag of its own, answers False, its root base's (that input's base, not passed), where the run's root is
-#   the stand-in. The guards check each input's requires_grad, is_leaf where it requires grad,
+#   the stand-in; conversely, of a view input (or a no_grad view of one) whose `._base` is another input the program
+#   made require grad, True, where the run lays the two out apart (`requires_grad_through_gained_base`), and a custom
+#   Function applied to it under no_grad returns it detached, as eager's apply does to an input that requires grad
+#   (`function_outputs_as_eager`). The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input.
 # - requires_grad_() and the `.requires_grad =` setter (one rule). Turning on a flag a tensor has is a no-op, which
 #   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
@@ -403,21 +409,26 @@ def function_outputs_as_eager(
     """Before a custom Function's apply under no_grad (Note [Grad Mode And Autograd Reads]): where it takes an input
     whose stand-in requires grad only because the compiled call sets the flag from the start (the program's
     requires_grad_() on it, or on the input it is a view of, comes later), eager's apply meets an input that requires no
-    grad and returns it as itself where the forward marked it dirty, where the run's returns a detached alias. The
+    grad and returns it as itself where the forward marked it dirty, where the run's returns a detached alias (so too
+    for a no_grad view that reads eager's flag from an input's own base, not passed: `reads_unpassed_base`). The
     function that gives the apply's result eager's object there; it refuses any other output aliasing such an input
-    (eager's is a view of it). None where no input is so."""
+    (eager's is a view of it). Conversely, an input that eager's reads as requiring grad through its `._base`, another
+    input the program made require grad, where the run's stand-in requires none: eager's apply returns it detached.
+    None where no input is so."""
     if torch.is_grad_enabled():
         return None
+    through_base = tuple(a for a in pytree.tree_leaves((args, kwargs)) if requires_grad_through_gained_base(record, a))
+    detached = functools.partial(_detached_as_eager, through_base) if through_base else None
     with no_torch_function():  # (the pipeline's reads, not the program's)
         early = [
             (a, flag)
             for a in pytree.tree_leaves((args, kwargs))
             if isinstance(a, torch.Tensor)
             and a.requires_grad
-            and (flag := _flag_from_the_start(record, a)) is not False
+            and (flag := reads_unpassed_base(record, a) or _flag_from_the_start(record, a)) is not False
         ]
     if not early:
-        return None
+        return detached
     marked_before = {id(a) for a, _ in early if id(a) in record.dirty_marks}
 
     def as_eager(out: object) -> object:
@@ -431,7 +442,8 @@ def function_outputs_as_eager(
                 raise UnsupportedError(
                     f"{input_named(record, a)}a custom autograd.Function ({cls.__name__}) applied under no_grad "
                     "returns this input (or an alias of it), which the program makes require grad only later "
-                    "(requires_grad_() on it or on the tensor it is a view of): eager's apply meets an input that "
+                    "(requires_grad_() on it or on the tensor it is a view of), or a no_grad view of it, whose flag "
+                    "eager's reads from the input's own base, not passed: eager's apply meets an input that "
                     "requires no grad and returns it as itself or as a view of it, while the compiled call, in which "
                     "the input requires grad from the start, would return a detached alias. Call requires_grad_() "
                     "before the apply, or outside the compiled function"
@@ -439,7 +451,44 @@ def function_outputs_as_eager(
             outs[k] = a
         return tuple(outs) if isinstance(out, tuple) else outs[0]
 
-    return as_eager
+    return as_eager if detached is None else lambda out: as_eager(detached(out))
+
+
+def function_returns_as_analyzed(
+    record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]
+) -> Callable[[object], object]:
+    """Before a custom Function's apply (the program's own, not one inside an op's dispatch): the function of its
+    result that notes which outputs are its very inputs, or, in a run given the analysis run's notes, gives back
+    the input itself where the analysis's apply returned it and this run's returns a detached alias. A training
+    compile traces its inference graph under no_grad, where an apply meeting an input that requires grad returns it
+    detached; eager's, with grad on, returns the input it marked dirty as itself, which the program's later in-place
+    view ops and set_() then change (Note [Custom Functions])."""
+    tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    replayed = record.replayed_function_returns
+    k, record.function_cursor = record.function_cursor, record.function_cursor + 1
+
+    def as_analyzed(out: object) -> object:
+        outs = list(out) if isinstance(out, tuple) else [out]
+        if replayed is None:
+            record.function_returns.append(tuple(next((i for i, a in enumerate(tensors) if o is a), -1) for o in outs))
+            return out
+        returned = replayed[k] if k < len(replayed) else ()
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            for j, i in enumerate(returned):
+                if 0 <= i < len(tensors) and j < len(outs) and _detached_alias(outs[j], tensors[i]):
+                    outs[j] = tensors[i]
+        return tuple(outs) if isinstance(out, tuple) else outs[0]
+
+    return as_analyzed
+
+
+def _detached_as_eager(inputs: tuple[torch.Tensor, ...], out: object) -> object:
+    """A custom Function's result under no_grad where eager's `inputs` require grad and the run's do not: each output
+    that is one of them comes back from eager's apply as its detach() (an alias that is no view and requires no
+    grad), where the run's returns the input itself."""
+    outs = list(out) if isinstance(out, tuple) else [out]
+    outs = [o.detach() if isinstance(o, torch.Tensor) and any(o is a for a in inputs) else o for o in outs]
+    return tuple(outs) if isinstance(out, tuple) else outs[0]
 
 
 def _flag_from_the_start(record: SwapRecord, a: torch.Tensor) -> bool | None:

@@ -158,6 +158,7 @@ def trace_inference(
                 requires_grad_like=user_fakes,
                 replay_reads=analysis.autograd_reads,
                 new_leaves=analysis.new_leaves,
+                function_returns=analysis.function_returns,
             )
             outs, counts["fresh"], counts["bases"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs

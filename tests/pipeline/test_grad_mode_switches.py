@@ -2555,6 +2555,71 @@ def test_requires_grad_on_the_base_of_another_input_then_a_view_of_its_view_matc
         subclassaot.compile(base_made_to_require_grad_then_view_viewed_and_read)(*_view_and_its_base("select")())
 
 
+# Fuzz seed 118600 #6336 (DIVERGED): x1 a view of x0, both passed, x0 made to require grad, then a dirty Function
+# under no_grad on x1. Eager's x1 takes requires_grad from x0, so its apply returns x1 detached (no view, requiring no
+# grad); the run's stand-in for x1, laid out apart, required none, and the call returned x1 itself. Its reads of
+# `x1.requires_grad` (and of a no_grad view of it) answered False too.
+def base_made_to_require_grad_then_view_marked_dirty(x0: T, x1: T) -> object:
+    x0.requires_grad = True
+    t0, _ = DirtyAddSaved.apply(x1, x1)  # type: ignore[no-untyped-call]  # Function.apply is untyped
+    t1 = DirtyScale.apply(x1)  # type: ignore[no-untyped-call]
+    return (t0, t1)
+
+
+def base_made_to_require_grad_then_view_flag_read(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    v = x1[0]
+    return (x1 * 2 if x1.requires_grad else x1 * 3, v, v.requires_grad)
+
+
+def base_made_to_require_grad_then_view_given_to_a_function_with_grad(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    with torch.enable_grad():
+        t0 = SinFunction.apply(x1)  # type: ignore[no-untyped-call]
+    return (t0,)
+
+
+def _base_and_its_unsqueeze() -> tuple[T, T]:
+    b0 = torch.randn((4, 4, 4))
+    return (b0, b0.unsqueeze(3))
+
+
+@pytest.mark.parametrize(
+    "f", [base_made_to_require_grad_then_view_marked_dirty, base_made_to_require_grad_then_view_flag_read]
+)
+def test_requires_grad_on_the_base_of_another_input_then_its_view_under_no_grad_matches_eager(
+    f: Callable[..., object],
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(f, _base_and_its_unsqueeze)
+
+
+def test_requires_grad_on_the_base_of_another_input_then_its_view_given_to_a_function_with_grad_refused() -> None:
+    """Eager's apply records the Function's node (x1 requires grad through x0); the run's stand-in requires none:
+    refused by the rule for a read with grad of such a view."""
+    f = base_made_to_require_grad_then_view_given_to_a_function_with_grad
+    with torch.no_grad(), pytest.raises(UnsupportedError, match=r"args\[0\] and args\[1\]: .* another input is a view"):
+        subclassaot.compile(f)(*_base_and_its_unsqueeze())
+
+
+# Fuzz seed 118600 #5481 (DIVERGED): x0 a view of a tensor not passed, t0 = x0.t() under no_grad, then x0 made to
+# require grad and a dirty Function under no_grad on t0. Eager's t0 reads its root base's flag (that tensor's, which
+# requires none), so the apply returns t0 itself, a view; the run's t0 read the stand-in's flag and came back detached.
+def view_taken_then_input_made_to_require_grad_then_marked_dirty(x0: T) -> object:
+    t0 = x0.t()
+    x0.requires_grad_()
+    t1 = DirtyScale.apply(t0)  # type: ignore[no-untyped-call]
+    return (t1,)
+
+
+def test_no_grad_view_of_a_view_input_made_to_require_grad_then_marked_dirty_matches_eager() -> None:
+    with torch.no_grad():
+        assert_matches_eager(
+            view_taken_then_input_made_to_require_grad_then_marked_dirty,
+            lambda: (torch.randn((1, 4, 2)).reshape((-1, 4)),),
+        )
+
+
 def refused_inside_grad_switches(x: T) -> object:
     with torch.inference_mode():
         with torch.set_grad_enabled(True):

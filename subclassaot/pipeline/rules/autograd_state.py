@@ -39,14 +39,22 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import has_grad_fn, no_torch_function, reads_flag_of_base, symint_expr
+from subclassaot.torch_internals import (
+    has_grad_fn,
+    is_no_grad_view,
+    no_torch_function,
+    reads_flag_of_base,
+    symint_expr,
+)
 
 __all__ = [
+    "PROGRAM_FUNCTION_FLAG",
     "assigned_accumulator_size",
     "base_read",
     "history_set_at",
     "is_autograd_read",
     "is_base_read",
+    "is_program_function",
     "note_assignment_reads",
     "note_data_assignment",
     "note_detach",
@@ -55,9 +63,22 @@ __all__ = [
     "note_grad_reads",
     "note_self_set",
     "read",
+    "reads_unpassed_base",
+    "requires_grad_through_gained_base",
     "self_set_order",
     "stale_at_end",
 ]
+
+# The pipeline's own autograd.Functions (around input clones, the compiled step) live in subclassaot's modules; a
+# Function class that subclassaot makes to stand for one of the program's (the torch.compile backend's, for a Function
+# Dynamo captured) says so by this class attribute, set True.
+PROGRAM_FUNCTION_FLAG = "subclassaot_program_function"
+
+
+def is_program_function(cls: type) -> bool:
+    """Is the autograd.Function class `cls` the program's (not one of the pipeline's own)?"""
+    return getattr(cls, PROGRAM_FUNCTION_FLAG, False) is True or not cls.__module__.startswith("subclassaot.")
+
 
 _GETTERS = frozenset({"is_leaf", "requires_grad", "grad_fn"})
 
@@ -85,16 +106,36 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
-    elif name == "requires_grad" and not inside and args and _reads_unpassed_base(record, args[0]):
+    elif name == "requires_grad" and not inside and args and reads_unpassed_base(record, args[0]):
         answer = False
     else:
         answer = _run_read(record, name, args, call)
+        if name == "requires_grad" and answer is False and not inside and args:
+            answer = requires_grad_through_gained_base(record, args[0])
     if not inside:
         record.autograd_reads.append(answer)
     return answer
 
 
-def _reads_unpassed_base(record: SwapRecord, t: object) -> bool:
+def requires_grad_through_gained_base(record: SwapRecord, t: object) -> bool:
+    """Does eager's `t` require grad where the run's does not: `t` is an input, or a flagless view of one taken under
+    no_grad, whose `._base` is another input the program has made require grad? Eager's view reads its base's flag; the
+    run lays the two inputs out apart (or as views of a synthetic base), so its stand-in keeps the flag it came with
+    (Note [Grad Mode And Autograd Reads])."""
+    if not isinstance(t, torch.Tensor) or not record.base_gained(t) or id(t) in record.own_flags:
+        return False
+    if id(t) in record.requires_grad_set or id(t) in record.requires_grad_dropped:
+        return False
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        root = record.view_root(t, through_swaps=True)
+        if t.requires_grad or (root is not t and not is_no_grad_view(t)):
+            return False
+        found = record.input_positions.get(id(root))
+        base = None if found is None else found[1]._base
+        return any(other is base and record.run_inputs[j].requires_grad for j, other in record.input_positions.values())
+
+
+def reads_unpassed_base(record: SwapRecord, t: object) -> bool:
     """Is `t` a view (taken under no_grad, no flag of its own) whose flag is eager's root base's, the base of a view
     input that required no grad when passed, which is no input? That base requires none (neither did its view), and
     the program cannot reach it, where the run's root, the input's stand-in laid out anew, may have gained the flag

@@ -32,6 +32,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.autograd_state import PROGRAM_FUNCTION_FLAG, is_program_function
 from subclassaot.pipeline.rules.view_chains import view_step
 from subclassaot.schemas import (
     DenseIndex,
@@ -85,19 +86,22 @@ __all__ = [
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
 # are views whose base the program wrote after the Function returned them.
 # Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
-# eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's write,
-# run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new value
-# in with grad from the compiled Function's update, whose backward holds the program's Function's. Only on x's own
+# eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's
+# write, run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new
+# value in with grad from the compiled Function's update, whose backward holds the program's Function's. Only on x's own
 # history: where x is a detach() or `.data` alias (or a view of one; an input passed as the grad-free alias of another
-# is one), the tensor it was taken from keeps its history, as under a write with grad through x. An apply recording
-# no node leaves x's history. Either way the mark advances x's counter. Refused: a mark with no write (no new value to
-# carry the history), and a subclass input written so that shares its wrapper-level version counter with another input
-# requiring grad: eager rebuilds that input's history from x's; the compiled call leaves it the one it came with. The
-# caller holds every input, so this is refused whether or not the program returns it. So is a subclass input marked
-# whose inner tensors share storage with another input's: that storage is traced as a synthetic base written below
-# autograd, which the wrapper's rebased history does not reach (the same object passed twice is one input instead).
-# So is a view marked by an apply recording a node inside an inference_mode block: the functionalized run cannot
-# rebase its base there (functional_run._refuse_run_error).
+# is one), the tensor it was taken from keeps its history, as under a write with grad through x. An apply recording no
+# node leaves x's history. Either way the mark advances x's counter. A training compile traces its inference graph under
+# no_grad, where the apply returns an input that requires grad detached, not the input it marked dirty: that run takes
+# which outputs are the very inputs from the analysis run's applies, in call order (Analysis.function_returns), so the
+# program's later in-place view ops and set_() through the result change the input, as eager's do. Refused: a mark with
+# no write (no new value to carry the history), and a subclass input written so that shares its wrapper-level version
+# counter with another input requiring grad: eager rebuilds that input's history from x's; the compiled call leaves it
+# the one it came with. The caller holds every input, so this is refused whether or not the program returns it. So is a
+# subclass input marked whose inner tensors share storage with another input's: that storage is traced as a synthetic
+# base written below autograd, which the wrapper's rebased history does not reach (the same object passed twice is one
+# input instead). So is a view marked by an apply recording a node inside an inference_mode block: the functionalized
+# run cannot rebase its base there (functional_run._refuse_run_error).
 # Metadata changed by a custom backward (`x.t_()` on ctx.saved_tensors): eager's caller sees its tensor's new size and
 # strides after backward() and its counter moved. The runtime replays the traced change on the real input when the
 # compiled backward runs (as_strided_() at the input's offset, under no_grad, counter set to eager's). Only for a plain
@@ -128,17 +132,6 @@ def function_view_replay(
     if not is_traceable_subclass(t) or written_or_changed(t, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
     return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(reversed(steps)))
-
-
-# The pipeline's own autograd.Functions (around input clones, the compiled step) live in subclassaot's modules; a
-# Function class that subclassaot makes to stand for one of the program's (the torch.compile backend's, for a Function
-# Dynamo captured) says so by this class attribute, set True.
-PROGRAM_FUNCTION_FLAG = "subclassaot_program_function"
-
-
-def is_program_function(cls: type) -> bool:
-    """Is the autograd.Function class `cls` the program's (not one of the pipeline's own)?"""
-    return getattr(cls, PROGRAM_FUNCTION_FLAG, False) is True or not cls.__module__.startswith("subclassaot.")
 
 
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:

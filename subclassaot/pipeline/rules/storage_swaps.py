@@ -23,6 +23,7 @@ from subclassaot.pipeline.grad_scope import (
     check_views_of_gained_bases,
     flagless_view_history_raises,
     function_outputs_as_eager,
+    function_returns_as_analyzed,
     note_gain_on_a_base,
     resize_as_eager,
 )
@@ -30,6 +31,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     base_read,
     is_autograd_read,
     is_base_read,
+    is_program_function,
     note_assignment_reads,
     note_data_assignment,
     note_detach,
@@ -1671,6 +1673,18 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
 
 
 def _note_function_apply(
+    record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]
+) -> Callable[[object], object] | None:
+    """`_apply_noted`, then, for an apply of the program's own, the outputs that are its inputs noted or given back as
+    the analysis run had them (Note [Custom Functions])."""
+    after = _apply_noted(record, cls, args, kwargs)
+    if record.dispatching > 0 or not is_program_function(cls):
+        return after
+    returns = function_returns_as_analyzed(record, args, kwargs)
+    return returns if after is None else lambda out: returns(after(out))
+
+
+def _apply_noted(
     record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]
 ) -> Callable[[object], object] | None:
     """A custom Function reads its inputs with grad on (Note [Leaves Laid Out Anew Under no_grad]), and where the call

@@ -226,6 +226,12 @@ class SwapRecord:
     autograd_reads: list[object] = field(default_factory=list)
     replayed_reads: tuple[object, ...] | None = None
     replay_cursor: int = 0
+    # per custom Function apply of the program, in call order: per output, the position among the apply's tensor
+    # arguments of the one it is (the very object), else -1; the analysis run's given back to the inference trace's
+    # run, and how many it took (Note [Custom Functions])
+    function_returns: list[tuple[int, ...]] = field(default_factory=list)
+    replayed_function_returns: tuple[tuple[int, ...], ...] | None = None
+    function_cursor: int = 0
     # how many ops the swap mode is handling now, one per level of subclass __torch_dispatch__ it runs inside (1: the
     # program's own op). Reads made while > 0 (the mode's rules, a subclass's dispatch) are answered but neither
     # recorded nor replayed (Note [Grad Mode And Autograd Reads])

@@ -53,8 +53,10 @@ _T = TypeVar("_T")
 # (never a view) or guarded on being no view (guards.py). Where the other members are views of x (x and x.t()), they
 # run as views of the clone, as eager's are views of x (guarded: `own_base_guards`). That changes their `._base` in
 # the run, so the analysis traces a group so only where the program then moves no tensor to another storage (set_(),
-# `.data =`, a growing resize_()) and no rule refuses it, else it runs again from the base (`with_own_base_views`);
-# the joint trace does as the analysis did (Analysis.own_base_views).
+# `.data =`, a resize_() growing a tensor over an input's storage; growing a tensor the program made moves no input)
+# and no rule refuses it, else it runs again from the base (`with_own_base_views`); the joint trace does as the
+# analysis did (Analysis.own_base_views). Where a member that is no view in eager runs as a view all the same, a
+# Function marking it dirty and returning two tensors is refused by name where autograd raises (functional_run).
 
 
 def clone_synthetic_base(
@@ -128,8 +130,9 @@ class _StorageMoved(Exception):
 
 
 def check_own_base_run(swaps: SwapRecord, views: bool) -> None:
-    """Note [Aliased Inputs In Training]: raise _StorageMoved where a run with `views` moved a tensor."""
-    if views and (swaps.swapped_ids or swaps.grown_ids):
+    """Note [Aliased Inputs In Training]: raise _StorageMoved where a run with `views` moved a tensor (set_(), `.data
+    =`) or grew one over an input's storage."""
+    if views and (swaps.swapped_ids or any(swaps.grown_root(k) in swaps.input_originals for k in swaps.grown_from)):
         raise _StorageMoved
 
 
