@@ -577,6 +577,11 @@ def _tensor_output(
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         source = values[info.replay.index] if info.replay.keeps_counter and lowered is None else None
         came = get_version(source) if isinstance(source, torch.Tensor) else None
+        own = own_bumps(info.replay)
+        if isinstance(source, torch.Tensor) and came is not None and source.requires_grad and own:
+            # a view with history is made at the settled count less its chain's own bumps, landing on eager's count
+            # (given back afterwards it would go stale): runtime/steps.py: Version Counters As Eager's
+            set_version(source, came - own)
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if isinstance(source, torch.Tensor) and came is not None and not value.requires_grad:
             set_version(source, came)  # runtime/steps.py: Version Counters As Eager's
@@ -998,3 +1003,8 @@ def _dense_leaf(plan: RuntimePlan, values: Sequence[object], k: int) -> torch.Te
         t = getattr(t, attr)
     assert isinstance(t, torch.Tensor)
     return t
+
+
+def own_bumps(replay: Replay) -> int:
+    """How many times a replay's steps advance its source's version counter (its in-place view ops)."""
+    return sum(1 for step in replay.steps if torch.Tag.inplace_view in getattr(step.op, "tags", ()))

@@ -79,6 +79,10 @@ aten = torch.ops.aten
 # - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
+# - outside inference_mode an op reading an inference tensor runs no autograd kernel, so the in-place and out= ops its
+#   backend kernel calls on its fresh results advance their counters (clone() 1, max(dim) 2, by device and size): the
+#   functional run asks eager's kernel on zeros laid out as the operands and counts those bumps (note_inference_reads;
+#   not for symbolic sizes, large operands, random ops or a kernel refusing zeros);
 # - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
 #   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
 #   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);
@@ -93,13 +97,15 @@ aten = torch.ops.aten
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale (a then_set view
 #   also where its history, stale by the set_() as eager's, reads fine: read first, so rebuilt; a view taken after
-#   the epilogue then stays fresh, as eager's taken after the set_()).
+#   the epilogue then stays fresh, as eager's taken after the set_()); a keeps_counter view of an input requiring grad
+#   is instead made at the input's count less its chain's in-place view ops, whose repeat lands on eager's count
+#   (given back after the replay, its history would read stale).
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
 # count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter;
 # one replayed from an output over an input is made at the input's counter at entry instead: Replay.root_input);
 # outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
-# staleness, a base with a stale or set_() view); eager's clone() and reductions of an inference tensor outside
-# inference_mode advance their result's counter (out= kernels), the compiled result's is fresh. The parity oracle's
+# staleness, a base with a stale or set_() view); a result read from an inference tensor whose count the kernel
+# could not be asked (above). The parity oracle's
 # "counted" mode (tools/parity.py) reflects them; its default stays "moved". An output that requires grad from the
 # graph of a program making new leaves (which compiles only on the native path), or one built outside the training
 # Function, keeps the count it is built with; an input that is a view requiring grad whose counter moved as eager's

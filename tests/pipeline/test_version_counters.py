@@ -879,3 +879,55 @@ def test_input_view_set_under_grad_counts_as_eager(
         assert_matches_eager(
             program, lambda: inputs(kind), compile_fn=compile_fn, versions="exact", after_call=write_outputs
         )
+
+
+def _clone_of_inference(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.clone()
+    return (t0.clone(),)
+
+
+def _max_of_inference(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.mul(2.0)
+    values, indices = t0.max(0)
+    return (values, indices, t0.sum())
+
+
+def _clone_of_inference_written_and_viewed(x: T) -> object:
+    with torch.inference_mode():
+        t0 = x.clone()
+    t1 = t0.clone()
+    t1.add_(1.0)
+    return (t1.view(-1),)
+
+
+@pytest.mark.parametrize("program", [_clone_of_inference, _max_of_inference, _clone_of_inference_written_and_viewed])
+@pytest.mark.parametrize("kind", _KINDS)
+def test_result_read_from_inference_tensor_counts_as_eager(
+    kind: str, program: Callable[[T], object], compile_fn: CompileFn | None
+) -> None:
+    # seed 118400, program 1432 and seed 123290, program 971: outside inference_mode, eager's clone() (and reductions)
+    # of an inference tensor run no autograd kernel, so their kernels' inner copies advance the result's counter (1 and
+    # 2 where ours were fresh)
+    with torch.no_grad():
+        assert_matches_eager(program, lambda: (_input(kind, 3, 2),), compile_fn=compile_fn, versions="exact")
+
+
+def _unbind_view_transposed(x: T) -> object:
+    t0 = x.unbind(1)[2]
+    t0.t_()
+    return (t0,)
+
+
+@pytest.mark.parametrize("kind", _KINDS)
+def test_view_with_history_transposed_in_place_counts_as_eager(kind: str, compile_fn: CompileFn | None) -> None:
+    # seed 118400, program 283: an unbind() view of a leaf requiring grad, t_()'d under no_grad; its replay after the
+    # epilogue repeated the t_() on the settled count (2, eager's 1)
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return (pair(3, 4, 4, requires_grad=True),)
+        return (torch.randn(3, 4, 4).requires_grad_(),)
+
+    with torch.no_grad():
+        assert_matches_eager(_unbind_view_transposed, make, compile_fn=compile_fn, versions="exact")
