@@ -53,6 +53,7 @@ from subclassaot.runtime.steps import (
     graph_example_inputs,
     grow_storages,
     hold_accumulators,
+    kept_counter_bumps,
     make_assigned_accumulators,
     own_stand_in_inputs,
     raise_early_bumps,
@@ -179,6 +180,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
         entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
+        ends = {i: get_version(cast(torch.Tensor, values[i])) + n for i, n in kept_bumps.items()}
         # the program's requires_grad_(): under no_grad autograd records nothing either way, and the graph's
         # functional writes (as_strided_scatter of a non-contiguous input) refuse an input that requires grad where
         # eager's in-place write does not, so the flag comes once the graph ran
@@ -228,7 +230,9 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             settle_output_counters(given, output_versions)
             built = cast(list[object], given)
         else:
-            built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), holders)
+            built = build_outputs(
+                plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry, ends), holders
+            )
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         _turn_on(values, last)
@@ -244,6 +248,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     )
     storage_classes = plan.analysis.wrapper_storage
     bumped_inputs = bumped_input_sources(plan.analysis.outputs)
+    kept_bumps = kept_counter_bumps(plan)
     output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)

@@ -98,8 +98,13 @@ aten = torch.ops.aten
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale (a then_set view
 #   also where its history, stale by the set_() as eager's, reads fine: read first, so rebuilt; a view taken after
 #   the epilogue then stays fresh, as eager's taken after the set_()); a keeps_counter view of an input requiring grad
-#   is instead made at the input's count less its chain's in-place view ops, whose repeat lands on eager's count
-#   (given back after the replay, its history would read stale).
+#   is instead made at eager's count at the end, less the in-place view ops its replay repeats, whose repeat lands on
+#   eager's count (given back after the replay, its history would read stale). Eager's count is the input's at entry
+#   plus eager's bumps (`kept_counter_bumps`), not the one it has then: the epilogue keeps a wrapper's as it moved
+#   where views are replayed from it (EpiloguePlan.viewed_wrappers), behind eager's, and made at that less the
+#   repeats the view went below the count eager's was taken at (an in-place view op comes after its view is taken, so
+#   eager's count less them never does). Only the repeats the replay makes count: the ops of a chain object an earlier
+#   replay made, which it reuses (Note [Output Regeneration]), are not made again (`regenerate.own_bumps`).
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
 # count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter;
 # one replayed from an output over an input is made at the input's counter at entry instead: Replay.root_input);
@@ -288,6 +293,21 @@ def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
         info.replay.root_input for info in infos if info.replay is not None and info.replay.root_input is not None
     }
     return tuple(sorted(found))
+
+
+def kept_counter_bumps(plan: RuntimePlan) -> dict[int, int]:
+    """Per input (flat value index) a Replay.keeps_counter view is replayed from: eager's bumps of its counter, which
+    its count at entry plus these makes eager's count at the end (runtime/steps.py: Version Counters As Eager's)."""
+    analysis, layout = plan.analysis, plan.layout
+    position: dict[int, int] = {i: t for t, i in enumerate(plan.flat.tensor_indices)}
+    found: dict[int, int] = {}
+    for info in analysis.outputs:
+        if info.replay is not None and info.replay.keeps_counter:
+            t = position[info.replay.index]
+            own = layout.trees[t] is None  # (a plain input: its dense leaf's counter; a subclass: its wrapper's)
+            mutation = analysis.mutations[layout.leaves_of_input[t][0]] if own else None
+            found[info.replay.index] = analysis.wrapper_version_bumps[t] if mutation is None else mutation.version_bumps
+    return found
 
 
 def replay_early(
