@@ -49,6 +49,7 @@ from subclassaot.runtime.steps import (
     blocking_holder,
     bumped_input_sources,
     copy_into,
+    counters_at_entry,
     epilogue_plan,
     graph_example_inputs,
     grow_storages,
@@ -179,8 +180,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     early_heads, late_tails = _early_replays(plan)
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
-        entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
-        ends = {i: get_version(cast(torch.Tensor, values[i])) + n for i, n in kept_bumps.items()}
+        counted = counters_at_entry(values, *counted_inputs)
         # the program's requires_grad_(): under no_grad autograd records nothing either way, and the graph's
         # functional writes (as_strided_scatter of a non-contiguous input) refuse an input that requires grad where
         # eager's in-place write does not, so the flag comes once the graph ran
@@ -230,9 +230,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             settle_output_counters(given, output_versions)
             built = cast(list[object], given)
         else:
-            built = build_outputs(
-                plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry, ends), holders
-            )
+            built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, counted), holders)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         _turn_on(values, last)
@@ -247,8 +245,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
     storage_classes = plan.analysis.wrapper_storage
-    bumped_inputs = bumped_input_sources(plan.analysis.outputs)
-    kept_bumps = kept_counter_bumps(plan)
+    counted_inputs = (bumped_input_sources(plan.analysis.outputs), kept_counter_bumps(plan))
     output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)

@@ -164,7 +164,7 @@ def build_outputs(
     outs: list[object],
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
-    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], dict[int, int], dict[int, int]],
+    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], tuple[dict[int, int], dict[int, int]]],
     holders: Sequence[torch.Tensor | None],
 ) -> list[object]:
     """The program's outputs, by OutputIndex (the caller unflattens them)."""
@@ -175,7 +175,7 @@ def build_outputs(
     bases = _counted_bases(plan, outs[base_start:symint_start])
     infos = _probed_layouts(plan, ev, outs, bases, symbols)  # Note [Strides The Kernels Choose]
     result: list[object] = [_PENDING] * len(infos)
-    given_roots, shared, entry, ends = given
+    given_roots, shared, (entry, ends) = given
     roots = _counted_roots(plan, ev, bases, given_roots, symbols)  # Note [Output Regeneration]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])

@@ -310,6 +310,15 @@ def kept_counter_bumps(plan: RuntimePlan) -> dict[int, int]:
     return found
 
 
+def counters_at_entry(
+    values: Sequence[object], bumped: Sequence[int], kept: dict[int, int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Per input, as the call starts: the counter of each of `bumped` (bumped_input_sources), and eager's count at the
+    end of each of `kept` (kept_counter_bumps: its counter plus eager's bumps)."""
+    entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped}
+    return entry, {i: get_version(cast(torch.Tensor, values[i])) + n for i, n in kept.items()}
+
+
 def replay_early(
     heads: Sequence[tuple[int, Replay]], values: Sequence[object], make: Callable[[Replay], torch.Tensor]
 ) -> tuple[dict[int, torch.Tensor], dict[int, int], list[int]]:
