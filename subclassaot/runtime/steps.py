@@ -118,8 +118,10 @@ aten = torch.ops.aten
 # made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
 # EpiloguePlan.recorded). A plain input whose set_() under grad the epilogue repeats after its layout step (which
 # advanced the counter already) gets eager's count less one just before that repeat, which then makes the grad_fn at
-# eager's count (EpiloguePlan.counted_sets). Where eager recorded none (every write, in-place view op, set_(), resize_
-# and mark_dirty under no_grad), or advanced the counter after its last op that may record one
+# eager's count (EpiloguePlan.counted_sets); so does a plain input whose copy is the epilogue's last op on its counter
+# (a write with grad, a Function's mark_dirty: EpiloguePlan.counted_copies), and one eager only set_() under grad,
+# whose set_() is repeated before the call (counted_early_sets). Where eager recorded none (every write, in-place
+# view op, set_(), resize_ and mark_dirty under no_grad), or advanced the counter after its last op that may record one
 # (LeafMutation.bumps_after_grad: eager's grad_fn is made anew at the next read), nothing the call made has an edge to
 # that grad_fn: it is stale at the end in eager and in ours alike, and the count is eager's (a subclass input, whose
 # count EpiloguePlan.recorded_wrappers and viewed_wrappers keep, still runs behind there). An early replay made at the input's advanced count is made at eager's final count, the input's
@@ -446,6 +448,13 @@ class EpiloguePlan:
     # no_grad (one with grad on a leaf requiring grad raises), so none recorded a node (Note [Inputs Written In
     # Training]); the epilogue replays them under no_grad
     reshaped_gaining_grad: frozenset[int] = frozenset()
+    # (dense leaf, final) of `recorded` on plain inputs whose copy (final: the final copy, else the original one) is
+    # the epilogue's last op on their counter: the counter is set to eager's count less one before it, whose bump then
+    # lands on eager's count as it makes the view's grad_fn (runtime/steps.py: Version Counters As Eager's)
+    counted_copies: frozenset[tuple[int, bool]] = frozenset()
+    # early_grad_sets of plain inputs, of `recorded`, that eager only set_() (no write, no layout op): likewise set
+    # to eager's count less one before the set_()'s early repeat
+    counted_early_sets: frozenset[int] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -517,6 +526,15 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         reshaped_gaining_grad=frozenset(requires_grad_changes(plan)[0]),
         early_grad_sets=early,
         grad_sets_first=first,
+        counted_copies=_counted_copies(plan, recorded, {*grad_sets, *grad_swaps, *replayed}),
+        counted_early_sets=frozenset(
+            t
+            for t in early
+            if plan.layout.trees[t] is None
+            and (j := plan.layout.leaves_of_input[t][0]) in recorded
+            and (m := analysis.mutations[j]).version_bumps
+            and not (m.data or m.metadata or m.storage_changed or m.resized)
+        ),
         viewed_wrappers=frozenset(
             t
             for t in wrappers
@@ -557,6 +575,24 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
         and analysis.requires_grad_after[t]
         and not analysis.requires_grad_set[t]
         and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
+    )
+
+
+def _counted_copies(plan: RuntimePlan, recorded: frozenset[int], later: set[int]) -> frozenset[tuple[int, bool]]:
+    """EpiloguePlan.counted_copies; `later`: the tensor inputs whose set_() under grad (grad_sets, grad_swaps) or
+    in-place view ops the epilogue repeats after their copies."""
+    analysis, layout, updates = plan.analysis, plan.layout, plan.graph_outputs.updates
+    final = {u.target for u in updates if u.kind is UpdateKind.FINAL}
+    copied = {u.target for u in updates if u.kind in (UpdateKind.ORIGINAL, UpdateKind.FINAL)}
+    return frozenset(
+        (j, j in final)
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if layout.trees[t] is None and t not in later
+        for j in leaves
+        if j in recorded
+        and j in copied
+        and analysis.mutations[j].version_bumps
+        and not ((m := analysis.mutations[j]).metadata or m.storage_changed or _grows_under(m))
     )
 
 
@@ -627,7 +663,12 @@ def settle_base_counters(bases: Sequence[object], counts: Sequence[tuple[int, in
             set_version(value, count)
 
 
-def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
+def copy_into(
+    x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False, count: int | None = None
+) -> None:
+    # `count`: eager's count, the copy's to land on (EpiloguePlan.counted_copies)
+    if count is not None:
+        set_version(x, count - 1)
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed

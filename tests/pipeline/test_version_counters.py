@@ -988,3 +988,37 @@ def test_views_sharing_a_view_changed_in_place_count_as_eager(kind: str, compile
     assert_matches_eager(
         _views_sharing_a_transposed_view, lambda: (make(2, 3),), compile_fn=compile_fn, versions="exact"
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 123294 --versions exact (programs 240, 30): an input view requiring grad whose count the epilogue kept as it
+# moved (EpiloguePlan.recorded) ended at 1 where eager's is 2. A Function's mark_dirty with grad is repeated by one copy_
+# with grad (EpiloguePlan.counted_copies); two set_() onto itself with grad by one set_() before the call
+# (EpiloguePlan.counted_early_sets): each lands on eager's count from eager's count less one.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _viewed_then_marked_dirty(x0: T) -> object:
+    t0 = x0.view(1, 2, 4)
+    DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    return (t0,)
+
+
+def _set_to_itself_twice(x0: T) -> object:
+    set_to(x0, x0)
+    set_to(x0, x0)
+    return (x0,)
+
+
+@pytest.mark.parametrize("program", [_viewed_then_marked_dirty, _set_to_itself_twice])
+def test_input_view_with_history_recorded_counts_as_eager(
+    program: Callable[[T], object], compile_fn: CompileFn | None
+) -> None:
+    from subclassaot.tools.parity import write_outputs
+
+    def make() -> tuple[object, ...]:
+        return (nonleaf(2, 1, 4).transpose(2, 1),)
+
+    with torch.enable_grad():
+        assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
+        assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact", after_call=write_outputs)
