@@ -49,10 +49,12 @@ from subclassaot.runtime.steps import (
     blocking_holder,
     bumped_input_sources,
     copy_into,
+    counters_at_entry,
     epilogue_plan,
     graph_example_inputs,
     grow_storages,
     hold_accumulators,
+    kept_counter_bumps,
     make_assigned_accumulators,
     own_stand_in_inputs,
     raise_early_bumps,
@@ -178,7 +180,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
     early_heads, late_tails = _early_replays(plan)
 
     def run(values: Sequence[object], symbols: dict[str, int]) -> object:
-        entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped_inputs}
+        counted = counters_at_entry(values, *counted_inputs)
         # the program's requires_grad_(): under no_grad autograd records nothing either way, and the graph's
         # functional writes (as_strided_scatter of a non-contiguous input) refuse an input that requires grad where
         # eager's in-place write does not, so the flag comes once the graph ran
@@ -196,7 +198,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
         held = _write_holders(plan, values) if torch.is_grad_enabled() else {}  # Note [History Kept Through .data =]
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
-            _early_self_sets(plan, early_sets, values)
+            _early_self_sets(plan, epilogue, values, counters[0])
         outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
         raise_early_bumps(early_heads, values, bumped)
         _turn_on(values, late_gains)
@@ -228,7 +230,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             settle_output_counters(given, output_versions)
             built = cast(list[object], given)
         else:
-            built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, entry), holders)
+            built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, counted), holders)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         _turn_on(values, last)
@@ -243,7 +245,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
     storage_classes = plan.analysis.wrapper_storage
-    bumped_inputs = bumped_input_sources(plan.analysis.outputs)
+    counted_inputs = (bumped_input_sources(plan.analysis.outputs), kept_counter_bumps(plan))
     output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
@@ -330,12 +332,17 @@ def _early_replays(plan: RuntimePlan) -> tuple[list[tuple[int, Replay]], list[tu
     return [(o, _head(r)) for o, r in early_replays], [(o, r) for o, r in early_replays if r.late_steps]
 
 
-def _early_self_sets(plan: RuntimePlan, early_sets: Sequence[int], values: Sequence[object]) -> None:
-    """Note [set_ Under Grad]: x.set_(x) on the inputs that require grad, before the compiled call."""
+def _early_self_sets(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], versions: Sequence[int]
+) -> None:
+    """Note [set_ Under Grad]: x.set_(x) on the inputs that require grad (epilogue.early_grad_sets), before the
+    compiled call. `versions`: the counts of `epilogue.versions` as the call came (`_versions`)."""
     done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
-    for t in early_sets:
+    for t in epilogue.early_grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and not any(x is d for d in done):
+            if t in epilogue.counted_early_sets:  # (eager's count less one: the set_() lands on it)
+                set_version(x, _eager_counts(plan, epilogue, versions)[plan.layout.leaves_of_input[t][0]] - 1)
             _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             done.append(x)
 
@@ -573,6 +580,20 @@ def _repeat_grad_sets(
     return wrapper_sets
 
 
+def _eager_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[int, int]:
+    """Per dense leaf of `epilogue.versions`, eager's count after the call (`versions`: the counts before it)."""
+    bumps = [plan.analysis.mutations[j].version_bumps for j in epilogue.versions]
+    return {j: before + n for j, before, n in zip(epilogue.versions, versions, bumps, strict=True)}
+
+
+def _copy_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[tuple[int, bool], int]:
+    """EpiloguePlan.counted_copies: eager's count, per copy that lands on it (`versions`: as in `_eager_counts`)."""
+    if not epilogue.counted_copies:
+        return {}
+    ends = _eager_counts(plan, epilogue, versions)
+    return {(j, final): ends[j] for j, final in epilogue.counted_copies}
+
+
 def _set_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[int, int]:
     """EpiloguePlan.counted_sets: per plain tensor input, eager's count after the call, which the epilogue's repeat of
     its set_() under grad lands on (`versions`: the counts of `epilogue.versions` before the call)."""
@@ -721,6 +742,7 @@ def _epilogue(
     `holders`: `_write_holders`'."""
     mutations = plan.analysis.mutations
     versions, wrapper_versions = counters
+    counts = _copy_counts(plan, epilogue, versions)
     counts_as_came = _swap_source_counts(plan, epilogue, values, dense)  # before a synthetic base's copy
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
@@ -735,7 +757,7 @@ def _epilogue(
     for j, k in epilogue.original_copies:
         if j in early:
             continue
-        copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j])
+        copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], count=counts.get((j, False)))
     # set_ sources as the inputs came: an input swapped away earlier in this loop still names its old storage
     sources = {
         m.set_source: dense[m.set_source].detach()
@@ -761,7 +783,8 @@ def _epilogue(
         _copy_wrapper(plan, values, t, wrapper_values[t])
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
-            copy_into(dense[j], _held_back(holders, j, cast(torch.Tensor, outs[k])), mutations[j], final=True)
+            value = _held_back(holders, j, cast(torch.Tensor, outs[k]))
+            copy_into(dense[j], value, mutations[j], final=True, count=counts.get((j, True)))
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
     wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -165,7 +165,7 @@ def build_outputs(
     outs: list[object],
     symbols: dict[str, int],
     prewrapped: dict[int, torch.Tensor],
-    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], dict[int, int]],
+    given: tuple[dict[tuple[int, ...], torch.Tensor], dict[int, torch.Tensor], tuple[dict[int, int], dict[int, int]]],
     holders: Sequence[torch.Tensor | None],
 ) -> list[object]:
     """The program's outputs, by OutputIndex (the caller unflattens them)."""
@@ -176,14 +176,14 @@ def build_outputs(
     bases = _counted_bases(plan, outs[base_start:symint_start])
     infos = _probed_layouts(plan, ev, outs, bases, symbols)  # Note [Strides The Kernels Choose]
     result: list[object] = [_PENDING] * len(infos)
-    given_roots, shared, entry = given
+    given_roots, shared, (entry, ends) = given
     roots = _counted_roots(plan, ev, bases, given_roots, symbols)  # Note [Output Regeneration]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
     bumped_late: list[torch.Tensor] = []
-    memo: _BuildMemo = ((bases, roots), shared, entry, bumped_late)
+    memo: _BuildMemo = ((bases, roots), shared, entry, ends, bumped_late)
     counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
 
     def get(o: int) -> object:
@@ -263,11 +263,13 @@ def _probed_layouts(
 
 
 # What one call's output builds share: the intermediate bases and rebuilt subclass roots, the chain objects made
-# (Note [Output Regeneration]), the inputs' counters at entry, and the views whose counters are advanced once every
-# output is built (Note [Views That Raise After A Bump]).
+# (Note [Output Regeneration]), the inputs' counters at entry, eager's counts at the end of the inputs that
+# Replay.keeps_counter views are replayed from (runtime/steps.py: Version Counters As Eager's), and the views whose
+# counters are advanced once every output is built (Note [Views That Raise After A Bump]).
 _BuildMemo = tuple[
     tuple[list[object], dict[tuple[int, ...], torch.Tensor]],
     dict[int, torch.Tensor],
+    dict[int, int],
     dict[int, int],
     list[torch.Tensor],
 ]
@@ -577,7 +579,7 @@ def _tensor_output(
     earlier: Callable[[int], object],
     memo: _BuildMemo,
 ) -> torch.Tensor:
-    bases_and_roots, shared, entry, bumped_late = memo
+    bases_and_roots, shared, entry, ends, bumped_late = memo
     bases, roots = bases_and_roots
     if info.replay is None:
         value = _from_leaves(info, ev, dense, outs, fresh_start, bases, symbols, shared)
@@ -585,6 +587,11 @@ def _tensor_output(
         lowered = lower_input_counter(info.replay, values, entry)  # Note [Views That Raise After A Bump]
         source = values[info.replay.index] if info.replay.keeps_counter and lowered is None else None
         came = get_version(source) if isinstance(source, torch.Tensor) else None
+        own = own_bumps(info.replay, shared)
+        if isinstance(source, torch.Tensor) and came is not None and source.requires_grad and own:
+            # a view with history is made at eager's count at the end less the bumps its replay repeats, landing on
+            # eager's count (given back afterwards it would go stale): runtime/steps.py: Version Counters As Eager's
+            set_version(source, ends[info.replay.index] - own)
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if isinstance(source, torch.Tensor) and came is not None and not value.requires_grad:
             set_version(source, came)  # runtime/steps.py: Version Counters As Eager's
@@ -1006,3 +1013,16 @@ def _dense_leaf(plan: RuntimePlan, values: Sequence[object], k: int) -> torch.Te
         t = getattr(t, attr)
     assert isinstance(t, torch.Tensor)
     return t
+
+
+def own_bumps(replay: Replay, shared: Container[int] = ()) -> int:
+    """How many times a replay's steps advance its source's version counter: the in-place view ops it repeats, those
+    after the last object of its chain an earlier replay made (`shared`'s tokens: replay_from), before a step that
+    gives the chain a counter of its own (ViewStep.own_version)."""
+    done = max((count for count, token in replay.marks if token in shared), default=0)
+    n = 0
+    for k, step in enumerate(replay.steps):
+        if step.own_version:
+            break
+        n += k >= done and torch.Tag.inplace_view in getattr(step.op, "tags", ())
+    return n

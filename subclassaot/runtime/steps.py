@@ -79,6 +79,10 @@ aten = torch.ops.aten
 # - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
+# - outside inference_mode an op reading an inference tensor runs no autograd kernel, so the in-place and out= ops its
+#   backend kernel calls on its fresh results advance their counters (clone() 1, max(dim) 2, by device and size): the
+#   functional run asks eager's kernel on zeros laid out as the operands and counts those bumps (note_inference_reads;
+#   not for symbolic sizes, large operands, random ops or a kernel refusing zeros);
 # - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
 #   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
 #   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);
@@ -94,13 +98,20 @@ aten = torch.ops.aten
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale (a then_set view
 #   also where its history, stale by the set_() as eager's, reads fine: read first, so rebuilt; a view taken after
-#   the epilogue then stays fresh, as eager's taken after the set_()).
+#   the epilogue then stays fresh, as eager's taken after the set_()); a keeps_counter view of an input requiring grad
+#   is instead made at eager's count at the end, less the in-place view ops its replay repeats, whose repeat lands on
+#   eager's count (given back after the replay, its history would read stale). Eager's count is the input's at entry
+#   plus eager's bumps (`kept_counter_bumps`), not the one it has then: the epilogue keeps a wrapper's as it moved
+#   where views are replayed from it (EpiloguePlan.viewed_wrappers), behind eager's, and made at that less the
+#   repeats the view went below the count eager's was taken at (an in-place view op comes after its view is taken, so
+#   eager's count less them never does). Only the repeats the replay makes count: the ops of a chain object an earlier
+#   replay made, which it reuses (Note [Output Regeneration]), are not made again (`regenerate.own_bumps`).
 # Known gaps: views replayed with history, or advanced to make them stale (Replay.bump_after), run ahead of eager's
 # count (a fresh root's count is given less one for each stale view of it, whose build advances the shared counter;
 # one replayed from an output over an input is made at the input's counter at entry instead: Replay.root_input);
 # outputs sharing an intermediate's counter otherwise keep their own count (a root counted before its views lost their
-# staleness, a base with a stale or set_() view); eager's clone() and reductions of an inference tensor outside
-# inference_mode advance their result's counter (out= kernels), the compiled result's is fresh. The parity oracle's
+# staleness, a base with a stale or set_() view); a result read from an inference tensor whose count the kernel
+# could not be asked (above). The parity oracle's
 # "counted" mode (tools/parity.py) reflects them; its default stays "moved". An output that requires grad from the
 # graph of a program making new leaves (which compiles only on the native path), or one built outside the training
 # Function, keeps the count it is built with; an input that is a view requiring grad whose counter moved as eager's
@@ -108,8 +119,10 @@ aten = torch.ops.aten
 # made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
 # EpiloguePlan.recorded). A plain input whose set_() under grad the epilogue repeats after its layout step (which
 # advanced the counter already) gets eager's count less one just before that repeat, which then makes the grad_fn at
-# eager's count (EpiloguePlan.counted_sets). Where eager recorded none (every write, in-place view op, set_(), resize_
-# and mark_dirty under no_grad), or advanced the counter after its last op that may record one
+# eager's count (EpiloguePlan.counted_sets); so does a plain input whose copy is the epilogue's last op on its counter
+# (a write with grad, a Function's mark_dirty: EpiloguePlan.counted_copies), and one eager only set_() under grad,
+# whose set_() is repeated before the call (counted_early_sets). Where eager recorded none (every write, in-place
+# view op, set_(), resize_ and mark_dirty under no_grad), or advanced the counter after its last op that may record one
 # (LeafMutation.bumps_after_grad: eager's grad_fn is made anew at the next read), nothing the call made has an edge to
 # that grad_fn: it is stale at the end in eager and in ours alike, and the count is eager's (a subclass input, whose
 # count EpiloguePlan.recorded_wrappers and viewed_wrappers keep, still runs behind there; viewed_wrappers names only
@@ -287,6 +300,30 @@ def bumped_input_sources(infos: Sequence[OutputInfo]) -> tuple[int, ...]:
     return tuple(sorted(found))
 
 
+def kept_counter_bumps(plan: RuntimePlan) -> dict[int, int]:
+    """Per input (flat value index) a Replay.keeps_counter view is replayed from: eager's bumps of its counter, which
+    its count at entry plus these makes eager's count at the end (runtime/steps.py: Version Counters As Eager's)."""
+    analysis, layout = plan.analysis, plan.layout
+    position: dict[int, int] = {i: t for t, i in enumerate(plan.flat.tensor_indices)}
+    found: dict[int, int] = {}
+    for info in analysis.outputs:
+        if info.replay is not None and info.replay.keeps_counter:
+            t = position[info.replay.index]
+            own = layout.trees[t] is None  # (a plain input: its dense leaf's counter; a subclass: its wrapper's)
+            mutation = analysis.mutations[layout.leaves_of_input[t][0]] if own else None
+            found[info.replay.index] = analysis.wrapper_version_bumps[t] if mutation is None else mutation.version_bumps
+    return found
+
+
+def counters_at_entry(
+    values: Sequence[object], bumped: Sequence[int], kept: dict[int, int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Per input, as the call starts: the counter of each of `bumped` (bumped_input_sources), and eager's count at the
+    end of each of `kept` (kept_counter_bumps: its counter plus eager's bumps)."""
+    entry = {i: get_version(cast(torch.Tensor, values[i])) for i in bumped}
+    return entry, {i: get_version(cast(torch.Tensor, values[i])) + n for i, n in kept.items()}
+
+
 def replay_early(
     heads: Sequence[tuple[int, Replay]], values: Sequence[object], make: Callable[[Replay], torch.Tensor]
 ) -> tuple[dict[int, torch.Tensor], dict[int, int], list[int]]:
@@ -415,6 +452,13 @@ class EpiloguePlan:
     # no_grad (one with grad on a leaf requiring grad raises), so none recorded a node (Note [Inputs Written In
     # Training]); the epilogue replays them under no_grad
     reshaped_gaining_grad: frozenset[int] = frozenset()
+    # (dense leaf, final) of `recorded` on plain inputs whose copy (final: the final copy, else the original one) is
+    # the epilogue's last op on their counter: the counter is set to eager's count less one before it, whose bump then
+    # lands on eager's count as it makes the view's grad_fn (runtime/steps.py: Version Counters As Eager's)
+    counted_copies: frozenset[tuple[int, bool]] = frozenset()
+    # early_grad_sets of plain inputs, of `recorded`, that eager only set_() (no write, no layout op): likewise set
+    # to eager's count less one before the set_()'s early repeat
+    counted_early_sets: frozenset[int] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -486,6 +530,15 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         reshaped_gaining_grad=frozenset(requires_grad_changes(plan)[0]),
         early_grad_sets=early,
         grad_sets_first=first,
+        counted_copies=_counted_copies(plan, recorded, {*grad_sets, *grad_swaps, *replayed}),
+        counted_early_sets=frozenset(
+            t
+            for t in early
+            if plan.layout.trees[t] is None
+            and (j := plan.layout.leaves_of_input[t][0]) in recorded
+            and (m := analysis.mutations[j]).version_bumps
+            and not (m.data or m.metadata or m.storage_changed or m.resized)
+        ),
         viewed_wrappers=frozenset(
             t for t in wrappers if any(_kept_by(info.replay, plan.flat.tensor_indices[t]) for info in analysis.outputs)
         ),
@@ -533,6 +586,24 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
         and analysis.requires_grad_after[t]
         and not analysis.requires_grad_set[t]
         and any(analysis.mutations[j].set_under_grad for j in layout.leaves_of_input[t])
+    )
+
+
+def _counted_copies(plan: RuntimePlan, recorded: frozenset[int], later: set[int]) -> frozenset[tuple[int, bool]]:
+    """EpiloguePlan.counted_copies; `later`: the tensor inputs whose set_() under grad (grad_sets, grad_swaps) or
+    in-place view ops the epilogue repeats after their copies."""
+    analysis, layout, updates = plan.analysis, plan.layout, plan.graph_outputs.updates
+    final = {u.target for u in updates if u.kind is UpdateKind.FINAL}
+    copied = {u.target for u in updates if u.kind in (UpdateKind.ORIGINAL, UpdateKind.FINAL)}
+    return frozenset(
+        (j, j in final)
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if layout.trees[t] is None and t not in later
+        for j in leaves
+        if j in recorded
+        and j in copied
+        and analysis.mutations[j].version_bumps
+        and not ((m := analysis.mutations[j]).metadata or m.storage_changed or _grows_under(m))
     )
 
 
@@ -606,7 +677,12 @@ def settle_base_counters(bases: Sequence[object], counts: Sequence[tuple[int, in
             set_version(value, count)
 
 
-def copy_into(x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False) -> None:
+def copy_into(
+    x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False, count: int | None = None
+) -> None:
+    # `count`: eager's count, the copy's to land on (EpiloguePlan.counted_copies)
+    if count is not None:
+        set_version(x, count - 1)
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed

@@ -31,6 +31,7 @@ from subclassaot.runtime.plan import (
 from subclassaot.runtime.regenerate import (
     has_size_spec,
     intermediate_base,
+    own_bumps,
     regenerate_alias,
     unflatten_output,
 )
@@ -597,6 +598,9 @@ def _replayed(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo, emit: Cal
         w.line(f"{var} = {var}.as_strided({size}, {stride}, {offset})")
     if replay.keeps_counter:  # runtime/steps.py: Version Counters As Eager's
         w.line(f"c{o} = {w.constant(get_version)}(L[{replay.index}])")
+        if own := own_bumps(replay):  # (regenerate.py: a view with history is made at the count less its own bumps)
+            w.line(f"if L[{replay.index}].requires_grad:")
+            w.line(f"{w.constant(set_version)}(L[{replay.index}], c{o} - {own})", 2)
     for step in replay.steps:
         _step(w, var, step)
     if replay.keeps_counter:

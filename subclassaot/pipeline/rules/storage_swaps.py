@@ -100,6 +100,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     functional_frame_offset,
     note_absolute_view,
     note_escaping_view,
+    note_inference_reads,
     note_kernel_layout,
     note_kernel_relaid,
     per_tensor_method,
@@ -294,6 +295,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # one op advances a counter once, however its handling here rewrote it (runtime/steps.py: Version Counters As Eager's)
             for family, bumps in self.record.written_families.items():
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
+        if counted is not None:
+            note_inference_reads(self.record, func, args, kwargs, out)  # runtime/steps.py: Version Counters As Eager's
         self.record.pin(out)
         note_kernel_layout(self.record, func, args, kwargs, out)  # Note [Strides The Kernels Choose]
         return out
