@@ -347,7 +347,12 @@ def _then_set_from_base(
 #   and has its own history (AddBackward0). The graph computes it (the joint differentiates the same write), and once
 #   the epilogue wrote x, each dense leaf is set_() under no_grad onto x's storage with eager's metadata. Only for the
 #   detach() itself, on the storage its input keeps, of an input that requires grad and whose layout the program keeps,
-#   with no `.data =` or set_() since and no other output a view of it.
+#   with no `.data =` or set_() since and no other output a view of it. Eager's t shares x's version counter; ours, set_()
+#   there, keeps its own (torch cannot share another's). So where eager's backward unpacks a tensor saved over that
+#   counter (x saved by a Function that marks t dirty), the saved-tensor check of x is made on t too, and that of t on
+#   x: the backward raises eager's error where either was written after the call (autograd_function's
+#   `_sharing_counter`). x's `._version` after a write of t still differs from eager's, a count only
+#   versions="exact" compares.
 # - Views set under no_grad with history (`t0 = x * 2; t1 = t0.unsqueeze(-1); with no_grad(): t1.set_(x)`): t1 lives on
 #   x's storage with history over t0's. The graph returns t0 as an intermediate base (`no_grad_set_view_root`); the
 #   output replays its chain from it with grad, then is set_() under no_grad onto its dense leaf (Replay.then_set). Only

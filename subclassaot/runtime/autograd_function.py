@@ -1577,18 +1577,47 @@ def _saved_checks(
     counter_of = _counter_holders(plan, bw_meta, fresh_outputs, roots)
     new_values = _new_values(plan, bw_meta, fresh_outputs)
     n_wrappers = len(bw_meta.wrapper_updates)
+    sharers = _detached_sharers(plan)
     return tuple(
         (
-            None if e.output is None else counter_of.get(e.output),
-            e.input,
-            e.output if e.output is not None and e.output not in counter_of else None,
+            None if output is None else counter_of.get(output),
+            inp,
+            output if output is not None and output not in counter_of else None,
             at,
             (e.graded_first, e.graded_after_view_writes),
             e.view_error,
         )
         for e in eager_saves.saves
         if (at := _through(plan, e.outputs, fresh_outputs, n_wrappers, new_values) + _held_at(e, plan.flat, new_values))
+        for output, inp in _sharing_counter(e, sharers)
     )
+
+
+def _detached_sharers(plan: RuntimePlan) -> dict[int, tuple[int, ...]]:
+    """Tensor input (position among the tensor inputs) -> the program outputs that are a detach() of it written
+    with grad (Note [Outputs Over Another Storage]): eager's share its version counter, the compiled ones, set_() onto
+    its storage, keep their own (Note [Outputs Over Another Storage])."""
+    found: dict[int, list[int]] = {}
+    for o, info in enumerate(plan.analysis.outputs):
+        onto = info.leaves[0].onto_input if info.leaves else None
+        if onto is None:
+            continue
+        for position, dense in enumerate(plan.layout.leaves_of_input):
+            if onto in dense:
+                found.setdefault(position, []).append(o)
+    return {position: tuple(outputs) for position, outputs in found.items()}
+
+
+def _sharing_counter(e: EagerSave, sharers: Mapping[int, tuple[int, ...]]) -> list[tuple[int | None, int | None]]:
+    """The (program output, tensor input) pairs whose counter eager's saved tensor `e` uses: its own, and where that
+    is an input's, each output eager made a detach() of it that shares it; where that is such an output's, the
+    input too (Note [Outputs Over Another Storage])."""
+    pairs: list[tuple[int | None, int | None]] = [(e.output, e.input)]
+    if e.input is not None:
+        pairs += [(o, None) for o in sharers.get(e.input, ())]
+    elif e.output is not None:
+        pairs += [(None, i) for i, outputs in sharers.items() if e.output in outputs]
+    return pairs
 
 
 def _viewed_inputs(analysis: Analysis) -> tuple[int, ...]:

@@ -1658,3 +1658,93 @@ def test_function_marking_dirty_then_relaid_in_place_matches_eager(
 ) -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make, after_call=after_call)
+
+
+# A detach() of an input that a Function marks dirty, the input saved: eager's output shares the input's version
+# counter, so a write of the output after the call makes the backward's unpacking of the saved input raise; the
+# compiled output, set_() onto the input's storage with a counter of its own, is checked with it (Note [Outputs Over
+# Another Storage]). Fuzz seed 118700 #2440 (diverged, shrunk: the compiled backward did not raise).
+
+
+def detach_dirtied_input_saved(x0: T) -> object:
+    t0 = x0.detach()
+    t1, _ = DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+    return (t1,)
+
+
+def detach_dirtied_input_saved_both_returned(x0: T) -> object:
+    t0 = x0.detach()
+    return DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (nonleaf(2, 1, 1).diagonal(0, 2, 1),),
+        lambda: (nonleaf(2, 3),),
+        lambda: (pair_nonleaf(2, 3),),
+        lambda: (pair_nonleaf(2, 1, 1).diagonal(0, 2, 1),),
+    ],
+    ids=["diagonal", "plain", "pair", "pair_diagonal"],
+)
+@pytest.mark.parametrize("f", [detach_dirtied_input_saved, detach_dirtied_input_saved_both_returned])
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_detach_marked_dirty_shares_the_saved_inputs_counter(
+    f: Callable[..., object], make: Make, after_call: AfterCall | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make, after_call=after_call)
+
+
+# Multi-output views taken with grad of an intermediate that required no grad, which a Function marked dirty (or an
+# in-place write with grad) then made require grad: eager's views have no history but grad mode's creation meta, so
+# reading their grad_fn once the write moved the counter raises "A view was created in no_grad mode ..." (for want of
+# a grad_fn); a single-output view's history is made again, AsStridedBackward0 (Note [Views That Raise After A
+# Bump]). Fuzz seed 118700 #1314 (diverged, shrunk: the compiled views raised the multi-output view's other message).
+
+
+def _no_grad_double(x0: T) -> T:
+    with torch.no_grad():
+        return x0.mul(2.0)
+
+
+def split_then_dirtied(x0: T) -> object:
+    t0 = _no_grad_double(x0)
+    _, t2 = t0.split_with_sizes([3, 0], 1)
+    DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+    return (t2,)
+
+
+def unbind_then_dirtied(x0: T) -> object:
+    t0 = _no_grad_double(x0)
+    t1, t2 = t0.unbind(0)
+    DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+    return t1, t2
+
+
+def split_then_written(x0: T) -> object:
+    t0 = _no_grad_double(x0)
+    t1, t2 = t0.split_with_sizes([2, 1], 1)
+    t0.add_(x0)
+    return t1, t2
+
+
+def slice_then_dirtied(x0: T) -> object:
+    t0 = _no_grad_double(x0)
+    t1 = t0[:, 1:]
+    DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+    return (t1,)
+
+
+@pytest.mark.parametrize("f", [split_then_dirtied, unbind_then_dirtied, split_then_written, slice_then_dirtied])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: (torch.randn(2, 3, 2, requires_grad=True),), lambda: (pair(2, 3, 2, requires_grad=True),)],
+    ids=["plain", "pair"],
+)
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_multi_output_views_of_a_dirtied_intermediate_match_eager(
+    f: Callable[..., object], make: Make, after_call: AfterCall | None
+) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(f, make, after_call=after_call)

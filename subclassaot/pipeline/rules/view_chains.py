@@ -253,7 +253,14 @@ def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
     had been made to require grad before: eager's source requires grad through it, and its view has history
     (ViewRecord.source_base_gained)."""
     without = not record.source_requires_grad and not record.source_base_gained
-    return record.grad_enabled and without and (bool(run.swaps.requires_grad_set) or _input_flag_dropped(run))
+    if not (record.grad_enabled and without):
+        return False
+    if run.swaps.requires_grad_set or _input_flag_dropped(run):
+        return True
+    # the source gained grad by an in-place write since (a custom Function's mark_dirty too): a multi-output view's
+    # grad_fn, read once the write moved the counter, raises "A view was created in no_grad mode" for want of one (a
+    # single-output view's is made again over the source's history: AsStridedBackward0)
+    return record.index is not None and record.source.requires_grad
 
 
 def _input_flag_dropped(run: FunctionalRun) -> bool:
