@@ -171,6 +171,10 @@ class LeafMutation:
     # of a view on the counter is stale at the end (runtime/steps.py: Version Counters As Eager's)
     bumps_after_grad: int = 0
     autograd_visible: bool  # some write to it happened with grad enabled, not through .data / detach()
+    # an input that is no view, grown by resize_() and written with grad through itself (its counter's family) in the
+    # grown storage: eager's grad_fn is a node at the grown layout (whose gradient its older history rejects), so its
+    # FINAL is copied in with grad after the resize_ (Note [Input Updates])
+    written_after_growth: bool = False
     # some autograd-visible write went through it or a view of it (its version-counter family), not only through
     # a tensor set_() or `.data =`-assigned to its storage: on a leaf that requires grad, eager raises
     visible_through_self: bool = False

@@ -59,6 +59,13 @@ from subclassaot.torch_internals import (
 # - An ORIGINAL overwritten by a FINAL (x.mul_(2); x.t_()) gets zero gradient in eager's history as in ours, so it is not
 #   differentiated (through the traced in-place view ops that fails). Only where no one else sees the original storage
 #   through autograd: the input is not a view, keeps its storage, and its writes are visible to autograd.
+# - A member that is no view, grown by resize_() (inside inference_mode where it requires grad: elsewhere eager raises)
+#   and then written with grad through itself (LeafMutation.written_after_growth) ends, in eager, on a node recorded
+#   at the grown layout, whose gradient its history from before the growth rejects: a backward through it raises at
+#   that node, after the branches autograd runs first have accumulated. The BASE copy alone, before the resize_, would
+#   leave it a node at the old layout, rejected at the backward's root before any branch runs; so it takes a FINAL
+#   too, copied in with grad after the resize_. Written with grad only before its growth, it keeps the BASE copy's
+#   node at the old layout, as eager's.
 # - An ORIGINAL read through an alias taken before the program ran would have its grad_fn rebuilt from the input's
 #   history, which an in-place view op left in another layout ("invalid gradient"). Where the input ends in another
 #   layout on the same storage, the differentiated value is a view of the input as it ends, taken after the program,
@@ -97,9 +104,11 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
                 updates.append(InputUpdate(kind=UpdateKind.BASE, target=GraphInputIndex(k)))
             for m in members:
                 # (a member grown with the group's storage: the BASE update holds its final elements, written
-                # through the base as eager's were; a copy_ into a multi-output view that requires grad raises)
+                # through the base as eager's were; a copy_ into a multi-output view that requires grad raises;
+                # one written with grad after its growth takes a FINAL too, for eager's node at the grown layout)
                 mutation = analysis.mutations[m]
-                if (mutation.final_data and mutation.storage_changed) or mutation.written_after_data:
+                final = (mutation.final_data and mutation.storage_changed) or mutation.written_after_data
+                if final or mutation.written_after_growth:
                     updates.append(InputUpdate(kind=UpdateKind.FINAL, target=m))
             continue
         mutation = analysis.mutations[item]

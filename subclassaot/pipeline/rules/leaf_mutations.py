@@ -60,7 +60,18 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
         replace(m, history_from_base=True) if _history_from_base(m, values[layout.leaves[i].owner]) else m
         for i, m in enumerate(mutations)
     )
+    # (a view input's grad_fn is rebuilt from its base, written through it or another view: no node of its own)
+    mutations = tuple(
+        replace(m, written_after_growth=False)
+        if m.written_after_growth and _is_view(values[layout.leaves[i].owner])
+        else m
+        for i, m in enumerate(mutations)
+    )
     return _with_wrapper_grad_sets(mutations, run, layout)
+
+
+def _is_view(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value._is_view()
 
 
 def _history_from_base(m: LeafMutation, value: object) -> bool:
@@ -174,6 +185,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         version_bumps=swaps.bump_count(run.dense[i]),
         bumps_after_grad=swaps.bumps_after_grad(run.dense[i]),
         autograd_visible=bool(keys & swaps.visible_writes),
+        written_after_growth=grown and _written_in_grown_storage(swaps, final, run.dense[i]),
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         self_set_with_grad=swaps.family_of(run.dense[i]) in swaps.grad_self_set_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
@@ -186,6 +198,12 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         metadata_hidden=_metadata_hidden(run, final),
         assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
     )
+
+
+def _written_in_grown_storage(swaps: SwapRecord, final: torch.Tensor, dense: torch.Tensor) -> bool:
+    """`LeafMutation.written_after_growth` of a grown leaf: a write autograd records went into the storage it ends on
+    (the one its last growth rebound it to) and through its own version-counter family."""
+    return storage_key(final) in swaps.visible_writes and swaps.family_of(dense) in swaps.visible_families
 
 
 def wrappers_after(

@@ -208,13 +208,19 @@ def foreign_base(
 def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequence[torch.Tensor]) -> None:
     """A plain output view that requires grad whose eager `._base` is an input now on another storage: its history
     runs through the input as it was when the view was taken (its set_() under grad, say), which a view rebuilt after
-    the call cannot have (Note [Outputs Over Another Storage])."""
-    found = _index_of(_moved_root(leaf) if leaf.requires_grad else None, finals)
+    the call cannot have (Note [Outputs Over Another Storage]). An input laid out over a synthetic base (one of
+    several inputs over a storage) stands for that base, its root in the run: the view, set_() onto another storage
+    (under no_grad: `._base` kept), would be rebuilt from that storage's tensor, no view of the input."""
+    root = _moved_root(leaf) if leaf.requires_grad else None
+    found = _index_of(root, finals)
+    if found is None and root is not None:
+        found = next((k for k, t in enumerate(finals) if t._base is root), None)
     if found is not None:
         raise UnsupportedError(
-            f"{path} is a view that requires grad of input {found}, taken while the input was on another storage "
-            "than the one it ends on (set_() or `.data =` moved it after): eager's view keeps the autograd history the "
-            "input had then, which a compiled output rebuilt after the call cannot have. Return a clone (.clone())"
+            f"{path} is a view that requires grad of input {found}, on another storage than the one the input ends "
+            "on (set_() or `.data =` moved the input, or the view, after the view was taken): eager's view keeps the "
+            "input as its `._base` and the autograd history the input had then, which a compiled output rebuilt "
+            "after the call cannot have. Return a clone (.clone())"
         )
 
 
