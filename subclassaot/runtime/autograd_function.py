@@ -1595,8 +1595,8 @@ def _saved_checks(
 
 def _detached_sharers(plan: RuntimePlan) -> dict[int, tuple[int, ...]]:
     """Tensor input (position among the tensor inputs) -> the program outputs that are a detach() of it written
-    with grad (Note [Outputs Over Another Storage]): eager's share its version counter, the compiled ones, set_() onto
-    its storage, keep their own (Note [Outputs Over Another Storage])."""
+    with grad: eager's share its version counter, the compiled ones, set_() onto its storage, keep their own (Note
+    [Outputs Over Another Storage])."""
     found: dict[int, list[int]] = {}
     for o, info in enumerate(plan.analysis.outputs):
         onto = info.leaves[0].onto_input if info.leaves else None
