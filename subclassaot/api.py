@@ -147,7 +147,7 @@ class CompiledFunction(Generic[P, R]):
         self.config = config
         self._entries: list[CompiledEntry] = []
         # (arity, guards, run) of the entries a plain positional call can take, in order (__call__'s first path)
-        self._plain: tuple[tuple[int, guards.GuardFn, Callable[[Sequence[object], dict[str, int]], object]], ...] = ()
+        self._plain: tuple[tuple[int, guards.GuardFn, Callable[[Sequence[object], dict[str, int]], R]], ...] = ()
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
@@ -193,7 +193,7 @@ class CompiledFunction(Generic[P, R]):
                     if arity == n:
                         bound = check(args)
                         if type(bound) is dict:
-                            return cast(R, run(args, bound))
+                            return run(args, bound)
             modes = NO_MODES
             if _dispatch_modes() or _function_modes():  # (the stacks' lengths: ambient_modes is the per-call cost)
                 modes = ambient_modes()
@@ -289,7 +289,9 @@ class CompiledFunction(Generic[P, R]):
                 and entry.modes == NO_MODES_KEY
                 and not (self._is_module or self._captures)
             ):
-                self._plain = (*self._plain, (entry.simple_arity, entry.guards.check, entry.run))
+                # (the run's result typed once here, not by a `cast` call on every call)
+                run = cast(Callable[[Sequence[object], dict[str, int]], R], entry.run)
+                self._plain = (*self._plain, (entry.simple_arity, entry.guards.check, run))
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")

@@ -135,12 +135,17 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
         gone = [*dropped.get(node, []), *([] if node.users else [node.name])]  # (an unused value: dropped at once)
         if gone:
             lines.append(" = ".join(gone) + " = None")
-    if not all(_name(p) for p in params) or any(n.name.startswith(("_g", "_tf")) or not _name(n.name) for n in nodes):
+    if not all(_name(p) for p in params) or any(
+        n.name.startswith(("_g", "_tf", "_has_tf")) or not _name(n.name) for n in nodes
+    ):
         return None
-    if twins:  # (a torch function checks for overrides; the aten op, and so eager's backward, does not)
-        lines = ["with _tf_off():", *(f"    {line}" for line in lines)]
+    if twins:  # See Note [Twins Of Aten Ops]
+        consts = [name for name, value in bound.items() if isinstance(value, torch.Tensor)]
+        off = ["with _tf_off():", *(f"    {line}" for line in lines)]
+        checked = [*params, *consts]
+        lines = [f"if _has_tf(({', '.join(checked)},)):", *(f"    {line}" for line in off), *lines] if checked else off
     source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
-    namespace = {**bound, "_tf_off": torch._C.DisableTorchFunction}
+    namespace = {**bound, "_tf_off": torch._C.DisableTorchFunction, "_has_tf": torch.overrides.has_torch_function}
     exec(compile(source, "<subclassaot eager graph>", "exec"), namespace)
     return cast(Callable[..., object], namespace["run"])
 
@@ -606,6 +611,19 @@ def _kind(a: object) -> object:
     if isinstance(a, list | tuple):
         return ("list" if isinstance(a, list) else "tuple", tuple(_kind(x) for x in a))
     return type(a).__name__
+
+
+# Note [Twins Of Aten Ops]
+# The eager backend calls an aten op through its public twin (`torch.Tensor.mul` for `aten.mul.Tensor`) where one
+# dispatches exactly that overload: the binding eager's own `x * 2` goes through, cheaper than the OpOverload's boxed
+# call. A twin, unlike the aten op, first asks whether any argument's class overrides `__torch_function__` or a torch
+# function mode is on the stack, and hands the call to it: eager's backward, which calls the aten op, never would. So
+# the graph's code runs its twins with torch function off. That context costs more than a small graph's op, and is a
+# no-op where nothing would take the call: the graph's tensors are its inputs, its tensor constants and what its ops
+# return; ops on tensors that override nothing return tensors that override nothing (a Parameter's
+# `_disabled_torch_function_impl` counts as none, as torch's own check has it). So one call of torch's own check
+# (`has_torch_function`, which is true where any mode is on the stack) on the inputs and the tensor constants picks
+# the code with the context or the same code without it. A graph with neither runs with the context.
 
 
 def _twin(node: torch.fx.Node) -> Callable[..., object] | None:

@@ -75,14 +75,16 @@ def _unshared(result: Sequence[Any], grads: Sequence[object]) -> Sequence[Any]:
     as_strided backward of a view regenerated after an in-place change of its base), and AccumulateGrad would take
     the view, sharing the caller's memory where eager's `.grad` does not. (A copy where eager's takes a view is
     what eager does whenever someone else holds the gradient.)"""
-    views = [k for k, r in enumerate(result) if type(r) is torch.Tensor and r._is_view()]
-    if not views:
+    for r in result:  # (a loop, not a comprehension: this runs in every backward, mostly finding no view)
+        if type(r) is torch.Tensor and r._is_view():
+            break
+    else:
         return result
     held = {storage_address(g) for g in grads if type(g) is torch.Tensor}
     out = list(result)
-    for k in views:
-        if storage_address(out[k]) in held:
-            out[k] = out[k].clone()
+    for k, r in enumerate(result):
+        if type(r) is torch.Tensor and r._is_view() and storage_address(r) in held:
+            out[k] = r.clone()
     return out
 
 
@@ -629,7 +631,8 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
         n_outs=n,
         diff=bw_meta.diff_outputs,
         non_diff=tuple(k for k in range(n) if k not in s.diff_set),
-        strides=bw_meta.tangent_strides,
+        # (a 0-dim tangent's stride is always (): nothing to compare per call)
+        strides=tuple(None if stride == () else stride for stride in bw_meta.tangent_strides),
         reached=tuple((k, i) for k, i, d in deps if d),
         deps=deps,
         n_results=s.n_results,
@@ -728,8 +731,10 @@ def _plain_backward(
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
         dense_grads: Sequence[torch.Tensor] = s.plain_bw(*saved, *tangents)
-    else:
+    elif ctx.saved_ints:
         dense_grads = s.plain_bw(*[v for _, v in ctx.saved_ints], *tangents)
+    else:
+        dense_grads = s.plain_bw(*tangents)
     result: list[torch.Tensor | None] = [None] * p.n_results
     if present == len(p.diff):
         for k, i in p.reached:

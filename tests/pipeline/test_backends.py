@@ -350,6 +350,83 @@ def test_the_eager_backends_graph_calls_reach_no_torch_function_override() -> No
     assert Seen.calls == [] and type(got) is torch.Tensor
 
 
+class _Counting(torch.Tensor):
+    """A torch-function subclass noting every call it is handed."""
+
+    calls: list[object] = []
+
+    @classmethod
+    def __torch_function__(cls, func: object, types: object, args: object = (), kwargs: object = None) -> object:
+        _Counting.calls.append(func)
+        return super().__torch_function__(func, types, args, kwargs or {})  # type: ignore[no-untyped-call]
+
+
+class _Contexts:
+    """torch's DisableTorchFunction, counting the times it is entered."""
+
+    entered = 0
+
+    def __enter__(self) -> None:
+        _Contexts.entered += 1
+        self._inner = torch._C.DisableTorchFunction()
+        self._inner.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._inner.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("case", ["plain", "parameter", "mode", "subclass input", "subclass constant", "no inputs"])
+def test_the_eager_backends_graph_turns_torch_function_off_only_where_something_could_take_a_call(case: str) -> None:
+    """See Note [Twins Of Aten Ops]: the graph's code enters the context where a mode is on the stack or an input or a
+    tensor constant overrides `__torch_function__` (no call reaches either), and runs the same ops without it where
+    nothing would take a call (a Parameter's disabled override is none)."""
+    from torch.overrides import TorchFunctionMode
+
+    from subclassaot.pipeline import backends
+
+    class Seen(TorchFunctionMode):
+        def __torch_function__(
+            self, func: Callable[..., object], types: object, args: tuple[object, ...] = (), kwargs: object = None
+        ) -> object:
+            _Counting.calls.append(func)
+            return func(*args, **cast(dict[str, object], kwargs or {}))
+
+    root = torch.nn.Module()
+    root.c = torch.nn.Buffer(
+        torch.randn(2, 2).as_subclass(_Counting) if case == "subclass constant" else torch.ones(2, 2)
+    )
+    graph = torch.fx.Graph()
+    inputs: list[torch.fx.Node] = []
+    if case != "no inputs":
+        inputs.append(graph.placeholder("x"))
+        inputs[0].meta["val"] = torch.empty(2, 2)
+    c = graph.get_attr("c")
+    c.meta["val"] = torch.empty(2, 2)
+    product = graph.call_function(torch.ops.aten.mul.Tensor, (inputs[0] if inputs else c, c))
+    product.meta["val"] = torch.empty(2, 2)
+    graph.output([graph.call_function(torch.ops.aten.sin.default, (product,))])
+    gm = torch.fx.GraphModule(root, graph)
+    run = backends.eager_backend(gm, [])
+    run.__globals__["_tf_off"] = _Contexts
+    x = torch.randn(2, 2)
+    args: tuple[torch.Tensor, ...] = {
+        "parameter": (torch.nn.Parameter(x),),
+        "subclass input": (x.as_subclass(_Counting),),
+        "no inputs": (),
+    }.get(case, (x,))
+    with torch._C.DisableTorchFunction():
+        expected = ((args[0] if args else root.c) * root.c).sin()
+    _Counting.calls, _Contexts.entered = [], 0
+    if case in ("mode", "no inputs"):
+        with Seen():
+            got = run(*args)
+    else:
+        got = run(*args)
+    (value,) = cast(list[torch.Tensor], got)
+    assert _Counting.calls == [] and type(value) is torch.Tensor and torch.equal(value, expected)
+    assert _Contexts.entered == (0 if case in ("plain", "parameter") else 1)
+
+
 def test_input_write_kept_as_a_copy_for_an_input_inside_a_larger_storage() -> None:
     """An input at an offset of a larger storage: an op addressing storage (as_strided at an absolute offset) would
     find other elements in it than in the fresh value the functional graph computed, so the write stays a copy."""

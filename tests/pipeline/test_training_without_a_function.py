@@ -152,6 +152,20 @@ def test_programs_whose_autograd_differs_from_the_graph_s_keep_the_function(fn: 
     assert not _native(compiled)
 
 
+def weighted_loss(w: T, x: T) -> T:
+    return (x @ w).sin().sum()
+
+
+def test_parameters_train_without_a_function_and_without_torch_functions_context_like_eager() -> None:
+    """A Parameter (whose `__torch_function__` is torch's disabled one) and a plain input: the graph's ops run
+    without the context that turns torch function off (Note [Twins Of Aten Ops]), with eager's values, gradients
+    and nodes."""
+    compiled = assert_matches_eager(
+        weighted_loss, lambda: (nn.Parameter(torch.randn(3, 2)), torch.randn(4, 3)), calls=3
+    )
+    assert _native(compiled)
+
+
 def test_inductor_keeps_the_function() -> None:
     compiled = assert_matches_eager(mlp_loss, NATIVE[0][2], calls=2, backend="inductor")
     assert not _native(compiled)
