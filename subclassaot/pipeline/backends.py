@@ -139,11 +139,8 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
         n.name.startswith(("_g", "_tf", "_has_tf")) or not _name(n.name) for n in nodes
     ):
         return None
-    if twins:  # See Note [Twins Of Aten Ops]
-        consts = [name for name, value in bound.items() if isinstance(value, torch.Tensor)]
-        off = ["with _tf_off():", *(f"    {line}" for line in lines)]
-        checked = [*params, *consts]
-        lines = [f"if _has_tf(({', '.join(checked)},)):", *(f"    {line}" for line in off), *lines] if checked else off
+    if twins:
+        lines = _outside_torch_function(lines, [*params, *(k for k, v in bound.items() if isinstance(v, torch.Tensor))])
     source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
     namespace = {**bound, "_tf_off": torch._C.DisableTorchFunction, "_has_tf": torch.overrides.has_torch_function}
     exec(compile(source, "<subclassaot eager graph>", "exec"), namespace)
@@ -613,17 +610,20 @@ def _kind(a: object) -> object:
     return type(a).__name__
 
 
-# Note [Twins Of Aten Ops]
-# The eager backend calls an aten op through its public twin (`torch.Tensor.mul` for `aten.mul.Tensor`) where one
-# dispatches exactly that overload: the binding eager's own `x * 2` goes through, cheaper than the OpOverload's boxed
-# call. A twin, unlike the aten op, first asks whether any argument's class overrides `__torch_function__` or a torch
-# function mode is on the stack, and hands the call to it: eager's backward, which calls the aten op, never would. So
-# the graph's code runs its twins with torch function off. That context costs more than a small graph's op, and is a
-# no-op where nothing would take the call: the graph's tensors are its inputs, its tensor constants and what its ops
-# return; ops on tensors that override nothing return tensors that override nothing (a Parameter's
-# `_disabled_torch_function_impl` counts as none, as torch's own check has it). So one call of torch's own check
-# (`has_torch_function`, which is true where any mode is on the stack) on the inputs and the tensor constants picks
-# the code with the context or the same code without it. A graph with neither runs with the context.
+def _outside_torch_function(lines: list[str], checked: list[str]) -> list[str]:
+    """The graph's code `lines`, whose ops are called through their twins (`_twin`), run where no `__torch_function__`
+    takes a call. A twin, unlike the aten op, first asks whether an argument's class overrides `__torch_function__`
+    or a torch function mode is on the stack, and hands the call to it; eager's backward, which calls the aten op,
+    never would: so the twins run with torch function off. That context costs more than a small graph's op and does
+    nothing where nothing would take a call. The graph's tensors are its inputs, its tensor constants and what its ops
+    return, and ops on tensors that override nothing return tensors that override nothing (a Parameter's disabled
+    override is none, as torch's own check has it): so one call of torch's `has_torch_function` (true too where any
+    mode is on the stack) on the inputs and tensor constants (`checked`, the names) picks the code with the context
+    or the same code without it. A graph with neither always runs with the context."""
+    off = ["with _tf_off():", *(f"    {line}" for line in lines)]
+    if not checked:
+        return off
+    return [f"if _has_tf(({', '.join(checked)},)):", *(f"    {line}" for line in off), *lines]
 
 
 def _twin(node: torch.fx.Node) -> Callable[..., object] | None:

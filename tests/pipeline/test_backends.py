@@ -377,7 +377,7 @@ class _Contexts:
 
 @pytest.mark.parametrize("case", ["plain", "parameter", "mode", "subclass input", "subclass constant", "no inputs"])
 def test_the_eager_backends_graph_turns_torch_function_off_only_where_something_could_take_a_call(case: str) -> None:
-    """See Note [Twins Of Aten Ops]: the graph's code enters the context where a mode is on the stack or an input or a
+    """backends._outside_torch_function: the graph's code enters the context where a mode is on the stack or an input or a
     tensor constant overrides `__torch_function__` (no call reaches either), and runs the same ops without it where
     nothing would take a call (a Parameter's disabled override is none)."""
     from torch.overrides import TorchFunctionMode

@@ -158,7 +158,7 @@ def weighted_loss(w: T, x: T) -> T:
 
 def test_parameters_train_without_a_function_and_without_torch_functions_context_like_eager() -> None:
     """A Parameter (whose `__torch_function__` is torch's disabled one) and a plain input: the graph's ops run
-    without the context that turns torch function off (Note [Twins Of Aten Ops]), with eager's values, gradients
+    without the context that turns torch function off (backends._outside_torch_function), with eager's values, gradients
     and nodes."""
     compiled = assert_matches_eager(
         weighted_loss, lambda: (nn.Parameter(torch.randn(3, 2)), torch.randn(4, 3)), calls=3
