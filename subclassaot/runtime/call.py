@@ -105,7 +105,8 @@ from subclassaot.torch_internals import (
 #   value comes from the graph or from the compiled Function (whose deferred error would be numbered below the nodes
 #   the caller makes after the call, and run after them: `t0.set_(t0); return t0, x0`, x0 written after the call).
 # - LAYOUT: an in-place view op with grad right after it (`x.set_(x); x.unsqueeze_(1)`): its node sits over the set_
-#   node, numbered in program order; the epilogue repeats the set_ first, then replays the layout with grad. An output
+#   node, numbered in program order; the epilogue repeats the set_ first, then replays the layout with grad, even where
+#   the ops leave it as it came (`t_()` of a 0-d x: eager's node is there all the same). An output
 #   view of a leaf input that eager made before that op is rebuilt before the call instead (Note [set_ Under Grad]).
 # - NUMBERED: a set_() through a view (the base's CopySlices) or a write autograd records (`x1.set_(x0);
 #   x1.select(0, 0).mul_(3)`) came after: numbered in program order; once the outputs are built the epilogue sets a view
@@ -881,7 +882,11 @@ def _replay_metadata(
     m: LeafMutation,
     meta: tuple[list[int], list[int], int],
     sources: dict[DenseIndex, torch.Tensor],
+    *,
+    relaid: bool = False,
 ) -> None:
+    """`relaid`: EpiloguePlan.layout_nodes' (the relayout makes eager's node over the set_'s, changing the layout or
+    not)."""
     size, stride, offset = meta
     x = dense[j]
     # An in-place view op on a non-leaf that requires grad rewrites its grad_fn in eager: let autograd see ours,
@@ -939,7 +944,7 @@ def _replay_metadata(
             # (resize_() of a tensor that requires grad raises outside inference_mode: the program's ran inside one,
             # where autograd neither checks the view nor rewrites its grad_fn; so does the replay)
             inside = torch.inference_mode() if m.resized and x.requires_grad else contextlib.nullcontext()
-            if m.metadata:  # (else only its storage grew under it)
+            if m.metadata or relaid:  # (else only its storage grew under it)
                 with inside:
                     x.as_strided_(size, stride, offset)
 
@@ -963,7 +968,7 @@ def _replay_layouts(
         # (inside inference_mode a set_() keeps the accumulator renewed before the call: `renew_grad_accumulator`)
         keep = j in renewed and dense[j].is_leaf and dense[j].requires_grad
         with torch.inference_mode() if keep else contextlib.nullcontext():
-            _replay_metadata(dense, j, m, meta, sources)
+            _replay_metadata(dense, j, m, meta, sources, relaid=j in epilogue.layout_nodes)
 
 
 def _renewed_before_the_call(plan: RuntimePlan) -> frozenset[DenseIndex]:

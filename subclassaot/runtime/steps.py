@@ -445,6 +445,11 @@ class EpiloguePlan:
     # grad_sets of plain inputs repeated before their metadata replay: an in-place view op with grad changed the
     # input's layout after its last set_() under grad (Note [set_ Under Grad])
     grad_sets_first: tuple[int, ...] = ()
+    # the dense leaves of plain inputs relaid with grad right after their set_() under grad (GradSetNode.LAYOUT; their
+    # set_() repeated early or first), of `metadata` even where their layout ends as it came (`t_()` of a tensor of
+    # one dim or none): eager's layout op made a node over the set_'s all the same, which the epilogue's relayout
+    # with grad makes too (Note [Epilogue Nodes In Eager's Order])
+    layout_nodes: frozenset[int] = frozenset()
     # wrappers that outputs replayed before the epilogue view, whose grad_fn eager's reads: a counter moved again
     # would make theirs regenerate, or raise (`_kept_by`)
     viewed_wrappers: frozenset[int] = frozenset()
@@ -500,13 +505,14 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         if any(analysis.mutations[j].set_under_grad for j in leaves)
     )
     grad_swaps, early, first = _grad_swaps(plan), early_grad_sets(analysis, plan.layout), _grad_sets_first(plan)
+    layout_nodes = frozenset(plan.layout.leaves_of_input[t][0] for t in _relaid_after_grad_sets(plan))
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
         metadata=tuple(
             j
             for j, m in enumerate(analysis.mutations)
-            if (m.metadata or m.storage_changed or _grows_under(m)) and j not in by_ops
+            if (m.metadata or m.storage_changed or _grows_under(m) or j in layout_nodes) and j not in by_ops
         ),
         inplace_ops=tuple(sorted(replayed)),
         reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
@@ -530,6 +536,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         reshaped_gaining_grad=frozenset(requires_grad_changes(plan)[0]),
         early_grad_sets=early,
         grad_sets_first=first,
+        layout_nodes=layout_nodes,
         counted_copies=_counted_copies(plan, recorded, {*grad_sets, *grad_swaps, *replayed}),
         counted_early_sets=frozenset(
             t
@@ -563,13 +570,20 @@ def _kept_by(replay: Replay | None, index: int) -> bool:
 def _grad_sets_first(plan: RuntimePlan) -> tuple[int, ...]:
     """Plain tensor inputs whose set_() under grad the epilogue repeats before it replays their new layout, which an
     in-place view op with grad gave them after that set_() (Note [set_ Under Grad])."""
+    early = early_grad_sets(plan.analysis, plan.layout)
+    return tuple(t for t in _relaid_after_grad_sets(plan) if t not in early)
+
+
+def _relaid_after_grad_sets(plan: RuntimePlan) -> tuple[int, ...]:
+    """Plain tensor inputs whose history ends on the node of an in-place view op with grad made right after their
+    set_() under grad (GradSetNode.LAYOUT), the set_() repeated before the compiled call or in the epilogue: the
+    epilogue's relayout with grad makes that node, whether the layout changed or not (Note [Epilogue Nodes In Eager's
+    Order])."""
     analysis, layout = plan.analysis, plan.layout
-    early = early_grad_sets(analysis, layout)
     return tuple(
         t
         for t, leaves in enumerate(layout.leaves_of_input)
         if layout.trees[t] is None
-        and t not in early
         and (m := analysis.mutations[leaves[0]]).set_under_grad
         and m.grad_set_node is GradSetNode.LAYOUT
         and not m.storage_changed
