@@ -42,7 +42,6 @@ from subclassaot.pipeline.functional_run import own_stand_ins
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
-    examples_of_analysis,
     forward_example,
     trace_joint,
     trace_joint_views,
@@ -322,11 +321,9 @@ def trace_backward(
     # storage, as eager's is a leaf)
     clone = frozenset(grad_inputs) - own_stand_ins(flat, layout, user_fakes)
     with fake_mode, torch.enable_grad():
-        fw_example = examples_of_analysis(traced, analysis, wrapper_updates, group_grads)
-        if fw_example is None:
-            fw_example = forward_example(
-                call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
-            )
+        fw_example = forward_example(
+            call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
+        )
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
     overwritten |= _last_gain_updates(traced, layout, analysis)
     diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)

@@ -620,7 +620,11 @@ def forward_example(
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]]:
     """Per output: whether it gets a tangent, its tangent's dense leaves (plain fakes, to shape the tangents), its
     tangent's subclass structure (what a runtime tangent is checked and coerced against), and `(ctx,)` where that
-    ctx is not the output's own (Note [Tangent Retrace]), else ()."""
+    ctx is not the output's own (Note [Tangent Retrace]), else (). Read from the analysis's run where it recorded
+    them (`examples_of_analysis`), else from a run of its own."""
+    known = examples_of_analysis(traced, analysis, wrapper_updates, group_grads)
+    if known is not None:
+        return known
     with new_functional_mode():
         run = run_functional(
             call,
