@@ -690,6 +690,31 @@ class Analysis:
     # eager is that input's (a detach() of it): the runtime gives it the input's count as built (runtime/steps.py:
     # Version Counters As Eager's)
     output_input_counters: tuple[tuple[int, int], ...] = ()
+    # what the backward trace's forward example reads of each output, from this run where it is that example's run
+    # (Note [Training Through A Joint Graph], bullet "Tangents"); None where not recorded
+    tangent_examples: TangentExamples | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TangentExample:
+    """One tensor's answers to what shapes its tangent (Note [Training Through A Joint Graph], bullet "Tangents")."""
+
+    grad: bool  # floating point, requires grad through a node of the program, and that node reads
+    size: tuple[int, ...]  # of its value under functionalization (the dense value the tangent is laid out like)
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TangentExamples:
+    # per output leaf (Analysis.outputs order): a plain tensor's example, else None
+    outputs: tuple[TangentExample | None, ...]
+    # per DenseIndex: the final value's example where the program wrote that leaf, else None
+    finals: tuple[TangentExample | None, ...]
+    # per DenseIndex: the original's (the input as it came, through its writes: an ORIGINAL update's value) where the
+    # program wrote that leaf and left its layout, else None
+    originals: tuple[TangentExample | None, ...]
 
 
 # ----------------------------------------------------------------------------- graph outputs

@@ -164,8 +164,11 @@ from subclassaot.schemas import (
     Replay,
     ReplaySource,
     StrideProbe,
+    TangentExample,
+    TangentExamples,
 )
 from subclassaot.torch_internals import (
+    from_functional,
     grad_fn_or_none,
     grad_fn_raises,
     is_custom_function_view,
@@ -225,7 +228,54 @@ def analyze(
         if hold is not None:
             hold.run_completed(run.swaps.flag_calls)
         facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
-    return _analysis(call, flat, layout, user_fakes, own_base_views, facts)
+        # (the run forward_example would make where the inputs it clones are not written, and nothing else differs)
+        same = not (grad_groups or nonleaf_wrappers or own_base_views or replay_reads is not None)
+        examples = _tangent_examples(layout, run, facts.mutations, user_fakes) if same else None
+    analysis = _analysis(call, flat, layout, user_fakes, own_base_views, facts)
+    return analysis if examples is None else replace(analysis, tangent_examples=examples)
+
+
+def _tangent_examples(
+    layout: DenseLayout, run: FunctionalRun, mutations: Sequence[LeafMutation], user_fakes: Sequence[torch.Tensor]
+) -> TangentExamples | None:
+    """What the backward trace's forward example would read of each output and written leaf of this run, where its
+    run is this one (Note [Training Through A Joint Graph], bullet "Tangents"): grad on, plain inputs, no alias
+    group, no call making a new leaf (held back or not), no input that requires grad written, relaid or swapped (the
+    example runs those as clones), no storage swapped or grown, no intermediate base; called under the run's modes."""
+    if not torch.is_grad_enabled() or run.swaps.flag_calls or layout.groups or any(layout.trees):
+        return None
+    grad_leaves = [
+        j for fake, js in zip(user_fakes, layout.leaves_of_input, strict=True) if fake.requires_grad for j in js
+    ]
+    if any(mutations[j].any or mutations[j].version_bumped or mutations[j].swapped for j in grad_leaves):
+        return None
+    if any(m.storage_changed or m.resized or m.swapped for m in mutations):
+        return None
+    leaves = pytree.tree_leaves(run.output)
+    current = {storage_key(f): DenseIndex(j) for j, f in enumerate(run.finals)}
+    original = {storage_key(o): DenseIndex(j) for j, o in enumerate(run.originals)}
+    if intermediate_bases(leaves, current, original, run.swaps):
+        return None
+    return TangentExamples(
+        outputs=tuple(_tangent_example(o) for o in leaves),
+        finals=tuple(_tangent_example(f) if m.any else None for f, m in zip(run.finals, mutations, strict=True)),
+        originals=tuple(
+            _tangent_example(o) if m.any and leaf_meta(o) == leaf_meta(f) else None
+            for o, f, m in zip(run.originals, run.finals, mutations, strict=True)
+        ),
+    )
+
+
+def _tangent_example(o: object) -> TangentExample | None:
+    """forward_example's answers for plain tensor `o` (static sizes), read as it reads them."""
+    if not isinstance(o, torch.Tensor) or is_traceable_subclass(o):
+        return None
+    value = from_functional(o)
+    size, stride = tuple(value.shape), tuple(value.stride())
+    if not all(type(v) is int for v in (*size, *stride)):
+        return None
+    grad = o.requires_grad and not grad_fn_raises(o) and o.grad_fn is not None and o.dtype.is_floating_point
+    return TangentExample(grad=grad, size=size, stride=stride, dtype=value.dtype, device=value.device)
 
 
 def analysis_of_run(

@@ -108,6 +108,13 @@ from subclassaot.torch_internals import (
 #   that raises inside make_fx, or reads a tensor's value as a number (an unbacked symbol: make_fx binds it to its
 #   node, where the analysis leaves it pending and the trace refuses), gives way to the analysis alone, whose error
 #   or outcome is the compile's.
+# - Tangents: which forward outputs get a tangent, and its layout, are read from a run of the program with grad on
+#   over clones of the inputs that require grad (`forward_example`). Where none of those inputs is written, relaid
+#   or swapped, a clone changes only an output that is the input itself or a view of it, so the analysis's own run
+#   (grad on, no alias group, no subclass, nothing replayed or held back) records the same answers
+#   (`Analysis.tangent_examples`), and where every forward output is a fresh plain tensor or an update of a leaf it
+#   wrote (an ORIGINAL one where the leaf kept its layout: the original itself), the trace takes them from there
+#   (`examples_of_analysis`): one run fewer.
 
 
 def forward_output_values(
@@ -613,7 +620,11 @@ def forward_example(
 ) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]]:
     """Per output: whether it gets a tangent, its tangent's dense leaves (plain fakes, to shape the tangents), its
     tangent's subclass structure (what a runtime tangent is checked and coerced against), and `(ctx,)` where that
-    ctx is not the output's own (Note [Tangent Retrace]), else ()."""
+    ctx is not the output's own (Note [Tangent Retrace]), else (). Read from the analysis's run where it recorded
+    them (`examples_of_analysis`), else from a run of its own."""
+    known = examples_of_analysis(traced, analysis, wrapper_updates, group_grads)
+    if known is not None:
+        return known
     with new_functional_mode():
         run = run_functional(
             call,
@@ -639,6 +650,43 @@ def forward_example(
             grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
+
+
+def examples_of_analysis(
+    traced: TracedGraph, analysis: Analysis, wrapper_updates: tuple[int, ...], group_grads: tuple[int, ...]
+) -> list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]] | None:
+    """`forward_example`'s answer read from the analysis's run (Note [Training Through A Joint Graph], bullet
+    "Tangents"), where that run recorded one for every forward output `forward_output_values` would give: input
+    updates (FINAL, or ORIGINAL of a leaf that kept its layout) only of leaves it wrote, fresh plain outputs, no
+    intermediate base, root or wrapper update; None elsewhere. Makes fakes: the compile's fake mode must be active."""
+    examples = analysis.tangent_examples
+    if examples is None or wrapper_updates or group_grads or analysis.own_base_views or traced.outputs.num_bases:
+        return None
+    if len(examples.outputs) != len(analysis.outputs) or training_roots(analysis):
+        return None
+    found = []
+    for update in traced.outputs.updates:
+        # (an ORIGINAL update of a leaf that kept its layout differentiates the original itself: `_original_value`)
+        by_kind = {UpdateKind.FINAL: examples.finals, UpdateKind.ORIGINAL: examples.originals}.get(update.kind)
+        value = by_kind[update.target] if by_kind is not None else None
+        if value is None:
+            return None
+        found.append(value)
+    for info, example in zip(analysis.outputs, examples.outputs, strict=True):
+        if info.kind is OutputKind.IS_INPUT:
+            return None  # (the example's is a clone of it)
+        if info.kind is not OutputKind.TENSOR:
+            continue
+        fresh = all(
+            leaf.source is LeafSource.GRAPH
+            and not (leaf.is_view or leaf.function_view or leaf.passthrough_alias)
+            and leaf.passthrough is None
+            for leaf in info.leaves
+        )
+        if example is None or not fresh or info.tree is not None or info.replay is not None or info.view_of_fresh:
+            return None
+        found.append(example)
+    return [(e.grad, [torch.empty_strided(e.size, e.stride, dtype=e.dtype, device=e.device)], None, ()) for e in found]
 
 
 def _has_grad_fn(o: torch.Tensor) -> bool:

@@ -208,13 +208,70 @@ def test_training_through_the_function_traces_as_before(runs: list[str]) -> None
     assert runs == ["trace", "joint", "joint"] * 2
 
 
-def test_module_with_buffers_in_training_runs_as_before(runs: list[str]) -> None:
+def test_module_with_buffers_in_training_takes_its_tangents_from_the_analysis(runs: list[str]) -> None:
     # a training-mode BatchNorm writes its running statistics: the Function path, guessed from the module's state
-    # that requires no grad before the analysis, which then runs alone
+    # that requires no grad before the analysis, which then runs alone; the joint trace's tangents are the analysis's
+    # (Note [Training Through A Joint Graph], bullet "Tangents"): no forward example run before the joint trace
     torch.manual_seed(0)
     with torch.enable_grad():
         assert_matches_eager(nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train(), lambda: (torch.randn(3, 4),))
-    assert runs == ["analyze", "joint", "joint"]
+    assert runs == ["analyze", "joint"]
+
+
+def _buffer_written_with_grad(x: T, w: T, buf: T) -> object:
+    buf.copy_(x * w)  # (buf requires no grad: after the call it does, through the write)
+    return (x * w).sum(1), buf.detach() * 2
+
+
+def _grad_input_written(x: T, w: T, buf: T) -> object:
+    with torch.no_grad():
+        w.mul_(2)  # (the forward example runs w as a clone)
+    return x * w, buf + 1
+
+
+def _grad_input_returned(x: T, w: T, buf: T) -> object:
+    return x * w, w, buf
+
+
+def _grad_input_view_returned(x: T, w: T, buf: T) -> object:
+    buf.add_(1)
+    return x * w, w.view(-1)
+
+
+def _three_inputs(kind: str) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return pair(2, 2), pair(2, 2).requires_grad_(), pair(2, 2)
+        return torch.randn(2, 2), torch.randn(2, 2, requires_grad=True), torch.randn(2, 2)
+
+    return make
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize(
+    ("program", "from_analysis"),
+    [
+        (_read, True),
+        (_buffer_written_with_grad, True),
+        (_grad_input_written, False),
+        (_grad_input_returned, False),
+        (_grad_input_view_returned, False),
+    ],
+)
+def test_function_training_takes_its_tangents_from_the_analysis(
+    runs: list[str], program: Callable[..., object], from_analysis: bool, kind: str
+) -> None:
+    # Through the Function (another backend than eager: no native path), through the oracle with gradients and the
+    # inputs after the call: the joint trace's tangents are read from the analysis's run where that run is the
+    # forward example's (plain inputs, none that requires grad written; every forward output fresh or an update),
+    # else the forward example runs as before (an input that requires grad written or returned: its clone there)
+    make = _grad_inputs(kind) if program is _read else _three_inputs(kind)
+    with torch.enable_grad():
+        assert_matches_eager(program, make, calls=2, backend=_graph_as_is)
+    if from_analysis and kind == "plain":
+        assert runs == ["analyze", "joint"], runs
+    else:  # (subclass inputs: the example, then the joint trace, and its retraces for the subclass's tangents)
+        assert runs[:3] == ["analyze", "joint", "joint"], runs
 
 
 def _graph_as_is(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[..., object]:
