@@ -1677,6 +1677,69 @@ def test_no_grad_view_of_input_relaid_in_place_that_gains_grad(
     check_no_grad(f, make_inputs, compile_fn)
 
 
+def test_no_grad_view_with_its_own_flag_of_input_relaid_then_set_refused(compile_fn: CompileFn | None) -> None:
+    """Fuzz seed 118800 #487 (shrunk; diverged: out[0] read as a leaf without grad_fn where eager's is_leaf and
+    grad_fn raise "A view was created in no_grad mode and its base ... modified inplace"): t0 is a no_grad view of x0,
+    which its t_() lays out as a view of a synthetic base (shared with x1) and which gains requires_grad; the set_()
+    of x0 after the view advances the counter they share, so eager's grad_fn raises. t0's own requires_grad_() hid
+    that from the check of a view rebuilt from its leaves (its chain, through an in-place view op and a set_(), is not
+    replayed), so the output came back a leaf; now refused as the same view without its own flag is."""
+
+    def f(x0: T, x1: T) -> object:
+        x0.t_()
+        x0.requires_grad_()
+        t0 = x0.reshape((1, 1, 1))
+        t0.requires_grad_()
+        set_to(x0, x1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn(())
+            return (b0, b0.view((1, -1, 1)))
+
+    with torch.no_grad():
+        (eager,) = cast(tuple[T], f(*cast(tuple[T, T], make_inputs())))
+        assert grad_fn_raises(eager)  # eager's raises: the test is of that
+        assert_refused(f, make_inputs, compile_fn, "its grad_fn raises in eager")
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("relaid", ["none", "t_", "unsqueeze_"])
+@pytest.mark.parametrize("own_flag", [False, True], ids=["no_own_flag", "own_requires_grad_"])
+def test_no_grad_view_of_input_relaid_then_set_onto_its_alias(
+    compile_fn: CompileFn | None, kind: str, relaid: str, own_flag: bool
+) -> None:
+    """Seed 118800 #487 and variants: a no_grad view of x0 (which gained requires_grad) taken after an in-place view op
+    on x0 or none, with or without the view's own requires_grad_(), then x0 set_() onto x1, a view of it. Eager's
+    grad_fn raises either way: the root's flag decides, not the view's (Note [Views That Raise After A Bump]). Plain
+    inputs relaid in place are refused (the chain is not replayed); without the in-place view op, and with PairTensor
+    inputs, the output raises as eager's."""
+
+    def f(x0: T, x1: T) -> object:
+        if relaid == "t_":
+            x0.t_()
+        elif relaid == "unsqueeze_":
+            x0.unsqueeze_(0)
+        x0.requires_grad_()
+        t0 = x0.reshape((3, 2))
+        if own_flag:
+            t0.requires_grad_()
+        set_to(x0, x1)
+        return (t0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn((2, 3)) if kind == "plain" else PairTensor.from_tensor(torch.randn((2, 3)))
+            return (b0, b0.view((1, -1, 1)))
+
+    if kind == "plain" and relaid != "none":
+        with torch.no_grad():
+            assert_refused(f, make_inputs, compile_fn, "its grad_fn raises in eager")
+    else:
+        check_no_grad(f, make_inputs, compile_fn)
+
+
 def _split_view_written(x0: T) -> T:
     t0, _, t2 = x0.split_with_sizes([0, 1, 0], 2)
     t2.copy_(t0)  # fuzz seed 76100, program 796 (shrunk)

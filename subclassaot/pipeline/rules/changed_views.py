@@ -131,7 +131,8 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   is made at the counter it came with, not the advanced one, and a replay after the epilogue of one eager's raises
 #   gets Replay.bump_after as if the run's raised (`input_view_raises_in_eager`; an input an in-place view op changes
 #   runs as a view of a synthetic base too). A view's own flag (a requires_grad_() of a no_grad view without history)
-#   does not count: autograd's check at the read asks the root's (`root_requires_grad_as_eager`).
+#   does not count: autograd's check at the read asks the root's (`root_requires_grad_as_eager`), for a view rebuilt
+#   from its leaves too (`regenerated_view_raises_in_eager`).
 # - Views without history stale at the end (`t0 = x[0:2]; x.add_(1.0); return t0`, x requiring no grad): eager's view
 #   keeps the counter autograd made it at, so once x requires grad (the caller's requires_grad_(), or Dynamo's after a
 #   graph whose program called it) the first read of its grad_fn rebuilds it from x: AsStridedBackward0, a subclass
@@ -302,8 +303,9 @@ def regenerated_view_raises_in_eager(value: torch.Tensor, replay: Replay | None,
     """Does eager's grad_fn of `value`, a view made under no_grad (or by a multi-output op) of an input and rebuilt from
     its leaves (no view chain to replay), raise where the run's reads fine? Eager's base is the input, which requires
     grad by the end (it came so, or gained it), and the program wrote the input after making the view; the run's root
-    may be a synthetic base that never requires grad (Note [Views That Raise After A Bump])."""
-    if replay is not None or value.requires_grad or not value._is_view() or is_plain_autograd_view(value):
+    may be a synthetic base that never requires grad. The view's own requires_grad_() does not count: the root's flag
+    decides (Note [Views That Raise After A Bump])."""
+    if replay is not None or not value._is_view() or is_plain_autograd_view(value):
         return False
     base = value._base
     # (taken from the input itself, or from the synthetic base the run lays it over: not through a detach())
