@@ -209,12 +209,14 @@ def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequen
     """A plain output view that requires grad whose eager `._base` is an input now on another storage: its history
     runs through the input as it was when the view was taken (its set_() under grad, say), which a view rebuilt after
     the call cannot have (Note [Outputs Over Another Storage]). An input laid out over a synthetic base (one of
-    several inputs over a storage) stands for that base, its root in the run: the view, set_() onto another storage
-    (under no_grad: `._base` kept), would be rebuilt from that storage's tensor, no view of the input."""
+    several inputs over a storage) that still covers all of it, in its order, is eager's base of the others, and so
+    the view's `._base`: the view, set_() onto another storage (under no_grad: `._base` kept), would be rebuilt from
+    that storage's tensor, no view of the input. (An input moved off the storage, or covering part of it, is no
+    base in eager: the view's `._base` is a tensor not passed.)"""
     root = _moved_root(leaf) if leaf.requires_grad else None
     found = _index_of(root, finals)
     if found is None and root is not None:
-        found = next((k for k, t in enumerate(finals) if t._base is root), None)
+        found = next((k for k, t in enumerate(finals) if t._base is root and _covers(t, root)), None)
     if found is not None:
         raise UnsupportedError(
             f"{path} is a view that requires grad of input {found}, on another storage than the one the input ends "
@@ -259,6 +261,17 @@ def check_moved_view_of_grad_intermediate(
             "(Note [Outputs Over Another Storage]: supported where the base does not require grad). Return a clone "
             "(.clone())"
         )
+
+
+def _covers(t: torch.Tensor, root: torch.Tensor) -> bool:
+    """Whether `t` holds every element of `root`'s storage span, in order (a contiguous tensor over the same storage,
+    at the same offset, with as many elements)."""
+    return (
+        storage_key(t) == storage_key(root)
+        and t.storage_offset() == root.storage_offset()
+        and t.numel() == root.numel()
+        and t.is_contiguous()
+    )
 
 
 def _index_of(root: torch.Tensor | None, tensors: Sequence[torch.Tensor]) -> int | None:
