@@ -185,6 +185,8 @@ def build_outputs(
     bumped_late: list[torch.Tensor] = []
     memo: _BuildMemo = ((bases, roots), shared, entry, ends, bumped_late)
     counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
+    # the Function's outputs that hold eager's count already, of which one set_() under grad is a holder of its own
+    graded = fresh_counts(infos, plan.analysis.graded_output_versions) if prewrapped else {}
 
     def get(o: int) -> object:
         # Outputs are built on demand: a view replays from another output, which is built first.
@@ -196,7 +198,9 @@ def build_outputs(
             value = prewrapped[o]
             if info.set_under_grad and torch.is_grad_enabled() and isinstance(value, torch.Tensor):
                 # the Function's output: its set_ node, made here (Note [Epilogue Nodes In Eager's Order])
-                value = set_under_grad_holder(value, None, view=info.set_under_grad_view, viewed_after=False)
+                value = set_under_grad_holder(
+                    value, None, view=info.set_under_grad_view, viewed_after=False, count=graded.get(o)
+                )
         elif info.kind is not OutputKind.TENSOR:
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
