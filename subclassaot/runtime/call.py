@@ -44,6 +44,7 @@ from subclassaot.runtime.regenerate import (
     unflatten_output,
 )
 from subclassaot.runtime.steps import (
+    CountedStep,
     EpiloguePlan,
     base_write_hidden,
     blocking_holder,
@@ -55,6 +56,7 @@ from subclassaot.runtime.steps import (
     grow_storages,
     hold_accumulators,
     kept_counter_bumps,
+    land_on,
     make_assigned_accumulators,
     own_stand_in_inputs,
     raise_early_bumps,
@@ -339,11 +341,12 @@ def _early_self_sets(
     """Note [set_ Under Grad]: x.set_(x) on the inputs that require grad (epilogue.early_grad_sets), before the
     compiled call. `versions`: the counts of `epilogue.versions` as the call came (`_versions`)."""
     done: list[torch.Tensor] = []  # an input passed at several positions takes one set_, as in eager
+    counted = _counted(plan, epilogue, versions)
     for t in epilogue.early_grad_sets:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
         if x.requires_grad and not any(x is d for d in done):
-            if t in epilogue.counted_early_sets:  # (eager's count less one: the set_() lands on it)
-                set_version(x, _eager_counts(plan, epilogue, versions)[plan.layout.leaves_of_input[t][0]] - 1)
+            if (count := counted.get((plan.layout.leaves_of_input[t][0], CountedStep.EARLY_SET))) is not None:
+                land_on(x, count)
             _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             done.append(x)
 
@@ -419,9 +422,18 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: int) -> None:
+def _base_count(plan: RuntimePlan, counted: Mapping[tuple[int, CountedStep], int], g: int) -> int | None:
+    """The count the copy to the synthetic base of graph input `g` lands on (CountedStep.BASE_COPY): eager's, where
+    it is every member's last step and their counts are one (members on one counter, eager's and ours)."""
+    members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
+    found = {counted.get((m, CountedStep.BASE_COPY)) for m in members}
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: int, count: int | None = None) -> None:
     """A synthetic base (graph input `g`) that requires grad is written where autograd records it (Note [Aliased
-    Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad."""
+    Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad. `count`:
+    `_base_count`."""
     mutations = plan.analysis.mutations
     members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
     # hidden where written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
@@ -431,6 +443,8 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     before = get_version(base)
     if value.numel() > base.numel():  # the storage a resize_() grew under the base (trace.base_update)
         value = _copy_grown_tail(base, value)
+    if count is not None:
+        land_on(base, count)
     with torch.set_grad_enabled(torch.is_grad_enabled() and not hidden and (base.requires_grad or value.requires_grad)):
         base.copy_(value)
     if not through_self and not any(mutations[m].version_bumped for m in members):
@@ -569,7 +583,7 @@ def _repeat_grad_sets(
         if x.requires_grad and torch.is_grad_enabled() and t not in epilogue.early_grad_sets:
             _, source = _grad_swap_pair(plan, values, dense, t)
             if t in counts:
-                set_version(x, counts[t] - 1)  # (EpiloguePlan.counted_sets)
+                land_on(x, counts[t])
             if not _source_edge(plan, t):
                 _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
@@ -587,21 +601,21 @@ def _eager_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[
     return {j: before + n for j, before, n in zip(epilogue.versions, versions, bumps, strict=True)}
 
 
-def _copy_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[tuple[int, bool], int]:
-    """EpiloguePlan.counted_copies: eager's count, per copy that lands on it (`versions`: as in `_eager_counts`)."""
-    if not epilogue.counted_copies:
+def _counted(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[tuple[int, CountedStep], int]:
+    """EpiloguePlan.counted: eager's count, per step that lands on it (`versions`: as in `_eager_counts`)."""
+    if not epilogue.counted:
         return {}
     ends = _eager_counts(plan, epilogue, versions)
-    return {(j, final): ends[j] for j, final in epilogue.counted_copies}
+    return {(j, step): ends[j] for j, step in epilogue.counted}
 
 
-def _set_counts(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int]) -> dict[int, int]:
-    """EpiloguePlan.counted_sets: per plain tensor input, eager's count after the call, which the epilogue's repeat of
-    its set_() under grad lands on (`versions`: the counts of `epilogue.versions` before the call)."""
-    if not epilogue.counted_sets:
-        return {}
-    before = dict(zip(epilogue.versions, versions, strict=True))
-    return {t: before[j] + plan.analysis.mutations[j].version_bumps for t, j in epilogue.counted_sets}
+def _set_counts(counted: Mapping[tuple[int, CountedStep], int], plan: RuntimePlan) -> dict[int, int]:
+    """Of `counted` (`_counted`), per plain tensor input, the count its set_()'s repeat after the copies lands on."""
+    return {
+        t: counted[j, CountedStep.SET]
+        for t, leaves in enumerate(plan.layout.leaves_of_input)
+        if leaves and (j := leaves[0], CountedStep.SET) in counted
+    }
 
 
 def _repeat_swaps(
@@ -616,7 +630,7 @@ def _repeat_swaps(
     for t, count in swap_counts.items():
         x, source = _grad_swap_edge(plan, values, dense, t)
         if t in set_counts:
-            set_version(x, set_counts[t] - 1)  # (EpiloguePlan.counted_sets)
+            land_on(x, set_counts[t])
         with _counter_at(source, count):
             _repeat_swap_under_grad(x, source, [values[k] for k in _blocks_of(plan.analysis, t)])
 
@@ -743,10 +757,10 @@ def _epilogue(
     `holders`: `_write_holders`'."""
     mutations = plan.analysis.mutations
     versions, wrapper_versions = counters
-    counts = _copy_counts(plan, epilogue, versions)
+    counts = _counted(plan, epilogue, versions)
     counts_as_came = _swap_source_counts(plan, epilogue, values, dense)  # before a synthetic base's copy
     for g, k in epilogue.base_copies:
-        _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g)
+        _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g, _base_count(plan, counts, g))
     # See Note [Inputs Written In Training]: inputs whose view ops are replayed get their value after them.
     late = {t for t in wrapper_values if t in epilogue.inplace_ops}
     copy_points = dict(epilogue.copy_points)
@@ -758,7 +772,7 @@ def _epilogue(
     for j, k in epilogue.original_copies:
         if j in early:
             continue
-        copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], count=counts.get((j, False)))
+        copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], count=counts.get((j, CountedStep.ORIGINAL_COPY)))
     # set_ sources as the inputs came: an input swapped away earlier in this loop still names its old storage
     sources = {
         m.set_source: dense[m.set_source].detach()
@@ -766,7 +780,7 @@ def _epilogue(
         if (m := mutations[j]).set_source is not None
     }
     swap_counts = _swap_source_counts(plan, epilogue, values, dense, counts_as_came)
-    set_counts = _set_counts(plan, epilogue, versions)
+    set_counts = _set_counts(counts, plan)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
         _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first, set_counts)
     _replay_layouts(plan, epilogue, ev, (dense, outs, symbols), sources)
@@ -785,7 +799,7 @@ def _epilogue(
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
             value = _held_back(holders, j, cast(torch.Tensor, outs[k]))
-            copy_into(dense[j], value, mutations[j], final=True, count=counts.get((j, True)))
+            copy_into(dense[j], value, mutations[j], final=True, count=counts.get((j, CountedStep.FINAL_COPY)))
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
     wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts)

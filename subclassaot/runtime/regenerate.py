@@ -196,7 +196,7 @@ def build_outputs(
             value = prewrapped[o]
             if info.set_under_grad and torch.is_grad_enabled() and isinstance(value, torch.Tensor):
                 # the Function's output: its set_ node, made here (Note [Epilogue Nodes In Eager's Order])
-                value = set_under_grad_holder(value, None, view=info.set_under_grad_view, viewed_after=False)
+                value = _function_output_holder(plan, infos, o, value)
         elif info.kind is not OutputKind.TENSOR:
             value = _non_tensor_output(plan, o, values, outs, builder[0])
         else:
@@ -898,6 +898,15 @@ def _wrapper_root(replay: Replay, ev: MetaEvaluator, bases: Sequence[object], sy
     stride = root_outer_stride(replay, leaves, size, stride)
     root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
     return root
+
+
+def _function_output_holder(
+    plan: RuntimePlan, infos: Sequence[OutputInfo], o: int, value: torch.Tensor
+) -> torch.Tensor:
+    """The training Function's output `o`, set_() under grad: a holder of its own, whose set_ lands on the count the
+    Function gave the output, eager's (graded_output_versions; runtime/steps.py: Version Counters As Eager's)."""
+    count = fresh_counts(infos, plan.analysis.graded_output_versions).get(o)
+    return set_under_grad_holder(value, None, view=infos[o].set_under_grad_view, viewed_after=False, count=count)
 
 
 def _fresh_counts(plan: RuntimePlan) -> dict[int, int]:

@@ -32,6 +32,7 @@ records and the states the runtime reads are one encoding.
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
@@ -94,7 +95,8 @@ aten = torch.ops.aten
 #   compares the count at the save, which eager's saving node took after the program's writes and the graph's took at
 #   0. On the eager backend's native path (Note [Training Without A Function]) the runtime gives it once the graph
 #   ran, as the others', where no save of the graph's is over it (`records_as_eager` sends the rest to the Function:
-#   `native_counts`);
+#   `native_counts`); one the program set_() under grad is returned as a holder of its own, a new tensor, whose set_
+#   lands on that count (`land_on`, as the epilogue's counted steps below: set_under_grad_holder);
 # - an output view replayed from an input after the epilogue with in-place view ops (Replay.keeps_counter), or set_()
 #   by the runtime (Replay.then_set), gives the input its count back where no history can go stale (a then_set view
 #   also where its history, stale by the set_() as eager's, reads fine: read first, so rebuilt; a view taken after
@@ -117,11 +119,12 @@ aten = torch.ops.aten
 # Function, keeps the count it is built with; an input that is a view requiring grad whose counter moved as eager's
 # keeps its count where eager recorded a node on its history (a write or set_() with grad: the epilogue's repeat of it
 # made the view's grad_fn anew at its count, and moving it again regenerates it out of its order;
-# EpiloguePlan.recorded). A plain input whose set_() under grad the epilogue repeats after its layout step (which
-# advanced the counter already) gets eager's count less one just before that repeat, which then makes the grad_fn at
-# eager's count (EpiloguePlan.counted_sets); so does a plain input whose copy is the epilogue's last op on its counter
-# (a write with grad, a Function's mark_dirty: EpiloguePlan.counted_copies), and one eager only set_() under grad,
-# whose set_() is repeated before the call (counted_early_sets). Where eager recorded none (every write, in-place
+# EpiloguePlan.recorded). One rule gives such a plain input eager's count: the epilogue's last step on its counter
+# (CountedStep: the set_() under grad repeated before the call, the copy of a write with grad or a Function's
+# mark_dirty, the set_() repeated after the copies and layouts) makes the node eager's last op made, so the counter
+# is set to eager's count less one just before it (`land_on`), and the node is made at eager's count
+# (EpiloguePlan.counted; a synthetic base's copy where every member of its group lands on one count); where that step
+# makes no node of eager's (a layout replay, a set_() whose node is eager's write's), none is given. Where eager recorded none (every write, in-place
 # view op, set_(), resize_ and mark_dirty under no_grad), or advanced the counter after its last op that may record one
 # (LeafMutation.bumps_after_grad: eager's grad_fn is made anew at the next read), nothing the call made has an edge to
 # that grad_fn: it is stale at the end in eager and in ours alike, and the count is eager's (a subclass input, whose
@@ -412,6 +415,18 @@ def settle_storages(
             storage.resize_(nbytes)
 
 
+class CountedStep(enum.Enum):
+    """The epilogue's step that makes a plain input's last node, landing on eager's count (EpiloguePlan.counted)."""
+
+    EARLY_SET = "early set_"  # its set_() under grad, repeated before the compiled call (early_grad_sets)
+    # the new value of its alias group's synthetic base, whose counter its members share (given where every member
+    # lands there on one count)
+    BASE_COPY = "base copy"
+    ORIGINAL_COPY = "original copy"  # its new value, with its original layout
+    FINAL_COPY = "final copy"  # its new value, with its final layout
+    SET = "set_"  # its set_() under grad, repeated after the copies (grad_sets, grad_swaps)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EpiloguePlan:
     """What the epilogue does, decided once per entry so that the per-call path only loops over real work."""
@@ -430,10 +445,10 @@ class EpiloguePlan:
     # ... and the wrappers of those (tensor inputs, of `wrappers`) with a leaf eager recorded a node on
     recorded_wrappers: frozenset[int] = frozenset()
     grad_sets: tuple[int, ...]  # tensor inputs set_() under grad: Note [set_ Under Grad]
-    # (plain tensor input, its dense leaf) of grad_sets and grad_swaps whose set_() under grad the epilogue repeats
-    # after their layouts, of `recorded`: the counter is set to eager's count less one before the repeat, whose bump
-    # then lands on eager's count as it makes a view's grad_fn (runtime/steps.py: Version Counters As Eager's)
-    counted_sets: tuple[tuple[int, int], ...] = ()
+    # (dense leaf, step) of the plain inputs of `recorded` whose last node the epilogue makes by `step` (CountedStep):
+    # the counter is set to eager's count less one just before that step, whose bump then lands on eager's count as it
+    # makes the node (runtime/steps.py: Version Counters As Eager's)
+    counted: frozenset[tuple[int, CountedStep]] = frozenset()
     wrappers: tuple[int, ...]  # tensor inputs (subclasses) whose own metadata or version changes
     # plain tensor inputs set_() to a value requiring grad: See Note [Inputs Written In Training]
     grad_swaps: tuple[int, ...] = ()
@@ -457,13 +472,6 @@ class EpiloguePlan:
     # no_grad (one with grad on a leaf requiring grad raises), so none recorded a node (Note [Inputs Written In
     # Training]); the epilogue replays them under no_grad
     reshaped_gaining_grad: frozenset[int] = frozenset()
-    # (dense leaf, final) of `recorded` on plain inputs whose copy (final: the final copy, else the original one) is
-    # the epilogue's last op on their counter: the counter is set to eager's count less one before it, whose bump then
-    # lands on eager's count as it makes the view's grad_fn (runtime/steps.py: Version Counters As Eager's)
-    counted_copies: frozenset[tuple[int, bool]] = frozenset()
-    # early_grad_sets of plain inputs, of `recorded`, that eager only set_() (no write, no layout op): likewise set
-    # to eager's count less one before the set_()'s early repeat
-    counted_early_sets: frozenset[int] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -524,28 +532,12 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         ),
         wrappers=wrappers,
         grad_sets=grad_sets,
-        counted_sets=tuple(
-            (t, j)
-            for t in sorted({*grad_sets, *grad_swaps} - {*early, *first})
-            if plan.layout.trees[t] is None
-            and (j := plan.layout.leaves_of_input[t][0]) in recorded
-            and analysis.mutations[j].version_bumps
-            and analysis.mutations[j].grad_set_node is GradSetNode.SET
-        ),
         grad_swaps=grad_swaps,
         reshaped_gaining_grad=frozenset(requires_grad_changes(plan)[0]),
         early_grad_sets=early,
         grad_sets_first=first,
         layout_nodes=layout_nodes,
-        counted_copies=_counted_copies(plan, recorded, {*grad_sets, *grad_swaps, *replayed}),
-        counted_early_sets=frozenset(
-            t
-            for t in early
-            if plan.layout.trees[t] is None
-            and (j := plan.layout.leaves_of_input[t][0]) in recorded
-            and (m := analysis.mutations[j]).version_bumps
-            and not (m.data or m.metadata or m.storage_changed or m.resized)
-        ),
+        counted=_counted_steps(plan, recorded, (early, first, grad_sets, grad_swaps, replayed)),
         viewed_wrappers=frozenset(
             t for t in wrappers if any(_kept_by(info.replay, plan.flat.tensor_indices[t]) for info in analysis.outputs)
         ),
@@ -603,22 +595,57 @@ def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
     )
 
 
-def _counted_copies(plan: RuntimePlan, recorded: frozenset[int], later: set[int]) -> frozenset[tuple[int, bool]]:
-    """EpiloguePlan.counted_copies; `later`: the tensor inputs whose set_() under grad (grad_sets, grad_swaps) or
-    in-place view ops the epilogue repeats after their copies."""
+def _counted_steps(
+    plan: RuntimePlan, recorded: frozenset[int], inputs: tuple[Container[int], ...]
+) -> frozenset[tuple[int, CountedStep]]:
+    """EpiloguePlan.counted. `inputs`: the tensor inputs whose set_() under grad the epilogue repeats before the call
+    (early_grad_sets) and before their layouts (grad_sets_first), those set_() under grad (grad_sets), those it
+    swaps to a value requiring grad (grad_swaps, repeated last), and those whose in-place view ops it replays."""
     analysis, layout, updates = plan.analysis, plan.layout, plan.graph_outputs.updates
-    final = {u.target for u in updates if u.kind is UpdateKind.FINAL}
-    copied = {u.target for u in updates if u.kind in (UpdateKind.ORIGINAL, UpdateKind.FINAL)}
-    return frozenset(
-        (j, j in final)
-        for t, leaves in enumerate(layout.leaves_of_input)
-        if layout.trees[t] is None and t not in later
-        for j in leaves
-        if j in recorded
-        and j in copied
-        and analysis.mutations[j].version_bumps
-        and not ((m := analysis.mutations[j]).metadata or m.storage_changed or _grows_under(m))
-    )
+    early, first, grad_sets, swaps, replayed = inputs
+    copies = {
+        (u.target, u.kind is UpdateKind.FINAL) for u in updates if u.kind in (UpdateKind.ORIGINAL, UpdateKind.FINAL)
+    }
+    based, relaid = _base_copied(plan), set(_relaid_after_grad_sets(plan))
+    found = set()
+    for t, leaves in enumerate(layout.leaves_of_input):
+        j = leaves[0] if leaves else None
+        if layout.trees[t] is not None or j is None or j not in recorded or not analysis.mutations[j].version_bumps:
+            continue
+        m = analysis.mutations[j]
+        # the epilogue's steps on the input's counter, in its order (call._epilogue); None: one that makes no node
+        # of eager's (a layout step), after which no count is given
+        steps: list[CountedStep | None] = []
+        steps += [CountedStep.EARLY_SET] if t in early else []
+        steps += [CountedStep.BASE_COPY] if j in based else []
+        steps += [CountedStep.ORIGINAL_COPY] if (j, False) in copies else []
+        layout_step = (
+            t in first
+            or t in relaid
+            or t in replayed
+            or m.metadata
+            or m.storage_changed
+            or m.resized
+            or _grows_under(m)
+        )
+        steps += [None] if layout_step else []
+        steps += [CountedStep.FINAL_COPY] if (j, True) in copies else []
+        late_set = (t in grad_sets and t not in early and t not in first) or t in swaps
+        steps += [CountedStep.SET if m.grad_set_node is GradSetNode.SET else None] if late_set else []
+        if steps and steps[-1] is not None:
+            found.add((j, steps[-1]))
+    return frozenset(found)
+
+
+def _base_copied(plan: RuntimePlan) -> set[int]:
+    """The dense leaves of the alias groups whose synthetic base the epilogue copies a new value into."""
+    layout = plan.layout
+    return {
+        m
+        for u in plan.graph_outputs.updates
+        if u.kind is UpdateKind.BASE
+        for m in layout.groups[cast(AliasGroupRef, layout.graph_inputs[u.target]).group].members
+    }
 
 
 def _recorded(m: LeafMutation) -> bool:
@@ -694,9 +721,9 @@ def settle_base_counters(bases: Sequence[object], counts: Sequence[tuple[int, in
 def copy_into(
     x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False, count: int | None = None
 ) -> None:
-    # `count`: eager's count, the copy's to land on (EpiloguePlan.counted_copies)
+    # `count`: eager's count, the copy's to land on (EpiloguePlan.counted)
     if count is not None:
-        set_version(x, count - 1)
+        land_on(x, count)
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's
     # grad_fn and version match eager; .data and no_grad mutations stay invisible to autograd, as in eager.
     hidden = not mutation.autograd_visible or mutation.hidden_from_autograd or mutation.storage_changed
@@ -714,6 +741,13 @@ def copy_into(
         x.copy_(value)
     if not mutation.version_bumped:
         set_version(x, before)
+
+
+def land_on(x: torch.Tensor, count: int) -> None:
+    """Before an epilogue step that advances x's counter once as it makes x's node (EpiloguePlan.counted): the
+    counter at `count` less one, so that the node is made at `count`, eager's (runtime/steps.py: Version Counters As
+    Eager's)."""
+    set_version(x, count - 1)
 
 
 def once_per_location(x: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -843,11 +877,13 @@ def set_under_grad_holder(
     view: bool,
     viewed_after: bool,
     blocked: Sequence[object] = (),
+    count: int | None = None,
 ) -> torch.Tensor:
     """`value` rebuilt as eager's output set_() under grad (Note [set_ Under Grad]). `found`: where eager's
     output is a view, the value of its `._base` and whether that is eager's base object itself (Note [set_ Under Grad]). `view`: the output was a view when set_(); `viewed_after`: it is a view taken of
     the tensor set_() (eager's base) after the set_. `blocked`: the inputs eager's set_ node stands in front of
-    (Note [set_ Under Grad])."""
+    (Note [set_ Under Grad]). `count`: eager's count of the output, which the set_ of a holder of its own (no `found`)
+    lands on as it makes the holder's node (runtime/steps.py: Version Counters As Eager's)."""
     root = None if found is None else found[0]
     if found is not None and found[1]:
         holder = found[0].view(found[0].shape)  # other outputs view that base too: one object, as in eager
@@ -866,6 +902,8 @@ def set_under_grad_holder(
         holder = holder.view(holder.shape)
     elif view:
         holder = holder.view(holder.shape)
+    if count is not None and root is None:
+        land_on(holder, count)
     set_to_tensor(holder, value)
     return holder
 

@@ -11,7 +11,7 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import DirtyScale, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import DirtyScale, TransposeSaved, nonleaf, pair, pair_nonleaf
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
@@ -812,10 +812,10 @@ def test_fresh_output_with_history_written_under_no_grad_counts_as_eager(
 # fuzz seed 118400 --versions exact (programs 247, 535): an input view requiring grad whose set_() under grad eager
 # recorded kept the count the epilogue left it at. One set_() onto another input ended at 2 where eager's is 1: the
 # epilogue replays the new layout without grad (one bump) and repeats the set_() under grad after (another), and the
-# count is kept where the repeat made the view's grad_fn (EpiloguePlan.counted_sets: the counter is set to eager's
-# count less one before the repeat). One set_() onto itself, then written under no_grad, ended at 1 where eager's is 3:
-# eager's writes after its last recorded node leave the view's grad_fn stale at the end, so the count is eager's
-# (LeafMutation.bumps_after_grad).
+# count is kept where the repeat made the view's grad_fn (EpiloguePlan.counted, CountedStep.SET: the counter is set to
+# eager's count less one before the repeat). One set_() onto itself, then written under no_grad, ended at 1 where
+# eager's is 3: eager's writes after its last recorded node leave the view's grad_fn stale at the end, so the count is
+# eager's (LeafMutation.bumps_after_grad).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1040,8 +1040,10 @@ def test_views_sharing_a_view_changed_in_place_count_as_eager(kind: str, compile
 # ---------------------------------------------------------------------------------------------------------------------
 # fuzz seed 123294 --versions exact (programs 240, 30): an input view requiring grad whose count the epilogue kept as it
 # moved (EpiloguePlan.recorded) ended at 1 where eager's is 2. A Function's mark_dirty with grad is repeated by one copy_
-# with grad (EpiloguePlan.counted_copies); two set_() onto itself with grad by one set_() before the call
-# (EpiloguePlan.counted_early_sets): each lands on eager's count from eager's count less one.
+# with grad (EpiloguePlan.counted: CountedStep.ORIGINAL_COPY); two set_() onto itself with grad by one set_() before
+# the call (CountedStep.EARLY_SET): each lands on eager's count from eager's count less one. Written after the two
+# set_() (program 30 again, shrunk anew: the add_ ends at 3, ours at 2, the early set_() then the copy), the copy is the
+# epilogue's last step on the counter and the one that lands (CountedStep.ORIGINAL_COPY).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -1057,7 +1059,16 @@ def _set_to_itself_twice(x0: T) -> object:
     return (x0,)
 
 
-@pytest.mark.parametrize("program", [_viewed_then_marked_dirty, _set_to_itself_twice])
+def _set_to_itself_twice_then_written(x0: T) -> object:
+    set_to(x0, x0)
+    set_to(x0, x0)
+    x0.add_(x0)
+    return (x0,)
+
+
+@pytest.mark.parametrize(
+    "program", [_viewed_then_marked_dirty, _set_to_itself_twice, _set_to_itself_twice_then_written]
+)
 def test_input_view_with_history_recorded_counts_as_eager(
     program: Callable[[T], object], compile_fn: CompileFn | None
 ) -> None:
@@ -1065,6 +1076,72 @@ def test_input_view_with_history_recorded_counts_as_eager(
 
     def make() -> tuple[object, ...]:
         return (nonleaf(2, 1, 4).transpose(2, 1),)
+
+    with torch.enable_grad():
+        assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
+        assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact", after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 123300 --versions exact (program 265): two input views of one element of a base requiring grad, one of them
+# marked dirty by a Function, ended at 1 where eager's is 2 (the write and the mark, on the counter both share): the
+# epilogue repeats them by one copy to their synthetic base, its last step on the members' counter, which lands on
+# eager's count (EpiloguePlan.counted: CountedStep.BASE_COPY).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _one_alias_marked_dirty(x0: T, x1: T) -> object:
+    DirtyScale.apply(x1)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    return (x0,)
+
+
+def test_aliases_written_through_their_base_count_as_eager(compile_fn: CompileFn | None) -> None:
+    # (plain only: a PairTensor input marked dirty beside a view of it is refused, Note [Custom Functions])
+    from subclassaot.tools.parity import write_outputs
+
+    def make() -> tuple[object, ...]:
+        base = nonleaf(4)
+        return (base.as_strided((), (), 2), base.as_strided((), (), 2))
+
+    with torch.enable_grad():
+        assert_matches_eager(_one_alias_marked_dirty, make, compile_fn=compile_fn, versions="exact")
+        assert_matches_eager(
+            _one_alias_marked_dirty, make, compile_fn=compile_fn, versions="exact", after_call=write_outputs
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# fuzz seed 123300 --versions exact (program 316): a fresh output of the graph written, then set_() onto itself under
+# grad, ended at 1 where eager's is 2. The training Function gave its output eager's count, but eager's set_ node is
+# made on a holder of its own (set_under_grad_holder), a new tensor: its set_() lands on eager's count.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _fresh_written_then_set_onto_itself(x0: T) -> object:
+    t0 = x0 * 3
+    t0.zero_()
+    set_to(t0, t0)
+    return (x0, t0)
+
+
+def _function_output_written_then_set_onto_itself(x0: T) -> object:
+    t0 = TransposeSaved.apply(x0.diagonal(0, 0, 1))  # type: ignore[no-untyped-call]  # Function.apply is unannotated
+    t0.zero_()
+    set_to(t0, t0)
+    return (x0, t0)
+
+
+@pytest.mark.parametrize(
+    "program", [_fresh_written_then_set_onto_itself, _function_output_written_then_set_onto_itself]
+)
+@pytest.mark.parametrize("kind", _KINDS)
+def test_fresh_output_set_onto_itself_under_grad_counts_as_eager(
+    program: Callable[[T], object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    from subclassaot.tools.parity import write_outputs
+
+    def make() -> tuple[object, ...]:
+        return (pair_nonleaf(4, 1) if kind == "pair" else nonleaf(4, 1),)
 
     with torch.enable_grad():
         assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
