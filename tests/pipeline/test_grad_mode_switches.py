@@ -512,7 +512,7 @@ def flag_in_a_block_then_written_into_an_input(x: T, w: T) -> object:
 
 def flag_in_a_block_on_a_dirty_function_output(x: T) -> object:
     t, _ = x.sort(0)
-    out = DirtyScale.apply(t)  # t itself, applied under no_grad
+    out = DirtyScale.apply(t)  # type: ignore[no-untyped-call]  # t itself, applied under no_grad
     with torch.enable_grad():
         out.requires_grad_()
     t.data.add_(3.0)
@@ -564,7 +564,7 @@ def new_leaf_of_a_no_grad_clone_returned_beside_views(x: T) -> object:
     with torch.no_grad():
         t = x.clone()
     t.requires_grad = True
-    return x[1:], t, SinFunction.apply(x)  # (a custom Function: no native path)
+    return x[1:], t, SinFunction.apply(x)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
 
 
 def new_leaf_view_of_an_input_flagged_in_inference_mode(x: T) -> object:
@@ -573,13 +573,13 @@ def new_leaf_view_of_an_input_flagged_in_inference_mode(x: T) -> object:
         t.requires_grad_()
     with torch.no_grad():
         x.mul_(2)  # (eager's leaf, a view of x, sees the write)
-    return x, t, SinFunction.apply(x)
+    return x, t, SinFunction.apply(x)  # type: ignore[no-untyped-call]  # Function.apply is untyped
 
 
 def new_leaf_view_beside_a_set_of_another_input(x: T, w: T) -> object:
     t = x.view(-1)
     with torch.inference_mode():
-        w.set_(x)
+        set_to(w, x)
     t.requires_grad_()
     return t, w
 
@@ -587,14 +587,14 @@ def new_leaf_view_beside_a_set_of_another_input(x: T, w: T) -> object:
 def new_leaf_set_onto_an_input(x: T, w: T) -> object:
     t = x.mul(0.5)
     with torch.inference_mode(), torch.no_grad():
-        t.set_(x)
+        set_to(t, x)
     t.requires_grad_()
     return (w * x).sum(), t
 
 
 def new_leaf_returned_beside_a_region_with_grad(x: T, w: T) -> object:
     with torch.enable_grad():
-        y = SinFunction.apply(w)
+        y = SinFunction.apply(w)  # type: ignore[no-untyped-call]  # Function.apply is untyped
     t, _ = x.sort(0)
     t.requires_grad_()
     return t, y
