@@ -85,7 +85,7 @@ from subclassaot.pipeline.inputs import (
 from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, outputs_given_their_flag
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.strides_and_offsets import refuse_float8_arithmetic
 from subclassaot.pipeline.rules.training_rules import (
@@ -713,12 +713,12 @@ def _analyzed_holding_back(
     symbols: SymbolCache,
     whole_storage: frozenset[DenseIndex],
     attempt: _Attempt,
-    unobserved: Callable[[], bool],
+    unobserved: Callable[[], frozenset[int] | None],
 ) -> tuple[_Program, DenseLayout, Analysis, bool, TracedGraph | None] | None:
     """The program fakified and analyzed (`_analyzed`, with the graph its run traced where it did), with the calls
-    making new leaves its analysis held back where eager's run observes none of them; None where it observes one and
-    the program as called is to be compiled instead (`attempt.hold` then says so); the refusal of the compile as
-    called where that is certain (Note
+    making new leaves its analysis held back where eager's run observes none of them but by the flag of outputs that
+    are those leaves (given it once built); None where it observes one otherwise and the program as called is to be
+    compiled instead (`attempt.hold` then says so); the refusal of the compile as called where that is certain (Note
     [Training Without A Function])."""
     try:
         prog, layout = _fakify_and_desugar(call, flat, config, state, symbols, whole_storage, attempt)
@@ -730,16 +730,20 @@ def _analyzed_holding_back(
     except Exception:
         # the program with the calls held back fails where the program as called may not: eager's run decides
         # which of the two is the program's
-        if not attempt.hold.noted or unobserved():
+        if not attempt.hold.noted or unobserved() == frozenset():
             raise
         attempt.hold = NewLeafHold.as_called()
         return None
-    if attempt.hold.noted and not unobserved():
-        refusal = attempt.hold.refusal()
-        if refusal is not None:
-            raise refusal
-        attempt.hold = NewLeafHold.as_called()
-        return None
+    if attempt.hold.noted:
+        shown = unobserved()
+        outputs = None if shown is None else outputs_given_their_flag(analysis.outputs, shown)
+        if outputs is None:
+            refusal = attempt.hold.refusal()
+            if refusal is not None:
+                raise refusal
+            attempt.hold = NewLeafHold.as_called()
+            return None
+        analysis = dataclasses.replace(analysis, outputs=outputs)
     return prog, layout, analysis, training, traced_once
 
 
@@ -763,18 +767,19 @@ def _held_leaves_unobserved(
     flat: FlatInputs,
     function_modes: tuple[object, ...],
     caller_grad: bool,
-) -> bool:
+) -> frozenset[int] | None:
     """Does holding back the calls the analysis noted change nothing eager's run shows, run under the caller's grad
-    mode (Note [Training Without A Function])? Asked once per decision (a compile again over an input's whole
-    storage keeps it); a run that failed before deciding is asked about what it noted."""
-    if hold.held is not None and hold.unobserved is not None:
-        return hold.unobserved
+    mode, but the flag of outputs that are those leaves (their positions; None: observed otherwise; Note [Training
+    Without A Function])? Asked once per decision (a compile again over an input's whole storage keeps it); a run
+    that failed before deciding is asked about what it noted."""
+    if hold.held is not None and hold.asked:
+        return hold.shown
     held = hold.held if hold.held is not None else frozenset(hold.noted)
     wrap = functools.partial(traced_under, function_modes)
     with torch.set_grad_enabled(caller_grad):
         found = unobserved_new_leaves(wrap, as_called, flat, held, hold.calls if hold.held is not None else None)
     if hold.held is not None:
-        hold.unobserved = found
+        hold.asked, hold.shown = True, found
     return found
 
 

@@ -518,7 +518,8 @@ class OutputInfo:
     # [Views That Raise After A Bump])
     base_gains_grad: bool = False
     # TENSOR in inference: it requires grad in eager as the program made it (requires_grad_() on it, or on the tensor
-    # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads])
+    # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads]); so is a new
+    # leaf the caller sees by its flag alone, in any call (Note [Training Without A Function])
     gains_grad: bool = False
     # TENSOR: eager's is an inference tensor (computed inside a torch.inference_mode() block, or a view of one), and
     # these of its dense leaves are (a plain tensor: (0,); of a subclass, those over storage made inside the block: a

@@ -97,7 +97,7 @@ from subclassaot.pipeline.rules.leaf_mutations import (
     leaf_mutations,
     wrappers_after,
 )
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold, no_grad_new_leaf_refusal
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.set_under_grad import (
     early_set_inputs,
@@ -689,7 +689,6 @@ def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:
 
 
 def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, flat: FlatInputs) -> None:
-    inputs = {id(t) for t in run.user_tensors}
     gained_after = run.swaps.gained_after_read
     # (where what the program computed from them before has no history the caller can see, in eager as with the
     # flag set from the start, the compiled call's setting it first changes nothing: Note [Grad Mode And Autograd Reads])
@@ -708,11 +707,6 @@ def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, 
                 "write's history, while the compiled call's write reaches a leaf that still requires grad. Write "
                 "into a clone, or turn requires_grad off outside the compiled function"
             )
-    gained = {k: grad for k, grad in run.swaps.requires_grad_gained.items() if k not in inputs}
-    if not run.swaps.grad_at_start and any(gained.values()):
-        # (a call under no_grad that leaves grad off: the tensor and its views only carry the flag, Note [Grad Mode
-        # And Autograd Reads]; one begun with grad on: a new leaf, Note [Training Without A Function])
-        raise no_grad_new_leaf_refusal()
 
 
 def _analyze_outputs(
@@ -729,7 +723,7 @@ def _analyze_outputs(
     dense_names = tuple((leaf.path, owners[DenseIndex(j)]) for j, leaf in enumerate(layout.leaves))
     set_targets = outputs_set_onto_inputs(leaves, run, (current, original), mutations, (paths, dense_names))
     # (a call under no_grad: analyze; one with grad makes new leaves: Note [Training Without A Function])
-    own = run.swaps.requires_grad_gained.keys() | run.swaps.own_flags
+    own = run.swaps.requires_grad_gained | run.swaps.own_flags
     gained = not run.swaps.grad_at_start and bool(own - input_by_id.keys())
     infos: list[OutputInfo] = []
     graph_count = 0
@@ -1673,7 +1667,7 @@ def _new_leaf_view(value: object, info: OutputInfo, run: FunctionalRun) -> bool:
     replay = info.replay
     if not run.swaps.grad_at_start or replay is None:
         return False
-    made = run.swaps.requires_grad_gained.keys() | run.swaps.new_leaf_ids
+    made = run.swaps.requires_grad_gained | run.swaps.new_leaf_ids
     if not isinstance(value, torch.Tensor) or id(value) not in made:
         return False
     return value.requires_grad and grad_fn_or_none(value) is None

@@ -670,9 +670,11 @@ def _leaf_run(
     call: Callable[..., object],
     flat: FlatInputs,
     held: frozenset[int],
-) -> tuple[_NewLeafFlags, list[object]] | None:
+) -> tuple[_NewLeafFlags, list[object], frozenset[int], frozenset[int]] | None:
     """One eager run of the program on static fakes, its flag calls at `held` skipped, under the caller's grad mode:
-    the mode that logged it and the `_autograd_shape` of each output and each input as left; None where it raises."""
+    the mode that logged it, the `_autograd_shape` of each output and each input as left, and the positions among the
+    outputs of the tensors a flag call made (or would make) new leaves, and of those among them in `quiet`; None where
+    it raises."""
     flags = _NewLeafFlags(held, logging=True)
 
     def logged(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
@@ -690,8 +692,15 @@ def _leaf_run(
         shapes = [_autograd_shape(t, tensors) if isinstance(t, torch.Tensor) else None for t in [*outs, *tensors]]
     except Exception:  # a program the probe cannot run, or whose histories it cannot read
         return None
-    flags.touched |= any(o is q for o in outs for q in flags.quiet)
-    return flags, shapes
+    made = frozenset(k for k, o in enumerate(outs) if any(o is m for m in flags.made))
+    quiet = frozenset(k for k, o in enumerate(outs) if any(o is q for q in flags.quiet))
+    return flags, shapes, made, quiet
+
+
+# An output that is a new leaf, as eager's run as called leaves it and as the run with the flag call skipped does:
+# a leaf requiring grad through no base, with no history, against one requiring none (view or not, in both alike).
+_FLAGGED_LEAF = (True, False, None)
+_UNFLAGGED = (False, False, None)
 
 
 def unobserved_new_leaves(
@@ -700,23 +709,33 @@ def unobserved_new_leaves(
     flat: FlatInputs,
     held: frozenset[int],
     calls: int | None,
-) -> bool:
+) -> frozenset[int] | None:
     """Does skipping the program's calls at the places `held` (in call order, among its calls turning a flag on),
-    each making a new autograd leaf, change nothing eager's run shows (Note [Training Without A Function])? False where
-    one is observed, one of them makes no new leaf in eager, or eager's run makes other than `calls` calls turning a
-    flag on (None: not asked; an analysis run below the caller's modes also sees the calls they make). `call`: the
-    program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under the grad mode
-    it is called in, outside the modes of a trace in progress."""
+    each making a new autograd leaf, change nothing eager's run shows but the flag of outputs that are those leaves
+    themselves (Note [Training Without A Function])? The positions of those outputs among the program's (its pytree
+    leaves; empty: nothing changes); None where one is observed otherwise, one of them makes no new leaf in eager, or
+    eager's run makes other than `calls` calls turning a flag on (None: not asked; an analysis run below the caller's
+    modes also sees the calls they make). `call`: the program over the flat inputs; `wrap`: what the driver puts
+    around it (its ambient modes). Runs under the grad mode it is called in, outside the modes of a trace in
+    progress."""
     with outside_current_modes():
         as_called = _leaf_run(wrap, call, flat, frozenset())
         if as_called is None or not held <= as_called[0].candidates:
-            return False
+            return None
         if calls is not None and as_called[0].calls != calls:
-            return False
+            return None
         skipped = _leaf_run(wrap, call, flat, held)
-    if skipped is None or as_called[0].touched:
-        return False
-    return (skipped[0].log, skipped[1]) == (as_called[0].log, as_called[1])
+    if skipped is None or as_called[0].touched or skipped[0].log != as_called[0].log:
+        return None
+    (_, shapes, made, quiet), skipped_shapes = as_called, skipped[1]
+    differ = frozenset(k for k, (a, b) in enumerate(zip(shapes, skipped_shapes, strict=True)) if a != b)
+    if not quiet <= differ:  # (a quiet leaf returned shows only where its flag tells the runs apart, as below)
+        return None
+    for k in differ:
+        mine, theirs = cast(tuple[object, ...], shapes[k]), cast(tuple[object, ...], skipped_shapes[k])
+        if k not in made or mine[:3] != _FLAGGED_LEAF or theirs[:3] != _UNFLAGGED or mine[3] != theirs[3]:
+            return None
+    return differ
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
@@ -1064,33 +1083,36 @@ class _FunctionReach:
 # caller's input, so its node is eager's own requires_grad_() on it, at the same point (reads before it untracked, after
 # it tracked), kept where nothing reads it after; the runtime leaves the flag to it. The next call passes the input
 # requiring grad, which the guards send to an entry of its own.
-# Unobserved new leaves: eager's requires_grad_() (or `.requires_grad = True`) on a tensor that is no input and
-# requires no grad makes it a new autograd leaf (above), which the compiled graph can make only on the eager backend's
-# native path. Where nothing the caller can see depends on that flag, the program with the call skipped is eager's,
-# and is compiled instead. A compile decides that once, without a second try: its first analysis run that completes
-# holds back every call making a new leaf where the compile as called would refuse it or may (storage_swaps' _held_back: a
-# plain tensor in a call with grad on, a subclass, or inside torch.enable_grad() of a call under no_grad), skipped
-# before the run's modes see it, and notes its place (the calls turning a flag on counted in call order, the same in
-# every run of the program) and the refusal it meets as called; every later run holds back the same places. Programs
-# making no new leaf pay nothing more. Where it noted one, the driver runs the program twice in eager on static fakes
-# of the inputs, under the caller's grad mode, once as called and once with those calls skipped, and compares what each
-# run shows: per op, which of its tensor arguments require grad where grad mode is on (an op with grad off records no
-# history, and one whose behaviour a flag changes raises in one run), what it returns (requires_grad of the tensors it
-# makes with grad on; the answers of flag reads, `t.requires_grad` or `t.is_leaf`; the history a grad_fn read
-# reaches), and at the end `_autograd_shape` of each output and of each input as left. A later op with grad on over
-# the leaf, over a view of it taken before the flag (whose requires_grad is its base's) or after, over a value computed
-# from it (a custom Function's result), a read of its flags, returning it or a view of it, or an input it was set_()
-# into and then read: each shows in what is compared. Equal answers mean eager's leaf reaches nothing the caller
-# observes, and the analysis stands. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the
-# leaf is observed: a subclass's, or one in a call under no_grad, is refused as the compile as called refuses it; a
-# plain one is compiled as called, where the native path takes it or refuse_new_leaves refuses it. Where the analysis
-# of the program with the calls held back fails, the same comparison decides: unobserved, its error is the program's;
-# observed, the program is compiled as called. A second flag call on the same leaf is held back too (in the skipped
-# run it would make the leaf there). Only the program's own calls count (not those the fake mode's code makes inside
-# an op, which its cache skips); set_() reaches no torch- function mode, but what it gives history shows in the flags
-# and histories compared. A view requiring grad through its base (made under no_grad) reports the same flag before
-# and after its requires_grad_(), and the histories through it differ only by its own accumulator: such a leaf counts
-# as observed wherever the program takes it again after the call, or returns it.
+# Unobserved new leaves: eager's requires_grad_() (or `.requires_grad = True`) on a tensor that is no input and requires
+# no grad makes it a new autograd leaf (above), which the compiled graph can make only on the eager backend's native
+# path. Where nothing the caller can see depends on that flag, the program with the call skipped is eager's, and is
+# compiled instead. A compile decides that once, without a second try: its first analysis run that completes holds back
+# every call making a new leaf where the compile as called would refuse it or may (storage_swaps' _held_back: a plain
+# tensor or a subclass, in a call begun with grad on), skipped before the run's modes see it, and notes its place (the
+# calls turning a flag on counted in call order, the same in every run of the program) and the refusal it meets as
+# called; every later run holds back the same places. Programs making no new leaf pay nothing more. Where it noted one,
+# the driver runs the program twice in eager on static fakes of the inputs, under the caller's grad mode, once as called
+# and once with those calls skipped, and compares what each run shows: per op, which of its tensor arguments require
+# grad where grad mode is on (an op with grad off records no history, and one whose behaviour a flag changes raises in
+# one run), what it returns (requires_grad of the tensors it makes with grad on; the answers of flag reads,
+# `t.requires_grad` or `t.is_leaf`; the history a grad_fn read reaches), and at the end `_autograd_shape` of each output
+# and of each input as left. A later op with grad on over the leaf, over a view of it taken before the flag (whose
+# requires_grad is its base's) or after, over a value computed from it (a custom Function's result), a read of its
+# flags, returning it or a view of it, or an input it was set_() into and then read: each shows in what is compared.
+# Equal answers mean eager's leaf reaches nothing the caller observes, and the analysis stands. So it does where they
+# differ only at outputs that are such leaves themselves, each a leaf requiring grad as called and one requiring none
+# skipped (no flag through a base, no history, a view in both runs or in neither): the caller sees that leaf by its own
+# flag alone, which the runtime gives the output once built (OutputInfo.gains_grad), as it gives a tensor flagged in a
+# call under no_grad. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the leaf is observed: a
+# subclass's is refused as the compile as called refuses it; a plain one is compiled as called, where the native path
+# takes it or refuse_new_leaves refuses it. Where the analysis of the program with the calls held back fails, the same
+# comparison decides: unobserved, its error is the program's; observed, the program is compiled as called. A second flag
+# call on the same leaf is held back too (in the skipped run it would make the leaf there). Only the program's own calls
+# count (not those the fake mode's code makes inside an op, which its cache skips); set_() reaches no torch-function
+# mode, but what it gives history shows in the flags and histories compared. A view requiring grad through its base
+# (made under no_grad) reports the same flag before and after its requires_grad_(), and the histories through it differ
+# only by its own accumulator: such a leaf counts as observed wherever the program takes it again after the call, or
+# returns it.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

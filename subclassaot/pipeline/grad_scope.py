@@ -123,13 +123,14 @@ __all__ = [
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
 #   writes (refused where another input shares its storage); views of it taken with grad after the flag went off and
 #   replayed before the epilogue, so before the drop, are replayed without history (Note [Views That Raise After A
-#   Bump]). On a view or an intermediate: in a call under no_grad
-#   that never turns grad on, only the flag changes, which its views share, and the outputs that are such tensors are
+#   Bump]). On a view or an intermediate: in a call under no_grad, only the flag changes, which its views share (the
+#   call itself acts alike whatever the grad mode: one inside a torch.enable_grad() block of that call is the same
+#   call, and what later ops with grad on compute from the tensor is theirs), and the outputs that are such tensors are
 #   made to require grad once built (OutputInfo.gains_grad), as are no_grad views given a flag of their own where they
 #   would read their base's, whether or not it requires grad (SwapRecord.own_flags: a view of a view input reads its
 #   root base's in eager, which may require none, where the run's reads the stand-in's; the program's reads of such a
-#   view answer its own flag, not that base's); with grad on, eager makes a new leaf the outputs'
-#   histories end in, which one graph over the inputs cannot: refused, pointing to the Dynamo backend.
+#   view answer its own flag, not that base's); in a call begun with grad on, eager makes a new leaf the outputs'
+#   histories end in (Note [Training Without A Function]).
 # - Inside inference_mode autograd records nothing whatever the grad mode, except a custom Function applied with grad
 #   on (its result, an inference tensor with a grad_fn, is refused as an output). A view taken there of a normal tensor
 #   is a normal tensor in eager with creation meta INFERENCE_MODE (it acts as a view taken under no_grad, its errors

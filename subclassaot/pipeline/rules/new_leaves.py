@@ -9,12 +9,13 @@ program as called meets there.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.schemas import OutputInfo, OutputKind
 
 
 class NewLeafKind(enum.Enum):
@@ -22,7 +23,6 @@ class NewLeafKind(enum.Enum):
 
     PLAIN = "plain"  # a plain tensor, in a call with grad on: only the native path makes it
     SUBCLASS = "subclass"  # a tensor subclass: the graph, over its inner tensors, has no wrapper to mark
-    UNDER_NO_GRAD = "under no_grad"  # inside torch.enable_grad() of a call made under no_grad
 
 
 @dataclass(slots=True)
@@ -34,7 +34,10 @@ class NewLeafHold:
 
     held: frozenset[int] | None = None
     noted: dict[int, tuple[NewLeafKind, str]] = field(default_factory=dict)
-    unobserved: bool | None = None  # whether eager's run observes none of `held`, once the driver asked
+    asked: bool = False  # whether the driver asked eager's runs about `held`; then, `shown`: the positions among the
+    # program's outputs (its pytree leaves) of the leaves held back that the caller sees by their flag alone (empty:
+    # eager's run observes none of `held`), or None where it observes one otherwise
+    shown: frozenset[int] | None = None
     calls: int | None = None  # the calls turning a flag on that the run deciding `held` counted
 
     def run_starts(self) -> None:
@@ -55,15 +58,11 @@ class NewLeafHold:
 
     def refusal(self) -> UnsupportedError | None:
         """The refusal the compile as called meets before the others, where a held-back call has one of its own (a
-        subclass, or under a call made with no_grad): the analysis run raises those; None for plain calls, which
-        only the native path may make (`backward_probe.refuse_new_leaves`)."""
+        subclass): the analysis run raises it; None for plain calls, which only the native path may make
+        (`backward_probe.refuse_new_leaves`)."""
         kinds = [self.noted[p] for p in sorted(self.noted)]
         subclass = next((name for kind, name in kinds if kind is NewLeafKind.SUBCLASS), None)
-        if subclass is not None:
-            return subclass_new_leaf_refusal(subclass)
-        if any(kind is NewLeafKind.UNDER_NO_GRAD for kind, _ in kinds):
-            return no_grad_new_leaf_refusal()
-        return None
+        return None if subclass is None else subclass_new_leaf_refusal(subclass)
 
 
 def turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, bool]:
@@ -85,11 +84,18 @@ def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
     )
 
 
-def no_grad_new_leaf_refusal() -> UnsupportedError:
-    return UnsupportedError(
-        "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
-        "view of an input or an intermediate) inside a torch.enable_grad() block of a call made under no_grad: "
-        "eager makes it a new autograd leaf, which the outputs' histories end in, and the compiled call under "
-        'no_grad cannot make such a leaf. Use torch.compile(fn, backend="subclassaot"), which splits the program '
-        "there, call the compiled function with grad mode on, or call requires_grad_() on the output after the call"
-    )
+def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: frozenset[int]) -> tuple[OutputInfo, ...] | None:
+    """`outputs` (one per output of the program with the held-back calls skipped) where those at `shown`, new leaves
+    of eager's that the caller sees by their flag alone, are made to require grad once built (OutputInfo.gains_grad),
+    as a tensor flagged under no_grad is: nothing else of eager's leaf differs from the tensor the program returns
+    without the call (Note [Training Without A Function]). None where one is no tensor the runtime can give the flag
+    (an inference tensor, whose flag only the block it was made in may set)."""
+    given = list(outputs)
+    for k in sorted(shown):
+        info = outputs[k] if k < len(outputs) else None
+        if info is not None and info.kind is OutputKind.SAME_AS:
+            continue  # (the same tensor as an earlier output, flagged there)
+        if info is None or info.kind is not OutputKind.TENSOR or info.inference or info.inference_leaves:
+            return None
+        given[k] = replace(info, gains_grad=True)
+    return tuple(given)

@@ -1110,15 +1110,14 @@ class _DataMode(TorchFunctionMode):
             return False
         if id(t) in self.record.retyped:  # (the call's own refusal, as where it is not held back: _flag_pair)
             _refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
-        if self.record.grad_at_start:  # (as _makes_new_leaf answers)
-            through_base = requires_grad_through_base(t) and id(t) not in self.record.requires_grad_set
-            if t.requires_grad and not through_base:
-                return False
-            kind = NewLeafKind.SUBCLASS if is_traceable_subclass(t) else NewLeafKind.PLAIN
-        elif torch.is_grad_enabled() and not t.requires_grad:  # (as analyze's _check_requires_grad_calls refuses)
-            kind = NewLeafKind.UNDER_NO_GRAD
-        else:
+        # (as _makes_new_leaf answers: in a call begun under no_grad, the flag alone changes, whatever the grad mode
+        # at the call, Note [Grad Mode And Autograd Reads])
+        if not self.record.grad_at_start:
             return False
+        through_base = requires_grad_through_base(t) and id(t) not in self.record.requires_grad_set
+        if t.requires_grad and not through_base:
+            return False
+        kind = NewLeafKind.SUBCLASS if is_traceable_subclass(t) else NewLeafKind.PLAIN
         hold.noted[place] = (kind, type(t).__name__)
         return True
 
@@ -1346,7 +1345,7 @@ class _DataMode(TorchFunctionMode):
             _note_gain_on_view_input(self.record, args[0])
             if not args[0].requires_grad:
                 note_gain_on_a_base(self.record, args[0])
-                self.record.requires_grad_gained[id(args[0])] = torch.is_grad_enabled()
+                self.record.requires_grad_gained.add(id(args[0]))
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
                 elif self.record.grad_at_start and (flips := self._flips_unread(args[0])) is not None:

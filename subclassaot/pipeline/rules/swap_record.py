@@ -154,8 +154,8 @@ class SwapRecord:
     # id() of input stand-ins whose real input is a view of another input the program made require grad (Note [Grad
     # Mode And Autograd Reads])
     views_of_gained_bases: set[int] = field(default_factory=set)
-    # ... of those, the ones that did not require grad, and whether grad mode was on at the call
-    requires_grad_gained: dict[int, bool] = field(default_factory=dict)
+    # ... of those, the ones that did not require grad
+    requires_grad_gained: set[int] = field(default_factory=set)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
