@@ -508,10 +508,10 @@ def check_assigned_writes(
             if m.written_after_data and _view_relaid(flat, i, m):
                 raise UnsupportedError(
                     f"{path}: the program assigns `.data` of this input, a view with autograd history, a tensor of "
-                    "another size or strides, then writes it where autograd records it; eager records the write on "
-                    "the view's base at the assigned layout (CopySlices over the base's elements that layout reaches), "
-                    "which the compiled program does not reproduce (Note [History Kept Through .data =]). Assign a "
-                    "tensor of the view's own layout, or write a clone"
+                    "another size or strides, and writes it where autograd records it (before or after); eager "
+                    "records the write on the view's base, and after the `.data =` at the assigned layout (CopySlices "
+                    "over the base's elements that layout reaches), which the compiled program does not reproduce "
+                    "(Note [History Kept Through .data =]). Assign a tensor of the view's own layout, or write a clone"
                 )
             if m.assigned_write is AssignedWrite.RESHAPED:
                 raise UnsupportedError(
