@@ -129,6 +129,9 @@ class AssignedWrite(enum.Enum):
     # does the epilogue's copy_ of a value not differentiated
     AFTER_RAISING = "after_raising"
     BEFORE = "before"  # (also) before it: refused
+    # (also) before it, at the layout it came with (no in-place view op), its size at entry expanding to its last: the
+    # trace's stand-in keeps that history across the rebinding as eager's tensor does; the epilogue gives it as AFTER
+    KEPT = "kept"
     # written with grad, then set_() under no_grad onto another storage (the last swap, no set_() under grad): eager
     # keeps the write's history; refused
     SET_BEFORE = "set_before"
@@ -223,8 +226,9 @@ class LeafMutation:
 
     @property
     def written_after_data(self) -> bool:
-        """Its history takes the write: Note [History Kept Through .data =]."""
-        return self.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING)
+        """Its history takes the write (after the `.data =`, or before it where KEPT): Note [History Kept Through
+        .data =]."""
+        return self.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING, AssignedWrite.KEPT)
 
 
 class OutputKind(enum.Enum):

@@ -278,7 +278,10 @@ def _swapped_updates(traced: TracedGraph, analysis: Analysis) -> frozenset[int]:
         for k, u in enumerate(traced.outputs.updates)
         if u.kind is not UpdateKind.BASE
         and analysis.mutations[u.target].storage_changed
-        and not (u.kind is UpdateKind.FINAL and analysis.mutations[u.target].assigned_write is AssignedWrite.AFTER)
+        and not (
+            u.kind is UpdateKind.FINAL
+            and analysis.mutations[u.target].assigned_write in (AssignedWrite.AFTER, AssignedWrite.KEPT)
+        )
     )
 
 

@@ -271,7 +271,7 @@ def undo_steps(
 def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
     """The epilogue writes this input's new value (an update of `kind`) under no_grad (see runtime.epilogue_plan.copy_into):
     no gradient flows from the input back into the graph's output for it."""
-    if kind is UpdateKind.FINAL and m.assigned_write is AssignedWrite.AFTER:
+    if kind is UpdateKind.FINAL and m.assigned_write in (AssignedWrite.AFTER, AssignedWrite.KEPT):
         return False  # Note [History Kept Through .data =]
     if kind is UpdateKind.FINAL and m.history_from_base:
         return True  # Note [Input Updates]

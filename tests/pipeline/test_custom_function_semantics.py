@@ -520,13 +520,14 @@ def dirty_then_data_assigned(x0: T, x1: T) -> object:
     return (x0,)
 
 
-def test_mark_dirty_input_moved_by_data_after_refused() -> None:
+def test_mark_dirty_input_moved_by_data_after() -> None:
     """The Function marked the input dirty, then `.data =` moved it: the write is no longer seen on the input's
     storage, but eager's history still runs through the Function's backward; the compiled gradient missed it, half
-    eager's (fuzz seed 56000, program 2112: DIVERGED). Refused as any input written with grad and then assigned
-    `.data` (Note [History Kept Through .data =])."""
-    with pytest.raises(UnsupportedError, match=r"where autograd records it and assigns its `\.data`"):
-        subclassaot.compile(dirty_then_data_assigned)(_nonleaf(3), torch.randn(3))
+    eager's (fuzz seed 56000, program 2112: DIVERGED), and it was refused since. The input's FINAL update now carries
+    the history the trace recorded on it before the `.data =` (Note [History Kept Through .data =], KEPT)."""
+    with torch.enable_grad():
+        assert_matches_eager(dirty_then_data_assigned, lambda: (_nonleaf(3), torch.randn(3)))
+        assert_matches_eager(dirty_then_data_assigned, lambda: (_nonleaf(3), torch.randn(3)), after_call=write_outputs)
 
 
 def dirty_view_taken_with_grad(x0: T) -> object:

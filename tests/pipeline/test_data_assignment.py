@@ -1190,11 +1190,93 @@ def test_writes_around_data_assignment_refused(compile_fn: CompileFn | None) -> 
         return (x0,)
 
     make = _plain_makers()[1]
-    refused_with_grad(written_before_last, make, compile_fn, r"then assigns its `\.data` again")
+    # (x0 ends at a size its size at entry does not expand to: refused; where it does, its history is kept: see
+    # test_writes_before_data_assignment_keep_their_history)
+    apart = _unexpanding_maker()
+    refused_with_grad(written_before_last, apart, compile_fn, r"then assigns its `\.data` again")
     refused_with_grad(transposed_after, make, compile_fn, "changes its layout in place")
     check_no_grad(written_before_last, make, compile_fn)
     check_no_grad(transposed_after, make, compile_fn)
     refused_with_grad(transposed_after, _plain_makers()[0], compile_fn, "changes its layout in place")
+
+
+def _unexpanding_maker() -> Maker:
+    """x0 of a size that does not expand to x1's, which it is assigned: eager's backward through x0's history raises."""
+    return lambda: (nonleaf(3), torch.randn(2, 4), leaf(2, 4))
+
+
+def _written_then_assigned(x0: T, x1: T, w: T) -> object:  # eager: x0 holds x1's values, MulBackward0's history
+    x0.mul_(w.sum())
+    x0.data = x1
+    return (x0, x1)
+
+
+def _written_before_and_after(x0: T, x1: T, w: T) -> object:
+    x0.mul_(3.0)
+    x0.data = x1
+    x0.mul_(w.sum())
+    return (x0,)
+
+
+def _assigned_twice(x0: T, x1: T, w: T) -> object:
+    x0.mul_(w.sum())
+    x0.data = x1
+    x0.mul_(2.0)
+    x0.data = w.detach() + 1.0
+    return (x0 * x0,)
+
+
+def _assigned_an_intermediate(x0: T, x1: T, w: T) -> object:
+    y = w * 2.0
+    x0.copy_(x0)
+    x0.data = y
+    return (x0, y)
+
+
+@pytest.mark.parametrize(
+    "f", [_written_then_assigned, _written_before_and_after, _assigned_twice, _assigned_an_intermediate]
+)
+def test_writes_before_data_assignment_keep_their_history(
+    compile_fn: CompileFn | None, f: Callable[..., object]
+) -> None:
+    # Note [History Kept Through .data =] (AssignedWrite.KEPT): an input written with grad, then assigned `.data` of
+    # its own size (through itself; a view input of a base requiring grad: the base gets the write's CopySlices):
+    # eager's input keeps the writes' history with the assigned values. Refused before (fuzz seed 118700 #1396, #615,
+    # #1584, #2475: "writes this input where autograd records it and assigns its `.data`")
+    for make in [m for k, m in enumerate(_plain_makers()) if k != 4]:  # (4: x0 requires no grad)
+        with torch.enable_grad():
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+            assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+        check_no_grad(f, make, compile_fn)
+    # (PairTensor inputs: the wrapper-level rule, Note [Inputs Written In Training])
+    check_with_grad(f, lambda: (pair_nonleaf(2, 3), pair(2, 3), pair(2, 3, requires_grad=True)), compile_fn)
+
+
+def test_write_then_data_assignment_of_a_self_copy(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 118700 #1396 (refused before): eager's x0 holds -x0's values with the identity gradient of copy_
+    def f(x0: T) -> object:
+        x0.copy_(x0)
+        t0 = x0.clone()
+        t0.mul_(-1.0)
+        with torch.no_grad():
+            x0.data = t0
+        return (x0, x0, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn)
+        assert_matches_eager(f, lambda: (nonleaf(),), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_writes_before_data_assignment_at_another_layout_refused(compile_fn: CompileFn | None) -> None:
+    # the history the write recorded is at a size or layout the input does not end with: refused as before
+    def relaid(x0: T, x1: T, w: T) -> object:  # an in-place view op before the write
+        x0.t_()
+        x0.mul_(2.0)
+        x0.data = x1.t()
+        return (x0,)
+
+    refused_with_grad(_written_then_assigned, _unexpanding_maker(), compile_fn, "and assigns its `.data`")
+    refused_with_grad(relaid, _plain_makers()[1], compile_fn, "and assigns its `.data`")
 
 
 def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn | None) -> None:

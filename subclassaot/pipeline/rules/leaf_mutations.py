@@ -410,14 +410,15 @@ __all__ = [
 #   found it (`Analysis.raising_write_blocks`, read from eager's graph on static fakes; runtime/steps.py's
 #   `blocking_holder`). Refused where that graph reaches an input apart from the raising node (a second write after
 #   it), whose gradient eager may accumulate before the raise.
-#   Refused: an in-place view op after the `.data =` (RESHAPED), a write with grad before the last `.data =` (BEFORE),
-#   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad
-#   set_() onto another storage (and subclass kin; through the input or any view of it, taken before the set_() or
-#   after: eager records each on the input's history by CopySlices, and an input that is a view has its history
-#   regenerated from its base's, which recorded the write at the view's new layout), and writes with grad before a
-#   no_grad set_() onto another storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage
-#   runs below autograd, so the input kept the history it came with). Subclass inputs keep their wrapper-level rule
-#   (Note [Inputs Written In Training]).
+#   Writes with grad before the last `.data =` are on x0's history too, kept by the trace's stand-in across its
+#   rebinding as by eager's tensor: a FINAL update the same way (KEPT) where no in-place view op relaid x0 and its size
+#   at entry expands to its last. Refused: other writes before it (BEFORE), an in-place view op after it (RESHAPED),
+#   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad set_()
+#   onto another storage (and subclass kin; through the input or any view of it, taken before the set_() or after:
+#   eager records each on the input's history by CopySlices, and an input that is a view has its history regenerated
+#   from its base's, which recorded the write at the view's new layout), and writes with grad before a no_grad set_()
+#   onto another storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage runs below
+#   autograd, so the input kept the history it came with). Subclass inputs: Note [Inputs Written In Training].
 # - Plain views assigned after a write (`t0 = x0.diagonal(1, 0, 1); x1.mul_(-1.0); t0.data = x0; return t0`, x0 a view
 #   of the non-leaf x1): t0 keeps x1's counter and stays a view. Reading its grad_fn after the counter moved regenerates
 #   it by AsStridedBackward0 of the metadata t0 has *then*, the assigned ones; a read reaching its grad_fn between the
@@ -445,7 +446,7 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
         viewed = storage_changed and any(r.grad_enabled for r in swaps.inplace_views.get(id(final), []))
         return AssignedWrite.VIEWED if viewed else None
     if written < assigned[0]:
-        return AssignedWrite.BEFORE
+        return AssignedWrite.KEPT if _history_at_entry_layout(i, run, final) else AssignedWrite.BEFORE
     if not storage_changed:
         return None
     if any(r.seq > assigned[0] for r in swaps.inplace_views.get(id(final), [])):
@@ -453,6 +454,14 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
     if not _expands_to(run.originals[i].shape, final.shape):
         return AssignedWrite.AFTER_RAISING
     return AssignedWrite.AFTER
+
+
+def _history_at_entry_layout(i: int, run: FunctionalRun, final: torch.Tensor) -> bool:
+    """Note [History Kept Through .data =]: is the history that writes with grad before a `.data =` recorded on plain
+    input leaf `i` (`final`, its stand-in at the end) at the layout it came with (no in-place view op on it), which
+    the size it ends with expands to (eager's backward sums the gradient back)? The trace's stand-in keeps that
+    history across the rebinding, as eager's tensor does, so its FINAL update is differentiated through it."""
+    return not run.swaps.inplace_views.get(id(final)) and _expands_to(run.originals[i].shape, final.shape)
 
 
 def _written_before_no_grad_set(final: torch.Tensor, swaps: SwapRecord, storage_changed: bool) -> AssignedWrite | None:
@@ -476,9 +485,10 @@ def check_assigned_writes(
             if m.assigned_write is AssignedWrite.BEFORE:
                 raise UnsupportedError(
                     f"{path}: the program writes this input where autograd records it, then assigns its `.data` "
-                    "again; eager's history of that write is of a storage the input no longer has, which the "
-                    "compiled program does not reproduce (Note [History Kept Through .data =]). Write after the "
-                    "last `.data =`, or under torch.no_grad()"
+                    "again, where an in-place view op (t_, unsqueeze_) changed its layout or its size at entry does "
+                    "not expand to the one it ends with; eager's history of that write is at a layout the input no "
+                    "longer has, which the compiled program does not reproduce (Note [History Kept Through .data =]). "
+                    "Write after the last `.data =`, or under torch.no_grad()"
                 )
             if m.assigned_write is AssignedWrite.SET_BEFORE:
                 raise UnsupportedError(
@@ -495,13 +505,13 @@ def check_assigned_writes(
                     "compiled program cannot give it eager's history of that view op (Note [History Kept Through .data "
                     "=]). Use the out-of-place view op, or change the layout under torch.no_grad()"
                 )
-            if m.assigned_write in (AssignedWrite.AFTER, AssignedWrite.AFTER_RAISING) and _view_relaid(flat, i, m):
+            if m.written_after_data and _view_relaid(flat, i, m):
                 raise UnsupportedError(
                     f"{path}: the program assigns `.data` of this input, a view with autograd history, a tensor of "
-                    "another size or strides, then writes it where autograd records it; eager records the write on "
-                    "the view's base at the assigned layout (CopySlices over the base's elements that layout reaches), "
-                    "which the compiled program does not reproduce (Note [History Kept Through .data =]). Assign a "
-                    "tensor of the view's own layout, or write a clone"
+                    "another size or strides, and writes it where autograd records it (before or after); eager "
+                    "records the write on the view's base, and after the `.data =` at the assigned layout (CopySlices "
+                    "over the base's elements that layout reaches), which the compiled program does not reproduce "
+                    "(Note [History Kept Through .data =]). Assign a tensor of the view's own layout, or write a clone"
                 )
             if m.assigned_write is AssignedWrite.RESHAPED:
                 raise UnsupportedError(

@@ -26,6 +26,7 @@ from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
     Analysis,
+    AssignedWrite,
     DenseIndex,
     DenseLayout,
     FlatInputs,
@@ -666,7 +667,8 @@ def _check_data_swap_after_recorded_write(
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         data = analysis.wrapper_data[i]
         assigned = data is not None and data.resizes
-        if fake.requires_grad and any((m.swapped_by_data or assigned) and m.data and m.autograd_visible for m in muts):
+        swapped = [m for m in muts if (m.swapped_by_data or assigned) and m.assigned_write is not AssignedWrite.KEPT]
+        if fake.requires_grad and any(m.data and m.autograd_visible for m in swapped):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this input where autograd records "
                 "it and assigns its `.data` (a tensor subclass's: from a tensor of another size); in training this is "
