@@ -2193,6 +2193,49 @@ def test_written_input_alone_runs_beside_a_leaf_view_and_a_failing_output(
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# A backward through the written inputs' new values, where eager's through an output that saved one of them raises:
+# a written input that no output is (x1) gets a tangent from no probed backward through the outputs, so the probe
+# takes its new value as a root too, and the graph is traced without the raising output's tangent. The view input
+# returned (x0) reaches its base's history after the program's nodes, as eager's does, so a backward through it and
+# the raising output raises (Note [Probing Eager's Backward]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _written_after_its_sine_beside_a_written_view(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x1.sin()  # sin saves x1: eager's backward through t0 raises after the mul_
+    x0.fill_(2.0)
+    x1.mul_(-1.0)  # eager's backward through x0's and x1's new values completes
+    return x0, t0
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda t: t.as_strided((), (), 0), id="as_strided"),
+        pytest.param(lambda t: t[1:3], id="slice"),
+        pytest.param(lambda t: t.t(), id="t"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_written_inputs_run_beside_an_output_that_saved_one(
+    view: Callable[[T], T], kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 118800 #2936, the backward through the written inputs): the compiled backward raised
+    the error of eager's backward through t0 for a backward through x0 and x1, which eager completes."""
+
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return view(pair_nonleaf(4, 1)), pair_nonleaf(1)
+        return view(nonleaf(4, 1)), nonleaf(1)
+
+    with torch.enable_grad():
+        assert_matches_eager(_written_after_its_sine_beside_a_written_view, make, compile_fn=compile_fn)
+        assert_matches_eager(
+            _written_after_its_sine_beside_a_written_view, make, compile_fn=compile_fn, after_call=write_outputs
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # An input eager's node saves, written after the call, beside an output whose history raises when read (a view of a
 # multi-output view op's output whose base the program wrote): the probe of eager's saved tensors skips that output
 # (its backward raises at the root, running no node) and still finds the save.
