@@ -291,7 +291,8 @@ def test_no_grad_fill_of_a_saved_view_of_a_leaf(compile_fn: CompileFn | None) ->
 
 def test_backward_through_some_outputs_only(compile_fn: CompileFn | None) -> None:
     # Beside fuzz seed 7000 #6714: eager's backward through t2 alone completes, through t0 (alone or not) raises;
-    # the compiled one raises eager's error for the sets the probe saw raise, and refuses the others when it runs
+    # the compiled one raises eager's error for the sets the probe saw raise, and runs the others (the probe takes
+    # x's new value, which no output is, as a root too: seed 118800 #2936), as eager's do
     def f(x0: T, x1: T) -> object:
         t0 = x0.mul(x0)
         x1.add_(3.0)
@@ -309,8 +310,30 @@ def test_backward_through_some_outputs_only(compile_fn: CompileFn | None) -> Non
             out = cast(tuple[T, T], g(x, x))
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 torch.autograd.backward([out[k].sum() for k in chosen])
-        x = nonleaf(2, 2)
+        base = torch.randn(2, 2, requires_grad=True)
+        x = base.clone()
         out = cast(tuple[T, T], g(x, x))
+        torch.autograd.backward(out[1].sum())
+        assert base.grad is not None and bool((base.grad == -1.0).all())
+
+
+def test_backward_through_some_outputs_only_beyond_the_probe_limit(compile_fn: CompileFn | None) -> None:
+    # As above, with more outputs: the outputs and x's new value make more roots than the probe takes
+    # (MAX_PROBED_OUTPUTS), so the backward graph is not traced without t0's tangent: a backward through the other
+    # outputs, which the probe saw complete, is refused when it runs
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        x1.add_(3.0)
+        return (t0, x1.mul(-1.0), x1.mul(2.0), x1.mul(3.0))
+
+    make_inputs = _same_twice(lambda: nonleaf(2, 2))
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        if compile_fn is not None:
+            return
+        g = subclassaot.compile(f)
+        x = nonleaf(2, 2)
+        out = cast(tuple[T, ...], g(x, x))
         with pytest.raises(UnsupportedError, match="was not checked to fail there"):
             torch.autograd.backward(out[1].sum())
 
