@@ -432,7 +432,7 @@ _HISTORY_NODES = ("Error", "_InputHistoryBackward")
 def _histories_before_call(mode: torch._subclasses.FakeTensorMode, values: list[object]) -> None:
     """Give each fake in `values` that is a non-leaf requiring grad, no view, sharing no storage with another value
     and laid out as its clone is, a history made now (`_InputHistory`) in place of its fake's Error node, numbered
-    above all (Note [Probing Eager's Backward]); likewise the plain base of plain views among `values`
+    above all (Note [Probing Eager's Backward]); likewise the base of views among `values`
     (`_view_histories_before_call`)."""
     keys = [_storage_keys(v) if isinstance(v, torch.Tensor) else [] for v in values]
     for k, v in enumerate(values):
@@ -955,8 +955,9 @@ def tangent_patterns(
     returned: frozenset[int] = frozenset(),
 ) -> TangentPatterns | None:
     """The diff positions (Function outputs given a tangent) of each probed set of outputs (and of inputs' new
-    values, probe_eager_backward's `values`); None where an output's path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
-    among the forward outputs (runtime.steps.training_roots). An output regenerated from an input is taken to reach
+    values: probe_eager_backward's `values`); None where an output's path to the Function is not modelled here.
+    `roots`: the intermediate subclass roots' bases, in their order among the forward outputs
+    (runtime.steps.training_roots). An output regenerated from an input is taken to reach
     every new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
     matches none probed, and is refused then; one rebuilt through a view taken under no_grad reaches nothing
     (`cut_by_no_grad`). `returned`: tensor input positions of leaves given to the Function
