@@ -78,7 +78,9 @@ from subclassaot.torch_internals import (
 #   is left out of the probe's roots (eager runs that history after the program's nodes). Reached through a node of the
 #   program it would end the probe before another node raises, so a fake that shares no storage (and is no view) gets
 #   a history made before the call instead (`_InputHistory`: numbered below the program's nodes, it runs after them
-#   as eager's does, and raises the same); one that shares storage keeps the Error node: a known limit.
+#   as eager's does, and raises the same). So does a base of views among the inputs (of the default kind: not made
+#   under no_grad), where every input over its storage is the base or such a view: the views are taken again from
+#   it, by as_strided() at their layouts. Other fakes that share storage keep the Error node: a known limit.
 # - Deferring is exact for a backward through all of the outputs where eager's raises before any input leaf's gradient,
 #   and no output that requires grad is, or is regenerated from, a leaf input that requires grad (its AccumulateGrad
 #   would run outside the Function). The leaf a view input is a view of counts as an input leaf: a write under no_grad
@@ -117,7 +119,9 @@ from subclassaot.torch_internals import (
 #   a backward through the same tangents by another way (the written base's new value alone) is refused when it runs.
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
-#   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save).
+#   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save). Where the
+#   graph would be traced without the raising tangents (Note [Backward Errors Are Deferred]), such new values are
+#   probed too, as roots beside the outputs (`probe_eager_backward`'s `values`).
 # Saved values are checked as eager's (runtime/autograd_function.py):
 # Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
 # made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
@@ -167,20 +171,26 @@ class BackwardEnd(enum.Enum):
 
 
 def probe_eager_backward(
-    call: Callable[..., object], flat: FlatInputs, returned: frozenset[int] = frozenset()
+    call: Callable[..., object],
+    flat: FlatInputs,
+    returned: frozenset[int] = frozenset(),
+    values: frozenset[int] = frozenset(),
 ) -> Mapping[frozenset[int], BackwardEnd] | None:
     """Per nonempty set of the program's tensor outputs that require grad (positions among its output pytree's
     leaves): how eager's backward through them ends (Note [Probing Eager's Backward]). None where the program does
     not run on static fakes, has no such output, or more than MAX_PROBED_OUTPUTS. `returned`: positions in
     `flat.values` of leaf inputs given to the Function detached (Note [Backward Errors Are
-    Deferred]): their gradient counts where it is there exactly when the leaf itself is among the chosen outputs."""
+    Deferred]): their gradient counts where it is there exactly when the leaf itself is among the chosen outputs.
+    `values`: positions in `flat.values` of inputs whose new values are roots too, where the program wrote them with
+    grad and returns no output that is the input itself, each at position (number of output leaves) + its position
+    in `flat.values`."""
     try:
-        grad_outputs, _ = _trial(call, flat, None)
+        grad_outputs, _ = _trial(call, flat, None, values=values)
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
             return None
         ends: dict[frozenset[int], BackwardEnd] = {}
         for chosen in _output_sets(grad_outputs):
-            _, end = _trial(call, flat, chosen, returned=returned)
+            _, end = _trial(call, flat, chosen, returned=returned, values=values)
             if end is None:
                 return None
             ends[chosen] = end
@@ -266,9 +276,12 @@ class _ProbeRun:
 
 
 @contextlib.contextmanager
-def _probe_run(call: Callable[..., object], flat: FlatInputs, returned: frozenset[int]) -> Iterator[_ProbeRun]:
-    """Run the program on fresh static fakes (`returned`: flat inputs the Function takes detached); the fake mode
-    and grad mode stay on while the caller runs backwards through it."""
+def _probe_run(
+    call: Callable[..., object], flat: FlatInputs, returned: frozenset[int], values_at: frozenset[int] = frozenset()
+) -> Iterator[_ProbeRun]:
+    """Run the program on fresh static fakes (`returned`: flat inputs the Function takes detached; `values_at`: flat
+    inputs whose new values follow the outputs as roots, `probe_eager_backward`); the fake mode and grad mode stay on
+    while the caller runs backwards through it."""
     mode, values = static_fake_copies(flat.values)
     _histories_before_call(mode, values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
@@ -293,6 +306,8 @@ def _probe_run(call: Callable[..., object], flat: FlatInputs, returned: frozense
     with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
         state, args, kwargs = unflatten_call(flat, values)
         outs = pytree.tree_leaves(call(state, args, kwargs))
+        if values_at:
+            outs += [_written_value(v, outs) if k in values_at else None for k, v in enumerate(values)]
         leaves += _leaves_made(values, (*leaves, *apart))
         grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
         yield _ProbeRun(outs=outs, values=values, grad_outputs=grad_outputs, leaves=leaves, apart=apart, bases=bases)
@@ -306,13 +321,15 @@ def _trial(
     returned: frozenset[int] = frozenset(),
     before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
     after_call: Callable[[Sequence[object], Sequence[object]], None] | None = None,
+    values: frozenset[int] = frozenset(),
 ) -> tuple[list[int], BackwardEnd | None]:
     """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
     of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
     gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
     backward, with the outputs it takes as roots (and their positions); `after_call(outputs, values)` right after the
-    program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call)."""
-    with _probe_run(call, flat, returned) as run:
+    program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call).
+    `values`: as probe_eager_backward's."""
+    with _probe_run(call, flat, returned, values) as run:
         if after_call is not None:
             after_call(run.outs, run.values)
         if chosen is None:
@@ -349,6 +366,15 @@ def _backward_end(
         end = BackwardEnd.RAISES_AFTER_GRADS if graded else BackwardEnd.RAISES
         return _apart_as_returned(apart, roots, end)
     return _apart_as_returned(apart, roots, BackwardEnd.COMPLETES)
+
+
+def _written_value(v: object, outs: Sequence[object]) -> torch.Tensor | None:
+    """`v` (an input's fake after the call) where the program wrote it with grad (a history it made) and it is no
+    output itself: a root of its own (`probe_eager_backward`'s `values`)."""
+    if not isinstance(v, torch.Tensor) or not v.requires_grad or any(v is o for o in outs):
+        return None
+    node = grad_fn_or_none(v)
+    return v if node is not None and type(node).__name__ not in _HISTORY_NODES else None
 
 
 def _probed_at(run: _ProbeRun, chosen: frozenset[int]) -> list[int]:
@@ -406,21 +432,76 @@ _HISTORY_NODES = ("Error", "_InputHistoryBackward")
 def _histories_before_call(mode: torch._subclasses.FakeTensorMode, values: list[object]) -> None:
     """Give each fake in `values` that is a non-leaf requiring grad, no view, sharing no storage with another value
     and laid out as its clone is, a history made now (`_InputHistory`) in place of its fake's Error node, numbered
-    above all (Note [Probing Eager's Backward])."""
+    above all (Note [Probing Eager's Backward]); likewise the base of views among `values`
+    (`_view_histories_before_call`)."""
     keys = [_storage_keys(v) if isinstance(v, torch.Tensor) else [] for v in values]
     for k, v in enumerate(values):
         if not isinstance(v, torch.Tensor) or type(v.grad_fn).__name__ != "Error" or v._is_view():
             continue
         if any(key in other for j, other in enumerate(keys) if j != k for key in keys[k]):
             continue
-        with mode, torch.enable_grad():
-            fresh = cast(torch.Tensor, _InputHistory.apply(v))  # type: ignore[no-untyped-call]  # untyped in torch
-        if fresh.stride() == v.stride() and all(
-            (a.stride(), a.storage_offset(), a.untyped_storage().nbytes())
-            == (b.stride(), b.storage_offset(), b.untyped_storage().nbytes())
-            for a, b in zip(_dense_leaves(fresh), _dense_leaves(v), strict=True)
-        ):
+        fresh = _input_history(mode, v)
+        if fresh is not None:
             values[k] = fresh
+    _view_histories_before_call(mode, values, keys)
+
+
+def _input_history(mode: torch._subclasses.FakeTensorMode, v: torch.Tensor) -> torch.Tensor | None:
+    """`_InputHistory` applied to `v`, where its result is laid out as `v` (same strides, offset, storage size)."""
+    with mode, torch.enable_grad():
+        fresh = cast(torch.Tensor, _InputHistory.apply(v))  # type: ignore[no-untyped-call]  # untyped in torch
+    if fresh.stride() == v.stride() and all(
+        (a.stride(), a.storage_offset(), a.untyped_storage().nbytes())
+        == (b.stride(), b.storage_offset(), b.untyped_storage().nbytes())
+        for a, b in zip(_dense_leaves(fresh), _dense_leaves(v), strict=True)
+    ):
+        return fresh
+    return None
+
+
+def _view_histories_before_call(
+    mode: torch._subclasses.FakeTensorMode, values: list[object], keys: Sequence[Sequence[object]]
+) -> None:
+    """For each non-leaf base (history an Error node) of autograd views of the default kind among `values`, where
+    every value over its storage is one of those views or the base itself: the base with a history made now
+    (`_InputHistory`), and each of those values taken again from it (as_strided() at its layout, with grad), so
+    that eager's backward through a view input reaches the base's history after the program's nodes, as eager's
+    does (Note [Probing Eager's Backward]). Left as they are where a view taken again is not laid out as before."""
+    bases: dict[int, torch.Tensor] = {}
+    for v in values:
+        base = v._base if isinstance(v, torch.Tensor) else None
+        if base is not None and type(base.grad_fn).__name__ == "Error":
+            bases[id(base)] = base
+    for base in bases.values():
+        key = _storage_keys(base)
+        shared = [k for k, other in enumerate(keys) if any(part in other for part in key)]
+        members = [cast(torch.Tensor, values[k]) for k in shared]
+        if not all(m is base or (m._base is base and is_plain_autograd_view(m)) for m in members):
+            continue
+        fresh = _input_history(mode, base)
+        taken = None if fresh is None else _views_again(mode, fresh, base, members)
+        if taken is not None:
+            for k, t in zip(shared, taken, strict=True):
+                values[k] = t
+
+
+def _views_again(
+    mode: torch._subclasses.FakeTensorMode, fresh: torch.Tensor, base: torch.Tensor, members: Sequence[torch.Tensor]
+) -> list[torch.Tensor] | None:
+    """`members` (`base` or views of it) taken again from `fresh` (as_strided() with grad), or None where one is not
+    laid out as before (a subclass whose as_strided() lays out its inner tensors otherwise, or has none)."""
+    taken = []
+    try:
+        with mode, torch.enable_grad():
+            for m in members:
+                taken.append(fresh if m is base else fresh.as_strided(m.shape, m.stride(), m.storage_offset()))
+    except Exception:  # a subclass without as_strided(): its views keep the Error node
+        return None
+    for t, m in zip(taken, members, strict=True):
+        layouts = [[(d.shape, d.stride(), d.storage_offset()) for d in _dense_leaves(x)] for x in (t, m)]
+        if layouts[0] != layouts[1]:
+            return None
+    return taken
 
 
 def _dense_leaves(t: torch.Tensor) -> list[torch.Tensor]:
@@ -892,9 +973,10 @@ def tangent_patterns(
     ends: Mapping[frozenset[int], BackwardEnd],
     returned: frozenset[int] = frozenset(),
 ) -> TangentPatterns | None:
-    """The diff positions (Function outputs given a tangent) of each probed set of outputs; None where an output's
-    path to the Function is not modelled here. `roots`: the intermediate subclass roots' bases, in their order
-    among the forward outputs (runtime.steps.training_roots). An output regenerated from an input is taken to reach
+    """The diff positions (Function outputs given a tangent) of each probed set of outputs (and of inputs' new
+    values: probe_eager_backward's `values`); None where an output's path to the Function is not modelled here.
+    `roots`: the intermediate subclass roots' bases, in their order among the forward outputs
+    (runtime.steps.training_roots). An output regenerated from an input is taken to reach
     every new value of that input the epilogue writes with grad: where it reaches fewer, the set given at run time
     matches none probed, and is refused then; one rebuilt through a view taken under no_grad reaches nothing
     (`cut_by_no_grad`). `returned`: tensor input positions of leaves given to the Function
@@ -988,6 +1070,8 @@ class _FunctionReach:
     def of_output(self, o: int) -> set[int] | None:
         analysis, flat, layout, updates = self.analysis, self.flat, self.layout, self.updates
         n_fresh, wrappers_at, wrapper_updates = self.n_fresh, self.wrappers_at, self.wrapper_updates
+        if o >= len(analysis.outputs):  # an input's new value probed as a root (probe_eager_backward's `values`)
+            return self.of_input(flat.tensor_indices.index(InputIndex(o - len(analysis.outputs))))
         info = analysis.outputs[o]
         if info.kind is OutputKind.SAME_AS:
             assert info.input_index is not None

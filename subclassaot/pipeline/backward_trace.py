@@ -110,7 +110,9 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   no caller's backward gives): where that traces, the error was theirs (the trace's accumulator of a leaf made at its
 #   old size, where eager makes none), and a backward through the other new values runs.
 #   Likewise where each probed backward raises before any gradient exactly when it gives a tangent that no completing
-#   one gives (a Function's output that saved a no_grad view, beside the written input returned), without those.
+#   one gives (a Function's output that saved a no_grad view, beside the written input returned), without those. The
+#   new values of written inputs that no output's backward reaches are probed then as roots of their own (`t0 =
+#   x1.sin()`, then `x1.mul_(-1.0)`, t0 returned and x1 not): eager's backward through them alone completes.
 #   Where the deferral is otherwise not exact (an output view of a leaf bypasses the Function, or some set raises only
 #   after a gradient), as long as each backward that gives none of those tangents completes in eager, the graph is
 #   still traced without them: a backward through a written input's new value alone runs (`x0.sin()`, then
@@ -601,7 +603,14 @@ def _backward_without_raising_tangents(
     hidden = _hidden_values(setup) | _sources_without_tangents(setup)
     unprobed = frozenset(range(len(setup.diff))) - patterns.full
     if not unprobed <= hidden:
-        return None  # a tangent no probed backward gives that may reach the graph
+        # new values of inputs that no output's backward reaches: probed as roots of their own
+        owners = _value_owners(setup, unprobed - hidden)
+        patterns = None if owners is None else _probe(setup, values=owners)
+        if patterns is None or (exact and patterns.leaf_bypass):
+            return None
+        unprobed = frozenset(range(len(setup.diff))) - patterns.full
+        if not unprobed <= hidden:
+            return None  # a tangent no probed backward gives that may reach the graph
     completing = [p for p, end in patterns.ends.items() if end is BackwardEnd.COMPLETES]
     raising = patterns.full - frozenset().union(*completing)
     if (raising and raising == patterns.full) or not raising | unprobed:
@@ -616,6 +625,24 @@ def _backward_without_raising_tangents(
     except RuntimeError:
         return None
     return traced_setup, joint, raising | hidden
+
+
+def _value_owners(setup: JointSetup, positions: frozenset[int]) -> frozenset[int] | None:
+    """The tensor input positions whose new values are at the diff `positions` (updates of their own leaves, or
+    wrapper updates); None where one is another output (an alias group's base, a fresh output)."""
+    updates, wrappers, layout = setup.traced.outputs.updates, setup.wrapper_updates, setup.layout
+    wrappers_at = _wrappers_at(setup)
+    owners: set[int] = set()
+    for p in positions:
+        d = setup.diff[p]
+        if d < len(updates) and updates[d].kind is not UpdateKind.BASE:
+            leaf = cast(DenseIndex, updates[d].target)
+            owners.add(next(i for i, own in enumerate(layout.leaves_of_input) if leaf in own))
+        elif wrappers_at <= d < wrappers_at + len(wrappers):
+            owners.add(wrappers[d - wrappers_at])
+        else:
+            return None
+    return frozenset(owners)
 
 
 def _hidden_values(setup: JointSetup) -> frozenset[int]:
@@ -651,12 +678,16 @@ def _sources_without_tangents(setup: JointSetup) -> frozenset[int]:
     return frozenset(p for p, d in enumerate(setup.diff) if d in found)
 
 
-def _probe(setup: JointSetup, returned: frozenset[int] = frozenset()) -> TangentPatterns | None:
+def _probe(
+    setup: JointSetup, returned: frozenset[int] = frozenset(), values: frozenset[int] = frozenset()
+) -> TangentPatterns | None:
     """Note [Probing Eager's Backward]: how eager's backward through each set of outputs ends, by the tangents the
     compiled Function gets for them. `returned`: tensor input positions of leaves given to the Function detached
-    (Note [Backward Errors Are Deferred])."""
+    (Note [Backward Errors Are Deferred]); `values`: tensor input positions whose new values are probed as roots
+    too (probe_eager_backward)."""
     at = frozenset(setup.flat.tensor_indices[i] for i in returned)
-    ends = probe_eager_backward(setup.call, setup.flat, at)
+    written = frozenset(setup.flat.tensor_indices[i] for i in values)
+    ends = probe_eager_backward(setup.call, setup.flat, at, written)
     if ends is None:
         return None
     outputs = setup.traced.outputs

@@ -291,7 +291,8 @@ def test_no_grad_fill_of_a_saved_view_of_a_leaf(compile_fn: CompileFn | None) ->
 
 def test_backward_through_some_outputs_only(compile_fn: CompileFn | None) -> None:
     # Beside fuzz seed 7000 #6714: eager's backward through t2 alone completes, through t0 (alone or not) raises;
-    # the compiled one raises eager's error for the sets the probe saw raise, and refuses the others when it runs
+    # the compiled one raises eager's error for the sets the probe saw raise, and runs the others (the probe takes
+    # x's new value, which no output is, as a root too: seed 118800 #2936), as eager's do
     def f(x0: T, x1: T) -> object:
         t0 = x0.mul(x0)
         x1.add_(3.0)
@@ -309,8 +310,30 @@ def test_backward_through_some_outputs_only(compile_fn: CompileFn | None) -> Non
             out = cast(tuple[T, T], g(x, x))
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 torch.autograd.backward([out[k].sum() for k in chosen])
-        x = nonleaf(2, 2)
+        base = torch.randn(2, 2, requires_grad=True)
+        x = base.clone()
         out = cast(tuple[T, T], g(x, x))
+        torch.autograd.backward(out[1].sum())
+        assert base.grad is not None and bool((base.grad == -1.0).all())
+
+
+def test_backward_through_some_outputs_only_beyond_the_probe_limit(compile_fn: CompileFn | None) -> None:
+    # As above, with more outputs: the outputs and x's new value make more roots than the probe takes
+    # (MAX_PROBED_OUTPUTS), so the backward graph is not traced without t0's tangent: a backward through the other
+    # outputs, which the probe saw complete, is refused when it runs
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.mul(x0)
+        x1.add_(3.0)
+        return (t0, x1.mul(-1.0), x1.mul(2.0), x1.mul(3.0))
+
+    make_inputs = _same_twice(lambda: nonleaf(2, 2))
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        if compile_fn is not None:
+            return
+        g = subclassaot.compile(f)
+        x = nonleaf(2, 2)
+        out = cast(tuple[T, ...], g(x, x))
         with pytest.raises(UnsupportedError, match="was not checked to fail there"):
             torch.autograd.backward(out[1].sum())
 
@@ -2190,6 +2213,49 @@ def test_written_input_alone_runs_beside_a_leaf_view_and_a_failing_output(
     with torch.enable_grad():
         assert_matches_eager(fn, make, compile_fn=compile_fn)
         assert_matches_eager(fn, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A backward through the written inputs' new values, where eager's through an output that saved one of them raises:
+# a written input that no output is (x1) gets a tangent from no probed backward through the outputs, so the probe
+# takes its new value as a root too, and the graph is traced without the raising output's tangent. The view input
+# returned (x0) reaches its base's history after the program's nodes, as eager's does, so a backward through it and
+# the raising output raises (Note [Probing Eager's Backward]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _written_after_its_sine_beside_a_written_view(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x1.sin()  # sin saves x1: eager's backward through t0 raises after the mul_
+    x0.fill_(2.0)
+    x1.mul_(-1.0)  # eager's backward through x0's and x1's new values completes
+    return x0, t0
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda t: t.as_strided((), (), 0), id="as_strided"),
+        pytest.param(lambda t: t[1:3], id="slice"),
+        pytest.param(lambda t: t.t(), id="t"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_written_inputs_run_beside_an_output_that_saved_one(
+    view: Callable[[T], T], kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 118800 #2936, the backward through the written inputs): the compiled backward raised
+    the error of eager's backward through t0 for a backward through x0 and x1, which eager completes."""
+
+    def make() -> tuple[object, ...]:
+        if kind == "pair":
+            return view(pair_nonleaf(4, 1)), pair_nonleaf(1)
+        return view(nonleaf(4, 1)), nonleaf(1)
+
+    with torch.enable_grad():
+        assert_matches_eager(_written_after_its_sine_beside_a_written_view, make, compile_fn=compile_fn)
+        assert_matches_eager(
+            _written_after_its_sine_beside_a_written_view, make, compile_fn=compile_fn, after_call=write_outputs
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------------

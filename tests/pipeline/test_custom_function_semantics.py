@@ -1072,15 +1072,16 @@ def saved_slice_then_written_sin(x0: T, x1: T) -> object:
     ids=["transpose_saved", "plain", "pair"],
 )
 @pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
-def test_saved_input_written_after_the_save_backward_through_the_input_alone_refused(
+def test_saved_input_written_after_the_save_backward_through_the_input_alone_runs(
     f: Callable[..., object], make: Make, after_call: AfterCall | None
 ) -> None:
     """Eager's Function checks, when its backward unpacks ctx.saved_tensors, the saved input's version counter (one
     with its base's: x0's) against the version at save_for_backward; a write into the slice after the save bumps
     it, so eager's backward through the Function's output raises. A backward through x0's new value alone never
     reaches that node and completes in eager; the compiled backward (one node) raised the error there where the
-    probe kept no set of outputs (a view of a non-leaf input returned beside: fuzz seed 2830, program 185). It is
-    refused when it runs; a backward through the outputs still raises eager's error."""
+    probe kept no set of outputs (a view of a non-leaf input returned beside: fuzz seed 2830, program 185). It was
+    refused when it ran; now the probe takes x0's new value as a root too (seed 118800 #2936), and it runs, with
+    eager's gradient; a backward through the outputs still raises eager's error."""
     with torch.enable_grad():
         assert_matches_eager(f, make, after_call=after_call)
         for compiled in (False, True):
@@ -1088,11 +1089,29 @@ def test_saved_input_written_after_the_save_backward_through_the_input_alone_ref
             x0, x1 = cast(tuple[T, T], make())
             out = fn(x0, x1)
             assert isinstance(out, tuple)
-            if not compiled:
-                x0.sum().backward()  # type: ignore[no-untyped-call]
-                continue
-            with pytest.raises(UnsupportedError, match=r"Probing Eager's Backward"):
-                x0.sum().backward()  # type: ignore[no-untyped-call]
+            x0.sum().backward()  # type: ignore[no-untyped-call]  # completes, as eager's does
+
+
+def _saved_slice_written_beside_many_views(x0: T, x1: T) -> object:
+    t0 = x0[1:3]
+    t1 = SinFunction.apply(t0)  # type: ignore[no-untyped-call]
+    t0.mul_(2)
+    return t1, x1.select(0, 0), x1.select(0, 1), x1.select(0, 2), x1.select(1, 0)
+
+
+def test_saved_input_written_after_the_save_beyond_the_probe_limit_refused() -> None:
+    """As above with more outputs than the probe takes (MAX_PROBED_OUTPUTS): a backward through x0's new value alone,
+    which no probe saw, is refused when it runs; one through the outputs raises eager's error."""
+
+    def make() -> tuple[T, T]:
+        return _nonleaf(3, 2), _nonleaf(3, 3)
+
+    with torch.enable_grad():
+        assert_matches_eager(_saved_slice_written_beside_many_views, make)
+        x0, x1 = make()
+        subclassaot.compile(_saved_slice_written_beside_many_views)(x0, x1)
+        with pytest.raises(UnsupportedError, match="none of its outputs' backward reaches"):
+            x0.sum().backward()  # type: ignore[no-untyped-call]
 
 
 # A mark_dirty Function applied under no_grad to an intermediate that requires grad returns a detach() of it (a second
