@@ -5797,3 +5797,23 @@ def test_a_view_flagged_before_its_base_rebuilt_otherwise_refused(
     runtime, replaying it on the input that requires grad by then, cannot give it eager's flag or history."""
     with torch.enable_grad():
         assert_refused(f, lambda: (torch.randn(4, 1, 2),), compile_fn, "taken before the program made that tensor")
+
+
+def test_new_leaf_of_a_subclass_inside_enable_grad_of_a_no_grad_call_refused_without_naming_the_call() -> None:
+    """A PairTensor made a new leaf inside torch.enable_grad() of a call made under no_grad, and read with grad: the
+    refusal names the subclass rule, not the grad mode of the call (which it does not depend on)."""
+
+    def f(x: T) -> object:
+        with torch.enable_grad():
+            t = x * 2
+            t.requires_grad_()
+            return t.sin()
+
+    def make() -> tuple[object, ...]:
+        return (PairTensor.from_tensor(torch.randn(3)),)
+
+    with torch.no_grad():
+        f(*make())  # eager runs it
+        with pytest.raises(UnsupportedError, match="not an input, a PairTensor") as raised:
+            subclassaot.compile(f, backend="eager")(*make())
+    assert "call made with grad mode on" not in str(raised.value)

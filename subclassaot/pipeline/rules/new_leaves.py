@@ -77,7 +77,7 @@ def turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
     return UnsupportedError(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "
-        f"{type_name} (a tensor subclass), in a call made with grad mode on: eager makes it a new autograd "
+        f"{type_name} (a tensor subclass), and uses it after: eager makes it a new autograd "
         "leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
         "does not hold that wrapper to make it one. Call requires_grad_() on the input itself, on the output "
         'after the call, or use torch.compile(fn, backend="subclassaot"), which splits the program there'
