@@ -52,6 +52,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     early_leaf_views,
     raises_outside_program,
     refuse_written_escaping_views,
+    written_escaping_views,
 )
 from subclassaot.pipeline.rules.changed_views import refuse_written_views_changed_in_place
 from subclassaot.pipeline.rules.set_under_grad import refuse_view_set_order
@@ -318,7 +319,7 @@ def trace_backward(
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
-    refuse_written_escaping_views(flat, layout, analysis)
+    escaping = written_escaping_views(flat, layout, analysis)  # refused once the graph says which it reaches
     refuse_view_set_order(call, flat, layout, analysis)
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
@@ -357,7 +358,7 @@ def trace_backward(
     error: RuntimeError | None = None
     raising: frozenset[int] = frozenset()
     try:
-        setup, joint = trace_joint_views(setup, tangents.fakes, reach)
+        setup, joint = _traced_joint(setup, tangents.fakes, reach, escaping)
     except _RAISED_NOW:
         raise
     except (IndexError, ValueError) as e:
@@ -763,6 +764,39 @@ def refuse_reads_around_self_set(setup: JointSetup, error: Exception) -> None:
                 "accumulates before it raises (Note [Gradient Accumulators Of Leaves]). Read a clone "
                 "of it on one side of the set_()"
             ) from error
+
+
+def _traced_joint(
+    setup: JointSetup, tangent_fakes: Sequence[torch.Tensor], reach: list[frozenset[int]], escaping: frozenset[int]
+) -> tuple[JointSetup, TracedJoint]:
+    """trace_joint_views, then the refusal of the `escaping` inputs (Note [as_strided On Inputs]) whose value from
+    before the call the trace gives a gradient; where it raises, of every one first."""
+    try:
+        setup, joint = trace_joint_views(setup, tangent_fakes, reach)
+    except Exception:
+        refuse_written_escaping_views(setup.flat, escaping, None)
+        raise
+    refuse_written_escaping_views(setup.flat, escaping, _gradient_reached(setup, joint.reach))
+    return setup, joint
+
+
+def _gradient_reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> frozenset[int] | None:
+    """The tensor inputs whose value before the call some diff output's gradient reaches in the trace: through a
+    gradient of their own, or as members of a synthetic base that gets one (`reach`: the grad inputs', then the
+    synthetic bases'), and every input that gets neither (its gradient taken elsewhere: not known here); None where
+    the trace was not of every gradient."""
+    layout, flat, n = setup.layout, setup.flat, len(setup.grad_inputs)
+    if setup.wrt_only is not None or len(reach) != n + len(setup.group_grads):
+        return None
+    reached = {i for k, i in enumerate(setup.grad_inputs) if reach[k]}
+    accounted = set(setup.grad_inputs)
+    for j, k in enumerate(setup.group_grads):
+        owners = {layout.leaves[m].owner for m in layout.groups[group_of(layout, k)].members}
+        members = {i for i, index in enumerate(flat.tensor_indices) if index in owners}
+        accounted |= members
+        if reach[n + j]:
+            reached |= members
+    return frozenset(reached | (set(range(len(flat.tensor_indices))) - accounted))
 
 
 def _reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> list[int]:

@@ -1842,8 +1842,13 @@ def test_as_strided_input_leaving_its_view_beside_a_base_data_assigned(compile_f
 def test_as_strided_input_leaving_its_view_beside_a_read_outside_the_inputs(compile_fn: CompileFn | None) -> None:
     # fuzz seed 38000 #245 (DIVERGED, Note [as_strided On Inputs]): x1 leaves the select() it was taken of (eager drops
     # its gradient); `x0.as_strided(..., 0)` reads outside x0, so both compile over the whole storage as one base,
-    # which sent x1's gradient to b0[0]: refused. Without the outside read it compiles and matches eager
+    # which sent x1's gradient to b0[0]: refused. Without the outside read it compiles and matches eager; so does a
+    # view of x1 returned (replayed from x1 itself: no gradient reaches the base)
     def outside(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x0.as_strided((1,), (2,), 0)
+        return (x1.mul(2.0),)
+
+    def outside_view(x0: torch.Tensor, x1: torch.Tensor) -> object:
         x0.as_strided((1,), (2,), 0)
         return (x1.expand(()),)
 
@@ -1857,6 +1862,41 @@ def test_as_strided_input_leaving_its_view_beside_a_read_outside_the_inputs(comp
     with torch.enable_grad():
         assert_refused(outside, make_inputs, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
         assert_matches_eager(inside, make_inputs, compile_fn=compile_fn)
+        for after_call in (None, write_outputs):
+            assert_matches_eager(outside_view, make_inputs, after_call=after_call, compile_fn=compile_fn)
+
+
+def test_as_strided_input_leaving_its_view_bumped_where_no_gradient_reaches_it(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 118800 #28 and #1166 (Note [as_strided On Inputs]): x1 leaves the select() it was taken of, and a set_()
+    # (through x0.t(), an alias, or on x1 itself) bumps the counter they share, so eager rebuilds x1's history from b0
+    # at its next read. Where no returned value's gradient reaches x1's value from before the call (read only into
+    # a value the program drops) the two histories never meet a gradient: it compiles and matches eager. Written
+    # and returned (x1.add_(x1), seed 118800 #420), eager's write sends the gradient to b0's element at offset 0,
+    # where x1's own history drops it: refused
+    def alias_set(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t0 = x0.t()
+        t0.set_(t0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        x1.mul(2.0)
+        return (t0,)
+
+    def own_set(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x1.set_(x1)  # type: ignore[call-overload]
+        x1.mul(2.0)
+        return (x1,)
+
+    def written(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x1.add_(x1)
+        return (x1.expand(()),)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((1, 3), requires_grad=True).clone()
+        return (b0.detach(), b0.select(1, 0).as_strided((), (), 1))
+
+    with torch.enable_grad():
+        for f in (alias_set, own_set):
+            for after_call in (None, write_outputs):
+                assert_matches_eager(f, make_inputs, after_call=after_call, compile_fn=compile_fn)
+        assert_refused(written, make_inputs, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
 
 
 def test_view_input_read_after_it_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:

@@ -23,7 +23,8 @@ they are the same views of the same tensor.
 Part: Part of stage `trace` (training): refuse a written view input whose own autograd history loses the gradient of
 elements it reaches (Note [as_strided On Inputs]).
 
-Input: `FlatInputs` (the real values of this call), `DenseLayout`, `Analysis`.
+Input: `FlatInputs` (the real values of this call), `DenseLayout`, `Analysis` (`written_escaping_views`: those
+inputs); then the inputs whose value from before the call the traced graph gives a gradient (None: not known).
 Output: None, or an UnsupportedError naming the input.
 Invariants: reads the real inputs' autograd graphs only (autograd.grad to their bases: nothing accumulates).
 
@@ -207,8 +208,10 @@ def replays_before_call(analysis: Analysis, outputs: Set[int]) -> Analysis:
 _MAX_CHAIN = 16
 
 
-def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """Note [as_strided On Inputs]."""
+def written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> frozenset[int]:
+    """Note [as_strided On Inputs]: the tensor inputs (FlatInputs.tensor_indices positions) that are written
+    as_strided() views whose own history loses gradient their base's as_strided() would give."""
+    found = set()
     for i, k in enumerate(flat.tensor_indices):
         real = flat.values[k]
         if not isinstance(real, torch.Tensor) or not real.requires_grad or real.is_leaf or real._base is None:
@@ -229,14 +232,26 @@ def refuse_written_escaping_views(flat: FlatInputs, layout: DenseLayout, analysi
         ):
             continue
         if _has_as_strided(real) and _history_loses_gradient(real, real._base):
-            raise UnsupportedError(
-                f"{flat.leaves[k].path}: an as_strided() view that reaches elements of its base that the view it "
-                "was taken of does not, and that the program writes (or changes in place, or changes another input "
-                "over its storage, or reads outside the inputs over it): eager's write sends the "
-                "gradient to the base, or eager rebuilds the view's history from the base at its next read, while "
-                "the view's own history loses it (Note [as_strided On Inputs]); not supported in training. Take the "
-                "as_strided() view of the base itself (base.as_strided(...)), or write a clone"
-            )
+            found.add(i)
+    return frozenset(found)
+
+
+def refuse_written_escaping_views(flat: FlatInputs, escaping: Set[int], reached: Set[int] | None) -> None:
+    """Note [as_strided On Inputs]: refuse the `escaping` inputs (written_escaping_views) whose gradient the compiled
+    program sends through their own history: those `reached` (tensor input positions some diff output's gradient
+    reaches in the traced graph, directly or through a synthetic base); every one where that is not known (None)."""
+    for i in sorted(escaping):
+        if reached is not None and i not in reached:
+            continue
+        raise UnsupportedError(
+            f"{flat.leaves[flat.tensor_indices[i]].path}: an as_strided() view that reaches elements of its base "
+            "that the view it was taken of does not, and that the program writes (or changes in place, or changes "
+            "another input over its storage, or reads outside the inputs over it), and whose value before the call "
+            "a returned value's gradient reaches: eager's write sends the "
+            "gradient to the base, or eager rebuilds the view's history from the base at its next read, while "
+            "the view's own history loses it (Note [as_strided On Inputs]); not supported in training. Take the "
+            "as_strided() view of the base itself (base.as_strided(...)), or write a clone"
+        )
 
 
 def _has_as_strided(t: torch.Tensor) -> bool:

@@ -82,8 +82,9 @@ class StorageReachError(UnsupportedError):
 # the compiled program sends it through the input's elements in every case. So in training these are refused: views
 # reaching beyond their input used with grad after a version bump of the storage; view inputs written (or bumped by a
 # no_grad write: eager rebuilds their history at the next read) whose own history loses gradient its base's as_strided
-# would give (checked on the real input, backward_errors.py); and writes through as_strided of a
-# synthetic base that autograd records.
+# would give (checked on the real input, backward_errors.py), where the traced graph gives the input's value from
+# before the call (its own, or its synthetic base's) a gradient from some output: where none reaches it, neither
+# history ever carries one; and writes through as_strided of a synthetic base that autograd records.
 
 
 @contextlib.contextmanager
