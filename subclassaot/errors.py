@@ -1,10 +1,12 @@
 """The project's error vocabulary.
 
-Input: nothing. Output: exception classes. Invariants: every error derives `SubclassAOTError` and the builtin that
+Input: nothing. Output: exception classes and the words their messages share. Invariants: every error derives `SubclassAOTError` and the builtin that
 matches its meaning, so `except TypeError` in user code still catches a broken protocol.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from policies.errors import PolicyError as _PolicyErrorBase
 
@@ -16,6 +18,11 @@ TRAINING_STEP_HINT = (
     'torch.compile(step, backend="subclassaot"): Dynamo splits the step where it calls backward() and hands each '
     "part to this pipeline"
 )
+
+
+def tuple_text(values: Sequence[object]) -> str:
+    """`values` as Python writes a tuple: `(3, 2)`, `(3,)`, `()` (entries by `str`, so a SymInt shows its expression)."""
+    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
 class SubclassAOTError(Exception):

@@ -17,7 +17,7 @@ from typing import Protocol, TypeAlias, cast, runtime_checkable
 import torch
 from typing_extensions import TypeIs
 
-from subclassaot.errors import ProtocolError
+from subclassaot.errors import ProtocolError, tuple_text
 from subclassaot.torch_internals import (
     is_jagged_class,
     is_nested_expr,
@@ -347,13 +347,9 @@ def _check_dims(
     if not ok:
         raise ProtocolError(
             f"{path}: {name}.__tensor_unflatten__ broke the outer {what} contract: expected {what} "
-            f"{_show(expected)}, got {_show(got)}. Build the wrapper with the outer_size/outer_stride it is given, "
+            f"{tuple_text(expected)}, got {tuple_text(got)}. Build the wrapper with the outer_size/outer_stride it is given, "
             "e.g. torch.Tensor._make_wrapper_subclass(cls, outer_size, strides=outer_stride, ...)"
         )
-
-
-def _show(dims: Sequence[int | torch.SymInt]) -> str:
-    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
 
 def map_inner_tensors(

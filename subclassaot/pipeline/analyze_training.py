@@ -23,6 +23,7 @@ from subclassaot.pipeline.rules.chain_facts import detached_in_chain, viewed_aft
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root
 from subclassaot.pipeline.rules.swap_record import SwapRecord, elements_of
 from subclassaot.pipeline.rules.view_chains import replay_of, root_replay
+from subclassaot.runtime.steps import input_root
 from subclassaot.schemas import (
     Analysis,
     DenseIndex,
@@ -680,7 +681,7 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
     if not analysis.wrapper_last_use:
         return
     reals = [flat.values[i] for i in flat.tensor_indices]
-    roots = [_autograd_root(r) if isinstance(r, torch.Tensor) else None for r in reals]
+    roots = [input_root(r) if isinstance(r, torch.Tensor) else None for r in reals]
     for t, tree in enumerate(layout.trees):
         real = reals[t]
         if tree is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
@@ -713,11 +714,11 @@ def check_multi_output_view_outputs(flat: FlatInputs, layout: DenseLayout, analy
         real = flat.values[replay.index]
         if source is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
             continue
-        root = _autograd_root(real)
+        root = input_root(real)
         for t, other in enumerate(flat.values[i] for i in flat.tensor_indices):
             if t == source or not isinstance(other, torch.Tensor) or other is real:
                 continue
-            if _autograd_root(other) is not root:
+            if input_root(other) is not root:
                 continue
             muts = [analysis.mutations[j] for j in layout.leaves_of_input[t]]
             if any(m.any or m.version_bumped for m in muts) and not _split_after_writes(replay, source, t, analysis):
@@ -736,11 +737,6 @@ def _split_after_writes(replay: Replay, source: int, other: int, analysis: Analy
     is."""
     bumps = analysis.last_bumps
     return bool(bumps) and replay.split_made > max(bumps[source], bumps[other])
-
-
-def _autograd_root(t: torch.Tensor) -> torch.Tensor:
-    """The tensor whose version counter `t` shares: its autograd base, or itself."""
-    return t._base if t._base is not None else t
 
 
 def no_grad_set_in_view_chain(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:

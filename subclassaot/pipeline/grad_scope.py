@@ -21,6 +21,8 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import reads_unpassed_base, requires_grad_through_gained_base
 from subclassaot.pipeline.rules.stale_views import input_named
+from subclassaot.pipeline.rules.swap_record import RawMeta, tensor_meta
+from subclassaot.runtime.steps import input_root
 from subclassaot.schemas import BackwardReshape, FlatInputs
 from subclassaot.torch_internals import (
     autograd_nodes,
@@ -341,7 +343,7 @@ def _eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:
 
 def _root_requires_grad(record: SwapRecord, real: torch.Tensor) -> bool:
     """Does eager's autograd root of input `real` (its `._base`, else itself) require grad now?"""
-    root = real._base if real._base is not None else real
+    root = input_root(real)
     for position, other in record.input_positions.values():
         if other is root:
             s = record.run_inputs[position]
@@ -533,14 +535,7 @@ def check_grad_reenabled(functions: Sequence[str], *, training: bool) -> None:
         )
 
 
-Metadata = tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...], int | torch.SymInt]
-
-
-def metadata_of(t: torch.Tensor) -> Metadata:
-    return (tuple(t.size()), tuple(t.stride()), t.storage_offset())
-
-
-def _surely_same(before: Metadata, after: Metadata) -> bool:
+def _surely_same(before: RawMeta, after: RawMeta) -> bool:
     """Equal without guarding on symbolic sizes (a backward may specialize them; that is no mutation). The
     expressions are compared, not the SymInts: `a == b` inside the joint trace would be traced, and `before`'s
     come from outside it (the proxy tracer has no proxy for them)."""
@@ -579,10 +574,10 @@ def function_node_changes(
     (through a view of it too) or its metadata, and which of `outs` (positions) reach that node (Note [Custom
     Functions]: eager runs a node only where a used output reaches it)."""
 
-    def state() -> tuple[list[int], list[Metadata], list[int]]:
+    def state() -> tuple[list[int], list[RawMeta], list[int]]:
         return (
             [get_version(t) for t in user_tensors],
-            [metadata_of(t) for t in user_tensors],
+            [tensor_meta(t) for t in user_tensors],
             [get_version(v) for _, v in views],
         )
 
@@ -591,7 +586,7 @@ def function_node_changes(
         for node in _graph_nodes(out.grad_fn):
             if isinstance(node, torch.autograd.function.BackwardCFunction):
                 reach.setdefault(node, set()).add(k)
-    before: dict[Any, tuple[list[int], list[Metadata], list[int]]] = {}
+    before: dict[Any, tuple[list[int], list[RawMeta], list[int]]] = {}
 
     def changed(node: Any, reached: frozenset[int]) -> None:
         (v0, m0, w0), (v1, m1, w1) = before.pop(node), state()
@@ -625,7 +620,7 @@ def backward_changes(
 ) -> Iterator[None]:
     """While a backward through `outs` runs: the changes it makes to the inputs (`backward_reshapes`), into `sink`.
     `grouped`: the positions of the plain inputs traced as members of an alias group."""
-    metas = [metadata_of(t) for t in user_tensors]
+    metas = [tensor_meta(t) for t in user_tensors]
     versions = [get_version(t) for t in user_tensors]
     views = views_of_inputs(swaps, user_tensors)
     view_versions = [get_version(v) for _, v in views]
@@ -652,7 +647,7 @@ def backward_reshapes(
     flat: FlatInputs,
     user_tensors: Sequence[torch.Tensor],
     user_fakes: Sequence[torch.Tensor],
-    before: Sequence[Metadata],
+    before: Sequence[RawMeta],
     versions: Sequence[int],
     view_bumps: Sequence[tuple[int, int]] = (),
     node_changes: NodeChanges | None = None,
@@ -666,7 +661,7 @@ def backward_reshapes(
     found = []
     changes = node_changes or {}
     for i, (t, meta) in enumerate(zip(user_tensors, before, strict=True)):
-        after = metadata_of(t)
+        after = tensor_meta(t)
         bumps = get_version(t) - versions[i]
         if not bumps:  # (views of one input share one counter: the most any saw)
             bumps = max((n for k, n in view_bumps if k == i), default=0)
@@ -683,7 +678,7 @@ def backward_reshapes(
         replayable = (
             static
             and not is_traceable_subclass(user_fakes[i])
-            and _surely_same(meta, metadata_of(user_fakes[i]))
+            and _surely_same(meta, tensor_meta(user_fakes[i]))
             and after[2] == meta[2]
         )
         if not replayable:

@@ -35,6 +35,7 @@ from policies import Policy
 from subclassaot.api import CompiledEntry, CompiledModule
 from subclassaot.api import compile as compile_fn
 from subclassaot.config import BackendFn, CompileConfig
+from subclassaot.errors import tuple_text
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -70,16 +71,12 @@ __all__ = [
 def format_meta(meta: Meta) -> str:
     """`(3, 2)/(2, 1)` plus `+offset` when the offset is not 0 (entries may be symbolic expressions)."""
     size, stride, offset = meta
-    text = f"{_tuple(size)}/{_tuple(stride)}"
+    text = f"{tuple_text(size)}/{tuple_text(stride)}"
     return text if offset == 0 else f"{text}+{offset}"
 
 
-def _tuple(values: Sequence[object]) -> str:
-    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
-
-
 def _step_text(step: ViewStep) -> str:
-    args = [repr(a) if not isinstance(a, list | tuple) else _tuple(a) for a in step.args]
+    args = [repr(a) if not isinstance(a, list | tuple) else tuple_text(a) for a in step.args]
     args += [f"{k}={v!r}" for k, v in step.kwargs]
     picked = f"[{step.index}]" if step.index is not None else ""
     return f"{step.op}({', '.join(args)}){picked}"
@@ -526,7 +523,7 @@ NodeShape: TypeAlias = Literal["record", "box", "ellipse", "html"]
 def describe_value(value: object) -> str:
     """A node's `meta['val']` in a few words: `(3, 2) float32`, a symbolic int, or a tuple of those."""
     if isinstance(value, torch.Tensor):
-        return f"{_tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+        return f"{tuple_text(value.shape)} {str(value.dtype).removeprefix('torch.')}"
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool | int | float | bool):
         return str(value)
     if isinstance(value, list | tuple):

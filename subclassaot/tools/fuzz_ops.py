@@ -30,6 +30,7 @@ from typing import Literal, Protocol
 import torch
 
 from subclassaot.authoring.protocol import dense_leaves
+from subclassaot.errors import tuple_text
 from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewhere_written
 
 __all__ = [
@@ -208,10 +209,6 @@ def _s(p: Param) -> tuple[int, ...]:
     return p
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-
-
 def shape_for_numel(choose: Chooser, numel: int) -> tuple[int, ...]:
     """A shape of rank 0-3 with `numel` elements, sometimes with one -1."""
     if numel == 0:
@@ -360,7 +357,7 @@ def _resize_grow(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
 
 
 def _resize_grow_expr(t: str, o: str | None, p: Params) -> str:
-    return f"{t}.resize_({_shape_text(_s(p[0]))}); {t}.fill_({_f(p[1])!r})"
+    return f"{t}.resize_({tuple_text(_s(p[0]))}); {t}.fill_({_f(p[1])!r})"
 
 
 def _gen_sort(choose: Chooser, t: torch.Tensor) -> Params | None:
@@ -413,7 +410,7 @@ _ARGS: dict[str, _ArgsOf] = {
         lambda o, p: (o if o is not None else _f(p[0]),),
         lambda o, p: o if o is not None else repr(_f(p[0])),
     ),
-    "shape": (lambda o, p: (_s(p[0]),), lambda o, p: _shape_text(_s(p[0]))),
+    "shape": (lambda o, p: (_s(p[0]),), lambda o, p: tuple_text(_s(p[0]))),
 }
 
 
@@ -557,7 +554,7 @@ _OPS: tuple[OpDef, ...] = (
         _gen_as_strided,
         (
             lambda t, o, p: t.as_strided(_s(p[0]), _s(p[1]), _i(p[2])),
-            lambda t, o, p: f"{t}.as_strided({_shape_text(_s(p[0]))}, {_shape_text(_s(p[1]))}, {p[2]})",
+            lambda t, o, p: f"{t}.as_strided({tuple_text(_s(p[0]))}, {tuple_text(_s(p[1]))}, {p[2]})",
         ),
         weight=1,
     ),

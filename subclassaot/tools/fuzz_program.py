@@ -19,6 +19,7 @@ from typing import Literal
 
 import torch
 
+from subclassaot.errors import tuple_text
 from subclassaot.tools.fuzz_ops import OPS, OpName, Params
 
 __all__ = [
@@ -294,8 +295,7 @@ def _make_inputs_source(program: Program) -> list[str]:
     lines = ["@torch.enable_grad()", "def make_inputs():"]
     for k, base in enumerate(program.bases):
         kind = get_input_kind(base.kind)
-        shape = "(" + ", ".join(map(str, base.shape)) + ("," if len(base.shape) == 1 else "") + ")"
-        lines.append(f"    b{k} = {kind.source(f'torch.randn({shape})')}")
+        lines.append(f"    b{k} = {kind.source(f'torch.randn({tuple_text(base.shape)})')}")
         if base.grad != "none":
             lines.append(f"    b{k}.requires_grad_()")
         if base.grad == "nonleaf":

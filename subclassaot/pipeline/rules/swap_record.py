@@ -47,7 +47,8 @@ SET_OPS = frozenset(
 )
 
 
-RawMeta = tuple[tuple[Any, ...], tuple[Any, ...], Any]  # size, stride, offset, as the tensor gives them
+# size, stride, offset, as the tensor gives them (symbolic entries stay SymInts)
+RawMeta = tuple[tuple[int | torch.SymInt, ...], tuple[int | torch.SymInt, ...], int | torch.SymInt]
 
 
 def tensor_meta(t: torch.Tensor) -> RawMeta:
