@@ -3227,3 +3227,76 @@ def test_intermediate_an_input_was_moved_onto_returned_with_a_view_of_it_stays_r
         return [t0, t0, t0.view(-1)]
 
     refused_with_grad(f, _x0_with_grad("plain"), compile_fn, "a view, with autograd history, of the tensor that")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz seed 118900 #4002: a view input, assigned `.data =` another input of another layout, read with grad after a
+# write under no_grad to its base moved their shared version counter: eager rebuilds the view's history at that read
+# by as_strided() of the base with the assigned layout (gradients for other elements of the base), where the compiled
+# Function keeps the history the view came with. Refused, naming the input and the rule (Note [Stale View Functions]);
+# without the bump, or with an assigned layout like the one the view came with, eager keeps that history too.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _view_input_of_leaf() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn(3, 2, 1)
+        b1 = torch.randn(4, 2, requires_grad=True)
+        return (b0, b1, b1.as_strided((), (), 2))
+
+
+def _assigned_view_input_read(bump: str) -> Callable[..., object]:
+    def f(x0: T, x1: T, x2: T) -> object:
+        if bump == "before":
+            with torch.no_grad():
+                x1.fill_(2.0)
+        x2.data = x0
+        if bump == "after":
+            with torch.no_grad():
+                x1.fill_(2.0)
+        t0, _ = x2.max(1, keepdim=True)
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("bump", ["after", "before"])
+def test_view_input_assigned_another_layout_read_after_a_bump_is_refused(
+    bump: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 118900 #4002 (shrunk: bump "after"); eager runs it (its x1.grad: the max's elements of x2's new layout)
+    f = _assigned_view_input_read(bump)
+    with torch.enable_grad():
+        f(*_view_input_of_leaf())[0].sum().backward()  # type: ignore[index]
+    refused_with_grad(f, _view_input_of_leaf, compile_fn, "assigned `.data =` a tensor of another layout")
+
+
+def test_view_input_assigned_another_layout_read_without_a_bump(compile_fn: CompileFn | None) -> None:
+    # eager keeps the history x2 came with (size (): the gradient is summed to it)
+    check_with_grad(_assigned_view_input_read("none"), _view_input_of_leaf, compile_fn)
+
+
+def test_view_input_assigned_its_own_layout_read_after_a_bump(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T, x2: T) -> object:
+        x2.data = x0.view(-1)[2]  # (size (), offset 2: the layout x2 came with)
+        with torch.no_grad():
+            x1.fill_(2.0)
+        return (x2.mul(3.0),)
+
+    check_with_grad(f, _view_input_of_leaf, compile_fn)
+
+
+def test_pair_view_input_assigned_another_layout_read_after_a_bump(compile_fn: CompileFn | None) -> None:
+    # a subclass view's history is rebuilt by its view function (select()) in eager as in the trace: not refused
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = pair(4, 2, requires_grad=True)
+            return (pair(3, 2), b1, b1[1])
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        x2.data = x0
+        with torch.no_grad():
+            x1.fill_(2.0)
+        return (x2.mul(3.0),)
+
+    check_with_grad(f, make_inputs, compile_fn)

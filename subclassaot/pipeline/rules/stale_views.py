@@ -29,11 +29,13 @@ from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
 
 __all__ = [
+    "check_assigned_view_inputs",
     "check_stale_set",
     "check_stale_views",
     "input_named",
     "layout_of",
     "note_assigned",
+    "note_assigned_view_input",
     "note_before",
     "note_layout",
     "note_reads",
@@ -259,6 +261,13 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   as an as_strided() of the base in its new geometry, where the Function keeps the old one (a gradient of the base's
 #   new size in eager, of its old one compiled). `refuse_views_read_after_base_set` refuses a view input read with
 #   grad after the program set_() its base so (also a read whose result reaches no output: the run does not follow it).
+# - Plain view inputs assigned `.data =` a tensor of another layout: the assignment bumps no version, but once the
+#   counter they share with their base moves (a write to any tensor on it, under no_grad too; before the assignment
+#   too, where no read with grad rebuilt their history in between), eager's next read with grad rebuilds their history
+#   as an as_strided() of the base at the assigned layout, where the compiled Function keeps the history they came
+#   with. `check_assigned_view_inputs` refuses such a read before the call, where the layout differs from the one
+#   before the first assignment (`SwapRecord.assigned_view_inputs`); a subclass view input is rebuilt by its view
+#   function in eager as in the trace.
 # - Inside inference_mode: a custom Function applied there with grad on records a node (its apply reads grad mode,
 #   not the dispatch keys inference mode excludes), and its edge to a stale view comes from the rebuild; eager's plain
 #   view gets its as_strided() node whatever the mode, but a replay of view functions records nothing inside inference
@@ -281,6 +290,41 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
         record.function_layouts[id(t)] = before
     set_at = min(record.seq, history_set_at(record, t)) if taken else record.seq
     record.stale_views[id(t)] = min(set_at, record.stale_views.get(id(t), set_at))
+
+
+def note_assigned_view_input(record: SwapRecord, t: torch.Tensor, before: tuple[object, ...]) -> None:
+    """Before `t.data = ...`, t a plain input that is a view (`before`: its layout until then): note the layout
+    autograd rebuilds its history at before the first assignment (Note [Stale View Functions])."""
+    if _view_input(record, t) and not is_traceable_subclass(t) and id(t) not in record.assigned_view_inputs:
+        # (a read with grad, or of its grad_fn, before the assignment rebuilt its history then, if at all)
+        set_at = max(record.read_with_grad.get(id(t), -1), record.grad_fn_reads.get(id(t), -1))
+        record.assigned_view_inputs[id(t)] = (before, set_at, input_named(record, t))
+
+
+def check_assigned_view_inputs(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Stale View Functions]: before a torch call with grad, refuse a read of a plain view input assigned
+    `.data =` whose version counter moved since autograd last set its history, where the layout it has now is
+    another than the one its history was made at: eager rebuilds the history at that read by as_strided() of its base
+    with the assigned layout, while the compiled Function's edge is the history the input came with."""
+    if not torch.is_grad_enabled() or not record.assigned_view_inputs:
+        return
+    for t in pytree.tree_leaves((args, kwargs)):
+        if not isinstance(t, torch.Tensor) or not t.requires_grad or id(t) not in record.assigned_view_inputs:
+            continue
+        layout, set_at, named = record.assigned_view_inputs[id(t)]
+        if record.family_last_bump.get(record.family_of(t), -1) <= set_at:
+            continue  # (no rebuild at this read: the history it has is the one it came with)
+        if layout_of(t) != layout:
+            raise UnsupportedError(
+                f"{named}an input that is a view and requires grad is assigned `.data =` a tensor "
+                "of another layout, and read with grad after a write (to it or any tensor sharing its version "
+                "counter, also under no_grad) moved its version: eager rebuilds its history at that read by "
+                "as_strided() of its base with the assigned layout, where the compiled Function keeps the history "
+                "the input came with (gradients for other elements, or of another shape) (Note [Stale View "
+                "Functions]); not supported in training. Assign `.data` of a clone of the input, or read the "
+                "tensor assigned instead"
+            )
+        record.assigned_view_inputs[id(t)] = (layout, record.seq, named)  # (rebuilt here at the layout it came with)
 
 
 def _taken_plain_view(record: SwapRecord, t: torch.Tensor) -> bool:

@@ -73,11 +73,13 @@ from subclassaot.pipeline.rules.set_under_grad import (
     note_write_after_grad_set,
 )
 from subclassaot.pipeline.rules.stale_views import (
+    check_assigned_view_inputs,
     check_stale_set,
     check_stale_views,
     input_named,
     layout_of,
     note_assigned,
+    note_assigned_view_input,
     note_before,
     note_layout,
     note_reads,
@@ -1172,6 +1174,7 @@ class _DataMode(TorchFunctionMode):
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # comes out as a SystemError)
             check_stale_views(self.record, call_args, call_kwargs)
+            check_assigned_view_inputs(self.record, args, kwargs)
         check_gained_family_member(self.record, args)
         layout_op = is_layout_op(func, args)
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
@@ -1234,6 +1237,7 @@ class _DataMode(TorchFunctionMode):
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
+            note_assigned_view_input(self.record, args[0], before)  # Note [Stale View Functions]
             # hidden from autograd (a no_grad view may take it with grad mode on); inside inference_mode, of a normal
             # tensor, outside it: the alias would be an inference tensor, eager's tensor keeps its own flags
             with torch.inference_mode(args[1].is_inference()), torch.no_grad():

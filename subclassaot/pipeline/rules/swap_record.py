@@ -394,6 +394,10 @@ class SwapRecord:
     # assignment (-1: none): Note [History Kept Through .data =]
     grad_fn_reads: dict[int, int] = field(default_factory=dict)
     reads_before_data: dict[int, int] = field(default_factory=dict)
+    # id() of plain view inputs the program assigned `.data =` -> (their layout before the first assignment, `seq`
+    # when eager last set their history: -1, the one they came with, their input's name) (Note [Stale View
+    # Functions])
+    assigned_view_inputs: dict[int, tuple[tuple[object, ...], int, str]] = field(default_factory=dict)
     # id() of subclass views whose history autograd rebuilt, in the run, over a view input assigned `.data =` since
     # the view was taken (Note [Stale View Functions]: eager's rebuilds it over the input's base)
     rebuilt_over_assignment: set[int] = field(default_factory=set)
