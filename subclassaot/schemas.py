@@ -218,6 +218,9 @@ class LeafMutation:
     # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
     # view of it: when (Note [History Kept Through .data =])
     assigned_write: AssignedWrite | None = None
+    # ... KEPT, with no such write after its last `.data =`: eager's node of the write is at the layout the input came
+    # with, not the assigned one (Note [History Kept Through .data =])
+    kept_at_entry: bool = False
 
     @property
     def any(self) -> bool:

@@ -732,8 +732,18 @@ def copy_into(
     hidden = hidden or not mutation.visible_through_self
     hidden = hidden and not (final and mutation.written_after_data)  # Note [History Kept Through .data =]
     hidden = hidden or (final and mutation.history_from_base)  # Note [Input Updates]
+    whole = x
     x, value = once_per_location(x, value)
     if (x.requires_grad or value.requires_grad) and not hidden:
+        if x is not whole and final and mutation.kept_at_entry:
+            # Note [History Kept Through .data =]: eager's node is the write's, on the input itself; a copy_ into
+            # a narrowing of its repeated layout would make a CopySlices whose backward raises. So the input takes
+            # the narrowed layout for the copy, below autograd as `.data =` is, and its own back after
+            assigned = whole.data
+            whole.data = x.detach()
+            whole.copy_(value)
+            whole.data = assigned
+            return
         x.copy_(value)
         return
     before = get_version(x)

@@ -1279,6 +1279,65 @@ def test_writes_before_data_assignment_at_another_layout_refused(compile_fn: Com
     refused_with_grad(relaid, _plain_makers()[1], compile_fn, "and assigns its `.data`")
 
 
+def _written_then_assigned_its_expand(x0: T, x1: T) -> object:  # eager: AddBackward0 at (1, 1, 1), summed back
+    t0 = x0.expand((2, 3, 3))
+    x0.add_(x0)
+    x0.data = t0
+    return ()
+
+
+def _written_then_assigned_its_expand_returned(x0: T, x1: T) -> object:
+    t0 = x0.expand((2, 3, 3))
+    x0.mul_(x1)
+    x0.data = t0
+    return (x0 * 1.0, t0)
+
+
+def _written_then_assigned_an_expand(x0: T, x1: T) -> object:  # another storage, repeated along one dim
+    x0.mul_(2.0)
+    x0.data = x1.expand((2, 3))
+    return (x0,)
+
+
+@pytest.mark.parametrize(
+    ("f", "shape"),
+    [
+        (_written_then_assigned_its_expand, (1, 1, 1)),
+        (_written_then_assigned_its_expand_returned, (1, 1, 1)),
+        (_written_then_assigned_an_expand, (1, 3)),
+    ],
+)
+def test_writes_before_data_assignment_of_an_expand_keep_their_history(
+    compile_fn: CompileFn | None, f: Callable[..., object], shape: tuple[int, ...]
+) -> None:
+    # fuzz seed 118900 #4609: KEPT where the assigned layout repeats one memory location (a zero stride). Eager's
+    # node is the write's, at the layout the input came with; the epilogue's copy into a narrowing of the repeated
+    # layout made a CopySlices whose backward raised ("more than one element of the written-to tensor")
+    def make() -> tuple[object, ...]:
+        return (nonleaf(*shape), torch.randn(shape))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+    check_no_grad(f, make, compile_fn)
+    # PairTensor inputs: refused by the wrapper-level rule, as before (Note [Inputs Written In Training])
+    pairs = lambda: (pair_nonleaf(*shape), pair(*shape))  # noqa: E731
+    refused_with_grad(f, pairs, compile_fn, "a tensor subclass's: from a tensor of another size")
+
+
+def test_write_after_data_assignment_of_an_expand_raises_as_eager(compile_fn: CompileFn | None) -> None:
+    # written with grad before the `.data =` and through a view after it: eager's node is that write's CopySlices
+    # over the repeated layout, whose backward raises; so does the compiled program's
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.expand((2, 3, 3))
+        x0.add_(x0)
+        x0.data = t0
+        x0[0:1, 0:1, 0:1].mul_(2.0)
+        return (x0,)
+
+    check_with_grad(f, lambda: (nonleaf(1, 1, 1), torch.randn(1, 1, 1)), compile_fn)
+
+
 def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn | None) -> None:
     # a (4,) input written at (2, 2): eager's backward through it raises (its CloneBackward0 recorded (4,)), and so
     # does the epilogue's copy_ (AssignedWrite.AFTER_RAISING); without a backward through it the program runs

@@ -67,6 +67,13 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
         else m
         for i, m in enumerate(mutations)
     )
+    # Note [History Kept Through .data =]
+    mutations = tuple(
+        replace(m, kept_at_entry=True)
+        if m.assigned_write is AssignedWrite.KEPT and _written_before_data_only(run.swaps, run.finals[i])
+        else m
+        for i, m in enumerate(mutations)
+    )
     return _with_wrapper_grad_sets(mutations, run, layout)
 
 
@@ -204,6 +211,12 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         grown_under_it=grown and not _resized_itself(run, final),
         assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
     )
+
+
+def _written_before_data_only(swaps: SwapRecord, final: torch.Tensor) -> bool:
+    """`LeafMutation.kept_at_entry` of a KEPT leaf: its family's last write with grad came before its last `.data =`."""
+    assigned, last = swaps.data_sets.get(id(final)), swaps.family_last_visible_seq.get(swaps.family_of(final))
+    return assigned is not None and last is not None and last < assigned[0]
 
 
 def _written_in_grown_storage(swaps: SwapRecord, final: torch.Tensor, dense: torch.Tensor) -> bool:
@@ -418,7 +431,11 @@ __all__ = [
 #   it), whose gradient eager may accumulate before the raise.
 #   Writes with grad before the last `.data =` are on x0's history too, kept by the trace's stand-in across its
 #   rebinding as by eager's tensor: a FINAL update the same way (KEPT) where no in-place view op relaid x0 and its size
-#   at entry expands to its last. Refused: other writes before it (BEFORE), an in-place view op after it (RESHAPED),
+#   at entry expands to its last. Where no write with grad follows the last `.data =` (LeafMutation.kept_at_entry)
+#   and the assigned layout repeats one memory location (`x0.add_(x0); x0.data = x0.expand(2, 3)`), eager's node is
+#   still the write's, at the entry layout: the epilogue copies the FINAL in with the input relaid, below autograd, at
+#   one element per location, not into a narrowing of it (a CopySlices over a repeated layout, whose backward raises).
+#   Refused: other writes before it (BEFORE), an in-place view op after it (RESHAPED),
 #   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad set_()
 #   onto another storage (and subclass kin; through the input or any view of it, taken before the set_() or after:
 #   eager records each on the input's history by CopySlices, and an input that is a view has its history regenerated

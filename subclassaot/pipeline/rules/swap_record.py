@@ -298,6 +298,8 @@ class SwapRecord:
     # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [History Kept
     # Through .data =])
     family_visible_seq: dict[int, int] = field(default_factory=dict)
+    # ... and of the last (Note [History Kept Through .data =])
+    family_last_visible_seq: dict[int, int] = field(default_factory=dict)
     # id() of a wrapper subclass -> the `.data =` assignments to it, in order: each a shallow copy of the wrapper's
     # own metadata and storage; its inner tensors stay (Note [Wrapper Storage])
     wrapper_data: dict[int, list[DataAssignment]] = field(default_factory=dict)
@@ -534,6 +536,7 @@ class SwapRecord:
         self.visible_seq[id(t)] = self.seq
         if moves_data:
             self.family_visible_seq.setdefault(self.family_of(t), self.seq)
+            self.family_last_visible_seq[self.family_of(t)] = self.seq
             self.visible_data_seq[id(t)] = self.seq
 
     def note_inplace_view(self, t: torch.Tensor, op: InplaceViewRecord) -> None:
