@@ -5807,7 +5807,7 @@ def test_new_leaf_of_a_subclass_inside_enable_grad_of_a_no_grad_call_refused_wit
             t.requires_grad_()
             return t.sin()
 
-    def make() -> tuple[object, ...]:
+    def make() -> tuple[torch.Tensor, ...]:
         return (PairTensor.from_tensor(torch.randn(3)),)
 
     with torch.no_grad():
