@@ -692,10 +692,15 @@ def intermediate_bases(
         # a view the program did not set_() first: its chain leads to the storage's owner (`t0.set_(t1[0]); return
         # t0, t1[0]`: t0 is a view of an input, set_() onto the view, and not the storage's root)
         # (a view of a root with autograd history before one of a detach() of it: the detach's chain replays from
-        # the root, not the reverse: `t1 = t0.t(); t2 = t0.detach().expand(...)`)
+        # the root, not the reverse: `t1 = t0.t(); t2 = t0.detach().expand(...)`; with no history on either, under
+        # no_grad, the same: a root that is a detach() comes last)
         views = sorted(
             (m for m in members if swaps.is_view(m)),
-            key=lambda m: (id(m) in swaps.swapped_ids, not swaps.view_root(m).requires_grad),
+            key=lambda m: (
+                id(m) in swaps.swapped_ids,
+                not swaps.view_root(m).requires_grad,
+                swaps.is_detach(swaps.view_root(m)),
+            ),
         )
         # (not a tensor the program set_() onto the storage: the one whose storage it is keeps its autograd history,
         # `t0.set_(t1); return t0, t1`)

@@ -389,3 +389,28 @@ def test_views_of_an_intermediate_and_of_its_detach_keep_their_bases(
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _view_of_a_detach_beside_a_view_of_its_source(source: str) -> Callable[[torch.Tensor], tuple[torch.Tensor, ...]]:
+    def f(x0: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        t1 = x0.max(2)[1] if source == "max indices" else x0 * 2
+        t2 = t1[2:2:2] if source == "max indices" else t1[1:]
+        t4 = t2.detach().view((-1,))  # `._base` the detach(); t2's `._base` is t1
+        return (t4, t2)
+
+    return f
+
+
+@pytest.mark.parametrize("source", ["max indices", "intermediate"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_a_view_of_a_detach_returned_first_leaves_its_sources_view_on_the_source(
+    source: str, kind: str, compile_fn: CompileFn | None
+) -> None:
+    # seed 119000 #9669 (under no_grad, so no root requires grad): the storage's intermediate base was the detach()
+    # (the first output's root), and t2 came back as a view of it where eager's `._base` is t1
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn((2, 3, 3)) if kind == "plain" else pair(2, 3, 3),)
+
+    f = _view_of_a_detach_beside_a_view_of_its_source(source)
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)

@@ -686,6 +686,11 @@ class SwapRecord:
         record = self.views.get(id(t))
         return record is not None and record.func is not torch.ops.aten.detach.default
 
+    def is_detach(self, t: torch.Tensor) -> bool:
+        """Did the program make `t` with detach() (an alias that is no view: eager's `._base` of it is None)?"""
+        record = self.views.get(id(t))
+        return record is not None and record.func is torch.ops.aten.detach.default
+
     def grown_root(self, key: object) -> object:
         """The storage `key` is eager's, as grown in place by resize_(): the first of the run's storages it was grown
         from (Note [Storage Swaps By Rebinding])."""
