@@ -126,7 +126,10 @@ def _metadata_hidden(run: FunctionalRun, final: torch.Tensor) -> bool:
 
 
 def _resized_itself(run: FunctionalRun, final: torch.Tensor) -> bool:
-    """Did the program resize_() (or resize_as_()) this very tensor, not only a tensor over its storage?"""
+    """Did the program resize_() (or resize_as_()) this very tensor, not only a tensor over its storage? (A growth
+    rebinds it, recorded apart from the in-place view ops: `SwapRecord.self_grown_ids`.)"""
+    if id(final) in run.swaps.self_grown_ids:
+        return True
     resizes = (torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default)
     return any(r.func in resizes for r in run.swaps.inplace_views.get(id(final), []))
 
