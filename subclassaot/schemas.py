@@ -206,6 +206,10 @@ class LeafMutation:
     # eager leaves its grad_fn as it was, and so does the epilogue's layout op (Note [Leaves Laid Out Anew Under
     # no_grad])
     metadata_hidden: bool = False
+    # resized, never by a resize_() of itself: only its storage grew, under it, by another tensor's (a detach() of it,
+    # or the storage's own resize_), so its own layout is its in-place view ops', which autograd records where run with
+    # grad, and so does the epilogue's layout op (Note [Input Updates])
+    grown_under_it: bool = False
     # ... and it is a plain view that requires grad, written with grad: eager rebuilds its grad_fn from its base at the
     # next read, as_strided() at its new layout over the base's history (the ORIGINAL copy records the writes), so
     # its FINAL value, whose traced history reads gradients in the old layout, is copied in below autograd (Note

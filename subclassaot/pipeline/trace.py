@@ -65,7 +65,13 @@ from subclassaot.torch_internals import (
 #   that node, after the branches autograd runs first have accumulated. The BASE copy alone, before the resize_, would
 #   leave it a node at the old layout, rejected at the backward's root before any branch runs; so it takes a FINAL
 #   too, copied in with grad after the resize_. Written with grad only before its growth, it keeps the BASE copy's
-#   node at the old layout, as eager's.
+#   node at the old layout, as eager's. A member grown only under it, by another tensor's resize_() (its detach(),
+#   say: LeafMutation.grown_under_it), keeps the layout its own in-place view ops gave it, and the history they
+#   recorded where run with grad (`x.t_()` with grad, then `x.detach().resize_(n)`): its layout op is then replayed
+#   where autograd sees it, as for an input never grown, not inside inference_mode as a resize_() of itself is. Who
+#   grew it is the fact, not what it is: a view input that requires grad, grown by its own resize_() (which eager runs
+#   only inside inference_mode), stays there, its storage grown by its detach() first or not; a growth rebinds the
+#   tensor in the run, below the record of in-place view ops, so it is noted apart (SwapRecord.self_grown_ids).
 # - An ORIGINAL read through an alias taken before the program ran would have its grad_fn rebuilt from the input's
 #   history, which an in-place view op left in another layout ("invalid gradient"). Where the input ends in another
 #   layout on the same storage, the differentiated value is a view of the input as it ends, taken after the program,

@@ -956,8 +956,10 @@ def _replay_metadata(
         else:
             _grow_storage_to(x, m.new_storage_numel if m.resized else None)
             # (resize_() of a tensor that requires grad raises outside inference_mode: the program's ran inside one,
-            # where autograd neither checks the view nor rewrites its grad_fn; so does the replay)
-            inside = torch.inference_mode() if m.resized and x.requires_grad else contextlib.nullcontext()
+            # where autograd neither checks the view nor rewrites its grad_fn; so does the replay. Grown only under
+            # it, by a detach()'s resize_(), its layout is its in-place view ops', with grad where they had it)
+            resized_itself = m.resized and not m.grown_under_it
+            inside = torch.inference_mode() if resized_itself and x.requires_grad else contextlib.nullcontext()
             if m.metadata or relaid:  # (else only its storage grew under it)
                 with inside:
                     x.as_strided_(size, stride, offset)

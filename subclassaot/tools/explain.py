@@ -212,6 +212,8 @@ def _metadata_step(m: LeafMutation, path: str, layout: DenseLayout) -> str:
         how = f"`{path}.data = ...`" if m.swapped_by_data else "set_"
         onto = "a fresh storage" if m.set_source is None else f"the storage of {layout.leaves[m.set_source].path}"
         return f"{path}: {how} onto {onto} as {meta}"
+    if m.resized and m.grown_under_it:
+        return f"{path}: storage grown (a resize_ of an alias of it) then as_strided_ to {meta}"
     if m.resized:
         return f"{path}: resize_ then as_strided_ to {meta}"
     return f"{path}: as_strided_ to {meta}"

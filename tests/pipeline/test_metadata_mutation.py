@@ -1490,3 +1490,80 @@ def test_view_read_after_no_grad_t_of_its_base_reordering_refused(
         return (t0 * torch.arange(4.0).view(2, 2),)
 
     refused_with_grad(f, make, compile_fn, r"args\[0\]: " + STALE_RULE)
+
+
+class _DirtyAdd(torch.autograd.Function):
+    """Adds its second input into its first in place and returns the first (ctx.mark_dirty)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T, y: T) -> T:
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> tuple[T, T]:
+        return g, g
+
+
+def _grown_by_dirty_apply(x0: T) -> object:
+    # Fuzz seed 118900, program 8616: under no_grad the apply returns x0's detach(), whose resize_() grows the storage
+    t0 = x0.reshape((3, 4))
+    with torch.no_grad():
+        t1 = _DirtyAdd.apply(x0, t0)  # type: ignore[no-untyped-call]
+    t1.resize_((15,))
+    t1.fill_(2.0)
+    return (x0,)
+
+
+def _grown_by_detach(x0: T) -> object:
+    t1 = x0.detach()
+    t1.resize_((15,))
+    t1.fill_(2.0)
+    return (x0,)
+
+
+def _grown_by_detach_unwritten(x0: T) -> object:
+    x0.detach().resize_((15,))
+    return (x0 * 2,)
+
+
+@pytest.mark.parametrize(
+    ("grow", "then"),
+    [
+        (_grown_by_dirty_apply, False),  # (t_() after: the apply's add_() reads x0 through its own view, which raises)
+        (_grown_by_detach, False),
+        (_grown_by_detach, True),
+        (_grown_by_detach_unwritten, False),
+        (_grown_by_detach_unwritten, True),
+    ],
+    ids=["dirty_apply", "detach", "detach_then_t", "unwritten", "unwritten_then_t"],
+)
+def test_input_laid_out_with_grad_whose_storage_a_detach_grows(
+    compile_fn: CompileFn | None, grow: Callable[[T], object], then: bool
+) -> None:
+    # Fuzz seed 118900, program 8616 (backward raised "invalid gradient ... got [3, 4] but expected shape compatible
+    # with [4, 3]" where eager runs): a resize_() of x0's detach() grows x0's storage, not x0's layout, which its
+    # t_() with grad gave it; eager's history keeps that t_(), and so does the epilogue's layout op (no longer inside
+    # inference_mode, as for a resize_() of x0 itself).
+    def f(x0: T) -> object:
+        if not then:
+            x0.t_()
+        out = grow(x0)
+        if then:
+            x0.t_()
+        return out
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (nonleaf(4, 3),), compile_fn=compile_fn)
+
+
+def test_pair_input_laid_out_with_grad_whose_storage_a_detach_grows_refused(compile_fn: CompileFn | None) -> None:
+    # The PairTensor variant of the test above stays refused by the rule on an input's inner storages grown through an
+    # alias (eager runs it).
+    def f(x0: T) -> object:
+        x0.t_()
+        return _grown_by_detach(x0)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (pair_nonleaf(4, 3),), compile_fn, r"args\[0\]\.a: the program grows this input's")

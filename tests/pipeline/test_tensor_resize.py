@@ -2131,24 +2131,33 @@ def _view_grown_in_inference_mode_beside_a_write_of_its_base(x0: T, x1: T) -> ob
     return ()
 
 
+def _view_grown_by_its_detach_then_itself_in_inference_mode(x0: T, x1: T) -> object:
+    x0.detach().resize_((20,))  # (its storage grows under it first: a resize_() of itself still follows)
+    return _view_grown_in_inference_mode_beside_a_write_of_its_base(x0, x1)
+
+
+@pytest.mark.parametrize(
+    "grow",
+    [_view_grown_in_inference_mode_beside_a_write_of_its_base, _view_grown_by_its_detach_then_itself_in_inference_mode],
+    ids=["itself", "detach_then_itself"],
+)
 @pytest.mark.parametrize("split", ["unbind", "select"])
-def test_view_input_grown_in_inference_mode_keeps_its_history(split: str, compile_fn: CompileFn | None) -> None:
+def test_view_input_grown_in_inference_mode_keeps_its_history(
+    split: str, grow: Callable[[T, T], object], compile_fn: CompileFn | None
+) -> None:
     """Found by the fuzzer (seed 123156 #65): the epilogue's as_strided_() of x0, an unbind() view, raised "Output 1
     of Unbind is a view and is being modified inplace" (crashed); of a select() view it rewrote x0's history with grad,
-    and b0's gradient differed. A PairTensor's resize_() there raises in eager (a storage on the meta device)."""
+    and b0's gradient differed. A PairTensor's resize_() there raises in eager (a storage on the meta device). A
+    resize_() of x0 itself that grows its storage is one of itself (`LeafMutation.grown_under_it` stays False), its
+    storage grown by its detach() first or not: the replay stays inside inference_mode."""
 
     def make() -> tuple[object, ...]:
         b0 = nonleaf(3, 2, 3)
         return (b0.unbind(2)[1] if split == "unbind" else b0.select(2, 1)), b0
 
     with torch.enable_grad():
-        assert_matches_eager(_view_grown_in_inference_mode_beside_a_write_of_its_base, make, compile_fn=compile_fn)
-        assert_matches_eager(
-            _view_grown_in_inference_mode_beside_a_write_of_its_base,
-            make,
-            compile_fn=compile_fn,
-            after_call=write_outputs,
-        )
+        assert_matches_eager(grow, make, compile_fn=compile_fn)
+        assert_matches_eager(grow, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
 def alias_resized_returned_with_its_view(take: str, size: int, view: str) -> Callable[[T], object]:

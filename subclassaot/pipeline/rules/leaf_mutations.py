@@ -125,6 +125,15 @@ def _metadata_hidden(run: FunctionalRun, final: torch.Tensor) -> bool:
     return bool(view_ops) or (last_set is not None and not last_set[1])
 
 
+def _resized_itself(run: FunctionalRun, final: torch.Tensor) -> bool:
+    """Did the program resize_() (or resize_as_()) this very tensor, not only a tensor over its storage? (A growth
+    rebinds it, recorded apart from the in-place view ops: `SwapRecord.self_grown_ids`.)"""
+    if id(final) in run.swaps.self_grown_ids:
+        return True
+    resizes = (torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default)
+    return any(r.func in resizes for r in run.swaps.inplace_views.get(id(final), []))
+
+
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
@@ -169,8 +178,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         final_meta = (final_meta[0], final_meta[1], symint_expr(eager_offset(final, orig)))
     elif set_source is not None:  # on another input's storage: its offset there (Note [as_strided On Inputs])
         final_meta = alias_meta(final, run, set_source, set_source)
-    swaps = run.swaps
-    keys = _eager_storage_keys(swaps, orig)
+    swaps, keys = run.swaps, _eager_storage_keys(run.swaps, orig)
     return LeafMutation(
         data=data,
         metadata=final_meta != orig_meta,
@@ -203,6 +211,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         new_storage_of=new_storage_of,
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
         metadata_hidden=_metadata_hidden(run, final),
+        grown_under_it=grown and not _resized_itself(run, final),
         assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
     )
 
