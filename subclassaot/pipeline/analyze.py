@@ -1693,7 +1693,7 @@ def check_written_inputs_gaining_grad(
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
     own = own_stand_in_inputs(layout, passed, gains)
     for i in gains:
-        # (a leaf in no alias group, not a view: eager's in-place view ops on it record nothing, before the flag or
+        # (a leaf in no alias group, a view too: eager's in-place view ops on it record nothing, before the flag or
         # under no_grad after it, and the epilogue replays them so; the gradient arrives in the layout of the first
         # read with grad after the flag, Note [Leaves Laid Out Anew Under no_grad])
         # (not a set_() among them, which a wrapper's replay steps leave out where it sets it onto itself: eager's
@@ -1750,11 +1750,11 @@ def _written_without_grad(m: LeafMutation, *, relaid: bool = False) -> bool:
 
 
 def _relaid_alone(flat: FlatInputs, layout: DenseLayout, i: int) -> bool:
-    """Tensor input `i` is a leaf that is no view and in no alias group: the run's stand-in is a leaf of its own,
+    """Tensor input `i` is a leaf (a view too) in no alias group: the run's stand-in is a leaf of its own,
     relaid as eager's (Note [Leaves Laid Out Anew Under no_grad])."""
     value = cast(torch.Tensor, flat.values[flat.tensor_indices[i]])
     grouped = {m for g in layout.groups for m in g.members}
-    return value.is_leaf and not value._is_view() and not any(j in grouped for j in layout.leaves_of_input[i])
+    return value.is_leaf and not any(j in grouped for j in layout.leaves_of_input[i])
 
 
 def _moved(m: LeafMutation) -> bool:

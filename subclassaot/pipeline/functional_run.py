@@ -768,7 +768,8 @@ def _made_to_require_grad(
 
 
 def _leaf_inputs(flat: FlatInputs, layout: DenseLayout, as_views: set[int], *, requires_grad: bool) -> list[int]:
-    """Positions of leaf inputs (plain or subclass) that require grad as passed, or not, in no alias group and not
+    """Positions of leaf inputs (plain or subclass, views of a base that requires none among them) that require grad
+    as passed, or not, in no alias group and not
     run as views (Note [Leaves Laid Out Anew Under no_grad]: the leaves laid out anew, and the inputs made to require
     grad)."""
     grouped = {m for g in layout.groups for m in g.members}
@@ -780,8 +781,6 @@ def _leaf_inputs(flat: FlatInputs, layout: DenseLayout, as_views: set[int], *, r
             or not is_leaf_before_base_write(real)
             or real.requires_grad != requires_grad
         ):
-            continue
-        if not requires_grad and real._is_view():  # (a view input made to require grad: its own rule)
             continue
         if i not in as_views and not any(j in grouped for j in leaves):
             found.append(i)

@@ -100,8 +100,9 @@ __all__ = [
 #   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
 #   then no leaf) the record leaves out (SwapRecord.grad_written). On an input: turned on, the call compiles for
 #   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
-#   grad on, eager's earlier results carry no history: a leaf passed alone is laid out anew, Note [Leaves Laid Out
-#   Anew Under no_grad]; a plain view is marked in the eager backend's graph, Note [Training Without A Function]; a
+#   grad on, eager's earlier results carry no history: a leaf or a view (of a base requiring none) passed alone is
+#   laid out anew, Note [Leaves Laid Out Anew Under no_grad]; a plain view run as a view of another stand-in is marked
+#   in the eager backend's graph, Note [Training Without A Function]; a
 #   plain input sharing storage with another, whose stand-in is a view of a synthetic base that gains the flag at the
 #   call as eager's does, compiles where the reads were of the other inputs over the storage only (not of it, of an
 #   input whose `._base` it is, or of views of those: their stand-ins would require grad from the start), views of
@@ -156,11 +157,10 @@ def check_gained_after_read(
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: the program calls requires_grad_() on this input after computing from it "
                 "(or from another tensor over its storage, an input that is a view of it) with grad mode on; eager's "
-                "earlier results carry no autograd history, but the compiled call makes this input (a tensor "
-                "subclass that is a view, or one sharing storage with another input) require grad before the graph "
-                "runs, so they would. A leaf input passed alone compiles, and so does a plain view input with "
-                'backend="eager", a plain input sharing storage whose earlier reads were only of other inputs over '
-                "it (not of this input, an input that is a view of it, or views of those), any input where no "
+                "earlier results carry no autograd history, but the compiled call makes this input (one sharing "
+                "storage with another input) require grad before the graph runs, so they would. A leaf or view "
+                "input passed alone compiles, and so does a plain input sharing storage whose earlier reads were only "
+                "of other inputs over it (not of this input, an input that is a view of it, or views of those), any input where no "
                 "output or input reaches what was computed from it before, and a plain input whose storage nothing "
                 "writes after the call, nor reads with grad into what an output or input holds. Call requires_grad_() "
                 "before the first use of the input, or outside the compiled function"

@@ -1873,29 +1873,25 @@ GAINED_AFTER_READ = (
 
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
 @pytest.mark.parametrize(
-    ("f", "make", "pair_refused"),
+    ("f", "make"),
     [
-        (gain_after_a_read_of_a_view_input, _base_and_its_view, False),
-        (gain_then_a_no_grad_view_of_a_view_input, _base_and_its_view, False),
-        (write_then_gain_last, _a_view_input, True),
+        (gain_after_a_read_of_a_view_input, _base_and_its_view),
+        (gain_then_a_no_grad_view_of_a_view_input, _base_and_its_view),
+        (write_then_gain_last, _a_view_input),
     ],
     ids=["read_of_a_view_input", "no_grad_view_after", "write"],
 )
 def test_requires_grad_on_input_after_its_last_use_over_shared_storage(
-    f: Callable[..., object], make: Callable[[bool], Make], pair_refused: bool, pair: bool
+    f: Callable[..., object], make: Callable[[bool], Make], pair: bool
 ) -> None:
     """fuzz seed 117300, programs 5795, 8095, 4196, 9853 and 4907 (UNSUPPORTED): requires_grad_() on an input after an
     op with grad read its storage (of a view of it passed too, or written it), where nothing takes that storage after
     but reads under no_grad:
     the compiled call compiles for no training and sets the flag once it is done (Analysis.gains_last), plain tensors
     only. A PairTensor base with its view passed compiles by the subclass's own rule (its stand-in gains the flag at
-    the call); a PairTensor view input written first, whose flag the run cannot defer, is refused as before."""
+    the call); a PairTensor view input written first, whose flag the run cannot defer, is laid out anew as a leaf
+    without grad (Note [Leaves Laid Out Anew Under no_grad]; it was refused)."""
     with torch.enable_grad():
-        if pair and pair_refused:
-            f(*make(pair)())  # eager runs it
-            with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
-                subclassaot.compile(f, backend="eager")(*make(pair)())
-            return
         assert_matches_eager(f, make(pair), backend="eager")
         assert_matches_eager(f, make(pair), backend="inductor")
 
@@ -2078,13 +2074,9 @@ def test_requires_grad_on_written_input_after_its_last_use_while_training(
     program 6490 (CRASHED: a write into a multi-output view with grad): an input written, then made to require grad
     last (Analysis.gains_last), in a compile that trains another input. Its written value, final when it gained the
     flag without history, is no differentiable output of the graph: the epilogue writes it below autograd, then the
-    flag is set. PairTensor inputs (whose flag the run cannot defer) are refused by name as before."""
+    flag is set. PairTensor inputs (whose flag the run cannot defer) are laid out anew as leaves without grad (Note
+    [Leaves Laid Out Anew Under no_grad]; they were refused)."""
     with torch.enable_grad():
-        if pair:
-            f(*make(pair)())  # eager runs it
-            with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
-                subclassaot.compile(f, backend="eager")(*make(pair)())
-            return
         assert_matches_eager(f, make(pair))
         assert_matches_eager(f, make(pair), after_call=write_outputs)
         assert_matches_eager(f, make(pair), backend="inductor")
@@ -2376,7 +2368,6 @@ def test_input_made_to_require_grad_by_the_graph_gets_its_gradient() -> None:
     with torch.enable_grad():
         before, after = cast(tuple[T, T], compiled(x))
     assert x.requires_grad and x.is_leaf and before.grad_fn is None and after.grad_fn is not None
-    assert compiled._entries[0].autograd_backward  # no autograd.Function: the graph's run is recorded
     after.sum().backward()  # type: ignore[no-untyped-call]
     torch.testing.assert_close(x.grad, torch.full((3,), 3.0))
 
@@ -2432,21 +2423,19 @@ def test_input_made_to_require_grad_by_the_graph_called_again() -> None:
     torch.testing.assert_close(x.grad, x_eager.grad)
 
 
-def test_requires_grad_on_a_view_input_after_its_use_with_another_backend_refused() -> None:
-    """Only the eager backend's graph run is recorded by autograd, which makes the input require grad mid-graph."""
-    with (
-        torch.enable_grad(),
-        pytest.raises(UnsupportedError, match="on this input, which does not require grad.*the eager backend"),
-    ):
-        subclassaot.compile(requires_grad_after_compute, backend="inductor")(torch.randn(2, 3)[0])
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_requires_grad_on_a_view_input_after_its_use_matches_eager(backend: str, subclass: bool) -> None:
+    """A view input (of a base that requires no grad) in no alias group is laid out anew as a leaf without grad, as a
+    leaf input is (Note [Leaves Laid Out Anew Under no_grad]): any backend, plain or PairTensor (both were refused:
+    the graph's run had to mark a plain view, the eager backend's alone; a subclass view had no wrapper to mark)."""
 
+    def make() -> tuple[T]:
+        b = torch.randn(2, 3)
+        return ((PairTensor.from_tensor(b) if subclass else b)[0],)
 
-def test_requires_grad_on_a_subclass_view_input_after_its_use_refused() -> None:
-    """The graph is over the subclass's inner tensors: it holds no wrapper to mark (a subclass leaf passed alone is
-    laid out anew instead, test above)."""
-    x = PairTensor.from_tensor(torch.randn(2, 3))[0]
-    with torch.enable_grad(), pytest.raises(UnsupportedError, match="a tensor subclass that is a view"):
-        subclassaot.compile(requires_grad_after_compute, backend="eager")(x)
+    with torch.enable_grad():
+        assert_matches_eager(requires_grad_after_compute, make, backend=backend)
 
 
 def enable_grad_read_then_requires_grad(x: T) -> object:
@@ -2592,13 +2581,12 @@ def requires_grad_between_enable_grad_uses(x: T) -> object:
     return y, z
 
 
-def test_requires_grad_on_a_view_input_between_enable_grad_uses_in_a_no_grad_call_refused() -> None:
-    """Compiled for the grad turned on inside, whose graph does not mark the input (a leaf passed alone is laid out
-    anew instead)."""
-    with torch.no_grad(), pytest.raises(UnsupportedError, match="on this input, which does not require grad.*or call"):
-        subclassaot.compile(requires_grad_between_enable_grad_uses, backend="eager")(torch.randn(2, 3)[0])
+@pytest.mark.parametrize("make", [_plain(3), _view_input(3)], ids=["plain", "view"])
+def test_requires_grad_on_an_input_between_enable_grad_uses_in_a_no_grad_call_matches_eager(make: Make) -> None:
+    """Compiled for the grad turned on inside: a leaf or a view passed alone is laid out anew (the view was refused,
+    its graph marking no input)."""
     with torch.no_grad():
-        assert_matches_eager(requires_grad_between_enable_grad_uses, _plain(3))
+        assert_matches_eager(requires_grad_between_enable_grad_uses, make)
 
 
 def _view_and_its_base(taken: str) -> Callable[[], tuple[T, T]]:
@@ -3865,19 +3853,19 @@ def test_set_with_grad_of_a_view_taken_before_a_view_input_requires_grad_refused
     base the input views (none): its set_() with grad on runs. The run's view follows the input's stand-in, which
     requires grad, and autograd raised "a view of a leaf Variable that requires grad is being used in an in-place
     operation" (or "A view was created in no_grad mode") at the set_(), which no torch function mode sees (fuzz seed
-    117500, program 718: CRASHED). Refused by name, as the write without set_() is; a PairTensor input meets the
-    refusal of requires_grad_() after a read with grad first, except for the view taken under no_grad."""
+    117500, program 718: CRASHED). Refused by name, as the write without set_() is; so is a PairTensor input (once
+    refused as a subclass view made to require grad after a read with grad; now laid out anew as a leaf without grad,
+    Note [Leaves Laid Out Anew Under no_grad])."""
 
     def make() -> tuple[T]:
         base = torch.randn((1, 4, 3))
         whole = (PairTensor.from_tensor(base) if subclass else base).select(2, 2)
         return (whole.unbind(1)[1] if viewed_by == "unbind" else whole.select(1, 1).unsqueeze(0),)
 
-    read_first = subclass and f is not set_of_a_no_grad_view_before_the_flag
     with torch.enable_grad():
         (out,) = cast(tuple[T], f(*make()))
         assert out.requires_grad and out.is_leaf
-        with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ if read_first else FLAGLESS_VIEW_READ):
+        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
             subclassaot.compile(f)(*make())
 
 
@@ -3926,23 +3914,22 @@ def test_set_of_an_inference_view_after_a_view_input_requires_grad_refused(compi
 @pytest.mark.parametrize(
     "f", [set_of_a_no_grad_view_then_the_flag, set_of_a_no_grad_view_then_the_flag_then_read], ids=["set", "read"]
 )
-def test_set_with_grad_of_a_no_grad_view_before_a_view_input_requires_grad_refused(
+def test_set_with_grad_of_a_no_grad_view_before_a_view_input_requires_grad_matches_eager(
     f: Callable[..., object], subclass: bool
 ) -> None:
     """The set_() with grad of a view taken under no_grad comes before the program's requires_grad_() on the input,
     a view of a tensor that requires none: eager's view requires no grad then, and its set_() runs. A training
-    compile makes the run's stand-in require grad from the start, and autograd raised "A view was created in no_grad
-    mode" at the set_(), which no torch function mode sees (fuzz seed 117700, program 8608: CRASHED). Refused by
-    name, as the set_() after the flag is."""
+    compile made the run's stand-in require grad from the start, and autograd raised "A view was created in no_grad
+    mode" at the set_(), which no torch function mode sees (fuzz seed 117700, program 8608: CRASHED; then refused by
+    name). The stand-in of a view input passed alone is now a leaf without grad until the program's call (Note
+    [Leaves Laid Out Anew Under no_grad]), as eager's input is."""
 
     def make() -> tuple[T]:
         base = torch.randn((2, 1, 2))
         return ((PairTensor.from_tensor(base) if subclass else base).unbind(1)[0],)
 
     with torch.enable_grad():
-        f(*make())  # eager runs it
-        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
-            subclassaot.compile(f)(*make())
+        assert_matches_eager(f, make)
 
 
 def view_taken_before_the_view_input_requires_grad(x0: T) -> object:
@@ -4567,6 +4554,63 @@ def test_input_written_with_grad_before_requires_grad_matches_eager(
 
     with torch.enable_grad():
         assert_matches_eager(_WRITES_BEFORE_FLAG[write], make, compile_fn=compile_fn)
+
+
+def _view_taken_then_written_then_requires_grad(x: T) -> object:
+    v = x[1:]  # a view of the root base eager's x views: it takes requires_grad from that (none), before or after
+    x.mul_(2.0)
+    x.requires_grad_()
+    return (v, x.exp())
+
+
+def _written_then_no_grad_view_after_requires_grad(x: T) -> object:
+    x.add_(1.0)
+    x.requires_grad_()
+    with torch.no_grad():
+        v = x[:2]
+    return (v, x * 3)
+
+
+def _relaid_then_requires_grad(x: T) -> object:
+    x.unsqueeze_(1)  # an in-place view op before the flag: eager records nothing, x stays a leaf
+    x.requires_grad_()
+    return (x.contiguous().sin(),)
+
+
+def _written_and_relaid_then_requires_grad(x: T) -> object:
+    x.mul_(x)
+    x.t_()
+    x.requires_grad = True
+    return (x * 2, x)
+
+
+_VIEW_INPUT_WRITES_BEFORE_FLAG = {
+    **_WRITES_BEFORE_FLAG,
+    "view_taken_before": _view_taken_then_written_then_requires_grad,
+    "no_grad_view_after": _written_then_no_grad_view_after_requires_grad,
+    "relaid": _relaid_then_requires_grad,
+    "written_and_relaid": _written_and_relaid_then_requires_grad,
+}
+
+
+@pytest.mark.parametrize("write", sorted(_VIEW_INPUT_WRITES_BEFORE_FLAG))
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_view_input_written_with_grad_before_requires_grad_matches_eager(
+    compile_fn: CompileFn | None, subclass: bool, write: str
+) -> None:
+    """The same with a view input of a base that requires no grad, passed alone (fuzz seed 118900, programs 2387,
+    4906, 5394, 5600, 7949, 8656, 9703: refused, "on this input, which does not require grad, after computing from
+    it"; a PairTensor view "a tensor subclass that is a view"): eager's requires_grad_() makes the view a leaf of its
+    own (its base still requires none), holding the written value. Its stand-in is laid out anew as a leaf's is,
+    without grad until the program's call, and the epilogue writes (and relays) the input below autograd (Note
+    [Leaves Laid Out Anew Under no_grad]); views of it taken before the flag or under no_grad keep requiring none."""
+
+    def make() -> tuple[T]:
+        b = torch.randn(2, 3)
+        return ((PairTensor.from_tensor(b) if subclass else b)[1],)
+
+    with torch.enable_grad():
+        assert_matches_eager(_VIEW_INPUT_WRITES_BEFORE_FLAG[write], make, compile_fn=compile_fn)
 
 
 def _alias_written_then_requires_grad(x0: T, x1: T) -> object:
@@ -5269,13 +5313,12 @@ def test_own_flag_on_a_view_of_a_view_input_made_to_require_grad(
     of a view is one of the root base), so requires_grad_() gives it one of its own. The run lays x0 out anew, as a
     base: its t0 already read x0's flag there, so the requires_grad_() was no gain, and the output was replayed on the
     real x0 without a flag. Now the flag the program gave it over its base's is a fact (SwapRecord.own_flags) and the
-    runtime sets it once built. With grad, a view taken before the flag stays refused by name (plain: a view eager
-    gives no flag; PairTensor: the requires_grad_() after the view op read the input)."""
+    runtime sets it once built. With grad, a view taken before the flag stays refused by name (a view eager gives no
+    flag, plain or PairTensor)."""
     f = _own_flag_on_view(setter, order)
     make_inputs = _view_of_unpassed_base(kind, base)
-    if grad and order == "view first" and (base == "root" or kind == "pair"):
-        match = "view of a tensor taken before" if base == "root" else "on this input after computing from it"
-        refused_with_grad(f, make_inputs, compile_fn, match)
+    if grad and order == "view first" and base == "root":
+        refused_with_grad(f, make_inputs, compile_fn, "view of a tensor taken before")
     elif grad and order == "view first":
         refused_with_grad(f, make_inputs, compile_fn, FLAGLESS_VIEW_READ)
     else:

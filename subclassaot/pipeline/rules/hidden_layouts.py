@@ -92,10 +92,12 @@ __all__ = [
 # same way, so the no_grad rules decide it), but inference mode skips autograd's kernels, detach_()'s among them,
 # which alone drops the clone's grad_fn: the trace leaves inference mode for its detach_() (else the gradient is taken
 # through the clone in the old size, against an accumulator made in the new one).
-# - Inputs made to require grad: a leaf input (plain or subclass) that does not require grad, which the program makes
+# - Inputs made to require grad: a leaf input (plain or subclass; a view of a base that requires none too, which eager's
+#   requires_grad_() makes a leaf of its own, its views still taking their flag from that base) that does not
+#   require grad, which the program makes
 #   require grad (requires_grad_(), `.requires_grad = True`), is read without history before that call in eager and
 #   with history after. The compile goes for training with the input requiring grad (the runtime sets the flag before the graph
-#   runs, as the program's own call would); the run's stand-in for such an input, in no alias group and no view, is a
+#   runs, as the program's own call would); the run's stand-in for such an input, in no alias group, is a
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
 #   leaf. Where an in-place view op relaid it (before the flag, or under no_grad after; `relaid_late_grad`), eager's

@@ -77,7 +77,7 @@ from subclassaot.schemas import (
 # Inputs the program makes require grad (requires_grad_()) are compiled requiring grad from the start: writes to them
 # that autograd records none of (under no_grad, through detach()), keeping their storage and layout, read the same
 # either way (eager's gradient is w.r.t. the value at requires_grad_(), which those writes cut from the entry value
-# just as well). So do in-place view ops on such a leaf in no alias group and no view (before the flag, or under
+# just as well). So do in-place view ops on such a leaf (or leaf view) in no alias group (before the flag, or under
 # no_grad after it: neither records a node in eager), which the epilogue replays under no_grad (Note [Leaves Laid Out
 # Anew Under no_grad]). A write with grad before the flag (unrecorded in eager, a leaf written in place here), an
 # in-place view op on another such input, and a swap or `.data =` stay refused (`check_written_inputs_gaining_grad`).
