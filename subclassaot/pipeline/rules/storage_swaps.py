@@ -57,6 +57,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
 from subclassaot.pipeline.rules.set_storage_rules import (
+    check_grad_write_into_grown_view,
     check_resized_nbytes,
     check_storage_bytes_resize,
     check_unwritten_reads,
@@ -323,6 +324,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_absolute_frames(self.record)  # Note [as_strided On Inputs]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             check_inference_write(self.record, func, args, kwargs)
+            check_grad_write_into_grown_view(self.record, func, args, kwargs)  # (before autograd replays its views)
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
