@@ -2534,7 +2534,7 @@ def test_input_grown_then_a_view_written_with_grad_refused(
 ) -> None:
     # fuzz seed 119000, program 1752: autograd replayed the view (5, 1) on the input's base at its old size 4 and
     # the compile crashed ("shape '[5, 1]' is invalid for input of size 4"); eager gives the grown input a
-    # CopySlices node (Note [Grad Writes Into A Grown Input's Views])
+    # CopySlices node (Note [Storage Swaps By Rebinding])
     with torch.enable_grad():
         assert_refused(f, lambda: (leaf(), torch.randn(4)), compile_fn, _GRAD_WRITE_INTO_GROWN_VIEW)
 

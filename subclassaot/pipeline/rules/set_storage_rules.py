@@ -228,8 +228,7 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
         record.unwritten_storages.pop(storage_key(target), None)
 
 
-# Note [Grad Writes Into A Grown Input's Views]
-# A resize_() growing an input past its storage runs it as a view of its group's synthetic base (Note [as_strided On
+# Grad writes into a grown input's views (part of Note [Storage Swaps By Rebinding]): a resize_() growing an input past its storage runs it as a view of its group's synthetic base (Note [as_strided On
 # Inputs]), and rebinds it, and every tensor over it, to the grown storage (Note [Storage Swaps By Rebinding]); their
 # autograd `._base` stays that base, at the size before the growth. Eager's input is no view: a write autograd records
 # (grad on, a value that requires grad: `v.mul_(w)`, `v.set_(w)`) into a view v the program took of it gives the input
@@ -244,7 +243,7 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
 def check_grad_write_into_grown_view(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    """Note [Grad Writes Into A Grown Input's Views]: refuse the program's in-place op (its dispatch, below autograd)
+    """Refuse the program's in-place op (its dispatch, below autograd)
     that autograd records into a tensor over an input's storage that the program grew, where the run's tensor is an
     autograd view whose base is left on the storage before the growth."""
     schema = getattr(func, "_schema", None)
@@ -276,7 +275,7 @@ def check_grad_write_into_grown_view(
         f"{' and '.join(paths)}: {func.overloadpacket.__name__}: the program grows this input's storage with resize_() "
         "and then, with grad enabled, writes a value that requires grad into a view of it; eager records that write "
         "on the input as grown, while the compiled run traces the grown input as a view of its storage at the old "
-        "size and would replay the view there (Note [Grad Writes Into A Grown Input's Views]). Resize a clone of the "
+        "size and would replay the view there (Note [Storage Swaps By Rebinding]). Resize a clone of the "
         "input, or write under torch.no_grad() or a detach()ed value"
     )
 

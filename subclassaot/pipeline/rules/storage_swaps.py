@@ -187,7 +187,8 @@ from subclassaot.torch_internals import (
 # storage is an input's (grown through the input or through a view of it), the epilogue grows the real input's storage
 # in place (`untyped_storage().resize_()`) and then writes the input's final values, so the caller's views of it see
 # the grown storage as in eager; an output reaching its elements past the inputs' own is refused (they are the graph's
-# alone).
+# alone). A write with grad into a view of an input grown so is refused (set_storage_rules.py: grad writes into a
+# grown input's views).
 # Inside inference_mode eager lets a leaf or a view that requires grad grow: taken as any growth, but a use with grad
 # of it (or of a view of it) after is refused, as eager's autograd then expects the grown size and the compiled
 # backward the old one.
