@@ -2507,3 +2507,51 @@ def _empty_slice_at_end() -> tuple[object, ...]:
 def test_empty_slice_at_an_inputs_end_grown_twice(grad: bool, compile_fn: CompileFn | None) -> None:
     with torch.set_grad_enabled(grad):
         _check(empty_end_slice_grown_twice, _empty_slice_at_end, compile_fn)
+
+
+def grown_then_set_view_to_leaf(w: T, x: T) -> object:
+    x.resize_((5,))
+    x.fill_(2.0)
+    v = x.reshape((5, 1))
+    set_to(v, w)
+    return ()
+
+
+def grown_then_view_written_with_grad(w: T, x: T) -> object:
+    x.resize_((5,))
+    x.fill_(2.0)
+    x.view(5, 1).mul_(w)
+    return ()
+
+
+def grown_then_view_written_without_grad(w: T, x: T) -> object:
+    x.resize_((5,))
+    x.fill_(2.0)
+    x.view(5, 1).mul_(w.detach())
+    return x * 1
+
+
+_GRAD_WRITE_INTO_GROWN_VIEW = (
+    r"args\[1\]: (set_|mul_): the program grows this input's storage with resize_\(\) and then, with grad enabled, "
+    r"writes a value that requires grad into a view of it"
+)
+
+
+@pytest.mark.parametrize("f", [grown_then_set_view_to_leaf, grown_then_view_written_with_grad])
+def test_input_grown_then_a_view_written_with_grad_refused(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 119000, program 1752: autograd replayed the view (5, 1) on the input's base at its old size 4 and
+    # the compile crashed ("shape '[5, 1]' is invalid for input of size 4"); eager gives the grown input a
+    # CopySlices node (Note [Storage Swaps By Rebinding])
+    with torch.enable_grad():
+        assert_refused(f, lambda: (leaf(), torch.randn(4)), compile_fn, _GRAD_WRITE_INTO_GROWN_VIEW)
+
+
+def test_input_grown_then_a_view_written_without_grad_matches_eager(compile_fn: CompileFn | None) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(
+            grown_then_view_written_without_grad, lambda: (leaf(), torch.randn(4)), compile_fn=compile_fn
+        )
+    with torch.no_grad():
+        assert_matches_eager(grown_then_view_written_with_grad, lambda: (leaf(), torch.randn(4)), compile_fn=compile_fn)

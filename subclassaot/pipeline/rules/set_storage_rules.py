@@ -6,7 +6,7 @@ storage resize_ in the program (Note [Storage Swaps By Rebinding]).
 
 Input: the `_DataMode` of storage_swaps.py hands each call of the program to `note_wrapper_storage`, and its
 dispatch mode a set_() onto a storage of no input to `check_wrapper_storage_set` and each op to
-`check_unwritten_reads`; torch_internals hands each `UntypedStorage.resize_` to `note_storage_resize`. Output: the
+`check_unwritten_reads` and `check_grad_write_into_grown_view`; torch_internals hands each `UntypedStorage.resize_` to `note_storage_resize`. Output: the
 storage resizes in the SwapRecord; an UnsupportedError for the calls out of reach. Invariants: nothing here changes
 a tensor or a storage.
 
@@ -34,6 +34,7 @@ from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, LeafMutation,
 from subclassaot.torch_internals import (
     DataDependentError,
     is_functional,
+    no_torch_function,
     storage_key,
     storage_nbytes,
     symint_expr,
@@ -45,6 +46,7 @@ __all__ = [
     "check_storage_bytes_resize",
     "check_unwritten_at_end",
     "check_unwritten_reads",
+    "check_grad_write_into_grown_view",
     "check_wrapper_storage_set",
     "note_freed_inputs",
     "note_storage_resize",
@@ -224,6 +226,66 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
         if isinstance(a, torch.Tensor)
     ):
         record.unwritten_storages.pop(storage_key(target), None)
+
+
+# Grad writes into a grown input's views (part of Note [Storage Swaps By Rebinding]): a resize_() growing an input past its storage runs it as a view of its group's synthetic base (Note [as_strided On
+# Inputs]), and rebinds it, and every tensor over it, to the grown storage (Note [Storage Swaps By Rebinding]); their
+# autograd `._base` stays that base, at the size before the growth. Eager's input is no view: a write autograd records
+# (grad on, a value that requires grad: `v.mul_(w)`, `v.set_(w)`) into a view v the program took of it gives the input
+# a CopySlices node and regenerates v's history from the input as grown. The run's autograd replays v's view ops on
+# the old base instead, which does not hold the elements v reaches: it raises where they need the grown size
+# (`x.resize_(5); x.view(5, 1).mul_(w)`: "shape '[5, 1]' is invalid for input of size 4"). So such a write, into a
+# view reaching past that base of an input that is no view in eager and requires no grad (eager's resize_ refuses one
+# that does), is refused by name. Written without grad autograd replays nothing; a write into the input itself is
+# refused after the run (check_gained_grad, Note [Inputs Written In Training]).
+
+
+def check_grad_write_into_grown_view(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """Refuse the program's in-place op (its dispatch, below autograd)
+    that autograd records into a tensor over an input's storage that the program grew, where the run's tensor is an
+    autograd view whose base is left on the storage before the growth."""
+    schema = getattr(func, "_schema", None)
+    t = args[0] if args else None
+    if (
+        schema is None
+        or not schema.arguments
+        or not schema.arguments[0].is_write
+        or not isinstance(t, torch.Tensor)
+        or not is_functional(t)
+        or not torch.is_grad_enabled()
+        or torch.is_inference_mode_enabled()
+    ):
+        return
+    key = storage_key(t)
+    if key not in record.grown_from or not any(
+        isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))
+    ):
+        return
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        base = t._base if t._is_view() else None
+        paths = record.input_paths.get(record.grown_root(key))
+        if base is None or not paths or not _reaches_past(t, base):
+            return
+        found = record.input_positions.get(id(record.view_root(t, through_swaps=True)))
+        if found is None or id(t) in record.input_positions or found[1]._is_view() or found[1].requires_grad:
+            return
+    raise UnsupportedError(
+        f"{' and '.join(paths)}: {func.overloadpacket.__name__}: the program grows this input's storage with resize_() "
+        "and then, with grad enabled, writes a value that requires grad into a view of it; eager records that write "
+        "on the input as grown, while the compiled run traces the grown input as a view of its storage at the old "
+        "size and would replay the view there (Note [Storage Swaps By Rebinding]). Resize a clone of the "
+        "input, or write under torch.no_grad() or a detach()ed value"
+    )
+
+
+def _reaches_past(t: torch.Tensor, base: torch.Tensor) -> bool:
+    """Does `t` reach a storage element past the last that its autograd base `base` (left at its old size by the
+    growth) covers? (Static sizes only: a symbolic one is left to the run.)"""
+    last = t.storage_offset() + _extent(t)
+    base_last = base.storage_offset() + _extent(base)
+    return type(last) is int and type(base_last) is int and last > base_last
 
 
 def _needs_bytes(t: torch.Tensor) -> bool:

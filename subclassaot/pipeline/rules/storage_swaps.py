@@ -57,6 +57,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
 from subclassaot.pipeline.rules.set_storage_rules import (
+    check_grad_write_into_grown_view,
     check_resized_nbytes,
     check_storage_bytes_resize,
     check_unwritten_reads,
@@ -186,7 +187,8 @@ from subclassaot.torch_internals import (
 # storage is an input's (grown through the input or through a view of it), the epilogue grows the real input's storage
 # in place (`untyped_storage().resize_()`) and then writes the input's final values, so the caller's views of it see
 # the grown storage as in eager; an output reaching its elements past the inputs' own is refused (they are the graph's
-# alone).
+# alone). A write with grad into a view of an input grown so is refused (set_storage_rules.py: grad writes into a
+# grown input's views).
 # Inside inference_mode eager lets a leaf or a view that requires grad grow: taken as any growth, but a use with grad
 # of it (or of a view of it) after is refused, as eager's autograd then expects the grown size and the compiled
 # backward the old one.
@@ -323,6 +325,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_absolute_frames(self.record)  # Note [as_strided On Inputs]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             check_inference_write(self.record, func, args, kwargs)
+            check_grad_write_into_grown_view(self.record, func, args, kwargs)  # (before autograd replays its views)
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
