@@ -117,6 +117,8 @@ from subclassaot.torch_internals import (
 #   any node (BackwardEnd.RAISES_AT_ROOT), as does a root that requires grad only through its base (a view taken under
 #   no_grad: no history of its own); such a set says nothing of the Function's tangents and makes no pattern, so
 #   a backward through the same tangents by another way (the written base's new value alone) is refused when it runs.
+#   Nor does a set with an output set_() under grad: the epilogue gives it a set_ node of its own, made after the call
+#   and raising before the Function's node runs (Note [set_ Under Grad]).
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save). Where the
@@ -1006,8 +1008,12 @@ def tangent_patterns(
     per_output: dict[int, frozenset[int]] = {}
     bypass: set[int] = set()
     for chosen, end in ends.items():
-        if end is BackwardEnd.RAISES_AT_ROOT:
-            continue  # no tangent reaches the Function: that backward says nothing of a pattern's
+        if end is BackwardEnd.RAISES_AT_ROOT or any(
+            o < len(analysis.outputs) and analysis.outputs[o].set_under_grad for o in chosen
+        ):
+            # no tangent reaches the Function: that backward says nothing of a pattern's (an output set_() under grad
+            # gets its own set_ node after the call, which raises before the Function's: Note [set_ Under Grad])
+            continue
         pattern: set[int] = set()
         for o in chosen:
             if o not in per_output:
