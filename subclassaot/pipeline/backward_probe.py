@@ -117,6 +117,12 @@ from subclassaot.torch_internals import (
 #   any node (BackwardEnd.RAISES_AT_ROOT), as does a root that requires grad only through its base (a view taken under
 #   no_grad: no history of its own); such a set says nothing of the Function's tangents and makes no pattern, so
 #   a backward through the same tangents by another way (the written base's new value alone) is refused when it runs.
+#   Nor does a set with an output set_() under grad onto another tensor's storage (`t0.set_(x0)`, x0 written): its
+#   set_ node (eager's, and the holder's the epilogue makes: Note [set_ Under Grad]) passes no gradient on, but the
+#   compiled output is rebuilt from that storage's value, so the set would map to x0's new value, a tangent that a
+#   backward through x0 alone gives the Function too, where eager's meets no set_ node and completes. An output set_()
+#   onto its own storage (`t0.set_(t0)`, or a base its view's set_() rebased) maps to its own fresh value, which no
+#   backward reaches but through that output: its set is kept.
 # - Only backwards through the program's outputs are probed. Where no probed set is kept, a backward through the new
 #   values of written inputs alone that no output reaches is refused when it runs: eager's may never reach the failing
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save). Where the
@@ -1005,9 +1011,25 @@ def tangent_patterns(
     patterns: dict[frozenset[int], BackwardEnd | None] = {}
     per_output: dict[int, frozenset[int]] = {}
     bypass: set[int] = set()
+    # the Function outputs that only an output set_() under grad reads: its fresh value, behind its holder
+    own = {len(updates) + rank for o, rank in fresh_rank.items() if analysis.outputs[o].set_under_grad}
+    set_reach: dict[int, set[int] | None] = {}
     for chosen, end in ends.items():
         if end is BackwardEnd.RAISES_AT_ROOT:
             continue  # no tangent reaches the Function: that backward says nothing of a pattern's
+        shared = False
+        for o in chosen:
+            if o < len(analysis.outputs) and analysis.outputs[o].set_under_grad:
+                if o not in set_reach:
+                    set_reach[o] = reach.of_output(o)
+                found = set_reach[o]
+                if found is None:
+                    return None
+                shared |= not found <= own
+        if shared:
+            # an output set_() under grad onto another tensor's storage: the set would map to that storage's
+            # tangent, which a backward without eager's set_ node gives too (Note [Probing Eager's Backward])
+            continue
         pattern: set[int] = set()
         for o in chosen:
             if o not in per_output:

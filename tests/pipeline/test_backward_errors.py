@@ -555,6 +555,32 @@ def test_set_to_a_no_grad_view_raises_in_backward(compile_fn: CompileFn | None) 
         assert_refused(f_beside, make_inputs, compile_fn, "but not through forward output 1")
 
 
+def test_set_intermediate_returned_beside_its_written_source(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 118900 #1666 (Note [Probing Eager's Backward]): t0 set_() under grad to x0 is returned; eager's backward
+    # through t0 raises at its set_ node, but the compiled t0 is rebuilt from x0's new value, so that set's tangent is
+    # the one a backward through x0's new value alone gives the Function, which eager's completes (no set_ node on
+    # x0's history): a set through t0 makes no pattern. (t0 set_() to itself keeps its set: test_set_storage.py's
+    # test_product_set_to_itself_beside_its_leaf)
+    def f_function(x0: T) -> object:
+        t0 = x0.mul(x0)
+        x0.mul_(2.0)
+        set_to(t0, x0)
+        t1 = cast(T, TransposeSaved.apply(t0))  # type: ignore[no-untyped-call]  # untyped in torch
+        return (t1, t0)
+
+    def f_mul(x0: T) -> object:
+        t0 = x0.mul(x0)
+        x0.mul_(2.0)
+        set_to(t0, x0)
+        return (t0 * 3, t0)
+
+    for f in (f_function, f_mul):
+        for make_inputs in (lambda: (nonleaf(3, 3),), lambda: (pair_nonleaf(3, 3),)):
+            check(f, make_inputs, compile_fn)
+            with torch.enable_grad():
+                assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def test_data_assigned_another_size_fails_eager_backward_refused(compile_fn: CompileFn | None) -> None:
     # fuzz seed 11000 #2988, #6066: t0's DiagonalBackward0 keeps its size after `.data =`, so eager's backward fails
     # TBackward0's size check; the output is regenerated from the leaf x0, outside the compiled Function, whose
