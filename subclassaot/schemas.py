@@ -221,6 +221,9 @@ class LeafMutation:
     # ... KEPT, with no such write after its last `.data =`: eager's node of the write is at the layout the input came
     # with, not the assigned one (Note [History Kept Through .data =])
     kept_at_entry: bool = False
+    # a plain view input assigned `.data =`, whose history eager rebuilt at the layout it came with after its counter
+    # last moved, and keeps: the runtime rebuilds it once the counter has its final count (Note [Stale View Functions])
+    rebuilt_at_entry_layout: bool = False
 
     @property
     def any(self) -> bool:

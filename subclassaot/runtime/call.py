@@ -51,6 +51,8 @@ from subclassaot.runtime.steps import (
     bumped_input_sources,
     copy_into,
     counters_at_entry,
+    entry_aliases,
+    entry_rebuilt_views,
     epilogue_plan,
     graph_example_inputs,
     grow_storages,
@@ -193,7 +195,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         dense = dense_of(values)
         graph_in = graph_example_inputs(layout, dense, own)
         # version counters as the inputs came: an early replay of an in-place view op (t_) advances them already
-        counters = _versions(plan, epilogue, values, dense)
+        counters, entry_views = _versions(plan, epilogue, values, dense), entry_aliases(values, rebuilt)
         shared: dict[int, torch.Tensor] = {}  # Note [Output Regeneration]
         early, at_end, bumped = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
@@ -213,7 +215,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             cast(torch.Tensor, values[i]).requires_grad_(False)
         if not epilogue.empty:
             _epilogue(plan, epilogue, ev, values, dense, graph_in, outs, symbols, wrapper_values, counters, held)
-        settle_early_counters(at_end, values)
+        settle_early_counters(at_end, values, entry_views)
         for i in self_set:  # Note [Gradient Accumulators Of Leaves]
             renew_grad_accumulator(cast(torch.Tensor, values[i]))
         for o, r in late_tails:
@@ -241,7 +243,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             after(built)
         return unflatten_output(built, plan.analysis.output_spec, has_size)
 
-    early_sets, own = epilogue.early_grad_sets, _own_stand_in_leaves(plan)
+    early_sets, own, rebuilt = epilogue.early_grad_sets, _own_stand_in_leaves(plan), entry_rebuilt_views(plan)
     late_sets = tuple(  # Note [Epilogue Nodes In Eager's Order]
         t
         for t in epilogue.grad_sets

@@ -62,6 +62,7 @@ from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     get_version,
     grad_fn_raises,
+    refresh_view_grad_fn,
     set_to_tensor,
     set_version,
     symint_expr,
@@ -370,12 +371,38 @@ def raise_early_bumps(heads: Sequence[tuple[int, Replay]], values: Sequence[obje
             set_version(cast(torch.Tensor, values[replay.index]), version)
 
 
-def settle_early_counters(at_end: dict[int, int], values: Sequence[object]) -> None:
-    """After the epilogue: the counts of `replay_early` (Note [Views That Raise After A Bump])."""
+def settle_early_counters(
+    at_end: dict[int, int], values: Sequence[object], entry_views: Sequence[tuple[torch.Tensor, torch.Tensor]] = ()
+) -> None:
+    """After the epilogue: the counts of `replay_early` (Note [Views That Raise After A Bump]); then, every counter at
+    its final count, the histories of `entry_views` (`entry_aliases`) rebuilt at the layout they came with, as eager's
+    read after the program's last bump rebuilt them (Note [Stale View Functions]): each view takes its alias's data
+    for the read of its grad_fn, then the data it was assigned back (`.data =` bumps no version, keeps the grad_fn)."""
     for i, version in at_end.items():
         source = values[i]
         assert isinstance(source, torch.Tensor), "BUG: an early replay of a value that is no tensor"
         set_version(source, version)
+    for view, entry in entry_views:
+        assigned = view.detach()
+        view.data = entry
+        refresh_view_grad_fn(view)
+        view.data = assigned
+
+
+def entry_rebuilt_views(plan: RuntimePlan) -> list[int]:
+    """The flat positions of the plain view inputs whose history eager rebuilt at the layout they came with and
+    keeps through their `.data =` (LeafMutation.rebuilt_at_entry_layout: Note [Stale View Functions])."""
+    layout, mutations = plan.layout, plan.analysis.mutations
+    return [
+        plan.flat.tensor_indices[t]
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if layout.trees[t] is None and any(mutations[j].rebuilt_at_entry_layout for j in leaves)
+    ]
+
+
+def entry_aliases(values: Sequence[object], positions: Sequence[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Before the compiled call: each input at `positions` (`entry_rebuilt_views`) and an alias of it as it came."""
+    return [(v, v.detach()) for v in (cast(torch.Tensor, values[i]) for i in positions)]
 
 
 def training_roots(analysis: Analysis) -> tuple[Replay, ...]:

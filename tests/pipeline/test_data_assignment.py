@@ -3359,3 +3359,81 @@ def test_pair_view_input_assigned_another_layout_read_after_a_bump(compile_fn: C
         return (x2.mul(3.0),)
 
     check_with_grad(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Issue #27 (hg4002's sibling): a view input read with grad after a no_grad write to its base moved their shared
+# counter, then assigned `.data =` another input of another layout. Eager's read rebuilt the view's history (its base's
+# as_strided() at the layout it came with, at the counter's count), which the `.data =` keeps: after the call, its
+# history reads gradients of size (). The compiled call's view came back with the history it came with, stale, whose
+# first read after the call rebuilt it at the assigned layout (the oracle's backward through the written inputs gave
+# the base other gradients). The runtime now rebuilds it once the counter has its final count (Note [Stale View
+# Functions], LeafMutation.rebuilt_at_entry_layout).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _read_then_assigned(bumps: int, read: str, bump_after: bool = False) -> Callable[..., object]:
+    def f(x0: T, x1: T, x2: T) -> object:
+        for _ in range(bumps):
+            with torch.no_grad():
+                x1.fill_(2.0)
+        t0 = x2.mul(2.0) if read == "mul" else x0.sum()
+        if read == "grad_fn":
+            assert x2.grad_fn is not None  # (a read of it rebuilds it too)
+        x2.data = x0
+        if bump_after:
+            with torch.no_grad():
+                x1.fill_(3.0)
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize(
+    ("bumps", "read"), [(1, "mul"), (2, "mul"), (1, "grad_fn")], ids=["one_bump", "two_bumps", "grad_fn_read"]
+)
+def test_view_input_read_after_a_bump_then_assigned_keeps_the_rebuilt_history(
+    bumps: int, read: str, compile_fn: CompileFn | None
+) -> None:
+    # issue #27: eager's x2 ends with the as_strided() history of size () its read rebuilt (two bumps: the epilogue's
+    # one copy into x1 and the count settled after it come before the rebuild)
+    check_with_grad(_read_then_assigned(bumps, read), _view_input_of_leaf, compile_fn)
+
+
+def test_view_input_read_after_a_bump_then_assigned_and_bumped_again(compile_fn: CompileFn | None) -> None:
+    # a bump after the `.data =` leaves eager's rebuilt history stale again: rebuilt at the assigned layout after
+    check_with_grad(_read_then_assigned(1, "mul", bump_after=True), _view_input_of_leaf, compile_fn)
+
+
+def test_select_of_a_nonleaf_read_after_a_bump_then_assigned(compile_fn: CompileFn | None) -> None:
+    # a select() of a non-leaf: eager's rebuilt history is the base's as_strided() at the row, over the base's history
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = torch.randn(4, 2, requires_grad=True).mul(1.0)
+            return (torch.randn(3, 2, 1), b1, b1[1])
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        with torch.no_grad():
+            x1.mul_(3.0)
+        t0 = x2.mul(2.0)
+        x2.data = x0
+        return (t0, x1.sum())
+
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+def test_pair_view_input_read_after_a_bump_then_assigned(compile_fn: CompileFn | None) -> None:
+    # a subclass view's history is rebuilt by its view function (select()) in eager as in the trace
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b1 = pair(4, 2, requires_grad=True)
+            return (pair(3, 2), b1, b1[1])
+
+    def f(x0: T, x1: T, x2: T) -> object:
+        with torch.no_grad():
+            x1.fill_(2.0)
+        t0 = x2.mul(2.0)
+        x2.data = x0
+        return (t0,)
+
+    check_with_grad(f, make_inputs, compile_fn)

@@ -30,6 +30,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun
+from subclassaot.pipeline.rules.stale_views import rebuilt_at_entry_layout
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.schemas import (
     Analysis,
@@ -71,6 +72,13 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
     mutations = tuple(
         replace(m, kept_at_entry=True)
         if m.assigned_write is AssignedWrite.KEPT and _written_before_data_only(run.swaps, run.finals[i])
+        else m
+        for i, m in enumerate(mutations)
+    )
+    # Note [Stale View Functions]
+    mutations = tuple(
+        replace(m, rebuilt_at_entry_layout=True)
+        if not _in_subclass(i, layout) and rebuilt_at_entry_layout(run.swaps, run.finals[i])
         else m
         for i, m in enumerate(mutations)
     )

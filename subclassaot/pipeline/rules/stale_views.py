@@ -39,6 +39,7 @@ __all__ = [
     "note_before",
     "note_layout",
     "note_reads",
+    "rebuilt_at_entry_layout",
     "stale_history_failures_refused",
 ]
 
@@ -267,7 +268,14 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   as an as_strided() of the base at the assigned layout, where the compiled Function keeps the history they came
 #   with. `check_assigned_view_inputs` refuses such a read before the call, where the layout differs from the one
 #   before the first assignment (`SwapRecord.assigned_view_inputs`); a subclass view input is rebuilt by its view
-#   function in eager as in the trace.
+#   function in eager as in the trace. A read with grad (or of its grad_fn) after the counter's last move and before
+#   the first assignment (or after it, at that layout) rebuilds the history eager's input keeps through the `.data =`
+#   and returns with: an as_strided() of its base at the layout it came with, at the counter's final count. The
+#   compiled call's input comes back with the history it came with, stale, which the first read after the call
+#   rebuilds at the assigned layout. So where the input's layout before the first assignment is the one it came with
+#   (no in-place view op, no set_() on it), `rebuilt_at_entry_layout` marks it (LeafMutation.rebuilt_at_entry_layout)
+#   and the runtime, once the counter has its final count, gives the input that layout for a moment and reads its
+#   grad_fn, then gives it back the assigned one (runtime/steps.py `settle_early_counters`).
 # - Inside inference_mode: a custom Function applied there with grad on records a node (its apply reads grad mode,
 #   not the dispatch keys inference mode excludes), and its edge to a stale view comes from the rebuild; eager's plain
 #   view gets its as_strided() node whatever the mode, but a replay of view functions records nothing inside inference
@@ -299,6 +307,17 @@ def note_assigned_view_input(record: SwapRecord, t: torch.Tensor, before: tuple[
         # (a read with grad, or of its grad_fn, before the assignment rebuilt its history then, if at all)
         set_at = max(record.read_with_grad.get(id(t), -1), record.grad_fn_reads.get(id(t), -1))
         record.assigned_view_inputs[id(t)] = (before, set_at, input_named(record, t))
+
+
+def rebuilt_at_entry_layout(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Note [Stale View Functions]: does eager's `t`, a plain view input assigned `.data =` with no in-place view op
+    or set_() on it, end with the history autograd rebuilt at the layout it came with: set (by a read with grad, or
+    of its grad_fn) after its version counter last moved in the program?"""
+    found = record.assigned_view_inputs.get(id(t))
+    if found is None or record.inplace_views.get(id(t)) or id(t) in record.plain_sets:
+        return False
+    bump = record.family_last_bump.get(record.family_of(t), -1)
+    return 0 <= bump <= found[1]
 
 
 def check_assigned_view_inputs(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
