@@ -650,6 +650,68 @@ def test_new_leaf_seen_by_its_flag_alone_in_a_no_grad_call_turning_grad_on_match
         assert_matches_eager(new_leaf_returned_beside_a_region_with_grad, _inputs(2, True, kind), compile_fn=compile_fn)
 
 
+# A new leaf that ops read with grad whose results nothing holds once the program returned (no output, input, view base
+# or autograd node takes them): what those ops show of autograd the caller cannot see, and the leaf is seen by its flag
+# alone as above; and a view made under no_grad of a base requiring grad, made a leaf and returned: it requires grad
+# before the call too, and only its own accumulator (its `.grad`) tells the runs apart, which the flag given the
+# rebuilt view makes as eager's did (fuzz seed 118900 programs 1782, 4291, 4554, 6014, 7303, 8589, seed 123305
+# program 299: refused).
+
+
+def new_leaf_read_with_grad_by_dead_ops(x: T) -> object:
+    t = x.detach().add(x.detach())
+    t.requires_grad = True
+    t.expand(2, -1, -1)  # (results nothing holds after the call)
+    t.mul(2).sum()
+    return x, t, SinFunction.apply(x)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+def new_leaf_no_grad_view_of_an_input_read_by_a_dead_op(x: T) -> object:
+    with torch.no_grad():
+        v = x[1:]
+    v.requires_grad_()
+    v.select(0, 0)
+    return v, SinFunction.apply(x)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+def new_leaf_no_grad_view_of_an_input_returned(x: T, w: T) -> object:
+    with torch.no_grad():
+        v = w.t()[0]
+    v.requires_grad_()
+    return SinFunction.apply(w), v  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+def new_leaf_no_grad_view_of_a_plain_intermediate_returned(x: T, w: T) -> object:
+    t = x * 2
+    with torch.no_grad():
+        v = t.unsqueeze(0)
+    v.requires_grad_()  # (then it reads as requiring grad through its base, as one of a base requiring grad does)
+    return SinFunction.apply(w), v  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+@pytest.mark.parametrize(
+    ("f", "n"),
+    [
+        (new_leaf_read_with_grad_by_dead_ops, 1),
+        (new_leaf_no_grad_view_of_an_input_read_by_a_dead_op, 1),
+        (new_leaf_no_grad_view_of_an_input_returned, 2),
+        (new_leaf_no_grad_view_of_a_plain_intermediate_returned, 2),
+    ],
+    ids=["dead_reads", "no_grad_view_dead_read", "no_grad_view_returned", "no_grad_view_of_intermediate"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_new_leaf_read_by_dead_ops_or_a_no_grad_view_matches_eager(
+    f: Callable[..., object], n: int, needs_grad: bool, kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Compiled without the call, the output given its flag: outputs, `.grad` of the leaf, aliasing and counters as
+    eager's, and with the outputs written after the call (PairTensor views too: their flag is the wrapper's)."""
+    make = _inputs(n, needs_grad, kind)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def new_leaf_no_grad_view_returned(x: T) -> object:
     y = x * 2
     with torch.no_grad():
