@@ -792,12 +792,16 @@ def test_new_leaf_view_of_intermediate_returned_matches_eager(f: Callable[..., o
     assert out.is_leaf and out.requires_grad and out._is_view()
 
 
-def test_new_leaf_no_grad_view_of_subclass_intermediate_refused() -> None:
-    """The PairTensor version: a new leaf of a subclass the compiled graph cannot make, refused by name."""
-    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
-        subclassaot.compile(new_leaf_no_grad_slice_of_intermediate_returned, backend="eager")(
-            pair(3, 4).requires_grad_()
-        )
+def test_new_leaf_no_grad_view_of_subclass_intermediate_matches_eager() -> None:
+    """The PairTensor version: returned, and taken by nothing after the flag, the leaf is seen by its flag alone
+    (Note [Training Without A Function]), which the runtime gives the rebuilt view. It was refused."""
+
+    def make() -> tuple[object, ...]:
+        return (pair(3, 4).requires_grad_(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(new_leaf_no_grad_slice_of_intermediate_returned, make)
+        assert_matches_eager(new_leaf_no_grad_slice_of_intermediate_returned, make, after_call=write_outputs)
 
 
 def new_leaf_view_of_input_used_and_returned(x: T) -> object:
@@ -820,19 +824,21 @@ def new_leaf_inference_view_of_input_returned(x0: T) -> object:
     return (t0,)
 
 
-@pytest.mark.parametrize(
-    ("f", "make_inputs"),
-    [
-        (new_leaf_view_of_input_used_and_returned, _plain(3, 3)),
-        (new_leaf_no_grad_view_returned, _grad(3, 3)),
-    ],
-    ids=["view_of_input_used", "no_grad_view_of_intermediate"],
-)
-def test_new_leaf_returned_as_a_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
+def test_new_leaf_returned_as_a_view_refused() -> None:
     """A view made a leaf and returned where other outputs' histories end in it: the compiled call rebuilds the view
     after the graph, not the leaf the graph's results end in."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match='not an input .* backend="subclassaot"'):
-        subclassaot.compile(f, backend="eager")(*make_inputs())
+        subclassaot.compile(new_leaf_view_of_input_used_and_returned, backend="eager")(*_plain(3, 3)())
+
+
+def test_new_leaf_no_grad_view_of_an_intermediate_returned_beside_it_matches_eager() -> None:
+    """A view made under no_grad of an intermediate that requires grad, made a leaf and returned beside that
+    intermediate, whose history does not end in it: requiring grad through its base before the flag, it is seen by its
+    own accumulator alone, which the flag given the rebuilt view makes (Note [Training Without A Function]). It was
+    refused."""
+    with torch.enable_grad():
+        assert_matches_eager(new_leaf_no_grad_view_returned, _grad(3, 3))
+        assert_matches_eager(new_leaf_no_grad_view_returned, _grad(3, 3), after_call=write_outputs)
 
 
 def new_leaf_no_grad_reshape_of_input_returned(x0: T) -> object:
@@ -1089,19 +1095,24 @@ def _pair(*shape: int, requires_grad: bool = False) -> Make:
     return lambda: (PairTensor.from_tensor(torch.randn(*shape), requires_grad=requires_grad),)
 
 
-@pytest.mark.parametrize(
-    ("f", "make_inputs"),
-    [
-        (new_leaf_no_grad_transpose_returned, _pair(2, 3)),
-        (new_leaf_no_grad_transpose_returned, _pair(2, 3, requires_grad=True)),
-        (new_leaf_beside_a_no_grad_view_returned, _pair(3, 3, requires_grad=True)),
-    ],
-    ids=["no_grad_view", "no_grad_view_of_grad_input", "no_grad_view_beside"],
-)
-def test_new_leaf_of_a_subclass_view_refused(f: Callable[..., object], make_inputs: Make) -> None:
-    """The same programs over PairTensor inputs: a new leaf of a subclass stays refused."""
+def test_new_leaf_of_a_subclass_view_refused() -> None:
+    """The same program over PairTensor inputs, the leaf read with grad after: a new leaf of a subclass stays
+    refused."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
-        subclassaot.compile(f, backend="eager")(*make_inputs())
+        subclassaot.compile(new_leaf_beside_a_no_grad_view_returned, backend="eager")(
+            *_pair(3, 3, requires_grad=True)()
+        )
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["no_grad_view", "no_grad_view_of_grad_input"])
+def test_new_leaf_of_a_subclass_no_grad_view_returned_alone_matches_eager(requires_grad: bool) -> None:
+    """A view made under no_grad of a PairTensor input, made a leaf and returned alone: seen by its flag alone (it
+    reads as requiring grad through its base once flagged, whatever its base's), which the runtime gives the rebuilt
+    view. It was refused."""
+    make = _pair(2, 3, requires_grad=requires_grad)
+    with torch.enable_grad():
+        assert_matches_eager(new_leaf_no_grad_transpose_returned, make)
+        assert_matches_eager(new_leaf_no_grad_transpose_returned, make, after_call=write_outputs)
 
 
 def test_new_leaf_of_a_subclass_view_returned_alone_matches_eager() -> None:
