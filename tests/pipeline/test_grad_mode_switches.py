@@ -828,7 +828,7 @@ def test_new_leaf_returned_as_a_view_refused() -> None:
     """A view made a leaf and returned where other outputs' histories end in it: the compiled call rebuilds the view
     after the graph, not the leaf the graph's results end in."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match='not an input .* backend="subclassaot"'):
-        subclassaot.compile(new_leaf_view_of_input_used_and_returned, backend="eager")(*_plain(3, 3)())
+        subclassaot.compile(new_leaf_view_of_input_used_and_returned, backend="eager")(torch.randn(3, 3))
 
 
 def test_new_leaf_no_grad_view_of_an_intermediate_returned_beside_it_matches_eager() -> None:
@@ -1099,9 +1099,7 @@ def test_new_leaf_of_a_subclass_view_refused() -> None:
     """The same program over PairTensor inputs, the leaf read with grad after: a new leaf of a subclass stays
     refused."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
-        subclassaot.compile(new_leaf_beside_a_no_grad_view_returned, backend="eager")(
-            *_pair(3, 3, requires_grad=True)()
-        )
+        subclassaot.compile(new_leaf_beside_a_no_grad_view_returned, backend="eager")(pair(3, 3, requires_grad=True))
 
 
 @pytest.mark.parametrize("requires_grad", [False, True], ids=["no_grad_view", "no_grad_view_of_grad_input"])
