@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import gc
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, cast
@@ -676,7 +678,10 @@ class _NewLeafFlags(TorchFunctionMode):
         # before and after, where only the leaf's own accumulator tells the runs apart; so is any view made a leaf,
         # whose base may come to require grad after (its requires_grad_() then: the view reports the flag either way)
         self.quiet: list[torch.Tensor] = []
-        self.touched = False
+        # per entry of `log`: whether the op took one of `quiet`, and its results where all are tensors (weakly
+        # held: `dead_entries`); a flag call's entry has neither
+        self.touches: list[bool] = []
+        self.results: list[tuple[weakref.ref[torch.Tensor], ...]] = []
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -692,7 +697,7 @@ class _NewLeafFlags(TorchFunctionMode):
                 self.made.append(args[0])
                 if args[0].requires_grad or args[0]._is_view():  # (through its base: see `quiet`)
                     self.quiet.append(args[0])
-                self.log.append(("flag", place))
+                self._note(("flag", place), False, None)
                 if place in self.held:
                     return None if setter else args[0]
                 return func(*args, **kwargs)
@@ -706,14 +711,29 @@ class _NewLeafFlags(TorchFunctionMode):
         computes = torch.is_grad_enabled() and name != "__get__"
         leaves = pytree.tree_leaves((args, kwargs))
         flags = tuple(t.requires_grad for t in leaves if isinstance(t, torch.Tensor)) if computes else ()
-        self.touched |= any(t is q for t in leaves for q in self.quiet)
+        touches = any(t is q for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
         shown = _shown(out, torch.is_grad_enabled())
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "grad_fn" and isinstance(args[0], torch.Tensor):  # (the history read, not just its last node)
             shown = [_autograd_shape(args[0], self.inputs)]
-        self.log.append((name, computes, flags, shown))
+        self._note((name, computes, flags, shown), touches, out)
         return out
+
+    def _note(self, entry: object, touches: bool, out: object) -> None:
+        results = pytree.tree_leaves(out)
+        self.log.append(entry)
+        self.touches.append(touches)
+        tensors = results and all(isinstance(r, torch.Tensor) for r in results)
+        self.results.append(tuple(weakref.ref(cast(torch.Tensor, r)) for r in results) if tensors else ())
+
+    def dead_entries(self) -> frozenset[int]:
+        """The entries of `log` of ops whose results, all tensors, nothing holds once the program returned (call it
+        then, with its outputs and inputs held): no output, input, view base, autograd node or Python object the caller
+        can reach takes them, so what they show of autograd the caller cannot see (Note [Training Without A
+        Function])."""
+        gc.collect()
+        return frozenset(k for k, refs in enumerate(self.results) if refs and all(r() is None for r in refs))
 
     def _makes_leaf(self, t: torch.Tensor) -> bool:
         """(a view requiring grad only through its base, never flagged before, gets a flag of its own: a new leaf)"""
@@ -757,11 +777,12 @@ def _leaf_run(
     call: Callable[..., object],
     flat: FlatInputs,
     held: frozenset[int],
-) -> tuple[_NewLeafFlags, list[object], frozenset[int], frozenset[int]] | None:
+) -> tuple[_NewLeafFlags, list[object], frozenset[int], frozenset[int], frozenset[int]] | None:
     """One eager run of the program on static fakes, its flag calls at `held` skipped, under the caller's grad mode:
-    the mode that logged it, the `_autograd_shape` of each output and each input as left, and the positions among the
-    outputs of the tensors a flag call made (or would make) new leaves, and of those among them in `quiet`; None where
-    it raises."""
+    the mode that logged it, the `_autograd_shape` of each output and each input as left, the positions among the
+    outputs of the tensors a flag call made (or would make) new leaves, and of those among them in `quiet`, and the
+    entries of its log whose results were dead once it returned (`_NewLeafFlags.dead_entries`); None where it
+    raises."""
     flags = _NewLeafFlags(held, logging=True)
 
     def logged(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
@@ -777,17 +798,19 @@ def _leaf_run(
             state, args, kwargs = unflatten_call(flat, values)
             outs = pytree.tree_leaves(wrap(logged)(state, args, kwargs))
         shapes = [_autograd_shape(t, tensors) if isinstance(t, torch.Tensor) else None for t in [*outs, *tensors]]
+        dead = flags.dead_entries()  # (outputs and inputs held here, as the caller holds them)
     except Exception:  # a program the probe cannot run, or whose histories it cannot read
         return None
     made = frozenset(k for k, o in enumerate(outs) if any(o is m for m in flags.made))
     quiet = frozenset(k for k, o in enumerate(outs) if any(o is q for q in flags.quiet))
-    return flags, shapes, made, quiet
+    return flags, shapes, made, quiet, dead
 
 
 # An output that is a new leaf, as eager's run as called leaves it and as the run with the flag call skipped does:
 # a leaf requiring grad through no base, with no history, against one requiring none (view or not, in both alike).
 _FLAGGED_LEAF = (True, False, None)
 _UNFLAGGED = (False, False, None)
+_THROUGH_BASE = (True, True, None)  # (a view made under no_grad of a base requiring grad, flagged or not: `quiet`)
 
 
 def unobserved_new_leaves(
@@ -812,17 +835,27 @@ def unobserved_new_leaves(
         if calls is not None and as_called[0].calls != calls:
             return None
         skipped = _leaf_run(wrap, call, flat, held)
-    if skipped is None or as_called[0].touched or skipped[0].log != as_called[0].log:
+    if skipped is None or len(skipped[0].log) != len(as_called[0].log):
         return None
-    (_, shapes, made, quiet), skipped_shapes = as_called, skipped[1]
+    # (an op whose results are dead in both runs once the program returned shows the caller nothing)
+    dead = as_called[4] & skipped[4]
+    live = [k for k in range(len(as_called[0].log)) if k not in dead]
+    if any(as_called[0].touches[k] or skipped[0].log[k] != as_called[0].log[k] for k in live):
+        return None
+    (_, shapes, made, quiet, _), skipped_shapes = as_called, skipped[1]
     differ = frozenset(k for k, (a, b) in enumerate(zip(shapes, skipped_shapes, strict=True)) if a != b)
-    if not quiet <= differ:  # (a quiet leaf returned shows only where its flag tells the runs apart, as below)
+    # (a quiet leaf returned: the same flag in both runs, and in eager's as called an accumulator of its own, which the
+    # flag given once it is rebuilt, as the program gave it, makes too)
+    through_base = frozenset(k for k in quiet - differ if isinstance(s := shapes[k], tuple) and s[:3] == _THROUGH_BASE)
+    if not quiet <= differ | through_base:
         return None
     for k in differ:
         mine, theirs = cast(tuple[object, ...], shapes[k]), cast(tuple[object, ...], skipped_shapes[k])
-        if k not in made or mine[:3] != _FLAGGED_LEAF or theirs[:3] != _UNFLAGGED or mine[3] != theirs[3]:
+        # (a view made under no_grad reads as requiring grad through its base once flagged, whatever its base's)
+        flagged = (_FLAGGED_LEAF, _THROUGH_BASE) if k in quiet else (_FLAGGED_LEAF,)
+        if k not in made or mine[:3] not in flagged or theirs[:3] != _UNFLAGGED or mine[3] != theirs[3]:
             return None
-    return differ
+    return differ | through_base
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
@@ -1205,6 +1238,10 @@ class _FunctionReach:
 # and of each input as left. A later op with grad on over the leaf, over a view of it taken before the flag (whose
 # requires_grad is its base's) or after, over a value computed from it (a custom Function's result), a read of its
 # flags, returning it or a view of it, or an input it was set_() into and then read: each shows in what is compared.
+# But an op whose results (all tensors) nothing holds once the program returned, in either run, shows the caller
+# nothing: no output, input, view base, autograd node or Python object it can reach takes them (what the op writes in
+# place is its result, held), and a later op taking one of them with grad shows in its own answers; its answers are
+# left out (`_NewLeafFlags.dead_entries`, weak references checked after a collection).
 # Equal answers mean eager's leaf reaches nothing the caller observes, and the analysis stands. So it does where they
 # differ only at outputs that are such leaves themselves, each a leaf requiring grad as called and one requiring none
 # skipped (no flag through a base, no history, a view in both runs or in neither): the caller sees that leaf by its own
@@ -1217,8 +1254,11 @@ class _FunctionReach:
 # count (not those the fake mode's code makes inside an op, which its cache skips); set_() reaches no torch-function
 # mode, but what it gives history shows in the flags and histories compared. A view requiring grad through its base
 # (made under no_grad) reports the same flag before and after its requires_grad_(), and the histories through it differ
-# only by its own accumulator: such a leaf counts as observed wherever the program takes it again after the call, or
-# returns it.
+# only by its own accumulator: such a leaf counts as observed wherever an op whose results live takes it again after
+# the call. Returned, and requiring grad through its base in both runs (so not written since), it is seen by its flag
+# alone too: eager's has an accumulator of its own, which the flag the runtime gives the rebuilt view (a view made
+# under no_grad of the same base) makes as eager's requires_grad_() did. So is one whose base requires no grad, which
+# reads as requiring grad through its base once flagged (a view made under no_grad answers its own flag or its base's).
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
