@@ -952,8 +952,12 @@ def functional_alias(t: torch.Tensor) -> torch.Tensor:
     off, and its value is given an `alias` node of `t`'s value's node. make_fx's dispatch of the op (its arguments'
     and result's pytree walks, its constant folding) costs about half the alias; the pipeline makes one per dense leaf
     (`run_functional`'s originals), and the node is dead code unless the graph reads that value. The plain call where
-    no make_fx trace runs, or where `t`'s value is untracked or a constant of the trace (make_fx folds those)."""
-    mode = proxy_tensor.get_proxy_mode()
+    no make_fx trace runs (or a pre-dispatch one), or where `t`'s value is untracked or a constant of the trace (make_fx
+    folds those)."""
+    # (a pre-dispatch trace's mode is kept apart: it would see the op made here all the same, so the plain call)
+    mode = cast(
+        proxy_tensor.ProxyTorchDispatchMode | None, torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY)
+    )
     # (`t`'s pending updates applied under the trace, as the op's own sync would)
     source = proxy_tensor.get_proxy_slot(from_functional(t), mode.tracer, None) if mode is not None else None
     if mode is None or source is None or source.constant is not None:
