@@ -946,6 +946,34 @@ def trace_new_leaf(t: torch.Tensor, is_input: bool = False) -> None:
     proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))
 
 
+def functional_alias(t: torch.Tensor) -> torch.Tensor:
+    """`aten.alias(t)` of FunctionalTensor `t` (a FunctionalTensorMode active), its graph node, under make_fx, the one
+    make_fx's dispatch would make (same name, same metadata), made directly: the alias runs with make_fx's proxy mode
+    off, and its value is given an `alias` node of `t`'s value's node. make_fx's dispatch of the op (its arguments'
+    and result's pytree walks, its constant folding) costs about half the alias; the pipeline makes one per dense leaf
+    (`run_functional`'s originals), and the node is dead code unless the graph reads that value. The plain call where
+    no make_fx trace runs (or a pre-dispatch one), or where `t`'s value is untracked or a constant of the trace (make_fx
+    folds those)."""
+    # (a pre-dispatch trace's mode is kept apart: it would see the op made here all the same, so the plain call)
+    mode = cast(
+        proxy_tensor.ProxyTorchDispatchMode | None, torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY)
+    )
+    # (`t`'s pending updates applied under the trace, as the op's own sync would)
+    source = proxy_tensor.get_proxy_slot(from_functional(t), mode.tracer, None) if mode is not None else None
+    if mode is None or source is None or source.constant is not None:
+        plain: torch.Tensor = torch.ops.aten.alias.default(t)
+        return plain
+    tracer = mode.tracer
+    with proxy_tensor.disable_proxy_modes_tracing():
+        alias: torch.Tensor = torch.ops.aten.alias.default(t)
+    inner = from_functional(alias)
+    name = tracer.graph._target_to_str("alias")  # make_fx names a node after its op's overload packet
+    proxy = tracer.create_proxy("call_function", torch.ops.aten.alias.default, (source.proxy,), {}, name=name)
+    proxy_tensor.set_meta(proxy, inner)
+    proxy_tensor.set_proxy_slot(inner, tracer, proxy_tensor._ProxyTensor(proxy, None))
+    return alias
+
+
 def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:
     """An int stays an int; a SymInt becomes its sympy expression (simplified by its ShapeEnv)."""
     if isinstance(value, int):

@@ -39,6 +39,7 @@ from subclassaot.torch_internals import (
     DataDependentError,
     autograd_sequence_mark,
     clone_keeps_type,
+    functional_alias,
     is_fake,
     is_leaf_before_base_write,
     replay_view,
@@ -119,7 +120,7 @@ def run_functional(
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
     )
-    originals = [torch.ops.aten.alias.default(d) for d in dense]
+    originals = [functional_alias(d) for d in dense]
     initial_metas = [leaf_meta(t) for t in user_tensors]
     initial_wrapper_keys = [
         None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)

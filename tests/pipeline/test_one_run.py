@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 import torch
 from torch import nn
+from torch.fx.experimental import proxy_tensor
 
 import subclassaot
 import subclassaot.pipeline.analyze
@@ -23,7 +24,7 @@ from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.inputs import unflatten_call
 from tests.oracle import assert_matches_eager
 from tests.pipeline.corpus import set_to
-from tests.pipeline.program_helpers import pair
+from tests.pipeline.program_helpers import nonleaf, pair, pair_nonleaf
 
 T = torch.Tensor
 
@@ -296,6 +297,37 @@ def _read_aliases(x: T, y: T) -> object:
 def _aliased_inputs() -> tuple[object, ...]:
     base = torch.randn(4)
     return base.view(2, 2), base
+
+
+def _view_set_under_grad(x: T) -> object:
+    t = x.reshape((1, 3, 1))
+    set_to(t, t.mul(2.0))  # (the graph reads the input's original: its value before the set_())
+    return (t,)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_input_originals_are_traced_without_make_fx_dispatch(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    # Each dense leaf's original (an alias of it as the program got it, `run_functional`'s) gets the graph node
+    # make_fx would give it, made directly rather than by make_fx's dispatch of the op (compile time, issue 29): a
+    # program that reads its inputs has make_fx dispatch no alias, in inference and in training (plain: natively;
+    # pair: through the Function's joint trace), and a graph that reads an original computes eager's values
+    traced: list[object] = []  # the alias ops make_fx's proxy mode dispatched
+    proxy_call = proxy_tensor.proxy_call
+
+    def counted(mode: Any, func: Any, *args: Any) -> object:
+        if func is torch.ops.aten.alias.default:
+            traced.append(func)
+        return proxy_call(mode, func, *args)
+
+    monkeypatch.setattr(proxy_tensor, "proxy_call", counted)
+    with torch.no_grad():
+        assert_matches_eager(_read, _inputs(kind), calls=2)
+    with torch.enable_grad():
+        assert_matches_eager(_read, _grad_inputs(kind), calls=2)
+    assert traced == []
+    made = pair_nonleaf if kind == "pair" else nonleaf
+    with torch.enable_grad():
+        assert_matches_eager(_view_set_under_grad, lambda: (made(3, 4, 1).diagonal(0, 0, 1),), calls=2)
 
 
 def _item(x: T, y: T) -> object:
