@@ -430,6 +430,12 @@ def build_guards(
         )
     _shape_env_guards(w, shape_env)
     _replaced_symbols(w, shape_env)
+    return _finished(w, layout, frozenset(one_call), state_first)
+
+
+def _finished(w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_first: bool) -> Guards:
+    """The guards `w` wrote, compiled: the detailed body when first called, the fast body now (when first called
+    where the Python state's check goes in front: `build_guards`' `state_first`)."""
     symbols = tuple(w.bound)
     w.line("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
@@ -447,7 +453,7 @@ def build_guards(
         fast_source=fast_source,
         fast_names=fast_names,
         check_source="" if state_first else fast_source,
-        one_call=frozenset(one_call),
+        one_call=one_call,
     )
 
 
