@@ -151,7 +151,13 @@ class CompiledFunction(Generic[P, R]):
         # (arity, guards and run as one function or None, guards, run) of the entries a plain positional call can
         # take, in order (__call__'s first path)
         self._plain: tuple[
-            tuple[int, EntryFn | None, guards.GuardFn, Callable[[Sequence[object], dict[str, int]], R]], ...
+            tuple[
+                int,
+                Callable[[Sequence[object]], R] | None,
+                guards.GuardFn,
+                Callable[[Sequence[object], dict[str, int]], R],
+            ],
+            ...,
         ] = ()
         self._reasons: list[str] = []
         self._lock = threading.RLock()
@@ -199,7 +205,7 @@ class CompiledFunction(Generic[P, R]):
                         if entry_fn is not None:  # (Note [Straight-Line Runners], "one function per entry")
                             out = entry_fn(args)
                             if out is not MISS:
-                                return cast(R, out)
+                                return out
                             continue
                         bound = check(args)
                         if type(bound) is dict:
@@ -301,7 +307,7 @@ class CompiledFunction(Generic[P, R]):
             ):
                 # (the run's result typed once here, not by a `cast` call on every call)
                 run = cast(Callable[[Sequence[object], dict[str, int]], R], entry.run)
-                entry_fn = _entry_function(entry)
+                entry_fn = cast(Callable[[Sequence[object]], R] | None, _entry_function(entry))  # (its `MISS` too)
                 self._plain = (*self._plain, (entry.simple_arity, entry_fn, entry.guards.check, run))
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):

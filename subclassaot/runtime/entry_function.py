@@ -30,8 +30,10 @@ MISS: Final = _Miss()
 # The fast check's returns: the success (the symbols' dict), and its failures, handed to the detailed check or to
 # the Python state's slow path.
 _SUCCESS = re.compile(r"^( *)return (\{.*\})$")
-_FAILURES = ("return _detail(L)", "return _then(L, ")
-_WITH = "    with _no_subclass_functions():"
+_PREFIX = "_g_"  # the guards' globals, renamed apart from the runner's
+_FAILURES = (f"return {_PREFIX}_detail(L)", f"return {_PREFIX}_then(L, ")
+_FAILURE_NAMES = ("_miss_detail", "_miss_then")
+_WITH = f"    with {_PREFIX}_no_subclass_functions():"
 
 
 def entry_function(
@@ -51,28 +53,33 @@ def entry_function(
         return None
     if runner.checked is not None and set(tensor_indices) <= set(one_call):
         run_source = runner.checked  # every tensor input's dispatch keys checked: no transform, no dead wrapper
-    shared = set(code.co_varnames) & set(run_code.co_varnames) - {"L", "symbols"}
     check_globals, run_globals = cast(dict[str, object], check.__globals__), cast(dict[str, object], run.__globals__)
-    run_names = [name for name in run_globals if name != "__builtins__" and name != "run"]
-    if shared or set(run_names) & set(run_code.co_varnames):
+    # The function runs with the runner's own globals, which the runner's settling graph call rebinds once its
+    # wrapper is needless (straight_line's `when_settled`); the guards' globals join them renamed (`_c3` -> `_g__c3`).
+    check_names = [name for name in check_globals if name != "__builtins__" and name != "check"]
+    locals_ = set(code.co_varnames) | set(run_code.co_varnames)
+    if set(code.co_varnames) & set(run_code.co_varnames) - {"L", "symbols"} or locals_ & set(run_globals):
         return None
-    body = _renamed(run_source.split("\n")[1:], run_names)
+    if any(name in run_globals or name in locals_ for name in ("entry", *_FAILURE_NAMES)):
+        return None
+    check_lines = _renamed(check_source.rstrip("\n").split("\n")[1:], check_names)
+    body = run_source.split("\n")[1:]
     reads_symbols = any(re.search(r"\bsymbols\b", line) for line in body)
-    lines = _joined(check_source.rstrip("\n").split("\n")[1:], body, reads_symbols)
+    lines = _joined(check_lines, body, reads_symbols)
     if lines is None:
         return None
-    namespace = {**check_globals, **{"_r" + name: run_globals[name] for name in run_names}}
-    namespace.update(_failures(check_globals, run))
-    exec(compile("def entry(L):\n" + "\n".join(lines) + "\n", "<subclassaot entry>", "exec"), namespace)
-    return cast(EntryFn, namespace["entry"])
+    run_globals.update({_PREFIX + name: check_globals[name] for name in check_names})
+    run_globals.update(_failures(check_globals, run))
+    exec(compile("def entry(L):\n" + "\n".join(lines) + "\n", "<subclassaot entry>", "exec"), run_globals)
+    return cast(EntryFn, run_globals.pop("entry"))
 
 
 def _renamed(lines: list[str], names: Sequence[str]) -> list[str]:
-    """The runner's lines with its globals renamed apart from the guards' (`_c3` -> `_r_c3`): our own names only."""
+    """The guards' lines with their globals renamed apart from the runner's (`_c3` -> `_g__c3`): our own names only."""
     if not names:
         return lines
     pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
-    return [pattern.sub(lambda m: "_r" + m.group(1), line) for line in lines]
+    return [pattern.sub(lambda m: _PREFIX + m.group(1), line) for line in lines]
 
 
 def _joined(check: list[str], body: list[str], reads_symbols: bool) -> list[str] | None:
@@ -82,8 +89,8 @@ def _joined(check: list[str], body: list[str], reads_symbols: bool) -> list[str]
     returns = [line.strip() for line in check if line.strip().startswith("return ")]
     if len(successes) != 1 or any(not r.startswith(_FAILURES) and not _SUCCESS.match(" " + r) for r in returns):
         return None
-    out = [line.replace("return _detail(L)", "return _miss_detail(L)") for line in check]
-    out = [line.replace("return _then(L, ", "return _miss_then(L, ") for line in out]
+    out = [line.replace(_FAILURES[0], "return _miss_detail(L)") for line in check]
+    out = [line.replace(_FAILURES[1], "return _miss_then(L, ") for line in out]
     at = successes[0]
     match = _SUCCESS.match(check[at])
     assert match is not None

@@ -97,9 +97,10 @@ from subclassaot.torch_internals import get_version, set_version
 #
 # One function per entry: a plain positional call (CompiledFunction.__call__'s first path) runs the entry's guards and
 # its runner as one generated function (runtime/entry_function.py): the guards' fast check, its success return
-# replaced by the runner's body (the runner's globals renamed apart, `_c3` -> `_r_c3`; both sources ours, so only our
-# names and constants), its failures handed to the detailed check or the Python state's slow path, and then to the
-# runner where those pass, else `MISS` (the next entry, then the full lookup). Where every tensor input passed the
+# replaced by the runner's body, its failures handed to the detailed check or the Python state's slow path, and then
+# to the runner where those pass, else `MISS` (the next entry, then the full lookup). It runs with the runner's own
+# globals (which a settling graph call rebinds), the guards' joining them renamed apart (`_c3` -> `_g__c3`; both
+# sources ours, so only our names and constants). Where every tensor input passed the
 # guards' one-call check, which compares dispatch keys under the thread's include set (a functorch transform being
 # active, or a dead functorch wrapper, fails it), the Function is applied without `_transforms()` and `_dead`: the
 # call that fails it takes the runner, which tests both. Where the two cannot be joined (a wrapped runner or guards, a

@@ -634,20 +634,33 @@ def test_a_checked_step_calls_the_function_without_the_transform_tests_and_refus
     (entry,) = compiled.entries  # type: ignore[attr-defined]
     entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
     assert "_transforms" in entry.run_source and entry.runner.checked is not None
-    assert "_r_transforms" not in entry_fn.__code__.co_names and "_r_dead" not in entry_fn.__code__.co_names
+    assert "_transforms" not in entry_fn.__code__.co_names and "_dead" not in entry_fn.__code__.co_names
     x = torch.randn(2, 2, requires_grad=True)
     with pytest.raises(subclassaot.UnsupportedError, match="inside torch.func.grad"):
         torch.func.grad(lambda y: compiled(x) * y.sum())(torch.randn(2))
     assert compiled.compile_count == 1  # type: ignore[attr-defined]
 
 
-def test_the_joined_function_renames_the_runner_s_globals_apart_from_the_guards() -> None:
-    """Both sources bind their values as `_c<n>`: the runner's are renamed, and each keeps its own value."""
+def test_the_joined_function_renames_the_guards_globals_apart_and_runs_with_the_runner_s() -> None:
+    """Both sources bind their values as `_c<n>`: the guards' are renamed, and each keeps its own value; the function
+    runs with the runner's own globals, which a settling graph call rebinds."""
     compiled = assert_matches_eager(write_then_view, lambda: (pair(2, 3),), calls=3)
     (entry,) = compiled.entries  # type: ignore[attr-defined]
     entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
-    run_globals, names = entry.run.__globals__, entry_fn.__globals__
-    renamed = [n for n in entry_fn.__code__.co_names if n.startswith("_r")]
-    assert renamed and all(names[n] is run_globals[n[2:]] for n in renamed)
-    shared = [n for n in entry_fn.__code__.co_names if n.startswith("_c") and n in run_globals]
-    assert shared and any(names[n] is not run_globals[n] for n in shared)  # the guards' own `_c<n>` kept theirs
+    assert entry_fn.__globals__ is entry.run.__globals__
+    guard_globals = entry.guards.check.__globals__
+    renamed = [n for n in entry_fn.__code__.co_names if n.startswith("_g_")]
+    assert renamed and all(entry_fn.__globals__[n] is guard_globals[n[3:]] for n in renamed)
+    shared = [n[3:] for n in renamed if n[3:] in entry.run.__globals__ and n[3:].startswith("_c")]
+    assert shared and any(guard_globals[n] is not entry.run.__globals__[n] for n in shared)
+
+
+def test_a_plain_call_calls_the_backend_s_graph_itself_once_its_wrapper_settles() -> None:
+    """inductor's inference graph is wrapped (backends.keep_eager_outputs) until its first call finds no output to
+    fix; the joined function then calls the graph itself, as the runner does."""
+    from subclassaot.runtime.plan import SettlingCall
+
+    compiled = assert_matches_eager(mul, lambda: (torch.randn(2, 3),), backend="inductor", calls=3)
+    entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
+    called = [entry_fn.__globals__[n] for n in entry_fn.__code__.co_names if n.startswith("_c")]
+    assert called and not any(isinstance(f, SettlingCall) for f in called)
