@@ -96,8 +96,9 @@ from subclassaot.pipeline.rules.training_rules import (
 from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
+from subclassaot.runtime.entry_function import MISS, EntryFn, entry_function
 from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
-from subclassaot.runtime.straight_line import graph_writes
+from subclassaot.runtime.straight_line import EntryRunner, graph_writes
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
@@ -137,6 +138,7 @@ class CompiledEntry:
     # a training entry whose backward is autograd's own, through the graph run with grad on (Note [Training Without A
     # Function]): no backward graph, no Function
     autograd_backward: bool = False
+    runner: EntryRunner | None = None  # the runner `run` came from (it may wrap it)
 
 
 class CompiledFunction(Generic[P, R]):
@@ -146,8 +148,17 @@ class CompiledFunction(Generic[P, R]):
         self.fn = fn
         self.config = config
         self._entries: list[CompiledEntry] = []
-        # (arity, guards, run) of the entries a plain positional call can take, in order (__call__'s first path)
-        self._plain: tuple[tuple[int, guards.GuardFn, Callable[[Sequence[object], dict[str, int]], R]], ...] = ()
+        # (arity, guards and run as one function or None, guards, run) of the entries a plain positional call can
+        # take, in order (__call__'s first path)
+        self._plain: tuple[
+            tuple[
+                int,
+                Callable[[Sequence[object]], R] | None,
+                guards.GuardFn,
+                Callable[[Sequence[object], dict[str, int]], R],
+            ],
+            ...,
+        ] = ()
         self._reasons: list[str] = []
         self._lock = threading.RLock()
         self._is_module = isinstance(fn, torch.nn.Module)
@@ -189,8 +200,13 @@ class CompiledFunction(Generic[P, R]):
                 # A function that reads no lifted state, called with positional leaves only, outside any mode: its flat
                 # inputs are `args` itself (the path below, its decisions taken when the entry was added).
                 n = len(args)
-                for arity, check, run in self._plain:
+                for arity, entry_fn, check, run in self._plain:
                     if arity == n:
+                        if entry_fn is not None:  # (Note [Straight-Line Runners], "one function per entry")
+                            out = entry_fn(args)
+                            if out is not MISS:
+                                return out
+                            continue
                         bound = check(args)
                         if type(bound) is dict:
                             return run(args, bound)
@@ -291,7 +307,8 @@ class CompiledFunction(Generic[P, R]):
             ):
                 # (the run's result typed once here, not by a `cast` call on every call)
                 run = cast(Callable[[Sequence[object], dict[str, int]], R], entry.run)
-                self._plain = (*self._plain, (entry.simple_arity, entry.guards.check, run))
+                entry_fn = cast(Callable[[Sequence[object]], R] | None, _entry_function(entry))  # (its `MISS` too)
+                self._plain = (*self._plain, (entry.simple_arity, entry_fn, entry.guards.check, run))
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
@@ -359,6 +376,14 @@ class CompiledModule(torch.nn.Module, Generic[M]):
     @property
     def entries(self) -> tuple[CompiledEntry, ...]:
         return self._compiled.entries
+
+
+def _entry_function(entry: CompiledEntry) -> EntryFn | None:
+    """The entry's guards and straight-line runner as one function, where its `run` is that runner itself."""
+    runner, g = entry.runner, entry.guards
+    if runner is None or entry.run is not runner.run or not g.check_source:
+        return None
+    return entry_function(g.check, g.check_source, g.one_call, runner, entry.flat.tensor_indices)
 
 
 _dispatch_modes = torch._C._len_torch_dispatch_stack
@@ -681,6 +706,7 @@ def _compile_over(
         guards=entry_guards,
         run=run,
         run_source=runner.source,
+        runner=runner,
         flat=flat,
         layout=layout,
         analysis=analysis,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import sys
 import threading
 import types
@@ -18,7 +19,7 @@ import sympy
 import torch
 import torch._guards
 import torch.fx
-from torch._C._dynamo.guards import TensorGuards
+from torch._C._dynamo.guards import GlobalStateGuard, TensorGuards
 from torch._subclasses._fake_tensor_utils import _CacheKeyState, _SymIntOutputStub
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -1505,6 +1506,28 @@ any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
 deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
 deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
 float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision
+
+
+# The fields of Dynamo's GlobalStateGuard snapshot that the ambient check reads one by one: grad mode, default dtype,
+# deterministic algorithms and their warn-only flag, and autocast's per-device flags (its devices include every device
+# `_is_any_autocast_enabled` reads: tests/pipeline/test_python_state_guards.py). Its JSON names them; a torch whose
+# snapshot lacks one gives no fields, and the guard is not used.
+_GLOBAL_STATE_FIELDS = ("grad_mode", "default_dtype", "deterministic_algorithms", "deterministic_algorithms_warn_only")
+
+
+def global_state_check() -> tuple[Callable[[], bool], tuple[object, ...]] | None:
+    """A snapshot of the thread's global torch state as Dynamo guards it, in one C call: its `check` (True while the
+    state is as snapshotted; it also compares the thread count, torch-function enablement, autocast's cache flag and
+    TF32 flags) and the fields of it that the ambient check reads one by one (`_GLOBAL_STATE_FIELDS`, then whether any
+    autocast flag is on); None where this torch's snapshot does not name them all."""
+    try:
+        guard = GlobalStateGuard()
+        state = json.loads(cast(str, guard.__getstate__()))
+        fields = tuple(state[name] for name in _GLOBAL_STATE_FIELDS)
+        autocast = bool(any(state["autocast_state"]["enabled"]))
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError):
+        return None
+    return guard.check, (*fields, autocast)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -53,6 +53,12 @@ class Guards:
     # The Guards Compare]); "" where there is none
     fast_source: str = ""
     fast_names: Mapping[str, object] | None = None  # the globals `fast_source` runs with
+    # the source `check` was compiled from, run with `check.__globals__` (runtime/entry_function.py joins it with
+    # the runner); "" where `check` is no such function (a wrapper, or compiled when first called)
+    check_source: str = ""
+    # the flat inputs whose type, dispatch keys, dtype, device, requires_grad, sizes and strides the fast body checks
+    # in one C call (`_one_call_check`): dispatch keys under the thread's include set
+    one_call: frozenset[int] = frozenset()
 
 
 def with_python_state(
@@ -78,10 +84,12 @@ def with_python_state(
     merged = _merged_check(inner, state_source, state_names, then)
     return Guards(
         source=state_source + "\n" + inner.source,
-        check=merged if merged is not None else check,
+        check=merged[0] if merged is not None else check,
         symbols=inner.symbols,
         fast_source=inner.fast_source,
         fast_names=inner.fast_names,
+        check_source=merged[1] if merged is not None else "",
+        one_call=inner.one_call,
     )
 
 
@@ -91,8 +99,9 @@ _STATE_NAMES = re.compile(r"\b(_c\d+|is_|_cell|chain|_slow)\b")
 
 def _merged_check(
     inner: Guards, state_source: str, state_names: Mapping[str, object], then: Callable[..., object]
-) -> GuardFn | None:
-    """The tensor guards' fast body with the state's checks first (our own generated lines both: no caller text)."""
+) -> tuple[GuardFn, str] | None:
+    """The tensor guards' fast body with the state's checks first (our own generated lines both: no caller text),
+    and its source."""
     lines = state_source.rstrip("\n").split("\n")
     if not inner.fast_source.startswith("def check(L):\n") or inner.fast_names is None or lines[0] != "def check():":
         return None
@@ -102,7 +111,7 @@ def _merged_check(
     names = {**inner.fast_names, **{("_s" + k if k != "torch" else k): v for k, v in state_names.items()}}
     names["_then"] = then
     exec(compile(source, "<subclassaot guards, fast, with the Python state>", "exec"), names)
-    return cast(GuardFn, names["check"])
+    return cast(GuardFn, names["check"]), source
 
 
 def describe_ctx_change(path: str, old: object, new: object) -> str:
@@ -371,6 +380,7 @@ def build_guards(
     (`with_python_state`), which compiles the fast body with it; the fast body alone is then compiled when first
     called."""
     w = _Writer()
+    one_call: set[int] = set()
     if grad_mode is not None:
         w.expect(
             f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
@@ -385,7 +395,8 @@ def build_guards(
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
         path = flat.leaves[index].path
-        _tensor_guards(w, f"v{index}", path, fake, tree, real, real.requires_grad, caller_guarded or {})
+        if _tensor_guards(w, f"v{index}", path, fake, tree, real, real.requires_grad, caller_guarded or {}):
+            one_call.add(index)
         if tree is not None:  # Note [Stale View Functions]
             c = w.constant(real._is_view())
             w.expect(
@@ -419,6 +430,12 @@ def build_guards(
         )
     _shape_env_guards(w, shape_env)
     _replaced_symbols(w, shape_env)
+    return _finished(w, layout, frozenset(one_call), state_first)
+
+
+def _finished(w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_first: bool) -> Guards:
+    """The guards `w` wrote, compiled: the detailed body when first called, the fast body now (when first called
+    where the Python state's check goes in front: `build_guards`' `state_first`)."""
     symbols = tuple(w.bound)
     w.line("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
@@ -429,7 +446,15 @@ def build_guards(
         check = _on_first_call(lambda: _compiled(fast_source, fast_names, "<subclassaot guards, fast>"))
     else:
         check = _compiled(fast_source, fast_names, "<subclassaot guards, fast>")
-    return Guards(source=source, check=check, symbols=symbols, fast_source=fast_source, fast_names=fast_names)
+    return Guards(
+        source=source,
+        check=check,
+        symbols=symbols,
+        fast_source=fast_source,
+        fast_names=fast_names,
+        check_source="" if state_first else fast_source,
+        one_call=one_call,
+    )
 
 
 def _compiled(source: str, namespace: dict[str, object], filename: str) -> GuardFn:
@@ -496,8 +521,9 @@ def _tensor_guards(
     real: torch.Tensor,
     requires_grad: bool | None = None,
     caller: Mapping[str, CallerGuarded] | None = None,
-) -> None:
-    """`real`: the compile's tensor at `path` (`fake` traced it)."""
+) -> bool:
+    """`real`: the compile's tensor at `path` (`fake` traced it). True where the fast body checks it in one C call
+    (`_one_call_check`)."""
     known = caller.get(path) if caller else None
     one_call = _one_call_check(w, var, real, fake, requires_grad) if known is None else None
     if one_call is not None:
@@ -536,9 +562,10 @@ def _tensor_guards(
     if tree is not None:
         flatten_guarded = known is not None and known.flatten_guarded
         _subclass_guards(w, var, path, tree, fake, real, caller, flatten_guarded, one_call is None)
-        return
+        return one_call is not None
     _stride_guards(w, var, path, strides, stride_dims, known is None, one_call is None)
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
+    return one_call is not None
 
 
 def _one_call_check(

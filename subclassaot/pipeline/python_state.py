@@ -33,6 +33,7 @@ from subclassaot.torch_internals import (
     deterministic_algorithms,
     deterministic_warn_only,
     float32_matmul_precision,
+    global_state_check,
 )
 
 # Note [State The Program Reads]
@@ -60,6 +61,16 @@ from subclassaot.torch_internals import (
 # Writes: a program that changes Python state (`self.calls += 1`) is refused: the graph cannot replay it. Modules passed
 # as arguments are walked like the compiled one. Under torch.compile Dynamo guards all of this itself, and
 # CompileConfig.python_state_guards = False turns these guards off for that path.
+# Ambient state in one call: five of the ambient reads (grad mode, any autocast on, default dtype, deterministic
+# algorithms and their warn-only flag) are five C calls per call, each several times its cost alone inside a training
+# step (the backward in between leaves them cold). Dynamo's GlobalStateGuard compares a snapshot of all of them in one
+# C call; where no autocast is on at compile time it stands for the five: it compares grad mode, default dtype, both
+# deterministic flags and every device's autocast flag (a superset of `_is_any_autocast_enabled`'s devices: tested),
+# so its passing implies theirs. It compares more (the thread count, torch-function enablement, autocast's cache flag,
+# the TF32 flags), so its failure is no failure of ours: the slow path reads the five (`describe_ambient`) and fails
+# only where they differ; where they do not, it takes a new snapshot, adopted where its fields are the compiled ones
+# (a changed thread count costs one slow call, not every call). Matmul precision (which the snapshot sees only as TF32
+# on or off) is still read apart, and an entry compiled under autocast compares `read_ambient().autocast` as before.
 
 _MISSING = object()
 _MAX_VALUES = 50_000  # values walked per compile (a large model has tens of thousands); past it, refused by name
@@ -537,8 +548,9 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
         return name
 
     lines = ["def check():", "    try:", "        pass"]
+    one_call = _global_state(ambient)
     if ambient is not None:
-        lines += _ambient_lines(ambient, bind)
+        lines += _ambient_lines(ambient, bind, one_call)
     if walk.modules:
         mods, types_ = bind(tuple(walk.modules)), bind(tuple(type(m) for m in walk.modules))
         lines.append(f"        if not all(map(is_, map(type, {mods}), {types_})): return _slow(-2)")
@@ -569,6 +581,8 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
         reason = _slow(watched, modules, module_types, labels, empties, empty_labels, ambient, failed=failed)
         if reason is None:  # equal new objects were adopted: the batched identity list follows them
             batch[:] = _dict_batch(dicts)
+            if one_call is not None and failed == -1 and not one_call[0][0]():
+                _adopt_global_state(one_call)
         return reason
 
     namespace: dict[str, object] = {"torch": torch, "_slow": slow, **names}
@@ -585,9 +599,44 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
     return PythonState(watched=watched, ambient=ambient, source=source, check=check, names=namespace)
 
 
-def _ambient_lines(ambient: Ambient, bind: Callable[[object], str]) -> list[str]:
+def _global_state(ambient: Ambient | None) -> tuple[list[Callable[[], bool]], tuple[object, ...]] | None:
+    """The one-call check of the ambient state (Note [State The Program Reads]), in a list the slow path may replace
+    it in, with the snapshot's fields; None where it cannot stand for the five reads of `ambient` (autocast on,
+    another torch)."""
+    if ambient is None or any(on for _, on, _ in ambient.autocast):
+        return None
+    made = global_state_check()
+    if made is None or read_ambient() != ambient:  # (the snapshot and `ambient` taken apart: not the same state)
+        return None
+    check, fields = made
+    grad, _, enabled, warn_only, autocast = fields
+    if (grad, enabled, warn_only, autocast) != (ambient.grad, *ambient.deterministic, False):
+        return None
+    return [check], fields
+
+
+def _adopt_global_state(one_call: tuple[list[Callable[[], bool]], tuple[object, ...]]) -> None:
+    """After the five reads passed where the one-call check failed: a new snapshot, adopted where its fields are the
+    compiled ones (Note [State The Program Reads])."""
+    made = global_state_check()
+    if made is not None and made[1] == one_call[1]:
+        one_call[0][0] = made[0]
+
+
+def _ambient_lines(
+    ambient: Ambient,
+    bind: Callable[[object], str],
+    one_call: tuple[list[Callable[[], bool]], tuple[object, ...]] | None = None,
+) -> list[str]:
     """The generated check's lines for the ambient state (grad mode, autocast, default dtype, determinism, matmul
-    precision): each returns `_slow(-1)` when it differs."""
+    precision): each returns `_slow(-1)` when it differs. `one_call`: the five reads in one call (Note [State The
+    Program Reads])."""
+    precision = bind(ambient.matmul_precision)
+    if one_call is not None:
+        return [
+            f"        if not {bind(one_call[0])}[0](): return _slow(-1)",
+            f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)",
+        ]
     lines = [f"        if torch.is_grad_enabled() is not {bind(ambient.grad)}: return _slow(-1)"]
     if not any(on for _, on, _ in ambient.autocast):
         lines.append(f"        if {bind(any_autocast_enabled)}(): return _slow(-1)")
@@ -599,7 +648,6 @@ def _ambient_lines(ambient: Ambient, bind: Callable[[object], str]) -> list[str]
         f"        if {bind(deterministic_algorithms)}() is not {bind(enabled)} or "
         f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}: return _slow(-1)"
     )
-    precision = bind(ambient.matmul_precision)
     lines.append(f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)")
     return lines
 

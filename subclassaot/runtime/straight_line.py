@@ -94,6 +94,17 @@ from subclassaot.torch_internals import get_version, set_version
 # directly (GraphCall.apply; outside functorch's transforms the Function's C apply itself, as torch's
 # `Function.apply` calls it). Per call it keeps no more than the backward reads: a missing tangent's zeros come from
 # the node's own record of its output, and the graphs are called without a wrapper their first call found needless.
+#
+# One function per entry: a plain positional call (CompiledFunction.__call__'s first path) runs the entry's guards and
+# its runner as one generated function (runtime/entry_function.py): the guards' fast check, its success return
+# replaced by the runner's body, its failures handed to the detailed check or the Python state's slow path, and then
+# to the runner where those pass, else `MISS` (the next entry, then the full lookup). It runs with the runner's own
+# globals (which a settling graph call rebinds), the guards' joining them renamed apart (`_c3` -> `_g__c3`; both
+# sources ours, so only our names and constants). Where every tensor input passed the
+# guards' one-call check, which compares dispatch keys under the thread's include set (a functorch transform being
+# active, or a dead functorch wrapper, fails it), the Function is applied without `_transforms()` and `_dead`: the
+# call that fails it takes the runner, which tests both. Where the two cannot be joined (a wrapped runner or guards, a
+# name both use as a local), the guards and the runner are called one after the other as before.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -102,6 +113,10 @@ Runner = Callable[[Sequence[object], dict[str, int]], object]
 class EntryRunner:
     run: Runner
     source: str | None  # the generated Python, printable for users; None: the generic runner (call.make_runner)
+    # `source` for a call whose tensor inputs all passed the guards' one-call check, which compares dispatch keys
+    # under the thread's include set (no functorch transform active, no dead functorch wrapper among them): the
+    # Function's C apply without those two tests (runtime/entry_function.py); None where `source` has none
+    checked: str | None = None
 
 
 def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, generic: Runner) -> EntryRunner | None:
@@ -118,11 +133,15 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, ge
         _epilogue(w, plan, call, epilogue)
     _outputs(w, plan, call)
     source = "def run(L, symbols):\n" + "\n".join(w.lines) + "\n"
+    checked = None
+    if w.outside is not None:
+        at, line = w.outside
+        checked = "def run(L, symbols):\n" + "\n".join([*w.lines[:at], line, *w.lines[at + 4 :]]) + "\n"
     namespace = dict(w.globals)
     exec(compile(source, "<subclassaot runner>", "exec"), namespace)
     if isinstance(call.direct, SettlingCall) and w.direct is not None:  # its wrapper leaves the path once needless
         call.direct.when_settled(functools.partial(namespace.__setitem__, w.direct))
-    return EntryRunner(source=source, run=namespace["run"])  # type: ignore[arg-type]  # exec'd: untyped
+    return EntryRunner(source=source, run=namespace["run"], checked=checked)  # type: ignore[arg-type]  # exec'd
 
 
 # The input writes a backend may keep in its graph: Note [What A Backend Receives And Returns].
@@ -270,6 +289,8 @@ class _Writer:
         self.counted: set[int] = set()  # dense leaves whose counter was read before the call: no inference tensor
         self.roots: set[str] = set()  # the roots built so far (Note [Output Regeneration])
         self.direct: str | None = None  # the global the graph's direct callable is bound to
+        # (line index, line) of the Function's apply outside functorch's transforms (EntryRunner.checked)
+        self.outside: tuple[int, str] | None = None
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
@@ -343,7 +364,9 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         w.line("if _transforms():")
         w.line(f"pre = {w.constant(call.apply)}({''.join(f'{t}, ' for t in tensors)})", 2)
         w.line("else:")
-        w.line(f"pre = {w.constant(call.apply_outside_transforms)}({''.join(f'_dead({t}), ' for t in tensors)})", 2)
+        outside = w.constant(call.apply_outside_transforms)
+        w.line(f"pre = {outside}({''.join(f'_dead({t}), ' for t in tensors)})", 2)
+        w.outside = (len(w.lines) - 4, f"    pre = {outside}({''.join(f'{t}, ' for t in tensors)})")
         return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
     w.line(f"outs, pre, _, given, after = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")

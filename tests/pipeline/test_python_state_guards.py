@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import array
 import collections
+import contextlib
 import copy
 import dataclasses
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import cast
 
 import pytest
@@ -19,14 +20,19 @@ from torch import nn
 
 import subclassaot.api
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline import python_state
+from subclassaot.torch_internals import global_state_check
+from tests.backends import RecordingBackend
 from tests.oracle import assert_call_matches_eager
 
 T = torch.Tensor
 Compiled = subclassaot.api.CompiledFunction[..., object] | subclassaot.api.CompiledModule[nn.Module]
 
 
-def compiled(fn: Callable[..., object], *, python_state_guards: bool = True) -> Compiled:
-    return subclassaot.api.compile(fn, backend="eager", python_state_guards=python_state_guards)
+def compiled(
+    fn: Callable[..., object], *, python_state_guards: bool = True, backend: str | RecordingBackend = "eager"
+) -> Compiled:
+    return subclassaot.api.compile(fn, backend=backend, python_state_guards=python_state_guards)
 
 
 def module_of(c: Compiled) -> nn.Module:
@@ -474,3 +480,150 @@ def test_named_tuple_config_is_compared_by_value() -> None:
     cfg[0] = _Scales(3.0, 1.0)
     assert_call_matches_eager(c, f, x84)
     last_reason(c, r"closure cfg\[0\]")
+
+
+# The ambient state in one call (Note [State The Program Reads]): Dynamo's global-state snapshot stands for five reads
+# where no autocast was on at compile time. Each setting it stands for still fails the entry with that setting's own
+# reason, on the path a plain positional call takes first (the guards and runner as one function), and the first
+# entry serves the first state again; what else the snapshot compares (the thread count) costs no recompile.
+
+# Every device type name of c10 (those autocast does not know are skipped)
+_DEVICE_TYPES = (
+    "cpu", "cuda", "opengl", "opencl", "ideep", "hip", "fpga", "maia", "xla", "vulkan", "metal", "xpu",
+    "mps", "meta", "hpu", "ve", "lazy", "ipu", "mtia", "privateuseone",
+)  # fmt: skip
+
+
+def test_the_global_state_snapshot_sees_every_autocast_flag_any_autocast_enabled_reads() -> None:
+    made = global_state_check()
+    assert made is not None
+    check, fields = made
+    assert fields[-1] is False and check()
+    seen = []
+    for device in _DEVICE_TYPES:
+        try:
+            previous = torch.is_autocast_enabled(device)
+            torch.set_autocast_enabled(device, True)
+        except RuntimeError:  # no autocast for this device type
+            continue
+        try:
+            if torch._C._is_any_autocast_enabled():
+                seen.append(device)
+                assert not check(), device
+        finally:
+            torch.set_autocast_enabled(device, previous)
+    assert check()
+    assert {"cpu", "cuda", "xpu", "hpu"} <= set(seen), seen
+
+
+def matmul_loss(x: T) -> T:
+    return (x @ x.T).sum()
+
+
+def x44() -> tuple[T]:
+    return (torch.randn(4, 4, requires_grad=True),)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+@contextlib.contextmanager
+def _deterministic(enabled: bool, warn_only: bool) -> Iterator[None]:
+    previous = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
+
+
+@contextlib.contextmanager
+def _matmul_precision(precision: str) -> Iterator[None]:
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+AMBIENT_CHANGES: dict[str, tuple[Callable[[], contextlib.AbstractContextManager[object]], str]] = {
+    "grad mode": (torch.no_grad, r"torch\.is_grad_enabled\(\): expected True, got False"),
+    "autocast": (
+        lambda: torch.autocast("cpu", dtype=torch.bfloat16),
+        r"torch\.is_autocast_enabled\('cpu'\): expected False, got True",
+    ),
+    "default dtype": (
+        lambda: _default_dtype(torch.float64),
+        r"torch\.get_default_dtype\(\): expected torch\.float32, got torch\.float64",
+    ),
+    "deterministic": (
+        lambda: _deterministic(True, False),
+        r"are_deterministic_algorithms_enabled\(\) \(warn_only\): expected \(False, False\), got \(True, False\)",
+    ),
+    "warn only": (
+        lambda: _deterministic(False, True),
+        r"are_deterministic_algorithms_enabled\(\) \(warn_only\): expected \(False, False\), got \(False, True\)",
+    ),
+    "matmul precision": (
+        lambda: _matmul_precision("medium"),
+        r"torch\.get_float32_matmul_precision\(\): expected 'highest', got 'medium'",
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "recording"], ids=["native training", "the Function"])
+@pytest.mark.parametrize("change", list(AMBIENT_CHANGES))
+def test_each_ambient_setting_the_one_call_check_stands_for_recompiles_like_before(change: str, backend: str) -> None:
+    context, reason = AMBIENT_CHANGES[change]
+    assert torch.get_float32_matmul_precision() == "highest"
+    c = compiled(matmul_loss, backend=RecordingBackend() if backend == "recording" else backend)
+    assert_call_matches_eager(c, matmul_loss, x44)
+    assert isinstance(c, subclassaot.api.CompiledFunction)
+    entry_fn = c._plain[0][1]  # the guards and the runner as one function
+    assert entry_fn is not None and "is_grad_enabled" not in entry_fn.__code__.co_names
+    with context():
+        assert_call_matches_eager(c, matmul_loss, x44, atol=1e-2, rtol=1e-2)
+    assert c.compile_count == 2
+    last_reason(c, reason)
+    assert_call_matches_eager(c, matmul_loss, x44)
+    assert c.compile_count == 2
+
+
+def test_a_changed_thread_count_keeps_the_entry_and_costs_one_slow_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    c = compiled(matmul_loss)
+    assert_call_matches_eager(c, matmul_loss, x44)
+    reads: list[object] = []
+    describe = python_state.describe_ambient
+
+    def counted(expected: python_state.Ambient) -> str | None:
+        reads.append(expected)
+        return describe(expected)
+
+    monkeypatch.setattr(python_state, "describe_ambient", counted)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        for _ in range(3):
+            assert_call_matches_eager(c, matmul_loss, x44)
+    finally:
+        torch.set_num_threads(threads)
+    assert c.compile_count == 1 and len(reads) == 1  # the new snapshot adopted after the first call's slow path
+    assert_call_matches_eager(c, matmul_loss, x44)
+    assert c.compile_count == 1 and len(reads) == 2
+
+
+def test_an_entry_compiled_under_autocast_reads_autocast_as_before() -> None:
+    c = compiled(matmul_loss)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert_call_matches_eager(c, matmul_loss, x44, atol=1e-2, rtol=1e-2)
+        assert "read_ambient" in c.entries[0].guards.source or ".autocast !=" in c.entries[0].guards.source
+    assert_call_matches_eager(c, matmul_loss, x44)
+    last_reason(c, r"torch\.is_autocast_enabled\('cpu'\): expected True, got False")

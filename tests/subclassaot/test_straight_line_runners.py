@@ -581,3 +581,86 @@ def test_the_runner_sets_a_wrappers_fields_as_tensor_unflatten_does(
     assert type(out) is type(want) and out.__dict__.keys() == want.__dict__.keys()
     if isinstance(x, SetCounted):
         assert isinstance(out, SetCounted) and out.scale == 0.5 and len(SetCounted.sets) > sets  # its setter ran
+
+
+# One function per entry (Note [Straight-Line Runners]): a plain positional call runs the entry's guards and its
+# runner as one generated function; a failed guard hands the call to the detailed check and the next entry.
+
+
+def _sized(make: Callable[[int], tuple[object, ...]], *rows: int) -> Callable[[], tuple[object, ...]]:
+    """Inputs of `rows[k]` rows for the k-th call (the oracle makes each call's inputs twice: eager's, then ours)."""
+    made = [0]
+
+    def inputs() -> tuple[object, ...]:
+        made[0] += 1
+        return make(rows[(made[0] - 1) // 2])
+
+    return inputs
+
+
+ONE_FUNCTION: list[tuple[str, Callable[..., object], Callable[[int], tuple[object, ...]], str]] = [
+    ("the Function", loss_of, lambda n: (torch.randn(n, 2, requires_grad=True),), "recording"),
+    ("native training", loss_of, lambda n: (torch.randn(n, 2, requires_grad=True),), "eager"),
+    ("a written PairTensor's view", write_then_view, lambda n: (pair(n, 3),), "eager"),
+    ("a PairTensor's product", mul, lambda n: (pair(n, 3),), "eager"),
+    (
+        "two outputs of the Function",
+        two_outputs,
+        lambda n: (torch.randn(n, 3, requires_grad=True), torch.randn(n, 3)),
+        "recording",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fn", "make", "backend"), [pytest.param(f, m, b, id=name) for name, f, m, b in ONE_FUNCTION])
+def test_a_plain_call_runs_guards_and_runner_as_one_function_like_eager(
+    fn: Callable[..., object], make: Callable[[int], tuple[object, ...]], backend: str
+) -> None:
+    """Five calls: a static entry, then sizes that fail its guards (a dynamic entry, whose runner reads the symbols
+    the joined guards bind), then the first entry's sizes again."""
+    inputs = _sized(make, 2, 4, 6, 2, 6)
+    compiled = assert_matches_eager(
+        fn, inputs, backend=RecordingBackend() if backend == "recording" else backend, calls=5
+    )
+    plain = compiled._plain  # type: ignore[attr-defined]
+    assert len(plain) == 2 and all(entry_fn is not None for _, entry_fn, _, _ in plain)
+    assert compiled.compile_count == 2  # type: ignore[attr-defined]
+
+
+def test_a_checked_step_calls_the_function_without_the_transform_tests_and_refuses_a_transform_like_before() -> None:
+    """Every tensor input's dispatch keys checked in one call: the Function's C apply without `_transforms()` and
+    `_dead`; under a transform that check fails, and the call takes the runner that refuses it."""
+    compiled = assert_matches_eager(loss_of, lambda: (torch.randn(2, 2, requires_grad=True),), backend=_recording())
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
+    assert "_transforms" in entry.run_source and entry.runner.checked is not None
+    assert "_transforms" not in entry_fn.__code__.co_names and "_dead" not in entry_fn.__code__.co_names
+    x = torch.randn(2, 2, requires_grad=True)
+    with pytest.raises(subclassaot.UnsupportedError, match="inside torch.func.grad"):
+        torch.func.grad(lambda y: compiled(x) * y.sum())(torch.randn(2))
+    assert compiled.compile_count == 1  # type: ignore[attr-defined]
+
+
+def test_the_joined_function_renames_the_guards_globals_apart_and_runs_with_the_runner_s() -> None:
+    """Both sources bind their values as `_c<n>`: the guards' are renamed, and each keeps its own value; the function
+    runs with the runner's own globals, which a settling graph call rebinds."""
+    compiled = assert_matches_eager(write_then_view, lambda: (pair(2, 3),), calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
+    assert entry_fn.__globals__ is entry.run.__globals__
+    guard_globals = entry.guards.check.__globals__
+    renamed = [n for n in entry_fn.__code__.co_names if n.startswith("_g_")]
+    assert renamed and all(entry_fn.__globals__[n] is guard_globals[n[3:]] for n in renamed)
+    shared = [n[3:] for n in renamed if n[3:] in entry.run.__globals__ and n[3:].startswith("_c")]
+    assert shared and any(guard_globals[n] is not entry.run.__globals__[n] for n in shared)
+
+
+def test_a_plain_call_calls_the_backend_s_graph_itself_once_its_wrapper_settles() -> None:
+    """inductor's inference graph is wrapped (backends.keep_eager_outputs) until its first call finds no output to
+    fix; the joined function then calls the graph itself, as the runner does."""
+    from subclassaot.runtime.plan import SettlingCall
+
+    compiled = assert_matches_eager(mul, lambda: (torch.randn(2, 3),), backend="inductor", calls=3)
+    entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
+    used = [entry_fn.__globals__[n] for n in entry_fn.__code__.co_names if n in entry_fn.__globals__]
+    assert used and not any(isinstance(f, SettlingCall) for f in used)
