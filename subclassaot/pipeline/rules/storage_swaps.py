@@ -1186,13 +1186,10 @@ class _DataMode(TorchFunctionMode):
             # a view, or a view input (run as a clone) (Note [Probing Eager's Backward])
             if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
                 self.record.views_relaid_with_grad = True
-        seq_before = self.record.seq
-        bumped = bumped_input_reads(self.record, args, kwargs) if computes else []  # Note [Views That Raise ...]
+        seq_before, bumped = self.record.seq, bumped_input_reads(self.record, args, kwargs) if computes else []
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
         if computes:
-            check_views_of_gained_bases(self.record, name, args, kwargs, out)
-            check_flagless_view_reads(self.record, name, args, kwargs, out)
-            check_raising_view_input_reads(self.record, bumped, out, seq_before)
+            self._check_results(name, args, kwargs, out, bumped, seq_before)
         if new_leaf and self.record.replayed_new_leaves is not None:
             trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
@@ -1439,6 +1436,21 @@ class _DataMode(TorchFunctionMode):
                 ) from e
             raise
         return out
+
+    def _check_results(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+        bumped: list[tuple[torch.Tensor, torch.Tensor]],
+        seq_before: int,
+    ) -> None:
+        """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs it
+        read whose counter the program moved before it (Note [Views That Raise After A Bump])."""
+        check_views_of_gained_bases(self.record, name, args, kwargs, out)
+        check_flagless_view_reads(self.record, name, args, kwargs, out)
+        check_raising_view_input_reads(self.record, bumped, out, seq_before)
 
     def _note_call(
         self,
