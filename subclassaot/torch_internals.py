@@ -293,6 +293,26 @@ def grad_fn_raises(t: torch.Tensor) -> bool:
     return False
 
 
+def grad_fn_error_after_bump(t: torch.Tensor) -> RuntimeError | None:
+    """The error autograd raises reading `t.grad_fn` once `t`'s version counter has moved, where it raises one: a view
+    that requires grad made under no_grad, inside inference_mode, by a multi-output op (unbind, split, chunk) or by a
+    custom Function, whose counter (its base's) an in-place write, a resize_() that changes a size or a set_() moves.
+    Read on `t` itself with its counter moved by one and given back at once: eager's very message (the op's name and
+    output number), nothing of `t` changed. None for a view of the default kind (the read would rebuild its history
+    instead: no error to find, and a change) and for anything else."""
+    if not t.requires_grad or not t._is_view() or is_plain_autograd_view(t) or grad_fn_raises(t):
+        return None  # (one that raises already: its error is the caller's to see, not a bump's)
+    version = get_version(t)
+    set_version(t, version + 1)
+    try:
+        t.grad_fn  # noqa: B018  # the access itself is the check
+    except RuntimeError as e:
+        return e
+    finally:
+        set_version(t, version)
+    return None
+
+
 def grad_fn_or_none(t: torch.Tensor) -> Any:
     """`t.grad_fn`, or None where reading it raises (the view-after-write error, or a view replay that fails after
     its base's layout changed: see grad_fn_raises)."""

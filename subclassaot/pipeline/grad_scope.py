@@ -28,7 +28,9 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     below_autograd,
     get_version,
+    grad_fn_error_after_bump,
     grad_fn_raises,
+    has_grad_fn,
     no_torch_function,
     storage_key,
     symint_expr,
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "backward_changes",
     "check_flagless_view_reads",
+    "check_raising_view_input_applies",
+    "check_raising_view_input_reads",
+    "bumped_input_reads",
     "check_flagless_view_set",
     "check_views_of_gained_bases",
     "flagless_view_history_raises",
@@ -216,6 +221,56 @@ def check_flagless_view_reads(
         "and would record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of "
         "it, or call requires_grad_() outside the compiled function"
     )
+
+
+def bumped_input_reads(
+    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Before an op with grad on: the inputs among its arguments whose version counter the program moved before it,
+    each with the real input (`check_raising_view_input_reads` decides after the op)."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled() or not record.written_families:
+        return []
+    return [
+        (t, found[1])
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor) and (found := record.input_positions.get(id(t))) is not None and record.bumps(t)
+    ]
+
+
+def check_raising_view_input_reads(
+    record: SwapRecord, read: Sequence[tuple[torch.Tensor, torch.Tensor]], out: object, seq_before: int
+) -> None:
+    """Raise eager's error where an op with grad on, which recorded a node (a result with history that is not merely
+    an argument handed back), read an input that is a view whose grad_fn raises once its version counter moved (made
+    by a multi-output op, under no_grad, ...), after the program moved that counter (`read`: bumped_input_reads): an
+    in-place write through any tensor sharing it (the input, its base, a detach() of either, a view of those), a
+    resize_() of one that changes its size, a set_(). The run's stand-in is no such view, so nothing in the run
+    raises; eager's node reads the input's grad_fn first (Note [Views That Raise After A Bump])."""
+    if not read:
+        return
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+        if not any(has_grad_fn(o) for o in results):
+            return
+        if all(any(o is t for t, _ in read) for o in results) and record.seq == seq_before:
+            return  # (requires_grad_(), contiguous() of a contiguous input: no node)
+        for _, real in read:
+            error = grad_fn_error_after_bump(real)
+            if error is not None:
+                raise RuntimeError(str(error)) from None
+
+
+def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """`check_raising_view_input_reads` for a custom Function's apply with grad on, before it runs: where some input
+    requires grad, autograd records its node, reading each input's grad_fn before the forward runs."""
+    read = bumped_input_reads(record, args, kwargs)
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))):
+            return
+        for _, real in read:
+            error = grad_fn_error_after_bump(real)
+            if error is not None:
+                raise RuntimeError(str(error)) from None
 
 
 # what autograd raises where an in-place op with grad on writes a view whose base is a leaf that requires grad, or

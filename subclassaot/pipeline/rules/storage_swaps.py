@@ -19,7 +19,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
+    bumped_input_reads,
     check_flagless_view_reads,
+    check_raising_view_input_applies,
+    check_raising_view_input_reads,
     check_views_of_gained_bases,
     flagless_view_history_raises,
     function_outputs_as_eager,
@@ -1186,11 +1189,10 @@ class _DataMode(TorchFunctionMode):
             # a view, or a view input (run as a clone) (Note [Probing Eager's Backward])
             if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
                 self.record.views_relaid_with_grad = True
-        seq_before = self.record.seq
+        seq_before, bumped = self.record.seq, bumped_input_reads(self.record, args, kwargs) if computes else []
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
         if computes:
-            check_views_of_gained_bases(self.record, name, args, kwargs, out)
-            check_flagless_view_reads(self.record, name, args, kwargs, out)
+            self._check_results(name, args, kwargs, out, bumped, seq_before)
         if new_leaf and self.record.replayed_new_leaves is not None:
             trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
@@ -1437,6 +1439,21 @@ class _DataMode(TorchFunctionMode):
                 ) from e
             raise
         return out
+
+    def _check_results(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+        bumped: list[tuple[torch.Tensor, torch.Tensor]],
+        seq_before: int,
+    ) -> None:
+        """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs it
+        read whose counter the program moved before it (Note [Views That Raise After A Bump])."""
+        check_views_of_gained_bases(self.record, name, args, kwargs, out)
+        check_flagless_view_reads(self.record, name, args, kwargs, out)
+        check_raising_view_input_reads(self.record, bumped, out, seq_before)
 
     def _note_call(
         self,
@@ -1708,6 +1725,7 @@ def _apply_noted(
     if not record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     note_function_grad_reads(record, args, kwargs)  # Note [Gradient Accumulators Of Leaves]
+    check_raising_view_input_applies(record, args, kwargs)  # Note [Views That Raise After A Bump]
     if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
         check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
