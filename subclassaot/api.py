@@ -69,6 +69,7 @@ from subclassaot.pipeline.desugar import (
     hidden_base_guards,
 )
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
+from subclassaot.pipeline.functional_run import own_leaves_of
 from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_factories, check_grad_reenabled
 from subclassaot.pipeline.inputs import (
     CaptureRef,
@@ -604,7 +605,13 @@ class _Program:
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
     hold: NewLeafHold  # the calls making new leaves held back (Note [Training Without A Function])
 
-    def analyze(self, layout: DenseLayout, replay_reads: tuple[object, ...] | None = None) -> Analysis:
+    def analyze(
+        self,
+        layout: DenseLayout,
+        replay_reads: tuple[object, ...] | None = None,
+        own_leaves: frozenset[int] | None = None,
+    ) -> Analysis:
+        """`own_leaves`: pipeline.analyze's (None in the first analysis, which finds them)."""
         return analyze(
             self.call,
             self.flat,
@@ -615,6 +622,7 @@ class _Program:
             self.nonleaf,
             replay_reads,
             hold=self.hold,
+            own_leaves=own_leaves,
         )
 
     def analyze_and_trace(
@@ -892,6 +900,9 @@ def _analyzed(
             with torch.enable_grad() if training else _ambient_grad():
                 analysis = prog.analyze(layout)
         gains_grad = _gaining_grad(prog, analysis)
+        # (the leaves of their own beside an alias, which only the first analysis finds: every later one is given
+        # them, functional_run.own_leaf_inputs)
+        own_leaves = own_leaves_of(analysis)
         if gains_grad and torch.is_grad_enabled():
             traced = None  # (the analysis below decides the graph: `_keeps_trace` kept none)
             # The program calls requires_grad_() on an input: compile for training with it requiring grad from the
@@ -903,7 +914,7 @@ def _analyzed(
             before = analysis
             # its reads answer as eager's did, before the flag (Note [Grad Mode And Autograd Reads])
             with torch.enable_grad():
-                analysis = prog.analyze(layout, before.autograd_reads)
+                analysis = prog.analyze(layout, before.autograd_reads, own_leaves)
             check_sets_before_gaining_grad(flat, layout, (before, analysis), gains_grad)
         # (an input gaining grad last, after a read of another over its storage: apart, that read would be no read of
         # its, Note [Grad Mode And Autograd Reads])
@@ -913,7 +924,7 @@ def _analyzed(
             layout = _apart_layout(prog, untraced, whole_storage)
             replay = analysis.autograd_reads if gains_grad else None  # (eager's, before the flag: as above)
             with torch.enable_grad() if training else _ambient_grad():
-                analysis = prog.analyze(layout, replay)
+                analysis = prog.analyze(layout, replay, own_leaves)
             traced = None
     check_grad_factories(analysis.grad_factories, training=training)
     check_grad_reenabled(analysis.grad_reenabled, training=training)

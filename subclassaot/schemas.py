@@ -619,6 +619,11 @@ class Analysis:
     # grad on read its storage, and nothing of the program takes that storage after: the runtime sets the flag once
     # the call is done (Note [Grad Mode And Autograd Reads])
     gains_last: tuple[bool, ...] = ()
+    # per tensor input: a plain input over storage other inputs share, none requiring grad as passed, that the
+    # program makes require grad as a leaf of its own after a read with grad, its group unwritten: its stand-in is a
+    # detached leaf over the group's storage, no part of the group's autograd root (pipeline.functional_run.
+    # own_leaf_inputs: the first analysis finds them, every later one is given them); () where none
+    own_leaf_inputs: tuple[bool, ...] = ()
     # per tensor input: the program turned its requires_grad off at some point (requires_grad_(False), `.requires_grad
     # = False`), even if it turned it on again after
     requires_grad_dropped: tuple[bool, ...] = ()

@@ -36,7 +36,15 @@ from subclassaot.pipeline.backward_probe import (
     old_accumulators_dead,
 )
 from subclassaot.pipeline.desugar import leaf_meta
-from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.pipeline.functional_run import (
+    FunctionalRun,
+    dense_leaves_of,
+    intermediate_bases,
+    own_leaf_inputs,
+    own_leaves_of,
+    own_stand_ins,
+    run_functional,
+)
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
 from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, history_set_at, self_set_order
@@ -193,20 +201,31 @@ def analyze(
     replay_reads: tuple[object, ...] | None = None,
     own_base_views: bool | None = None,
     hold: NewLeafHold | None = None,
+    own_leaves: frozenset[int] | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
     them in place); the analysis runs them as clones, which are non-leaves too. `replay_reads`: the answers of an
     earlier analysis's autograd reads, given back in order (Note [Grad Mode And Autograd Reads]). `own_base_views`:
     Note [Aliased Inputs In Training] (None: tried as `with_own_base_views` says). `hold`: the compile's choice of
     the calls making new leaves it holds back, made by the first run that completes (Note [Training Without A
-    Function])."""
+    Function]). `own_leaves`: the first analysis's Analysis.own_leaf_inputs, as tensor positions, given to every
+    later one (functional_run.own_leaf_inputs); None in the first, which finds them."""
     if own_base_views is None:
         args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers, replay_reads)
-        return with_own_base_views(layout, flat, lambda views: analyze(*args, own_base_views=views, hold=hold))
+        return with_own_base_views(
+            layout, flat, lambda views: analyze(*args, own_base_views=views, hold=hold, own_leaves=own_leaves)
+        )
+    # (of its layout's alias groups: an untouched group traced apart has none)
+    grouped = {layout.leaves[m].owner for g in layout.groups for m in g.members}
+    given = frozenset(i for i in own_leaves or () if flat.tensor_indices[i] in grouped)
     graph_fakes = graph_example_inputs(layout, dense_fakes)
     # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
     # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
-    grad_groups = frozenset(grad_bases(layout, user_fakes) if torch.is_grad_enabled() else ())
+    grad_groups = frozenset(
+        grad_bases(layout, user_fakes, own_stand_ins(flat, layout, user_fakes, given))
+        if torch.is_grad_enabled()
+        else ()
+    )
     with fake_mode:
         for k in grad_groups:
             graph_fakes[k] = graph_fakes[k].detach().requires_grad_(True)
@@ -224,10 +243,13 @@ def analyze(
             own_base_views=own_base_views,
             replay_reads=replay_reads,
             hold=hold,
+            own_leaves=given,
         )
         if hold is not None:
             hold.run_completed(run.swaps.flag_calls)
-        facts = _CheckedRun(call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views)
+        facts = _CheckedRun(
+            call, flat, layout, run, user_fakes, nonleaf_wrappers, own_base_views, None if own_leaves is None else given
+        )
         # (the run forward_example would make where the inputs it clones are not written, and nothing else differs)
         same = not (grad_groups or nonleaf_wrappers or own_base_views or replay_reads is not None)
         examples = _tangent_examples(layout, run, facts.mutations, user_fakes) if same else None
@@ -290,7 +312,7 @@ def analysis_of_run(
     (Note [Training Through A Joint Graph]: one run); called under the run's fake and functional modes, as `analyze`
     checks its run. The rest, which `analyze` reads after leaving those modes, is read outside every mode of the
     trace (its probes run the program on fakes of their own)."""
-    facts = _CheckedRun(call, flat, layout, run, user_fakes, frozenset(), False)
+    facts = _CheckedRun(call, flat, layout, run, user_fakes, frozenset(), False, None)
     with outside_current_modes():
         return _analysis(call, flat, layout, user_fakes, False, facts)
 
@@ -308,11 +330,12 @@ class _CheckedRun:
         user_fakes: Sequence[torch.Tensor],
         nonleaf_wrappers: frozenset[int],
         own_base_views: bool,
+        own_leaves: frozenset[int] | None,
     ) -> None:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
         _settle_last_gains(call, run, flat, user_fakes)
-        _check_requires_grad_calls(call, run, flat)
+        own = _check_requires_grad_calls(call, run, flat, layout, own_leaves)
         check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
         refuse_stale_view_layouts(  # Note [Stale View Functions]
@@ -323,6 +346,7 @@ class _CheckedRun:
             ]
         )
         self.mutations = mutations = leaf_mutations(run, layout, flat.values)
+        self.own_leaves = own if own_leaves is not None else _unwritten_own_leaves(flat, layout, run, mutations, own)
         refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
         refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]
@@ -424,6 +448,7 @@ def _analysis(
         new_leaves=tuple(run.swaps.new_leaves),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
         gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),
+        own_leaf_inputs=tuple(i in f.own_leaves for i in range(len(run.user_tensors))),
         requires_grad_dropped=tuple(id(t) in run.swaps.requires_grad_dropped for t in run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
@@ -688,13 +713,46 @@ def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:
     return False
 
 
-def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, flat: FlatInputs) -> None:
+def _unwritten_own_leaves(
+    flat: FlatInputs, layout: DenseLayout, run: FunctionalRun, mutations: Sequence[LeafMutation], own: frozenset[int]
+) -> frozenset[int]:
+    """The first analysis's leaves of their own beside an alias (functional_run.own_leaf_inputs), refused where
+    the program writes their group (any member, or bumps its version counter): their stand-ins, detached leaves
+    over the group's storage, would need the writes' histories split from the group's base, which the joint trace
+    cannot do."""
+    written = {
+        m
+        for g in layout.groups
+        if any(mutations[j].any or mutations[j].version_bumped for j in g.members)
+        for m in g.members
+    }
+    refused = {i for i in own if any(j in written for j in layout.leaves_of_input[i])}
+    check_gained_after_read({id(run.user_tensors[i]) for i in refused}, run.user_tensors, flat)
+    return own - refused
+
+
+def _check_requires_grad_calls(
+    call: Callable[..., object],
+    run: FunctionalRun,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    own_leaves: frozenset[int] | None,
+) -> frozenset[int]:
+    """Refuses the inputs made to require grad after a read with grad, but the first analysis's (`own_leaves`
+    None) leaves of their own beside an alias (functional_run.own_leaf_inputs), which it returns; a later analysis
+    returns `own_leaves`."""
     gained_after = run.swaps.gained_after_read
+    own = frozenset() if own_leaves is None else own_leaves
     # (where what the program computed from them before has no history the caller can see, in eager as with the
     # flag set from the start, the compiled call's setting it first changes nothing: Note [Grad Mode And Autograd Reads])
     positions = [k for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True) if id(t) in gained_after]
     if positions and not gain_unobserved(call, flat, positions):
-        check_gained_after_read(gained_after, run.user_tensors, flat)
+        if own_leaves is None:
+            flagged = [i for i, t in enumerate(run.user_tensors) if id(t) in run.swaps.requires_grad_gained]
+            gained = [i for i, t in enumerate(run.user_tensors) if id(t) in gained_after]
+            own = own_leaf_inputs(flat, layout, gained, flagged)
+        refused = {id(t) for i, t in enumerate(run.user_tensors) if id(t) in gained_after and i not in own}
+        check_gained_after_read(refused, run.user_tensors, flat)
     # (requires_grad_() on a view input whose views eager gives no flag, read with grad: refused in the run,
     # grad_scope.check_flagless_view_reads)
     for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True):
@@ -707,6 +765,7 @@ def _check_requires_grad_calls(call: Callable[..., object], run: FunctionalRun, 
                 "write's history, while the compiled call's write reaches a leaf that still requires grad. Write "
                 "into a clone, or turn requires_grad off outside the compiled function"
             )
+    return own
 
 
 def _analyze_outputs(
@@ -1691,7 +1750,7 @@ def check_written_inputs_gaining_grad(
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
-    own = own_stand_in_inputs(layout, passed, gains)
+    own = own_stand_in_inputs(layout, passed, gains) | own_leaves_of(analysis)
     for i in gains:
         # (a leaf in no alias group, a view too: eager's in-place view ops on it record nothing, before the flag or
         # under no_grad after it, and the epilogue replays them so; the gradient arrives in the layout of the first

@@ -38,7 +38,7 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
-from subclassaot.pipeline.functional_run import own_stand_ins
+from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_ins
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
@@ -310,7 +310,7 @@ def trace_backward(
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
-    group_grads, grad_inputs = _grad_inputs(flat, layout, user_fakes)
+    group_grads, grad_inputs = _grad_inputs(flat, layout, analysis, user_fakes)
     example = graph_example_inputs(layout, dense_fakes)
     with fake_mode:
         for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
@@ -325,7 +325,7 @@ def trace_backward(
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     # (not an input of its own beside an alias requiring grad: its stand-in is a detached leaf over the group's
     # storage, as eager's is a leaf)
-    clone = frozenset(grad_inputs) - own_stand_ins(flat, layout, user_fakes)
+    clone = frozenset(grad_inputs) - own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
     with fake_mode, torch.enable_grad():
         fw_example = forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
@@ -415,14 +415,14 @@ def _with_bump_error(
 
 
 def _grad_inputs(
-    flat: FlatInputs, layout: DenseLayout, user_fakes: Sequence[torch.Tensor]
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """BackwardGraph.group_grads and BackwardGraph.grad_inputs: the synthetic bases that require grad, and the tensor
     inputs that get a gradient of their own (not through such a base, nor as a duplicate wrapper)."""
-    group_grads = grad_bases(layout, user_fakes)
+    own = own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
+    group_grads = grad_bases(layout, user_fakes, own)
     in_groups = {layout.leaves[m].owner for k in group_grads for m in layout.groups[group_of(layout, k)].members}
     duplicates = duplicate_wrappers(layout)  # Note [Aliased Inputs In Training]
-    own = own_stand_ins(flat, layout, user_fakes)
     grad_inputs = tuple(
         i
         for i, t in enumerate(user_fakes)

@@ -8,7 +8,7 @@ order, which is how the trace reproduces exactly the layout the analysis decided
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,7 +34,7 @@ from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
 from subclassaot.pipeline.rules.view_bases import clone_synthetic_base, foreign_root
 from subclassaot.runtime.steps import own_stand_in_inputs
-from subclassaot.schemas import AliasGroupRef, DenseIndex, DenseLayout, FlatInputs, Meta
+from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
     DataDependentError,
     autograd_sequence_mark,
@@ -108,14 +108,14 @@ def run_functional(
     new_leaves: tuple[bool, ...] | None = None,
     hold: NewLeafHold | None = None,
     function_returns: tuple[tuple[int, ...], ...] | None = None,
+    own_leaves: frozenset[int] = frozenset(),  # the first analysis's Analysis.own_leaf_inputs (`own_leaf_inputs`)
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
-        flat, layout, graph_values, requires_grad_like, clone_graph_inputs, own_base_views
+        flat, layout, graph_values, requires_grad_like, clone_graph_inputs, own_base_views, own_leaves
     )
     grad_leaves = list(user_tensors)
-    if requires_grad_like is not None:  # (a stand-in of its own is the leaf: runtime.steps.own_stand_in_inputs)
-        clone_inputs -= own_stand_ins(flat, layout, requires_grad_like)
+    clone_inputs -= own_stand_ins(flat, layout, requires_grad_like or (), own_leaves)  # (its own stand-in: the leaf)
     viewed = _traced_as_views(layout, clone_inputs)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
@@ -135,7 +135,7 @@ def run_functional(
     record.replayed_function_returns = function_returns  # Note [Custom Functions]
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
-    _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, set(viewed) | set(view_clone_inputs))
+    _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, {*viewed, *view_clone_inputs}, own_leaves)
     _note_input_storages(record, flat, layout, graph_fun, dense, originals, user_tensors, moved)
     record.program_start_mark = autograd_sequence_mark()  # Note [set_ Under Grad]
     with swap_modes(record, [*dense, *originals]):
@@ -182,6 +182,7 @@ def _functional_inputs(
     requires_grad_like: Sequence[torch.Tensor] | None,
     clone_graph_inputs: frozenset[int],
     own_base_views: bool,
+    own_leaves: frozenset[int],
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
     """The functional graph inputs, what gradients are taken with respect to, the dense leaves, the members
     detached from a base that requires grad, and the user's tensors rebuilt over the leaves."""
@@ -197,7 +198,9 @@ def _functional_inputs(
     for m, member in own.items():
         dense[m] = member
     detached = (
-        [] if requires_grad_like is None else _detach_members_without_grad(flat, layout, dense, requires_grad_like)
+        []
+        if requires_grad_like is None
+        else _detach_members_without_grad(flat, layout, dense, requires_grad_like, own_leaves)
     )
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
@@ -279,6 +282,7 @@ def _note_grad_inputs(
     user_tensors: list[torch.Tensor],
     requires_grad_like: Sequence[torch.Tensor] | None,
     as_views: set[int],
+    own_leaves: frozenset[int],
 ) -> None:
     """What the record needs of the inputs' autograd state (Note [Grad Mode And Autograd Reads])."""
     # See Note [Grad Mode And Autograd Reads]
@@ -299,9 +303,11 @@ def _note_grad_inputs(
             record.view_input_gains.setdefault(id(tensor), -1)
     # (inputs made to require grad: where grad mode is on at the call)
     late = _leaf_inputs(flat, layout, as_views, requires_grad=False) if torch.is_grad_enabled() else []
-    record.late_grad = {id(user_tensors[i]) for i in late}
+    # (and those over shared storage whose flag is their own: own_leaf_inputs, which the compile makes require grad)
+    own = [] if requires_grad_like is None else [i for i in sorted(own_leaves) if requires_grad_like[i].requires_grad]
+    record.late_grad = {id(user_tensors[i]) for i in (*late, *own)}
     if requires_grad_like is not None:  # Note [Leaves Laid Out Anew Under no_grad]
-        made = _made_to_require_grad(flat, layout, as_views, requires_grad_like)
+        made = [*_made_to_require_grad(flat, layout, as_views, requires_grad_like), *own]
         for i in made:
             if user_tensors[i].requires_grad:  # (a view clone was detach()ed by _clone_inputs)
                 with torch.no_grad():
@@ -502,14 +508,18 @@ def _same_offsets(shift: int | torch.SymInt) -> bool:
 
 
 def _detach_members_without_grad(
-    flat: FlatInputs, layout: DenseLayout, dense: list[torch.Tensor], like: Sequence[torch.Tensor]
+    flat: FlatInputs,
+    layout: DenseLayout,
+    dense: list[torch.Tensor],
+    like: Sequence[torch.Tensor],
+    own_leaves: frozenset[int],
 ) -> list[torch.Tensor]:
     """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
     view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
     through it stay hidden from autograd, as in eager. So too one the program makes require grad (a stand-in of its
     own, a leaf: runtime.steps.own_stand_in_inputs). Returns the detached members."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
-    own = own_stand_ins(flat, layout, like)
+    own = own_stand_ins(flat, layout, like, own_leaves)
     detached: list[torch.Tensor] = []
     for group in layout.groups:
         for k, m in enumerate(group.members):
@@ -517,18 +527,57 @@ def _detach_members_without_grad(
             same = group.same_as[k]
             if same is not None:
                 dense[m] = dense[group.members[same]]
-            elif layout.trees[i] is None and dense[m].requires_grad and (not like[i].requires_grad or i in own):
+            elif layout.trees[i] is None and (i in own or dense[m].requires_grad and not like[i].requires_grad):
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])
     return detached
 
 
-def own_stand_ins(flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor]) -> frozenset[int]:
+def own_stand_ins(
+    flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor], own_leaves: Collection[int] = ()
+) -> frozenset[int]:
     """runtime.steps.own_stand_in_inputs of the compile: the inputs' flags as passed; gaining, those `like` makes
-    require grad."""
+    require grad; and those of `own_leaves` (the first analysis's own_leaf_inputs) it makes require grad."""
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
     gains = {i for i, t in enumerate(like) if t.requires_grad and not passed[i]}
-    return own_stand_in_inputs(layout, passed, gains)
+    return own_stand_in_inputs(layout, passed, gains) | frozenset(i for i in own_leaves if i in gains)
+
+
+def own_leaves_of(analysis: Analysis) -> frozenset[int]:
+    """Analysis.own_leaf_inputs as tensor positions (the first analysis's, given to every later run)."""
+    return frozenset(i for i, own in enumerate(analysis.own_leaf_inputs) if own)
+
+
+def own_leaf_inputs(
+    flat: FlatInputs, layout: DenseLayout, gains: Collection[int], flagged: Collection[int]
+) -> frozenset[int]:
+    """Plain inputs among `gains` in an alias group no member of which requires grad as passed, whose flag is their
+    own in eager: a view whose `._base` is no input in `flagged`, or a tensor no other input is a view of (x.detach()
+    beside x, a view beside a sibling). Eager's requires_grad_() makes each a leaf of its own, leaving the others
+    and the base without the flag. The compile's first analysis (its fakes requiring no grad) takes these among the
+    inputs flagged after a read with grad (SwapRecord.gained_after_read), which would otherwise be refused, and
+    records them (Analysis.own_leaf_inputs); every later run, given them, runs each as a stand-in of its own, a leaf
+    without grad until the program's flag (Note [Leaves Laid Out Anew Under no_grad]), taken out of its group's
+    autograd root. Where grad mode is off there is no such leaf."""
+    if not torch.is_grad_enabled():
+        return frozenset()
+    reals = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
+    owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    found = set()
+    for group in layout.groups:
+        members = [owner[m] for m in group.members]
+        if any(reals[i].requires_grad or layout.trees[i] is not None for i in members):
+            continue
+        for i in members:
+            real = reals[i]
+            if i not in gains or not isinstance(real, torch.Tensor):
+                continue
+            if real._is_view():
+                if not any(reals[j] is real._base for j in flagged):
+                    found.add(i)
+            elif not any(r._is_view() and r._base is real for r in reals):
+                found.add(i)
+    return frozenset(found)
 
 
 def _traced_as_views(layout: DenseLayout, clone_inputs: frozenset[int]) -> dict[int, int]:

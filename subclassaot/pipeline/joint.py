@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
 from subclassaot.pipeline.desugar import leaf_meta
-from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, run_functional
+from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, own_leaves_of, run_functional
 from subclassaot.pipeline.grad_scope import backward_changes
 from subclassaot.pipeline.rules.function_views import is_program_function
 from subclassaot.pipeline.rules.hidden_layouts import differentiated_as_eager
@@ -266,6 +266,7 @@ def trace_joint(
                 view_clone_inputs=setup.view_clones,
                 own_base_views=setup.analysis.own_base_views,
                 replay_reads=setup.analysis.autograd_reads,
+                own_leaves=own_leaves_of(setup.analysis),
             )
             stand_ins.update(id(t) for t, f in zip(run.user_tensors, setup.user_fakes, strict=True) if f.is_leaf)
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
@@ -636,6 +637,7 @@ def forward_example(
             clone_graph_inputs=frozenset(group_grads),
             own_base_views=analysis.own_base_views,
             replay_reads=analysis.autograd_reads,
+            own_leaves=own_leaves_of(analysis),
         )
         outs = forward_output_values(run, traced, analysis, wrapper_updates)
         result: list[tuple[bool, list[torch.Tensor], SubclassNode | None, tuple[object, ...]]] = []

@@ -16,7 +16,13 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of, intermediate_bases, run_functional
+from subclassaot.pipeline.functional_run import (
+    FunctionalRun,
+    dense_leaves_of,
+    intermediate_bases,
+    own_leaves_of,
+    run_functional,
+)
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
@@ -174,6 +180,7 @@ def trace_inference(
                 replay_reads=analysis.autograd_reads,
                 new_leaves=analysis.new_leaves,
                 function_returns=analysis.function_returns,
+                own_leaves=own_leaves_of(analysis),
             )
             outs, counts["fresh"], counts["bases"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs

@@ -262,7 +262,8 @@ def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:
     whichever gain the flag): those that gain it before the graph runs are stand-ins of their own, never their
     group's autograd root; the others never require grad here."""
     own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, range(len(plan.input_requires_grad)))
-    return {j for i in own for j in plan.layout.leaves_of_input[i]}
+    leaves = {i for i, o in enumerate(plan.analysis.own_leaf_inputs) if o}  # (pipeline.functional_run.own_leaf_inputs)
+    return {j for i in own | leaves for j in plan.layout.leaves_of_input[i]}
 
 
 def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:

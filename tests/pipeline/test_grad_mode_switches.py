@@ -2166,7 +2166,7 @@ def requires_grad_after_a_sibling_read_nothing_after(x0: T, x1: T) -> object:
 
 
 def requires_grad_after_its_own_read(x0: T, x1: T) -> object:
-    y = x1 * 2  # eager's y has no history; the compiled call's stand-in for x1 requires grad from the start
+    y = x1 * 2  # eager's y has no history (a plain x1 is a leaf of its own: functional_run.own_leaf_inputs)
     x1.requires_grad_()
     return y, x1 * 3
 
@@ -2230,11 +2230,16 @@ def test_requires_grad_on_a_storage_sharing_input_after_its_own_read_refused(
     f: Callable[..., object], make: Callable[[bool], Make], pair: bool
 ) -> None:
     """The earlier read was of a tensor whose flag the call turns on (the input, or an input that views it): eager's
-    result has no history, the compiled call's would. Refused in training; matched under no_grad."""
+    result has no history, the compiled call's would. Refused in training; matched under no_grad. A plain input
+    whose flag is its own (a half, a view of a passed base) runs as a leaf of its own and matches
+    (test_requires_grad_after_its_read_on_an_input_beside_an_alias)."""
     with torch.enable_grad():
         f(*make(pair)())  # eager runs it
         if pair and f is requires_grad_on_a_base_after_its_view_read:
             assert_matches_eager(f, make(pair))  # (a wrapper's view takes no flag from its base)
+            return
+        if not pair and f is requires_grad_after_its_own_read:
+            assert_matches_eager(f, make(pair))
             return
         # (either of the two rules: the input's own graph cannot mark it, or the call cannot order the flag)
         with pytest.raises(
@@ -5929,3 +5934,65 @@ def test_new_leaf_of_a_subclass_inside_enable_grad_of_a_no_grad_call_refused_wit
         with pytest.raises(UnsupportedError, match="not an input, a PairTensor") as raised:
             subclassaot.compile(f, backend="eager")(*make())
     assert "call made with grad mode on" not in str(raised.value)
+
+
+def requires_grad_after_its_read_beside_an_alias(x0: T, x1: T) -> object:
+    t = x1.sin()  # eager's t has no history: x1 requires no grad yet
+    x1.requires_grad_()
+    v = x1[1:]  # a view taken after the flag records history to the leaf x1 is now
+    return t, x1 * 2, v.exp(), x0.cos()
+
+
+_OWN_LEAF_ALIASES: dict[str, Callable[[bool], tuple[T, T]]] = {
+    # (the second input is the one the program flags: in eager a leaf of its own, the other and the base flagless)
+    "sibling_views": lambda pair: cast(tuple[T, T], tuple(_pair_or_plain(torch.randn(2, 3), pair).unbind(0))),
+    "detach": lambda pair: (lambda b: (b, b.detach()))(_pair_or_plain(torch.randn(3), pair)),
+    "detach_of_a_view": lambda pair: (lambda b: (b, b[1:].detach()))(_pair_or_plain(torch.randn(4), pair)),
+    "view_of_a_passed_base": lambda pair: (lambda b: (b, b[:, 1:]))(_pair_or_plain(torch.randn(2, 3), pair)),
+}
+
+
+def _pair_or_plain(b: torch.Tensor, pair: bool) -> T:
+    return PairTensor.from_tensor(b) if pair else b
+
+
+@pytest.mark.parametrize("alias", list(_OWN_LEAF_ALIASES))
+def test_requires_grad_after_its_read_on_an_input_beside_an_alias(alias: str) -> None:
+    """An input over storage another input shares, none requiring grad, whose flag is its own in eager (a view whose
+    base is not flagged, a detach(), a base no input views): requires_grad_() after reading it makes it a leaf of
+    its own, the earlier result without history, the later ones (and views taken after) with history to it, the
+    other input and the base without the flag. It runs as a stand-in of its own, a leaf without grad until the
+    program's flag (functional_run.own_leaf_inputs), and matches: outputs, histories, `.grad`, inputs as left."""
+    f = requires_grad_after_its_read_beside_an_alias
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: _OWN_LEAF_ALIASES[alias](False))
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: _OWN_LEAF_ALIASES[alias](False))
+
+
+@pytest.mark.parametrize("alias", list(_OWN_LEAF_ALIASES))
+def test_requires_grad_after_its_read_on_a_pair_input_beside_an_alias_refused(alias: str) -> None:
+    """The PairTensor variants stay refused by name (a subclass member has no stand-in of its own)."""
+    f = requires_grad_after_its_read_beside_an_alias
+    with torch.enable_grad():
+        f(*_OWN_LEAF_ALIASES[alias](True))  # eager runs it
+        with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
+            subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](True))
+
+
+def requires_grad_after_its_read_beside_an_alias_written(x0: T, x1: T) -> object:
+    t = x1.sin()
+    x0.mul_(3.0)  # (the group's storage written: x1's own stand-in would need the write's history split off)
+    x1.requires_grad_()
+    return t, x1 * 2
+
+
+@pytest.mark.parametrize("alias", list(_OWN_LEAF_ALIASES))
+def test_requires_grad_after_its_read_on_an_input_beside_an_alias_written_refused(alias: str) -> None:
+    """A leaf of its own whose group the program writes stays refused by name
+    (analyze._unwritten_own_leaves)."""
+    f = requires_grad_after_its_read_beside_an_alias_written
+    with torch.enable_grad():
+        f(*_OWN_LEAF_ALIASES[alias](False))  # eager runs it
+        with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
+            subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](False))

@@ -8,7 +8,7 @@ the input and the rule). Invariants: pure functions of compile-time records; no 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import cast
 
 import torch
@@ -232,12 +232,13 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 # that both require grad is refused too: their gradients would meet below autograd.
 
 
-def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor]) -> tuple[int, ...]:
+def grad_bases(layout: DenseLayout, user_fakes: Sequence[torch.Tensor], own: Container[int] = ()) -> tuple[int, ...]:
     """Graph inputs that are synthetic bases of plain inputs one of which requires grad (subclass members get their
-    gradients at the wrapper level: Note [Aliased Inputs In Training])."""
+    gradients at the wrapper level: Note [Aliased Inputs In Training]), not one running as a stand-in of its own
+    (`own`: functional_run.own_stand_ins; a leaf of its own, in eager the base requires no grad for it)."""
     requires_grad = {
-        layout.leaves[leaves[0]].owner: fake.requires_grad and tree is None
-        for leaves, fake, tree in zip(layout.leaves_of_input, user_fakes, layout.trees, strict=True)
+        layout.leaves[leaves[0]].owner: fake.requires_grad and tree is None and i not in own
+        for i, (leaves, fake, tree) in enumerate(zip(layout.leaves_of_input, user_fakes, layout.trees, strict=True))
         if leaves
     }
     return tuple(
