@@ -5239,7 +5239,9 @@ def test_new_leaf_beside_requires_grad_set_on_an_input_matches_eager(name: str) 
     f, make_inputs, compiles = _SETS_ON_INPUTS[name]
     with torch.enable_grad():
         if not compiles:
-            with pytest.raises(UnsupportedError, match="not an input .* here it would not record eager's"):
+            # (an input's flag turned off and on again is refused first by the analysis: off and back on)
+            why = "not an input .* here it would not record eager's|turns requires_grad off .* and back on"
+            with pytest.raises(UnsupportedError, match=why):
                 subclassaot.compile(f, backend="eager")(*make_inputs())
             return
         compiled = assert_matches_eager(f, make_inputs, calls=2)
