@@ -765,7 +765,26 @@ def _check_requires_grad_calls(
                 "write's history, while the compiled call's write reaches a leaf that still requires grad. Write "
                 "into a clone, or turn requires_grad off outside the compiled function"
             )
+        regained = id(t) in run.swaps.requires_grad_dropped and id(t) in run.swaps.requires_grad_set
+        if (
+            regained
+            and t.requires_grad
+            and isinstance(real, torch.Tensor)
+            and real.requires_grad
+            and _graded_output(run)
+        ):
+            raise UnsupportedError(
+                f"{flat.leaves[k].path}: the program turns requires_grad off for this input, which requires grad, "
+                "and back on, and returns a tensor that requires grad: eager's input is one leaf throughout, and a "
+                "result computed from it after the flag came back has history to it, while the compiled call's "
+                "gradient does not reach it. Leave requires_grad on, or change it outside the compiled function"
+            )
     return own
+
+
+def _graded_output(run: FunctionalRun) -> bool:
+    """Does the program return a tensor that requires grad?"""
+    return any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output))
 
 
 def _analyze_outputs(

@@ -518,7 +518,7 @@ class SwapRecord:
 
     def unrecorded_before_grad(self, t: torch.Tensor, operands: Sequence[object]) -> bool:
         """A write with grad on of `t`, the stand-in of an input the program makes require grad later (`late_grad`)
-        or a view of it, where neither `t` nor a tensor among the op's `operands` requires grad: eager's autograd
+        or one whose requires_grad it turned off (`requires_grad_dropped`), or a view of it, where neither `t` nor a tensor among the op's `operands` requires grad: eager's autograd
         records nothing (Note [Leaves Laid Out Anew Under no_grad]). Not once `t` is over the storage of an input that
         requires grad (a set_() to it): its own rules (Note [Inputs Written In Training])."""
         key = storage_key(t)
@@ -529,7 +529,8 @@ class SwapRecord:
         ):
             return False
         family = self.family_of(t)
-        return any(self.family_of(s) == family for s in self.run_inputs if id(s) in self.late_grad)
+        late = self.late_grad | self.requires_grad_dropped
+        return any(self.family_of(s) == family for s in self.run_inputs if id(s) in late)
 
     def note_visible_write(self, t: torch.Tensor, moves_data: bool) -> None:
         """A write of `t` at `seq` that eager's autograd records."""
