@@ -1246,7 +1246,9 @@ class _FunctionReach:
 # differ only at outputs that are such leaves themselves, each a leaf requiring grad as called and one requiring none
 # skipped (no flag through a base, no history, a view in both runs or in neither): the caller sees that leaf by its own
 # flag alone, which the runtime gives the output once built (OutputInfo.gains_grad), as it gives a tensor flagged in a
-# call under no_grad. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the leaf is observed: a
+# call under no_grad; once every output is built (gains_grad_last): other outputs replayed from it are views of it
+# that show the same in both runs (taken before the flag, in eager), and are built as the run without the flag builds
+# them. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the leaf is observed: a
 # subclass's is refused as the compile as called refuses it; a plain one is compiled as called, where the native path
 # takes it or refuse_new_leaves refuses it. Where the analysis of the program with the calls held back fails, the same
 # comparison decides: unobserved, its error is the program's; observed, the program is compiled as called. A second flag

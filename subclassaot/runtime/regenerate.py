@@ -182,6 +182,7 @@ def build_outputs(
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
+    flagged_late: list[torch.Tensor] = []  # (OutputInfo.gains_grad_last)
     bumped_late: list[torch.Tensor] = []
     memo: _BuildMemo = ((bases, roots), shared, entry, ends, bumped_late)
     counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
@@ -219,6 +220,8 @@ def build_outputs(
             _set_keeping_version(value, dense[onto], ev.meta(info.leaves[0].meta, symbols))
         value = _retyped(plan, o, value, ev, symbols, outs)
         _give_autograd_state(info, value)
+        if info.gains_grad_last and isinstance(value, torch.Tensor):
+            flagged_late.append(value)  # (once the outputs replayed from it are built, as eager's before the flag)
         result[o] = value
         return value
 
@@ -234,6 +237,8 @@ def build_outputs(
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
+    for value in flagged_late:
+        _give_flag(value)
     if plan.analysis.wrapper_storage:
         _share_storages(plan, holders, values, result)
     return result
@@ -292,10 +297,16 @@ def _give_autograd_state(info: OutputInfo, value: object) -> None:
     a view taken inside inference_mode (or of a view of one), whatever steps rebuilt it."""
     if not isinstance(value, torch.Tensor):
         return
-    if info.gains_grad and (not value.requires_grad or requires_grad_through_base(value) or _reads_base_flag(value)):
-        value.requires_grad_()
+    if info.gains_grad and not info.gains_grad_last:  # (the other: once every output is built)
+        _give_flag(value)
     if info.inference_view:
         mark_inference_mode_view(value)
+
+
+def _give_flag(value: torch.Tensor) -> None:
+    """OutputInfo.gains_grad: `value` made to require grad, where it does not, or only through its base."""
+    if not value.requires_grad or requires_grad_through_base(value) or _reads_base_flag(value):
+        value.requires_grad_()
 
 
 def _reads_base_flag(value: torch.Tensor) -> bool:

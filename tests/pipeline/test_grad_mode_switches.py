@@ -712,6 +712,43 @@ def test_new_leaf_read_by_dead_ops_or_a_no_grad_view_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A new leaf seen by its flag alone, returned beside a view of it taken before the flag: eager's view has no history
+# (its base, the input, requires none), and the compiled call, replaying that view from the leaf it returns, gives
+# the leaf its flag once every output is built (OutputInfo.gains_grad_last) (fuzz seed 118900 program 6153: diverged,
+# the view had the leaf's history).
+
+
+def new_leaf_returned_after_a_view_of_it(x: T, w: T) -> object:
+    v = x.view(1, 6)
+    u = v.reshape(-1, 3)  # (a view of v, taken before the flag)
+    v.requires_grad = True
+    return u, v, SinFunction.apply(w)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+def new_leaf_returned_after_views_of_it(x: T, w: T) -> object:
+    v = x.unsqueeze(0)
+    u = v.squeeze(0).t()  # (views of v taken before the flag, returned before and after it)
+    s = v.select(1, 0)
+    v.requires_grad_()
+    return s, v, u, SinFunction.apply(w)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+@pytest.mark.parametrize(
+    "f", [new_leaf_returned_after_a_view_of_it, new_leaf_returned_after_views_of_it], ids=["one_view", "views"]
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_new_leaf_returned_after_a_view_of_it_matches_eager(
+    f: Callable[..., object], needs_grad: bool, kind: str, compile_fn: CompileFn | None
+) -> None:
+    """The views, replayed from the leaf before the leaf gets its flag, have no history, as eager's: outputs, `.grad`
+    of the leaf, `._base`, counters as eager's, and with the outputs written after the call."""
+    make = _inputs(2, needs_grad, kind)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def new_leaf_no_grad_view_returned(x: T) -> object:
     y = x * 2
     with torch.no_grad():
