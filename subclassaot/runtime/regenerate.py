@@ -182,7 +182,6 @@ def build_outputs(
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
     gains_late: list[torch.Tensor] = []
-    flagged_late: list[torch.Tensor] = []  # (OutputInfo.gains_grad_last)
     bumped_late: list[torch.Tensor] = []
     memo: _BuildMemo = ((bases, roots), shared, entry, ends, bumped_late)
     counts = (_fresh_counts(plan) if plan.analysis.output_versions else {}, dict(plan.analysis.output_input_counters))
@@ -211,17 +210,12 @@ def build_outputs(
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
             value.data = _kept_data(info, ev, dense, outs, fresh_start, bases, symbols, shared)
         if info.base_gains_grad and isinstance(value, torch.Tensor):
-            if info.replay is not None and info.replay.bump_after:
-                gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
-            else:
-                give_base_grad(value)  # Note [Views That Raise After A Bump]
+            _give_base_grad(info, value, gains_late)
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             _set_keeping_version(value, dense[onto], ev.meta(info.leaves[0].meta, symbols))
         value = _retyped(plan, o, value, ev, symbols, outs)
         _give_autograd_state(info, value)
-        if info.gains_grad_last and isinstance(value, torch.Tensor):
-            flagged_late.append(value)  # (once the outputs replayed from it are built, as eager's before the flag)
         result[o] = value
         return value
 
@@ -237,14 +231,30 @@ def build_outputs(
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
-    for value in flagged_late:
-        _give_flag(value)
+    _give_flags_last(infos, result)
     if plan.analysis.wrapper_storage:
         _share_storages(plan, holders, values, result)
     return result
 
 
 _PENDING = object()
+
+
+def _give_base_grad(info: OutputInfo, value: torch.Tensor, gains_late: list[torch.Tensor]) -> None:
+    """OutputInfo.base_gains_grad: `value`'s base made to require grad, at once or once every output is built (into
+    `gains_late`: Note [Views That Raise After A Bump])."""
+    if info.replay is not None and info.replay.bump_after:
+        gains_late.append(value)
+    else:
+        give_base_grad(value)
+
+
+def _give_flags_last(infos: Sequence[OutputInfo], result: Sequence[object]) -> None:
+    """OutputInfo.gains_grad_last: the flag of a new leaf seen by its flag alone, given once every output is built,
+    the outputs replayed from it among them: eager's took those views before the flag."""
+    for info, value in zip(infos, result, strict=True):
+        if info.gains_grad_last and isinstance(value, torch.Tensor):
+            _give_flag(value)
 
 
 def _probed_layouts(

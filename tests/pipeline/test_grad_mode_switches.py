@@ -749,6 +749,56 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A view of an input made a new leaf, read with grad and returned, or a view of one with its history: the graph's run
+# makes the leaf of the caller's input, and the graph's value, returned as it is, is eager's view (layout, `._base`,
+# counter) with eager's history, ending in the very leaf eager's does; a view replayed on the input after the graph
+# would be another leaf, or have none (fuzz seed 118900 programs 1582, 9958: refused).
+
+
+def new_leaf_view_of_an_input_read_and_returned(x: T, w: T) -> object:
+    v = x.unbind(1)[0]
+    v.requires_grad_()
+    m, i = v.max(0, keepdim=True)
+    return i, v, m, w * 2
+
+
+def new_leaf_view_of_an_input_returned_with_a_view_of_it(x: T, w: T) -> object:
+    v = x.t()
+    v.requires_grad = True
+    u = v[1]  # (taken after the flag: its history ends in v)
+    return v, u, (v * w.t()).sum()
+
+
+def view_of_a_new_leaf_made_in_inference_mode_returned(x: T, w: T) -> object:
+    with torch.inference_mode():
+        t = x.reshape(6)  # (a view of x with the creation meta of inference_mode, which views of it keep)
+    t.requires_grad_()
+    t.mul(2)
+    u = t.expand(2, 6)[1:].t()
+    return u, w * 2
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        new_leaf_view_of_an_input_read_and_returned,
+        new_leaf_view_of_an_input_returned_with_a_view_of_it,
+        view_of_a_new_leaf_made_in_inference_mode_returned,
+    ],
+    ids=["read", "view_after", "inference_mode_view"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+def test_new_leaf_view_of_an_input_returned_as_the_graphs_matches_eager(
+    f: Callable[..., object], needs_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """Outputs, `.grad` of the leaf returned (the one the other outputs' histories end in), `._base`, the input after
+    the call and counters as eager's, and with the outputs written after the call."""
+    make = _inputs(2, needs_grad, "plain")
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def new_leaf_no_grad_view_returned(x: T) -> object:
     y = x * 2
     with torch.no_grad():
@@ -861,11 +911,17 @@ def new_leaf_inference_view_of_input_returned(x0: T) -> object:
     return (t0,)
 
 
-def test_new_leaf_returned_as_a_view_refused() -> None:
-    """A view made a leaf and returned where other outputs' histories end in it: the compiled call rebuilds the view
-    after the graph, not the leaf the graph's results end in."""
-    with torch.enable_grad(), pytest.raises(UnsupportedError, match='not an input .* backend="subclassaot"'):
-        subclassaot.compile(new_leaf_view_of_input_used_and_returned, backend="eager")(torch.randn(3, 3))
+def test_new_leaf_returned_as_a_view_matches_eager() -> None:
+    """A view made a leaf and returned where other outputs' histories end in it: the graph's value is returned, the
+    leaf the graph's results end in (analyze._graph_leaf_view). It was refused: the compiled call rebuilt the view
+    after the graph."""
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(3, 3),)
+
+    with torch.enable_grad():
+        assert_matches_eager(new_leaf_view_of_input_used_and_returned, make)
+        assert_matches_eager(new_leaf_view_of_input_used_and_returned, make, after_call=write_outputs)
 
 
 def test_new_leaf_no_grad_view_of_an_intermediate_returned_beside_it_matches_eager() -> None:
