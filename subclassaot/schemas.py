@@ -535,6 +535,10 @@ class OutputInfo:
     # it is a view of, under no_grad), and is made to once built (Note [Grad Mode And Autograd Reads]); so is a new
     # leaf the caller sees by its flag alone, in any call (Note [Training Without A Function])
     gains_grad: bool = False
+    # ... that new leaf's flag given once every output is built: the outputs replayed from it are views eager's
+    # program made of it as the program without that flag makes them (the other outputs show the same autograd state
+    # either way: Note [Training Without A Function])
+    gains_grad_last: bool = False
     # TENSOR: eager's is an inference tensor (computed inside a torch.inference_mode() block, or a view of one), and
     # these of its dense leaves are (a plain tensor: (0,); of a subclass, those over storage made inside the block: a
     # view's leaves, an input's offsets, are not; a wrapper made after the block may have some while it is none);

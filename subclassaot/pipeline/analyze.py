@@ -806,6 +806,7 @@ def _analyze_outputs(
     infos: list[OutputInfo] = []
     graph_count = 0
     first_seen: dict[int, int] = {}
+    untouched = _untouched_inputs(flat, layout, run, mutations)
     output_ids: dict[int, int] = {}  # id() of each tensor output -> its first OutputIndex (views replay from them)
     for k, value in enumerate(leaves):
         if isinstance(value, torch.Tensor) and id(value) not in input_by_id:
@@ -840,6 +841,9 @@ def _analyze_outputs(
         if gained and isinstance(value, torch.Tensor) and _flag_of_its_own(value, info, run):
             _check_flag_given_late(path, value, info, run)
             info = replace(info, gains_grad=True)  # Note [Grad Mode And Autograd Reads]
+        elif isinstance(value, torch.Tensor) and _graph_leaf_view(value, info, run, untouched):
+            graph_leaf = replace(info.leaves[0], source=LeafSource.GRAPH, index=graph_count)
+            info, graph_count = replace(info, replay=None, leaves=(graph_leaf,)), graph_count + 1
         elif _new_leaf_view(value, info, run):  # Note [Training Without A Function]
             info = replace(info, gains_grad=True)
         if isinstance(value, torch.Tensor):
@@ -1749,6 +1753,65 @@ def _new_leaf_view(value: object, info: OutputInfo, run: FunctionalRun) -> bool:
     if not isinstance(value, torch.Tensor) or id(value) not in made:
         return False
     return value.requires_grad and grad_fn_or_none(value) is None
+
+
+def _untouched_inputs(
+    flat: FlatInputs, layout: DenseLayout, run: FunctionalRun, mutations: tuple[LeafMutation, ...]
+) -> frozenset[int]:
+    """The flat indexes of the plain inputs the graph runs on as the caller passes them (in no alias group) and the
+    program leaves as they came: not written, their counters not advanced, not set_() or changed by an in-place view
+    op, requiring no grad as passed and their flag never set (`_graph_leaf_view`)."""
+    grouped = {m for g in layout.groups for m in g.members}
+    swaps = run.swaps
+    flagged = swaps.requires_grad_set | swaps.requires_grad_gained | swaps.requires_grad_dropped
+    return frozenset(
+        k
+        for t, k, of_input in zip(run.user_tensors, flat.tensor_indices, layout.leaves_of_input, strict=True)
+        if isinstance(real := flat.values[k], torch.Tensor)
+        and not real.requires_grad
+        and not t.requires_grad
+        and id(t) not in flagged
+        and not any(mutations[j].any or mutations[j].version_bumped or j in grouped for j in of_input)
+    )
+
+
+def _graph_leaf_view(value: torch.Tensor, info: OutputInfo, run: FunctionalRun, untouched: Container[int]) -> bool:
+    """A plain view of an input in `untouched` (`_untouched_inputs`) that the program made a new leaf in a call begun
+    with grad on (`_new_leaf_view`), or whose history ends in such a leaf: the graph's `new_autograd_leaf` node makes
+    that leaf of the caller's input, and the graph's value, returned as it is, is eager's view (eager's layout, `._base` and counter) with eager's history, ending in the very leaf eager's
+    does, where a view replayed on the input after the graph would be another leaf, or have no history (Note [Training
+    Without A Function]; `records_as_eager` checks it)."""
+    replay = info.replay
+    if replay is None or replay.source is not ReplaySource.INPUT or info.tree is not None or len(info.leaves) != 1:
+        return False
+    if (
+        replay.index not in untouched
+        or any(step.own_version for step in replay.steps)
+        or info.inference
+        or info.base_gains_grad
+    ):
+        return False
+    flags = (replay.before_epilogue, replay.stale_view, replay.bump_after, replay.then_set, replay.runtime_set)
+    if any(flags) or replay.set_by_data or replay.entry_counter or replay.keeps_counter or replay.eager_raises:
+        return False
+    if _new_leaf_view(value, info, run) and id(value) in run.swaps.new_leaf_ids:
+        return not any(step.inference_mode for step in replay.steps)
+    return run.swaps.grad_at_start and _history_ends_in(grad_fn_or_none(value), run.swaps.new_leaf_ids)
+
+
+def _history_ends_in(node: object, leaves: Container[int]) -> bool:
+    """Does the autograd history from `node` reach the accumulator of a tensor whose id() is in `leaves`?"""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if id(getattr(n, "variable", None)) in leaves:
+            return True
+        stack.extend(child for child, _ in cast(Sequence[tuple[object, int]], getattr(n, "next_functions", ())))
+    return False
 
 
 def check_written_inputs_gaining_grad(

@@ -1207,10 +1207,14 @@ class _FunctionReach:
 # (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
 # run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
 # view made a leaf and returned is replayed (on the input, the intermediate base or the earlier output it views) and
-# made to require grad (OutputInfo.gains_grad), one taken under no_grad or inside inference_mode of a tensor that
-# requires grad too (it reports the flag of its base, with no gradient of its own, until requires_grad_() makes it a
-# leaf): where no output's history ends in that leaf (the check tells leaves
-# among the outputs apart, and those from views requiring grad only through their base), it is eager's. A view of an
+# made to require grad (OutputInfo.gains_grad); but a plain view of an input the call leaves as it came, made a leaf
+# or with a history ending in one (analyze._graph_leaf_view), is the graph's own value, returned as it is: the graph's
+# run takes it of the caller's input (eager's layout, `._base` and counter), and its leaf is the one the other
+# outputs' histories end in, where a replayed view would be another leaf or have no history. A replayed one, taken
+# under no_grad or inside inference_mode of a tensor that requires grad too (it reports the flag of its base, with no
+# gradient of its own, until requires_grad_() makes it a leaf): where no output's history ends in that leaf (the
+# check tells leaves among the outputs apart, and those from views requiring grad only through their base), it is
+# eager's. A view of an
 # input whose data the program wrote before (under no_grad, through `.data`), made a leaf and saved for the backward,
 # is not: the graph's leaf lies on the input's new value, apart from the input's version counter, which eager's
 # shares, so a write of the input after the call fails eager's backward and not the graph's (the check finds an
@@ -1246,7 +1250,9 @@ class _FunctionReach:
 # differ only at outputs that are such leaves themselves, each a leaf requiring grad as called and one requiring none
 # skipped (no flag through a base, no history, a view in both runs or in neither): the caller sees that leaf by its own
 # flag alone, which the runtime gives the output once built (OutputInfo.gains_grad), as it gives a tensor flagged in a
-# call under no_grad. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the leaf is observed: a
+# call under no_grad; once every output is built (gains_grad_last): other outputs replayed from it are views of it
+# that show the same in both runs (taken before the flag, in eager), and are built as the run without the flag builds
+# them. Otherwise (or a run raises, or a held place makes no leaf in eager's run) the leaf is observed: a
 # subclass's is refused as the compile as called refuses it; a plain one is compiled as called, where the native path
 # takes it or refuse_new_leaves refuses it. Where the analysis of the program with the calls held back fails, the same
 # comparison decides: unobserved, its error is the program's; observed, the program is compiled as called. A second flag

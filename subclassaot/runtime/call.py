@@ -408,9 +408,11 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
             or leaf.onto_input is not None
         ):
             return None
-        # (Note [History Kept Through .data =]; requires_grad_() on it; an inference tensor: Note [Grad Mode And
-        # Autograd Reads])
+        # (Note [History Kept Through .data =]; requires_grad_() on it; an inference tensor, or a view given the
+        # creation meta of one taken inside inference_mode: Note [Grad Mode And Autograd Reads])
         if info.data_from is not None or info.gains_grad or info.inference or info.inference_leaves or info.counterless:
+            return None
+        if info.inference_view:
             return None
         out.append(fresh_start + info.leaves[0].index)
     if (

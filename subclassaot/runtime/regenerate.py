@@ -210,10 +210,7 @@ def build_outputs(
         if info.data_from is not None and isinstance(value, torch.Tensor):  # Note [History Kept Through .data =]
             value.data = _kept_data(info, ev, dense, outs, fresh_start, bases, symbols, shared)
         if info.base_gains_grad and isinstance(value, torch.Tensor):
-            if info.replay is not None and info.replay.bump_after:
-                gains_late.append(value)  # once every output is built: Note [Views That Raise After A Bump]
-            else:
-                give_base_grad(value)  # Note [Views That Raise After A Bump]
+            _give_base_grad(info, value, gains_late)
         onto = info.leaves[0].storage_of if info.leaves else None
         if onto is not None and isinstance(value, torch.Tensor):  # Note [Outputs Over Another Storage]
             _set_keeping_version(value, dense[onto], ev.meta(info.leaves[0].meta, symbols))
@@ -234,12 +231,30 @@ def build_outputs(
         _as_inference_tensors(infos, result)
     for view in gains_late:
         give_base_grad(view)
+    _give_flags_last(infos, result)
     if plan.analysis.wrapper_storage:
         _share_storages(plan, holders, values, result)
     return result
 
 
 _PENDING = object()
+
+
+def _give_base_grad(info: OutputInfo, value: torch.Tensor, gains_late: list[torch.Tensor]) -> None:
+    """OutputInfo.base_gains_grad: `value`'s base made to require grad, at once or once every output is built (into
+    `gains_late`: Note [Views That Raise After A Bump])."""
+    if info.replay is not None and info.replay.bump_after:
+        gains_late.append(value)
+    else:
+        give_base_grad(value)
+
+
+def _give_flags_last(infos: Sequence[OutputInfo], result: Sequence[object]) -> None:
+    """OutputInfo.gains_grad_last: the flag of a new leaf seen by its flag alone, given once every output is built,
+    the outputs replayed from it among them: eager's took those views before the flag."""
+    for info, value in zip(infos, result, strict=True):
+        if info.gains_grad_last and isinstance(value, torch.Tensor):
+            _give_flag(value)
 
 
 def _probed_layouts(
@@ -292,10 +307,16 @@ def _give_autograd_state(info: OutputInfo, value: object) -> None:
     a view taken inside inference_mode (or of a view of one), whatever steps rebuilt it."""
     if not isinstance(value, torch.Tensor):
         return
-    if info.gains_grad and (not value.requires_grad or requires_grad_through_base(value) or _reads_base_flag(value)):
-        value.requires_grad_()
+    if info.gains_grad and not info.gains_grad_last:  # (the other: once every output is built)
+        _give_flag(value)
     if info.inference_view:
         mark_inference_mode_view(value)
+
+
+def _give_flag(value: torch.Tensor) -> None:
+    """OutputInfo.gains_grad: `value` made to require grad, where it does not, or only through its base."""
+    if not value.requires_grad or requires_grad_through_base(value) or _reads_base_flag(value):
+        value.requires_grad_()
 
 
 def _reads_base_flag(value: torch.Tensor) -> bool:

@@ -86,9 +86,10 @@ def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
 
 def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: frozenset[int]) -> tuple[OutputInfo, ...] | None:
     """`outputs` (one per output of the program with the held-back calls skipped) where those at `shown`, new leaves
-    of eager's that the caller sees by their flag alone, are made to require grad once built (OutputInfo.gains_grad),
-    as a tensor flagged under no_grad is: nothing else of eager's leaf differs from the tensor the program returns
-    without the call (Note [Training Without A Function]). None where one is no tensor the runtime can give the flag
+    of eager's that the caller sees by their flag alone, are made to require grad once every output is built
+    (OutputInfo.gains_grad, gains_grad_last), as a tensor flagged under no_grad is: nothing else of eager's leaf
+    differs from the tensor the program returns without the call, and the other outputs, views of it among them, show
+    the same either way (Note [Training Without A Function]). None where one is no tensor the runtime can give the flag
     (an inference tensor, whose flag only the block it was made in may set)."""
     given = list(outputs)
     for k in sorted(shown):
@@ -97,5 +98,5 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: frozenset[i
             continue  # (the same tensor as an earlier output, flagged there)
         if info is None or info.kind is not OutputKind.TENSOR or info.inference or info.inference_leaves:
             return None
-        given[k] = replace(info, gains_grad=True)
+        given[k] = replace(info, gains_grad=True, gains_grad_last=True)
     return tuple(given)
