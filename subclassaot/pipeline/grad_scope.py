@@ -227,14 +227,25 @@ def bumped_input_reads(
     record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Before an op with grad on: the inputs among its arguments whose version counter the program moved before it,
-    each with the real input (`check_raising_view_input_reads` decides after the op)."""
+    each with the real input (`check_raising_view_input_reads` decides after the op). Not an input the program wrote
+    through itself or a view of it with grad on (`visible_seq`): eager raised at that write, autograd's own error, which the compiled
+    call's write raises as eager's."""
     if not torch.is_grad_enabled() or torch.is_inference_mode_enabled() or not record.written_families:
         return []
     return [
         (t, found[1])
         for t in pytree.tree_leaves((args, kwargs))
-        if isinstance(t, torch.Tensor) and (found := record.input_positions.get(id(t))) is not None and record.bumps(t)
+        if isinstance(t, torch.Tensor)
+        and (found := record.input_positions.get(id(t))) is not None
+        and record.bumps(t)
+        and not _written_through_with_grad(record, t)
     ]
+
+
+def _written_through_with_grad(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Did the program write `t`, or a view of it, with grad on (not through .data/detach())?"""
+    written = (record.pinned.get(i) for i in record.visible_seq)
+    return any(isinstance(w, torch.Tensor) and (w is t or record.view_root(w) is t) for w in written)
 
 
 def check_raising_view_input_reads(
