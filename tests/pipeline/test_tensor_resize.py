@@ -1994,7 +1994,9 @@ def test_resize_of_a_view_taken_before_the_flag_after_a_write_with_grad_refused(
         return ()
 
     with torch.enable_grad():  # (the flag after the write is checked first: the view input is read before it)
-        assert_refused(f, make_inputs, compile_fn, r"args\[0\]: the program calls requires_grad_\(\) .* after computing")
+        assert_refused(
+            f, make_inputs, compile_fn, r"args\[0\]: the program calls requires_grad_\(\) .* after computing"
+        )
     with torch.no_grad():  # (no write autograd records)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
