@@ -249,7 +249,7 @@ def _written_through_with_grad(record: SwapRecord, t: torch.Tensor) -> bool:
 
 
 def check_raising_view_input_reads(
-    record: SwapRecord, read: Sequence[tuple[torch.Tensor, torch.Tensor]], out: object, seq_before: int
+    record: SwapRecord, name: str, read: Sequence[tuple[torch.Tensor, torch.Tensor]], out: object, seq_before: int
 ) -> None:
     """Raise eager's error where an op with grad on, which recorded a node (a result with history that is not merely
     an argument handed back), read an input that is a view whose grad_fn raises once its version counter moved (made
@@ -263,12 +263,16 @@ def check_raising_view_input_reads(
         results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
         if not any(has_grad_fn(o) for o in results):
             return
-        if all(any(o is t for t, _ in read) for o in results) and record.seq == seq_before:
+        if all(any(o is t for t, _ in read) for o in results) and (record.seq == seq_before or name in _NO_NODE):
             return  # (requires_grad_(), contiguous() of a contiguous input: no node)
         for _, real in read:
             error = grad_fn_error_after_bump(real)
             if error is not None:
                 raise RuntimeError(str(error)) from None
+
+
+# calls that hand their argument back and never build a node, though the run records an event for them (a flag)
+_NO_NODE = frozenset({"requires_grad_"})
 
 
 def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -747,6 +747,35 @@ def test_unbind_input_given_to_a_custom_function_after_its_detach_was_written(
         assert_raises_like_eager(f, make, compile_fn=compile_fn)
 
 
+@pytest.mark.parametrize("taken", ["unbind", "as_strided_unbind", "chunk", "no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_requires_grad_on_a_raising_view_input_after_its_base_was_written(
+    taken: str, kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Fuzz seed 119200 program 2258: requires_grad_() on an unbind() view input (of an as_strided() of its base) after
+    the program wrote the base with grad: it hands the view back and builds no node, so eager reads no grad_fn and
+    returns; the compiled run took the flag's event for a node and raised the view's error."""
+    views: dict[str, Callable[[T], T]] = {
+        "unbind": lambda b: b.unbind(1)[1],
+        "as_strided_unbind": lambda b: b.as_strided((2, 1), (0, 3), 2).unbind(0)[1],
+        "chunk": lambda b: b.chunk(2, 1)[1],
+        "no_grad": lambda b: _under_no_grad(lambda: b[:, 1]),
+    }
+
+    def make() -> tuple[object, ...]:
+        b0 = pair_nonleaf(3, 2) if kind == "pair" else nonleaf(3, 2)
+        return b0, views[taken](b0)
+
+    def f(x0: T, x1: T) -> object:
+        x0.add_(3.0)
+        x1.requires_grad_()
+        return ()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def _raises_in_eager(f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], k: int) -> None:
     """The test reaches the case: eager's out[k] has a grad_fn that raises."""
     with torch.enable_grad():

@@ -1453,7 +1453,7 @@ class _DataMode(TorchFunctionMode):
         read whose counter the program moved before it (Note [Views That Raise After A Bump])."""
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, kwargs, out)
-        check_raising_view_input_reads(self.record, bumped, out, seq_before)
+        check_raising_view_input_reads(self.record, name, bumped, out, seq_before)
 
     def _note_call(
         self,
