@@ -24,6 +24,7 @@ from subclassaot.pipeline.functional_run import (
     run_functional,
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
+from subclassaot.pipeline.rules.strides_and_offsets import output_in_eager_layout
 from subclassaot.runtime.steps import graph_example_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -316,9 +317,9 @@ def _output_values(run: FunctionalRun, analysis: Analysis) -> tuple[list[object]
             dense = dense_leaves_of(value, info.path)[1]
             for leaf_info, leaf in zip(info.leaves, dense, strict=True):
                 if leaf_info.source is LeafSource.GRAPH:
-                    fresh.append(from_functional(leaf))
+                    fresh.append(output_in_eager_layout(leaf))
     ordered = sorted(bases.values(), key=lambda item: item[0])
-    return fresh, [from_functional(base) for _, base in ordered], symints
+    return fresh, [output_in_eager_layout(base) for _, base in ordered], symints
 
 
 def _analysis_bases(analysis: Analysis, leaves: Sequence[object]) -> frozenset[object]:

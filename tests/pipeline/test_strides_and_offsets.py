@@ -2245,3 +2245,49 @@ def test_written_expanded_leaf_gets_each_elements_gradient_or_is_refused(
         refused_with_grad(f, make, compile_fn, "no autograd history of its own .* would spread their mean")
     else:
         check_with_grad(f, make, compile_fn)
+
+
+# A tensor whose strides in a size-1 dim are its own (a clone of `b.t()`, b (4, 1): strides (1, 1)), written through a
+# view and returned: functionalization regenerates it by the view's inverse with (4, 1); eager's keeps (1, 1). The
+# graph returns it through a copy laid out as the wrapper is (Note [In-Place Ops As Eager Runs Them]).
+def _clone_written_through_reshape(x0: T) -> object:
+    t0 = x0.clone()
+    t0.reshape((4, 1, -1)).zero_()
+    return (t0,)
+
+
+def _clone_written_through_flat_view_and_read(x0: T) -> object:
+    t0 = x0.clone()
+    t0.view((4,)).add_(1.0)
+    return (t0 + 0, t0)
+
+
+def _clone_written_through_flat_view_and_viewed(x0: T) -> object:
+    t0 = x0.clone()
+    t0.view((4,)).mul_(2.0)
+    return (t0, t0[:, 1:])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        _clone_written_through_reshape,
+        _clone_written_through_flat_view_and_read,
+        _clone_written_through_flat_view_and_viewed,
+    ],
+)
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_fresh_output_written_through_a_view_keeps_its_size_one_strides(
+    f: Callable[[T], object], grad: bool, kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Fuzz seed 119200 program 7113: out[0] came back with strides (4, 1) where eager's are (1, 1)."""
+
+    def make() -> tuple[object, ...]:
+        b0 = torch.randn(4, 1, requires_grad=grad)
+        if kind == "pair":
+            b0 = PairTensor(b0, torch.randn(4, 1, requires_grad=grad))
+        return (b0.t(),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)

@@ -70,6 +70,7 @@ __all__ = [
     "eager_view_strides",
     "fill_in_memory_order",
     "view_with_eager_strides",
+    "output_in_eager_layout",
 ]
 
 # Note [In-Place Ops As Eager Runs Them]
@@ -309,6 +310,17 @@ def _eager_layout(a: object) -> object:
     out = torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device)
     out.copy_(a)
     return out
+
+
+def output_in_eager_layout(leaf: torch.Tensor) -> torch.Tensor:
+    """A fresh output's value for the graph to return (Note [In-Place Ops As Eager Runs Them]): where a write through a
+    view regenerated it with other strides in size-1 dims than the tensor has in eager (which the wrapper keeps), a copy
+    laid out as the wrapper is (`aten.copy` of an empty_strided tensor takes that tensor's strides), since the runtime
+    gives a plain fresh output the graph's real strides (Note [Strides The Kernels Choose])."""
+    if not _drifted(leaf):
+        return from_functional(leaf)
+    empty = torch.empty_strided(leaf.shape, leaf.stride(), dtype=leaf.dtype, device=leaf.device)
+    return from_functional(torch.ops.aten.copy.default(empty, leaf))  # (inside the trace's functional mode)
 
 
 def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
