@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import torch
@@ -4232,6 +4232,40 @@ def test_view_whose_history_autograd_regenerates_by_as_strided_refused() -> None
         _empty_view_made_to_require_grad_then_base_written(torch.randn(2, 1, 4))  # legal in eager
         with pytest.raises(UnsupportedError, match="history autograd regenerates by as_strided"):
             subclassaot.compile(_empty_view_made_to_require_grad_then_base_written)(torch.randn(2, 1, 4))
+
+
+class _TimesThree(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+        return g * 3
+
+
+@pytest.mark.parametrize("resize", [False, True])
+def test_view_whose_history_autograd_regenerates_by_as_strided_given_to_a_function_refused(resize: bool) -> None:
+    """The same view given to a custom Function's apply, which reads its grad_fn first (fuzz seed 119200, program
+    9698: CRASHED with the internal assert, the apply being no op the refusal saw): refused by name."""
+
+    def f(x0: torch.Tensor) -> tuple[torch.Tensor]:
+        t0 = x0.view((1, 0) if resize else (1, 4))
+        t0.requires_grad = True
+        t2 = t0.transpose(0, 0)[:, 0:2]
+        if resize:
+            x0.resize_((1,))
+        x0.fill_(-1.0)
+        return (_TimesThree.apply(t2),)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+
+    def make() -> tuple[torch.Tensor]:
+        b0 = torch.randn((2, 4))
+        return (b0[2:2:2] if resize else b0[0:1],)
+
+    with torch.enable_grad():
+        f(*make())  # legal in eager
+        with pytest.raises(UnsupportedError, match=r"_TimesThree.apply: reads with grad a view whose history autograd"):
+            subclassaot.compile(f)(*make())
 
 
 def _indices_given_float_data_then_require_grad(x0: torch.Tensor) -> tuple[()]:
