@@ -425,7 +425,15 @@ def compile_entry(
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(
-        entry, guards=guards.with_python_state(entry.guards, python.check, python.source, python.checks, python.slow)
+        entry,
+        guards=guards.with_python_state(
+            entry.guards,
+            python.check,
+            python.source,
+            python.checks,
+            python.slow,
+            python.ambient.grad if python.ambient is not None else None,  # (its checks read the grad mode)
+        ),
     )
 
 

@@ -57,6 +57,7 @@ class Guards:
     # wrapper of another entry's guards)
     fast: tuple[Checks, ...] = ()
     slow: tuple[SlowPath, ...] = ()
+    grad_mode: bool | None = None  # where not None, `fast[0]` checks that grad mode is this, and nothing else
     # the flat inputs whose type, dispatch keys, dtype, device, requires_grad, sizes and strides the fast body checks
     # in one C call (`_one_call_check`): dispatch keys under the thread's include set
     one_call: frozenset[int] = frozenset()
@@ -68,11 +69,13 @@ def with_python_state(
     state_source: str,
     state_checks: Checks,
     state_slow: Callable[[int], str | None],
+    state_grad: bool | None = None,
 ) -> Guards:
     """`inner` preceded by the Python-state check (Note [State The Program Reads]): one generated function, the
     state's checks (`state_checks`) before the tensor guards' fast ones (a frame per check costs more in a training
     step than alone), the state's slow path (`state_slow`) where one fails. Where `inner` has no pieces (a wrapper),
-    `state` (the state's own check) and then `inner`'s."""
+    `state` (the state's own check) and then `inner`'s. `state_grad`: the grad mode the state's checks require
+    (None: any); where it is the one `inner`'s grad-mode check requires, that check is left out of the fast one."""
     inner_check = inner.check
 
     def then(values: Sequence[object], failed: int) -> dict[str, int] | str:
@@ -87,7 +90,10 @@ def with_python_state(
 
     if not inner.fast:
         return dataclasses.replace(inner, source=state_source + "\n" + inner.source, check=check)
-    fast, slow = (state_checks, *inner.fast), (then, *inner.slow)
+    inner_fast, inner_slow = inner.fast, inner.slow
+    if inner.grad_mode is not None and inner.grad_mode == state_grad:  # (a call that passes the state's has it)
+        inner_fast, inner_slow = inner_fast[1:], inner_slow[1:]
+    fast, slow = (state_checks, *inner_fast), (then, *inner_slow)
     fast_source, names = _fast_check(fast, slow)
     return dataclasses.replace(
         inner,
@@ -96,6 +102,7 @@ def with_python_state(
         fast_source=fast_source,
         fast=fast,
         slow=slow,
+        grad_mode=None,
     )
 
 
@@ -373,10 +380,12 @@ def build_guards(
     called."""
     w = _Writer()
     one_call: set[int] = set()
-    if grad_mode is not None:
+    if grad_mode is not None:  # (the fast check's own piece, which the Python state's check may stand for)
+        w.detail_only = True
         w.expect(
             f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
         )
+        w.detail_only = False
     for leaf in flat.leaves:
         w.line(f"v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
@@ -422,12 +431,15 @@ def build_guards(
         )
     _shape_env_guards(w, shape_env)
     _replaced_symbols(w, shape_env)
-    return _finished(w, layout, frozenset(one_call), state_first)
+    return _finished(w, layout, frozenset(one_call), state_first, grad_mode)
 
 
-def _finished(w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_first: bool) -> Guards:
+def _finished(
+    w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_first: bool, grad_mode: bool | None
+) -> Guards:
     """The guards `w` wrote, compiled: the detailed body when first called, the fast body now (when first called
-    where the Python state's check goes in front: `build_guards`' `state_first`)."""
+    where the Python state's check goes in front: `build_guards`' `state_first`). `grad_mode`: the grad mode the
+    call must have (None: any), checked first, apart."""
     symbols = tuple(w.bound)
     w.flush()
     w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
@@ -442,7 +454,11 @@ def _finished(w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_f
     fast = Checks(
         steps=tuple(w.fast), names=w.globals, symbols=symbols, subclass_functions_off=_plain_properties(layout.trees)
     )
-    fast_source, names = _fast_check([fast], [slow])
+    pieces, slows = [fast], [slow]
+    if grad_mode is not None:
+        pieces.insert(0, Checks(steps=(Fails(f"torch.is_grad_enabled() is not {grad_mode}"),), names={"torch": torch}))
+        slows.insert(0, slow)
+    fast_source, names = _fast_check(pieces, slows)
     if state_first:
         check = _on_first_call(lambda: _compiled(fast_source, names, "<subclassaot guards, fast>"))
     else:
@@ -452,8 +468,9 @@ def _finished(w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_f
         check=check,
         symbols=symbols,
         fast_source=fast_source,
-        fast=(fast,),
-        slow=(slow,),
+        fast=tuple(pieces),
+        slow=tuple(slows),
+        grad_mode=grad_mode,
         one_call=one_call,
     )
 

@@ -104,7 +104,9 @@ from subclassaot.torch_internals import get_version, set_version
 # and the guards' fast checks (`Checks`: statements and `Fails` conditions, the names they read, the symbols they
 # bind), then the runner's body (`EntryRunner.body`: its lines, the names they read). Each emitter binds its values
 # under its own names (the guards' `_g3`, the state's `_s3`, the runner's `_c3`), so one namespace holds them all;
-# the function's locals are checked apart from every name it reads as a global (a clash: no joined function). Where a
+# the function's locals are checked apart from every name it reads as a global (a clash: no joined function). An
+# inference entry's grad-mode guard is a piece of its own, left out where the Python state's checks require the same
+# grad mode (their one-call check or their own read stands for it: guards.with_python_state). Where a
 # check fails, its piece's slow path decides (`fails`: the detailed guards, the Python state's slow path), and the
 # runner runs where that passes, else the function returns `MISS` (the next entry, then the full lookup). Where every
 # tensor input passed the guards' one-call check, which compares dispatch keys under the thread's include set (a
