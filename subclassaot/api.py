@@ -97,9 +97,8 @@ from subclassaot.pipeline.rules.training_rules import (
 from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
-from subclassaot.runtime.entry_function import MISS, EntryFn, entry_function
 from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
-from subclassaot.runtime.straight_line import EntryRunner, graph_writes
+from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
@@ -140,6 +139,9 @@ class CompiledEntry:
     # Function]): no backward graph, no Function
     autograd_backward: bool = False
     runner: EntryRunner | None = None  # the runner `run` came from (it may wrap it)
+    # the guards and the runner as one generated function, which a plain positional call runs (Note [Straight-Line
+    # Runners], "one function per entry"); None where it calls them one after the other
+    entry_source: str | None = None
 
 
 class CompiledFunction(Generic[P, R]):
@@ -299,17 +301,20 @@ class CompiledFunction(Generic[P, R]):
                 self.fn, args, kwargs, self.config, self._state, self._symbols, self._captures, modes.function
             )
             entry = dataclasses.replace(entry, modes=modes.key)
-            self._entries.append(entry)
+            arity = entry.simple_arity
             if (
-                entry.simple_arity is not None
+                arity is not None
                 and not entry.lifted_names
                 and entry.modes == NO_MODES_KEY
                 and not (self._is_module or self._captures)
             ):
+                joined = _entry_function(entry)
+                entry = dataclasses.replace(entry, entry_source=joined[1] if joined is not None else None)
                 # (the run's result typed once here, not by a `cast` call on every call)
                 run = cast(Callable[[Sequence[object], dict[str, int]], R], entry.run)
-                entry_fn = cast(Callable[[Sequence[object]], R] | None, _entry_function(entry))  # (its `MISS` too)
-                self._plain = (*self._plain, (entry.simple_arity, entry_fn, entry.guards.check, run))
+                entry_fn = cast(Callable[[Sequence[object]], R] | None, joined[0] if joined else None)  # (`MISS` too)
+                self._plain = (*self._plain, (arity, entry_fn, entry.guards.check, run))
+            self._entries.append(entry)
         bound = entry.guards.check(values)
         if not isinstance(bound, dict):
             raise AssertionError(f"BUG: a freshly compiled entry rejects the inputs it was compiled for: {bound}")
@@ -379,12 +384,14 @@ class CompiledModule(torch.nn.Module, Generic[M]):
         return self._compiled.entries
 
 
-def _entry_function(entry: CompiledEntry) -> EntryFn | None:
-    """The entry's guards and straight-line runner as one function, where its `run` is that runner itself."""
+def _entry_function(entry: CompiledEntry) -> tuple[EntryFn, str] | None:
+    """The entry's guards and straight-line runner as one function, and its source, where its `run` is that runner
+    itself."""
     runner, g = entry.runner, entry.guards
-    if runner is None or entry.run is not runner.run or not g.check_source:
+    if runner is None or entry.run is not runner.run or not g.fast:
         return None
-    return entry_function(g.check, g.check_source, g.one_call, runner, entry.flat.tensor_indices)
+    checked = set(entry.flat.tensor_indices) <= g.one_call  # (every tensor input's dispatch keys checked)
+    return entry_function(g.fast, g.slow, runner, checked)
 
 
 _dispatch_modes = torch._C._len_torch_dispatch_stack
@@ -413,12 +420,20 @@ def compile_entry(
         entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
     python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
     # (compiled now where with_python_state cannot merge it into the guards' fast body, and so calls it)
-    merged = entry.guards.fast_names is not None and entry.guards.fast_source.startswith("def check(L):\n")
+    merged = bool(entry.guards.fast)
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards, compiled=not merged)
     if not python.watched and python.ambient is None:
         return entry
     return dataclasses.replace(
-        entry, guards=guards.with_python_state(entry.guards, python.check, python.source, python.names)
+        entry,
+        guards=guards.with_python_state(
+            entry.guards,
+            python.check,
+            python.source,
+            python.checks,
+            python.slow,
+            python.ambient.grad if python.ambient is not None else None,  # (its checks read the grad mode)
+        ),
     )
 
 

@@ -17,7 +17,6 @@ import copy
 import dataclasses
 import keyword
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -29,6 +28,7 @@ from subclassaot.authoring.protocol import SubclassNode
 from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import own_base_guards
+from subclassaot.runtime.straight_line import Checks, Fails, SlowPath, check_function
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
     is_fake,
@@ -49,30 +49,37 @@ class Guards:
     source: str  # the generated Python, printable for users: each check with its message
     check: GuardFn
     symbols: tuple[str, ...]  # names bound by the guards, in binding order
-    # the fast body of the tensor guards, which `check` runs, and which runs `source`'s on a failure (Note [What
+    # the fast check, which `check` runs, printable: its pieces' checks, and on a failure their slow paths (Note [What
     # The Guards Compare]); "" where there is none
     fast_source: str = ""
-    fast_names: Mapping[str, object] | None = None  # the globals `fast_source` runs with
-    # the source `check` was compiled from, run with `check.__globals__` (runtime/entry_function.py joins it with
-    # the runner); "" where `check` is no such function (a wrapper, or compiled when first called)
-    check_source: str = ""
+    # the fast check's pieces in order (the Python state's first), each with its slow path where one of its checks
+    # fails: one function with the runner (Note [Straight-Line Runners]); () where `check` is no such function (a
+    # wrapper of another entry's guards)
+    fast: tuple[Checks, ...] = ()
+    slow: tuple[SlowPath, ...] = ()
+    grad_mode: bool | None = None  # where not None, `fast[0]` checks that grad mode is this, and nothing else
     # the flat inputs whose type, dispatch keys, dtype, device, requires_grad, sizes and strides the fast body checks
     # in one C call (`_one_call_check`): dispatch keys under the thread's include set
     one_call: frozenset[int] = frozenset()
 
 
 def with_python_state(
-    inner: Guards, state: Callable[[], str | None], state_source: str, state_names: Mapping[str, object]
+    inner: Guards,
+    state: Callable[[], str | None],
+    state_source: str,
+    state_checks: Checks,
+    state_slow: Callable[[int], str | None],
+    state_grad: bool | None = None,
 ) -> Guards:
-    """`inner` preceded by the Python-state check (Note [State The Program Reads]): one generated function, the state's
-    checks written at the top of the tensor guards' fast body (a frame per check costs more in a training step than
-    alone), `state`'s slow path where one fails."""
+    """`inner` preceded by the Python-state check (Note [State The Program Reads]): one generated function, the
+    state's checks (`state_checks`) before the tensor guards' fast ones (a frame per check costs more in a training
+    step than alone), the state's slow path (`state_slow`) where one fails. Where `inner` has no pieces (a wrapper),
+    `state` (the state's own check) and then `inner`'s. `state_grad`: the grad mode the state's checks require
+    (None: any); where it is the one `inner`'s grad-mode check requires, that check is left out of the fast one."""
     inner_check = inner.check
 
-    slow = cast(Callable[[int], "str | None"], state_names["_slow"])  # python_state's slow path
-
     def then(values: Sequence[object], failed: int) -> dict[str, int] | str:
-        reason = slow(failed)
+        reason = state_slow(failed)
         return reason if reason is not None else inner_check(values)
 
     def check(values: Sequence[object]) -> dict[str, int] | str:
@@ -81,37 +88,28 @@ def with_python_state(
             return reason
         return inner_check(values)
 
-    merged = _merged_check(inner, state_source, state_names, then)
-    return Guards(
+    if not inner.fast:
+        return dataclasses.replace(inner, source=state_source + "\n" + inner.source, check=check)
+    inner_fast, inner_slow = inner.fast, inner.slow
+    if inner.grad_mode is not None and inner.grad_mode == state_grad:  # (a call that passes the state's has it)
+        inner_fast, inner_slow = inner_fast[1:], inner_slow[1:]
+    fast, slow = (state_checks, *inner_fast), (then, *inner_slow)
+    fast_source, names = _fast_check(fast, slow)
+    return dataclasses.replace(
+        inner,
         source=state_source + "\n" + inner.source,
-        check=merged[0] if merged is not None else check,
-        symbols=inner.symbols,
-        fast_source=inner.fast_source,
-        fast_names=inner.fast_names,
-        check_source=merged[1] if merged is not None else "",
-        one_call=inner.one_call,
+        check=_compiled(fast_source, names, "<subclassaot guards, fast, with the Python state>"),
+        fast_source=fast_source,
+        fast=fast,
+        slow=slow,
+        grad_mode=None,
     )
 
 
-# python_state's generated names, renamed apart from the tensor guards' own in the merged check
-_STATE_NAMES = re.compile(r"\b(_c\d+|is_|_cell|chain|_slow)\b")
-
-
-def _merged_check(
-    inner: Guards, state_source: str, state_names: Mapping[str, object], then: Callable[..., object]
-) -> tuple[GuardFn, str] | None:
-    """The tensor guards' fast body with the state's checks first (our own generated lines both: no caller text),
-    and its source."""
-    lines = state_source.rstrip("\n").split("\n")
-    if not inner.fast_source.startswith("def check(L):\n") or inner.fast_names is None or lines[0] != "def check():":
-        return None
-    body = [_STATE_NAMES.sub(lambda m: "_s" + m.group(1), line) for line in lines[1:] if line != "    return None"]
-    body = [line.replace("return _s_slow(", "return _then(L, ") for line in body]
-    source = inner.fast_source.replace("def check(L):\n", "def check(L):\n" + "\n".join(body) + "\n", 1)
-    names = {**inner.fast_names, **{("_s" + k if k != "torch" else k): v for k, v in state_names.items()}}
-    names["_then"] = then
-    exec(compile(source, "<subclassaot guards, fast, with the Python state>", "exec"), names)
-    return cast(GuardFn, names["check"]), source
+def _fast_check(pieces: Sequence[Checks], slow: Sequence[SlowPath]) -> tuple[str, dict[str, object]]:
+    """The fast check of `pieces` (each piece's slow path where one of its checks fails): its source and globals."""
+    source, names = check_function("check", "L", pieces, lambda p, code: f"return _slow{p}(L, {code})")
+    return source, {**names, **{f"_slow{p}": path for p, path in enumerate(slow)}}
 
 
 def describe_ctx_change(path: str, old: object, new: object) -> str:
@@ -278,7 +276,7 @@ class _Writer:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.fast: list[str] = []
+        self.fast: list[str | Fails] = []  # the fast body's steps (Note [Straight-Line Runners])
         self.pending: list[str] = []  # fast checks not yet written: consecutive ones become one `if`
         self.detail_only = False  # what is emitted now goes to `lines` only (a combined check stands for it)
         self.globals: dict[str, object] = {
@@ -296,7 +294,7 @@ class _Writer:
         self.nested: list[tuple[str, str, int]] = []  # (access, label, nested int id) of every nested size
 
     def constant(self, value: object) -> str:
-        name = f"_c{len(self.globals)}"
+        name = f"_g{len(self.globals)}"  # (the guards' own names: Note [Straight-Line Runners])
         self.globals[name] = value
         return name
 
@@ -317,7 +315,8 @@ class _Writer:
         return f"_msg({', '.join(args)})"
 
     def line(self, text: str) -> None:
-        self.lines.append(text)
+        """A statement (one line) of both bodies."""
+        self.lines.append("    " + text)
         if not self.detail_only:
             self.flush()
             self.fast.append(text)
@@ -336,7 +335,7 @@ class _Writer:
         """The pending fast checks, as one conjunction in their order (Note [What The Guards Compare])."""
         if self.pending:
             conds = " and ".join(f"({c})" for c in self.pending)
-            self.fast.append(f"    if not ({conds}):\n        return _detail(L)")
+            self.fast.append(Fails(f"not ({conds})"))
             self.pending = []
 
     def expect(self, cond: str, label: str, expected: object, got: str | None = None, fast: str | None = None) -> None:
@@ -359,7 +358,7 @@ class _Writer:
         elif isinstance(expr, sympy.Symbol) and expr.name not in self.bound:
             self.bound[expr.name] = access
             self.bound_label[expr.name] = label
-            self.line(f"    {expr.name} = {access}")
+            self.line(f"{expr.name} = {access}")
         else:
             self.deferred.append((access, python_source(expr), label))
 
@@ -381,12 +380,14 @@ def build_guards(
     called."""
     w = _Writer()
     one_call: set[int] = set()
-    if grad_mode is not None:
+    if grad_mode is not None:  # (the fast check's own piece, which the Python state's check may stand for)
+        w.detail_only = True
         w.expect(
             f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
         )
+        w.detail_only = False
     for leaf in flat.leaves:
-        w.line(f"    v{leaf.index} = L[{leaf.index}]")
+        w.line(f"v{leaf.index} = L[{leaf.index}]")
         if leaf.kind is LeafKind.CONSTANT:
             value = flat.values[leaf.index]
             w.expect(constant_condition(w, f"v{leaf.index}", value), leaf.path, repr(value), f"repr(v{leaf.index})")
@@ -430,29 +431,46 @@ def build_guards(
         )
     _shape_env_guards(w, shape_env)
     _replaced_symbols(w, shape_env)
-    return _finished(w, layout, frozenset(one_call), state_first)
+    return _finished(w, layout, frozenset(one_call), state_first, grad_mode)
 
 
-def _finished(w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_first: bool) -> Guards:
+def _finished(
+    w: _Writer, layout: DenseLayout, one_call: frozenset[int], state_first: bool, grad_mode: bool | None
+) -> Guards:
     """The guards `w` wrote, compiled: the detailed body when first called, the fast body now (when first called
-    where the Python state's check goes in front: `build_guards`' `state_first`)."""
+    where the Python state's check goes in front: `build_guards`' `state_first`). `grad_mode`: the grad mode the
+    call must have (None: any), checked first, apart."""
     symbols = tuple(w.bound)
-    w.line("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
+    w.flush()
+    w.lines.append("    return {" + ", ".join(f"{s!r}: {s}" for s in symbols) + "}")
     source = "def check(L):\n" + "\n".join(w.lines) + "\n"
     namespace = dict(w.globals)
     detail = _on_first_call(lambda: _compiled(source, namespace, "<subclassaot guards>"))
-    fast_source, fast_names = _fast_body(w, layout, detail)
+
+    def slow(values: Sequence[object], code: int) -> dict[str, int] | str:
+        return detail(values)
+
+    # (with subclass torch functions off where every subclass input reads its properties as a plain tensor does)
+    fast = Checks(
+        steps=tuple(w.fast), names=w.globals, symbols=symbols, subclass_functions_off=_plain_properties(layout.trees)
+    )
+    pieces, slows = [fast], [slow]
+    if grad_mode is not None:
+        pieces.insert(0, Checks(steps=(Fails(f"torch.is_grad_enabled() is not {grad_mode}"),), names={"torch": torch}))
+        slows.insert(0, slow)
+    fast_source, names = _fast_check(pieces, slows)
     if state_first:
-        check = _on_first_call(lambda: _compiled(fast_source, fast_names, "<subclassaot guards, fast>"))
+        check = _on_first_call(lambda: _compiled(fast_source, names, "<subclassaot guards, fast>"))
     else:
-        check = _compiled(fast_source, fast_names, "<subclassaot guards, fast>")
+        check = _compiled(fast_source, names, "<subclassaot guards, fast>")
     return Guards(
         source=source,
         check=check,
         symbols=symbols,
         fast_source=fast_source,
-        fast_names=fast_names,
-        check_source="" if state_first else fast_source,
+        fast=tuple(pieces),
+        slow=tuple(slows),
+        grad_mode=grad_mode,
         one_call=one_call,
     )
 
@@ -475,22 +493,6 @@ def _on_first_call(make: Callable[[], GuardFn]) -> GuardFn:
     return check
 
 
-def _fast_body(w: _Writer, layout: DenseLayout, detail: GuardFn) -> tuple[str, dict[str, object]]:
-    """The fast body's source and the globals it runs with (Note [What The Guards Compare])."""
-    fast_source = "def check(L):\n" + "\n".join(w.fast) + "\n"
-    if _plain_properties(layout.trees):
-        # The body inside the `with`, once through a `while True:` whose `break` is a failure (which leaves the
-        # context before the detailed body runs): no second frame per call.
-        body = "\n".join(w.fast).replace("return _detail(L)", "break")
-        fast_source = (
-            "def check(L):\n    with _no_subclass_functions():\n        while True:\n"
-            + "\n".join(" " * 8 + line for line in body.split("\n"))
-            + "\n    return _detail(L)\n"
-        )
-    return fast_source, {**w.globals, "_detail": detail, "_no_subclass_functions": _DisableSubclassFunctions}
-
-
-_DisableSubclassFunctions = torch._C.DisableTorchFunctionSubclass
 _DISABLED_FUNCTIONS = (torch._C._disabled_torch_function_impl, vars(torch.Tensor)["__torch_function__"].__func__)
 
 
@@ -555,7 +557,7 @@ def _tensor_guards(
     size_dims = [d for d, s in enumerate(sizes) if known is None or not _held(known.sizes[d], s)]
     stride_dims = [d for d, s in enumerate(strides) if known is None or not _held(known.strides[d], s)]
     if size_dims:
-        w.line(f"    {var}_size = {var}.shape")
+        w.line(f"{var}_size = {var}.shape")
     for d in size_dims:
         w.dim(f"{var}_size[{d}]", f"{path}.size({d})", sizes[d])
     w.detail_only = False
@@ -625,7 +627,7 @@ def _stride_guards(
         w.fast_check(f"{var}.stride() == {combined}")
     w.detail_only = combined is not None
     if stride_dims:
-        w.line(f"    {var}_stride = {var}.stride()")
+        w.line(f"{var}_stride = {var}.stride()")
     for d in stride_dims:
         w.dim(f"{var}_stride[{d}]", f"{path}.stride({d})", strides[d])
     w.detail_only = False
@@ -661,7 +663,7 @@ def _subclass_guards(
             fields = "".join(f"{_attribute(w, var, n)}, " for n in ctx_names)
             w.fast_check(f"({fields}) == {ctx}")
         w.detail_only = ctx_names is not None
-        w.line(f"    {var}_flat = {var}.__tensor_flatten__()")
+        w.line(f"{var}_flat = {var}.__tensor_flatten__()")
         w.check(
             f"list({var}_flat[0]) == {attrs}",
             w.msg(f"{path}: inner tensors expected {' '.join(names)}, got ", Src(f"list({var}_flat[0])")),
@@ -670,7 +672,7 @@ def _subclass_guards(
         w.detail_only = False
     for k, opaque in enumerate(tree.opaques):  # Note [The Flatten Protocol]: by identity
         opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
-        w.line(f"    {opaque_var} = {_attribute(w, var, opaque.name)}")
+        w.line(f"{opaque_var} = {_attribute(w, var, opaque.name)}")
         where = w.constant(f"{path}.{opaque.name}")
         w.check(f"{opaque_var} is {expected}", f"describe_opaque_change({where}, {expected}, {opaque_var})")
     known = caller.get(path) if caller else None
@@ -679,7 +681,7 @@ def _subclass_guards(
     _stride_guards(w, var, path, strides, stride_dims, known is None, strides_in_fast)
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
-        w.line(f"    {inner_var} = {_attribute(w, var, attr)}")
+        w.line(f"{inner_var} = {_attribute(w, var, attr)}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_real = getattr(real, attr)
@@ -707,7 +709,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
     # Where no two leaves share storage, the fast body compares the addresses without the list `_st` (which only the
     # groups' checks and the message read): two by `!=`, more as one set display.
     w.detail_only = not groups
-    w.line("    _st = [" + ", ".join(ids) + "]")
+    w.line("_st = [" + ", ".join(ids) + "]")
     w.detail_only = False
     distinct = len(layout.leaves) - sum(len(g.members) - 1 for g in groups)
     pattern = "; ".join(" ~ ".join(layout.leaves[m].path for m in g.members) for g in groups) or "none"
@@ -823,7 +825,7 @@ def _replaced_symbols(w: _Writer, shape_env: torch.fx.experimental.symbolic_shap
             return  # replaced by symbols no input binds (unbacked): nothing the plan can read
         for name, expr in ready.items():
             w.bound[name] = python_source(expr)
-            w.line(f"    {name} = {w.bound[name]}")
+            w.line(f"{name} = {w.bound[name]}")
             del pending[name]
 
 

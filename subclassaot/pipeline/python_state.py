@@ -20,7 +20,7 @@ import math
 import operator
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,6 +28,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.runtime.straight_line import Checks, Fails, check_function
 from subclassaot.torch_internals import (
     any_autocast_enabled,
     deterministic_algorithms,
@@ -137,7 +138,8 @@ class PythonState:
     ambient: Ambient | None  # None: not guarded (CompileConfig.python_state_guards=False)
     source: str  # the generated check, printable
     check: Callable[[], str | None]
-    names: Mapping[str, object]  # the globals `source` runs with (guards.with_python_state merges it)
+    checks: Checks  # `check`'s checks, a piece of one function (guards.with_python_state puts them first)
+    slow: Callable[[int], str | None]  # where one fails (its code): the change in words, or None where none changed
 
 
 _AUTOCAST_DEVICES = ("cpu", "cuda")
@@ -537,43 +539,49 @@ def _walked(fn: Callable[..., object], args: Sequence[object], kwargs: dict[str,
 def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> PythonState:
     watched = tuple(walk.watched)
     names: dict[str, object] = {
+        "torch": torch,
         "is_": operator.is_,
         "_cell": operator.attrgetter("cell_contents"),
         "chain": itertools.chain,
     }
 
     def bind(value: object) -> str:
-        name = f"_c{len(names)}"
+        name = f"_s{len(names)}"  # (the state's own names: Note [Straight-Line Runners])
         names[name] = value
         return name
 
-    lines = ["def check():", "    try:", "        pass"]
+    # Each check fails with the index of what it reads (-1 the ambient state, -2 anything else): `_slow`'s `failed`.
+    steps: list[Fails] = []
     one_call = _global_state(ambient)
     if ambient is not None:
-        lines += _ambient_lines(ambient, bind, one_call)
+        steps += _ambient_checks(ambient, bind, one_call)
     if walk.modules:
         mods, types_ = bind(tuple(walk.modules)), bind(tuple(type(m) for m in walk.modules))
-        lines.append(f"        if not all(map(is_, map(type, {mods}), {types_})): return _slow(-2)")
+        steps.append(Fails(f"not all(map(is_, map(type, {mods}), {types_}))", -2))
     if walk.empties:
-        lines.append(f"        if any({bind(tuple(walk.empties))}): return _slow(-2)")
+        steps.append(Fails(f"any({bind(tuple(walk.empties))})", -2))
     dicts = [w for w in watched if w.kind is WatchKind.DICT]
     batch = _dict_batch(dicts)
     if dicts:
         # Every whole dict at once (Note [State The Program Reads]): lengths, values, keys.
         d, lens = bind(tuple(w.obj for w in dicts)), bind(tuple(len(w.keys) for w in dicts))
         v, k = bind(batch), bind([key for w in dicts for key in w.keys])
-        lines.append(
-            f"        if tuple(map(len, {d})) != {lens} or not all(map(is_, chain(*map(dict.values, {d})), {v})) "
-            f"or not all(map(is_, chain(*{d}), {k})): return _slow(-2)"
+        steps.append(
+            Fails(
+                f"tuple(map(len, {d})) != {lens} or not all(map(is_, chain(*map(dict.values, {d})), {v})) "
+                f"or not all(map(is_, chain(*{d}), {k}))",
+                -2,
+            )
         )
     for i, w in enumerate(watched):
         o, v = bind(w.obj), bind(w.values)
         if w.kind is WatchKind.DICT:
             continue
-        cond = _watch_condition(w, o, v, bind)
-        lines.append(f"        if not ({cond}): return _slow({i})")
-    lines += ["    except Exception:", "        return _slow(-2)", "    return None"]
-    source = "\n".join(lines) + "\n"
+        steps.append(Fails(f"not ({_watch_condition(w, o, v, bind)})", i))
+    checks = Checks(steps=tuple(steps), names=names, catch=True)
+    source, namespace = check_function(
+        "check", "", [checks], lambda _, code: f"return _slow({code})", ["    return None"], bind_symbols=False
+    )
     modules, module_types = tuple(walk.modules), tuple(type(m) for m in walk.modules)
     labels, empties, empty_labels = tuple(walk.module_labels), tuple(walk.empties), tuple(walk.empty_labels)
 
@@ -585,7 +593,7 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
                 _adopt_global_state(one_call)
         return reason
 
-    namespace: dict[str, object] = {"torch": torch, "_slow": slow, **names}
+    namespace["_slow"] = slow
 
     def compiled_check() -> Callable[[], str | None]:
         if "check" not in namespace:
@@ -596,7 +604,7 @@ def _generate(walk: _Walk, ambient: Ambient | None, compiled: bool = True) -> Py
         return compiled_check()()
 
     check = compiled_check() if compiled else check_on_first_call
-    return PythonState(watched=watched, ambient=ambient, source=source, check=check, names=namespace)
+    return PythonState(watched=watched, ambient=ambient, source=source, check=check, checks=checks, slow=slow)
 
 
 def _global_state(ambient: Ambient | None) -> tuple[list[Callable[[], bool]], tuple[object, ...]] | None:
@@ -623,33 +631,35 @@ def _adopt_global_state(one_call: tuple[list[Callable[[], bool]], tuple[object, 
         one_call[0][0] = made[0]
 
 
-def _ambient_lines(
+def _ambient_checks(
     ambient: Ambient,
     bind: Callable[[object], str],
     one_call: tuple[list[Callable[[], bool]], tuple[object, ...]] | None = None,
-) -> list[str]:
-    """The generated check's lines for the ambient state (grad mode, autocast, default dtype, determinism, matmul
-    precision): each returns `_slow(-1)` when it differs. `one_call`: the five reads in one call (Note [State The
-    Program Reads])."""
+) -> list[Fails]:
+    """The generated checks of the ambient state (grad mode, autocast, default dtype, determinism, matmul
+    precision): each fails with -1. `one_call`: the five reads in one call (Note [State The Program Reads])."""
     precision = bind(ambient.matmul_precision)
     if one_call is not None:
         return [
-            f"        if not {bind(one_call[0])}[0](): return _slow(-1)",
-            f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)",
+            Fails(f"not {bind(one_call[0])}[0]()", -1),
+            Fails(f"{bind(float32_matmul_precision)}() != {precision}", -1),
         ]
-    lines = [f"        if torch.is_grad_enabled() is not {bind(ambient.grad)}: return _slow(-1)"]
+    checks = [Fails(f"torch.is_grad_enabled() is not {bind(ambient.grad)}", -1)]
     if not any(on for _, on, _ in ambient.autocast):
-        lines.append(f"        if {bind(any_autocast_enabled)}(): return _slow(-1)")
+        checks.append(Fails(f"{bind(any_autocast_enabled)}()", -1))
     else:
-        lines.append(f"        if {bind(read_ambient)}().autocast != {bind(ambient.autocast)}: return _slow(-1)")
-    lines.append(f"        if torch.get_default_dtype() is not {bind(ambient.default_dtype)}: return _slow(-1)")
+        checks.append(Fails(f"{bind(read_ambient)}().autocast != {bind(ambient.autocast)}", -1))
+    checks.append(Fails(f"torch.get_default_dtype() is not {bind(ambient.default_dtype)}", -1))
     enabled, warn_only = ambient.deterministic
-    lines.append(
-        f"        if {bind(deterministic_algorithms)}() is not {bind(enabled)} or "
-        f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}: return _slow(-1)"
+    checks.append(
+        Fails(
+            f"{bind(deterministic_algorithms)}() is not {bind(enabled)} or "
+            f"{bind(deterministic_warn_only)}() is not {bind(warn_only)}",
+            -1,
+        )
     )
-    lines.append(f"        if {bind(float32_matmul_precision)}() != {precision}: return _slow(-1)")
-    return lines
+    checks.append(Fails(f"{bind(float32_matmul_precision)}() != {precision}", -1))
+    return checks
 
 
 def _watch_condition(w: Watched, o: str, v: str, bind: Callable[[object], str]) -> str:

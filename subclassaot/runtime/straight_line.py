@@ -1,17 +1,21 @@
 """Straight-line runners: the per-call path of one compiled entry as one generated Python function.
 
 Input: a `RuntimePlan`, its `EpiloguePlan` and the entry's `GraphCall`. Output: `EntryRunner` (the source, printable,
-and `run(values, symbols) -> output pytree`), or None where the plan needs a step only the generic runner
-(call.make_runner) takes. Invariants: Note [Straight-Line Runners].
+its body and the names it reads, and `run(values, symbols) -> output pytree`), or None where the plan needs a step
+only the generic runner (call.make_runner) takes. Then, for a plain call, the entry's checks (`Checks`, typed pieces
+the guards and the Python state emit) and its runner as one function of the flat inputs (`entry_function`, its
+failures `MISS`). Invariants: Note [Straight-Line Runners].
 """
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import functools
 import keyword
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Final, cast
 
 import sympy
 import torch
@@ -95,16 +99,21 @@ from subclassaot.torch_internals import get_version, set_version
 # `Function.apply` calls it). Per call it keeps no more than the backward reads: a missing tangent's zeros come from
 # the node's own record of its output, and the graphs are called without a wrapper their first call found needless.
 #
-# One function per entry: a plain positional call (CompiledFunction.__call__'s first path) runs the entry's guards and
-# its runner as one generated function (runtime/entry_function.py): the guards' fast check, its success return
-# replaced by the runner's body, its failures handed to the detailed check or the Python state's slow path, and then
-# to the runner where those pass, else `MISS` (the next entry, then the full lookup). It runs with the runner's own
-# globals (which a settling graph call rebinds), the guards' joining them renamed apart (`_c3` -> `_g__c3`; both
-# sources ours, so only our names and constants). Where every tensor input passed the
-# guards' one-call check, which compares dispatch keys under the thread's include set (a functorch transform being
-# active, or a dead functorch wrapper, fails it), the Function is applied without `_transforms()` and `_dead`: the
-# call that fails it takes the runner, which tests both. Where the two cannot be joined (a wrapped runner or guards, a
-# name both use as a local), the guards and the runner are called one after the other as before.
+# One function per entry: a plain positional call (CompiledFunction.__call__'s first path) runs the entry's checks and
+# its runner as one generated function (`entry_function`), emitted whole from typed pieces: the Python state's checks
+# and the guards' fast checks (`Checks`: statements and `Fails` conditions, the names they read, the symbols they
+# bind), then the runner's body (`EntryRunner.body`: its lines, the names they read). Each emitter binds its values
+# under its own names (the guards' `_g3`, the state's `_s3`, the runner's `_c3`), so one namespace holds them all;
+# the function's locals are checked apart from every name it reads as a global (a clash: no joined function). An
+# inference entry's grad-mode guard is a piece of its own, left out where the Python state's checks require the same
+# grad mode (their one-call check or their own read stands for it: guards.with_python_state). Where a
+# check fails, its piece's slow path decides (`fails`: the detailed guards, the Python state's slow path), and the
+# runner runs where that passes, else the function returns `MISS` (the next entry, then the full lookup). Where every
+# tensor input passed the guards' one-call check, which compares dispatch keys under the thread's include set (a
+# functorch transform being active, or a dead functorch wrapper, fails it), the Function is applied without
+# `_transforms()` and `_dead` (`EntryRunner.checked`): the call that fails it takes the runner, which tests both. A
+# graph call whose wrapper settles rebinds the function's name as the runner's. Where the two cannot be joined (a
+# wrapped runner or guards), the guards and the runner are called one after the other.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -113,10 +122,15 @@ Runner = Callable[[Sequence[object], dict[str, int]], object]
 class EntryRunner:
     run: Runner
     source: str | None  # the generated Python, printable for users; None: the generic runner (call.make_runner)
-    # `source` for a call whose tensor inputs all passed the guards' one-call check, which compares dispatch keys
+    body: tuple[str, ...] = ()  # `source`'s body, lines at depth 1 over `L` and `symbols`; () for the generic runner
+    # `body` for a call whose tensor inputs all passed the guards' one-call check, which compares dispatch keys
     # under the thread's include set (no functorch transform active, no dead functorch wrapper among them): the
-    # Function's C apply without those two tests (runtime/entry_function.py); None where `source` has none
-    checked: str | None = None
+    # Function's C apply without those two tests (Note [Straight-Line Runners]); None where `body` has none
+    checked: tuple[str, ...] | None = None
+    names: Mapping[str, object] = dataclasses.field(default_factory=dict)  # the globals `body` reads
+    reads_symbols: bool = False  # `body` reads `symbols`
+    # the graph call whose wrapper leaves the path once needless, and the name `body` calls it by
+    settling: tuple[SettlingCall, str] | None = None
 
 
 def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, generic: Runner) -> EntryRunner | None:
@@ -136,12 +150,172 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, ge
     checked = None
     if w.outside is not None:
         at, line = w.outside
-        checked = "def run(L, symbols):\n" + "\n".join([*w.lines[:at], line, *w.lines[at + 4 :]]) + "\n"
-    namespace = dict(w.globals)
+        checked = (*w.lines[:at], line, *w.lines[at + 4 :])
+    names = dict(w.globals)
+    namespace = dict(names)
     exec(compile(source, "<subclassaot runner>", "exec"), namespace)
+    settling = None
     if isinstance(call.direct, SettlingCall) and w.direct is not None:  # its wrapper leaves the path once needless
         call.direct.when_settled(functools.partial(namespace.__setitem__, w.direct))
-    return EntryRunner(source=source, run=namespace["run"], checked=checked)  # type: ignore[arg-type]  # exec'd
+        settling = (call.direct, w.direct)
+    return EntryRunner(
+        source=source,
+        run=namespace["run"],  # type: ignore[arg-type]  # exec'd
+        body=tuple(w.lines),
+        checked=checked,
+        names=names,
+        reads_symbols=w.reads_symbols,
+        settling=settling,
+    )
+
+
+# One function per entry: the checks as typed pieces, and the function they and the runner make (Note [Straight-Line
+# Runners]).
+
+
+class _Miss:
+    """The result of an entry function whose checks fail (no entry's result is this object)."""
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS: Final = _Miss()
+EntryFn = Callable[[Sequence[object]], object]
+# a piece's slow path where one of its checks fails: (the flat inputs, the failure's code) -> the call's symbols
+# where the call passes after all (this piece's checks and those after it), else the reason it does not
+SlowPath = Callable[[Sequence[object], int], "dict[str, int] | str"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fails:
+    """A generated check: where `condition` (source over the function's locals and its piece's names) holds, the
+    check fails, with `code` (its piece's own: the Python state's index of what changed)."""
+
+    condition: str
+    code: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checks:
+    """Generated checks as a piece of one function of the flat inputs `L`: its steps in order (a statement, one line
+    at the piece's top level, or a check), the names they read, each bound by reference (no caller text in the
+    source), and the symbols they bind."""
+
+    steps: tuple[str | Fails, ...]
+    names: Mapping[str, object]
+    symbols: tuple[str, ...] = ()  # the locals the steps bind: the piece's result, `{name: value}`, where all pass
+    catch: bool = False  # an exception raised by a step is a failure with code -2 (the Python state's reads)
+    # the steps run with subclass torch functions off (guards.py: Note [What The Guards Compare]); every code 0
+    subclass_functions_off: bool = False
+
+
+_CHECK_NAMES: Final[Mapping[str, object]] = {"_no_subclass_functions": torch._C.DisableTorchFunctionSubclass}
+
+
+def check_function(
+    name: str,
+    params: str,
+    pieces: Sequence[Checks],
+    fail: Callable[[int, int], str],
+    then: Sequence[str] | None = None,
+    *,
+    bind_symbols: bool = True,
+) -> tuple[str, dict[str, object]]:
+    """The source of one function `name(params)` that runs `pieces`' checks in order, and `fail(piece, code)` (a
+    statement that leaves the function) where one fails; where all pass, it returns the last piece's symbols
+    (`then` None) or binds them as `symbols` (`bind_symbols`) and runs `then` (lines at depth 1). With the names the
+    source reads but the statements `fail` makes (each piece's and its own: a name two pieces bind to different
+    values is a bug)."""
+    names = _merged([*(piece.names for piece in pieces), _CHECK_NAMES])
+    if names is None:
+        raise AssertionError("BUG: two generated checks bind one name to different values")
+    lines = [f"def {name}({params}):"]
+    for p, piece in enumerate(pieces):
+        last = p == len(pieces) - 1
+        symbols = "{" + ", ".join(f"{s!r}: {s}" for s in piece.symbols) + "}"  # (the ShapeEnv's names)
+        assert not (piece.symbols and not last) and not (piece.catch and piece.subclass_functions_off)
+        if piece.subclass_functions_off:
+            # Once through a `while True:` inside the `with`, whose `break` is a failure (which leaves the context
+            # before the slow path runs): no second frame per call.
+            assert all(step.code == 0 for step in piece.steps if isinstance(step, Fails))
+            inner = _steps(piece.steps, lambda code: "break", 3)
+            if last and then is None:
+                lines += ["    with _no_subclass_functions():", "        while True:", *inner]
+                lines += [f"            return {symbols}", f"    {fail(p, 0)}"]
+                return "\n".join(lines) + "\n", names
+            flag = "symbols" if last else f"_passed{p}"
+            lines += [f"    {flag} = None", "    with _no_subclass_functions():", "        while True:", *inner]
+            lines += [f"            {flag} = {symbols if last else 'True'}", "            break"]
+            lines += [f"    if {flag} is None:", f"        {fail(p, 0)}"]
+        elif piece.catch:
+            inner = _steps(piece.steps, functools.partial(fail, p), 2)
+            lines += ["    try:", *(inner or ["        pass"]), "    except Exception:", f"        {fail(p, -2)}"]
+        else:
+            lines += _steps(piece.steps, functools.partial(fail, p), 1)
+        if last and not piece.subclass_functions_off:
+            if then is None:
+                lines.append(f"    return {symbols}")
+            elif bind_symbols:
+                lines.append(f"    symbols = {symbols}")
+    return "\n".join([*lines, *(then or ())]) + "\n", names
+
+
+def _steps(steps: Sequence[str | Fails], fail: Callable[[int], str], depth: int) -> list[str]:
+    pad = "    " * depth
+    lines = []
+    for step in steps:
+        if isinstance(step, Fails):
+            lines += [f"{pad}if {step.condition}:", f"{pad}    {fail(step.code)}"]
+        else:
+            lines.append(pad + step)
+    return lines
+
+
+def _merged(namespaces: Sequence[Mapping[str, object]]) -> dict[str, object] | None:
+    """One namespace of several: None where two bind one name to different values."""
+    merged: dict[str, object] = {}
+    for namespace in namespaces:
+        for name, value in namespace.items():
+            if merged.setdefault(name, value) is not value:
+                return None
+    return merged
+
+
+def entry_function(
+    pieces: Sequence[Checks], slow: Sequence[SlowPath], runner: EntryRunner, checked: bool
+) -> tuple[EntryFn, str] | None:
+    """The entry's checks (`pieces`, each with its slow path) and then `runner`'s body as one function of the flat
+    inputs, and its source (Note [Straight-Line Runners], "one function per entry"); None where the runner is the
+    generic one or a local of the function has the name of a global it reads. `checked`: every tensor input is
+    checked in one call (`EntryRunner.checked`)."""
+    if not pieces or not runner.body:
+        return None
+    body = runner.checked if checked and runner.checked is not None else runner.body
+    misses = {f"_miss{p}": _missed(path, runner.run) for p, path in enumerate(slow)}
+    source, check_names = check_function(
+        "entry", "L", pieces, lambda p, code: f"return _miss{p}(L, {code})", body, bind_symbols=runner.reads_symbols
+    )
+    names = _merged([check_names, runner.names, misses])
+    if names is None or "entry" in names:
+        return None
+    exec(compile(source, "<subclassaot entry>", "exec"), names)
+    fn = cast(EntryFn, names.pop("entry"))
+    if not set(fn.__code__.co_varnames).isdisjoint({*names, *vars(builtins)}):
+        return None  # (a local would stand for a global the pieces read)
+    if runner.settling is not None:  # the graph called without its wrapper once needless, as by the runner
+        runner.settling[0].when_settled(functools.partial(names.__setitem__, runner.settling[1]))
+    return fn, source
+
+
+def _missed(slow: SlowPath, run: Runner) -> Callable[[Sequence[object], int], object]:
+    """Where a piece's check fails: its slow path, then the runner where the call passes after all, else `MISS`."""
+
+    def miss(values: Sequence[object], code: int) -> object:
+        bound = slow(values, code)
+        return run(values, bound) if type(bound) is dict else MISS
+
+    return miss
 
 
 # The input writes a backend may keep in its graph: Note [What A Backend Receives And Returns].
@@ -291,6 +465,7 @@ class _Writer:
         self.direct: str | None = None  # the global the graph's direct callable is bound to
         # (line index, line) of the Function's apply outside functorch's transforms (EntryRunner.checked)
         self.outside: tuple[int, str] | None = None
+        self.reads_symbols = False  # a line reads `symbols`
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
@@ -306,8 +481,13 @@ class _Writer:
         if all(type(d) is int for d in (*size, *stride, offset)):
             return self.constant(list(size)), self.constant(list(stride)), str(offset)
         name = f"_m{len(self.lines)}"
-        self.line(f"{name} = _ev.meta({self.constant(meta)}, symbols)", depth)
+        self.line(f"{name} = _ev.meta({self.constant(meta)}, {self.symbols()})", depth)
         return f"{name}[0]", f"{name}[1]", f"{name}[2]"
+
+    def symbols(self) -> str:
+        """Source for the symbols' dict (the function reads it)."""
+        self.reads_symbols = True
+        return "symbols"
 
     def without_grad(self, statement: str, depth: int = 1) -> None:
         """`statement` under no_grad (torch.no_grad()'s own steps, without the context-manager object)."""
@@ -347,7 +527,7 @@ def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> N
         w.line(f"b{j} = d{j}._version", 2)
     w.counted.update(epilogue.versions)
     w.line("except RuntimeError:")
-    w.line("return _generic(L, symbols)", 2)
+    w.line(f"return _generic(L, {w.symbols()})", 2)
 
 
 def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
@@ -369,7 +549,7 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
         w.outside = (len(w.lines) - 4, f"    pre = {outside}({''.join(f'{t}, ' for t in tensors)})")
         return
     dense = ", ".join(f"d{j}" for j in range(len(plan.layout.leaves)))
-    w.line(f"outs, pre, _, given, after = {w.constant(call.run)}(L, [{graph_in}], [{dense}], symbols)")
+    w.line(f"outs, pre, _, given, after = {w.constant(call.run)}(L, [{graph_in}], [{dense}], {w.symbols()})")
     w.given = True
 
 
@@ -789,5 +969,5 @@ def _argument(w: _Writer, a: object, *, inputs: bool = True) -> str:
         items = "".join(f"{x}, " for x in a)
         return f"[{items}]" if type(a) is list else f"({items})"
     if isinstance(a, list | tuple | sympy.Expr):
-        return f"_ev.arg({w.constant(a)}, symbols)"
+        return f"_ev.arg({w.constant(a)}, {w.symbols()})"
     return w.constant(a)

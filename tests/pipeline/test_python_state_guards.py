@@ -597,6 +597,30 @@ def test_each_ambient_setting_the_one_call_check_stands_for_recompiles_like_befo
     assert c.compile_count == 2
 
 
+def double_plus_one(x: T) -> T:
+    return x * 2 + 1
+
+
+@pytest.mark.parametrize("state_guards", [True, False], ids=["the state's check", "no state check"])
+def test_an_inference_entry_reads_grad_mode_once_and_recompiles_under_no_grad_like_before(state_guards: bool) -> None:
+    """An inference entry requires the grad mode it was analyzed in (Note [Grad Mode And Autograd Reads]); where the
+    Python state's checks require the same one (here its one-call check), the entry's one function leaves the
+    guards' own read out; without them, the guards read it. Either way a call under no_grad recompiles, naming it."""
+    c = compiled(double_plus_one, python_state_guards=state_guards)
+    assert_call_matches_eager(c, double_plus_one, x84)
+    assert isinstance(c, subclassaot.api.CompiledFunction)
+    entry_fn = c._plain[0][1]  # the checks and the runner as one function
+    assert entry_fn is not None and ("is_grad_enabled" in entry_fn.__code__.co_names) is not state_guards
+    with torch.no_grad():
+        assert_call_matches_eager(c, double_plus_one, x84)
+    assert c.compile_count == 2
+    last_reason(c, r"torch\.is_grad_enabled\(\): expected True, got False")
+    assert_call_matches_eager(c, double_plus_one, x84)
+    with torch.no_grad():
+        assert_call_matches_eager(c, double_plus_one, x84)
+    assert c.compile_count == 2
+
+
 def test_a_changed_thread_count_keeps_the_entry_and_costs_one_slow_call(monkeypatch: pytest.MonkeyPatch) -> None:
     c = compiled(matmul_loss)
     assert_call_matches_eager(c, matmul_loss, x44)

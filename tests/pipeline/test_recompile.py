@@ -362,15 +362,17 @@ def test_a_property_change_fails_the_one_call_check(change: str, wrap: bool) -> 
         same, changed = _as_pair(same), _as_pair(changed)
     c = compiled(double)
     assert_call_matches_eager(c, double, lambda: (same(),))
-    names = cast(dict[str, object], c.entries[0].guards.fast_names)  # the fast body's globals
+    guards = c.entries[0].guards
+    names = cast(dict[str, object], guards.check.__globals__)  # the fast check's globals
+    slow = f"_slow{len(guards.fast) - 1}"  # the tensor guards' slow path: the detailed body
     detailed: list[object] = []
-    detail = cast(Callable[[object], object], names["_detail"])
+    detail = cast(Callable[[object, int], object], names[slow])
 
-    def recording(values: object) -> object:
+    def recording(values: object, code: int) -> object:
         detailed.append(values)
-        return detail(values)
+        return detail(values, code)
 
-    names["_detail"] = recording
+    names[slow] = recording
     assert isinstance(c.entries[0].guards.check([same()]), dict)
     assert detailed == []
     assert_call_matches_eager(c, double, lambda: (changed(),))

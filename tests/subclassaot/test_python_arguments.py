@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import enum
+import types
 
 import pytest
 import torch
@@ -168,3 +169,26 @@ def test_mutable_object_changed_in_place_recompiles() -> None:
     assert_call_matches_eager(compiled, f, lambda: (torch.randn(3), cfg))
     assert compiled.compile_count == 2
     assert "Mutable(scale=2.0)" in compiled.recompile_reasons[0]
+
+
+def test_the_entry_function_is_one_function_and_holds_no_caller_text() -> None:
+    """A plain positional call's Python-state checks, guards and runner are emitted as one function (Note
+    [Straight-Line Runners], "one function per entry"): one `def`, no nested code, and none of the caller's text (a
+    string argument, the keys and values of a dict the function reads, a constant output) in its source."""
+    table = {s: s for s in HOSTILE}
+
+    def f(x: torch.Tensor, how: str) -> tuple[torch.Tensor, str]:
+        return x * len(table[how]), table[how]
+
+    compiled = subclassaot.compile(f, backend="eager", recompile_limit=100)
+    for s in HOSTILE + HOSTILE:
+        assert_call_matches_eager(compiled, f, lambda s=s: (torch.randn(3), s))  # type: ignore[misc]
+        _no_code_ran()
+    assert compiled.compile_count == len(HOSTILE)
+    for entry in compiled.entries:
+        source = entry.entry_source
+        assert source is not None and source.startswith("def entry(L):\n") and source.count("def ") == 1
+        (code,) = [c for c in compile(source, "<entry>", "exec").co_consts if isinstance(c, types.CodeType)]
+        assert not any(isinstance(c, types.CodeType) for c in code.co_consts)  # no lambda, comprehension, generator
+        for text in ("PWNED", "__import__", "ünïcödé", "\x00", "line\nbreak", "a\"b'c", "f'{1}'"):
+            assert text not in source

@@ -641,18 +641,17 @@ def test_a_checked_step_calls_the_function_without_the_transform_tests_and_refus
     assert compiled.compile_count == 1  # type: ignore[attr-defined]
 
 
-def test_the_joined_function_renames_the_guards_globals_apart_and_runs_with_the_runner_s() -> None:
-    """Both sources bind their values as `_c<n>`: the guards' are renamed, and each keeps its own value; the function
-    runs with the runner's own globals, which a settling graph call rebinds."""
+def test_the_entry_function_reads_each_emitter_s_values_under_that_emitter_s_names() -> None:
+    """The guards bind their values as `_g<n>`, the Python state's checks as `_s<n>`, the runner as `_c<n>`: the one
+    function's namespace holds them all, each name with its own emitter's value."""
     compiled = assert_matches_eager(write_then_view, lambda: (pair(2, 3),), calls=3)
     (entry,) = compiled.entries  # type: ignore[attr-defined]
     entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
-    assert entry_fn.__globals__ is entry.run.__globals__
-    guard_globals = entry.guards.check.__globals__
-    renamed = [n for n in entry_fn.__code__.co_names if n.startswith("_g_")]
-    assert renamed and all(entry_fn.__globals__[n] is guard_globals[n[3:]] for n in renamed)
-    shared = [n[3:] for n in renamed if n[3:] in entry.run.__globals__ and n[3:].startswith("_c")]
-    assert shared and any(guard_globals[n] is not entry.run.__globals__[n] for n in shared)
+    assert entry.runner is not None and entry.entry_source is not None
+    read = {n: entry_fn.__globals__[n] for n in entry_fn.__code__.co_names if n in entry_fn.__globals__}
+    emitters = [*(piece.names for piece in entry.guards.fast), entry.runner.names]
+    assert all(read[n] is names[n] for names in emitters for n in names if n in read)
+    assert all(any(n.startswith(prefix) for n in read) for prefix in ("_g", "_s", "_c"))
 
 
 def test_a_plain_call_calls_the_backend_s_graph_itself_once_its_wrapper_settles() -> None:
