@@ -49,7 +49,11 @@ from subclassaot.pipeline.analyze import (
     check_sets_before_gaining_grad,
     check_written_inputs_gaining_grad,
 )
-from subclassaot.pipeline.analyze_training import check_multi_output_view_inputs, check_multi_output_view_outputs
+from subclassaot.pipeline.analyze_training import (
+    check_multi_output_view_inputs,
+    check_multi_output_view_outputs,
+    multi_output_view_input_reads,
+)
 from subclassaot.pipeline.backward_probe import (
     eager_saves,
     holding_back_flags,
@@ -871,6 +875,9 @@ def _entry_guards(
         config.caller_guarded,
         grad_mode,
         state_first=config.python_state_guards,
+        # Note [What The Guards Compare]
+        creation_meta_reads=analysis.creation_meta_reads
+        + (multi_output_view_input_reads(flat, layout, analysis) if grad_mode is None else ()),
     )
 
 

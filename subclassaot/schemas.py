@@ -634,6 +634,9 @@ class Analysis:
     # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
     # Mode And Autograd Reads])
     base_reads: tuple[tuple[int, int | None], ...] = ()
+    # tensor positions of the inputs whose autograd creation meta the analysis read off the real input (Note
+    # [What The Guards Compare])
+    creation_meta_reads: tuple[int, ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_reenabled: tuple[str, ...] = ()

@@ -355,6 +355,27 @@ def _created_as(t: torch.Tensor, kind: _CreationMeta) -> bool:
     return t._is_view() and bool(torch._C._autograd._get_creation_meta(t) == kind)
 
 
+def creation_meta_of(t: torch.Tensor) -> _CreationMeta | None:
+    """`t`'s autograd creation meta; None where `t` is no autograd view (autograd's reader refuses one)."""
+    return torch._C._autograd._get_creation_meta(t) if t._is_view() else None
+
+
+_CREATION_META_WORDS = {
+    _CreationMeta.DEFAULT: "a view of the default kind",
+    _CreationMeta.MULTI_OUTPUT_NODE: "an output of an op returning several views (unbind, split, chunk)",
+    _CreationMeta.NO_GRAD_MODE: "a view taken under no_grad",
+    _CreationMeta.INFERENCE_MODE: "a view taken inside inference_mode",
+    _CreationMeta.IN_CUSTOM_FUNCTION: "a view a custom autograd.Function returned",
+}
+
+
+def describe_creation_meta(meta: _CreationMeta | None) -> str:
+    """`creation_meta_of`'s answer in words."""
+    if meta is None:
+        return "a tensor that is no view"
+    return _CREATION_META_WORDS.get(meta, f"a view of creation meta {meta}")
+
+
 def is_multi_output_view(t: torch.Tensor) -> bool:
     """An autograd view made by an op returning several views (unbind, split, chunk): autograd refuses to read
     its grad_fn once its base's version counter advanced."""

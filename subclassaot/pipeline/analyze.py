@@ -451,6 +451,7 @@ def _analysis(
         own_leaf_inputs=tuple(i in f.own_leaves for i in range(len(run.user_tensors))),
         requires_grad_dropped=tuple(id(t) in run.swaps.requires_grad_dropped for t in run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
+        creation_meta_reads=tuple(run.swaps.creation_meta_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
         output_versions=counts.outputs,

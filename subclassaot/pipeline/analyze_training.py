@@ -46,6 +46,7 @@ __all__ = [
     "check_history_over_alias",
     "check_multi_output_view_inputs",
     "check_multi_output_view_outputs",
+    "multi_output_view_input_reads",
     "check_overlapping_clones",
     "check_written_overlapping_views",
     "check_input_view_rebuilt",
@@ -676,12 +677,15 @@ def _same_views_on(t: torch.Tensor, prefix: Sequence[ViewStep] | None, steps: Se
     return True
 
 
-def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
-    """See Note [Views That Raise After A Bump]."""
+def multi_output_view_input_reads(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
+    """The tensor positions of the subclass inputs requiring grad whose creation meta `check_multi_output_view_inputs`
+    decides on: used with grad, their base written through another input, not through themselves (Note [What The
+    Guards Compare])."""
     if not analysis.wrapper_last_use:
-        return
+        return ()
     reals = [flat.values[i] for i in flat.tensor_indices]
     roots = [input_root(r) if isinstance(r, torch.Tensor) else None for r in reals]
+    found: list[int] = []
     for t, tree in enumerate(layout.trees):
         real = reals[t]
         if tree is None or not isinstance(real, torch.Tensor) or not real.requires_grad:
@@ -692,7 +696,16 @@ def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analys
             if u != t and root is roots[t] and reals[u] is not real and analysis.wrapper_first_write[u] is not None
         ]
         written_through_others = bool(writers) and analysis.wrapper_first_write[t] is None
-        if written_through_others and analysis.wrapper_last_use[t] is not None and is_multi_output_view(real):
+        if written_through_others and analysis.wrapper_last_use[t] is not None:
+            found.append(t)
+    return tuple(found)
+
+
+def check_multi_output_view_inputs(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+    """See Note [Views That Raise After A Bump]."""
+    for t in multi_output_view_input_reads(flat, layout, analysis):
+        real = flat.values[flat.tensor_indices[t]]
+        if isinstance(real, torch.Tensor) and is_multi_output_view(real):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[t]].path} is a view made by an op that returns several views "
                 "(unbind, split, chunk), the program writes its base through another input and uses it with grad "

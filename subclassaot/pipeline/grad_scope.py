@@ -265,10 +265,7 @@ def check_raising_view_input_reads(
             return
         if all(any(o is t for t, _ in read) for o in results) and (record.seq == seq_before or name in _NO_NODE):
             return  # (requires_grad_(), contiguous() of a contiguous input: no node)
-        for _, real in read:
-            error = grad_fn_error_after_bump(real)
-            if error is not None:
-                raise RuntimeError(str(error)) from None
+        _raise_for_bumped_reads(record, read)
 
 
 # calls that hand their argument back and never build a node, though the run records an event for them (a flag)
@@ -282,10 +279,19 @@ def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], 
     with no_torch_function():  # (the pipeline's reads, not the program's)
         if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))):
             return
-        for _, real in read:
-            error = grad_fn_error_after_bump(real)
-            if error is not None:
-                raise RuntimeError(str(error)) from None
+        _raise_for_bumped_reads(record, read)
+
+
+def _raise_for_bumped_reads(record: SwapRecord, read: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Raise eager's error for the first input of `read` whose grad_fn raises once its counter moved. Whether one does
+    is its creation meta's (and whether it is a view at all): the guards check it for every input read here that
+    requires grad (Note [What The Guards Compare])."""
+    for t, real in read:
+        if real.requires_grad:  # (one that does not raises nothing, whatever its creation meta)
+            record.creation_meta_reads.append(record.input_positions[id(t)][0])
+        error = grad_fn_error_after_bump(real)
+        if error is not None:
+            raise RuntimeError(str(error)) from None
 
 
 # what autograd raises where an in-place op with grad on writes a view whose base is a leaf that requires grad, or

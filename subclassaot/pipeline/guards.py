@@ -7,8 +7,9 @@ symbol values (for the epilogue) when every guard holds, else the first failure 
 Invariants: guards cover the pytree structure (checked by the cache before this), each leaf's type, each constant's
 value, each tensor's dtype, device, requires_grad (and is_leaf where it requires grad: training rules differ for
 autograd leaves), sizes, strides and offset (static, a symbol bound here, or an expression checked here), each
-subclass's type, attrs and ctx (by ==, reported field by field), recursively; the pattern of storage sharing between
-dense leaves; and the ShapeEnv's own guards and symbol ranges.
+subclass's type, attrs and ctx (by ==, reported field by field), recursively; the autograd creation meta of each input
+the compile decided on by it; the pattern of storage sharing between dense leaves; and the ShapeEnv's own guards and
+symbol ranges.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from subclassaot.pipeline.rules.view_bases import own_base_guards
 from subclassaot.runtime.straight_line import Checks, Fails, SlowPath, check_function
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
+    creation_meta_of,
+    describe_creation_meta,
     is_fake,
     nested_coeff,
     nested_int_id,
@@ -251,6 +254,18 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets): a
 #   stricter predicate, whose extra failures (a conjugate bit, a key set excluded around the call) go to the first
 #   body, which decides them as before, so what an entry accepts is unchanged.
+# - Creation meta where the compile read it. Autograd's creation meta of a view says what reading its grad_fn does once
+#   the counter it shares with its base moved: a view of the default kind (select(), view()) rebuilds its history; an
+#   output of unbind(), split() or chunk(), a view taken under no_grad or inside inference_mode and one a custom
+#   Function returned raise. Nothing else guarded tells `b.select(1, 1)` from `b.unbind(1)[1]`, nor a leaf requiring
+#   grad from a view of one taken under no_grad. A compile decides on it where the program moves an input's counter
+#   and then reads the input with grad (grad_scope.check_raising_view_input_reads: eager's error, or none) and for a
+#   subclass view input whose base another input writes (analyze_training.check_multi_output_view_inputs): each input
+#   those read that requires grad has its creation meta guarded (a non-view: that it stays one, `not v._is_view()` in
+#   the fast body). Only those: autograd's reader costs microseconds (a pybind enum made per read), more than a small
+#   entry's other guards, and no other decision of the compile depends on it: the run lays the inputs out anew (no
+#   stand-in is such a view), and the runtime's writes into inputs and its view replays run on the call's own
+#   tensors, where autograd applies their creation meta itself.
 
 
 class Src(str):
@@ -287,6 +302,8 @@ class _Writer:
             "torch": torch,
             "_msg": _msg,
             "_nested_coeff": nested_coeff,
+            "_creation_meta_of": creation_meta_of,
+            "_describe_creation_meta": describe_creation_meta,
         }
         self.bound: dict[str, str] = {}  # symbol name -> the access expression it was read from
         self.bound_label: dict[str, str] = {}  # symbol name -> the user-facing path it was read from
@@ -372,12 +389,14 @@ def build_guards(
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
     grad_mode: bool | None = None,
     state_first: bool = False,
+    creation_meta_reads: Sequence[int] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
     Reads]); None for training entries. `state_first`: the caller puts the Python-state check in front
     (`with_python_state`), which compiles the fast body with it; the fast body alone is then compiled when first
-    called."""
+    called. `creation_meta_reads`: the tensor positions whose autograd creation meta the compile decided on (Note
+    [What The Guards Compare])."""
     w = _Writer()
     one_call: set[int] = set()
     if grad_mode is not None:  # (the fast check's own piece, which the Python state's check may stand for)
@@ -423,6 +442,7 @@ def build_guards(
         else:
             other = flat.tensor_indices[base]
             w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
+    _creation_meta_guards(w, flat, creation_meta_reads)
     _alias_guards(w, layout, flat)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
@@ -432,6 +452,25 @@ def build_guards(
     _shape_env_guards(w, shape_env)
     _replaced_symbols(w, shape_env)
     return _finished(w, layout, frozenset(one_call), state_first, grad_mode)
+
+
+def _creation_meta_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
+    """The creation meta of each tensor input at `positions`, as the compile's (Note [What The Guards Compare])."""
+    for position in dict.fromkeys(positions):
+        index = flat.tensor_indices[position]
+        real = flat.values[index]
+        assert isinstance(real, torch.Tensor)
+        meta = creation_meta_of(real)
+        c = w.constant(meta)
+        w.check(
+            f"_creation_meta_of(v{index}) == {c}",
+            w.msg(
+                f"{flat.leaves[index].path}: compiled for {describe_creation_meta(meta)}, got ",
+                Src(f"_describe_creation_meta(_creation_meta_of(v{index}))"),
+                " (autograd's creation meta: whether its grad_fn raises once its base is written)",
+            ),
+            None if meta is not None else f"not v{index}._is_view()",
+        )
 
 
 def _finished(

@@ -17,7 +17,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import write_outputs
 from subclassaot.torch_internals import grad_fn_raises
 from subclasses.pair import PairTensor
-from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
+from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     DirtyScale,
@@ -711,6 +711,117 @@ def test_view_input_read_with_grad_after_its_counter_moved(
             assert_raises_like_eager(f, make, compile_fn=compile_fn)
         else:
             assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+# One compiled function called with view inputs of two kinds in turn, each read with grad after its counter moved:
+# whether the read raises is the input's creation meta's, which the compile decided on, so the entry is guarded on it
+# and the second call recompiles, then raises or returns as eager (Note [What The Guards Compare]). Issue
+# #27: the unbind() view's call reused the entry compiled for the select() view and returned normally.
+# (views of one layout: a split() output squeezed is a multi-output view too, autograd's creation meta propagating)
+_SAME_LAYOUT_VIEWS: dict[str, Callable[[T], T]] = {
+    "select": lambda b: b.select(1, 1),
+    "unbind": lambda b: b.unbind(1)[1],
+    "split": lambda b: b.split_with_sizes([1, 1], 1)[1].squeeze(1),
+}
+
+
+@pytest.mark.parametrize(("first", "second"), [("select", "unbind"), ("unbind", "select"), ("select", "split")])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_view_input_of_another_creation_meta_after_a_compile_read_with_grad_after_its_counter_moved(
+    first: str, second: str, kind: str, compile_fn: CompileFn | None
+) -> None:
+    def make(view: str) -> Callable[[], tuple[object, ...]]:
+        def inputs() -> tuple[object, ...]:
+            b0 = pair_nonleaf(3, 2) if kind == "pair" else nonleaf(3, 2)
+            return _SAME_LAYOUT_VIEWS[view](b0), b0
+
+        return inputs
+
+    f = _then_read(_written_through_its_detach, "after")
+    c = (compile_fn or subclassaot.compile)(f, backend="eager")
+    with torch.enable_grad():
+        for view in (first, second):
+            if view == "select":
+                assert_call_matches_eager(c, f, make(view))
+            else:
+                assert_raises_like_eager(f, make(view), compile_fn=lambda fn, **kwargs: c)
+
+
+def _grown_through_its_detach(x0: T, x1: T) -> object:
+    x0.detach().resize_((15,))
+    return (x0 * 2,)
+
+
+def test_unbind_view_input_grown_through_its_detach_after_a_compile_for_a_select_view(
+    compile_fn: CompileFn | None,
+) -> None:
+    # the issue's program (helper hub's repro): the resize_() moves the counter the view shares with its base
+    def make(view: str) -> Callable[[], tuple[object, ...]]:
+        def inputs() -> tuple[object, ...]:
+            b0 = nonleaf(4, 3, 2)
+            return (b0.select(2, 1) if view == "select" else b0.unbind(2)[1]), b0
+
+        return inputs
+
+    f = _grown_through_its_detach
+    c = (compile_fn or subclassaot.compile)(f, backend="eager")
+    with torch.enable_grad():
+        assert_call_matches_eager(c, f, make("select"))
+        error = assert_raises_like_eager(f, make("unbind"), compile_fn=lambda fn, **kwargs: c)
+    assert "Output 1 of Unbind" in str(error)
+
+
+def test_pair_unbind_view_input_whose_base_another_input_writes_after_a_compile_for_a_select_view() -> None:
+    # check_multi_output_view_inputs refuses a PairTensor multi-output view used with grad whose base another input
+    # writes; a compile for a select() view decided on that creation meta too, so the unbind() view's call recompiles
+    # and is refused as a first call with it is (it reused the select() view's entry before)
+    def f(x0: T, x1: T) -> object:
+        y = x0 * 2.0
+        x1.detach()[0].mul_(2.0)
+        return (y,)
+
+    def make(view: str) -> Callable[[], tuple[T, T]]:
+        def inputs() -> tuple[T, T]:
+            b0 = pair_nonleaf(3, 2)
+            return _SAME_LAYOUT_VIEWS[view](b0), b0
+
+        return inputs
+
+    c = subclassaot.compile(f, backend="eager")
+    with torch.enable_grad():
+        assert_call_matches_eager(c, f, make("select"))
+        with pytest.raises(UnsupportedError, match="a view made by an op that returns several views"):
+            c(*make("unbind")())
+        with pytest.raises(UnsupportedError, match="a view made by an op that returns several views"):
+            subclassaot.compile(f, backend="eager")(*make("unbind")())
+
+
+@pytest.mark.parametrize("first", ["leaf", "leaf_view"])
+def test_no_grad_view_input_after_a_compile_for_a_leaf_read_with_grad_after_its_counter_moved(
+    first: str, compile_fn: CompileFn | None
+) -> None:
+    # A view taken under no_grad of a tensor requiring grad is a leaf that requires grad (through its base), as a
+    # plain leaf is, and as a view with a flag of its own is (the default kind, whose grad_fn stays None): only its
+    # creation meta tells them apart, and its read after the write raises (Note [What The Guards Compare])
+    def leaf_input() -> tuple[object, ...]:
+        if first == "leaf":
+            return (torch.randn(3, requires_grad=True),)
+        return (torch.randn(3, 2)[:, 1].requires_grad_(),)
+
+    def no_grad_view() -> tuple[object, ...]:
+        b0 = torch.randn((3,) if first == "leaf" else (3, 2), requires_grad=True)
+        with torch.no_grad():
+            return (b0[:] if first == "leaf" else b0[:, 1],)
+
+    def f(x0: T) -> object:
+        x0.detach().add_(1.0)
+        return (x0 * 2.0,)
+
+    c = (compile_fn or subclassaot.compile)(f, backend="eager")
+    with torch.enable_grad():
+        assert_call_matches_eager(c, f, leaf_input)
+        error = assert_raises_like_eager(f, no_grad_view, compile_fn=lambda fn, **kwargs: c)
+    assert "A view was created in no_grad mode" in str(error)
 
 
 @pytest.mark.parametrize("kind", ["plain", "pair"])

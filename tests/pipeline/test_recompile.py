@@ -388,3 +388,52 @@ def test_a_dispatch_key_change_is_judged_by_the_detailed_body() -> None:
     assert_call_matches_eager(c, double, lambda: (torch.randn(3, dtype=torch.complex64),))
     assert_call_matches_eager(c, double, lambda: (torch.randn(3, dtype=torch.complex64).conj(),))
     assert_call_matches_eager(c, double, lambda: (torch.randn(3, dtype=torch.complex64),))
+
+
+def _read_after_its_counter_moved(x: T) -> T:
+    x.detach().add_(1.0)
+    return x * 2
+
+
+def test_creation_meta_change_of_a_view_input_recompiles_and_says_why() -> None:
+    # A select() view and an unbind() view agree in every other guarded fact; the compile decided that the read after
+    # the write raises nothing by the first's creation meta (Note [What The Guards Compare])
+    def select_view() -> tuple[T]:
+        return (torch.randn(3, 2, requires_grad=True).clone().select(1, 1),)
+
+    c = compiled(_read_after_its_counter_moved)
+    with torch.enable_grad():
+        assert_call_matches_eager(c, _read_after_its_counter_moved, select_view)
+        assert_call_matches_eager(c, _read_after_its_counter_moved, select_view)
+    assert c.compile_count == 1
+    with torch.enable_grad(), pytest.raises(RuntimeError, match="Output 1 of Unbind"):
+        c(torch.randn(3, 2, requires_grad=True).clone().unbind(1)[1])
+    reason_matches(c, r"args\[0\]", r"the default kind", r"several views \(unbind, split, chunk\)", "creation meta")
+
+
+def test_a_leaf_read_after_its_counter_moved_is_guarded_to_stay_no_view() -> None:
+    # a view taken under no_grad of a tensor requiring grad is a leaf requiring grad, as a plain leaf is
+    c = compiled(_read_after_its_counter_moved)
+    with torch.enable_grad():
+        assert_call_matches_eager(c, _read_after_its_counter_moved, lambda: (torch.randn(3, requires_grad=True),))
+        base = torch.randn(3, requires_grad=True)
+        with torch.no_grad():
+            view = base[:]
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+            c(view)
+    reason_matches(c, r"args\[0\]", r"no view", r"a view taken under no_grad")
+
+
+def test_creation_meta_is_guarded_only_where_the_compile_read_it() -> None:
+    # autograd's reader of the creation meta costs more than the rest of a small entry's guards: an entry whose compile
+    # decided nothing on it (no counter moved before the read) carries no such guard
+    def view_input() -> tuple[T]:
+        return (torch.randn(3, 2, requires_grad=True).clone()[:, 1],)
+
+    with torch.enable_grad():
+        c = compiled(double)
+        assert_call_matches_eager(c, double, view_input)
+        moved = compiled(_read_after_its_counter_moved)
+        assert_call_matches_eager(moved, _read_after_its_counter_moved, view_input)
+    assert "_creation_meta_of" not in c.entries[0].guards.source
+    assert "_creation_meta_of" in moved.entries[0].guards.source

@@ -248,6 +248,9 @@ class SwapRecord:
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
+    # tensor positions of the inputs whose autograd creation meta a decision of the run read off the real input
+    # (Note [What The Guards Compare])
+    creation_meta_reads: list[int] = field(default_factory=list)
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The
     # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
