@@ -181,7 +181,6 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and not run.swaps.wrapper_data
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
-    # (a member of a synthetic base: the base's write-back holds the whole grown storage, Note [Input Updates])
     if grown and id(final) in run.swaps.swapped_ids and not _in_group(DenseIndex(i), layout):
         _check_grown_then_swapped(final, (final_meta, orig_meta), layout.leaves[i].path, DenseIndex(i))
     if not storage_changed and not grown:  # Note [as_strided On Inputs]
@@ -266,7 +265,8 @@ def _eager_storage_keys(swaps: SwapRecord, orig: torch.Tensor) -> set[object]:
 
 
 def _in_group(j: DenseIndex, layout: DenseLayout) -> bool:
-    """Is dense leaf `j` traced as a view of a synthetic base (Note [Synthetic Bases])?"""
+    """Is dense leaf `j` traced as a view of a synthetic base (Note [Synthetic Bases])? Grown, its base's write-back
+    holds the whole grown storage (Note [Input Updates])."""
     return any(j in group.members for group in layout.groups)
 
 
