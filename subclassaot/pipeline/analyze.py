@@ -1573,9 +1573,12 @@ def _outer_stride_leaf(outer: Meta | None, leaves: list[OutputLeaf]) -> int | No
 
 
 def _on_fresh_storage(run: FunctionalRun, j: DenseIndex) -> bool:
-    """Input `j` was set_() onto an intermediate's storage: at run time a fresh one, holding its own elements."""
-    final = run.finals[j]
-    if storage_key(final) == storage_key(run.originals[j]) or id(final) not in run.swaps.swapped_ids:
+    """Input `j` was set_() onto an intermediate's storage: at run time a fresh one, holding its own elements. Not
+    its own storage grown by resize_() (eager's, grown in place: Note [Storage Swaps By Rebinding])."""
+    final, key = run.finals[j], storage_key(run.originals[j])
+    if storage_key(final) == key or id(final) not in run.swaps.swapped_ids:
+        return False
+    if run.swaps.grown_root(storage_key(final)) == key:
         return False
     return not any(storage_key(final) == storage_key(o) for o in run.originals)  # else another input's storage
 

@@ -227,6 +227,27 @@ def shrinks_an_input(x: T) -> object:
     return out
 
 
+def grows_its_storage_then_itself(x: T) -> object:  # fuzz seed 119000, program 521 (which named two inputs)
+    x.untyped_storage().resize_(4)
+    x.fill_(-1.0)
+    x.resize_((2,))  # past its storage's elements: traced over its whole storage (Note [as_strided On Inputs])
+    x.fill_(2.0)
+    return x * 1
+
+
+def frees_after_an_as_strided_write(x: T) -> object:
+    y = x.as_strided((2,), (1,), 0)  # elements before the input's offset: traced over its whole storage
+    y.add_(1.0)
+    x.untyped_storage().resize_(0)
+    return y * 1
+
+
+def _freed_scalar() -> tuple[object, ...]:
+    b = torch.randn(())
+    b.untyped_storage().resize_(0)
+    return (b,)
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs", "message"),
     [
@@ -240,6 +261,8 @@ def shrinks_an_input(x: T) -> object:
         (view_after_free, lambda: (torch.randn(4),), "storage of args\\[0\\] is freed .* while it has no bytes"),
         (fill_while_freed, _two, "storage of args\\[0\\] is freed .* aten.copy_.default takes a tensor over it"),
         (reads_nbytes_after_free, _two, "storage of args\\[0\\]: the program reads the storage's nbytes\\(\\)"),
+        (grows_its_storage_then_itself, _freed_scalar, "storage of args\\[0\\]: .* traced over its whole storage"),
+        (frees_after_an_as_strided_write, lambda: (torch.randn(8)[2:4],), "args\\[0\\]: .* over its whole storage"),
     ],
     ids=[
         "read_after_free",
@@ -252,6 +275,8 @@ def shrinks_an_input(x: T) -> object:
         "view_after_free",
         "fill_while_freed",
         "reads_nbytes_after_free",
+        "grows_its_storage_then_itself",
+        "frees_after_an_as_strided_write",
     ],
 )
 def test_storage_resize_refused_naming_the_storage(

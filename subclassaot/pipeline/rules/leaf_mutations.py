@@ -31,6 +31,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun
 from subclassaot.pipeline.rules.stale_views import rebuilt_at_entry_layout
+from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.schemas import (
     Analysis,
@@ -180,8 +181,8 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         and not run.swaps.wrapper_data
     )
     final_meta, orig_meta = leaf_meta(final), leaf_meta(orig)
-    if grown and id(final) in run.swaps.swapped_ids:
-        _check_grown_then_swapped(final, final_meta, orig_meta, layout.leaves[i].path)
+    if grown and id(final) in run.swaps.swapped_ids and not _in_group(DenseIndex(i), layout):
+        _check_grown_then_swapped(final, (final_meta, orig_meta), layout.leaves[i].path, DenseIndex(i))
     if not storage_changed and not grown:  # Note [as_strided On Inputs]
         final_meta = (final_meta[0], final_meta[1], symint_expr(eager_offset(final, orig)))
     elif set_source is not None:  # on another input's storage: its offset there (Note [as_strided On Inputs])
@@ -263,12 +264,21 @@ def _eager_storage_keys(swaps: SwapRecord, orig: torch.Tensor) -> set[object]:
     return {key} | {k for k in swaps.grown_from if swaps.grown_root(k) == key}
 
 
-def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: Meta, path: str) -> None:
-    """An input grown by resize_() then set_() (or its `.data` assigned) within its grown storage: the epilogue
-    grows the input's storage and copies the final value in at the final layout, which writes eager's grown storage
-    only where that layout covers all of it from the input's offset on (elements outside it, which a base of the
-    input shows, would keep their old values)."""
-    numel = _storage_numel(final)
+def _in_group(j: DenseIndex, layout: DenseLayout) -> bool:
+    """Is dense leaf `j` traced as a view of a synthetic base (Note [Synthetic Bases])? Grown, its base's write-back
+    holds the whole grown storage (Note [Input Updates])."""
+    return any(j in group.members for group in layout.groups)
+
+
+def _check_grown_then_swapped(final: torch.Tensor, metas: tuple[Meta, Meta], path: str, leaf: DenseIndex) -> None:
+    """An input grown by resize_() then set_() (or its `.data` assigned) within its grown storage, its own graph
+    input: the epilogue grows the input's storage and copies the final value in at the final layout, which writes
+    eager's grown storage only where that layout covers all of it from the input's offset on. Where it does not,
+    eager's elements outside it (the old ones, those the program wrote before the set_()) stay in the storage, where
+    a base of the input, or the caller's views of it, show them: the program reaches storage elements outside the
+    input, and the input is traced over its whole storage (Note [as_strided On Inputs]), whose synthetic base's
+    write-back grows the storage and writes all of it (Note [Storage Swaps By Rebinding])."""
+    (final_meta, orig_meta), numel = metas, _storage_numel(final)
     size, _, offset = final_meta
     count: int | sympy.Expr = 1
     for s in size:
@@ -280,10 +290,11 @@ def _check_grown_then_swapped(final: torch.Tensor, final_meta: Meta, orig_meta: 
         and sympy.simplify(_expr(offset) + _expr(count) - numel) == 0
     )
     if not covers:
-        raise UnsupportedError(
+        raise StorageReachError(
             f"{path}: the program grows this input with resize_() and then set_()s it (or assigns its `.data`) to a "
             "part of its grown storage; eager keeps the whole grown storage under the input, which the compiled "
-            "call's epilogue writes back only at the input's final layout. Resize and set_() a .clone() instead"
+            "call's epilogue writes back only at the input's final layout. Resize and set_() a .clone() instead",
+            leaf=leaf,
         )
 
 

@@ -151,7 +151,12 @@ def note_storage_resize(record: SwapRecord, storage: torch.UntypedStorage, size:
     own = record.own_inputs.get(key)
     original = record.input_originals.get(key)
     if own is None or original is None:
-        _refuse_storage_resize(paths, "it is no input's own storage: one two inputs share")
+        why = "one that two inputs share" if len(paths) > 1 else "the input is traced over its whole storage"
+        _refuse_storage_resize(
+            paths,
+            f"it is no input's own storage: {why} (as one synthetic base: Note [Synthetic Bases], Note [as_strided On "
+            "Inputs])",
+        )
     need = _bytes_needed(original)
     try:
         freed = bool(size == 0)

@@ -56,7 +56,9 @@ class StorageReachError(UnsupportedError):
 # Note [as_strided On Inputs]
 # Eager: as_strided names absolute storage offsets, so a view of an input can reach storage elements the input does not
 # cover (x = base[1:3]; x.as_strided((1,), (1,), 0)), and eager reads and writes them; so does a resize_() that makes a
-# view contiguous over its storage, and a write into a view with distinct elements of a tensor whose elements overlap.
+# view contiguous over its storage, a write into a view with distinct elements of a tensor whose elements overlap, and
+# a set_() (or `.data =`) of an input grown by resize_() to a part of its grown storage, which eager keeps whole under
+# the input (leaf_mutations.py: the analysis finds it).
 # An input that is its own graph input holds only its own elements: when the program reaches others, the trace raises
 # StorageReachError naming the input's leaf, and the driver compiles again with that leaf as a one-member alias group:
 # its whole storage becomes a synthetic base (Note [Synthetic Bases]), the leaf a view of it, and writes anywhere in the

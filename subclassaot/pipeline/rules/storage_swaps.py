@@ -185,7 +185,8 @@ from subclassaot.torch_internals import (
 # rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage: eager grows it in place,
 # under every tensor over it, so the program's other tensors there (views, tensors set_() onto it) are rebound to the
 # grown one too, each at its own layout, and it keeps every old element, those before x's offset too (its base reads
-# them); an input grown, then set_() off its storage, is refused (leaf_mutations.py); `.data` reads are tracked so
+# them); an input grown, then set_() off its storage, is refused (leaf_mutations.py), and one set_() to a part of its
+# grown storage is traced over its whole storage (Note [as_strided On Inputs]); `.data` reads are tracked so
 # that writes through them count as hidden from autograd, which functionalization does not record for us. Where the
 # storage is an input's (grown through the input or through a view of it), the epilogue grows the real input's storage
 # in place (`untyped_storage().resize_()`) and then writes the input's final values, so the caller's views of it see
