@@ -777,15 +777,25 @@ def _check_requires_grad_calls(
             )
         # (results computed from it before the drop have its history in both: Note [Grad Mode And Autograd Reads])
         regained_read = id(t) in run.swaps.read_after_regain and t.requires_grad
-        if regained_read and isinstance(real, torch.Tensor) and real.requires_grad:
+        if regained_read and isinstance(real, torch.Tensor) and real.requires_grad and _graded_result(run):
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: the program turns requires_grad off for this input, which requires grad, "
-                "and back on, then computes from it with grad mode on: eager's input is one leaf throughout, and a "
-                "result computed from it after the flag came back has history to it, while the compiled call's "
-                "gradient does not reach it. Compute from the input before turning requires_grad off, leave it on, "
-                "or change it outside the compiled function"
+                "and back on, then computes from it with grad mode on, and returns a tensor that requires grad (or "
+                "writes one into a tensor): eager's input is one leaf throughout, and a result computed from it after "
+                "the flag came back has history to it, while the compiled call's gradient does not reach it. Compute "
+                "from the input before turning requires_grad off, leave it on, or change it outside the compiled "
+                "function"
             )
     return own
+
+
+def _graded_result(run: FunctionalRun) -> bool:
+    """Does the program return a tensor that requires grad, or write a value that requires grad with grad on into a
+    tensor (an input, or a view of one, may hold it), other than through `.data`?"""
+    swaps = run.swaps
+    hidden = swaps.data_aliases | swaps.data_views
+    graded_write = any(i not in hidden for i in swaps.grad_written)
+    return graded_write or any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output))
 
 
 def _analyze_outputs(

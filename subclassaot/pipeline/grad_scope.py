@@ -132,7 +132,8 @@ __all__ = [
 #   writes (refused where another input shares its storage); turned off and on again, eager's input is one leaf
 #   throughout: results computed from it before the drop have its history in both (what ops saved of it stays
 #   readable: joint's saves), but one computed with grad after the flag came back has history to the run's stand-in,
-#   a leaf of its own: refused where the input ends requiring grad (SwapRecord.read_after_regain); views of it taken with grad after the flag went off and
+#   a leaf of its own: refused where the input ends requiring grad and an output, or a write, holds a result that
+#   requires grad (SwapRecord.read_after_regain); views of it taken with grad after the flag went off and
 #   replayed before the epilogue, so before the drop, are replayed without history (Note [Views That Raise After A
 #   Bump]). On a view or an intermediate: in a call under no_grad, only the flag changes, which its views share (the
 #   call itself acts alike whatever the grad mode: one inside a torch.enable_grad() block of that call is the same
