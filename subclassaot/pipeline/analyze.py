@@ -334,7 +334,7 @@ class _CheckedRun:
     ) -> None:
         self.run = run
         check_own_base_run(run.swaps, own_base_views)
-        _settle_last_gains(call, run, flat, user_fakes)
+        _settle_last_gains(call, run, flat, layout, user_fakes)
         own = _check_requires_grad_calls(call, run, flat, layout, own_leaves)
         check_dirty_inputs(flat, layout, run)
         check_mixed_grad_view_ops(flat, run)
@@ -651,7 +651,11 @@ def _eager_inference_tensor(path: str, value: torch.Tensor, run: FunctionalRun) 
 
 
 def _settle_last_gains(
-    call: Callable[..., object], run: FunctionalRun, flat: FlatInputs, user_fakes: Sequence[torch.Tensor]
+    call: Callable[..., object],
+    run: FunctionalRun,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    user_fakes: Sequence[torch.Tensor],
 ) -> None:
     """The inputs made to require grad after an op with grad read their storage, which nothing of the program writes
     after, nor reads with grad where eager's histories would show it (SwapRecord.late_gains, read_after_gain): they
@@ -670,7 +674,7 @@ def _settle_last_gains(
         real = passed[i]
         if not isinstance(real, torch.Tensor) or real.requires_grad or user_fakes[i].requires_grad:
             continue
-        if sum(r is real for r in passed) > 1 or _traced_apart(run, passed, i):
+        if sum(r is real for r in passed) > 1 or _traced_apart(run, layout, passed, i):
             continue
         settled.append((i, stand_in, place))
     read = [flat.tensor_indices[i] for i, stand_in, _ in settled if stand_in in record.read_after_gain]
@@ -700,18 +704,24 @@ def _grown_view_returned(run: FunctionalRun, key: object) -> bool:
     )
 
 
-def _traced_apart(run: FunctionalRun, passed: Sequence[object], i: int) -> bool:
-    """Does tensor input `i` share its storage with another passed plain tensor whose stand-in the run has over
-    another storage (an alias group traced apart, Note [Synthetic Bases])? Its reads are then none of input `i`'s."""
-    real, mine = passed[i], run.user_tensors[i]
+def _traced_apart(run: FunctionalRun, layout: DenseLayout, passed: Sequence[object], i: int) -> bool:
+    """Does tensor input `i` share its storage with another passed plain tensor whose stand-in the run began over
+    another storage (an alias group traced apart, Note [Synthetic Bases])? Its reads are then none of input `i`'s.
+    (As the run began: a stand-in the program set_() to another storage since is still of its group.)"""
+    real, mine = passed[i], _original_storage(run, layout, i)
     assert isinstance(real, torch.Tensor), "BUG: a tensor input that is no tensor"
     for j, other in enumerate(passed):
-        theirs = run.user_tensors[j]
         if j == i or not isinstance(other, torch.Tensor) or is_traceable_subclass(other):
             continue
-        if storage_key(other) == storage_key(real) and storage_key(theirs) != storage_key(mine):
+        if storage_key(other) == storage_key(real) and _original_storage(run, layout, j) != mine:
             return True
     return False
+
+
+def _original_storage(run: FunctionalRun, layout: DenseLayout, i: int) -> object:
+    """The storage of plain tensor input `i`'s stand-in as the run began."""
+    (j,) = layout.leaves_of_input[i]
+    return storage_key(run.originals[j])
 
 
 def _unwritten_own_leaves(
@@ -766,26 +776,27 @@ def _check_requires_grad_calls(
                 "write's history, while the compiled call's write reaches a leaf that still requires grad. Write "
                 "into a clone, or turn requires_grad off outside the compiled function"
             )
-        regained = id(t) in run.swaps.requires_grad_dropped and id(t) in run.swaps.requires_grad_set
-        if (
-            regained
-            and t.requires_grad
-            and isinstance(real, torch.Tensor)
-            and real.requires_grad
-            and _graded_output(run)
-        ):
+        # (results computed from it before the drop have its history in both: Note [Grad Mode And Autograd Reads])
+        regained_read = id(t) in run.swaps.read_after_regain and t.requires_grad
+        if regained_read and isinstance(real, torch.Tensor) and real.requires_grad and _graded_result(run):
             raise UnsupportedError(
                 f"{flat.leaves[k].path}: the program turns requires_grad off for this input, which requires grad, "
-                "and back on, and returns a tensor that requires grad: eager's input is one leaf throughout, and a "
-                "result computed from it after the flag came back has history to it, while the compiled call's "
-                "gradient does not reach it. Leave requires_grad on, or change it outside the compiled function"
+                "and back on, then computes from it with grad mode on, and returns a tensor that requires grad (or "
+                "writes one into a tensor): eager's input is one leaf throughout, and a result computed from it after "
+                "the flag came back has history to it, while the compiled call's gradient does not reach it. Compute "
+                "from the input before turning requires_grad off, leave it on, or change it outside the compiled "
+                "function"
             )
     return own
 
 
-def _graded_output(run: FunctionalRun) -> bool:
-    """Does the program return a tensor that requires grad?"""
-    return any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output))
+def _graded_result(run: FunctionalRun) -> bool:
+    """Does the program return a tensor that requires grad, or write a value that requires grad with grad on into a
+    tensor (an input, or a view of one, may hold it), other than through `.data`?"""
+    swaps = run.swaps
+    hidden = swaps.data_aliases | swaps.data_views
+    graded_write = any(i not in hidden for i in swaps.grad_written)
+    return graded_write or any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output))
 
 
 def _analyze_outputs(

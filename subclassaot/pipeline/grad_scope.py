@@ -127,9 +127,13 @@ __all__ = [
 #   graph's results (its written value too, no differentiable output where other inputs train) keep eager's lack of
 #   history, and the runtime sets the flag once the outputs are built (its views
 #   among them, replayed before, follow it as eager's taken before do; its group is not traced apart, where the reads
-#   of the others would be none of its);
+#   of the others would be none of its: as the run began, a set_() to another storage since leaving it of its group);
 #   turned off, the run's stand-in (no leaf, where both raise) is detach_()ed and the runtime drops the real leaf's flag after the graph and before the epilogue's
-#   writes (refused where another input shares its storage); views of it taken with grad after the flag went off and
+#   writes (refused where another input shares its storage); turned off and on again, eager's input is one leaf
+#   throughout: results computed from it before the drop have its history in both (what ops saved of it stays
+#   readable: joint's saves), but one computed with grad after the flag came back has history to the run's stand-in,
+#   a leaf of its own: refused where the input ends requiring grad and an output, or a write, holds a result that
+#   requires grad (SwapRecord.read_after_regain); views of it taken with grad after the flag went off and
 #   replayed before the epilogue, so before the drop, are replayed without history (Note [Views That Raise After A
 #   Bump]). On a view or an intermediate: in a call under no_grad, only the flag changes, which its views share (the
 #   call itself acts alike whatever the grad mode: one inside a torch.enable_grad() block of that call is the same

@@ -310,9 +310,9 @@ def trace_joint(
 
 
 # Saves of a leaf whose flag drops (`_saves_as_eager`). The run's stand-in for a leaf input that requires grad is a
-# clone, no leaf; where the program drops the leaf's flag (`.requires_grad = False`, requires_grad_(False)) the stand-in
-# is detach_()ed (Note [Grad Mode And Autograd Reads]). Eager's backward then still unpacks what ops saved of the leaf
-# before the drop (a leaf's saves are never checked for a lost grad_fn), while autograd raises for a non-leaf detached
+# clone, no leaf; where the program drops the leaf's flag (`.requires_grad = False`, requires_grad_(False)), even to turn
+# it back on later, the stand-in is detach_()ed (Note [Grad Mode And Autograd Reads]). Eager's backward then still
+# unpacks what ops saved of the leaf before the drop (a leaf's saves are never checked for a lost grad_fn), while autograd raises for a non-leaf detached
 # in place after a save ("Trying to use a saved tensor that has been detached in-place"). So where the program drops a
 # leaf input's flag, the joint trace packs every save with saved-tensor hooks of its own: a stand-in for a leaf input
 # unpacks as it is, as eager's leaf does, and any other tensor saved with a grad_fn that a detach_() took since raises
@@ -341,7 +341,10 @@ def _saves_as_eager(setup: JointSetup) -> tuple[contextlib.AbstractContextManage
     leaf input's flag), and the set the trace fills with the id() of each leaf input's stand-in."""
     stand_ins: set[int] = set()
     after = setup.analysis.requires_grad_after
-    if not any(f.is_leaf and f.requires_grad and not a for f, a in zip(setup.user_fakes, after, strict=True)):
+    # (a flag turned back on since leaves the stand-in detach_()ed all the same)
+    dropped = setup.analysis.requires_grad_dropped or (False,) * len(after)
+    drops = (not a or d for a, d in zip(after, dropped, strict=True))
+    if not any(f.is_leaf and f.requires_grad and d for f, d in zip(setup.user_fakes, drops, strict=True)):
         return contextlib.nullcontext(), stand_ins
 
     def pack(t: torch.Tensor) -> tuple[torch.Tensor, bool, int]:

@@ -2145,6 +2145,53 @@ def test_requires_grad_on_input_then_its_storage_read_unseen_gains_last(
         assert_matches_eager(f, make(pair), backend="inductor")
 
 
+def set_away_then_gain(x0: T, x1: T, x2: T) -> object:
+    # with grad on, of tensors requiring none: eager records nothing, and x0 leaves x1's storage
+    x0.set_(x2)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x0.requires_grad_()
+    return (x1 * 2,)
+
+
+def set_away_then_gain_then_no_grad_view(x0: T, x1: T, x2: T) -> object:
+    x0.set_(x2)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    with torch.no_grad():
+        t = x2.reshape((2, 2))  # over x0's storage now, without history in either
+    x0.requires_grad = True
+    return (t, x0)
+
+
+def _two_over_one_storage_and_another(pair: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b, c = torch.randn(2, 3), torch.randn(4)
+        base = PairTensor.from_tensor(b) if pair else b
+        return (base, base.detach(), PairTensor.from_tensor(c) if pair else c)  # (no view of one another)
+
+    return make
+
+
+@pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f", [set_away_then_gain, set_away_then_gain_then_no_grad_view], ids=["other_read", "no_grad_view"]
+)
+def test_requires_grad_on_input_set_away_from_shared_storage_gains_last(f: Callable[..., object], pair: bool) -> None:
+    """fuzz seed 119000, programs 1271 and 5733 (UNSUPPORTED): an input sharing storage with another, set_() with grad
+    on to a third input's storage (the op with grad that read it), then made to require grad, nothing taking its new
+    storage after but reads eager records no history of: the flag comes last (Analysis.gains_last). Its group is no
+    group traced apart (its stand-in began over the group's storage: analyze._traced_apart), where it was taken for
+    one and refused. PairTensor inputs compile by the subclass's own rule where it has one, else are refused by name."""
+    with torch.enable_grad():
+        f(*_two_over_one_storage_and_another(pair)())  # eager runs it
+        try:
+            subclassaot.compile(f, backend="eager")(*_two_over_one_storage_and_another(pair)())
+        except UnsupportedError as e:
+            assert pair, f"plain inputs must compile: {e}"
+            assert re.search(GAINED_AFTER_READ, str(e)), str(e)
+            return
+        assert_matches_eager(f, _two_over_one_storage_and_another(pair), backend="eager")
+        assert_matches_eager(f, _two_over_one_storage_and_another(pair), backend="eager", after_call=write_outputs)
+        assert_matches_eager(f, _two_over_one_storage_and_another(pair), backend="inductor")
+
+
 def grow_a_view_then_gain(x0: T) -> object:
     t0 = x0.reshape((1, 1, 4))
     t0.resize_((7,))  # grows x0's storage through its view: eager's t0, taken before the flag, rebuilds its history
@@ -3345,17 +3392,112 @@ def dropped_written_regained_read(x: T) -> object:
     return (x * 2,)
 
 
-@pytest.mark.parametrize("f", [dropped_regained_read, dropped_written_regained_read], ids=["read", "written_read"])
-def test_input_flag_turned_off_and_on_with_a_graded_output_is_refused(f: Callable[..., object]) -> None:
-    """An input that requires grad, whose flag the program turns off and back on, in a program returning a tensor
-    that requires grad: eager's gradient reaches the one leaf, the compiled call's did not (a wrong gradient):
-    refused naming the input."""
+def dropped_regained_read_into_another_input(x: T, o: T) -> object:
+    x.requires_grad = False
+    x.requires_grad = True
+    o.copy_(x * 2)  # no output requires grad, but the input written does: it was a wrong gradient
+    return ()
+
+
+def _grad_and_plain() -> tuple[object, ...]:
+    return (torch.randn(3, requires_grad=True), torch.randn(3))
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (dropped_regained_read, _grad(3)),
+        (dropped_written_regained_read, _grad(3)),
+        (dropped_regained_read_into_another_input, _grad_and_plain),
+    ],
+    ids=["read", "written_read", "into_another_input"],
+)
+def test_input_flag_turned_off_and_on_then_read_with_grad_is_refused(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """An input that requires grad, whose flag the program turns off and back on, then computes from it with grad
+    (SwapRecord.read_after_regain): eager's gradient reaches the one leaf through that result, the compiled call's
+    did not (a wrong gradient, where no output requires grad too): refused naming the input."""
     with torch.enable_grad():
-        x = torch.randn(3, requires_grad=True)
-        f(x)[0].sum().backward()  # type: ignore[index]
-        assert x.grad is not None  # eager runs it
+        inputs = make_inputs()
+        f(*inputs)  # eager runs it
         with pytest.raises(UnsupportedError, match=r"args\[0\]: the program turns requires_grad off .* and back on"):
-            subclassaot.compile(f)(torch.randn(3, requires_grad=True))
+            subclassaot.compile(f)(*make_inputs())
+
+
+def read_dropped_written_regained(x: T) -> object:
+    y = x * 2  # before the drop: history to x in eager and in the compiled call alike
+    x.requires_grad = False
+    x.mul_(2.0)
+    x.requires_grad_()
+    return (y,)
+
+
+def saved_dropped_regained(x: T) -> object:
+    y = x.sin()  # saves x: the backward reads the stand-in detach_()ed at the drop (joint._saves_as_eager)
+    x.requires_grad_(False)
+    x.requires_grad_(True)
+    return (y, x)
+
+
+def view_read_dropped_read_regained(x: T) -> object:
+    v = x[1:]
+    y = v * 2
+    x.requires_grad = False
+    z = x * 3  # while the flag is off: no history in either
+    x.requires_grad = True
+    return (y, z, v)
+
+
+def read_dropped_regained_read_under_no_grad(x: T) -> object:
+    y = x * 2
+    x.requires_grad = False
+    x.requires_grad_()
+    with torch.no_grad():
+        z = x * 3
+    return (y, z, x)
+
+
+def dropped_regained_read_dropped_again(x: T) -> object:
+    x.requires_grad = False
+    x.requires_grad = True
+    y = x * 2  # eager's y has history to x, which keeps it once the flag is off again (the compiled call's too)
+    x.requires_grad = False
+    return (y,)
+
+
+def view_before_dropped_regained_read(x: T) -> object:
+    v = x[1:]  # taken with grad before the drop: its history reaches x in both
+    x.requires_grad = False
+    x.requires_grad_()
+    return (v * 2,)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        read_dropped_written_regained,
+        saved_dropped_regained,
+        view_read_dropped_read_regained,
+        read_dropped_regained_read_under_no_grad,
+        view_before_dropped_regained_read,
+        dropped_regained_read_dropped_again,
+    ],
+    ids=["written", "saved", "view_read_while_off", "no_grad_read", "view_before", "dropped_again"],
+)
+@pytest.mark.parametrize("make_inputs", [_grad(3), _pair_grad], ids=["plain", "pair"])
+def test_input_flag_turned_off_and_on_read_only_before_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """An input that requires grad, whose flag the program turns off and back on, computed from with grad only
+    before the drop (or while the flag is off, or under no_grad): eager's results have history to the one leaf from
+    the reads before it alone, as the compiled call's do; what ops saved of it before the drop stays readable in
+    the backward (joint._saves_as_eager, where it was refused as a failed backward trace). It was refused as a whole
+    (a graded output). So too an input read after the flag came back that ends the call without it, which matched
+    eager before and is left to compile."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+        assert_matches_eager(f, make_inputs, after_call=write_outputs)
 
 
 # An input that ends the call without requiring grad: the outputs computed after the drop carry no history (the

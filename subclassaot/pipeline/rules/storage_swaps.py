@@ -1474,6 +1474,9 @@ class _DataMode(TorchFunctionMode):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
+                    regained = id(a) in self.record.requires_grad_dropped and a.requires_grad
+                    if regained and func is not torch.Tensor.requires_grad_:  # (the flag's own call reads nothing)
+                        self.record.read_after_regain.add(id(a))
                     if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                         self.record.storages_read_with_grad.add(storage_key(a))
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
@@ -1728,6 +1731,8 @@ def _apply_noted(
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
+                if id(a) in record.requires_grad_dropped and a.requires_grad:
+                    record.read_after_regain.add(id(a))
                 if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                     record.storages_read_with_grad.add(storage_key(a))
     if not torch.is_grad_enabled():

@@ -154,6 +154,9 @@ class SwapRecord:
     requires_grad_set: set[int] = field(default_factory=set)  # id() of tensors the program called requires_grad_() on
     requires_grad_dropped: set[int] = field(default_factory=set)  # ... and those it turned requires_grad off on
     dropped_at: dict[int, int] = field(default_factory=dict)  # ... -> `seq` when it first did
+    # ... of those, the ones an op with grad read after the flag came back on: eager's results of such a read have
+    # history to the input, the run's to its stand-in made a leaf of its own (Note [Grad Mode And Autograd Reads])
+    read_after_regain: set[int] = field(default_factory=set)
     # id() of input stand-ins whose real input is a view of another input the program made require grad (Note [Grad
     # Mode And Autograd Reads])
     views_of_gained_bases: set[int] = field(default_factory=set)
