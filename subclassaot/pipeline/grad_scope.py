@@ -19,7 +19,12 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.autograd_state import reads_unpassed_base, requires_grad_through_gained_base
+from subclassaot.pipeline.rules.autograd_state import (
+    RaisingHistory,
+    raising_history,
+    reads_unpassed_base,
+    requires_grad_through_gained_base,
+)
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.pipeline.rules.swap_record import RawMeta, tensor_meta
 from subclassaot.runtime.steps import input_root
@@ -28,7 +33,6 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     below_autograd,
     get_version,
-    grad_fn_error_after_bump,
     grad_fn_raises,
     has_grad_fn,
     no_torch_function,
@@ -223,52 +227,45 @@ def check_flagless_view_reads(
     )
 
 
-def bumped_input_reads(
-    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Before an op with grad on: the inputs among its arguments whose version counter the program moved before it,
-    each with the real input (`check_raising_view_input_reads` decides after the op). Not an input the program wrote
-    through itself or a view of it with grad on (`visible_seq`): eager raised at that write, autograd's own error, which the compiled
-    call's write raises as eager's."""
+def bumped_input_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[RaisingHistory]:
+    """Before an op with grad on: the inputs among its arguments, and the views the program took of them, whose
+    history eager's autograd refuses at a read now (`raising_history`: their version counter moved since they were
+    made), which `check_raising_view_input_reads` raises for after the op where it recorded a node."""
     if not torch.is_grad_enabled() or torch.is_inference_mode_enabled() or not record.written_families:
         return []
-    return [
-        (t, found[1])
-        for t in pytree.tree_leaves((args, kwargs))
-        if isinstance(t, torch.Tensor)
-        and (found := record.input_positions.get(id(t))) is not None
-        and record.bumps(t)
-        and not _written_through_with_grad(record, t)
-    ]
-
-
-def _written_through_with_grad(record: SwapRecord, t: torch.Tensor) -> bool:
-    """Did the program write `t`, or a view of it, with grad on (not through .data/detach())?"""
-    written = (record.pinned.get(i) for i in record.visible_seq)
-    return any(isinstance(w, torch.Tensor) and (w is t or record.view_root(w) is t) for w in written)
+    leaves = pytree.tree_leaves((args, kwargs))
+    return [found for t in leaves if (found := raising_history(record, t)) is not None]
 
 
 def check_raising_view_input_reads(
-    record: SwapRecord, read: Sequence[tuple[torch.Tensor, torch.Tensor]], out: object, seq_before: int
+    record: SwapRecord, read: Sequence[RaisingHistory], out: object, seq_before: int, operands: Sequence[object]
 ) -> None:
-    """Raise eager's error where an op with grad on, which recorded a node (a result with history that is not merely
-    an argument handed back), read an input that is a view whose grad_fn raises once its version counter moved (made
-    by a multi-output op, under no_grad, ...), after the program moved that counter (`read`: bumped_input_reads): an
-    in-place write through any tensor sharing it (the input, its base, a detach() of either, a view of those), a
-    resize_() of one that changes its size, a set_(). The run's stand-in is no such view, so nothing in the run
-    raises; eager's node reads the input's grad_fn first (Note [Views That Raise After A Bump])."""
+    """Raise eager's error where an op with grad on, which began at `seq_before`, raised in eager (Note [Views That
+    Raise After A Bump]): first an in-place write with grad of an input whose history eager refuses, or of a view of
+    one (`record.grad_writes`, which the check empties), after the read of such a tensor a view the op took itself
+    to write made (`x0[0] = 1.0`); then, where it recorded a node (a result with history that
+    is not merely an argument handed back), a read of one whose version counter the program moved since it was made
+    (`read`: `bumped_input_reads`, before the op; `operands`: the op's arguments): a write through any tensor sharing it (the input, its base, a
+    detach() of either, a view of those), a resize_() of one that changes its size, a set_(). The run's stand-in is no
+    such view, so nothing in the run raises; eager's node reads each argument's grad_fn first."""
+    written, record.grad_writes = record.grad_writes, []
+    for t in written:
+        if not any(t is o for o in operands):  # (a view the op took itself, `x0[0] = 1.0`: taking it read its source)
+            taken_from = next((r for r in read if any(v.source is r.tensor for v in record.chain(t))), None)
+            if taken_from is not None:
+                raise taken_from.error() from None
+        found = raising_history(record, t, write=True, before=seq_before + 1)
+        if found is not None:
+            raise found.error() from None
     if not read:
         return
     with no_torch_function():  # (the pipeline's reads, not the program's)
         results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
         if not any(has_grad_fn(o) for o in results):
             return
-        if all(any(o is t for t, _ in read) for o in results) and record.seq == seq_before:
+        if all(any(o is a for a in operands) for o in results) and record.seq == seq_before:
             return  # (requires_grad_(), contiguous() of a contiguous input: no node)
-        for _, real in read:
-            error = grad_fn_error_after_bump(real)
-            if error is not None:
-                raise RuntimeError(str(error)) from None
+    raise read[0].error() from None
 
 
 def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -276,12 +273,11 @@ def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], 
     requires grad, autograd records its node, reading each input's grad_fn before the forward runs."""
     read = bumped_input_reads(record, args, kwargs)
     with no_torch_function():  # (the pipeline's reads, not the program's)
-        if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))):
+        if not read or not any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))
+        ):
             return
-        for _, real in read:
-            error = grad_fn_error_after_bump(real)
-            if error is not None:
-                raise RuntimeError(str(error)) from None
+    raise read[0].error() from None
 
 
 # what autograd raises where an in-place op with grad on writes a view whose base is a leaf that requires grad, or

@@ -31,6 +31,7 @@ from subclassaot.pipeline.grad_scope import (
     resize_as_eager,
 )
 from subclassaot.pipeline.rules.autograd_state import (
+    RaisingHistory,
     base_read,
     is_autograd_read,
     is_base_read,
@@ -903,6 +904,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         source_requires_grad=src.requires_grad,
                         source_inference=src.is_inference(),
                         source_base_gained=self.record.base_gained(src),
+                        bumps=self.record.bump_count(src),
                     )
                     self.record.note_view_made(src, o, root)
                     if func is torch.ops.aten.detach.default and self.depth == 0:
@@ -954,6 +956,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self._record_write(arg, inplace or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
+                    if inplace and not arg_schema.is_out and self.depth == 0 and _recording():
+                        self._note_grad_write(func, arg)
+
+    def _note_grad_write(self, func: Any, arg: torch.Tensor) -> None:
+        """An in-place write of `arg` with grad on, which eager's autograd checks first (Note [Views That Raise After
+        A Bump]); not set_(), resize_() nor detach_(), whose own rules come first."""
+        if func not in SET_OPS and func not in _RESIZE_OPS and func is not torch.ops.aten.detach_.default:
+            self.record.grad_writes.append(arg)
 
     def _version_before(self, t: torch.Tensor) -> int:
         """`t`'s version counter before the program's op running now (Note [set_ Under Grad])."""
@@ -1446,14 +1456,14 @@ class _DataMode(TorchFunctionMode):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         out: Any,
-        bumped: list[tuple[torch.Tensor, torch.Tensor]],
+        bumped: list[RaisingHistory],
         seq_before: int,
     ) -> None:
-        """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs it
-        read whose counter the program moved before it (Note [Views That Raise After A Bump])."""
+        """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs
+        (and views of them) it read whose history eager refused by then (Note [Views That Raise After A Bump])."""
+        check_raising_view_input_reads(self.record, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, kwargs, out)
-        check_raising_view_input_reads(self.record, bumped, out, seq_before)
 
     def _note_call(
         self,
