@@ -94,7 +94,8 @@ __all__ = [
 #   the program's: reads inside an op's dispatch (the pipeline's rules, a subclass's __torch_dispatch__) are each run's.
 # - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a
 #   leaf or non-leaf until detach_()ed, so is_leaf answers the real input's, and grad_fn the real input's where it cannot
-#   have changed; a non-leaf written with grad gets a new node and the run's answer stands. Inputs are laid out anew
+#   have changed (eager's error where its read raises: Note [Views That Raise After A Bump]); a non-leaf written with
+#   grad gets a new node and the run's answer stands. Inputs are laid out anew
 #   under no_grad, so a grad_fn read of a view of an input whose base requires grad and was written raises where eager's
 #   answers: refused by name. `._base` / `._is_view()` of an input or a view of it answer from the real input (None or
 #   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
@@ -241,13 +242,14 @@ def check_raising_view_input_reads(
     record: SwapRecord, read: Sequence[RaisingHistory], out: object, seq_before: int, operands: Sequence[object]
 ) -> None:
     """Raise eager's error where an op with grad on, which began at `seq_before`, raised in eager (Note [Views That
-    Raise After A Bump]): first an in-place write with grad of an input whose history eager refuses, or of a view of
-    one (`record.grad_writes`, which the check empties), after the read of such a tensor a view the op took itself
-    to write made (`x0[0] = 1.0`); then, where it recorded a node (a result with history that
-    is not merely an argument handed back), a read of one whose version counter the program moved since it was made
-    (`read`: `bumped_input_reads`, before the op; `operands`: the op's arguments): a write through any tensor sharing it (the input, its base, a
-    detach() of either, a view of those), a resize_() of one that changes its size, a set_(). The run's stand-in is no
-    such view, so nothing in the run raises; eager's node reads each argument's grad_fn first."""
+    Raise After A Bump]). First an in-place write with grad of an input whose history eager refuses, or of a view of
+    one (`record.grad_writes`, which the check empties), as autograd checks the tensor an op writes before it reads
+    the op's arguments; but where the op took the view it writes itself (`x0[0] = 1.0`), taking it read its source
+    first. Then, where it recorded a node (a result with history that is not merely one of its `operands` handed
+    back), a read of one whose version counter the program moved since it was made (`read`: `bumped_input_reads`,
+    before the op): a write through any tensor sharing it (the input, its base, a detach() of either, a view of
+    those), a resize_() of one that changes its size, a set_(). The run's stand-in is no such view, so nothing in the
+    run raises."""
     written, record.grad_writes = record.grad_writes, []
     for t in written:
         if not any(t is o for o in operands):  # (a view the op took itself, `x0[0] = 1.0`: taking it read its source)
