@@ -135,6 +135,7 @@ from subclassaot.pipeline.rules.swap_record import (
     SET_OPS,
     DataAssignment,
     InplaceViewRecord,
+    RawMeta,
     SwapRecord,
     ViewRecord,
     bump_family_wrappers,
@@ -875,6 +876,36 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0:
             note_layout(self.record, func, args, out, seq_before)
 
+    def _view_record(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        index: int | None,
+        meta: RawMeta,
+        leaves: tuple[RawMeta, ...] | None,
+    ) -> ViewRecord:
+        """The record of a view op's result, made now (`index`: its position in a multi-output op's result), of
+        `args[0]` as it was before (`meta`, `leaves`)."""
+        src = args[0]
+        return ViewRecord(
+            func,
+            src,
+            tuple(args[1:]),
+            dict(kwargs),
+            index,
+            _recording(),
+            meta,
+            self.record.seq,
+            leaves,
+            self.depth > 0,
+            self.depth == 0 and self.record.retaking_inference_view,
+            source_requires_grad=src.requires_grad,
+            source_inference=src.is_inference(),
+            source_base_gained=self.record.base_gained(src),
+            bumps=self.record.bump_count(src),
+        )
+
     def _track_op(self, func: Any, schema: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any]) -> None:
         if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
             self.record.seq += 1
@@ -889,23 +920,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
                     self.record.seq += 1
-                    self.record.views[id(o)] = ViewRecord(
-                        func,
-                        src,
-                        tuple(args[1:]),
-                        dict(kwargs),
-                        i if multi else None,
-                        _recording(),
-                        meta,
-                        self.record.seq,
-                        leaves,
-                        self.depth > 0,
-                        self.depth == 0 and self.record.retaking_inference_view,
-                        source_requires_grad=src.requires_grad,
-                        source_inference=src.is_inference(),
-                        source_base_gained=self.record.base_gained(src),
-                        bumps=self.record.bump_count(src),
-                    )
+                    self.record.views[id(o)] = self._view_record(func, args, kwargs, i if multi else None, meta, leaves)
                     self.record.note_view_made(src, o, root)
                     if func is torch.ops.aten.detach.default and self.depth == 0:
                         self.record.note_detach(src, o)
