@@ -313,6 +313,18 @@ def grad_fn_error_after_bump(t: torch.Tensor) -> RuntimeError | None:
     return None
 
 
+# autograd's one message for a view whose history it refuses, as it names what was modified in place: the view's base
+# (or another view of it), at a read of the view's history after the write; the view itself, at its own write
+_BASE_MODIFIED = "its base or another view of its base has been modified inplace"
+_SELF_MODIFIED = "is being modified inplace"
+
+
+def view_write_error(read_error: RuntimeError) -> RuntimeError:
+    """The error autograd raises at an in-place write with grad of a view whose history raises once its counter moved
+    (`grad_fn_error_after_bump`'s `read_error`): the same message, naming the view itself as modified."""
+    return RuntimeError(str(read_error).replace(_BASE_MODIFIED, _SELF_MODIFIED, 1))
+
+
 def grad_fn_or_none(t: torch.Tensor) -> Any:
     """`t.grad_fn`, or None where reading it raises (the view-after-write error, or a view replay that fails after
     its base's layout changed: see grad_fn_raises)."""

@@ -19,7 +19,12 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.autograd_state import reads_unpassed_base, requires_grad_through_gained_base
+from subclassaot.pipeline.rules.autograd_state import (
+    RaisingHistory,
+    raising_history,
+    reads_unpassed_base,
+    requires_grad_through_gained_base,
+)
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.pipeline.rules.swap_record import RawMeta, tensor_meta
 from subclassaot.runtime.steps import input_root
@@ -28,7 +33,6 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     below_autograd,
     get_version,
-    grad_fn_error_after_bump,
     grad_fn_raises,
     has_grad_fn,
     no_torch_function,
@@ -90,7 +94,8 @@ __all__ = [
 #   the program's: reads inside an op's dispatch (the pipeline's rules, a subclass's __torch_dispatch__) are each run's.
 # - Reads of inputs: the run's inputs are functional tensors or rebuilt wrappers. An input that requires grad stays a
 #   leaf or non-leaf until detach_()ed, so is_leaf answers the real input's, and grad_fn the real input's where it cannot
-#   have changed; a non-leaf written with grad gets a new node and the run's answer stands. Inputs are laid out anew
+#   have changed (eager's error where its read raises: Note [Views That Raise After A Bump]); a non-leaf written with
+#   grad gets a new node and the run's answer stands. Inputs are laid out anew
 #   under no_grad, so a grad_fn read of a view of an input whose base requires grad and was written raises where eager's
 #   answers: refused by name. `._base` / `._is_view()` of an input or a view of it answer from the real input (None or
 #   the input where it is no view; the other input where it views one passed; refused for a base not passed); reads from
@@ -227,49 +232,51 @@ def check_flagless_view_reads(
     )
 
 
-def bumped_input_reads(
-    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Before an op with grad on: the inputs among its arguments whose version counter the program moved before it,
-    each with the real input (`check_raising_view_input_reads` decides after the op). Not an input the program wrote
-    through itself or a view of it with grad on (`visible_seq`): eager raised at that write, autograd's own error, which the compiled
-    call's write raises as eager's."""
+def bumped_input_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[RaisingHistory]:
+    """Before an op with grad on: the inputs among its arguments, and the views the program took of them, whose
+    history eager's autograd refuses at a read now (`raising_history`: their version counter moved since they were
+    made), which `check_raising_view_input_reads` raises for after the op where it recorded a node."""
     if not torch.is_grad_enabled() or torch.is_inference_mode_enabled() or not record.written_families:
         return []
-    return [
-        (t, found[1])
-        for t in pytree.tree_leaves((args, kwargs))
-        if isinstance(t, torch.Tensor)
-        and (found := record.input_positions.get(id(t))) is not None
-        and record.bumps(t)
-        and not _written_through_with_grad(record, t)
-    ]
-
-
-def _written_through_with_grad(record: SwapRecord, t: torch.Tensor) -> bool:
-    """Did the program write `t`, or a view of it, with grad on (not through .data/detach())?"""
-    written = (record.pinned.get(i) for i in record.visible_seq)
-    return any(isinstance(w, torch.Tensor) and (w is t or record.view_root(w) is t) for w in written)
+    leaves = pytree.tree_leaves((args, kwargs))
+    return [found for t in leaves if (found := raising_history(record, t)) is not None]
 
 
 def check_raising_view_input_reads(
-    record: SwapRecord, name: str, read: Sequence[tuple[torch.Tensor, torch.Tensor]], out: object, seq_before: int
+    record: SwapRecord,
+    name: str,
+    read: Sequence[RaisingHistory],
+    out: object,
+    seq_before: int,
+    operands: Sequence[object],
 ) -> None:
-    """Raise eager's error where an op with grad on, which recorded a node (a result with history that is not merely
-    an argument handed back), read an input that is a view whose grad_fn raises once its version counter moved (made
-    by a multi-output op, under no_grad, ...), after the program moved that counter (`read`: bumped_input_reads): an
-    in-place write through any tensor sharing it (the input, its base, a detach() of either, a view of those), a
-    resize_() of one that changes its size, a set_(). The run's stand-in is no such view, so nothing in the run
-    raises; eager's node reads the input's grad_fn first (Note [Views That Raise After A Bump])."""
+    """Raise eager's error where an op with grad on, which began at `seq_before`, raised in eager (Note [Views That
+    Raise After A Bump]). First an in-place write with grad of an input whose history eager refuses, or of a view of
+    one (`record.grad_writes`, which the check empties), as autograd checks the tensor an op writes before it reads
+    the op's arguments; but where the op took the view it writes itself (`x0[0] = 1.0`), taking it read its source
+    first. Then, where it recorded a node (a result with history that is not merely one of its `operands` handed
+    back), a read of one whose version counter the program moved since it was made (`read`: `bumped_input_reads`,
+    before the op): a write through any tensor sharing it (the input, its base, a detach() of either, a view of
+    those), a resize_() of one that changes its size, a set_(). The run's stand-in is no such view, so nothing in the
+    run raises."""
+    written, record.grad_writes = record.grad_writes, []
+    for t in written:
+        if not any(t is o for o in operands):  # (a view the op took itself, `x0[0] = 1.0`: taking it read its source)
+            taken_from = next((r for r in read if any(v.source is r.tensor for v in record.chain(t))), None)
+            if taken_from is not None:
+                raise taken_from.error() from None
+        found = raising_history(record, t, write=True, before=seq_before + 1)
+        if found is not None:
+            raise found.error() from None
     if not read:
         return
     with no_torch_function():  # (the pipeline's reads, not the program's)
         results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
         if not any(has_grad_fn(o) for o in results):
             return
-        if all(any(o is t for t, _ in read) for o in results) and (record.seq == seq_before or name in _NO_NODE):
+        if all(any(o is a for a in operands) for o in results) and (record.seq == seq_before or name in _NO_NODE):
             return  # (requires_grad_(), contiguous() of a contiguous input: no node)
-        _raise_for_bumped_reads(record, read)
+    raise read[0].error() from None
 
 
 # calls that hand their argument back and never build a node, though the run records an event for them (a flag)
@@ -281,21 +288,11 @@ def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], 
     requires grad, autograd records its node, reading each input's grad_fn before the forward runs."""
     read = bumped_input_reads(record, args, kwargs)
     with no_torch_function():  # (the pipeline's reads, not the program's)
-        if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))):
+        if not read or not any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs))
+        ):
             return
-        _raise_for_bumped_reads(record, read)
-
-
-def _raise_for_bumped_reads(record: SwapRecord, read: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> None:
-    """Raise eager's error for the first input of `read` whose grad_fn raises once its counter moved. Whether one does
-    is its creation meta's (and whether it is a view at all): the guards check it for every input read here that
-    requires grad (Note [What The Guards Compare])."""
-    for t, real in read:
-        if real.requires_grad:  # (one that does not raises nothing, whatever its creation meta)
-            record.creation_meta_reads.append(record.input_positions[id(t)][0])
-        error = grad_fn_error_after_bump(real)
-        if error is not None:
-            raise RuntimeError(str(error)) from None
+    raise read[0].error() from None
 
 
 # what autograd raises where an in-place op with grad on writes a view whose base is a leaf that requires grad, or

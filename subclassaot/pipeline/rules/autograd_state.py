@@ -25,12 +25,21 @@ Input: the `_DataMode` of storage_swaps.py calls `note_grad_fn_reads` after each
 `note_assignment_reads` at each plain `.data =`; view_chains asks `stale_at_end` for an output view replayed from an
 input and then assigned. Output: the record's `grad_fn_reads` / `reads_before_data`, and the answer.
 Invariants: records only; nothing here changes a tensor.
+
+Part: View inputs, and views the program took of them, whose history eager's autograd refuses at a read or a write
+(Note [Views That Raise After A Bump]).
+
+Input: the record, a tensor of the run and the event on it (a read of its history or an in-place write with grad);
+`read` asks it at reads of grad_fn / is_leaf, grad_scope's rules at the program's ops. Output: a `RaisingHistory`
+(or None), whose `error()` is eager's error. Invariants: the real input is left as it came (views of it are taken
+and dropped; its version counter moved by one and given back at once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import sympy
 import torch
@@ -38,17 +47,22 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
 from subclassaot.torch_internals import (
+    grad_fn_error_after_bump,
     has_grad_fn,
+    hint_of,
     is_no_grad_view,
     no_torch_function,
+    outside_current_modes,
     reads_flag_of_base,
     symint_expr,
+    view_write_error,
 )
 
 __all__ = [
     "PROGRAM_FUNCTION_FLAG",
+    "RaisingHistory",
     "assigned_accumulator_size",
     "base_read",
     "history_set_at",
@@ -62,6 +76,7 @@ __all__ = [
     "note_grad_fn_reads",
     "note_grad_reads",
     "note_self_set",
+    "raising_history",
     "read",
     "reads_unpassed_base",
     "requires_grad_through_gained_base",
@@ -95,13 +110,17 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     `__torch_dispatch__`, as torch's TwoTensor building its result) is no program's: answered as the run's, neither
     recorded nor replayed, since runs under different grad modes make different such reads."""
     inside = record.dispatching > 0
+    name = getattr(getattr(func, "__self__", None), "__name__", None)
+    if not inside and name in _GRAD_FN_GETTERS and args:
+        found = raising_history(record, args[0])  # Note [Views That Raise After A Bump]
+        if found is not None:
+            raise found.error()
     if not inside and record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
         replayed = record.replayed_reads[record.replay_cursor]
         record.replay_cursor += 1
         record.autograd_reads.append(replayed)  # what this run answered: the next run's replay
         return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
-    name = getattr(getattr(func, "__self__", None), "__name__", None)
     if real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
         answer: object = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
@@ -433,3 +452,91 @@ def history_set_at(record: SwapRecord, t: torch.Tensor) -> int:
     """When autograd last set the history of `t`, a view the program took: made, or rebuilt by a read since."""
     found = record.views.get(id(t))
     return max(found.seq if found is not None else -1, record.grad_fn_reads.get(id(t), -1))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Part: view inputs whose history raises in eager (Note [Views That Raise After A Bump]).
+
+
+@dataclass(frozen=True, slots=True)
+class RaisingHistory:
+    """An input of the program, or a view it took of one by view ops, whose eager history autograd refuses at the
+    program's event on it now (`raising_history`), where the run's stand-in, no such view, lets it be. `chain`: the
+    view ops that made it from the input, the input's end first; `write`: the event is an in-place write with grad."""
+
+    tensor: torch.Tensor  # the run's
+    position: int  # the input's tensor position
+    real: torch.Tensor  # the real input
+    chain: tuple[ViewRecord, ...]
+    write: bool
+
+    def error(self) -> RuntimeError:
+        """Eager's very error: the chain replayed on the real input (each view op in the grad and inference mode the
+        program took it in, so with eager's creation meta, output number and node), whose read of grad_fn runs with
+        its counter moved by one and given back at once; for a write, autograd's header naming the view itself.
+        UnsupportedError where the chain cannot be replayed so (an argument that is a tensor)."""
+        view, error, cause = self.real, None, None
+        try:
+            with outside_current_modes(), no_torch_function():
+                for step in self.chain:
+                    view = _replayed_step(step, view)
+                error = grad_fn_error_after_bump(view)
+        except (RuntimeError, TypeError, ValueError, IndexError) as e:
+            cause = e
+        if error is None:
+            raise UnsupportedError(
+                f"the program {'writes' if self.write else 'reads'} with grad enabled a view it took of tensor input "
+                f"{self.position}, an input whose history autograd refuses once its version counter moved (made by "
+                "an op that returns several views, under no_grad, inside inference_mode or by a custom Function), as "
+                "it does its views': eager raises there, and the compiled call cannot take that view of the real "
+                "input to give eager's error (Note [Views That Raise After A Bump]). Use a .clone() of the input"
+            ) from cause
+        return view_write_error(error) if self.write else error
+
+
+def _replayed_step(step: ViewRecord, source: torch.Tensor) -> torch.Tensor:
+    """The view op of `step` run on `source` as the program ran it (see RaisingHistory.error)."""
+    args, kwargs = pytree.tree_map(lambda v: hint_of(v) if isinstance(v, torch.SymInt) else v, (step.args, step.kwargs))
+    if any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves((args, kwargs))):
+        raise TypeError("a view op taking a tensor argument")
+    with torch.inference_mode(step.inference_mode), torch.set_grad_enabled(step.grad_enabled):
+        out = source.reshape(*args, **kwargs) if step.reshape else step.func(source, *args, **kwargs)
+    return cast(torch.Tensor, out if step.index is None else out[step.index])
+
+
+def raising_history(
+    record: SwapRecord, t: object, *, write: bool = False, before: int | None = None
+) -> RaisingHistory | None:
+    """Does eager's autograd raise at the program's event on `t` now, its first event that raises (Note [Views That
+    Raise After A Bump])? `t` is an input, or a view the program took of one by view ops (no detach(), set_() or
+    `.data =` on its way, nor one inside an op's dispatch), whose eager tensor requires grad with a
+    creation meta other than the default: made by an op returning several views, under no_grad, inside
+    inference_mode or by a custom Function, or a view of such a view (autograd passes the creation meta down a chain
+    of views). `write`: an in-place write of `t` with grad on, which raises at once ("... is being modified
+    inplace"); else a read of its history (an op with grad on that records a node over it, a read of its grad_fn or
+    is_leaf in any mode), which raises once the version counter `t` shares moved after `t` was made. None elsewhere,
+    and where eager raised at an earlier event: a write with grad through the input or a view of it, before `before`
+    (a `seq`; all so far by default)."""
+    if not isinstance(t, torch.Tensor) or id(t) in record.hidden:
+        return None
+    chain = tuple(reversed(list(record.chain(t))))
+    root = chain[0].source if chain else t
+    found = record.input_positions.get(id(root))
+    if found is None or any(step.below_autograd for step in chain):
+        return None
+    if not write and record.bump_count(t) <= (chain[-1].bumps if chain else 0):
+        return None  # (its counter has not moved since it was made)
+    moved = record.moved() if chain else set()
+    if any(id(m) in moved for m in (*(step.source for step in chain), t)):
+        return None  # (a set_() or `.data =` on its way: eager's is no such view of the input)
+    real = found[1]
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        if real.requires_grad:  # (whether it raises is its creation meta's: guarded, Note [What The Guards Compare])
+            record.creation_meta_reads.append(found[0])
+        if grad_fn_error_after_bump(real) is None:
+            return None  # (eager's input can raise no such error, nor can a view of it)
+    limit = record.seq + 1 if before is None else before
+    written = (record.pinned.get(i) for i, seq in record.visible_seq.items() if seq < limit)
+    if any(isinstance(w, torch.Tensor) and record.view_root(w) is root for w in written):
+        return None  # (eager raised at that write, autograd's own error)
+    return RaisingHistory(t, found[0], real, chain, write)

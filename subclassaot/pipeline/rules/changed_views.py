@@ -124,14 +124,21 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   another input, unless rebuilt before the epilogue or taken after that last write (Replay.split_made). An early
 #   replay's in-place view op (resize_, as_strided_) that leaves such an input's grad_fn raising is undone for the
 #   graph's run, its counter lowered and then given back: eager's reads of the input with grad came before it.
-# - View inputs read with grad after their counter moved: an input whose grad_fn raises once its counter moves (made by
-#   a multi-output op, under no_grad, inside inference_mode, by a custom Function) raises at the program's first op
-#   with grad that records a node over it after any bump of that counter: a write through the input, its base, a
-#   detach() of either or a view of those, under no_grad or inside inference_mode too, and a resize_() that changes the
-#   size of one (growing or not; one to the size it has bumps nothing). The run's stand-in is no such view (a plain
-#   input, or one over a synthetic base that never requires grad), so the run raises it itself at that op
-#   (`grad_scope.check_raising_view_input_reads`): eager's very error, read off the real input with its counter moved
-#   by one and given back at once. A read under no_grad, or before the bump, and a view of the default kind, read fine.
+# - View inputs whose history raises: an input whose history autograd refuses once its counter moves (made by a
+#   multi-output op, under no_grad, inside inference_mode, by a custom Function), and every view the program takes of
+#   it (autograd passes that creation meta down a chain of views, whatever the grad mode), raises at the program's
+#   first event that autograd checks: an in-place write of it with grad on ("... is being modified inplace", at once,
+#   an in-place view op too), or a read of its history after a bump of that counter since it was made (a write through
+#   the input, its base, a detach() of either or a view of those, under no_grad or inside inference_mode too, and a
+#   resize_() that changes the size of one, growing or not; one to the size it has bumps nothing): an op with grad
+#   that records a node over it, or a read of its grad_fn or is_leaf in any grad mode (its requires_grad, `._base`,
+#   `.grad` read fine). One fact decides it (`autograd_state.raising_history`), read at reads of those attributes and
+#   by `grad_scope.check_raising_view_input_reads` after each op (writes first, as autograd checks them first): the
+#   run's stand-in is no such view (a plain input, or one over a synthetic base that never requires grad), so the run
+#   raises eager's very error itself: the view's chain replayed on the real input as the program took it, its
+#   history read with its counter moved by one and given back at once (for a write, autograd's header naming the
+#   view itself). A read under no_grad, or before the bump, a view taken after the last bump (under no_grad: with
+#   grad, taking it is the read), and a view of the default kind, read fine.
 # - Whether a view requires grad (and so can raise) is eager's, not the run's: a view requires grad as the root of its
 #   storage does, but inputs sharing a storage run as views of a synthetic base that never requires grad, so a view of
 #   the input eager passed as that root, which gained requires_grad in the program, does not require grad in the run

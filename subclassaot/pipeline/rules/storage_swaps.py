@@ -31,6 +31,7 @@ from subclassaot.pipeline.grad_scope import (
     resize_as_eager,
 )
 from subclassaot.pipeline.rules.autograd_state import (
+    RaisingHistory,
     base_read,
     is_autograd_read,
     is_base_read,
@@ -134,6 +135,7 @@ from subclassaot.pipeline.rules.swap_record import (
     SET_OPS,
     DataAssignment,
     InplaceViewRecord,
+    RawMeta,
     SwapRecord,
     ViewRecord,
     bump_family_wrappers,
@@ -875,6 +877,36 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0:
             note_layout(self.record, func, args, out, seq_before)
 
+    def _view_record(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        index: int | None,
+        meta: RawMeta,
+        leaves: tuple[RawMeta, ...] | None,
+    ) -> ViewRecord:
+        """The record of a view op's result, made now (`index`: its position in a multi-output op's result), of
+        `args[0]` as it was before (`meta`, `leaves`)."""
+        src = args[0]
+        return ViewRecord(
+            func,
+            src,
+            tuple(args[1:]),
+            dict(kwargs),
+            index,
+            _recording(),
+            meta,
+            self.record.seq,
+            leaves,
+            self.depth > 0,
+            self.depth == 0 and self.record.retaking_inference_view,
+            source_requires_grad=src.requires_grad,
+            source_inference=src.is_inference(),
+            source_base_gained=self.record.base_gained(src),
+            bumps=self.record.bump_count(src),
+        )
+
     def _track_op(self, func: Any, schema: Any, args: tuple[Any, ...], out: Any, kwargs: dict[str, Any]) -> None:
         if torch.Tag.inplace_view in getattr(func, "tags", ()) and args and isinstance(args[0], torch.Tensor):
             self.record.seq += 1
@@ -889,22 +921,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             for i, o in enumerate(out if multi else (out,)):
                 if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
                     self.record.seq += 1
-                    self.record.views[id(o)] = ViewRecord(
-                        func,
-                        src,
-                        tuple(args[1:]),
-                        dict(kwargs),
-                        i if multi else None,
-                        _recording(),
-                        meta,
-                        self.record.seq,
-                        leaves,
-                        self.depth > 0,
-                        self.depth == 0 and self.record.retaking_inference_view,
-                        source_requires_grad=src.requires_grad,
-                        source_inference=src.is_inference(),
-                        source_base_gained=self.record.base_gained(src),
-                    )
+                    self.record.views[id(o)] = self._view_record(func, args, kwargs, i if multi else None, meta, leaves)
                     self.record.note_view_made(src, o, root)
                     if func is torch.ops.aten.detach.default and self.depth == 0:
                         self.record.note_detach(src, o)
@@ -955,6 +972,14 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     self._record_write(arg, inplace or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
+                    if inplace and not arg_schema.is_out and self.depth == 0 and _recording():
+                        self._note_grad_write(func, arg)
+
+    def _note_grad_write(self, func: Any, arg: torch.Tensor) -> None:
+        """An in-place write of `arg` with grad on, which eager's autograd checks first (Note [Views That Raise After
+        A Bump]); not set_(), resize_() nor detach_(), whose own rules come first."""
+        if func not in SET_OPS and func not in _RESIZE_OPS and func is not torch.ops.aten.detach_.default:
+            self.record.grad_writes.append(arg)
 
     def _version_before(self, t: torch.Tensor) -> int:
         """`t`'s version counter before the program's op running now (Note [set_ Under Grad])."""
@@ -1440,14 +1465,14 @@ class _DataMode(TorchFunctionMode):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         out: Any,
-        bumped: list[tuple[torch.Tensor, torch.Tensor]],
+        bumped: list[RaisingHistory],
         seq_before: int,
     ) -> None:
-        """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs it
-        read whose counter the program moved before it (Note [Views That Raise After A Bump])."""
+        """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs
+        (and views of them) it read whose history eager refused by then (Note [Views That Raise After A Bump])."""
+        check_raising_view_input_reads(self.record, name, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, kwargs, out)
-        check_raising_view_input_reads(self.record, name, bumped, out, seq_before)
 
     def _note_call(
         self,

@@ -87,6 +87,10 @@ class ViewRecord:
     # a view() made by reshape() (reshape_as, flatten): eager's, of a plain tensor, is a _reshape_alias where the
     # source is not contiguous (ReshapeAliasBackward0, named in autograd's errors); replayed by reshape() so
     reshape: bool = False
+    # the times eager had advanced the source's version counter in the program when the view was taken (`bump_count`):
+    # a view whose history raises once that counter moves raises only at bumps after it (Note [Views That Raise
+    # After A Bump])
+    bumps: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +301,9 @@ class SwapRecord:
     # family (a tensor set_() or `.data =`-assigned to another's storage is of its own family)
     visible_families: set[int] = field(default_factory=set)
     visible_seq: dict[int, int] = field(default_factory=dict)  # id() of a tensor so written -> seq of its last write
+    # the tensors the program's ops wrote in place with grad on (outside inference_mode; not out=, set_() or resize_())
+    # since the last check of them: `grad_scope.check_raising_view_input_writes` (Note [Views That Raise After A Bump])
+    grad_writes: list[torch.Tensor] = field(default_factory=list)
     # the same for writes of data alone (no in-place view op): Note [History Kept Through .data =]
     visible_data_seq: dict[int, int] = field(default_factory=dict)
     # id() of the tensors a write of data with grad on (outside inference_mode) gave history of their own, seen or
