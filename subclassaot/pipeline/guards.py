@@ -31,7 +31,9 @@ from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import own_base_guards
 from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
+    flagless_no_grad_view,
     is_fake,
+    is_no_grad_view,
     nested_coeff,
     nested_int_id,
     opaque_guard_values,
@@ -381,6 +383,7 @@ def build_guards(
     called."""
     w = _Writer()
     one_call: set[int] = set()
+    grouped = {m for group in layout.groups for m in group.members}
     if grad_mode is not None:
         w.expect(
             f"torch.is_grad_enabled() is {grad_mode}", "torch.is_grad_enabled()", grad_mode, "torch.is_grad_enabled()"
@@ -410,6 +413,13 @@ def build_guards(
             # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
             c = w.constant(real.is_leaf)
             w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
+        if real.requires_grad and is_no_grad_view(real) and any(j in grouped for j in layout.leaves_of_input[t_index]):
+            # a no_grad view over a shared storage without a flag of its own is traced as one, taken again under
+            # no_grad; one with a flag as a view of the storage (Note [Aliased Inputs In Training])
+            flagless = flagless_no_grad_view(real)
+            c, fn = w.constant(flagless), w.constant(flagless_no_grad_view)
+            label = f"{path} (a view taken under no_grad) has no requires_grad flag of its own"
+            w.expect(f"{fn}(v{index}) == {c}", label, flagless, f"{fn}(v{index})")
             if tree is None and not real.is_leaf:
                 # See Note [Input Updates]
                 c = w.constant(real._is_view())
