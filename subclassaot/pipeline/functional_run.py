@@ -45,6 +45,7 @@ from subclassaot.torch_internals import (
     is_leaf_before_base_write,
     replay_view,
     storage_key,
+    take_creation_meta,
     to_functional,
 )
 
@@ -244,8 +245,11 @@ def _clone_inputs(
             if i in viewed:  # Note [Aliased Inputs In Training]
                 view = cast(torch.Tensor, flat.values[flat.tensor_indices[i]])
                 # (a flagless no_grad view is taken again under no_grad: Note [Aliased Inputs In Training])
-                with torch.set_grad_enabled(torch.is_grad_enabled() and not flagless_no_grad_view(view)):
+                flagless = flagless_no_grad_view(view)
+                with torch.set_grad_enabled(torch.is_grad_enabled() and not flagless):
                     clone = replay_view(view, user_tensors[viewed[i]])
+                if flagless:
+                    take_creation_meta(clone, view)  # (one taken inside inference_mode: eager's errors name it)
             elif shared:
                 clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
             elif layout.trees[i] is not None and not clone_keeps_type(_fake_of(requires_grad_like, original, i)):
@@ -525,6 +529,7 @@ def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[to
             if same is None and layout.trees[i] is None and dense[m].requires_grad and flagless_no_grad_view(real):
                 with torch.no_grad():
                     dense[m] = dense[m].view_as(dense[m])
+                take_creation_meta(dense[m], real)  # (one taken inside inference_mode: eager's errors name it)
 
 
 def _detach_members_without_grad(

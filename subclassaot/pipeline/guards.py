@@ -413,6 +413,10 @@ def build_guards(
             # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
             c = w.constant(real.is_leaf)
             w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
+            if tree is None and not real.is_leaf:
+                # See Note [Input Updates]
+                c = w.constant(real._is_view())
+                w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
         if real.requires_grad and is_no_grad_view(real) and any(j in grouped for j in layout.leaves_of_input[t_index]):
             # a no_grad view over a shared storage without a flag of its own is traced as one, taken again under
             # no_grad; one with a flag as a view of the storage (Note [Aliased Inputs In Training])
@@ -420,10 +424,6 @@ def build_guards(
             c, fn = w.constant(flagless), w.constant(flagless_no_grad_view)
             label = f"{path} (a view taken under no_grad) has no requires_grad flag of its own"
             w.expect(f"{fn}(v{index}) == {c}", label, flagless, f"{fn}(v{index})")
-            if tree is None and not real.is_leaf:
-                # See Note [Input Updates]
-                c = w.constant(real._is_view())
-                w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
     for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode And Autograd Reads]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path

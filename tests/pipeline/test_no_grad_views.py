@@ -867,6 +867,22 @@ def test_no_grad_view_input_beside_its_base_raises_as_eager(
         assert_raises_like_eager(f, _flagless_view_inputs("slice", kind), compile_fn=compile_fn)
 
 
+@pytest.mark.parametrize("f", [_read_then_data_write, _read_after_other_written], ids=lambda f: f.__name__.lstrip("_"))
+def test_inference_mode_view_input_beside_its_base(f: Callable[[T, T], object], compile_fn: CompileFn | None) -> None:
+    # taken inside inference_mode: no gradient either, and eager's error after the base's write names that mode (a
+    # PairTensor's view made there is an inference tensor, whose `.data` eager refuses)
+    def make() -> tuple[object, ...]:
+        b0 = nonleaf(3, 2)
+        with torch.inference_mode():
+            return b0[:, 1], b0
+
+    with torch.enable_grad():
+        if f is _read_after_other_written:
+            assert_raises_like_eager(f, make, compile_fn=compile_fn)
+        else:
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
 def test_no_grad_view_input_with_a_flag_of_its_own_recompiles() -> None:
     """A no_grad view that requires_grad_() gave a flag of its own is a leaf with an accumulator in eager: the entry
     compiled for a flagless one is not taken for it."""
