@@ -458,6 +458,21 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
     return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
 
 
+def flagless_no_grad_view(t: torch.Tensor) -> bool:
+    """`reads_flag_of_base`, and no requires_grad_() gave it a flag of its own: autograd's edge for it leads nowhere
+    (neither history nor accumulator), so an op with grad that reads it records an edge to nothing, and no gradient
+    reaches it nor, through it, its base. One whose grad_fn raises (its base written since: a compile's tensors read
+    again after the compiled call wrote them, Note [Tangent Retrace]) counts, its edge unread: every read of it with
+    grad raises, whatever its flag. The accumulator is asked for outside every mode, so a trace in progress records
+    nothing of it."""
+    if not reads_flag_of_base(t):
+        return False
+    if grad_fn_raises(t):
+        return True
+    with outside_current_modes():
+        return wrapper_grad_accumulator(t).node is None
+
+
 def is_no_grad_view(t: torch.Tensor) -> bool:
     """An autograd view made under no_grad (or inference mode): it has no history, and its requires_grad reads its own
     flag or its base's (autograd's view meta answers `own or base.requires_grad`), so requires_grad_() gives it a flag

@@ -39,11 +39,13 @@ from subclassaot.torch_internals import (
     DataDependentError,
     autograd_sequence_mark,
     clone_keeps_type,
+    flagless_no_grad_view,
     functional_alias,
     is_fake,
     is_leaf_before_base_write,
     replay_view,
     storage_key,
+    take_creation_meta,
     to_functional,
 )
 
@@ -197,6 +199,7 @@ def _functional_inputs(
     dense = dense_from_graph_inputs(layout, graph_fun)
     for m, member in own.items():
         dense[m] = member
+    _retake_flagless_views(flat, layout, dense)
     detached = (
         []
         if requires_grad_like is None
@@ -240,7 +243,13 @@ def _clone_inputs(
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
             if i in viewed:  # Note [Aliased Inputs In Training]
-                clone = replay_view(cast(torch.Tensor, flat.values[flat.tensor_indices[i]]), user_tensors[viewed[i]])
+                view = cast(torch.Tensor, flat.values[flat.tensor_indices[i]])
+                # (a flagless no_grad view is taken again under no_grad: Note [Aliased Inputs In Training])
+                flagless = flagless_no_grad_view(view)
+                with torch.set_grad_enabled(torch.is_grad_enabled() and not flagless):
+                    clone = replay_view(view, user_tensors[viewed[i]])
+                if flagless:
+                    take_creation_meta(clone, view)  # (one taken inside inference_mode: eager's errors name it)
             elif shared:
                 clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
             elif layout.trees[i] is not None and not clone_keeps_type(_fake_of(requires_grad_like, original, i)):
@@ -505,6 +514,22 @@ def _is_view_stride_error(e: Exception) -> bool:
 
 def _same_offsets(shift: int | torch.SymInt) -> bool:
     return isinstance(shift, int) and shift == 0
+
+
+def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[torch.Tensor]) -> None:
+    """A plain member of an alias group whose input is a view taken under no_grad of a tensor that requires grad,
+    with no flag of its own (`flagless_no_grad_view`), is taken again under no_grad of its traced view of the
+    synthetic base: it requires grad through that base and records no edge, as eager's does (Note [Aliased Inputs
+    In Training])."""
+    owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    for group in layout.groups:
+        for m, same in zip(group.members, group.same_as, strict=True):
+            i = owner[m]
+            real = cast(torch.Tensor, flat.values[flat.tensor_indices[i]])
+            if same is None and layout.trees[i] is None and dense[m].requires_grad and flagless_no_grad_view(real):
+                with torch.no_grad():
+                    dense[m] = dense[m].view_as(dense[m])
+                take_creation_meta(dense[m], real)  # (one taken inside inference_mode: eager's errors name it)
 
 
 def _detach_members_without_grad(

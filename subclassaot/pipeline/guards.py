@@ -34,7 +34,9 @@ from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
     creation_meta_of,
     describe_creation_meta,
+    flagless_no_grad_view,
     is_fake,
+    is_no_grad_view,
     nested_coeff,
     nested_int_id,
     opaque_guard_values,
@@ -399,6 +401,7 @@ def build_guards(
     [What The Guards Compare])."""
     w = _Writer()
     one_call: set[int] = set()
+    grouped = {m for group in layout.groups for m in group.members}
     if grad_mode is not None:  # (the fast check's own piece, which the Python state's check may stand for)
         w.detail_only = True
         w.expect(
@@ -434,6 +437,13 @@ def build_guards(
                 # See Note [Input Updates]
                 c = w.constant(real._is_view())
                 w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
+        if real.requires_grad and is_no_grad_view(real) and any(j in grouped for j in layout.leaves_of_input[t_index]):
+            # a no_grad view over a shared storage without a flag of its own is traced as one, taken again under
+            # no_grad; one with a flag as a view of the storage (Note [Aliased Inputs In Training])
+            flagless = flagless_no_grad_view(real)
+            c, fn = w.constant(flagless), w.constant(flagless_no_grad_view)
+            label = f"{path} (a view taken under no_grad) has no requires_grad flag of its own"
+            w.expect(f"{fn}(v{index}) == {c}", label, flagless, f"{fn}(v{index})")
     for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode And Autograd Reads]
         index = flat.tensor_indices[position]
         path = flat.leaves[index].path

@@ -186,6 +186,14 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   gradient of its own as a Function input, never taken as the group's autograd root at run time
 #   (runtime.steps.own_stand_in_inputs). Writes with grad in its version-counter family stay refused (the leaf
 #   requires grad from the start, where eager's, written before the flag, does not).
+# - Flagless no_grad views: a member whose input is a view taken under no_grad of a tensor that requires grad, with no
+#   flag of its own (torch_internals.flagless_no_grad_view: `with no_grad(): v = b[:, 1]`, passed beside b), requires
+#   grad through its base but has neither history nor accumulator: an op with grad that reads it records an edge to
+#   nothing, and no gradient reaches the base through it, whatever writes its storage. Traced as a view of the
+#   synthetic base with history it would hand the base its gradient; so it is taken again under no_grad (a plain
+#   member, of its view of the base; a subclass one, its view ops replayed on its base's traced wrapper): the same
+#   kind of view as eager's, whose reads with grad after a recorded write of the base raise as eager's do. One that
+#   requires_grad_() gave a flag of its own is a leaf with an accumulator in eager, and keeps the member's usual path.
 # - Data assignments to aliased inputs: a member, not an autograd leaf, whose layout changes only by `.data =` (its last
 #   storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it the new
 #   layout. A leaf keeps the refusal where another input of the group needs grad; a leaf whose group's other inputs are
