@@ -856,6 +856,7 @@ def _entry_guards(
         config.caller_guarded,
         grad_mode,
         state_first=config.python_state_guards,
+        apart=tuple(DenseIndex(j) for j, m in enumerate(analysis.mutations) if m.history_of_its_own),
     )
 
 

@@ -18,7 +18,7 @@ import dataclasses
 import keyword
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,8 +28,8 @@ import torch
 from subclassaot.authoring.protocol import SubclassNode
 from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
-from subclassaot.pipeline.rules.view_bases import own_base_guards
-from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
+from subclassaot.pipeline.rules.view_bases import apart_guards, own_base_guards
+from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
     is_fake,
     nested_coeff,
@@ -373,12 +373,13 @@ def build_guards(
     caller_guarded: Mapping[str, CallerGuarded] | None = None,
     grad_mode: bool | None = None,
     state_first: bool = False,
+    apart: Collection[DenseIndex] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
     Reads]); None for training entries. `state_first`: the caller puts the Python-state check in front
     (`with_python_state`), which compiles the fast body with it; the fast body alone is then compiled when first
-    called."""
+    called. `apart`: dense leaves whose runs rely on `view_bases.autograd_apart` (LeafMutation.history_of_its_own)."""
     w = _Writer()
     one_call: set[int] = set()
     if grad_mode is not None:
@@ -422,7 +423,7 @@ def build_guards(
         else:
             other = flat.tensor_indices[base]
             w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
-    _alias_guards(w, layout, flat)
+    _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
         w.check(
@@ -686,7 +687,7 @@ def _subclass_guards(
         _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_real, None, caller)
 
 
-def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
+def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs, apart: Collection[DenseIndex]) -> None:
     accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
     for g in layout.groups:
         if g.whole_storage:
@@ -730,6 +731,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
         if base is not None:  # Note [Aliased Inputs In Training]
             conds.append(f"v{flat.tensor_indices[i]}._base is v{flat.tensor_indices[base]}")
     conds += own_base_guards(layout, flat, accesses)  # Note [Aliased Inputs In Training]
+    conds += apart_guards(layout, accesses, apart)  # Note [Inputs Written In Training]
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),
