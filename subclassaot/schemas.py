@@ -215,6 +215,11 @@ class LeafMutation:
     # its FINAL value, whose traced history reads gradients in the old layout, is copied in below autograd (Note
     # [Input Updates])
     history_from_base: bool = False
+    # a plain alias-group member that autograd relates to no other member (`x.detach()` passed beside x: neither is
+    # the other's `._base` nor shares one with it), which gains grad by a write with grad, its storage and layout kept:
+    # eager records that write on it alone, so its FINAL, whose traced history is the write's, is copied in with grad
+    # after the BASE copy (Note [Inputs Written In Training])
+    history_of_its_own: bool = False
     # a plain input that requires grad, assigned `.data =` another storage, written with grad through itself or a
     # view of it: when (Note [History Kept Through .data =])
     assigned_write: AssignedWrite | None = None

@@ -1943,8 +1943,9 @@ def check_gained_grad(
 ) -> None:
     """Refuse an input that starts without requires_grad and ends with it (a write or set_() of a value that
     requires grad) where the epilogue cannot give it eager's autograd history (Note [Inputs Written In
-    Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), or
-    one whose storage the program swaps."""
+    Training]): a subclass input the Function cannot return as a wrapper (its inner tensors carry no history), one
+    whose storage the program swaps, or a member of an alias group that is neither one tensor passed again nor apart
+    from the others in autograd (LeafMutation.history_of_its_own)."""
     by_wrapper = wrapper_update_inputs(layout, analysis, user_fakes)
     grouped = {m for g in layout.groups for m in g.members}
     for i, fake in enumerate(user_fakes):
@@ -1967,7 +1968,10 @@ def check_gained_grad(
             (layout.trees[i] is None or alone)
             and not swapped
             and any(
-                j in grouped and not one_tensor_passed_again(layout, analysis, j) for j in layout.leaves_of_input[i]
+                j in grouped
+                and not one_tensor_passed_again(layout, analysis, j)
+                and not analysis.mutations[j].history_of_its_own
+                for j in layout.leaves_of_input[i]
             )
         ):
             # Its writes are copies into the group's synthetic base (Note [Aliased Inputs In Training]), which hands
@@ -1976,9 +1980,9 @@ def check_gained_grad(
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} does not require grad, shares storage with another input, "
                 "and the program writes a value that requires grad into it (so in eager it then requires grad); in "
-                "training this is supported only where every input over that storage is this one tensor, whose "
-                "layout the program keeps (Note [Inputs Written In Training]). Write into a clone, or "
-                "detach() the value"
+                "training this is supported only where every input over that storage is this one tensor, or where "
+                "none is its view, its base or a view of its base (a detach() passed beside it), and the program "
+                "keeps its layout (Note [Inputs Written In Training]). Write into a clone, or detach() the value"
             )
         swapped_under_grad = any(m.storage_changed for m in muts) and all(m.set_under_grad for m in muts)
         if (

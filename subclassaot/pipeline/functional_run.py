@@ -32,7 +32,7 @@ from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root, no_gra
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
-from subclassaot.pipeline.rules.view_bases import clone_synthetic_base, foreign_root
+from subclassaot.pipeline.rules.view_bases import autograd_apart, clone_synthetic_base, foreign_root
 from subclassaot.runtime.steps import own_stand_in_inputs
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
@@ -542,7 +542,9 @@ def _detach_members_without_grad(
     """A plain input that shares storage with one that requires grad, and does not itself (x.detach(), x), is a
     view of the synthetic base that requires grad: detach it, so that gradients do not flow through it and writes
     through it stay hidden from autograd, as in eager. So too one the program makes require grad (a stand-in of its
-    own, a leaf: runtime.steps.own_stand_in_inputs). Returns the detached members."""
+    own, a leaf: runtime.steps.own_stand_in_inputs), and one that requires no grad apart in autograd from the other
+    members (`view_bases.autograd_apart`) whatever the base: a write with grad gives it a history of its own, as
+    eager's (Note [Inputs Written In Training]). Returns the detached members."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     own = own_stand_ins(flat, layout, like, own_leaves)
     detached: list[torch.Tensor] = []
@@ -552,7 +554,11 @@ def _detach_members_without_grad(
             same = group.same_as[k]
             if same is not None:
                 dense[m] = dense[group.members[same]]
-            elif layout.trees[i] is None and (i in own or dense[m].requires_grad and not like[i].requires_grad):
+            elif layout.trees[i] is None and (
+                i in own
+                or not like[i].requires_grad
+                and (dense[m].requires_grad or autograd_apart(layout, flat.values, m))
+            ):
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])
     return detached

@@ -18,7 +18,7 @@ import copy
 import dataclasses
 import keyword
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,9 +28,9 @@ import torch
 from subclassaot.authoring.protocol import SubclassNode
 from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
-from subclassaot.pipeline.rules.view_bases import own_base_guards
+from subclassaot.pipeline.rules.view_bases import apart_guards, own_base_guards
 from subclassaot.runtime.straight_line import Checks, Fails, SlowPath, check_function
-from subclassaot.schemas import DenseLayout, FlatInputs, LeafKind
+from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
     creation_meta_of,
     describe_creation_meta,
@@ -392,13 +392,15 @@ def build_guards(
     grad_mode: bool | None = None,
     state_first: bool = False,
     creation_meta_reads: Sequence[int] = (),
+    apart: Collection[DenseIndex] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
     Reads]); None for training entries. `state_first`: the caller puts the Python-state check in front
     (`with_python_state`), which compiles the fast body with it; the fast body alone is then compiled when first
     called. `creation_meta_reads`: the tensor positions whose autograd creation meta the compile decided on (Note
-    [What The Guards Compare])."""
+    [What The Guards Compare]). `apart`: dense leaves whose runs rely on `view_bases.autograd_apart`
+    (LeafMutation.history_of_its_own)."""
     w = _Writer()
     one_call: set[int] = set()
     grouped = {m for group in layout.groups for m in group.members}
@@ -453,7 +455,7 @@ def build_guards(
             other = flat.tensor_indices[base]
             w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
     _creation_meta_guards(w, flat, creation_meta_reads)
-    _alias_guards(w, layout, flat)
+    _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
         w.check(
@@ -737,7 +739,7 @@ def _subclass_guards(
         _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_real, None, caller)
 
 
-def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
+def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs, apart: Collection[DenseIndex]) -> None:
     accesses = [_dense_access(layout, flat, j) for j in range(len(layout.leaves))]
     for g in layout.groups:
         if g.whole_storage:
@@ -781,6 +783,7 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs) -> None:
         if base is not None:  # Note [Aliased Inputs In Training]
             conds.append(f"v{flat.tensor_indices[i]}._base is v{flat.tensor_indices[base]}")
     conds += own_base_guards(layout, flat, accesses)  # Note [Aliased Inputs In Training]
+    conds += apart_guards(layout, accesses, apart)  # Note [Inputs Written In Training]
     paths = w.constant(tuple(leaf.path for leaf in layout.leaves))
     w.check(
         " and ".join(conds),

@@ -121,7 +121,7 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
                 # one written with grad after its growth takes a FINAL too, for eager's node at the grown layout)
                 mutation = analysis.mutations[m]
                 final = (mutation.final_data and mutation.storage_changed) or mutation.written_after_data
-                if final or mutation.written_after_growth:
+                if final or mutation.written_after_growth or mutation.history_of_its_own:
                     updates.append(InputUpdate(kind=UpdateKind.FINAL, target=m))
             continue
         mutation = analysis.mutations[item]

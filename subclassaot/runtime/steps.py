@@ -758,6 +758,7 @@ def copy_into(
     # so does this copy.
     hidden = hidden or not mutation.visible_through_self
     hidden = hidden and not (final and mutation.written_after_data)  # Note [History Kept Through .data =]
+    hidden = hidden and not (final and mutation.history_of_its_own)  # Note [Inputs Written In Training]
     hidden = hidden or (final and mutation.history_from_base)  # Note [Input Updates]
     whole = x
     x, value = once_per_location(x, value)

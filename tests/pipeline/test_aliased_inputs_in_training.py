@@ -1018,9 +1018,10 @@ def test_input_passed_twice_gains_grad(compile_fn: CompileFn | None) -> None:
 
 
 def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 40000 #6072: x2 a detach() alias of x0 (eager: only x0 gains grad; the trace's members all would);
-    # #1161: one tensor passed twice whose layout the program changes (supported since Note [Synthetic
-    # Bases])
+    # fuzz seed 40000 #6072: x2 a detach() alias of x0 (eager: only x0 gains grad; supported since its write is
+    # recorded on it alone, test_input_apart_from_its_aliases_gains_grad), a view of x0 (refused: eager rebuilds the
+    # view's history from x0's); #1161: one tensor passed twice whose layout the program changes (supported since Note
+    # [Synthetic Bases])
     def written(x0: T, x1: T, x2: T) -> object:
         x0.add_(x1)
         return (x2 * 2, x0)
@@ -1043,9 +1044,126 @@ def test_aliased_inputs_gaining_grad_stay_refused(compile_fn: CompileFn | None) 
         return (b0, nonleaf(4), b0)
 
     with torch.enable_grad():
-        assert_refused(written, detached, compile_fn, _ALIASED_GAIN_RULE)
+        assert_matches_eager(written, detached, compile_fn=compile_fn)
         assert_refused(written, viewed, compile_fn, _ALIASED_GAIN_RULE)
         assert_matches_eager(relaid, twice, compile_fn=compile_fn)
+
+
+def _added(x0: T, x1: T) -> object:
+    x1.add_(x0)
+    return (x1,)
+
+
+def _multiplied(x0: T, x1: T) -> object:
+    # x0's own history is kept: its output reads the new values with the gradient of x0's history, not the write's
+    x1.mul_(x0)
+    return (x1, x0 * 2)
+
+
+def _written_under_no_grad_first(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        x1.add_(x0)
+    x1.add_(x0)
+    return (x1.transpose(1, 1), x1)
+
+
+def _through_a_view(x0: T, x1: T) -> object:
+    x1.select(-1, 0).copy_(x0[..., 0])
+    return (x1, x0 + 1)
+
+
+def test_input_apart_from_its_aliases_gains_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 119000 #1216, #4976, #8886 (x1 a detach() of x0 that requires grad), #7292, #7865 (x2 a detach() of
+    # x1, neither requiring grad, written with another input's value), #9686 (a view of a detach()): autograd relates
+    # no other input to the written one, so eager records the write on it alone, and the others keep their history
+    # (Note [Inputs Written In Training])
+    def beside(make: Callable[[], T], first: bool = False) -> Callable[[], tuple[object, ...]]:
+        def inputs() -> tuple[object, ...]:
+            b0 = make()
+            return (b0.detach(), b0) if first else (b0, b0.detach())
+
+        return inputs
+
+    with torch.enable_grad():
+        for f in (_added, _multiplied, _written_under_no_grad_first, _through_a_view):
+            assert_matches_eager(f, beside(lambda: nonleaf(2, 3)), compile_fn=compile_fn, versions="exact")
+            assert_matches_eager(f, beside(lambda: _leaf(2, 3)), compile_fn=compile_fn)
+            assert_matches_eager(f, beside(lambda: pair_nonleaf(2, 3)), compile_fn=compile_fn)
+        assert_matches_eager(
+            lambda x1, x0: _added(x0, x1), beside(lambda: nonleaf(3), first=True), compile_fn=compile_fn
+        )
+
+
+def test_input_apart_from_aliases_without_grad_gains_grad(compile_fn: CompileFn | None) -> None:
+    # no member of the group requires grad: the written one still gains the write's history alone (seed 119000 #7292,
+    # #7865), and a view of a detach() gains it through its own base, which no input is (#9686)
+    def copied(x0: T, x1: T, w: T) -> object:
+        x1.copy_(w)
+        return (x1.view(-1), x0 * 2)
+
+    def through_select(x0: T, x1: T, w: T) -> object:
+        t0 = x1.select(0, -1)
+        t0.copy_(w)
+        return (x1, t0, x0)
+
+    def multiplied(x0: T, x1: T, w: T) -> object:
+        x1.mul_(w)
+        return (x1, x0)
+
+    def detach_of_view() -> tuple[object, ...]:
+        b1 = torch.randn((3,))
+        return (b1, b1.view((1, 3)).detach(), nonleaf(3))
+
+    def view_of_detach() -> tuple[object, ...]:
+        b1 = torch.randn((1, 3))
+        return (b1.expand((1, 3)), b1.detach().reshape((3,)), pair_nonleaf(3))
+
+    def twice(x0: T, x1: T, x2: T, w: T) -> object:
+        # the twins gain grad, their detach() runs apart from them, untouched (Note [Synthetic Bases])
+        x0.add_(w)
+        return (x1 * 1, x2 * 1)
+
+    def passed_twice() -> tuple[object, ...]:
+        b0 = torch.randn(3)
+        return (b0, b0, b0.detach(), nonleaf(3))
+
+    with torch.enable_grad():
+        for f in (copied, through_select, multiplied):
+            assert_matches_eager(f, detach_of_view, compile_fn=compile_fn, versions="exact")
+        for f in (copied, multiplied):
+            assert_matches_eager(f, view_of_detach, compile_fn=compile_fn)
+        assert_matches_eager(twice, passed_twice, compile_fn=compile_fn)
+
+
+def test_input_apart_from_its_aliases_is_guarded() -> None:
+    # compiled for x1 a detach() of x0, called with x1 a view of x0: eager gives x0 the write's history too, so the
+    # guards fail and the new compile refuses (the view's history is x0's: Note [Inputs Written In Training])
+    def f(x0: T, x1: T, w: T) -> object:
+        x1.add_(w)
+        return (x1 * 2, x0 + 1)
+
+    compiled = subclassaot.compile(f)
+    with torch.enable_grad():
+        b0 = torch.randn(3)
+        out = cast(tuple[T, T], compiled(b0, b0.detach(), _leaf(3)))
+        assert out[0].requires_grad and not out[1].requires_grad and not b0.requires_grad
+        b0 = torch.randn(3)
+        with pytest.raises(subclassaot.UnsupportedError, match=_ALIASED_GAIN_RULE):
+            compiled(b0, b0[:], _leaf(3))
+
+
+def test_input_apart_from_its_aliases_stays_refused(compile_fn: CompileFn | None) -> None:
+    # seed 119000 #5548: an input alone over its storage (an as_strided() reach makes its group); an input that is a
+    # view of another: test_aliased_inputs_gaining_grad_stay_refused
+    def reached(x0: T, x1: T) -> object:
+        x1.mul_(x0)
+        return (x1.as_strided((2,), (3,), 2) * 1, x0)
+
+    def diagonal() -> tuple[object, ...]:
+        return (nonleaf(2, 1), torch.randn((2, 4, 2)).unsqueeze(0).diagonal(-1, 1, 2))
+
+    with torch.enable_grad():
+        assert_refused(reached, diagonal, compile_fn, _ALIASED_GAIN_RULE)
 
 
 _DETACH_RULE = "is a detach\\(\\) of an input \\(or a view of one\\) that the program then wrote with a value"

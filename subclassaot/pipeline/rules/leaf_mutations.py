@@ -33,6 +33,7 @@ from subclassaot.pipeline.functional_run import FunctionalRun
 from subclassaot.pipeline.rules.stale_views import rebuilt_at_entry_layout
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.pipeline.rules.view_bases import autograd_apart
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
@@ -60,6 +61,11 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
     mutations = tuple(_leaf_mutation(i, run, layout) for i in range(len(layout.leaves)))
     mutations = tuple(
         replace(m, history_from_base=True) if _history_from_base(m, values[layout.leaves[i].owner]) else m
+        for i, m in enumerate(mutations)
+    )
+    # Note [Inputs Written In Training]: a member apart from the others in autograd gains its own history
+    mutations = tuple(
+        replace(m, history_of_its_own=True) if _gains_history_apart(i, m, run, layout, values) else m
         for i, m in enumerate(mutations)
     )
     # (a view input's grad_fn is rebuilt from its base, written through it or another view: no node of its own)
@@ -96,6 +102,22 @@ def _history_from_base(m: LeafMutation, value: object) -> bool:
     if not (m.metadata_hidden and m.data and m.autograd_visible and m.visible_through_self) or m.storage_changed:
         return False
     return type(value) is torch.Tensor and value.requires_grad and value._is_view()
+
+
+def _gains_history_apart(
+    i: int, m: LeafMutation, run: FunctionalRun, layout: DenseLayout, values: Sequence[object]
+) -> bool:
+    """`LeafMutation.history_of_its_own` of dense leaf `i`: a plain input passed without grad, in an alias group, apart
+    in autograd from every other member, that ends requiring grad by a write (not requires_grad_(), not set_()), its
+    storage and layout kept."""
+    t = next(t for t, leaves in enumerate(layout.leaves_of_input) if i in leaves)
+    user = run.user_tensors[t]
+    real = values[layout.leaves[i].owner]
+    if layout.trees[t] is not None or not isinstance(real, torch.Tensor) or real.requires_grad:
+        return False
+    gains = user.requires_grad and id(user) not in run.swaps.requires_grad_set
+    kept = not (m.metadata or m.storage_changed or m.swapped or m.resized)
+    return gains and kept and autograd_apart(layout, values, DenseIndex(i))
 
 
 def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i: int) -> DenseIndex | None:

@@ -74,6 +74,13 @@ from subclassaot.schemas import (
 #   epilogue's copy_ gives x a CopySlices history, as eager's. Only where every member is that one tensor, its layout
 #   kept; distinct views or detach() aliases, set_ under grad into a storage inputs share (eager rebases the storage's
 #   base), and grad-free members of a subclass family another member of which gained grad stay refused.
+# - A plain member autograd relates to no other (its `._base`, else itself, is no other member nor another's `._base`:
+#   `x.detach()` passed beside x, a view of a detach()) that gains grad by a write: eager records the write on it
+#   alone; the others keep their history (x's output reads the new values with x's own gradient) or stay without one.
+#   It runs detached from the base, whether or not that requires grad (`view_bases.autograd_apart`), so the trace
+#   records as eager does; the BASE copy gives the values, and its FINAL, whose traced history is the write's, is copied
+#   in with grad after it (LeafMutation.history_of_its_own), its apartness guarded (`view_bases.apart_guards`). Only
+#   where it keeps its storage and layout; a member alone in its group (an as_strided() reach) stays refused.
 # Inputs the program makes require grad (requires_grad_()) are compiled requiring grad from the start: writes to them
 # that autograd records none of (under no_grad, through detach()), keeping their storage and layout, read the same
 # either way (eager's gradient is w.r.t. the value at requires_grad_(), which those writes cut from the entry value

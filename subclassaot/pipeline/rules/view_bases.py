@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 import torch
@@ -122,6 +122,36 @@ def _runs_detached(member: object) -> bool:
     """A member that is no view and requires no grad (`x.detach()` passed beside x): it runs detached from the group
     either way, no view, as eager's is (Note [Aliased Inputs In Training])."""
     return isinstance(member, torch.Tensor) and not member._is_view() and not member.requires_grad
+
+
+def autograd_apart(layout: DenseLayout, values: Sequence[object], m: DenseIndex) -> bool:
+    """Plain dense leaf `m` shares storage with another input, and its autograd root (its `._base`, else itself) is
+    no other member of its alias group nor another member's `._base`: autograd relates no other member to it
+    (`x.detach()` passed beside x), so eager records a write to it on it alone (Note [Inputs Written In Training]).
+    Not where it is passed twice. `values`: the real inputs (FlatInputs.values). Guarded by `apart_guards`."""
+    real = values[layout.leaves[m].owner]
+    group = next((g for g in layout.groups if m in g.members), None)
+    if group is None or not isinstance(real, torch.Tensor) or is_traceable_subclass(real):
+        return False
+    root = real._base if real._base is not None else real
+    others = [values[layout.leaves[o].owner] for o in group.members if o != m]
+    return bool(others) and all(
+        isinstance(o, torch.Tensor) and o is not real and o is not root and o._base is not root for o in others
+    )
+
+
+def apart_guards(layout: DenseLayout, accesses: Sequence[str], apart: Collection[DenseIndex]) -> list[str]:
+    """Guard conditions (`accesses`: per dense leaf, the guard's expression for it) that each member of `apart`, a
+    member the compile found `autograd_apart` (LeafMutation.history_of_its_own), stays so."""
+    conds = []
+    for g in layout.groups:
+        for m in g.members:
+            if m not in apart:
+                continue
+            x = accesses[m]
+            root = f"({x} if {x}._base is None else {x}._base)"
+            conds += [f"{accesses[o]} is not {root} and {accesses[o]}._base is not {root}" for o in g.members if o != m]
+    return conds
 
 
 class _StorageMoved(Exception):
