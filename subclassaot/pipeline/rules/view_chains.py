@@ -193,10 +193,8 @@ def _replay_of(
         # or its `._base`, whose layout eager's output shows: ever): the view chain no longer says how it was made
         swapped = id(t) in run.swaps.swapped_ids and (run.swaps.first_swaps.get(id(t), 0) <= upto or t is value._base)
         assigned = _assigned_view_step(t, record, first, run) if swapped and t is not value else None
-        if swapped and not (then_set and t is value) and assigned is None:
-            return None
-        if id(t) in run.swaps.grown_ids:
-            return _grown_view_of_output(value, run, earlier)
+        if (swapped and not (then_set and t is value) and assigned is None) or id(t) in run.swaps.grown_ids:
+            return None if swapped else _grown_view_of_output(value, run, earlier)
         own = [
             r
             for r in run.swaps.inplace_views.get(id(t), [])
