@@ -143,6 +143,7 @@ from subclassaot.pipeline.rules.view_bases import (
     with_own_base_views,
 )
 from subclassaot.pipeline.rules.view_chains import (
+    check_grown_multi_output_view,
     cut_history_replay,
     detached_chains_without_grad,
     early_input_replay,
@@ -1394,6 +1395,8 @@ def _output_replay(
         replay = view_rebuilt_by_set(value, run, input_by_id, bases, earlier)
     if replay is None and replaced is None and torch.is_grad_enabled():
         replay = cut_history_replay(value, tuple(out_leaves), run, input_by_id, bases)
+    if replay is None and tree is None:
+        check_grown_multi_output_view(path, value, run, earlier)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
     _check_view_bases(path, value, (tree, dense, own_layout), replay, run, (current, original, bases, earlier))
     replay, raises = _replay_counters(path, value, replay, run, input_by_id)

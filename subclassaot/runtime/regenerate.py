@@ -108,6 +108,11 @@ from subclassaot.torch_internals import (
 #   t1 stays a view of t0 with the assigned layout and t1's requires_grad, so t1.t()'s `._base` is t0. Where t1 has no
 #   history and shares its base's storage, and nothing wrote that storage, the chain makes t1 by as_strided() of t0 to
 #   the layout the next view saw (rules/view_chains.py); such a view of a detach() is refused otherwise.
+# - Views of an output through a tensor a resize_() grew (`t0 = x.detach(); t1 = t0[0:1]; t1.resize_(4); return t0,
+#   t1`): the growth reallocates the storage in place and leaves `._base` as it was, so eager's t1 is a view of t0 (an
+#   output, no view) whose layout no replay of its chain gives. It is rebuilt by as_strided() of that output to its
+#   final layout, taken in the grad mode (or inside inference_mode) that gives eager's creation meta; only without
+#   history. A multi-output view's creation meta no as_strided() gives: one taken with grad is refused.
 # Subclass intermediate roots:
 # Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are replayed
 # from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager has one such

@@ -2775,3 +2775,129 @@ def test_input_grown_then_a_view_written_without_grad_matches_eager(compile_fn: 
         )
     with torch.no_grad():
         assert_matches_eager(grown_then_view_written_with_grad, lambda: (leaf(), torch.randn(4)), compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view of an output grown by resize_() (fuzz seed 119200, program 8362): a growing resize_() reallocates the storage
+# in place and leaves a view's `._base` as it was, so eager's `t1 = t0[0:1]; t1.resize_(4)` stays a view of `t0`, an
+# output with no `._base` of its own (a detach()), over the grown storage. No replay of the chain remakes it; it was
+# rebuilt by as_strided() of the input instead (`._base` the input's, requiring grad where the input did).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def a_view_of_a_detach_grown(x0: T) -> object:
+    t0 = x0.detach()
+    t1 = t0[0:1]
+    t1.resize_((4,))
+    t1.fill_(3.0)
+    return (t0, t1)
+
+
+def a_view_of_a_detach_grown_returned_first(x0: T) -> object:
+    t0 = x0.detach()
+    t1 = t0[1:2]
+    t1.resize_((2, 2))
+    t1.fill_(3.0)
+    return (t1, t0)
+
+
+def a_view_of_a_grown_view_of_a_detach(x0: T) -> object:
+    t0 = x0.detach()
+    t1 = t0[0:1]
+    t1.resize_((4,))
+    t2 = t1[1:3]
+    t2.fill_(3.0)
+    return (t0, t2)
+
+
+def a_no_grad_view_of_a_detach_grown(x0: T) -> object:
+    t0 = x0.detach()
+    t1 = t0[0:2]
+    with torch.no_grad():
+        t2 = t1[0:1]
+    t2.resize_((4,))
+    t2.fill_(3.0)
+    return (t0, t2)
+
+
+def an_inference_mode_view_of_a_detach_grown(x0: T) -> object:
+    t0 = x0.detach()
+    with torch.inference_mode():
+        t1 = t0[2:3]
+    t1.resize_((3,))
+    t1.fill_(3.0)
+    return (t0, t1)
+
+
+def a_view_of_a_dirty_function_output_grown(x0: T, x1: T, x2: T) -> object:
+    # the fuzz program: under no_grad DirtyScale returns an alias of x0 (no view), as a detach() is
+    x1.requires_grad_()
+    t0 = DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # untyped in torch
+    t1 = t0[0:1:2]
+    t1.resize_((4,))
+    t1.fill_(3.0)
+    return (t0, t1)
+
+
+def _same_three() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn((3,))
+        return (b0, b0, b0.detach().as_strided((1,), (3,), 0))
+
+
+GROWN_VIEWS_OF_OUTPUTS = [
+    a_view_of_a_detach_grown,
+    a_view_of_a_detach_grown_returned_first,
+    a_view_of_a_grown_view_of_a_detach,
+    a_no_grad_view_of_a_detach_grown,
+    an_inference_mode_view_of_a_detach_grown,
+]
+
+
+@pytest.mark.parametrize("f", GROWN_VIEWS_OF_OUTPUTS)
+@pytest.mark.parametrize("make", [_plain(3), lambda: (leaf(3),)], ids=["plain", "leaf"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_a_grown_view_of_an_output_stays_a_view_of_it(
+    f: Callable[..., object], make: Make, grad: bool, dynamic: bool, compile_fn: CompileFn | None
+) -> None:
+    with torch.set_grad_enabled(grad):
+        _check(f, make, compile_fn, dynamic=dynamic)
+
+
+def test_fuzz_seed119200_program8362(compile_fn: CompileFn | None) -> None:
+    # eager: out[1]._base is out[0]; ours was a view of args[2]._base (the storage the aliased inputs share)
+    with torch.no_grad():
+        assert_matches_eager(a_view_of_a_dirty_function_output_grown, _same_three, compile_fn=compile_fn)
+
+
+def a_chunk_view_of_a_detach_grown(x0: T) -> object:
+    t0 = x0.detach()
+    t1 = t0.chunk(3)[0]
+    t1.resize_((4,))
+    t1.fill_(3.0)
+    return (t0, t1)
+
+
+@pytest.mark.parametrize("make", [_plain(3), lambda: (leaf(3),)], ids=["plain", "leaf"])
+def test_a_grown_multi_output_view_of_an_output(make: Make, compile_fn: CompileFn | None) -> None:
+    # with grad, eager's is a view of t0 with a multi-output view's creation meta, which no as_strided() gives:
+    # refused (it was rebuilt over the input, a view of it); under no_grad it is a no_grad view, rebuilt so
+    with torch.enable_grad():
+        assert_refused(
+            a_chunk_view_of_a_detach_grown, make, compile_fn, r"out\[1\] is a view, made with grad enabled by a multi"
+        )
+    with torch.no_grad():
+        _check(a_chunk_view_of_a_detach_grown, make, compile_fn)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_a_grown_view_of_a_pair_output_refused(grad: bool, compile_fn: CompileFn | None) -> None:
+    # a PairTensor input's storage grown through a detach() of it: refused by the rule for such growth, as before
+    with torch.set_grad_enabled(grad):
+        assert_refused(
+            a_view_of_a_detach_grown,
+            lambda: (pair(3),),
+            compile_fn,
+            r"grows this input's storage with resize_\(\) through",
+        )

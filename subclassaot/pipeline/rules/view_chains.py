@@ -6,7 +6,7 @@ before it, in-place view ops under mixed grad modes) are in chain_facts.py.
 
 Input: a `FunctionalRun` and the output being analyzed. Output: `Replay` / `ViewStep` records for the runtime (Note
 [Output Regeneration]). Invariants: pure reads of the run's records; a chain
-is returned only when replaying it is exact, else None; nothing here raises.
+is returned only when replaying it is exact, else None; only the `check_` refusals raise.
 """
 
 from __future__ import annotations
@@ -52,9 +52,18 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import autograd_nodes, is_plain_autograd_view, storage_key, symint_expr
+from subclassaot.torch_internals import (
+    autograd_nodes,
+    is_inference_mode_view,
+    is_multi_output_view,
+    is_no_grad_view,
+    is_plain_autograd_view,
+    storage_key,
+    symint_expr,
+)
 
 __all__ = [
+    "check_grown_multi_output_view",
     "cut_history_replay",
     "early_input_replay",
     "last_bump",
@@ -185,7 +194,7 @@ def _replay_of(
         swapped = id(t) in run.swaps.swapped_ids and (run.swaps.first_swaps.get(id(t), 0) <= upto or t is value._base)
         assigned = _assigned_view_step(t, record, first, run) if swapped and t is not value else None
         if (swapped and not (then_set and t is value) and assigned is None) or id(t) in run.swaps.grown_ids:
-            return None
+            return None if swapped else _grown_view_of_output(value, run, earlier)
         own = [
             r
             for r in run.swaps.inplace_views.get(id(t), [])
@@ -242,6 +251,63 @@ def _grown_base_output(t: torch.Tensor, value: torch.Tensor, earlier: dict[int, 
     if id(t) not in earlier or id(t) not in run.swaps.grown_ids or id(t) in run.swaps.swapped_ids:
         return False
     return t is value._base and not is_traceable_subclass(t) and not is_traceable_subclass(value)
+
+
+def _grown_view_of_output(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> Replay | None:
+    """Note [Output Regeneration]: plain output `value`, whose view chain passes a tensor a growing resize_() grew
+    (`t0 = x.detach(); t1 = t0[0:1]; t1.resize_(4); return t0, t1`), where eager's `._base` is another output
+    (`_grown_view_base`): rebuilt by as_strided() of that output to the layout `value` ends with. Over the same
+    storage, an as_strided() of a tensor that is no view is a view of it (eager's `._base`), sharing its counter;
+    taken in the grad mode (or inside inference_mode) that gives it eager's creation meta. None otherwise."""
+    base = _grown_view_base(value, run, earlier)
+    if base is None or is_multi_output_view(value):  # (no single view op gives that creation meta: refused)
+        return None
+    size, stride, offset = leaf_meta(value)
+    step = ViewStep(
+        op=torch.ops.aten.as_strided.default,
+        args=(list(size), list(stride), offset),
+        kwargs=(),
+        index=None,
+        grad_enabled=not is_no_grad_view(value),
+        inference_mode=is_inference_mode_view(value),
+    )
+    return Replay(source=ReplaySource.OUTPUT, index=earlier[id(base)], steps=(step,))
+
+
+def _grown_view_base(value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> torch.Tensor | None:
+    """Eager's `._base` of plain output `value`, where it is another output (no view, then), and `value`'s view chain
+    back to it passes a tensor a growing resize_() grew, `value` itself or a view it was taken from. A resize_()
+    reallocates the storage in place and leaves a view's `._base` as it was: eager's `value` is a view of that output
+    over the grown storage, which no replay of the chain remakes (its view ops no longer give the layout). Only where
+    neither has history (a flag the program gave `value` by requires_grad_() under no_grad is given after it is
+    built: OutputInfo.gains_grad) nor was set_() or `.data =`-assigned; else None."""
+    base = value._base
+    if is_traceable_subclass(value) or base is None or id(base) not in earlier or is_traceable_subclass(base):
+        return None
+    flag_given = id(value) in run.swaps.requires_grad_set and not torch.is_grad_enabled()
+    if (value.requires_grad and not flag_given) or base.requires_grad or storage_key(base) != storage_key(value):
+        return None
+    if id(value) in run.swaps.swapped_ids or id(base) in run.swaps.swapped_ids:
+        return None
+    t, grown = value, False
+    while t is not base and (record := run.swaps.views.get(id(t))) is not None:
+        grown = grown or id(t) in run.swaps.grown_ids
+        t = record.source
+    return base if t is base and grown else None
+
+
+def check_grown_multi_output_view(path: str, value: torch.Tensor, run: FunctionalRun, earlier: dict[int, int]) -> None:
+    """Refuse output `value` of `_grown_view_base`, not replayed, made by a multi-output view op (split, unbind,
+    chunk) with grad enabled: eager's is a view of another output with that creation meta, which no as_strided()
+    gives (rebuilt over the input instead, its `._base` would not be eager's)."""
+    if _grown_view_base(value, run, earlier) is None or not is_multi_output_view(value):
+        return
+    raise UnsupportedError(
+        f"{path} is a view, made with grad enabled by a multi-output view op (split, unbind, chunk), of another output "
+        "over a storage a resize_() grew since (`t1 = t0.chunk(3)[0]; t1.resize_(n); return t0, t1`): eager's stays "
+        "a view of that output, which the compiled call rebuilds only by as_strided(), without the creation meta of "
+        "such a view (Note [Output Regeneration]). Take the view with a single-output op (t0[0:1]), or return a clone"
+    )
 
 
 def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
