@@ -43,6 +43,7 @@ from subclassaot.torch_internals import (
     functional_alias,
     is_fake,
     is_leaf_before_base_write,
+    is_no_grad_view,
     replay_view,
     storage_key,
     take_creation_meta,
@@ -530,6 +531,14 @@ def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[to
                 with torch.no_grad():
                     dense[m] = dense[m].view_as(dense[m])
                 take_creation_meta(dense[m], real)  # (one taken inside inference_mode: eager's errors name it)
+            elif real.requires_grad and is_no_grad_view(real) and not flagless_no_grad_view(real):
+                raise UnsupportedError(
+                    f"{flat.leaves[flat.tensor_indices[i]].path}: a view taken under no_grad (or inside "
+                    "inference_mode) that requires_grad_() gave a flag of its own, so eager's is a leaf with an "
+                    "accumulator of its own, passed beside another input over the storage the program writes: the "
+                    "compiled call traces it as a view of the storage's base and would send its gradient there. Pass "
+                    "a .clone() of it, or call requires_grad_() on a clone"
+                )
 
 
 def _detach_members_without_grad(
