@@ -432,28 +432,8 @@ def build_guards(
                 f"v{index}._is_view() is {c}",
             )
         if real.requires_grad:
-            # compile-time rules differ for autograd leaves and non-leaves (in-place writes, layout changes)
-            c = w.constant(real.is_leaf)
-            w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
-            if tree is None and not real.is_leaf:
-                # See Note [Input Updates]
-                c = w.constant(real._is_view())
-                w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
-        if real.requires_grad and is_no_grad_view(real) and any(j in grouped for j in layout.leaves_of_input[t_index]):
-            # a no_grad view over a shared storage without a flag of its own is traced as one, taken again under
-            # no_grad; one with a flag as a view of the storage (Note [Aliased Inputs In Training])
-            flagless = flagless_no_grad_view(real)
-            c, fn = w.constant(flagless), w.constant(flagless_no_grad_view)
-            label = f"{path} (a view taken under no_grad) has no requires_grad flag of its own"
-            w.expect(f"{fn}(v{index}) == {c}", label, flagless, f"{fn}(v{index})")
-    for position, base in dict.fromkeys(base_reads):  # Note [Grad Mode And Autograd Reads]
-        index = flat.tensor_indices[position]
-        path = flat.leaves[index].path
-        if base is None or base == -1:
-            w.expect(f"v{index}._is_view() == {base == -1}", f"{path}._is_view()", base == -1)
-        else:
-            other = flat.tensor_indices[base]
-            w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
+            _autograd_guards(w, index, path, real, tree, any(j in grouped for j in layout.leaves_of_input[t_index]))
+    _base_read_guards(w, flat, base_reads)
     _creation_meta_guards(w, flat, creation_meta_reads)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
@@ -464,6 +444,39 @@ def build_guards(
     _shape_env_guards(w, shape_env)
     _replaced_symbols(w, shape_env)
     return _finished(w, layout, frozenset(one_call), state_first, grad_mode)
+
+
+def _autograd_guards(
+    w: _Writer, index: int, path: str, real: torch.Tensor, tree: SubclassNode | None, grouped: bool
+) -> None:
+    """An input that requires grad: compile-time rules differ for autograd leaves and non-leaves (in-place writes,
+    layout changes), and for no_grad views over a shared storage (`grouped`) with a flag of their own or none."""
+    c = w.constant(real.is_leaf)
+    w.expect(f"v{index}.is_leaf == {c}", f"{path}.is_leaf", real.is_leaf, f"v{index}.is_leaf")
+    if tree is None and not real.is_leaf:
+        # See Note [Input Updates]
+        c = w.constant(real._is_view())
+        w.expect(f"v{index}._is_view() == {c}", f"{path}._is_view()", real._is_view(), f"v{index}._is_view()")
+    if grouped and is_no_grad_view(real):
+        # a no_grad view over a shared storage without a flag of its own is traced as one, taken again under
+        # no_grad; one with a flag of its own is refused (Note [Aliased Inputs In Training])
+        flagless = flagless_no_grad_view(real)
+        c, fn = w.constant(flagless), w.constant(flagless_no_grad_view)
+        label = f"{path} (a view taken under no_grad) has no requires_grad flag of its own"
+        w.expect(f"{fn}(v{index}) == {c}", label, flagless, f"{fn}(v{index})")
+
+
+def _base_read_guards(w: _Writer, flat: FlatInputs, base_reads: Sequence[tuple[int, int | None]]) -> None:
+    """Note [Grad Mode And Autograd Reads]: whether each input whose `._base` the program read is a view, and of
+    which other input."""
+    for position, base in dict.fromkeys(base_reads):
+        index = flat.tensor_indices[position]
+        path = flat.leaves[index].path
+        if base is None or base == -1:
+            w.expect(f"v{index}._is_view() == {base == -1}", f"{path}._is_view()", base == -1)
+        else:
+            other = flat.tensor_indices[base]
+            w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
 
 
 def _creation_meta_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:

@@ -43,6 +43,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_grad_fn_reads,
     note_grad_reads,
     note_self_set,
+    raising_history,
     read,
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
@@ -1450,6 +1451,8 @@ class _DataMode(TorchFunctionMode):
             if _REGENERATION_FAILED in str(e):
                 raise _regenerated_history_refusal(self.record, name, args[0] if args else None) from e
             if layout_op and "A view was created in no_grad mode and is being modified inplace" in str(e):
+                if (found := raising_history(self.record, args[0], write=True)) is not None:
+                    raise found.error() from None  # (eager's view raises too: Note [Views That Raise After A Bump])
                 raise UnsupportedError(
                     f"{input_named(self.record, args[0])}{name}: an in-place view op (t_, transpose_, ...) with grad "
                     "enabled on a view taken under no_grad of a tensor that requires grad: eager changes the view's "
@@ -1791,7 +1794,8 @@ def _check_regenerated_histories(record: SwapRecord, cls: type, args: tuple[obje
     """Before a custom Function's apply with grad on, which reads each input's grad_fn: refuse where that read would
     regenerate a view's history by as_strided and fail in the run (`_call`'s refusal, for an op)."""
     for a in args:
-        if not isinstance(a, torch.Tensor) or not a.requires_grad:
+        # (a plain view's: a subclass's grad_fn read here would run its view replay among the program's reads)
+        if not isinstance(a, torch.Tensor) or is_traceable_subclass(a) or not a._is_view() or not a.requires_grad:
             continue
         try:
             with no_torch_function():  # (the apply's own read, made first)
