@@ -23,6 +23,7 @@ from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_raising_view_input_applies,
     check_raising_view_input_reads,
+    check_regenerated_view_reads,
     check_views_of_gained_bases,
     flagless_view_history_raises,
     function_outputs_as_eager,
@@ -1453,6 +1454,7 @@ class _DataMode(TorchFunctionMode):
         read whose counter the program moved before it (Note [Views That Raise After A Bump])."""
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, kwargs, out)
+        check_regenerated_view_reads(self.record, name, args, kwargs, out)
         check_raising_view_input_reads(self.record, name, bumped, out, seq_before)
 
     def _note_call(
