@@ -352,6 +352,11 @@ class ViewStep:
     without_history: bool = False
     # taken inside a torch.inference_mode() block of a normal tensor: replayed inside one, eager's creation meta
     inference_mode: bool = False
+    # the as_strided() that stands for a history autograd regenerates from the `._base` of an input whose
+    # requires_grad is its own (a view of a base requiring none): taken one count behind the counter it shares with
+    # the input, then given it back, so that its next read regenerates it from that base, as eager's (Note [Views
+    # That Raise After A Bump])
+    from_root: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

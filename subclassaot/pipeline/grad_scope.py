@@ -21,6 +21,7 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
+    history_set_at,
     raising_history,
     reads_unpassed_base,
     requires_grad_through_gained_base,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "backward_changes",
     "check_flagless_view_reads",
+    "check_regenerated_view_reads",
     "check_raising_view_input_applies",
     "check_raising_view_input_reads",
     "bumped_input_reads",
@@ -229,6 +231,67 @@ def check_flagless_view_reads(
         "or was made without history), so its results carry none, while the compiled run's view follows the input "
         "and would record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of "
         "it, or call requires_grad_() outside the compiled function"
+    )
+
+
+def _regenerated_view_root(record: SwapRecord, t: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor] | None:
+    """Note [Views That Raise After A Bump], stale views of leaf view inputs: where `t` is a plain view the program
+    took with grad of a leaf input (through views), stale now or marked regenerated from its base: that input's
+    stand-in, its position and the real input."""
+    view = record.views.get(id(t))
+    if view is None or not view.grad_enabled or view.below_autograd:
+        return None
+    root = record.view_root(t)
+    found = record.input_positions.get(id(root))
+    if found is None or root is t or not found[1].is_leaf or not root.requires_grad:
+        return None
+    stale = record.family_last_bump.get(record.family_of(t), -1) > history_set_at(record, t)
+    return (root, *found) if stale or id(t) in record.regenerated_from_base else None
+
+
+def check_regenerated_view_reads(
+    record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> None:
+    """Note [Views That Raise After A Bump], stale views of leaf view inputs: after an op with grad on that read a
+    stale view of a leaf input, guard the input's being a view; where the input's flag is its own (a view of a base
+    requiring none), note a view op's results as views whose history eager regenerated from that base, and refuse any
+    other op."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    read = [
+        (t, found)
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor) and (found := _regenerated_view_root(record, t)) is not None
+    ]
+    for _, (_, position, real) in read:
+        record.base_reads.append((position, None if real._base is None else -1))
+    cut = [(t, root) for t, (root, _, _) in read if id(root) in record.view_input_gains]
+    if not cut:
+        return
+    made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
+    if not writes and not any(o.requires_grad for o in made):
+        return  # (no history recorded, none read: `t.item()`, a comparison)
+    subclass = next((root for t, root in cut if is_traceable_subclass(t)), None)
+    if subclass is not None:
+        raise UnsupportedError(
+            f"{input_named(record, subclass)}{name}: reads with grad a tensor subclass view of this input, a view of a "
+            "tensor that does not require grad made to require grad itself, after a write (under no_grad or inside "
+            "inference_mode too) moved the version counter they share: eager's autograd fails an internal assert "
+            "(new_fn) regenerating the view's history from that base. Take the view after the write, or compute "
+            "from a clone of the input"
+        )
+    if not writes and all(storage_key(o) == storage_key(cut[0][0]) for o in made):
+        # (a view op: its result is replayed from the real input, whose history autograd regenerates as eager's)
+        record.regenerated_from_base.update(id(t) for t, _ in cut)
+        record.regenerated_from_base.update(id(o) for o in made)
+        return
+    raise UnsupportedError(
+        f"{input_named(record, cut[0][1])}{name}: reads with grad a view of this input, a view of a tensor that does "
+        "not require grad made to require grad itself, after a write (under no_grad or inside inference_mode too) "
+        "moved the version counter they share: eager regenerates the view's history from that base, so no gradient "
+        "reaches the input through it, while the compiled run's view follows the input. Take the view after the "
+        "write, compute from a clone of the input, or make the base require grad instead"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -855,7 +855,7 @@ def replay_steps(
     for step in steps:
         args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
         kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
-        with _replay_mode(step, src):
+        with _replay_mode(step, src), _one_count_behind(src) if step.from_root else contextlib.nullcontext():
             out = step.op(src, *args, **kwargs)
         made = out[step.index] if step.index is not None else out
         if step.without_history:
@@ -864,6 +864,20 @@ def replay_steps(
         if step.own_version:
             src = src.data
     return src
+
+
+@contextlib.contextmanager
+def _one_count_behind(src: torch.Tensor) -> Iterator[None]:
+    """ViewStep.from_root: `src`'s counter one below its count while the view is taken, then given back: the view is
+    stale by one write, and autograd regenerates its history from its `._base` (its root) at its next read, as
+    eager's stale view's (Note [Views That Raise After A Bump])."""
+    now = get_version(src)
+    assert now > 0, "BUG: a history regenerated from its root without a write to regenerate it"
+    set_version(src, now - 1)
+    try:
+        yield
+    finally:
+        set_version(src, now)
 
 
 def _replay_mode(step: ViewStep, src: torch.Tensor) -> contextlib.AbstractContextManager[object]:

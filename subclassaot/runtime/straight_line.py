@@ -388,6 +388,8 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         return "a view taken with grad on, without history"  # (given its creation meta: regenerate.replay_steps)
     if any(step.inference_mode for step in steps):
         return "a view taken inside inference_mode"  # (replayed inside one: regenerate.replay_steps)
+    if any(step.from_root for step in steps):
+        return "a view whose history autograd regenerates from its root"  # (taken stale: regenerate.replay_steps)
     for o, info in enumerate(analysis.outputs):
         why = _unsupported_output(info, o in call.prewraps)
         if why is not None:

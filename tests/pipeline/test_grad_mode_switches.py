@@ -5,6 +5,7 @@ precisely (Note [Grad Mode And Autograd Reads], Note [Training Without A Functio
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Any, cast
@@ -6323,3 +6324,133 @@ def test_requires_grad_after_its_read_on_an_input_beside_an_alias_written_refuse
         f(*_OWN_LEAF_ALIASES[alias](False))  # eager runs it
         with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
             subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](False))
+
+
+# Stale views of leaf view inputs (Note [Views That Raise After A Bump], changed_views.py): a view taken with grad of an
+# input whose flag is its own (a view of a tensor requiring none), stale after a write under no_grad or inside
+# inference_mode, gets its history regenerated from that base: no gradient reaches the input through it.
+REGENERATED_VIEW_READ = "eager regenerates the view's history from that base"
+
+
+def _write_mode(mode: str) -> contextlib.AbstractContextManager[object]:
+    return torch.inference_mode() if mode == "inference_mode" else torch.no_grad()
+
+
+def _flagged_in_program(mode: str) -> Callable[[T], object]:
+    """Fuzz seed 119200 #9872 (DIVERGED: x0.grad, all 36 elements): the stale view's unsqueeze() with grad, returned,
+    was replayed as as_strided() of x0 with grad, which sent x0 the gradient eager's history, regenerated from x0's
+    base, does not."""
+
+    def f(x0: T) -> object:
+        if not x0.requires_grad:
+            x0.requires_grad_()
+        t0 = x0.reshape((36, 1))
+        with _write_mode(mode):
+            t0.mul_(-1.0)
+        t1 = t0.unsqueeze(-1)
+        return (x0, t1)
+
+    return f
+
+
+def _written_through_the_input(mode: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        x0.requires_grad_()
+        t0 = x0.reshape((36, 1))
+        with _write_mode(mode):
+            x0.mul_(-1.0)
+        return (x0, t0.unsqueeze(-1).transpose(0, 1))
+
+    return f
+
+
+_REGENERATED_INPUTS: dict[str, Make] = {
+    "view": lambda: (torch.randn((4, 3, 3)).unsqueeze(0),),
+    "view_requiring_grad": lambda: (torch.randn((4, 3, 3)).unsqueeze(0).requires_grad_(),),
+    "leaf": lambda: (torch.randn((1, 4, 3, 3)),),
+}
+
+
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "outputs_written"])
+@pytest.mark.parametrize("inputs", sorted(_REGENERATED_INPUTS))
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+@pytest.mark.parametrize("program", [_flagged_in_program, _written_through_the_input], ids=["view", "input"])
+def test_view_output_stale_over_a_view_input_regenerated_from_its_base(
+    program: Callable[[str], Callable[[T], object]],
+    mode: str,
+    inputs: str,
+    after_call: Callable[[object, tuple[object, ...]], object] | None,
+    compile_fn: CompileFn | None,
+) -> None:
+    """The output is replayed from the real input with its as_strided() taken stale (ViewStep.from_root), so that
+    autograd regenerates it from the input's base, as eager's: none of its gradient reaches a view input; all of it a
+    plain leaf."""
+    with torch.enable_grad():
+        assert_matches_eager(program(mode), _REGENERATED_INPUTS[inputs], after_call=after_call, compile_fn=compile_fn)
+
+
+def _read_after_the_write(mode: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        x0.requires_grad_()
+        t0 = x0.reshape((36, 1))
+        t1 = t0.unsqueeze(-1)
+        with _write_mode(mode):
+            t0.mul_(-1.0)
+        return (t1 * 2,)
+
+    return f
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+def test_stale_view_of_a_view_input_read_with_grad_refused(mode: str, compile_fn: CompileFn | None) -> None:
+    """Read with grad by an op that is no view op, the stale view's regenerated history reaches no gradient to x0 in
+    eager; the graph would send x0 one (x0.grad a tensor vs eager None): refused by name. A plain leaf input, whose
+    regenerated history reaches it, matches eager, and a compile for one is guarded so that a view input compiles
+    anew."""
+    f = _read_after_the_write(mode)
+    view, leaf = _REGENERATED_INPUTS["view"], _REGENERATED_INPUTS["leaf"]
+    refused_with_grad(f, view, compile_fn, REGENERATED_VIEW_READ)
+    with torch.enable_grad():
+        compiled = assert_matches_eager(f, leaf, compile_fn=compile_fn)
+        if compile_fn is None:
+            with pytest.raises(UnsupportedError, match=REGENERATED_VIEW_READ):
+                compiled(*view())
+        assert_call_matches_eager(compiled, f, leaf)
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+@pytest.mark.parametrize("program", [_flagged_in_program, _read_after_the_write], ids=["view_op", "read"])
+def test_stale_pair_view_of_a_view_input_read_with_grad_raises(
+    program: Callable[[str], Callable[[T], object]], mode: str
+) -> None:
+    """A PairTensor view input: eager's autograd fails an internal assert (new_fn) regenerating the stale view's
+    history from the base; the compile refuses the read."""
+    with torch.enable_grad():
+        assert_raises_like_eager(program(mode), lambda: (pair(4, 3, 3).unsqueeze(0),))
+
+
+def _flagged_row_and_its_base() -> tuple[T, T]:
+    b = torch.randn((4, 3, 3))
+    return b, b[0].requires_grad_()
+
+
+def test_stale_view_of_a_view_input_beside_its_base(compile_fn: CompileFn | None) -> None:
+    """The base passed too (the inputs one alias group): the output replayed from x0 as eager's (its gradient reached
+    x0 before), a read with grad refused as for x0 alone."""
+
+    def returned(b: T, x0: T) -> object:
+        t0 = x0.reshape(9)
+        with torch.no_grad():
+            t0.mul_(-1.0)
+        return (t0.unsqueeze(-1),)
+
+    def read(b: T, x0: T) -> object:
+        t0 = x0.reshape(9)
+        with torch.no_grad():
+            t0.mul_(-1.0)
+        return (t0 * 2,)
+
+    with torch.enable_grad():
+        assert_matches_eager(returned, _flagged_row_and_its_base, after_call=write_outputs, compile_fn=compile_fn)
+        assert_matches_eager(returned, _flagged_row_and_its_base, compile_fn=compile_fn)
+    refused_with_grad(read, _flagged_row_and_its_base, compile_fn, REGENERATED_VIEW_READ)

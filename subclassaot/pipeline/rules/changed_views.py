@@ -181,6 +181,19 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # epilogue so (replayed before it, its own t_() would take the bump the runtime gives the input); one relaid while
 # stale is regenerated at its layout then, its in-place view ops from there replayed on it
 # (SwapRecord.stale_relayouts). Only for plain single-output views taken with grad, with static layouts.
+# Stale views of leaf view inputs: the regenerated as_strided() is of the view's `._base`, the root of its storage, not
+# of the tensor it was taken of. Where that is an input whose requires_grad is its own, a view of a base requiring none
+# (`x0 = b.unsqueeze(0)`, then `x0.requires_grad_()`, before the call or in the program: SwapRecord.view_input_gains),
+# the regenerated node's edge is that base's, which has none: eager's view still requires grad, but no gradient reaches
+# the input through it, nor through the views taken of it with grad since (`t0 = x0.reshape(36, 1)`, `t0.mul_(-1.0)`
+# inside inference_mode, `t0.unsqueeze(-1)` returned: x0.grad gets nothing from it). The run's stand-in for the input
+# is the root of its own views, so the run's regenerated history reaches it. A replayed output is exact: its
+# as_strided() is taken stale on the real input (ViewStep.from_root), and autograd regenerates it from the real base.
+# Any other op with grad that reads such a view (or a view taken of it since: SwapRecord.regenerated_from_base) is
+# refused (`grad_scope.check_regenerated_view_reads`): the graph would send the input a gradient eager's does not; a
+# tensor subclass view, whose regeneration fails eager's internal assert (new_fn), is refused at any read that records
+# history. Which history autograd regenerates depends on whether the input is a view: a leaf input a stale view of
+# which is read with grad is guarded on being one or not (SwapRecord.base_reads).
 
 
 def _counted_storages(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[set[object]]:

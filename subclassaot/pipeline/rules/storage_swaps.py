@@ -23,6 +23,7 @@ from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_raising_view_input_applies,
     check_raising_view_input_reads,
+    check_regenerated_view_reads,
     check_views_of_gained_bases,
     flagless_view_history_raises,
     function_outputs_as_eager,
@@ -1476,6 +1477,7 @@ class _DataMode(TorchFunctionMode):
         check_raising_view_input_reads(self.record, name, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, kwargs, out)
+        check_regenerated_view_reads(self.record, name, args, kwargs, out)
 
     def _note_call(
         self,

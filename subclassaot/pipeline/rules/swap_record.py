@@ -172,6 +172,10 @@ class SwapRecord:
     # ... of those, the ones whose real input is a view of a tensor that requires no grad -> `seq` at the flag: eager's
     # views of it taken before the flag, or under no_grad, require no grad (Note [Grad Mode And Autograd Reads])
     view_input_gains: dict[int, int] = field(default_factory=dict)
+    # ... the views of those taken with grad whose history eager regenerated from that base (read with grad once
+    # stale), and the views taken with grad of them: no gradient reaches the input through them (Note [Views That Raise
+    # After A Bump])
+    regenerated_from_base: set[int] = field(default_factory=set)
     # per requires_grad_() / `.requires_grad = True` call, in call order: whether eager makes a new autograd leaf
     # there (a tensor that is no input and requires no grad, in a run begun with grad on); the analysis run's answers
     # given back to the trace's run, which marks those leaves in its graph, and how many it took (Note [Training

@@ -542,6 +542,8 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
     if u is not t or len(objects) + relaid != len(chain.steps):
         return None
     bump = last_bump(t, run)
+    # (an input whose flag is its own, over a base requiring none: eager regenerates from that base, its root)
+    from_root = id(t) in run.swaps.view_input_gains
     # the output's history is read by the backward, after the program; a view of the chain by the next view taken
     # of it, made after the last bump where no later view is stale: made (or relaid in place) before it, it is
     # stale then. An in-place view op with grad reads the history of the view it relays: stale then, the history is
@@ -550,10 +552,10 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
     for u, record in zip(objects, records, strict=True):
         relaid = len(run.swaps.inplace_views.get(id(u), []))
         if max(record.seq, run.swaps.inplace_view_bumps.get(id(u), 0)) < bump:
-            return _regenerated_from(tensor_meta(u), chain.steps[len(chain.steps) - after :])
+            return _regenerated_from(tensor_meta(u), chain.steps[len(chain.steps) - after :], from_root)
         stale = run.swaps.stale_relayouts.get(id(u))
         if stale is not None:
-            return _regenerated_from(stale[1], chain.steps[len(chain.steps) - after - relaid + stale[0] :])
+            return _regenerated_from(stale[1], chain.steps[len(chain.steps) - after - relaid + stale[0] :], from_root)
         if record.seq < bump:
             return None
         after += 1 + relaid
@@ -561,10 +563,11 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
 
 
 def _regenerated_from(
-    layout: tuple[tuple[Any, ...], tuple[Any, ...], Any], after: tuple[ViewStep, ...]
+    layout: tuple[tuple[Any, ...], tuple[Any, ...], Any], after: tuple[ViewStep, ...], from_root: bool
 ) -> tuple[ViewStep, ...] | None:
     """as_strided() with grad to a stale view's `layout` (its size, stride and offset when autograd regenerates
-    its history), then the steps `after` it (None: a symbolic layout)."""
+    its history), then the steps `after` it (None: a symbolic layout). `from_root`: the source is an input whose flag
+    is its own, a view of a base requiring none, of which eager's history is regenerated (ViewStep.from_root)."""
     size, stride, offset = layout
     if not all(isinstance(d, int) for d in (*size, *stride, offset)):
         return None
@@ -574,6 +577,7 @@ def _regenerated_from(
         kwargs=(),
         index=None,
         grad_enabled=True,
+        from_root=from_root,
     )
     return (regen, *after)
 
