@@ -1876,3 +1876,24 @@ def test_member_changed_where_an_output_requires_grad_is_refused(compile_fn: Com
         return (b0, b0[1:], b0.detach())
 
     refused_with_grad(f, make_inputs, compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}")
+
+
+@pytest.mark.parametrize("read", ["other", "written", "both"])
+def test_two_leaf_views_over_a_written_storage_refused(read: str) -> None:
+    """Two leaf views of one base that requires no grad (each made to require grad: an accumulator each), one written
+    under no_grad, then read with grad (helper h9872, issue #27): traced over one synthetic base, the whole gradient
+    went to args[0]'s accumulator (args[0].grad a tensor where eager's is None, args[1].grad None): refused by name."""
+
+    def f(x0: torch.Tensor, y0: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with torch.no_grad():
+            x0.mul_(-1.0)
+        return {"other": (y0 * 3,), "written": (x0 * 3,), "both": (x0 * y0,)}[read]
+
+    def make() -> tuple[torch.Tensor, torch.Tensor]:
+        b = torch.randn(4, 3, 3)
+        return b[0].requires_grad_(), b[1].requires_grad_()
+
+    with torch.enable_grad():
+        f(*make())  # legal in eager
+        with pytest.raises(subclassaot.UnsupportedError, match="each a leaf that requires grad"):
+            subclassaot.compile(f)(*make())

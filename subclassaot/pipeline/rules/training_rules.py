@@ -434,6 +434,7 @@ def check_training_supported(
                 "views inside the function"
             )
         _check_aliased_subclass_group(flat, layout, analysis, user_fakes, group)
+        _check_leaves_of_their_own(flat, layout, analysis, group.members, input_of)
     supported = (
         *wrapper_update_inputs(layout, analysis, user_fakes),
         *_metadata_only_inputs(layout, analysis),
@@ -455,6 +456,32 @@ def check_training_supported(
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
     refuse_leaves_resized_under_no_grad(flat, layout, analysis)
+
+
+def _check_leaves_of_their_own(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    members: Sequence[DenseIndex],
+    input_of: Callable[[DenseIndex], int],
+) -> None:
+    """Two inputs over one written storage that are each a leaf requiring grad (views of a base that requires none,
+    each made to require grad: an accumulator each) are traced over one synthetic base, whose gradient reaches one
+    accumulator: refused (Note [Aliased Inputs In Training])."""
+    if not any(analysis.mutations[m].any for m in members):
+        return
+    leaves: dict[int, str] = {}
+    for m in members:
+        real = cast(torch.Tensor, flat.values[layout.leaves[m].owner])
+        if layout.trees[input_of(m)] is None and real.is_leaf and real.requires_grad:
+            leaves.setdefault(input_of(m), layout.leaves[m].path)
+    if len(leaves) > 1:
+        raise UnsupportedError(
+            f"{' and '.join(leaves.values())}: inputs over one storage the program writes, each a leaf that requires "
+            "grad (a view of a tensor that requires none, made to require grad itself: an accumulator of its own); "
+            "in training the compiled call traces them over one base, whose gradient would reach one of them only. "
+            "Pass clones of them, or make their base require grad and take the views inside the function"
+        )
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
