@@ -188,6 +188,10 @@ class LeafMutation:
     # ... and the last such set_() took an input that requires grad (or a view of one taken with grad): eager's node
     # has an edge to that input's history (Note [set_ Under Grad])
     set_source_edge: bool = False
+    # ... and how many times eager had advanced that source's version counter when the last such set_() read its
+    # history (before the set_'s own advance; None: no source): the epilogue's repeat reads the source at that count
+    # (Note [set_ Under Grad])
+    source_bumps_at_set: int | None = None
     # ... where it kept its storage: the dense input itself that the last such set_() took, if one (its node's edge goes
     # to that input's history: Note [set_ Under Grad])
     grad_set_input: DenseIndex | None = None

@@ -1355,6 +1355,11 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
 # runs again with those views written too (`EagerSave.graded_after_view_writes`), and the compiled backward refuses
 # where it finds such a view's counter moved since the call (`_written_view_leaves`).
+# what the fake mode raises where eager (and a run on meta tensors) rebases a dirty view's history inside
+# inference_mode: the probe cannot run such a program, so the saves it would find are refused, not left unchecked
+_FAKE_REBASE_IN_INFERENCE = "new_fn INTERNAL ASSERT"
+
+
 def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
     """The saved tensors of the comment above, and the inputs the Function takes detached; none where the program
     cannot run on fakes."""
@@ -1381,7 +1386,16 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
                 _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves)
                 for e in found
             ]
-    except Exception:  # (the program's own error is the trace's to raise; a class the walk cannot read)
+    except Exception as e:  # (the program's own error is the trace's to raise; a class the walk cannot read)
+        if _FAKE_REBASE_IN_INFERENCE in str(e):
+            raise UnsupportedError(
+                "a custom autograd.Function applied with grad mode on inside a torch.inference_mode() block marks "
+                "dirty (ctx.mark_dirty) a view that requires grad: eager rebases the view's history there, which "
+                "the probe of the tensors eager's backward saves cannot do on fake tensors (the fake mode fails an "
+                "internal assert there), and without it a tensor eager saved that the caller writes after the call "
+                "would not fail the compiled backward as it fails eager's. Apply the Function "
+                "outside the inference_mode block, pass it a clone, or use torch.no_grad() there"
+            ) from e
         return EagerSaves()
     # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
     grad_outputs = functools.cache(lambda: _trial(call, flat, None)[0])

@@ -511,10 +511,11 @@ def _swap_source_counts(
     """The plain inputs of `epilogue.grad_swaps` (when grad is enabled), each with its set_ source's version count
     before the epilogue replays layouts (None without a source), which `_counter_at` reads it at.
 
-    With `as_came` (these counts before the epilogue wrote anything): an input whose counter only its set_() advanced
-    takes its count there. Eager read the source before that one bump; the epilogue's copy to a synthetic base of
-    both (Note [Aliased Inputs In Training]) advanced their shared counter before the layout step. Where the program
-    made other bumps, the count after the copies keeps them (which of them came before the set_ is not recorded)."""
+    With `as_came` (these counts before the epilogue wrote anything): the source's count as it came, moved on by the
+    program's advances of it before the set_() read it (`LeafMutation.source_bumps_at_set`). The epilogue's copies
+    (to a synthetic base of both: Note [Aliased Inputs In Training]; into a storage the source shares) advanced it
+    before the layout step, where eager read the source before any later write (a multi-output view's history read
+    after one raises)."""
     if not (epilogue.grad_swaps and torch.is_grad_enabled()):
         return {}
     counts: dict[int, int | None] = {}
@@ -522,8 +523,10 @@ def _swap_source_counts(
         if plan.layout.trees[t] is None:
             source = _grad_swap_edge(plan, values, dense, t)[1]
             counts[t] = None if source is None else get_version(source)
-            if as_came is not None and plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].version_bumps <= 1:
-                counts[t] = as_came.get(t, counts[t])
+            came = None if as_came is None else as_came.get(t)
+            before = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].source_bumps_at_set
+            if came is not None and before is not None:
+                counts[t] = came + before
     return counts
 
 

@@ -1768,3 +1768,29 @@ def test_multi_output_views_of_a_dirtied_intermediate_match_eager(
 ) -> None:
     with torch.enable_grad():
         assert_matches_eager(f, make, after_call=after_call)
+
+
+def _dirty_view_inside_inference_mode_then_saved(x0: T, x1: T) -> object:
+    with torch.inference_mode(), torch.enable_grad():
+        t1 = DirtyScale.apply(x1)  # type: ignore[no-untyped-call]  # x1, a view, rebased inside the block
+    _, t4 = DirtyAddSaved.apply(x0, t1)  # type: ignore[no-untyped-call]  # saves t1: x1 itself, returned
+    return t1, t4
+
+
+def _view_input_and_nonleaf() -> tuple[T, T]:
+    return nonleaf(2), torch.randn((), requires_grad=True).clone().expand(())
+
+
+def test_function_marking_a_view_dirty_inside_inference_mode_refused_where_its_saves_cannot_be_probed() -> None:
+    # fuzz seed 119300 #317: eager's backward raises where the caller writes out[0] (x1, which DirtyAddSaved saved)
+    # after the call; the probe of eager's saves fails the fake mode's internal assert on the rebase inside
+    # inference_mode, so the compiled call, which saved its own value, did not raise: refused by name
+    with torch.enable_grad():
+        outs = _dirty_view_inside_inference_mode_then_saved(*_view_input_and_nonleaf())
+        assert isinstance(outs, tuple)
+        write_outputs(outs, ())
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward([outs[1]], [torch.ones(())])  # eager's fact the refusal stands for
+        compiled = subclassaot.compile(_dirty_view_inside_inference_mode_then_saved)
+        with pytest.raises(UnsupportedError, match="inside a torch.inference_mode\\(\\) block marks dirty"):
+            compiled(*_view_input_and_nonleaf())

@@ -3220,3 +3220,36 @@ def test_view_set_under_grad_then_a_no_grad_view(
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (make[kind](),), compile_fn=compile_fn, versions="exact")
         assert_matches_eager(f, lambda: (make[kind](),), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _alias_set_onto_view_input_then_written(x0: T, x1: T) -> object:
+    x1.set_(x0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+    x1.fill_(-1.0)
+    return ()
+
+
+def _alias_written_then_set_onto_view_input(x0: T, x1: T) -> object:
+    x1.mul_(2)  # advances x0's counter too (x1 is a detach() of x0's base)
+    x1.set_(x0)  # type: ignore[call-overload]  # eager's set_ reads x0's history after that write
+    return ()
+
+
+def _view_and_detached_base(multi: bool) -> tuple[T, T]:
+    b0 = nonleaf(1, 3, 2)
+    return (b0.unbind(2)[0] if multi else b0[..., 0]), b0.detach()
+
+
+@pytest.mark.parametrize("multi", [True, False], ids=["unbind", "select"])
+def test_alias_set_under_grad_onto_a_view_input_reads_its_history_at_the_set(multi: bool) -> None:
+    """Fuzz seed 119300 #1605 (crashed): x1, a detach() of x0's base (one version counter), set_() under grad onto x0
+    and then written: eager's set_ reads x0's history before the write; the epilogue's repeat of the set_ read it at
+    the count after the copy of the write, and an unbind() view's history raised there. The repeat now reads x0 at
+    its count as it came, moved on by the program's advances before the set_ (`source_bumps_at_set`)."""
+    with torch.enable_grad():
+        make = functools.partial(_view_and_detached_base, multi)
+        assert_matches_eager(_alias_set_onto_view_input_then_written, make, versions="exact")
+        assert_matches_eager(_alias_set_onto_view_input_then_written, make, after_call=write_outputs)
+        if multi:  # a write before the set_: eager's set_ raises reading the multi-output view's history
+            assert_raises_like_eager(_alias_written_then_set_onto_view_input, make)
+        else:
+            assert_matches_eager(_alias_written_then_set_onto_view_input, make, versions="exact")

@@ -703,6 +703,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if (source is None or source is x) and earlier is not None:
             taken = earlier  # x.set_(x): its node's edge to x's history reaches the earlier set_'s source
         self.record.grad_set_sources[id(x)] = taken
+        if source is not None and source is not x:
+            self.record.grad_set_source_bumps[id(x)] = self.record.bump_count(source)
+        else:
+            self.record.grad_set_source_bumps.pop(id(x), None)
         if written is None:
             written = self.record.family_of(x) in self.record.written_families
         note_grad_set_place(self.record, x, source, written)  # Note [set_ Under Grad]

@@ -332,6 +332,9 @@ class SwapRecord:
     # required grad (eager's set_ node has an edge to its history), else None; `x.set_(x)` keeps the earlier one's
     # (Note [set_ Under Grad])
     grad_set_sources: dict[int, torch.Tensor | None] = field(default_factory=dict)
+    # ... -> how many times the program had advanced the version counter of the tensor the last such set_() took,
+    # when that set_() read its history (before the set_'s own advance)
+    grad_set_source_bumps: dict[int, int] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
     # to themselves or a view of themselves, their family unwritten before but by such set_()s (Note [set_ Under Grad])
