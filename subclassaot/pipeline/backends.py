@@ -23,7 +23,7 @@ import torch.utils._python_dispatch
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
-from subclassaot.runtime.plan import SettlingCall
+from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
 from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
 
 _REGISTRY: dict[str, BackendFn] = {}
@@ -66,23 +66,31 @@ def never_views(gm: torch.fx.GraphModule) -> frozenset[int]:
 
 
 def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
-    """The graph's code with each op called as the C++ callable its OpOverload wraps (`OpOverload.__call__` is that
-    call behind a Python frame and four attribute reads of `torch.ops.aten.mul.Tensor`: ~0.8 us an op), every other
-    target and every constant bound by reference as a global (none spliced into the source as text), and each value
-    dropped after its last use as fx's own code does. None for a node kind it does not write (fx's code runs)."""
+    """The graph's code (`_graph_code`) as a function, which a generated runner writes into its own body instead of
+    calling it (GraphCode, Note [Straight-Line Runners]). None for a node kind it does not write (fx's code runs)."""
+    code = _graph_code(gm)
+    return made_from(code) if code is not None else None
+
+
+def _graph_code(gm: torch.fx.GraphModule) -> GraphCode | None:
+    """The graph's code, each op called as the C++ callable its OpOverload wraps (`OpOverload.__call__` is that call
+    behind a Python frame and four attribute reads: ~0.8 us an op), every other target and constant bound by reference
+    as a global `_e<k>` (no text spliced in), over inputs `_i<k>` and values `_x<k>` (no node's name: the code is
+    written into runners), each value dropped after its last use (`_dropped`)."""
     names: dict[object, str] = {}
     bound: dict[str, object] = {}
+    local: dict[torch.fx.Node, str] = {}
 
     def bind(value: object) -> str:
         key = id(value)
         if key not in names:
-            names[key] = f"_g{len(bound)}"
+            names[key] = f"_e{len(bound)}"
             bound[names[key]] = value
         return names[key]
 
     def render(a: object) -> str | None:
         if isinstance(a, torch.fx.Node):
-            return a.name if _name(a.name) else None
+            return local.get(a)
         if isinstance(a, list | tuple):
             items = [render(x) for x in a]
             if any(x is None for x in items):
@@ -96,29 +104,26 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
         return bind(a)
 
     nodes = list(gm.graph.nodes)
-    last_use: dict[torch.fx.Node, torch.fx.Node] = {}
-    for node in nodes:
-        for used in node.all_input_nodes:
-            last_use[used] = node
-    dropped: dict[torch.fx.Node, list[str]] = {}
-    for used, user in last_use.items():
-        dropped.setdefault(user, []).append(used.name)
-    params, lines, twins = [], [], 0
+    dropped = _dropped(nodes)
+    params: list[str] = []
+    lines: list[str] = []
+    result, outputs, twins = None, None, 0  # (outputs: each output's value, where each is one)
     for node in nodes:
         if node.op == "placeholder":
-            params.append(node.name)
+            local[node] = f"_i{len(params)}"
+            params.append(local[node])
             continue
         if node.op == "output":
-            result = render(node.args[0])
-            if result is None:
-                return None
-            lines.append(f"return {result}")
+            result, out = render(node.args[0]), node.args[0]
+            if result is not None and isinstance(out, list | tuple) and all(isinstance(o, torch.fx.Node) for o in out):
+                outputs = tuple(local[cast(torch.fx.Node, o)] for o in out)
             break
+        local[node] = f"_x{len(local) - len(params)}"
         if node.op == "get_attr":
             value: object = gm
             for part in str(node.target).split("."):
                 value = getattr(value, part)
-            lines.append(f"{node.name} = {bind(value)}")
+            lines.append(f"{local[node]} = {bind(value)}")
         elif node.op == "call_function":
             target = node.target
             twin = _twin(node)
@@ -129,22 +134,39 @@ def _straight(gm: torch.fx.GraphModule) -> Callable[..., object] | None:
             if any(a is None for a in args) or any(v is None or not _name(k) for k, v in kwargs):
                 return None
             call = ", ".join([*cast(list[str], args), *(f"{k}={v}" for k, v in kwargs)])
-            lines.append(f"{node.name} = {bind(fn)}({call})")
+            lines.append(f"{local[node]} = {bind(fn)}({call})")
         else:
             return None
-        gone = [*dropped.get(node, []), *([] if node.users else [node.name])]  # (an unused value: dropped at once)
-        if gone:
-            lines.append(" = ".join(gone) + " = None")
-    if not all(_name(p) for p in params) or any(
-        n.name.startswith(("_g", "_tf", "_has_tf")) or not _name(n.name) for n in nodes
-    ):
+        if dropped.get(node):
+            lines.append(" = ".join(local[n] for n in dropped[node]) + " = None")
+    if result is None:
         return None
-    if twins:
-        lines = _outside_torch_function(lines, [*params, *(k for k, v in bound.items() if isinstance(v, torch.Tensor))])
-    source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
-    namespace = {**bound, "_tf_off": torch._C.DisableTorchFunction, "_has_tf": torch.overrides.has_torch_function}
-    exec(compile(source, "<subclassaot eager graph>", "exec"), namespace)
-    return cast(Callable[..., object], namespace["run"])
+    return GraphCode(
+        arity=len(params),
+        steps=tuple(lines),
+        result=result,
+        items=outputs,
+        checked=_outside_torch_function(params, bound) if twins else None,
+        names={**bound, "_tf_off": torch._C.DisableTorchFunction, "_has_tf": torch.overrides.has_torch_function},
+    )
+
+
+def _dropped(nodes: Sequence[torch.fx.Node]) -> dict[torch.fx.Node, list[torch.fx.Node]]:
+    """Per node: the values dropped after it, those it uses last and itself where unused (as fx's own code drops
+    them). An input is the caller's, which holds it: never dropped, so the code can be written into a runner that
+    reads its inputs after the graph's last use of them."""
+    last_use: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in nodes:
+        for used in node.all_input_nodes:
+            last_use[used] = node
+    dropped: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for used, user in last_use.items():
+        if used.op != "placeholder":
+            dropped.setdefault(user, []).append(used)
+    for node in nodes:
+        if not node.users and node.op not in ("placeholder", "output"):
+            dropped.setdefault(node, []).append(node)
+    return dropped
 
 
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
@@ -610,20 +632,18 @@ def _kind(a: object) -> object:
     return type(a).__name__
 
 
-def _outside_torch_function(lines: list[str], checked: list[str]) -> list[str]:
-    """The graph's code `lines`, whose ops are called through their twins (`_twin`), run where no `__torch_function__`
-    takes a call. A twin, unlike the aten op, first asks whether an argument's class overrides `__torch_function__`
-    or a torch function mode is on the stack, and hands the call to it; eager's backward, which calls the aten op,
+def _outside_torch_function(params: Sequence[str], bound: Mapping[str, object]) -> tuple[str, ...]:
+    """The names whose `has_torch_function` decides whether the graph's code, whose ops are called through their twins
+    (`_twin`), runs with torch function off (GraphCode.checked), where no `__torch_function__` takes a call. A twin,
+    unlike the aten op, first asks whether an argument's class overrides `__torch_function__` or a torch function
+    mode is on the stack, and hands the call to it; eager's backward, which calls the aten op,
     never would: so the twins run with torch function off. That context costs more than a small graph's op and does
     nothing where nothing would take a call. The graph's tensors are its inputs, its tensor constants and what its ops
     return, and ops on tensors that override nothing return tensors that override nothing (a Parameter's disabled
     override is none, as torch's own check has it): so one call of torch's `has_torch_function` (true too where any
-    mode is on the stack) on the inputs and tensor constants (`checked`, the names) picks the code with the context
-    or the same code without it. A graph with neither always runs with the context."""
-    off = ["with _tf_off():", *(f"    {line}" for line in lines)]
-    if not checked:
-        return off
-    return [f"if _has_tf(({', '.join(checked)},)):", *(f"    {line}" for line in off), *lines]
+    mode is on the stack) on the inputs and tensor constants picks the code with the context or the same code
+    without it. A graph with neither always runs with the context (no names)."""
+    return (*params, *(k for k, v in bound.items() if isinstance(v, torch.Tensor)))
 
 
 def _twin(node: torch.fx.Node) -> Callable[..., object] | None:

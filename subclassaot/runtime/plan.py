@@ -21,8 +21,10 @@ the sizes agree, and one eager computes from view ops alone (the fake one is exa
 from __future__ import annotations
 
 import math
+import re
 import threading
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import CodeType
 from typing import cast
@@ -236,6 +238,71 @@ GraphRunResult = tuple[
     Callable[[Sequence[object]], None] | None,
 ]
 GraphRun = Callable[[Sequence[object], list[torch.Tensor], list[torch.Tensor], dict[str, int]], GraphRunResult]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphCode:
+    """A graph's own straight-line code (the eager backend's, backends._straight), which a generated runner writes
+    into its body in place of calling the function made from it (Note [Straight-Line Runners], "the graph written
+    in"). Its source is ours: over the inputs `_i0`, `_i1`, ..., locals `_x0`, `_x1`, ..., and the globals `names`
+    (every op, target and constant bound by reference), with integer literals and keyword names of the ops' schemas."""
+
+    arity: int  # the inputs
+    steps: tuple[str, ...]  # the statements, at depth 0, in the graph's order
+    result: str  # the outputs: a tuple or list display over the locals and inputs
+    items: tuple[str, ...] | None  # `result`'s items where each is a name (an input, a local, a global), else None
+    # where the ops are called through bindings that ask `__torch_function__` (backends._outside_torch_function):
+    # None, they are not; () they always run with torch function off; else the inputs and tensor constants one call
+    # of `has_torch_function` on which picks the steps with the context or the same steps without it
+    checked: tuple[str, ...] | None
+    names: Mapping[str, object]
+
+    def outputs(self, params: Sequence[str]) -> tuple[str, ...] | None:
+        """Each output's source over `params`, where `result` is a flat display of names, else None."""
+        if self.items is None:
+            return None
+        return tuple(_INPUT.sub(lambda m: params[int(m[1])], item) for item in self.items)
+
+    def lines(self, params: Sequence[str], then: str | None) -> list[str]:
+        """The code at depth 0 over `params` for the inputs, each path ending in `then` and the result (`"return "`,
+        `"outs = "`), or in its last step (None: the caller reads the outputs themselves, `outputs`)."""
+
+        def over(text: str) -> str:
+            return _INPUT.sub(lambda m: params[int(m[1])], text)
+
+        steps = [over(step) for step in self.steps] + ([] if then is None else [then + over(self.result)])
+        if self.checked is None:
+            return steps
+        off = ["with _tf_off():", *(f"    {step}" for step in steps)]
+        if not self.checked:
+            return off
+        test = f"if _has_tf(({', '.join(over(c) for c in self.checked)},)):"
+        return [test, *(f"    {line}" for line in off), "else:", *(f"    {step}" for step in steps)]
+
+
+_INPUT = re.compile(r"\b_i(\d+)\b")
+# the function made from each GraphCode (backends._straight) -> that code
+_GRAPH_CODE: weakref.WeakKeyDictionary[Callable[..., object], GraphCode] = weakref.WeakKeyDictionary()
+
+
+def graph_code(compiled: object) -> GraphCode | None:
+    """The code `compiled` was made from, where it is a function made from a GraphCode (else None)."""
+    try:
+        return _GRAPH_CODE.get(cast(Callable[..., object], compiled))
+    except TypeError:  # (not weakly referenceable, or unhashable: no function of ours)
+        return None
+
+
+def made_from(code: GraphCode) -> Callable[..., object]:
+    """The function of `code`, `run(_i0, _i1, ...)` returning its outputs, noted as made from it (graph_code)."""
+    params = [f"_i{k}" for k in range(code.arity)]
+    lines = code.lines(params, "return ")
+    source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
+    namespace = dict(code.names)
+    exec(compile(source, "<subclassaot eager graph>", "exec"), namespace)
+    run = cast(Callable[..., object], namespace["run"])
+    _GRAPH_CODE[run] = code
+    return run
 
 
 class SettlingCall:

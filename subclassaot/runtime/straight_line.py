@@ -29,6 +29,7 @@ from subclassaot.runtime.plan import (
     MetaEvaluator,
     RuntimePlan,
     SettlingCall,
+    graph_code,
     non_view_alias,
     requires_grad_changes,
 )
@@ -114,6 +115,15 @@ from subclassaot.torch_internals import get_version, set_version
 # `_transforms()` and `_dead` (`EntryRunner.checked`): the call that fails it takes the runner, which tests both. A
 # graph call whose wrapper settles rebinds the function's name as the runner's. Where the two cannot be joined (a
 # wrapped runner or guards), the guards and the runner are called one after the other.
+#
+# The graph written in: the eager backend's callable is a function made from the graph's own straight-line code
+# (GraphCode, backends._straight: our source, over our own names, every op and constant bound by reference). A runner
+# whose direct graph call is such a function writes that code into its own body instead of calling it, over its dense
+# inputs, and reads each output as the value itself where the outputs are a flat display of names (no list built):
+# the same ops on the same tensors in the same order, under the same torch-function test, without the call's frame,
+# its arguments and the list of outputs. Its names (`_e3`, `_x0`, `_tf_off`, `_has_tf`) are its own; where one would
+# stand for another value in the runner, the runner calls the function as before. The code drops no input: the
+# runner reads its inputs after the graph's last use of them.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -468,11 +478,16 @@ class _Writer:
         # (line index, line) of the Function's apply outside functorch's transforms (EntryRunner.checked)
         self.outside: tuple[int, str] | None = None
         self.reads_symbols = False  # a line reads `symbols`
+        self.outputs: tuple[str, ...] | None = None  # the graph's outputs, where its code is written in (GraphCode)
 
     def constant(self, value: object) -> str:
         name = f"_c{len(self.globals)}"
         self.globals[name] = value
         return name
+
+    def out(self, k: int) -> str:
+        """Source for the graph's output k: the value itself where the graph's code is written in, else `outs[k]`."""
+        return self.outputs[k] if self.outputs is not None else f"outs[{k}]"
 
     def line(self, text: str, depth: int = 1) -> None:
         self.lines.append("    " * depth + text)
@@ -534,6 +549,14 @@ def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> N
 
 def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     graph_in = ", ".join(f"d{g}" for g in plan.layout.graph_inputs)
+    code = graph_code(call.direct)
+    if code is not None and _merged([w.globals, code.names]) is not None:  # Note [Straight-Line Runners]
+        w.globals.update(code.names)
+        params = [f"d{g}" for g in plan.layout.graph_inputs]
+        w.outputs = code.outputs(params)  # (each output read as itself: no list of them built)
+        for line in code.lines(params, "outs = " if w.outputs is None else None):
+            w.line(line)
+        return
     if call.direct is not None:
         w.direct = w.constant(call.direct)
         w.line(f"outs = {w.direct}({graph_in})")  # (a list or tuple: only indexed)
@@ -594,9 +617,9 @@ def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, fin
     # No metadata change: the leaf has the layout its guards checked, and no repeated location where its strides
     # are nonzero numbers.
     if all(type(s) is int and s != 0 for s in stride):
-        w.line(f"x, v = d{j}, outs[{k}]")
+        w.line(f"x, v = d{j}, {w.out(k)}")
     else:
-        w.line(f"x, v = _once(d{j}, outs[{k}])")
+        w.line(f"x, v = _once(d{j}, {w.out(k)})")
     if not hidden:  # (where neither requires grad, a copy under grad mode records nothing, as under no_grad)
         w.line("x.copy_(v)")
         return
@@ -619,7 +642,7 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     gout, infos = plan.graph_outputs, plan.analysis.outputs
     base_start = len(gout.updates) + gout.num_fresh
     for i in range(gout.num_bases):
-        w.line(f"B{i} = _base(outs[{base_start + i}])")
+        w.line(f"B{i} = _base({w.out(base_start + i)})")
     # before any view is replayed from them (runtime/steps.py: Version Counters As Eager's; the training Function gave
     # those that require grad theirs)
     given = [(b, count) for b, count, graded in plan.analysis.base_versions if not graded]
@@ -639,7 +662,7 @@ def _outputs(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
             w.line(f"r{o} = {w.constant(info.constant)}")
         elif info.kind is OutputKind.SYMINT:
             position = [p for p, other in enumerate(infos) if other.kind is OutputKind.SYMINT].index(o)
-            w.line(f"r{o} = outs[{base_start + gout.num_bases + position}]")
+            w.line(f"r{o} = {w.out(base_start + gout.num_bases + position)}")
         elif info.kind is OutputKind.IS_INPUT:
             w.line(f"r{o} = L[{info.input_index}]")
         elif info.kind is OutputKind.SAME_AS:
@@ -683,7 +706,7 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, call: GraphCall, o: int, info: O
         var = f"r{o}_{n}" if info.tree is not None else f"r{o}"
         leaves.append(var)
         if leaf.source is LeafSource.GRAPH:  # plan.fresh_output
-            w.line(f"{var} = outs[{fresh_start + leaf.index}]")
+            w.line(f"{var} = {w.out(fresh_start + leaf.index)}")
             if fresh_start + leaf.index not in call.no_views:
                 w.line(f"if {var}._is_view() and not {var}.requires_grad:")
                 w.line(f"{var} = _alias({var})", 2)

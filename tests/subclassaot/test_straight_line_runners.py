@@ -663,3 +663,53 @@ def test_a_plain_call_calls_the_backend_s_graph_itself_once_its_wrapper_settles(
     entry_fn = compiled._plain[0][1]  # type: ignore[attr-defined]
     used = [entry_fn.__globals__[n] for n in entry_fn.__code__.co_names if n in entry_fn.__globals__]
     assert used and not any(isinstance(f, SettlingCall) for f in used)
+
+
+class _Noting(torch.Tensor):
+    """A torch-function subclass noting every call it is handed (the graph's ops must reach none)."""
+
+    calls: ClassVar[list[object]] = []
+
+    @classmethod
+    def __torch_function__(cls, func: object, types: object, args: object = (), kwargs: object = None) -> object:
+        _Noting.calls.append(func)
+        return super().__torch_function__(func, types, args, kwargs or {})  # type: ignore[no-untyped-call]
+
+
+def scaled_by_a_constant(x: T) -> T:
+    return (x * torch.tensor([1.0, 2.0, 3.0])).sum(0)
+
+
+def returns_its_input_and_a_value(x: T) -> tuple[T, T]:
+    return x, (x + 1).sin()
+
+
+WRITTEN_IN: list[tuple[str, Callable[..., object], Callable[[], tuple[object, ...]]]] = [
+    *((name, f, m) for name, f, m in GENERATED if not name.startswith("training")),
+    ("plain training", loss_of, lambda: (torch.randn(2, 3, requires_grad=True),)),
+    ("a tensor constant", scaled_by_a_constant, lambda: (torch.randn(2, 3),)),
+    ("an input returned", returns_its_input_and_a_value, lambda: (torch.randn(2, 3),)),
+    ("a torch-function subclass", returns_its_input_and_a_value, lambda: (torch.randn(2, 3).as_subclass(_Noting),)),
+    ("write and return the value", write_and_return_the_value, lambda: (torch.randn(2, 3),)),
+]
+
+
+@pytest.mark.parametrize(("fn", "make"), [pytest.param(f, m, id=name) for name, f, m in WRITTEN_IN])
+def test_the_eager_backends_graph_is_written_into_the_runner_like_eager(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]]
+) -> None:
+    """The eager backend's graph code is written into the generated runner and the entry function (GraphCode): neither
+    calls the function made from it, and every call matches eager (the ops reach no `__torch_function__`)."""
+    from subclassaot.runtime.plan import graph_code
+
+    compiled = assert_matches_eager(fn, make, calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    run = entry.runner.run if entry.runner is not None else None
+    functions = [f for f in (run, *(plain[1] for plain in compiled._plain)) if f is not None]  # type: ignore[attr-defined]
+    assert functions and run is not None
+    for f in functions:
+        read = [f.__globals__[n] for n in f.__code__.co_names if n in f.__globals__]
+        assert not any(graph_code(v) is not None for v in read)
+    _Noting.calls = []
+    compiled(*make())
+    assert not [c for c in _Noting.calls if getattr(c, "__name__", None) in ("add", "mul", "sin", "sum")]
