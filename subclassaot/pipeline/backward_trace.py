@@ -38,7 +38,7 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
-from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_ins
+from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_in_leaves, own_stand_ins
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
@@ -311,7 +311,8 @@ def trace_backward(
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
     group_grads, grad_inputs = _grad_inputs(flat, layout, analysis, user_fakes)
-    example = graph_example_inputs(layout, dense_fakes)
+    own = own_stand_in_leaves(flat, layout, user_fakes, own_leaves_of(analysis))
+    example = graph_example_inputs(layout, dense_fakes, own)
     with fake_mode:
         for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
             if not example[k].requires_grad:
