@@ -102,6 +102,7 @@ from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inf
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
 from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
+from subclassaot.runtime.steps import own_accumulator_inputs
 from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
@@ -852,6 +853,7 @@ def _runtime_plan(
         graph_outputs=traced.outputs,
         leaf_attr_paths=leaf_attr_paths(layout),
         input_requires_grad=tuple(t.requires_grad for t in prog.tensors),
+        own_accumulators=own_accumulator_inputs(layout, prog.tensors),
         output_types=trial.output_types if trial is not None else (),
     )
 

@@ -473,6 +473,14 @@ def flagless_no_grad_view(t: torch.Tensor) -> bool:
         return wrapper_grad_accumulator(t).node is None
 
 
+def leaf_view_of_its_own(t: torch.Tensor) -> bool:
+    """An autograd view that requires grad by a flag of its own and has no history (`b[0].requires_grad_()` of a base
+    requiring none, or a view taken under no_grad given requires_grad_()): a leaf whose accumulator is its own, its
+    `._base` no autograd ancestor of it. Not a flagless no_grad view (`flagless_no_grad_view`: its flag is its
+    base's, its edge leads nowhere)."""
+    return t._is_view() and t.requires_grad and is_leaf_before_base_write(t) and not flagless_no_grad_view(t)
+
+
 def is_no_grad_view(t: torch.Tensor) -> bool:
     """An autograd view made under no_grad (or inference mode): it has no history, and its requires_grad reads its own
     flag or its base's (autograd's view meta answers `own or base.requires_grad`), so requires_grad_() gives it a flag

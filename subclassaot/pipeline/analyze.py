@@ -42,6 +42,7 @@ from subclassaot.pipeline.functional_run import (
     intermediate_bases,
     own_leaf_inputs,
     own_leaves_of,
+    own_stand_in_leaves,
     own_stand_ins,
     run_functional,
 )
@@ -219,7 +220,7 @@ def analyze(
     # (of its layout's alias groups: an untouched group traced apart has none)
     grouped = {layout.leaves[m].owner for g in layout.groups for m in g.members}
     given = frozenset(i for i in own_leaves or () if flat.tensor_indices[i] in grouped)
-    graph_fakes = graph_example_inputs(layout, dense_fakes)
+    graph_fakes = graph_example_inputs(layout, dense_fakes, own_stand_in_leaves(flat, layout, user_fakes, given))
     # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
     # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
     grad_groups = frozenset(

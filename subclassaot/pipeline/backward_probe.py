@@ -31,7 +31,7 @@ from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
 from subclassaot.runtime.regenerate import replay_steps
-from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs
+from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
@@ -2023,7 +2023,9 @@ def records_as_eager(
             for k in _gained_inputs(flat, analysis):  # (as the runtime sets them before the graph runs)
                 cast(torch.Tensor, graph_values[k]).requires_grad_(True)
             dense = [cast(torch.Tensor, graph_values[leaf.owner]) for leaf in layout.leaves]
-            graph_in = graph_example_inputs(layout, dense)
+            reals = [flat.values[k] for k in flat.tensor_indices]
+            own = {j for i in own_accumulator_inputs(layout, reals) for j in layout.leaves_of_input[i]}
+            graph_in = graph_example_inputs(layout, dense, own)  # (as runtime.call's, for these inputs)
             with torch.autograd.graph.saved_tensors_hooks(_saving(graph_saved), _unpacked):
                 graph_outs = list(cast(Sequence[object], graph(*graph_in)))
             fresh = graph_outs[len(graph_outputs.updates) :]

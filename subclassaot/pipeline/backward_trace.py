@@ -38,7 +38,7 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
-from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_ins
+from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_in_leaves, own_stand_ins
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
@@ -311,7 +311,7 @@ def trace_backward(
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
     group_grads, grad_inputs = _grad_inputs(flat, layout, analysis, user_fakes)
-    example = graph_example_inputs(layout, dense_fakes)
+    example = _graph_examples(flat, layout, analysis, dense_fakes, user_fakes)
     with fake_mode:
         for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
             if not example[k].requires_grad:
@@ -379,6 +379,19 @@ def trace_backward(
         if probed and (deferred := _defer_probed_error(setup, joint.reach, tangents.trees)) is not None:
             return deferred
     return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
+
+
+def _graph_examples(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    dense_fakes: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+) -> list[torch.Tensor]:
+    """The graph inputs' fakes, as the runtime makes them: no stand-in of its own taken as a group's autograd root."""
+    return graph_example_inputs(
+        layout, dense_fakes, own_stand_in_leaves(flat, layout, user_fakes, own_leaves_of(analysis))
+    )
 
 
 _SAVED_VERSION_ERROR = "modified by an inplace operation"  # (autograd's unpacking of a saved tensor written since)

@@ -33,7 +33,7 @@ from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
 from subclassaot.pipeline.rules.view_bases import autograd_apart, clone_synthetic_base, foreign_root
-from subclassaot.runtime.steps import own_stand_in_inputs
+from subclassaot.runtime.steps import own_accumulator_inputs, own_stand_in_inputs
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
     DataDependentError,
@@ -521,8 +521,10 @@ def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[to
     """A plain member of an alias group whose input is a view taken under no_grad of a tensor that requires grad,
     with no flag of its own (`flagless_no_grad_view`), is taken again under no_grad of its traced view of the
     synthetic base: it requires grad through that base and records no edge, as eager's does (Note [Aliased Inputs
-    In Training])."""
+    In Training]). One that requires_grad_() gave a flag of its own is a leaf with an accumulator of its own in eager:
+    a plain one runs as a stand-in of its own (runtime.steps.own_accumulator_inputs); any other is refused."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
+    own = own_accumulator_inputs(layout, [flat.values[k] for k in flat.tensor_indices])
     for group in layout.groups:
         for m, same in zip(group.members, group.same_as, strict=True):
             i = owner[m]
@@ -531,13 +533,15 @@ def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[to
                 with torch.no_grad():
                     dense[m] = dense[m].view_as(dense[m])
                 take_creation_meta(dense[m], real)  # (one taken inside inference_mode: eager's errors name it)
-            elif real.requires_grad and is_no_grad_view(real) and not flagless_no_grad_view(real):
+            elif real.requires_grad and is_no_grad_view(real) and not flagless_no_grad_view(real) and i not in own:
                 raise UnsupportedError(
                     f"{flat.leaves[flat.tensor_indices[i]].path}: a view taken under no_grad (or inside "
                     "inference_mode) that requires_grad_() gave a flag of its own, so eager's is a leaf with an "
-                    "accumulator of its own, passed beside another input over the storage the program writes: the "
-                    "compiled call traces it as a view of the storage's base and would send its gradient there. Pass "
-                    "a .clone() of it, or call requires_grad_() on a clone"
+                    "accumulator of its own, passed beside another input over the storage the program writes, and "
+                    "not a plain tensor whose history is unread (a tensor subclass, or one whose base was written "
+                    "since it was taken), which could run as a stand-in of its own: the compiled call traces it as a "
+                    "view of the storage's base and would send its gradient there. Pass a .clone() of it, or call "
+                    "requires_grad_() on a clone"
                 )
 
 
@@ -577,10 +581,20 @@ def own_stand_ins(
     flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor], own_leaves: Collection[int] = ()
 ) -> frozenset[int]:
     """runtime.steps.own_stand_in_inputs of the compile: the inputs' flags as passed; gaining, those `like` makes
-    require grad; and those of `own_leaves` (the first analysis's own_leaf_inputs) it makes require grad."""
-    passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
+    require grad; those of `own_leaves` (the first analysis's own_leaf_inputs) it makes require grad; and the leaf
+    views with an accumulator of their own (runtime.steps.own_accumulator_inputs)."""
+    reals = [flat.values[k] for k in flat.tensor_indices]
+    passed = [cast(torch.Tensor, r).requires_grad for r in reals]
     gains = {i for i, t in enumerate(like) if t.requires_grad and not passed[i]}
-    return own_stand_in_inputs(layout, passed, gains) | frozenset(i for i in own_leaves if i in gains)
+    own = own_stand_in_inputs(layout, passed, gains) | own_accumulator_inputs(layout, reals)
+    return own | frozenset(i for i in own_leaves if i in gains)
+
+
+def own_stand_in_leaves(
+    flat: FlatInputs, layout: DenseLayout, like: Sequence[torch.Tensor], own_leaves: Collection[int] = ()
+) -> frozenset[DenseIndex]:
+    """The dense leaves of `own_stand_ins`: never taken as their group's autograd root (steps.graph_example_inputs)."""
+    return frozenset(j for i in own_stand_ins(flat, layout, like, own_leaves) for j in layout.leaves_of_input[i])
 
 
 def own_leaves_of(analysis: Analysis) -> frozenset[int]:

@@ -21,6 +21,7 @@ from subclassaot.pipeline.functional_run import (
     dense_leaves_of,
     intermediate_bases,
     own_leaves_of,
+    own_stand_in_leaves,
     run_functional,
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
@@ -186,7 +187,8 @@ def trace_inference(
             outs, counts["fresh"], counts["bases"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs
 
-    example = graph_example_inputs(layout, dense_fakes)
+    own = own_stand_in_leaves(flat, layout, user_fakes, own_leaves_of(analysis))
+    example = graph_example_inputs(layout, dense_fakes, own)
     with fake_mode:
         gm = trace_graph(graph_fn, example, decompositions)
     _drop_dead_code(gm)
@@ -234,7 +236,7 @@ def analyze_and_trace(
             outs, counts["fresh"], counts["bases"], counts["symints"] = graph_output_values(run, updates, analysis)
             return outs
 
-    example = graph_example_inputs(layout, dense_fakes)
+    example = graph_example_inputs(layout, dense_fakes, own_stand_in_leaves(flat, layout, user_fakes))
     with fake_mode:
         gm = trace_graph(graph_fn, example, decompositions)
     ((analysis, traced),) = found

@@ -260,8 +260,10 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
 def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:
     """The dense leaves of plain inputs requiring no grad as passed beside one that does (steps.own_stand_in_inputs,
     whichever gain the flag): those that gain it before the graph runs are stand-ins of their own, never their
-    group's autograd root; the others never require grad here."""
+    group's autograd root; the others never require grad here. So too leaf views with an accumulator of their own
+    (steps.own_accumulator_inputs)."""
     own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, range(len(plan.input_requires_grad)))
+    own |= plan.own_accumulators
     leaves = {i for i, o in enumerate(plan.analysis.own_leaf_inputs) if o}  # (pipeline.functional_run.own_leaf_inputs)
     return {j for i in own | leaves for j in plan.layout.leaves_of_input[i]}
 

@@ -66,6 +66,9 @@ class RuntimePlan:
     graph_outputs: GraphOutputs
     leaf_attr_paths: tuple[tuple[str, ...], ...]  # per dense leaf: attribute names from its owner input
     input_requires_grad: tuple[bool, ...]  # per tensor input: requires_grad when compiled (a guard holds it)
+    # tensor inputs that run as stand-ins of their own with an accumulator of their own when compiled
+    # (steps.own_accumulator_inputs: guarded by requires_grad, is_leaf and the no_grad view's flag)
+    own_accumulators: frozenset[int] = frozenset()
     # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Ambient
     # Modes]); () when no input is such a subclass
     output_types: tuple[type[torch.Tensor] | None, ...] = ()

@@ -62,6 +62,7 @@ from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     get_version,
     grad_fn_raises,
+    leaf_view_of_its_own,
     refresh_view_grad_fn,
     set_to_tensor,
     set_version,
@@ -152,6 +153,30 @@ def own_stand_in_inputs(layout: DenseLayout, passed: Sequence[bool], gains: Cont
     )
 
 
+def own_accumulator_inputs(layout: DenseLayout, values: Sequence[object]) -> frozenset[int]:
+    """Plain inputs (tensor positions, `values` the real ones) in an alias group that are leaf views requiring grad
+    by a flag of their own (`b[0].requires_grad_()` of a base requiring none, or a view taken under no_grad given
+    requires_grad_()): eager's is a leaf with an accumulator of its own, its `._base` no autograd ancestor. Where it
+    would not be its group's autograd root (`graph_example_inputs`: its `._base` requires grad, or another input of
+    the group does), it runs as a stand-in of its own, as own_stand_in_inputs', a Function input whose gradient
+    reaches that accumulator (Note [Aliased Inputs In Training])."""
+    position = {layout.leaves[ls[0]].owner: i for i, ls in enumerate(layout.leaves_of_input) if ls}
+    found = set()
+    for group in layout.groups:
+        inputs = {position[layout.leaves[m].owner] for m in group.members}
+        for i in inputs:
+            value = values[i]
+            if layout.trees[i] is not None or not isinstance(value, torch.Tensor) or not leaf_view_of_its_own(value):
+                continue
+            base = value._base
+            beside = any(
+                isinstance(o := values[j], torch.Tensor) and o is not value and o.requires_grad for j in inputs
+            )
+            if beside or (base is not None and base.requires_grad):
+                found.add(i)
+    return frozenset(found)
+
+
 def graph_example_inputs(
     layout: DenseLayout, dense_values: Sequence[torch.Tensor], own: Container[int] = ()
 ) -> list[torch.Tensor]:
@@ -161,7 +186,10 @@ def graph_example_inputs(
     for item in layout.graph_inputs:
         if isinstance(item, AliasGroupRef):
             group = layout.groups[item.group]
-            members = [dense_values[m] for m in group.members if m not in own]
+            # (every member a stand-in of its own: a base that requires no grad, over their storage)
+            members = [dense_values[m] for m in group.members if m not in own] or [
+                dense_values[m].detach() for m in group.members
+            ]
             # From the members' autograd root (eager's `._base`), so that in training the gradient of the base
             # reaches the whole storage (Note [Aliased Inputs In Training]); offsets are absolute either way. A
             # member that requires grad names it (the first may be a detach() of it, with no history).

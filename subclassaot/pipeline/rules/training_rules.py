@@ -22,6 +22,7 @@ from subclassaot.pipeline.rules.set_storage_rules import (
     refuse_leaves_resized_under_no_grad,
     set_under_no_grad_inputs,
 )
+from subclassaot.runtime.steps import own_accumulator_inputs
 from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
@@ -199,8 +200,15 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   nothing, and no gradient reaches the base through it, whatever writes its storage. Traced as a view of the
 #   synthetic base with history it would hand the base its gradient; so it is taken again under no_grad (a plain
 #   member, of its view of the base; a subclass one, its view ops replayed on its base's traced wrapper): the same
-#   kind of view as eager's, whose reads with grad after a recorded write of the base raise as eager's do. One that
-#   requires_grad_() gave a flag of its own is a leaf with an accumulator in eager, and keeps the member's usual path.
+#   kind of view as eager's, whose reads with grad after a recorded write of the base raise as eager's do.
+# - Leaf views of their own: a plain member that is a view requiring grad by a flag of its own (requires_grad_() of a
+#   no_grad view, or of a view of a base requiring none: `b[0].requires_grad_()`) is a leaf with an accumulator of its
+#   own in eager, its `._base` no autograd ancestor. Where it would not be the group's autograd root (its base requires
+#   grad, or another input of the group does), it runs as a stand-in of its own as above, a Function input whose
+#   gradient reaches that accumulator (runtime.steps.own_accumulator_inputs; two such views of one base leave the
+#   group's base requiring none). Refused where a write with grad on reaches its version-counter family (eager's
+#   view, read after it, takes a history from its base or raises) or its layout or storage changes; so is a tensor
+#   subclass member of that kind, and two leaves requiring grad over one storage that are no views.
 # - Data assignments to aliased inputs: a member, not an autograd leaf, whose layout changes only by `.data =` (its last
 #   storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it the new
 #   layout. A leaf keeps the refusal where another input of the group needs grad; a leaf whose group's other inputs are
@@ -465,22 +473,46 @@ def _check_leaves_of_their_own(
     members: Sequence[DenseIndex],
     input_of: Callable[[DenseIndex], int],
 ) -> None:
-    """Two inputs over one written storage that are each a leaf requiring grad (views of a base that requires none,
-    each made to require grad: an accumulator each) are traced over one synthetic base, whose gradient reaches one
-    accumulator: refused (Note [Aliased Inputs In Training])."""
+    """Inputs over one written storage that are each a leaf requiring grad. A plain leaf view with a flag of its own
+    (`b[0].requires_grad_()`, a no_grad view given requires_grad_()) runs as a stand-in of its own, a Function input
+    whose gradient reaches its accumulator (runtime.steps.own_accumulator_inputs): refused where a write with grad
+    reaches its storage (eager's view, read after it, takes a history from its base or raises for it) or its layout or
+    storage changes. Two other leaves requiring grad (no views: x and x.detach().requires_grad_()) are traced over
+    one synthetic base, whose gradient reaches one accumulator: refused (Note [Aliased Inputs In Training])."""
     if not any(analysis.mutations[m].any for m in members):
         return
+    own = own_accumulator_inputs(layout, [flat.values[k] for k in flat.tensor_indices])
     leaves: dict[int, str] = {}
     for m in members:
         real = cast(torch.Tensor, flat.values[layout.leaves[m].owner])
-        if layout.trees[input_of(m)] is None and real.is_leaf and real.requires_grad:
+        mutation = analysis.mutations[m]
+        # (a write with grad on: recorded by autograd, or advancing its version counter, which it shares with its
+        # base and that base's detach(), by an op that may record a node)
+        with_grad = mutation.version_bumps > mutation.bumps_after_grad
+        if input_of(m) in own and (
+            with_grad
+            or any(analysis.mutations[k].autograd_visible for k in members)
+            or mutation.metadata
+            or mutation.storage_changed
+            or mutation.swapped
+            or mutation.resized
+        ):
+            raise UnsupportedError(
+                f"{layout.leaves[m].path}: a view that requires grad by a flag of its own (a leaf with an accumulator "
+                "of its own), over a storage the program writes with grad on (through any input over it, a detach() "
+                "too), or whose layout or storage the program changes (in-place view ops, set_(), resize_()): in "
+                "eager, its reads after a write with grad take a history from its base (or raise), which the "
+                "compiled call, running it as a leaf of its own, does not give. Pass a .clone() of it, or write "
+                "under torch.no_grad()"
+            )
+        if layout.trees[input_of(m)] is None and real.is_leaf and real.requires_grad and input_of(m) not in own:
             leaves.setdefault(input_of(m), layout.leaves[m].path)
     if len(leaves) > 1:
         raise UnsupportedError(
             f"{' and '.join(leaves.values())}: inputs over one storage the program writes, each a leaf that requires "
-            "grad (a view of a tensor that requires none, made to require grad itself: an accumulator of its own); "
-            "in training the compiled call traces them over one base, whose gradient would reach one of them only. "
-            "Pass clones of them, or make their base require grad and take the views inside the function"
+            "grad and no view (an accumulator of its own each: x and x.detach().requires_grad_()); in training the "
+            "compiled call traces them over one base, whose gradient would reach one of them only. Pass clones of "
+            "them, or pass one of them and take the other inside the function"
         )
 
 
