@@ -297,6 +297,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
+        if getattr(getattr(func, "_schema", None), "is_mutable", True):
+            self.record.changed_any = True  # (an op of unknown schema counts as one: SwapRecord.gained_before_changes)
         counted = dict(self.record.written_families) if self.record.dispatching == 0 else None
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
@@ -1161,6 +1163,8 @@ class _DataMode(TorchFunctionMode):
     def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
+        if owner == "data" and name == "__set__":
+            self.record.changed_any = True  # (SwapRecord.gained_before_changes)
         if owner == "data" and name == "__set__" and self._data_set(args):
             return None
         _refuse_gradient_business(func, args, kwargs, name, owner)
@@ -1384,6 +1388,8 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained.add(id(args[0]))
+                if not self.record.changed_any and not self.record.storage_resizes:
+                    self.record.gained_before_changes.add(id(args[0]))
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
                 elif self.record.grad_at_start and (flips := self._flips_unread(args[0])) is not None:

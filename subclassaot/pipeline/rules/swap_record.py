@@ -166,6 +166,11 @@ class SwapRecord:
     views_of_gained_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
+    # ... of those, the ones whose flag came before any op of the program changed a tensor (wrote it, relaid it, set_()
+    # it, resized its storage, assigned its `.data`): the run that requires grad from the start is eager's after the
+    # flag (Note [Inputs Written In Training]); and whether such an op ran yet
+    gained_before_changes: set[int] = field(default_factory=set)
+    changed_any: bool = False
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
