@@ -451,10 +451,7 @@ def _analysis(
         gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),
         own_leaf_inputs=tuple(i in f.own_leaves for i in range(len(run.user_tensors))),
         requires_grad_dropped=tuple(id(t) in run.swaps.requires_grad_dropped for t in run.user_tensors),
-        gained_before_changes=tuple(
-            id(t) in run.swaps.gained_before_changes and id(t) not in run.swaps.requires_grad_dropped
-            for t in run.user_tensors
-        ),
+        gained_before_changes=run.swaps.gained_unchanged(run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         creation_meta_reads=tuple(run.swaps.creation_meta_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),

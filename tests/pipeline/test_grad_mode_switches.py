@@ -6456,8 +6456,8 @@ def test_stale_view_of_a_view_input_beside_its_base(compile_fn: CompileFn | None
     refused_with_grad(read, _flagged_row_and_its_base, compile_fn, REGENERATED_VIEW_READ)
 
 
-# Note [Inputs Written In Training]: an input made to require grad before the program changed any tensor: every write
-# of eager's is after the flag, as in the run that requires grad from the start (refused before as written in place and
+# An input made to require grad before the program changed any tensor: every write of eager's is after the flag, as in
+# the run that requires grad from the start (Note [Inputs Written In Training]; refused before as written in place and
 # made to require grad: fuzz seed 119200 #3078, #7835)
 def _flag_then_write_under_no_grad(x: T, y: T) -> object:
     x.requires_grad_()

@@ -1163,8 +1163,6 @@ class _DataMode(TorchFunctionMode):
     def _function(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         name = getattr(func, "__name__", "")
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
-        if owner == "data" and name == "__set__":
-            self.record.changed_any = True  # (SwapRecord.gained_before_changes)
         if owner == "data" and name == "__set__" and self._data_set(args):
             return None
         _refuse_gradient_business(func, args, kwargs, name, owner)
@@ -1255,6 +1253,7 @@ class _DataMode(TorchFunctionMode):
 
     def _data_set(self, args: tuple[Any, ...]) -> bool:
         """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""
+        self.record.changed_any = True  # (SwapRecord.gained_before_changes)
         if args[1] is args[0]:
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Storage])
             return True

@@ -554,6 +554,11 @@ class SwapRecord:
         late = self.late_grad | self.requires_grad_dropped
         return any(self.family_of(s) == family for s in self.run_inputs if id(s) in late)
 
+    def gained_unchanged(self, inputs: Sequence[torch.Tensor]) -> tuple[bool, ...]:
+        """Per input: made to require grad before any op changed a tensor, and never turned off
+        (Analysis.gained_before_changes)."""
+        return tuple(id(t) in self.gained_before_changes and id(t) not in self.requires_grad_dropped for t in inputs)
+
     def note_visible_write(self, t: torch.Tensor, moves_data: bool) -> None:
         """A write of `t` at `seq` that eager's autograd records."""
         self.visible_writes.add(storage_key(t))
