@@ -6454,3 +6454,158 @@ def test_stale_view_of_a_view_input_beside_its_base(compile_fn: CompileFn | None
         assert_matches_eager(returned, _flagged_row_and_its_base, after_call=write_outputs, compile_fn=compile_fn)
         assert_matches_eager(returned, _flagged_row_and_its_base, compile_fn=compile_fn)
     refused_with_grad(read, _flagged_row_and_its_base, compile_fn, REGENERATED_VIEW_READ)
+
+
+# An input made to require grad before the program changed any tensor: every write of eager's is after the flag, as in
+# the run that requires grad from the start (Note [Inputs Written In Training]; refused before as written in place and
+# made to require grad: fuzz seed 119200 #3078, #7835)
+def _flag_then_write_under_no_grad(x: T, y: T) -> object:
+    x.requires_grad_()
+    t = x.sin()
+    with torch.no_grad():
+        x.mul_(2.0)
+    return (t, x * 3)
+
+
+def _flag_then_view_written_under_no_grad(x: T, y: T) -> object:
+    v = x.view(-1)
+    x.requires_grad_()
+    with torch.no_grad():
+        v.add_(1.0)
+    return (x * 2, v)
+
+
+def _flag_then_relaid_under_no_grad(x: T, y: T) -> object:
+    x.requires_grad_()
+    with torch.no_grad():
+        x.t_()
+    return (x * 2,)
+
+
+def _flag_then_copied_from_grad(x: T, y: T) -> object:
+    x.requires_grad_()
+    with torch.no_grad():
+        x.copy_(y)
+    return (x * y,)
+
+
+def _flag_then_set_under_no_grad(x: T, y: T) -> object:
+    x.requires_grad_()
+    with torch.no_grad():
+        x.set_(y.detach())  # type: ignore[call-overload]  # the stubs list only storage overloads
+    return (x * 3,)
+
+
+def _flag_then_data_of_its_size(x: T, y: T) -> object:
+    x.requires_grad_()
+    t = x * 2
+    x.data = y.detach() + 1
+    return (t, x * 3)
+
+
+def _flag_then_data_of_another_size_unread(x: T, y: T) -> object:
+    x.requires_grad_()
+    t = x * 2
+    x.data = y.detach().t()
+    return (t,)
+
+
+def _flag_then_set_onto_and_written_through_another(x: T, y: T) -> object:
+    # (seed 119200 #3078)
+    with torch.no_grad():
+        x.requires_grad_()
+    y.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    t = y.unsqueeze(1)
+    y.add_(x)
+    y.mul_(y)
+    return (x, t)
+
+
+def _flag_then_data_of_a_view_with_grad(x: T, y: T) -> object:
+    # (seed 119200 #7835)
+    with torch.no_grad(), torch.inference_mode():
+        t = y.select(1, 2)
+    x.requires_grad_()
+    with torch.enable_grad():
+        x.data = y
+    return (x, t)
+
+
+_FLAGGED_THEN_CHANGED: dict[str, tuple[Callable[[T, T], object], bool]] = {
+    # name: (program, also for PairTensor inputs)
+    "write_under_no_grad": (_flag_then_write_under_no_grad, True),
+    "view_written_under_no_grad": (_flag_then_view_written_under_no_grad, True),
+    "relaid_under_no_grad": (_flag_then_relaid_under_no_grad, True),
+    "copied_from_grad": (_flag_then_copied_from_grad, True),
+    "set_under_no_grad": (_flag_then_set_under_no_grad, False),
+    "data_of_its_size": (_flag_then_data_of_its_size, False),
+    "data_of_another_size_unread": (_flag_then_data_of_another_size_unread, False),
+    "set_onto_and_written_through_another": (_flag_then_set_onto_and_written_through_another, False),
+    "data_of_a_view_with_grad": (_flag_then_data_of_a_view_with_grad, False),
+}
+
+
+def _flagged_then_changed_inputs(program: str, subclass: bool) -> Callable[[], tuple[T, T]]:
+    wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
+
+    def make() -> tuple[T, T]:
+        if program == "set_onto_and_written_through_another":
+            return torch.randn(4), torch.randn((), requires_grad=True).clone()
+        if program == "data_of_a_view_with_grad":
+            return torch.randn(3, 2, 3), torch.randn(3, 3, requires_grad=True).clone().unsqueeze(0)
+        return wrap(torch.randn(2, 3)), wrap(torch.randn(2, 3)).requires_grad_()
+
+    return make
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("program", sorted(_FLAGGED_THEN_CHANGED))
+def test_input_made_to_require_grad_before_any_change_then_changed(
+    compile_fn: CompileFn | None, program: str, subclass: bool
+) -> None:
+    """requires_grad_() on an input before any op of the program changed a tensor, then writes, in-place view ops,
+    set_() or `.data =` of it: eager's leaf requires grad at each of them, as the run's that requires grad from the
+    start does, so it compiles as an input passed requiring grad would, under that input's rules."""
+    f, for_pairs = _FLAGGED_THEN_CHANGED[program]
+    if subclass and not for_pairs:
+        pytest.skip("plain inputs only")
+    make = _flagged_then_changed_inputs(program, subclass)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, after_call=write_outputs, compile_fn=compile_fn)
+
+
+def test_input_made_to_require_grad_then_assigned_another_size_and_read_refused(compile_fn: CompileFn | None) -> None:
+    """`.data =` of another size after the flag, then a read with grad: the rule for a leaf requiring grad laid out
+    anew (Note [Leaves Laid Out Anew Under no_grad]) refuses it by name, as for one passed requiring grad (the compiled
+    backward returned the gradient in the assigned size)."""
+
+    def f(x: T, y: T) -> object:
+        x.requires_grad_()
+        x.data = y
+        return (x * 2,)
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (torch.randn(2, 3), torch.randn(3, 2)), compile_fn, "to a tensor of another size")
+
+
+def _flag_then_write_with_grad(x: T) -> object:
+    x.requires_grad_()
+    x.mul_(2.0)
+    return (x * 3,)
+
+
+def _flag_then_resize_under_no_grad(x: T) -> object:
+    x.requires_grad_()
+    with torch.no_grad():
+        x.resize_(7)
+    return (x.sum(),)
+
+
+@pytest.mark.parametrize("program", [_flag_then_write_with_grad, _flag_then_resize_under_no_grad])
+def test_input_made_to_require_grad_then_changed_raises_like_eager(
+    compile_fn: CompileFn | None, program: Callable[[T], object]
+) -> None:
+    """A write with grad (or a resize_()) of the leaf after its flag: eager raises, and so does the compiled call."""
+    with torch.enable_grad():
+        assert_raises_like_eager(program, lambda: (torch.randn(2, 3),), compile_fn=compile_fn)

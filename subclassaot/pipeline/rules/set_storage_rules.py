@@ -467,12 +467,15 @@ def inner_written_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, 
     return tuple(out)
 
 
-def refuse_leaves_resized_under_no_grad(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> None:
+def refuse_leaves_resized_under_no_grad(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, user_fakes: Sequence[torch.Tensor]
+) -> None:
     """Note [Leaves Laid Out Anew Under no_grad];
-    for `.data =`, Note [Gradient Accumulators Of Leaves]."""
+    for `.data =`, Note [Gradient Accumulators Of Leaves]. A leaf the program makes require grad counts as one that
+    requires it (its fake does: Note [Inputs Written In Training])."""
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]
-        if not isinstance(real, torch.Tensor) or not (real.is_leaf and real.requires_grad):
+        if not isinstance(real, torch.Tensor) or not (real.is_leaf and user_fakes[i].requires_grad):
             continue
         read = bool(analysis.read_after_hidden_resize and analysis.read_after_hidden_resize[i])
         if tree is not None and analysis.releaf_sizes and analysis.releaf_sizes[i] is not None:

@@ -297,6 +297,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
+        if getattr(getattr(func, "_schema", None), "is_mutable", True):
+            self.record.changed_any = True  # (an op of unknown schema counts as one: SwapRecord.gained_before_changes)
         counted = dict(self.record.written_families) if self.record.dispatching == 0 else None
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
@@ -1255,6 +1257,7 @@ class _DataMode(TorchFunctionMode):
 
     def _data_set(self, args: tuple[Any, ...]) -> bool:
         """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""
+        self.record.changed_any = True  # (SwapRecord.gained_before_changes)
         if args[1] is args[0]:
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Storage])
             return True
@@ -1388,6 +1391,8 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained.add(id(args[0]))
+                if not self.record.changed_any and not self.record.storage_resizes:
+                    self.record.gained_before_changes.add(id(args[0]))
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))
                 elif self.record.grad_at_start and (flips := self._flips_unread(args[0])) is not None:

@@ -166,6 +166,11 @@ class SwapRecord:
     views_of_gained_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
+    # ... of those, the ones whose flag came before any op of the program changed a tensor (wrote it, relaid it, set_()
+    # it, resized its storage, assigned its `.data`): the run that requires grad from the start is eager's after the
+    # flag (Note [Inputs Written In Training]); and whether such an op ran yet
+    gained_before_changes: set[int] = field(default_factory=set)
+    changed_any: bool = False
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
@@ -551,6 +556,11 @@ class SwapRecord:
         family = self.family_of(t)
         late = self.late_grad | self.requires_grad_dropped
         return any(self.family_of(s) == family for s in self.run_inputs if id(s) in late)
+
+    def gained_unchanged(self, inputs: Sequence[torch.Tensor]) -> tuple[bool, ...]:
+        """Per input: made to require grad before any op changed a tensor, and never turned off
+        (Analysis.gained_before_changes)."""
+        return tuple(id(t) in self.gained_before_changes and id(t) not in self.requires_grad_dropped for t in inputs)
 
     def note_visible_write(self, t: torch.Tensor, moves_data: bool) -> None:
         """A write of `t` at `seq` that eager's autograd records."""

@@ -463,7 +463,7 @@ def check_training_supported(
                     "in place (t_, set_, resize_ ...); in training only data writes to such inputs are supported "
                     "yet. Change a clone instead, or run it under torch.no_grad()"
                 )
-    refuse_leaves_resized_under_no_grad(flat, layout, analysis)
+    refuse_leaves_resized_under_no_grad(flat, layout, analysis, user_fakes)
 
 
 def _check_leaves_of_their_own(
