@@ -148,6 +148,7 @@ from subclassaot.pipeline.rules.swap_record import (
 )
 from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
+    autograd_sequence_nr,
     differentiates_inside_transform,
     dispatches_in_cpp,
     function_applies_noted,
@@ -1218,7 +1219,9 @@ class _DataMode(TorchFunctionMode):
             if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
                 self.record.views_relaid_with_grad = True
         seq_before, bumped = self.record.seq, bumped_input_reads(self.record, args, kwargs) if computes else []
+        mark = autograd_sequence_nr()
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
+        self.record.call_built_node = autograd_sequence_nr() != mark  # Note [Calls That Build No Node]
         if computes:
             self._check_results(name, args, kwargs, out, bumped, seq_before)
         if new_leaf and self.record.replayed_new_leaves is not None:
