@@ -50,18 +50,16 @@ from subclassaot.torch_internals import autograd_sequence_nr, composite_view_as_
 # (torch_internals.composite_view_as_eager); not where it copies (eager's is an inference tensor), nor for a wrapper or
 # inside one's `__torch_dispatch__` (eager's makes no view there either).
 # Facts that no static run can show (symbolic sizes, values of data-dependent ops) are not in the record.
-
-# Note [Calls That Build No Node]
-# Whether a call made an autograd node (and so read its arguments' history) is eager's to say, not a list of names:
-# autograd numbers every node it makes (an op's grad_fn, a custom Function's, a view's history regenerated after a
-# write) from one counter, which a call that made none leaves where it was. requires_grad_(), the `.requires_grad =`
-# setter, detach(), contiguous() of a contiguous tensor and any call under no_grad make none. The eager record reads
-# the counter around each call (`Event.built_node`). set_() is logged below autograd, which made its nodes before the
-# record sees the call: it counts from the end of the call seen before; and the node set_() with grad records on a
-# tensor that requires grad (or from a source that does), NotImplemented, takes no number (as AccumulateGrad and
-# autograd's error nodes do), so that one is derived. The functionalized run reads its own autograd's counter around
-# each call of the program (`SwapRecord.call_built_node`), which for a call handing back its arguments is eager's
-# answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
+# Calls that build no node: whether a call made an autograd node (and so read its arguments' history) is eager's to say,
+# not a list of names: autograd numbers every node it makes (an op's grad_fn, a custom Function's, a view's history
+# regenerated after a write) from one counter, which a call that made none leaves where it was. requires_grad_(), the
+# `.requires_grad =` setter, detach(), contiguous() of a contiguous tensor and any call under no_grad make none. The
+# eager record reads the counter around each call (`Event.built_node`). set_() is logged below autograd, which made its
+# nodes before the record sees the call: it counts from the end of the call seen before; and the node set_() with grad
+# records on a tensor that requires grad (or from a source that does), NotImplemented, takes no number (as
+# AccumulateGrad and autograd's error nodes do), so that one is derived. The functionalized run reads its own autograd's
+# counter around each call of the program (`SwapRecord.call_built_node`), which for a call handing back its arguments is
+# eager's answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
 
 NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
 StorageId = NewType("StorageId", int)  # a storage, numbered on first sight
@@ -95,7 +93,7 @@ class Event:
     inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
     outputs: tuple[NodeId, ...]  # the tensors it returned, in pytree order
     facts: tuple[TensorFacts, ...]  # of inputs, outputs and their inner tensors and bases, each node once
-    built_node: bool  # autograd made a node while it ran (Note [Calls That Build No Node])
+    built_node: bool  # autograd made a node while it ran (Note [The Eager Record], calls that build no node)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,7 +227,7 @@ class _Recorder(TorchFunctionMode):
         for t in received:  # numbered before the call: an input seen first here keeps its pre-call identity
             self.node(t)
         grad_enabled = torch.is_grad_enabled()
-        # (below autograd, the call's node, if any, was made before it reached here: Note [Calls That Build No Node])
+        # (below autograd, the call's node, if any, was made before it reached here: Note [The Eager Record])
         start = mark + own if below else autograd_sequence_nr()
         self.depth += 1  # the facts' own reads (`.grad_fn`, `.stride()`) are not logged either
         try:

@@ -338,7 +338,7 @@ def check_raising_view_input_reads(
         if not any(has_grad_fn(o) for o in results):
             return
         if all(any(o is a for a in operands) for o in results) and not record.call_built_node:
-            return  # (requires_grad_(), contiguous() of a contiguous input: Note [Calls That Build No Node])
+            return  # (requires_grad_(), contiguous() of a contiguous input: no node, Note [The Eager Record])
     raise read[0].error() from None
 
 

@@ -300,7 +300,8 @@ def test_set_of_a_subclass_view_onto_itself_bumps_the_counters_eager_bumps() -> 
 
 
 def test_calls_that_build_no_node() -> None:
-    """Note [Calls That Build No Node]: whether a call made an autograd node is read off autograd's own counter."""
+    """Note [The Eager Record], calls that build no node: whether a call made an autograd node is read off
+    autograd's own counter."""
 
     def f(x: torch.Tensor, v: torch.Tensor, y: torch.Tensor) -> object:
         t = x.mul(2)  # a node

@@ -866,7 +866,7 @@ def test_requires_grad_on_a_raising_view_input_after_its_base_was_written(
     """Fuzz seed 119200 program 2258: requires_grad_() on an unbind() view input (of an as_strided() of its base) after
     the program wrote the base with grad: it hands the view back and builds no node, so eager reads no grad_fn and
     returns; the compiled run took the flag's event for a node and raised the view's error. So too a to() that
-    changes nothing (whether a call built a node is autograd's to say: Note [Calls That Build No Node])."""
+    changes nothing (whether a call built a node is autograd's to say: Note [The Eager Record])."""
     views: dict[str, Callable[[T], T]] = {
         "unbind": lambda b: b.unbind(1)[1],
         "as_strided_unbind": lambda b: b.as_strided((2, 1), (0, 3), 2).unbind(0)[1],

@@ -1219,9 +1219,7 @@ class _DataMode(TorchFunctionMode):
             if args[0]._is_view() or id(args[0]) in self.record.view_layouts:
                 self.record.views_relaid_with_grad = True
         seq_before, bumped = self.record.seq, bumped_input_reads(self.record, args, kwargs) if computes else []
-        mark = autograd_sequence_nr()
         out = self._call(func, args, call_args, call_kwargs, name, layout_op)
-        self.record.call_built_node = autograd_sequence_nr() != mark  # Note [Calls That Build No Node]
         if computes:
             self._check_results(name, args, kwargs, out, bumped, seq_before)
         if new_leaf and self.record.replayed_new_leaves is not None:
@@ -1436,6 +1434,7 @@ class _DataMode(TorchFunctionMode):
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
         check_flagless_view_reads(self.record, name, args, call_kwargs, None)  # (a write would raise in the run)
+        mark = autograd_sequence_nr()  # (did the call make a node: Note [The Eager Record])
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1464,6 +1463,7 @@ class _DataMode(TorchFunctionMode):
                     "a write and raises. Take the view with grad enabled, or use the out-of-place view op"
                 ) from e
             raise
+        self.record.call_built_node = autograd_sequence_nr() != mark
         return out
 
     def _check_results(
