@@ -244,6 +244,13 @@ def refresh_view_grad_fn(t: torch.Tensor) -> None:
     grad_fn_raises(t)  # its read of grad_fn is the refresh
 
 
+def autograd_sequence_nr() -> int:
+    """The sequence number autograd gives the next node it makes, read without making one: a call that moves it made
+    a node (an op's grad_fn, a view's history regenerated after a write, a custom Function's); AccumulateGrad and
+    autograd's error nodes take none."""
+    return int(torch._C._autograd._get_sequence_nr())
+
+
 def autograd_sequence_mark() -> int:
     """The sequence number autograd gives the next node it makes: nodes made before this call have a lower one,
     nodes made after a higher one (the engine's order among ready nodes). Made by creating one node that is never

@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.torch_internals import composite_view_as_eager, is_fake, static_fake_copies
+from subclassaot.torch_internals import autograd_sequence_nr, composite_view_as_eager, is_fake, static_fake_copies
 
 # Note [The Eager Record]
 # Everything the epilogue must reproduce is eager's state at some point of the program: the storage and layout of
@@ -50,6 +50,16 @@ from subclassaot.torch_internals import composite_view_as_eager, is_fake, static
 # (torch_internals.composite_view_as_eager); not where it copies (eager's is an inference tensor), nor for a wrapper or
 # inside one's `__torch_dispatch__` (eager's makes no view there either).
 # Facts that no static run can show (symbolic sizes, values of data-dependent ops) are not in the record.
+# Calls that build no node: whether a call made an autograd node (and so read its arguments' history) is eager's to say,
+# not a list of names: autograd numbers every node it makes (an op's grad_fn, a custom Function's, a view's history
+# regenerated after a write) from one counter, which a call that made none leaves where it was. requires_grad_(), the
+# `.requires_grad =` setter, detach(), contiguous() of a contiguous tensor and any call under no_grad make none. The
+# eager record reads the counter around each call (`Event.built_node`). set_() is logged below autograd, which made its
+# nodes before the record sees the call: it counts from the end of the call seen before; and the node set_() with grad
+# records on a tensor that requires grad (or from a source that does), NotImplemented, takes no number (as
+# AccumulateGrad and autograd's error nodes do), so that one is derived. The functionalized run reads its own autograd's
+# counter around each call of the program (`SwapRecord.call_built_node`), which for a call handing back its arguments is
+# eager's answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
 
 NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
 StorageId = NewType("StorageId", int)  # a storage, numbered on first sight
@@ -83,6 +93,7 @@ class Event:
     inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
     outputs: tuple[NodeId, ...]  # the tensors it returned, in pytree order
     facts: tuple[TensorFacts, ...]  # of inputs, outputs and their inner tensors and bases, each node once
+    built_node: bool  # autograd made a node while it ran (Note [The Eager Record], calls that build no node)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,7 +131,8 @@ class _Recorder(TorchFunctionMode):
         self.held_storages: list[torch.UntypedStorage] = []  # keep `_cdata` from being reused during the run
         self.events: list[Event] = []
         self.depth = 0  # logged calls running now
-        self.pending: tuple[str, bool, list[torch.Tensor], list[torch.Tensor]] | None = None  # a call to log
+        self.pending: tuple[str, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # a call to log
+        self.mark = autograd_sequence_nr()  # autograd's counter after the last call the record saw
 
     def node(self, t: torch.Tensor) -> NodeId:
         found: int | None = self.nodes.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
@@ -194,7 +206,10 @@ class _Recorder(TorchFunctionMode):
     ) -> Any:
         op = _op_name(func)
         if op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET:
-            return func(*args, **(kwargs or {}))  # reads no state changes: not an event
+            out = func(*args, **(kwargs or {}))  # reads no state changes: not an event
+            if not self.depth:  # (a grad_fn read may regenerate a view's history: a node of no event's)
+                self.mark = autograd_sequence_nr()
+            return out
         return self.logged(op, func, args, kwargs or {})
 
     def logged(
@@ -205,16 +220,23 @@ class _Recorder(TorchFunctionMode):
         reading autograd facts of the op's own tensors can deadlock: their facts are read at the next call above."""
         if self.depth:
             return func(*args, **kwargs)
+        mark, before = self.mark, autograd_sequence_nr()
         self.flush()
+        own = autograd_sequence_nr() - before  # (nodes the flush's reads made: regenerated histories)
         received = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         for t in received:  # numbered before the call: an input seen first here keeps its pre-call identity
             self.node(t)
         grad_enabled = torch.is_grad_enabled()
+        # (below autograd, the call's node, if any, was made before it reached here: Note [The Eager Record])
+        start = mark + own if below else autograd_sequence_nr()
         self.depth += 1  # the facts' own reads (`.grad_fn`, `.stride()`) are not logged either
         try:
             out = func(*args, **kwargs)
             returned = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
-            self.pending = (op, grad_enabled, received, returned)
+            self.mark = autograd_sequence_nr()
+            # (set_() with grad records a NotImplemented node, which takes no number)
+            unnumbered = below and grad_enabled and any(t.requires_grad for t in received)
+            self.pending = (op, grad_enabled, received, returned, self.mark != start or unnumbered)
             if not below:
                 self.flush()
         finally:
@@ -225,7 +247,7 @@ class _Recorder(TorchFunctionMode):
         """Log the call that ran last, reading its tensors' facts now."""
         if self.pending is None:
             return
-        op, grad_enabled, received, returned = self.pending
+        op, grad_enabled, received, returned, built = self.pending
         self.pending = None
         self.depth += 1
         try:
@@ -233,7 +255,8 @@ class _Recorder(TorchFunctionMode):
         finally:
             self.depth -= 1
         inputs, outputs = tuple(self.node(t) for t in received), tuple(self.node(t) for t in returned)
-        self.events.append(Event(op=op, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts))
+        event = Event(op=op, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts, built_node=built)
+        self.events.append(event)
 
 
 # Autograd regenerating a view's grad_fn (after its base was written) resets the view's Python `_backward_hooks`

@@ -337,13 +337,9 @@ def check_raising_view_input_reads(
         results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad]
         if not any(has_grad_fn(o) for o in results):
             return
-        if all(any(o is a for a in operands) for o in results) and (record.seq == seq_before or name in _NO_NODE):
-            return  # (requires_grad_(), contiguous() of a contiguous input: no node)
+        if all(any(o is a for a in operands) for o in results) and not record.call_built_node:
+            return  # (requires_grad_(), contiguous() of a contiguous input: no node, Note [The Eager Record])
     raise read[0].error() from None
-
-
-# calls that hand their argument back and never build a node, though the run records an event for them (a flag)
-_NO_NODE = frozenset({"requires_grad_"})
 
 
 def check_raising_view_input_applies(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -37,11 +37,12 @@ def _comparable(f: TensorFacts, real: TensorFacts | None = None) -> tuple[object
 
 
 def _event_differences(real: Event, fake: Event) -> list[str]:
-    if (real.op, real.grad_enabled, real.inputs, real.outputs) != (
+    if (real.op, real.grad_enabled, real.inputs, real.outputs, real.built_node) != (
         fake.op,
         fake.grad_enabled,
         fake.inputs,
         fake.outputs,
+        fake.built_node,
     ):
         return [f"{real.op}: event {real} vs {fake}"]
     fakes = {f.node: f for f in fake.facts}
@@ -296,3 +297,48 @@ def test_set_of_a_subclass_view_onto_itself_bumps_the_counters_eager_bumps() -> 
         torch.manual_seed(0)
         fake = observe_on_fakes(f, inputs())
     assert record_differences(real, fake) == []
+
+
+def test_calls_that_build_no_node() -> None:
+    """Note [The Eager Record], calls that build no node: whether a call made an autograd node is read off
+    autograd's own counter."""
+
+    def f(x: torch.Tensor, v: torch.Tensor, y: torch.Tensor) -> object:
+        t = x.mul(2)  # a node
+        t.requires_grad_()  # the flag of a tensor that has it: none
+        x.contiguous()  # x itself: none
+        x.detach()  # none
+        with torch.no_grad():
+            x.sin()  # none
+        x.add_(1)  # a node (its history rebased); v's counter moved: reading its grad_fn now raises
+        v.requires_grad_()  # none: eager reads no history of v
+        v.contiguous()  # none
+        y.set_(x.detach())  # type: ignore[call-overload]  # a leaf that requires no grad: none
+        x.set_(x.detach().cos())  # type: ignore[call-overload]  # with grad, on x that requires grad: a node
+        return t
+
+    def inputs() -> list[torch.Tensor]:
+        b = torch.randn(2, 3, requires_grad=True).clone()
+        return [b, b.unbind(0)[1], torch.randn(1)]
+
+    with torch.enable_grad():
+        real, record = observe(f, inputs()), observe_on_fakes(f, inputs())
+    assert record_differences(real, record) == []
+    built = [(e.op, e.built_node) for e in record.events]
+    assert built == [
+        ("Tensor.mul", True),
+        ("Tensor.requires_grad_", False),
+        ("Tensor.contiguous", False),
+        ("Tensor.detach", False),
+        ("_set_grad_enabled", False),
+        ("Tensor.sin", False),
+        ("_set_grad_enabled", False),
+        ("Tensor.add_", True),
+        ("Tensor.requires_grad_", False),
+        ("Tensor.contiguous", False),
+        ("Tensor.detach", False),
+        ("Tensor.set_", False),
+        ("Tensor.detach", False),
+        ("Tensor.cos", False),
+        ("Tensor.set_", True),
+    ], built

@@ -865,7 +865,8 @@ def test_requires_grad_on_a_raising_view_input_after_its_base_was_written(
 ) -> None:
     """Fuzz seed 119200 program 2258: requires_grad_() on an unbind() view input (of an as_strided() of its base) after
     the program wrote the base with grad: it hands the view back and builds no node, so eager reads no grad_fn and
-    returns; the compiled run took the flag's event for a node and raised the view's error."""
+    returns; the compiled run took the flag's event for a node and raised the view's error. So too a to() that
+    changes nothing (whether a call built a node is autograd's to say: Note [The Eager Record])."""
     views: dict[str, Callable[[T], T]] = {
         "unbind": lambda b: b.unbind(1)[1],
         "as_strided_unbind": lambda b: b.as_strided((2, 1), (0, 3), 2).unbind(0)[1],
@@ -882,9 +883,14 @@ def test_requires_grad_on_a_raising_view_input_after_its_base_was_written(
         x1.requires_grad_()
         return ()
 
+    def to(x0: T, x1: T) -> object:  # (a to() that changes nothing hands x1 back too: no node)
+        x0.add_(3.0)
+        return x1.to(torch.float32)
+
     with torch.enable_grad():
-        assert_matches_eager(f, make, compile_fn=compile_fn)
-        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+        for program in (f, to):
+            assert_matches_eager(program, make, compile_fn=compile_fn)
+            assert_matches_eager(program, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
 # The same inputs, 2-d (x0 = b0's view over its last dim), for the events of Note [Views That Raise After A Bump] beside

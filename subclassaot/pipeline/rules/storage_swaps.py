@@ -148,6 +148,7 @@ from subclassaot.pipeline.rules.swap_record import (
 )
 from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
+    autograd_sequence_nr,
     differentiates_inside_transform,
     dispatches_in_cpp,
     function_applies_noted,
@@ -1442,6 +1443,7 @@ class _DataMode(TorchFunctionMode):
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
         check_flagless_view_reads(self.record, name, args, call_kwargs, None)  # (a write would raise in the run)
+        mark = autograd_sequence_nr()  # (did the call make a node: Note [The Eager Record])
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1470,6 +1472,7 @@ class _DataMode(TorchFunctionMode):
                     "a write and raises. Take the view with grad enabled, or use the out-of-place view op"
                 ) from e
             raise
+        self.record.call_built_node = autograd_sequence_nr() != mark
         return out
 
     def _check_results(

@@ -501,6 +501,8 @@ class SwapRecord:
     nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
     calls: int = 0  # torch functions the program called so far
+    call_built_node: bool = False  # the program's call checked now made an autograd node (Note [The Eager Record],
+    # calls that build no node): its results read its arguments' history
     # id() of a tensor requires_grad_() turned on -> (`calls` then, the gain's facts before it, its place in
     # new_leaves): a flag turned off again by the program's next call undoes the gain (`cancel_gain`)
     open_gains: dict[int, tuple[int, dict[str, object], int]] = field(default_factory=dict)
