@@ -893,6 +893,25 @@ def test_requires_grad_on_a_raising_view_input_after_its_base_was_written(
             assert_matches_eager(program, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_contiguous_of_a_contiguous_unbind_input_after_its_base_was_written(kind: str) -> None:
+    """Fuzz seed 123315 program 58 (crashed): `x0.contiguous()`, x0 an unbind() view input laid out contiguously, after
+    the program wrote its base x1 with grad: contiguous() hands x0 back and builds no node, so eager reads no grad_fn;
+    the compiled run raised the multi-output view's error (the same fact as the to() above)."""
+
+    def make() -> tuple[object, ...]:
+        b0 = pair_nonleaf(4, 2) if kind == "pair" else nonleaf(4, 2)
+        return b0.unbind(0)[0], b0
+
+    def f(x0: T, x1: T) -> object:
+        x1.fill_(-1.0)
+        return (x0.contiguous(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+
+
 # The same inputs, 2-d (x0 = b0's view over its last dim), for the events of Note [Views That Raise After A Bump] beside
 # a read with grad of the input: a read of a view the program took of it before the bump (eager's view inherits the
 # input's creation meta), a read of its grad_fn or is_leaf (in any grad mode), an in-place write with grad of it or of
