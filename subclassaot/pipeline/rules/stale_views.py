@@ -404,16 +404,23 @@ def refuse_views_of_assigned_bases_kept(record: SwapRecord, user_tensors: Sequen
 
 def _assigned_base_of(record: SwapRecord, t: torch.Tensor) -> tuple[tuple[object, ...], torch.Tensor] | None:
     """The input `t`'s eager `._base` is, where the program assigned its `.data` (its layout before then, the input),
-    `t` an input or a view the program took of one; else None."""
+    `t` a view input or a view the program took of one, or of a base of view inputs; else None. (A view the program
+    took of an input with no view input over it has the rules of views the program took.)"""
     root = t
     for view in record.chain(t):
         root = view.source
     position = record.input_positions.get(id(root))
     if position is None:
         return None
-    base = position[1]._base if position[1]._is_view() else position[1] if root is not t else None
+    real = position[1]
+    if real._is_view():
+        base = real._base
+    elif root is not t and any(other._base is real for _, other in record.input_positions.values()):
+        base = real  # (a view the program took of the base of view inputs: one alias group)
+    else:
+        return None
     for before, u in record.assigned_bases.values():
-        if u is not t and base is not None and record.input_positions[id(u)][1] is base:
+        if u is not t and record.input_positions[id(u)][1] is base:
             return before, u
     return None
 
