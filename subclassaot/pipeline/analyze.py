@@ -116,7 +116,11 @@ from subclassaot.pipeline.rules.set_under_grad import (
     view_set_nodes,
     views_before_view_sets,
 )
-from subclassaot.pipeline.rules.stale_views import refuse_views_read_after_base_set, views_read_after_own_set
+from subclassaot.pipeline.rules.stale_views import (
+    refuse_views_of_assigned_bases_kept,
+    refuse_views_read_after_base_set,
+    views_read_after_own_set,
+)
 from subclassaot.pipeline.rules.storage_reach import (
     check_output_past_grown_input,
     check_output_relaid_by_growth,
@@ -350,6 +354,7 @@ class _CheckedRun:
         self.mutations = mutations = leaf_mutations(run, layout, flat.values)
         self.own_leaves = own if own_leaves is not None else _unwritten_own_leaves(flat, layout, run, mutations, own)
         refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
+        refuse_views_of_assigned_bases_kept(run.swaps, run.user_tensors)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
         refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]
             [flat.leaves[k].path for k in flat.tensor_indices],

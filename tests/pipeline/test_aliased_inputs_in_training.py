@@ -1865,7 +1865,8 @@ def test_member_changed_where_no_output_requires_grad(compile_fn: CompileFn | No
 
 @pytest.mark.parametrize("how", ["data", "set", "unsqueeze"])
 def test_member_changed_where_an_output_requires_grad_is_refused(compile_fn: CompileFn | None, how: str) -> None:
-    # The same, returning the product computed with grad: the group refusal stays
+    # The same, returning the product computed with grad: the group refusal stays (for `.data =` of the leaf, the
+    # refusal of its size change behind autograd: eager's x0 * 3 sends a [1, 3] gradient to the [2, 3] accumulator)
     def f(x0: T, x1: T, x2: T) -> object:
         t0 = x0 * 2
         _changed_member(x0, x1, how)
@@ -1875,7 +1876,8 @@ def test_member_changed_where_an_output_requires_grad_is_refused(compile_fn: Com
         b0 = torch.randn(2, 3, requires_grad=True)
         return (b0, b0[1:], b0.detach())
 
-    refused_with_grad(f, make_inputs, compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}")
+    size_rule = "changes the size of a tensor that requires grad behind autograd"
+    refused_with_grad(f, make_inputs, compile_fn, f"{_GROUP_RULE}|{_VIEW_RELAID_RULE}|{size_rule}")
 
 
 @pytest.mark.parametrize("write", ["no_grad", "data", "other_no_grad"])
@@ -1934,3 +1936,135 @@ def test_leaves_of_their_own_over_a_written_storage_refused(case: str) -> None:
         f(*make())  # legal in eager
         with pytest.raises(subclassaot.UnsupportedError, match=rule):
             subclassaot.compile(f)(*make())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# `.data =` of a leaf beside its own views that require grad (Note [Aliased Inputs In Training]), and views whose
+# history autograd rebuilds over a base assigned so (Note [Stale View Functions]).
+
+_ASSIGNED_BASE_RULE = "after the program assigned `.data =` of its base"
+_ASSIGNED_BASE_KEPT_RULE = "the program assigns `.data =` of its base"
+
+
+def _leaf_and_view(view: Callable[[T], T], *shape: int) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(shape, requires_grad=True)
+        return (b0, view(b0))
+
+    return make_inputs
+
+
+@pytest.mark.parametrize(
+    "view,shape",
+    [
+        # fuzz seed 119200 #5812, #9954, #8498
+        (lambda b: b.unsqueeze(2), (1, 4)),
+        (lambda b: b.expand((4,)).reshape((1, 2, 2)), (4,)),
+        (lambda b: b.unsqueeze(-2).as_strided((), (), 1), (4,)),
+        (lambda b: b.t(), (2, 2)),
+    ],
+    ids=["unsqueeze", "reshape", "as_strided", "t"],
+)
+def test_leaf_data_assigned_its_own_view_input(
+    compile_fn: CompileFn | None, view: Callable[[T], T], shape: tuple[int, ...]
+) -> None:
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        return (x0, x0)
+
+    check_with_grad(f, _leaf_and_view(view, *shape), compile_fn)
+
+
+def test_leaf_data_assigned_its_transposed_view_used_before_and_after(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t = x0.sin()
+        x0.data = x1
+        return (t, x0.cos() * 2, x1 * 3, x0[0])
+
+    check_with_grad(f, _leaf_and_view(lambda b: b.t(), 2, 2), compile_fn)
+
+
+def test_leaf_data_assigned_a_view_of_its_view_input(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1.t()
+        with torch.no_grad():
+            x0.mul_(2.0)
+        return (x0.sum(), x0)
+
+    check_with_grad(f, _leaf_and_view(lambda b: b.view(3, 2), 2, 3), compile_fn)
+
+
+@pytest.mark.parametrize("base", ["leaf", "nonleaf"])
+def test_view_input_read_after_a_write_over_its_assigned_base_refused(compile_fn: CompileFn | None, base: str) -> None:
+    # eager rebuilds x1's history by as_strided() of x0 in its assigned (transposed) geometry, so its gradient reaches
+    # x0 transposed; the compiled call's kept the history x1 came with (a wrong x0.grad for the non-leaf before)
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        with torch.no_grad():
+            x1.mul_(2.0)
+        return (x1 + 1,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = _leaf(2, 2) if base == "leaf" else nonleaf(2, 2)
+        return (b0, b0.t())
+
+    refused_with_grad(f, make_inputs, compile_fn, _ASSIGNED_BASE_RULE)
+
+
+def test_view_taken_of_view_input_read_after_a_write_over_its_assigned_base_refused(
+    compile_fn: CompileFn | None,
+) -> None:
+    # x1[0]'s `._base` is x0 too: rebuilt over x0's assigned geometry
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        t = x1[0]
+        with torch.no_grad():
+            x1.mul_(2.0)
+        return (t * 2,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2, 2)
+        return (b0, b0.t())
+
+    refused_with_grad(f, make_inputs, compile_fn, _ASSIGNED_BASE_RULE)
+
+
+@pytest.mark.parametrize("base", ["leaf", "nonleaf"])
+def test_view_input_rebuilt_before_its_base_assigned_refused(compile_fn: CompileFn | None, base: str) -> None:
+    # x1's history is rebuilt at the read before the assignment, in x0's old geometry, and eager's x1 keeps it; the
+    # compiled call's x1, written by the epilogue, rebuilds it over x0's new geometry after the call
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.mul_(2.0)
+        y = x1 * 3
+        x0.data = x1
+        return (y,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = _leaf(2, 2) if base == "leaf" else nonleaf(2, 2)
+        return (b0, b0.t())
+
+    refused_with_grad(f, make_inputs, compile_fn, _ASSIGNED_BASE_KEPT_RULE)
+
+
+def test_view_input_written_after_its_base_assigned_unread(compile_fn: CompileFn | None) -> None:
+    # no read rebuilds x1's history in the program: eager's and the compiled call's rebuild it alike after the call
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            x1.mul_(2.0)
+        x0.data = x1
+        return (x0 * 2, x0)
+
+    check_with_grad(f, _leaf_and_view(lambda b: b.t(), 2, 2), compile_fn)
+
+
+def test_view_taken_of_assigned_leaf_base_read_after_a_write_refused(compile_fn: CompileFn | None) -> None:
+    # x0[0], taken before the assignment, is rebuilt after the write over x0's assigned (transposed) geometry
+    def f(x0: T, x1: T) -> object:
+        t = x0[0]
+        x0.data = x1
+        with torch.no_grad():
+            x1.mul_(2.0)
+        return (t * 2,)
+
+    refused_with_grad(f, _leaf_and_view(lambda b: b.t(), 2, 2), compile_fn, _ASSIGNED_BASE_RULE)

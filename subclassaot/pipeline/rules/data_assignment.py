@@ -22,7 +22,7 @@ Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `W
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import NoReturn, cast
 
@@ -424,20 +424,9 @@ def with_root_data_meta(replay: Replay | None, t: torch.Tensor) -> Replay | None
     return replace(replay, root_data_meta=leaf_meta(t))
 
 
-def data_assignments_allowed(
-    meta: Sequence[DenseIndex],
-    members: Sequence[DenseIndex],
-    analysis: Analysis,
-    input_of: Callable[[DenseIndex], int],
-    grad_free: Callable[[int], bool],
-    leaf: Callable[[DenseIndex], bool],
-) -> bool:
+def data_assignments_allowed(meta: Sequence[DenseIndex], analysis: Analysis) -> bool:
     """Every changed member (`meta`) changed by `.data =` alone, as Note [Aliased Inputs In Training] allows."""
-
-    def alone(m: DenseIndex) -> bool:
-        return all(grad_free(input_of(o)) for o in members if input_of(o) != input_of(m))
-
-    return all(analysis.mutations[m].swapped_by_data and (not leaf(m) or alone(m)) for m in meta)
+    return all(analysis.mutations[m].swapped_by_data for m in meta)
 
 
 # Note [Wrapper Storage]

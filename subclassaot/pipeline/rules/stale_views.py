@@ -32,6 +32,7 @@ __all__ = [
     "check_assigned_view_inputs",
     "check_stale_set",
     "check_stale_views",
+    "check_views_of_assigned_bases",
     "input_named",
     "layout_of",
     "note_assigned",
@@ -40,6 +41,7 @@ __all__ = [
     "note_layout",
     "note_reads",
     "rebuilt_at_entry_layout",
+    "refuse_views_of_assigned_bases_kept",
     "stale_history_failures_refused",
 ]
 
@@ -276,6 +278,12 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   (no in-place view op, no set_() on it), `rebuilt_at_entry_layout` marks it (LeafMutation.rebuilt_at_entry_layout)
 #   and the runtime, once the counter has its final count, gives the input that layout for a moment and reads its
 #   grad_fn, then gives it back the assigned one (runtime/steps.py `settle_early_counters`).
+# - Plain views (inputs, or views the program took of inputs) whose `._base`, another input, the program assigned
+#   `.data =` a tensor of another layout: the base keeps its counter and accumulator, so a rebuild of the view's history
+#   is an as_strided() of the base in its new geometry, whose gradient reaches the base (its accumulator, or its history
+#   as it came) for other elements or in another shape. `check_views_of_assigned_bases` refuses a read with grad that
+#   rebuilds so; `refuse_views_of_assigned_bases_kept` a view input whose history a read rebuilt after the counter's
+#   last move (eager's keeps it; the compiled call's, written by the epilogue, is rebuilt at the base's new geometry).
 # - Inside inference_mode: a custom Function applied there with grad on records a node (its apply reads grad mode,
 #   not the dispatch keys inference mode excludes), and its edge to a stale view comes from the rebuild; eager's plain
 #   view gets its as_strided() node whatever the mode, but a replay of view functions records nothing inside inference
@@ -344,6 +352,84 @@ def check_assigned_view_inputs(record: SwapRecord, args: tuple[Any, ...], kwargs
                 "tensor assigned instead"
             )
         record.assigned_view_inputs[id(t)] = (layout, record.seq, named)  # (rebuilt here at the layout it came with)
+
+
+def check_views_of_assigned_bases(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Note [Stale View Functions]: before a torch call with grad, refuse a read of a plain view (an input, or one the
+    program took of an input) whose `._base` is an input the program assigned `.data =` a tensor of another layout,
+    where the view's version counter moved since autograd last set its history: eager rebuilds that history at the
+    read as an as_strided() of the base in the base's new geometry (its gradient then reaches the base for other
+    elements, or in another shape), where the compiled Function's edge is the history the view came with."""
+    if not torch.is_grad_enabled() or not record.assigned_bases:
+        return
+    for t in pytree.tree_leaves((args, kwargs)):
+        if not isinstance(t, torch.Tensor) or not t.requires_grad or is_traceable_subclass(t):
+            continue
+        found = _assigned_base_of(record, t)
+        if found is None or layout_of(found[1]) == found[0] or not _rebuilt_at_read(record, t):
+            continue
+        raise UnsupportedError(
+            f"{input_named(record, t)}a view that requires grad (an input, or one the program took of an input) is "
+            "read with grad after a write (to it or any tensor sharing its version counter, also under no_grad) moved "
+            "its version, and after the program assigned `.data =` of its base (another input) a tensor of another "
+            "layout: eager rebuilds the view's history at that read by as_strided() of the base in its new geometry "
+            "(its gradient then reaches the base for other elements), where the compiled Function keeps the history "
+            "the view came with (Note [Stale View Functions]); not supported in training. Assign `.data` of a clone "
+            "of the base, or read the view before the write"
+        )
+
+
+def refuse_views_of_assigned_bases_kept(record: SwapRecord, user_tensors: Sequence[torch.Tensor]) -> None:
+    """Note [Stale View Functions]: refuse a plain view input whose `._base` is an input the program assigned `.data
+    =` a tensor of another layout, where autograd last rebuilt the view's history in the program, after its version
+    counter last moved: eager's keeps that history after the call, where the compiled call's real view, written by
+    the epilogue, rebuilds it at its next read in the base's new geometry."""
+    if not record.grad_at_start or not record.assigned_bases:
+        return
+    for t in user_tensors:
+        found = _assigned_base_of(record, t) if not is_traceable_subclass(t) else None
+        if found is None or layout_of(found[1]) == found[0] or not t.requires_grad:
+            continue
+        bump = record.family_last_bump.get(record.family_of(t), -1)
+        if 0 <= bump <= max(record.read_with_grad.get(id(t), -1), record.grad_fn_reads.get(id(t), -1)):
+            raise UnsupportedError(
+                f"{input_named(record, t)}an input that is a view and requires grad is read with grad after a write "
+                "(to it or any tensor sharing its version counter, also under no_grad) moved its version, and the "
+                "program assigns `.data =` of its base (another input) a tensor of another layout: eager's view keeps "
+                "the history autograd rebuilt at that read, where the compiled call's, written again after the call, "
+                "rebuilds it from the base in its new geometry (Note [Stale View Functions]); not supported in "
+                "training. Assign `.data` of a clone of the base, or read the view before the write"
+            )
+
+
+def _assigned_base_of(record: SwapRecord, t: torch.Tensor) -> tuple[tuple[object, ...], torch.Tensor] | None:
+    """The input `t`'s eager `._base` is, where the program assigned its `.data` (its layout before then, the input),
+    `t` a view input or a view the program took of one, or of a base of view inputs; else None. (A view the program
+    took of an input with no view input over it has the rules of views the program took.)"""
+    root = t
+    for view in record.chain(t):
+        root = view.source
+    position = record.input_positions.get(id(root))
+    if position is None:
+        return None
+    real = position[1]
+    if real._is_view():
+        base = real._base
+    elif root is not t and any(other._base is real for _, other in record.input_positions.values()):
+        base = real  # (a view the program took of the base of view inputs: one alias group)
+    else:
+        return None
+    for before, u in record.assigned_bases.values():
+        if u is not t and record.input_positions[id(u)][1] is base:
+            return before, u
+    return None
+
+
+def _rebuilt_at_read(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Has `t`'s version counter moved since autograd last set its history (made, read with grad, or its grad_fn
+    read), so that a read with grad now rebuilds it?"""
+    set_at = max(history_set_at(record, t), record.read_with_grad.get(id(t), -1))
+    return record.family_last_bump.get(record.family_of(t), -1) > set_at
 
 
 def _taken_plain_view(record: SwapRecord, t: torch.Tensor) -> bool:

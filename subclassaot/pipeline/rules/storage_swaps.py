@@ -83,6 +83,7 @@ from subclassaot.pipeline.rules.stale_views import (
     check_assigned_view_inputs,
     check_stale_set,
     check_stale_views,
+    check_views_of_assigned_bases,
     input_named,
     layout_of,
     note_assigned,
@@ -1217,6 +1218,7 @@ class _DataMode(TorchFunctionMode):
             # comes out as a SystemError)
             check_stale_views(self.record, call_args, call_kwargs)
             check_assigned_view_inputs(self.record, args, kwargs)
+            check_views_of_assigned_bases(self.record, args, kwargs)
         check_gained_family_member(self.record, args)
         layout_op = is_layout_op(func, args)
         view_before = view_layout(args[0]) if layout_op and self.record.view_layouts else None
@@ -1280,6 +1282,8 @@ class _DataMode(TorchFunctionMode):
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
             note_assigned_view_input(self.record, args[0], before)  # Note [Stale View Functions]
+            if id(args[0]) in self.record.input_positions and not is_traceable_subclass(args[0]):
+                self.record.assigned_bases.setdefault(id(args[0]), (before, args[0]))
             # hidden from autograd (a no_grad view may take it with grad mode on); inside inference_mode, of a normal
             # tensor, outside it: the alias would be an inference tensor, eager's tensor keeps its own flags
             with torch.inference_mode(args[1].is_inference()), torch.no_grad():

@@ -427,6 +427,10 @@ class SwapRecord:
     # when eager last set their history: -1, the one they came with, their input's name) (Note [Stale View
     # Functions])
     assigned_view_inputs: dict[int, tuple[tuple[object, ...], int, str]] = field(default_factory=dict)
+    # id() of plain inputs the program assigned `.data =` -> (their layout before the first assignment, the input):
+    # autograd rebuilds the history of the view inputs they are the `._base` of in their geometry at the time (Note
+    # [Stale View Functions])
+    assigned_bases: dict[int, tuple[tuple[object, ...], torch.Tensor]] = field(default_factory=dict)
     # id() of subclass views whose history autograd rebuilt, in the run, over a view input assigned `.data =` since
     # the view was taken (Note [Stale View Functions]: eager's rebuilds it over the input's base)
     rebuilt_over_assignment: set[int] = field(default_factory=set)

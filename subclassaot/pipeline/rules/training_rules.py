@@ -209,11 +209,13 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   group's base requiring none). Refused where a write with grad on reaches its version-counter family (eager's
 #   view, read after it, takes a history from its base or raises) or its layout or storage changes; so is a tensor
 #   subclass member of that kind, and two leaves requiring grad over one storage that are no views.
-# - Data assignments to aliased inputs: a member, not an autograd leaf, whose layout changes only by `.data =` (its last
-#   storage swap) keeps the history it came with in eager; the epilogue's as_strided_ below autograd gives it the new
-#   layout. A leaf keeps the refusal where another input of the group needs grad; a leaf whose group's other inputs are
-#   grad-free is the only history there and follows the same path. A set_() under no_grad in place of the assignment
-#   keeps the refusal.
+# - Data assignments to aliased inputs: a member whose layout changes only by `.data =` (its last storage swap) keeps
+#   the history it came with in eager (a leaf, its accumulator: Note [Gradient Accumulators Of Leaves]); the epilogue's
+#   as_strided_ below autograd gives it the new layout. So does a leaf beside other members that require grad (its
+#   own views): their histories reach it through its accumulator as they came, and its reads after the assignment
+#   run as those of a leaf alone. What eager does differently is refused by its own rule: a view member whose
+#   history autograd rebuilds over the assigned base (Note [Stale View Functions]), a backward whose size checks
+#   differ (Note [Probing Eager's Backward]). A set_() under no_grad in place of the assignment keeps the refusal.
 # - A set_() to another storage (x.set_(y), y not a view of the base) takes the member out of the group: its metadata do
 #   not count, the swap is replayed on the real member like any storage swap (with `x.set_(x)` under grad where eager
 #   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
@@ -324,7 +326,7 @@ def _unsupported_group_change(
         return None  # no history reads their layout (Note [Aliased Inputs In Training])
     if not meta or (plain and not (_returns_tensors(analysis) and analysis.grad_outputs)):
         return None
-    if plain and data_assignments_allowed(meta, members, analysis, input_of, grad_free, leaf):
+    if plain and data_assignments_allowed(meta, analysis):
         return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
         # See Note [Aliased Inputs In Training]
