@@ -26,6 +26,7 @@ from subclassaot.pipeline.grad_scope import (
     check_regenerated_view_reads,
     check_views_of_gained_bases,
     flagless_view_history_raises,
+    flagless_views_detached,
     function_outputs_as_eager,
     function_returns_as_analyzed,
     note_gain_on_a_base,
@@ -1205,6 +1206,8 @@ class _DataMode(TorchFunctionMode):
         if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
+        # See Note [Flagless Views Read Through A Detach]
+        call_args, call_kwargs = flagless_views_detached(self.record, func, call_args, call_kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # comes out as a SystemError)
@@ -1432,7 +1435,7 @@ class _DataMode(TorchFunctionMode):
     ) -> Any:
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
-        check_flagless_view_reads(self.record, name, args, call_kwargs, None)  # (a write would raise in the run)
+        check_flagless_view_reads(self.record, name, args, call_args, call_kwargs)  # (a write would raise in the run)
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1476,7 +1479,6 @@ class _DataMode(TorchFunctionMode):
         (and views of them) it read whose history eager refused by then (Note [Views That Raise After A Bump])."""
         check_raising_view_input_reads(self.record, name, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
-        check_flagless_view_reads(self.record, name, args, kwargs, out)
         check_regenerated_view_reads(self.record, name, args, kwargs, out)
 
     def _note_call(
