@@ -110,7 +110,9 @@ __all__ = [
 #   made require grad, True, where the run lays the two out apart (`requires_grad_through_gained_base`), and a custom
 #   Function applied to it under no_grad returns it detached, as eager's apply does to an input that requires grad
 #   (`function_outputs_as_eager`). The guards check each input's requires_grad, is_leaf where it requires grad,
-#   and, for inputs so read, that each is still no view or a view of that input.
+#   and, for inputs so read, that each is still no view or a view of that input. A view eager's autograd gives no
+#   requires_grad where the run's follows an input it made require grad is read through a detach() (flagless views,
+#   below `_flagless_view_of_gained_input`).
 # - requires_grad_() and the `.requires_grad =` setter (one rule). Turning on a flag a tensor has is a no-op, which
 #   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
 #   then no leaf) the record leaves out (SwapRecord.grad_written). On an input: turned on, the call compiles for
@@ -201,20 +203,22 @@ def _flagless_view_of_gained_input(record: SwapRecord, t: torch.Tensor) -> torch
     return None
 
 
-# Note [Flagless Views Read Through A Detach]
-# Eager: requires_grad_() on an input that is a view of a base requiring none makes the input a leaf with a flag of
-# its own; a view of it taken before that call, or under no_grad, takes requires_grad from that base (a view's
-# `._base` is the root base, not the view it was taken from) or has no history: it requires none, so an op with grad
-# that reads it records nothing of it (an operand that requires grad records its own history only). The run's view
-# follows the input's stand-in, which requires grad (the program's call, or a training compile setting the flag from
-# the start), and would record the input's history. So an op with grad on reads each such view
-# (`_flagless_view_of_gained_input`) through a detach() of it (`flagless_views_detached`): the same elements, version
-# counter and storage, no history; where the op hands the view back itself (contiguous() of a contiguous one) the
-# program gets the view (hidden_layouts.original_of), and a view op's result, a view of the detach(), requires none,
-# as eager's. Not for what is no read of the elements (attribute getters, autograd reads, `._base`, storage getters,
-# in-place view ops and requires_grad_()), nor for a tensor the op writes: eager's write into such a view runs (its
-# base records it), the run's follows the input (its no_grad views' writes autograd refuses): refused by name
-# (`check_flagless_view_reads`).
+# Flagless views (Note [Grad Mode And Autograd Reads]). Eager: requires_grad_() on an input that is a view of a base
+# requiring none makes the input a leaf with a flag of its own; a view of it taken before that call, or under no_grad,
+# takes requires_grad from that base (a view's `._base` is the root base, not the view it was taken from) or has no
+# history: it requires none, so an op with grad that reads it records nothing of it (an operand that requires grad
+# records its own history only). The run's view follows the input's stand-in, which requires grad (the program's call,
+# or a training compile setting the flag from the start), and would record the input's history. So an op with grad on
+# reads each such view (`_flagless_view_of_gained_input`) through a detach() of it (`flagless_views_detached`): the same
+# elements, version counter and storage, no history; where the op hands the view back itself (contiguous() of a
+# contiguous one) the program gets the view (hidden_layouts.original_of), and a view op's result, a view of the
+# detach(), requires none, as eager's. Not for what is no read of the elements (attribute getters, autograd reads,
+# `._base`, storage getters, in-place view ops and requires_grad_()). A write into such a view where no other operand
+# requires grad records nothing in eager: it too goes through the detach() (same storage and counter; the record notes
+# the program's write). Where an operand requires grad (or the write is an in-place view op, or an `out=`), eager's
+# write records history on the input's base, which the input's grad_fn then regenerates from, and the run's would follow
+# the input (or fail autograd's check of a no_grad view): refused by name (`check_flagless_view_reads`). The guards keep
+# the input a view (`SwapRecord.base_reads`).
 
 # torch functions whose first argument's object, layout or storage the call acts on, not its elements
 _NO_DETACH = frozenset(
@@ -234,9 +238,9 @@ def _writes(name: str) -> bool:
 def flagless_views_detached(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """`args`, `kwargs` of an op with grad on with each view eager's autograd gives no requires_grad (Note [Flagless
-    Views Read Through A Detach]) that the run's requires grad replaced by a detach() of it; the tensor the op writes
-    (its first argument, `out=`) stays, for `check_flagless_view_reads`."""
+    """`args`, `kwargs` of an op with grad on with each view eager's autograd gives no requires_grad (Note [Grad Mode
+    And Autograd Reads], flagless views) that the run's requires grad replaced by a detach() of it; the tensor the op
+    writes (its first argument, `out=`) stays where an operand requires grad, for `check_flagless_view_reads`."""
     name = getattr(func, "__name__", "")
     if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return args, kwargs
@@ -279,13 +283,13 @@ def _reads_grad(tree: object) -> bool:
 def check_flagless_view_reads(
     record: SwapRecord, name: str, args: tuple[Any, ...], call_args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    """Refuse, before it runs, an op with grad on that writes in place a view eager's autograd gives no requires_grad
-    of an input the program made require grad, which is a view of a tensor requiring none (an in-place view op too).
-    Eager's view takes requires_grad from that base, or was made under no_grad: its write runs, and records history
-    on that base, not passed; the run's stand-in is a view of the input itself, so its write would carry the input's
-    history, or fail autograd's check. So too before the program's requires_grad_() on such an input, whose stand-in
-    a training compile makes require grad from the start. Its reads are made through a detach() (Note [Flagless
-    Views Read Through A Detach])."""
+    """Refuse, before it runs, an op with grad on that writes in place a view eager's autograd gives no requires_grad of
+    an input the program made require grad, which is a view of a tensor requiring none (an in-place view op too).
+    Eager's view takes requires_grad from that base, or was made under no_grad: its write runs, and records history on
+    that base, not passed; the run's stand-in is a view of the input itself, so its write would carry the input's
+    history, or fail autograd's check. So too before the program's requires_grad_() on such an input, whose stand-in a
+    training compile makes require grad from the start. Its reads are made through a detach() (Note [Grad Mode And
+    Autograd Reads], flagless views)."""
     if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
     if not _writes(name) or not args:
@@ -339,8 +343,8 @@ def check_regenerated_view_reads(
     ]
     for _, (_, position, real) in read:
         record.base_reads.append((position, None if real._base is None else -1))
-    # (not a view eager's autograd gives no requires_grad: read through a detach(), Note [Flagless Views Read
-    # Through A Detach])
+    # (not a view eager's autograd gives no requires_grad: read through a detach(), Note [Grad Mode And Autograd
+    # Reads], flagless views)
     cut = [
         (t, root)
         for t, (root, _, _) in read

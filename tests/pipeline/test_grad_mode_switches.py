@@ -4001,7 +4001,7 @@ def view_input_made_to_require_grad_then_viewed(x0: T) -> object:
 def test_view_input_made_to_require_grad_then_viewed_matches_eager(subclass: bool) -> None:
     """requires_grad_() on a view input sets its own flag; the view of it is taken under no_grad (the call's mode),
     so eager's result of max() with grad has no history; ours had (program 5802), then was refused at the max(). The
-    max() reads the view through a detach() (Note [Flagless Views Read Through A Detach])."""
+    max() reads the view through a detach() (Note [Grad Mode And Autograd Reads])."""
 
     def make() -> tuple[T]:
         base = torch.randn((2, 4, 4))
@@ -4161,7 +4161,7 @@ def test_view_input_made_to_require_grad_flagless_view_computed_with_grad_matche
     under no_grad has no history: computed from with grad, its results carry none (a write runs, recording nothing).
     The run's view follows the input's stand-in, which requires grad: results with history (DIVERGED), or autograd's
     error on the write (CRASHED); then refused at the op. The op reads (or writes, where no operand requires grad)
-    the view through a detach() (Note [Flagless Views Read Through A Detach]), under a call with grad off (with grad
+    the view through a detach() (Note [Grad Mode And Autograd Reads]), under a call with grad off (with grad
     on, computing from the input before the flag meets its own refusal)."""
     make = _view_of_a_base(subclass)
     with torch.no_grad():
@@ -4245,7 +4245,7 @@ def test_flagless_view_of_a_view_input_read_or_written_with_grad_matches_eager(
     requires_grad from that base: an op with grad reading it records nothing of it, a write into it with no operand
     requiring grad records nothing. The run's view followed the input's stand-in, which requires grad: refused (fuzz
     seed 119200, programs 228 and 2529; seed 119000, program 1059). Such a view is read (and so written) through a
-    detach() (Note [Flagless Views Read Through A Detach])."""
+    detach() (Note [Grad Mode And Autograd Reads])."""
     with torch.enable_grad():
         assert_matches_eager(f, make(subclass))
         assert_matches_eager(f, make(subclass), after_call=write_outputs)
@@ -4373,7 +4373,7 @@ def test_write_with_grad_of_a_view_taken_before_a_view_input_requires_grad_match
     viewed_by: str, subclass: bool
 ) -> None:
     """The same write without a set_() before it: no operand requires grad, so eager's write records nothing, and
-    the run's writes through a detach() of the view (Note [Flagless Views Read Through A Detach]); it was refused."""
+    the run's writes through a detach() of the view (Note [Grad Mode And Autograd Reads]); it was refused."""
     with torch.enable_grad():
         assert_matches_eager(written_view_before_the_flag_without_set, _view_of_a_view(viewed_by, subclass))
 
@@ -4692,7 +4692,7 @@ def test_view_taken_after_a_view_input_requires_grad_read_before_it_is_written_m
     """The view taken after the flag was set (under no_grad) takes requires_grad from the base the input views
     (none): eager's zero_() of a view of it runs; the run had it require grad and raised (fuzz seed 68000, program
     2149: CRASHED), then was refused at the mul() with grad. The mul() reads the view through a detach() (Note
-    [Flagless Views Read Through A Detach]): its result requires none, as eager's."""
+    [Grad Mode And Autograd Reads]): its result requires none, as eager's."""
 
     def make() -> tuple[T]:
         return (torch.randn((3, 4)).unsqueeze(0),)

@@ -1206,8 +1206,6 @@ class _DataMode(TorchFunctionMode):
         if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
-        # See Note [Flagless Views Read Through A Detach]
-        call_args, call_kwargs = flagless_views_detached(self.record, func, call_args, call_kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # comes out as a SystemError)
@@ -1435,6 +1433,8 @@ class _DataMode(TorchFunctionMode):
     ) -> Any:
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
+        # (views eager's autograd gives no requires_grad: Note [Grad Mode And Autograd Reads])
+        call_args, call_kwargs = flagless_views_detached(self.record, func, call_args, call_kwargs)
         check_flagless_view_reads(self.record, name, args, call_args, call_kwargs)  # (a write would raise in the run)
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
