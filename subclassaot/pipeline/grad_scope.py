@@ -266,6 +266,8 @@ def flagless_views_detached(
     rest = pytree.tree_map(detached, args[1:])
     new_kwargs = {k: v if k == "out" else pytree.tree_map(detached, v) for k, v in kwargs.items()}
     first = args[0]
+    if not _writes(name) and _may_alias(name):
+        return args, kwargs  # (a view op's result is replayed from the real input; a copy is refused after it)
     if not _writes(name):
         first = detached(first)
     elif "out" not in kwargs and not _reads_grad((rest, new_kwargs)):
@@ -275,13 +277,58 @@ def flagless_views_detached(
     return (first, *rest), new_kwargs
 
 
+def _check_flagless_copies(
+    record: SwapRecord,
+    name: str,
+    args: tuple[Any, ...],
+    call_args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out: object,
+) -> None:
+    """After an op that may return a view (not read through a detach()): refuse it where it read such a view and made
+    a result that is no view of it (reshape() or contiguous() copying), which follows the input's history."""
+    if out is None or not _may_alias(name):
+        return
+    read = [
+        (t, source)
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor) and (source := _flagless_view_of_gained_input(record, t)) is not None
+    ]
+    made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not read or all(storage_key(o) == storage_key(read[0][0]) for o in made):
+        return
+    raise UnsupportedError(
+        f"{input_named(record, read[0][1])}the program turns requires_grad on for this input (or it came so), a "
+        f"view of a tensor that does not require grad, and then computes with grad enabled ({name}) a copy of a view "
+        "of it taken before the flag or under no_grad, by an op that may return a view: eager's view requires no "
+        "grad, so its results carry none, while the compiled run's view follows the input. Take the view after "
+        "requires_grad_() with grad enabled, compute from .detach() of it, or call requires_grad_() outside the "
+        "compiled function"
+    )
+
+
+def _may_alias(name: str) -> bool:
+    """May the torch function `name` return a view of its arguments (a view op; reshape(), contiguous(), indexing)?
+    (Not an `out=` overload's written result.)"""
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None:
+        return name in ("__getitem__", "view_as", "expand_as", "type_as", "reshape_as", "to", "type")
+    returns = [r for o in packet.overloads() for r in getattr(packet, o)._schema.returns]
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+
+
 def _reads_grad(tree: object) -> bool:
     with no_torch_function():  # (the pipeline's reads, not the program's)
         return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(tree))
 
 
 def check_flagless_view_reads(
-    record: SwapRecord, name: str, args: tuple[Any, ...], call_args: tuple[Any, ...], kwargs: dict[str, Any]
+    record: SwapRecord,
+    name: str,
+    args: tuple[Any, ...],
+    call_args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out: object = None,
 ) -> None:
     """Refuse, before it runs, an op with grad on that writes in place a view eager's autograd gives no requires_grad of
     an input the program made require grad, which is a view of a tensor requiring none (an in-place view op too).
@@ -292,7 +339,12 @@ def check_flagless_view_reads(
     Autograd Reads], flagless views)."""
     if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
-    if not _writes(name) or not args:
+    if not args:
+        return
+    if not _writes(name):
+        _check_flagless_copies(record, name, args, call_args, kwargs, out)
+        return
+    if out is not None:
         return
     written = [args[0] if call_args[0] is args[0] else None, kwargs.get("out")]
     read = [
