@@ -210,15 +210,15 @@ def _flagless_view_of_gained_input(record: SwapRecord, t: torch.Tensor) -> torch
 # records its own history only). The run's view follows the input's stand-in, which requires grad (the program's call,
 # or a training compile setting the flag from the start), and would record the input's history. So an op with grad on
 # reads each such view (`_flagless_view_of_gained_input`) through a detach() of it (`flagless_views_detached`): the same
-# elements, version counter and storage, no history; where the op hands the view back itself (contiguous() of a
-# contiguous one) the program gets the view (hidden_layouts.original_of), and a view op's result, a view of the
-# detach(), requires none, as eager's. Not for what is no read of the elements (attribute getters, autograd reads,
-# `._base`, storage getters, in-place view ops and requires_grad_()). A write into such a view where no other operand
-# requires grad records nothing in eager: it too goes through the detach() (same storage and counter; the record notes
-# the program's write). Where an operand requires grad (or the write is an in-place view op, or an `out=`), eager's
-# write records history on the input's base, which the input's grad_fn then regenerates from, and the run's would follow
-# the input (or fail autograd's check of a no_grad view): refused by name (`check_flagless_view_reads`). The guards keep
-# the input a view (`SwapRecord.base_reads`).
+# elements, version counter and storage, no history. Not for an op that may return a view (`_may_alias`: view ops,
+# reshape(), contiguous(), indexing): its view would be a view of the detach(), whose `._base` eager's is not; a view
+# op's result is replayed from the real input, and one of these that copies is refused after it, by name. Not for what
+# is no read of the elements (attribute getters, autograd reads, `._base`, storage getters, in-place view ops and
+# requires_grad_()). A write into such a view where no other operand requires grad records nothing in eager: it too goes
+# through the detach() (same storage and counter; the record notes the program's write). Where an operand requires grad
+# (or the write is an in-place view op, or an `out=`), eager's write records history on the input's base (not passed,
+# not verified further), and the run's would follow the input (or fail autograd's check of a no_grad
+# view): refused by name (`check_flagless_view_reads`). The guards keep the input a view (`SwapRecord.base_reads`).
 
 # torch functions whose first argument's object, layout or storage the call acts on, not its elements
 _NO_DETACH = frozenset(
