@@ -22,6 +22,8 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
     history_set_at,
+    is_autograd_read,
+    is_base_read,
     raising_history,
     reads_unpassed_base,
     requires_grad_through_gained_base,
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "backward_changes",
     "check_flagless_view_reads",
+    "flagless_views_detached",
     "check_regenerated_view_reads",
     "check_raising_view_input_applies",
     "check_raising_view_input_reads",
@@ -107,7 +110,9 @@ __all__ = [
 #   made require grad, True, where the run lays the two out apart (`requires_grad_through_gained_base`), and a custom
 #   Function applied to it under no_grad returns it detached, as eager's apply does to an input that requires grad
 #   (`function_outputs_as_eager`). The guards check each input's requires_grad, is_leaf where it requires grad,
-#   and, for inputs so read, that each is still no view or a view of that input.
+#   and, for inputs so read, that each is still no view or a view of that input. A view eager's autograd gives no
+#   requires_grad where the run's follows an input it made require grad is read through a detach() (flagless views,
+#   below `_flagless_view_of_gained_input`).
 # - requires_grad_() and the `.requires_grad =` setter (one rule). Turning on a flag a tensor has is a no-op, which
 #   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
 #   then no leaf) the record leaves out (SwapRecord.grad_written). On an input: turned on, the call compiles for
@@ -198,39 +203,164 @@ def _flagless_view_of_gained_input(record: SwapRecord, t: torch.Tensor) -> torch
     return None
 
 
-def check_flagless_view_reads(
-    record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
-) -> None:
-    """Refuse an op with grad on, other than a view op, that reads a view eager's autograd gives no requires_grad of
-    an input the program made require grad, which is a view of a tensor requiring none (`out` None: before the call,
-    where only writes are refused, which the run would fail with autograd's own error). Eager's view takes requires_grad
-    from that base, or was made under no_grad; the run's stand-in is a view of the input itself, so its results (and
-    its in-place writes) carry the input's history. So too before the program's requires_grad_() on such an input,
-    whose stand-in a training compile makes require grad from the start (its no_grad views' writes, which eager runs,
-    autograd would refuse). Views taken with grad after the flag match eager, and so does returning or viewing such a
-    view (replayed from the real input at run time)."""
+# Flagless views (Note [Grad Mode And Autograd Reads]). Eager: requires_grad_() on an input that is a view of a base
+# requiring none makes the input a leaf with a flag of its own; a view of it taken before that call, or under no_grad,
+# takes requires_grad from that base (a view's `._base` is the root base, not the view it was taken from) or has no
+# history: it requires none, so an op with grad that reads it records nothing of it (an operand that requires grad
+# records its own history only). The run's view follows the input's stand-in, which requires grad (the program's call,
+# or a training compile setting the flag from the start), and would record the input's history. So an op with grad on
+# reads each such view (`_flagless_view_of_gained_input`) through a detach() of it (`flagless_views_detached`): the same
+# elements, version counter and storage, no history. Not for an op that may return a view (`_may_alias`: view ops,
+# reshape(), contiguous(), indexing): its view would be a view of the detach(), whose `._base` eager's is not; a view
+# op's result is replayed from the real input, and one of these that copies is refused after it, by name. Not for what
+# is no read of the elements (attribute getters, autograd reads, `._base`, storage getters, in-place view ops and
+# requires_grad_()). A write into such a view where no other operand requires grad records nothing in eager: it too goes
+# through the detach() (same storage and counter; the record notes the program's write). Where an operand requires grad
+# (or the write is an in-place view op, or an `out=`), eager's write records history on the input's base (not passed,
+# not verified further), and the run's would follow the input (or fail autograd's check of a no_grad
+# view): refused by name (`check_flagless_view_reads`). The guards keep the input a view (`SwapRecord.base_reads`).
+
+# torch functions whose first argument's object, layout or storage the call acts on, not its elements
+_NO_DETACH = frozenset(
+    {"__get__", "__set__", "__delete__", "__hash__", "__deepcopy__", "__reduce_ex__", "untyped_storage", "storage",
+     "_typed_storage", "set_", "t_", "transpose_", "unsqueeze_", "squeeze_", "as_strided_", "swapdims_", "swapaxes_",
+     "resize_", "resize_as_", "detach_", "retain_grad", "requires_grad_", "register_hook", "share_memory_"}
+)  # fmt: skip
+
+
+def _writes(name: str) -> bool:
+    """Does the torch function `name` write its first argument in place? (resize_() records no history: Note
+    [resize_ And requires_grad])"""
+    writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
+    return writes and name not in _RESIZES
+
+
+def flagless_views_detached(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`args`, `kwargs` of an op with grad on with each view eager's autograd gives no requires_grad (Note [Grad Mode
+    And Autograd Reads], flagless views) that the run's requires grad replaced by a detach() of it; the tensor the op
+    writes (its first argument, `out=`) stays where an operand requires grad, for `check_flagless_view_reads`."""
+    name = getattr(func, "__name__", "")
     if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return args, kwargs
+    if name in _NO_DETACH or is_autograd_read(func) or is_base_read(func) or not args:
+        return args, kwargs
+    made: dict[int, torch.Tensor] = {}
+
+    def detached(a: object) -> object:
+        if not isinstance(a, torch.Tensor):
+            return a
+        if id(a) not in made:
+            with no_torch_function():  # (the pipeline's reads, not the program's)
+                source = _flagless_view_of_gained_input(record, a) if a.requires_grad else None
+            found = None if source is None else record.input_positions.get(id(source))
+            if found is None:
+                return a
+            # (eager's view requires none because the input is a view of a base that requires none: guarded)
+            record.base_reads.append((found[0], -1))
+            with torch.no_grad():
+                made[id(a)] = a.detach()
+        return made[id(a)]
+
+    rest = pytree.tree_map(detached, args[1:])
+    new_kwargs = {k: v if k == "out" else pytree.tree_map(detached, v) for k, v in kwargs.items()}
+    first = args[0]
+    if not _writes(name) and _may_alias(name):
+        return args, kwargs  # (a view op's result is replayed from the real input; a copy is refused after it)
+    if not _writes(name):
+        first = detached(first)
+    elif "out" not in kwargs and not _reads_grad((rest, new_kwargs)):
+        first = detached(first)  # (a write eager's autograd records nothing of: no operand requires grad)
+    if not made:
+        return args, kwargs
+    return (first, *rest), new_kwargs
+
+
+def _check_flagless_copies(
+    record: SwapRecord,
+    name: str,
+    args: tuple[Any, ...],
+    call_args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out: object,
+) -> None:
+    """After an op that may return a view (not read through a detach()): refuse it where it read such a view and made
+    a result that is no view of it (reshape() or contiguous() copying), which follows the input's history."""
+    if out is None or not _may_alias(name):
         return
     read = [
         (t, source)
         for t in pytree.tree_leaves((args, kwargs))
         if isinstance(t, torch.Tensor) and (source := _flagless_view_of_gained_input(record, t)) is not None
     ]
-    if not read:
-        return
-    # (resize_() records no history: Note [resize_ And requires_grad])
-    writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
-    writes = writes and name not in _RESIZES
     made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
-    if not writes and all(storage_key(o) == storage_key(read[0][0]) for o in made):
-        return  # (a view op, whose result is replayed from the real input; a result that is no tensor)
+    if not read or all(storage_key(o) == storage_key(read[0][0]) for o in made):
+        return
     raise UnsupportedError(
         f"{input_named(record, read[0][1])}the program turns requires_grad on for this input (or it came so), a "
-        f"view of a tensor that does not require grad, and then computes with grad enabled ({name}) from a view of "
+        f"view of a tensor that does not require grad, and then computes with grad enabled ({name}) a copy of a view "
+        "of it taken before the flag or under no_grad, by an op that may return a view: eager's view requires no "
+        "grad, so its results carry none, while the compiled run's view follows the input. Take the view after "
+        "requires_grad_() with grad enabled, compute from .detach() of it, or call requires_grad_() outside the "
+        "compiled function"
+    )
+
+
+def _may_alias(name: str) -> bool:
+    """May the torch function `name` return a view of its arguments (a view op; reshape(), contiguous(), indexing)?
+    (Not an `out=` overload's written result.)"""
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None:
+        return name in ("__getitem__", "view_as", "expand_as", "type_as", "reshape_as", "to", "type")
+    returns = [r for o in packet.overloads() for r in getattr(packet, o)._schema.returns]
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+
+
+def _reads_grad(tree: object) -> bool:
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        return any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves(tree))
+
+
+def check_flagless_view_reads(
+    record: SwapRecord,
+    name: str,
+    args: tuple[Any, ...],
+    call_args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out: object = None,
+) -> None:
+    """Refuse, before it runs, an op with grad on that writes in place a view eager's autograd gives no requires_grad of
+    an input the program made require grad, which is a view of a tensor requiring none (an in-place view op too).
+    Eager's view takes requires_grad from that base, or was made under no_grad: its write runs, and records history on
+    that base, not passed; the run's stand-in is a view of the input itself, so its write would carry the input's
+    history, or fail autograd's check. So too before the program's requires_grad_() on such an input, whose stand-in a
+    training compile makes require grad from the start. Its reads are made through a detach() (Note [Grad Mode And
+    Autograd Reads], flagless views)."""
+    if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    if not args:
+        return
+    if not _writes(name):
+        _check_flagless_copies(record, name, args, call_args, kwargs, out)
+        return
+    if out is not None:
+        return
+    written = [args[0] if call_args[0] is args[0] else None, kwargs.get("out")]
+    read = [
+        (t, source)
+        for t in pytree.tree_leaves(written)
+        if isinstance(t, torch.Tensor) and (source := _flagless_view_of_gained_input(record, t)) is not None
+    ]
+    if not read:
+        return
+    raise UnsupportedError(
+        f"{input_named(record, read[0][1])}the program turns requires_grad on for this input (or it came so), a "
+        f"view of a tensor that does not require grad, and then computes with grad enabled ({name}) into a view of "
         "it taken before the flag or under no_grad: eager's view requires no grad (it takes the flag from that base, "
-        "or was made without history), so its results carry none, while the compiled run's view follows the input "
-        "and would record history. Take the view after requires_grad_() with grad enabled, compute from .detach() of "
-        "it, or call requires_grad_() outside the compiled function"
+        "or was made without history), so its write records history on that base, while the compiled run's view "
+        "follows the input. Take the view after requires_grad_() with grad enabled, write under torch.no_grad(), "
+        "or call requires_grad_() outside the compiled function"
     )
 
 
@@ -265,7 +395,13 @@ def check_regenerated_view_reads(
     ]
     for _, (_, position, real) in read:
         record.base_reads.append((position, None if real._base is None else -1))
-    cut = [(t, root) for t, (root, _, _) in read if id(root) in record.view_input_gains]
+    # (not a view eager's autograd gives no requires_grad: read through a detach(), Note [Grad Mode And Autograd
+    # Reads], flagless views)
+    cut = [
+        (t, root)
+        for t, (root, _, _) in read
+        if id(root) in record.view_input_gains and _flagless_view_of_gained_input(record, t) is None
+    ]
     if not cut:
         return
     made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]

@@ -3997,18 +3997,20 @@ def view_input_made_to_require_grad_then_viewed(x0: T) -> object:
     return (t1,)
 
 
-def test_view_input_made_to_require_grad_then_viewed_refused() -> None:
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+def test_view_input_made_to_require_grad_then_viewed_matches_eager(subclass: bool) -> None:
     """requires_grad_() on a view input sets its own flag; the view of it is taken under no_grad (the call's mode),
-    so eager's result of max() with grad has no history; ours had (program 5802). Refused at the max()."""
+    so eager's result of max() with grad has no history; ours had (program 5802), then was refused at the max(). The
+    max() reads the view through a detach() (Note [Grad Mode And Autograd Reads])."""
 
     def make() -> tuple[T]:
-        return (torch.randn((2, 4, 4)).unsqueeze(0),)
+        base = torch.randn((2, 4, 4))
+        return ((PairTensor.from_tensor(base) if subclass else base).unsqueeze(0),)
 
     with torch.no_grad():
         out = view_input_made_to_require_grad_then_viewed(*make())
         assert isinstance(out, tuple) and not out[0].requires_grad
-        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
-            subclassaot.compile(view_input_made_to_require_grad_then_viewed)(*make())
+        assert_matches_eager(view_input_made_to_require_grad_then_viewed, make)
 
 
 def _view_of_a_base(subclass: bool) -> Make:
@@ -4152,20 +4154,148 @@ def view_under_no_grad_after_the_flag_read_with_grad(x0: T) -> object:
     ],
     ids=["before_read", "before_written", "no_grad_view_read"],
 )
-def test_view_input_made_to_require_grad_flagless_view_computed_with_grad_refused(
+def test_view_input_made_to_require_grad_flagless_view_computed_with_grad_matches_eager(
     f: Callable[..., object], subclass: bool
 ) -> None:
     """Eager's view taken before the flag takes requires_grad from the base the input views (none), and one taken
-    under no_grad has no history: computed from with grad, its results carry none (a write runs). The run's view
-    follows the input's stand-in, which requires grad: results with history (DIVERGED), or autograd's error on the
-    write (CRASHED). Refused at the op, under a call with grad off (with grad on, computing from the input before the
-    flag meets its own refusal)."""
+    under no_grad has no history: computed from with grad, its results carry none (a write runs, recording nothing).
+    The run's view follows the input's stand-in, which requires grad: results with history (DIVERGED), or autograd's
+    error on the write (CRASHED); then refused at the op. The op reads (or writes, where no operand requires grad)
+    the view through a detach() (Note [Grad Mode And Autograd Reads]), under a call with grad off (with grad
+    on, computing from the input before the flag meets its own refusal)."""
     make = _view_of_a_base(subclass)
     with torch.no_grad():
         for out in cast(tuple[T, ...], f(*make())):
             assert not out.requires_grad or f is view_before_the_flag_written_with_grad
-        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
-            subclassaot.compile(f)(*make())
+        assert_matches_eager(f, make)
+
+
+# Fuzz seeds 119200 and 119000: views eager's autograd gives no requires_grad (taken before the program's
+# requires_grad_() on a view input of a base requiring none, or under no_grad), computed from or written with grad.
+
+
+def flagless_view_max_after_an_inference_write(x0: T) -> object:
+    # (seed 119200, program 228)
+    t0 = x0.view((1,))
+    x0.requires_grad_()
+    with torch.inference_mode(), torch.set_grad_enabled(False):
+        t0.copy_(t0)
+    t2, t3 = t0.max(0, keepdim=True)
+    return t2, t3
+
+
+def flagless_view_contiguous(x0: T, x1: T) -> object:
+    # (seed 119200, program 894: x0 beside another view of its base)
+    if not x0.requires_grad:
+        x0.requires_grad_()
+    t1 = x0.expand((2, 2, -1, 4))
+    with torch.set_grad_enabled(True):
+        t2 = t1.contiguous()
+    return (t2,)
+
+
+def flagless_view_written(x0: T) -> object:
+    # (seed 119200, program 2529)
+    x0.requires_grad = True
+    with torch.set_grad_enabled(False):
+        t0 = x0.reshape((2, 1))
+    t1 = t0.clone()
+    t0.add_(2.0)
+    return t1, t1, t0
+
+
+def flagless_view_written_with_itself(x0: T) -> object:
+    # (seed 119000, program 1059)
+    x0.copy_(x0)
+    t0 = x0.unsqueeze(0)
+    x0.requires_grad_()
+    t0.add_(t0)
+    return (t0,)
+
+
+def flagless_view_times_a_leaf(x0: T, w: T) -> object:
+    t0 = x0[0]
+    x0.requires_grad_()
+    return t0 * w, x0 * w
+
+
+def _one_view(base_shape: tuple[int, ...], view: Callable[[T], T], subclass: bool) -> Make:
+    @torch.enable_grad()
+    def make() -> tuple[object, ...]:
+        base = torch.randn(base_shape)
+        return (view(PairTensor.from_tensor(base) if subclass else base),)
+
+    return make
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (flagless_view_max_after_an_inference_write, lambda s: _one_view((1, 1), lambda b: b.select(0, 0), s)),
+        (flagless_view_written, lambda s: _one_view((1, 2), lambda b: b.transpose(0, 0), s)),
+        (flagless_view_written_with_itself, lambda s: _one_view((3, 3), lambda b: b.unsqueeze(-3).select(0, -1), s)),
+    ],
+    ids=["max_after_inference_write", "written", "written_with_itself"],
+)
+def test_flagless_view_of_a_view_input_read_or_written_with_grad_matches_eager(
+    f: Callable[..., object], make: Callable[[bool], Make], subclass: bool
+) -> None:
+    """Eager's view taken before requires_grad_() on a view input of a base requiring none (or under no_grad) takes
+    requires_grad from that base: an op with grad reading it records nothing of it, a write into it with no operand
+    requiring grad records nothing. The run's view followed the input's stand-in, which requires grad: refused (fuzz
+    seed 119200, programs 228 and 2529; seed 119000, program 1059). Such a view is read (and so written) through a
+    detach() (Note [Grad Mode And Autograd Reads])."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make(subclass))
+        assert_matches_eager(f, make(subclass), after_call=write_outputs)
+
+
+def test_flagless_view_copied_by_an_op_that_may_return_a_view_refused() -> None:
+    """Inputs over one storage (fuzz seed 119200, program 894, under no_grad): the expand() of x0 taken under no_grad
+    requires no grad in eager, and contiguous() with grad of it makes a copy without history. An op that may return
+    a view is not read through a detach() (its view would be a view of the detach(), where eager's `._base` is the
+    input's base): where it copies, refused by name."""
+
+    @torch.enable_grad()
+    def make() -> tuple[T, T]:
+        b0 = torch.randn((1, 4, 4))
+        return b0.unsqueeze(1), b0.unbind(1)[0]
+
+    with torch.no_grad(), pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
+        subclassaot.compile(flagless_view_contiguous)(*make())
+
+
+@pytest.mark.parametrize("passed_as_view", [True, False], ids=["view", "plain"])
+def test_flagless_view_times_a_leaf_matches_eager(passed_as_view: bool) -> None:
+    """`t0 * w` with t0 a view taken before the flag: eager's result has history to w alone (x0 gets the gradient of
+    `x0 * w` only); a plain x0's view follows x0's flag, with history to both."""
+
+    def make() -> tuple[T, T]:
+        x0 = torch.randn((2, 3))[0] if passed_as_view else torch.randn((3,))
+        return x0, torch.randn((3,), requires_grad=True)
+
+    with torch.enable_grad():
+        assert_matches_eager(flagless_view_times_a_leaf, make)
+
+
+def flagless_view_written_with_a_leaf(x0: T, w: T) -> object:
+    t0 = x0[0]
+    x0.requires_grad_()
+    t0.mul_(w)
+    return (x0 * 1,)
+
+
+def test_flagless_view_written_with_an_operand_requiring_grad_refused() -> None:
+    """The write records history on eager's base of the input (not passed), after which eager's input regenerates
+    its own: refused by name, as before."""
+
+    def make() -> tuple[T, T]:
+        return torch.randn((2, 3))[0], torch.randn((), requires_grad=True)
+
+    with torch.enable_grad():
+        flagless_view_written_with_a_leaf(*make())  # eager runs it
+        refused_with_grad(flagless_view_written_with_a_leaf, make, None, FLAGLESS_VIEW_READ)
 
 
 def set_of_a_view_before_the_flag_then_written_with_grad(x0: T) -> object:
@@ -4208,9 +4338,8 @@ def written_view_before_the_flag_without_set(x0: T) -> object:
         set_of_a_view_before_the_flag_then_written_with_grad,
         set_of_a_view_before_the_flag,
         set_of_a_no_grad_view_before_the_flag,
-        written_view_before_the_flag_without_set,
     ],
-    ids=["set_then_add", "set", "no_grad_view_set", "add_without_set"],
+    ids=["set_then_add", "set", "no_grad_view_set"],
 )
 def test_set_with_grad_of_a_view_taken_before_a_view_input_requires_grad_refused(
     f: Callable[..., object], viewed_by: str, subclass: bool
@@ -4222,17 +4351,32 @@ def test_set_with_grad_of_a_view_taken_before_a_view_input_requires_grad_refused
     117500, program 718: CRASHED). Refused by name, as the write without set_() is; so is a PairTensor input (once
     refused as a subclass view made to require grad after a read with grad; now laid out anew as a leaf without grad,
     Note [Leaves Laid Out Anew Under no_grad])."""
-
-    def make() -> tuple[T]:
-        base = torch.randn((1, 4, 3))
-        whole = (PairTensor.from_tensor(base) if subclass else base).select(2, 2)
-        return (whole.unbind(1)[1] if viewed_by == "unbind" else whole.select(1, 1).unsqueeze(0),)
-
+    make = _view_of_a_view(viewed_by, subclass)
     with torch.enable_grad():
         (out,) = cast(tuple[T], f(*make()))
         assert out.requires_grad and out.is_leaf
         with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
             subclassaot.compile(f)(*make())
+
+
+def _view_of_a_view(viewed_by: str, subclass: bool) -> Make:
+    def make() -> tuple[object]:
+        base = torch.randn((1, 4, 3))
+        whole = (PairTensor.from_tensor(base) if subclass else base).select(2, 2)
+        return (whole.unbind(1)[1] if viewed_by == "unbind" else whole.select(1, 1).unsqueeze(0),)
+
+    return make
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("viewed_by", ["unbind", "select"])
+def test_write_with_grad_of_a_view_taken_before_a_view_input_requires_grad_matches_eager(
+    viewed_by: str, subclass: bool
+) -> None:
+    """The same write without a set_() before it: no operand requires grad, so eager's write records nothing, and
+    the run's writes through a detach() of the view (Note [Grad Mode And Autograd Reads]); it was refused."""
+    with torch.enable_grad():
+        assert_matches_eager(written_view_before_the_flag_without_set, _view_of_a_view(viewed_by, subclass))
 
 
 def set_of_a_no_grad_view_then_the_flag(x0: T) -> object:
@@ -4307,19 +4451,20 @@ def view_taken_before_the_view_input_requires_grad(x0: T) -> object:
 
 
 @pytest.mark.parametrize("subclass", [False, True])
-def test_view_taken_before_a_view_input_requires_grad_refused(subclass: bool) -> None:
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+def test_view_taken_before_a_view_input_requires_grad_written_matches_eager(subclass: bool, grad: bool) -> None:
     """Eager's earlier view takes requires_grad from the base the input views (none), and fill_() with grad on it
-    runs; the run had it require grad through the input and raised "a view was created in no_grad mode" (fuzz
-    --subclass subclasses.pair:example, seed 67000, program 2416: CRASHED). Refused at the fill_() with grad."""
+    runs, recording nothing; the run had it require grad through the input and raised "a view was created in no_grad
+    mode" (fuzz --subclass subclasses.pair:example, seed 67000, program 2416: CRASHED), then refused at the fill_().
+    The fill_() writes through a detach() of the view (Note [Grad Mode And Autograd Reads])."""
 
     def make() -> tuple[T]:
         base = torch.randn((1, 3, 4))
         return ((PairTensor.from_tensor(base) if subclass else base).reshape((1, 2, 6)),)
 
-    with torch.no_grad():
+    with torch.set_grad_enabled(grad):
         assert view_taken_before_the_view_input_requires_grad(*make()) == ()
-        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
-            subclassaot.compile(view_taken_before_the_view_input_requires_grad)(*make())
+        assert_matches_eager(view_taken_before_the_view_input_requires_grad, make)
 
 
 def requires_grad_off_then_set_with_grad(x0: T) -> object:
@@ -4545,18 +4690,18 @@ def view_input_made_to_require_grad_then_viewed_under_no_grad(x0: T) -> object:
     return ()
 
 
-def test_view_taken_after_a_view_input_requires_grad_refused_before_it_is_written() -> None:
+def test_view_taken_after_a_view_input_requires_grad_read_before_it_is_written_matches_eager() -> None:
     """The view taken after the flag was set (under no_grad) takes requires_grad from the base the input views
     (none): eager's zero_() of a view of it runs; the run had it require grad and raised (fuzz seed 68000, program
-    2149: CRASHED). Refused at the mul() with grad, before the analysis would."""
+    2149: CRASHED), then was refused at the mul() with grad. The mul() reads the view through a detach() (Note
+    [Grad Mode And Autograd Reads]): its result requires none, as eager's."""
 
     def make() -> tuple[T]:
         return (torch.randn((3, 4)).unsqueeze(0),)
 
     with torch.enable_grad():
         assert view_input_made_to_require_grad_then_viewed_under_no_grad(*make()) == ()
-        with pytest.raises(UnsupportedError, match=FLAGLESS_VIEW_READ):
-            subclassaot.compile(view_input_made_to_require_grad_then_viewed_under_no_grad)(*make())
+        assert_matches_eager(view_input_made_to_require_grad_then_viewed_under_no_grad, make)
 
 
 def _view_then_flag_off_then_set(x0: T) -> object:

@@ -26,6 +26,7 @@ from subclassaot.pipeline.grad_scope import (
     check_regenerated_view_reads,
     check_views_of_gained_bases,
     flagless_view_history_raises,
+    flagless_views_detached,
     function_outputs_as_eager,
     function_returns_as_analyzed,
     note_gain_on_a_base,
@@ -1446,7 +1447,9 @@ class _DataMode(TorchFunctionMode):
     ) -> Any:
         if layout_op:
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
-        check_flagless_view_reads(self.record, name, args, call_kwargs, None)  # (a write would raise in the run)
+        # (views eager's autograd gives no requires_grad: Note [Grad Mode And Autograd Reads])
+        call_args, call_kwargs = flagless_views_detached(self.record, func, call_args, call_kwargs)
+        check_flagless_view_reads(self.record, name, args, call_args, call_kwargs)  # (a write would raise in the run)
         mark = autograd_sequence_nr()  # (did the call make a node: Note [The Eager Record])
         try:
             with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
@@ -1492,7 +1495,7 @@ class _DataMode(TorchFunctionMode):
         (and views of them) it read whose history eager refused by then (Note [Views That Raise After A Bump])."""
         check_raising_view_input_reads(self.record, name, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
-        check_flagless_view_reads(self.record, name, args, kwargs, out)
+        check_flagless_view_reads(self.record, name, args, args, kwargs, out)
         check_regenerated_view_reads(self.record, name, args, kwargs, out)
 
     def _note_call(
