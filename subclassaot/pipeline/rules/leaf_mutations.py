@@ -165,6 +165,15 @@ def _resized_itself(run: FunctionalRun, final: torch.Tensor) -> bool:
     return any(r.func in resizes for r in run.swaps.inplace_views.get(id(final), []))
 
 
+def _set_to_moved_clone(layout: DenseLayout, i: int, set_source: DenseIndex) -> UnsupportedError:
+    return UnsupportedError(
+        f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "
+        f"{layout.leaves[set_source].path}, an input that runs as a clone in training (a non-leaf tensor "
+        "subclass that requires grad) whose clone is laid out differently (it is expanded or starts at an "
+        "offset); not supported. Pass a contiguous tensor, or set_() to a clone of it"
+    )
+
+
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
@@ -174,12 +183,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         _check_grown_then_left(run, layout, i)
     set_source = _set_source(run, final, layout, i) if storage_changed else None
     if set_source is not None and set_source in run.moved_clones:
-        raise UnsupportedError(
-            f"{layout.leaves[i].path}: the program set_()s this tensor (or assigns its `.data`) to "
-            f"{layout.leaves[set_source].path}, an input that runs as a clone in training (a non-leaf tensor "
-            "subclass that requires grad) whose clone is laid out differently (it is expanded or starts at an "
-            "offset); not supported. Pass a contiguous tensor, or set_() to a clone of it"
-        )
+        raise _set_to_moved_clone(layout, i, set_source)
     # Two inputs set_() to one intermediate share its storage: the first makes it.
     new_storage_of = next(
         (
