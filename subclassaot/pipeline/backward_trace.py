@@ -311,7 +311,9 @@ def trace_backward(
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
     group_grads, grad_inputs = _grad_inputs(flat, layout, analysis, user_fakes)
-    example = graph_example_inputs(layout, dense_fakes)
+    # (a stand-in of its own is never its group's autograd root, as at run time: Note [Aliased Inputs In Training])
+    own = own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
+    example = graph_example_inputs(layout, dense_fakes, {j for i in own for j in layout.leaves_of_input[i]})
     with fake_mode:
         for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
             if not example[k].requires_grad:
@@ -325,7 +327,7 @@ def trace_backward(
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     # (not an input of its own beside an alias requiring grad: its stand-in is a detached leaf over the group's
     # storage, as eager's is a leaf)
-    clone = frozenset(grad_inputs) - own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
+    clone = frozenset(grad_inputs) - own
     with fake_mode, torch.enable_grad():
         fw_example = forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
