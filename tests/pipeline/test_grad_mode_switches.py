@@ -2471,9 +2471,7 @@ _VIEW_INPUTS: dict[str, Callable[[T], T]] = {
 
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
 @pytest.mark.parametrize("view", list(_VIEW_INPUTS))
-def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written(
-    view: str, pair: bool
-) -> None:
+def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written(view: str, pair: bool) -> None:
     """fuzz seed 117100, program 9067 (CRASHED: "new_fn INTERNAL ASSERT"): backward_probe.gain_unobserved's run with
     the view input requiring grad from the start read the returned view's history after its base was written; on a
     fake, autograd replays the view over a base that requires no grad and asserts. The probe now takes a history it
