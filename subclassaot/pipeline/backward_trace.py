@@ -299,6 +299,24 @@ def _last_gain_updates(traced: TracedGraph, layout: DenseLayout, analysis: Analy
     )
 
 
+def _example_inputs(
+    layout: DenseLayout,
+    dense_fakes: Sequence[torch.Tensor],
+    group_grads: Sequence[int],
+    own: frozenset[int],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+) -> list[torch.Tensor]:
+    """The joint graph's example inputs: a synthetic base a gradient is taken for requires grad; a stand-in of its
+    own (`own`, tensor positions) is never its group's autograd root, as at run time (Note [Aliased Inputs In
+    Training]), else the base would require grad through it where eager's requires none."""
+    example = graph_example_inputs(layout, dense_fakes, {j for i in own for j in layout.leaves_of_input[i]})
+    with fake_mode:
+        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
+            if not example[k].requires_grad:
+                example[k] = example[k].detach().requires_grad_(True)
+    return example
+
+
 def trace_backward(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -311,13 +329,8 @@ def trace_backward(
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
     group_grads, grad_inputs = _grad_inputs(flat, layout, analysis, user_fakes)
-    # (a stand-in of its own is never its group's autograd root, as at run time: Note [Aliased Inputs In Training])
     own = own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
-    example = graph_example_inputs(layout, dense_fakes, {j for i in own for j in layout.leaves_of_input[i]})
-    with fake_mode:
-        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
-            if not example[k].requires_grad:
-                example[k] = example[k].detach().requires_grad_(True)
+    example = _example_inputs(layout, dense_fakes, group_grads, own, fake_mode)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
