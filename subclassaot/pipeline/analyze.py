@@ -352,7 +352,7 @@ class _CheckedRun:
             ]
         )
         self.mutations = mutations = leaf_mutations(run, layout, flat.values)
-        self.own_leaves = own if own_leaves is not None else _unwritten_own_leaves(flat, layout, run, mutations, own)
+        self.own_leaves = own  # (their group written too: Note [Aliased Inputs In Training])
         refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
         refuse_views_of_assigned_bases_kept(run.swaps, run.user_tensors)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
@@ -730,24 +730,6 @@ def _original_storage(run: FunctionalRun, layout: DenseLayout, i: int) -> object
     """The storage of plain tensor input `i`'s stand-in as the run began."""
     (j,) = layout.leaves_of_input[i]
     return storage_key(run.originals[j])
-
-
-def _unwritten_own_leaves(
-    flat: FlatInputs, layout: DenseLayout, run: FunctionalRun, mutations: Sequence[LeafMutation], own: frozenset[int]
-) -> frozenset[int]:
-    """The first analysis's leaves of their own beside an alias (functional_run.own_leaf_inputs), refused where
-    the program writes their group (any member, or bumps its version counter): their stand-ins, detached leaves
-    over the group's storage, would need the writes' histories split from the group's base, which the joint trace
-    cannot do."""
-    written = {
-        m
-        for g in layout.groups
-        if any(mutations[j].any or mutations[j].version_bumped for j in g.members)
-        for m in g.members
-    }
-    refused = {i for i in own if any(j in written for j in layout.leaves_of_input[i])}
-    check_gained_after_read({id(run.user_tensors[i]) for i in refused}, run.user_tensors, flat)
-    return own - refused
 
 
 def _check_requires_grad_calls(

@@ -38,7 +38,7 @@ from subclassaot.pipeline.backward_probe import (
     refuse_unreduced_assigned_gradients,
     tangent_patterns,
 )
-from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_in_leaves, own_stand_ins
+from subclassaot.pipeline.functional_run import own_leaves_of, own_stand_ins
 from subclassaot.pipeline.joint import (
     JointSetup,
     TracedJoint,
@@ -299,6 +299,24 @@ def _last_gain_updates(traced: TracedGraph, layout: DenseLayout, analysis: Analy
     )
 
 
+def _example_inputs(
+    layout: DenseLayout,
+    dense_fakes: Sequence[torch.Tensor],
+    group_grads: Sequence[int],
+    own: frozenset[int],
+    fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
+) -> list[torch.Tensor]:
+    """The joint graph's example inputs: a synthetic base a gradient is taken for requires grad; a stand-in of its
+    own (`own`, tensor positions) is never its group's autograd root, as at run time (Note [Aliased Inputs In
+    Training]), else the base would require grad through it where eager's requires none."""
+    example = graph_example_inputs(layout, dense_fakes, {j for i in own for j in layout.leaves_of_input[i]})
+    with fake_mode:
+        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
+            if not example[k].requires_grad:
+                example[k] = example[k].detach().requires_grad_(True)
+    return example
+
+
 def trace_backward(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -311,11 +329,8 @@ def trace_backward(
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
 ) -> BackwardGraph:
     group_grads, grad_inputs = _grad_inputs(flat, layout, analysis, user_fakes)
-    example = _graph_examples(flat, layout, analysis, dense_fakes, user_fakes)
-    with fake_mode:
-        for k in group_grads:  # a base taken from a member that does not require grad (x.detach(), x)
-            if not example[k].requires_grad:
-                example[k] = example[k].detach().requires_grad_(True)
+    own = own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
+    example = _example_inputs(layout, dense_fakes, group_grads, own, fake_mode)
     wrapper_updates = wrapper_update_inputs(layout, analysis, user_fakes)
     real = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
@@ -325,7 +340,7 @@ def trace_backward(
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     # (not an input of its own beside an alias requiring grad: its stand-in is a detached leaf over the group's
     # storage, as eager's is a leaf)
-    clone = frozenset(grad_inputs) - own_stand_ins(flat, layout, user_fakes, own_leaves_of(analysis))
+    clone = frozenset(grad_inputs) - own
     with fake_mode, torch.enable_grad():
         fw_example = forward_example(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
@@ -379,19 +394,6 @@ def trace_backward(
         if probed and (deferred := _defer_probed_error(setup, joint.reach, tangents.trees)) is not None:
             return deferred
     return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
-
-
-def _graph_examples(
-    flat: FlatInputs,
-    layout: DenseLayout,
-    analysis: Analysis,
-    dense_fakes: Sequence[torch.Tensor],
-    user_fakes: Sequence[torch.Tensor],
-) -> list[torch.Tensor]:
-    """The graph inputs' fakes, as the runtime makes them: no stand-in of its own taken as a group's autograd root."""
-    return graph_example_inputs(
-        layout, dense_fakes, own_stand_in_leaves(flat, layout, user_fakes, own_leaves_of(analysis))
-    )
 
 
 _SAVED_VERSION_ERROR = "modified by an inplace operation"  # (autograd's unpacking of a saved tensor written since)

@@ -612,7 +612,8 @@ def own_leaf_inputs(
     inputs flagged after a read with grad (SwapRecord.gained_after_read), which would otherwise be refused, and
     records them (Analysis.own_leaf_inputs); every later run, given them, runs each as a stand-in of its own, a leaf
     without grad until the program's flag (Note [Leaves Laid Out Anew Under no_grad]), taken out of its group's
-    autograd root. Where grad mode is off there is no such leaf."""
+    autograd root, whose writes reach its values and none of its history (Note [Aliased Inputs In Training]). Where
+    grad mode is off there is no such leaf."""
     if not torch.is_grad_enabled():
         return frozenset()
     reals = [cast(torch.Tensor, flat.values[k]) for k in flat.tensor_indices]

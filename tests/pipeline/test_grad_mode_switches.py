@@ -2434,9 +2434,11 @@ def test_requires_grad_on_a_storage_sharing_input_after_an_unobserved_read_match
 
 
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
-def test_requires_grad_after_its_own_read_written_into_an_input_refused(pair: bool) -> None:
+def test_requires_grad_after_its_own_read_written_into_an_input(pair: bool) -> None:
     """The earlier result reaches an input (a copy_ into it): eager's input has no history from it, the compiled
-    call's would. (A PairTensor input read before is refused also where nothing sees the read: the run's check.)"""
+    call's would. (A PairTensor input read before is refused also where nothing sees the read: the run's check.) A
+    plain half runs as a leaf of its own, whose group may be written (functional_run.own_leaf_inputs): the earlier
+    result has no history there either, and it matches."""
     f = requires_grad_after_its_own_read_result_written_into_an_input
     refusal = "calls requires_grad_\\(\\) on this input after computing from it"
 
@@ -2445,9 +2447,11 @@ def test_requires_grad_after_its_own_read_written_into_an_input_refused(pair: bo
 
     with torch.enable_grad():
         f(*halves())  # eager runs it
-        with pytest.raises(UnsupportedError, match=refusal):
-            subclassaot.compile(f)(*halves())
-        if pair:
+        if not pair:
+            assert_matches_eager(f, _disjoint_halves(pair), versions="exact")
+        else:
+            with pytest.raises(UnsupportedError, match=refusal):
+                subclassaot.compile(f)(*halves())
             with pytest.raises(UnsupportedError, match=refusal):
                 subclassaot.compile(requires_grad_after_its_own_read_result_unused)(*halves())
     with torch.no_grad():
@@ -2471,13 +2475,13 @@ _VIEW_INPUTS: dict[str, Callable[[T], T]] = {
 
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
 @pytest.mark.parametrize("view", list(_VIEW_INPUTS))
-def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written_refused(
-    view: str, pair: bool
-) -> None:
+def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written(view: str, pair: bool) -> None:
     """fuzz seed 117100, program 9067 (CRASHED: "new_fn INTERNAL ASSERT"): backward_probe.gain_unobserved's run with
     the view input requiring grad from the start read the returned view's history after its base was written; on a
     fake, autograd replays the view over a base that requires no grad and asserts. The probe now takes a history it
-    cannot read as one it cannot compare: refused as any earlier read the caller sees (plain as PairTensor)."""
+    cannot read as one it cannot compare: refused as any earlier read the caller sees (a PairTensor). A plain view
+    input of a passed base runs as a leaf of its own, whose group may be written (functional_run.own_leaf_inputs),
+    and matches."""
 
     def make() -> tuple[T, T]:
         b = torch.randn(3, 2)
@@ -2487,8 +2491,13 @@ def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_writ
     f = requires_grad_on_a_view_input_after_its_view_is_returned_then_base_written
     with torch.enable_grad():
         f(*make())  # eager runs it
-        with pytest.raises(UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"):
+        if not pair:
             assert_matches_eager(f, make)
+        else:
+            with pytest.raises(
+                UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"
+            ):
+                assert_matches_eager(f, make)
     with torch.no_grad():
         assert_matches_eager(f, make)
 
@@ -6453,22 +6462,150 @@ def test_requires_grad_after_its_read_on_a_pair_input_beside_an_alias_refused(al
             subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](True))
 
 
-def requires_grad_after_its_read_beside_an_alias_written(x0: T, x1: T) -> object:
+def requires_grad_after_its_read_beside_an_alias_written_before(x0: T, x1: T) -> object:
     t = x1.sin()
-    x0.mul_(3.0)  # (the group's storage written: x1's own stand-in would need the write's history split off)
+    x0.mul_(3.0)  # (with grad on, a value that requires none: x1's leaf holds it, with no history)
     x1.requires_grad_()
-    return t, x1 * 2
+    return t, x1 * 2, x0
+
+
+def requires_grad_after_its_read_beside_an_alias_written_after(x0: T, x1: T) -> object:
+    t = x1.sin()
+    x1.requires_grad_()
+    y = x1 * 2  # (saves x1's value before the write below: its backward reads that value)
+    x0.mul_(3.0)
+    v = x1[1:]  # a view taken after the write, with history to x1's leaf
+    return t, y, v.exp(), x0.cos()
+
+
+def requires_grad_after_its_read_beside_an_alias_written_around(x0: T, x1: T) -> object:
+    v = x0.view(x0.shape)
+    t = x1.sin()
+    with torch.no_grad():
+        x1.add_(1.0)  # (through itself, under no_grad: unrecorded in eager as here)
+    x0.mul_(2.0)
+    x1.requires_grad_()
+    y = x1 * x1
+    with torch.no_grad():
+        x0.add_(1.0)
+    return t, v, y, x1
+
+
+_OWN_LEAF_WRITES: dict[str, Callable[[T, T], object]] = {
+    "before": requires_grad_after_its_read_beside_an_alias_written_before,
+    "after": requires_grad_after_its_read_beside_an_alias_written_after,
+    "around": requires_grad_after_its_read_beside_an_alias_written_around,
+}
+
+
+@pytest.mark.parametrize("write", list(_OWN_LEAF_WRITES))
+@pytest.mark.parametrize("alias", list(_OWN_LEAF_ALIASES))
+def test_requires_grad_after_its_read_on_an_input_beside_an_alias_written(alias: str, write: str) -> None:
+    """A leaf of its own beside an alias (functional_run.own_leaf_inputs) whose group the program writes through the
+    other input, before the flag or after (and through itself under no_grad): eager's leaf holds each written value
+    and none of the writes' history, its gradient arriving through the reads after the flag alone. The stand-in is a
+    detached leaf over the group's storage, never the group's autograd root (Note [Aliased Inputs In Training]);
+    the backward trace took it as one, so the group's written value carried its flag and the trace failed. Matches:
+    outputs, histories, `.grad`, inputs as left, version counters."""
+    f = _OWN_LEAF_WRITES[write]
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: _OWN_LEAF_ALIASES[alias](False), versions="exact")
+        assert_matches_eager(f, lambda: _OWN_LEAF_ALIASES[alias](False), after_call=write_outputs)
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: _OWN_LEAF_ALIASES[alias](False))
 
 
 @pytest.mark.parametrize("alias", list(_OWN_LEAF_ALIASES))
-def test_requires_grad_after_its_read_on_an_input_beside_an_alias_written_refused(alias: str) -> None:
-    """A leaf of its own whose group the program writes stays refused by name
-    (analyze._unwritten_own_leaves)."""
-    f = requires_grad_after_its_read_beside_an_alias_written
+def test_requires_grad_after_its_read_on_a_pair_input_beside_an_alias_written_refused(alias: str) -> None:
+    """The PairTensor variants stay refused by name (a subclass member has no stand-in of its own)."""
+    f = requires_grad_after_its_read_beside_an_alias_written_before
     with torch.enable_grad():
-        f(*_OWN_LEAF_ALIASES[alias](False))  # eager runs it
+        f(*_OWN_LEAF_ALIASES[alias](True))  # eager runs it
         with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
-            subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](False))
+            subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](True))
+
+
+def _own_leaf_of_a_grown_group(x0: T, x1: T, x2: T) -> object:
+    """Fuzz seed 119200 #5755 (UNSUPPORTED, refused as a leaf of its own in a written group): x0, a base no input
+    views (x2 is a detach() of a view of it), is flagged after copying itself with grad on; x2 then grows their
+    storage by resize_() and fills it."""
+    x0.copy_(x0)
+    x0.requires_grad_()
+    x2.resize_((3,))
+    x2.fill_(-1.0)
+    with torch.no_grad():
+        t0 = x1.unbind(2)[3]
+    with torch.set_grad_enabled(False):
+        t0.t()
+    x1[:, 0:1:2]
+    return (t0,)
+
+
+def _own_leaf_of_a_grown_group_inputs() -> tuple[T, T, T]:
+    b0 = torch.randn((1, 2))
+    with torch.enable_grad():
+        b1 = torch.randn((3, 2, 4)).requires_grad_().clone()
+    return (b0, b1.expand((3, 2, 4)).reshape((2, 1, -1)), b0.unbind(0)[0].detach())
+
+
+def _own_leaf_written_under_no_grad(x0: T, x1: T, x2: T) -> object:
+    """Fuzz seed 119200 #8767 (UNSUPPORTED, as above): x1 flagged after a read (t0, returned without history); x0, a
+    detach() of a view beside x2, written with grad through a view of it that resize_() grew, then flagged and
+    zeroed under no_grad."""
+    t0 = x1.select(0, -2)
+    x1.requires_grad_()
+    t1 = x0.view((1, 1, -1))
+    t1.resize_((15,))
+    t1.fill_(2.0)
+    x0.requires_grad_()
+    with torch.no_grad():
+        x0.zero_()
+    return (t0, x2)
+
+
+def _own_leaf_written_under_no_grad_inputs() -> tuple[T, T, T]:
+    b0 = torch.randn((1, 3, 4))
+    return (b0.detach().diagonal(0, 1, 2), torch.randn((4, 3)), b0.expand((1, 3, 4)))
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (_own_leaf_of_a_grown_group, _own_leaf_of_a_grown_group_inputs),
+        (_own_leaf_written_under_no_grad, _own_leaf_written_under_no_grad_inputs),
+    ],
+)
+def test_requires_grad_after_a_read_on_a_leaf_of_its_own_in_a_written_group_fuzz(
+    f: Callable[..., object], make: Callable[[], tuple[T, T, T]]
+) -> None:
+    """Fuzz programs of a leaf of its own in a written group (Note [Aliased Inputs In Training]): compile as eager."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+
+
+def _own_leaf_written_through_itself(x0: T, x1: T, x2: T) -> object:
+    """Fuzz seed 119000 #5104 (UNSUPPORTED): x1, a view whose base x0 is not flagged, written through itself with grad
+    on before its flag: the stand-in requires grad from the start there, which the run's write would record; refused
+    by the rule for inputs written and made to require grad (analyze.check_written_inputs_gaining_grad)."""
+    x1.add_(3.0)
+    with torch.no_grad():
+        x0.resize_((14,))
+        x0.fill_(-1.0)
+    x1.requires_grad = True
+    t0 = x1.add(0.5)
+    return (t0.select(0, -2), x0[2:10])
+
+
+def test_requires_grad_on_a_leaf_of_its_own_written_through_itself_refused() -> None:
+    def make() -> tuple[T, T, T]:
+        b0 = torch.randn((4, 3, 1))
+        return (b0, b0.as_strided((2,), (2,), 2).view((2, 1)), b0.unsqueeze(-3).as_strided((1, 3), (1, 3), 2))
+
+    with torch.enable_grad():
+        _own_leaf_written_through_itself(*make())  # eager runs it
+        with pytest.raises(UnsupportedError, match=r"args\[1\] is written in place and made to require grad"):
+            subclassaot.compile(_own_leaf_written_through_itself)(*make())
 
 
 # Stale views of leaf view inputs (Note [Views That Raise After A Bump], changed_views.py): a view taken with grad of an

@@ -191,9 +191,13 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   Their metadata changes do not count. A plain one the program makes require grad (requires_grad_()) is, in eager,
 #   a leaf of its own over the storage: it runs as such a detached member too, gains the flag from the start (its
 #   writes below autograd stay hidden, the others' writes reach its values and none of its history), and gets a
-#   gradient of its own as a Function input, never taken as the group's autograd root at run time
-#   (runtime.steps.own_stand_in_inputs). Writes with grad in its version-counter family stay refused (the leaf
-#   requires grad from the start, where eager's, written before the flag, does not).
+#   gradient of its own as a Function input, never taken as the group's autograd root, at run time
+#   (runtime.steps.own_stand_in_inputs) or in the backward trace (taken, the base would require grad through the
+#   leaf, and the group's written value, a differentiable output, would carry that flag where eager's base has
+#   none). Writes with grad in its version-counter family stay refused (the leaf requires grad from the start,
+#   where eager's, written before the flag, does not). So too one whose group no member requires grad as passed,
+#   made to require grad after a read with grad (functional_run.own_leaf_inputs), a leaf without grad until the
+#   program's flag: the others' writes, before the flag or after, reach its values and none of its history.
 # - Flagless no_grad views: a member whose input is a view taken under no_grad of a tensor that requires grad, with no
 #   flag of its own (torch_internals.flagless_no_grad_view: `with no_grad(): v = b[:, 1]`, passed beside b), requires
 #   grad through its base but has neither history nor accumulator: an op with grad that reads it records an edge to
