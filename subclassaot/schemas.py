@@ -601,6 +601,10 @@ class Analysis:
     # input by the epilogue (exact for subclasses: their ctx and nested wrappers change as in eager); () if none
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
     # per tensor input: the program applied an in-place view op (t_, unsqueeze_, ...) to it, even if they cancel out
+    # a custom Function applied with grad mode on inside inference_mode marked a view dirty (its rebase of the view's
+    # history there fails the fake mode's internal assert, which eager's saved-tensor probe must not take as a class
+    # it cannot read: backward_probe.eager_saves)
+    marks_view_dirty_in_inference: bool = False
     inplace_view_ops: tuple[bool, ...] = ()
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
     # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a

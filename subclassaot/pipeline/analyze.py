@@ -411,6 +411,7 @@ def _analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
         wrapper_version_bumps=f.wrapper_bumped,
+        marks_view_dirty_in_inference=run.swaps.dirty_view_in_inference is not None,
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=f.replays,

@@ -1387,7 +1387,7 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
                 for e in found
             ]
     except Exception as e:  # (the program's own error is the trace's to raise; a class the walk cannot read)
-        if _FAKE_REBASE_IN_INFERENCE in str(e):
+        if analysis.marks_view_dirty_in_inference and _FAKE_REBASE_IN_INFERENCE in str(e):
             raise UnsupportedError(
                 "a custom autograd.Function applied with grad mode on inside a torch.inference_mode() block marks "
                 "dirty (ctx.mark_dirty) a view that requires grad: eager rebases the view's history there, which "
