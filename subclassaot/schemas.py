@@ -659,6 +659,9 @@ class Analysis:
     # tensor positions of the inputs whose autograd creation meta the analysis read off the real input (Note
     # [What The Guards Compare])
     creation_meta_reads: tuple[int, ...] = ()
+    # tensor positions of the view inputs whose `._base`'s requires_grad the analysis decided on (Note [Views That
+    # Raise After A Bump])
+    base_flag_reads: tuple[int, ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_reenabled: tuple[str, ...] = ()

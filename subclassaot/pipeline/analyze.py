@@ -461,6 +461,7 @@ def _analysis(
         gained_before_changes=run.swaps.gained_unchanged(run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         creation_meta_reads=tuple(run.swaps.creation_meta_reads),
+        base_flag_reads=tuple(run.swaps.base_flag_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
         output_versions=counts.outputs,

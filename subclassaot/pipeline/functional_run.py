@@ -302,6 +302,7 @@ def _note_grad_inputs(
             record.eager_inputs[id(tensor)] = real
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
+        record.run_input_paths.append(flat.leaves[index].path)
         record.input_positions.setdefault(id(tensor), (position, cast(torch.Tensor, flat.values[index])))
         real = flat.values[index]
         like = None if requires_grad_like is None else requires_grad_like[position]

@@ -51,6 +51,7 @@ __all__ = [
     "check_flagless_view_reads",
     "flagless_views_detached",
     "check_regenerated_view_reads",
+    "check_regenerated_view_input_reads",
     "check_raising_view_input_applies",
     "check_raising_view_input_reads",
     "bumped_input_reads",
@@ -428,6 +429,53 @@ def check_regenerated_view_reads(
         "moved the version counter they share: eager regenerates the view's history from that base, so no gradient "
         "reaches the input through it, while the compiled run's view follows the input. Take the view after the "
         "write, compute from a clone of the input, or make the base require grad instead"
+    )
+
+
+def _stale_view_input(record: SwapRecord, t: torch.Tensor) -> tuple[int, torch.Tensor] | None:
+    """Note [Views That Raise After A Bump], view inputs regenerated from their base: where `t` is a view input that
+    requires grad and is no leaf (or a view the program took of one with grad, through views), whose counter the
+    program moved before this op: its tensor position and the real input."""
+    while (found := record.input_positions.get(id(t))) is None:
+        view = record.views.get(id(t))
+        if view is None or not view.grad_enabled or view.below_autograd or view.func is torch.ops.aten.detach.default:
+            return None
+        t = view.source
+    real = found[1]
+    if not real.requires_grad or real.is_leaf or real._base is None:
+        return None
+    return found if record.family_last_bump.get(record.family_of(t)) is not None else None
+
+
+def check_regenerated_view_input_reads(
+    record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> None:
+    """Note [Views That Raise After A Bump], view inputs regenerated from their base: after an op with grad that
+    records history from a stale view input (or a view of it), guard its base's flag; refuse the op where that base
+    requires no grad (the input requiring grad through a view of it made to require grad itself)."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    read = [
+        found
+        for t in pytree.tree_leaves((args, kwargs))
+        if isinstance(t, torch.Tensor) and (found := _stale_view_input(record, t)) is not None
+    ]
+    if not read:
+        return
+    writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
+    if not writes and not any(o.requires_grad for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)):
+        return  # (no history recorded, none read: `t.item()`, a comparison)
+    record.base_flag_reads.extend(position for position, _ in read)
+    cut = next((position for position, real in read if real._base is not None and not real._base.requires_grad), None)
+    if cut is None:
+        return
+    raise UnsupportedError(
+        f"{record.run_input_paths[cut]}: {name}: reads with grad this input (or a view of it), a view whose `._base` "
+        "requires no grad, requiring grad through a view of that base made to require grad itself, after a write "
+        "(under no_grad or inside inference_mode too) moved the version counter they share: eager regenerates this "
+        "input's history from its base then, so no gradient reaches the tensor it was taken of through it, while the "
+        "compiled call's read follows that tensor. Read the input before the write, take it anew after the write "
+        "(from the tensor that requires grad), or pass a clone"
     )
 
 

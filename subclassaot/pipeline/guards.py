@@ -393,6 +393,7 @@ def build_guards(
     state_first: bool = False,
     creation_meta_reads: Sequence[int] = (),
     apart: Collection[DenseIndex] = (),
+    base_flag_reads: Sequence[int] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
@@ -400,7 +401,8 @@ def build_guards(
     (`with_python_state`), which compiles the fast body with it; the fast body alone is then compiled when first
     called. `creation_meta_reads`: the tensor positions whose autograd creation meta the compile decided on (Note
     [What The Guards Compare]). `apart`: dense leaves whose runs rely on `view_bases.autograd_apart`
-    (LeafMutation.history_of_its_own)."""
+    (LeafMutation.history_of_its_own). `base_flag_reads`: the tensor positions whose `._base`'s requires_grad the
+    compile decided on (Note [Views That Raise After A Bump])."""
     w = _Writer()
     one_call: set[int] = set()
     grouped = {m for group in layout.groups for m in group.members}
@@ -435,6 +437,7 @@ def build_guards(
             _autograd_guards(w, index, path, real, tree, any(j in grouped for j in layout.leaves_of_input[t_index]))
     _base_read_guards(w, flat, base_reads)
     _creation_meta_guards(w, flat, creation_meta_reads)
+    _base_flag_guards(w, flat, base_flag_reads)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
@@ -477,6 +480,21 @@ def _base_read_guards(w: _Writer, flat: FlatInputs, base_reads: Sequence[tuple[i
         else:
             other = flat.tensor_indices[base]
             w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
+
+
+def _base_flag_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
+    """Whether the `._base` of each view input at `positions` requires grad, as the compile's (Note [Views That Raise
+    After A Bump]: a stale view's history is regenerated from it)."""
+    for position in dict.fromkeys(positions):
+        index = flat.tensor_indices[position]
+        real = flat.values[index]
+        assert isinstance(real, torch.Tensor)
+        flag = real._base is not None and real._base.requires_grad
+        w.expect(
+            f"(v{index}._base is not None and v{index}._base.requires_grad) == {flag}",
+            f"{flat.leaves[index].path}._base.requires_grad",
+            flag,
+        )
 
 
 def _creation_meta_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:

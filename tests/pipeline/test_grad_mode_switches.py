@@ -6891,3 +6891,124 @@ def test_input_made_to_require_grad_then_changed_raises_like_eager(
     """A write with grad (or a resize_()) of the leaf after its flag: eager raises, and so does the compiled call."""
     with torch.enable_grad():
         assert_raises_like_eager(program, lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
+
+
+# View inputs regenerated from a base requiring none (Note [Views That Raise After A Bump], changed_views.py): an input
+# `x[1:]` taken with grad of `x = b[1:].requires_grad_()` (b requiring none) has `._base` b; once a write moves the
+# counter they share, its next read with grad regenerates its history from b: AsStridedBackward0 with no edge to x.
+REGENERATED_VIEW_INPUT_READ = "eager regenerates this input's history from its base then"
+
+
+def _leaf_view_and_its_view() -> tuple[T, T]:
+    b = torch.randn((4, 3))
+    x = b[1:].requires_grad_()
+    return x, x[1:]
+
+
+def _view_of_a_leaf_view() -> tuple[T]:
+    return (_leaf_view_and_its_view()[1],)
+
+
+def _read_after(mode: str) -> Callable[..., object]:
+    """The issue #27 repro: `y * 3` sent x a gradient eager's regenerated history does not (x.grad 6 of 9 elements)."""
+
+    def f(x: T, y: T) -> object:
+        with _write_mode(mode):
+            x.mul_(-1.0)
+        return (x * 2, y * 3, x + 1)
+
+    return f
+
+
+def _read_before_and_after(mode: str) -> Callable[..., object]:
+    def f(x: T, y: T) -> object:
+        a = y * 3
+        with _write_mode(mode):
+            x.mul_(-1.0)
+        return (a, y * 2)
+
+    return f
+
+
+def _view_read_after(mode: str) -> Callable[..., object]:
+    def f(x: T, y: T) -> object:
+        z = y[0]
+        with _write_mode(mode):
+            x.mul_(-1.0)
+        return (x * 2, z * 2)
+
+    return f
+
+
+def _written_alone(mode: str) -> Callable[..., object]:
+    def f(y: T) -> object:
+        with _write_mode(mode):
+            y.mul_(-1.0)
+        return (y * 3,)
+
+    return f
+
+
+_REGENERATED_INPUT_READS: dict[str, tuple[Callable[[str], Callable[..., object]], Make]] = {
+    "read_after": (_read_after, _leaf_view_and_its_view),
+    "read_before_and_after": (_read_before_and_after, _leaf_view_and_its_view),
+    "view_read_after": (_view_read_after, _leaf_view_and_its_view),
+    "written_alone": (_written_alone, _view_of_a_leaf_view),
+}
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+@pytest.mark.parametrize("case", sorted(_REGENERATED_INPUT_READS))
+def test_stale_view_input_over_a_base_requiring_none_read_with_grad_refused(
+    case: str, mode: str, compile_fn: CompileFn | None
+) -> None:
+    """Eager's read sends x nothing; the graph reads the input as a view of x and would send x its gradient (issue
+    #27), where the fake probe of eager's saves failed autograd's internal assert (new_fn) and was refused as a
+    custom Function's mark_dirty: refused by name, naming the input."""
+    program, make = _REGENERATED_INPUT_READS[case]
+    refused_with_grad(program(mode), make, compile_fn, REGENERATED_VIEW_INPUT_READ)
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+def test_stale_view_input_over_a_base_requiring_none_read_before_the_write(
+    mode: str, compile_fn: CompileFn | None
+) -> None:
+    """Read with grad only before the write, the input's history is the one it came with: its gradient reaches x."""
+
+    def f(x: T, y: T) -> object:
+        a = y * 3
+        with _write_mode(mode):
+            x.mul_(-1.0)
+        return (x * 2, a, x + 1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _leaf_view_and_its_view, compile_fn=compile_fn)
+
+
+def test_stale_view_input_compiled_over_a_base_requiring_grad_guards_that_flag() -> None:
+    """Compiled for a view input whose base requires grad (the regenerated history reaches that base, as the graph's),
+    a call with a base requiring none compiles anew and is refused: the guards compare the base's flag (a wrong
+    x.grad before)."""
+
+    def over_a_base_requiring_grad() -> tuple[T]:
+        return (torch.randn((4, 3), requires_grad=True)[1:][1:],)
+
+    f = _written_alone("no_grad")
+    with torch.enable_grad():
+        compiled = assert_matches_eager(f, over_a_base_requiring_grad)
+        with pytest.raises(UnsupportedError, match=REGENERATED_VIEW_INPUT_READ):
+            compiled(*_view_of_a_leaf_view())
+        assert_call_matches_eager(compiled, f, over_a_base_requiring_grad)
+
+
+@pytest.mark.parametrize("mode", ["inference_mode", "no_grad"])
+def test_stale_pair_view_input_over_a_base_requiring_none_raises(mode: str) -> None:
+    """A PairTensor: eager's autograd fails an internal assert (new_fn) regenerating the input's history from the
+    base; the compile refuses the read."""
+
+    def make() -> tuple[T, T]:
+        x = pair(4, 3)[1:].requires_grad_()
+        return x, x[1:]
+
+    with torch.enable_grad():
+        assert_raises_like_eager(_read_after(mode), make)

@@ -194,6 +194,13 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # tensor subclass view, whose regeneration fails eager's internal assert (new_fn), is refused at any read that records
 # history. Which history autograd regenerates depends on whether the input is a view: a leaf input a stale view of
 # which is read with grad is guarded on being one or not (SwapRecord.base_reads).
+# Stale view inputs regenerated from their base: the same holds of a view input that is no leaf (`x[1:]` passed beside or
+# without `x = b[1:].requires_grad_()`): its `._base` is b, so once the program moves the counter it shares, its next
+# read with grad (or a view's of it) regenerates its history from b, with no edge to x, where the run's stand-in keeps
+# the input's history and would send x its gradient (the fake probe of eager's saves fails autograd's internal assert
+# there). Refused by name at any op with grad that records history (`grad_scope.check_regenerated_view_input_reads`);
+# reads before the write keep the input's history, as eager's. Whether that base requires grad decides it, so a compile
+# for a view input read so is guarded on its `._base`'s flag (SwapRecord.base_flag_reads).
 
 
 def _counted_storages(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[set[object]]:

@@ -23,6 +23,7 @@ from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_raising_view_input_applies,
     check_raising_view_input_reads,
+    check_regenerated_view_input_reads,
     check_regenerated_view_reads,
     check_views_of_gained_bases,
     flagless_view_history_raises,
@@ -1497,6 +1498,7 @@ class _DataMode(TorchFunctionMode):
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, args, kwargs, out)
         check_regenerated_view_reads(self.record, name, args, kwargs, out)
+        check_regenerated_view_input_reads(self.record, name, args, kwargs, out)
 
     def _note_call(
         self,

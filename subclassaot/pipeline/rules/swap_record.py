@@ -263,10 +263,15 @@ class SwapRecord:
     # base; None: it is no view; -1: a view of a tensor not passed) (Note [Grad Mode And Autograd Reads])
     input_positions: dict[int, tuple[int, torch.Tensor]] = field(default_factory=dict)
     run_inputs: list[torch.Tensor] = field(default_factory=list)
+    run_input_paths: list[str] = field(default_factory=list)  # ... their paths, by position
     base_reads: list[tuple[int, int | None]] = field(default_factory=list)
     # tensor positions of the inputs whose autograd creation meta a decision of the run read off the real input
     # (Note [What The Guards Compare])
     creation_meta_reads: list[int] = field(default_factory=list)
+    # tensor positions of the view inputs requiring grad, no leaves, that an op with grad read stale: whether their
+    # `._base` requires grad decides whether autograd's regenerated history reaches a gradient (Note [Views That Raise
+    # After A Bump])
+    base_flag_reads: list[int] = field(default_factory=list)
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The
     # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
