@@ -65,8 +65,10 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # or any write where the view's base requires grad); one made after the last bump reads fine. A replayed output's
 # counter is the runtime's, so each view is made where its counter says what eager's says:
 # - Which bumps count: only writes to inputs' storages (each dense leaf's as received and as left, and a wrapper's own);
-#   a write to an intermediate of its own storage moves no counter an input's view shares. A view refreshed by its own
-#   in-place view op takes that bump as its own (`inplace_view_bumps`).
+#   a write to an intermediate of its own storage moves no counter an input's view shares. Of those, only writes
+#   through the input's own counter family (`view_chains.last_bump`): `t0.set_(x0); t0.fill_(1)` writes x0's storage
+#   but moves t0's counter, which set_() leaves t0's own, so x0's multi-output view made before it reads fine. A view
+#   refreshed by its own in-place view op takes that bump as its own (`inplace_view_bumps`).
 # - Before or after the epilogue: an output view of an input replayed before the epilogue raises as eager's made before
 #   the program's last write; one replayed after reads fine. An early replay's own in-place view ops (t_) move the
 #   input's counter before its last view is made, so the raise comes from the epilogue settling the counter at eager's

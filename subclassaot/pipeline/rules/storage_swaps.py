@@ -1013,7 +1013,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if self.depth == 0 and is_traceable_subclass(arg):
                 leaf_keys = [storage_key(leaf) for leaf in flatten_subclass(arg, "written")[1]]
                 for leaf_key in leaf_keys if left is None else left[1]:
-                    self.record.wrapper_bumps[leaf_key] = self.record.seq
+                    self.record.note_wrapper_bump(leaf_key, arg)
                 if bumps:
                     bump_family_wrappers(self.record, arg)
         visible = (

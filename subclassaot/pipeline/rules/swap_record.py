@@ -459,6 +459,9 @@ class SwapRecord:
     # ... the same per version counter family (`family_of`): a set_() moves a tensor onto another's storage, not onto
     # its counter (Note [Views That Raise After A Bump])
     family_last_bump: dict[int, int] = field(default_factory=dict)
+    # (storage key, counter family) -> seq of that family's last bump over that storage: a write through a tensor set_()
+    # onto an input's storage is on the input's storage, not on its counter (`view_chains.last_bump`)
+    own_last_bump: dict[tuple[object, int], int] = field(default_factory=dict)
     # storage key of an input that is its own graph input -> (the storage elements it covers, its path, its dense
     # index): the graph holds only those elements (Note [as_strided On Inputs])
     input_spans: dict[object, tuple[Elements, str, DenseIndex]] = field(default_factory=dict)
@@ -495,6 +498,9 @@ class SwapRecord:
     # inner storage key -> seq of the last wrapper-level write the program made to a subclass over it (its wrapper
     # family's version counter advanced: views of another member see it; Note [Aliased Inputs In Training])
     wrapper_bumps: dict[object, int] = field(default_factory=dict)
+    # ... the same per (inner storage key, counter family): a wrapper set_() onto an input's writes the input's inner
+    # storages with a counter of its own (`view_chains.last_bump`)
+    own_wrapper_bumps: dict[tuple[object, int], int] = field(default_factory=dict)
     # version-counter root (as `family`) -> the subclass inputs of that family as the program runs them, each its own
     # wrapper with its own counter here: Note [Aliased Inputs In Training]
     family_wrappers: dict[int, list[torch.Tensor]] = field(default_factory=dict)
@@ -599,7 +605,7 @@ class SwapRecord:
         self.note_bump(t, recorded)
         if is_traceable_subclass(t):
             for leaf in flatten_subclass(t, "marked dirty")[1]:
-                self.wrapper_bumps[storage_key(leaf)] = self.seq
+                self.note_wrapper_bump(storage_key(leaf), t)
             bump_family_wrappers(self, t)
 
     def note_inplace_view_read(self, t: torch.Tensor) -> None:
@@ -863,6 +869,12 @@ class SwapRecord:
         """The program's op now (`seq`) advanced the counter of `t`, over storage `key` (`last_bump`)."""
         self.last_bump[key] = self.seq
         self.family_last_bump[self.family_of(t)] = self.seq
+        self.own_last_bump[key, self.family_of(t)] = self.seq
+
+    def note_wrapper_bump(self, key: object, t: torch.Tensor) -> None:
+        """The program's wrapper-level write now (`seq`) of subclass `t`, over inner storage `key` (`wrapper_bumps`)."""
+        self.wrapper_bumps[key] = self.seq
+        self.own_wrapper_bumps[key, self.family_of(t)] = self.seq
 
     def note_bump(self, t: torch.Tensor, recorded: bool | None = None) -> None:
         """Eager advances `t`'s version counter (shared by its family) once; `recorded`: by an op that may record a

@@ -947,16 +947,19 @@ def _split_at_bump(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun, tot
 
 
 def last_bump(t: torch.Tensor, run: FunctionalRun) -> int:
-    """When the program last advanced `t`'s version counter: for a subclass input, through any input of its wrapper
-    family (`x0 = b.detach()` written, `x1 = b` viewed), whose wrappers have storages of
-    their own."""
+    """When the program last advanced `t`'s version counter: for a plain input, by a write over its storage through
+    its own counter family (a tensor set_() onto that storage writes it with a counter of its own, which eager's views
+    of `t` do not share: `t0.set_(x); t0.fill_(1)` leaves x's counter, and a multi-output view of x made before it, as
+    they were); for a subclass input, through any input of its wrapper family (`x0 = b.detach()` written, `x1 = b`
+    viewed), whose wrappers have storages of their own."""
     if not is_traceable_subclass(t):
-        return run.swaps.last_bump.get(storage_key(t), 0)
+        return run.swaps.own_last_bump.get((storage_key(t), run.swaps.family_of(t)), 0)
     family = run.swaps.family_of(t)
     keys = {storage_key(u) for u in run.user_tensors if is_traceable_subclass(u) and run.swaps.family_of(u) == family}
     # also by a wrapper-level write through another member of its alias group (Note [Aliased Inputs In Training])
-    wrapper_bumps = [run.swaps.wrapper_bumps.get(storage_key(leaf), 0) for leaf in flatten_subclass(t, "input")[1]]
-    return max([run.swaps.last_bump.get(key, 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
+    leaves = flatten_subclass(t, "input")[1]
+    wrapper_bumps = [run.swaps.own_wrapper_bumps.get((storage_key(leaf), family), 0) for leaf in leaves]
+    return max([run.swaps.own_last_bump.get((key, family), 0) for key in keys | {storage_key(t)}] + wrapper_bumps)
 
 
 def _on_replaced_storage(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
