@@ -38,6 +38,7 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_raises,
     has_grad_fn,
+    is_leaf_before_base_write,
     no_torch_function,
     storage_key,
     symint_expr,
@@ -441,8 +442,8 @@ def _stale_view_input(record: SwapRecord, t: torch.Tensor) -> tuple[int, torch.T
         if view is None or not view.grad_enabled or view.below_autograd or view.func is torch.ops.aten.detach.default:
             return None
         t = view.source
-    real = found[1]
-    if not real.requires_grad or real.is_leaf or real._base is None:
+    real = found[1]  # (read again by a tangent retrace after the call wrote it: is_leaf as the compile read it)
+    if not real.requires_grad or is_leaf_before_base_write(real) or real._base is None:
         return None
     return found if record.family_last_bump.get(record.family_of(t)) is not None else None
 
