@@ -34,6 +34,7 @@ from subclassaot.runtime.steps import input_root
 from subclassaot.schemas import BackwardReshape, FlatInputs
 from subclassaot.torch_internals import (
     autograd_nodes,
+    autograd_sequence_nr,
     below_autograd,
     get_version,
     grad_fn_raises,
@@ -53,6 +54,9 @@ __all__ = [
     "flagless_views_detached",
     "check_regenerated_view_reads",
     "check_regenerated_view_input_reads",
+    "check_regenerated_history_applies",
+    "history_rebuilt_over_no_grad_base",
+    "regenerated_history_reads",
     "check_raising_view_input_applies",
     "check_raising_view_input_reads",
     "bumped_input_reads",
@@ -478,6 +482,66 @@ def check_regenerated_view_input_reads(
         "compiled call's read follows that tensor. Read the input before the write, take it anew after the write "
         "(from the tensor that requires grad), or pass a clone"
     )
+
+
+def history_rebuilt_over_no_grad_base(record: SwapRecord, t: object) -> bool:
+    """Would the next read of `t`'s history regenerate it over the run's `._base` of it, which requires no grad (where
+    eager's regenerates by as_strided, the run's replay fails: Note [Views That Raise After A Bump], histories
+    regenerated over a base without grad)?"""
+    if not isinstance(t, torch.Tensor) or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return False
+    view = record.views.get(id(t))
+    if view is None or not view.grad_enabled or view.below_autograd or not view.source_requires_grad:
+        return False
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        base = t._base  # (the run's: the tensor its regeneration replays over, a synthetic base where one is laid out)
+        if base is None or base.requires_grad or not t.requires_grad:
+            return False
+    return record.family_last_bump.get(record.family_of(t), -1) > history_set_at(record, t)
+
+
+def regenerated_history_refusal(record: SwapRecord, name: str, arg: object) -> UnsupportedError:
+    """The refusal of a read of a view `history_rebuilt_over_no_grad_base` holds for, by the op or apply `name`."""
+    return UnsupportedError(
+        f"{input_named(record, arg) if isinstance(arg, torch.Tensor) else ''}{name}: reads with grad a view whose "
+        "history autograd regenerates by as_strided (a view of a tensor that requires no grad, made to require "
+        "grad with requires_grad_(), whose base the program then wrote in place); the functionalized run "
+        "cannot rebuild that history. Make a clone of the view require grad instead"
+    )
+
+
+def check_regenerated_history_applies(record: SwapRecord, name: str, args: Sequence[object]) -> None:
+    """Before a custom Function's apply with grad on, which reads the history of each input that requires grad:
+    refuse one whose history eager regenerates over a base that requires no grad (Note [Views That Raise
+    After A Bump], histories regenerated over a base without grad)."""
+    found = next((a for a in pytree.tree_leaves(list(args)) if history_rebuilt_over_no_grad_base(record, a)), None)
+    if found is not None:
+        raise regenerated_history_refusal(record, name, found)
+
+
+@contextlib.contextmanager
+def regenerated_history_reads(record: SwapRecord, name: str, args: Sequence[object]) -> Iterator[None]:
+    """Around an op of the program with grad on: where it takes a view whose history eager regenerates over a base
+    that requires no grad, the run's base requires grad while it runs, and an op that made a node is refused (Note
+    [Views That Raise After A Bump], histories regenerated over a base without grad)."""
+    views = [a for a in pytree.tree_leaves(list(args)) if history_rebuilt_over_no_grad_base(record, a)]
+    if not views:
+        yield
+        return
+    with no_torch_function():  # (the pipeline's, not the program's)
+        bases = list({id(b): b for v in views if (b := v._base) is not None and not b.requires_grad}.values())
+        for b in bases:
+            b.requires_grad_(True)
+    mark = autograd_sequence_nr()
+    try:
+        yield
+    finally:
+        with no_torch_function():
+            for b in bases:
+                if b.is_leaf:  # (a base the op wrote with grad has history now: the op is refused below)
+                    b.requires_grad_(False)
+    if autograd_sequence_nr() != mark:
+        raise regenerated_history_refusal(record, name, args[0] if args else None)
 
 
 def bumped_input_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[RaisingHistory]:

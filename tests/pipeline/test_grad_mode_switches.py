@@ -4531,6 +4531,25 @@ def test_view_whose_history_autograd_regenerates_by_as_strided_refused() -> None
             subclassaot.compile(_empty_view_made_to_require_grad_then_base_written)(torch.randn(2, 1, 4))
 
 
+@pytest.mark.parametrize("read", ["requires_grad_", "detach", "gt"])
+def test_view_whose_history_autograd_regenerates_taken_by_a_call_that_builds_no_node(read: str) -> None:
+    """Note [Views That Raise After A Bump] (histories regenerated over a base without grad): a call that makes no node reads no history of the view
+    (the flag, detach(), a comparison), in eager as in the run: compiled, not refused."""
+
+    def f(x0: torch.Tensor) -> tuple[torch.Tensor]:
+        t0 = x0.view(1, 4)
+        t0.requires_grad_()
+        t1 = t0.expand(2, 4)
+        x0.fill_(3.0)
+        if read == "requires_grad_":
+            t1.requires_grad_()
+            return (x0 * 2,)
+        return (t1.detach() if read == "detach" else t1 > 0,)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(2, 4)[0:1],))
+
+
 class _TimesThree(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:

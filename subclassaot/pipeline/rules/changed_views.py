@@ -203,6 +203,19 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # there). Refused by name at any op with grad that records history (`grad_scope.check_regenerated_view_input_reads`);
 # reads before the write keep the input's history, as eager's. Whether that base requires grad decides it, so a compile
 # for a view input read so is guarded on its `._base`'s flag (SwapRecord.base_flag_reads).
+# Histories regenerated over a base without grad: a view the program took with grad of a tensor that required grad has
+# history of its own; where its `._base` requires none (a view in between made to require grad with requires_grad_())
+# and the counter they share moved since autograd last set that history, eager's next read of it (an op with grad that
+# makes a node over it, a custom Function's apply) regenerates it by as_strided over that base: a node that reaches
+# nothing. The run's view of a FunctionalTensor regenerates by replaying its view ops over its own `._base`, which
+# requires no grad, so makes no node, and autograd fails an internal assert; so does the run's view whose `._base` is a
+# synthetic base that never requires grad, where eager's base requires grad and regenerates fine. The run's `._base`
+# (the tensor its replay runs over) decides it, with the record's counter facts, before the read
+# (`grad_scope.history_rebuilt_over_no_grad_base`), not torch's assert caught by its message: an apply, which reads
+# every input that requires grad, is refused before it runs; an op runs with that base requiring grad for its duration
+# (its replay then makes a node, and nothing else of the run changes where the op reads no history) and is refused
+# where it made a node (Note [The Eager Record], calls that build no node), as such a read did in eager or would fail
+# in the run. The view made to require grad itself is a leaf whose history is never regenerated.
 
 
 def _counted_storages(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[set[object]]:

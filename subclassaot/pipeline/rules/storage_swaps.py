@@ -23,6 +23,7 @@ from subclassaot.pipeline.grad_scope import (
     check_flagless_view_reads,
     check_raising_view_input_applies,
     check_raising_view_input_reads,
+    check_regenerated_history_applies,
     check_regenerated_view_input_reads,
     check_regenerated_view_reads,
     check_views_of_gained_bases,
@@ -31,6 +32,7 @@ from subclassaot.pipeline.grad_scope import (
     function_outputs_as_eager,
     function_returns_as_analyzed,
     note_gain_on_a_base,
+    regenerated_history_reads,
     resize_as_eager,
 )
 from subclassaot.pipeline.rules.autograd_state import (
@@ -1453,7 +1455,10 @@ class _DataMode(TorchFunctionMode):
         check_flagless_view_reads(self.record, name, args, call_args, call_kwargs)  # (a write would raise in the run)
         mark = autograd_sequence_nr()  # (did the call make a node: Note [The Eager Record])
         try:
-            with stale_history_failures_refused(self.record, func, call_args, call_kwargs):
+            with (
+                regenerated_history_reads(self.record, name, pytree.tree_leaves((args, call_kwargs))),
+                stale_history_failures_refused(self.record, func, call_args, call_kwargs),
+            ):
                 if is_autograd_read(func):  # Note [Grad Mode And Autograd Reads]
                     out = read(self.record, func, args, lambda: func(*call_args, **call_kwargs))
                 elif is_base_read(func):  # Note [Grad Mode And Autograd Reads]
@@ -1468,8 +1473,6 @@ class _DataMode(TorchFunctionMode):
                         out = _call_viewing_normal(self.record, func, call_args, call_kwargs)
                     out = original_of(out, name, args, call_args)
         except RuntimeError as e:
-            if _REGENERATION_FAILED in str(e):
-                raise _regenerated_history_refusal(self.record, name, args[0] if args else None) from e
             if layout_op and "A view was created in no_grad mode and is being modified inplace" in str(e):
                 if (found := raising_history(self.record, args[0], write=True)) is not None:
                     raise found.error() from None  # (eager's view raises too: Note [Views That Raise After A Bump])
@@ -1774,8 +1777,8 @@ def _apply_noted(
         record.grad_reenabled.append(f"{cls.__name__}.apply")
     note_function_grad_reads(record, args, kwargs)  # Note [Gradient Accumulators Of Leaves]
     check_raising_view_input_applies(record, args, kwargs)  # Note [Views That Raise After A Bump]
-    if torch.is_grad_enabled():
-        _check_regenerated_histories(record, cls, (*args, *kwargs.values()))
+    # Note [Views That Raise After A Bump], histories regenerated over a base without grad
+    check_regenerated_history_applies(record, f"{cls.__name__}.apply", (*args, *kwargs.values()))
     if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
         check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
@@ -1797,36 +1800,6 @@ def _apply_noted(
     note_first_read(record, args, kwargs)
     note_reads_after_layout(record, args, kwargs, False)
     return None
-
-
-# autograd regenerating a view's grad_fn by as_strided (its view function is gone: a view made to require grad, its
-# base written since) finds no node over a FunctionalTensor
-_REGENERATION_FAILED = "new_fn INTERNAL ASSERT FAILED"
-
-
-def _regenerated_history_refusal(record: SwapRecord, name: str, arg: object) -> UnsupportedError:
-    return UnsupportedError(
-        f"{input_named(record, arg) if isinstance(arg, torch.Tensor) else ''}{name}: reads with grad a view whose history "
-        "autograd regenerates by as_strided (a view of a tensor that requires no grad, made to require "
-        "grad with requires_grad_(), whose base the program then wrote in place); the functionalized run "
-        "cannot rebuild that history. Make a clone of the view require grad instead"
-    )
-
-
-def _check_regenerated_histories(record: SwapRecord, cls: type, args: tuple[object, ...]) -> None:
-    """Before a custom Function's apply with grad on, which reads each input's grad_fn: refuse where that read would
-    regenerate a view's history by as_strided and fail in the run (`_call`'s refusal, for an op)."""
-    for a in args:
-        # (a plain view's: a subclass's grad_fn read here would run its view replay among the program's reads)
-        if not isinstance(a, torch.Tensor) or is_traceable_subclass(a) or not a._is_view() or not a.requires_grad:
-            continue
-        try:
-            with no_torch_function():  # (the apply's own read, made first)
-                a.grad_fn  # noqa: B018  # the read is the check
-        except RuntimeError as e:
-            if _REGENERATION_FAILED in str(e):
-                raise _regenerated_history_refusal(record, f"{cls.__name__}.apply", a) from e
-            raise
 
 
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...], recorded: bool) -> None:
