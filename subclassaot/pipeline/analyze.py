@@ -117,6 +117,7 @@ from subclassaot.pipeline.rules.set_under_grad import (
     views_before_view_sets,
 )
 from subclassaot.pipeline.rules.stale_views import (
+    refuse_leaf_views_rebuilt_after_a_read,
     refuse_views_of_assigned_bases_kept,
     refuse_views_read_after_base_set,
     views_read_after_own_set,
@@ -355,6 +356,7 @@ class _CheckedRun:
         self.own_leaves = own  # (their group written too: Note [Aliased Inputs In Training])
         refuse_views_read_after_base_set(flat, run.user_tensors, run.swaps)  # Note [Stale View Functions]
         refuse_views_of_assigned_bases_kept(run.swaps, run.user_tensors)  # Note [Stale View Functions]
+        refuse_leaf_views_rebuilt_after_a_read(run.swaps, run.user_tensors)  # Note [Stale View Functions]
         owners = {j: k for k, leaves in enumerate(layout.leaves_of_input) for j in leaves}
         refuse_grad_set_onto_moved_source(  # Note [set_ Under Grad]
             [flat.leaves[k].path for k in flat.tensor_indices],

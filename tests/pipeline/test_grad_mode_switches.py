@@ -7031,3 +7031,67 @@ def test_stale_pair_view_input_over_a_base_requiring_none_raises(mode: str) -> N
 
     with torch.enable_grad():
         assert_raises_like_eager(_read_after(mode), make)
+
+
+# A view input taken with grad while its base required none (an autograd leaf), made to require grad with its base,
+# read with grad, and a write moving their shared counter: eager rebuilds its history from the base at the next read.
+LEAF_VIEW_REBUILT = "an input that is a view taken while its base required no grad"
+
+
+def _expanded_and_base() -> tuple[T, T]:
+    b0 = torch.randn((2, 3))
+    return b0.expand((2, 3)), b0
+
+
+def _leaf_view_program(write: str, read_first: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        x1.requires_grad = True
+        x0.requires_grad = True
+        t0 = x0.sum(1) if read_first else None
+        if write == "self_set_inference":
+            with torch.inference_mode():
+                set_to(x0, x0)
+        elif write == "self_set_no_grad":
+            with torch.no_grad():
+                set_to(x0, x0)
+        else:
+            with torch.no_grad():
+                x1.add_(1.0)
+        return (x0.sum(1) if t0 is None else t0, x0)
+
+    return f
+
+
+@pytest.mark.parametrize("read_first", [True, False], ids=["read_then_write", "write_then_read"])
+@pytest.mark.parametrize("write", ["self_set_inference", "self_set_no_grad", "base_no_grad"])
+def test_leaf_view_input_rebuilt_from_its_base_after_a_write_refused(write: str, read_first: bool) -> None:
+    """Fuzz seed 119400 program 1439: x0 = b0.expand() taken before b0 required grad (a leaf), both made to require
+    grad, x0 read with grad, then x0.set_(x0) inside inference_mode: eager rebuilds x0's history from b0 at the next
+    read (AsStridedBackward0), so its backward through the earlier read's accumulator raises "leaf variable has been
+    moved into the graph interior"; the compiled backward completed. A read after the write sends eager's gradient to
+    b0, where the compiled call's backward raised that error. Refused by name."""
+    f = _leaf_view_program(write, read_first)
+    with torch.enable_grad():
+        outs = cast(tuple[T, T], f(*_expanded_and_base()))
+        if read_first:  # eager's fact the refusal stands for
+            with pytest.raises(RuntimeError, match="leaf variable has been moved into the graph interior"):
+                torch.autograd.backward(list(outs), [torch.ones(2), torch.ones(2, 3)])
+        else:
+            torch.autograd.backward(list(outs), [torch.ones(2), torch.ones(2, 3)])
+            assert not outs[1].is_leaf
+        with pytest.raises(UnsupportedError, match=LEAF_VIEW_REBUILT):
+            subclassaot.compile(f)(*_expanded_and_base())
+
+
+def test_leaf_view_input_of_a_base_requiring_none_written_after_a_read_matches_eager() -> None:
+    """The same with the base never made to require grad: eager's view stays a leaf (no history to rebuild)."""
+
+    def f(x0: T, x1: T) -> object:
+        x0.requires_grad = True
+        t0 = x0.sum(1)
+        with torch.no_grad():
+            x1.add_(1.0)
+        return (t0, x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _expanded_and_base)

@@ -26,7 +26,15 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.rules.autograd_state import history_set_at, is_autograd_read
 from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
 from subclassaot.schemas import FlatInputs
-from subclassaot.torch_internals import DataDependentError, no_dispatch, storage_key, symint_expr
+from subclassaot.torch_internals import (
+    DataDependentError,
+    is_leaf_before_base_write,
+    is_no_grad_view,
+    no_dispatch,
+    no_torch_function,
+    storage_key,
+    symint_expr,
+)
 
 __all__ = [
     "check_assigned_view_inputs",
@@ -41,6 +49,7 @@ __all__ = [
     "note_layout",
     "note_reads",
     "rebuilt_at_entry_layout",
+    "refuse_leaf_views_rebuilt_after_a_read",
     "refuse_views_of_assigned_bases_kept",
     "stale_history_failures_refused",
 ]
@@ -399,6 +408,42 @@ def refuse_views_of_assigned_bases_kept(record: SwapRecord, user_tensors: Sequen
                 "the history autograd rebuilt at that read, where the compiled call's, written again after the call, "
                 "rebuilds it from the base in its new geometry (Note [Stale View Functions]); not supported in "
                 "training. Assign `.data` of a clone of the base, or read the view before the write"
+            )
+
+
+def refuse_leaf_views_rebuilt_after_a_read(record: SwapRecord, user_tensors: Sequence[torch.Tensor]) -> None:
+    """Note [Stale View Functions]: refuse a plain view input taken with grad while its base required none (an
+    autograd leaf: `b0.expand(...)` before `b0.requires_grad = True`) that requires grad and is read with grad, whose
+    version a write moves (to it or any tensor sharing its counter, in any grad mode, before or after the read), where
+    its base requires grad at the end: eager rebuilds the view's history from its base at its next read after the
+    write (an AsStridedBackward0). A read before the write made a gradient accumulator for a tensor that is then no
+    leaf (eager's backward through it raises "leaf variable has been moved into the graph interior"); a read after it
+    sends its gradient to the base. The compiled call's stand-in stays a leaf."""
+    if not record.grad_at_start:
+        return
+    bases = {id(real): record.run_inputs[k] for k, real in record.input_positions.values()}
+    for t in user_tensors:
+        found = record.input_positions.get(id(t))
+        if found is None or is_traceable_subclass(t) or id(t) not in record.first_read_with_grad:
+            continue
+        if record.family_last_bump.get(record.family_of(t)) is None:
+            continue
+        real = found[1]
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            base = real._base
+            if base is None or is_no_grad_view(real) or not is_leaf_before_base_write(real):
+                continue
+            base_grad = bases[id(base)].requires_grad if id(base) in bases else base.requires_grad
+        if t.requires_grad and base_grad:
+            raise UnsupportedError(
+                f"{input_named(record, t)}an input that is a view taken while its base required no grad (an autograd "
+                "leaf) requires grad and is read with grad, and a write (to it or any tensor sharing its version "
+                "counter, also under no_grad or inside inference_mode) moves its version while its base requires "
+                "grad: eager rebuilds its history from the base at its next read after the write, so a read before "
+                "the write made an accumulator for a tensor that is then no leaf (eager's backward raises \"leaf "
+                'variable has been moved into the graph interior") and a read after it sends its gradient to the '
+                "base, where the compiled call's stays a leaf (Note [Stale View Functions]). Pass a clone of the "
+                "view, or take it again after the write"
             )
 
 

@@ -1528,6 +1528,7 @@ class _DataMode(TorchFunctionMode):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
+                    self.record.first_read_with_grad.setdefault(id(a), self.record.seq)
                     regained = id(a) in self.record.requires_grad_dropped and a.requires_grad
                     if regained and func is not torch.Tensor.requires_grad_:  # (the flag's own call reads nothing)
                         self.record.read_after_regain.add(id(a))
@@ -1785,6 +1786,7 @@ def _apply_noted(
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
+                record.first_read_with_grad.setdefault(id(a), record.seq)
                 if id(a) in record.requires_grad_dropped and a.requires_grad:
                     record.read_after_regain.add(id(a))
                 if not is_traceable_subclass(a) and not is_functorch_wrapped(a):

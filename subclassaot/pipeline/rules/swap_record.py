@@ -235,6 +235,8 @@ class SwapRecord:
     dirty_view_in_inference: type | None = None
     # id() of the tensors an op with grad read -> `seq` at the last such read (Note [Stale View Functions])
     read_with_grad: dict[int, int] = field(default_factory=dict)
+    # ... -> `seq` at the first such read
+    first_read_with_grad: dict[int, int] = field(default_factory=dict)
     # ... the storages of the plain ones: a requires_grad_() after a read of another tensor over the storage (a view
     # the caller passed too) leaves eager's earlier results without history (Note [Grad Mode And Autograd Reads])
     storages_read_with_grad: set[object] = field(default_factory=set)
