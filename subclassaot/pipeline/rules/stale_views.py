@@ -413,7 +413,8 @@ def refuse_views_of_assigned_bases_kept(record: SwapRecord, user_tensors: Sequen
 
 def refuse_leaf_views_rebuilt_after_a_read(record: SwapRecord, user_tensors: Sequence[torch.Tensor]) -> None:
     """Note [Stale View Functions]: refuse a plain view input taken with grad while its base required none (an
-    autograd leaf: `b0.expand(...)` before `b0.requires_grad = True`) that requires grad and is read with grad, whose
+    autograd leaf: `b0.expand(...)` before `b0.requires_grad = True`) that the program makes require grad
+    (requires_grad_(), `.requires_grad = True`; not moved by set_() or `.data =`) and reads with grad, whose
     version a write moves (to it or any tensor sharing its counter, in any grad mode, before or after the read), where
     its base requires grad at the end: eager rebuilds the view's history from its base at its next read after the
     write (an AsStridedBackward0). A read before the write made a gradient accumulator for a tensor that is then no
@@ -426,6 +427,8 @@ def refuse_leaf_views_rebuilt_after_a_read(record: SwapRecord, user_tensors: Seq
         found = record.input_positions.get(id(t))
         if found is None or is_traceable_subclass(t) or id(t) not in record.first_read_with_grad:
             continue
+        if id(t) in record.swapped_ids or id(t) not in record.requires_grad_set:
+            continue  # (moved by set_() or `.data =`: the storage swaps' rules; not flagged: the rules of gains)
         if record.family_last_bump.get(record.family_of(t)) is None:
             continue
         real = found[1]
