@@ -21,7 +21,6 @@ the sizes agree, and one eager computes from view ops alone (the fake one is exa
 from __future__ import annotations
 
 import math
-import re
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -251,39 +250,35 @@ class GraphCode:
     (every op, target and constant bound by reference), with integer literals and keyword names of the ops' schemas."""
 
     arity: int  # the inputs
+    values: int  # the locals `_x<k>`
     steps: tuple[str, ...]  # the statements, at depth 0, in the graph's order
     result: str  # the outputs: a tuple or list display over the locals and inputs
     items: tuple[str, ...] | None  # `result`'s items where each is a name (an input, a local, a global), else None
     # where the ops are called through bindings that ask `__torch_function__` (backends._outside_torch_function):
     # None, they are not; () they always run with torch function off; else the inputs and tensor constants one call
-    # of `has_torch_function` on which picks the steps with the context or the same steps without it
+    # of `_has_tf` on which (torch's `has_torch_function` test, its variadic or unary form: no tuple built) picks the
+    # steps with the context or the same steps without it
     checked: tuple[str, ...] | None
     names: Mapping[str, object]
 
-    def outputs(self, params: Sequence[str]) -> tuple[str, ...] | None:
-        """Each output's source over `params`, where `result` is a flat display of names, else None."""
-        if self.items is None:
-            return None
-        return tuple(_INPUT.sub(lambda m: params[int(m[1])], item) for item in self.items)
-
-    def lines(self, params: Sequence[str], then: str | None) -> list[str]:
-        """The code at depth 0 over `params` for the inputs, each path ending in `then` and the result (`"return "`,
-        `"outs = "`), or in its last step (None: the caller reads the outputs themselves, `outputs`)."""
-
-        def over(text: str) -> str:
-            return _INPUT.sub(lambda m: params[int(m[1])], text)
-
-        steps = [over(step) for step in self.steps] + ([] if then is None else [then + over(self.result)])
+    def lines(self, then: str | None) -> list[str]:
+        """The code at depth 0 over the inputs `_i0`, `_i1`, ..., each path ending in `then` and the result
+        (`"return "`, `"outs = "`), or in its last step (None: the caller reads the outputs themselves, `items`). A
+        runner binds the inputs to its own values (`_i0 = d3`) before it: the text is written as it is."""
+        steps = [*self.steps, *([] if then is None else [then + self.result])]
         if self.checked is None:
             return steps
         off = ["with _tf_off():", *(f"    {step}" for step in steps)]
         if not self.checked:
             return off
-        test = f"if _has_tf(({', '.join(over(c) for c in self.checked)},)):"
+        test = f"if _has_tf({', '.join(self.checked)}):"
         return [test, *(f"    {line}" for line in off), "else:", *(f"    {step}" for step in steps)]
 
+    def locals(self) -> frozenset[str]:
+        """The local names the code reads or binds: its inputs and its values."""
+        return frozenset({*(f"_i{k}" for k in range(self.arity)), *(f"_x{k}" for k in range(self.values))})
 
-_INPUT = re.compile(r"\b_i(\d+)\b")
+
 # the function made from each GraphCode (backends._straight) -> that code
 _GRAPH_CODE: weakref.WeakKeyDictionary[Callable[..., object], GraphCode] = weakref.WeakKeyDictionary()
 
@@ -299,7 +294,7 @@ def graph_code(compiled: object) -> GraphCode | None:
 def made_from(code: GraphCode) -> Callable[..., object]:
     """The function of `code`, `run(_i0, _i1, ...)` returning its outputs, noted as made from it (graph_code)."""
     params = [f"_i{k}" for k in range(code.arity)]
-    lines = code.lines(params, "return ")
+    lines = code.lines("return ")
     source = f"def run({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in lines)
     namespace = dict(code.names)
     exec(compile(source, "<subclassaot eager graph>", "exec"), namespace)

@@ -118,12 +118,15 @@ from subclassaot.torch_internals import get_version, set_version
 #
 # The graph written in: the eager backend's callable is a function made from the graph's own straight-line code
 # (GraphCode, backends._straight: our source, over our own names, every op and constant bound by reference). A runner
-# whose direct graph call is such a function writes that code into its own body instead of calling it, over its dense
-# inputs, and reads each output as the value itself where the outputs are a flat display of names (no list built):
-# the same ops on the same tensors in the same order, under the same torch-function test, without the call's frame,
-# its arguments and the list of outputs. Its names (`_e3`, `_x0`, `_tf_off`, `_has_tf`) are its own; where one would
-# stand for another value in the runner, the runner calls the function as before. The code drops no input: the
-# runner reads its inputs after the graph's last use of them.
+# whose direct graph call is such a function writes that code into its own body instead of calling it, as it is: no
+# text of it is rewritten. The runner first binds the code's inputs to its dense inputs as plain locals (`_i0 = d3`,
+# what the call's parameters were), and reads each output by the code's own name where the outputs are a flat display
+# of names (no list built): the same ops on the same tensors in the same order, under the same torch-function test,
+# without the call's frame, its arguments and the list of outputs. Its names are its own: globals `_e3`, `_tf_off`,
+# `_has_tf`, and locals `_i<k>` and `_x<k>`, a family no other emitter binds (the runner's `d0`, `b0`, `w0`, `r0`,
+# `B0`, `_m3`, `x`, `v`, `_p`, `outs`, `pre`; the guards' `v0...` and symbols; the Python state's checks none); where
+# one of its globals would stand for another value in the runner, or one of its locals is a global there, the runner
+# calls the function as before. The code drops no input: the runner reads its inputs after the graph's last use.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -550,11 +553,13 @@ def _versions_before(w: _Writer, plan: RuntimePlan, epilogue: EpiloguePlan) -> N
 def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     graph_in = ", ".join(f"d{g}" for g in plan.layout.graph_inputs)
     code = graph_code(call.direct)
-    if code is not None and _merged([w.globals, code.names]) is not None:  # Note [Straight-Line Runners]
-        w.globals.update(code.names)
-        params = [f"d{g}" for g in plan.layout.graph_inputs]
-        w.outputs = code.outputs(params)  # (each output read as itself: no list of them built)
-        for line in code.lines(params, "outs = " if w.outputs is None else None):
+    names = None if code is None else _merged([w.globals, code.names])
+    if code is not None and names is not None and code.locals().isdisjoint(names):  # Note [Straight-Line Runners]
+        w.globals = names
+        for k, g in enumerate(plan.layout.graph_inputs):
+            w.line(f"_i{k} = d{g}")  # (the code's inputs bound to the runner's: its text is written as it is)
+        w.outputs = code.items  # (each output read as itself: no list of them built)
+        for line in code.lines("outs = " if w.outputs is None else None):
             w.line(line)
         return
     if call.direct is not None:
