@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Literal, cast
 
 import pytest
@@ -425,6 +426,43 @@ def test_the_eager_backends_graph_turns_torch_function_off_only_where_something_
     (value,) = cast(list[torch.Tensor], got)
     assert _Counting.calls == [] and type(value) is torch.Tensor and torch.equal(value, expected)
     assert _Contexts.entered == (0 if case in ("plain", "parameter") else 1)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("context", ["none", "mode", "torch function off", "subclass functions off under a mode"])
+def test_the_graph_code_s_torch_function_test_answers_as_torch_s_own(count: int, context: str) -> None:
+    """The graph's code tests its inputs and tensor constants with `_has_tf(a, b)` (backends._has_torch_function:
+    has_torch_function's unary or variadic form, no tuple built): for every kind of argument and context it answers
+    as `torch.overrides.has_torch_function` on their tuple."""
+    from torch.overrides import TorchFunctionMode
+
+    from subclassaot.pipeline import backends
+
+    class Mode(TorchFunctionMode):
+        pass
+
+    x = torch.randn(2)
+    kinds = [x, torch.nn.Parameter(x), x.as_subclass(_Counting), PairTensor.from_tensor(x), 2]
+    contexts: dict[str, Callable[[], contextlib.AbstractContextManager[object]]] = {
+        "none": contextlib.nullcontext,
+        "mode": Mode,
+        "torch function off": torch._C.DisableTorchFunction,
+        "subclass functions off under a mode": lambda: _both(Mode(), torch._C.DisableTorchFunctionSubclass()),
+    }
+    test = backends._has_torch_function(tuple(f"_i{k}" for k in range(count)))
+    for first in kinds:
+        for second in kinds if count == 2 else [None]:
+            args = (first,) if second is None else (first, second)
+            with contexts[context]():
+                assert test(*args) is torch.overrides.has_torch_function(args)
+
+
+@contextlib.contextmanager
+def _both(
+    outer: contextlib.AbstractContextManager[object], inner: contextlib.AbstractContextManager[object]
+) -> Iterator[None]:
+    with outer, inner:
+        yield
 
 
 def test_input_write_kept_as_a_copy_for_an_input_inside_a_larger_storage() -> None:

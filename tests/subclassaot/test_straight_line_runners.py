@@ -713,3 +713,81 @@ def test_the_eager_backends_graph_is_written_into_the_runner_like_eager(
     _Noting.calls = []
     compiled(*make())
     assert not [c for c in _Noting.calls if getattr(c, "__name__", None) in ("add", "mul", "sin", "sum")]
+
+
+class NamedLikeTheGraph(WrapperTensor):
+    """A wrapper whose inner tensors are named like the graph code's inputs, in the other order."""
+
+    inner_names: ClassVar[tuple[str, ...]] = ("_i1", "_i0")
+    apply_to_inner_by_default: ClassVar[bool] = True
+    _i1: torch.Tensor
+    _i0: torch.Tensor
+
+
+class ScaledByI1(torch.nn.Module):
+    """A module whose buffer is named `_i1` (lifted to the graph's first input, the code's `_i0`)."""
+
+    _i1: T
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("_i1", torch.tensor([1.0, 2.0, 3.0]))
+
+    def forward(self, x: T, how: str) -> tuple[T, T]:
+        x.mul_(len(how))
+        return (x * self._i1 + x).sin(), x.view(-1)
+
+
+def named_like_the_graph(x: T, how: str) -> tuple[T, T]:
+    x.add_(len(how))
+    return (x * 2).sin(), x.view(-1)
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        pytest.param(ScaledByI1(), lambda: (torch.randn(2, 3), "_i1"), id="module attribute _i1, string _i1"),
+        pytest.param(ScaledByI1(), lambda: (pair(2, 3), "_i0 = d0"), id="PairTensor, string _i0 = d0"),
+        pytest.param(
+            named_like_the_graph,
+            lambda: (NamedLikeTheGraph(torch.randn(2, 3), torch.randn(2, 3)), "_i1"),
+            id="inner tensors _i1 and _i0, string _i1",
+        ),
+    ],
+)
+def test_the_graph_code_is_written_in_as_it_is_over_inputs_it_binds(
+    fn: Callable[..., object], make: Callable[[], tuple[object, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner writes the eager backend's graph code in as it is (Note [Straight-Line Runners], "the graph
+    written in"): it binds the code's inputs `_i<k>` to its own dense inputs and rewrites no text of it, so a name
+    like `_i1` elsewhere (a module's buffer, a wrapper's inner tensors, a string argument) is only data, and every
+    call matches eager."""
+    from subclassaot.pipeline import backends
+    from subclassaot.runtime.plan import GraphCode
+
+    made: list[GraphCode] = []
+    made_from = backends.made_from
+
+    def noting(code: GraphCode) -> Callable[..., object]:
+        made.append(code)
+        return made_from(code)
+
+    monkeypatch.setattr(backends, "made_from", noting)
+    compiled = assert_matches_eager(fn, make, calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    (code,) = made
+    assert entry.runner is not None and entry.runner.source is not None
+    sources = [s for s in (entry.runner.source, entry.entry_source) if s is not None]
+    for source in sources:
+        lines = source.splitlines()
+        bindings = [f"    _i{k} = d{g}" for k, g in enumerate(entry.layout.graph_inputs)]
+        at = lines.index(bindings[0])
+        assert lines[at : at + code.arity] == bindings
+        written = code.lines(None if code.items is not None else "outs = ")
+        after = at + code.arity
+        assert lines[after : after + len(written)] == [f"    {line}" for line in written]  # (as the code has it)
+        assert [line for line in lines if line.lstrip().startswith(("_i", "_x"))] == [
+            *bindings,
+            *(f"    {line}" for line in written if line.lstrip().startswith(("_i", "_x"))),
+        ]  # (no other line binds the code's locals)
+        assert "'_i" not in source and '"_i' not in source  # (the string argument is data)
