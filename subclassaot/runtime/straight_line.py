@@ -124,9 +124,10 @@ from subclassaot.torch_internals import get_version, set_version
 # of names (no list built): the same ops on the same tensors in the same order, under the same torch-function test,
 # without the call's frame, its arguments and the list of outputs. Its names are its own: globals `_e3`, `_tf_off`,
 # `_has_tf`, and locals `_i<k>` and `_x<k>`, a family no other emitter binds (the runner's `d0`, `b0`, `w0`, `r0`,
-# `B0`, `_m3`, `x`, `v`, `_p`, `outs`, `pre`; the guards' `v0...` and symbols; the Python state's checks none); where
-# one of its globals would stand for another value in the runner, or one of its locals is a global there, the runner
-# calls the function as before. The code drops no input: the runner reads its inputs after the graph's last use.
+# `r0_1`, `B0`, `s0`, `c0`, `h0`, `_m3`, `_fd`, `_give`, `_p`, `x`, `v`, `outs`, `pre`; the guards' `v0...` and the
+# symbols; the Python state's checks none); where one of its globals would stand for another value in the runner, or
+# one of its locals is a global there, the runner calls the function as before. The code drops no input: the runner
+# reads its inputs after the graph's last use.
 
 Runner = Callable[[Sequence[object], dict[str, int]], object]
 
@@ -555,6 +556,7 @@ def _graph(w: _Writer, plan: RuntimePlan, call: GraphCall) -> None:
     code = graph_code(call.direct)
     names = None if code is None else _merged([w.globals, code.names])
     if code is not None and names is not None and code.locals().isdisjoint(names):  # Note [Straight-Line Runners]
+        assert code.arity == len(plan.layout.graph_inputs), "BUG: the graph's code takes other inputs"
         w.globals = names
         for k, g in enumerate(plan.layout.graph_inputs):
             w.line(f"_i{k} = d{g}")  # (the code's inputs bound to the runner's: its text is written as it is)

@@ -763,10 +763,9 @@ def test_the_graph_code_is_written_in_as_it_is_over_inputs_it_binds(
     like `_i1` elsewhere (a module's buffer, a wrapper's inner tensors, a string argument) is only data, and every
     call matches eager."""
     from subclassaot.pipeline import backends
-    from subclassaot.runtime.plan import GraphCode
+    from subclassaot.runtime.plan import GraphCode, made_from
 
     made: list[GraphCode] = []
-    made_from = backends.made_from
 
     def noting(code: GraphCode) -> Callable[..., object]:
         made.append(code)
