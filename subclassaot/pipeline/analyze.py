@@ -190,7 +190,7 @@ from subclassaot.torch_internals import (
     is_inference_mode_view,
     new_functional_mode,
     outside_current_modes,
-    requires_grad_through_base,
+    reads_flag_of_base,
     storage_key,
 )
 
@@ -1725,12 +1725,16 @@ def _flag_of_its_own(value: torch.Tensor, info: OutputInfo, run: FunctionalRun) 
     built. Not where it is a view of an input that reads the flag of its root base (taken under no_grad, no
     requires_grad_() of its own): it is replayed on the real input, and reads the real root base's, which the run's
     stand-in, laid out anew, does not share where the input is a view of a base that requires no grad (Note [Grad
-    Mode And Autograd Reads])."""
+    Mode And Autograd Reads]). So too where the program wrote that base since, so that its grad_fn raises: the
+    replay raises as eager's by the input's own flag (Note [Views That Raise After A Bump]), and a flag of its own
+    would outlive a change of the base's."""
     if info.kind is not OutputKind.TENSOR or not value.requires_grad:
         return False
     own = id(value) in run.swaps.requires_grad_gained or id(value) in run.swaps.own_flags
-    if own or not requires_grad_through_base(value):
+    if own or not reads_flag_of_base(value):
         return True
+    if info.base_gains_grad:  # the runtime gives its rebuilt `._base` the flag it reads
+        return False
     if info.replay is not None and info.replay.source is ReplaySource.INPUT:
         return False
     return not any(value._base is t for t in run.user_tensors)

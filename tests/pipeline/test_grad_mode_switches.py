@@ -3789,7 +3789,10 @@ def test_requires_grad_on_for_an_input_sharing_storage(
 def test_no_grad_view_of_an_intermediate_made_to_require_grad_then_written() -> None:
     # fuzz seed 52200 #344 (DIVERGED: out[0].is_leaf True vs eager raises): in a call under no_grad, t0 gains
     # requires_grad, t2 is a no_grad (multi-output) view of it, then t0 is written in place: eager's t2.grad_fn read
-    # raises; ours made the built output require grad, which reads fine. Refused; without the write it matches
+    # raises; ours made the built output require grad, which reads fine. Refused then; now the runtime gives the
+    # rebuilt base the flag t2 reads from it (chain_facts.base_gains_grad), and the counter bump makes it raise
+    # (issue #27). Returned beside t0, it is replayed from that output, and a PairTensor view from its wrapper: still
+    # refused
     def f(x0: T) -> object:
         t0 = x0.sum()
         t0.requires_grad = True
@@ -3798,6 +3801,20 @@ def test_no_grad_view_of_an_intermediate_made_to_require_grad_then_written() -> 
         t0.add_(t0)
         return (t2,)
 
+    def plain_view(x0: T) -> object:
+        t0 = x0 * 2.0
+        t0.requires_grad_()
+        t1 = t0.view(-1)
+        t0.add_(1.0)
+        return (t1,)
+
+    def with_base(x0: T) -> object:
+        t0 = x0.sum()
+        t0.requires_grad = True
+        t2 = t0.unsqueeze(-1).unbind(0)[0]
+        t0.add_(t0)
+        return (t2, t0)
+
     def unwritten(x0: T) -> object:
         t0 = x0.sum()
         t0.requires_grad = True
@@ -3805,9 +3822,51 @@ def test_no_grad_view_of_an_intermediate_made_to_require_grad_then_written() -> 
         return (t1.unbind(0)[0],)
 
     with torch.no_grad():
-        with pytest.raises(UnsupportedError, match="made require grad, whose base it then wrote in place"):
-            subclassaot.compile(f, backend="eager")(torch.randn(()))
+        assert_matches_eager(f, lambda: (torch.randn(()),))
+        assert_matches_eager(plain_view, lambda: (torch.randn(3),))
+        refused = "made require grad, whose base it then wrote in place"
+        with pytest.raises(UnsupportedError, match=refused):
+            subclassaot.compile(with_base, backend="eager")(torch.randn(()))
+        with pytest.raises(UnsupportedError, match=refused):  # (a subclass view replays from its wrapper)
+            subclassaot.compile(plain_view, backend="eager")(PairTensor.from_tensor(torch.randn(3)))
         assert_matches_eager(unwritten, lambda: (torch.randn(()),))
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_no_grad_view_of_an_input_written_in_a_program_that_flags_a_tensor(kind: str) -> None:
+    # fuzz seed 119400 #1770, #1502 (refused: "made require grad, whose base it then wrote in place"): in a call under
+    # no_grad that gives some tensor requires_grad, a no_grad view of an input that requires grad, the input written
+    # after: eager's view reads its flag from the input's base and its grad_fn raises. It was taken for a flag of its
+    # own the runtime gives once built; replayed on the real input, it reads the base's and raises as eager's
+    def f(x0: T, x1: T) -> object:
+        t0 = x0.transpose(0, 0)
+        t1 = x1.reshape((1, 1, 2))
+        x1.fill_(3.0)
+        x0.unsqueeze_(1)
+        t1.requires_grad_()
+        return (t1, t0, x0)
+
+    def g(x0: T) -> object:
+        t0 = x0.mul(2.0)
+        t0.requires_grad_()
+        t1 = x0.expand((-1,))
+        x0.fill_(2.0)
+        return (t1, t0)
+
+    wrap = PairTensor.from_tensor if kind == "pair" else (lambda t: t)
+
+    @torch.enable_grad()
+    def make_f() -> tuple[T, T]:
+        b0 = wrap(torch.randn((1, 2))).requires_grad_()
+        return (b0.diagonal(-1, 0, 1), b0.contiguous().select(0, -1))
+
+    @torch.enable_grad()
+    def make_g() -> tuple[T]:
+        return (wrap(torch.randn((3,))).requires_grad_().clone(),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_f)
+        assert_matches_eager(g, make_g)
 
 
 def test_view_taken_inside_inference_mode_computed_from_with_grad_after_matches_eager() -> None:

@@ -21,7 +21,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
-from subclassaot.torch_internals import is_multi_output_view, storage_key, symint_expr
+from subclassaot.torch_internals import grad_fn_raises, is_multi_output_view, storage_key, symint_expr
 
 __all__ = [
     "base_gains_grad",
@@ -52,8 +52,10 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
     """Note [Views That Raise After A Bump]: `value`'s replay makes a `._base` that must be given requires_grad."""
-    if not value.requires_grad or not value._is_view() or not detached_in_chain(value, run):
+    if not value.requires_grad or not value._is_view():
         return False
+    if not detached_in_chain(value, run):
+        return _flagged_intermediate_base(value, replay, run)
     if not torch.is_grad_enabled():
         # a call under no_grad: the detach() gained the flag by the program's requires_grad_(), a leaf's
         base = value._base
@@ -67,6 +69,20 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
     except (ValueError, IndexError):  # its grad_fn cannot be replayed on fake tensors
         return False
     return _flagged_detach_base(value, replay)
+
+
+def _flagged_intermediate_base(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """In a call under no_grad, `value` is a view taken under no_grad (or one of a multi-output op's views) of an
+    intermediate the program made a leaf that requires grad (requires_grad_()), written since: it reads that flag from
+    its `._base`, and its grad_fn raises as its base requires grad. The replay's base, made anew from the graph's
+    value, requires none: given the flag, the view raises once the runtime advances its counter (Replay.bump_after)."""
+    if torch.is_grad_enabled() or replay.source is not ReplaySource.BASE or not replay.bump_after:
+        return False
+    base = value._base
+    if base is None or id(base) not in run.swaps.requires_grad_gained or any(base is u for u in run.user_tensors):
+        return False
+    own = id(value) in run.swaps.requires_grad_gained or id(value) in run.swaps.own_flags
+    return not own and base.requires_grad and base.grad_fn is None and grad_fn_raises(value)
 
 
 def _flagged_detach_base(value: torch.Tensor, replay: Replay) -> bool:

@@ -106,7 +106,12 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   where one of its own would make it a leaf that takes one), so the runtime calls requires_grad_() on the replayed
 #   `._base` (a leaf no gradient reaches); after the outputs are built where the view replays after the epilogue, as
 #   views taken from it before the write must not raise. A view taken before the write raises by the epilogue's write,
-#   or by bump_after. Views of t with history are refused.
+#   or by bump_after. Views of t with history are refused. So too, in a call under no_grad, for a no_grad (or
+#   multi-output) view of an intermediate the program made a leaf requiring grad and then wrote (`t0 = x * 2;
+#   t0.requires_grad_(); t1 = t0.view(-1); t0.add_(1)`): t1 reads t0's flag, and its grad_fn raises; the replayed
+#   base, made anew from the graph, is given the flag (`chain_facts.base_gains_grad`), not the view a flag of its
+#   own (a replayed view of an input likewise reads the real base's). Replayed from another output (t0 returned
+#   too) or from a subclass wrapper, it is refused (analyze's `_check_flag_given_late`).
 # - Outputs built after a runtime set_: where an output repeats the program's set_() (Replay.then_set) after the
 #   epilogue, it advances the counter other views share; so outputs built after the epilogue are built in the program's
 #   order (Replay.made), each seeing the counter eager's saw (always: Note [Epilogue Nodes In Eager's Order]). An
