@@ -95,6 +95,7 @@ from subclassaot.pipeline.rules.function_views import (
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     check_view_taken_before_grad,
+    read_after_nograd_set,
     refuse_stale_view_layouts,
     releaf_size,
     seen_after_layout_ops,
@@ -424,6 +425,7 @@ def _analysis(
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         stale_view_reads=f.stale,
         views_read_after_own_set=views_read_after_own_set(flat, run.user_tensors, run.swaps),
+        read_after_nograd_set=tuple(read_after_nograd_set(run.swaps, t) for t in run.user_tensors),
         last_bumps=tuple(last_bump(t, run) for t in run.user_tensors),
         read_after_set=tuple(id(t) in run.swaps.read_after_set for t in run.user_tensors),
         read_after_hidden_resize=_read_after_hidden_resize(flat, run, renewed),
