@@ -671,6 +671,9 @@ class Analysis:
     # paths of plain view inputs that require grad, read with grad after the program set_() them under no_grad to
     # another storage or layout (Note [Stale View Functions]): refused after the other training checks
     views_read_after_own_set: tuple[str, ...] = ()
+    # per tensor input (plain): an op with grad read it after a set_() under no_grad gave it another storage or layout
+    # (Note [Aliased Inputs In Training]); () where not computed
+    read_after_nograd_set: tuple[bool, ...] = ()
     # per tensor input with in-place view ops (subclasses): how many ran before the program's last write of its data,
     # None if unknown (Note [Stale View Functions]); () where not computed
     write_steps: tuple[int | None, ...] = ()

@@ -48,6 +48,7 @@ __all__ = [
     "note_view_layout_op",
     "note_view_reads",
     "original_of",
+    "read_after_nograd_set",
     "refuse_stale_view_layouts",
     "releaf_size",
     "seen_after_layout_ops",
@@ -233,6 +234,14 @@ def seen_after_layout_ops(record: SwapRecord, t: torch.Tensor, output: object) -
 
     seen = {i for i, seq in record.read_with_grad.items() if seq >= last} | returned
     return any(reaches_t(i) for i in seen)
+
+
+def read_after_nograd_set(record: SwapRecord, t: torch.Tensor) -> bool:
+    """`Analysis.read_after_nograd_set`: an op with grad read input `t` after a set_() under no_grad gave it another
+    storage or layout (a view's history eager then rebuilds at the new layout: Note [Aliased Inputs In Training])."""
+    relaid = record.relaid_by_set.get(id(t))
+    read = record.read_with_grad.get(id(t))
+    return relaid is not None and read is not None and read >= relaid
 
 
 Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]

@@ -219,7 +219,12 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   own views): their histories reach it through its accumulator as they came, and its reads after the assignment
 #   run as those of a leaf alone. What eager does differently is refused by its own rule: a view member whose
 #   history autograd rebuilds over the assigned base (Note [Stale View Functions]), a backward whose size checks
-#   differ (Note [Probing Eager's Backward]). A set_() under no_grad in place of the assignment keeps the refusal.
+#   differ (Note [Probing Eager's Backward]).
+# - set_() under no_grad onto the group's storage (its in-place view ops under no_grad too): eager keeps every
+#   member's history (a leaf, its accumulator), and the set_() advances the group's counter, so a view member's
+#   history is rebuilt from its base at the new layout when next read, as the real member's is once the epilogue
+#   repeats the set_(). Supported where no member is written and no op with grad reads a member after its set_()
+#   (the traced view keeps the history of its old layout: refused, `Analysis.read_after_nograd_set`).
 # - A set_() to another storage (x.set_(y), y not a view of the base) takes the member out of the group: its metadata do
 #   not count, the swap is replayed on the real member like any storage swap (with `x.set_(x)` under grad where eager
 #   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
@@ -332,6 +337,8 @@ def _unsupported_group_change(
         return None
     if plain and data_assignments_allowed(meta, analysis):
         return None  # See Note [Aliased Inputs In Training]
+    if plain and _hidden_sets_only(meta, muts, analysis, input_of):
+        return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
         # See Note [Aliased Inputs In Training]
         stale = [m for m in members if analysis.stale_view_reads and analysis.stale_view_reads[m]]
@@ -355,6 +362,30 @@ def _unsupported_group_change(
     if not recorded and not (not plain and steps and not any(s.grad_enabled for s in steps) and not leaf(meta[0])):
         return meta[-1]  # the exception: Note [Aliased Inputs In Training]
     return None
+
+
+def _hidden_sets_only(
+    meta: Sequence[DenseIndex],
+    muts: Sequence[tuple[DenseIndex, LeafMutation]],
+    analysis: Analysis,
+    input_of: Callable[[DenseIndex], int],
+) -> bool:
+    """Every changed plain member (`meta`) was last set_() under no_grad onto the group's storage, its in-place view
+    ops under no_grad too, and no op with grad read it after that set_(); no member of the group (`muts`) is written
+    (Note [Aliased Inputs In Training])."""
+    if any(mut.data for _, mut in muts):
+        return False
+    reads = analysis.read_after_nograd_set
+    return all(
+        (mut := analysis.mutations[m]).swapped
+        and not mut.swapped_by_data
+        and mut.metadata_hidden
+        and not mut.storage_changed
+        and not mut.set_under_grad
+        and bool(reads)
+        and not reads[input_of(m)]
+        for m in meta
+    )
 
 
 def _one_subclass_object_change(
@@ -441,8 +472,9 @@ def check_training_supported(
                 )
             raise UnsupportedError(
                 f"{path} shares storage with another input that requires grad and the program changes the metadata "
-                "(for plain members: by set_() or `.data =` onto the shared storage) of several members, or of one "
-                "that is also written or changed under no_grad, and returns tensors (for tensor subclass members: "
+                "(for plain members: by set_() or `.data =` onto the shared storage; a set_() under no_grad where "
+                "a member is written or read with grad after it) of several members, or of one that is also written "
+                "or changed under no_grad, and returns tensors (for tensor subclass members: "
                 "returning tensors or not where they are distinct objects, and any set_() of one too); in training "
                 "this is not supported yet (their gradients would not be eager's). Pass one base tensor and take the "
                 "views inside the function"
