@@ -107,25 +107,10 @@ CASES = [
     for write in ("no_grad", "inference_set")
     for reads in (("before",), ("after",), ("before", "after"))
 ]
-# a compile each: a slice in CI, the rest slow
-CI_CASES = {
-    ("leaf", "before", "no_grad", ("before", "after")),
-    ("leaf", "before", "inference_set", ("before",)),
-    ("leaf", "after", "inference_set", ("after",)),
-    ("leaf", "never", "no_grad", ("after",)),
-    ("history", "never", "no_grad", ("after",)),
-    ("through", "never", "inference_set", ("before",)),
-}
 
 
 @pytest.mark.parametrize(
-    ("kind", "flag", "write", "reads"),
-    [
-        pytest.param(
-            *c, id="-".join(c[:3]) + "-" + "_then_".join(c[3]), marks=[] if c in CI_CASES else pytest.mark.slow
-        )
-        for c in CASES
-    ],
+    ("kind", "flag", "write", "reads"), CASES, ids=["-".join(c[:3]) + "-" + "_then_".join(c[3]) for c in CASES]
 )
 def test_view_input_rebuilt_from_its_base_as_eager(
     kind: str, flag: str, write: str, reads: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
