@@ -21,9 +21,11 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
+    base_rebuild,
     history_set_at,
     is_autograd_read,
     is_base_read,
+    note_base_rebuilds,
     raising_history,
     reads_unpassed_base,
     requires_grad_through_gained_base,
@@ -39,7 +41,6 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_raises,
     has_grad_fn,
-    is_leaf_before_base_write,
     no_torch_function,
     storage_key,
     symint_expr,
@@ -437,41 +438,30 @@ def check_regenerated_view_reads(
     )
 
 
-def _stale_view_input(record: SwapRecord, t: torch.Tensor) -> tuple[int, torch.Tensor] | None:
-    """Note [Views That Raise After A Bump], view inputs regenerated from their base: where `t` is a view input that
-    requires grad and is no leaf (or a view the program took of one with grad, through views), whose counter the
-    program moved before this op: its tensor position and the real input."""
-    while (found := record.input_positions.get(id(t))) is None:
-        view = record.views.get(id(t))
-        if view is None or not view.grad_enabled or view.below_autograd or view.func is torch.ops.aten.detach.default:
-            return None
-        t = view.source
-    real = found[1]  # (read again by a tangent retrace after the call wrote it: is_leaf as the compile read it)
-    if not real.requires_grad or is_leaf_before_base_write(real) or real._base is None:
-        return None
-    return found if record.family_last_bump.get(record.family_of(t)) is not None else None
-
-
 def check_regenerated_view_input_reads(
     record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
 ) -> None:
-    """Note [Views That Raise After A Bump], view inputs regenerated from their base: after an op with grad that
-    records history from a stale view input (or a view of it), guard its base's flag; refuse the op where that base
-    requires no grad (the input requiring grad through a view of it made to require grad itself)."""
+    """Note [Views That Raise After A Bump], view inputs rebuilt from their base: after an op with grad that records
+    history from a view input whose counter the program moved (or a view of it), note where eager rebuilt its
+    history, and guard its base's flag where it came with history; refuse the op where that history did not run to
+    its base (the base requiring no grad: the input requires grad through a view of that base made to require grad
+    itself)."""
     if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
     read = [
-        found
+        (t, found)
         for t in pytree.tree_leaves((args, kwargs))
-        if isinstance(t, torch.Tensor) and (found := _stale_view_input(record, t)) is not None
+        if isinstance(t, torch.Tensor) and (found := base_rebuild(record, t)) is not None
     ]
     if not read:
         return
     writes = (name.endswith("_") and not name.endswith("__")) or name.startswith("__i") or name == "__setitem__"
     if not writes and not any(o.requires_grad for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)):
         return  # (no history recorded, none read: `t.item()`, a comparison)
-    record.base_flag_reads.extend(position for position, _ in read)
-    cut = next((position for position, real in read if real._base is not None and not real._base.requires_grad), None)
+    note_base_rebuilds(record, read)
+    with_history = [found for _, found in read if not found.leaf]
+    record.base_flag_reads.extend(found.position for found in with_history)
+    cut = next((found.position for found in with_history if not found.history_from_base), None)
     if cut is None:
         return
     raise UnsupportedError(

@@ -7143,8 +7143,41 @@ def test_leaf_view_input_rebuilt_from_its_base_after_a_write_refused(write: str,
         else:
             torch.autograd.backward(list(outs), [torch.ones(2), torch.ones(2, 3)])
             assert not outs[1].is_leaf
-        with pytest.raises(UnsupportedError, match=LEAF_VIEW_REBUILT):
+        # (the message says which: eager's backward raises, or its gradient goes to the base)
+        how = "leaf variable has been moved into the graph interior" if read_first else "send its gradient to the base"
+        with pytest.raises(UnsupportedError, match=f"{LEAF_VIEW_REBUILT}.*{how}"):
             subclassaot.compile(f)(*_expanded_and_base())
+
+
+def _leaf_view_alone(base_requires_grad: bool) -> tuple[T]:
+    """A leaf view that requires grad of its own (its flag reads True either way), its base flagged after it."""
+    b0 = torch.randn((3, 3))
+    x0 = b0[1:].requires_grad_()
+    b0.requires_grad_(base_requires_grad)
+    return (x0,)
+
+
+def test_leaf_view_input_compiled_over_a_base_requiring_none_guards_that_flag() -> None:
+    """A leaf view input passed without its base: compiled while the base requires no grad (eager's view stays a
+    leaf, its gradient its own), a call whose base requires grad compiles anew and is refused (eager rebuilds the
+    view's history from the base at its next read after the write: its backward through the read before raises). The
+    guards compare the base's flag (the compiled call's backward completed before)."""
+
+    def f(x0: T) -> object:
+        x0.requires_grad = True
+        t0 = x0.sum(1)
+        with torch.no_grad():
+            x0.mul_(2.0)
+        return (t0, x0.mul(2.0))
+
+    with torch.enable_grad():
+        outs = cast(tuple[T, T], f(*_leaf_view_alone(True)))
+        with pytest.raises(RuntimeError, match="leaf variable has been moved into the graph interior"):
+            torch.autograd.backward(list(outs), [torch.ones(2), torch.ones(2, 3)])
+        compiled = assert_matches_eager(f, lambda: _leaf_view_alone(False))
+        with pytest.raises(UnsupportedError, match=LEAF_VIEW_REBUILT):
+            compiled(*_leaf_view_alone(True))
+        assert_call_matches_eager(compiled, f, lambda: _leaf_view_alone(False))
 
 
 def test_leaf_view_input_of_a_base_requiring_none_written_after_a_read_matches_eager() -> None:

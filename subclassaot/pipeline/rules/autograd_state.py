@@ -33,11 +33,19 @@ Input: the record, a tensor of the run and the event on it (a read of its histor
 `read` asks it at reads of grad_fn / is_leaf, grad_scope's rules at the program's ops. Output: a `RaisingHistory`
 (or None), whose `error()` is eager's error. Invariants: the real input is left as it came (views of it are taken
 and dropped; its version counter moved by one and given back at once).
+
+Part: View inputs whose history eager rebuilds from their base (Note [Views That Raise After A Bump], view inputs
+rebuilt from their base).
+
+Input: the record and a tensor of the run (an input, or a view the program took of one); grad_scope notes where a
+rebuild happens after each op with grad (`note_base_rebuilds`). Output: a `BaseRebuild` (or None): the one fact that
+grad_scope's rule of view inputs with history and stale_views' rule of leaf view inputs read. Invariants: reads only
+(the real input's `._base` and flags); records the `seq` of each rebuild.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -52,6 +60,7 @@ from subclassaot.torch_internals import (
     grad_fn_error_after_bump,
     has_grad_fn,
     hint_of,
+    is_leaf_before_base_write,
     is_no_grad_view,
     no_torch_function,
     outside_current_modes,
@@ -63,13 +72,16 @@ from subclassaot.torch_internals import (
 __all__ = [
     "PROGRAM_FUNCTION_FLAG",
     "RaisingHistory",
+    "BaseRebuild",
     "assigned_accumulator_size",
+    "base_rebuild",
     "base_read",
     "history_set_at",
     "is_autograd_read",
     "is_base_read",
     "is_program_function",
     "note_assignment_reads",
+    "note_base_rebuilds",
     "note_data_assignment",
     "note_detach",
     "note_function_grad_reads",
@@ -540,3 +552,83 @@ def raising_history(
     if any(isinstance(w, torch.Tensor) and record.view_root(w) is root for w in written):
         return None  # (eager raised at that write, autograd's own error)
     return RaisingHistory(t, found[0], real, chain, write)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Part: view inputs whose history eager rebuilds from their base.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BaseRebuild:
+    """A view input whose version counter the program moved (Note [Views That Raise After A Bump], view inputs rebuilt
+    from their base): whether eager rebuilds its history from its `._base` at a read, and where it did so far."""
+
+    position: int  # the input's tensor position
+    real: torch.Tensor  # the real input
+    leaf: bool  # the input came with no history (taken while its base required no grad)
+    base_input: bool  # its `._base` is an input too (its flag is the program's to change, not the caller's)
+    base_requires_grad: bool  # whether eager's base requires grad now
+    history_from_base: bool  # the history the input came with runs to its base (which required grad then)
+    rebuilt_at: tuple[int, ...]  # the `seq` of each op with grad that rebuilt the input's history so far, in order
+    pending: bool  # its counter moved since its last rebuild (or since entry): its next read rebuilds it
+    first_read: int | None  # `seq` of the first op with grad that read the input itself
+
+    @property
+    def rebuilds(self) -> bool:
+        """Does eager rebuild it at a read now: it has history, or its base requires grad by now?"""
+        return not self.leaf or self.base_requires_grad
+
+    @property
+    def read_before(self) -> bool:
+        """Did an op with grad read the history the input came with, before any rebuild (for a leaf: made its
+        gradient accumulator, which a rebuild leaves behind)?"""
+        return self.first_read is not None and (not self.rebuilt_at or self.first_read < self.rebuilt_at[0])
+
+
+def base_rebuild(record: SwapRecord, t: torch.Tensor) -> BaseRebuild | None:
+    """Where `t` is a view input whose version counter the program moved, or a view the program took of one with grad
+    by view ops (no detach(), nor one inside an op's dispatch): the input's fact, whose `rebuilds` says whether eager
+    rebuilds its history from its `._base` at a read now (Note [Views That Raise After A Bump], view inputs rebuilt
+    from their base). None where the input is no view, a view made under no_grad with no history (whose
+    reads raise instead), or where the program never moved its counter."""
+    while (found := record.input_positions.get(id(t))) is None:
+        view = record.views.get(id(t))
+        if view is None or not view.grad_enabled or view.below_autograd or view.func is torch.ops.aten.detach.default:
+            return None
+        t = view.source
+    bump = record.family_last_bump.get(record.family_of(t))
+    if bump is None:
+        return None
+    position, real = found
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        base = real._base
+        if base is None:
+            return None
+        # (read again by a tangent retrace after the call wrote it: is_leaf as the compile read it)
+        leaf = is_leaf_before_base_write(real)
+        if leaf and is_no_grad_view(real) or not leaf and not real.requires_grad:
+            return None
+        stand_in = next((record.run_inputs[k] for k, r in record.input_positions.values() if r is base), None)
+        base_requires_grad = (stand_in if stand_in is not None else base).requires_grad
+        history_from_base = not leaf and base.requires_grad
+    rebuilt_at = tuple(record.base_rebuilds.get(id(t), ()))
+    return BaseRebuild(
+        position=position,
+        real=real,
+        leaf=leaf,
+        base_input=stand_in is not None,
+        base_requires_grad=base_requires_grad,
+        history_from_base=history_from_base,
+        rebuilt_at=rebuilt_at,
+        pending=bump > (rebuilt_at[-1] if rebuilt_at else -1),
+        first_read=record.first_read_with_grad.get(id(t)),
+    )
+
+
+def note_base_rebuilds(record: SwapRecord, reads: Sequence[tuple[torch.Tensor, BaseRebuild]]) -> None:
+    """After an op with grad that recorded history over each tensor of `reads` (an input, or a view of one, and its
+    fact): note where eager rebuilt the inputs read themselves (Note [Views That Raise After A Bump], view inputs
+    rebuilt from their base)."""
+    for t, found in reads:
+        if found.rebuilds and found.pending and record.input_positions.get(id(t)) is not None:
+            record.base_rebuilds.setdefault(id(t), []).append(record.seq)

@@ -201,13 +201,27 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # tensor subclass view, whose regeneration fails eager's internal assert (new_fn), is refused at any read that records
 # history. Which history autograd regenerates depends on whether the input is a view: a leaf input a stale view of
 # which is read with grad is guarded on being one or not (SwapRecord.base_reads).
-# Stale view inputs regenerated from their base: the same holds of a view input that is no leaf (`x[1:]` passed beside or
-# without `x = b[1:].requires_grad_()`): its `._base` is b, so once the program moves the counter it shares, its next
-# read with grad (or a view's of it) regenerates its history from b, with no edge to x, where the run's stand-in keeps
-# the input's history and would send x its gradient (the fake probe of eager's saves fails autograd's internal assert
-# there). Refused by name at any op with grad that records history (`grad_scope.check_regenerated_view_input_reads`);
-# reads before the write keep the input's history, as eager's. Whether that base requires grad decides it, so a compile
-# for a view input read so is guarded on its `._base`'s flag (SwapRecord.base_flag_reads).
+# View inputs rebuilt from their base: eager's view keeps the version its counter had when autograd last set its
+# history; at a read of that history (an op with grad recording a node over it, a view taken of it with grad, the
+# backward) with the counter moved since, autograd rebuilds it from the view's `._base` (the root of its storage) as
+# AsStridedBackward0, so its gradient reaches that base whatever tensor the view was taken of. A view with history is
+# rebuilt so, and a leaf view (`b0.expand(...)` taken while b0 required no grad, made to require grad) once its base
+# requires grad, gained before the write or after it; any write moves the counter (under no_grad, inside
+# inference_mode, a set_() of the view onto itself, a write of the base or another view of it), and the next read after
+# each rebuilds. The run's stand-in for a view input keeps the history it came with, so one fact says whether eager
+# rebuilds an input's history and where (`autograd_state.base_rebuild`, SwapRecord.base_rebuilds: the ops with grad
+# that read it with its counter moved since its last rebuild); a view the program took of the input with grad shares
+# it (its history is rebuilt from the same `._base`). Two rules read it:
+# - an input with history that did not run to its base (`x[1:]` passed beside or without `x = b[1:].requires_grad_()`,
+#   b requiring none): its rebuilt history has no edge to x, where the run's stand-in would send x its gradient (the
+#   fake probe of eager's saves fails autograd's internal assert there). Refused by name at any op with grad that
+#   records history (`grad_scope.check_regenerated_view_input_reads`); reads before the write keep the input's
+#   history, as eager's. The base's flag decides it, so such a compile is guarded on it (SwapRecord.base_flag_reads);
+# - a leaf view input the program made require grad and read with grad, whose base requires grad by the end
+#   (`stale_views.refuse_leaf_views_rebuilt_after_a_read`): a read before the first rebuild made a gradient
+#   accumulator for a tensor that is then no leaf (eager's backward through it raises "leaf variable has been moved
+#   into the graph interior"), a read after it sends its gradient to the base, where the run's stand-in stays a leaf.
+#   A base that is no input has its flag guarded too.
 # Histories regenerated over a base without grad: a view the program took with grad of a tensor that required grad has
 # history of its own; where its `._base` requires none (a view in between made to require grad with requires_grad_())
 # and the counter they share moved since autograd last set that history, eager's next read of it (an op with grad that

@@ -23,15 +23,12 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
-from subclassaot.pipeline.rules.autograd_state import history_set_at, is_autograd_read
+from subclassaot.pipeline.rules.autograd_state import base_rebuild, history_set_at, is_autograd_read
 from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
 from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import (
     DataDependentError,
-    is_leaf_before_base_write,
-    is_no_grad_view,
     no_dispatch,
-    no_torch_function,
     storage_key,
     symint_expr,
 )
@@ -412,42 +409,41 @@ def refuse_views_of_assigned_bases_kept(record: SwapRecord, user_tensors: Sequen
 
 
 def refuse_leaf_views_rebuilt_after_a_read(record: SwapRecord, user_tensors: Sequence[torch.Tensor]) -> None:
-    """Note [Stale View Functions]: refuse a plain view input taken with grad while its base required none (an
-    autograd leaf: `b0.expand(...)` before `b0.requires_grad = True`) that the program makes require grad
-    (requires_grad_(), `.requires_grad = True`; not moved by set_() or `.data =`) and reads with grad, whose
-    version a write moves (to it or any tensor sharing its counter, in any grad mode, before or after the read), where
-    its base requires grad at the end: eager rebuilds the view's history from its base at its next read after the
-    write (an AsStridedBackward0). A read before the write made a gradient accumulator for a tensor that is then no
-    leaf (eager's backward through it raises "leaf variable has been moved into the graph interior"); a read after it
-    sends its gradient to the base. The compiled call's stand-in stays a leaf."""
+    """Note [Views That Raise After A Bump], view inputs rebuilt from their base: refuse a plain view input taken
+    while its base required no grad (an autograd leaf: `b0.expand(...)` before `b0.requires_grad = True`) that the
+    program makes require grad (requires_grad_(), `.requires_grad = True`; not moved by set_() or `.data =`) and reads
+    with grad, whose version a write moves, where its base requires grad at the end: eager rebuilds the view's
+    history from its base at its next read after the write, which the compiled call's stand-in, a leaf, does not
+    follow. Where the base is no input, its flag is guarded."""
     if not record.grad_at_start:
         return
-    bases = {id(real): record.run_inputs[k] for k, real in record.input_positions.values()}
     for t in user_tensors:
-        found = record.input_positions.get(id(t))
-        if found is None or is_traceable_subclass(t) or id(t) not in record.first_read_with_grad:
+        if id(t) not in record.input_positions or id(t) not in record.first_read_with_grad or is_traceable_subclass(t):
             continue
         if id(t) in record.swapped_ids or id(t) not in record.requires_grad_set:
             continue  # (moved by set_() or `.data =`: the storage swaps' rules; not flagged: the rules of gains)
-        if record.family_last_bump.get(record.family_of(t)) is None:
+        found = base_rebuild(record, t)
+        if found is None or not found.leaf:
             continue
-        real = found[1]
-        with no_torch_function():  # (the pipeline's reads, not the program's)
-            base = real._base
-            if base is None or is_no_grad_view(real) or not is_leaf_before_base_write(real):
-                continue
-            base_grad = bases[id(base)].requires_grad if id(base) in bases else base.requires_grad
-        if t.requires_grad and base_grad:
-            raise UnsupportedError(
-                f"{input_named(record, t)}an input that is a view taken while its base required no grad (an autograd "
-                "leaf) requires grad and is read with grad, and a write (to it or any tensor sharing its version "
-                "counter, also under no_grad or inside inference_mode) moves its version while its base requires "
-                "grad: eager rebuilds its history from the base at its next read after the write, so a read before "
-                "the write made an accumulator for a tensor that is then no leaf (eager's backward raises \"leaf "
-                'variable has been moved into the graph interior") and a read after it sends its gradient to the '
-                "base, where the compiled call's stays a leaf (Note [Stale View Functions]). Pass a clone of the "
-                "view, or take it again after the write"
+        if not found.base_input:
+            record.base_flag_reads.append(found.position)
+        if not found.rebuilds or not t.requires_grad:
+            continue
+        if found.read_before:
+            how = (
+                "a read before the write made a gradient accumulator for a tensor that is then no leaf (eager's "
+                'backward raises "leaf variable has been moved into the graph interior")'
             )
+        else:
+            how = "its reads after the write send its gradient to the base"
+        raise UnsupportedError(
+            f"{input_named(record, t)}an input that is a view taken while its base required no grad (an autograd "
+            "leaf) requires grad and is read with grad, and a write (to it or any tensor sharing its version "
+            "counter, also under no_grad or inside inference_mode) moves its version while its base requires "
+            f"grad: eager rebuilds its history from the base at its next read after the write, so {how}, where the "
+            "compiled call's stays a leaf (Note [Views That Raise After A Bump], view inputs rebuilt from their "
+            "base). Pass a clone of the view, or take it again after the write"
+        )
 
 
 def _assigned_base_of(record: SwapRecord, t: torch.Tensor) -> tuple[tuple[object, ...], torch.Tensor] | None:

@@ -274,6 +274,9 @@ class SwapRecord:
     # `._base` requires grad decides whether autograd's regenerated history reaches a gradient (Note [Views That Raise
     # After A Bump])
     base_flag_reads: list[int] = field(default_factory=list)
+    # id() of view input stand-ins -> the `seq` of each op with grad at which eager rebuilt the input's history from its
+    # `._base` (its first read after a write moved its counter), in order (Note [Views That Raise After A Bump])
+    base_rebuilds: dict[int, list[int]] = field(default_factory=dict)
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The
     # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
