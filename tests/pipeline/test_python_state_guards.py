@@ -490,6 +490,27 @@ def test_writes_to_cells_items_new_keys_and_globals_are_replayed() -> None:
     assert c.entries[0].python_writes[0].label == "globals.FIRST_RUN"
 
 
+def test_program_raising_after_a_write_raises_its_error_and_makes_no_write() -> None:
+    """Eager's error propagates; the compiled call makes no write (writes are made after the graph returned), where
+    eager leaves the ones it made before raising (Note [State The Program Reads], "Writes")."""
+
+    class Raises(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stage = "start"
+
+        def forward(self, x: T) -> T:
+            self.stage = "running"
+            if x.dim() != 2:
+                raise ValueError("expected a matrix")
+            return x * 2
+
+    m = Raises()
+    with pytest.raises(ValueError, match="expected a matrix"):
+        compiled(m)(torch.randn(3))
+    assert m.stage == "start"
+
+
 def test_explain_names_the_writes() -> None:
     text = str(subclassaot.explain(FirstCall(), torch.randn(3)))
     assert "== Python writes (made after the graph returned) ==\nself.first = False\n" in text
