@@ -2,7 +2,8 @@
 
 Input: a `RuntimePlan`, its `EpiloguePlan` and the entry's `GraphCall`. Output: `EntryRunner` (the source, printable,
 its body and the names it reads, and `run(values, symbols) -> output pytree`), or None where the plan needs a step
-only the generic runner (call.make_runner) takes. Then, for a plain call, the entry's checks (`Checks`, typed pieces
+only the generic runner (call.make_runner) takes; `with_writes`, the runner making the program's Python writes after
+the graph returned (runtime/python_writes.py). Then, for a plain call, the entry's checks (`Checks`, typed pieces
 the guards and the Python state emit) and its runner as one function of the flat inputs (`entry_function`, its
 failures `MISS`). Invariants: Note [Straight-Line Runners].
 """
