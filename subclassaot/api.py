@@ -102,8 +102,9 @@ from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inf
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner
 from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
+from subclassaot.runtime.python_writes import PythonWrite, replaying
 from subclassaot.runtime.steps import own_accumulator_inputs
-from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes
+from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes, with_writes
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
@@ -147,6 +148,9 @@ class CompiledEntry:
     # the guards and the runner as one generated function, which a plain positional call runs (Note [Straight-Line
     # Runners], "one function per entry"); None where it calls them one after the other
     entry_source: str | None = None
+    # the program's assignments of plain values to the Python state it reads, made after each call's graph returned
+    # (Note [State The Program Reads], "Writes")
+    python_writes: tuple[PythonWrite, ...] = ()
 
 
 class CompiledFunction(Generic[P, R]):
@@ -419,11 +423,14 @@ def compile_entry(
     function_modes: tuple[object, ...] = (),
 ) -> CompiledEntry:
     """Compile one entry guarded by the Python state `fn` reads now (Note [State The Program
-    Reads]): snapshot it, compile, refuse a program that changed it, and check it before the entry's guards."""
+    Reads]): snapshot it, compile (every run of the program starting from it), replay the plain values the program
+    assigns to it after each call (refuse any other change), and check it before the entry's guards."""
     before = python_state.watched_now(fn, args, dict(kwargs), guard=config.python_state_guards)
-    with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
-        entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
-    python_state.check_unchanged(before, str(getattr(fn, "__qualname__", type(fn).__name__)))
+    with python_state.rewinding(before) as rewind:  # (the state as before once compiled: the guards read it)
+        with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
+            entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
+        writes = rewind.writes(str(getattr(fn, "__qualname__", type(fn).__name__)))
+    entry = _replaying(entry, writes)
     # (compiled now where with_python_state cannot merge it into the guards' fast body, and so calls it)
     merged = bool(entry.guards.fast)
     python = python_state.snapshot(fn, args, dict(kwargs), guard=config.python_state_guards, compiled=not merged)
@@ -440,6 +447,18 @@ def compile_entry(
             python.ambient.grad if python.ambient is not None else None,  # (its checks read the grad mode)
         ),
     )
+
+
+def _replaying(entry: CompiledEntry, writes: tuple[PythonWrite, ...]) -> CompiledEntry:
+    """The entry making the program's Python writes after its graph returned (Note [State The Program Reads],
+    "Writes"): in its generated runner where its `run` is that runner, else around its `run`."""
+    if not writes:
+        return entry
+    runner = entry.runner
+    if runner is not None and entry.run is runner.run:
+        runner = with_writes(runner, writes)
+        return dataclasses.replace(entry, run=runner.run, runner=runner, run_source=runner.source, python_writes=writes)
+    return dataclasses.replace(entry, run=replaying(entry.run, writes), python_writes=writes)
 
 
 @contextlib.contextmanager

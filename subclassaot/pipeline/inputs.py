@@ -39,6 +39,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
+from subclassaot.pipeline import python_state
 from subclassaot.pipeline.guards import Guards
 from subclassaot.pipeline.python_state import global_names
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
@@ -268,13 +269,16 @@ def flatten_call(
             return user_fn(*args, **kwargs)
 
     def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        python_state.run_starts()  # See Note [State The Program Reads], "Writes"
         # See Note [Checkpointed Regions Run Inline]
         with (
             _grad_state_restored_on_error(),
             _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn),
             regions_run_inline(),
         ):
-            return run(state, args, kwargs)
+            out = run(state, args, kwargs)
+        python_state.run_completed()
+        return out
 
     values, spec = pytree.tree_flatten((state, args, dict(kwargs)))
     paths = _leaf_paths((state, args, dict(kwargs)), own)

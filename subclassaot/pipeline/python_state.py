@@ -3,7 +3,9 @@
 Input: the compiled callable (a function or an nn.Module) and the nn.Modules among one call's arguments.
 Output: `PythonState`: the watched containers with the values read from them at compile time, the ambient torch state,
 and `check() -> str | None`, a generated function that returns None while everything is as compiled, else the first
-change in words ("closure k[0]: expected 2.0, got 7.0"; "self.training: expected True, got False").
+change in words ("closure k[0]: expected 2.0, got 7.0"; "self.training: expected True, got False"); `rewinding`,
+around one compile's runs of the program: each run starts from that state, and `Rewind.writes` are the plain values
+the program assigns to it, which the entry makes after each call (else refused by name).
 Invariants: every container is bound by reference and every compared value is a snapshot (Note [What The Guards
 Compare]); a value that cannot be snapshotted is refused by name, never skipped; tensors are not compared here (they are
 lifted to inputs and guarded there: Note [State The Program Reads]).
@@ -12,6 +14,8 @@ lifted to inputs and guarded there: Note [State The Program Reads]).
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import dataclasses
 import enum
 import functools
@@ -28,6 +32,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.runtime.python_writes import PythonWrite, WriteHow, apply_writes
 from subclassaot.runtime.straight_line import Checks, Fails, check_function
 from subclassaot.torch_internals import (
     any_autocast_enabled,
@@ -59,8 +64,24 @@ from subclassaot.torch_internals import (
 # (`all(map(is_, d.values(), V))`, plus keys and lengths); all whole dicts share one line. Identity implies equality for
 # an immutable value; only when an identity differs does the slow path compare by value, name the change, and adopt an
 # equal new object (`m.scale = 2.0` again) so later calls are fast again. A mutable container must stay the same object.
-# Writes: a program that changes Python state (`self.calls += 1`) is refused: the graph cannot replay it. Modules passed
-# as arguments are walked like the compiled one. Under torch.compile Dynamo guards all of this itself, and
+# Writes: eager's first call runs with the state it finds (the pre-state) and leaves the program's writes (the
+# post-state); the next call runs with that. A compile runs the program several times (the analysis's runs, the probes,
+# the traces), and each run starts from the pre-state: `rewinding` puts back what the previous run wrote before each run
+# (inputs.flatten_call's `call`, where every run of the user's code starts) and after the compile, so no run reads
+# another's writes and the guards, snapshotted after the compile, read the pre-state the graph was traced under. What
+# one completed run changed is then one of:
+#   * plain values (`is_atom`: a SymInt is none) assigned over plain values to the entries of watched containers
+#     (attributes, dict and list items, closure cells, globals) or added at the end of a dict or `__dict__`, the same
+#     in every run: the entry replays them after each call whose graph returned (runtime/python_writes.py: container
+#     by reference, key, value bound as names, never as source text; in the generated runner before each `return`).
+#     The next call fails the guard on the pre-state ("self.config.problem_type: expected None, got '...'") and
+#     compiles from the post-state: a program that writes what it finds (Hugging Face's `config.problem_type`) then
+#     changes nothing and runs one entry; a counter (`self.n += 1`) compiles per call up to `recompile_limit`, then
+#     runs eagerly (which writes as eager does);
+#   * anything else (an object stored, a list appended, a key removed, a tensor, a value that differs between the
+#     compile's runs, over fake tensors or in another grad mode): refused by name, the graph cannot replay it.
+# A call that raises makes no write (its error is eager's; eager leaves the writes it made before raising). Modules
+# passed as arguments are walked like the compiled one. Under torch.compile Dynamo guards all of this itself, and
 # CompileConfig.python_state_guards = False turns these guards off for that path.
 # Ambient state in one call: five of the ambient reads (grad mode, any autocast on, default dtype, deterministic
 # algorithms and their warn-only flag) are five C calls per call, each several times its cost alone inside a training
@@ -791,15 +812,186 @@ def _differs(old: object, new: object, how: Compare, label: str, lenient: bool =
     return f"{label}: expected {_show(old)}, got {_show(new)}"
 
 
-def check_unchanged(before: Sequence[Watched], name: str) -> None:
-    """After tracing: refuse a program that changed the Python state it reads (`watched_now` before; the graph cannot
-    replay that). An import the program ran (a global now bound to a Python module) is not such a change."""
+# ---------------------------------------------------------------------------------------------------------------
+# Writes: the program's assignments of plain values, rewound before each run of a compile and replayed per call
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Change:
+    watched: Watched
+    key: object
+    old: object  # _MISSING: a key added at the end of a dict
+    new: object
+    plain: bool  # a plain value (an atom) written over a plain value or added: the entry replays it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Changes:
+    entries: list[_Change]  # per entry, in walk order
+    reshaped: list[Watched]  # containers changed otherwise (items removed, reordered; a set changed): put back whole
+    others: list[str]  # every change but a plain one, in words (the graph cannot replay it)
+
+    def writes(self) -> list[_Change]:
+        return [c for c in self.entries if c.plain]
+
+
+def _changes(before: Sequence[Watched]) -> _Changes:
+    """What the program changed in `before`'s containers. The trace's own bookkeeping is no change (an import it
+    ran, a container rebuilt with the same items)."""
+    out = _Changes(entries=[], reshaped=[], others=[])
     for w in before:
-        reason = describe_watched(w, after_trace=True)
-        if reason is not None:
-            raise UnsupportedError(
-                f"{name}: the program changes Python state while it runs ({reason}); a compiled graph runs tensor "
-                "ops only, so it would not repeat that change on later calls. Keep Python side effects (counters, "
-                "caches, attribute assignments) outside the compiled function, or keep that value in a tensor buffer "
-                "updated in place"
-            )
+        if w.kind is WatchKind.SET:
+            reason = describe_watched(w)
+            if reason is not None:
+                out.reshaped.append(w)
+                out.others.append(reason)
+            continue
+        now_keys, now_values = _read(w)
+        n = len(w.keys)
+        if now_keys != w.keys:
+            if w.kind is not WatchKind.DICT or now_keys[:n] != w.keys:
+                out.reshaped.append(w)
+                out.others.append(cast(str, describe_watched(w, after_trace=True)))
+                continue
+            for key, value in zip(now_keys[n:], now_values[n:], strict=True):
+                plain = is_atom(value)
+                out.entries.append(_Change(watched=w, key=key, old=_MISSING, new=value, plain=plain))
+                if not plain:
+                    out.others.append(f"{_new_label(w, key)}: added, holding a {type(value).__qualname__}")
+        for key, old, new, how, label in zip(w.keys, w.values, now_values[:n], w.compares, w.labels, strict=True):
+            if new is old or types.ModuleType in (type(new), type(old)):
+                continue
+            reason = _differs(old, new, how, label, lenient=True)
+            if reason is None:
+                continue
+            plain = how is Compare.VALUE and new is not _MISSING and is_atom(new)
+            out.entries.append(_Change(watched=w, key=key, old=old, new=new, plain=plain))
+            if not plain:
+                out.others.append(reason)
+    return out
+
+
+def _new_label(w: Watched, key: object) -> str:
+    attrs = any(label == f"{w.label}.{k}" for label, k in zip(w.labels, w.keys, strict=True)) or not w.keys
+    return f"{w.label}.{key}" if attrs and isinstance(key, str) else f"{w.label}[{key!r}]"
+
+
+def _write(change: _Change, value: object) -> PythonWrite:
+    """Setting the changed entry to `value`, as the runtime makes it."""
+    w, key = change.watched, change.key
+    label = w.labels[w.keys.index(key)] if change.old is not _MISSING else _new_label(w, key)
+    if w.kind is WatchKind.CELLS:
+        cell = cast(tuple[types.CellType, ...], w.obj)[cast(int, key)]
+        return PythonWrite(container=cell, how=WriteHow.CELL, key=None, value=value, label=label)
+    how = WriteHow.SETATTR if w.kind is WatchKind.ATTRS else WriteHow.SETITEM
+    return PythonWrite(container=w.obj, how=how, key=key, value=value, label=label)
+
+
+def _undo(changes: _Changes) -> None:
+    """Back to the state the compile started from: each changed entry its old value, each added key removed, each
+    container changed otherwise rebuilt in place with its old items."""
+    for c in changes.entries:
+        if c.old is _MISSING:  # (an added key; or a global, slot or cell the program deleted: set again below)
+            if c.watched.kind is WatchKind.DICT:
+                del cast(dict[object, object], c.watched.obj)[c.key]
+        else:
+            apply_writes([_write(c, c.old)])
+    for w in changes.reshaped:
+        if w.kind is WatchKind.SET:
+            items = cast(set[object], w.obj)
+            items.clear()
+            items.update(w.frozen)
+        elif w.kind is WatchKind.SEQ:
+            seq = cast(list[object], w.obj)  # (a list or a deque)
+            seq.clear()
+            seq.extend(w.values)
+        else:
+            d = cast(dict[object, object], w.obj)
+            d.clear()
+            d.update(zip(w.keys, w.values, strict=True))
+
+
+def _same_atom(a: object, b: object) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(cast(float, b)):
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # an __eq__ that raises: not equal
+        return False
+
+
+@dataclass(slots=True)
+class Rewind:
+    """One compile's runs of the program: each starts from the state the compile started from (`before`); what each
+    completed run changed is recorded (Note [State The Program Reads], "Writes")."""
+
+    before: tuple[Watched, ...]
+    runs: list[_Changes] = dataclasses.field(default_factory=list)
+
+    def writes(self, name: str) -> tuple[PythonWrite, ...]:
+        """The writes the entry replays after each call: the changes the runs made, which must be plain values and
+        the same in every run; else refused by name."""
+        runs = self.runs or [_changes(self.before)]
+        for run in runs:
+            if run.others:
+                raise UnsupportedError(
+                    f"{name}: the program changes Python state while it runs ({run.others[0]}); a compiled graph runs "
+                    "tensor ops only, and replays after each call only plain values (None, numbers, strings, dtypes, "
+                    "enums, tuples of them) assigned to attributes, dict and list items, closure cells or globals "
+                    "it reads, so it would not repeat that change on later calls. Keep Python side effects (caches, "
+                    "objects stored, items added or removed) outside the compiled function, or keep that value in a "
+                    "tensor buffer updated in place"
+                )
+        last = runs[-1].writes()
+        for run in runs[:-1]:
+            for a, b in itertools.zip_longest(run.writes(), last):
+                if (
+                    a is None
+                    or b is None
+                    or a.watched is not b.watched
+                    or a.key != b.key
+                    or not _same_atom(a.new, b.new)
+                ):
+                    c = cast(_Change, b if a is None else a)
+                    label = _write(c, c.new).label
+                    raise UnsupportedError(
+                        f"{name}: the program changes Python state while it runs ({label}), and writes another value "
+                        "in another of the runs its compile makes (over fake tensors, with other grad modes or "
+                        "requires_grad flags): the value depends on something the compiled graph does not fix, so "
+                        "the graph cannot replay it. Keep that assignment outside the compiled function"
+                    )
+        return tuple(_write(c, c.new) for c in last)
+
+
+_REWIND: contextvars.ContextVar[Rewind | None] = contextvars.ContextVar("subclassaot_python_rewind", default=None)
+
+
+@contextlib.contextmanager
+def rewinding(before: Sequence[Watched]) -> Iterator[Rewind]:
+    """While a compile runs the program: each run starts from the state `before` (`run_starts`); after it, the state
+    is that again (Note [State The Program Reads], "Writes")."""
+    rewind = Rewind(before=tuple(before))
+    token = _REWIND.set(rewind)
+    try:
+        yield rewind
+    finally:
+        _REWIND.reset(token)
+        _undo(_changes(rewind.before))
+
+
+def run_starts() -> None:
+    """A run of the program inside a compile starts (inputs.flatten_call): back to the state the compile started
+    from, so every run reads what the first did."""
+    rewind = _REWIND.get()
+    if rewind is not None:
+        _undo(_changes(rewind.before))
+
+
+def run_completed() -> None:
+    """A run of the program inside a compile returned: record what it changed."""
+    rewind = _REWIND.get()
+    if rewind is not None:
+        rewind.runs.append(_changes(rewind.before))

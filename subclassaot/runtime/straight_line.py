@@ -2,7 +2,8 @@
 
 Input: a `RuntimePlan`, its `EpiloguePlan` and the entry's `GraphCall`. Output: `EntryRunner` (the source, printable,
 its body and the names it reads, and `run(values, symbols) -> output pytree`), or None where the plan needs a step
-only the generic runner (call.make_runner) takes. Then, for a plain call, the entry's checks (`Checks`, typed pieces
+only the generic runner (call.make_runner) takes; `with_writes`, the runner making the program's Python writes after
+the graph returned (runtime/python_writes.py). Then, for a plain call, the entry's checks (`Checks`, typed pieces
 the guards and the Python state emit) and its runner as one function of the flat inputs (`entry_function`, its
 failures `MISS`). Invariants: Note [Straight-Line Runners].
 """
@@ -33,6 +34,7 @@ from subclassaot.runtime.plan import (
     non_view_alias,
     requires_grad_changes,
 )
+from subclassaot.runtime.python_writes import PythonWrite, replaying, write_lines
 from subclassaot.runtime.regenerate import (
     has_size_spec,
     intermediate_base,
@@ -180,6 +182,53 @@ def straight_line(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall, ge
         names=names,
         reads_symbols=w.reads_symbols,
         settling=settling,
+    )
+
+
+def with_writes(runner: EntryRunner, writes: Sequence[PythonWrite]) -> EntryRunner:
+    """`runner`, making the program's Python writes after the graph returned (runtime/python_writes.py): in its
+    generated body, before each `return`; its `run` the same. The generic runner is wrapped (`replaying`)."""
+    if not writes:
+        return runner
+    if not runner.body:
+        return dataclasses.replace(runner, run=replaying(runner.run, writes))
+    names = dict(runner.names)
+
+    def bind(value: object) -> str:
+        name = f"_pw{len(names)}"
+        names[name] = value
+        return name
+
+    lines = write_lines(writes, bind)
+
+    def rewritten(body: Sequence[str]) -> tuple[str, ...]:
+        out: list[str] = []
+        for line in body:
+            code = line.lstrip(" ")
+            if not code.startswith("return "):
+                out.append(line)
+                continue
+            indent = line[: len(line) - len(code)]
+            out += [
+                f"{indent}_written = {code[len('return ') :]}",
+                *(indent + w for w in lines),
+                f"{indent}return _written",
+            ]
+        return tuple(out)
+
+    body = rewritten(runner.body)
+    source = "def run(L, symbols):\n" + "\n".join(body) + "\n"
+    namespace = dict(names)
+    exec(compile(source, "<subclassaot runner>", "exec"), namespace)
+    if runner.settling is not None:  # (as straight_line: this namespace's graph call rebound once settled too)
+        runner.settling[0].when_settled(functools.partial(namespace.__setitem__, runner.settling[1]))
+    return dataclasses.replace(
+        runner,
+        run=namespace["run"],  # type: ignore[arg-type]  # exec'd
+        source=source,
+        body=body,
+        checked=rewritten(runner.checked) if runner.checked is not None else None,
+        names=names,
     )
 
 

@@ -375,6 +375,11 @@ class Explanation:
     def symbols_text(self) -> str:
         return "\n".join(_symbol_lines(self.entry, self.config))
 
+    def python_writes_text(self) -> str:
+        """The program's assignments the entry makes after its graph returned (its guards read the state before
+        them: a call that finds them made compiles again)."""
+        return "\n".join(f"{w.label} = {w.value!r}" for w in self.entry.python_writes)
+
     def __str__(self) -> str:
         mode = "training (forward + backward)" if self.training else "inference"
         sections = [
@@ -387,6 +392,8 @@ class Explanation:
             ("Per-call runner (Note [Straight-Line Runners])", self.runner_text()),
             ("Symbols and policies", self.symbols_text()),
         ]
+        if self.entry.python_writes:  # See Note [State The Program Reads], "Writes"
+            sections.insert(-1, ("Python writes (made after the graph returned)", self.python_writes_text()))
         body = "\n\n".join(f"== {title} ==\n{text}" for title, text in sections)
         return f"explain({self.name}): {mode}\n\n{body}\n"
 

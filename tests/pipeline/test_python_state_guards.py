@@ -18,12 +18,13 @@ import pytest
 import torch
 from torch import nn
 
+import subclassaot
 import subclassaot.api
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline import python_state
 from subclassaot.torch_internals import global_state_check
 from tests.backends import RecordingBackend
-from tests.oracle import assert_call_matches_eager
+from tests.oracle import Call, assert_call_matches_eager, assert_matches_eager
 
 T = torch.Tensor
 Compiled = subclassaot.api.CompiledFunction[..., object] | subclassaot.api.CompiledModule[nn.Module]
@@ -380,19 +381,195 @@ def test_module_passed_as_an_argument() -> None:
     last_reason(c, r"args\[0\]\.training: expected True, got False")
 
 
-def test_program_that_changes_python_state_is_refused() -> None:
-    class Counts(nn.Module):
+class FirstCall(nn.Module):
+    """Doubles on its first call only: eager's first call reads `first` True and leaves it False."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = True
+
+    def forward(self, x: T) -> T:
+        if self.first:
+            self.first = False
+            return x * 2
+        return x
+
+
+def test_plain_value_assigned_is_replayed_and_the_next_call_compiles_from_it() -> None:
+    """Every run of the compile starts from the state the call found (a run reading `first` False would bake `x` into
+    the first call's graph); the entry makes the write after the call; the next call recompiles from what it finds,
+    and the entry compiled then writes what it found, a fixed point: no further compile (Note [State The Program
+    Reads], "Writes")."""
+    eager = FirstCall()
+    c = compiled(FirstCall())
+
+    def x84_grad() -> tuple[T]:  # (a training compile: the program runs several times)
+        return (torch.randn(8, 4, requires_grad=True),)
+
+    for _ in range(3):
+        assert_call_matches_eager(c, eager, x84_grad, compiled_module=module_of(c))
+        assert cast(FirstCall, module_of(c)).first is False and eager.first is False
+    assert c.compile_count == 2
+    assert c.recompile_reasons == ("self.first: expected True, got False",)
+    cast(FirstCall, module_of(c)).first = True  # the first entry again: its write made again
+    assert_call_matches_eager(c, FirstCall(), x84_grad, compiled_module=module_of(c))
+    assert cast(FirstCall, module_of(c)).first is False and c.compile_count == 2
+
+
+def test_counter_recompiles_on_each_call_until_the_limit_then_runs_eagerly() -> None:
+    """`self.n += 1`: each call finds another value, so each compiles (its guard reads the value before the write);
+    past `recompile_limit` the calls run eagerly, writing as eager does."""
+
+    class Counter(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.calls = 0
+            self.n = 0
 
         def forward(self, x: T) -> T:
-            self.calls += 1
+            self.n += 1
+            return x * self.n
+
+    eager = Counter()
+    c = cast(Compiled, subclassaot.api.compile(Counter(), backend="eager", recompile_limit=3))
+    for calls in range(1, 6):
+        with pytest.warns(UserWarning, match="recompile_limit") if calls > 3 else contextlib.nullcontext():
+            assert_call_matches_eager(c, eager, x84, compiled_module=module_of(c))
+        assert cast(Counter, module_of(c)).n == eager.n == calls
+    assert c.compile_count == 3
+    last_reason(c, r"self\.n: expected 0, got 2; self\.n: expected 1, got 2")
+
+
+def _writer() -> tuple[Callable[[T], T], Callable[[], tuple[object, ...]]]:
+    """A function writing plain values to a closure cell, a list item and a dict (one item changed, one added)."""
+    seen = False
+    flags = [True]
+    cfg: dict[str, object] = {"mode": "warmup"}
+
+    def f(x: T) -> T:
+        nonlocal seen
+        out = x if seen else x * 2
+        seen = True
+        flags[0] = False
+        cfg["mode"] = "steady"
+        cfg["steps"] = (1, "one")
+        return out + 1 if cfg["mode"] == "steady" else out
+
+    return f, lambda: (seen, flags[0], dict(cfg))
+
+
+FIRST_RUN = True
+
+
+def _first_run_triples(x: T) -> T:
+    global FIRST_RUN
+    if FIRST_RUN:
+        FIRST_RUN = False
+        return x * 3
+    return x
+
+
+def test_writes_to_cells_items_new_keys_and_globals_are_replayed() -> None:
+    f, state = _writer()
+    g, eager_state = _writer()
+    c = compiled(f)
+    for _ in range(3):
+        assert_call_matches_eager(c, g, x84)
+        assert state() == eager_state() == (True, False, {"mode": "steady", "steps": (1, "one")})
+    assert c.compile_count == 2
+    last_reason(c, r"closure seen: expected False, got True")
+    global FIRST_RUN
+    FIRST_RUN = True
+    c = compiled(_first_run_triples)
+    x = torch.randn(3)
+    torch.testing.assert_close(c(x), x * 3)
+    assert FIRST_RUN is False
+    torch.testing.assert_close(c(x), x)
+    assert c.compile_count == 2 and c.recompile_reasons == ("globals.FIRST_RUN: expected True, got False",)
+    # the write in the generated function of the entry (Note [Straight-Line Runners], "one function per entry")
+    assert c.entries[0].entry_source is not None and "_written" in c.entries[0].entry_source
+    assert c.entries[0].python_writes[0].label == "globals.FIRST_RUN"
+
+
+def test_program_raising_after_a_write_raises_its_error_and_makes_no_write() -> None:
+    """Eager's error propagates; the compiled call makes no write (writes are made after the graph returned), where
+    eager leaves the ones it made before raising (Note [State The Program Reads], "Writes")."""
+
+    class Raises(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stage = "start"
+
+        def forward(self, x: T) -> T:
+            self.stage = "running"
+            if x.dim() != 2:
+                raise ValueError("expected a matrix")
             return x * 2
 
-    c = compiled(Counts())
-    with pytest.raises(UnsupportedError, match=r"self\.calls: expected 0, got \d+.*Python side effects"):
-        c(torch.randn(3))
+    m = Raises()
+    with pytest.raises(ValueError, match="expected a matrix"):
+        compiled(m)(torch.randn(3))
+    assert m.stage == "start"
+
+
+def test_explain_names_the_writes() -> None:
+    text = str(subclassaot.explain(FirstCall(), torch.randn(3)))
+    assert "== Python writes (made after the graph returned) ==\nself.first = False\n" in text
+
+
+class _Refused(nn.Module):
+    def __init__(self, change: Callable[[_Refused, T], None]) -> None:
+        super().__init__()
+        self.change = change
+        self.calls = 0
+        self.seen: list[int] = []
+        self.cache: object = None
+        self.tag = "a"
+
+    def forward(self, x: T) -> T:
+        self.calls += 1
+        self.change(self, x)
+        return x * 2
+
+
+def _append(m: _Refused, x: T) -> None:
+    m.seen.append(1)
+
+
+def _store_list(m: _Refused, x: T) -> None:
+    m.cache = [1]
+
+
+def _store_tensor(m: _Refused, x: T) -> None:
+    m.cache = x * 1
+
+
+def _remove(m: _Refused, x: T) -> None:
+    del m.tag
+
+
+def _type_name(m: _Refused, x: T) -> None:
+    m.tag = type(x).__name__  # the class of what the compile's runs pass (fake, functional): no value to replay
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (_append, r"self\.seen: expected length 0, got 1"),
+        (_store_list, r"self\.cache: expected None, got list"),
+        (_store_tensor, r"self\.cache: expected None, got \w*Tensor"),
+        (_remove, r"self: names added \[\], removed \['tag'\]"),
+        (_type_name, r"\(self\.tag\), and writes another value in another of the runs"),
+    ],
+)
+def test_program_that_changes_python_state_otherwise_is_refused(
+    change: Callable[[_Refused, T], None], reason: str
+) -> None:
+    """Anything but plain values assigned is refused by name; the refused call leaves the state as it found it."""
+    m = _Refused(change)
+    c = compiled(m)
+    with pytest.raises(UnsupportedError, match=reason + r".*(Python side effects|outside the compiled function)"):
+        c(torch.randn(3, requires_grad=True))
+    assert m.calls == 0
 
 
 def test_deque_and_slots_object_are_watched() -> None:
@@ -651,3 +828,31 @@ def test_an_entry_compiled_under_autocast_reads_autocast_as_before() -> None:
         assert "read_ambient" in c.entries[0].guards.source or ".autocast !=" in c.entries[0].guards.source
     assert_call_matches_eager(c, matmul_loss, x44)
     last_reason(c, r"torch\.is_autocast_enabled\('cpu'\): expected True, got False")
+
+
+def _classifier(name: str) -> tuple[nn.Module, Callable[[], Call]]:
+    transformers = pytest.importorskip("transformers")
+    small = {"num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 32, "intermediate_size": 64}
+    if name == "vit":
+        config = transformers.ViTConfig(**small, image_size=16, patch_size=4, num_labels=3, attn_implementation="eager")
+        vit: nn.Module = transformers.ViTForImageClassification(config)
+        return vit, lambda: Call(args=(torch.randn(2, 3, 16, 16),), kwargs={"labels": torch.randint(0, 3, (2,))})
+    config = transformers.BertConfig(
+        **small, vocab_size=100, max_position_embeddings=32, num_labels=3, attn_implementation="eager"
+    )
+    bert: nn.Module = transformers.BertForSequenceClassification(config)
+    return bert, lambda: Call(args=(torch.randint(0, 100, (2, 8)),), kwargs={"labels": torch.randint(0, 3, (2,))})
+
+
+@pytest.mark.parametrize("name", ["vit", "bert"])
+def test_hugging_face_classifier_with_labels_trains_like_eager(name: str) -> None:
+    """A `*ForSequenceClassification` / `ViTForImageClassification` forward given labels sets
+    `config.problem_type` on its first call: replayed, then one recompile from the value set, then stable."""
+    torch.manual_seed(0)
+    model, make = _classifier(name)
+    model.train()
+    with torch.enable_grad():
+        c = cast(Compiled, assert_matches_eager(model, make, calls=3))
+    assert vars(module_of(c))["config"].problem_type == "single_label_classification"
+    assert c.compile_count == 2
+    last_reason(c, r"config\.problem_type: expected None, got 'single_label_classification'$")
