@@ -601,9 +601,9 @@ class Analysis:
     # input by the epilogue (exact for subclasses: their ctx and nested wrappers change as in eager); () if none
     inplace_replay: tuple[tuple[ViewStep, ...], ...]
     # per tensor input: the program applied an in-place view op (t_, unsqueeze_, ...) to it, even if they cancel out
-    # a custom Function applied with grad mode on inside inference_mode marked a view dirty (its rebase of the view's
-    # history there fails the fake mode's internal assert, which eager's saved-tensor probe must not take as a class
-    # it cannot read: backward_probe.eager_saves)
+    # a custom Function applied with grad mode on inside inference_mode marked a view dirty: its rebase of the view's
+    # history there fails the fake mode's internal assert, so eager's saved tensors are probed on meta copies of the
+    # inputs (Note [Probing Eager's Backward])
     marks_view_dirty_in_inference: bool = False
     inplace_view_ops: tuple[bool, ...] = ()
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote

@@ -31,6 +31,7 @@ from torch._subclasses.fake_tensor import (
     in_kernel_invocation_manager,
 )
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+from torch._subclasses.meta_utils import MetaConverter
 from torch.autograd.graph import GradientEdge
 from torch.fx._lazy_graph_module import _LazyGraphModule, _use_lazy_graph_module
 from torch.fx.experimental import proxy_tensor
@@ -677,6 +678,27 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     return mode, fakes
 
 
+def static_meta_copies(values: Sequence[object]) -> tuple[contextlib.AbstractContextManager[object], list[object]]:
+    """Copies of `values`' tensors on the meta device, kept as static_fake_copies keeps its fakes (sizes, strides,
+    storage sharing, views of the same base, requires_grad, leafness, a non-leaf's earlier history raising
+    EXAMPLE_INPUT_HISTORY_ERROR, shared version counters), with no mode to run them in (the context returned does
+    nothing): ops on them run eager's own autograd and view handling, where the fake mode's differ (Note [Probing
+    Eager's Backward])."""
+    convert: MetaConverter[torch.Tensor] = MetaConverter()
+    copies: list[object] = []
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            copies.append(v)
+            continue
+        meta = convert(v)
+        if not isinstance(meta, torch.Tensor):  # (NotImplemented: a layout it cannot copy, a sparse or nested one)
+            raise NotImplementedError(f"no meta copy of a {type(v).__name__} laid out as {v.layout}")
+        copies.append(meta)
+    mode: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    _share_fake_counters(mode, values, copies)
+    return mode, copies
+
+
 def shares_version_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Do `a` and `b` share a version counter? Advance a's and see whether b's moves (then restore it)."""
     if a is b:
@@ -690,7 +712,9 @@ def shares_version_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
     return shared
 
 
-def _share_fake_counters(mode: FakeTensorMode, values: Sequence[object], fakes: list[object]) -> None:
+def _share_fake_counters(
+    mode: contextlib.AbstractContextManager[object], values: Sequence[object], fakes: list[object]
+) -> None:
     """Give the fake of each tensor without history that is no view (no `._base`) but shares another tensor's
     version counter (`x.detach()` passed beside x: a write of either moves both, and autograd's saved-version check
     of one sees the other's writes) an alias of that tensor's fake sharing its counter, laid out as the real one:

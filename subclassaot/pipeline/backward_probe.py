@@ -5,8 +5,8 @@ Output: `probe_eager_backward(...)`: per nonempty set of the program's tensor ou
 backward through them ends (`BackwardEnd`), or None where the program cannot be probed; `tangent_patterns(...)`:
 the same by the Function outputs each set gives tangents to; `refuse_layout_changed_behind_autograd(...)`: an
 UnsupportedError for a program whose backward's size checks the compiled one would not repeat.
-Invariants: see Note [Probing Eager's Backward]; the probe runs on static fakes in a fresh fake mode, so it reads
-no real tensor, draws no random number and adds no guard.
+Invariants: see Note [Probing Eager's Backward]; the probe runs on static fakes in a fresh fake mode (or on meta
+copies where the fakes fail), so it reads no real tensor, draws no random number and adds no guard.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from subclassaot.torch_internals import (
     requires_grad_through_base,
     set_version,
     static_fake_copies,
+    static_meta_copies,
     storage_key,
     wrapper_grad_accumulator,
 )
@@ -110,6 +111,15 @@ from subclassaot.torch_internals import (
 #   as_strided() at the view's layout now, so after an in-place view op with grad on a view (`x1.t_()` on a diagonal
 #   input, then a write that rebuilds it) the fakes' history expects the old size and their backward fails the size
 #   check where eager's runs. Such a size-check failure is not deferred but refused (`Analysis.views_relaid_with_grad`).
+# - Where the fakes fail an internal assert eager does not: a custom autograd.Function applied with grad mode on inside
+#   a torch.inference_mode() block that marks dirty a view requiring grad (eager rebases the view's history there;
+#   Analysis.marks_view_dirty_in_inference: the analysis run saw that mark), the saves are probed on meta copies of
+#   the inputs (`static_meta_copies`: sizes, strides, storage sharing, views, requires_grad, leafness; meta tensors
+#   keep autograd), plain tensors with no mode around them, on which eager's own autograd, view and inference-mode
+#   code runs (`eager_saves`' `copies`). Where even those cannot run it (an op without a meta kernel, a tensor made on
+#   another device), a caller's write after the call of a tensor eager saved would not fail the compiled backward as
+#   it fails eager's: refused. (Other programs the probe cannot run on fakes are left unprobed: the Function checks
+#   its own saves' counters only.)
 # - Errors raised outside the program: where the raise is at a node the compiled program shares with eager there is
 #   nothing to defer: at a root that is a plain input returned as itself and not written where autograd records it (the
 #   engine checks the root's gradient against the caller's node, "invalid gradient at index k"), or at the AccumulateGrad
@@ -271,6 +281,11 @@ def _tangents_made(positions: list[int], roots: list[torch.Tensor]) -> None:
         torch.ones_like(root)
 
 
+# what a probe runs the program in (a fake mode; for meta copies, nothing), and what makes its copies of the inputs
+_Mode = contextlib.AbstractContextManager[object]
+_Copies = Callable[[Sequence[object]], tuple[_Mode, list[object]]]
+
+
 @dataclass(slots=True, kw_only=True)
 class _ProbeRun:
     """One run of the program on fresh static fakes, inside its fake mode (`_probe_run`), for backwards through it."""
@@ -285,12 +300,16 @@ class _ProbeRun:
 
 @contextlib.contextmanager
 def _probe_run(
-    call: Callable[..., object], flat: FlatInputs, returned: frozenset[int], values_at: frozenset[int] = frozenset()
+    call: Callable[..., object],
+    flat: FlatInputs,
+    returned: frozenset[int],
+    values_at: frozenset[int] = frozenset(),
+    copies: _Copies = static_fake_copies,
 ) -> Iterator[_ProbeRun]:
     """Run the program on fresh static fakes (`returned`: flat inputs the Function takes detached; `values_at`: flat
-    inputs whose new values follow the outputs as roots, `probe_eager_backward`); the fake mode and grad mode stay on
-    while the caller runs backwards through it."""
-    mode, values = static_fake_copies(flat.values)
+    inputs whose new values follow the outputs as roots, `probe_eager_backward`; `copies`: meta copies in their place,
+    Note [Probing Eager's Backward]); the fake mode and grad mode stay on while the caller runs backwards through it."""
+    mode, values = copies(flat.values)
     _histories_before_call(mode, values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
     leaves = [
@@ -330,14 +349,15 @@ def _trial(
     before_backward: Callable[[list[int], list[torch.Tensor]], None] | None = None,
     after_call: Callable[[Sequence[object], Sequence[object]], None] | None = None,
     values: frozenset[int] = frozenset(),
+    copies: _Copies = static_fake_copies,
 ) -> tuple[list[int], BackwardEnd | None]:
     """Run the program on fresh static fakes; with `chosen`, backward through those outputs. Returns the positions
     of the tensor outputs that require grad and how the backward ended (None: not run, or a `returned` leaf whose
     gradient is not as the compiled backward gives it). `before_backward(positions, roots)` runs just before the
     backward, with the outputs it takes as roots (and their positions); `after_call(outputs, values)` right after the
     program, with its output pytree's leaves and the fakes of `flat.values` (the caller's writes after the call).
-    `values`: as probe_eager_backward's."""
-    with _probe_run(call, flat, returned, values) as run:
+    `values`: as probe_eager_backward's; `copies`: as `_probe_run`'s."""
+    with _probe_run(call, flat, returned, values, copies) as run:
         if after_call is not None:
             after_call(run.outs, run.values)
         if chosen is None:
@@ -437,7 +457,7 @@ class _InputHistory(torch.autograd.Function):
 _HISTORY_NODES = ("Error", "_InputHistoryBackward")
 
 
-def _histories_before_call(mode: torch._subclasses.FakeTensorMode, values: list[object]) -> None:
+def _histories_before_call(mode: _Mode, values: list[object]) -> None:
     """Give each fake in `values` that is a non-leaf requiring grad, no view, sharing no storage with another value
     and laid out as its clone is, a history made now (`_InputHistory`) in place of its fake's Error node, numbered
     above all (Note [Probing Eager's Backward]); likewise the base of views among `values`
@@ -454,7 +474,7 @@ def _histories_before_call(mode: torch._subclasses.FakeTensorMode, values: list[
     _view_histories_before_call(mode, values, keys)
 
 
-def _input_history(mode: torch._subclasses.FakeTensorMode, v: torch.Tensor) -> torch.Tensor | None:
+def _input_history(mode: _Mode, v: torch.Tensor) -> torch.Tensor | None:
     """`_InputHistory` applied to `v`, where its result is laid out as `v` (same strides, offset, storage size)."""
     with mode, torch.enable_grad():
         fresh = cast(torch.Tensor, _InputHistory.apply(v))  # type: ignore[no-untyped-call]  # untyped in torch
@@ -467,9 +487,7 @@ def _input_history(mode: torch._subclasses.FakeTensorMode, v: torch.Tensor) -> t
     return None
 
 
-def _view_histories_before_call(
-    mode: torch._subclasses.FakeTensorMode, values: list[object], keys: Sequence[Sequence[object]]
-) -> None:
+def _view_histories_before_call(mode: _Mode, values: list[object], keys: Sequence[Sequence[object]]) -> None:
     """For each non-leaf base (history an Error node) of autograd views of the default kind among `values`, where
     every value over its storage is one of those views or the base itself: the base with a history made now
     (`_InputHistory`), and each of those values taken again from it (as_strided() at its layout, with grad), so
@@ -494,7 +512,7 @@ def _view_histories_before_call(
 
 
 def _views_again(
-    mode: torch._subclasses.FakeTensorMode, fresh: torch.Tensor, base: torch.Tensor, members: Sequence[torch.Tensor]
+    mode: _Mode, fresh: torch.Tensor, base: torch.Tensor, members: Sequence[torch.Tensor]
 ) -> list[torch.Tensor] | None:
     """`members` (`base` or views of it) taken again from `fresh` (as_strided() with grad), or None where one is not
     laid out as before (a subclass whose as_strided() lays out its inner tensors otherwise, or has none)."""
@@ -1355,16 +1373,15 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # leaf the gradient, where the compiled Function, which that leaf's AccumulateGrad waits on, raises first. The probe
 # runs again with those views written too (`EagerSave.graded_after_view_writes`), and the compiled backward refuses
 # where it finds such a view's counter moved since the call (`_written_view_leaves`).
-# what the fake mode raises where eager (and a run on meta tensors) rebases a dirty view's history inside
-# inference_mode: the probe cannot run such a program, so the saves it would find are refused, not left unchecked
-_FAKE_REBASE_IN_INFERENCE = "new_fn INTERNAL ASSERT"
 
 
 def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysis) -> EagerSaves:
     """The saved tensors of the comment above, and the inputs the Function takes detached; none where the program
-    cannot run on fakes."""
+    cannot run on fakes (Note [Probing Eager's Backward])."""
+    on_meta = analysis.marks_view_dirty_in_inference
+    copies: _Copies = static_meta_copies if on_meta else static_fake_copies
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
-        mode, values = static_fake_copies(flat.values)
+        mode, values = copies(flat.values)
         inside = _SavesInsideCopySlices()
         with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
             state, args, kwargs = unflatten_call(flat, values)
@@ -1387,24 +1404,25 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
                 for e in found
             ]
     except Exception as e:  # (the program's own error is the trace's to raise; a class the walk cannot read)
-        if analysis.marks_view_dirty_in_inference and _FAKE_REBASE_IN_INFERENCE in str(e):
+        if on_meta:
             raise UnsupportedError(
                 "a custom autograd.Function applied with grad mode on inside a torch.inference_mode() block marks "
-                "dirty (ctx.mark_dirty) a view that requires grad: eager rebases the view's history there, which "
-                "the probe of the tensors eager's backward saves cannot do on fake tensors (the fake mode fails an "
-                "internal assert there), and without it a tensor eager saved that the caller writes after the call "
-                "would not fail the compiled backward as it fails eager's. Apply the Function "
-                "outside the inference_mode block, pass it a clone, or use torch.no_grad() there"
+                "dirty (ctx.mark_dirty) a view that requires grad, which the probe of the tensors eager's backward "
+                "saves cannot run on fake tensors, and the program fails on meta copies of its inputs too "
+                f"({type(e).__name__}: {(str(e).splitlines() or [''])[0][:80]}): without the probe, a "
+                "tensor eager saved that the caller writes after the call would not fail the compiled backward as "
+                "it fails eager's (Note [Probing Eager's Backward]). Apply the Function outside the inference_mode "
+                "block, pass it a clone, or use torch.no_grad() there"
             ) from e
         return EagerSaves()
     # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
-    grad_outputs = functools.cache(lambda: _trial(call, flat, None)[0])
+    grad_outputs = functools.cache(lambda: _trial(call, flat, None, copies=copies)[0])
     views = any(info.replay is not None and info.replay.source is ReplaySource.INPUT for info in analysis.outputs)
     probed = [e for e, a in zip(found, around, strict=True) if a and not e.held]
-    known = _graded_together(call, flat, probed, detached)
+    known = _graded_together(call, flat, probed, detached, copies=copies)
     together = iter(known if known is not None else [None] * len(probed))
     saves = tuple(
-        _graded(call, flat, e, detached, grad_outputs, views, None if e.held else next(together)) if a else e
+        _graded(call, flat, e, detached, grad_outputs, views, None if e.held else next(together), copies) if a else e
         for e, a in zip(found, around, strict=True)
     )
     return EagerSaves(saves=saves, detached=detached, probed=True)
@@ -1418,14 +1436,16 @@ def _graded(
     first_trial: Callable[[], list[int]],
     views: bool,
     graded_first: bool | None = None,
+    copies: _Copies = static_fake_copies,
 ) -> EagerSave:
     """`save` with EagerSave.graded_first and EagerSave.graded_after_view_writes (`views`: some output is a view of
-    an input, replayed outside the compiled Function; `graded_first`: `_graded_first`'s answer where known)."""
+    an input, replayed outside the compiled Function; `graded_first`: `_graded_first`'s answer where known; `copies`:
+    as `_probe_run`'s)."""
     if graded_first is None:
-        graded_first = bool(save.held) or _graded_first(call, flat, save, detached, first_trial)
+        graded_first = bool(save.held) or _graded_first(call, flat, save, detached, first_trial, copies=copies)
     if graded_first:
         return replace(save, graded_first=True)
-    if views and _graded_first(call, flat, save, detached, first_trial, views_written=True):
+    if views and _graded_first(call, flat, save, detached, first_trial, views_written=True, copies=copies):
         return replace(save, graded_after_view_writes=True)
     return save
 
@@ -1533,12 +1553,14 @@ def _graded_first(
     detached: frozenset[int],
     first_trial: Callable[[], list[int]],
     views_written: bool = False,
+    copies: _Copies = static_fake_copies,
 ) -> bool:
     """Whether eager's backward through some outputs that run a node saving `save`'s wrapper, written after the call,
     gives a leaf input its gradient before that node raises (the `detached` leaves as the compiled Function gives
     theirs), run on static fakes; True where that is not seen (more than MAX_PROBED_OUTPUTS outputs, a probe that
     fails). `first_trial()`: `_trial(call, flat, None)`'s outputs that require grad. `views_written`: the outputs
-    that are views of inputs written too (their nodes, made again at the backward's read, run first)."""
+    that are views of inputs written too (their nodes, made again at the backward's read, run first). `copies`: as
+    `_probe_run`'s."""
 
     def written(outs: Sequence[object], values: Sequence[object]) -> None:
         t = _saved_value(save, outs, values, flat)
@@ -1556,7 +1578,7 @@ def _graded_first(
         for chosen in _output_sets(grad_outputs):
             if not chosen & save.outputs:
                 continue
-            _, end = _trial(call, flat, chosen, returned=returned, after_call=written)
+            _, end = _trial(call, flat, chosen, returned=returned, after_call=written, copies=copies)
             if end is not BackwardEnd.RAISES:
                 return True
     except Exception:  # a program the probe cannot run
@@ -1565,7 +1587,11 @@ def _graded_first(
 
 
 def _graded_together(
-    call: Callable[..., object], flat: FlatInputs, saves: Sequence[EagerSave], detached: frozenset[int]
+    call: Callable[..., object],
+    flat: FlatInputs,
+    saves: Sequence[EagerSave],
+    detached: frozenset[int],
+    copies: _Copies = static_fake_copies,
 ) -> list[bool] | None:
     """`_graded_first` of each of `saves` (none held) from one run of the program and one backward per set of
     outputs, none of them written: what eager's engine unpacks and grades, in its order (`_UnpackOrder`), says where
@@ -1578,7 +1604,8 @@ def _graded_together(
         return []
     order = _UnpackOrder()
     try:
-        with _probe_run(order.saving(call), flat, frozenset(flat.tensor_indices[p] for p in detached)) as run:
+        apart = frozenset(flat.tensor_indices[p] for p in detached)
+        with _probe_run(order.saving(call), flat, apart, copies=copies) as run:
             if len(run.grad_outputs) > MAX_PROBED_OUTPUTS:
                 return [True] * len(saves)
             roots = [cast(torch.Tensor, run.outs[p]) for p in run.grad_outputs]

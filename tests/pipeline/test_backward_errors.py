@@ -2384,7 +2384,7 @@ def test_saves_graded_on_one_run_as_on_runs_of_their_own(
     monkeypatch.setattr(backward_probe, "unflatten_call", counted)
     for together in (True, False):
         if not together:  # each save probed on a run of its own
-            monkeypatch.setattr(backward_probe, "_graded_together", lambda *args: None)
+            monkeypatch.setattr(backward_probe, "_graded_together", lambda *args, **kwargs: None)
         runs.append(0)
         with torch.enable_grad():
             subclassaot.compile(_two_saving_products, backend=_graph_as_traced)(*make())
@@ -2457,13 +2457,13 @@ def test_saves_graded_from_one_backward_as_on_runs_of_their_own(
         backward(*args, **kwargs)
 
     def checked(
-        call: Callable[..., object], flat: Any, saves: list[Any], detached: frozenset[int]
+        call: Callable[..., object], flat: Any, saves: list[Any], detached: frozenset[int], copies: Any
     ) -> list[bool] | None:
         counted.append(0)
-        got = together(call, flat, saves, detached)
+        got = together(call, flat, saves, detached, copies=copies)
         n = counted.pop()
-        first = functools.cache(lambda: backward_probe._trial(call, flat, None)[0])
-        alone = [backward_probe._graded_first(call, flat, s, detached, first) for s in saves]
+        first = functools.cache(lambda: backward_probe._trial(call, flat, None, copies=copies)[0])
+        alone = [backward_probe._graded_first(call, flat, s, detached, first, copies=copies) for s in saves]
         found.append((got, alone, [s.input for s in saves], n))
         return got
 
