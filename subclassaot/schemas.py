@@ -649,9 +649,10 @@ class Analysis:
     # per tensor input: the program turned its requires_grad off at some point (requires_grad_(False), `.requires_grad
     # = False`), even if it turned it on again after
     requires_grad_dropped: tuple[bool, ...] = ()
-    # per tensor input: the program made it require grad before any of its ops changed a tensor (a write, an in-place
-    # view op, set_(), `.data =`, a storage resize), and never turned that off: the run that requires grad from the
-    # start changes it where eager's does, after the flag (Note [Inputs Written In Training])
+    # per tensor input: the program made it require grad before any of its ops changed its storage (an in-place view
+    # op, set_(), a resize, `.data =` on a tensor over it, or a write autograd may record: grad mode on and a tensor
+    # among the op's arguments requiring grad), and never turned that off: the run that requires grad from the start
+    # changes it where eager's does, after the flag (Note [Inputs Written In Training])
     gained_before_changes: tuple[bool, ...] = ()
     # the program's `._base` / `._is_view()` reads of inputs: (tensor position, what the guards check) (Note [Grad
     # Mode And Autograd Reads])

@@ -1852,22 +1852,25 @@ def check_written_inputs_gaining_grad(
     beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
     (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
     do. A write through another input over its storage, which that input resized, counts too where the input's
-    elements overlap. None counts where the input is plain, in no alias group, and the flag came before any op of
-    the program changed a tensor (Analysis.gained_before_changes): eager's writes all follow it, as the run's that
-    requires grad from the start do, and the rules for inputs that require grad judge them."""
+    elements overlap. None counts where the input is plain, in no alias group, and the flag came before any op of the program changed its storage but by writes autograd records none of
+    (Analysis.gained_before_changes): eager's other changes all follow it, as the run's that requires grad from the
+    start do, and the rules for inputs that require grad judge them."""
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
     own = own_stand_in_inputs(layout, passed, gains) | own_leaves_of(analysis)
     for i in gains:
         alone = not any(j in grouped or j in beside_grad for j in layout.leaves_of_input[i])
-        if alone and layout.trees[i] is None and analysis.gained_before_changes and analysis.gained_before_changes[i]:
-            # (made to require grad before the program changed any tensor, over a storage no other input shares:
-            # every write, in-place view op, set_() and `.data =` of eager's comes after the flag, as the run that
-            # requires grad from the start orders them, under the rules for inputs that require grad; in an alias
-            # group the stand-in is a view of the group's base, which the rules below judge whatever the order; a
-            # tensor subclass keeps the rule: its wrapper's set_() onto itself after the flag lost eager's saved-
-            # version error and accumulator)
+        first = bool(analysis.gained_before_changes) and analysis.gained_before_changes[i]
+        if alone and layout.trees[i] is None and first:
+            # (made to require grad before the program changed its storage, over a storage no other input shares:
+            # every in-place view op, set_(), resize and `.data =` of eager's on it, and every write autograd may
+            # record, comes after the flag, as the run that requires grad from the start orders them, under the rules
+            # for inputs that require grad; a write before it that autograd records none of leaves the same values
+            # either way; in an alias group the stand-in is a view of the group's base, or a leaf of its own that
+            # requires grad from the start (a write with grad mode on before the flag is recorded on it), which the
+            # rules below judge whatever the order; a tensor subclass keeps the rule: its wrapper's set_() onto
+            # itself after the flag lost eager's saved-version error and accumulator)
             continue
         # (a leaf in no alias group, a view too: eager's in-place view ops on it record nothing, before the flag or
         # under no_grad after it, and the epilogue replays them so; the gradient arrives in the layout of the first

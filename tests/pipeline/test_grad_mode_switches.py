@@ -6976,6 +6976,100 @@ def test_input_made_to_require_grad_then_changed_raises_like_eager(
         assert_raises_like_eager(program, lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
 
 
+def _written_below_autograd_then_flag_then_data(x: T, y: T) -> object:
+    x.mul_(2.0)  # (grad mode on, nothing requiring grad: autograd records none of it)
+    x.requires_grad_()
+    with torch.no_grad():
+        x.data = torch.ones(x.shape).t().contiguous().t()
+    return (x * 1,)
+
+
+def _other_input_set_then_flag_then_data(x: T, y: T) -> object:
+    y.set_(torch.ones(6))  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x.requires_grad_()
+    with torch.no_grad():
+        x.data = y.view(x.shape)
+    return (x * 5, y)
+
+
+def _other_input_relaid_then_flag_then_data(x0: T, x1: T) -> object:
+    # (seed 119200 #8334: x0's set_() onto itself and DirtyScale's write, then x1's flag and `.data =`)
+    with torch.set_grad_enabled(False):
+        x1.sin()
+    x0.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    t1 = x0.reshape((1, 1))
+    with torch.inference_mode(), torch.no_grad():
+        t2 = DirtyScale.apply(t1)  # type: ignore[no-untyped-call]  # Function.apply is untyped
+    x1.requires_grad = True
+    with torch.no_grad(), torch.inference_mode():
+        x1.data = t2
+    return (t2,)
+
+
+_FLAGGED_BEFORE_ITS_CHANGES: dict[str, tuple[Callable[[T, T], object], Make]] = {
+    "written_below_autograd_then_flag_then_data": (
+        _written_below_autograd_then_flag_then_data,
+        lambda: (torch.randn(2, 3), torch.randn(3)),
+    ),
+    "other_input_set_then_flag_then_data": (
+        _other_input_set_then_flag_then_data,
+        lambda: (torch.randn(2, 3), torch.randn(3)),
+    ),
+    "other_input_relaid_then_flag_then_data": (
+        _other_input_relaid_then_flag_then_data,
+        lambda: (
+            torch.randn((2, 4, 3)).as_strided((), (), 2).detach(),
+            torch.randn((), requires_grad=True).detach(),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_FLAGGED_BEFORE_ITS_CHANGES))
+def test_input_made_to_require_grad_before_its_storage_changed_then_changed(
+    compile_fn: CompileFn | None, program: str
+) -> None:
+    """requires_grad_() on a plain input in no alias group after the program changed other storages, or wrote its own
+    only by writes autograd records none of, then its `.data =`: every change of its storage that the flag must come
+    before comes after it in eager, so it compiles under the rules for an input passed requiring grad (was refused as
+    written before the flag)."""
+    f, make = _FLAGGED_BEFORE_ITS_CHANGES[program]
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, after_call=write_outputs, compile_fn=compile_fn)
+
+
+def _data_then_flag_then_read(x: T) -> object:
+    # (seed 119200 #9059: eager's leaf takes the assigned size before its flag, its accumulator that size at the read)
+    x.data = torch.ones(5)
+    x.requires_grad_()
+    return (x.sum(),)
+
+
+def _pair_written_below_autograd_then_flag_then_data(x: T) -> object:
+    x.mul_(2.0)
+    x.requires_grad_()
+    with torch.no_grad():
+        x.data = x * 3
+    return (x * 1,)
+
+
+@pytest.mark.parametrize(
+    ("program", "subclass"),
+    [(_data_then_flag_then_read, False), (_pair_written_below_autograd_then_flag_then_data, True)],
+    ids=["data_then_flag_then_read-plain", "written_below_autograd_then_flag_then_data-pair"],
+)
+def test_input_changed_before_its_flag_refused(
+    compile_fn: CompileFn | None, program: Callable[[T], object], subclass: bool
+) -> None:
+    """A `.data =` before the flag (the compiled Function's edge expects the entry size where eager's accumulator
+    takes the assigned one), and a PairTensor input changed after its flag (its wrapper's swaps keep the rule): still
+    refused as written in place and made to require grad."""
+    wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
+    with torch.enable_grad():
+        assert_refused(program, lambda: (wrap(torch.randn(2, 3)),), compile_fn, "cannot order the write")
+
+
 # View inputs regenerated from a base requiring none (Note [Views That Raise After A Bump], changed_views.py): an input
 # `x[1:]` taken with grad of `x = b[1:].requires_grad_()` (b requiring none) has `._base` b; once a write moves the
 # counter they share, its next read with grad regenerates its history from b: AsStridedBackward0 with no edge to x.

@@ -279,6 +279,25 @@ def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
     return same and storage_key(a) == storage_key(b)
 
 
+def _ordered_change(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """An op whose change of its tensors' storages a requires_grad_() turned on after it must follow
+    (SwapRecord.gained_before_changes): one that relays a tensor (an in-place view op, set_()), resizes one, or
+    writes one where autograd may record the write (grad mode on, a tensor among its arguments requiring grad); an op
+    of unknown schema counts as one. A write autograd records none of is not: it leaves the same values whether the
+    flag comes before it or after (Note [Inputs Written In Training])."""
+    schema = getattr(func, "_schema", None)
+    if schema is None or getattr(func, "overloadpacket", None) is None:
+        return True
+    if not schema.is_mutable:
+        return False
+    if func in SET_OPS or torch.Tag.inplace_view in func.tags:
+        return True
+    if func.overloadpacket in (torch.ops.aten.resize_, torch.ops.aten.resize_as_):
+        return True
+    tensors = (t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor))
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
@@ -303,8 +322,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
-        if getattr(getattr(func, "_schema", None), "is_mutable", True):
-            self.record.changed_any = True  # (an op of unknown schema counts as one: SwapRecord.gained_before_changes)
+        if _ordered_change(func, args, kwargs):
+            self.record.note_ordered_change(pytree.tree_leaves((args, kwargs)))  # SwapRecord.gained_before_changes
         counted = dict(self.record.written_families) if self.record.dispatching == 0 else None
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
@@ -1264,7 +1283,7 @@ class _DataMode(TorchFunctionMode):
 
     def _data_set(self, args: tuple[Any, ...]) -> bool:
         """`args[0].data = args[1]`: True where it is done here (nothing is left to run)."""
-        self.record.changed_any = True  # (SwapRecord.gained_before_changes)
+        self.record.note_ordered_change(args[:2])  # SwapRecord.gained_before_changes
         if args[1] is args[0]:
             # `x.data = x` copies x's metadata onto itself: nothing changes (Note [Wrapper Storage])
             return True
@@ -1400,7 +1419,7 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained.add(id(args[0]))
-                if not self.record.changed_any and not self.record.storage_resizes:
+                if not self.record.changed_before_flag(args[0]):
                     self.record.gained_before_changes.add(id(args[0]))
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]
                     self.record.views_before_grad.update(self.record.views_of(args[0]))

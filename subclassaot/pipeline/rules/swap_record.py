@@ -7,7 +7,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, OutputKind, Replay, ReplaySource
-from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key
+from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key, untyped_storage_key
 
 # The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
 _GAIN_FACTS = (
@@ -166,11 +166,12 @@ class SwapRecord:
     views_of_gained_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
-    # ... of those, the ones whose flag came before any op of the program changed a tensor (wrote it, relaid it, set_()
-    # it, resized its storage, assigned its `.data`): the run that requires grad from the start is eager's after the
-    # flag (Note [Inputs Written In Training]); and whether such an op ran yet
+    # ... of those, the ones whose flag came before any op of the program changed their storage (relaid a tensor over
+    # it, set_() one onto it or off it, resized it, assigned a `.data` over it, or wrote it where autograd may record
+    # the write): the run that requires grad from the start is eager's after the flag (Note [Inputs Written In
+    # Training]); and the storage_key() of each storage such an op changed so far (`note_ordered_change`)
     gained_before_changes: set[int] = field(default_factory=set)
-    changed_any: bool = False
+    ordered_changes: set[object] = field(default_factory=set)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
     gained_after_read: set[int] = field(default_factory=set)
@@ -579,8 +580,23 @@ class SwapRecord:
         late = self.late_grad | self.requires_grad_dropped
         return any(self.family_of(s) == family for s in self.run_inputs if id(s) in late)
 
+    def note_ordered_change(self, tensors: Iterable[object]) -> None:
+        """An op changed the storage of each tensor among `tensors` in a way a flag turned on after it must follow
+        (SwapRecord.gained_before_changes)."""
+        for t in tensors:
+            if isinstance(t, torch.Tensor):
+                self.ordered_changes.add(storage_key(t))
+            elif isinstance(t, torch.UntypedStorage):  # (set_(storage))
+                self.ordered_changes.add(untyped_storage_key(t))
+
+    def changed_before_flag(self, t: torch.Tensor) -> bool:
+        """An op changed `t`'s storage so before now (`note_ordered_change`), or resized it
+        (untyped_storage().resize_())."""
+        key = storage_key(t)
+        return key in self.ordered_changes or key in self.storage_resizes
+
     def gained_unchanged(self, inputs: Sequence[torch.Tensor]) -> tuple[bool, ...]:
-        """Per input: made to require grad before any op changed a tensor, and never turned off
+        """Per input: made to require grad before any op changed its storage so, and never turned off
         (Analysis.gained_before_changes)."""
         return tuple(id(t) in self.gained_before_changes and id(t) not in self.requires_grad_dropped for t in inputs)
 

@@ -88,7 +88,12 @@ from subclassaot.schemas import (
 # just as well). So do in-place view ops on such a leaf (or leaf view) in no alias group (before the flag, or under
 # no_grad after it: neither records a node in eager), which the epilogue replays under no_grad (Note [Leaves Laid Out
 # Anew Under no_grad]). A write with grad before the flag (unrecorded in eager, a leaf written in place here), an
-# in-place view op on another such input, and a swap or `.data =` stay refused (`check_written_inputs_gaining_grad`).
+# in-place view op on another such input, and a swap or `.data =` stay refused (`check_written_inputs_gaining_grad`),
+# but on a plain input in no alias group that the program made require grad before
+# any op changed its storage otherwise than by writes autograd records none of (Analysis.gained_before_changes): a
+# change after the flag is ordered as the run that requires grad from the start orders it, and other storages'
+# changes before the flag do not reach it. A swap, resize or relayout before the flag stays refused: eager's leaf
+# takes its accumulator's size after it, where the compiled Function's edge expects the entry size.
 # Other storage changes (set_ or resize_ with a write autograd records) are refused.
 
 
