@@ -417,10 +417,7 @@ def _analysis(
         requires_grad_after=tuple(bool(t.requires_grad) for t in run.user_tensors),
         requires_grad_set=tuple(id(t) in run.swaps.requires_grad_set for t in run.user_tensors),
         inplace_replay=f.replays,
-        write_steps=tuple(
-            steps_before_last_write(t, u.dim(), run.swaps) if r else None
-            for t, u, r in zip(run.user_tensors, user_fakes, f.replays, strict=True)
-        ),
+        write_steps=_write_steps(run, user_fakes, f.replays),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
         stale_view_reads=f.stale,
         views_read_after_own_set=views_read_after_own_set(flat, run.user_tensors, run.swaps),
@@ -473,6 +470,17 @@ def _analysis(
         root_versions=counts.roots,
         grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
+    )
+
+
+def _write_steps(
+    run: FunctionalRun, user_fakes: Sequence[torch.Tensor], replays: Sequence[object]
+) -> tuple[int | None, ...]:
+    """Per tensor input replayed in place (its replay steps): how many in-place view ops came before its last write
+    (`steps_before_last_write`)."""
+    return tuple(
+        steps_before_last_write(t, u.dim(), run.swaps) if r else None
+        for t, u, r in zip(run.user_tensors, user_fakes, replays, strict=True)
     )
 
 

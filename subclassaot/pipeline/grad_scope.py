@@ -29,6 +29,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     requires_grad_through_gained_base,
 )
 from subclassaot.pipeline.rules.stale_views import input_named
+from subclassaot.pipeline.rules.storage_reach import reads_grad
 from subclassaot.pipeline.rules.swap_record import RawMeta, tensor_meta
 from subclassaot.runtime.steps import input_root
 from subclassaot.schemas import BackwardReshape, FlatInputs
@@ -64,7 +65,7 @@ __all__ = [
     "check_views_of_gained_bases",
     "check_gained_base_view_applies",
     "gained_base_views_as_leaves",
-    "reads_views_without_history",
+    "note_grad_reenabled",
     "flagless_view_history_raises",
     "note_gain_on_a_base",
     "note_flag_on_a_base",
@@ -805,11 +806,21 @@ def _leaf_stand_ins_apply(record: SwapRecord, func: Any, kwargs: dict[str, Any])
     return not is_autograd_read(func) and not is_base_read(func) and _reads_through_leaf(name, kwargs)
 
 
-def reads_views_without_history(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def note_grad_reenabled(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The program's call `func`, one that computes, in a run begun under no_grad: where grad mode is on and it reads a
+    tensor that requires grad, or a view eager's autograd gives requires_grad through a base the program made require
+    grad (`_reads_views_without_history`), its result requires grad in eager: noted, so the call compiles for training
+    (Note [Grad Mode And Autograd Reads])."""
+    if record.grad_at_start or not torch.is_grad_enabled():
+        return
+    if reads_grad((args, kwargs)) or _reads_views_without_history(record, func, args, kwargs):
+        record.grad_reenabled.append(getattr(func, "__name__", "") or str(func))
+
+
+def _reads_views_without_history(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Does the program's call `func` read with grad a view that eager's autograd gives requires_grad through a base
-    the program made require grad, and no history? Its result requires grad in eager (a call under no_grad that turns
-    grad on there compiles for training), where the run's stand-in may require none (Note [Grad Mode And Autograd
-    Reads], views of gained bases)."""
+    the program made require grad, and no history, where the run's stand-in may require none (Note [Grad Mode And
+    Autograd Reads], views of gained bases)?"""
     if not _leaf_stand_ins_apply(record, func, kwargs):
         return False
     with no_torch_function():  # (the pipeline's reads, not the program's)
@@ -835,7 +846,7 @@ def gained_base_views_as_leaves(
                 found = _view_without_history(record, a)
             if found is None:
                 return a
-            record.unbumped_view_reads.append(found[0])  # (guarded: Note [What The Guards Compare])
+            record.unbumped_view_reads.append(found[0])  # (its counter guarded at 0: `guards._unbumped_guards`)
             with torch.no_grad():
                 leaf = a.detach()
             made[id(a)] = leaf.requires_grad_()

@@ -35,7 +35,7 @@ from subclassaot.pipeline.grad_scope import (
     gained_base_views_as_leaves,
     note_flag_on_a_base,
     note_gain_on_a_base,
-    reads_views_without_history,
+    note_grad_reenabled,
     regenerated_history_reads,
     resize_as_eager,
 )
@@ -1218,11 +1218,8 @@ class _DataMode(TorchFunctionMode):
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
         computes = name != "__get__" and not torch.is_inference_mode_enabled()
-        reads = computes and (
-            reads_grad((args, kwargs)) or reads_views_without_history(self.record, func, args, kwargs)
-        )
-        if reads and not self.record.grad_at_start and torch.is_grad_enabled():
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
+        if computes:
+            note_grad_reenabled(self.record, func, args, kwargs)  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
