@@ -901,6 +901,7 @@ def _entry_guards(
         + (multi_output_view_input_reads(flat, layout, analysis) if grad_mode is None else ()),
         apart=tuple(DenseIndex(j) for j, m in enumerate(analysis.mutations) if m.history_of_its_own),
         base_flag_reads=analysis.base_flag_reads,
+        unbumped_view_reads=analysis.unbumped_view_reads,
     )
 
 

@@ -663,6 +663,9 @@ class Analysis:
     # tensor positions of the view inputs whose `._base`'s requires_grad the analysis decided on (Note [Views That
     # Raise After A Bump])
     base_flag_reads: tuple[int, ...] = ()
+    # tensor positions of the view inputs the analysis read as views without history of a base it made require grad,
+    # their counters unmoved (Note [Grad Mode And Autograd Reads])
+    unbumped_view_reads: tuple[int, ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_reenabled: tuple[str, ...] = ()

@@ -463,6 +463,7 @@ def _analysis(
         base_reads=tuple(run.swaps.base_reads),
         creation_meta_reads=tuple(run.swaps.creation_meta_reads),
         base_flag_reads=tuple(run.swaps.base_flag_reads),
+        unbumped_view_reads=tuple(run.swaps.unbumped_view_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
         output_versions=counts.outputs,

@@ -31,6 +31,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     requires_grad_through_gained_base,
 )
 from subclassaot.pipeline.rules.stale_views import input_named
+from subclassaot.pipeline.rules.storage_reach import reads_grad
 from subclassaot.pipeline.rules.swap_record import RawMeta, tensor_meta
 from subclassaot.runtime.steps import input_root
 from subclassaot.schemas import BackwardReshape, FlatInputs
@@ -63,8 +64,12 @@ __all__ = [
     "bumped_input_reads",
     "check_flagless_view_set",
     "check_views_of_gained_bases",
+    "check_gained_base_view_applies",
+    "gained_base_views_as_leaves",
+    "note_grad_reenabled",
     "flagless_view_history_raises",
     "note_gain_on_a_base",
+    "note_flag_on_a_base",
     "backward_reshapes",
     "check_grad_factories",
     "GradReenabledError",
@@ -741,12 +746,127 @@ def note_gain_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
             record.views_of_gained_bases.add(key)
 
 
+# Views of gained bases (Note [Grad Mode And Autograd Reads]). Eager: a view input whose `._base`, another input, the
+# program makes require grad reads requires_grad from that base from then on, but its grad_fn stays None where no
+# write moved the version counter since the view was taken (autograd regenerates a view's history from its base only
+# then): it is no leaf with an accumulator of its own either, so an op with grad that reads it records a node whose
+# edge for it goes nowhere (`x1.sum()`: a SumBackward0 with next_functions ((None, 0),)), and no gradient reaches the
+# base or the view through it. Views of it the program took before the flag, or under no_grad, are alike; those taken
+# with grad after it have a view node whose edge goes nowhere. The run's stand-in is a view of the alias group's
+# synthetic base (its flag the compile's, not eager's), so such an op reads the view through a throwaway leaf, its
+# detach() made to require grad (`gained_base_views_as_leaves`): the same elements, storage and counter, results
+# that require grad and carry a node, and a gradient that reaches no input. Where eager's view has history (the
+# program moved the counter first; a tensor of its chain given a flag of its own, set_() or `.data =`; an input that
+# came with its counter moved: guarded, `SwapRecord.unbumped_view_reads`), and for an op that may return a view, a
+# write, an `out=`, a custom Function's apply, or a hook, `check_views_of_gained_bases` refuses what would differ.
+
+# torch functions of the program that reach a tensor's autograd history or accumulator without computing from it
+_HISTORY_CALLS = frozenset({"register_hook", "retain_grad", "register_post_accumulate_grad_hook", "backward"})
+
+
+def _view_without_history(record: SwapRecord, t: torch.Tensor) -> tuple[int, torch.Tensor] | None:
+    """(tensor position, real input) of the view input that `t` is, or is a view of, where eager's `t` requires grad
+    through that input's `._base`, which the program made require grad, and has no history of its own (Note [Grad
+    Mode And Autograd Reads], views of gained bases); None elsewhere."""
+    chain = [t, *(view.source for view in record.chain(t))]
+    if id(chain[-1]) not in record.views_of_flagged_bases or record.requires_grad_dropped:
+        return None
+    flagged = record.requires_grad_set | record.own_flags | record.moved()
+    if any(id(s) in flagged for s in chain):
+        return None
+    root = chain[-1]
+    found = record.input_positions.get(id(root))
+    if found is None or found[1]._version != 0:
+        return None  # (a counter moved before the call may have left the view stale: its history is regenerated)
+    bumped = any(record.family_last_bump.get(record.family_of(s)) is not None for s in (t, root))
+    return None if bumped or storage_key(root) in record.last_bump else found
+
+
+def _reads_through_leaf(name: str, kwargs: dict[str, Any]) -> bool:
+    """Does the program's torch function `name` read its tensors' elements as an op that records history, without
+    writing them or returning a view of them (Note [Grad Mode And Autograd Reads], views of gained bases)?"""
+    return name not in _NO_DETACH and not _writes(name) and "out" not in kwargs and not _may_alias(name)
+
+
+def _leaf_stand_ins_apply(record: SwapRecord, func: Any, kwargs: dict[str, Any]) -> bool:
+    """May throwaway leaves stand in for operands of the program's call `func` now (`gained_base_views_as_leaves`)?"""
+    if not record.views_of_flagged_bases or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return False
+    name = getattr(func, "__name__", "")
+    return not is_autograd_read(func) and not is_base_read(func) and _reads_through_leaf(name, kwargs)
+
+
+def note_grad_reenabled(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The program's call `func`, one that computes, in a run begun under no_grad: where grad mode is on and it reads a
+    tensor that requires grad, or a view eager's autograd gives requires_grad through a base the program made require
+    grad (`_reads_views_without_history`), its result requires grad in eager: noted, so the call compiles for training
+    (Note [Grad Mode And Autograd Reads])."""
+    if record.grad_at_start or not torch.is_grad_enabled():
+        return
+    if reads_grad((args, kwargs)) or _reads_views_without_history(record, func, args, kwargs):
+        record.grad_reenabled.append(getattr(func, "__name__", "") or str(func))
+
+
+def _reads_views_without_history(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Does the program's call `func` read with grad a view that eager's autograd gives requires_grad through a base
+    the program made require grad, and no history, where the run's stand-in may require none (Note [Grad Mode And
+    Autograd Reads], views of gained bases)?"""
+    if not _leaf_stand_ins_apply(record, func, kwargs):
+        return False
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        return any(_view_without_history(record, a) is not None for a in tensors)
+
+
+def gained_base_views_as_leaves(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`args`, `kwargs` of an op with grad on with each view eager's autograd gives requires_grad through a base the
+    program made require grad, and no history (`_view_without_history`), replaced by a throwaway leaf over its
+    elements (Note [Grad Mode And Autograd Reads], views of gained bases)."""
+    if not _leaf_stand_ins_apply(record, func, kwargs):
+        return args, kwargs
+    made: dict[int, torch.Tensor] = {}
+
+    def stand_in(a: object) -> object:
+        if not isinstance(a, torch.Tensor):
+            return a
+        if id(a) not in made:
+            with no_torch_function():  # (the pipeline's reads, not the program's)
+                found = _view_without_history(record, a)
+            if found is None:
+                return a
+            record.unbumped_view_reads.append(found[0])  # (its counter guarded at 0: `guards._unbumped_guards`)
+            with torch.no_grad():
+                leaf = a.detach()
+            made[id(a)] = leaf.requires_grad_()
+        return made[id(a)]
+
+    new_args = tuple(pytree.tree_map(stand_in, args))
+    new_kwargs = {k: pytree.tree_map(stand_in, v) for k, v in kwargs.items()}
+    return (new_args, new_kwargs) if made else (args, kwargs)
+
+
+def note_flag_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
+    """requires_grad_() on the stand-in `t` of an input that came requiring no grad, whether or not the stand-in does
+    (a compile may set the flag from the start): the other inputs that are views of it (their `._base` is it) read
+    requires_grad from it from now on, with no history (Note [Grad Mode And Autograd Reads], views of gained bases)."""
+    found = record.input_positions.get(id(t))
+    if found is None or found[1].requires_grad:
+        return
+    for key, (_, other) in record.input_positions.items():
+        if other is not found[1] and other._is_view() and other._base is found[1]:
+            record.views_of_flagged_bases.add(key)
+
+
 def check_views_of_gained_bases(
     record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
 ) -> None:
     """Refuse an op with grad on, other than a view op, that read an input (or a view of one) whose base the program
-    made require grad, where the run's stand-in does not require grad: eager's result carries history, the compiled
-    call's cannot. (A view of it is replayed at run time from the real input, with eager's history.)"""
+    made require grad, where the run's stand-in does not require grad and no throwaway leaf stood in for it
+    (`gained_base_views_as_leaves`): eager's result carries history, the compiled call's cannot. (A view of it is
+    replayed at run time from the real input, with eager's history; an op whose results hold no tensor records
+    none.)"""
     if not record.views_of_gained_bases or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
     read = [
@@ -756,18 +876,45 @@ def check_views_of_gained_bases(
         and not t.requires_grad
         and id(record.view_root(t, through_swaps=True)) in record.views_of_gained_bases
     ]
+    if read and _reads_through_leaf(name, kwargs):
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            read = [t for t in read if _view_without_history(record, t) is None]  # (a throwaway leaf stood in)
     if not read:
         return
     writes = name.endswith("_") or name.startswith("__i") or name == "__setitem__"
     made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
     if not writes and made and all(storage_key(o) == storage_key(read[0]) for o in made):
         return
-    raise UnsupportedError(
-        f"{input_named(record, read[0])}the program turns requires_grad on for an input that another input is a view "
+    if not writes and not made and name not in _HISTORY_CALLS:
+        return
+    raise _gained_base_view_refusal(record, read[0], name)
+
+
+def check_gained_base_view_applies(record: SwapRecord, name: str, args: Sequence[object]) -> None:
+    """Before a custom Function's apply with grad on: refuse one that reads a view input (or a view of one) whose
+    base the program made require grad: eager's result requires grad through it with no history to the base, the
+    run's has none or history to its stand-in (Note [Grad Mode And Autograd Reads], views of gained bases)."""
+    if not record.views_of_flagged_bases or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    read = [
+        a
+        for a in pytree.tree_leaves(args)
+        if isinstance(a, torch.Tensor)
+        and id(record.view_root(a, through_swaps=True)) in record.views_of_flagged_bases
+        and id(a) not in record.requires_grad_set
+    ]
+    if read:
+        raise _gained_base_view_refusal(record, read[0], name)
+
+
+def _gained_base_view_refusal(record: SwapRecord, t: torch.Tensor, name: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"{input_named(record, t)}the program turns requires_grad on for an input that another input is a view "
         "of (requires_grad_(), `.requires_grad = True`) and then computes with grad enabled from that view "
-        f"({name}): eager's view takes requires_grad from its base, so its results carry history, while the compiled "
-        "call lays the inputs out over one storage apart and the view's results have none. Call requires_grad_() "
-        "outside the compiled function, or pass the view's values as a separate tensor"
+        f"({name}): eager's view takes requires_grad from its base, so its results carry history (to its base where a "
+        "write moved the counter they share before, or through a custom Function, an in-place op, a view that copies, "
+        "or a hook), while the compiled call lays the inputs out over one storage apart and the view's results have "
+        "none. Call requires_grad_() outside the compiled function, or pass the view's values as a separate tensor"
     )
 
 

@@ -394,6 +394,7 @@ def build_guards(
     creation_meta_reads: Sequence[int] = (),
     apart: Collection[DenseIndex] = (),
     base_flag_reads: Sequence[int] = (),
+    unbumped_view_reads: Sequence[int] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
@@ -402,7 +403,9 @@ def build_guards(
     called. `creation_meta_reads`: the tensor positions whose autograd creation meta the compile decided on (Note
     [What The Guards Compare]). `apart`: dense leaves whose runs rely on `view_bases.autograd_apart`
     (LeafMutation.history_of_its_own). `base_flag_reads`: the tensor positions whose `._base`'s requires_grad the
-    compile decided on (Note [Views That Raise After A Bump])."""
+    compile decided on (Note [Views That Raise After A Bump]). `unbumped_view_reads`: the tensor positions of view
+    inputs the compile read as views without history, their version counters at 0 (Note [Grad Mode And Autograd
+    Reads])."""
     w = _Writer()
     one_call: set[int] = set()
     grouped = {m for group in layout.groups for m in group.members}
@@ -438,6 +441,7 @@ def build_guards(
     _base_read_guards(w, flat, base_reads)
     _creation_meta_guards(w, flat, creation_meta_reads)
     _base_flag_guards(w, flat, base_flag_reads)
+    _unbumped_guards(w, flat, unbumped_view_reads)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
@@ -495,6 +499,15 @@ def _base_flag_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) ->
             f"{flat.leaves[index].path}._base.requires_grad",
             flag,
         )
+
+
+def _unbumped_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
+    """That no write moved the version counter of each view input at `positions`, as none had at the compile: one
+    moved since the view was taken leaves its history to be regenerated from its base (Note [Grad Mode And Autograd
+    Reads], views of gained bases)."""
+    for position in dict.fromkeys(positions):
+        index = flat.tensor_indices[position]
+        w.expect(f"v{index}._version == 0", f"{flat.leaves[index].path}._version", 0, f"v{index}._version")
 
 
 def _creation_meta_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:

@@ -2832,11 +2832,13 @@ def base_made_to_require_grad_then_view_read(x0: T, x1: T) -> object:
 
 
 @pytest.mark.parametrize("taken", ["unbind", "select", "no_grad"])
-def test_requires_grad_on_the_base_of_another_input_then_its_view_read_with_grad_refused(taken: str) -> None:
+def test_requires_grad_on_the_base_of_another_input_then_its_view_read_with_grad_matches_eager(taken: str) -> None:
     """Fuzz seed 80500 #106: the stand-ins of a view and its base are laid out over one storage apart, so the view's
-    results carry no history where eager's do: refused at the first op with grad on that reads the view."""
-    with torch.no_grad(), pytest.raises(UnsupportedError, match=r"args\[0\] and args\[1\]: .* another input is a view"):
-        subclassaot.compile(base_made_to_require_grad_then_view_read, backend="eager")(*_view_and_its_base(taken)())
+    results carried no history where eager's do (refused once); eager's view requires grad through its base with no
+    history of its own (taken before the flag): `t0` has a node whose edge goes nowhere, which the run's read of the
+    view through a throwaway leaf gives. (A call under no_grad: the read turns grad on, so it compiles for training.)"""
+    with torch.no_grad():
+        assert_matches_eager(base_made_to_require_grad_then_view_read, _view_and_its_base(taken))
 
 
 def _set_to_base_made_to_require_grad_under_no_grad(x0: T, x1: T, x2: T) -> object:
@@ -2912,17 +2914,32 @@ _NO_GRAD_VIEW_READS = [
 ]
 
 
-@pytest.mark.parametrize("f", _NO_GRAD_VIEW_READS, ids=["read_before", "unread"])
-@pytest.mark.parametrize("kind", ["plain", "pair"])
-def test_requires_grad_on_a_base_input_then_its_view_input_read_with_grad_refused(
+@pytest.mark.parametrize(
+    ("kind", "f"),
+    [
+        ("plain", base_made_to_require_grad_unread_then_no_grad_view_read),
+        ("pair", base_made_to_require_grad_then_no_grad_view_read),
+        ("pair", base_made_to_require_grad_unread_then_no_grad_view_read),
+    ],
+    ids=["plain-unread", "pair-read_before", "pair-unread"],
+)
+def test_requires_grad_on_a_base_input_then_its_view_input_read_with_grad_matches_eager(
     compile_fn: CompileFn | None, kind: str, f: Callable[[T, T], object]
 ) -> None:
     """x1 a view of x0, both passed, x0 made to require grad, then `t * 3` of a no_grad view t of x1: eager's t
-    takes requires_grad from x0 and `t * 3` has a grad_fn. A PairTensor's stand-ins, laid out apart, gave `t * 3` no
-    history (a wrong result, where plain inputs were refused: the rule for a view of a base made to require grad
-    skipped subclass inputs)."""
+    takes requires_grad from x0 and `t * 3` has a grad_fn whose edge for t goes nowhere (t has no history). A
+    PairTensor's stand-ins, laid out apart, once gave `t * 3` no history (a wrong result, where plain inputs were
+    refused); the run reads t through a throwaway leaf now, for both."""
     with torch.enable_grad():
-        assert_refused(f, _aliased_base_and_view(kind, view_first=False), compile_fn, _BASE_GAIN_RULE)
+        assert_matches_eager(f, _aliased_base_and_view(kind, view_first=False), compile_fn=compile_fn)
+
+
+def test_requires_grad_on_a_base_input_after_a_read_of_its_view_input_refused(compile_fn: CompileFn | None) -> None:
+    """The plain inputs of `base_made_to_require_grad_then_no_grad_view_read`: `y = x1 * 2` before the flag is a read
+    of x0's storage with grad, which the compile (x0 requiring grad from the start) would give history: refused."""
+    f = base_made_to_require_grad_then_no_grad_view_read
+    with torch.enable_grad():
+        assert_refused(f, _aliased_base_and_view("plain", view_first=False), compile_fn, _BASE_GAIN_RULE)
 
 
 @pytest.mark.parametrize("f", _NO_GRAD_VIEW_READS, ids=["read_before", "unread"])
@@ -2962,11 +2979,16 @@ def base_made_to_require_grad_then_view_viewed_and_read(x0: T, x1: T) -> object:
     return (v, y)
 
 
-def test_requires_grad_on_the_base_of_another_input_then_a_view_of_its_view_matches_eager() -> None:
+@pytest.mark.parametrize(
+    "f", [base_made_to_require_grad_then_view_viewed, base_made_to_require_grad_then_view_viewed_and_read]
+)
+def test_requires_grad_on_the_base_of_another_input_then_a_view_of_its_view_matches_eager(
+    f: Callable[[T, T], object],
+) -> None:
+    """`v * 2` of a view v taken with grad of the view input after its base's flag: eager's v has a view node whose
+    edge goes nowhere (refused once; read through a throwaway leaf now)."""
     with torch.no_grad():
-        assert_matches_eager(base_made_to_require_grad_then_view_viewed, _view_and_its_base("select"))
-    with torch.no_grad(), pytest.raises(UnsupportedError, match=r"another input is a view .*\(mul\)"):
-        subclassaot.compile(base_made_to_require_grad_then_view_viewed_and_read)(*_view_and_its_base("select")())
+        assert_matches_eager(f, _view_and_its_base("select"))
 
 
 # Fuzz seed 118600 #6336 (DIVERGED): x1 a view of x0, both passed, x0 made to require grad, then a dirty Function
@@ -3014,6 +3036,113 @@ def test_requires_grad_on_the_base_of_another_input_then_its_view_given_to_a_fun
     f = base_made_to_require_grad_then_view_given_to_a_function_with_grad
     with torch.no_grad(), pytest.raises(UnsupportedError, match=r"args\[0\] and args\[1\]: .* another input is a view"):
         subclassaot.compile(f)(*_base_and_its_unsqueeze())
+
+
+# Eager's view input whose base, another input, the program makes require grad: the view reads requires_grad from
+# the base but keeps grad_fn None (is_leaf True) while no write moved the counter since it was taken, and has no
+# accumulator of its own, so `x1.mul(-1.0)` gets a MulBackward0 whose edge for x1 goes nowhere and no gradient
+# reaches x0 through it. A write since (under no_grad, through a detach()) makes autograd regenerate the view's history
+# from x0 at its next read (AsStridedBackward0), which the output x1 shows after the call.
+def view_read_with_grad_after_its_base_flagged(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t0 = x0.add(x0)
+    t1 = x1.mul(-1.0)
+    w = x1.view(-1)  # a view node whose edge goes nowhere
+    t2, t3 = x1.sum(), w * 2
+    with torch.no_grad():
+        x0.add_(3.0)  # x1 regenerates its history from x0 when next read
+    return (x0, t0, t1, t2, t3, x1)
+
+
+def view_read_with_grad_after_its_base_flagged_and_written_through_data(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    x0.data.add_(1.0)  # `.data` has a counter of its own: x1's stays where it was taken
+    return (x1 * 2,)
+
+
+def _base_and_its_row() -> tuple[T, T]:
+    b0 = torch.randn(3, 2)
+    return (b0, b0[1])
+
+
+def _base_and_its_row_written_since() -> tuple[T, T]:
+    b0 = torch.randn(3, 2)
+    x1 = b0[1]
+    b0.add_(1.0)  # before the call: x1's history is regenerated from b0 once b0 requires grad
+    return (b0, x1)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [view_read_with_grad_after_its_base_flagged, view_read_with_grad_after_its_base_flagged_and_written_through_data],
+)
+def test_view_input_read_with_grad_after_its_base_flagged_matches_eager(f: Callable[[T, T], object]) -> None:
+    """Fuzz seed 119400 programs 1175, 1575, 7746 (refused: "another input is a view of"): the run reads the view
+    through a throwaway leaf (its detach() made to require grad), so the results require grad and have a node, and
+    no gradient reaches x0 through them; the output x1, written since, is rebuilt from the real input with eager's
+    regenerated history. (A PairTensor pair is refused by the rule for subclass families that gain grad.)"""
+    with torch.enable_grad():
+        eager = cast(tuple[T, ...], f(*_base_and_its_row()))
+        if f is view_read_with_grad_after_its_base_flagged:  # eager's facts the run reproduces
+            assert eager[2].grad_fn is not None and eager[2].grad_fn.next_functions == ((None, 0), (None, 0))
+            assert eager[3].grad_fn is not None and eager[3].grad_fn.next_functions == ((None, 0),)
+            assert type(eager[5].grad_fn).__name__ == "AsStridedBackward0"
+        assert_matches_eager(f, _base_and_its_row)
+        assert_matches_eager(f, _base_and_its_row, after_call=write_outputs)
+
+
+def _view_read_after_a_write(write: str) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        x0.requires_grad_()
+        y = x1 * 2
+        if write == "no_grad":
+            with torch.no_grad():
+                x0.add_(1.0)
+        else:
+            x0.detach().add_(1.0)  # (a detach() shares the counter)
+        return (y, x1 * 3)
+
+    return f
+
+
+_REGENERATED_VIEW_RULE = r"args\[0\] and args\[1\]: the program turns requires_grad on .* another input is a view"
+
+
+@pytest.mark.parametrize("write", ["no_grad", "detach"])
+def test_view_input_read_with_grad_after_a_write_since_its_base_flagged_refused(write: str) -> None:
+    """`x1 * 3` after a write that moved the counter: eager regenerates x1's history from x0, so the gradient reaches
+    x0; the run's stand-in, laid out apart, would give it none: refused by name (`x1 * 2` before the write alone
+    compiles)."""
+    f = _view_read_after_a_write(write)
+    with torch.enable_grad():
+        x0, x1 = _base_and_its_row()
+        out = cast(tuple[T, T], f(x0, x1))
+        out[1].sum().backward()  # type: ignore[no-untyped-call]
+        assert x0.grad is not None and bool(x0.grad.abs().sum() > 0)  # eager's fact the refusal stands for
+        with pytest.raises(UnsupportedError, match=_REGENERATED_VIEW_RULE):
+            subclassaot.compile(f)(*_base_and_its_row())
+
+
+def view_read_with_grad_after_its_base_flagged_plain(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    return (x0 * 1, x1 * 2)
+
+
+def test_view_input_written_before_the_call_then_its_base_flagged_refused() -> None:
+    """A view input whose counter a write moved before the call: eager's history is regenerated from its base at
+    the read, so the gradient reaches x0. Refused at compile time (the counter is not 0), and an entry compiled for
+    unwritten inputs is not reused for such inputs (guarded: it would give x0 no gradient)."""
+    f = view_read_with_grad_after_its_base_flagged_plain
+    with torch.enable_grad():
+        x0, x1 = _base_and_its_row_written_since()
+        cast(tuple[T, T], f(x0, x1))[1].sum().backward()  # type: ignore[no-untyped-call]
+        assert x0.grad is not None  # eager's fact
+        with pytest.raises(UnsupportedError, match=_REGENERATED_VIEW_RULE):
+            subclassaot.compile(f)(*_base_and_its_row_written_since())
+        compiled = subclassaot.compile(f)
+        compiled(*_base_and_its_row())
+        with pytest.raises(UnsupportedError, match=_REGENERATED_VIEW_RULE):
+            compiled(*_base_and_its_row_written_since())
 
 
 # Fuzz seed 118600 #5481 (DIVERGED): x0 a view of a tensor not passed, t0 = x0.t() under no_grad, then x0 made to

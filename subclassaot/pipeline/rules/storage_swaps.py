@@ -21,6 +21,7 @@ from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
     bumped_input_reads,
     check_flagless_view_reads,
+    check_gained_base_view_applies,
     check_raising_view_input_applies,
     check_raising_view_input_reads,
     check_regenerated_history_applies,
@@ -31,7 +32,10 @@ from subclassaot.pipeline.grad_scope import (
     flagless_views_detached,
     function_outputs_as_eager,
     function_returns_as_analyzed,
+    gained_base_views_as_leaves,
+    note_flag_on_a_base,
     note_gain_on_a_base,
+    note_grad_reenabled,
     regenerated_history_reads,
     resize_as_eager,
 )
@@ -1233,8 +1237,8 @@ class _DataMode(TorchFunctionMode):
             self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
         computes = name != "__get__" and not torch.is_inference_mode_enabled()
-        if computes and not self.record.grad_at_start and torch.is_grad_enabled() and reads_grad((args, kwargs)):
-            self.record.grad_reenabled.append(name or str(func))  # Note [Grad Mode And Autograd Reads]
+        if computes:
+            note_grad_reenabled(self.record, func, args, kwargs)  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
@@ -1416,6 +1420,7 @@ class _DataMode(TorchFunctionMode):
             # a write, views of it or of a base it views: Note [Grad Mode And Autograd Reads]), and where autograd
             # would rebuild a later view's history from that base, `_call` refuses its assert by name)
             _note_gain_on_view_input(self.record, args[0])
+            note_flag_on_a_base(self.record, args[0])  # (in every run: Note [Grad Mode And Autograd Reads])
             if not args[0].requires_grad:
                 note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained.add(id(args[0]))
@@ -1471,6 +1476,8 @@ class _DataMode(TorchFunctionMode):
             self.record.note_inplace_view_read(args[0])  # Note [Views That Raise After A Bump]
         # (views eager's autograd gives no requires_grad: Note [Grad Mode And Autograd Reads])
         call_args, call_kwargs = flagless_views_detached(self.record, func, call_args, call_kwargs)
+        # (views eager's autograd gives requires_grad through a gained base, and no history: same Note)
+        call_args, call_kwargs = gained_base_views_as_leaves(self.record, func, call_args, call_kwargs)
         check_flagless_view_reads(self.record, name, args, call_args, call_kwargs)  # (a write would raise in the run)
         mark = autograd_sequence_nr()  # (did the call make a node: Note [The Eager Record])
         try:
@@ -1799,6 +1806,7 @@ def _apply_noted(
     check_raising_view_input_applies(record, args, kwargs)  # Note [Views That Raise After A Bump]
     # Note [Views That Raise After A Bump], histories regenerated over a base without grad
     check_regenerated_history_applies(record, f"{cls.__name__}.apply", (*args, *kwargs.values()))
+    check_gained_base_view_applies(record, f"{cls.__name__}.apply", (*args, *kwargs.values()))
     if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
         check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)

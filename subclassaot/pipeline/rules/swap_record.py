@@ -164,6 +164,8 @@ class SwapRecord:
     # id() of input stand-ins whose real input is a view of another input the program made require grad (Note [Grad
     # Mode And Autograd Reads])
     views_of_gained_bases: set[int] = field(default_factory=set)
+    # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start)
+    views_of_flagged_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
     # ... of those, the ones whose flag came before any op of the program changed their storage (relaid a tensor over
@@ -278,6 +280,10 @@ class SwapRecord:
     # id() of view input stand-ins -> the `seq` of each op with grad at which eager rebuilt the input's history from its
     # `._base` (its first read after a write moved its counter), in order (Note [Views That Raise After A Bump])
     base_rebuilds: dict[int, list[int]] = field(default_factory=dict)
+    # tensor positions of the view inputs read with grad through a throwaway leaf, their base made to require grad by
+    # the program: eager's has no history only where no write moved its counter since it was taken (Note [Grad Mode
+    # And Autograd Reads], views of gained bases)
+    unbumped_view_reads: list[int] = field(default_factory=list)
     # storages untyped_storage() gave for tensor subclass wrappers -> the subclass's name (Note [Autograd Sees The
     # Wrapper])
     wrapper_storages: dict[object, str] = field(default_factory=dict)
