@@ -181,6 +181,10 @@ class CompiledFunction(Generic[P, R]):
         # is wrapped by CompiledModule instead: see its docstring).
         functools.update_wrapper(self, fn, updated=())
 
+    def __reduce__(self) -> tuple[type[CompiledFunction[P, R]], tuple[Callable[P, R], CompileConfig]]:
+        # deepcopy and pickle copy the function and compile it afresh: entries (and the lock) are not copied.
+        return (type(self), (self.fn, self.config))
+
     @property
     def compile_config(self) -> CompileConfig:
         return self.config
@@ -1425,6 +1429,8 @@ def compile(
 def _compiled(fn: Callable[P, R], config: CompileConfig) -> CompiledModule[Any] | CompiledFunction[P, R]:
     if isinstance(fn, CompiledModule):  # compiling a compiled module compiles its module anew
         return CompiledModule(fn._orig_mod, config)
+    if isinstance(fn, CompiledFunction):  # ... and a compiled function its function
+        return CompiledFunction(fn.fn, config)
     if isinstance(fn, torch.nn.Module):
         return CompiledModule(fn, config)
     return CompiledFunction(fn, config)

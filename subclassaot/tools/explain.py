@@ -356,6 +356,11 @@ class Explanation:
         if not self.training:
             return "none: inference (no input requires grad, or grad mode is off)"
         backward = self.entry.backward
+        if backward is None and self.entry.autograd_backward:
+            return (
+                "none: autograd records the forward graph's ops as they run, and its backward is eager's own "
+                "(Note [Training Without A Function])"
+            )
         if backward is None:
             return "none: no input requires grad in this entry"
         return backward.code.strip()

@@ -132,3 +132,29 @@ def test_record_labels_escape_special_characters() -> None:
     graph.output(x)
     dot = graph_to_dot(graph, node_shape="record", placeholder_words={"x": "kwargs['{a|b}<c>']"})
     assert r"kwargs['\{a\|b\}\<c\>']" in dot
+
+
+def test_explain_takes_a_compiled_function_and_a_copy_compiles_afresh() -> None:
+    """A compiled function explains as its function does (deep-copied for the call: its cache and lock are not
+    copied), and compiling it again compiles its function anew rather than tracing through the compiled one."""
+    import copy
+
+    import subclassaot
+
+    def scale(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.dropout(torch.nn.functional.layer_norm(x, (4,), w), 0.0, True)
+
+    compiled = subclassaot.compile(scale, backend="eager")
+    w, x = torch.randn(4, requires_grad=True), torch.randn(2, 4)
+    compiled(w, x)
+    text = str(explain(compiled, w, x))
+    assert "training (forward + backward)" in text
+    backward = text.split("== Backward graph ==\n", 1)[1]
+    # the eager backend's plain training step runs its graph under autograd (no backward graph of ours)
+    assert backward.startswith("def forward(") or backward.startswith("none: autograd records")
+    assert "no input requires grad" not in backward.split("==", 1)[0]
+    twin = copy.deepcopy(compiled)
+    assert twin is not compiled and twin.fn is scale and twin.compile_count == 0 and compiled.compile_count == 1
+    again = subclassaot.compile(compiled, backend="eager")
+    assert again.fn is scale
+    torch.testing.assert_close(again(w, x), scale(w, x))
