@@ -1688,7 +1688,7 @@ def torch_method_patches() -> tuple[object, ...]:
     """The code objects of the process-wide wrappers of torch's own methods (`Function.apply`,
     `UntypedStorage.resize_`): pass-throughs outside a compile, so a frame of theirs on a stack is torch's method,
     not the pipeline."""
-    return (_noted_function_apply.__code__, _handled_storage_resize.__code__)
+    return (_noted_function_apply.__code__, _handled_storage_resize.__code__, _noted_tensor_set.__code__)
 
 
 def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
@@ -1765,6 +1765,52 @@ def storage_resizes_handled(
         yield
     finally:
         _storage_resize_handlers.handle, _storage_resize_handlers.check_read = before
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tensor.set_ (Note [Views That Raise After A Bump])
+# ---------------------------------------------------------------------------------------------------------------
+
+# `Tensor.set_` reaches no torch-function mode, and its autograd kernel reads the history of its tensors (where either
+# requires grad) before it dispatches: no mode of the pipeline sees the call before that read. Unlike the wrappers
+# above, this one is torch.Tensor's own attribute only while a block of this thread or another is open (a count of
+# them), deleted after the last: Dynamo and FX graphs name torch's method, which the pipeline compares targets with.
+# A subclass's __torch_function__, which torch hands `torch.Tensor.set_`, is given the wrapper inside the block.
+_tensor_set_notes = threading.local()
+_tensor_set_lock = threading.Lock()
+_tensor_set_blocks = 0
+_torch_tensor_set: Callable[..., object] = torch._C.TensorBase.set_
+
+
+def _noted_tensor_set(self: torch.Tensor, *args: object, **kwargs: object) -> object:
+    note = getattr(_tensor_set_notes, "note", None)
+    if note is not None:
+        note(self, args, kwargs)
+    return _torch_tensor_set(self, *args, **kwargs)
+
+
+_noted_tensor_set.__name__ = _noted_tensor_set.__qualname__ = "set_"
+
+
+@contextlib.contextmanager
+def tensor_sets_noted(note: Callable[[torch.Tensor, tuple[object, ...], dict[str, object]], None]) -> Iterator[None]:
+    """Call `note(tensor, args, kwargs)` before every `tensor.set_(*args, **kwargs)` this thread calls inside the
+    block (through torch.Tensor's method: not `torch._C.TensorBase.set_` named itself)."""
+    global _tensor_set_blocks
+    with _tensor_set_lock:
+        if _tensor_set_blocks == 0:
+            torch.Tensor.set_ = _noted_tensor_set  # type: ignore[assignment,method-assign]  # see the comment above
+        _tensor_set_blocks += 1
+    before = getattr(_tensor_set_notes, "note", None)
+    _tensor_set_notes.note = note
+    try:
+        yield
+    finally:
+        _tensor_set_notes.note = before
+        with _tensor_set_lock:
+            _tensor_set_blocks -= 1
+            if _tensor_set_blocks == 0:
+                del torch.Tensor.set_
 
 
 @contextlib.contextmanager

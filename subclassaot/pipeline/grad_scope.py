@@ -506,9 +506,9 @@ def regenerated_history_refusal(record: SwapRecord, name: str, arg: object) -> U
 
 
 def check_regenerated_history_applies(record: SwapRecord, name: str, args: Sequence[object]) -> None:
-    """Before a custom Function's apply with grad on, which reads the history of each input that requires grad:
-    refuse one whose history eager regenerates over a base that requires no grad (Note [Views That Raise
-    After A Bump], histories regenerated over a base without grad)."""
+    """Before a call with grad on that reads the history of each of `args` that requires grad before any mode sees it
+    (a custom Function's apply, set_() its source): refuse one whose history eager regenerates over a base that
+    requires no grad (Note [Views That Raise After A Bump], histories regenerated over a base without grad)."""
     found = next((a for a in pytree.tree_leaves(list(args)) if history_rebuilt_over_no_grad_base(record, a)), None)
     if found is not None:
         raise regenerated_history_refusal(record, name, found)

@@ -231,7 +231,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # synthetic base that never requires grad, where eager's base requires grad and regenerates fine. The run's `._base`
 # (the tensor its replay runs over) decides it, with the record's counter facts, before the read
 # (`grad_scope.history_rebuilt_over_no_grad_base`), not torch's assert caught by its message: an apply, which reads
-# every input that requires grad, is refused before it runs; an op runs with that base requiring grad for its duration
+# every input that requires grad, is refused before it runs, and so is a set_() with grad of such a source (it reaches
+# no torch-function mode, and autograd reads its source's history before it dispatches: torch_internals'
+# `tensor_sets_noted` sees it first); an op runs with that base requiring grad for its duration
 # (its replay then makes a node, and nothing else of the run changes where the op reads no history) and is refused
 # where it made a node (Note [The Eager Record], calls that build no node), as such a read did in eager or would fail
 # in the run. The view made to require grad itself is a leaf whose history is never regenerated.

@@ -175,6 +175,7 @@ from subclassaot.torch_internals import (
     set_version,
     storage_key,
     storage_resizes_handled,
+    tensor_sets_noted,
     trace_new_leaf,
     untyped_storage_key,
     wrapper_on_scratch,
@@ -1773,8 +1774,21 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         storage_resizes_handled(handle, functools.partial(check_resized_nbytes, record)),
         marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
         function_applies_noted(functools.partial(_note_function_apply, record)),
+        tensor_sets_noted(functools.partial(_note_tensor_set, record)),
     ):
         yield
+
+
+def _note_tensor_set(
+    record: SwapRecord, target: torch.Tensor, args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    """Before the program's `target.set_(source)`, which no mode sees before autograd reads the source's history
+    (where either requires grad, with grad on): refuse a source whose history eager regenerates over a base that
+    requires no grad (Note [Views That Raise After A Bump], histories regenerated over a base without grad). A target
+    that is such a view raises in eager and the run alike before that read (an in-place op on a view of a leaf)."""
+    if record.dispatching == 0:
+        source = args[0] if args else kwargs.get("source")
+        check_regenerated_history_applies(record, "set_", (source,))
 
 
 def _note_function_apply(
