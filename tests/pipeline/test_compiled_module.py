@@ -218,6 +218,61 @@ def test_bert_trains_like_eager() -> None:
         assert_matches_eager(transformers.BertForMaskedLM(config), lambda: _lm_call(100, mask=False, cache=False))
 
 
+_SMALL = {
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "vocab_size": 100,
+    "max_position_embeddings": 32,
+}
+
+
+def _architecture(name: str) -> nn.Module:
+    """Tiny Hugging Face models of architectures the other tests do not cover, with their default attention (SDPA):
+    grouped-query attention with a sliding window, rotary embeddings, a mixture of experts (data-dependent routing by
+    index ops), an encoder-decoder with relative position buckets, another with learned positions."""
+    t = transformers
+    if name == "mistral":
+        return t.MistralForCausalLM(t.MistralConfig(**_SMALL, num_key_value_heads=1, sliding_window=4))
+    if name == "qwen2":
+        return t.Qwen2ForCausalLM(t.Qwen2Config(**_SMALL, num_key_value_heads=1))
+    if name == "mixtral":
+        return t.MixtralForCausalLM(
+            t.MixtralConfig(**_SMALL, num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2)
+        )
+    if name == "t5":
+        return t.T5ForConditionalGeneration(
+            t.T5Config(
+                num_layers=2, num_heads=2, d_model=32, d_kv=16, d_ff=64, vocab_size=100, decoder_start_token_id=0
+            )
+        )
+    assert name == "bart"
+    return t.BartForConditionalGeneration(
+        t.BartConfig(
+            encoder_layers=1,
+            decoder_layers=1,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            d_model=32,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            vocab_size=100,
+            max_position_embeddings=32,
+        )
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("name", ["mistral", "qwen2", "mixtral", "t5", "bart"])
+def test_hugging_face_architectures_match_eager(name: str, train: bool) -> None:
+    torch.manual_seed(0)
+    model = _architecture(name).train(train)
+    with torch.set_grad_enabled(train):
+        assert_matches_eager(model, lambda: _lm_call(100, mask=False, cache=True))
+
+
 @pytest.mark.parametrize("refused", [False, True])
 def test_compile_leaves_fx_module_patching_as_it_was(refused: bool) -> None:
     """A trace marks nn.Module's __call__ and __getattr__ so that fx's tracer skips patching them (torch_internals,
