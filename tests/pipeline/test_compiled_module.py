@@ -233,34 +233,37 @@ def _architecture(name: str) -> nn.Module:
     grouped-query attention with a sliding window, rotary embeddings, a mixture of experts (data-dependent routing by
     index ops), an encoder-decoder with relative position buckets, another with learned positions."""
     t = transformers
+    model: nn.Module  # (transformers is untyped here: its classes are Any)
     if name == "mistral":
-        return t.MistralForCausalLM(t.MistralConfig(**_SMALL, num_key_value_heads=1, sliding_window=4))
-    if name == "qwen2":
-        return t.Qwen2ForCausalLM(t.Qwen2Config(**_SMALL, num_key_value_heads=1))
-    if name == "mixtral":
-        return t.MixtralForCausalLM(
+        model = t.MistralForCausalLM(t.MistralConfig(**_SMALL, num_key_value_heads=1, sliding_window=4))
+    elif name == "qwen2":
+        model = t.Qwen2ForCausalLM(t.Qwen2Config(**_SMALL, num_key_value_heads=1))
+    elif name == "mixtral":
+        model = t.MixtralForCausalLM(
             t.MixtralConfig(**_SMALL, num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2)
         )
-    if name == "t5":
-        return t.T5ForConditionalGeneration(
+    elif name == "t5":
+        model = t.T5ForConditionalGeneration(
             t.T5Config(
                 num_layers=2, num_heads=2, d_model=32, d_kv=16, d_ff=64, vocab_size=100, decoder_start_token_id=0
             )
         )
-    assert name == "bart"
-    return t.BartForConditionalGeneration(
-        t.BartConfig(
-            encoder_layers=1,
-            decoder_layers=1,
-            encoder_attention_heads=2,
-            decoder_attention_heads=2,
-            d_model=32,
-            encoder_ffn_dim=64,
-            decoder_ffn_dim=64,
-            vocab_size=100,
-            max_position_embeddings=32,
+    else:
+        assert name == "bart"
+        model = t.BartForConditionalGeneration(
+            t.BartConfig(
+                encoder_layers=1,
+                decoder_layers=1,
+                encoder_attention_heads=2,
+                decoder_attention_heads=2,
+                d_model=32,
+                encoder_ffn_dim=64,
+                decoder_ffn_dim=64,
+                vocab_size=100,
+                max_position_embeddings=32,
+            )
         )
-    )
+    return model
 
 
 @pytest.mark.slow
