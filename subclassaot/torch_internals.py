@@ -1488,6 +1488,30 @@ def no_torch_function() -> contextlib.AbstractContextManager[None]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Operators of our own (torch.library)
+# ---------------------------------------------------------------------------------------------------------------
+
+_LIBRARIES: dict[str, torch.library.Library] = {}  # (kept alive: an op lives as long as its library object)
+
+
+def define_op(
+    namespace: str, schema: str, kernel: Callable[..., object], *, keys: Sequence[str], tags: Sequence[torch.Tag]
+) -> torch._ops.OpOverload:
+    """Define `namespace::<schema>` (`name(arguments) -> returns`, one overload) with `kernel` for each dispatch key
+    of `keys`; its default overload."""
+    library = _LIBRARIES.get(namespace)
+    if library is None:
+        library = _LIBRARIES[namespace] = torch.library.Library(namespace, "FRAGMENT")  # type: ignore[no-untyped-call]  # untyped in torch
+    name = schema.split("(", 1)[0]
+    library.define(schema, tags=tuple(tags))  # type: ignore[no-untyped-call]  # untyped in torch
+    for key in keys:
+        library.impl(name, kernel, key)  # type: ignore[no-untyped-call]  # untyped in torch
+    op = getattr(getattr(torch.ops, namespace), name).default
+    assert isinstance(op, torch._ops.OpOverload), "BUG: torch.ops returns an OpOverload"
+    return op
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Opaque objects (torch._library.opaque_object): non-tensor inner attributes of a subclass (DTensor's device_mesh)
 # ---------------------------------------------------------------------------------------------------------------
 

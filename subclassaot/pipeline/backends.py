@@ -22,6 +22,7 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
+from subclassaot.pipeline.random_draws import with_eager_draws, with_printable_names
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
 from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
 from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
@@ -174,8 +175,8 @@ def _dropped(nodes: Sequence[torch.fx.Node]) -> dict[torch.fx.Node, list[torch.f
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
     """Inductor on the functional graph (compile_fx_inner: the graph is already functional aten)."""
     # A backward graph also takes the symbolic sizes the forward saved (Note [Training Through A Joint Graph]).
-    # fallback_random: random ops call aten's own kernels on the global generator, so a compiled program draws
-    # the same numbers as eager (and compile_fx_inner runs no pass that would lower them otherwise).
+    # fallback_random: the random ops, traced as opaque ops of their own, run in program order (Note [What A Backend
+    # Receives And Returns]); any other draw inductor lowers calls aten's kernel on the global generator.
     from torch._inductor import config as inductor_config
     from torch._inductor.compile_fx import compile_fx_inner
 
@@ -239,6 +240,19 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   `alias(t)` and the fresh output `t`, after `x.data = t`). The training Function returns each tensor once, an
 #   alias of it the second time (autograd_function's `_distinct_outputs`): marked non-differentiable as the input's
 #   value, the same object would have lost the fresh output's history.
+# - Random draws. A compiled program draws eager's numbers only where each random op runs eager's own kernel on the
+#   global generator, in program order, once. Inductor's decomposition table (which the trace applies) rewrites draws
+#   into other draws (`exponential` into `rand` and `log`, `geometric`, `rrelu_with_noise` whose eager kernel draws for
+#   the negative elements only, `native_dropout`, `rand_like`), and lowers the functional `bernoulli.p(empty, p)` that
+#   dropout becomes as an in-place `bernoulli_` on a copy of a NaN-filled `empty`, which a fused kernel can read before
+#   the fill runs. So for inductor the trace maps each random op (random_draws._DRAWS) to an opaque `subclassaot::` op:
+#   the aten op's arguments, its kernel the aten op itself (a fill's functional variant: a clone filled in place), its
+#   meta the aten op's (eager's strides), tagged `nondeterministic_seeded`. Inductor calls it as one extern kernel with
+#   a fresh output and chains the tagged ops in program order (`fallback_random`); the tag keeps the pipeline's
+#   dead-code pass and partition from dropping, merging or recomputing a draw. The ops run below autograd only (the
+#   trace's proxy mode), so the derivatives are eager's. Ops that draw only where an argument says so (attention and
+#   RNNs with dropout) are left to the backend. `random.from` (`random_(0, 10)`), an overload named by a Python
+#   keyword, fx prints as code that does not compile: every backend's trace maps that one op.
 #
 # Graph Modules Generate Their Code When Run:
 # An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms
@@ -454,8 +468,9 @@ def is_own(backend: BackendFn) -> bool:
 def decompositions_for(backend: str | BackendFn) -> Mapping[torch._ops.OperatorBase, Callable[..., object]]:
     """The decomposition table applied while tracing: the one a backend wants (inductor lowers only decomposed aten),
     and the pipeline's write-back through views that repeat memory locations (Note [In-Place Ops As Eager Runs
-    Them]), over every backend's."""
-    return with_write_back_through_repeats(_backend_decompositions(backend))
+    Them]) and `random.from` under a name fx can print (Note [What A Backend Receives And Returns]), over every
+    backend's."""
+    return with_write_back_through_repeats(with_printable_names(_backend_decompositions(backend)))
 
 
 def _backend_decompositions(
@@ -466,7 +481,7 @@ def _backend_decompositions(
         import torch._inductor.lowering  # noqa: F401
         from torch._inductor.decomposition import select_decomp_table
 
-        return select_decomp_table()
+        return with_eager_draws(select_decomp_table())  # Note [What A Backend Receives And Returns]
     table = getattr(backend, "decompositions", None)
     return table if isinstance(table, Mapping) else None
 

@@ -92,3 +92,20 @@ def test_random_fill_of_an_input_view_matches_eager() -> None:
     assert_matches_eager(fill_an_input_through_its_transpose, lambda: (torch.randn(4, 6),))
     assert_matches_eager(bernoulli_into_a_strided_input, lambda: (torch.randn(6, 4).t(),))
     assert_matches_eager(bernoulli_into_a_strided_input, lambda: (torch.randn(4, 10)[:, ::2],))
+
+
+def random_from_to(x: T) -> T:
+    return torch.empty_like(x).random_(-3, 10) * x
+
+
+def _runs_fx_code(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[..., object]:
+    assert "random_from" in gm.code  # (fx's own code for the graph, which a backend may run or print)
+    return gm.forward
+
+
+def test_random_from_makes_a_graph_fx_can_print() -> None:
+    """`random_(low, high)` is `aten.random.from`, an overload named by a Python keyword: fx printed it as
+    `torch.ops.aten.random.from(...)`, a SyntaxError before any backend that reads the graph's code ran (Note [What A
+    Backend Receives And Returns])."""
+    assert_matches_eager(random_from_to, lambda: (torch.randn(4, 6),), backend=_runs_fx_code)
+    assert_matches_eager(random_from_to, lambda: (torch.randn(4, 6, requires_grad=True),), backend=_runs_fx_code)

@@ -1,0 +1,94 @@
+"""Random draws as eager's own kernels: the decompositions that keep each random aten op of a traced graph opaque.
+
+Input: a backend's decomposition table. Output: the table with every random op of `_DRAWS` mapped to an opaque op
+(`subclassaot::<name>`) that calls the aten op itself, and none of the table's own decompositions of those ops.
+Invariants: the opaque op has the aten op's schema (under a name fx can print), eager's strides under fake tensors,
+and the `nondeterministic_seeded` tag; it is only ever dispatched below autograd (the trace's proxy mode, the
+backend), so it has no derivative of its own: autograd differentiates the aten op, as in eager.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import re
+from collections.abc import Callable, Mapping
+
+import torch
+
+from subclassaot.torch_internals import define_op
+
+# See Note [What A Backend Receives And Returns] (random draws).
+
+_aten = torch.ops.aten
+_DRAWS: tuple[torch._ops.OpOverload, ...] = (
+    # the functional variants of the in-place fills (`x.bernoulli_(p)` -> `bernoulli.p(x, p)`)
+    _aten.bernoulli.default,
+    _aten.bernoulli.p,
+    _aten.bernoulli.Tensor,
+    _aten.uniform.default,
+    _aten.normal_functional.default,
+    _aten.exponential.default,
+    _aten.geometric.default,
+    _aten.log_normal.default,
+    _aten.cauchy.default,
+    _aten.random.default,
+    getattr(_aten.random, "from"),
+    _aten.random.to,
+    # draws from tensors
+    _aten.normal.Tensor_float,
+    _aten.normal.float_Tensor,
+    _aten.normal.Tensor_Tensor,
+    _aten.multinomial.default,
+    _aten.poisson.default,
+    _aten._standard_gamma.default,
+    _aten.rand_like.default,
+    _aten.randn_like.default,
+    _aten.randint_like.default,
+    _aten.randint_like.low_dtype,
+    _aten.randint_like.Tensor,
+    _aten.native_dropout.default,
+    _aten._fused_dropout.default,
+    _aten.rrelu_with_noise_functional.default,
+    # factories
+    _aten.rand.default,
+    _aten.randn.default,
+    _aten.randint.default,
+    _aten.randint.low,
+    _aten.randperm.default,
+    _aten.normal.float_float,
+)
+
+
+def with_printable_names(
+    table: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    """`table` with `random.from` traced as its opaque op, on every backend: fx prints a node by its op's qualified
+    name, and `torch.ops.aten.random.from(...)` is no Python (Note [What A Backend Receives And Returns])."""
+    return {**(table or {}), **{op: _opaque(op) for op in _DRAWS if keyword.iskeyword(op._overloadname)}}
+
+
+def with_eager_draws(
+    table: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    """`table` with every op of `_DRAWS` traced as its opaque op (Note [What A Backend Receives And Returns])."""
+    return {**(table or {}), **{op: _opaque(op) for op in _DRAWS}}
+
+
+@functools.cache  # (an op is defined once a process)
+def _opaque(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
+    """`aten::bernoulli.p(...)` -> `subclassaot::bernoulli_p(...)`: the same arguments and returns, one overload, an
+    argument named by a Python keyword renamed (`uniform`'s `from` -> `from_`: inductor's code passes it by name)."""
+    name = op._opname if op._overloadname == "default" else f"{op._opname}_{op._overloadname}"
+    _, arguments = str(op._schema).split("(", 1)
+    renamed = {a.name + "_": a.name for a in op._schema.arguments if keyword.iskeyword(a.name)}
+    for new, old in renamed.items():
+        arguments = re.sub(rf"\b{old}(?=[=,)])", new, arguments)
+
+    def kernel(*args: object, **kwargs: object) -> object:
+        return op(*args, **{renamed.get(k, k): v for k, v in kwargs.items()})
+
+    # (the aten op's own meta kernel on meta and fake tensors; torch.library.register_fake reads the caller's source
+    # file, ~10 ms an op)
+    keys = ("CompositeExplicitAutograd", "Meta")
+    return define_op("subclassaot", f"{name}({arguments}", kernel, keys=keys, tags=(torch.Tag.nondeterministic_seeded,))
