@@ -1235,7 +1235,9 @@ class _DataMode(TorchFunctionMode):
         if computes:
             self._check_results(name, args, kwargs, out, bumped, seq_before)
         if new_leaf and self.record.replayed_new_leaves is not None:
-            trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
+            # Note [Training Without A Function] (the call's place in new_leaves: the cursor `_makes_new_leaf` moved)
+            no_grad_view = self.record.new_leaf_cursor - 1 in self.record.replayed_no_grad_leaf_views
+            trace_new_leaf(args[0], id(args[0]) in self.record.input_positions, no_grad_view)
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _raise_in_backward(self.record, out)  # See Note [In-Place Ops As Eager Runs Them]
@@ -1325,6 +1327,8 @@ class _DataMode(TorchFunctionMode):
             if new:
                 record.new_leaf_ids.add(id(t))
                 record.pin(t)
+                if id(t) not in record.input_positions and record.made_under_no_grad(t):
+                    record.no_grad_leaf_views.add(len(record.new_leaves) - 1)
         if new and id(t) in record.input_positions:
             record.leaf_marked.add(id(t))
         return new
