@@ -1327,7 +1327,7 @@ class _DataMode(TorchFunctionMode):
             if new:
                 record.new_leaf_ids.add(id(t))
                 record.pin(t)
-                if id(t) not in record.input_positions and record.made_under_no_grad(t):
+                if isinstance(t, torch.Tensor) and id(t) not in record.input_positions and record.made_under_no_grad(t):
                     record.no_grad_leaf_views.add(len(record.new_leaves) - 1)
         if new and id(t) in record.input_positions:
             record.leaf_marked.add(id(t))
