@@ -633,6 +633,9 @@ class Analysis:
     # per requires_grad_() call that turns the flag on, in call order: eager makes a new autograd leaf there (a tensor
     # that is no input, with grad on), which the graph marks (Note [Training Without A Function])
     new_leaves: tuple[bool, ...] = ()
+    # the places among those of the leaves that are views eager's view ops gave the creation meta of one taken under
+    # no_grad, which the graph's node gives them (Note [Training Without A Function])
+    no_grad_leaf_views: tuple[int, ...] = ()
     # per tensor input: one of those calls was on this input, a plain leaf that requires no grad, after
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])

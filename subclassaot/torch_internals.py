@@ -1023,33 +1023,41 @@ def code_generated(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return gm
 
 
-def new_autograd_leaf(t: torch.Tensor, is_view: bool = True) -> torch.Tensor:
+def new_autograd_leaf(t: torch.Tensor, is_view: bool = True, no_grad_view: bool = False) -> torch.Tensor:
     """A traced graph's node (Note [Training Without A Function]): `t` made a new autograd leaf, as the program's
     requires_grad_() made eager's. Itself where the graph's run gave it no history and it is a view only if eager's
     is (`is_view`); else a detached alias, which is no view: eager's had no history (computed in a no_grad block,
     say), or is no view where the graph's value is one (a resize_() the graph runs as an as_strided() of a
     temporary). A view whose graph value has history where eager's (taken with grad on of a base computed under
     no_grad) has none is taken again, by as_strided(), of its base's detached alias: a view with no history, as
-    eager's. The nodes after it read the result."""
+    eager's. `no_grad_view`: eager's has the creation meta of a view taken under no_grad, which the graph's run,
+    taking its views with grad on, did not give it; a view result is given it (but inside inference_mode's, which
+    holds over any). The nodes after it read the result."""
     if t.grad_fn is None and (is_view or not t._is_view()):
-        return t.requires_grad_()
-    if is_view and t._base is not None:
-        return t._base.detach().as_strided(t.size(), t.stride(), t.storage_offset()).requires_grad_()
-    return t.detach().requires_grad_()
+        leaf = t.requires_grad_()
+    elif is_view and t._base is not None:
+        leaf = t._base.detach().as_strided(t.size(), t.stride(), t.storage_offset()).requires_grad_()
+    else:
+        return t.detach().requires_grad_()
+    if no_grad_view and leaf._is_view() and torch._C._autograd._get_creation_meta(leaf) != _CreationMeta.INFERENCE_MODE:
+        torch._C._autograd._set_creation_meta(leaf, _CreationMeta.NO_GRAD_MODE)
+    return leaf
 
 
-def trace_new_leaf(t: torch.Tensor, is_input: bool = False) -> None:
+def trace_new_leaf(t: torch.Tensor, is_input: bool = False, no_grad_view: bool = False) -> None:
     """Under make_fx over functionalization: a `new_autograd_leaf` node on FunctionalTensor `t`'s current value, whose
     result the nodes traced after it read for that value, and which is a view only where the program's `t` is one.
     `is_input`: `t` stands for an input, whose stand-in is no view where the caller's may be (a view passed alone):
-    the caller's own tensor is made the leaf, view or not. Nothing where no make_fx trace is running."""
+    the caller's own tensor is made the leaf, view or not. `no_grad_view`: the node gives its view result the creation
+    meta of one taken under no_grad (`new_autograd_leaf`). Nothing where no make_fx trace is running."""
     mode = proxy_tensor.get_proxy_mode()
     if mode is None:
         return
     value = from_functional(t)
     tracer = mode.tracer
     before = proxy_tensor.get_proxy_slot(value, tracer)
-    proxy = tracer.create_proxy("call_function", new_autograd_leaf, (before.proxy, is_input or t._is_view()), {})
+    args = (before.proxy, is_input or t._is_view(), no_grad_view)
+    proxy = tracer.create_proxy("call_function", new_autograd_leaf, args, {})
     proxy_tensor.set_meta(proxy, value)
     proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))
 

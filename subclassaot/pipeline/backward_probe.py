@@ -1222,8 +1222,13 @@ class _FunctionReach:
 # New leaves: eager's requires_grad_() on a tensor that is no input (an intermediate, a view, a detach()), in a call
 # begun with grad on, makes it an autograd leaf the later results' histories end in, with no edge into the inputs.
 # The trace marks each with a `new_autograd_leaf` node where the call was made, so the graph's run makes the same leaf
-# (its own value, or a detached alias where the graph's run gave it the history eager's did not). Only this path can
-# run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
+# (its own value, or a detached alias where the graph's run gave it the history eager's did not). The graph's run
+# takes its views with grad on, so where eager's leaf is a view whose chain's last view of a kind of its own was taken
+# under no_grad (SwapRecord.made_under_no_grad, asked by the analysis run, whose grad modes are the program's, where
+# the trace's may run under no_grad throughout: Analysis.no_grad_leaf_views), the node gives it that creation meta,
+# which autograd passes down to the views taken of it: their grad_fn and is_leaf raise once their counter moves, and
+# so does a write of them with grad, as eager's (the graph's unbind, with grad on, would name a multi-output op
+# instead). Only this path can run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
 # view made a leaf and returned is replayed (on the input, the intermediate base or the earlier output it views) and
 # made to require grad (OutputInfo.gains_grad); but a plain view of an input the call leaves as it came, made a leaf
 # or with a history ending in one (analyze._graph_leaf_view), is the graph's own value, returned as it is: the graph's

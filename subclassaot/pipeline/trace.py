@@ -181,6 +181,7 @@ def trace_inference(
                 requires_grad_like=user_fakes,
                 replay_reads=analysis.autograd_reads,
                 new_leaves=analysis.new_leaves,
+                no_grad_leaf_views=analysis.no_grad_leaf_views,
                 function_returns=analysis.function_returns,
                 own_leaves=own_leaves_of(analysis),
             )

@@ -800,6 +800,82 @@ def test_new_leaf_view_of_an_input_returned_as_the_graphs_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# Views of new leaves taken under no_grad (Note [Training Without A Function]): eager's view taken under no_grad
+# passes that creation meta down its chain, to the leaf the program makes of it and to the views taken of that leaf
+# with grad, whose grad_fn raises once their counter moves ('Output 0 of T is a view of a view which was created in
+# no_grad mode ...'), as does a write of them with grad. The graph's run takes its views with grad on; its
+# `new_autograd_leaf` node gives the leaf that creation meta back.
+
+
+def new_leaf_of_a_no_grad_view_of_a_view_input_viewed(x0: T) -> object:
+    # Fuzz seed 119500, program 8054 (shrunk): eager's output raised at its is_leaf after write_outputs; ours read as
+    # a view of the default kind
+    with torch.no_grad():
+        t0 = x0.view((0, 2))
+    t1 = t0[0:0:1]
+    t1.requires_grad_()
+    t2 = t1.t()
+    return (t2,)
+
+
+def new_leaf_of_a_no_grad_view_viewed(x: T, w: T) -> object:
+    with torch.no_grad():
+        v = x.t()
+    v.requires_grad_()
+    u = v[1]
+    return u, v, (v * w.t()).sum()
+
+
+def new_leaf_of_a_no_grad_unbind_viewed(x: T, w: T) -> object:
+    with torch.no_grad():
+        v = x.unbind(1)[0]  # (NO_GRAD_MODE; the graph's unbind, with grad on, gives MULTI_OUTPUT_NODE)
+    v.requires_grad_()
+    return v.unsqueeze(0), w * 2
+
+
+def new_leaf_of_an_unbind_of_a_no_grad_view_viewed(x: T, w: T) -> object:
+    with torch.no_grad():
+        t = x.t()
+    v = t.unbind(0)[1]  # (taken with grad: MULTI_OUTPUT_NODE over the no_grad view's, in eager and in the graph)
+    v.requires_grad_()
+    return v.unsqueeze(0), w * 2
+
+
+def _write_outputs_with_grad(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: write the first output in place with grad on (autograd checks its creation meta first)."""
+    first = cast(tuple[T, ...], outputs)[0]
+    with torch.enable_grad():
+        first.mul_(1.0)
+
+
+def _view_input_of_two() -> tuple[object, ...]:
+    b0 = torch.randn((2,))
+    return (b0.unsqueeze(-2).diagonal(1, 1, 0),)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (new_leaf_of_a_no_grad_view_of_a_view_input_viewed, _view_input_of_two),
+        (new_leaf_of_a_no_grad_view_viewed, _inputs(2, False, "plain")),
+        (new_leaf_of_a_no_grad_view_viewed, _inputs(2, True, "plain")),
+        (new_leaf_of_a_no_grad_unbind_viewed, _inputs(2, False, "plain")),
+        (new_leaf_of_an_unbind_of_a_no_grad_view_viewed, _inputs(2, False, "plain")),
+    ],
+    ids=["view_input", "view", "view_last_requires_grad", "unbind", "unbind_of_a_no_grad_view"],
+)
+def test_view_of_a_new_leaf_of_a_no_grad_view_raises_as_eager(f: Callable[..., object], make: Make) -> None:
+    """Outputs, with the outputs written after the call, under no_grad (their grad_fn and is_leaf then raise as
+    eager's) and with grad (the write raises as eager's). The graph's value read as a view of the default kind, or of
+    a multi-output op, where eager's was taken under no_grad; "view" was refused (the backward's saved leaf raised
+    another error at its unpack once written); the unbind taken with grad after the no_grad view is MULTI_OUTPUT_NODE
+    in both, and matched before."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+        assert_matches_eager(f, make, after_call=_write_outputs_with_grad)
+
+
 def new_leaf_no_grad_view_returned(x: T) -> object:
     y = x * 2
     with torch.no_grad():

@@ -1259,7 +1259,7 @@ class _DataMode(TorchFunctionMode):
         if computes:
             self._check_results(name, args, kwargs, out, bumped, seq_before)
         if new_leaf and self.record.replayed_new_leaves is not None:
-            trace_new_leaf(args[0], id(args[0]) in self.record.input_positions)  # Note [Training Without A Function]
+            self._trace_new_leaf(args[0])  # Note [Training Without A Function]
         self._note_call(func, args, kwargs, out, seq_before, layout_op, view_before)
         if func in _UNIFORM_METHODS and _recorded_overlapping_write(out):
             _raise_in_backward(self.record, out)  # See Note [In-Place Ops As Eager Runs Them]
@@ -1329,6 +1329,13 @@ class _DataMode(TorchFunctionMode):
             return True
         return False
 
+    def _trace_new_leaf(self, t: torch.Tensor) -> None:
+        """The trace's `new_autograd_leaf` node for the program's call making `t` a new leaf, given the creation meta
+        of a view taken under no_grad where the analysis run found eager's has it (its place in new_leaves: the
+        cursor `_makes_new_leaf` just moved)."""
+        no_grad_view = self.record.new_leaf_cursor - 1 in self.record.replayed_no_grad_leaf_views
+        trace_new_leaf(t, id(t) in self.record.input_positions, no_grad_view)
+
     def _makes_new_leaf(self, t: object) -> bool:
         """Does the program's requires_grad_() on `t` make it a new autograd leaf in eager (Note [Training Without A
         Function])? The analysis run answers and records; the trace's run replays its answers in call order."""
@@ -1349,6 +1356,8 @@ class _DataMode(TorchFunctionMode):
             if new:
                 record.new_leaf_ids.add(id(t))
                 record.pin(t)
+                if isinstance(t, torch.Tensor) and id(t) not in record.input_positions and record.made_under_no_grad(t):
+                    record.no_grad_leaf_views.add(len(record.new_leaves) - 1)
         if new and id(t) in record.input_positions:
             record.leaf_marked.add(id(t))
         return new

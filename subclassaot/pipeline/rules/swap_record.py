@@ -198,6 +198,12 @@ class SwapRecord:
     # input out anew), and its flag is then this one's (Note [Grad Mode And Autograd Reads])
     own_flags: set[int] = field(default_factory=set)
     replayed_new_leaves: tuple[bool, ...] | None = None
+    # places in new_leaves of the leaves that are views with the creation meta the program's view ops gave them under
+    # no_grad (`made_under_no_grad`, read by the analysis run, whose grad mode is the program's), and the trace's run's
+    # copy of the analysis run's, whose graph's node gives its leaf that creation meta (Note [Training Without A
+    # Function])
+    no_grad_leaf_views: set[int] = field(default_factory=set)
+    replayed_no_grad_leaf_views: frozenset[int] = frozenset()
     new_leaf_cursor: int = 0
     # the compile's choice of the calls making new leaves it holds back; while undecided, this run holds back each
     # and notes it, counting the calls turning a flag on (`flag_calls`) as the held-back runs do (Note [Training
@@ -786,6 +792,24 @@ class SwapRecord:
         while (record := self.views.get(id(t))) is not None and record.func is not torch.ops.aten.detach.default:
             yield record
             t = record.source
+
+    def made_under_no_grad(self, t: torch.Tensor) -> bool:
+        """Has view `t` the creation meta the program's view ops gave it under no_grad: is the last op up its chain
+        that gives a view a kind of its own (one taken under no_grad, or by a multi-output op with grad on) one taken
+        under no_grad? Autograd passes that kind down a chain of views (propagate_creation_meta: anything over
+        DEFAULT). A tensor that is no autograd view ends the chain, and so does a view taken inside inference_mode,
+        whose kind holds over any. Asked by the analysis run, whose grad modes are the program's (Note [Training Without
+        A Function])."""
+        u = t
+        for record in self.chain(t):
+            if not u._is_view() or record.below_autograd or record.inference_mode:
+                return False
+            if not record.grad_enabled:
+                return True
+            if record.index is not None:
+                return False
+            u = record.source
+        return False
 
     def moved(self) -> set[int]:
         """id() of the tensors a set_() or `.data =` gave other data (plain or wrapper)."""
