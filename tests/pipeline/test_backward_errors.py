@@ -1452,15 +1452,20 @@ def test_leaf_behind_a_written_view_input_gets_its_gradient_beside_a_detach_writ
 
 
 @pytest.mark.parametrize("view", ["t", "unsqueeze"])
+@pytest.mark.parametrize("read", ["scaled", "product"])
 def test_leaf_behind_a_detach_written_from_a_view_of_it_keeps_its_gradient_through_the_write(
-    view: str, compile_fn: CompileFn | None
+    view: str, read: str, compile_fn: CompileFn | None
 ) -> None:
     """The group's base stays attached where a tangent the caller gives reaches it: x2's new history (its FINAL
     value, copied in with grad, so not hidden from autograd) reads x0, a view of the same leaf, so a backward through
-    x2 reaches b0 through the program's nodes in eager, and through the Function's base here."""
+    x2 reaches b0 through the program's nodes in eager, and through the Function's base here. With `product` that
+    node (x0 * x1 saved x0, which the write moved) raises in eager's backward through the written inputs before b0's
+    accumulator runs: counted as hidden, x2's new value let the base go in detached there (the backward raises) and
+    b0 got its gradient from x0's own node first."""
 
     def f(x0: T, x1: T, x2: T) -> tuple[T, ...]:
-        DirtyAddSaved.apply(x2, (x0 * 2).reshape(()))  # type: ignore[no-untyped-call]  # untyped in torch
+        y = x0 * 2 if read == "scaled" else x0 * x1
+        DirtyAddSaved.apply(x2, y.reshape(()))  # type: ignore[no-untyped-call]  # untyped in torch
         return (x1,)
 
     make_inputs = _detach_written_beside_a_view_of_its_leaf(view)
