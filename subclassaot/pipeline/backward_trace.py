@@ -127,9 +127,13 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   size by `.data =` too) or the backward raises: eager never puts it in the graph, and an attached input would make its
 #   accumulator now, at its metadata now, and would hold its own gradient (a returned input) behind our raising node.
 #   So does an input that requires grad, gets no gradient of its own from the Function (unread) and whose metadata the
-#   program changes, and a synthetic base whose gradient only hidden new values reach and whose members' metadata
-#   changes: attached, it would make its leaf's accumulator at the old size, which eager's backward through the leaf
-#   (returned as itself, resized under inference_mode) then fails. Other unreached inputs stay attached (outputs
+#   program changes: attached, it would make its leaf's accumulator at the old size, which eager's backward through the
+#   leaf (returned as itself, resized under inference_mode) then fails. A synthetic base whose gradient only hidden new
+#   values reach goes in detached whatever the program does: no node of eager's program reaches the members' leaf,
+#   whose accumulator eager's engine may run from a member's own node (remade at its read after a write hidden from
+#   autograd, say `x0 = b.t()` written through `x2 = b.detach()`) before a node of the program's raises (a saved tensor
+#   the caller wrote after the call); attached, it would wait on ours. (A member's FINAL value copied in with grad, its
+#   history its own, is no hidden value: runtime.steps.epilogue_write_hidden.) Other unreached inputs stay attached (outputs
 #   computed from a no_grad view of one still require grad in eager); where every input that requires grad went in
 #   detached, the first goes in as a fresh alias leaf that requires grad, so the outputs require grad as eager's. A leaf returned as itself whose gradient reaches it only through a written input's
 #   new value gets it in eager from its AccumulateGrad, numbered above all nodes, before the raising node: it goes in

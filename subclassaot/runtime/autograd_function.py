@@ -512,7 +512,7 @@ class _Step:
         # tensors)
         self.viewed_inputs = _viewed_inputs(analysis) if any(graded[1] for _, _, _, _, graded, _ in self.checks) else ()
         self.apart = _apart_inputs(self, eager_saves.detached)
-        self.apart_bases = _apart_bases(self, eager_saves.detached)
+        self.apart_bases = _apart_bases(self)
         # (for alias group members: `_detach_apart_members`). An input the Function gives a gradient of its own keeps
         # its edge: `_apart_inputs` decides for it, and a written input's new history may reach it (`x0.copy_(x1)`).
         self.returned_apart = eager_saves.detached - frozenset(bw_meta.grad_inputs)
@@ -820,29 +820,21 @@ def _apart_inputs(s: _Step, returned: frozenset[int]) -> tuple[int, ...]:
     return tuple(sorted(i for i in returned if i in no_grad_from_here and i not in bw_meta.detached))
 
 
-def _apart_bases(s: _Step, returned: frozenset[int]) -> frozenset[int]:
-    """Positions in `group_grads` of the synthetic bases that go into the Function detached: no tangent the caller
-    can give reaches their gradient (the epilogue writes their members hidden from autograd), and either the program
-    changes a member's metadata, or the backward raises, or every member is among `returned` (backward_probe.eager_saves'
-    detached: eager's program reaches their leaf by no node of its own). Attached, the base (a view of the members'
-    leaf) would make that leaf's accumulator now, at its metadata now, where eager's, made at the read of a backward
-    through the leaf, checks the gradient against its new size; and that accumulator would wait on the Function's node,
-    which may raise (a deferred error, a saved tensor written after the call) where eager's engine accumulates it first
-    from a returned view's own node (Note [Backward Errors Are Deferred])."""
-    bw_meta, mutations, layout = s.bw_meta, s.plan.analysis.mutations, s.plan.layout
+def _apart_bases(s: _Step) -> frozenset[int]:
+    """Positions in `group_grads` of the synthetic bases that go into the Function detached: those no tangent the
+    caller can give reaches the gradient of (the epilogue writes the new values that do hidden from autograd). Eager's
+    program then reaches the members' leaf by no node of its own: attached, the base (a view of that leaf) would make
+    the leaf's accumulator now, at its metadata now, where eager's, made at the read of a backward through the leaf,
+    checks the gradient against its new size; and that accumulator would wait on the Function's node, which may raise
+    (a deferred error, a saved tensor written after the call) where eager's engine accumulates it first from a
+    member's own node (a returned view, or a view written hidden from autograd, remade at its read after the call:
+    Note [Backward Errors Are Deferred])."""
+    bw_meta = s.bw_meta
     n = len(bw_meta.grad_inputs)
     if len(bw_meta.tangent_deps) < n + len(bw_meta.group_grads):
         return frozenset()
     hidden = _hidden_updates(s)
-
-    def apart(graph_input: int) -> bool:
-        members = set(_group_members(s.plan, graph_input))
-        if bw_meta.error is not None or any(mutations[m].metadata for m in members):
-            return True
-        over = [i for i, leaves in enumerate(layout.leaves_of_input) if members.intersection(leaves)]
-        return bool(over) and all(i in returned for i in over)
-
-    return frozenset(k for k, g in enumerate(bw_meta.group_grads) if bw_meta.tangent_deps[n + k] <= hidden and apart(g))
+    return frozenset(k for k in range(len(bw_meta.group_grads)) if bw_meta.tangent_deps[n + k] <= hidden)
 
 
 def _hidden_updates(s: _Step) -> set[int]:

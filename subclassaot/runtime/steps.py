@@ -304,6 +304,8 @@ def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
         return False  # Note [History Kept Through .data =]
     if kind is UpdateKind.FINAL and m.history_from_base:
         return True  # Note [Input Updates]
+    if kind is UpdateKind.FINAL and m.history_of_its_own:
+        return False  # copied in with grad: Note [Inputs Written In Training]
     return not m.autograd_visible or m.hidden_from_autograd or m.storage_changed
 
 

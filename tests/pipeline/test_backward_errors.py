@@ -21,6 +21,7 @@ from subclassaot.tools.parity import write_outputs
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyAddSaved,
     DirtyScale,
     SinFunction,
     TransposeSaved,
@@ -1412,6 +1413,63 @@ def test_returned_view_gets_its_gradient_beside_a_no_grad_view_of_its_leaf_read_
     with torch.enable_grad():
         outs = f(*make_inputs())
         assert outs[0].requires_grad and outs[0].grad_fn is not None  # (the no_grad view requires grad)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _detach_written_beside_a_view_of_its_leaf(view: str) -> Callable[[], tuple[T, T, T]]:
+    def make_inputs() -> tuple[T, T, T]:
+        with torch.enable_grad():
+            b0, b1 = _leaf(), _leaf().clone()
+            return (b0.t() if view == "t" else b0.unsqueeze(0)), b1.reshape(-1).unbind(0)[0], b0.detach()
+
+    return make_inputs
+
+
+# (no PairTensor variants: a custom Function that marks dirty a subclass input sharing its wrapper-level version
+# counter with another input is refused, Note [Custom Functions])
+@pytest.mark.parametrize("view", ["t", "unsqueeze"])
+@pytest.mark.parametrize("returned", ["saved", "saved_and_fresh"])
+def test_leaf_behind_a_written_view_input_gets_its_gradient_beside_a_detach_written_by_a_saving_function(
+    view: str, returned: str, compile_fn: CompileFn | None
+) -> None:
+    """Found by the fuzzer (seed 119500, program 994, shrunk): x0 = b0.t() and x2 = b0.detach() are an alias group;
+    a custom Function writes x2 (with grad: x2 gains a history of its own, which reaches only x1, the tensor it
+    saved) and so x0, hidden from autograd. The caller writes x1 (the output) after the call, and a backward through
+    the written inputs x0 and x2 then raises at the Function's node, unpacking x1; eager's engine first runs x0's
+    node, remade at the read after the write (numbered above the program's), and accumulates b0's gradient: no node
+    of the program reaches b0. The compiled Function took the group's base attached (its gradient reached by no
+    tangent the caller gives), which held b0's accumulator behind its raising node; it now takes it detached."""
+
+    def f(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+        _, t1 = DirtyAddSaved.apply(x2, x1)  # type: ignore[no-untyped-call]  # untyped in torch
+        return (x1,) if returned == "saved" else (x1, t1)
+
+    make_inputs = _detach_written_beside_a_view_of_its_leaf(view)
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("view", ["t", "unsqueeze"])
+@pytest.mark.parametrize("read", ["scaled", "product"])
+def test_leaf_behind_a_detach_written_from_a_view_of_it_keeps_its_gradient_through_the_write(
+    view: str, read: str, compile_fn: CompileFn | None
+) -> None:
+    """The group's base stays attached where a tangent the caller gives reaches it: x2's new history (its FINAL
+    value, copied in with grad, so not hidden from autograd) reads x0, a view of the same leaf, so a backward through
+    x2 reaches b0 through the program's nodes in eager, and through the Function's base here. With `product` that
+    node (x0 * x1 saved x0, which the write moved) raises in eager's backward through the written inputs before b0's
+    accumulator runs: counted as hidden, x2's new value let the base go in detached there (the backward raises) and
+    b0 got its gradient from x0's own node first."""
+
+    def f(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+        y = x0 * 2 if read == "scaled" else x0 * x1
+        DirtyAddSaved.apply(x2, y.reshape(()))  # type: ignore[no-untyped-call]  # untyped in torch
+        return (x1,)
+
+    make_inputs = _detach_written_beside_a_view_of_its_leaf(view)
+    with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
 
