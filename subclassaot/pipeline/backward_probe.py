@@ -1360,7 +1360,8 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # program reaches (a root, ready at once), or one behind a view input returned as itself (whose node a write remakes at
 # the backward's read, numbered above the program's: `x0.contiguous()` returning an `expand()` of a leaf), or one
 # behind a view input the program wrote hidden from autograd, returned or not (remade so, that node goes straight to
-# the leaf: a backward through the written inputs runs it first; `_views_written_apart`). As the
+# the leaf: a backward through the written inputs runs it first; `_views_written_apart`, where no output but a view
+# of that leaf reaches it: the program's read of the view with grad makes it a leaf graded as any other). As the
 # compiled backward may raise elsewhere too (a deferred error, the epilogue's set_ node), every program's such inputs
 # that the Function gives no gradient go into it detached (`EagerSaves.detached`), so that their leaf's AccumulateGrad
 # waits on no node of ours either; where another leaf is reached by a path around every saving node, the
@@ -1398,7 +1399,7 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
                 for p, k in enumerate(flat.tensor_indices)
                 if (h := _history(values[k])) is not None and h is not before[p]
             }
-            detached = _unreached_returned_leaves(outs, values, flat) | _views_written_apart(held, values)
+            detached = _unreached_returned_leaves(outs, values, flat) | _views_written_apart(held, values, outs)
             roots = [*outs, *held.values()]
             found = _matched(_saved_readers(roots, inside.saves), outs, tuple(held), values, flat, analysis)
             if not found:
@@ -1488,16 +1489,25 @@ def _unreached_returned_leaves(outs: Sequence[object], values: Sequence[object],
     return frozenset(found)
 
 
-def _views_written_apart(held: dict[int, torch.Tensor], values: Sequence[object]) -> frozenset[int]:
+def _views_written_apart(
+    held: dict[int, torch.Tensor], values: Sequence[object], outs: Sequence[object]
+) -> frozenset[int]:
     """Tensor inputs (positions in `held`: given a new history by the call) requiring grad, passed once, that are
     views of a leaf written hidden from autograd (under no_grad or inference_mode): the node a read after the call
     remakes goes straight to their leaf, numbered above the program's, so eager's engine runs it, and that leaf's
     AccumulateGrad where nothing else feeds it, before a node of the program's raises; the compiled Function takes
-    them detached where it gives them no gradient (`_apart_inputs`), as returned ones (the comment above)."""
+    them detached where it gives them no gradient (`_apart_inputs`), as returned ones (the comment above). Not where
+    the graph of an output that is no view of that leaf (those are the view input itself, or views the runtime
+    replays outside the Function) reaches the leaf (a read of the view with grad in the program, `x0.sin()`
+    returned): the Function gives it a gradient and the leaf's AccumulateGrad waits on the Function's node, so
+    whether eager's engine grades the leaf before a saving node raises is the probe's (`EagerSave.graded_first`)."""
     found = set()
     for p, v in held.items():
         leaf = v._base
         if leaf is None or not leaf.requires_grad or not leaf.is_leaf or sum(w is v for w in values) != 1:
+            continue
+        others = [grad_fn_or_none(o) for o in outs if isinstance(o, torch.Tensor) and o._base is not leaf]
+        if id(leaf) in _accumulated(others):
             continue
         node = grad_fn_or_none(v)
         nexts = [child for child, _ in node.next_functions] if node is not None else []

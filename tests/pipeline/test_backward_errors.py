@@ -1474,6 +1474,70 @@ def test_leaf_behind_a_detach_written_from_a_view_of_it_keeps_its_gradient_throu
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
 
 
+def _view_of_a_leaf_beside_its_detach(view: str) -> Callable[[], tuple[T, T]]:
+    def make_inputs() -> tuple[T, T]:
+        with torch.enable_grad():
+            b = _leaf(2, 3)
+            return (b.expand(2, 3) if view == "expand" else b.t()), b.detach()
+
+    return make_inputs
+
+
+def _detach_graded_and_written_then_read(order: str) -> Callable[[T, T], tuple[T, T]]:
+    """x1 (a detach of x0's leaf) made to require grad and written under no_grad, which moves x0's counter: x0's read
+    remakes its node (straight to the leaf), numbered among the program's; `order` says whether that read comes after
+    x1.exp(), whose node saves its output, or before it."""
+
+    def f(x0: T, x1: T) -> tuple[T, T]:
+        x1.requires_grad_()
+        with torch.no_grad():
+            x1.mul_(2)
+        if order == "read_after_the_save":
+            return x1.exp(), x0.sin()
+        t0 = x0.sin()
+        return x1.exp(), t0
+
+    return f
+
+
+# (no PairTensor variants: a subclass input written in place and made to require grad by the program is refused)
+@pytest.mark.parametrize("view", ["expand", "t"])
+def test_view_of_a_leaf_read_after_a_save_beside_its_written_detach_refused_when_the_save_is_written(view: str) -> None:
+    """Issue #27 (a fuzz program, shrunk): x0 = b.expand(...) and x1 = b.detach(), x1 made to require grad and
+    written under no_grad. The caller writes x1.exp() (saved by its node) after the call; eager's engine runs the
+    later-made nodes first, x0.sin()'s and x0's own (remade at that read), and accumulates b's gradient before ExpBackward
+    raises. The compiled Function gives b its gradient through the group's base, so b's accumulator waits on its one
+    node, which raises first: b lost its gradient. The probe took x0 for a view written apart (no node of the program
+    reaching b), which kept b out of the leaves it grades; now that an output reaches b it grades it, and the compiled
+    backward refuses where it would raise."""
+    make_inputs = _view_of_a_leaf_beside_its_detach(view)
+    f = _detach_graded_and_written_then_read("read_after_the_save")
+    with torch.enable_grad():
+        x0, x1 = make_inputs()
+        outs = f(x0, x1)
+        write_outputs(outs, ())
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+        assert x0._base is not None and x0._base.grad is not None
+        assert_matches_eager(f, make_inputs)
+        with pytest.raises(UnsupportedError, match="eager's engine may first give some leaf input its gradient"):
+            assert_matches_eager(f, make_inputs, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("view", ["expand", "t"])
+def test_view_of_a_leaf_read_before_a_save_beside_its_written_detach_raises_like_eager(
+    view: str, compile_fn: CompileFn | None
+) -> None:
+    """Read before x1.exp(), x0's nodes are older than ExpBackward: eager's engine runs that first, and it raises before
+    b gets a gradient, as the compiled Function's node does."""
+    f = _detach_graded_and_written_then_read("read_before_the_save")
+    with torch.enable_grad():
+        assert_matches_eager(f, _view_of_a_leaf_beside_its_detach(view), compile_fn=compile_fn)
+        assert_matches_eager(
+            f, _view_of_a_leaf_beside_its_detach(view), compile_fn=compile_fn, after_call=write_outputs
+        )
+
+
 def _view_input_written_in_inference_mode_beside_a_max(x0: T, x1: T) -> tuple[T, T, T]:
     t1 = x1.contiguous()  # x1 itself
     with torch.inference_mode():
