@@ -62,6 +62,7 @@ from subclassaot.torch_internals import (
     assign_wrapper_metadata,
     get_version,
     grad_fn_raises,
+    is_plain_autograd_view,
     leaf_view_of_its_own,
     refresh_view_grad_fn,
     set_to_tensor,
@@ -383,11 +384,18 @@ def replay_early(
 def _lower_early_bumps(heads: Sequence[tuple[int, Replay]], values: Sequence[object], came: Sequence[int]) -> list[int]:
     """After `replay_early`, before the graph: per early replay, its input's counter now, where the replay's in-place
     view ops moved it from `came` (its count before them) so that the input's grad_fn raises, given back `came` until
-    the graph ran (`raise_early_bumps`); -1 for the others (Note [Views That Raise After A Bump])."""
+    the graph ran (`raise_early_bumps`); -1 for the others (Note [Views That Raise After A Bump]). A view of the
+    default kind is not read: its read cannot raise, and would rebuild its history now, at the layout it has before
+    the epilogue, where eager's is rebuilt at its first read after the call, at the layout a `.data =` gave it."""
     now: list[int] = []
     for (_, replay), before in zip(heads, came, strict=True):
         source = values[replay.index]
-        moved = isinstance(source, torch.Tensor) and get_version(source) != before and grad_fn_raises(source)
+        moved = (
+            isinstance(source, torch.Tensor)
+            and get_version(source) != before
+            and not is_plain_autograd_view(source)
+            and grad_fn_raises(source)
+        )
         now.append(get_version(cast(torch.Tensor, source)) if moved else -1)
         if moved:
             set_version(cast(torch.Tensor, source), before)

@@ -3437,3 +3437,45 @@ def test_pair_view_input_read_after_a_bump_then_assigned(compile_fn: CompileFn |
         return (t0,)
 
     check_with_grad(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A view input whose counter a view of it moved, then assigned that view: eager rebuilds its history at the read after
+# the `.data =`, at the layout it was assigned (Note [Views That Raise After A Bump])
+
+
+def _select_transposed_in_place_then_assigned(x0: T) -> object:
+    t0 = x0.select(0, 1)
+    t0.transpose_(1, 1)
+    x0.data = t0
+    return (t0,)
+
+
+def test_view_input_assigned_its_view_after_a_bump(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 119600 #2508: x0's history, read between the bump and the `.data =`, kept x0's old shape; the
+    # backward through x0 raised "invalid gradient at index 0" where eager's runs
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(1, 1, 2, requires_grad=True).clone().transpose(2, 0),)
+
+    check_with_grad(_select_transposed_in_place_then_assigned, make_inputs, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(
+            _select_transposed_in_place_then_assigned, make_inputs, compile_fn=compile_fn, after_call=write_outputs
+        )
+
+
+def test_larger_view_input_assigned_its_view_after_a_bump(compile_fn: CompileFn | None) -> None:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(3, 4, 2, requires_grad=True).mul(2.0).transpose(2, 0),)
+
+    check_with_grad(_select_transposed_in_place_then_assigned, make_inputs, compile_fn)
+
+
+def test_pair_view_input_assigned_its_view_after_a_bump(compile_fn: CompileFn | None) -> None:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (pair(3, 4, 2, requires_grad=True).mul(2.0).transpose(2, 0),)
+
+    check_with_grad(_select_transposed_in_place_then_assigned, make_inputs, compile_fn)

@@ -74,7 +74,10 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   input's counter before its last view is made, so the raise comes from the epilogue settling the counter at eager's
 #   count after it, as eager's came from a later in-place view op or write through another view of the input
 #   (`t0.transpose_(0, 0)`, a no-op, counts); a subclass input that views made early read their grad_fn from keeps
-#   its count instead, so not where the view's eager grad_fn raises (Replay.eager_raises). A view taken before an
+#   its count instead, so not where the view's eager grad_fn raises (Replay.eager_raises). Whether the moved counter
+#   makes the input's grad_fn raise is read only of a view of another kind than the default: a default view's read
+#   rebuilds its history then, at its layout before the epilogue, where eager rebuilds it at the first read after
+#   the call, at the layout a `.data =` of the program gave it (`_lower_early_bumps`). A view taken before an
 #   in-place view op changed the input is replayed before the epilogue, though eager's may have been made after the
 #   bump: a plain no_grad view is then taken
 #   after the epilogue by as_strided() of the input under no_grad; otherwise the chain is split as eager ran it, steps
