@@ -1699,12 +1699,20 @@ def marks_dirty_noted(note: Callable[[type, tuple[torch.Tensor, ...], bool], Non
     the block; `recorded`: the Function's apply records a node, which the marked tensors take as their grad_fn."""
     if torch.autograd.function.FunctionCtx.mark_dirty is not _noted_mark_dirty:
         torch.autograd.function.FunctionCtx.mark_dirty = _noted_mark_dirty  # type: ignore[method-assign]  # see above
-    before = getattr(_mark_dirty_notes, "note", None)
-    _mark_dirty_notes.note = note
+    with _thread_note(_mark_dirty_notes, note):
+        yield
+
+
+@contextlib.contextmanager
+def _thread_note(local: threading.local, note: object) -> Iterator[None]:
+    """`local.note` is `note` inside the block, on this thread (the listener a patched method calls); as before
+    after it (blocks nest)."""
+    before = getattr(local, "note", None)
+    local.note = note
     try:
         yield
     finally:
-        _mark_dirty_notes.note = before
+        local.note = before
 
 
 # A custom Function's apply dispatches nothing itself (its forward's ops run with grad off), so no mode sees that it
@@ -1738,12 +1746,8 @@ def function_applies_noted(
     it returns a function, the apply returns that function of its result."""
     if torch.autograd.Function.__dict__["apply"].__func__ is not _noted_function_apply:
         torch.autograd.Function.apply = classmethod(_noted_function_apply)  # type: ignore[method-assign,assignment,arg-type]  # see above
-    before = getattr(_function_apply_notes, "note", None)
-    _function_apply_notes.note = note
-    try:
+    with _thread_note(_function_apply_notes, note):
         yield
-    finally:
-        _function_apply_notes.note = before
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1833,12 +1837,10 @@ def tensor_sets_noted(note: Callable[[torch.Tensor, tuple[object, ...], dict[str
         if _tensor_set_blocks == 0:
             torch.Tensor.set_ = _noted_tensor_set  # type: ignore[assignment,method-assign]  # see the comment above
         _tensor_set_blocks += 1
-    before = getattr(_tensor_set_notes, "note", None)
-    _tensor_set_notes.note = note
     try:
-        yield
+        with _thread_note(_tensor_set_notes, note):
+            yield
     finally:
-        _tensor_set_notes.note = before
         with _tensor_set_lock:
             _tensor_set_blocks -= 1
             if _tensor_set_blocks == 0:
