@@ -1738,6 +1738,31 @@ def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **k
     return out if after is None else after(out)
 
 
+def is_compiler_checkpoint_region(fn: object) -> bool:
+    """Is `fn` the region that torch.compile's activation-checkpoint higher-order ops (torch._higher_order_ops.wrap)
+    hand to torch.utils.checkpoint when their graph runs? They always pass preserve_rng_state=False, whatever the
+    user passed: the compiler, not checkpoint, keeps the recomputation's random draws equal to the forward's."""
+    if isinstance(getattr(fn, "__self__", None), torch.fx.Interpreter):
+        return True
+    return getattr(fn, "__module__", None) == "torch._higher_order_ops.wrap"
+
+
+def module_with_backward_hooks_applying(cls: type) -> torch.nn.Module | None:
+    """Where `cls` is the custom Function through which torch.nn wires a module's full backward hooks and backward
+    pre-hooks into autograd (`BackwardHookFunction`, applied to the module's inputs and outputs by
+    `torch.utils.hooks.BackwardHook`), the module whose hooks those are, read from that BackwardHook on the caller's
+    stack; else None."""
+    if cls is not torch.nn.modules._functions.BackwardHookFunction:
+        return None
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, torch.utils.hooks.BackwardHook):
+            return cast(torch.nn.Module, owner.module)
+        frame = frame.f_back
+    raise AssertionError("BUG: a BackwardHookFunction applied outside a module's BackwardHook")
+
+
 @contextlib.contextmanager
 def function_applies_noted(
     note: Callable[[type, tuple[object, ...], dict[str, object]], Callable[[object], object] | None],

@@ -47,11 +47,12 @@ from subclassaot.torch_internals import (
     compiled_call_under_transform_message,
     fake_mode_active,
     functorch_unwrapped,
+    is_compiler_checkpoint_region,
     is_functorch_wrapped,
     is_real_plain_tensor,
 )
 
-CaptureRef = tuple[str, str]  # ("closure" | "globals", name)
+CaptureRef = tuple[str, str]  # ("closure" | "globals", name) or ("self", "__self__"): a bound method's module
 
 
 def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -148,6 +149,8 @@ def capture_refs(fn: Callable[..., object]) -> tuple[CaptureRef, ...]:
     for name in dict.fromkeys(global_names(code)):
         if isinstance(fn_globals.get(name), torch.Tensor | torch.nn.Module):
             refs.append(("globals", name))
+    if isinstance(getattr(fn, "__self__", None), torch.nn.Module):  # a module's bound method (`model.forward`)
+        refs.append(("self", "__self__"))
     return tuple(refs)
 
 
@@ -160,6 +163,9 @@ def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> d
     fn_globals: dict[str, object] = cast(types.FunctionType, fn).__globals__
     state: dict[str, torch.Tensor] = {}
     for kind, name in refs:
+        if kind == "self":  # the bound method's module: its state keyed as its own forward would name it
+            state.update({f"self.{k}": v for k, v in module_state(getattr(fn, name)).items()})
+            continue
         value = cells[name].cell_contents if kind == "closure" else fn_globals.get(name)
         if isinstance(value, torch.nn.Module):
             state.update({f"{kind}.{name}.{k}": v for k, v in module_state(value).items()})
@@ -339,7 +345,9 @@ def _check_state_kept(
             raise UnsupportedError(
                 f"self.{name}: the forward assigns a new tensor to this parameter, buffer or tensor attribute; "
                 f"rebinding module state in a compiled forward is not supported. Update it in place instead "
-                f"(self.{name}.copy_(...))"
+                f"(self.{name}.copy_(...)); for the hook-based torch.nn.utils.spectral_norm / weight_norm, which "
+                "rebind the weight before every forward, use torch.nn.utils.parametrizations.spectral_norm / "
+                "weight_norm"
             )
 
 
@@ -390,7 +398,8 @@ def unflatten_call(
 #     parameter used inside gets no gradient then). An output that eager's Function marks as requiring grad but
 #     that does not depend on anything requiring grad inline (eager's backward raises) is refused.
 # Refused: preserve_rng_state=False with grad enabled (eager's recomputation draws new numbers at backward time,
-# which the compiled backward cannot draw). The patch swaps two module globals of torch.utils.checkpoint, which
+# which the compiled backward cannot draw), except from the region of a graph Dynamo captured: its checkpoint
+# higher-order op always passes False, since under torch.compile the compiler keeps the draws (as inlining does). The patch swaps two module globals of torch.utils.checkpoint, which
 # `checkpoint` reads on every call, for the duration of one run; a lock keeps concurrent compiles from nesting it.
 
 _LOCK = threading.RLock()
@@ -415,7 +424,7 @@ def _inline_non_reentrant(
     *rest: object,
     **kwargs: object,
 ) -> Iterator[None]:
-    _no_random_redraw(preserve_rng_state)
+    _no_random_redraw(preserve_rng_state or is_compiler_checkpoint_region(fn))
     forward_context, _ = context_fn()
     with forward_context:
         yield

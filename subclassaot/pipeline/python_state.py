@@ -235,8 +235,10 @@ def _is_code(value: object) -> bool:
         return True
     if isinstance(value, types.FunctionType | types.MethodType | functools.partial):
         return _is_library(value.__func__ if isinstance(value, types.MethodType) else value)
-    # torch objects, and loggers and locks: they do not change what the program computes
-    return type(value).__module__.partition(".")[0] in ("torch", "logging", "threading", "_thread")
+    # torch objects, loggers and locks, and compiled functions of ours (`model.forward = subclassaot.compile(
+    # model.forward)` puts one in the module a bound method reaches; its cache of entries is no state the program
+    # reads): they do not change what the program computes
+    return type(value).__module__.partition(".")[0] in ("torch", "logging", "threading", "_thread", "subclassaot")
 
 
 def _item_labels(label: str, keys: Sequence[object]) -> tuple[str, ...]:

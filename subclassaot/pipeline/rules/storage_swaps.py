@@ -168,6 +168,7 @@ from subclassaot.torch_internals import (
     is_no_grad_view,
     mark_inference_mode_view,
     marks_dirty_noted,
+    module_with_backward_hooks_applying,
     no_torch_function,
     rebind_functional,
     rebuild_view_history_outside_inference_mode,
@@ -1805,6 +1806,7 @@ def _note_function_apply(
 ) -> Callable[[object], object] | None:
     """`_apply_noted`, then, for an apply of the program's own, the outputs that are its inputs noted or given back as
     the analysis run had them (Note [Custom Functions])."""
+    _refuse_module_backward_hooks(cls)
     after = _apply_noted(record, cls, args, kwargs)
     if record.dispatching > 0 or not is_program_function(cls):
         return after
@@ -1932,3 +1934,24 @@ def _refuse_gradient_business(
             "differentiate or hook gradients inside the program. Call it on the compiled function's outputs "
             f"instead. {TRAINING_STEP_HINT}"
         )
+
+
+def _refuse_module_backward_hooks(cls: type) -> None:
+    """Refuse a module call that wires full backward hooks or backward pre-hooks into autograd (the module's own,
+    `register_full_backward_hook` / `register_full_backward_pre_hook`, or the global `register_module_full_backward_*`
+    ones): eager runs them in the middle of the backward, when the module's gradients are computed, and lets them
+    replace those gradients; the compiled backward is one graph that stops nowhere in between, so they would be lost."""
+    module = module_with_backward_hooks_applying(cls)
+    if module is None:
+        return
+    raise UnsupportedError(
+        f"a module of class {type(module).__qualname__}, called inside the compiled program, has full backward hooks or "
+        "backward "
+        "pre-hooks (register_full_backward_hook, register_full_backward_pre_hook, or the global "
+        "torch.nn.modules.module.register_module_full_backward_hook / _pre_hook); eager runs them in the middle of "
+        "the backward, where they may replace the module's gradients, and the compiled backward (one graph) does not "
+        "stop there, so their effect would be lost. Remove the hooks while compiling with subclassaot.compile, hook "
+        "the compiled call's own inputs or outputs instead (x.register_hook(...) outside the compiled function), or "
+        'compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module backward hooks as eager '
+        "does"
+    )
