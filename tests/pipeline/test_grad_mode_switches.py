@@ -7502,18 +7502,28 @@ def _pair_written_below_autograd_then_flag_then_data(x: T) -> object:
 
 @pytest.mark.parametrize(
     ("program", "subclass"),
-    [(_data_then_flag_then_read, False), (_pair_written_below_autograd_then_flag_then_data, True)],
-    ids=["data_then_flag_then_read-plain", "written_below_autograd_then_flag_then_data-pair"],
+    [(_data_then_flag_then_read, True), (_pair_written_below_autograd_then_flag_then_data, True)],
+    ids=["data_then_flag_then_read-pair", "written_below_autograd_then_flag_then_data-pair"],
 )
 def test_input_changed_before_its_flag_refused(
     compile_fn: CompileFn | None, program: Callable[[T], object], subclass: bool
 ) -> None:
-    """A `.data =` before the flag (the compiled Function's edge expects the entry size where eager's accumulator
-    takes the assigned one), and a PairTensor input changed after its flag (its wrapper's swaps keep the rule): still
-    refused as written in place and made to require grad."""
+    """A PairTensor input given `.data =` before its flag, or changed after it (its wrapper's swaps keep the rule):
+    still refused as written in place and made to require grad."""
     wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
     with torch.enable_grad():
         assert_refused(program, lambda: (wrap(torch.randn(2, 3)),), compile_fn, "cannot order the write")
+
+
+def test_input_given_data_of_another_size_then_made_to_require_grad_then_read(compile_fn: CompileFn | None) -> None:
+    """A plain leaf given `.data =` of another size before its flag (seed 119200 #9059): eager's accumulator takes the
+    assigned size at the read after the flag, and so does the one the runtime makes first (refused before, as the
+    compiled Function's edge expected the entry size: Note [Leaves Laid Out Anew Under no_grad])."""
+    with torch.enable_grad():
+        assert_matches_eager(_data_then_flag_then_read, lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
+        assert_matches_eager(
+            _data_then_flag_then_read, lambda: (torch.randn(2, 3),), compile_fn=compile_fn, after_call=write_outputs
+        )
 
 
 # View inputs regenerated from a base requiring none (Note [Views That Raise After A Bump], changed_views.py): an input
