@@ -1889,11 +1889,7 @@ def check_written_inputs_gaining_grad(
             and not any(s.op.overloadpacket is torch.ops.aten.set_ for s in steps)
         )
         changed = (analysis.inplace_view_ops[i] and not relaid) or analysis.wrapper_data[i] is not None
-        # (a plain leaf in no alias group, set_() or `.data =` onto another storage or layout where autograd records
-        # no node: its stand-in takes the swap before the flag as eager's leaf does, and the runtime makes the real
-        # leaf's accumulator at the size of the first read with grad after it, Note [Leaves Laid Out Anew Under
-        # no_grad]; the epilogue's set_() or `.data =` of a leaf is no in-place op autograd checks)
-        rebound = relaid and layout.trees[i] is None
+        rebound = relaid and layout.trees[i] is None  # (a plain leaf in no alias group: `_written_without_grad`)
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
         # grown storage, its gradient would be summed over its repeated elements)
@@ -1933,7 +1929,10 @@ def _group_requires_grad(flat: FlatInputs, layout: DenseLayout, group: AliasGrou
 def _written_without_grad(m: LeafMutation, *, relaid: bool = False, rebound: bool = False) -> bool:
     """Only the values of a leaf changed (and its layout, within its storage, where `relaid`; its storage and layout
     by set_() or `.data =` too, where `rebound`), by writes, in-place view ops and swaps autograd does not record (Note
-    [Inputs Written In Training])."""
+    [Inputs Written In Training]). A plain leaf in no alias group (`rebound`) set_() or `.data =` onto another storage
+    or layout where autograd records no node: its stand-in takes the swap before the flag as eager's leaf does, the
+    runtime makes the real leaf's accumulator at the size of the first read with grad after it (Note [Leaves Laid Out
+    Anew Under no_grad]), and the epilogue's set_() or `.data =` of a leaf is no in-place op autograd checks."""
     swap = (m.storage_changed or m.swapped) and not (rebound and not m.set_under_grad)
     moved = swap or m.resized or (m.metadata and not relaid)
     return not moved and not m.autograd_visible and not m.visible_through_self
