@@ -1849,7 +1849,9 @@ def check_written_inputs_gaining_grad(
     autograd does not record (under no_grad, through `.data`/detach(), or before the flag of a value that requires no
     grad: Note [Leaves Laid Out Anew Under no_grad]) and keeps its storage and layout: those are the same before the
     flag and after, and the epilogue copies them in below autograd (nor its in-place view ops, on a leaf in no alias
-    group and no view, which the epilogue replays below autograd too); nor where the input is in an alias group that no
+    group and no view, which the epilogue replays below autograd too, nor, on such a plain leaf, a set_() or `.data =`
+    autograd records no node of: the runtime makes its accumulator at the size of eager's first read with grad after
+    the flag, Note [Leaves Laid Out Anew Under no_grad]); nor where the input is in an alias group that no
     input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
     beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
     (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
@@ -1887,6 +1889,7 @@ def check_written_inputs_gaining_grad(
             and not any(s.op.overloadpacket is torch.ops.aten.set_ for s in steps)
         )
         changed = (analysis.inplace_view_ops[i] and not relaid) or analysis.wrapper_data[i] is not None
+        rebound = relaid and layout.trees[i] is None  # (a plain leaf in no alias group: `_written_without_grad`)
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the
         # grown storage, its gradient would be summed over its repeated elements)
@@ -1908,7 +1911,7 @@ def check_written_inputs_gaining_grad(
             beside = any(_moved(m) or m.visible_through_self for m in written)
             beside = beside or any(m.self_set_with_grad for m in muts)
             written = []
-        if changed or beside or any(not _written_without_grad(m, relaid=relaid) for m in written):
+        if changed or beside or any(not _written_without_grad(m, relaid=relaid, rebound=rebound) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
             raise UnsupportedError(
                 f"{path} is written in place and made to require grad (requires_grad_()) by the program: the "
@@ -1923,10 +1926,15 @@ def _group_requires_grad(flat: FlatInputs, layout: DenseLayout, group: AliasGrou
     return any(cast(torch.Tensor, flat.values[k]).requires_grad for k in owners)
 
 
-def _written_without_grad(m: LeafMutation, *, relaid: bool = False) -> bool:
-    """Only the values of a leaf changed (and its layout, within its storage, where `relaid`), by writes and in-place
-    view ops autograd does not record (Note [Inputs Written In Training])."""
-    moved = m.storage_changed or m.swapped or m.resized or (m.metadata and not relaid)
+def _written_without_grad(m: LeafMutation, *, relaid: bool = False, rebound: bool = False) -> bool:
+    """Only the values of a leaf changed (and its layout, within its storage, where `relaid`; its storage and layout
+    by set_() or `.data =` too, where `rebound`), by writes, in-place view ops and swaps autograd does not record (Note
+    [Inputs Written In Training]). A plain leaf in no alias group (`rebound`) set_() or `.data =` onto another storage
+    or layout where autograd records no node: its stand-in takes the swap before the flag as eager's leaf does, the
+    runtime makes the real leaf's accumulator at the size of the first read with grad after it (Note [Leaves Laid Out
+    Anew Under no_grad]), and the epilogue's set_() or `.data =` of a leaf is no in-place op autograd checks."""
+    swap = (m.storage_changed or m.swapped) and not (rebound and not m.set_under_grad)
+    moved = swap or m.resized or (m.metadata and not relaid)
     return not moved and not m.autograd_visible and not m.visible_through_self
 
 

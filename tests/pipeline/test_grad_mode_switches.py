@@ -5310,6 +5310,199 @@ def test_subclass_input_given_data_then_made_to_require_grad_refused(compile_fn:
         )
 
 
+def _set_to_another_then_made_to_require_grad(x: T, y: T) -> object:
+    with torch.no_grad():
+        set_to(x, y)
+    x.requires_grad_()
+    return (x * 2, x)
+
+
+def _set_with_grad_on_then_made_to_require_grad(x: T, y: T) -> object:
+    set_to(x, y)  # (neither requires grad: autograd records no node)
+    x.requires_grad_()
+    return (x * 2,)
+
+
+def _assigned_data_then_made_to_require_grad(x: T, y: T) -> object:
+    x.data = y
+    x.requires_grad_()
+    return (x.sin(), x)
+
+
+def _set_to_a_new_storage_then_made_to_require_grad(x: T, y: T) -> object:
+    with torch.no_grad():
+        set_to(x, torch.zeros(5))
+    x.requires_grad_()
+    return (x * 3, x)
+
+
+def _set_then_made_to_require_grad_then_source_written(x: T, y: T) -> object:
+    set_to(x, y)
+    x.requires_grad_()
+    y.add_(1)  # (x's values, not its history)
+    return (x * 2, y)
+
+
+def _set_then_made_to_require_grad_then_written_under_no_grad(x: T, y: T) -> object:
+    set_to(x, y)
+    x.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2)
+    return (x * 2, x)
+
+
+def _set_and_written_then_made_to_require_grad(x: T, y: T) -> object:
+    set_to(x, y)
+    x.mul_(2)
+    x.requires_grad_()
+    return (x * 2, x)
+
+
+def _read_then_set_then_made_to_require_grad(x: T, y: T) -> object:
+    a = x * 2
+    set_to(x, y)
+    x.requires_grad_()
+    return (a, x * 3)
+
+
+def _set_to_a_view_of_itself_then_made_to_require_grad(x: T, y: T) -> object:
+    set_to(x, x.view(3, 2))
+    x.requires_grad_()
+    return (x.t() * 2, x)
+
+
+def _assigned_data_then_made_to_require_grad_under_no_grad(x: T, y: T) -> object:
+    x.data = y
+    with torch.no_grad():
+        x.requires_grad_()
+    return (x * 2, x)
+
+
+_REBOUND_GAINING: dict[str, Callable[[T, T], object]] = {
+    "set_under_no_grad": _set_to_another_then_made_to_require_grad,
+    "set_with_grad_on": _set_with_grad_on_then_made_to_require_grad,
+    "data": _assigned_data_then_made_to_require_grad,
+    "set_to_a_new_storage": _set_to_a_new_storage_then_made_to_require_grad,
+    "source_written_after": _set_then_made_to_require_grad_then_source_written,
+    "written_under_no_grad_after": _set_then_made_to_require_grad_then_written_under_no_grad,
+    "written_before": _set_and_written_then_made_to_require_grad,
+    "read_before": _read_then_set_then_made_to_require_grad,
+    "view_of_itself": _set_to_a_view_of_itself_then_made_to_require_grad,
+    "data_then_flag_under_no_grad": _assigned_data_then_made_to_require_grad_under_no_grad,
+}
+
+
+@pytest.mark.parametrize("view", [False, True], ids=["leaf", "view"])
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("program", sorted(_REBOUND_GAINING))
+def test_input_set_or_assigned_data_and_made_to_require_grad(
+    compile_fn: CompileFn | None, program: str, subclass: bool, view: bool
+) -> None:
+    """set_() or `.data =` onto another storage or layout of a leaf input (a view of a base requiring no grad too)
+    that requires no grad, before the program makes it require grad: autograd records no node, and eager's input is
+    a leaf in the new storage and layout whose accumulator is made at the first read with grad after the flag. The
+    stand-in takes the swap before the flag, the epilogue gives the real leaf the storage and layout, and the runtime
+    makes its accumulator at that read's size (refused before: fuzz seed 119600 #2221, #3445; letting them through
+    without the accumulator gave "invalid gradient ... got [4] but expected shape compatible with [2, 3]"). A
+    PairTensor input stays refused by name (its wrapper's set_()/`.data =` is not ordered before the flag)."""
+    f = _REBOUND_GAINING[program]
+    wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
+
+    def make() -> tuple[T, T]:
+        x = wrap(torch.randn(8))[2:] if view else wrap(torch.randn(2, 3))
+        return (x, wrap(torch.randn(4)))
+
+    with torch.enable_grad():
+        if subclass:
+            assert_refused(f, make, compile_fn, r"args\[0\] is written in place and made to require grad")
+            return
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _set_then_made_to_require_grad_then_written_with_grad(x: T, y: T) -> object:
+    set_to(x, y)
+    x.requires_grad_()
+    x.mul_(2)  # (a leaf that requires grad, in place with grad on: eager raises)
+    return (x,)
+
+
+def test_input_set_then_made_to_require_grad_then_written_with_grad_raises_as_eager(
+    compile_fn: CompileFn | None,
+) -> None:
+    """The write with grad after the flag raises as eager's, on the leaf in its new storage."""
+
+    def make() -> tuple[T, T]:
+        return (torch.randn(2, 3), torch.randn(4))
+
+    with torch.enable_grad():
+        assert_raises_like_eager(_set_then_made_to_require_grad_then_written_with_grad, make, compile_fn=compile_fn)
+
+
+def _fuzz_119600_2221(x0: T, x1: T, x2: T) -> object:
+    """Fuzz seed 119600 #2221 (UNSUPPORTED): x1, alone, `.data =` another input, then made to require grad."""
+    set_to(x2, x2)
+    with torch.enable_grad(), torch.set_grad_enabled(True):
+        t0, _ = x2.sort(0, descending=True)
+    with torch.no_grad():
+        t0.t_()
+    x1.data = x0
+    if not x1.requires_grad:
+        x1.requires_grad_()
+    return (t0, x0)
+
+
+def _fuzz_119600_2221_inputs() -> tuple[T, T, T]:
+    b0 = torch.randn(())
+    b1 = torch.randn((3, 1, 4))
+    return (b0.view(()), b1, b0.contiguous().view(()))
+
+
+def _fuzz_119600_3445(x0: T) -> object:
+    """Fuzz seed 119600 #3445 (UNSUPPORTED): set_() onto a view of itself in another layout, flagged inside
+    inference_mode, read with grad after."""
+    t0 = x0.view((3, 3, 1))
+    set_to(x0, t0)
+    with torch.inference_mode():
+        x0.requires_grad_()
+    t3 = x0.view((9,))
+    return (t3, t3)
+
+
+def _fuzz_119500_2007(x0: T, x1: T, x2: T) -> object:
+    """Fuzz seed 119500 #2007 (UNSUPPORTED): x1 set_() to another input, flagged, the other relaid."""
+    set_to(x1, x0)
+    x1.requires_grad_()
+    x0.t_()
+    with torch.set_grad_enabled(False):
+        x2.unsqueeze_(-1)
+    return (x1, x0, x1)
+
+
+def _fuzz_119500_2007_inputs() -> tuple[T, T, T]:
+    b0 = torch.randn((4,))
+    b1 = torch.randn(())
+    return (b0, b1.detach().detach(), b0.t().unbind(0)[0])
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (_fuzz_119600_2221, _fuzz_119600_2221_inputs),
+        (_fuzz_119600_3445, lambda: (torch.randn((3, 1, 3)),)),
+        (_fuzz_119500_2007, _fuzz_119500_2007_inputs),
+    ],
+    ids=["s119600_2221", "s119600_3445", "s119500_2007"],
+)
+def test_input_set_or_assigned_data_and_made_to_require_grad_fuzz(
+    f: Callable[..., object], make: Callable[[], tuple[T, ...]]
+) -> None:
+    """Fuzz programs of the class above: compile as eager."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+
+
 def _no_grad_write_then_requires_grad(x: T, w: T) -> object:
     with torch.no_grad():
         x.mul_(2)
@@ -7309,18 +7502,28 @@ def _pair_written_below_autograd_then_flag_then_data(x: T) -> object:
 
 @pytest.mark.parametrize(
     ("program", "subclass"),
-    [(_data_then_flag_then_read, False), (_pair_written_below_autograd_then_flag_then_data, True)],
-    ids=["data_then_flag_then_read-plain", "written_below_autograd_then_flag_then_data-pair"],
+    [(_data_then_flag_then_read, True), (_pair_written_below_autograd_then_flag_then_data, True)],
+    ids=["data_then_flag_then_read-pair", "written_below_autograd_then_flag_then_data-pair"],
 )
 def test_input_changed_before_its_flag_refused(
     compile_fn: CompileFn | None, program: Callable[[T], object], subclass: bool
 ) -> None:
-    """A `.data =` before the flag (the compiled Function's edge expects the entry size where eager's accumulator
-    takes the assigned one), and a PairTensor input changed after its flag (its wrapper's swaps keep the rule): still
-    refused as written in place and made to require grad."""
+    """A PairTensor input given `.data =` before its flag, or changed after it (its wrapper's swaps keep the rule):
+    still refused as written in place and made to require grad."""
     wrap = PairTensor.from_tensor if subclass else torch.Tensor.clone
     with torch.enable_grad():
         assert_refused(program, lambda: (wrap(torch.randn(2, 3)),), compile_fn, "cannot order the write")
+
+
+def test_input_given_data_of_another_size_then_made_to_require_grad_then_read(compile_fn: CompileFn | None) -> None:
+    """A plain leaf given `.data =` of another size before its flag (seed 119200 #9059): eager's accumulator takes the
+    assigned size at the read after the flag, and so does the one the runtime makes first (refused before, as the
+    compiled Function's edge expected the entry size: Note [Leaves Laid Out Anew Under no_grad])."""
+    with torch.enable_grad():
+        assert_matches_eager(_data_then_flag_then_read, lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
+        assert_matches_eager(
+            _data_then_flag_then_read, lambda: (torch.randn(2, 3),), compile_fn=compile_fn, after_call=write_outputs
+        )
 
 
 # View inputs regenerated from a base requiring none (Note [Views That Raise After A Bump], changed_views.py): an input

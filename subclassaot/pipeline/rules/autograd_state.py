@@ -341,6 +341,10 @@ def note_grad_reads(
             record.grad_view_reads.update({id(a), record.family_of(a)})  # Note [Gradient Accumulators Of Leaves]
         if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
             record.grad_read.add(id(a))
+        elif id(a) in record.late_grad and record.releafed.get(id(a), ()) is None:
+            # (assigned `.data =` before its flag: eager's accumulator is made here, at this size, Note [Leaves Laid
+            # Out Anew Under no_grad])
+            record.releafed[id(a)] = tuple(a.shape)
         elif id(a) in record.wrapper_data and id(a) not in record.kept_accumulators:
             record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Gradient Accumulators Of Leaves]
         if not view and record.fresh_accumulators:

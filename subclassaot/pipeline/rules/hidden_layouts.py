@@ -44,6 +44,7 @@ __all__ = [
     "note_layout_op",
     "note_nograd_set",
     "note_reads_after_layout",
+    "note_relaid_late_grad",
     "note_view_inputs",
     "note_view_layout_op",
     "note_view_reads",
@@ -101,9 +102,10 @@ __all__ = [
 #   runs, as the program's own call would); the run's stand-in for such an input, in no alias group, is a
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
-#   leaf. Where an in-place view op relaid it (before the flag, or under no_grad after; `relaid_late_grad`), eager's
-#   accumulator is made at the first read with grad after the flag, in the layout the leaf has then: the runtime makes
-#   the real leaf's at that size first, as for the leaves above (`Analysis.releaf_sizes`). A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
+#   leaf. Where an in-place view op relaid it, or a set_() or `.data =` that autograd records no node of (before the
+#   flag, or under no_grad after; `relaid_late_grad`), eager's accumulator is made at the first read with grad after
+#   the flag, in the layout the leaf has then: the runtime makes the real leaf's at that size first, as for the leaves
+#   above (`Analysis.releaf_sizes`), and the epilogue's set_() or `.data =` gives the leaf its storage and layout. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
 #   one autograd does not record, in eager as here (`SwapRecord.unrecorded_before_grad`): the leaf holds the written
 #   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned
 #   (here, under no_grad, over storage shared with another input: `SwapRecord.views_before_grad`) has no history in
@@ -163,12 +165,19 @@ def is_layout_op(func: Callable[..., Any], args: tuple[Any, ...]) -> bool:
     )
 
 
+def note_relaid_late_grad(record: SwapRecord, t: torch.Tensor) -> None:
+    """After an in-place view op, set_() or `.data =` on `t`: where it stands for an input the program makes require
+    grad later, its accumulator is eager's at the first read with grad after the flag (Note [Leaves Laid Out Anew
+    Under no_grad])."""
+    if id(t) in record.late_grad:
+        record.relaid_late_grad.add(id(t))
+
+
 def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
     """After an in-place view op on `t`: under no_grad, on a tensor standing for a leaf that no op with grad has
     read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad]); on one an op
     with grad read before, note that eager may keep its accumulator (Note [Leaves Laid Out Anew Under no_grad])."""
-    if id(t) in record.late_grad:
-        record.relaid_late_grad.add(id(t))
+    note_relaid_late_grad(record, t)
     if torch.is_grad_enabled() or id(t) not in record.releafable:
         return
     if id(t) in record.grad_read:

@@ -63,6 +63,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     note_layout_op,
     note_nograd_set,
     note_reads_after_layout,
+    note_relaid_late_grad,
     note_view_layout_op,
     note_view_reads,
     original_of,
@@ -642,6 +643,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 args[0], "which it resizes, of which a view was taken with grad before"
             )
         if self.depth == 0:
+            note_relaid_late_grad(self.record, args[0])  # Note [Leaves Laid Out Anew Under no_grad]
             note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
             if not torch.is_grad_enabled() and args[0].requires_grad:  # Note [Gradient Accumulators Of Leaves]
                 note_self_set(self.record, args[0])
@@ -1321,6 +1323,7 @@ class _DataMode(TorchFunctionMode):
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
             self.record.swapped_by_data.add(id(args[0]))
+            note_relaid_late_grad(self.record, args[0])  # Note [Leaves Laid Out Anew Under no_grad]
             self.record.note_counter_after_data(args[0], self.record.eager_inference(args[1]))
             self.record.data_inference[id(args[0])] = self.record.eager_inference(args[1])
             self.record.swapped_ids.add(id(args[0]))
