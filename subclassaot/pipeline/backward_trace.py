@@ -303,6 +303,35 @@ def _last_gain_updates(traced: TracedGraph, layout: DenseLayout, analysis: Analy
     )
 
 
+def _hidden_gain_updates(
+    traced: TracedGraph,
+    layout: DenseLayout,
+    analysis: Analysis,
+    real: Sequence[torch.Tensor],
+    user_fakes: Sequence[torch.Tensor],
+) -> frozenset[int]:
+    """Forward-output positions of the updates the epilogue writes hidden from autograd (runtime.steps.
+    epilogue_write_hidden) of the leaves of inputs that require no grad as passed and that the compile makes require
+    grad (Note [Leaves Laid Out Anew Under no_grad], inputs made to require grad): eager's input comes without history
+    and such writes give it none, so its new value gets no tangent and has no node of its own to run. Differentiated,
+    the run's ORIGINAL, an alias taken of the input's clone before the clone was made a leaf again, would keep the
+    clone's history where no write moved its counter (`x.data.add_(1)`): a path to the graph input, whose gradient
+    the joint does not take (it takes the input's with respect to the new leaf), that raises when run."""
+    late = {
+        j
+        for i, (r, fake) in enumerate(zip(real, user_fakes, strict=True))
+        if fake.requires_grad and not r.requires_grad
+        for j in layout.leaves_of_input[i]
+    }
+    return frozenset(
+        k
+        for k, u in enumerate(traced.outputs.updates)
+        if u.kind is not UpdateKind.BASE
+        and u.target in late
+        and epilogue_write_hidden(analysis.mutations[cast(DenseIndex, u.target)], u.kind)
+    )
+
+
 def _example_inputs(
     layout: DenseLayout,
     dense_fakes: Sequence[torch.Tensor],
@@ -351,6 +380,7 @@ def trace_backward(
         )
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
     overwritten |= _last_gain_updates(traced, layout, analysis)
+    overwritten |= _hidden_gain_updates(traced, layout, analysis, real, user_fakes)
     diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = tuple(torch.empty_like(t) for i in diff for t in fw_example[i][1])

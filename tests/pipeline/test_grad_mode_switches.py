@@ -3594,6 +3594,91 @@ def test_input_written_while_its_flag_is_off_matches_eager(f: Callable[..., obje
         assert_matches_eager(f, make_inputs, after_call=write_outputs)
 
 
+def flagged_then_written_through_data(x: T) -> object:
+    x.requires_grad_()
+    x.data.add_(0.5)  # hidden from autograd, and from x's counter: x stays a leaf without history
+    return (x,)
+
+
+def written_through_data_then_flagged(x: T) -> object:
+    x.data.add_(0.5)
+    x.requires_grad_()
+    return (x * 2,)
+
+
+def flag_set_then_data_copied(x: T) -> object:
+    x.requires_grad = True
+    x.data.copy_(torch.ones_like(x.data))
+    return (x, x * 2)
+
+
+def flag_set_written_through_data_read_with_grad(x: T) -> object:
+    # fuzz seed 119600, program 439 (shrunk): the flag set under a no_grad call, the read with grad after
+    x.requires_grad = True
+    x.data.add_(x)
+    with torch.enable_grad():
+        t0 = x.sum()
+    return (x * x, t0)
+
+
+def flagged_then_data_assigned(x0: T, x1: T) -> object:
+    # fuzz seed 119600, program 9510 (shrunk)
+    t0 = x0.mul(2.0)
+    x0.data = x1
+    if not x1.requires_grad:
+        x1.requires_grad_()
+    with torch.no_grad():
+        x1.data.add_(0.5)
+    return (x1, t0)
+
+
+def _view_of_a_base_without_grad() -> tuple[object, ...]:
+    return (torch.randn(4)[1:],)
+
+
+def _two_plain() -> tuple[object, ...]:
+    return (torch.randn(3), torch.randn(3))
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (flagged_then_written_through_data, _plain(3)),
+        (flagged_then_written_through_data, _pair(3)),
+        (flagged_then_written_through_data, _view_of_a_base_without_grad),
+        (written_through_data_then_flagged, _plain(3)),
+        (written_through_data_then_flagged, _pair(3)),
+        (flag_set_then_data_copied, _plain(3)),
+        (flag_set_then_data_copied, _view_of_a_base_without_grad),
+        (flagged_then_data_assigned, _two_plain),
+        (flag_set_written_through_data_read_with_grad, _plain(2)),
+    ],
+    ids=[
+        "plain",
+        "pair",
+        "view",
+        "flagged_after_plain",
+        "flagged_after_pair",
+        "setter_plain",
+        "setter_view",
+        "data_set",
+        "read_with_grad",
+    ],
+)
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_input_made_to_require_grad_written_through_data_matches_eager(
+    f: Callable[..., object], make_inputs: Make, grad: bool
+) -> None:
+    """Fuzz seeds 119300-119600 ("the program's backward fails when traced (RuntimeError: Cannot backprop through
+    mirrored meta ...)"): an input that requires no grad as passed, made to require grad by the program and written
+    hidden from autograd (`.data`), is a leaf without history in eager, and its new value gets no tangent. The trace
+    differentiated its ORIGINAL update, an alias of the input's clone taken before the clone was made a leaf again:
+    with no write moving the counter, its history ran to the graph input, whose gradient the joint does not take."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make_inputs)
+        assert_matches_eager(f, make_inputs, after_call=write_outputs)
+
+
 def dropped_regained_read(x: T) -> object:
     x.requires_grad = False
     x.requires_grad_()

@@ -102,7 +102,11 @@ __all__ = [
 #   runs, as the program's own call would); the run's stand-in for such an input, in no alias group, is a
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
-#   leaf. Where an in-place view op relaid it, or a set_() or `.data =` that autograd records no node of (before the
+#   leaf. Writes hidden from autograd (`x.data.add_(1)`) give eager's input no history, so the new value the epilogue
+#   writes below autograd gets no tangent and is not differentiated (backward_trace._hidden_gain_updates): the run's
+#   ORIGINAL alias of the input, taken of the clone before its detach_(), keeps the clone's history through the graph
+#   input where no write moved the counter (one that did rebuilds it from the leaf).
+#   Where an in-place view op relaid it, or a set_() or `.data =` that autograd records no node of (before the
 #   flag, or under no_grad after; `relaid_late_grad`), eager's accumulator is made at the first read with grad after
 #   the flag, in the layout the leaf has then: the runtime makes the real leaf's at that size first, as for the leaves
 #   above (`Analysis.releaf_sizes`), and the epilogue's set_() or `.data =` gives the leaf its storage and layout. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
