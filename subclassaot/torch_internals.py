@@ -1537,7 +1537,7 @@ def define_op(
 @functools.cache  # (one registry lookup an op; an op's effect is registered when torch loads it)
 def has_ordered_effect(func: object) -> bool:
     """Does torch register `func` (an OpOverload) as having a side effect, which functionalization wraps in the
-    `with_effects` higher-order op (Note [Ordered Effects In The Graph])?"""
+    `with_effects` higher-order op (Note [What A Backend Receives And Returns], "Ordered effects")?"""
     from torch._higher_order_ops.effects import has_effects
 
     return isinstance(func, torch._ops.OpOverload) and bool(has_effects(func))

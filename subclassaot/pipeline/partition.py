@@ -100,7 +100,8 @@ def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int)
     for node in graph.nodes:
         if any(p in needs_tangent for p in node.all_input_nodes):
             needs_tangent.add(node)
-    # (a check no output reads runs in the forward, as eager's does: Note [Ordered Effects In The Graph])
+    # (a check no output reads runs in the forward, as eager's does: Note [What A Backend Receives And Returns],
+    # "Ordered effects")
     extra = [
         n
         for n in graph.nodes

@@ -353,7 +353,7 @@ def _drop_dead_code(gm: torch.fx.GraphModule) -> None:
         return (
             node.op in ("placeholder", "output")
             or (isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags)
-            or kept_in_graph(target)  # Note [Ordered Effects In The Graph]
+            or kept_in_graph(target)  # Note [What A Backend Receives And Returns], "Ordered effects"
         )
 
     if gm.graph.eliminate_dead_code(is_impure_node=impure):
