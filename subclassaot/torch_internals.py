@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import sys
 import threading
@@ -48,6 +49,20 @@ from torch.utils._sympy.printers import PythonPrinter
 
 # Raised when a traced program turns a tensor's value into a Python number (.item(), float(t), bool(t), ...).
 DataDependentError = GuardOnDataDependentSymNode
+
+
+def differentiable_dtype(dtype: torch.dtype) -> bool:
+    """Can a tensor of `dtype` carry autograd history (an output's tangent)? Floating point and complex, as autograd
+    has it: `view_as_real` of a complex intermediate has a history and a gradient like any float output."""
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def is_value_read_type_error(e: TypeError) -> bool:
+    """Did torch's argument parser fail to read a pipeline tensor as a Python int (a 0-dim tensor passed as a size,
+    as `nn.LSTM` does with a PackedSequence's `batch_sizes[0]`)? Eager reads the value; a fake or functional tensor
+    has none, and the parser's TypeError names the tensor's type."""
+    return any(f"but got {cls.__name__}" in str(e) for cls in (FunctionalTensor, FakeTensor))
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Functionalization (used by analyze and trace)
@@ -1517,6 +1532,20 @@ def define_op(
     op = getattr(getattr(torch.ops, namespace), name).default
     assert isinstance(op, torch._ops.OpOverload), "BUG: torch.ops returns an OpOverload"
     return op
+
+
+@functools.cache  # (one registry lookup an op; an op's effect is registered when torch loads it)
+def has_ordered_effect(func: object) -> bool:
+    """Does torch register `func` (an OpOverload) as having a side effect, which functionalization wraps in the
+    `with_effects` higher-order op (Note [What A Backend Receives And Returns], "Ordered effects")?"""
+    from torch._higher_order_ops.effects import has_effects
+
+    return isinstance(func, torch._ops.OpOverload) and bool(has_effects(func))
+
+
+def keep_in_graphs(op: torch._ops.OpOverload) -> None:
+    """Make fx's dead-code elimination (which inductor runs) keep every node of `op`, read or not."""
+    torch.fx.node.has_side_effect(op)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -184,6 +184,7 @@ from subclassaot.schemas import (
     TangentExamples,
 )
 from subclassaot.torch_internals import (
+    differentiable_dtype,
     from_functional,
     grad_fn_or_none,
     grad_fn_raises,
@@ -304,7 +305,7 @@ def _tangent_example(o: object) -> TangentExample | None:
     size, stride = tuple(value.shape), tuple(value.stride())
     if not all(type(v) is int for v in (*size, *stride)):
         return None
-    grad = o.requires_grad and not grad_fn_raises(o) and o.grad_fn is not None and o.dtype.is_floating_point
+    grad = o.requires_grad and not grad_fn_raises(o) and o.grad_fn is not None and differentiable_dtype(o.dtype)
     return TangentExample(grad=grad, size=size, stride=stride, dtype=value.dtype, device=value.device)
 
 

@@ -253,6 +253,16 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   trace's proxy mode), so the derivatives are eager's. Ops that draw only where an argument says so (attention and
 #   RNNs with dropout) are left to the backend. `random.from` (`random_(0, 10)`), an overload named by a Python
 #   keyword, fx prints as code that does not compile: every backend's trace maps that one op.
+# - Ordered effects. An op torch registers as having a side effect (torch._higher_order_ops.effects) functionalizes
+#   into the `with_effects` higher-order op, a token threaded through the graph that the pipeline does not thread (its
+#   modes crashed on it). The everyday one is `aten._linalg_check_errors`, which torch.linalg.solve, cholesky, inv, ...
+#   call on their `info` result: eager raises LinAlgError there on a singular or non-positive-definite input. It writes
+#   and returns nothing, so its order among the graph's ops changes no value: every trace maps it to the opaque
+#   `subclassaot::linalg_check_errors` (ordered_effects.py: its kernel the aten op, no effect registered), which the
+#   pipeline's dead-code pass and partition (into the forward) and fx's dead-code pass (inductor's) keep though
+#   nothing reads it. The compiled call raises eager's error with eager's message; where eager raised after writing
+#   an input in place, the compiled call, whose input writes follow the graph, has not written it. Any other
+#   effectful op (aten._print, a torchbind method, a custom op registered as effectful) is refused by name.
 #
 # Graph Modules Generate Their Code When Run:
 # An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms

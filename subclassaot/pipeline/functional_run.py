@@ -44,10 +44,19 @@ from subclassaot.torch_internals import (
     is_fake,
     is_leaf_before_base_write,
     is_no_grad_view,
+    is_value_read_type_error,
     replay_view,
     storage_key,
     take_creation_meta,
     to_functional,
+)
+
+DATA_DEPENDENT_MESSAGE = (
+    "the program reads a tensor's value as a Python number (.item(), float(t), bool(t), int(t), a 0-dim tensor "
+    "passed as a size, or a library doing so: BatchNorm with momentum=None, nn.LSTM over a PackedSequence from "
+    "pack_padded_sequence, a torch.distributions object validating its arguments); the compiled graph cannot depend "
+    "on tensor values. Keep the value a tensor (torch.distributions: validate_args=False), or use "
+    'torch.compile(fn, backend="subclassaot"), which runs the read eagerly between two graphs'
 )
 
 
@@ -144,11 +153,11 @@ def run_functional(
         try:
             output = call(state, args, kwargs)
         except DataDependentError as e:
-            raise UnsupportedError(
-                "the program reads a tensor's value as a Python number (.item(), float(t), bool(t), int(t), or a "
-                "module doing so, like BatchNorm with momentum=None); the compiled graph cannot depend on tensor "
-                "values. Keep the value a tensor"
-            ) from e
+            raise UnsupportedError(DATA_DEPENDENT_MESSAGE) from e
+        except TypeError as e:
+            if is_value_read_type_error(e):
+                raise UnsupportedError(DATA_DEPENDENT_MESSAGE) from e
+            raise
         except (RuntimeError, ValueError) as e:
             _refuse_run_error(e, record, (flat, layout, user_tensors), restrided)
             raise

@@ -298,6 +298,7 @@ def flatten_call(
     )
     # See Note [Compiled Functions Inside torch.func Transforms]
     refuse_transform_wrappers(args, kwargs)
+    _refuse_sparse(values, paths)
     if torch._C._are_functorch_transforms_active():  # (the trace's own tensors would be the transform's wrappers)
         raise UnsupportedError(compiled_call_under_transform_message("the call"))
     flat = FlatInputs(
@@ -332,6 +333,23 @@ def refuse_transform_wrappers(args: tuple[object, ...], kwargs: Mapping[str, obj
         if is_functorch_wrapped(value):
             root = ("args", "kwargs")[cast(pytree.SequenceKey[object], key_path[0]).idx]
             raise UnsupportedError(compiled_call_under_transform_message(root + pytree.keystr(tuple(key_path[1:]))))
+
+
+_SPARSE_LAYOUTS = frozenset(
+    (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+)  # (a nested jagged tensor, layout torch.jagged, is a traceable subclass: it compiles)
+
+
+def _refuse_sparse(values: Sequence[object], paths: Sequence[str]) -> None:
+    """Refuse a sparse (COO, CSR, ...) tensor input, naming its path: the pipeline traces dense tensors over
+    storages, and a sparse tensor has no storage nor strides."""
+    for value, path in zip(values, paths, strict=True):
+        if isinstance(value, torch.Tensor) and value.layout in _SPARSE_LAYOUTS:
+            raise UnsupportedError(
+                f"{path} is a tensor of layout {value.layout}: subclassaot compiles strided (dense) tensors only. "
+                f"Pass {path}.to_dense() (torch.sparse.mm(s, w) is s.to_dense() @ w), or call the sparse part "
+                'outside the compiled function; torch.compile(fn, backend="subclassaot") runs it eagerly'
+            )
 
 
 def _check_state_kept(

@@ -43,6 +43,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     autograd_nodes,
+    differentiable_dtype,
     from_functional,
     get_version,
     grad_fn_raises,
@@ -652,7 +653,7 @@ def forward_example(
             # One whose grad_fn raises (a no_grad view whose base was written since) gets no
             # tangent: eager's raises when autograd reads it, and so does the runtime's (analyze._output_info). See
             # See Note [Backward Errors Are Deferred] for one whose rebuild of its history raises.
-            grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and o.dtype.is_floating_point
+            grad = o.requires_grad and not grad_fn_raises(o) and _has_grad_fn(o) and differentiable_dtype(o.dtype)
             result.append((grad, [from_functional(leaf) for leaf in leaves], node, chosen))
         return result
 

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.ordered_effects import kept_in_graph
 from subclassaot.torch_internals import graph_module, storage_key, symint_expr
 
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})
@@ -99,7 +100,13 @@ def _regions(joint: torch.fx.GraphModule, num_primals: int, num_fw_outputs: int)
     for node in graph.nodes:
         if any(p in needs_tangent for p in node.all_input_nodes):
             needs_tangent.add(node)
-    extra = [n for n in graph.nodes if (_is_random(n) or _is_symbolic(n)) and n not in needs_tangent]
+    # (a check no output reads runs in the forward, as eager's does: Note [What A Backend Receives And Returns],
+    # "Ordered effects")
+    extra = [
+        n
+        for n in graph.nodes
+        if (_is_random(n) or _is_symbolic(n) or kept_in_graph(n.target)) and n not in needs_tangent
+    ]
     forward = _ancestors([*_nodes(fw_outs), *extra]) - set(placeholders)
     if forward & needs_tangent:
         raise AssertionError("BUG: a forward output of the joint graph depends on a tangent")

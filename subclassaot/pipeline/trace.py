@@ -24,6 +24,7 @@ from subclassaot.pipeline.functional_run import (
     own_stand_in_leaves,
     run_functional,
 )
+from subclassaot.pipeline.ordered_effects import kept_in_graph
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.pipeline.rules.strides_and_offsets import output_in_eager_layout
 from subclassaot.runtime.steps import graph_example_inputs
@@ -349,8 +350,10 @@ def _drop_dead_code(gm: torch.fx.GraphModule) -> None:
         target = node.target
         if target is new_autograd_leaf:
             return isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder"
-        return node.op in ("placeholder", "output") or (
-            isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
+        return (
+            node.op in ("placeholder", "output")
+            or (isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags)
+            or kept_in_graph(target)  # Note [What A Backend Receives And Returns], "Ordered effects"
         )
 
     if gm.graph.eliminate_dead_code(is_impure_node=impure):

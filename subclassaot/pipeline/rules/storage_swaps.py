@@ -39,6 +39,7 @@ from subclassaot.pipeline.grad_scope import (
     regenerated_history_reads,
     resize_as_eager,
 )
+from subclassaot.pipeline.ordered_effects import traced_in_place_of
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
     base_read,
@@ -325,6 +326,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        func = traced_in_place_of(func)  # Note [What A Backend Receives And Returns], "Ordered effects"
         if self.native_pending is not None and func is self.native_pending:
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
