@@ -2079,7 +2079,7 @@ def gain_then_a_no_grad_view_of_a_view_input(x0: T, x1: T) -> object:
 def gain_after_a_read_then_read_again(x0: T, x1: T) -> object:
     y = x1 * 2
     x0.requires_grad_()
-    return y, x1 * 3  # eager's has history through x1's base, which only the flag set before the graph gives
+    return y, x1 * 3  # eager's requires grad through x1's base (a node whose edge for x1 goes nowhere)
 
 
 def write_then_gain_last(x: T) -> object:
@@ -2149,11 +2149,13 @@ def gain_after_a_read_then_read_itself_again(x0: T, x1: T) -> object:
 )
 def test_requires_grad_on_input_then_its_storage_read_again_refused(f: Callable[[T, T], object], pair: bool) -> None:
     """The gain is no last one where the program reads the storage after it with grad and returns what it computed
-    (from x1, a view of x0, or from x0 itself): eager's later results have history through x0, which the flag set
-    last cannot give (backward_probe.gain_last_unobserved sees it): refused, as before. A PairTensor base read
-    itself compiles by the subclass's own rule (its stand-in gains the flag at the call)."""
+    (from x1, a view of x0, or from x0 itself): eager's later results require grad (a node whose edge for x1 goes
+    nowhere; history through x0), which the flag set last cannot give (backward_probe.gain_last_unobserved sees it):
+    refused, as before, for a PairTensor view. A PairTensor base read itself compiles by the subclass's own rule (its
+    stand-in gains the flag at the call), and plain inputs since x0, whose view input the program leaves unchanged,
+    runs as a leaf of its own until the flag (functional_run.own_leaf_inputs)."""
     with torch.enable_grad():
-        if pair and f is gain_after_a_read_then_read_itself_again:
+        if not pair or f is gain_after_a_read_then_read_itself_again:
             assert_matches_eager(f, _base_and_its_view(pair), backend="eager")
             return
         f(*cast(tuple[T, T], _base_and_its_view(pair)()))  # eager runs it
