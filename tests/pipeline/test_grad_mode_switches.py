@@ -6881,12 +6881,12 @@ def test_requires_grad_on_a_pair_base_input_after_a_read_of_its_view_input(f: st
     own)."""
     program, make = _BASE_OF_VIEW_INPUTS[f], _base_and_its_row_view(True)
     with torch.enable_grad():
-        program(*make())  # eager runs it
+        program(*cast(tuple[T, T], make()))  # eager runs it
         if f in ("view_read_before", "view_of_view_before"):
             assert_matches_eager(program, make, versions="exact")
             return
         with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
-            subclassaot.compile(program)(*make())
+            subclassaot.compile(program)(*cast(tuple[T, T], make()))
 
 
 def base_flagged_after_a_write_then_its_view_input_read(x: T, v: T) -> object:
@@ -6924,9 +6924,9 @@ def test_requires_grad_on_a_base_input_of_a_changed_group_after_a_read_refused(f
     (the run's earlier reads of the view would carry history: a leaf of its own there gave a wrong result, or
     crashed the epilogue), or flags the view input too: still refused by name."""
     with torch.enable_grad():
-        f(*_base_and_its_row_view(False)())  # eager runs it
+        f(*cast(tuple[T, T], _base_and_its_row_view(False)()))  # eager runs it
         with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
-            subclassaot.compile(f)(*_base_and_its_row_view(False)())
+            subclassaot.compile(f)(*cast(tuple[T, T], _base_and_its_row_view(False)()))
 
 
 def requires_grad_after_its_read_beside_an_alias_written_before(x0: T, x1: T) -> object:
