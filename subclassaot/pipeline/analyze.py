@@ -748,6 +748,17 @@ def _original_storage(run: FunctionalRun, layout: DenseLayout, i: int) -> object
     return storage_key(run.originals[j])
 
 
+def _changed_inputs(run: FunctionalRun, layout: DenseLayout, flat: FlatInputs) -> frozenset[int]:
+    """The tensor inputs whose storage, layout or version counter the program changes (a write, an in-place view op,
+    set_(), `.data =`, resize_())."""
+    mutations = leaf_mutations(run, layout, flat.values)
+    return frozenset(
+        i
+        for i, leaves in enumerate(layout.leaves_of_input)
+        if any(mutations[j].any or mutations[j].version_bumped for j in leaves)
+    )
+
+
 def _check_requires_grad_calls(
     call: Callable[..., object],
     run: FunctionalRun,
@@ -767,7 +778,7 @@ def _check_requires_grad_calls(
         if own_leaves is None:
             flagged = [i for i, t in enumerate(run.user_tensors) if id(t) in run.swaps.requires_grad_gained]
             gained = [i for i, t in enumerate(run.user_tensors) if id(t) in gained_after]
-            own = own_leaf_inputs(flat, layout, gained, flagged)
+            own = own_leaf_inputs(flat, layout, gained, flagged, lambda: _changed_inputs(run, layout, flat))
         refused = {id(t) for i, t in enumerate(run.user_tensors) if id(t) in gained_after and i not in own}
         check_gained_after_read(refused, run.user_tensors, flat)
     # (requires_grad_() on a view input whose views eager gives no flag, read with grad: refused in the run,

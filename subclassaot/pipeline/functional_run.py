@@ -626,12 +626,21 @@ def own_leaves_of(analysis: Analysis) -> frozenset[int]:
 
 
 def own_leaf_inputs(
-    flat: FlatInputs, layout: DenseLayout, gains: Collection[int], flagged: Collection[int]
+    flat: FlatInputs,
+    layout: DenseLayout,
+    gains: Collection[int],
+    flagged: Collection[int],
+    changed: Callable[[], Collection[int]] = frozenset,
 ) -> frozenset[int]:
     """Plain inputs among `gains` in an alias group no member of which requires grad as passed, whose flag is their
     own in eager: a view whose `._base` is no input in `flagged`, or a tensor no other input is a view of (x.detach()
     beside x, a view beside a sibling). Eager's requires_grad_() makes each a leaf of its own, leaving the others
-    and the base without the flag. The compile's first analysis (its fakes requiring no grad) takes these among the
+    and the base without the flag. So too a tensor other inputs are views of, none of them in `flagged`, where no
+    member of the group is in `changed()` (the inputs whose storage, layout or version counter the program changes):
+    eager's views of it then read requires_grad from it with no history of their own, before the flag and after (no
+    counter moved to regenerate one), as the run's views of the group's base do (Note [Grad Mode And Autograd Reads],
+    views of gained bases); where the group is changed, a write before the flag would reach the run's earlier reads
+    of those views as history. The compile's first analysis (its fakes requiring no grad) takes these among the
     inputs flagged after a read with grad (SwapRecord.gained_after_read), which would otherwise be refused, and
     records them (Analysis.own_leaf_inputs); every later run, given them, runs each as a stand-in of its own, a leaf
     without grad until the program's flag (Note [Leaves Laid Out Anew Under no_grad]), taken out of its group's
@@ -653,7 +662,9 @@ def own_leaf_inputs(
             if real._is_view():
                 if not any(reals[j] is real._base for j in flagged):
                     found.add(i)
-            elif not any(r._is_view() and r._base is real for r in reals):
+                continue
+            views = [j for j, r in enumerate(reals) if r._is_view() and r._base is real]
+            if not views or (not any(j in flagged for j in views) and not any(j in changed() for j in members)):
                 found.add(i)
     return frozenset(found)
 

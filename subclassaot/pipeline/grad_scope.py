@@ -135,9 +135,10 @@ __all__ = [
 #   plain input sharing storage with another, whose stand-in is a view of a synthetic base that gains the flag at the
 #   call as eager's does, compiles where the reads were of the other inputs over the storage only (not of it, of an
 #   input whose `._base` it is, or of views of those: their stand-ins would require grad from the start), views of
-#   those taken before replayed as Note [Leaves Laid Out Anew Under no_grad] has it; others compile where eager's
-#   program, run on static fakes, records the
-#   same autograd graphs for its outputs and the inputs it leaves with the input requiring grad from the start
+#   those taken before replayed as Note [Leaves Laid Out Anew Under no_grad] has it; one whose flag is its own (a
+#   half, a detach(), a view of a passed base, or a base whose view inputs the program neither writes, re-lays out,
+#   moves nor flags) runs as a leaf of its own until the flag (functional_run.own_leaf_inputs); others compile where
+#   eager's program, run on static fakes, records the same autograd graphs for its outputs and the inputs it leaves with the input requiring grad from the start
 #   (nothing the caller sees reaches the earlier results: backward_probe.gain_unobserved), and are refused
 #   otherwise; in a call under no_grad that stays one, the flag is set before a graph autograd does not record; a
 #   custom Function applied under no_grad before the flag to such an input whose stand-in requires grad from the start
@@ -193,7 +194,9 @@ def check_gained_after_read(
                 "earlier results carry no autograd history, but the compiled call makes this input (one sharing "
                 "storage with another input) require grad before the graph runs, so they would. A leaf or view "
                 "input passed alone compiles, and so does a plain input sharing storage whose earlier reads were only "
-                "of other inputs over it (not of this input, an input that is a view of it, or views of those), any input where no "
+                "of other inputs over it (not of this input, an input that is a view of it, or views of those), a "
+                "plain input other inputs are views of where the program writes, re-lays out or moves none of them "
+                "and flags none of those views, any input where no "
                 "output or input reaches what was computed from it before, and a plain input whose storage nothing "
                 "writes after the call, nor reads with grad into what an output or input holds. Call requires_grad_() "
                 "before the first use of the input, or outside the compiled function"
