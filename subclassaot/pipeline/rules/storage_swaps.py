@@ -68,6 +68,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     original_of,
     view_layout,
     with_eager_view_histories,
+    with_relaid_view_histories,
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
 from subclassaot.pipeline.rules.set_storage_rules import (
@@ -1241,6 +1242,7 @@ class _DataMode(TorchFunctionMode):
         if computes:
             note_grad_reenabled(self.record, func, args, kwargs)  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
+        call_args, call_kwargs = with_relaid_view_histories(self.record, func, call_args, call_kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # comes out as a SystemError)
@@ -1588,8 +1590,8 @@ class _DataMode(TorchFunctionMode):
             note_reads_after_layout(self.record, args, kwargs, bool(results) and all(o._is_view() for o in results))
         if self.record.view_layouts:  # Note [Stale View Functions]
             if view_before is not None:
-                note_view_layout_op(self.record, args[0], view_before)
-            note_view_reads(self.record, args, kwargs)
+                note_view_layout_op(self.record, args[0], view_before, getattr(func, "__name__", ""))
+            note_view_reads(self.record, func, args, kwargs, out)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record, func)
 
