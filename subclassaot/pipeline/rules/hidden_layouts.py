@@ -55,7 +55,6 @@ __all__ = [
     "seen_after_layout_ops",
     "view_layout",
     "with_eager_view_histories",
-    "with_relaid_view_histories",
 ]
 
 # Note [Leaves Laid Out Anew Under no_grad]
@@ -324,7 +323,7 @@ def _relaid_read(record: SwapRecord, name: str, t: torch.Tensor) -> bool:
 
 
 def _relaid_call(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], t: torch.Tensor) -> bool:
-    """Does the call read `t` of `_relaid` only as `with_relaid_view_histories` gives it, or not through its history
+    """Does the call read `t` of `_relaid` only as `_with_relaid_view_histories` gives it, or not through its history
     (a size read)? Not an autograd read (`.grad_fn`), a write of it, nor a call on the tensor object (retain_grad)."""
     name = getattr(func, "__name__", "")
     first = bool(args) and args[0] is t and (_keeps_first(name) or _writes_first(name))
@@ -366,7 +365,7 @@ class _Relaid(torch.autograd.Function):
         return flat.as_strided(size, stride, offset), None
 
 
-def with_relaid_view_histories(
+def _with_relaid_view_histories(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`args`, `kwargs` with each plain view input the call reads with grad after in-place view ops under no_grad
@@ -540,8 +539,14 @@ def _keeps_first(name: str) -> bool:
 def with_eager_view_histories(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """`args`, `kwargs` with each view of Note [Stale View Functions] the call reads with grad
-    replaced by its stand-in (the same objects where there is none)."""
+    """`args`, `kwargs` with each view of Note [Stale View Functions] the call reads with grad replaced by its
+    stand-in (the same objects where there is none): views set_() under no_grad, then relaid view inputs."""
+    return _with_relaid_view_histories(record, func, *_with_set_view_histories(record, func, args, kwargs))
+
+
+def _with_set_view_histories(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if not record.nograd_set_layouts or not torch.is_grad_enabled() or not args:
         return args, kwargs
     name = getattr(func, "__name__", "")

@@ -68,7 +68,6 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     original_of,
     view_layout,
     with_eager_view_histories,
-    with_relaid_view_histories,
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
 from subclassaot.pipeline.rules.set_storage_rules import (
@@ -1242,7 +1241,6 @@ class _DataMode(TorchFunctionMode):
         if computes:
             note_grad_reenabled(self.record, func, args, kwargs)  # Note [Grad Mode And Autograd Reads]
         call_args, call_kwargs = with_eager_view_histories(self.record, func, args, kwargs)
-        call_args, call_kwargs = with_relaid_view_histories(self.record, func, call_args, call_kwargs)
         if name != "__set__":
             # (a setter reads no history; torch calls some from C++, `_backward_hooks` under set_(), where a raise
             # comes out as a SystemError)
