@@ -31,6 +31,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.autograd_state import is_autograd_read
 from subclassaot.pipeline.rules.stale_views import input_named, layout_of
 from subclassaot.pipeline.rules.swap_record import SwapRecord, tensor_meta
 from subclassaot.torch_internals import is_functional, no_torch_function, storage_key, symint_expr
@@ -276,12 +277,17 @@ def note_view_inputs(record: SwapRecord, views: list[torch.Tensor]) -> None:
         record.pin(t)
 
 
-def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout) -> None:
-    """After an in-place view op on `t` (its layout `before` the op)."""
+def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout, name: str) -> None:
+    """After an in-place view op `name` on `t` (its layout `before` the op)."""
     found = record.view_layouts.get(id(t))
     if found is None:
         return
     expected, subclass = found
+    if not subclass and not torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+        # Note [Stale View Functions]: the layout its traced history expects, where the elements stay the same
+        kept = record.relaid_views.get(id(t), before) if id(t) not in record.view_sets else None
+        # (`_Relaid` sums no gradients of elements over one memory location: eager's as_strided() would)
+        record.relaid_views[id(t)] = kept if name in _PERMUTING_OPS and _non_overlapping(before) else None
     if torch.is_grad_enabled():
         if subclass and tensor_meta(t) != before:
             record.grad_changed_views.add(id(t))
@@ -291,13 +297,15 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout) -> 
         record.dropped_view_nodes.add(id(t))
 
 
-def note_view_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
     """After an op with grad: view inputs it read whose traced history is not eager's."""
     if not torch.is_grad_enabled():
         return
     for a in (*args, *kwargs.values()):
         if not isinstance(a, torch.Tensor) or id(a) not in record.view_layouts:
             continue
+        if _relaid_call(record, func, args, kwargs, a) and not _views_of(a, out):
+            continue  # (read through `_Relaid`: eager's history, or no history read)
         expected, subclass = record.view_layouts[id(a)]
         if subclass:
             if id(a) in record.dropped_view_nodes:
@@ -305,6 +313,93 @@ def note_view_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str,
         elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
             # (a set_() to another size: eager's as_strided history takes any size, where the traced one raises)
             record.stale_view_layouts.add(id(a))
+
+
+# in-place view ops that lay out the same elements anew (`t_()`: the transpose of them)
+_PERMUTING_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_"})
+
+
+def _relaid(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` a plain view input that in-place view ops under no_grad relaid by `_PERMUTING_OPS` alone (no set_())?"""
+    return record.relaid_views.get(id(t)) is not None and id(t) not in record.view_sets
+
+
+def _relaid_read(record: SwapRecord, name: str, t: torch.Tensor) -> bool:
+    """Does the call `name` read `t` of `_relaid` with grad, through its history (Note [Stale View Functions])?"""
+    return (
+        _relaid(record, t)
+        and t.requires_grad
+        and torch.is_grad_enabled()
+        and not torch.is_inference_mode_enabled()
+        and name not in _NO_STAND_INS
+    )
+
+
+def _relaid_call(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], t: torch.Tensor) -> bool:
+    """Does the call read `t` of `_relaid` only as `_with_relaid_view_histories` gives it, or not through its history
+    (a size read)? Not an autograd read (`.grad_fn`), a write of it, nor a call on the tensor object (retain_grad)."""
+    name = getattr(func, "__name__", "")
+    first = bool(args) and args[0] is t and (_keeps_first(name) or _writes_first(name))
+    return _relaid(record, t) and not is_autograd_read(func) and not first and kwargs.get("out") is not t
+
+
+def _non_overlapping(layout: Layout) -> bool:
+    """Does each element of `layout` (size, stride, offset) have a memory location of its own (False where that is
+    not decidable here)?"""
+    dims = sorted((s, n) for n, s in zip(layout[0], layout[1], strict=True) if n != 1)
+    reach = 0
+    for stride, size in dims:
+        if not isinstance(stride, int) or not isinstance(size, int) or stride <= reach:
+            return size == 0 if isinstance(size, int) else False
+        reach += (size - 1) * stride
+    return True
+
+
+def _views_of(t: torch.Tensor, out: object) -> bool:
+    """Is a result of the call a view of `t` (of the `_Relaid` stand-in over it, then)?"""
+    return any(isinstance(o, torch.Tensor) and o._base is t for o in pytree.tree_leaves(out))
+
+
+class _Relaid(torch.autograd.Function):
+    """`t`'s elements in its layout now, with a history that takes their gradient back to the layout `t`'s own
+    history expects (`before`), over the same elements: Note [Stale View Functions]."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, before: Layout) -> torch.Tensor:
+        ctx.before, ctx.now = before, (tuple(t.shape), tuple(t.stride()), t.storage_offset())
+        return t.view_as(t)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (size, stride, offset), (now_size, now_stride, now_offset) = ctx.before, ctx.now
+        extent = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride, strict=True))
+        flat = grad.new_zeros((extent,))
+        flat.as_strided(now_size, now_stride, now_offset).copy_(grad)
+        return flat.as_strided(size, stride, offset), None
+
+
+def _with_relaid_view_histories(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`args`, `kwargs` with each plain view input the call reads with grad after in-place view ops under no_grad
+    relaid its elements (`_relaid_read`) replaced by `_Relaid` over it (Note [Stale View Functions])."""
+    if not record.relaid_views or not args:
+        return args, kwargs
+    made: dict[int, torch.Tensor] = {}
+
+    def swap(a: object) -> object:
+        if not isinstance(a, torch.Tensor) or not _relaid_read(record, name, a):
+            return a
+        if id(a) not in made:
+            before = record.relaid_views[id(a)]
+            made[id(a)] = cast(torch.Tensor, _Relaid.apply(a, before))  # type: ignore[no-untyped-call]  # untyped in torch
+        return made[id(a)]
+
+    name = getattr(func, "__name__", "")
+    first = args[0] if _keeps_first(name) or _writes_first(name) else swap(args[0])
+    rest = pytree.tree_map(swap, args[1:])
+    new_kwargs = {k: v if k == "out" else pytree.tree_map(swap, v) for k, v in kwargs.items()}  # out=: written
+    return ((first, *rest), new_kwargs) if made else (args, kwargs)
 
 
 def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
@@ -457,8 +552,14 @@ def _keeps_first(name: str) -> bool:
 def with_eager_view_histories(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """`args`, `kwargs` with each view of Note [Stale View Functions] the call reads with grad
-    replaced by its stand-in (the same objects where there is none)."""
+    """`args`, `kwargs` with each view of Note [Stale View Functions] the call reads with grad replaced by its
+    stand-in (the same objects where there is none): views set_() under no_grad, then relaid view inputs."""
+    return _with_relaid_view_histories(record, func, *_with_set_view_histories(record, func, args, kwargs))
+
+
+def _with_set_view_histories(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if not record.nograd_set_layouts or not torch.is_grad_enabled() or not args:
         return args, kwargs
     name = getattr(func, "__name__", "")

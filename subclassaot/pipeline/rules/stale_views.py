@@ -250,6 +250,11 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   the replayed output keeps the t_()'s node: refused in training where such an op of an unreturned view came after.
 # - View inputs laid out anew under no_grad and read with grad are refused where eager's rebuilt history (plain:
 #   as_strided at its layout now; subclass: its view function) and the joint's clone history expect different layouts.
+#   Except plain ones relaid only by ops that lay out the same elements anew (t_, transpose_, swapdims_, squeeze_,
+#   unsqueeze_; no set_(), no layout where elements share a memory location): eager's as_strided() sends the gradient
+#   to the same elements of the base that the input's own history reaches, so each read with grad reads the run's
+#   clone through `_Relaid` (hidden_layouts.py), which takes the gradient back to the layout that history expects.
+#   A view of it taken with grad, a write into it, or an autograd read of it after the change stay refused.
 # - Written subclass view inputs changed in place (Note [Inputs Written In Training]): the epilogue's wrapper
 #   copy_ makes autograd rebuild the view's grad_fn from its view function, at the layout the view came with, while eager
 #   leaves that rebuilt grad_fn as of the program's last bump, with the nodes of later grad-enabled in-place view ops on

@@ -1594,8 +1594,8 @@ class _DataMode(TorchFunctionMode):
             note_reads_after_layout(self.record, args, kwargs, bool(results) and all(o._is_view() for o in results))
         if self.record.view_layouts:  # Note [Stale View Functions]
             if view_before is not None:
-                note_view_layout_op(self.record, args[0], view_before)
-            note_view_reads(self.record, args, kwargs)
+                note_view_layout_op(self.record, args[0], view_before, getattr(func, "__name__", ""))
+            note_view_reads(self.record, func, args, kwargs, out)
         if self.record.shared_members and torch.is_grad_enabled():
             refresh_shared_histories(self.record, func)
 

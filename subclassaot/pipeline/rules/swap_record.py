@@ -414,6 +414,9 @@ class SwapRecord:
     dropped_view_nodes: set[int] = field(default_factory=set)
     stale_view_layouts: set[int] = field(default_factory=set)
     view_sets: set[int] = field(default_factory=set)  # of those views, the ones set_() under no_grad
+    # ... plain ones in-place view ops under no_grad relaid -> the layout their traced history expects (None: an op
+    # other than a permutation of the elements, as_strided_(), relaid one too)
+    relaid_views: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
     # an in-place view op with grad changed a view that requires grad (Note [Probing Eager's Backward])
     views_relaid_with_grad: bool = False
     # by id: tensors a set_() under no_grad gave another storage or layout -> that set_()'s `seq` (Note [Stale View
