@@ -22,7 +22,7 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
-from subclassaot.pipeline.random_draws import with_eager_draws, with_printable_names
+from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
 from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
 from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
@@ -245,7 +245,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   into other draws (`exponential` into `rand` and `log`, `geometric`, `rrelu_with_noise` whose eager kernel draws for
 #   the negative elements only, `native_dropout`, `rand_like`), and lowers the functional `bernoulli.p(empty, p)` that
 #   dropout becomes as an in-place `bernoulli_` on a copy of a NaN-filled `empty`, which a fused kernel can read before
-#   the fill runs. So for inductor the trace maps each random op (random_draws._DRAWS) to an opaque `subclassaot::` op:
+#   the fill runs. So for inductor the trace maps each random op (opaque_ops._DRAWS) to an opaque `subclassaot::` op:
 #   the aten op's arguments, its kernel the aten op itself (a fill's functional variant: a clone filled in place), its
 #   meta the aten op's (eager's strides), tagged `nondeterministic_seeded`. Inductor calls it as one extern kernel with
 #   a fresh output and chains the tagged ops in program order (`fallback_random`); the tag keeps the pipeline's
@@ -258,7 +258,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   modes crashed on it). The everyday one is `aten._linalg_check_errors`, which torch.linalg.solve, cholesky, inv, ...
 #   call on their `info` result: eager raises LinAlgError there on a singular or non-positive-definite input. It writes
 #   and returns nothing, so its order among the graph's ops changes no value: every trace maps it to the opaque
-#   `subclassaot::linalg_check_errors` (ordered_effects.py: its kernel the aten op, no effect registered), which the
+#   `subclassaot::linalg_check_errors` (opaque_ops.py: its kernel the aten op, no effect registered), which the
 #   pipeline's dead-code pass and partition (into the forward) and fx's dead-code pass (inductor's) keep though
 #   nothing reads it. The compiled call raises eager's error with eager's message; where eager raised after writing
 #   an input in place, the compiled call, whose input writes follow the graph, has not written it. Any other

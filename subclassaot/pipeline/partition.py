@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.ordered_effects import kept_in_graph
+from subclassaot.pipeline.opaque_ops import kept_in_graph
 from subclassaot.torch_internals import graph_module, storage_key, symint_expr
 
 _READS_GRAD_MODE = frozenset({torch.ops.aten.mkldnn_rnn_layer.default})

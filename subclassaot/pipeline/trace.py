@@ -24,7 +24,7 @@ from subclassaot.pipeline.functional_run import (
     own_stand_in_leaves,
     run_functional,
 )
-from subclassaot.pipeline.ordered_effects import kept_in_graph
+from subclassaot.pipeline.opaque_ops import kept_in_graph
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.pipeline.rules.strides_and_offsets import output_in_eager_layout
 from subclassaot.runtime.steps import graph_example_inputs

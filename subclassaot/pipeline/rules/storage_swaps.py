@@ -39,7 +39,7 @@ from subclassaot.pipeline.grad_scope import (
     regenerated_history_reads,
     resize_as_eager,
 )
-from subclassaot.pipeline.ordered_effects import traced_in_place_of
+from subclassaot.pipeline.opaque_ops import traced_in_place_of
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
     base_read,

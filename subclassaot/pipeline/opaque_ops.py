@@ -1,10 +1,15 @@
-"""Random draws as eager's own kernels: the decompositions that keep each random aten op of a traced graph opaque.
+"""Ops the pipeline traces as opaque ops of its own, so that a backend keeps eager's semantics for them.
 
-Input: a backend's decomposition table. Output: the table with every random op of `_DRAWS` mapped to an opaque op
-(`subclassaot::<name>`) that calls the aten op itself, and none of the table's own decompositions of those ops.
-Invariants: the opaque op has the aten op's schema (under a name fx can print), eager's strides under fake tensors,
-and the `nondeterministic_seeded` tag; it is only ever dispatched below autograd (the trace's proxy mode, the
-backend), so it has no derivative of its own: autograd differentiates the aten op, as in eager.
+Random draws: a backend's decomposition table maps every random aten op of `_DRAWS` to an opaque op
+(`subclassaot::<name>`) that calls the aten op itself, and drops the table's own decompositions of those ops. The
+opaque op has the aten op's schema (under a name fx can print), eager's strides under fake tensors and the
+`nondeterministic_seeded` tag; it is only ever dispatched below autograd (the trace's proxy mode, the backend), so it
+has no derivative of its own: autograd differentiates the aten op, as in eager.
+
+Ordered effects (torch's effect registry): torch.linalg's error check is traced as an opaque op of our own that the
+graph keeps; any other effectful op is refused.
+
+Invariants: Note [What A Backend Receives And Returns] (random draws; "Ordered effects").
 """
 
 from __future__ import annotations
@@ -16,9 +21,8 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from subclassaot.torch_internals import define_op
-
-# See Note [What A Backend Receives And Returns] (random draws).
+from subclassaot.errors import UnsupportedError
+from subclassaot.torch_internals import define_op, has_ordered_effect, keep_in_graphs
 
 _aten = torch.ops.aten
 _DRAWS: tuple[torch._ops.OpOverload, ...] = (
@@ -92,3 +96,40 @@ def _opaque(op: torch._ops.OpOverload) -> torch._ops.OpOverload:
     # file, ~10 ms an op)
     keys = ("CompositeExplicitAutograd", "Meta")
     return define_op("subclassaot", f"{name}({arguments}", kernel, keys=keys, tags=(torch.Tag.nondeterministic_seeded,))
+
+
+# --- ordered effects ---
+
+
+@functools.cache  # (defined once a process)
+def _linalg_check() -> torch._ops.OpOverload:
+    def kernel(info: torch.Tensor, api_name: str, *, is_matrix: bool) -> None:
+        _aten._linalg_check_errors.default(info, api_name, is_matrix=is_matrix)
+
+    op = define_op(
+        "subclassaot",
+        "linalg_check_errors(Tensor info, str api_name, *, bool is_matrix) -> ()",
+        kernel,
+        keys=("CompositeExplicitAutograd", "Meta"),
+        tags=(),
+    )
+    keep_in_graphs(op)
+    return op
+
+
+def traced_in_place_of(func: object) -> object:
+    """The op to trace for `func`: `func` itself, or its stand-in (Note [What A Backend Receives And Returns],
+    "Ordered effects"); raises for an effectful op the pipeline cannot trace."""
+    if func is _aten._linalg_check_errors.default:
+        return _linalg_check()
+    if has_ordered_effect(func):
+        raise UnsupportedError(
+            f"the program calls {func}, an op torch registers as having a side effect (it orders it by a token "
+            "through the graph); subclassaot does not trace such ops. Call it outside the compiled function"
+        )
+    return func
+
+
+def kept_in_graph(target: object) -> bool:
+    """Is `target` an op the dead-code pass keeps though nothing reads its result?"""
+    return target is _linalg_check()
