@@ -199,6 +199,9 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # inside inference_mode, `t0.unsqueeze(-1)` returned: x0.grad gets nothing from it). The run's stand-in for the input
 # is the root of its own views, so the run's regenerated history reaches it. A replayed output is exact: its
 # as_strided() is taken stale on the real input (ViewStep.from_root), and autograd regenerates it from the real base.
+# Not a view taken of that input before its flag: it has no history, and its root requires none, so autograd has
+# nothing to regenerate, for it or for the views taken of it with grad since (`t0 = x0.reshape(...)`, then
+# `x0.requires_grad_()`, a write or `x0.set_(x0)`: `t0.select(0, 0)` requires no grad); its chain replays as taken.
 # Any other op with grad that reads such a view (or a view taken of it since: SwapRecord.regenerated_from_base) is
 # refused (`grad_scope.check_regenerated_view_reads`): the graph would send the input a gradient eager's does not; a
 # tensor subclass view, whose regeneration fails eager's internal assert (new_fn), is refused at any read that records

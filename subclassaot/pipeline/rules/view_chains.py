@@ -543,7 +543,10 @@ def _regenerated_steps(chain: _Chain, run: FunctionalRun) -> tuple[ViewStep, ...
         return None
     bump = last_bump(t, run)
     # (an input whose flag is its own, over a base requiring none: eager regenerates from that base, its root)
-    from_root = id(t) in run.swaps.view_input_gains
+    gain = run.swaps.view_input_gains.get(id(t))
+    from_root = gain is not None
+    if gain is not None and records and records[-1].seq <= gain:
+        return None  # (a chain taken before that flag has no history to regenerate, its root no flag to give one)
     # the output's history is read by the backward, after the program; a view of the chain by the next view taken
     # of it, made after the last bump where no later view is stale: made (or relaid in place) before it, it is
     # stale then. An in-place view op with grad reads the history of the view it relays: stale then, the history is
