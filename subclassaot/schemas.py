@@ -87,6 +87,10 @@ class AliasGroup:
     # the program reaches storage elements outside its members (Note [as_strided On Inputs]): the group stays traced
     # even untouched, and the guards check the storage's size
     whole_storage: bool = False
+    # ... and its storage came freed (fewer bytes than its members' elements need): the base holds their elements,
+    # which the program re-allocates before it reads them, and the guards check it comes freed (Note [Storage Swaps
+    # By Rebinding])
+    freed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -586,7 +590,8 @@ class StorageResize:
 
     leaf: DenseIndex
     grow: int | sympy.Expr | None  # the first count above 0 (None: none)
-    final: int | sympy.Expr  # the last count
+    # the last count (None: a tensor's resize_() grew the storage after it, which the epilogue repeats)
+    final: int | sympy.Expr | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -191,10 +191,14 @@ def _alias_groups(
                 f"inputs {names} share one storage with different dtypes; aliasing across dtypes (view(dtype)) "
                 "is not supported between inputs. Pass one of them and take the dtype view inside the function"
             )
-        # A whole storage is as large as the real one (the fake of a tensor with no elements has no storage).
+        # A whole storage is as large as the real one (the fake of a tensor with no elements has no storage), or,
+        # where it came freed, as its members need: the program re-allocates it before it reads them.
         first = real_values[members[0]] if whole else values[members[0]]
         nbytes = first.untyped_storage().nbytes()
         numel = symint_expr(nbytes // first.element_size())
+        needed = max(_elements_needed(real_values[m]) for m in members) if whole else 0
+        freed = isinstance(numel, int) and numel < needed
+        numel = needed if freed else numel
         if not isinstance(numel, int) or any(
             not isinstance(d, int) for m in members for part in leaf_meta(values[m])[:2] for d in part
         ):
@@ -211,9 +215,17 @@ def _alias_groups(
                     next((k for k in range(i) if values[members[k]] is values[m]), None) for i, m in enumerate(members)
                 ),
                 whole_storage=whole,
+                freed=freed,
             )
         )
     return groups
+
+
+def _elements_needed(t: torch.Tensor) -> int:
+    """The storage elements a real tensor reaches (none where it has no elements)."""
+    if t.numel() == 0:
+        return 0
+    return int(t.storage_offset()) + 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
 
 
 def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Tensor]) -> list[torch.Tensor]:

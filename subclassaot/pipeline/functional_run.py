@@ -374,6 +374,10 @@ def _note_input_storages(
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value
+            group = layout.groups[item.group]
+            if all(same is not None for same in group.same_as[1:]):  # (one tensor: Note [Storage Swaps By Rebinding])
+                first = group.members[0]
+                record.lone_bases[storage_key(value)] = (layout.leaves[first].path, first)
             _note_shared_storage(record, flat, layout, item, value, user_tensors)
     grouped = {m for g in layout.groups for m in g.members}
     for leaf_index, o in enumerate(originals):

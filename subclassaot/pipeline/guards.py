@@ -789,10 +789,12 @@ def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs, apart: Coll
         if g.whole_storage:
             # The program reaches the whole storage (Note [as_strided On Inputs]): its size decides what it sees.
             leaf, path = accesses[g.members[0]], layout.leaves[g.members[0]].path
+            # (freed: fewer bytes than its members' elements, Note [Storage Swaps By Rebinding])
+            relation, fewer = ("<", "fewer than ") if g.freed else ("==", "")
             w.check(
-                f"{leaf}.untyped_storage().nbytes() == {g.base_numel} * {leaf}.element_size()",
+                f"{leaf}.untyped_storage().nbytes() {relation} {g.base_numel} * {leaf}.element_size()",
                 w.msg(
-                    f"{path}: storage of {g.base_numel} elements expected, got ",
+                    f"{path}: storage of {fewer}{g.base_numel} elements expected, got ",
                     Src(f"{leaf}.untyped_storage().nbytes() // {leaf}.element_size()"),
                 ),
             )

@@ -473,8 +473,11 @@ def settle_storages(
     symbols: dict[str, int],
 ) -> None:
     """After the epilogue and the outputs: the program's last storage resize_ of each input's storage as passed (its
-    free), `storages[k]` that of `resizes[k]`, taken before the call (a set_() may have moved the input since)."""
+    free), `storages[k]` that of `resizes[k]`, taken before the call (a set_() may have moved the input since); none
+    where a tensor's resize_() grew the storage after it (the epilogue grew the real one, as eager's)."""
     for r, storage in zip(resizes, storages, strict=True):
+        if r.final is None:
+            continue
         nbytes = ev.dim(r.final, symbols)
         if storage.nbytes() != nbytes:
             storage.resize_(nbytes)

@@ -227,14 +227,6 @@ def shrinks_an_input(x: T) -> object:
     return out
 
 
-def grows_its_storage_then_itself(x: T) -> object:  # fuzz seed 119000, program 521 (which named two inputs)
-    x.untyped_storage().resize_(4)
-    x.fill_(-1.0)
-    x.resize_((2,))  # past its storage's elements: traced over its whole storage (Note [as_strided On Inputs])
-    x.fill_(2.0)
-    return x * 1
-
-
 def frees_after_an_as_strided_write(x: T) -> object:
     y = x.as_strided((2,), (1,), 0)  # elements before the input's offset: traced over its whole storage
     y.add_(1.0)
@@ -246,6 +238,109 @@ def _freed_scalar() -> tuple[object, ...]:
     b = torch.randn(())
     b.untyped_storage().resize_(0)
     return (b,)
+
+
+def _freed_three() -> tuple[object, ...]:
+    b = torch.randn(3)
+    b.untyped_storage().resize_(0)
+    return (b,)
+
+
+def _view_of_eight() -> tuple[object, ...]:
+    return (torch.randn(8)[2:4],)
+
+
+# An input traced over its whole storage (Note [as_strided On Inputs]: a resize_() of it that grows its storage, an
+# as_strided() write outside it) whose storage the program resizes: the base is the storage as passed, or as the
+# input's elements need where it came freed (Note [Storage Swaps By Rebinding]).
+
+
+def grows_its_storage_then_itself(x: T) -> object:  # fuzz seed 119000, program 521 (which named two inputs)
+    x.untyped_storage().resize_(4)
+    x.fill_(-1.0)
+    x.resize_((2,))  # past its storage's elements: traced over its whole storage (Note [as_strided On Inputs])
+    x.fill_(2.0)
+    return x * 1
+
+
+def grows_itself_through_a_second_name(x: T, same: T) -> object:  # fuzz seed 119700, programs 3197, 6932, 7480
+    x.untyped_storage().resize_(12)
+    same.fill_(0.5)
+    out = x + 1
+    same.resize_((5,))
+    x.fill_(3.0)
+    return out, same
+
+
+def grows_itself_keeping_a_view(x: T, w: T) -> object:  # fuzz seed 119600, program 6194
+    x.untyped_storage().resize_(12)
+    x.fill_(0.5)
+    v = x[1:]
+    x.resize_((5,))
+    x.fill_(3.0)
+    return v, x * w
+
+
+def frees_after_an_as_strided_write_read_before(x: T) -> object:
+    y = x.as_strided((2,), (1,), 0)  # elements before the input's offset: traced over its whole storage
+    y.add_(1.0)
+    out = y * 1
+    x.untyped_storage().resize_(0)
+    return out
+
+
+def reallocates_past_its_whole_storage(x: T) -> object:
+    x.untyped_storage().resize_(24)  # the base holds 12 bytes: a resize_((5,)) grows eager's storage no more
+    x.fill_(0.5)
+    x.resize_((5,))
+    x.fill_(3.0)
+    return x * 1
+
+
+def frees_after_growing_itself(x: T) -> object:  # (was a wrong result: the free was taken for an intermediate's)
+    x.resize_((5,))
+    x.fill_(3.0)
+    out = x * 2
+    x.untyped_storage().resize_(0)
+    return out
+
+
+def refills_part_of_its_whole_storage(x: T) -> object:
+    y = x.as_strided((2,), (1,), 0)
+    y.add_(1.0)
+    out = y * 1
+    x.untyped_storage().resize_(0)
+    x.untyped_storage().resize_(32)
+    x.fill_(1.0)  # the caller's base shows the other six elements, undefined in eager
+    return out, x
+
+
+def _freed_three_twice() -> tuple[object, ...]:
+    (b,) = _freed_three()
+    return b, b
+
+
+def _freed_three_beside_a_weight() -> tuple[object, ...]:
+    return (*_freed_three(), torch.randn(5, requires_grad=True))
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (grows_its_storage_then_itself, _freed_scalar),
+        (grows_its_storage_then_itself, lambda: (torch.randn(()),)),
+        (grows_itself_through_a_second_name, _freed_three_twice),
+        (grows_itself_keeping_a_view, _freed_three_beside_a_weight),
+        (frees_after_an_as_strided_write_read_before, _view_of_eight),
+    ],
+    ids=["freed", "whole", "one_tensor_twice", "keeping_a_view_in_training", "freed_after_an_as_strided_write"],
+)
+def test_storage_resize_of_an_input_over_its_whole_storage_matches_eager(
+    f: Callable[..., object], make_inputs: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    test_storage_resize_matches_eager(f, make_inputs, compile_fn)
+    with torch.no_grad():
+        test_storage_resize_matches_eager(f, make_inputs, compile_fn)
 
 
 @pytest.mark.parametrize(
@@ -261,8 +356,14 @@ def _freed_scalar() -> tuple[object, ...]:
         (view_after_free, lambda: (torch.randn(4),), "storage of args\\[0\\] is freed .* while it has no bytes"),
         (fill_while_freed, _two, "storage of args\\[0\\] is freed .* aten.copy_.default takes a tensor over it"),
         (reads_nbytes_after_free, _two, "storage of args\\[0\\]: the program reads the storage's nbytes\\(\\)"),
-        (grows_its_storage_then_itself, _freed_scalar, "storage of args\\[0\\]: .* traced over its whole storage"),
-        (frees_after_an_as_strided_write, lambda: (torch.randn(8)[2:4],), "args\\[0\\]: .* over its whole storage"),
+        (frees_after_an_as_strided_write, _view_of_eight, "storage of args\\[0\\] is freed .* while it has no bytes"),
+        (
+            reallocates_past_its_whole_storage,
+            _freed_three,
+            "24 bytes, where the input is traced over its whole storage",
+        ),
+        (frees_after_growing_itself, lambda: (torch.randn(3),), "a tensor's resize_\\(\\) grew the storage before"),
+        (refills_part_of_its_whole_storage, _view_of_eight, "storage of args\\[0\\] is freed .* writes only part"),
     ],
     ids=[
         "read_after_free",
@@ -275,8 +376,10 @@ def _freed_scalar() -> tuple[object, ...]:
         "view_after_free",
         "fill_while_freed",
         "reads_nbytes_after_free",
-        "grows_its_storage_then_itself",
         "frees_after_an_as_strided_write",
+        "reallocates_past_its_whole_storage",
+        "frees_after_growing_itself",
+        "refills_part_of_its_whole_storage",
     ],
 )
 def test_storage_resize_refused_naming_the_storage(

@@ -97,6 +97,11 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 #   the input before the program's fill), and to the last count after the epilogue has written every input back and
 #   the outputs are built (eager's free: an output that is a view of the input shares the freed storage, as eager's).
 #   A count other than 0 must hold the input's elements (a shrink that cuts them is refused).
+# - The storage of an input traced over its whole storage (a synthetic base of it alone: Note [as_strided On Inputs];
+#   a resize_() of the input that grows its storage makes it one): the same, for the base, which is the whole storage
+#   as the call passes it, or, where it came freed, as its elements need: a count other than 0 must be the base's
+#   bytes (the trace holds no others), and a fill must cover all of the base. Where the input's resize_() grows the
+#   storage after the program's last storage resize, the epilogue's growth of the base is the last count.
 # - The storage of a tensor made inside the program: resize_(0), and resize_ back to its byte count before, change
 #   nothing the graph computes (the storage dies with the program); an output over such a storage is refused.
 # A storage freed, or re-allocated (an input may come with 0 bytes, freed before the call), holds no value until a
@@ -107,15 +112,16 @@ def note_traced_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], ou
 # bounds, and its writes too: any op but detach() over it is refused then (not over a tensor without elements, which
 # reaches no byte: an empty input whose offset lies past its storage's end needs none, and is not freed). An
 # intermediate's storage counts as written once a write covers all of its bytes, counted in the writing tensor's
-# elements. Refused too: the storage of a tensor subclass wrapper, of a subclass input's inner tensor, or of an input
-# that shares its storage with another input; a storage's nbytes() read after the program resized it, or of an input
+# elements. Refused too: the storage of a tensor subclass wrapper, of a subclass input's inner tensor, of an input
+# that shares its storage with another input, or one a resize_() of a tensor grew before (the epilogue repeats that
+# growth after the program's run); a storage's nbytes() read after the program resized it, or of an input
 # that came freed (the graph would answer the byte count before; torch_internals wraps UntypedStorage.nbytes for
 # `check_resized_nbytes`); and Dynamo's inductor::resize_storage_bytes_ where it dispatches (the torch.compile
 # adapter hands the pipeline the storage's resize_ in its place). Fix for those: resize the storage outside the
 # compiled function, as FSDP2's hooks do with torch.compile. The pipeline's own reads of a byte count (whether
 # resize_() grows a tensor; a wrapper's metadata) are no program's: `program_nbytes`, unchecked.
-# Storage byte counts are not guarded: a graph that reads an input is called on it freed as eager reads it (out of
-# bounds).
+# Storage byte counts are not guarded (but a whole storage's, or that it comes freed: Note [as_strided On Inputs]): a
+# graph that reads an input is called on it freed as eager reads it (out of bounds).
 # The ops that point their self at another storage (or a fresh empty one): the old one is left as it was.
 _REBINDS = frozenset(
     {
@@ -146,28 +152,33 @@ def note_storage_resize(record: SwapRecord, storage: torch.UntypedStorage, size:
     if key in record.wrapper_storages:
         name = record.wrapper_storages[key]
         _refuse_storage_resize(paths or (f"a {name}",), f"it is a {name} wrapper's own storage, which holds no data")
+    root = record.grown_root(key)
+    if root != key and root in record.input_paths:
+        _refuse_storage_resize(
+            record.input_paths[root],
+            "a tensor's resize_() grew the storage before, which the compiled call repeats after the program",
+        )
     if not paths:
         return _note_intermediate_resize(record, key, storage, size)
-    own = record.own_inputs.get(key)
+    own = record.own_inputs.get(key) or record.lone_bases.get(key)
     original = record.input_originals.get(key)
     if own is None or original is None:
-        why = "one that two inputs share" if len(paths) > 1 else "the input is traced over its whole storage"
         _refuse_storage_resize(
             paths,
-            f"it is no input's own storage: {why} (as one synthetic base: Note [Synthetic Bases], Note [as_strided On "
-            "Inputs])",
+            "it is no input's own storage: one that two inputs share (as one synthetic base: Note [Synthetic Bases])",
         )
-    need = _bytes_needed(original)
+    need, span = _held(record, key, original)
     try:
         freed = bool(size == 0)
+        if key in record.lone_bases and not freed and not bool(size == need):
+            _refuse_storage_resize(paths, f"{size} bytes, where the input is traced over its whole storage of {need}")
         if not freed and not bool(size >= need):  # type: ignore[operator]  # an int or a SymInt
             _refuse_storage_resize(paths, f"{size} bytes do not hold the elements of the input")
     except DataDependentError:
         _refuse_storage_resize(paths, "a byte count that depends on tensor values")
     record.storage_resizes.setdefault(key, []).append(size)
     if freed:
-        span = record.input_spans.get(key)
-        record.unwritten_storages[key] = (paths, span[0] if span is not None else None)
+        record.unwritten_storages[key] = (paths, span)
         record.freed_storages.add(key)
     else:
         record.freed_storages.discard(key)
@@ -192,11 +203,22 @@ def note_freed_inputs(record: SwapRecord, reals: Sequence[tuple[object, torch.Te
     """Before the program: the storage (by key) of an input whose real tensor's storage came freed (fewer bytes than
     its elements need; its fake has them all) is unwritten."""
     for key, real in reals:
-        need = _bytes_needed(real)
-        if key in record.own_inputs and isinstance(need, int) and storage_nbytes(real.untyped_storage()) < need:
-            span = record.input_spans.get(key)
-            record.unwritten_storages[key] = (record.input_paths.get(key, ()), span[0] if span is not None else None)
+        need, span = _held(record, key, real)
+        own = key in record.own_inputs or key in record.lone_bases
+        if own and isinstance(need, int) and storage_nbytes(real.untyped_storage()) < need:
+            record.unwritten_storages[key] = (record.input_paths.get(key, ()), span)
             record.freed_storages.add(key)
+
+
+def _held(record: SwapRecord, key: object, t: torch.Tensor) -> tuple[int | torch.SymInt, Elements | None]:
+    """What the graph holds of the storage `key` of input `t` (see the comment above): its bytes, and the storage
+    elements a write must cover to fill it (None: a tensor with `t`'s layout) — `t`'s own elements, or where the
+    input is traced over its whole storage (a synthetic base of it alone), all of the base's."""
+    base = record.alias_bases.get(key) if key in record.lone_bases else None
+    if base is None:
+        span = record.input_spans.get(key)
+        return _bytes_needed(t), span[0] if span is not None else None
+    return base.numel() * base.element_size(), Elements(0, base.numel() - 1, None)
 
 
 def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -345,12 +367,13 @@ def storage_resize_plan(record: SwapRecord, layout: DenseLayout) -> tuple[Storag
     owner = {j: t for t, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     plans = []
     for key, sizes in record.storage_resizes.items():
-        path, leaf = record.own_inputs[key]
+        path, leaf = record.own_inputs.get(key) or record.lone_bases[key]
         if layout.trees[owner[leaf]] is not None:
             _refuse_storage_resize((path,), "it is an inner tensor's storage of a tensor subclass input")
         grown = [n for n in sizes if not (isinstance(n, int) and n == 0)]
         grow = symint_expr(cast(int, grown[0])) if grown else None
-        plans.append(StorageResize(leaf=leaf, grow=grow, final=symint_expr(cast(int, sizes[-1]))))
+        final = None if key in record.regrown_storages else symint_expr(cast(int, sizes[-1]))
+        plans.append(StorageResize(leaf=leaf, grow=grow, final=final))
     return tuple(plans)
 
 

@@ -36,6 +36,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.set_storage_rules import program_nbytes
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import has_data_mutation, has_view_chain, hint_of, inner_storage_offset, storage_key
@@ -321,7 +322,7 @@ def storage_kept(
     those that hold runs of it densely (`_pieces_kept`). They start at the lowest element the program's tensors over
     the storage (`sharers`) reach, not at x's offset: a select() or slice of an intermediate grown keeps the elements
     before it under its base."""
-    offset, stored = x.storage_offset(), x.untyped_storage().nbytes() // x.element_size()
+    offset, stored = x.storage_offset(), program_nbytes(record, x.untyped_storage()) // x.element_size()
     base = record.alias_bases.get(storage_key(x))
     if base is not None:
         return 0, base.detach()[:stored]

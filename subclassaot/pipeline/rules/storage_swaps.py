@@ -841,6 +841,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     ".detach() of it, or write it after the growth"
                 )
         self.record.grown_from[storage_key(x)] = key_before
+        if (root := self.record.grown_root(key_before)) in self.record.storage_resizes:
+            self.record.regrown_storages.add(root)  # (its last byte count is this growth's)
         if key_before in self.record.inference_made:  # (eager's storage, grown in place, stays an inference one)
             self.record.inference_made.add(storage_key(x))
         note_kernel_relaid(self.record, sharers)

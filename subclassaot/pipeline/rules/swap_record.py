@@ -301,6 +301,7 @@ class SwapRecord:
     # them (empty: made inside the program), the storage elements a write must cover); an intermediate's storage the
     # program freed -> its byte count before (Note [Storage Swaps By Rebinding])
     storage_resizes: dict[object, list[object]] = field(default_factory=dict)
+    regrown_storages: set[object] = field(default_factory=set)  # ... of those, grown by a tensor's resize_() after
     unwritten_storages: dict[object, tuple[tuple[str, ...], Elements | None]] = field(default_factory=dict)
     freed_intermediates: dict[object, object] = field(default_factory=dict)
     freed_storages: set[object] = field(default_factory=set)  # ... of those, the ones that have no bytes now
@@ -489,6 +490,9 @@ class SwapRecord:
     # ... the same for every such input, its elements where they are symbolic too: (its path, its dense index)
     own_inputs: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     alias_bases: dict[object, torch.Tensor] = field(default_factory=dict)  # storage key -> synthetic base
+    # ... of those, the bases over one input's storage alone (a one-member alias group, or one tensor passed several
+    # times) -> (its path, its dense leaf): Note [Storage Swaps By Rebinding]
+    lone_bases: dict[object, tuple[str, DenseIndex]] = field(default_factory=dict)
     # storage key of an input's dense leaf -> its alias with the original metadata (`FunctionalRun.originals`): the
     # frame of the offsets functionalization keeps behind the wrappers (Note [as_strided On Inputs])
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
