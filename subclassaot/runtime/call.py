@@ -113,10 +113,11 @@ from subclassaot.torch_internals import (
 #   the ops leave it as it came (`t_()` of a 0-d x: eager's node is there all the same). An output
 #   view of a leaf input that eager made before that op is rebuilt before the call instead (Note [set_ Under Grad]).
 # - NUMBERED: a set_() through a view (the base's CopySlices) or a write autograd records (`x1.set_(x0);
-#   x1.select(0, 0).mul_(3)`) came after: numbered in program order; once the outputs are built the epilogue sets a view
-#   of x to itself under grad (version kept), a CopySlices newer than the call's node. An in-place view op after such
-#   a node keeps it NUMBERED: its node is numbered in program order too, and the late CopySlices stands for both (a
-#   subclass input, whose layout the epilogue replays without autograd, has no other).
+#   x1.select(0, 0).mul_(3)`; a custom Function's of a tensor it marks dirty too, though its forward runs with grad
+#   off: its node takes the history) came after: numbered in program order; once the outputs are built the epilogue
+#   sets a view of x to itself under grad (version kept), a CopySlices newer than the call's node. An in-place view op
+#   after such a node keeps it NUMBERED: its node is numbered in program order too, and the late CopySlices stands for
+#   both (a subclass input, whose layout the epilogue replays without autograd, has no other).
 # - Outputs rebuilt as views after the epilogue (Note [Output Regeneration]) are built in program order (`build_order`):
 #   each view's node is numbered as eager's among them, so the one made last runs first (a view of a leaf taken after
 #   `t0 = x0.t()`, x0 set_() under grad, gives the leaf its gradient before the set_ node raises, in either output order).

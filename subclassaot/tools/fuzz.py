@@ -35,7 +35,7 @@ import functools
 import random
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -205,7 +205,8 @@ def _draw_ops(
     for _ in range(choose.integer(0, config.max_ops)):
         for _attempt in range(4):
             try:
-                op = _draw_op(choose, config, weighted, env, storages, next_var)
+                set_before = {o.src for o in ops if o.name in _SETS}
+                op = _draw_op(choose, config, weighted, env, storages, next_var, set_before)
             except Exception:  # reading the source's shape (`x.data` of a swapped subclass) can raise in eager
                 continue
             if op is not None and _legal(op, env, storages):
@@ -223,6 +224,8 @@ def _weighted(vocabulary: frozenset[Vocabulary]) -> tuple[OpDef, ...]:
 # Eager PyTorch segfaults on a plain tensor `set_` to a wrapper subclass (whose storage holds no data) once it is
 # written to; `x.data = y` across types is the same swap. Such programs are never generated.
 _SAME_TYPE_ONLY = frozenset({"set_", "data_assign"})
+_SETS = frozenset({"set_", "set_self"})
+_DIRTY_FUNCTIONS = frozenset({"DirtyScale", "DirtyAdd", "DirtyAddSaved"})  # (they mark their first input dirty)
 _SCOPES: tuple[GradScope, ...] = ("no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode")
 
 
@@ -242,7 +245,9 @@ def _draw_op(
     env: dict[int, torch.Tensor],
     storages: StorageLiveness,
     next_var: int,
+    set_before: Collection[int] = frozenset(),
 ) -> Op | None:
+    """One op; `set_before`: the variables an earlier op set_()."""
     op_def = weighted[choose.integer(0, len(weighted) - 1)]
     refill = op_def.name == "storage_refill"
     variables = [v for v in sorted(env) if storages.dead(env[v]) == refill]
@@ -250,6 +255,10 @@ def _draw_op(
         variables = [v for v in variables if storages.may_free(v, env)]
     if op_def.name == "set_self" and choose.chance(60):  # an input's set_ node mostly (Note [set_ Under Grad])
         variables = [v for v in variables if storages.is_input(v)] or variables
+    if op_def.name in _DIRTY_FUNCTIONS and set_before and choose.chance(50):
+        # a write the Function's node records over a set_ node, though its forward runs with grad off (Note [Epilogue
+        # Nodes In Eager's Order]): rare where the Function draws any variable
+        variables = [v for v in variables if v in set_before] or variables
     live = variables if not refill else [v for v in sorted(env) if not storages.dead(env[v])]
     if not variables:
         return None

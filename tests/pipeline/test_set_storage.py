@@ -28,6 +28,7 @@ from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyScale,
     SinFunction,
     TransposeSaved,
     assert_refused,
@@ -1904,6 +1905,63 @@ def test_node_after_set_under_grad_made_in_eager_order(
     with torch.enable_grad():
         assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn)
         assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _dirty_write_after_set(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    DirtyScale.apply(x1)  # type: ignore[no-untyped-call]  # untyped in torch
+    return (x0,)
+
+
+def _dirty_write_after_set_returned(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    t1 = DirtyScale.apply(x1)  # type: ignore[no-untyped-call]  # untyped in torch
+    return (t1, x0)
+
+
+def _dirty_view_write_after_set(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    DirtyScale.apply(x1[0])  # type: ignore[no-untyped-call]  # untyped in torch
+    return (x0, x1)
+
+
+@pytest.mark.parametrize("make", [lambda: nonleaf(2, 2), lambda: pair_nonleaf(2, 2)], ids=["plain", "pair"])
+@pytest.mark.parametrize(
+    "f",
+    [_dirty_write_after_set, _dirty_write_after_set_returned, _dirty_view_write_after_set],
+    ids=["kept", "returned", "view"],
+)
+def test_dirty_function_write_after_set_under_grad_made_in_eager_order(
+    f: Callable[[T, T], object], make: Callable[[], T], compile_fn: CompileFn | None
+) -> None:
+    """Note [Epilogue Nodes In Eager's Order]: a custom Function that writes x1 (or a view of it) in place and marks
+    it dirty after x1's set_() under grad rebases x1's history on its node (or its base's CopySlices), numbered in
+    program order, as a write with grad does; its forward runs with grad off, so the write was not taken for one and
+    x1's history ended on the epilogue's set_ node, which ran first: a backward through x1 and x0 (written after the
+    call: a newer node) raised before x0's leaf got the gradient eager's gives it."""
+    with torch.enable_grad():
+        assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn)
+        assert_matches_eager(f, _expanded_leaf_and(make), compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_dirty_function_write_after_self_set_beside_a_leaf_view(compile_fn: CompileFn | None) -> None:
+    """fuzz seed 119700 #8762: x0.set_(x0) and DirtyScale.apply(x0) with grad, x1 a view of a leaf returned as itself
+    and written after the call; a backward through both runs x1's regenerated node (the leaf gets its gradient), then
+    DirtyScaleBackward, then raises at x0's set_ node. Ours ended x0's history on the epilogue's set_ node, which ran
+    first: the leaf got none."""
+
+    def f(x0: T, x1: T) -> object:
+        set_to(x0, x0)
+        t0 = DirtyScale.apply(x0)  # type: ignore[no-untyped-call]  # untyped in torch
+        return (t0, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (nonleaf(), _leaf(4, 2, 4).reshape((1, -1, 1)))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
 
 
 def _view_of(make: Callable[..., T]) -> Callable[..., T]:

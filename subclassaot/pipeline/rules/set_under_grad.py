@@ -467,10 +467,11 @@ def note_grad_set_place(record: SwapRecord, x: torch.Tensor, source: torch.Tenso
 
 
 def note_write_after_grad_set(record: SwapRecord, t: torch.Tensor) -> None:
-    """After a write of `t`'s data that autograd records (with grad on, `t` requiring grad; an in-place view op, such
-    as a t_() after the set_(), keeps its own path, the epilogue's replay): where it rebases the history of
-    a tensor set_() under grad as itself (`t` or the root of its view chain taken with grad), that tensor's node is
-    the write's, numbered as the program made it, no longer its set_ node (Note [set_ Under Grad])."""
+    """After a write of `t`'s data that autograd records (with grad on, `t` requiring grad, or a custom Function's
+    write of `t` marked dirty; an in-place view op, such as a t_() after the set_(), keeps its own path, the
+    epilogue's replay): where it rebases the history of a tensor set_() under grad as itself (`t` or the root of its
+    view chain taken with grad), that tensor's node is the write's, numbered as the program made it, no longer its
+    set_ node (Note [set_ Under Grad])."""
     if not t.requires_grad:
         return
     root = t

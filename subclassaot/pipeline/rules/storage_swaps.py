@@ -1884,6 +1884,7 @@ def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tenso
         for leaf in leaves:  # (a subclass: the writes of its inner tensors, as its ops make them under grad)
             record.note_visible_write(leaf, True)
             record.dirty_storages.add(storage_key(leaf))
+        note_write_after_grad_set(record, t)  # Note [set_ Under Grad]
 
 
 def _unrecorded_empty_write(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
