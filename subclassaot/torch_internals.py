@@ -1912,3 +1912,18 @@ def compiling_session() -> Iterator[None]:
         yield
     finally:
         compiler._is_compiling_flag = old
+
+
+@functools.cache
+def may_return_view(name: str, *, unknown: bool) -> bool:
+    """May the torch function `name` (a method, a function or an operator dunder: `__rmul__` is `mul`'s) return a
+    view of an argument: a view op (`t`, `reshape`, `contiguous`, indexing)? Not an `out=` overload's written
+    result. `unknown`: the answer for a name no aten op has (`float`, `cuda`: they may return the tensor itself)."""
+    op = name.strip("_") if name.startswith("__") else name
+    if name.startswith("__") and op.startswith("r") and not hasattr(torch.ops.aten, op):
+        op = op[1:]
+    packet: Any = getattr(torch.ops.aten, op, None)
+    if packet is None:
+        return name in ("__getitem__", "view_as", "expand_as", "type_as", "reshape_as", "to", "type") or unknown
+    returns = [r for o in packet.overloads() for r in getattr(packet, o)._schema.returns]
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)

@@ -42,6 +42,7 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_raises,
     has_grad_fn,
+    may_return_view,
     no_torch_function,
     storage_key,
     symint_expr,
@@ -281,7 +282,7 @@ def flagless_views_detached(
     rest = pytree.tree_map(detached, args[1:])
     new_kwargs = {k: v if k == "out" else pytree.tree_map(detached, v) for k, v in kwargs.items()}
     first = args[0]
-    if not _writes(name) and _may_alias(name):
+    if not _writes(name) and may_return_view(name, unknown=False):
         return args, kwargs  # (a view op's result is replayed from the real input; a copy is refused after it)
     if not _writes(name):
         first = detached(first)
@@ -302,7 +303,7 @@ def _check_flagless_copies(
 ) -> None:
     """After an op that may return a view (not read through a detach()): refuse it where it read such a view and made
     a result that is no view of it (reshape() or contiguous() copying), which follows the input's history."""
-    if out is None or not _may_alias(name):
+    if out is None or not may_return_view(name, unknown=False):
         return
     read = [
         (t, source)
@@ -320,16 +321,6 @@ def _check_flagless_copies(
         "requires_grad_() with grad enabled, compute from .detach() of it, or call requires_grad_() outside the "
         "compiled function"
     )
-
-
-def _may_alias(name: str) -> bool:
-    """May the torch function `name` return a view of its arguments (a view op; reshape(), contiguous(), indexing)?
-    (Not an `out=` overload's written result.)"""
-    packet = getattr(torch.ops.aten, name, None)
-    if packet is None:
-        return name in ("__getitem__", "view_as", "expand_as", "type_as", "reshape_as", "to", "type")
-    returns = [r for o in packet.overloads() for r in getattr(packet, o)._schema.returns]
-    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
 
 
 def _reads_grad(tree: object) -> bool:
@@ -788,7 +779,12 @@ def _view_without_history(record: SwapRecord, t: torch.Tensor) -> tuple[int, tor
 def _reads_through_leaf(name: str, kwargs: dict[str, Any]) -> bool:
     """Does the program's torch function `name` read its tensors' elements as an op that records history, without
     writing them or returning a view of them (Note [Grad Mode And Autograd Reads], views of gained bases)?"""
-    return name not in _NO_DETACH and not _writes(name) and "out" not in kwargs and not _may_alias(name)
+    return (
+        name not in _NO_DETACH
+        and not _writes(name)
+        and "out" not in kwargs
+        and not may_return_view(name, unknown=False)
+    )
 
 
 def _leaf_stand_ins_apply(record: SwapRecord, func: Any, kwargs: dict[str, Any]) -> bool:

@@ -1640,6 +1640,24 @@ def test_view_input_relaid_under_no_grad_then_viewed_or_written_is_refused(
         assert_refused(f, make, compile_fn, "gets another layout from an in-place view op")
 
 
+def _relaid_then_viewed_with_grad_inside(x: T) -> object:
+    x.unsqueeze_(-2)  # (the call is made under no_grad)
+    with torch.set_grad_enabled(True):
+        return (x.t(),)
+
+
+def test_view_input_relaid_under_no_grad_then_returned_as_a_view_with_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 119800 program 123: a view op reading the relaid input with grad is not read through `_Relaid` (its
+    # result would be a view made in a custom Function: another shape, a grad_fn that raises); it was output (1,)
+    # where eager's is (1, 1)
+    def make() -> tuple[T, ...]:
+        with torch.enable_grad():
+            return (torch.randn((), requires_grad=True).clone().unsqueeze(0),)
+
+    with torch.no_grad():
+        assert_matches_eager(_relaid_then_viewed_with_grad_inside, make, compile_fn=compile_fn)
+
+
 def test_pair_view_input_relaid_under_no_grad_then_read_with_grad(compile_fn: CompileFn | None) -> None:
     # a subclass view's history is rebuilt by its view function in eager as in the trace (`_Relaid` is for plain
     # views only); a read before the change too makes eager's own backward fail its shape check

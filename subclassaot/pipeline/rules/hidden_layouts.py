@@ -34,7 +34,13 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import is_autograd_read
 from subclassaot.pipeline.rules.stale_views import input_named, layout_of
 from subclassaot.pipeline.rules.swap_record import SwapRecord, tensor_meta
-from subclassaot.torch_internals import is_functional, no_torch_function, storage_key, symint_expr
+from subclassaot.torch_internals import (
+    is_functional,
+    may_return_view,
+    no_torch_function,
+    storage_key,
+    symint_expr,
+)
 
 __all__ = [
     "check_nograd_set_write",
@@ -332,6 +338,7 @@ def _relaid_read(record: SwapRecord, name: str, t: torch.Tensor) -> bool:
         and torch.is_grad_enabled()
         and not torch.is_inference_mode_enabled()
         and name not in _NO_STAND_INS
+        and not may_return_view(name, unknown=True)  # (a view of `_Relaid`'s result: made in a custom Function)
     )
 
 
@@ -356,8 +363,9 @@ def _non_overlapping(layout: Layout) -> bool:
 
 
 def _views_of(t: torch.Tensor, out: object) -> bool:
-    """Is a result of the call a view of `t` (of the `_Relaid` stand-in over it, then)?"""
-    return any(isinstance(o, torch.Tensor) and o._base is t for o in pytree.tree_leaves(out))
+    """Is a result of the call a view of `t` (of the `_Relaid` stand-in over it, then: a view of `t`'s base)?"""
+    root = t if t._base is None else t._base
+    return any(isinstance(o, torch.Tensor) and o._base is root for o in pytree.tree_leaves(out))
 
 
 class _Relaid(torch.autograd.Function):
