@@ -24,6 +24,7 @@ from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
 from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
+from subclassaot.pipeline.workspaces import with_recomputed_workspaces
 from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
 from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
 
@@ -253,6 +254,14 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   trace's proxy mode), so the derivatives are eager's. Ops that draw only where an argument says so (attention and
 #   RNNs with dropout) are left to the backend. `random.from` (`random_(0, 10)`), an overload named by a Python
 #   keyword, fx prints as code that does not compile: every backend's trace maps that one op.
+# - Workspaces. A few CPU kernels also return a workspace, bytes only the op's backward reads, sized by the kernel:
+#   oneDNN's LSTM layer (`mkldnn_rnn_layer`, every eager nn.LSTM on CPU, filled only with grad mode on) returns
+#   28672 bytes where its meta says 0, and inductor, which checks an extern kernel's outputs against their fake sizes,
+#   fails on it. (torch.compile never meets it: Dynamo runs RNN modules eagerly, and with `allow_rnn` AOTAutograd
+#   decomposes `aten.lstm` above autograd into matmuls, which are not eager's numbers.) So for inductor the trace maps
+#   the op to an opaque one (workspaces.py) that returns an empty workspace, and its backward to one that runs the
+#   forward kernel again, grad mode on, on the inputs the backward takes anyway (the workspace is a function of them)
+#   and then eager's backward kernel: eager's values and gradients, one more forward of each layer a training step.
 # - Ordered effects. An op torch registers as having a side effect (torch._higher_order_ops.effects) functionalizes
 #   into the `with_effects` higher-order op, a token threaded through the graph that the pipeline does not thread (its
 #   modes crashed on it). The everyday one is `aten._linalg_check_errors`, which torch.linalg.solve, cholesky, inv, ...
@@ -491,7 +500,8 @@ def _backend_decompositions(
         import torch._inductor.lowering  # noqa: F401
         from torch._inductor.decomposition import select_decomp_table
 
-        return with_eager_draws(select_decomp_table())  # Note [What A Backend Receives And Returns]
+        # Note [What A Backend Receives And Returns] (random draws, workspaces)
+        return with_recomputed_workspaces(with_eager_draws(select_decomp_table()))
     table = getattr(backend, "decompositions", None)
     return table if isinstance(table, Mapping) else None
 

@@ -5,7 +5,8 @@ forward and backward, several calls, through the parity oracle. Where the direct
 refuses by name (a sparse input, a tensor's value read as a number); the dynamo path runs that part eagerly.
 Fixed here: an output that is a view of a complex intermediate (`view_as_real(c * c)`) lost its history (complex
 outputs got no tangent); torch.linalg's error checks (solve, cholesky, inv) crashed the trace (an effectful op);
-a sparse input crashed (no storage); nn.LSTM over a PackedSequence crashed with a TypeError.
+a sparse input crashed (no storage); nn.LSTM over a PackedSequence crashed with a TypeError; nn.LSTM on inductor
+crashed (inductor asserted the size of oneDNN's workspace).
 """
 
 from __future__ import annotations
@@ -391,6 +392,64 @@ def test_recurrent_and_embedding_layers_match_eager(entry: str, name: str) -> No
     torch.manual_seed(0)
     module, make = LAYERS[name]
     check(entry, module(), make)
+
+
+class LSTMWithState(nn.Module):
+    """A bidirectional batch-first LSTM from a given state, its outputs read by a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(3, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(10, 2)
+
+    def forward(self, x: T, h: T, c: T) -> tuple[T, T, T]:
+        out, (hn, cn) = self.lstm(x, (h, c))
+        return self.head(out), hn, cn
+
+
+RNNS: dict[str, tuple[Callable[[], nn.Module], Make]] = {
+    "lstm": (_lstm, lambda: (grad(4, 2, 3),)),
+    "lstm_with_state": (LSTMWithState, lambda: (grad(2, 4, 3), grad(4, 2, 5), grad(4, 2, 5))),
+    "gru": (lambda: nn.GRU(3, 5, num_layers=2), lambda: (grad(4, 2, 3),)),
+    "rnn_relu": (lambda: nn.RNN(3, 5, num_layers=2, nonlinearity="relu"), lambda: (grad(4, 2, 3),)),
+}
+
+
+@pytest.mark.slow  # (20-30 s each: inductor compiles a forward and a backward)
+@pytest.mark.parametrize("name", RNNS)
+def test_recurrent_layers_train_on_inductor_as_eager(name: str) -> None:
+    # (nn.LSTM crashed: inductor asserted a 1-byte workspace where eager's oneDNN layer returns 28672 bytes)
+    torch.manual_seed(0)
+    module, make = RNNS[name]
+    check("direct", module(), make, backend="inductor")
+
+
+@pytest.mark.slow  # (10-20 s: inductor compiles a training and an inference entry)
+def test_an_lstm_on_inductor_trains_over_steps_and_infers_as_eager() -> None:
+    torch.manual_seed(0)
+    model = LSTMWithState()
+    eager_model = copy.deepcopy(model)
+    compiled = direct_compile(model, backend="inductor")
+    opt, eager_opt = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, eager_model))
+    for _ in range(3):
+        x, h, c = grad(2, 4, 3), torch.randn(4, 2, 5), torch.randn(4, 2, 5)
+        loss = sum(t.square().mean() for t in cast(tuple[T, ...], compiled(x, h, c)))
+        eager_loss = sum(t.square().mean() for t in eager_model(x, h, c))
+        assert isinstance(loss, T) and isinstance(eager_loss, T)
+        loss.backward()  # type: ignore[no-untyped-call]
+        eager_loss.backward()  # type: ignore[no-untyped-call]
+        torch.testing.assert_close(loss, eager_loss)
+        for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad)
+        opt.step()
+        eager_opt.step()
+        opt.zero_grad()
+        eager_opt.zero_grad()
+    for m in (model, eager_model):
+        m.eval()
+    with torch.no_grad():  # an inference entry: oneDNN's layer fills no workspace
+        x, h, c = torch.randn(2, 4, 3), torch.randn(4, 2, 5), torch.randn(4, 2, 5)
+        torch.testing.assert_close(compiled(x, h, c), eager_model(x, h, c))
 
 
 # ----------------------------------------------------------------------------- autocast
