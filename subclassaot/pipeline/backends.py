@@ -22,9 +22,8 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
-from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names
+from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names, with_recomputed_workspaces
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
-from subclassaot.pipeline.workspaces import with_recomputed_workspaces
 from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
 from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
 
@@ -259,7 +258,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   28672 bytes where its meta says 0, and inductor, which checks an extern kernel's outputs against their fake sizes,
 #   fails on it. (torch.compile never meets it: Dynamo runs RNN modules eagerly, and with `allow_rnn` AOTAutograd
 #   decomposes `aten.lstm` above autograd into matmuls, which are not eager's numbers.) So for inductor the trace maps
-#   the op to an opaque one (workspaces.py) that returns an empty workspace, and its backward to one that runs the
+#   the op to an opaque one (opaque_ops.py) that returns an empty workspace, and its backward to one that runs the
 #   forward kernel again, grad mode on, on the inputs the backward takes anyway (the workspace is a function of them)
 #   and then eager's backward kernel: eager's values and gradients, one more forward of each layer a training step.
 # - Ordered effects. An op torch registers as having a side effect (torch._higher_order_ops.effects) functionalizes
