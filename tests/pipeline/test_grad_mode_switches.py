@@ -824,13 +824,14 @@ def test_new_leaf_intermediate_returned_beside_views_of_it_matches_eager(
 def test_new_leaf_pair_intermediate_returned_beside_a_view_of_it_refused() -> None:
     """The PairTensor version: a new leaf of a subclass that the outputs show otherwise than by its flag stays refused
     by its own rule (eager runs it)."""
-    make = _inputs(2, False, "pair")
+    make, f = (
+        _inputs(2, False, "pair"),
+        cast(Callable[..., object], new_leaf_intermediate_returned_beside_a_view_taken_after),
+    )
     with torch.enable_grad():
-        assert_matches_eager(
-            new_leaf_intermediate_returned_beside_a_view_taken_after, make, compile_fn=lambda f, **_: f
-        )
+        assert_matches_eager(f, make, compile_fn=lambda f, **_: f)
         with pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
-            subclassaot.compile(new_leaf_intermediate_returned_beside_a_view_taken_after, backend="eager")(*make())
+            subclassaot.compile(f, backend="eager")(*make())
 
 
 # A view of an input made a new leaf, read with grad and returned, or a view of one with its history: the graph's run
