@@ -30,7 +30,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
-from subclassaot.runtime.regenerate import replay_steps
+from subclassaot.runtime.regenerate import intermediate_base, replay_steps
 from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -43,6 +43,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputInfo,
     OutputKind,
+    OutputLeaf,
     Replay,
     ReplaySource,
     UpdateKind,
@@ -1228,7 +1229,10 @@ class _FunctionReach:
 # the trace's may run under no_grad throughout: Analysis.no_grad_leaf_views), the node gives it that creation meta,
 # which autograd passes down to the views taken of it: their grad_fn and is_leaf raise once their counter moves, and
 # so does a write of them with grad, as eager's (the graph's unbind, with grad on, would name a multi-output op
-# instead). Only this path can run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. A
+# instead). Only this path can run that node, so a program making one compiles only here (even with no input requiring grad), or is refused. An
+# intermediate made a leaf and returned as itself beside views of it is an intermediate base the graph returns: the
+# runtime returns the graph's value, the leaf the other outputs' histories end in, and replays the views on it after
+# the graph ran (`_returned_intermediate`; one taken before the flag has no history, as eager's). A
 # view made a leaf and returned is replayed (on the input, the intermediate base or the earlier output it views) and
 # made to require grad (OutputInfo.gains_grad); but a plain view of an input the call leaves as it came, made a leaf
 # or with a history ending in one (analyze._graph_leaf_view), is the graph's own value, returned as it is: the graph's
@@ -1977,6 +1981,9 @@ def _compiled_output(
     earlier: Callable[[int], object],
 ) -> object:
     (fresh, bases), replay = graph, info.replay
+    if replay is None and info.leaves[0].source is LeafSource.INTERMEDIATE_ALIAS:
+        # (an intermediate base returned as itself, as the runtime returns it: `_returned_intermediate`)
+        return intermediate_base(bases[info.leaves[0].index])
     if replay is None:
         out = cast(torch.Tensor, fresh[info.leaves[0].index])
         # (eager's is an inference tensor: the runtime's copy of it has no history either)
@@ -2252,6 +2259,22 @@ def _input_view_replay(info: OutputInfo, new_leaves: bool, gradless: frozenset[i
     return replay == plain
 
 
+def _returned_intermediate(info: OutputInfo, leaf: OutputLeaf, new_leaves: bool) -> bool:
+    """In a program making new leaves, is the output an intermediate base the graph returns, returned as itself (the
+    leaf, say, with a view of it among the outputs), or a plain view chain of an earlier such output, replayed on it
+    (Note [Training Without A Function])? The runtime returns the graph's value as it is (`intermediate_base`) and
+    replays the view on it after the graph ran, as `_compiled_output` builds them for `records_as_eager` to compare."""
+    if not new_leaves or leaf.source is not LeafSource.INTERMEDIATE_ALIAS:
+        return False
+    if leaf.foreign_base is not None or leaf.hidden_base is not None or leaf.set_steps is not None:
+        return False
+    if leaf.input_layout or leaf.from_base:
+        return False
+    if info.replay is None:
+        return leaf.same_object and not leaf.is_view
+    return info.replay.source is ReplaySource.OUTPUT
+
+
 def _writes_outside_autograd(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> bool:
     """Are the program's input writes, if any, in a program that makes new leaves, data writes and in-place view ops
     alone (no set_() or `.data =`) on plain inputs that require grad neither as passed nor as the program leaves them
@@ -2365,7 +2388,9 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         source = LeafSource.INPUT_ALIAS if replayed else LeafSource.GRAPH
         if info.replay is not None and info.replay.source is ReplaySource.BASE:
             source = LeafSource.INTERMEDIATE_ALIAS  # (a view of an intermediate the graph returns, replayed on it)
-        if leaf.source is not source or leaf.passthrough is not None or leaf.function_view:
+        if leaf.source is not source and not _returned_intermediate(info, leaf, any(analysis.new_leaves)):
+            return False
+        if leaf.passthrough is not None or leaf.function_view:
             return False
         inference = info.inference or bool(info.inference_leaves)
         # (a view made a new leaf is replayed and made one; an inference tensor is the graph's value, copied)

@@ -750,6 +750,90 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# An intermediate made a new leaf and returned as itself beside views of it (taken before or after the flag), or a view
+# of one returned beside it: the graph returns the leaf as an intermediate base, and the runtime replays the views on
+# it (analyze: LeafSource.INTERMEDIATE_ALIAS, ReplaySource.OUTPUT). The native path took only the graph's own outputs
+# and views replayed on inputs or on hidden bases, and refused them (fuzz seed 119600 #4340; 119700 #2129, #4179).
+
+
+def new_leaf_intermediate_returned_beside_a_view_taken_after(x: T, w: T) -> object:
+    t = x.add(x)
+    t.requires_grad_()
+    v = t.view(-1)  # (its history ends in t)
+    return t, v, (v * w.reshape(-1)).sum()
+
+
+def new_leaf_intermediate_returned_beside_a_view_taken_before(x: T, w: T) -> object:
+    t = x * 2
+    v = t.t()  # (taken before the flag: no history, requires grad through its base after it)
+    t.requires_grad = True
+    return v, t, t * w
+
+
+def new_leaf_intermediate_returned_beside_a_split_of_it(x: T, w: T) -> object:
+    x.add_(x)  # (an input written outside autograd: it requires grad neither before nor after)
+    t = x.add(x)
+    a, _ = t.split_with_sizes([1, 2], 0)
+    if not t.requires_grad:
+        t.requires_grad_()
+    return a, t, w * 2
+
+
+def new_leaf_custom_function_output_returned_beside_a_view_of_it(x: T, w: T) -> object:
+    with torch.enable_grad():
+        y, z = DirtyAddSaved.apply(x.clone(), x)  # type: ignore[no-untyped-call]
+    u = z.select(0, 1)
+    z.requires_grad_()
+    return y, z, u, w * 2
+
+
+def new_leaf_of_a_custom_function_output_with_views_of_a_view(x: T, w: T) -> object:
+    t = SinFunction.apply(x)  # type: ignore[no-untyped-call]
+    if not t.requires_grad:
+        t.requires_grad_()
+    e = t.expand(2, 3, 2)
+    with torch.enable_grad():
+        u = e.transpose(0, 1)
+    return e, u.transpose(0, 1), w * 3
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        new_leaf_intermediate_returned_beside_a_view_taken_after,
+        new_leaf_intermediate_returned_beside_a_view_taken_before,
+        new_leaf_intermediate_returned_beside_a_split_of_it,
+        new_leaf_custom_function_output_returned_beside_a_view_of_it,
+        new_leaf_of_a_custom_function_output_with_views_of_a_view,
+    ],
+    ids=["view_after", "view_before", "split", "function_output", "views_of_a_view"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+def test_new_leaf_intermediate_returned_beside_views_of_it_matches_eager(
+    f: Callable[..., object], needs_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """The leaf returned is the graph's own (a leaf requiring grad that backward fills, `.grad` as eager's), the views
+    replayed on it have eager's histories (ending in it, or none where taken before the flag), `._base` and counters,
+    and with the outputs written after the call."""
+    make = _inputs(2, needs_grad, "plain")
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_new_leaf_pair_intermediate_returned_beside_a_view_of_it_refused() -> None:
+    """The PairTensor version: a new leaf of a subclass that the outputs show otherwise than by its flag stays refused
+    by its own rule (eager runs it)."""
+    make, f = (
+        _inputs(2, False, "pair"),
+        cast(Callable[..., object], new_leaf_intermediate_returned_beside_a_view_taken_after),
+    )
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=lambda f, **_: f)
+        with pytest.raises(UnsupportedError, match="not an input, a PairTensor"):
+            subclassaot.compile(f, backend="eager")(*make())
+
+
 # A view of an input made a new leaf, read with grad and returned, or a view of one with its history: the graph's run
 # makes the leaf of the caller's input, and the graph's value, returned as it is, is eager's view (layout, `._base`,
 # counter) with eager's history, ending in the very leaf eager's does; a view replayed on the input after the graph
