@@ -6,6 +6,7 @@ Bases]).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import cast
 
@@ -1646,16 +1647,27 @@ def _relaid_then_viewed_with_grad_inside(x: T) -> object:
         return (x.t(),)
 
 
-def test_view_input_relaid_under_no_grad_then_returned_as_a_view_with_grad(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 119800 program 123: a view op reading the relaid input with grad is not read through `_Relaid` (its
-    # result would be a view made in a custom Function: another shape, a grad_fn that raises); it was output (1,)
-    # where eager's is (1, 1)
+def _relaid_t_then_transposed_with_grad_inside(x: T) -> object:
+    x.t_()  # (the call is made under no_grad)
+    with torch.enable_grad():
+        return (x.transpose(0, 1),)
+
+
+@pytest.mark.parametrize(
+    ("f", "shape"), [(_relaid_then_viewed_with_grad_inside, (1,)), (_relaid_t_then_transposed_with_grad_inside, (1, 3))]
+)
+def test_view_input_relaid_under_no_grad_then_returned_as_a_view_with_grad(
+    f: Callable[[T], object], shape: tuple[int, ...], compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 119800 programs 123 and 2115: a view op reading the relaid input with grad is not read through
+    # `_Relaid` (its result would be a view made in a custom Function: another shape, a grad_fn that raises); #123's
+    # output was (1,) where eager's is (1, 1)
     def make() -> tuple[T, ...]:
         with torch.enable_grad():
-            return (torch.randn((), requires_grad=True).clone().unsqueeze(0),)
+            return (torch.randn(math.prod(shape), requires_grad=True).reshape(shape),)
 
     with torch.no_grad():
-        assert_matches_eager(_relaid_then_viewed_with_grad_inside, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
 def test_pair_view_input_relaid_under_no_grad_then_read_with_grad(compile_fn: CompileFn | None) -> None:
