@@ -97,7 +97,10 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   is then its view nodes over the input's history as it came, made at the layout it had then (ViewBackward0 keeps
 #   that size), and fresh at the end. Made at the input's own count it would be stale once the epilogue advances the
 #   counter, and its history, rebuilt at the next read over the layout the `.data =` gave the input, would reject
-#   the gradient of the layout it was taken at (`_fresh_view_with_grad`).
+#   the gradient of the layout it was taken at (`_fresh_view_with_grad`). Its trailing views the runtime takes after
+#   the epilogue (Replay.late_steps) are then taken of a fresh view, as eager's were. A chain whose first view came
+#   before the last write is not such a view: eager rebuilt its stale history when the next view read it, over the
+#   input as it was then, before the `.data =`.
 # - Views of intermediates written after: the graph computes the intermediate with the write already in it, so the view
 #   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
 #   (Replay.bump_after), so it raises as eager's: where it reads its grad_fn when built, once every output is built
