@@ -90,7 +90,17 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 #   off the view's storage) but that eager made after the program's last write is made at the count eager's shared
 #   counter ends with (the input's plus eager's bumps of it, a resize_ and a write two); the input gets its own counter
 #   back for the epilogue, and that count again after it (Replay.counter_at_end).
-#   Only for plain views whose steps all ran under no_grad and change no metadata in place.
+#   Only for plain views whose steps all ran under no_grad and change no metadata in place (their grad_fn is None
+#   whatever history the input had), or ran with grad, each a single-output view of the default kind, of an input
+#   that came requiring grad and kept the flag, whose history no write autograd records changed (a write through a
+#   detach() of it records none: `x1 = x0.detach(); x1.copy_(y); t0 = x0.view(-1); x0.data = ...`): eager's view
+#   is then its view nodes over the input's history as it came, made at the layout it had then (ViewBackward0 keeps
+#   that size), and fresh at the end. Made at the input's own count it would be stale once the epilogue advances the
+#   counter, and its history, rebuilt at the next read over the layout the `.data =` gave the input, would reject
+#   the gradient of the layout it was taken at (`_fresh_view_with_grad`). Its trailing views the runtime takes after
+#   the epilogue (Replay.late_steps) are then taken of a fresh view, as eager's were. A chain whose first view came
+#   before the last write is not such a view: eager rebuilt its stale history when the next view read it, over the
+#   input as it was then, before the `.data =`.
 # - Views of intermediates written after: the graph computes the intermediate with the write already in it, so the view
 #   replayed from it (source BASE, WRAPPER, or OUTPUT) reads fine; the runtime advances its counter by one
 #   (Replay.bump_after), so it raises as eager's: where it reads its grad_fn when built, once every output is built
@@ -346,19 +356,52 @@ def counter_at_end(
     sources = [t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index]
     if (
         replay.source is not ReplaySource.INPUT
-        or replay.late_steps
+        or (replay.late_steps and not all(s.grad_enabled for s in replay.steps))
         or not sources
         or is_traceable_subclass(value)
         or is_traceable_subclass(sources[0])
         or not value._is_view()
-        or is_plain_autograd_view(value)
         or grad_fn_raises(value)
         or _raises_in_eager(value, sources[0], replay, run)
         or not run.swaps.bumps(sources[0])
-        or any(s.grad_enabled or s.own_version or torch.Tag.inplace_view in s.op.tags for s in replay.steps)
+        or any(s.own_version or torch.Tag.inplace_view in s.op.tags for s in replay.steps)
     ):
         return replay
+    with_grad = [s.grad_enabled for s in replay.steps]
+    if not any(with_grad) and is_plain_autograd_view(value):
+        return replay
+    if any(with_grad) and not (all(with_grad) and _fresh_view_with_grad(value, sources[0], replay, run)):
+        return replay
     return replace(replay, counter_at_end=run.swaps.bump_count(sources[0]))
+
+
+def _first_view_seq(value: torch.Tensor, source: torch.Tensor, run: FunctionalRun) -> int:
+    """When the program took the first view of `value`'s chain back to `source` (0 where the chain is not found)."""
+    t, seq = value, 0
+    while t is not source and (record := run.swaps.views.get(id(t))) is not None:
+        t, seq = record.source, record.seq
+    return seq if t is source else 0
+
+
+def _fresh_view_with_grad(value: torch.Tensor, source: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
+    """Is eager's `value`, a view with grad of input `source` replayed before the epilogue, its view nodes over the
+    history `source` came with, fresh at the end (Note [Views That Raise After A Bump], "Early views made after the
+    last write")? A single-output view of the default kind, taken after the last bump of the counter it shares with
+    `source`, which came requiring grad and kept the flag, and whose history no write autograd records changed."""
+    swaps = run.swaps
+    received = swaps.input_positions.get(id(source))
+    family = swaps.family_of(source)
+    flagged = swaps.requires_grad_set | swaps.requires_grad_gained | swaps.requires_grad_dropped
+    return (
+        is_plain_autograd_view(value)
+        and value.requires_grad
+        and received is not None
+        and received[1].requires_grad
+        and id(source) not in flagged
+        and family not in swaps.visible_families
+        and swaps.family_last_bump.get(family, 0) < _first_view_seq(value, source, run)
+        and all(s.index is None and not s.without_history and not s.inference_mode for s in replay.steps)
+    )
 
 
 def input_view_raises_in_eager(
