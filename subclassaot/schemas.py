@@ -214,6 +214,10 @@ class LeafMutation:
     # eager leaves its grad_fn as it was, and so does the epilogue's layout op (Note [Leaves Laid Out Anew Under
     # no_grad])
     metadata_hidden: bool = False
+    # set_() (or `.data =`) off its own storage after a resize_() grew that storage, traced as a view of a synthetic
+    # base (its values there without a history): eager leaves the storage grown in place, holding the program's
+    # writes, so the BASE update writes it before the epilogue moves the input (Note [Storage Swaps By Rebinding])
+    left_grown: bool = False
     # resized, never by a resize_() of itself: only its storage grew, under it, by another tensor's (a detach() of it,
     # or the storage's own resize_), so its own layout is its in-place view ops', which autograd records where run with
     # grad, and so does the epilogue's layout op (Note [Input Updates])

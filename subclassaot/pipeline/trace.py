@@ -114,8 +114,9 @@ def input_updates(layout: DenseLayout, analysis: Analysis) -> tuple[InputUpdate,
         if isinstance(item, AliasGroupRef):
             members = layout.groups[item.group].members
             # (a member's storage grown by resize_(): the base was rebound onto the grown storage with it, and holds
-            # the writes past the members' elements: Note [Storage Swaps By Rebinding])
-            if any(analysis.mutations[m].data or analysis.mutations[m].resized for m in members):
+            # the writes past the members' elements, also where the member left it since: Note [Storage Swaps By
+            # Rebinding])
+            if any(m.data or m.resized or m.left_grown for m in (analysis.mutations[j] for j in members)):
                 updates.append(InputUpdate(kind=UpdateKind.BASE, target=GraphInputIndex(k)))
             for m in members:
                 # (a member grown with the group's storage: the BASE update holds its final elements, written

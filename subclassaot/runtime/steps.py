@@ -313,10 +313,12 @@ def epilogue_write_hidden(m: LeafMutation, kind: UpdateKind) -> bool:
 def base_write_hidden(mutations: Sequence[LeafMutation], members: Sequence[int]) -> bool:
     """The epilogue writes the new value of a synthetic base with these members (DenseIndex) under no_grad (see
     runtime.call._copy_base): no member's write is one autograd records through the member itself. No gradient
-    flows from the base back into the graph's output for it then."""
+    flows from the base back into the graph's output for it then. A member that left the storage a resize_() grew
+    (`LeafMutation.left_grown`) wrote values there without a history."""
+    stayed = [m for m in members if not mutations[m].left_grown]
     return not (
-        any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in members)
-        and any(mutations[m].visible_through_self for m in members)
+        any(mutations[m].autograd_visible and not mutations[m].hidden_from_autograd for m in stayed)
+        and any(mutations[m].visible_through_self for m in stayed)
     )
 
 

@@ -35,6 +35,7 @@ from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.pipeline.rules.view_bases import autograd_apart
 from subclassaot.schemas import (
+    AliasGroupRef,
     Analysis,
     AssignedWrite,
     DenseIndex,
@@ -121,10 +122,11 @@ def _gains_history_apart(
 
 
 def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i: int) -> DenseIndex | None:
-    """Input `i`, set_() off its storage, ends on the first input's storage that is `final`'s (None: a new one).
-    Refused where that storage is another input's that resize_() grew (before or after the swap): eager grows it in
-    place and both end on it, holding elements past the other input's own; the epilogue would give it a fresh storage
-    (Note [Storage Swaps By Rebinding])."""
+    """Input `i`, set_() off its storage, ends on the first input's storage that is `final`'s (None: a new one), or
+    on the one a resize_() grew from another input's (before or after the swap): eager grows that storage in place
+    and both end on it. The growth makes that input traced as a view of a synthetic base, whose write-back grows the
+    real storage and writes all of it before the epilogue's set_()s (Note [Storage Swaps By Rebinding]); refused
+    where it is not."""
     keys = [storage_key(other) for other in run.originals]
     if storage_key(final) in keys:
         # of inputs sharing that storage (`x.detach()` passed beside x), the one eager's set_ node has its edge to
@@ -136,11 +138,14 @@ def _set_source(run: FunctionalRun, final: torch.Tensor, layout: DenseLayout, i:
     root = run.swaps.grown_root(storage_key(final))
     if root not in keys or root == keys[i]:  # (its own, grown: _check_grown_then_left)
         return None
+    source = DenseIndex(keys.index(root))
+    if _in_group(source, layout):
+        return source
     raise UnsupportedError(
         f"{layout.leaves[i].path}: the program set_()s this input (or assigns its `.data`) onto the storage of "
-        f"{layout.leaves[keys.index(root)].path}, another input, and resize_() grows that storage: eager grows the "
-        "other input's storage in place and both end on it, which the compiled call's epilogue does not repeat. "
-        "Resize a .clone() instead"
+        f"{layout.leaves[source].path}, another input, and resize_() grows that storage, which is not traced as a "
+        "synthetic base: eager grows the other input's storage in place and both end on it, which the compiled "
+        "call's epilogue does not repeat. Resize a .clone() instead"
     )
 
 
@@ -179,8 +184,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
     grown = id(final) in run.swaps.grown_ids and run.swaps.grown_root(storage_key(final)) == storage_key(orig)
     storage_changed = storage_key(final) != storage_key(orig) and not grown
-    if storage_changed:
-        _check_grown_then_left(run, layout, i)
+    left_grown = storage_changed and _grown_then_left(run, layout, i)
     set_source = _set_source(run, final, layout, i) if storage_changed else None
     if set_source is not None and set_source in run.moved_clones:
         raise _set_to_moved_clone(layout, i, set_source)
@@ -248,6 +252,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         new_storage_numel=_storage_numel(final) if (storage_changed and set_source is None) or grown else None,
         metadata_hidden=_metadata_hidden(run, final),
         grown_under_it=grown and not _resized_itself(run, final),
+        left_grown=left_grown,
         assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
     )
 
@@ -325,14 +330,18 @@ def _check_grown_then_swapped(final: torch.Tensor, metas: tuple[Meta, Meta], pat
         )
 
 
-def _check_grown_then_left(run: FunctionalRun, layout: DenseLayout, i: int) -> None:
-    """Input leaf `i` ends on another storage, and a resize_() grew its own during the program: eager's storage,
-    grown in place, holds what the program wrote into it after, which the epilogue (it only moves the input) loses.
-    Where the program never set_() the input (nor assigned its `.data`), the run moved it to the grown storage as a
-    tensor over it, not as the input grown (a subclass input's inner tensor, grown through an alias)."""
+def _grown_then_left(run: FunctionalRun, layout: DenseLayout, i: int) -> bool:
+    """`LeafMutation.left_grown` of input leaf `i`, which ends on another storage: a resize_() grew its own during the
+    program, and eager's storage, grown in place, holds what the program wrote into it after. A plain input traced as
+    a view of a synthetic base (the growth makes it one: Note [Storage Swaps By Rebinding]) whose values carry no
+    history has the base's write-back, untracked, grow and write that storage before the epilogue moves the input,
+    as eager's steps came (grow, write, set_()); refused otherwise (the epilogue would only move the input: eager's
+    base of the input would gain a history from values written with one). Refused too where the program never
+    set_() the input (nor assigned its `.data`): the run moved it to the grown storage as a tensor over it, not as the
+    input grown (a subclass input's inner tensor, grown through an alias)."""
     key, swaps, path = storage_key(run.originals[i]), run.swaps, layout.leaves[i].path
     if not any(k != key and swaps.grown_root(k) == key for k in swaps.grown_from):
-        return
+        return False
     owner = run.user_tensors[next(k for k, leaves in enumerate(layout.leaves_of_input) if i in leaves)]
     if not any(id(t) in swaps.swapped_ids or id(t) in swaps.wrapper_data for t in (run.finals[i], owner)):
         raise UnsupportedError(
@@ -342,12 +351,23 @@ def _check_grown_then_left(run: FunctionalRun, layout: DenseLayout, i: int) -> N
             "does a tensor subclass input's inner tensors), not as the input grown, which its epilogue does not "
             "repeat. Resize a .clone() of the input instead"
         )
+    base = next(
+        (
+            run.graph_inputs[k]
+            for k, item in enumerate(layout.graph_inputs)
+            if isinstance(item, AliasGroupRef) and i in layout.groups[item.group].members
+        ),
+        None,
+    )
+    if not _in_subclass(i, layout) and base is not None and not base.requires_grad:
+        return True
     raise UnsupportedError(
         f"{path}: the program grows this input's storage with resize_() and then set_()s the input (or assigns "
         "its `.data`) onto another storage; eager leaves the storage it left grown in place and holding what the "
         "program wrote into it (a base of the input, or any view of it the caller holds, shows them), which the "
-        "compiled call's epilogue does not repeat (it only moves the input). Resize and set_() a .clone() of the "
-        "input instead"
+        "compiled call's epilogue does not repeat for a tensor subclass input's inner tensor, an input not traced "
+        "as a synthetic base, or values written there with a history (it only moves the input). Resize and set_() "
+        "a .clone() of the input instead"
     )
 
 

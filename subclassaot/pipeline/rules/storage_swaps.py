@@ -203,8 +203,12 @@ from subclassaot.torch_internals import (
 # rebinding, seen through a torch-function mode, and so is a resize_ that grows the storage: eager grows it in place,
 # under every tensor over it, so the program's other tensors there (views, tensors set_() onto it) are rebound to the
 # grown one too, each at its own layout, and it keeps every old element, those before x's offset too (its base reads
-# them); an input grown, then set_() off its storage, is refused (leaf_mutations.py), and one set_() to a part of its
-# grown storage is traced over its whole storage (Note [as_strided On Inputs]); `.data` reads are tracked so
+# them); an input grown is traced as a view of a synthetic base (over its whole storage: Note [as_strided On
+# Inputs]), whose write-back grows the real storage and writes all of it first in the epilogue, before any set_():
+# so an input set_() to a part of its grown storage, or another input set_() onto it (before or after the growth),
+# ends on it as eager's; and an input grown, then set_() off its storage, leaves it grown and holding the program's
+# writes, as eager's, where those carry no history (else refused: leaf_mutations.py, LeafMutation.left_grown);
+# `.data` reads are tracked so
 # that writes through them count as hidden from autograd, which functionalization does not record for us. Where the
 # storage is an input's (grown through the input or through a view of it), the epilogue grows the real input's storage
 # in place (`untyped_storage().resize_()`) and then writes the input's final values, so the caller's views of it see
