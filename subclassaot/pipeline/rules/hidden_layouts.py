@@ -328,12 +328,18 @@ def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs
             record.stale_view_layouts.add(id(a))
 
 
+# attributes whose getter reads no history (eager rebuilds no grad_fn there; `.T`, `.mT` and the like take views)
+_NO_HISTORY_GETTERS = frozenset(
+    {"requires_grad", "shape", "dtype", "device", "layout", "ndim", "data", "names", "is_cuda", "itemsize", "nbytes"}
+)
+
+
 def _reads_history(func: Any) -> bool:
     """Does the call read its tensors' histories? Not an attribute's setter (torch's set_() sets `_backward_hooks`),
-    nor a getter other than `.grad_fn`'s (`.requires_grad`, `.shape`, `.data`: eager rebuilds no grad_fn there)."""
+    nor one of `_NO_HISTORY_GETTERS`."""
     name = getattr(func, "__name__", "")
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
-    return name not in ("__set__", "__delete__") and (name != "__get__" or owner == "grad_fn")
+    return name not in ("__set__", "__delete__") and (name != "__get__" or owner not in _NO_HISTORY_GETTERS)
 
 
 def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:

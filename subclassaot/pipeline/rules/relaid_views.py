@@ -74,8 +74,9 @@ def layout(t: torch.Tensor) -> Layout:
 def note_view_set(record: SwapRecord, t: torch.Tensor, before: Layout) -> None:
     """After a set_() of `t` standing for a plain view input that requires grad (`before`: its layout before it):
     under no_grad, the layout its traced history expects, where the first such set_() (in-place view ops before it
-    permuting its elements alone) leaves that known; with grad, none (Note [Stale View Functions])."""
-    if torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
+    permuting its elements alone) leaves that known; with grad or in inference mode, none (Note [Stale View
+    Functions])."""
+    if torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         record.set_relaid_views[id(t)] = None
     elif id(t) not in record.set_relaid_views:
         record.set_relaid_views[id(t)] = record.relaid_views.get(id(t), before)
