@@ -237,8 +237,8 @@ def test_view_input_set_under_no_grad_to_another_size_then_read_with_grad(compil
     # fuzz seed 28000 #8068 (argument changes): args[1] a view of a non-leaf that requires grad, set_() under no_grad
     # to a tensor of another size, then read with grad: eager rebuilds its grad_fn as an as_strided of its base in the
     # new size and its backward runs; ours expected the view's old size ("MulBackward0 returned an invalid gradient
-    # ... got [2, 2, 4] but expected shape compatible with [3, 1]"): refused as an in-place view op under no_grad is
-    # (Note [Stale View Functions]). Returned as itself, with no read, it matches eager.
+    # ... got [2, 2, 4] but expected shape compatible with [3, 1]"): refused, a gradient reaching a read of a view
+    # input set_() to another storage (Note [Stale View Functions]). Returned as itself, with no read, it matches eager.
     def make() -> tuple[object, ...]:
         with torch.enable_grad():
             b1 = torch.randn((3, 1)).requires_grad_().clone()
@@ -257,7 +257,7 @@ def test_view_input_set_under_no_grad_to_another_size_then_read_with_grad(compil
         return (x1,)
 
     with torch.enable_grad():
-        assert_refused(read, make, compile_fn, "gets another layout from an in-place view op or a set_\\(\\) under")
+        assert_refused(read, make, compile_fn, "set_\\(\\) under torch.no_grad\\(\\) to a layout over another storage")
         assert_matches_eager(returned, make, compile_fn=compile_fn)
 
 
@@ -2586,3 +2586,93 @@ def test_input_set_under_no_grad_keeps_its_history_when_its_storage_is_written_w
     check_with_grad(f, make_inputs, compile_fn)
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# View inputs that require grad, set_() under no_grad, then read with grad (fuzz seeds 119500-119700, issue #27):
+# eager's set_() bumps the version, and the read rebuilds the view's grad_fn as an as_strided() of its base at the new
+# layout, whatever storage the view now reads; where those positions are among the input's own, each read goes
+# through `_Relaid`, which takes the gradient from them to the layout the input came with (Note [Stale View
+# Functions]). Before, refused ("gets another layout from an in-place view op or a set_() under torch.no_grad()").
+def _set_to_own_slice(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        set_to(x0, x0[1:3])
+    return (x0 * torch.arange(1.0, 3.0),)
+
+
+def _set_to_own_element_expanded(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        set_to(x0, x0[2:3].expand(3))  # (one position three times: eager's backward sums them)
+    return (x0 * torch.arange(1.0, 4.0), x0.sum() * 2)
+
+
+def _row_of(b: T) -> T:
+    return b[1]  # (positions 4 to 7)
+
+
+def _row_expanded(b: T) -> T:
+    return b[1].expand(2, 4)  # (each of the positions 4 to 7 twice)
+
+
+@pytest.mark.parametrize("f", [_set_to_own_slice, _set_to_own_element_expanded])
+@pytest.mark.parametrize("view", [_row_of, _row_expanded])
+@pytest.mark.parametrize("leaf_base", [True, False])
+def test_view_input_set_under_no_grad_within_its_positions_then_read_with_grad(
+    f: Callable[[T, T], object], view: Callable[[T], T], leaf_base: bool, compile_fn: CompileFn | None
+) -> None:
+    def make() -> tuple[T, ...]:
+        with torch.enable_grad():
+            b = torch.randn(3, 4, requires_grad=True)
+            return (view(b if leaf_base else b.clone()), torch.randn(8))
+
+    if view is _row_expanded:
+
+        def g(x0: T, x1: T) -> object:  # (the view's elements, not its first row: positions 4 to 7)
+            with torch.no_grad():
+                set_to(x0, x0[0])
+            return f(x0, x1)
+
+        check_with_grad(g, make, compile_fn)
+    else:
+        check_with_grad(f, make, compile_fn)
+
+
+def test_view_input_set_under_no_grad_elsewhere_then_read_without_a_gradient(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 119500 #2595: set_() to another storage, read with grad, nothing differentiated through the read:
+    # eager's rebuilt history is never used. A gradient reaching it is refused: eager sends it to the base's positions
+    # at the offsets the view has in the other storage, which the run's input need not keep (its storage may start
+    # at the view)
+    def unused(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1[:2])
+        x0.mul(2)  # (its result unused)
+        return (x1 + 1,)
+
+    def used(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1[:2])
+        return (x0 * 2,)
+
+    def make() -> tuple[T, ...]:
+        return (nonleaf(3, 4)[1], torch.randn(8))
+
+    check_with_grad(unused, make, compile_fn)
+    refused_with_grad(used, make, compile_fn, "set_\\(\\) under torch.no_grad\\(\\) to a layout over another storage")
+
+
+def test_view_input_set_with_grad_then_its_flag_read(compile_fn: CompileFn | None) -> None:
+    # fuzz seeds 119600 #7806, 119700 #223, #275: a set_() with grad (torch sets `_backward_hooks`), the swap mode's
+    # own metadata change of the set_() tensor, and a `.requires_grad` read read no history: refused before as reads
+    # with grad of a view input relaid under no_grad
+    def set_with_grad(x0: T, x1: T) -> object:
+        set_to(x0, x1)
+        return (x1 * 2,)
+
+    def flag_read(x0: T, x1: T) -> object:
+        x0.data = x1.t()
+        return (x0.requires_grad, x1 * 2)
+
+    def make() -> tuple[T, ...]:
+        return (nonleaf(3)[1:].unsqueeze(0), torch.randn(2, 3))
+
+    check_with_grad(set_with_grad, make, compile_fn)
+    check_with_grad(flag_read, make, compile_fn)

@@ -31,12 +31,21 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.autograd_state import is_autograd_read
+from subclassaot.pipeline.rules.relaid_views import (
+    NO_STAND_INS,
+    PERMUTING_OPS,
+    Layout,
+    keeps_first,
+    non_overlapping,
+    relaid_call,
+    views_of,
+    with_relaid_view_histories,
+    writes_first,
+)
 from subclassaot.pipeline.rules.stale_views import input_named, layout_of
 from subclassaot.pipeline.rules.swap_record import SwapRecord, tensor_meta
 from subclassaot.torch_internals import (
     is_functional,
-    may_return_view,
     no_torch_function,
     storage_key,
     symint_expr,
@@ -264,9 +273,6 @@ def read_after_nograd_set(record: SwapRecord, t: torch.Tensor) -> bool:
     return relaid is not None and read is not None and read >= relaid
 
 
-Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]
-
-
 def _squeezed(t: torch.Tensor) -> Layout:
     dims = [(n, s) for n, s in zip(t.shape, t.stride(), strict=True) if n != 1]
     return tuple(n for n, _ in dims), tuple(s for _, s in dims), t.storage_offset()
@@ -293,7 +299,9 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout, nam
         # Note [Stale View Functions]: the layout its traced history expects, where the elements stay the same
         kept = record.relaid_views.get(id(t), before) if id(t) not in record.view_sets else None
         # (`_Relaid` sums no gradients of elements over one memory location: eager's as_strided() would)
-        record.relaid_views[id(t)] = kept if name in _PERMUTING_OPS and _non_overlapping(before) else None
+        record.relaid_views[id(t)] = kept if name in PERMUTING_OPS and non_overlapping(before) else None
+    if id(t) in record.set_relaid_views:
+        record.set_relaid_views[id(t)] = None  # (eager's history: the new layout's, then this op's node, if with grad)
     if torch.is_grad_enabled():
         if subclass and tensor_meta(t) != before:
             record.grad_changed_views.add(id(t))
@@ -304,16 +312,20 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout, nam
 
 
 def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
-    """After an op with grad: view inputs it read whose traced history is not eager's."""
-    if not torch.is_grad_enabled():
+    """After an op with grad: view inputs it read whose traced history is not eager's. Not a read inside an op's
+    dispatch (the swap mode's own, of the tensor set_() changes): no program's (Note [Grad Mode And Autograd Reads])."""
+    if not torch.is_grad_enabled() or record.dispatching > 0 or not _reads_history(func):
         return
     for a in (*args, *kwargs.values()):
         if not isinstance(a, torch.Tensor) or id(a) not in record.view_layouts:
             continue
-        if _relaid_call(record, func, args, kwargs, a) and not _views_of(a, out):
+        if relaid_call(record, func, args, kwargs, a) and not views_of(a, out):
             continue  # (read through `_Relaid`: eager's history, or no history read)
         expected, subclass = record.view_layouts[id(a)]
-        if subclass:
+        set_before = record.set_relaid_views.get(id(a)) if id(a) in record.view_sets else None
+        if set_before is not None and tensor_meta(a) != set_before:
+            record.stale_view_layouts.add(id(a))  # (not through its stand-in: views_read_after_own_set skips it)
+        elif subclass:
             if id(a) in record.dropped_view_nodes:
                 record.stale_view_layouts.add(id(a))
         elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
@@ -321,93 +333,18 @@ def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs
             record.stale_view_layouts.add(id(a))
 
 
-# in-place view ops that lay out the same elements anew (`t_()`: the transpose of them)
-_PERMUTING_OPS = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_"})
+# attributes whose getter reads no history (eager rebuilds no grad_fn there; `.T`, `.mT` and the like take views)
+_NO_HISTORY_GETTERS = frozenset(
+    {"requires_grad", "shape", "dtype", "device", "layout", "ndim", "data", "names", "is_cuda", "itemsize", "nbytes"}
+)
 
 
-def _relaid(record: SwapRecord, t: torch.Tensor) -> bool:
-    """Is `t` a plain view input that in-place view ops under no_grad relaid by `_PERMUTING_OPS` alone (no set_())?"""
-    return record.relaid_views.get(id(t)) is not None and id(t) not in record.view_sets
-
-
-def _relaid_read(record: SwapRecord, name: str, t: torch.Tensor) -> bool:
-    """Does the call `name` read `t` of `_relaid` with grad, through its history (Note [Stale View Functions])?"""
-    return (
-        _relaid(record, t)
-        and t.requires_grad
-        and torch.is_grad_enabled()
-        and not torch.is_inference_mode_enabled()
-        and name not in _NO_STAND_INS
-        and not may_return_view(name, unknown=True)  # (a view of `_Relaid`'s result: made in a custom Function)
-    )
-
-
-def _relaid_call(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], t: torch.Tensor) -> bool:
-    """Does the call read `t` of `_relaid` only as `_with_relaid_view_histories` gives it, or not through its history
-    (a size read)? Not an autograd read (`.grad_fn`), a write of it, nor a call on the tensor object (retain_grad)."""
+def _reads_history(func: Any) -> bool:
+    """Does the call read its tensors' histories? Not an attribute's setter (torch's set_() sets `_backward_hooks`),
+    nor one of `_NO_HISTORY_GETTERS`."""
     name = getattr(func, "__name__", "")
-    first = bool(args) and args[0] is t and (_keeps_first(name) or _writes_first(name))
-    return _relaid(record, t) and not is_autograd_read(func) and not first and kwargs.get("out") is not t
-
-
-def _non_overlapping(layout: Layout) -> bool:
-    """Does each element of `layout` (size, stride, offset) have a memory location of its own (False where that is
-    not decidable here)?"""
-    dims = sorted((s, n) for n, s in zip(layout[0], layout[1], strict=True) if n != 1)
-    reach = 0
-    for stride, size in dims:
-        if not isinstance(stride, int) or not isinstance(size, int) or stride <= reach:
-            return size == 0 if isinstance(size, int) else False
-        reach += (size - 1) * stride
-    return True
-
-
-def _views_of(t: torch.Tensor, out: object) -> bool:
-    """Is a result of the call a view of `t` (of the `_Relaid` stand-in over it, then: a view of `t`'s base)?"""
-    root = t if t._base is None else t._base
-    return any(isinstance(o, torch.Tensor) and o._base is root for o in pytree.tree_leaves(out))
-
-
-class _Relaid(torch.autograd.Function):
-    """`t`'s elements in its layout now, with a history that takes their gradient back to the layout `t`'s own
-    history expects (`before`), over the same elements: Note [Stale View Functions]."""
-
-    @staticmethod
-    def forward(ctx: Any, t: torch.Tensor, before: Layout) -> torch.Tensor:
-        ctx.before, ctx.now = before, (tuple(t.shape), tuple(t.stride()), t.storage_offset())
-        return t.view_as(t)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        (size, stride, offset), (now_size, now_stride, now_offset) = ctx.before, ctx.now
-        extent = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride, strict=True))
-        flat = grad.new_zeros((extent,))
-        flat.as_strided(now_size, now_stride, now_offset).copy_(grad)
-        return flat.as_strided(size, stride, offset), None
-
-
-def _with_relaid_view_histories(
-    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """`args`, `kwargs` with each plain view input the call reads with grad after in-place view ops under no_grad
-    relaid its elements (`_relaid_read`) replaced by `_Relaid` over it (Note [Stale View Functions])."""
-    if not record.relaid_views or not args:
-        return args, kwargs
-    made: dict[int, torch.Tensor] = {}
-
-    def swap(a: object) -> object:
-        if not isinstance(a, torch.Tensor) or not _relaid_read(record, name, a):
-            return a
-        if id(a) not in made:
-            before = record.relaid_views[id(a)]
-            made[id(a)] = cast(torch.Tensor, _Relaid.apply(a, before))  # type: ignore[no-untyped-call]  # untyped in torch
-        return made[id(a)]
-
-    name = getattr(func, "__name__", "")
-    first = args[0] if _keeps_first(name) or _writes_first(name) else swap(args[0])
-    rest = pytree.tree_map(swap, args[1:])
-    new_kwargs = {k: v if k == "out" else pytree.tree_map(swap, v) for k, v in kwargs.items()}  # out=: written
-    return ((first, *rest), new_kwargs) if made else (args, kwargs)
+    owner = getattr(getattr(func, "__self__", None), "__name__", None)
+    return name not in ("__set__", "__delete__") and (name != "__get__" or owner not in _NO_HISTORY_GETTERS)
 
 
 def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
@@ -437,20 +374,6 @@ def refuse_stale_view_layouts(paths: list[str]) -> None:
 
 
 # -- plain views set_() under no_grad, then used with grad (the module docstring's second part) ---------------
-# calls that read no history of a tensor argument, or act on the objects themselves (set_(): Note [set_ Under Grad]
-# tracks its source by identity)
-_NO_STAND_INS = frozenset({"__get__", "__set__", "__delete__", "set_", "__hash__", "__deepcopy__", "__reduce_ex__"})
-_INPLACE_VIEW_OPS = frozenset(
-    {"t_", "transpose_", "unsqueeze_", "squeeze_", "as_strided_", "swapdims_", "swapaxes_", "resize_", "resize_as_",
-     "set_", "detach_"}
-)  # fmt: skip
-_NOT_READS = frozenset({"retain_grad", "requires_grad_", "register_hook", "share_memory_"})
-_INPLACE_DUNDERS = frozenset(
-    {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
-     "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"}
-)  # fmt: skip
-
-
 def note_nograd_set(record: SwapRecord, t: torch.Tensor, layout_before: tuple[object, ...]) -> None:
     """After `t.set_(...)` under no_grad, t a plain functional tensor: note the layout its view function makes where
     t is an autograd view the program took (Note [Stale View Functions])."""
@@ -546,23 +469,12 @@ def differentiated_as_eager(record: SwapRecord, out: torch.Tensor) -> torch.Tens
     return out if found is None else found
 
 
-def _writes_first(name: str) -> bool:
-    """Does the torch function the program called write its first argument's elements in place?"""
-    return (name.endswith("_") and not name.startswith("__")) or name in _INPLACE_DUNDERS
-
-
-def _keeps_first(name: str) -> bool:
-    """Does the torch function the program called change its first argument's layout or storage, or act on the
-    tensor object itself (not on its elements)?"""
-    return name in _INPLACE_VIEW_OPS or name in _NOT_READS
-
-
 def with_eager_view_histories(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`args`, `kwargs` with each view of Note [Stale View Functions] the call reads with grad replaced by its
     stand-in (the same objects where there is none): views set_() under no_grad, then relaid view inputs."""
-    return _with_relaid_view_histories(record, func, *_with_set_view_histories(record, func, args, kwargs))
+    return with_relaid_view_histories(record, func, *_with_set_view_histories(record, func, args, kwargs))
 
 
 def _with_set_view_histories(
@@ -571,7 +483,7 @@ def _with_set_view_histories(
     if not record.nograd_set_layouts or not torch.is_grad_enabled() or not args:
         return args, kwargs
     name = getattr(func, "__name__", "")
-    if name in _NO_STAND_INS or (name == "contiguous" and _contiguous_already(args, kwargs)):
+    if name in NO_STAND_INS or (name == "contiguous" and _contiguous_already(args, kwargs)):
         return args, kwargs
     made: dict[int, torch.Tensor | None] = {}
     grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs)))
@@ -584,7 +496,7 @@ def _with_set_view_histories(
         found = made[id(a)]
         return a if found is None else found
 
-    first = args[0] if _keeps_first(name) else swap(args[0], _writes_first(name))
+    first = args[0] if keeps_first(name) else swap(args[0], writes_first(name))
     rest = pytree.tree_map(swap, args[1:])
     new_kwargs = {k: v if k == "out" else pytree.tree_map(swap, v) for k, v in kwargs.items()}  # out=: written
     if not any(found is not None for found in made.values()):

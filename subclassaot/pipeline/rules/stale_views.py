@@ -253,8 +253,16 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   Except plain ones relaid only by ops that lay out the same elements anew (t_, transpose_, swapdims_, squeeze_,
 #   unsqueeze_; no set_(), no layout where elements share a memory location): eager's as_strided() sends the gradient
 #   to the same elements of the base that the input's own history reaches, so each read with grad reads the run's
-#   clone through `_Relaid` (hidden_layouts.py), which takes the gradient back to the layout that history expects.
-#   A view of it taken with grad, a write into it, or an autograd read of it after the change stay refused.
+#   clone through `_Relaid` (relaid_views.py), which takes the gradient back to the layout that history expects.
+#   The same for plain ones set_() under no_grad (the first set_() after such ops alone; no in-place view op after)
+#   to positions of the storage they came with that their own layout holds: eager's as_strided() sends the gradient
+#   to those positions of the base, which the input's own history reaches through the elements at them; `_Relaid`
+#   sums the gradients of one position and shares them over the elements the old layout has there. Where the set_()
+#   went to another storage (eager takes its offsets there as the base's, which the run's input need not keep) or to
+#   other positions, the read goes through a stand-in whose backward refuses the program: a read nothing
+#   differentiates compiles. A view of it taken with grad, a write into it, or an autograd read of it after the
+#   change stay refused. Reads of attributes other than `.grad_fn` (and torch's own setter calls in set_()), and the
+#   swap mode's reads inside a set_(), read no history.
 # - Written subclass view inputs changed in place (Note [Inputs Written In Training]): the epilogue's wrapper
 #   copy_ makes autograd rebuild the view's grad_fn from its view function, at the layout the view came with, while eager
 #   leaves that rebuilt grad_fn as of the program's last bump, with the nodes of later grad-enabled in-place view ops on
@@ -803,6 +811,8 @@ def views_read_after_own_set(
         real = flat.values[k]
         if not isinstance(real, torch.Tensor) or not real.requires_grad or is_traceable_subclass(real):
             continue
+        if record.set_relaid_views.get(id(user_tensors[i])) is not None:
+            continue  # (read through relaid_views.py's stand-ins, or refused by note_view_reads)
         read = record.read_with_grad.get(id(user_tensors[i]))
         relaid = record.relaid_by_set.get(id(user_tensors[i]))
         if real._base is None or read is None or relaid is None or read < relaid:

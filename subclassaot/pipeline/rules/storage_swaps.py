@@ -57,7 +57,6 @@ from subclassaot.pipeline.rules.autograd_state import (
     read,
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
-    Layout,
     check_nograd_set_write,
     is_layout_op,
     note_first_read,
@@ -72,6 +71,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     with_eager_view_histories,
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
+from subclassaot.pipeline.rules.relaid_views import Layout, note_view_set
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_grad_write_into_grown_view,
     check_resized_nbytes,
@@ -631,6 +631,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_stale_views(self.record, args, kwargs)
                 check_shared_grad_set(self.record, args, (args[0],))
                 check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
+            if id(args[0]) in self.record.view_layouts and not self.record.view_layouts[id(args[0])][1]:
+                note_view_set(self.record, args[0], tensor_meta(args[0]))  # Note [Stale View Functions]
             if not torch.is_grad_enabled() and id(args[0]) in self.record.view_layouts:
                 self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
         size_before, layout_before = tuple(args[0].shape), layout_of(args[0])

@@ -418,6 +418,10 @@ class SwapRecord:
     # ... plain ones in-place view ops under no_grad relaid -> the layout their traced history expects (None: an op
     # other than a permutation of the elements, as_strided_(), relaid one too)
     relaid_views: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
+    # ... plain ones set_() (relaid_views.py's note_view_set) -> the layout their traced history expects at the first
+    # set_() under no_grad (None: a set_() with grad, or an in-place view op after, as_strided_() before)
+    set_relaid_views: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
+    set_relaid_storages: dict[int, object] = field(default_factory=dict)  # ... and the storage_key() they had then
     # an in-place view op with grad changed a view that requires grad (Note [Probing Eager's Backward])
     views_relaid_with_grad: bool = False
     # by id: tensors a set_() under no_grad gave another storage or layout -> that set_()'s `seq` (Note [Stale View
