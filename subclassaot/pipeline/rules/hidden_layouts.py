@@ -35,6 +35,7 @@ from subclassaot.pipeline.rules.relaid_views import (
     NO_STAND_INS,
     PERMUTING_OPS,
     Layout,
+    RefusedHistory,
     keeps_first,
     non_overlapping,
     relaid_call,
@@ -402,20 +403,6 @@ def _refusal(record: SwapRecord, t: torch.Tensor, what: str) -> UnsupportedError
     )
 
 
-class _RefusedHistory(torch.autograd.Function):
-    """A view of its input whose backward refuses the program: a gradient reached a history the trace cannot make
-    eager's (Note [Stale View Functions])."""
-
-    @staticmethod
-    def forward(ctx: Any, t: torch.Tensor, message: str) -> torch.Tensor:
-        ctx.message = message
-        return t.view_as(t)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, None]:
-        raise UnsupportedError(ctx.message)
-
-
 class _EagerHistory(torch.autograd.Function):
     """`t`'s elements with the history of `history` (Note [Stale View Functions])."""
 
@@ -444,7 +431,7 @@ def _stand_in(record: SwapRecord, t: torch.Tensor, written: bool, recorded: bool
             return cast(torch.Tensor, _EagerHistory.apply(history, t))  # type: ignore[no-untyped-call]  # untyped in torch
         # refused where a gradient reaches it in the traced backward (not a read whose result nothing differentiates)
         message = _refusal(record, t, "a gradient reaches it at a layout its base's storage does not hold").args[0]
-        return cast(torch.Tensor, _RefusedHistory.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
+        return cast(torch.Tensor, RefusedHistory.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
     return base.as_strided(t.shape, t.stride(), t.storage_offset())
 
 

@@ -26,6 +26,7 @@ from subclassaot.torch_internals import may_return_view, storage_key
 __all__ = [
     "NO_STAND_INS",
     "PERMUTING_OPS",
+    "RefusedHistory",
     "Layout",
     "keeps_first",
     "non_overlapping",
@@ -182,9 +183,10 @@ class _Relaid(torch.autograd.Function):
         return flat.as_strided(size, stride, offset) / count.as_strided(size, stride, offset), None
 
 
-class _Unreachable(torch.autograd.Function):
-    """`t`'s elements, with a history that refuses the program if a gradient reaches it: eager's sends that gradient
-    to positions of the base the input's traced history cannot reach (Note [Stale View Functions])."""
+class RefusedHistory(torch.autograd.Function):
+    """A view of its input whose backward refuses the program: a gradient reached a history the trace cannot make
+    eager's (Note [Stale View Functions]): e.g. eager's sends it to positions of the base the input's traced history
+    cannot reach."""
 
     @staticmethod
     def forward(ctx: Any, t: torch.Tensor, message: str) -> torch.Tensor:
@@ -218,7 +220,7 @@ def _stand_in(record: SwapRecord, t: torch.Tensor) -> torch.Tensor:
         "to elements of the base the compiled history of the input does not reach (Note [Stale View Functions]); "
         "not supported in training. set_() a clone of it"
     )
-    return cast(torch.Tensor, _Unreachable.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
+    return cast(torch.Tensor, RefusedHistory.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 def with_relaid_view_histories(
