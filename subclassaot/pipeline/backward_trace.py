@@ -437,10 +437,24 @@ def trace_backward(
         probed = analysis.data_assigned or analysis.grad_set_intermediate_read
         if probed and (deferred := _defer_probed_error(setup, joint.reach, tangents.trees)) is not None:
             return deferred
-    if value_sets is not None:  # Note [Backward Errors Are Deferred], errors through input values only
-        graph = _partitioned(setup, joint, tangents, raising, error, value_sets)
-        return dataclasses.replace(graph, unprobed_values=_unprobed_values(setup, None, raising))
-    return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
+    return _graph_of(setup, joint, tangents, raising, error, value_sets)
+
+
+def _graph_of(
+    setup: JointSetup,
+    joint: TracedJoint,
+    tangents: _Tangents,
+    raising: frozenset[int],
+    error: RuntimeError | None,
+    value_sets: frozenset[frozenset[int]] | None,
+) -> BackwardGraph:
+    """The BackwardGraph of the traced joint, without the tangents at `raising`: where `value_sets` (those left out
+    are inputs' new values, probed as roots), it raises `error` for those sets and refuses the others giving one
+    (Note [Backward Errors Are Deferred], errors through input values only)."""
+    if value_sets is None:
+        return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
+    graph = _partitioned(setup, joint, tangents, raising, error, value_sets)
+    return dataclasses.replace(graph, unprobed_values=_unprobed_values(setup, None, raising))
 
 
 _SAVED_VERSION_ERROR = "modified by an inplace operation"  # (autograd's unpacking of a saved tensor written since)
