@@ -110,6 +110,14 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 #   The joint is first traced without the hidden ones alone (new values the epilogue writes hidden from autograd, which
 #   no caller's backward gives): where that traces, the error was theirs (the trace's accumulator of a leaf made at its
 #   old size, where eager makes none), and a backward through the other new values runs.
+#   A new value's tangent need not raise alone: the error may come of the two together, each backward completing
+#   alone (a custom Function's backward `t0.t_()` on a saved intermediate, which SinFn saved before the program wrote
+#   x0 with its result: eager runs that later-made node first and SinFn's unpacking then raises, through t2 and x0's new
+#   value at once, never through either alone). So the new values left out are probed too, as roots of their own
+#   beside the outputs (`_raising_value_sets`): the sets giving one of their tangents that raise before any gradient
+#   raise (`raising_patterns` with the graph); any other backward giving one is refused when it runs, naming the input
+#   (the graph lacks that tangent, and eager's completes or first gives a leaf its gradient), and the rest run the
+#   graph. Where that probe cannot run, each tangent left out raises whenever given (`raising_tangents` alone).
 #   Likewise where each probed backward raises before any gradient exactly when it gives a tangent that no completing
 #   one gives (a Function's output that saved a no_grad view, beside the written input returned), without those. The
 #   new values of written inputs that no output's backward reaches are probed then as roots of their own (`t0 =
@@ -213,10 +221,11 @@ class BackwardGraph:
     raising_tangents: frozenset[int] = frozenset()
     # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
     # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed.
-    # With a graph: the sets for which `error` is raised instead of running it (Note [Backward Errors Are Deferred])
+    # With a graph: the sets for which `error` is raised instead of running it; another set giving a tangent at
+    # `raising_tangents` is refused (Note [Backward Errors Are Deferred])
     raising_patterns: frozenset[frozenset[int]] | None = None
     # `graph` None, `raising_patterns` None: (diff position, input path) per new value of an input that no program
-    # output's backward reaches (Note [Probing Eager's Backward])
+    # output's backward reaches (Note [Probing Eager's Backward]); with a graph: per new value at `raising_tangents`
     unprobed_values: tuple[tuple[int, str], ...] = ()
     # `graph` None: tensor inputs given to the Function detached (Note [Backward Errors Are Deferred])
     detached: frozenset[int] = frozenset()
@@ -406,6 +415,7 @@ def trace_backward(
     reach: list[frozenset[int]] = []
     error: RuntimeError | None = None
     raising: frozenset[int] = frozenset()
+    value_sets: frozenset[frozenset[int]] | None = None
     try:
         setup, joint = _traced_joint(setup, tangents.fakes, reach, escaping)
     except _RAISED_NOW:
@@ -421,13 +431,30 @@ def trace_backward(
         found = _with_deferred_error(setup, tangents, reach, e)
         if isinstance(found, BackwardGraph):
             return found
-        setup, joint, raising = found
+        setup, joint, raising, value_sets = found
     if error is None:
         refuse_layout_changed_behind_autograd(call, flat, layout, analysis, None)
         probed = analysis.data_assigned or analysis.grad_set_intermediate_read
         if probed and (deferred := _defer_probed_error(setup, joint.reach, tangents.trees)) is not None:
             return deferred
-    return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
+    return _graph_of(setup, joint, tangents, raising, error, value_sets)
+
+
+def _graph_of(
+    setup: JointSetup,
+    joint: TracedJoint,
+    tangents: _Tangents,
+    raising: frozenset[int],
+    error: RuntimeError | None,
+    value_sets: frozenset[frozenset[int]] | None,
+) -> BackwardGraph:
+    """The BackwardGraph of the traced joint, without the tangents at `raising`: where `value_sets` (those left out
+    are inputs' new values, probed as roots), it raises `error` for those sets and refuses the others giving one
+    (Note [Backward Errors Are Deferred], errors through input values only)."""
+    if value_sets is None:
+        return _partitioned(setup, joint, tangents, raising, *_with_bump_error(setup, joint, error))
+    graph = _partitioned(setup, joint, tangents, raising, error, value_sets)
+    return dataclasses.replace(graph, unprobed_values=_unprobed_values(setup, None, raising))
 
 
 _SAVED_VERSION_ERROR = "modified by an inplace operation"  # (autograd's unpacking of a saved tensor written since)
@@ -491,21 +518,23 @@ class _Tangents:
 
 def _with_deferred_error(
     setup: JointSetup, tangents: _Tangents, reach: list[frozenset[int]], e: RuntimeError
-) -> tuple[JointSetup, TracedJoint, frozenset[int]] | BackwardGraph:
+) -> tuple[JointSetup, TracedJoint, frozenset[int], frozenset[frozenset[int]] | None] | BackwardGraph:
     """Where the joint trace raised the program's own backward error `e` (Note [Backward Errors Are Deferred]): the
-    joint traced without the tangents of the inputs' new values (the setup, the joint, and the diff positions whose
-    tangent raises), or the BackwardGraph that raises `e` when backward runs; or a refusal."""
+    joint traced without the tangents of the inputs' new values (the setup, the joint, the diff positions whose
+    tangent is left out, and the sets giving one of those whose backward raises, where probed: None where each
+    raises), or the BackwardGraph that raises `e` when backward runs; or a refusal."""
     _refuse_view_replay_limit(e)
     refuse_reads_around_self_set(setup, e)
     refuse_layout_changed_behind_autograd(setup.call, setup.flat, setup.layout, setup.analysis, e)
     refuse_unreduced_assigned_gradients(setup.flat, setup.analysis, _reached(setup, reach), e)
     _refuse_unseen_error(setup, e)
     patterns = _probe(setup)
-    found = _backward_without_input_values(setup, tangents.fakes, reach, patterns)
-    if found is None:
-        found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns)
+    without_values = _backward_without_input_values(setup, tangents.fakes, reach, patterns)
+    if without_values is not None:
+        return without_values
+    found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns)
     if found is not None:
-        return found
+        return (*found, None)
     verified, early = _deferred_exactly(setup, patterns, reach)
     if verified is None and (returned := _returned_leaves(setup, patterns, reach)):
         refuse_set_beside_returned_leaves(setup, reach, returned)
@@ -522,7 +551,7 @@ def _with_deferred_error(
         # the backwards that give none of the raising tangents still run, as eager's complete
         found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns, exact=False)
         if found is not None:
-            return found
+            return (*found, None)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
 
 
@@ -612,9 +641,10 @@ def _backward_without_input_values(
     tangent_fakes: Sequence[torch.Tensor],
     reach: list[frozenset[int]],
     patterns: TangentPatterns | None,
-) -> tuple[JointSetup, TracedJoint, frozenset[int]] | None:
-    """The joint traced without tangents for the new values of inputs, and their positions in diff, where that
-    is eager's backward through the outputs (Note [Backward Errors Are Deferred]); else None."""
+) -> tuple[JointSetup, TracedJoint, frozenset[int], frozenset[frozenset[int]] | None] | None:
+    """The joint traced without tangents for the new values of inputs, their positions in diff, and the sets
+    giving one of those whose backward raises (`_raising_value_sets`), where that is eager's backward through the
+    outputs (Note [Backward Errors Are Deferred]); else None."""
     if patterns is None:
         return None
     values = _input_values(setup)
@@ -631,8 +661,20 @@ def _backward_without_input_values(
             traced_setup, joint = trace_joint_views(setup, tangent_fakes, reach, without)
         except RuntimeError:
             continue
-        return traced_setup, joint, without
+        given = without - hidden  # (hidden values no caller's backward gives)
+        return traced_setup, joint, without, _raising_value_sets(setup, given) if given else None
     return None
+
+
+def _raising_value_sets(setup: JointSetup, values: frozenset[int]) -> frozenset[frozenset[int]] | None:
+    """The sets of diff positions giving a tangent at one of `values` (inputs' new values) whose backward eager's
+    probe, with those values as roots of their own, sees raise before any gradient (Note [Backward Errors Are
+    Deferred]); None where that probe cannot run."""
+    owners = _value_owners(setup, values)
+    probed = None if owners is None else _probe(setup, values=owners)
+    if probed is None:
+        return None
+    return frozenset(p for p, end in probed.ends.items() if p & values and end is BackwardEnd.RAISES)
 
 
 def _backward_without_raising_tangents(
@@ -946,9 +988,12 @@ def _error_graph(
     )
 
 
-def _unprobed_values(setup: JointSetup, patterns: TangentPatterns | None) -> tuple[tuple[int, str], ...]:
+def _unprobed_values(
+    setup: JointSetup, patterns: TangentPatterns | None, among: frozenset[int] | None = None
+) -> tuple[tuple[int, str], ...]:
     """BackwardGraph.unprobed_values: the diff positions of inputs' new values that no program output's backward
-    reaches (all of them where the probe did not run), each with the path of its input."""
+    reaches (all of them where the probe did not run; `among` those positions only), each with the path of its
+    input."""
     outputs, flat, layout = setup.traced.outputs, setup.flat, setup.layout
     wrappers_at = len(outputs.updates) + sum(
         1
@@ -958,7 +1003,7 @@ def _unprobed_values(setup: JointSetup, patterns: TangentPatterns | None) -> tup
     wrappers_at += outputs.num_bases
     values, found = _input_values(setup), []
     for p, d in enumerate(setup.diff):
-        if d not in values or (patterns is not None and p in patterns.full):
+        if d not in values or (patterns is not None and p in patterns.full) or (among is not None and p not in among):
             continue
         if d < len(outputs.updates):
             update = outputs.updates[d]

@@ -207,6 +207,7 @@ def _raise_deferred(
     given = frozenset(k for k, i in enumerate(bw_meta.diff_outputs) if grads[i] is not None)
     if not no_graph and bw_meta.raising_patterns is not None:  # Note [Backward Errors Are Deferred]
         if given not in bw_meta.raising_patterns:
+            _refuse_values_left_out(bw_meta, given & bw_meta.raising_tangents)
             return
     elif not no_graph and not given & bw_meta.raising_tangents:
         return
@@ -236,6 +237,22 @@ def _raise_deferred(
             "Deferred]). Do not write the program's outputs or inputs in place between the call and backward"
         )
     raise _fresh_error(error) from error
+
+
+def _refuse_values_left_out(bw_meta: BackwardPlan, given: frozenset[int]) -> None:
+    """Refuse a backward giving a tangent at the diff positions `given`, new values of written inputs the graph was
+    traced without, where eager's probed backward through this set does not raise before any gradient (Note
+    [Backward Errors Are Deferred], errors through input values only)."""
+    if not given:
+        return
+    paths = ", ".join(sorted({path for p, path in bw_meta.unprobed_values if p in given})) or "an input"
+    raise UnsupportedError(
+        f"the program's backward fails in eager ({bw_meta.error}) through the new value of {paths} (written by the "
+        "program) together with other outputs, and this backward, through that new value without them, completes "
+        "there (or gives a leaf its gradient before it raises): the compiled backward was traced without that "
+        "value's tangent, as its one node cannot run the failing part apart (Note [Backward Errors Are Deferred]). "
+        "Call backward through the program's outputs, or write a clone of the input"
+    )
 
 
 def _fresh_error(error: RuntimeError) -> RuntimeError:

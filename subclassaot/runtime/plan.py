@@ -129,12 +129,12 @@ class BackwardPlan:
     raising_tangents: frozenset[int]
     # no backward graph: the sets of diff positions given a tangent for which eager's backward was seen to raise
     # before any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not
-    # probed. With a graph: the sets for which `error` is raised instead of running it (Note [Backward Errors Are
-    # Deferred])
+    # probed. With a graph: the sets for which `error` is raised instead of running it; another set giving a tangent
+    # at `raising_tangents` is refused (Note [Backward Errors Are Deferred])
     raising_patterns: frozenset[frozenset[int]] | None
     # no backward graph, `raising_patterns` None: (diff position, input path) per new value of an input that no
     # program output's backward reaches; a backward through such values alone is refused (Note [Probing Eager's
-    # Backward])
+    # Backward]). With a graph: per new value at `raising_tangents`, named where a backward giving one is refused
     unprobed_values: tuple[tuple[int, str], ...]
     # no backward graph: tensor inputs given to the Function detached (Note [Backward Errors Are
     # Deferred])
