@@ -23,6 +23,7 @@ from subclassaot.api import compile as subclassaot_compile
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.tools.checker_rules import Factory, Rule, error_line, fail, make_instance, skip
 from subclassaot.tools.parity import AfterCall, EagerRaised, compare_with_eager
+from subclassaot.torch_internals import differentiable_dtype
 
 __all__ = ["PIPELINE_RULES"]
 
@@ -361,7 +362,7 @@ def check_training(factory: Factory) -> None:
     __tensor_unflatten__, fails here although every inference rule passes.
     """
     x = make_instance(factory)
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+    if not differentiable_dtype(x.dtype):
         skip(f"dtype {x.dtype} cannot require grad")
     candidates = (_Program(source="return x * 2", fn=_mul), _Program(source="return x + 1", fn=_add))
     program = _pick_program(lambda: _requiring_grad(factory), candidates, "differentiable")

@@ -27,7 +27,14 @@ from subclassaot.authoring.protocol import (
     unflatten_subclass,
 )
 from subclassaot.errors import ProtocolError
-from subclassaot.torch_internals import is_nested_int, nested_coeff, nested_int, new_fake_mode, symbolic_nested_int
+from subclassaot.torch_internals import (
+    differentiable_dtype,
+    is_nested_int,
+    nested_coeff,
+    nested_int,
+    new_fake_mode,
+    symbolic_nested_int,
+)
 
 Factory: TypeAlias = Callable[[], torch.Tensor]
 aten = torch.ops.aten
@@ -446,7 +453,7 @@ def check_pickle(factory: Factory) -> None:
 # -- autograd --------------------------------------------------------------------------------------------------
 def check_autograd(factory: Factory) -> None:
     x = make_instance(factory)
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+    if not differentiable_dtype(x.dtype):
         skip(f"dtype {x.dtype} cannot require grad")
     x = x.detach().requires_grad_(True)
     expected = _derive(x.detach, "aten.mul", lambda t: t * 2)

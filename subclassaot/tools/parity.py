@@ -56,7 +56,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from subclassaot.errors import UnsupportedError
-from subclassaot.torch_internals import nested_coeff
+from subclassaot.torch_internals import differentiable_dtype, nested_coeff
 
 __all__ = [
     "SEED",
@@ -160,7 +160,7 @@ def write_outputs(outputs: object, args: tuple[object, ...]) -> None:
 def fixed_random_like(t: torch.Tensor, index: int) -> torch.Tensor:
     """A plain tensor of `t`'s shape with values fixed by `index` (the same for eager and compiled)."""
     gen = torch.Generator().manual_seed(1000 + index)
-    dtype = t.dtype if t.dtype.is_floating_point or t.dtype.is_complex else torch.float32
+    dtype = t.dtype if differentiable_dtype(t.dtype) else torch.float32
     return torch.randn(tuple(t.shape), generator=gen, dtype=dtype, device="cpu").to(t.device)
 
 

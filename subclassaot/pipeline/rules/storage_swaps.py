@@ -160,6 +160,7 @@ from subclassaot.pipeline.rules.swap_record import (
 from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
     autograd_sequence_nr,
+    differentiable_dtype,
     differentiates_inside_transform,
     dispatches_in_cpp,
     function_applies_noted,
@@ -1675,7 +1676,7 @@ def _refuse_retyped_gain(eager_dtype: torch.dtype, run_dtype: torch.dtype) -> No
     """requires_grad turned on for a fresh intermediate a `.data =` gave another dtype (`_check_data_dtype`): eager's
     tensor has the new dtype, the run's its old one, so whether it can require grad, and the gradient's dtype, are
     not eager's. Eager's error where its dtype cannot require grad; refused otherwise."""
-    if not (eager_dtype.is_floating_point or eager_dtype.is_complex):
+    if not differentiable_dtype(eager_dtype):
         raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
     raise UnsupportedError(
         f"the program turns requires_grad on for a tensor it computed and then assigned `.data =` a tensor of dtype "
