@@ -854,6 +854,14 @@ def intermediate_bases(
             # Storage])
             through = swaps.view_root(views[0], through_swaps=True)
             base = through if storage_key(through) == key else base
+        if storage_key(base) != key and is_traceable_subclass(base):
+            # `(x * 2).values()`, `(x * 2).transpose(1, 2)` of an NJT x that shares its offsets with the input: the
+            # chain leads to a wrapper the program computed, whose inner tensors are no bases here
+            raise UnsupportedError(
+                f"{paths[key]} is a view of a {type(base).__name__} the program computed (eager's `._base` is that "
+                f"{type(base).__name__}); the compiled code does not rebuild such an intermediate as a base (Note "
+                "[Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or the subclass tensor itself"
+            )
         if storage_key(base) != key:
             # `t1 = t0.diagonal(); t0.data = x`: no tensor holds the storage t1 views
             raise UnsupportedError(
