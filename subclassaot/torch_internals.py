@@ -686,7 +686,6 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
             out.set_(storage, offset, out.shape, out.stride())
         return out
 
-
     def create_symbolic_nested_int(self, *, nt_tensor_id: int | None = None) -> torch.SymInt:
         """The nested int of an offsets (or lengths) tensor the program made or passed plain, when NJT first asks
         for it (`nested_tensor_from_jagged` inside the program): a plain nested int, as every NJT input's
@@ -695,9 +694,11 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
         `.values()` or a linear of such an NJT failed) (Note [Nested Int Dims])."""
         import torch.nested._internal.nested_tensor as njt_module
 
-        if nt_tensor_id is None:
-            nt_tensor_id = njt_module._tensor_id_counter
-            njt_module._tensor_id_counter += 1
+        if nt_tensor_id is not None:  # a symbol hinted by a known nested int (`symbolic_nested_int`)
+            made: torch.SymInt = super().create_symbolic_nested_int(nt_tensor_id=nt_tensor_id)
+            return made
+        nt_tensor_id = njt_module._tensor_id_counter
+        njt_module._tensor_id_counter += 1
         _PROGRAM_NESTED_IDS.add(nt_tensor_id)
         return nested_int(nt_tensor_id, 1)
 
