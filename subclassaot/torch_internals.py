@@ -695,7 +695,8 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
         import torch.nested._internal.nested_tensor as njt_module
 
         if nt_tensor_id is not None:  # a symbol hinted by a known nested int (`symbolic_nested_int`)
-            made: torch.SymInt = super().create_symbolic_nested_int(nt_tensor_id=nt_tensor_id)
+            made = super().create_symbolic_nested_int(nt_tensor_id=nt_tensor_id)
+            assert isinstance(made, torch.SymInt), f"BUG: a nested int symbol is a SymInt, got {type(made).__name__}"
             return made
         nt_tensor_id = njt_module._tensor_id_counter
         njt_module._tensor_id_counter += 1

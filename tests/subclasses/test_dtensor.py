@@ -182,8 +182,9 @@ def _made_inside(mesh: DeviceMesh, kind: str) -> Callable[..., torch.Tensor]:
         elif kind == "shape_stride":
             d = DTensor.from_local(x, mesh, [Replicate()], run_check=False, shape=x.shape, stride=x.stride())
         elif kind in ("redistribute", "placements"):
-            d = DTensor.from_local(x, mesh, list(placements) or [Shard(0)], run_check=False)
-            d = (d * 3).redistribute(device_mesh=mesh, placements=[Replicate()])
+            tripled = DTensor.from_local(x, mesh, list(placements) or [Shard(0)], run_check=False) * 3
+            assert isinstance(tripled, DTensor)
+            d = tripled.redistribute(device_mesh=mesh, placements=[Replicate()])
         else:
             d = DTensor.from_local(x, mesh, [Replicate()], run_check=False)
         return d.to_local() + 2
@@ -229,19 +230,22 @@ def _tensor_parallel_mlp(mesh: DeviceMesh) -> torch.nn.Module:  # test_tp_compil
     return parallelize_module(_Mlp(), mesh, {"net1": ColwiseParallel(), "net2": RowwiseParallel()})
 
 
+def _plain(*shape: int) -> Make:
+    return lambda: (torch.randn(shape, requires_grad=True),)
+
+
 def _dtensor_programs(mesh: DeviceMesh) -> dict[str, tuple[Callable[..., object], Make]]:
-    plain = lambda *shape: lambda: (torch.randn(shape, requires_grad=True),)  # noqa: E731
     return {
         "dtensor_basic": (lambda x: x * x + 2, _local(mesh, (4, 4), Shard(0), grad=True)),
         "fakify_dtensor": (lambda x: x, _local(mesh, (1,), Shard(0))),
         "dtensor_dynamic": (_gathered_row, _local(mesh, (4, 4), Shard(0))),
         "dtensor_attribute_access_on_intermediate": (_branch_on_placement, _local(mesh, (4,), Shard(0))),
         "dtensor_noncontiguous_output": (_permute_linear_permute, _noncontiguous_inputs(mesh)),
-        "dynamo_dtensor_from_local": (_made_inside(mesh, "positional"), plain(1)),
-        "dynamo_dtensor_from_local_kwargs": (_made_inside(mesh, "kwargs"), plain(1)),
-        "dynamo_dtensor_from_local_dynamic_shapes": (_made_inside(mesh, "shape_stride"), plain(4, 6)),
+        "dynamo_dtensor_from_local": (_made_inside(mesh, "positional"), _plain(1)),
+        "dynamo_dtensor_from_local_kwargs": (_made_inside(mesh, "kwargs"), _plain(1)),
+        "dynamo_dtensor_from_local_dynamic_shapes": (_made_inside(mesh, "shape_stride"), _plain(4, 6)),
         "dynamo_to_local_kwargs": (_to_local_grad_placements, _local(mesh, (4,), Replicate(), grad=True)),
-        "dynamo_dtensor_from_local_redistribute": (_made_inside(mesh, "redistribute"), plain(2)),
+        "dynamo_dtensor_from_local_redistribute": (_made_inside(mesh, "redistribute"), _plain(2)),
         "dynamo_dtensor_from_local_redistribute_async": (_redistribute_async(mesh), lambda: (torch.ones(2),)),
         "dtensor_dynamo_device_mesh_attrs": (_branch_on_mesh, _local(mesh, (4, 4), Shard(0))),
         "placement_compile_as_arguments": (

@@ -415,7 +415,7 @@ def _values_offsets() -> tuple[Tensor, Tensor]:
 
 
 def _two_ones(nt: Tensor) -> Tensor:  # test_autograd_function_with_None_grad
-    out1, _ = _TwoOutputs.apply(nt)
+    out1, _ = _TwoOutputs.apply(nt)  # type: ignore[no-untyped-call]  # untyped in torch
     assert isinstance(out1, Tensor)
     return out1
 
@@ -441,7 +441,7 @@ def _softmax_values(a: Tensor, b: Tensor) -> Tensor:  # test_softmax's grad_test
 def _seqlen_program(which: str) -> Callable[[Tensor], Tensor]:
     def fn(nt: Tensor) -> Tensor:
         source = nt.sin() + 1 if which == "propagated" else nt
-        seqlen = getattr(source, "_get_max_seqlen" if which != "min" else "_get_min_seqlen")()
+        seqlen: int = getattr(source, "_get_max_seqlen" if which != "min" else "_get_min_seqlen")()
         return torch.ones_like(source) * seqlen
 
     return fn
