@@ -58,6 +58,9 @@ from policies.spec import (
 # share one), since what it stands for lives in the guarded inner tensors.
 # The fake's nested int is a plain nested int, not a ShapeEnv symbol (no graph input carries it), so a nested stride
 # `c * j` needs a constant c: the other non-batch dims of a tensor with a nested stride are static (checked here).
+# So is the nested int of an offsets tensor that is no NJT input's (passed plain, or made by the program) when NJT
+# first asks for it inside the trace: the pipeline's fake modes make a plain one (torch_internals._CacheKeepsStorage),
+# which the joint trace meets again as a constant; no input carries it, so an output with it is refused.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -108,6 +108,7 @@ from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_
 from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
+    NO_FAKE_KERNEL_ERROR,
     compiling_session,
     function_modes_off,
     function_modes_on,
@@ -579,6 +580,13 @@ def _compile_entry_once(
             "tensor's value into Python (.item(), .tolist(), `if t.sum() > 0:`) or make a size out of tensor "
             "values (nonzero, unique, masked_select). Compute that value outside the compiled function and pass "
             "it in, or use a data-independent op (torch.where(cond, a, b) instead of an if)"
+        ) from e
+    except NO_FAKE_KERNEL_ERROR as e:
+        raise UnsupportedError(
+            f"{name}: the program calls {e.func}, which has no fake (meta) kernel, so it cannot be traced: torch's "
+            "strided-layout NestedTensors have none (a jagged NestedTensor's scaled_dot_product_attention on CPU "
+            "runs its math fallback through one). Call it outside the compiled function, or use "
+            'torch.compile(fn, backend="subclassaot"), which runs it eagerly between two graphs'
         ) from e
 
 

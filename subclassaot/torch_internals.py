@@ -27,6 +27,7 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensor,
     FakeTensorMode,
+    UnsupportedOperatorException,
     _DispatchCacheEntryOutputInfo,
     _DispatchCacheKey,
     in_kernel_invocation_manager,
@@ -76,6 +77,11 @@ DATA_DEPENDENT_ERRORS: tuple[type[Exception], ...] = (
     DataDependentOutputException,
     DynamicOutputShapeException,
 )
+
+
+# What tracing raises where an op has no fake (meta) kernel: torch's strided-layout NestedTensor ops (NJT's SDPA on
+# CPU falls back to its math kernel through one, `_nested_tensor_from_tensor_list`); api.py refuses it, naming the op.
+NO_FAKE_KERNEL_ERROR = UnsupportedOperatorException
 
 
 def new_functional_mode() -> FunctionalTensorMode:
@@ -624,6 +630,17 @@ def is_real_plain_tensor(t: torch.Tensor) -> bool:
     return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch._is_functional_tensor(t)
 
 
+# The ids of the nested ints the fake modes made for offsets (or lengths) tensors that were no NJT input's
+# (`_CacheKeepsStorage.create_symbolic_nested_int`); ids are unique in the process (torch's own counter).
+_PROGRAM_NESTED_IDS: set[int] = set()
+
+
+def is_program_nested_int(value: object) -> bool:
+    """A nested int the trace made for an offsets tensor the program built or passed plain: no input NJT has it, so
+    the compiled code cannot name it (Note [Autograd Sees The Wrapper])."""
+    return isinstance(value, torch.SymInt) and nested_int_id(value) in _PROGRAM_NESTED_IDS
+
+
 class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     """A fake mode whose cached results that are not views keep the storage offset and storage size the kernel gave
     them, whoever filled the cache: a cached call answers as the kernel does, the first time in a process or the
@@ -668,6 +685,23 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
             storage = torch.empty((nbytes,), dtype=torch.uint8, device="meta").untyped_storage()
             out.set_(storage, offset, out.shape, out.stride())
         return out
+
+    def create_symbolic_nested_int(self, *, nt_tensor_id: int | None = None) -> torch.SymInt:
+        """The nested int of an offsets (or lengths) tensor the program made or passed plain, when NJT first asks
+        for it (`nested_tensor_from_jagged` inside the program): a plain nested int, as every NJT input's
+        (`nested_int`), never torch's ShapeEnv symbol. A symbol is a traced value that no graph input carries: the
+        joint trace, which meets the one the forward memoised on the fake, had no proxy for it (a backward through
+        `.values()` or a linear of such an NJT failed) (Note [Nested Int Dims])."""
+        import torch.nested._internal.nested_tensor as njt_module
+
+        if nt_tensor_id is not None:  # a symbol hinted by a known nested int (`symbolic_nested_int`)
+            made = super().create_symbolic_nested_int(nt_tensor_id=nt_tensor_id)
+            assert isinstance(made, torch.SymInt), f"BUG: a nested int symbol is a SymInt, got {type(made).__name__}"
+            return made
+        nt_tensor_id = njt_module._tensor_id_counter
+        njt_module._tensor_id_counter += 1
+        _PROGRAM_NESTED_IDS.add(nt_tensor_id)
+        return nested_int(nt_tensor_id, 1)
 
 
 def new_fake_mode(shape_env: ShapeEnv | None = None) -> FakeTensorMode:

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
+import torch._dynamo
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Placement, Replicate, Shard, distribute_tensor
 
 import subclassaot
 from subclassaot.authoring.protocol import flatten_subclass
+from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 from tests.subclasses import dtensor_scenarios
 from tests.subclasses.dtensor_factory import one_rank_mesh
@@ -124,3 +126,167 @@ def test_gradient_takes_the_tangents_placements_as_in_eager(mesh: DeviceMesh) ->
         grads.append(x.grad)
     assert grads[0].placements == (Replicate(),) and grads[1].placements == grads[0].placements
     torch.testing.assert_close(grads[1].full_tensor(), grads[0].full_tensor())
+
+
+# -- torch's own DTensor compile programs (test/distributed/tensor/test_dtensor_compile.py), on both entries -------
+# Each is the body of the torch test named beside it, with its inputs (DTensor.from_local, run_check=False, on the
+# one-rank mesh), written afresh; compared with eager through `subclassaot.compile` and through
+# `torch.compile(fn, backend=subclassaot)`.
+
+Make = Callable[[], tuple[object, ...]]
+
+
+def _local(mesh: DeviceMesh, shape: tuple[int, ...], placement: Placement, *, grad: bool = False) -> Make:
+    return lambda: (DTensor.from_local(torch.randn(shape, requires_grad=grad), mesh, [placement], run_check=False),)
+
+
+def _noncontiguous_inputs(mesh: DeviceMesh) -> Make:  # test_dtensor_noncontiguous_output
+    def make() -> tuple[object, ...]:
+        x, y, z = (torch.randn(s, requires_grad=True) for s in ((4, 16, 4), (4, 16), (4,)))
+        return tuple(
+            DTensor.from_local(t, mesh, [p], run_check=False)
+            for t, p in ((x, Shard(1)), (y, Shard(1)), (z, Replicate()))
+        )
+
+    return make
+
+
+def _permute_linear_permute(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    return torch._C._nn.linear(x.permute(0, 2, 1).contiguous(), y, z).permute(0, 2, 1)
+
+
+def _branch_on_placement(x: torch.Tensor) -> torch.Tensor:  # test_dtensor_attribute_access_on_intermediate
+    tmp = x * 2
+    assert isinstance(tmp, DTensor)
+    return tmp._local_tensor + (2 if tmp.placements[0].is_shard() else 3)
+
+
+def _branch_on_mesh(x: torch.Tensor) -> torch.Tensor:  # test_dtensor_dynamo_device_mesh_attrs
+    assert isinstance(x, DTensor)
+    return x + (1 if x.device_mesh.device_type == "cuda" else 2)
+
+
+def _gathered_row(x: torch.Tensor) -> torch.Tensor:  # test_dtensor_dynamic
+    squared = torch.mul(x, x)
+    assert isinstance(squared, DTensor)
+    return squared.redistribute(device_mesh=squared.device_mesh, placements=[Replicate()]).to_local()[0]
+
+
+def _made_inside(mesh: DeviceMesh, kind: str) -> Callable[..., torch.Tensor]:
+    """test_dynamo_dtensor_from_local (kwargs too), test_dynamo_dtensor_from_local_dynamic_shapes,
+    test_dynamo_dtensor_from_local_redistribute (kwargs too), test_placement_compile's placements as arguments."""
+
+    def fn(x: torch.Tensor, *placements: Placement) -> torch.Tensor:
+        if kind == "kwargs":
+            d = DTensor.from_local(x, device_mesh=mesh, placements=[Replicate()], run_check=False)
+        elif kind == "shape_stride":
+            d = DTensor.from_local(x, mesh, [Replicate()], run_check=False, shape=x.shape, stride=x.stride())
+        elif kind in ("redistribute", "placements"):
+            tripled = DTensor.from_local(x, mesh, list(placements) or [Shard(0)], run_check=False) * 3
+            assert isinstance(tripled, DTensor)
+            d = tripled.redistribute(device_mesh=mesh, placements=[Replicate()])
+        else:
+            d = DTensor.from_local(x, mesh, [Replicate()], run_check=False)
+        return d.to_local() + 2
+
+    return fn
+
+
+def _to_local_grad_placements(d: torch.Tensor) -> torch.Tensor:  # test_dynamo_to_local_kwargs
+    assert isinstance(d, DTensor)
+    return d.to_local(grad_placements=[Shard(0)]) + 2
+
+
+def _redistribute_async(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.Tensor]:
+    from torch.distributed._functional_collectives import AsyncCollectiveTensor
+
+    def fn(x: torch.Tensor) -> torch.Tensor:  # test_dynamo_dtensor_from_local_redistribute_async
+        d = DTensor.from_local(x, mesh, [Shard(0)], run_check=False)
+        out = d.redistribute(mesh, [Replicate()], async_op=True).to_local()
+        return out.wait() if isinstance(out, AsyncCollectiveTensor) else out
+
+    return fn
+
+
+def _in_place_then_views(x: torch.Tensor) -> object:
+    x.mul_(2).add_(1)
+    return x.view(2, 2, 6), x.t()
+
+
+class _Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(5)
+        self.net1, self.net2 = torch.nn.Linear(10, 16), torch.nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.net2(torch.relu(self.net1(x)))
+        return out
+
+
+def _tensor_parallel_mlp(mesh: DeviceMesh) -> torch.nn.Module:  # test_tp_compile_fullgraph (not sequence parallel)
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    return parallelize_module(_Mlp(), mesh, {"net1": ColwiseParallel(), "net2": RowwiseParallel()})
+
+
+def _plain(*shape: int) -> Make:
+    return lambda: (torch.randn(shape, requires_grad=True),)
+
+
+def _dtensor_programs(mesh: DeviceMesh) -> dict[str, tuple[Callable[..., object], Make]]:
+    return {
+        "dtensor_basic": (lambda x: x * x + 2, _local(mesh, (4, 4), Shard(0), grad=True)),
+        "fakify_dtensor": (lambda x: x, _local(mesh, (1,), Shard(0))),
+        "dtensor_dynamic": (_gathered_row, _local(mesh, (4, 4), Shard(0))),
+        "dtensor_attribute_access_on_intermediate": (_branch_on_placement, _local(mesh, (4,), Shard(0))),
+        "dtensor_noncontiguous_output": (_permute_linear_permute, _noncontiguous_inputs(mesh)),
+        "dynamo_dtensor_from_local": (_made_inside(mesh, "positional"), _plain(1)),
+        "dynamo_dtensor_from_local_kwargs": (_made_inside(mesh, "kwargs"), _plain(1)),
+        "dynamo_dtensor_from_local_dynamic_shapes": (_made_inside(mesh, "shape_stride"), _plain(4, 6)),
+        "dynamo_to_local_kwargs": (_to_local_grad_placements, _local(mesh, (4,), Replicate(), grad=True)),
+        "dynamo_dtensor_from_local_redistribute": (_made_inside(mesh, "redistribute"), _plain(2)),
+        "dynamo_dtensor_from_local_redistribute_async": (_redistribute_async(mesh), lambda: (torch.ones(2),)),
+        "dtensor_dynamo_device_mesh_attrs": (_branch_on_mesh, _local(mesh, (4, 4), Shard(0))),
+        "placement_compile_as_arguments": (
+            _made_inside(mesh, "placements"),
+            lambda: (torch.randn(4, 4, requires_grad=True), Shard(1)),
+        ),
+        "in_place_then_views": (_in_place_then_views, _local(mesh, (4, 6), Shard(0))),
+        "tp_compile_fullgraph": (_tensor_parallel_mlp(mesh), lambda: (torch.rand(20, 10),)),
+    }
+
+
+DTENSOR_PROGRAMS = [
+    "dtensor_basic",
+    "fakify_dtensor",
+    "dtensor_dynamic",
+    "dtensor_attribute_access_on_intermediate",
+    "dtensor_noncontiguous_output",
+    "dynamo_dtensor_from_local",
+    "dynamo_dtensor_from_local_kwargs",
+    "dynamo_dtensor_from_local_dynamic_shapes",
+    "dynamo_to_local_kwargs",
+    "dynamo_dtensor_from_local_redistribute",
+    "dynamo_dtensor_from_local_redistribute_async",
+    "dtensor_dynamo_device_mesh_attrs",
+    "placement_compile_as_arguments",
+    "in_place_then_views",
+    "tp_compile_fullgraph",
+]
+NO_GRAPH = {"fakify_dtensor"}  # Dynamo returns its input without a graph
+
+
+def _dynamo_compile(fn: Callable[..., object], *, backend: object = "eager") -> Callable[..., object]:
+    compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": str(backend)})
+    return compiled
+
+
+@pytest.mark.parametrize("entry", ["direct", "dynamo"])
+@pytest.mark.parametrize("name", DTENSOR_PROGRAMS)
+def test_torch_dtensor_program_matches_eager(mesh: DeviceMesh, name: str, entry: str) -> None:
+    fn, make = _dtensor_programs(mesh)[name]
+    torch._dynamo.reset()
+    with torch.enable_grad(), recording() as graphs:
+        assert_matches_eager(fn, make, compile_fn=_dynamo_compile if entry == "dynamo" else None)
+    assert entry == "direct" or name in NO_GRAPH or graphs, "no graph captured by Dynamo ran through subclassaot"

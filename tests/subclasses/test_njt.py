@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+import torch._dynamo
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -16,8 +17,9 @@ import subclassaot
 from policies import PolicyError, describe, mark_dynamic
 from subclassaot.errors import PolicyError as PipelinePolicyError
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
 from subclassaot.tools.explain import explain
-from tests.oracle import assert_matches_eager
+from tests.oracle import CompileFn, assert_matches_eager
 
 D = 4
 
@@ -349,3 +351,222 @@ def test_njt_computed_inside_inference_mode_matches_eager(grad: bool) -> None:
     (found checking real subclasses after the inference-output change): it copies only the leaves eager made."""
     with torch.set_grad_enabled(grad):
         assert_matches_eager(computed_inside_inference_mode, inputs(2, 3, 1))
+
+
+# -- torch's own NJT programs (test/test_nestedtensor.py, TestNestedTensorSubclass), on both entries --------------
+# Each is the body of the torch test named beside it, with its inputs, written afresh; compared with eager by the
+# oracle through `subclassaot.compile` and through `torch.compile(fn, backend=subclassaot)`.
+
+
+def ported_njt(dims: list[int | None], *, requires_grad: bool = False, seed: int = 0) -> Tensor:
+    """torch's `random_nt_from_dims([B, None, *rest])`: B rows of lengths 2, 3, 4, 2, ... and the dense dims after."""
+    gen = torch.Generator().manual_seed(seed)
+    batch, rest = dims[0], [d for d in dims[2:] if d is not None]
+    assert batch is not None
+    rows = [torch.randn((2, 3, 4, 2)[i % 4], *rest, generator=gen) for i in range(batch)]
+    return torch.nested.nested_tensor(rows, layout=torch.jagged, requires_grad=requires_grad)
+
+
+def _shared_offsets_pair() -> tuple[Tensor, Tensor]:
+    a = ported_njt([3, None, 16])
+    return a, torch.nested.nested_tensor_from_jagged(torch.randn(a.values().shape), offsets_of(a))
+
+
+def _copy_pair() -> tuple[Tensor, Tensor]:
+    offsets = torch.tensor([0, 2, 4])
+    zeros, ones = torch.zeros(4, 3), torch.ones(4, 3)
+    return (
+        torch.nested.nested_tensor_from_jagged(zeros, offsets),
+        torch.nested.nested_tensor_from_jagged(ones, offsets),
+    )
+
+
+def _with_holes() -> tuple[Tensor]:
+    lengths = torch.tensor([5, 6, 7])
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+    return (torch.nested.nested_tensor_from_jagged(torch.randn(18, 20), offsets, lengths=offsets.diff() - 2),)
+
+
+class _TwoOutputs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, inp: Tensor) -> tuple[Tensor, Tensor]:
+        return inp + 1, inp * 2
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g1: Tensor, g2: Tensor) -> Tensor:
+        return g1 + g2
+
+
+_W = torch.randn(8, 6, generator=torch.Generator().manual_seed(3))
+
+
+def _sdpa_of_transposed(nt: Tensor) -> Tensor:  # test_compile_preserves_metadata_cache
+    q = nt.transpose(-3, -2)
+    return F.scaled_dot_product_attention(q, q, q).transpose(-3, -2)
+
+
+def _sdpa_of_values(values: Tensor, offsets: Tensor) -> Tensor:  # test_sdpa_backwards
+    nt = torch.nested.nested_tensor_from_jagged(values, offsets, max_seqlen=4).transpose(-2, -3)
+    return F.scaled_dot_product_attention(nt, nt, nt).transpose(-2, -3)
+
+
+def _values_offsets() -> tuple[Tensor, Tensor]:
+    return torch.randn(9, 3, 16, requires_grad=True), torch.tensor([0, 1, 3, 5, 9])
+
+
+def _two_ones(nt: Tensor) -> Tensor:  # test_autograd_function_with_None_grad
+    out1, _ = _TwoOutputs.apply(nt)  # type: ignore[no-untyped-call]  # untyped in torch
+    assert isinstance(out1, Tensor)
+    return out1
+
+
+def _narrowed(buffer: Tensor, starts: Tensor, lengths: Tensor) -> Tensor:  # test_narrow
+    return torch.nested.narrow(buffer, 1, starts, lengths, layout=torch.jagged) * 2
+
+
+def _narrow_inputs() -> tuple[Tensor, Tensor, Tensor]:
+    buffer = torch.arange(10.0).unsqueeze(0).expand(5, -1).clone()
+    return buffer, torch.tensor([0, 1, 2, 3, 4]), torch.tensor([3, 2, 2, 1, 5])
+
+
+def _cat_values(v1: Tensor, v2: Tensor, offsets: Tensor) -> Tensor:  # test_njt_cat
+    a, b = torch.nested.nested_tensor_from_jagged(v1, offsets), torch.nested.nested_tensor_from_jagged(v2, offsets)
+    return torch.cat([a, b], dim=-1).values()
+
+
+def _softmax_values(a: Tensor, b: Tensor) -> Tensor:  # test_softmax's grad_test_func
+    return torch.nested.as_nested_tensor([a, b], layout=torch.jagged).softmax(dim=-1).values()
+
+
+def _seqlen_program(which: str) -> Callable[[Tensor], Tensor]:
+    def fn(nt: Tensor) -> Tensor:
+        source = nt.sin() + 1 if which == "propagated" else nt
+        seqlen: int = getattr(source, "_get_max_seqlen" if which != "min" else "_get_min_seqlen")()
+        return torch.ones_like(source) * seqlen
+
+    return fn
+
+
+def _grad(dims: list[int | None]) -> Callable[[], tuple[Tensor]]:
+    return lambda: (ported_njt(dims, requires_grad=True),)
+
+
+def _plain(dims: list[int | None]) -> Callable[[], tuple[Tensor]]:
+    return lambda: (ported_njt(dims),)
+
+
+def _in_place(nt: Tensor) -> Tensor:
+    nt.mul_(2).add_(1)
+    return nt.sin()
+
+
+def _linear_from_values(values: Tensor, offsets: Tensor) -> Tensor:  # test_profiler_sequence_nr
+    nt = torch.nested.nested_tensor_from_jagged(values * 2, offsets)
+    return F.linear(nt, _W).values().sum()
+
+
+def _chunk_from_values(values: Tensor, offsets: Tensor) -> Tensor:  # test_chunk's chunk_backward
+    return torch.nested.nested_tensor_from_jagged(values, offsets).chunk(3, dim=-1)[0].values().sum()
+
+
+NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, ...]]]] = {
+    "compile_preserves_metadata_cache": (_sdpa_of_transposed, _grad([4, None, 3, 16])),
+    "compile_with_dynamic_max_seq_len": (_seqlen_program("max"), _plain([3, None, 5])),
+    "compile_with_dynamic_min_seq_len": (_seqlen_program("min"), _plain([3, None, 5])),
+    "compile_with_propagated_dynamic_max_seq_len": (_seqlen_program("propagated"), _plain([3, None, 5])),
+    "sdpa_backwards": (_sdpa_of_values, _values_offsets),
+    "sdpa_with_constant_sequence_length": (
+        lambda q: F.scaled_dot_product_attention(q, q, q),
+        _grad([4, None, 8, 10]),
+    ),
+    "chunk": (lambda nt: nt.chunk(3, dim=-1), _grad([4, None, 6])),
+    "chunk_backward": (
+        _chunk_from_values,
+        lambda: (torch.randn(5, 11, requires_grad=True), torch.tensor([0, 2, 3, 5])),
+    ),
+    "split_with_sizes": (lambda nt: torch.split(nt, [1, 2], -1), _plain([3, None, 3])),
+    "narrow": (_narrowed, _narrow_inputs),
+    "njt_cat": (_cat_values, lambda: (torch.randn(3, 2), torch.randn(3, 4), torch.tensor([0, 2, 3]))),
+    "softmax": (_softmax_values, lambda: (torch.rand(4, 5, requires_grad=True), torch.rand(8, 5, requires_grad=True))),
+    "threshold_backward": (lambda a, b: torch.ops.aten.threshold_backward(a, b, 0.0), _shared_offsets_pair),
+    "copy_": (lambda a, b: a.copy_(b), _copy_pair),
+    "reshape_decomp": (lambda nt: nt.reshape(-1, -1, 5, 2), _grad([3, None, 10])),
+    "flatten_decomp": (lambda nt: nt.flatten(-2, -1), _plain([3, None, 5, 2])),
+    "squeeze": (lambda nt: nt.squeeze(-2), _plain([4, None, 1, 6])),
+    "permute": (lambda nt: nt.permute(0, 2, 1, -1) * 2, _plain([2, None, 3, 5])),
+    "to_dtype": (lambda nt: (nt.to(torch.float64), nt.transpose(1, 2).to(torch.bfloat16)), _plain([2, None, 3])),
+    "jagged_op_different_output_shape_dim": (lambda nt: nt.sum(dim=(0, 1)), _grad([3, None, 3, 4])),
+    "op_dim_reduce_ragged_idx_greater_than_1": (lambda nt: nt.transpose(1, 2).sum(dim=(2,)), _grad([3, None, 4])),
+    "op_dim_with_lengths_different_output_shape": (
+        lambda nt: (nt.sum(dim=(2,), keepdim=True), nt.softmax(2)),
+        _with_holes,
+    ),
+    "autograd_function_with_None_grad": (_two_ones, _grad([5, None, 10])),
+    "noncontiguous_pointwise": (
+        lambda nt: (nt.transpose(1, 2).clone(), nt.transpose(1, 2).detach()),
+        _grad([3, None, 3, 4]),
+    ),
+    "profiler_sequence_nr": (
+        _linear_from_values,
+        lambda: (torch.randn(4, 6, requires_grad=True), torch.tensor([0, 2, 4])),
+    ),
+    "in_place_on_njt": (_in_place, _plain([3, None, 4])),
+}
+# (program, entry) -> the refusal's pattern; every other case matches eager.
+_NO_FAKE = r"calls aten\._nested_tensor_from_tensor_list\.default, which has no fake \(meta\) kernel"
+_BUILT = r"a NestedTensor the program built as a view of a plain tensor"
+_COMPUTED = r"out\[0\] is a view of a NestedTensor the program computed \(eager's `\._base` is that NestedTensor\)"
+NJT_REFUSALS: dict[tuple[str, str], str] = {
+    # NJT's SDPA on CPU runs its math fallback through a strided NestedTensor (torch.compile breaks the graph there)
+    ("compile_preserves_metadata_cache", "direct"): _NO_FAKE,
+    ("sdpa_backwards", "direct"): _NO_FAKE,
+    ("sdpa_backwards", "dynamo"): _BUILT + r" \(aten\._nested_view_from_jagged\.default, and then viewed",
+    ("sdpa_with_constant_sequence_length", "direct"): _BUILT,
+    ("sdpa_with_constant_sequence_length", "dynamo"): _BUILT,
+    ("narrow", "direct"): r"reads a tensor's value as a Python number",  # the rows' starts and lengths
+    ("njt_cat", "direct"): _COMPUTED,
+    ("njt_cat", "dynamo"): _COMPUTED,
+    ("softmax", "direct"): _COMPUTED,
+    ("softmax", "dynamo"): _COMPUTED,
+}
+
+
+def _dynamo_compile(fn: Callable[..., object], *, backend: object = "eager") -> Callable[..., object]:
+    compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": str(backend)})
+    return compiled
+
+
+ENTRIES: dict[str, CompileFn | None] = {"direct": None, "dynamo": _dynamo_compile}
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("name", list(NJT_PROGRAMS))
+def test_torch_njt_program_matches_eager_or_is_refused(name: str, entry: str) -> None:
+    fn, make = NJT_PROGRAMS[name]
+    torch._dynamo.reset()
+    refusal = NJT_REFUSALS.get((name, entry))
+    if refusal is not None:
+        with torch.enable_grad(), pytest.raises(UnsupportedError, match=refusal):
+            assert_matches_eager(fn, make, compile_fn=ENTRIES[entry])
+        return
+    with torch.enable_grad(), recording() as graphs:
+        assert_matches_eager(fn, make, compile_fn=ENTRIES[entry])
+    assert entry == "direct" or graphs, "no graph captured by Dynamo ran through subclassaot"
+
+
+def test_njt_built_from_a_plain_input_then_viewed_is_refused() -> None:
+    """`nested_tensor_from_jagged(v, o).transpose(...)` returned (test_sdpa_backwards before its SDPA): the output
+    came back as a leaf with no history to `v`, so a backward left `v.grad` None where eager's flows; the chain to
+    the plain tensor is followed past the view, and the output refused as the NJT itself is."""
+
+    def fn(values: Tensor, offsets: Tensor) -> Tensor:
+        return torch.nested.nested_tensor_from_jagged(values, offsets).transpose(-2, -3)
+
+    with pytest.raises(UnsupportedError, match=_BUILT + r" \(aten\._nested_view_from_jagged\.default, and then"):
+        subclassaot.compile(fn, backend="eager")(*_values_offsets())
+
+
+def test_values_of_a_computed_njt_is_refused_naming_its_base() -> None:
+    # eager's `._base` of `(x * 2).values()` is the intermediate NJT; the refusal said a `.data =` had moved it
+    with pytest.raises(UnsupportedError, match=r"out\[0\] is a view of a NestedTensor the program computed"):
+        subclassaot.compile(lambda x: (x * 2).values(), backend="eager")(njt([2, 3]))

@@ -51,6 +51,7 @@ from subclassaot.torch_internals import (
     grad_fn_raises,
     is_custom_function_view,
     is_nested_int,
+    is_program_nested_int,
     nested_coeff,
     storage_key,
 )
@@ -303,15 +304,18 @@ def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRu
     """Note [Autograd Sees The Wrapper]."""
     if not is_traceable_subclass(value):
         return
-    record = run.swaps.views.get(id(value))
-    if record is not None and not is_traceable_subclass(record.source):
-        raise UnsupportedError(
-            f"{path} is a {type(value).__name__} the program built as a view of a plain tensor ({record.func}); "
-            "its `._base` cannot be rebuilt by the compiled code (Note [Autograd Sees The Wrapper]). Build it outside "
-            "the compiled function, or return its plain parts"
-        )
+    t = value  # (a view of such a tensor too: `nested_tensor_from_jagged(v, o).transpose(1, 2)`)
+    while (record := run.swaps.views.get(id(t))) is not None:
+        if not is_traceable_subclass(record.source):
+            built = "" if t is value else f", and then viewed ({run.swaps.views[id(value)].func})"
+            raise UnsupportedError(
+                f"{path} is a {type(value).__name__} the program built as a view of a plain tensor ({record.func}"
+                f"{built}); its `._base` cannot be rebuilt by the compiled code (Note [Autograd Sees The Wrapper]). "
+                "Build it outside the compiled function, or return its plain parts"
+            )
+        t = record.source
     for dim, size in enumerate((*value.shape, *value.stride())):
-        if is_nested_int(size) and nested_coeff(size) is None:
+        if is_program_nested_int(size) or (is_nested_int(size) and nested_coeff(size) is None):
             raise UnsupportedError(
                 f"{path} has a ragged dim (size/stride entry {dim}) whose nested int the program made from a new "
                 "offsets or lengths tensor; no input carries it, so the compiled code cannot name it (Note [Autograd "
