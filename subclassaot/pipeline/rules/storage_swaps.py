@@ -173,6 +173,7 @@ from subclassaot.torch_internals import (
     marks_dirty_noted,
     module_with_backward_hooks_applying,
     no_torch_function,
+    non_full_backward_hooks_noted,
     rebind_functional,
     rebuild_view_history_outside_inference_mode,
     requires_grad_through_base,
@@ -1798,6 +1799,7 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         storage_resizes_handled(handle, functools.partial(check_resized_nbytes, record)),
         marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
         function_applies_noted(functools.partial(_note_function_apply, record)),
+        non_full_backward_hooks_noted(_refuse_non_full_backward_hooks),
         tensor_sets_noted(functools.partial(_note_tensor_set, record)),
     ):
         yield
@@ -1957,16 +1959,30 @@ def _refuse_module_backward_hooks(cls: type) -> None:
     ones): eager runs them in the middle of the backward, when the module's gradients are computed, and lets them
     replace those gradients; the compiled backward is one graph that stops nowhere in between, so they would be lost."""
     module = module_with_backward_hooks_applying(cls)
-    if module is None:
-        return
-    raise UnsupportedError(
-        f"a module of class {type(module).__qualname__}, called inside the compiled program, has full backward hooks or "
-        "backward "
-        "pre-hooks (register_full_backward_hook, register_full_backward_pre_hook, or the global "
-        "torch.nn.modules.module.register_module_full_backward_hook / _pre_hook); eager runs them in the middle of "
-        "the backward, where they may replace the module's gradients, and the compiled backward (one graph) does not "
-        "stop there, so their effect would be lost. Remove the hooks while compiling with subclassaot.compile, hook "
-        "the compiled call's own inputs or outputs instead (x.register_hook(...) outside the compiled function), or "
-        'compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module backward hooks as eager '
-        "does"
+    if module is not None:
+        raise _backward_hooks_refusal(
+            module,
+            "full backward hooks or backward pre-hooks (register_full_backward_hook, register_full_backward_pre_hook, "
+            "or the global torch.nn.modules.module.register_module_full_backward_hook / _pre_hook)",
+        )
+
+
+def _refuse_non_full_backward_hooks(module: torch.nn.Module) -> None:
+    """Refuse a module call that registers the module's non-full backward hooks (`register_backward_hook`, or the
+    global `register_module_backward_hook`) on its output's grad_fn, for the same reason."""
+    raise _backward_hooks_refusal(
+        module,
+        "non-full backward hooks (register_backward_hook, or the global "
+        "torch.nn.modules.module.register_module_backward_hook), which eager registers on the grad_fn of its output",
+    )
+
+
+def _backward_hooks_refusal(module: torch.nn.Module, hooks: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"a module of class {type(module).__qualname__}, called inside the compiled program, has {hooks}; eager runs "
+        "them in the middle of the backward, where they may replace the module's gradients, and the compiled backward "
+        "(one graph) does not stop there, so their effect would be lost. Remove the hooks while compiling with "
+        "subclassaot.compile, hook the compiled call's own inputs or outputs instead (x.register_hook(...) outside the "
+        'compiled function), or compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module '
+        "backward hooks as eager does"
     )
