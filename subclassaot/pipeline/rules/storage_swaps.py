@@ -52,6 +52,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_function_grad_reads,
     note_grad_fn_reads,
     note_grad_reads,
+    note_retain_grad,
     note_self_set,
     raising_history,
     read,
@@ -1214,7 +1215,7 @@ class _DataMode(TorchFunctionMode):
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and self._data_set(args):
             return None
-        _refuse_gradient_business(func, args, kwargs, name, owner)
+        _gradient_business(self.record, func, args, kwargs, name, owner)
         target = args[0] if args else None
         if (
             owner == "data"
@@ -1934,10 +1935,12 @@ def _note_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
     record.view_input_gains.setdefault(id(t), record.seq)
 
 
-def _refuse_gradient_business(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, owner: object
+def _gradient_business(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, owner: object
 ) -> None:
-    """Refuse reading or assigning `.grad`, and autograd calls (backward, grad, hooks) inside the program."""
+    """Refuse reading or assigning `.grad`, and autograd calls (backward, grad, hooks) inside the program; note its
+    retain_grad() calls (`check_retained_outputs`)."""
+    note_retain_grad(record, func, args)
     if owner == "grad" and args and isinstance(args[0], torch.Tensor):
         raise UnsupportedError(
             f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
