@@ -1762,6 +1762,7 @@ def torch_method_patches() -> tuple[object, ...]:
         _handled_storage_resize.__code__,
         _noted_tensor_set.__code__,
         _noted_warn_non_full.__code__,
+        _noted_saved_hooks_enter.__code__,
     )
 
 
@@ -1819,6 +1820,31 @@ def non_full_backward_hooks_noted(note: Callable[[torch.nn.Module], None]) -> It
     if torch.nn.Module._maybe_warn_non_full_backward_hook is not _noted_warn_non_full:
         torch.nn.Module._maybe_warn_non_full_backward_hook = _noted_warn_non_full  # type: ignore[method-assign]  # see above
     with _thread_note(_non_full_hook_notes, note):
+        yield
+
+
+# Saved-tensor hooks (`torch.autograd.graph.saved_tensors_hooks`) the program enters itself: a Python context manager
+# whose `__enter__` pushes them onto autograd's stack, where no mode sees them; it is wrapped once, for the process,
+# the same way, so that this thread's listener learns of every pair entered while the program runs.
+_saved_hooks_notes = threading.local()
+_torch_saved_hooks_enter = torch.autograd.graph.saved_tensors_hooks.__enter__
+
+
+def _noted_saved_hooks_enter(self: torch.autograd.graph.saved_tensors_hooks) -> None:
+    note = getattr(_saved_hooks_notes, "note", None)
+    enabled = torch._C._autograd._saved_tensors_hooks_is_enabled()  # type: ignore[attr-defined]  # not in torch's stub
+    if note is not None and enabled:  # (else torch's enter raises)
+        note(self)
+    _torch_saved_hooks_enter(self)
+
+
+@contextlib.contextmanager
+def saved_tensors_hooks_noted(note: Callable[[torch.autograd.graph.saved_tensors_hooks], None]) -> Iterator[None]:
+    """Call `note(hooks)` wherever this thread enters a `saved_tensors_hooks` context (or a subclass's: save_on_cpu,
+    checkpoint's) inside the block, where saved-tensor hooks are not disabled (entering them then raises)."""
+    if torch.autograd.graph.saved_tensors_hooks.__enter__ is not _noted_saved_hooks_enter:
+        torch.autograd.graph.saved_tensors_hooks.__enter__ = _noted_saved_hooks_enter  # type: ignore[method-assign]  # see above
+    with _thread_note(_saved_hooks_notes, note):
         yield
 
 

@@ -178,6 +178,7 @@ from subclassaot.torch_internals import (
     rebind_functional,
     rebuild_view_history_outside_inference_mode,
     requires_grad_through_base,
+    saved_tensors_hooks_noted,
     set_version,
     storage_key,
     storage_resizes_handled,
@@ -1801,6 +1802,7 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
         function_applies_noted(functools.partial(_note_function_apply, record)),
         non_full_backward_hooks_noted(_refuse_non_full_backward_hooks),
+        saved_tensors_hooks_noted(_refuse_own_saved_tensors_hooks),
         tensor_sets_noted(functools.partial(_note_tensor_set, record)),
     ):
         yield
@@ -1977,6 +1979,23 @@ def _refuse_non_full_backward_hooks(module: torch.nn.Module) -> None:
         module,
         "non-full backward hooks (register_backward_hook, or the global "
         "torch.nn.modules.module.register_module_backward_hook), which eager registers on the grad_fn of its output",
+    )
+
+
+def _refuse_own_saved_tensors_hooks(hooks: torch.autograd.graph.saved_tensors_hooks) -> None:
+    """Refuse saved-tensor hooks that the program enters itself, but for torch's own (save_on_cpu, checkpoint's): eager
+    calls the pack hook at every save of every call and the unpack hook in its backward; the compiled call runs neither
+    (its graph holds what the trace's calls computed), so their effects (offloading, counting, a changed value) would
+    be lost. Hooks set around the compiled call are autograd's, and see the compiled call's saves."""
+    owner = str(getattr(hooks.pack_hook, "__module__", None) or type(hooks).__module__)
+    if owner.startswith(("torch.", "subclassaot.")):
+        return
+    raise UnsupportedError(
+        f"the program enters torch.autograd.graph.saved_tensors_hooks({getattr(hooks.pack_hook, '__qualname__', '?')}, "
+        "...) inside the compiled function: eager calls those hooks at every tensor autograd saves and at every "
+        "unpack in the backward; the compiled call runs its graph and calls neither, so their effect would be lost. "
+        "Enter the hooks around the compiled call instead (with saved_tensors_hooks(pack, unpack): out = compiled(x)), "
+        'or compile with torch.compile(fn, backend="subclassaot"), whose Dynamo runs them as eager does'
     )
 
 
