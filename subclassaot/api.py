@@ -432,7 +432,8 @@ def compile_entry(
     assigns to it after each call (refuse any other change), and check it before the entry's guards."""
     before = python_state.watched_now(fn, args, dict(kwargs), guard=config.python_state_guards)
     with python_state.rewinding(before) as rewind:  # (the state as before once compiled: the guards read it)
-        with compiling_session(), _collection_paused():  # See Note [Dynamo Captures, The Pipeline Compiles]
+        # See Note [Dynamo Captures, The Pipeline Compiles]
+        with compiling_session(), _collection_paused(), _nan_checks_paused():
             entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
         writes = rewind.writes(str(getattr(fn, "__qualname__", type(fn).__name__)))
     entry = _replaying(entry, writes)
@@ -464,6 +465,19 @@ def _replaying(entry: CompiledEntry, writes: tuple[PythonWrite, ...]) -> Compile
         runner = with_writes(runner, writes)
         return dataclasses.replace(entry, run=runner.run, runner=runner, run_source=runner.source, python_writes=writes)
     return dataclasses.replace(entry, run=replaying(entry.run, writes), python_writes=writes)
+
+
+@contextlib.contextmanager
+def _nan_checks_paused() -> Iterator[None]:
+    """Anomaly mode's NaN checks off while a compile runs (as AOTAutograd's joint trace has them): they read the values
+    of the gradients each autograd node returns, which a run over fake tensors does not have. The calls are checked by
+    autograd itself: eager's own nodes where autograd is the compiled backward (Note [Training Without A Function]),
+    else the gradients the compiled Function returns."""
+    if not torch.is_anomaly_check_nan_enabled():
+        yield
+        return
+    with torch.autograd.set_detect_anomaly(torch.is_anomaly_enabled(), check_nan=False):
+        yield
 
 
 @contextlib.contextmanager

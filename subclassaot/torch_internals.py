@@ -1789,9 +1789,15 @@ _torch_function_apply = torch.autograd.Function.__dict__["apply"].__func__
 
 def torch_method_patches() -> tuple[object, ...]:
     """The code objects of the process-wide wrappers of torch's own methods (`Function.apply`,
-    `UntypedStorage.resize_`): pass-throughs outside a compile, so a frame of theirs on a stack is torch's method,
+    `UntypedStorage.resize_`, `Module._maybe_warn_non_full_backward_hook`): pass-throughs outside a compile, so a frame of theirs on a stack is torch's method,
     not the pipeline."""
-    return (_noted_function_apply.__code__, _handled_storage_resize.__code__, _noted_tensor_set.__code__)
+    return (
+        _noted_function_apply.__code__,
+        _handled_storage_resize.__code__,
+        _noted_tensor_set.__code__,
+        _noted_warn_non_full.__code__,
+        _noted_saved_hooks_enter.__code__,
+    )
 
 
 def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
@@ -1824,6 +1830,56 @@ def module_with_backward_hooks_applying(cls: type) -> torch.nn.Module | None:
             return cast(torch.nn.Module, owner.module)
         frame = frame.f_back
     raise AssertionError("BUG: a BackwardHookFunction applied outside a module's BackwardHook")
+
+
+# A module's non-full backward hooks (`register_backward_hook`, and the global `register_module_backward_hook`) go
+# onto the grad_fn of its first output tensor (`grad_fn.register_hook`, a C method no mode sees) where that output has
+# one; `Module._call_impl` then calls `_maybe_warn_non_full_backward_hook`, which is wrapped once, for the process, the
+# same way, so that this thread's listener learns which module's hooks eager just wired into the program's graph.
+_non_full_hook_notes = threading.local()
+_torch_warn_non_full = torch.nn.Module._maybe_warn_non_full_backward_hook
+
+
+def _noted_warn_non_full(self: torch.nn.Module, inputs: object, result: object, grad_fn: object) -> None:
+    note = getattr(_non_full_hook_notes, "note", None)
+    if note is not None:
+        note(self)
+    _torch_warn_non_full(self, inputs, result, grad_fn)
+
+
+@contextlib.contextmanager
+def non_full_backward_hooks_noted(note: Callable[[torch.nn.Module], None]) -> Iterator[None]:
+    """Call `note(module)` wherever a module call this thread runs inside the block registers the module's non-full
+    backward hooks on its output's grad_fn."""
+    if torch.nn.Module._maybe_warn_non_full_backward_hook is not _noted_warn_non_full:
+        torch.nn.Module._maybe_warn_non_full_backward_hook = _noted_warn_non_full  # type: ignore[method-assign]  # see above
+    with _thread_note(_non_full_hook_notes, note):
+        yield
+
+
+# Saved-tensor hooks (`torch.autograd.graph.saved_tensors_hooks`) the program enters itself: a Python context manager
+# whose `__enter__` pushes them onto autograd's stack, where no mode sees them; it is wrapped once, for the process,
+# the same way, so that this thread's listener learns of every pair entered while the program runs.
+_saved_hooks_notes = threading.local()
+_torch_saved_hooks_enter = torch.autograd.graph.saved_tensors_hooks.__enter__
+
+
+def _noted_saved_hooks_enter(self: torch.autograd.graph.saved_tensors_hooks) -> None:
+    note = getattr(_saved_hooks_notes, "note", None)
+    enabled = torch._C._autograd._saved_tensors_hooks_is_enabled()  # type: ignore[attr-defined]  # not in torch's stub
+    if note is not None and enabled:  # (else torch's enter raises)
+        note(self)
+    _torch_saved_hooks_enter(self)
+
+
+@contextlib.contextmanager
+def saved_tensors_hooks_noted(note: Callable[[torch.autograd.graph.saved_tensors_hooks], None]) -> Iterator[None]:
+    """Call `note(hooks)` wherever this thread enters a `saved_tensors_hooks` context (or a subclass's: save_on_cpu,
+    checkpoint's) inside the block, where saved-tensor hooks are not disabled (entering them then raises)."""
+    if torch.autograd.graph.saved_tensors_hooks.__enter__ is not _noted_saved_hooks_enter:
+        torch.autograd.graph.saved_tensors_hooks.__enter__ = _noted_saved_hooks_enter  # type: ignore[method-assign]  # see above
+    with _thread_note(_saved_hooks_notes, note):
+        yield
 
 
 @contextlib.contextmanager

@@ -48,7 +48,12 @@ from subclassaot.pipeline.functional_run import (
 )
 from subclassaot.pipeline.grad_scope import check_gained_after_read
 from subclassaot.pipeline.inputs import SameTensorAs
-from subclassaot.pipeline.rules.autograd_state import assigned_accumulator_size, history_set_at, self_set_order
+from subclassaot.pipeline.rules.autograd_state import (
+    assigned_accumulator_size,
+    check_retained_outputs,
+    history_set_at,
+    self_set_order,
+)
 from subclassaot.pipeline.rules.backward_errors import (
     check_set_under_grad,
     input_set_blocks,
@@ -887,6 +892,7 @@ def _analyze_outputs(
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat, run.user_tensors)
+    check_retained_outputs(paths, leaves, run.swaps)
     return tuple(infos), spec, len({b for b, _ in bases.values()})
 
 

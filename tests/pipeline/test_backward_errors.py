@@ -18,6 +18,7 @@ from subclassaot.pipeline import backward_probe
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.runtime.plan import EagerSaves
 from subclassaot.tools.parity import write_outputs
+from tests.backends import RecordingBackend
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
@@ -2990,3 +2991,31 @@ def test_pair_relaid_as_it_came_after_a_set_under_grad_beside_a_leaf_view(compil
 
     with torch.enable_grad():
         assert_matches_eager(_relaid_as_it_came("t_", False), make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Anomaly mode around a compiled call: its NaN checks read gradient values, which a compile over fake tensors does not
+# have; before the compile paused them, a call under torch.autograd.detect_anomaly() was refused as depending on tensor
+# values. Autograd checks the call's own nodes: eager's where autograd is the compiled backward, else the Function's.
+
+
+def _nan_backward(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x > 0, x.sqrt(), torch.zeros_like(x)).sum()  # sqrt's gradient at 0 is 0 / 0
+
+
+def test_anomaly_mode_raises_at_a_nan_gradient_of_the_compiled_function_as_eager() -> None:
+    compiled = subclassaot.compile(_nan_backward, backend=RecordingBackend())  # (a backend that makes the Function)
+    for _ in range(2):
+        x = torch.tensor([0.0, 1.0, 4.0], requires_grad=True)
+        with torch.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan values"):
+            _nan_backward(x).backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
+        with torch.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan values"):
+            compiled(x).backward()  # type: ignore[no-untyped-call]
+    with torch.autograd.detect_anomaly():  # no NaN: the same gradients as eager
+        assert_matches_eager(
+            _shifted_nan_backward, lambda: (torch.rand(3, requires_grad=True),), backend=RecordingBackend()
+        )
+
+
+def _shifted_nan_backward(x: torch.Tensor) -> torch.Tensor:
+    return _nan_backward(x + 1)

@@ -2,7 +2,8 @@
 backend="subclassaot")`), against eager: parametrizations (a custom one, weight_norm, spectral_norm, whose power
 iteration writes the buffers `_u`/`_v` in training only, orthogonal), forward hooks and forward pre-hooks (with
 kwargs, returning new values, added and removed between calls), module backward hooks (Dynamo runs them;
-`subclassaot.compile` refuses them by name: its backward is one graph), `retain_grad()`, tensor hooks on inputs,
+`subclassaot.compile` refuses them by name: its backward is one graph), `retain_grad()` on a returned intermediate (refused by `subclassaot.compile`: its
+compiled backward keeps no gradient of it), tensor hooks on inputs,
 `torch.func.functional_call` / `grad` / `vmap`, activation checkpointing under Dynamo, and tiny Hugging Face
 decoders with a `DynamicCache` and `generate()` (slow)."""
 
@@ -23,6 +24,7 @@ from torch.utils.checkpoint import checkpoint
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
+from tests.backends import RecordingBackend
 from tests.oracle import assert_matches_eager
 
 T = torch.Tensor
@@ -181,13 +183,21 @@ def _backward_hooked(kind: str) -> nn.Module:
     net = Net()
     if kind == "full":
         net.a.register_full_backward_hook(lambda mod, grad_in, grad_out: (_first(grad_in) * 0.5,))
-    else:
-        assert kind == "full_pre"
+    elif kind == "full_pre":
         net.register_full_backward_pre_hook(lambda mod, grad_out: (_first(grad_out) * 3,))
+    else:  # the legacy hook, which eager registers on the grad_fn of the module's output (its AddmmBackward)
+        assert kind == "non_full"
+        net.b.register_backward_hook(
+            lambda mod, grad_in, grad_out: tuple(_halved(g) for g in cast(tuple[T | None, ...], grad_in))
+        )
     return net
 
 
-@pytest.mark.parametrize("kind", ["full", "full_pre"])
+def _halved(grad: T | None) -> T | None:
+    return None if grad is None else grad * 0.5
+
+
+@pytest.mark.parametrize("kind", ["full", "full_pre", "non_full"])
 def test_module_backward_hooks_run_as_eager_under_dynamo(kind: str) -> None:
     _check(_backward_hooked(kind), "dynamo", True, _x)
 
@@ -210,6 +220,29 @@ def test_module_backward_hooks_are_refused_by_subclassaot_compile(kind: str) -> 
             handle.remove()
     with torch.no_grad():  # no backward: no hook runs, nothing to refuse
         assert_matches_eager(net, _x)
+
+
+@pytest.mark.parametrize("kind", ["non_full", "non_full_global"])
+def test_non_full_module_backward_hooks_are_refused_by_subclassaot_compile(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`register_backward_hook` puts the hook on the grad_fn of the module's output inside the program, which the
+    compiled backward does not have: without the refusal it was silently skipped (wrong gradients)."""
+    net: nn.Module
+    if kind == "non_full_global":
+        net = Net()  # (torch keeps the global hooks' kind once set, even after their removal: a full one's test ran)
+        monkeypatch.setattr(torch.nn.modules.module, "_global_is_full_backward_hook", None)
+        handle = torch.nn.modules.module.register_module_backward_hook(lambda mod, gi, go: None)
+    else:
+        net, handle = _backward_hooked(kind), None
+    try:
+        with pytest.raises(UnsupportedError, match="class Linear.*non-full backward hooks"):
+            subclassaot.compile(net)(*_x())
+        with torch.no_grad():  # no grad_fn on the output: eager registers nothing, nothing to refuse
+            assert_matches_eager(net, _x)
+    finally:
+        if handle is not None:
+            handle.remove()
 
 
 def test_module_backward_hook_added_after_a_call_is_refused() -> None:
@@ -239,9 +272,35 @@ def _xw() -> tuple[T, T]:
     return torch.randn(4, 5, requires_grad=True), torch.randn(5, 3, requires_grad=True)
 
 
-@pytest.mark.parametrize("entry", list(ENTRIES))
-def test_retain_grad_on_an_intermediate(entry: str) -> None:
-    assert_matches_eager(_retained, _xw, calls=3, compile_fn=ENTRIES[entry])
+def _retained_grads(fn: Callable[[T, T], tuple[T, T]]) -> list[T | None]:
+    torch.manual_seed(0)
+    x, w = _xw()
+    out, y = fn(x, w)
+    out.sum().backward()  # type: ignore[no-untyped-call]  # torch leaves backward untyped
+    return [y.grad, x.grad, w.grad]
+
+
+def test_retain_grad_on_a_returned_intermediate_under_dynamo() -> None:
+    compiled = cast(Callable[[T, T], tuple[T, T]], dynamo_compile(_retained))
+    want = _retained_grads(_retained)
+    for _ in range(3):
+        torch.testing.assert_close(_retained_grads(compiled), want)
+
+
+@pytest.mark.parametrize("backend", ["eager", RecordingBackend()], ids=["eager", "function"])
+def test_retain_grad_on_a_returned_intermediate_is_refused_by_subclassaot_compile(
+    backend: str | RecordingBackend,
+) -> None:
+    """Eager's y.grad holds the gradient reaching y through the program's own tanh; the compiled output's stayed
+    None (silently) before the refusal."""
+    with pytest.raises(UnsupportedError, match=r"out\[1\]: the program calls retain_grad\(\) on this output"):
+        _retained_grads(subclassaot.compile(_retained, backend=backend))
+    # retained but not returned: no one can read its .grad, nothing to refuse
+    assert_matches_eager(_retained_unreturned, _xw, backend=backend)
+
+
+def _retained_unreturned(x: T, w: T) -> T:
+    return _retained(x, w)[0]
 
 
 def test_input_hook_scaling_the_gradient_under_dynamo() -> None:

@@ -636,3 +636,25 @@ def note_base_rebuilds(record: SwapRecord, reads: Sequence[tuple[torch.Tensor, B
     for t, found in reads:
         if found.rebuilds and found.pending and record.input_positions.get(id(t)) is not None:
             record.base_rebuilds.setdefault(id(t), []).append(record.seq)
+
+
+def note_retain_grad(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """Note the program's `t.retain_grad()` (`check_retained_outputs`)."""
+    if func is torch.Tensor.retain_grad and args and isinstance(args[0], torch.Tensor):
+        record.retained.add(id(args[0]))
+        record.pin(args[0])
+
+
+def check_retained_outputs(paths: Sequence[str], outputs: Sequence[object], record: SwapRecord) -> None:
+    """Refuse an output with history that the program called retain_grad() on: after a backward, eager's holds in
+    .grad the gradient that reached it from every use, the program's own too; the compiled call's output is made by
+    the compiled graph, and its .grad would hold none, or only the gradient of the caller's uses."""
+    for path, value in zip(paths, outputs, strict=True):
+        if isinstance(value, torch.Tensor) and id(value) in record.retained and not value.is_leaf:
+            raise UnsupportedError(
+                f"{path}: the program calls retain_grad() on this output inside the compiled function; after a "
+                "backward, eager's output holds in .grad the gradient that reached it from every use, inside the "
+                "program too, which the compiled backward (one graph) does not stop to keep, so its .grad would be "
+                "None. Return what it is computed from and compute it outside the compiled function, or compile "
+                'with torch.compile(fn, backend="subclassaot"), whose Dynamo runs retain_grad() as eager does'
+            )

@@ -52,6 +52,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_function_grad_reads,
     note_grad_fn_reads,
     note_grad_reads,
+    note_retain_grad,
     note_self_set,
     raising_history,
     read,
@@ -173,9 +174,11 @@ from subclassaot.torch_internals import (
     marks_dirty_noted,
     module_with_backward_hooks_applying,
     no_torch_function,
+    non_full_backward_hooks_noted,
     rebind_functional,
     rebuild_view_history_outside_inference_mode,
     requires_grad_through_base,
+    saved_tensors_hooks_noted,
     set_version,
     storage_key,
     storage_resizes_handled,
@@ -1213,7 +1216,7 @@ class _DataMode(TorchFunctionMode):
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "data" and name == "__set__" and self._data_set(args):
             return None
-        _refuse_gradient_business(func, args, kwargs, name, owner)
+        _gradient_business(self.record, func, args, kwargs, name, owner)
         target = args[0] if args else None
         if (
             owner == "data"
@@ -1798,6 +1801,8 @@ def swap_modes(record: SwapRecord, known: list[torch.Tensor]) -> Iterator[None]:
         storage_resizes_handled(handle, functools.partial(check_resized_nbytes, record)),
         marks_dirty_noted(functools.partial(_note_marked_dirty, record)),
         function_applies_noted(functools.partial(_note_function_apply, record)),
+        non_full_backward_hooks_noted(_refuse_non_full_backward_hooks),
+        saved_tensors_hooks_noted(_refuse_own_saved_tensors_hooks),
         tensor_sets_noted(functools.partial(_note_tensor_set, record)),
     ):
         yield
@@ -1932,10 +1937,12 @@ def _note_gain_on_view_input(record: SwapRecord, t: torch.Tensor) -> None:
     record.view_input_gains.setdefault(id(t), record.seq)
 
 
-def _refuse_gradient_business(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, owner: object
+def _gradient_business(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, owner: object
 ) -> None:
-    """Refuse reading or assigning `.grad`, and autograd calls (backward, grad, hooks) inside the program."""
+    """Refuse reading or assigning `.grad`, and autograd calls (backward, grad, hooks) inside the program; note its
+    retain_grad() calls (`check_retained_outputs`)."""
+    note_retain_grad(record, func, args)
     if owner == "grad" and args and isinstance(args[0], torch.Tensor):
         raise UnsupportedError(
             f"the program {'reads' if name == '__get__' else 'assigns'} a tensor's .grad inside the compiled "
@@ -1957,16 +1964,47 @@ def _refuse_module_backward_hooks(cls: type) -> None:
     ones): eager runs them in the middle of the backward, when the module's gradients are computed, and lets them
     replace those gradients; the compiled backward is one graph that stops nowhere in between, so they would be lost."""
     module = module_with_backward_hooks_applying(cls)
-    if module is None:
+    if module is not None:
+        raise _backward_hooks_refusal(
+            module,
+            "full backward hooks or backward pre-hooks (register_full_backward_hook, register_full_backward_pre_hook, "
+            "or the global torch.nn.modules.module.register_module_full_backward_hook / _pre_hook)",
+        )
+
+
+def _refuse_non_full_backward_hooks(module: torch.nn.Module) -> None:
+    """Refuse a module call that registers the module's non-full backward hooks (`register_backward_hook`, or the
+    global `register_module_backward_hook`) on its output's grad_fn, for the same reason."""
+    raise _backward_hooks_refusal(
+        module,
+        "non-full backward hooks (register_backward_hook, or the global "
+        "torch.nn.modules.module.register_module_backward_hook), which eager registers on the grad_fn of its output",
+    )
+
+
+def _refuse_own_saved_tensors_hooks(hooks: torch.autograd.graph.saved_tensors_hooks) -> None:
+    """Refuse saved-tensor hooks that the program enters itself, but for torch's own (save_on_cpu, checkpoint's): eager
+    calls the pack hook at every save of every call and the unpack hook in its backward; the compiled call runs neither
+    (its graph holds what the trace's calls computed), so their effects (offloading, counting, a changed value) would
+    be lost. Hooks set around the compiled call are autograd's, and see the compiled call's saves."""
+    owner = str(getattr(hooks.pack_hook, "__module__", None) or type(hooks).__module__)
+    if owner.startswith(("torch.", "subclassaot.")):
         return
     raise UnsupportedError(
-        f"a module of class {type(module).__qualname__}, called inside the compiled program, has full backward hooks or "
-        "backward "
-        "pre-hooks (register_full_backward_hook, register_full_backward_pre_hook, or the global "
-        "torch.nn.modules.module.register_module_full_backward_hook / _pre_hook); eager runs them in the middle of "
-        "the backward, where they may replace the module's gradients, and the compiled backward (one graph) does not "
-        "stop there, so their effect would be lost. Remove the hooks while compiling with subclassaot.compile, hook "
-        "the compiled call's own inputs or outputs instead (x.register_hook(...) outside the compiled function), or "
-        'compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module backward hooks as eager '
-        "does"
+        f"the program enters torch.autograd.graph.saved_tensors_hooks({getattr(hooks.pack_hook, '__qualname__', '?')}, "
+        "...) inside the compiled function: eager calls those hooks at every tensor autograd saves and at every "
+        "unpack in the backward; the compiled call runs its graph and calls neither, so their effect would be lost. "
+        "Enter the hooks around the compiled call instead (with saved_tensors_hooks(pack, unpack): out = compiled(x)), "
+        'or compile with torch.compile(fn, backend="subclassaot"), whose Dynamo runs them as eager does'
+    )
+
+
+def _backward_hooks_refusal(module: torch.nn.Module, hooks: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"a module of class {type(module).__qualname__}, called inside the compiled program, has {hooks}; eager runs "
+        "them in the middle of the backward, where they may replace the module's gradients, and the compiled backward "
+        "(one graph) does not stop there, so their effect would be lost. Remove the hooks while compiling with "
+        "subclassaot.compile, hook the compiled call's own inputs or outputs instead (x.register_hook(...) outside the "
+        'compiled function), or compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module '
+        "backward hooks as eager does"
     )

@@ -192,6 +192,9 @@ class SwapRecord:
     # id() of the tensors made new leaves (the analysis run's): a view made under no_grad of a tensor that requires
     # grad reports requires_grad from its base, so requires_grad_gained leaves it out
     new_leaf_ids: set[int] = field(default_factory=set)
+    # id() of the tensors the program called retain_grad() on (pinned): eager's keep in .grad, after a backward, the
+    # gradient that reached them from every use, inside the program too (`check_retained_outputs`)
+    retained: set[int] = field(default_factory=set)
     # id() of the tensors no input that the program gave a flag of their own (requires_grad_()) where they would
     # read it from their base (a view taken under no_grad, whether or not its base requires grad), not turned off
     # since: eager's may read another base's, one that requires none (an input's own base, where the run lays the
