@@ -213,6 +213,27 @@ def restrided_as_template(x: T, y: T) -> object:
     return x * y
 
 
+def view_resized_to_nothing(x: T) -> object:  # eager keeps the storage, from an offset past its end too
+    t = x[:, 2:2]
+    t.resize_((0,))
+    t.fill_(-1.0)
+    return (t,)
+
+
+def resized_to_nothing_then_grown(x: T) -> object:
+    x.resize_(0)
+    x.resize_(3)
+    x.fill_(2.0)
+    return x * 1
+
+
+def _empty_past_the_end(rows: slice) -> Make:
+    def make() -> tuple[object, ...]:
+        return (torch.randn(2, 4)[rows],)
+
+    return make
+
+
 def _plain(*shape: int) -> Make:
     return lambda: (torch.randn(shape),)
 
@@ -283,6 +304,11 @@ CASES: list[tuple[str, Callable[..., object], Make]] = [
     ("resize_channels_last_same_numel", resize_channels_last_same_numel, _plain(12)),
     ("resize_channels_last_grow", resize_channels_last_same_numel, _plain(5)),
     ("restrided_same_size", restrided_same_size, _plain(1, 2, 2, 3)),
+    ("view_resized_to_nothing", view_resized_to_nothing, _plain(3, 4)),
+    ("view_resized_to_nothing_past_the_end", view_resized_to_nothing, _empty_past_the_end(slice(2, 2))),
+    ("view_resized_to_nothing_pair", view_resized_to_nothing, lambda: (pair(3, 4),)),
+    ("resized_to_nothing_then_grown", resized_to_nothing_then_grown, _plain(4)),
+    ("resized_to_nothing_then_grown_pair", resized_to_nothing_then_grown, lambda: (pair(4),)),
     ("restrided_as_template", restrided_as_template, lambda: (torch.randn(1, 2, 2, 3), torch.randn(1, 2, 2, 3))),
 ]
 

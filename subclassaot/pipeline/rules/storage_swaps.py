@@ -542,12 +542,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self._grow(args[0], list(args[1]), memory_format)
             return True
         base = self.record.alias_bases.get(storage_key(args[0]))
+        if base is None and int(torch.Size(args[1]).numel()) == 0:
+            # Eager's resize_() to no elements keeps the storage, from any offset; functionalization's counts the
+            # offset as bytes it needs and refuses a view whose offset is past the storage's end.
+            base = args[0]
         if base is None:
             check_resize_within_storage(self.record, args[0], list(args[1]), memory_format)
         else:
-            # Within a synthetic base (Note [as_strided On Inputs]): x becomes the contiguous view of the same
-            # storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view loses
-            # later writes through it).
+            # Within a synthetic base (Note [as_strided On Inputs]), or to no elements: x becomes the contiguous view
+            # of the same storage from its offset, as eager's resize_ makes it (functionalization's resize_ of a view
+            # loses later writes through it).
             size = list(args[1])
             strides = resize_strides(size, memory_format)
             rebind_functional(args[0], base, (size, strides, int(args[0].storage_offset())))
@@ -793,8 +797,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _grows(self, args: tuple[Any, ...]) -> bool:
         x, size = args[0], list(args[1])
-        needed = x.storage_offset() + int(torch.Size(size).numel())
-        return bool(needed > program_nbytes(self.record, x.untyped_storage()) // x.element_size())
+        numel = int(torch.Size(size).numel())
+        # Eager's resize_() to no elements never touches the storage, even from an offset past its end.
+        needed = x.storage_offset() + numel
+        return bool(numel > 0 and needed > program_nbytes(self.record, x.untyped_storage()) // x.element_size())
 
     def _through_overlap(self, x: torch.Tensor) -> bool:
         """Does a write into x (whose own elements do not overlap) go through a view whose elements do, or did
