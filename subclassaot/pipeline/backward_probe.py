@@ -1490,7 +1490,7 @@ def _first_run(
         }
         detached = _unreached_returned_leaves(outs, values, flat) | _views_written_apart(held, values, outs)
         roots = [*outs, *held.values()]
-        readers = _saved_readers(roots, inside.saves)
+        readers = _saved_readers(roots, inside.saves, order)
         if order is not None and not order.reads_as_unhooked(readers):
             raise _Unshared
         found = _matched(readers, outs, tuple(held), values, flat, analysis)
@@ -1498,7 +1498,8 @@ def _first_run(
             return EagerSaves(detached=detached, probed=True)
         apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
         around = [
-            _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves) for e in found
+            _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves, order)
+            for e in found
         ]
         if order is None:
             return _FirstRun(found, around, detached)
@@ -1610,7 +1611,12 @@ def _accumulated(starts: Sequence[object]) -> set[int]:
 
 
 def _leaf_around_savers(
-    outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int], inside: _InsideSaves
+    outs: Sequence[object],
+    values: Sequence[object],
+    saved: torch.Tensor,
+    apart: set[int],
+    inside: _InsideSaves,
+    order: _UnpackOrder | None = None,
 ) -> bool:
     """Does some output's grad_fn graph reach the AccumulateGrad of a leaf input (or of the leaf a view input is a
     view of), not in `apart`, by a path through no node that saved a tensor over `saved`'s version counter (as
@@ -1632,7 +1638,7 @@ def _leaf_around_savers(
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if any(_counter_identity(t) == key for t in _saved_by(node, inside)):
+        if any(_counter_identity(t) == key for t in _saved_by(node, inside, order)):
             continue
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor) and id(variable) in leaves:
@@ -1766,6 +1772,7 @@ class _UnpackOrder:
         self.packed: list[torch.Tensor] = []  # per save under our hooks, in the program's order: the tensor saved
         self.versions: list[int | None] = []  # ... and its version counter then (None: an inference tensor's)
         self.events: list[_Event] | None = None  # while a backward runs: what it unpacked and graded, in order
+        self.reads: list[int] | None = None  # while `read` reads a node's saved tensors: the saves unpacked
 
     def saving(self, call: Callable[..., object]) -> Callable[..., object]:
         def run(*args: object) -> object:
@@ -1795,7 +1802,26 @@ class _UnpackOrder:
     def _unpack(self, k: int) -> torch.Tensor:
         if self.events is not None:
             self.events.append((True, k))
+        if self.reads is not None:
+            self.reads.append(k)
         return self.packed[k]
+
+    def read(self, node: torch.autograd.graph.Node, name: str) -> object:
+        """`getattr(node, name)` as a run without these hooks reads it: the tensors saved under them as they were
+        packed (an unpack hook's tensor comes back rewrapped, a view no more)."""
+        reads: list[int] = []
+        self.reads = reads
+        try:
+            value: object = getattr(node, name, None)
+        finally:
+            self.reads = None
+        if not reads:
+            return value
+        many = isinstance(value, tuple | list)
+        values: Sequence[object] = value if isinstance(value, tuple | list) else (value,)
+        if sum(isinstance(v, torch.Tensor) for v in values) != len(reads):
+            raise _Unshared  # (not one unpack per tensor read: the run is probed as before)
+        return [self.packed[k] for k in reads] if many else self.packed[reads[0]]
 
     def packed_over(self, t: torch.Tensor) -> frozenset[int]:
         """The saved tensors over `t`'s version counter: those whose counter moves with `t`'s."""
@@ -1946,14 +1972,16 @@ def _shares_counter(t: torch.Tensor, other: torch.Tensor) -> bool:
     return moved
 
 
-def _saved_readers(outs: Sequence[object], inside: _InsideSaves) -> dict[object, _Readers]:
+def _saved_readers(
+    outs: Sequence[object], inside: _InsideSaves, order: _UnpackOrder | None = None
+) -> dict[object, _Readers]:
     """Each tensor a node of the outputs' autograd graphs saved, by `_counter_identity` (a saved output comes back as
     another tensor over the same memory, with its counter) -> those tensors and the outputs whose graph has such a
     node."""
     readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
         for node in autograd_nodes([grad_fn_or_none(out)] if isinstance(out, torch.Tensor) else []):
-            for t in _saved_by(node, inside):
+            for t in _saved_by(node, inside, order):
                 saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
                 saved.append(t)
                 outputs.add(p)
@@ -2020,14 +2048,17 @@ class _SavesInsideCopySlices(TorchFunctionMode):
         return out
 
 
-def _saved_by(node: torch.autograd.graph.Node, inside: _InsideSaves) -> list[torch.Tensor]:
+def _saved_by(
+    node: torch.autograd.graph.Node, inside: _InsideSaves, order: _UnpackOrder | None = None
+) -> list[torch.Tensor]:
     """The tensors an autograd node saved (`_saved_*` of a built-in node, `saved_tensors` of a custom Function's, and
-    those of the op a CopySlices node runs: `inside`)."""
+    those of the op a CopySlices node runs: `inside`); where the node saved them under `order`'s hooks, as they were
+    saved (`_UnpackOrder.read`)."""
     names = [n for n in dir(node) if n.startswith("_saved_")] + ["saved_tensors"]
     found: list[torch.Tensor] = list(inside.get(node, ()))
     for name in names:
         try:
-            value = getattr(node, name, None)
+            value = getattr(node, name, None) if order is None else order.read(node, name)
         except RuntimeError:  # (a saved tensor freed, or none)
             continue
         found.extend(v for v in (value if isinstance(value, tuple | list) else (value,)) if isinstance(v, torch.Tensor))
