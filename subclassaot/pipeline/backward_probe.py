@@ -1762,6 +1762,11 @@ _Event = tuple[bool, int]  # (True, a saved tensor's index in `_UnpackOrder.pack
 # program's own, innermost at a save, keep it from ours, as they keep it from autograd's check (hooks turn it off).
 # Where a backward cannot be read so (it raises, it writes a counter, a custom Function's backward, a leaf given
 # to the Function detached) each save is probed on a run of its own, its counter moved (`_graded_first`).
+# That run is the probe's first where every input is a leaf and no view (`_shares_its_run`: no history is made before
+# the call, and reading the inputs' histories after it remakes no node): the saves are then found under these hooks,
+# read as they were packed (`_UnpackOrder.read`), and where a save was written since it was made (a read without
+# hooks would have raised) or a saved view is one `_view_error` reads the history of, the first run is made again
+# without them (`_first_run`).
 
 
 class _UnpackOrder:
