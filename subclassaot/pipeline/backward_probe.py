@@ -313,6 +313,19 @@ def _probe_run(
     mode, values = copies(flat.values)
     _histories_before_call(mode, values)
     apart = [v for k, v in enumerate(values) if k in returned and isinstance(v, torch.Tensor)]
+    leaves, bases = _graded_inputs(values, apart)
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        state, args, kwargs = unflatten_call(flat, values)
+        outs = pytree.tree_leaves(call(state, args, kwargs))
+        if values_at:
+            outs += [_written_value(v, outs) if k in values_at else None for k, v in enumerate(values)]
+        yield _ran(outs, values, leaves, apart, bases)
+
+
+def _graded_inputs(
+    values: Sequence[object], apart: Sequence[torch.Tensor]
+) -> tuple[list[torch.Tensor], list[tuple[torch.Tensor, list[torch.Tensor]]]]:
+    """Before a probe's run (`_ProbeRun`): its leaf inputs but `apart`, and the leaves view inputs are views of."""
     leaves = [
         v
         for v in values
@@ -331,14 +344,20 @@ def _probe_run(
             bases.append((base, [cast(torch.Tensor, v)]))
         else:
             found.append(cast(torch.Tensor, v))
-    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-        state, args, kwargs = unflatten_call(flat, values)
-        outs = pytree.tree_leaves(call(state, args, kwargs))
-        if values_at:
-            outs += [_written_value(v, outs) if k in values_at else None for k, v in enumerate(values)]
-        leaves += _leaves_made(values, (*leaves, *apart))
-        grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
-        yield _ProbeRun(outs=outs, values=values, grad_outputs=grad_outputs, leaves=leaves, apart=apart, bases=bases)
+    return leaves, bases
+
+
+def _ran(
+    outs: list[object],
+    values: list[object],
+    leaves: list[torch.Tensor],
+    apart: list[torch.Tensor],
+    bases: list[tuple[torch.Tensor, list[torch.Tensor]]],
+) -> _ProbeRun:
+    """A probe's run once the program returned `outs` (`leaves`, `apart`, `bases`: as `_graded_inputs` found them)."""
+    leaves = [*leaves, *_leaves_made(values, (*leaves, *apart))]
+    grad_outputs = [p for p, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.requires_grad]
+    return _ProbeRun(outs=outs, values=values, grad_outputs=grad_outputs, leaves=leaves, apart=apart, bases=bases)
 
 
 def _trial(
@@ -1390,29 +1409,14 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
     cannot run on fakes (Note [Probing Eager's Backward])."""
     on_meta = analysis.marks_view_dirty_in_inference
     copies: _Copies = static_meta_copies if on_meta else static_fake_copies
+    first: EagerSaves | _FirstRun | None = None
+    if not on_meta and _shares_its_run(flat):
+        try:
+            first = _first_run(call, flat, analysis, copies, _UnpackOrder())
+        except Exception:  # (a run that cannot stand for the grading's, or fails: as before, with a run of its own)
+            first = None
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
-        mode, values = copies(flat.values)
-        inside = _SavesInsideCopySlices()
-        with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
-            state, args, kwargs = unflatten_call(flat, values)
-            before = [_history(values[k]) for k in flat.tensor_indices]
-            with inside:
-                outs = pytree.tree_leaves(call(state, args, kwargs))
-            held = {
-                p: cast(torch.Tensor, values[k])
-                for p, k in enumerate(flat.tensor_indices)
-                if (h := _history(values[k])) is not None and h is not before[p]
-            }
-            detached = _unreached_returned_leaves(outs, values, flat) | _views_written_apart(held, values, outs)
-            roots = [*outs, *held.values()]
-            found = _matched(_saved_readers(roots, inside.saves), outs, tuple(held), values, flat, analysis)
-            if not found:
-                return EagerSaves(detached=detached, probed=True)
-            apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
-            around = [
-                _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves)
-                for e in found
-            ]
+        first = _first_run(call, flat, analysis, copies, None) if first is None else first
     except Exception as e:  # (the program's own error is the trace's to raise; a class the walk cannot read)
         if on_meta:
             raise UnsupportedError(
@@ -1425,17 +1429,90 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
                 "block, pass it a clone, or use torch.no_grad() there"
             ) from e
         return EagerSaves()
+    if isinstance(first, EagerSaves):
+        return first
+    found, around, detached = first.found, first.around, first.detached
     # the outputs that require grad, from a run without backward: the same for every save (not run where none needs it)
     grad_outputs = functools.cache(lambda: _trial(call, flat, None, copies=copies)[0])
     views = any(info.replay is not None and info.replay.source is ReplaySource.INPUT for info in analysis.outputs)
     probed = [e for e, a in zip(found, around, strict=True) if a and not e.held]
-    known = _graded_together(call, flat, probed, detached, copies=copies)
+    known = first.known if first.graded else _graded_together(call, flat, probed, detached, copies=copies)
     together = iter(known if known is not None else [None] * len(probed))
     saves = tuple(
         _graded(call, flat, e, detached, grad_outputs, views, None if e.held else next(together), copies) if a else e
         for e, a in zip(found, around, strict=True)
     )
     return EagerSaves(saves=saves, detached=detached, probed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _FirstRun:
+    """What the probe's first run found (`_first_run`): the saves, whether a leaf is reached around each, the inputs
+    taken detached, and where `graded`, `_graded_together`'s answer for the saves around which one is (`known`)."""
+
+    found: tuple[EagerSave, ...]
+    around: list[bool]
+    detached: frozenset[int]
+    known: list[bool] | None = None
+    graded: bool = False
+
+
+def _shares_its_run(flat: FlatInputs) -> bool:
+    """May the probe's first run be `_graded_together`'s too? Where every tensor input is a leaf and no view: then
+    `_probe_run` makes no history before the call (`_histories_before_call`), and reading the inputs' histories after
+    the call remakes no node."""
+    return all(not v._is_view() and v.grad_fn is None for v in flat.values if isinstance(v, torch.Tensor))
+
+
+def _first_run(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    analysis: Analysis,
+    copies: _Copies,
+    order: _UnpackOrder | None,
+) -> EagerSaves | _FirstRun:
+    """The probe's run of the program on static fakes: the saves eager's backward checks (EagerSaves where none is
+    found) and around which a leaf is reached. With `order` (`_shares_its_run`), the run is made under its hooks and
+    also grades those saves (`_graded_together`), one run where there were two; it raises where its reads could
+    differ from a run without those hooks (`_UnpackOrder.reads_as_unhooked`). Raises where the program does."""
+    mode, values = copies(flat.values)
+    inside = _SavesInsideCopySlices(order)
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        state, args, kwargs = unflatten_call(flat, values)
+        before = [_history(values[k]) for k in flat.tensor_indices]
+        leaves, bases = _graded_inputs(values, ())  # (before the call, as `_probe_run` finds them)
+        with inside:
+            outs = pytree.tree_leaves((call if order is None else order.saving(call))(state, args, kwargs))
+        held = {
+            p: cast(torch.Tensor, values[k])
+            for p, k in enumerate(flat.tensor_indices)
+            if (h := _history(values[k])) is not None and h is not before[p]
+        }
+        detached = _unreached_returned_leaves(outs, values, flat) | _views_written_apart(held, values, outs)
+        roots = [*outs, *held.values()]
+        readers = _saved_readers(roots, inside.saves, order)
+        if order is not None and not order.reads_as_unhooked(readers):
+            raise _Unshared
+        found = _matched(readers, outs, tuple(held), values, flat, analysis)
+        if not found:
+            return EagerSaves(detached=detached, probed=True)
+        apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
+        around = [
+            _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves, order)
+            for e in found
+        ]
+        if order is None:
+            return _FirstRun(found, around, detached)
+        probed = [e for e, a in zip(found, around, strict=True) if a and not e.held]
+        taken = {flat.tensor_indices[p] for p in detached}
+        given = [v for k, v in enumerate(values) if k in taken and isinstance(v, torch.Tensor)]
+        run = _ran(outs, values, leaves, given, bases)
+        known = _graded_together(call, flat, probed, detached, copies=copies, shared=(run, order))
+        return _FirstRun(found, around, detached, known, graded=True)
+
+
+class _Unshared(Exception):
+    """The probe's first run cannot stand for `_graded_together`'s (`_first_run`)."""
 
 
 def _graded(
@@ -1534,7 +1611,12 @@ def _accumulated(starts: Sequence[object]) -> set[int]:
 
 
 def _leaf_around_savers(
-    outs: Sequence[object], values: Sequence[object], saved: torch.Tensor, apart: set[int], inside: _InsideSaves
+    outs: Sequence[object],
+    values: Sequence[object],
+    saved: torch.Tensor,
+    apart: set[int],
+    inside: _InsideSaves,
+    order: _UnpackOrder | None = None,
 ) -> bool:
     """Does some output's grad_fn graph reach the AccumulateGrad of a leaf input (or of the leaf a view input is a
     view of), not in `apart`, by a path through no node that saved a tensor over `saved`'s version counter (as
@@ -1556,7 +1638,7 @@ def _leaf_around_savers(
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if any(_counter_identity(t) == key for t in _saved_by(node, inside)):
+        if any(_counter_identity(t) == key for t in _saved_by(node, inside, order)):
             continue
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor) and id(variable) in leaves:
@@ -1611,6 +1693,7 @@ def _graded_together(
     saves: Sequence[EagerSave],
     detached: frozenset[int],
     copies: _Copies = static_fake_copies,
+    shared: tuple[_ProbeRun, _UnpackOrder] | None = None,
 ) -> list[bool] | None:
     """`_graded_first` of each of `saves` (none held) from one run of the program and one backward per set of
     outputs, none of them written: what eager's engine unpacks and grades, in its order (`_UnpackOrder`), says where
@@ -1618,40 +1701,48 @@ def _graded_together(
     its own) where an output that requires grad is a view (reading its history after a counter moved remakes its
     node, which a run of its own would not), where the graph runs a custom Function's backward (the program's own
     code, which may read what it saved otherwise), where some leaf input goes to the Function detached, where a
-    backward raises or moves an input's or output's counter, or where the run fails."""
+    backward raises or moves an input's or output's counter, or where the run fails. `shared`: the probe's first run,
+    made under the order's hooks (`_first_run`), in place of a run of its own."""
     if not saves:
         return []
-    order = _UnpackOrder()
     try:
+        if shared is not None:
+            return _graded_on(*shared, flat, saves)
+        order = _UnpackOrder()
         apart = frozenset(flat.tensor_indices[p] for p in detached)
         with _probe_run(order.saving(call), flat, apart, copies=copies) as run:
-            if len(run.grad_outputs) > MAX_PROBED_OUTPUTS:
-                return [True] * len(saves)
-            roots = [cast(torch.Tensor, run.outs[p]) for p in run.grad_outputs]
-            if (
-                run.apart
-                or any(r._is_view() for r in roots)
-                or any(
-                    isinstance(node, torch.autograd.function.BackwardCFunction)
-                    for node in autograd_nodes(r.grad_fn for r in roots)
-                )
-            ):
-                return None
-            if any(leaf.grad is not None for leaf in _graded_leaves(run)):
-                return None  # (a gradient the program gave: graded before any node)
-            tensors = [v for v in (*run.values, *run.outs) if isinstance(v, torch.Tensor) and not v.is_inference()]
-            versions = [get_version(t) for t in tensors]
-            over = [order.packed_over(_saved_value(save, run.outs, run.values, flat)) for save in saves]
-            sets = [c for c in _output_sets(run.grad_outputs) if any(c & save.outputs for save in saves)]
-            events = {chosen: order.backward(run, chosen) for chosen in sets}
-            if [get_version(t) for t in tensors] != versions:
-                return None
-            return [
-                any(_graded_before(events[c], keys) for c in sets if c & save.outputs)
-                for save, keys in zip(saves, over, strict=True)
-            ]
+            return _graded_on(run, order, flat, saves)
     except Exception:  # a program the probe cannot run this way: each save on a run of its own
         return None
+
+
+def _graded_on(run: _ProbeRun, order: _UnpackOrder, flat: FlatInputs, saves: Sequence[EagerSave]) -> list[bool] | None:
+    """`_graded_together` on `run`, made under `order`'s hooks."""
+    if len(run.grad_outputs) > MAX_PROBED_OUTPUTS:
+        return [True] * len(saves)
+    roots = [cast(torch.Tensor, run.outs[p]) for p in run.grad_outputs]
+    if (
+        run.apart
+        or any(r._is_view() for r in roots)
+        or any(
+            isinstance(node, torch.autograd.function.BackwardCFunction)
+            for node in autograd_nodes(r.grad_fn for r in roots)
+        )
+    ):
+        return None
+    if any(leaf.grad is not None for leaf in _graded_leaves(run)):
+        return None  # (a gradient the program gave: graded before any node)
+    tensors = [v for v in (*run.values, *run.outs) if isinstance(v, torch.Tensor) and not v.is_inference()]
+    versions = [get_version(t) for t in tensors]
+    over = [order.packed_over(_saved_value(save, run.outs, run.values, flat)) for save in saves]
+    sets = [c for c in _output_sets(run.grad_outputs) if any(c & save.outputs for save in saves)]
+    events = {chosen: order.backward(run, chosen) for chosen in sets}
+    if [get_version(t) for t in tensors] != versions:
+        return None
+    return [
+        any(_graded_before(events[c], keys) for c in sets if c & save.outputs)
+        for save, keys in zip(saves, over, strict=True)
+    ]
 
 
 _Event = tuple[bool, int]  # (True, a saved tensor's index in `_UnpackOrder.packed`) or (False, 1: a counted leaf
@@ -1671,6 +1762,11 @@ _Event = tuple[bool, int]  # (True, a saved tensor's index in `_UnpackOrder.pack
 # program's own, innermost at a save, keep it from ours, as they keep it from autograd's check (hooks turn it off).
 # Where a backward cannot be read so (it raises, it writes a counter, a custom Function's backward, a leaf given
 # to the Function detached) each save is probed on a run of its own, its counter moved (`_graded_first`).
+# That run is the probe's first where every input is a leaf and no view (`_shares_its_run`: no history is made before
+# the call, and reading the inputs' histories after it remakes no node): the saves are then found under these hooks,
+# read as they were packed (`_UnpackOrder.read`), and where a save was written since it was made (a read without
+# hooks would have raised) or a saved view is one `_view_error` reads the history of, the first run is made again
+# without them (`_first_run`).
 
 
 class _UnpackOrder:
@@ -1679,7 +1775,9 @@ class _UnpackOrder:
 
     def __init__(self) -> None:
         self.packed: list[torch.Tensor] = []  # per save under our hooks, in the program's order: the tensor saved
+        self.versions: list[int | None] = []  # ... and its version counter then (None: an inference tensor's)
         self.events: list[_Event] | None = None  # while a backward runs: what it unpacked and graded, in order
+        self.reads: list[int] | None = None  # while `read` reads a node's saved tensors: the saves unpacked
 
     def saving(self, call: Callable[..., object]) -> Callable[..., object]:
         def run(*args: object) -> object:
@@ -1690,12 +1788,45 @@ class _UnpackOrder:
 
     def _pack(self, t: torch.Tensor) -> int:
         self.packed.append(t)
+        self.versions.append(None if t.is_inference() else get_version(t))
         return len(self.packed) - 1
+
+    def reads_as_unhooked(self, readers: dict[object, _Readers]) -> bool:
+        """Do the nodes' saved tensors read now (`_saved_readers`) as they would from a run without these hooks?
+        Not where one was written since its save (autograd's version check at the read, which hooks turn off, would
+        have raised and the read skipped it), nor where `_view_error` would read a saved view's history after moving
+        its counter (a view made under no_grad or by a multi-output op)."""
+        if any(v is not None and get_version(t) != v for t, v in zip(self.packed, self.versions, strict=True)):
+            return False
+        return not any(
+            t._is_view() and t.requires_grad and not is_plain_autograd_view(t)
+            for reader in readers.values()
+            for t in reader.saved
+        )
 
     def _unpack(self, k: int) -> torch.Tensor:
         if self.events is not None:
             self.events.append((True, k))
+        if self.reads is not None:
+            self.reads.append(k)
         return self.packed[k]
+
+    def read(self, node: torch.autograd.graph.Node, name: str) -> object:
+        """`getattr(node, name)` as a run without these hooks reads it: the tensors saved under them as they were
+        packed (an unpack hook's tensor comes back rewrapped, a view no more)."""
+        reads: list[int] = []
+        self.reads = reads
+        try:
+            value: object = getattr(node, name, None)
+        finally:
+            self.reads = None
+        if not reads:
+            return value
+        many = isinstance(value, tuple | list)
+        values: Sequence[object] = value if isinstance(value, tuple | list) else (value,)
+        if sum(isinstance(v, torch.Tensor) for v in values) != len(reads):
+            raise _Unshared  # (not one unpack per tensor read: the run is probed as before)
+        return [self.packed[k] for k in reads] if many else self.packed[reads[0]]
 
     def packed_over(self, t: torch.Tensor) -> frozenset[int]:
         """The saved tensors over `t`'s version counter: those whose counter moves with `t`'s."""
@@ -1846,14 +1977,16 @@ def _shares_counter(t: torch.Tensor, other: torch.Tensor) -> bool:
     return moved
 
 
-def _saved_readers(outs: Sequence[object], inside: _InsideSaves) -> dict[object, _Readers]:
+def _saved_readers(
+    outs: Sequence[object], inside: _InsideSaves, order: _UnpackOrder | None = None
+) -> dict[object, _Readers]:
     """Each tensor a node of the outputs' autograd graphs saved, by `_counter_identity` (a saved output comes back as
     another tensor over the same memory, with its counter) -> those tensors and the outputs whose graph has such a
     node."""
     readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
         for node in autograd_nodes([grad_fn_or_none(out)] if isinstance(out, torch.Tensor) else []):
-            for t in _saved_by(node, inside):
+            for t in _saved_by(node, inside, order):
                 saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
                 saved.append(t)
                 outputs.add(p)
@@ -1889,9 +2022,10 @@ class _SavesInsideCopySlices(TorchFunctionMode):
     Only around those ops is the pack hook on: what it saves stands for the tensor object itself (which a later
     `.data =` moves), where the other nodes keep the tensor as it was at the save."""
 
-    def __init__(self) -> None:
+    def __init__(self, order: _UnpackOrder | None = None) -> None:
         super().__init__()
         self.saves: _InsideSaves = {}
+        self.order = order  # hooks outside these (`_first_run`), which see the saves through them
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -1901,12 +2035,16 @@ class _SavesInsideCopySlices(TorchFunctionMode):
         if not (in_place and args and isinstance(args[0], torch.Tensor) and args[0]._is_view()):
             return func(*args, **(kwargs or {}))
         packed: list[torch.Tensor] = []
+        order = self.order
 
-        def pack(t: torch.Tensor) -> torch.Tensor:
+        def pack(t: torch.Tensor) -> object:
             packed.append(t)
-            return t
+            return t if order is None else order._pack(t)
 
-        with torch.autograd.graph.saved_tensors_hooks(pack, _unpacked):
+        def unpack(k: Any) -> torch.Tensor:
+            return cast(torch.Tensor, k) if order is None else order._unpack(cast(int, k))
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
             out = func(*args, **(kwargs or {}))
         if packed and isinstance(out, torch.Tensor):
             node = (out if out._base is None else out._base).grad_fn
@@ -1915,14 +2053,17 @@ class _SavesInsideCopySlices(TorchFunctionMode):
         return out
 
 
-def _saved_by(node: torch.autograd.graph.Node, inside: _InsideSaves) -> list[torch.Tensor]:
+def _saved_by(
+    node: torch.autograd.graph.Node, inside: _InsideSaves, order: _UnpackOrder | None = None
+) -> list[torch.Tensor]:
     """The tensors an autograd node saved (`_saved_*` of a built-in node, `saved_tensors` of a custom Function's, and
-    those of the op a CopySlices node runs: `inside`)."""
+    those of the op a CopySlices node runs: `inside`); where the node saved them under `order`'s hooks, as they were
+    saved (`_UnpackOrder.read`)."""
     names = [n for n in dir(node) if n.startswith("_saved_")] + ["saved_tensors"]
     found: list[torch.Tensor] = list(inside.get(node, ()))
     for name in names:
         try:
-            value = getattr(node, name, None)
+            value = getattr(node, name, None) if order is None else order.read(node, name)
         except RuntimeError:  # (a saved tensor freed, or none)
             continue
         found.extend(v for v in (value if isinstance(value, tuple | list) else (value,)) if isinstance(v, torch.Tensor))

@@ -343,8 +343,9 @@ def test_a_run_failing_inside_the_trace_refuses_as_the_analysis(runs: list[str])
 
 def test_function_training_probes_its_saves_in_one_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     # The Function's probe of which leaves eager grades before a written save's node raises (the comment on
-    # `_UnpackOrder`): the program's runs on the probe's fakes, two (the saves found, then the backward's), and one
-    # backward for the one output, where a backward per save ran before (one per weight the block saves)
+    # `_UnpackOrder`): the program's runs on the probe's fakes, one (the saves found and graded on the same run: the
+    # inputs are leaves, `_shares_its_run`; two before), and one backward for the one output, where a backward per
+    # save ran before (one per weight the block saves)
     runs: list[int] = []  # per compile: the program's runs on the probe's static fakes
     backwards: list[int] = []  # per compile: the probe's backwards
     saves = eager_saves
@@ -380,4 +381,4 @@ def test_function_training_probes_its_saves_in_one_backward(monkeypatch: pytest.
     with torch.enable_grad():
         compiled = assert_matches_eager(model.train(), lambda: (torch.randn(2, 3, 4, 4),), calls=2)
     assert not cast(subclassaot.CompiledModule[nn.Sequential], compiled).entries[0].autograd_backward
-    assert runs == [2] and backwards == [1], (runs, backwards)
+    assert runs == [1] and backwards == [1], (runs, backwards)
