@@ -248,6 +248,38 @@ def test_quantized_mlp_inference_on_inductor_matches_eager(config: str, entry: s
         )
 
 
+class _TinyLlama(nn.Module):
+    """A randomly initialised one-layer Hugging Face Llama (no download): its linears quantized, logits returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        transformers = pytest.importorskip("transformers")
+        torch.manual_seed(0)
+        config = transformers.LlamaConfig(
+            vocab_size=128,
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
+        self.model = transformers.LlamaForCausalLM(config).eval()
+
+    def forward(self, ids: T) -> T:
+        return cast(T, self.model(input_ids=ids, use_cache=False).logits)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("config", ["int8_weight_only", "int8_dynamic_intx", "float8_weight_only"])
+def test_quantized_tiny_llama_inference_matches_eager(config: str, entry: str) -> None:
+    model = _TinyLlama()
+    quantize_(model, CONFIGS[config]())
+    with torch.no_grad():
+        assert_matches_eager(model, lambda: (torch.randint(0, 128, (2, 8)),), compile_fn=ENTRIES[entry])
+
+
 @pytest.mark.parametrize("entry", list(ENTRIES))
 def test_quantized_state_dict_round_trip_after_compile(entry: str) -> None:
     # The compiled module's state_dict saved, loaded (assign=True) into another quantized module; and another's loaded
