@@ -58,6 +58,13 @@ def differentiable_dtype(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point or dtype.is_complex
 
 
+def is_view_op(func: object) -> bool:
+    """Does eager's `func` return a view of its first argument? Its schema's alias annotation says so, except for
+    lift_fresh: declared aliasing, it returns its argument itself in eager (`torch.tensor(...)` made in the program
+    has no `._base`), and a fresh tensor under fake and functional modes, which is no view of the constant either."""
+    return bool(getattr(func, "is_view", False)) and func is not torch.ops.aten.lift_fresh.default
+
+
 def is_value_read_type_error(e: TypeError) -> bool:
     """Did torch's argument parser fail to read a pipeline tensor as a Python int (a 0-dim tensor passed as a size,
     as `nn.LSTM` does with a PackedSequence's `batch_sizes[0]`)? Eager reads the value; a fake or functional tensor

@@ -40,7 +40,7 @@ from subclassaot.schemas import (
     ReplaySource,
     ViewStep,
 )
-from subclassaot.torch_internals import is_multi_output_view, recorded_size, storage_key, symint_expr
+from subclassaot.torch_internals import is_multi_output_view, is_view_op, recorded_size, storage_key, symint_expr
 
 __all__ = [
     "check_history_over_alias",
@@ -82,7 +82,7 @@ def wrapper_uses(
         for w in writes if moves_data else ():
             if (x := input_of(w)) is not None and first_write[x] is None:
                 first_write[x] = k
-        if getattr(func, "is_view", False) or func is torch.ops.aten.detach.default:
+        if is_view_op(func) or func is torch.ops.aten.detach.default:
             continue
         for t in tensors:
             if (x := input_of(t)) is not None:

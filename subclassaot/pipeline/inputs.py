@@ -38,6 +38,7 @@ import torch.utils.checkpoint as torch_checkpoint
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass, map_inner_tensors
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline import python_state
 from subclassaot.pipeline.guards import Guards
@@ -174,6 +175,9 @@ def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> d
     return state
 
 
+_METADATA_READS = frozenset({"__get__", "size", "stride", "dim", "numel", "storage_offset"})  # (`.shape`: __get__)
+
+
 class _LiftCaptured(TorchFunctionMode):
     """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
     tensor that was not lifted is refused (Note [State The Program Reads])."""
@@ -191,6 +195,8 @@ class _LiftCaptured(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         args, kwargs = pytree.tree_map_only(torch.Tensor, self._swap, (args, kwargs or {}))
+        if self.table and getattr(func, "__name__", None) not in _METADATA_READS:
+            pytree.tree_map_only(torch.Tensor, self._refuse_built_around_captured, (args, kwargs))
         return func(*args, **kwargs)
 
     def _swap(self, t: torch.Tensor) -> torch.Tensor:
@@ -207,6 +213,39 @@ class _LiftCaptured(TorchFunctionMode):
             )
         if is_real_plain_tensor(t) and fake_mode_active():  # a real run (torch_function_output_types) makes them
             raise UnsupportedError(uncaptured_tensor_message(self.fn, t))
+        return t
+
+    def _refuse_built_around_captured(self, t: torch.Tensor) -> None:
+        if is_traceable_subclass(t):
+            attrs, _ = t.__tensor_flatten__()
+            if any(id(getattr(t, a)) in self.table for a in attrs):
+                raise UnsupportedError(
+                    f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} builds a {type(t).__name__} around "
+                    "a tensor it captures (a closure variable, global or module attribute) and then computes with "
+                    "it: the subclass's own ops would read the captured tensor itself, not the compiled program's "
+                    "input for it. Pass the subclass (or the tensor) as an argument of the compiled function "
+                    "(Note [State The Program Reads])"
+                )
+
+    def lift_outputs(self, out: object) -> object:
+        """The program's outputs with every captured tensor reached without an op swapped for its stand-in: one
+        returned as it is, or held by a subclass built around it (a constructor is no torch function)."""
+        return pytree.tree_map_only(torch.Tensor, self._lift_output, out)
+
+    def _lift_output(self, t: torch.Tensor) -> torch.Tensor:
+        lifted = self.table.get(id(t))
+        if lifted is not None:
+            return lifted
+        if is_traceable_subclass(t) and self.table:
+            _, leaves = flatten_subclass(t, "out")
+            if any(id(leaf) in self.table for leaf in leaves):
+                return map_inner_tensors(
+                    t,
+                    lambda _, leaf: self.table.get(id(leaf), leaf),
+                    "out",
+                    outer_size=t.size(),
+                    outer_stride=t.stride(),
+                )
         return t
 
 
@@ -277,12 +316,10 @@ def flatten_call(
     def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         python_state.run_starts()  # See Note [State The Program Reads], "Writes"
         # See Note [Checkpointed Regions Run Inline]
-        with (
-            _grad_state_restored_on_error(),
-            _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn),
-            regions_run_inline(),
-        ):
+        lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
+        with _grad_state_restored_on_error(), lift, regions_run_inline():
             out = run(state, args, kwargs)
+        out = lift.lift_outputs(out)
         python_state.run_completed()
         return out
 

@@ -50,8 +50,10 @@ from subclassaot.torch_internals import (
 # seen); and the state of modules passed as arguments (`args[0].bn.running_mean`, the module itself an argument leaf
 # guarded by identity). Each is lifted to an input with a source path, read, written back and differentiated as in
 # eager. A tensor reached twice is lifted once, under its first path; while tracing, a torch-function mode hands the
-# stand-in to every op that receives the real tensor. A real tensor reached some other way (an attribute of an object,
-# a global of another module) is refused by name; a torch.func wrapper is judged by the tensor it wraps.
+# stand-in to every op that receives the real tensor, and the outputs get it for one returned or put in a subclass the
+# program built without an op (whose own ops, below the mode, would read the real one: refused). A real tensor reached
+# some other way (an attribute of an object, a global of another module) is refused by name; a torch.func wrapper is
+# judged by the tensor it wraps.
 # Python values are guards: a module's `training` flag, a float attribute, a global, a closure's list element, which
 # submodule sits at `seq[1]`, and ambient torch state (grad mode, autocast per device, default dtype, deterministic
 # algorithms, matmul precision). Python has no hook on reads of a plain attribute, a cell, a global or a list item, so

@@ -158,3 +158,48 @@ def test_tensor_reached_through_an_object_is_refused() -> None:
 
     with pytest.raises(subclassaot.UnsupportedError, match=r"shape \(3,\).*not an argument"):
         subclassaot.compile(f, backend="eager")(torch.randn(3))
+
+
+# A captured tensor reached without an op: returned as it is, or held by a subclass built around it (a constructor is
+# no torch function, so the tracing mode never swapped it): the output is the lifted input, as eager's is the tensor.
+def returns_global(x: T) -> object:
+    return x + 1, SCALE
+
+
+def pair_around_global(x: T) -> object:
+    return PairTensor(x, SCALE)
+
+
+def nested_pair_around_global(x: T) -> object:
+    return PairTensor(PairTensor(x, SCALE), PairTensor(x, x))
+
+
+class PairAroundAttribute(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = torch.randn(3)  # a tensor attribute, neither parameter nor buffer
+
+    def forward(self, x: T) -> object:
+        return PairTensor(x, self.c), self.c
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [returns_global, pair_around_global, nested_pair_around_global, PairAroundAttribute()],
+    ids=["returned", "pair_around", "nested_pair_around", "module_attribute"],
+)
+def test_captured_tensor_output_without_an_op_matches_eager(fn: object) -> None:
+    assert callable(fn)
+    compiled = assert_matches_eager(fn, lambda: (torch.randn(3),))
+    out = compiled(torch.randn(3))
+    assert isinstance(out, tuple | PairTensor)
+
+
+def pair_around_global_then_computed(x: T) -> object:
+    return PairTensor(x, SCALE) * 2
+
+
+def test_subclass_built_around_captured_tensor_then_computed_with_is_refused() -> None:
+    # Its own ops would read the captured tensor itself inside __torch_dispatch__, past the tracing mode.
+    with pytest.raises(subclassaot.UnsupportedError, match="builds a PairTensor around a tensor it captures"):
+        subclassaot.compile(pair_around_global_then_computed, backend="eager")(torch.randn(3))

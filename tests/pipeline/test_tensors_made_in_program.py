@@ -371,3 +371,31 @@ def test_data_assigned_from_another_pair_runs_with_dynamic_shapes(compile_fn: Co
         assert_matches_eager(
             f, lambda: (pair(3, requires_grad=True), pair(3)), compile_fn=compile_fn, compile_kwargs={"dynamic": True}
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# torch.tensor(...) made in the program: lift_fresh is declared aliasing, yet eager's result is no view (`._base`
+# None); it was recorded as a view of a constant whose storage the functional run does not hold (refused as "a view of
+# an intermediate moved to another storage"). torchao's optimizers build their state this way under torch.compile.
+
+
+def literal_returned(x: T) -> object:
+    return x + 1, torch.tensor((1.0, 2.0))
+
+
+def literal_in_pair(x: T) -> object:
+    return PairTensor(x, torch.tensor((1.0, 2.0)))
+
+
+def literal_viewed_and_written(x: T) -> object:
+    t = torch.tensor((1.0, 2.0))
+    t[0:1].mul_(x[0])
+    return t, t[1:]
+
+
+@pytest.mark.parametrize("program", [literal_returned, literal_in_pair, literal_viewed_and_written])
+def test_tensor_literal_made_in_program_matches_eager(
+    program: Callable[[T], object], compile_fn: CompileFn | None
+) -> None:
+    check_no_grad(program, lambda: (leaf(2),), compile_fn)
+    check_with_grad(program, lambda: (leaf(2),), compile_fn)

@@ -9,10 +9,15 @@ gradients, by the parity oracle, on a first call and through the cache.
 from __future__ import annotations
 
 import copy
+import functools
+import io
 import logging
+from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
+import torch._dynamo
 from torch import nn
 
 pytest.importorskip("torchao")
@@ -20,6 +25,7 @@ pytest.importorskip("torchao")
 # torchao logs (harmless) load failures of its optional _C_mxfp8 / cutlass kernels on CPU builds.
 logging.getLogger("torchao").setLevel(logging.ERROR)
 
+import torchao.optim  # noqa: E402
 from torchao.float8 import convert_to_float8_training  # noqa: E402
 from torchao.float8.float8_training_tensor import (  # noqa: E402
     Float8TrainingTensor,
@@ -27,12 +33,22 @@ from torchao.float8.float8_training_tensor import (  # noqa: E402
     LinearMMConfig,
     hp_tensor_and_scale_to_float8,
 )
-from torchao.quantization import Int8WeightOnlyConfig, quantize_  # noqa: E402
+from torchao.quantization import (  # noqa: E402
+    Float8WeightOnlyConfig,
+    Int8DynamicActivationInt8WeightConfig,
+    Int8DynamicActivationIntxWeightConfig,
+    Int8WeightOnlyConfig,
+    IntxWeightOnlyConfig,
+    PerGroup,
+    quantize_,
+)
+from torchao.quantization.qat import QATConfig  # noqa: E402
 from torchao.quantization.quantize_.workflows.nf4.nf4_tensor import NF4Tensor, linear_nf4, to_nf4  # noqa: E402
 
 import subclassaot  # noqa: E402
+from subclassaot.errors import UnsupportedError  # noqa: E402
 from subclassaot.tools.checker import CheckReport, Status  # noqa: E402
-from tests.oracle import assert_matches_eager  # noqa: E402
+from tests.oracle import CompileFn, assert_matches_eager  # noqa: E402
 
 T = torch.Tensor
 
@@ -178,3 +194,225 @@ def test_int8_checker_passes() -> None:
     report = subclassaot.check_subclass(_int8_weight)
     assert report.ok, str(report)
     assert report.get_result("pipeline.data_mutation").status is Status.SKIP  # Int8Tensor has no in-place ops
+
+
+# --- quantize_ configs, optimizers and QAT as users run them, through both entries ---------------------------------
+# Int4WeightOnlyConfig has no CPU packing format in torchao 0.18 (plain needs mslk, tile_packed_to_4d CUDA; eager
+# raises on CPU); Float8 training is covered above.
+
+
+def _dynamo_compile(fn: Callable[..., object], *, backend: object = "eager") -> Callable[..., object]:
+    torch._dynamo.reset()
+    compiled: Callable[..., object] = torch.compile(fn, backend="subclassaot", options={"backend": str(backend)})
+    return compiled
+
+
+INT4: torch.dtype = torch.int4  # type: ignore[attr-defined]  # (torch's stubs lack its sub-byte dtypes)
+
+ENTRIES: dict[str, CompileFn | None] = {"direct": None, "dynamo": _dynamo_compile}
+
+CONFIGS: dict[str, Callable[[], object]] = {
+    "int8_weight_only": lambda: Int8WeightOnlyConfig(set_inductor_config=False),
+    "int8_dynamic_int8": lambda: Int8DynamicActivationInt8WeightConfig(set_inductor_config=False),
+    "intx_weight_only_int4": lambda: IntxWeightOnlyConfig(weight_dtype=INT4, granularity=PerGroup(32)),
+    "int8_dynamic_intx": lambda: Int8DynamicActivationIntxWeightConfig(weight_dtype=INT4),
+    "float8_weight_only": lambda: Float8WeightOnlyConfig(set_inductor_config=False),
+}
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
+
+
+def _quantized(config: str) -> nn.Module:
+    mlp = _mlp()
+    quantize_(mlp, CONFIGS[config]())
+    return mlp
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_quantized_mlp_inference_matches_eager(config: str, entry: str) -> None:
+    with torch.no_grad():
+        assert_matches_eager(_quantized(config), lambda: (torch.randn(4, 64),), compile_fn=ENTRIES[entry])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("config", ["int8_weight_only", "int8_dynamic_intx"])
+def test_quantized_mlp_inference_on_inductor_matches_eager(config: str, entry: str) -> None:
+    with torch.no_grad():
+        assert_matches_eager(
+            _quantized(config), lambda: (torch.randn(4, 64),), backend="inductor", compile_fn=ENTRIES[entry]
+        )
+
+
+class _TinyLlama(nn.Module):
+    """A randomly initialised one-layer Hugging Face Llama (no download): its linears quantized, logits returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        transformers = pytest.importorskip("transformers")
+        torch.manual_seed(0)
+        config = transformers.LlamaConfig(
+            vocab_size=128,
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        )
+        self.model = transformers.LlamaForCausalLM(config).eval()
+
+    def forward(self, ids: T) -> T:
+        return cast(T, self.model(input_ids=ids, use_cache=False).logits)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("config", ["int8_weight_only", "int8_dynamic_intx", "float8_weight_only"])
+def test_quantized_tiny_llama_inference_matches_eager(config: str, entry: str) -> None:
+    model = _TinyLlama()
+    quantize_(model, CONFIGS[config]())
+    with torch.no_grad():
+        assert_matches_eager(model, lambda: (torch.randint(0, 128, (2, 8)),), compile_fn=ENTRIES[entry])
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+def test_quantized_state_dict_round_trip_after_compile(entry: str) -> None:
+    # The compiled module's state_dict saved, loaded (assign=True) into another quantized module; and another's loaded
+    # into the compiled one (copy_ into its Int8Tensor weights), which then computes with the new values.
+    module = _quantized("int8_weight_only")
+    compiled = cast(nn.Module, subclassaot.compile(module) if entry == "direct" else _dynamo_compile(module))
+    x = torch.randn(4, 64)
+    prefix = "_orig_mod." if entry == "dynamo" else ""
+    with torch.no_grad():
+        y = compiled(x)
+        buffer = io.BytesIO()
+        torch.save(compiled.state_dict(), buffer)
+        buffer.seek(0)
+        loaded = torch.load(buffer, weights_only=False)
+        other = _quantized("int8_weight_only")
+        other.load_state_dict({k.removeprefix(prefix): v for k, v in loaded.items()}, assign=True)
+        torch.testing.assert_close(other(x), y, atol=0, rtol=0)
+        torch.manual_seed(5)
+        fresh = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
+        quantize_(fresh, Int8WeightOnlyConfig(set_inductor_config=False))
+        compiled.load_state_dict({prefix + k: v for k, v in fresh.state_dict().items()})
+        torch.testing.assert_close(compiled(x), fresh(x), atol=0, rtol=0)
+
+
+def _lora() -> nn.Module:
+    class LoRA(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.w = nn.Parameter(to_nf4(torch.randn(128, 128)), requires_grad=False)
+            self.a = nn.Parameter(torch.randn(128, 8) * 0.1)
+            self.b = nn.Parameter(torch.randn(8, 128) * 0.1)
+
+        def forward(self, x: T) -> T:
+            out: T = linear_nf4(x, self.w) + (x @ self.a) @ self.b
+            return out
+
+    return LoRA()
+
+
+Optimizer = Callable[[list[nn.Parameter]], torch.optim.Optimizer]
+OPTIMIZERS: dict[str, Optimizer] = {
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-2),
+    "adamw8bit": lambda ps: torchao.optim.AdamW8bit(ps, lr=1e-2),  # state: OptimState8bit for >= 4096 elements
+    "adamw4bit": lambda ps: torchao.optim.AdamW4bit(ps, lr=1e-2),
+    "adamw_fp8": lambda ps: torchao.optim.AdamWFp8(ps, lr=1e-2),
+}
+
+
+def _train_two_steps(make: Callable[[], nn.Module], in_dim: int, optimizer: str, entry: str, in_step: bool) -> None:
+    """Two optimizer steps, eager and compiled, on copies of one module: the losses, gradients, parameters and
+    optimizer states after them equal. `in_step`: the whole step (forward, backward(), step()) is compiled."""
+    eager, model = make(), make()
+    opts = [OPTIMIZERS[optimizer]([p for p in m.parameters() if p.requires_grad]) for m in (eager, model)]
+
+    def step(m: nn.Module, opt: torch.optim.Optimizer, x: T) -> T:
+        loss = m(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return cast(T, loss.detach())
+
+    if in_step:
+        compiled_step = _dynamo_compile(step)
+    else:
+        compiled = cast(nn.Module, subclassaot.compile(model) if entry == "direct" else _dynamo_compile(model))
+        compiled_step = functools.partial(step, compiled)
+    for i in range(2):
+        x = torch.randn(8, in_dim, generator=torch.Generator().manual_seed(i))
+        torch.testing.assert_close(
+            compiled_step(model, opts[1], x) if in_step else compiled_step(opts[1], x), step(eager, opts[0], x)
+        )
+    for (name, p), q in zip(eager.named_parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(_dense(q), _dense(p), msg=name)
+    for s, t in zip(opts[0].state.values(), opts[1].state.values(), strict=True):
+        for k in s:
+            if isinstance(s[k], torch.Tensor):
+                assert type(t[k]) is type(s[k]), k
+                torch.testing.assert_close(_dense(t[k]), _dense(s[k]), msg=k)
+
+
+def _dense(t: T) -> T:
+    if type(t) in (torch.Tensor, nn.Parameter):
+        return t.detach()
+    if isinstance(t, NF4Tensor):
+        return t.get_original_weight()
+    out: T = t.dequantize()  # (torchao's quantized tensors and optimizer states)
+    return out
+
+
+TRAINING: dict[str, tuple[Callable[[], nn.Module], int, str]] = {
+    "float8_linear_adamw": (_float8_mlp, 32, "adamw"),
+    "nf4_lora_adamw": (_lora, 128, "adamw"),
+    "mlp_adamw8bit": (_mlp, 64, "adamw8bit"),
+    "mlp_adamw4bit": (_mlp, 64, "adamw4bit"),
+    "mlp_adamw_fp8": (_mlp, 64, "adamw_fp8"),
+}
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize("workload", list(TRAINING))
+def test_two_optimizer_steps_outside_the_compiled_forward_match_eager(workload: str, entry: str) -> None:
+    make, in_dim, optimizer = TRAINING[workload]
+    _train_two_steps(make, in_dim, optimizer, entry, in_step=False)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw8bit", "adamw4bit", "adamw_fp8"])
+def test_torchao_optimizer_step_inside_torch_compile_matches_eager(optimizer: str) -> None:
+    # The step builds its subclass state (OptimState8bit over torch.tensor(qmap)) inside a captured graph.
+    _train_two_steps(_mlp, 64, optimizer, "dynamo", in_step=True)
+
+
+def _qat_config(step: str) -> QATConfig:
+    base = Int8DynamicActivationIntxWeightConfig(weight_dtype=INT4, weight_granularity=PerGroup(32))
+    return QATConfig(base, step=step)
+
+
+def _qat_prepared() -> nn.Module:
+    mlp = _mlp()
+    quantize_(mlp, _qat_config("prepare"))
+    return mlp
+
+
+def test_qat_prepare_train_convert_through_torch_compile_matches_eager() -> None:
+    _train_two_steps(_qat_prepared, 64, "adamw", "dynamo", in_step=False)
+    converted = _qat_prepared()
+    quantize_(converted, _qat_config("convert"))
+    with torch.no_grad():
+        assert_matches_eager(converted, lambda: (torch.randn(4, 64),), compile_fn=_dynamo_compile)
+
+
+def test_qat_fake_quantizer_storing_its_scale_is_refused_by_the_direct_entry() -> None:
+    # The activation fake quantizer assigns the scale it computes to `self.scale` in forward: a tensor stored in
+    # Python state, which a graph cannot replay (Note [State The Program Reads]); torch.compile runs it (above).
+    with pytest.raises(UnsupportedError, match=r"activation_fake_quantizer\.scale: expected None"):
+        subclassaot.compile(_qat_prepared())(torch.randn(4, 64))

@@ -34,6 +34,7 @@ from subclassaot.schemas import Analysis, DenseLayout, FlatInputs, LeafMutation,
 from subclassaot.torch_internals import (
     DataDependentError,
     is_functional,
+    is_view_op,
     no_torch_function,
     storage_key,
     storage_nbytes,
@@ -234,7 +235,7 @@ def check_unwritten_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], 
             _refuse_unwritten(
                 paths, f"{func} takes a tensor over it while it has no bytes (eager raises out of bounds)"
             )
-    if getattr(func, "is_view", False):
+    if is_view_op(func):
         return
     target = args[0] if args and func in _FILL_OPS and isinstance(args[0], torch.Tensor) else None
     for i, a in enumerate(pytree.tree_leaves((args, kwargs))):

@@ -28,6 +28,7 @@ from subclassaot.pipeline.rules.swap_record import SwapRecord, ViewRecord
 from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import (
     DataDependentError,
+    is_view_op,
     no_dispatch,
     storage_key,
     symint_expr,
@@ -139,7 +140,7 @@ def check_failing_replay(record: SwapRecord, func: Any, args: tuple[Any, ...], k
     layout. Autograd replays the view so where the program writes or set_()s the view (`t0 = x0.t(); x0.set_(y);
     t0.set_(t0)`, y 3-d), below the ops the program calls, where no check of the torch-function
     mode runs; eager's as_strided() does not fail. (A call of the program's own of the same op fails in eager too.)"""
-    if not getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags or not args:
+    if not is_view_op(func) or torch.Tag.inplace_view in func.tags or not args:
         return
     rest = (tuple(args[1:]), kwargs)
     for view in list(record.views.values()):
@@ -534,7 +535,7 @@ def _stale(record: SwapRecord, t: torch.Tensor) -> bool:
 def note_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Before an op is recorded: note the storages of stale views it reads with a rebuilt history, or writes with
     grad enabled (autograd's CopySlices slices the base's gradient by the stale function)."""
-    if not torch.is_grad_enabled() or not record.stale_views or getattr(func, "is_view", False):
+    if not torch.is_grad_enabled() or not record.stale_views or is_view_op(func):
         return  # a view op's output inherits the history it read (note_layout)
     schema = getattr(func, "_schema", None)
     written = [] if schema is None else _written(schema, args, kwargs)
@@ -791,7 +792,7 @@ def note_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], out: Any, 
         recorded = torch.is_grad_enabled() and src.requires_grad
         set_at = record.seq if recorded else min(seq_before, record.stale_views.get(id(src), seq_before))
         record.stale_views[id(src)] = set_at
-    elif getattr(func, "is_view", False) and _stale(record, src):
+    elif is_view_op(func) and _stale(record, src):
         rebuilt = record.last_bump.get(storage_key(src), -1) > record.stale_views[id(src)]
         for o in out if isinstance(out, list | tuple) else (out,):
             if isinstance(o, torch.Tensor):

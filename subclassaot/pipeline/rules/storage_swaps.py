@@ -170,6 +170,7 @@ from subclassaot.torch_internals import (
     is_functorch_wrapped,
     is_nested_int,
     is_no_grad_view,
+    is_view_op,
     mark_inference_mode_view,
     marks_dirty_noted,
     module_with_backward_hooks_applying,
@@ -470,7 +471,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.native_pending = None
             self.unrecorded_write = outer
         self._track(func, args, out, kwargs)
-        if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and getattr(func, "is_view", False):
+        if isinstance(out, torch.Tensor) and is_traceable_subclass(out) and is_view_op(func):
             inner = flatten_subclass(out, "out")[1]
             if any(id(t) in self.record.base_strided_views for t in inner):
                 self.record.base_strided_views.add(id(out))  # its inner views were: so is the wrapper
@@ -974,7 +975,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.note_inplace_view(
                 args[0], InplaceViewRecord(func, tuple(args[1:]), dict(kwargs), _recording(), self.record.seq)
             )
-        shares_version = getattr(func, "is_view", False) or func is torch.ops.aten.detach.default
+        shares_version = is_view_op(func) or func is torch.ops.aten.detach.default
         if shares_version and args and isinstance(args[0], torch.Tensor):
             root = self.record.family_of(args[0])
             multi = isinstance(out, list | tuple)

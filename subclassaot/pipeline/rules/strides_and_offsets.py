@@ -55,6 +55,7 @@ from subclassaot.torch_internals import (
     from_functional,
     hint_of,
     is_functional,
+    is_view_op,
     no_dispatch,
     set_wrapper_metadata,
     storage_key,
@@ -330,7 +331,7 @@ def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
     schema = getattr(func, "_schema", None)
     if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten" or schema is None:
         return func(*args, **kwargs)
-    if getattr(func, "is_view", False) and not schema.is_mutable:
+    if is_view_op(func) and not schema.is_mutable:
         out = func(*args, **kwargs)
         if args and _drifted(args[0]):
             _give_eager_view_strides(func, args, kwargs, out)
