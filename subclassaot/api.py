@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from policies import AutomaticDynamicState, Policy
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
-from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError
+from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError, program_line
 from subclassaot.pipeline import backends, guards, python_state
 from subclassaot.pipeline.ambient_modes import (
     NO_MODES,
@@ -594,6 +594,7 @@ def _compile_entry_once(
             "tensor's value into Python (.item(), .tolist(), `if t.sum() > 0:`) or make a size out of tensor "
             "values (nonzero, unique, masked_select). Compute that value outside the compiled function and pass "
             "it in, or use a data-independent op (torch.where(cond, a, b) instead of an if)"
+            + ("" if (where := program_line(e.__traceback__)) is None else f". The read: {where}")
         ) from e
     except NO_FAKE_KERNEL_ERROR as e:
         raise UnsupportedError(

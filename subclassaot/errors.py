@@ -6,7 +6,13 @@ matches its meaning, so `except TypeError` in user code still catches a broken p
 
 from __future__ import annotations
 
+import linecache
+import os
+import traceback
 from collections.abc import Sequence
+from types import TracebackType
+
+import torch
 
 from policies.errors import PolicyError as _PolicyErrorBase
 
@@ -23,6 +29,20 @@ TRAINING_STEP_HINT = (
 def tuple_text(values: Sequence[object]) -> str:
     """`values` as Python writes a tuple: `(3, 2)`, `(3,)`, `()` (entries by `str`, so a SymInt shows its expression)."""
     return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+def program_line(tb: TracebackType | None) -> str | None:
+    """Where the user's program was when it raised (`file.py:12 in forward: <source>`): the innermost frame of `tb` in
+    neither torch nor this library, which is the line a user changes (a library they call, transformers, counts as
+    theirs); None where every frame is torch's or ours."""
+    ours = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    found: str | None = None
+    for frame, line in traceback.walk_tb(tb):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(ours) and os.path.isfile(path):
+            text = linecache.getline(path, line).strip()
+            found = f"{os.path.basename(path)}:{line} in {frame.f_code.co_name}" + (f": `{text}`" if text else "")
+    return found
 
 
 class SubclassAOTError(Exception):

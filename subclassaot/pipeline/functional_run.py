@@ -16,7 +16,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import UnsupportedError, program_line
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
 from subclassaot.pipeline.grad_scope import (
     GradReenabledError,
@@ -58,6 +58,12 @@ DATA_DEPENDENT_MESSAGE = (
     "on tensor values. Keep the value a tensor (torch.distributions: validate_args=False), or use "
     'torch.compile(fn, backend="subclassaot"), which runs the read eagerly between two graphs'
 )
+
+
+def _value_read_message(e: BaseException) -> str:
+    """DATA_DEPENDENT_MESSAGE, with the program's line that read the value where the traceback shows one."""
+    where = program_line(e.__traceback__)
+    return DATA_DEPENDENT_MESSAGE + ("" if where is None else f". The read: {where}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,10 +159,10 @@ def run_functional(
         try:
             output = call(state, args, kwargs)
         except DataDependentError as e:
-            raise UnsupportedError(DATA_DEPENDENT_MESSAGE) from e
+            raise UnsupportedError(_value_read_message(e)) from e
         except TypeError as e:
             if is_value_read_type_error(e):
-                raise UnsupportedError(DATA_DEPENDENT_MESSAGE) from e
+                raise UnsupportedError(_value_read_message(e)) from e
             raise
         except (RuntimeError, ValueError) as e:
             _refuse_run_error(e, record, (flat, layout, user_tensors), restrided)
