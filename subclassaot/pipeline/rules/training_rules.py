@@ -228,8 +228,10 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 # - set_() under no_grad onto the group's storage (its in-place view ops under no_grad too): eager keeps every
 #   member's history (a leaf, its accumulator), and the set_() advances the group's counter, so a view member's
 #   history is rebuilt from its base at the new layout when next read, as the real member's is once the epilogue
-#   repeats the set_(). Supported where no member is written and no op with grad reads a member after its set_()
-#   (the traced view keeps the history of its old layout: refused, `Analysis.read_after_nograd_set`).
+#   repeats the set_(). Supported where no op with grad reads a member after its set_() (a write with grad through
+#   it included: the traced view keeps the history of its old layout; refused, `Analysis.read_after_nograd_set`).
+#   Writes of the group, before the set_() or after it, with grad or without, are copies into the base like any
+#   other: no stale history is read by them, and the set_() member's history is rebuilt from the written base.
 # - A set_() to another storage (x.set_(y), y not a view of the base) takes the member out of the group: its metadata do
 #   not count, the swap is replayed on the real member like any storage swap (with `x.set_(x)` under grad where eager
 #   records it: Note [set_ Under Grad]), and the updates of its new storage get no gradient. Nor does the metadata of a
@@ -342,7 +344,7 @@ def _unsupported_group_change(
         return None
     if plain and data_assignments_allowed(meta, analysis):
         return None  # See Note [Aliased Inputs In Training]
-    if plain and _hidden_sets_only(meta, muts, analysis, input_of):
+    if plain and _hidden_sets_only(meta, analysis, input_of):
         return None  # See Note [Aliased Inputs In Training]
     if plain and not any(analysis.mutations[m].swapped for m in meta):
         # See Note [Aliased Inputs In Training]
@@ -369,17 +371,10 @@ def _unsupported_group_change(
     return None
 
 
-def _hidden_sets_only(
-    meta: Sequence[DenseIndex],
-    muts: Sequence[tuple[DenseIndex, LeafMutation]],
-    analysis: Analysis,
-    input_of: Callable[[DenseIndex], int],
-) -> bool:
+def _hidden_sets_only(meta: Sequence[DenseIndex], analysis: Analysis, input_of: Callable[[DenseIndex], int]) -> bool:
     """Every changed plain member (`meta`) was last set_() under no_grad onto the group's storage, its in-place view
-    ops under no_grad too, and no op with grad read it after that set_(); no member of the group (`muts`) is written
-    (Note [Aliased Inputs In Training])."""
-    if any(mut.data for _, mut in muts):
-        return False
+    ops under no_grad too, and no op with grad read it after that set_(), a write through it included (Note [Aliased
+    Inputs In Training])."""
     reads = analysis.read_after_nograd_set
     return all(
         (mut := analysis.mutations[m]).swapped
@@ -478,8 +473,8 @@ def check_training_supported(
             raise UnsupportedError(
                 f"{path} shares storage with another input that requires grad and the program changes the metadata "
                 "(for plain members: by set_() or `.data =` onto the shared storage; a set_() under no_grad where "
-                "a member is written or read with grad after it) of several members, or of one that is also written "
-                "or changed under no_grad, and returns tensors (for tensor subclass members: "
+                "that member is read or written with grad after it) of several members, or of one that is also "
+                "written or changed under no_grad, and returns tensors (for tensor subclass members: "
                 "returning tensors or not where they are distinct objects, and any set_() of one too); in training "
                 "this is not supported yet (their gradients would not be eager's). Pass one base tensor and take the "
                 "views inside the function"
