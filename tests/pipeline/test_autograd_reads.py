@@ -569,3 +569,152 @@ def test_flag_reads_of_a_tensor_made_to_require_grad_under_no_grad(
 @pytest.mark.parametrize("make", list(_FLAGGED_INPUTS))
 def test_flag_reads_of_an_input_made_to_require_grad_with_grad(compile_fn: CompileFn | None, make: str) -> None:
     check_with_grad(_input_flagged, _FLAGGED_INPUTS[make], compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reads of a view input after a write moved the counter it shares with its base: eager's read of grad_fn / is_leaf
+# rebuilds its history from that base (a leaf view once its base requires grad), in any grad mode (Note [Views That
+# Raise After A Bump], view inputs rebuilt from their base)
+
+
+def _grad_fn_name(t: T) -> float:
+    return 0.0 if t.grad_fn is None else float(len(type(t.grad_fn).__name__))
+
+
+def _base_flagged_then_written(x0: T, x1: T) -> object:
+    # fuzz seed 119900, program 7702 (reduced): DIVERGED. x1, a leaf view taken with grad while x0 required none, read
+    # is_leaf True after x0 gained the flag and was written (the run's stand-in stays a leaf); eager's read rebuilt it
+    x0.requires_grad = True
+    x0.copy_(x0)
+    return (x1.mul(_flags(x1)), x1)
+
+
+def _base_flagged_by_method_then_written(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    x0.copy_(x0)
+    return (x1.mul(_flags(x1)),)
+
+
+def _read_before_and_after_the_write(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    before = _flags(x1)
+    x0.copy_(x0)
+    return (x1.mul(_flags(x1) + 10 * before),)
+
+
+def _written_through_a_view_of_the_view(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    x1[0:1].mul_(1.0)
+    return (x1.mul(_flags(x1)),)
+
+
+def _written_through_another_view(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    x0.view(1).add_(0.0)
+    return (x1.mul(_flags(x1)),)
+
+
+def _grad_fn_read_after_the_write(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    before = _grad_fn_name(x1)
+    x0.copy_(x0)
+    return (x1.mul(_grad_fn_name(x1) + 100 * before),)
+
+
+def _written_then_base_flagged(x0: T, x1: T) -> object:
+    x0.copy_(x0)
+    x0.requires_grad_()
+    return (x1.mul(_flags(x1) + 10 * _grad_fn_name(x1)),)
+
+
+def _fuzz_119900_7702(x0: T, x1: T) -> object:
+    x0.requires_grad = True
+    x0.copy_(x0)
+    t0 = x1.mul(1.0 + x1.requires_grad + 2 * x1.is_leaf)
+    t0.unsqueeze_(0)
+    t1 = t0.unbind(0)[0]
+    with torch.inference_mode():
+        x1.add(0.5)
+    return (t0, t1, x1)
+
+
+def _base_and_view(kind: str, view: Callable[[T], T]) -> Maker:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():  # as the fuzzer makes them: the view input is no no_grad view
+            b0 = torch.randn(()) if kind == "plain" else pair()
+            return (b0, view(b0))
+
+    return make_inputs
+
+
+_BASE_AND_VIEW: dict[str, Maker] = {
+    f"{kind}_{name}": _base_and_view(kind, view)
+    for kind in ("plain", "pair")
+    for name, view in (
+        ("expanded", lambda b: b.view(1).expand(2)),
+        ("unsqueezed", lambda b: b[None]),
+        ("viewed", lambda b: b.view(1)),
+    )
+}
+
+
+@pytest.mark.parametrize("make", list(_BASE_AND_VIEW))
+@pytest.mark.parametrize(
+    "f",
+    [
+        _base_flagged_then_written,
+        _base_flagged_by_method_then_written,
+        _read_before_and_after_the_write,
+        _written_through_a_view_of_the_view,
+        _written_through_another_view,
+        _grad_fn_read_after_the_write,
+        _written_then_base_flagged,
+        _fuzz_119900_7702,
+    ],
+)
+def test_reads_of_a_view_input_after_its_base_gained_grad_and_was_written(
+    compile_fn: CompileFn | None, f: Callable[[T, T], object], make: str
+) -> None:
+    check_no_grad(f, _BASE_AND_VIEW[make], compile_fn)
+
+
+def _base_written_then_view_read(x0: T, x1: T) -> object:
+    before = _grad_fn_name(x1)
+    x0.mul_(2)
+    return (x1.mul(_grad_fn_name(x1) + 100 * before + 1000 * _flags(x1)),)
+
+
+def _view_with_history_beside_its_base(kind: str) -> Maker:
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b = torch.randn(3, requires_grad=True) if kind == "plain" else pair(3, requires_grad=True)
+            return (b, b[1:])
+
+    return make_inputs
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_grad_fn_read_of_a_view_input_with_history_after_its_base_was_written(
+    compile_fn: CompileFn | None, kind: str
+) -> None:
+    # the read rebuilds the view's history from its base: AsStridedBackward0 for a plain tensor, where the compiled
+    # call answered the SliceBackward0 it came with
+    check_no_grad(_base_written_then_view_read, _view_with_history_beside_its_base(kind), compile_fn)
+
+
+def _flag_dropped_after_a_rebuilding_read(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    x0.copy_(x0)
+    before = _flags(x1)
+    x0.requires_grad_(False)
+    return (x1.mul(_flags(x1) + 10 * before),)
+
+
+@pytest.mark.parametrize("make", ["pair_expanded", "pair_unsqueezed"])
+def test_base_flag_dropped_after_its_view_inputs_history_was_rebuilt_is_refused(
+    compile_fn: CompileFn | None, make: str
+) -> None:
+    # eager's view keeps the history its read rebuilt (requires grad, no leaf) once the base's flag is off, in the
+    # program and after the call
+    with torch.no_grad():
+        assert_refused(_flag_dropped_after_a_rebuilding_read, _BASE_AND_VIEW[make], compile_fn, "history rebuilt")

@@ -65,6 +65,7 @@ from subclassaot.torch_internals import (
     no_torch_function,
     outside_current_modes,
     reads_flag_of_base,
+    replay_view,
     symint_expr,
     view_write_error,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "raising_history",
     "read",
     "reads_unpassed_base",
+    "refuse_flag_off_after_rebuild",
     "requires_grad_through_gained_base",
     "self_set_order",
     "stale_at_end",
@@ -127,14 +129,17 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         found = raising_history(record, args[0])  # Note [Views That Raise After A Bump]
         if found is not None:
             raise found.error()
+    rebuilt = None if inside or not args else _rebuilt_at_read(record, name, args[0])
     if not inside and record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
         replayed = record.replayed_reads[record.replay_cursor]
         record.replay_cursor += 1
         record.autograd_reads.append(replayed)  # what this run answered: the next run's replay
         return replayed
     real = record.eager_inputs.get(id(args[0])) if args else None
-    if real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
-        answer: object = real.is_leaf
+    if rebuilt is not None:  # Note [Views That Raise After A Bump], view inputs rebuilt from their base
+        answer: object = False if name == "is_leaf" else _rebuilt_node(rebuilt.real)
+    elif real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
+        answer = real.is_leaf
     elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
         answer = real.grad_fn
     elif name == "requires_grad" and not inside and args and reads_unpassed_base(record, args[0]):
@@ -146,6 +151,51 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     if not inside:
         record.autograd_reads.append(answer)
     return answer
+
+
+def _rebuilt_at_read(record: SwapRecord, name: object, t: object) -> BaseRebuild | None:
+    """Note [Views That Raise After A Bump], view inputs rebuilt from their base: does the program's read of
+    `t.grad_fn` or `t.is_leaf` (in any grad mode) rebuild eager's history of `t`, a view input whose counter moved since
+    autograd last set it, that has history or whose base requires grad now, or one rebuilt before (a leaf view is no
+    leaf after its first rebuild, whatever its base's flag)? Its fact then, a rebuild noted at this read; else None."""
+    if name not in _GRAD_FN_GETTERS or not isinstance(t, torch.Tensor) or id(t) not in record.input_positions:
+        return None
+    found = base_rebuild(record, t)
+    if found is None or not (found.rebuilt_at or found.rebuilds and found.pending):
+        return None
+    note_base_rebuilds(record, [(t, found)])
+    return found
+
+
+def refuse_flag_off_after_rebuild(record: SwapRecord, base: torch.Tensor) -> None:
+    """At the program's requires_grad_(False) of `base`, an input that requires grad: refuse it where eager rebuilt
+    from it so far the history of a view input (its `._base` is `base`'s real input): that view keeps the history,
+    and requires grad, once the flag is off, in the program and after the call, where the run's view follows its
+    base's flag (Note [Views That Raise After A Bump], view inputs rebuilt from their base)."""
+    found = record.input_positions.get(id(base))
+    if found is None:
+        return
+    for key, seqs in record.base_rebuilds.items():
+        view = record.input_positions.get(key)
+        if not seqs or view is None or view[1]._base is not found[1]:
+            continue
+        raise UnsupportedError(
+            f"{record.run_input_paths[found[0]]}: the program turns requires_grad off (requires_grad_(False), "
+            f"`.requires_grad = False`) on an input whose view, tensor input {view[0]}, had its history rebuilt from "
+            "it (a read of that view's grad_fn or is_leaf, or an op with grad, after a write moved the version counter "
+            "they share while this input required grad): eager's view keeps that history, and requires grad, once the "
+            "flag is off, where the compiled call's follows its base's flag (Note [Views That Raise After A Bump]). "
+            "Turn requires_grad off outside the compiled function"
+        )
+
+
+def _rebuilt_node(real: torch.Tensor) -> object:
+    """The grad_fn eager's autograd rebuilds for the view input `real` from its `._base`: its view function replayed
+    with grad over a detach() of that base made to require grad (AsStridedBackward0 for a plain tensor, a subclass's
+    last view op's node), on tensors of its own: the real input and its base are left as they came."""
+    with outside_current_modes(), no_torch_function(), torch.enable_grad():
+        base = cast(torch.Tensor, real._base).detach().requires_grad_()
+        return replay_view(real, base).grad_fn
 
 
 def requires_grad_through_gained_base(record: SwapRecord, t: object) -> bool:

@@ -219,15 +219,19 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # which is read with grad is guarded on being one or not (SwapRecord.base_reads).
 # View inputs rebuilt from their base: eager's view keeps the version its counter had when autograd last set its
 # history; at a read of that history (an op with grad recording a node over it, a view taken of it with grad, the
-# backward) with the counter moved since, autograd rebuilds it from the view's `._base` (the root of its storage) as
-# AsStridedBackward0, so its gradient reaches that base whatever tensor the view was taken of. A view with history is
+# backward, a read of its grad_fn or is_leaf in any grad mode) with the counter moved since, autograd rebuilds it from
+# the view's `._base` (the root of its storage) as AsStridedBackward0 (a subclass's by its view functions), so its
+# gradient reaches that base whatever tensor the view was taken of. A view with history is
 # rebuilt so, and a leaf view (`b0.expand(...)` taken while b0 required no grad, made to require grad) once its base
 # requires grad, gained before the write or after it; any write moves the counter (under no_grad, inside
 # inference_mode, a set_() of the view onto itself, a write of the base or another view of it), and the next read after
 # each rebuilds. The run's stand-in for a view input keeps the history it came with, so one fact says whether eager
 # rebuilds an input's history and where (`autograd_state.base_rebuild`, SwapRecord.base_rebuilds: the ops with grad
 # that read it with its counter moved since its last rebuild); a view the program took of the input with grad shares
-# it (its history is rebuilt from the same `._base`). Two rules read it:
+# it (its history is rebuilt from the same `._base`). The program's reads of an input's grad_fn / is_leaf answer from
+# it (`autograd_state.read`: no leaf once rebuilt, the node eager's rebuild makes, replayed on a detach() of the base),
+# and a requires_grad_(False) of the base after a rebuild is refused (eager's view keeps that history and its flag,
+# where the run's follows the base's). Two rules read it:
 # - an input with history that did not run to its base (`x[1:]` passed beside or without `x = b[1:].requires_grad_()`,
 #   b requiring none): its rebuilt history has no edge to x, where the run's stand-in would send x its gradient (the
 #   fake probe of eager's saves fails autograd's internal assert there). Refused by name at any op with grad that

@@ -56,6 +56,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_self_set,
     raising_history,
     read,
+    refuse_flag_off_after_rebuild,
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     check_nograd_set_write,
@@ -1489,6 +1490,8 @@ class _DataMode(TorchFunctionMode):
                 "follow this one's (or this one's the base's) where eager's keep their own. Pass the tensor once, or "
                 "turn requires_grad off outside the compiled function"
             )
+        if input_off:
+            refuse_flag_off_after_rebuild(self.record, args[0])
         if input_off and args[0]._is_view() and self.record.input_positions[id(args[0])][1].is_leaf:
             raise UnsupportedError(
                 f"{input_named(self.record, args[0])}the program turns requires_grad off (requires_grad_(False), "
