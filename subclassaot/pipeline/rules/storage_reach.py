@@ -286,8 +286,8 @@ def note_grad_through_hidden_grow(
             record.grad_through_hidden_grow[id(o)] = message
     name = getattr(func, "__name__", "")
     itself = name == "set_" and len(args) > 1 and args[1] is args[0]  # (changes nothing: _sets_to_itself)
-    dunder = name.startswith("__")  # (of those, __setitem__ and the in-place operators write)
-    writes = (name.endswith("_") and not dunder) or "out" in kwargs or name == "__setitem__"
+    dunder = name.startswith("__")  # (of those, __setitem__, a setter and the in-place operators write)
+    writes = (name.endswith("_") and not dunder) or "out" in kwargs or name in ("__setitem__", "__set__")
     if not (writes or (dunder and name.startswith("__i") and name not in _DUNDER_READS)) or itself:
         return
     written = pytree.tree_leaves(kwargs["out"]) if "out" in kwargs else args[:1]
