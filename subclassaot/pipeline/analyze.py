@@ -132,6 +132,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_output_past_grown_input,
     check_output_relaid_by_growth,
     check_relaid_family_member,
+    refuse_grad_through_hidden_grow,
 )
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats, meta_overlaps
 from subclassaot.pipeline.rules.swap_record import (
@@ -385,6 +386,13 @@ class _CheckedRun:
         )
         self.data_plans, probes = wrapper_data_plans(flat, run, replays, wrapper_after, user_fakes, nonleaf_wrappers)
         outputs, self.spec, self.num_bases = _analyze_outputs(flat, layout, run, mutations)
+        refuse_grad_through_hidden_grow(  # Note [Storage Swaps By Rebinding]
+            run.swaps,
+            [
+                *(("out" + pytree.keystr(kp), o) for kp, o in pytree.tree_flatten_with_path(run.output)[0]),
+                *((flat.leaves[k].path, t) for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True)),
+            ],
+        )
         _check_views_of_inputs_losing_grad(flat, run, outputs)
         check_overlapping_clones(flat, layout, run, mutations, user_fakes, nonleaf_wrappers, outputs, replays)
         check_wrapper_grad_gains(flat, layout, run, mutations, user_fakes)

@@ -1643,6 +1643,100 @@ def test_requiring_grad_grown_in_inference_mode_then_used_with_grad_refused(
         _check(grown_in_inference_mode_then_written, make, compile_fn)
 
 
+def leaf_grown_in_inference_mode_then_written_into_an_input(x: T, y: T) -> object:
+    with torch.inference_mode():
+        x.resize_((16,))
+        x.fill_(0.5)
+    y.mul_(x.select(0, 9))
+    return (y,)
+
+
+def test_grown_in_inference_mode_then_written_with_grad_into_an_input_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 119900 #6480: the write gives the input a history through the leaf at its grown size (eager's
+    # gradient for x arrives in (16,), the compiled backward's in (4, 3)): refused by name
+    def make() -> tuple[object, ...]:
+        return (leaf(4, 3), torch.randn(4)[0:3])
+
+    with torch.enable_grad():
+        assert_refused(
+            leaf_grown_in_inference_mode_then_written_into_an_input,
+            make,
+            compile_fn,
+            r"carries a gradient: .*after resize_\(\) grew its storage inside a torch.inference_mode\(\)",
+        )
+
+
+def grown_in_inference_mode_then_detached(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((13,))
+        x.fill_(-1.0)
+    t = x.detach()
+    return (t, x, t)
+
+
+def leaf_view_grown_in_inference_mode_then_read_into_nothing(x: T) -> object:
+    t = x.select(0, -3)
+    with torch.inference_mode():
+        x.resize_((5,))
+        x.fill_(-1.0)
+    u = t.view((1, 1))
+    u.split_with_sizes([1, 0], 0)[0].mul(2.0)
+    return (t,)
+
+
+def leaf_grown_in_inference_mode_then_read_into_nothing(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((5,))
+        x.fill_(-1.0)
+    x.transpose(0, 0).mul(3.0).add_(1.0)
+    return (x,)
+
+
+def grown_in_inference_mode_then_set_to_itself(x: T) -> object:
+    t = x.contiguous()
+    set_to(x, x)
+    with torch.no_grad():
+        t.t_()
+    t.requires_grad_()
+    with torch.inference_mode():
+        t.resize_((5,))
+        t.fill_(3.0)
+    set_to(t, t)
+    return (t, t)
+
+
+def split_in_inference_mode_after_growth_then_read(x: T) -> object:
+    t = x.reshape((1,))
+    with torch.inference_mode():
+        t.resize_((4,))
+        t.fill_(0.5)
+        pieces = t.split_with_sizes([2, 0, 2], 0)
+    return (pieces[0].split_with_sizes([0, 2], 0)[1], t)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (grown_in_inference_mode_then_detached, lambda: (nonleaf(1, 3, 4).unsqueeze(-2).transpose(1, 0),)),
+        (leaf_view_grown_in_inference_mode_then_read_into_nothing, lambda: (leaf(4),)),
+        (leaf_grown_in_inference_mode_then_read_into_nothing, lambda: (leaf(1),)),
+        (grown_in_inference_mode_then_set_to_itself, lambda: (nonleaf().reshape((1, 1)),)),
+        (split_in_inference_mode_after_growth_then_read, lambda: (nonleaf(),)),
+    ],
+    ids=["detached", "view_read_into_nothing", "leaf_read_into_nothing", "set_to_itself", "split_in_the_block"],
+)
+def test_requiring_grad_grown_in_inference_mode_then_used_with_grad_reaching_nothing(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 119900 #7732, #1864, #8522, #9769: refused where any op with grad read the tensor grown inside
+    inference_mode (or a view of it); where no result of such a read that requires grad reaches an output or an
+    input, no gradient takes the grown size (a view taken inside the block has no edge to its source), and the
+    program matches eager."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def written_with_grad_then_grown_in_inference_mode(x0: T) -> object:
     x0.reshape((-1, 2, 1)).add_(2.0)
     with torch.inference_mode():

@@ -225,34 +225,102 @@ def check_escaping_reads(record: SwapRecord, func: Any, args: tuple[Any, ...]) -
             break
 
 
-def _view_sources(record: SwapRecord, a: object) -> Iterator[torch.Tensor]:
-    """`a` if it is a tensor, then the tensors its recorded view chain was taken from (at most 16 steps up)."""
+def _view_sources(record: SwapRecord, a: object, through_inference: bool = True) -> Iterator[torch.Tensor]:
+    """`a` if it is a tensor, then the tensors its recorded view chain was taken from (at most 16 steps up); not past
+    a view taken inside inference_mode unless `through_inference` (eager's has no edge to its source)."""
     t = a
     for _ in range(16):
         if not isinstance(t, torch.Tensor):
             return
         yield t
         view = record.views.get(id(t))
-        t = None if view is None else view.source
+        t = None if view is None or (view.inference_mode and not through_inference) else view.source
 
 
 def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
-    """Note [Storage Swaps By Rebinding]: refuse a use with grad of a leaf or view that requires grad (or of a view
-    of it) after resize_() grew it with grad off (inside inference_mode, where eager allows it): eager's autograd
-    then checks gradients against the grown size (a leaf's accumulator made at its next read, a view's history
-    rebuilt), the compiled backward against the size the tensor came with."""
-    if not torch.is_grad_enabled():
+    """Note [Storage Swaps By Rebinding]: a use with grad of a leaf or view that requires grad (or of a view of it)
+    after resize_() grew it with grad off (inside inference_mode, where eager allows it): eager's autograd then checks
+    gradients against the grown size (a leaf's accumulator made at its next read, a view's history rebuilt), the
+    compiled backward against the size the tensor came with. Noted for the program's call running now, whose results
+    carry it (`note_grad_through_hidden_grow`). Not through a view taken inside inference_mode: eager's use of it
+    reaches no node."""
+    if not torch.is_grad_enabled() or record.hidden_grow_use is not None:
         return
-    for t in (t for a in args for t in _view_sources(record, a)):
+    for t in (t for a in args for t in _view_sources(record, a, through_inference=False)):
         if record.hidden_grows.get(id(t)) is t:
             paths = record.input_paths.get(record.grown_root(storage_key(t)), ())
-            raise UnsupportedError(
+            record.hidden_grow_use = (
                 f"{''.join(p + ': ' for p in paths[:1])}{func}: uses with grad a tensor that requires grad (a leaf "
                 "or a view), or a view of it, after resize_() grew its storage inside a torch.inference_mode() "
                 "block: eager's autograd then takes its gradient in the grown size, the compiled backward in the "
-                "size it had before (Note [Storage Swaps By Rebinding]); not supported in training. Resize a "
-                ".detach() of it, or grow it outside the function"
+                "size it had before (Note [Storage Swaps By Rebinding]); not supported in training where a result "
+                "of it with grad reaches an output or an input. Resize a .detach() of it, or grow it outside the "
+                "function"
             )
+            return
+
+
+# dunder methods starting "__i" that only read (the others are the in-place operators)
+_DUNDER_READS = frozenset({"__index__", "__int__", "__invert__", "__iter__"})
+
+
+def note_grad_through_hidden_grow(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> None:
+    """After a call of the program: where it used with grad a tensor grown inside inference_mode (or a result
+    carrying such a use), its results that require grad carry the use, and so does the storage of a tensor it wrote
+    (Note [Storage Swaps By Rebinding]); `refuse_grad_through_hidden_grow` refuses them where they reach the end."""
+    message, record.hidden_grow_use = record.hidden_grow_use, None
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if message is None and torch.is_grad_enabled():
+        message = next(
+            (m for t in tensors if t.requires_grad and (m := _carried_use(record, t)) is not None),
+            None,
+        )
+    if message is None:
+        return
+    if getattr(func, "__name__", "") in ("backward", "grad"):  # (the program's own backward through it)
+        raise UnsupportedError(message)
+    for o in pytree.tree_leaves(out):
+        if isinstance(o, torch.Tensor) and o.requires_grad:
+            record.grad_through_hidden_grow[id(o)] = message
+    name = getattr(func, "__name__", "")
+    itself = name == "set_" and len(args) > 1 and args[1] is args[0]  # (changes nothing: _sets_to_itself)
+    dunder = name.startswith("__")  # (of those, __setitem__, a setter and the in-place operators write)
+    writes = (name.endswith("_") and not dunder) or "out" in kwargs or name in ("__setitem__", "__set__")
+    if not (writes or (dunder and name.startswith("__i") and name not in _DUNDER_READS)) or itself:
+        return
+    written = pytree.tree_leaves(kwargs["out"]) if "out" in kwargs else args[:1]
+    for w in (w for w in written if isinstance(w, torch.Tensor)):
+        record.grad_through_hidden_grow[id(w)] = message
+        record.storages_through_hidden_grow[storage_key(w)] = message
+
+
+def _carried_use(record: SwapRecord, t: torch.Tensor) -> str | None:
+    """The use `t` carries (`note_grad_through_hidden_grow`): its own, or its storage's (or, where resize_() grew
+    that storage since, the one it grew from)."""
+    found = record.grad_through_hidden_grow.get(id(t))
+    key: object = storage_key(t)
+    for _ in range(16):
+        if found is not None or key is None:
+            return found
+        found = record.storages_through_hidden_grow.get(key)
+        key = record.grown_from.get(key)
+    return found
+
+
+def refuse_grad_through_hidden_grow(record: SwapRecord, ends: Sequence[tuple[str, object]]) -> None:
+    """Note [Storage Swaps By Rebinding]: refuse an output or input (`ends`: path, value) that requires grad and
+    carries a use with grad of a tensor grown inside inference_mode (`note_grad_through_hidden_grow`): eager's
+    gradient through it arrives in the grown size. A use left unnoted (no call of the program ran it) counts for all."""
+    if not record.hidden_grows:
+        return
+    if record.hidden_grow_use is not None:
+        raise UnsupportedError(record.hidden_grow_use)
+    for path, value in ends:
+        for t in pytree.tree_leaves(value):
+            if isinstance(t, torch.Tensor) and t.requires_grad and (message := _carried_use(record, t)) is not None:
+                raise UnsupportedError(f"{path} carries a gradient: {message}")
 
 
 def check_absolute_frames(record: SwapRecord) -> None:

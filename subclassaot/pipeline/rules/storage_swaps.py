@@ -122,6 +122,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     functional_frame_offset,
     note_absolute_view,
     note_escaping_view,
+    note_grad_through_hidden_grow,
     note_inference_reads,
     note_kernel_layout,
     note_kernel_relaid,
@@ -222,8 +223,10 @@ from subclassaot.torch_internals import (
 # alone). A write with grad into a view of an input grown so is refused (set_storage_rules.py: grad writes into a
 # grown input's views).
 # Inside inference_mode eager lets a leaf or a view that requires grad grow: taken as any growth, but a use with grad
-# of it (or of a view of it) after is refused, as eager's autograd then expects the grown size and the compiled
-# backward the old one.
+# of it (or of a view of it, not through one taken inside inference_mode, whose uses reach no node) after is refused
+# where a result of it that requires grad, or of a later read with grad of such a result or of a storage such a call
+# wrote, reaches an output or an input (or the program's own backward), as eager's autograd then expects the grown
+# size and the compiled backward the old one; results that reach neither carry no gradient anywhere.
 # Eager's `.data = y` also gives x y's dtype; a rebound functional tensor keeps the dtype it was made with, so a `.data
 # =` of another dtype onto an input, a view, or a tensor on an input's storage is refused (the input or the replayed
 # view would come back in the old dtype); onto a fresh intermediate the graph returns the assigned value itself. That
@@ -1189,6 +1192,8 @@ class _DataMode(TorchFunctionMode):
             _note_touch_after_gain(self.record, func, args, kwargs)
         out = self._function(func, args, kwargs)
         self.record.pin(out)
+        if self.record.hidden_grows:  # Note [Storage Swaps By Rebinding]
+            note_grad_through_hidden_grow(self.record, func, args, kwargs, out)
         return out
 
     def _held_back(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

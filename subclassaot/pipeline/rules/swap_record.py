@@ -138,6 +138,13 @@ class SwapRecord:
     # ... of those, leaves and views that require grad, grown with grad off (inside inference_mode): id() -> the
     # tensor (Note [Storage Swaps By Rebinding])
     hidden_grows: dict[int, torch.Tensor] = field(default_factory=dict)
+    # ... the refusal a use with grad of one (or of a view of it) would earn, held until the program's call that made
+    # it ends; then, by id(), the results of such calls that require grad, and of later calls with grad reading them,
+    # and the storage keys such calls wrote: refused only where they reach an output or an input (Note [Storage Swaps
+    # By Rebinding])
+    hidden_grow_use: str | None = None
+    grad_through_hidden_grow: dict[int, str] = field(default_factory=dict)
+    storages_through_hidden_grow: dict[object, str] = field(default_factory=dict)
     # storage key a resize_() growth made -> the key of the storage it grew (eager's same storage, grown in place)
     grown_from: dict[object, object] = field(default_factory=dict)
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
