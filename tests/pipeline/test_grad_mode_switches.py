@@ -750,6 +750,48 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A new leaf the caller sees only through views of it taken before the flag, returned without it: each reads the flag
+# through its `._base` (requires_grad, no history, a leaf), and nothing else takes the leaf after the call. The program
+# with that call held back is eager's but for those views' flags, which the runtime gives by flagging each replayed
+# view's rebuilt base once every output is built (OutputInfo.base_gains_grad, gains_grad_last), a leaf as eager's base
+# is (fuzz seed 119900 program 832: refused, issue #27).
+
+
+def new_leaf_detach_seen_through_views_of_it(x: T, w: T) -> object:
+    t = x.detach()
+    s = t.select(0, 1)
+    u = t.t().unsqueeze(0)  # (a chain of views: its base is t too)
+    t.requires_grad_()
+    return s, u, w * 2
+
+
+def new_leaf_written_detach_seen_through_a_view_of_it(x: T, w: T) -> object:
+    t = x.detach()
+    t.mul_(2)  # (writes x, which the runtime's epilogue writes: autograd sees none of it)
+    v = t.select(1, -1)
+    y = t.sin()  # (read before the flag: no history)
+    t.requires_grad_()
+    return y, v, SinFunction.apply(w)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [new_leaf_detach_seen_through_views_of_it, new_leaf_written_detach_seen_through_a_view_of_it],
+    ids=["views", "written_detach"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+def test_new_leaf_seen_through_views_taken_before_its_flag_matches_eager(
+    f: Callable[..., object], needs_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """Compiled without the call, each view's base given the flag: outputs, requires_grad, is_leaf, grad_fn,
+    `._base`, counters as eager's, and a write of the outputs after the call raising as eager's (a view of a leaf that
+    requires grad). It was refused."""
+    make = _inputs(2, needs_grad, "plain")
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 # An intermediate made a new leaf and returned as itself beside views of it (taken before or after the flag), or a view
 # of one returned beside it: the graph returns the leaf as an intermediate base, and the runtime replays the views on
 # it (analyze: LeafSource.INTERMEDIATE_ALIAS, ReplaySource.OUTPUT). The native path took only the graph's own outputs
