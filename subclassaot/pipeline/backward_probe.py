@@ -730,7 +730,8 @@ class _NewLeafFlags(TorchFunctionMode):
         computes = torch.is_grad_enabled() and name != "__get__"
         leaves = pytree.tree_leaves((args, kwargs))
         flags = tuple(t.requires_grad for t in leaves if isinstance(t, torch.Tensor)) if computes else ()
-        touches = any(t is q for t in leaves for q in self.quiet)
+        # (with grad off, an op records no history: a quiet leaf shows its own accumulator to none)
+        touches = torch.is_grad_enabled() and any(t is q for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
         shown = _shown(out, torch.is_grad_enabled())
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
@@ -885,7 +886,10 @@ def unobserved_new_leaves(
     # (a quiet leaf returned: the same flag in both runs, and in eager's as called an accumulator of its own, which the
     # flag given once it is rebuilt, as the program gave it, makes too)
     through_base = frozenset(k for k in quiet - differ if isinstance(s := shapes[k], tuple) and s[:3] == _THROUGH_BASE)
-    if not quiet <= differ | through_base:
+    # (one whose history raises in both runs, a view made under no_grad whose base was written since with grad: any
+    # use of it with grad raises as its grad_fn read does, so its own accumulator is out of the caller's reach)
+    raising = frozenset(k for k in quiet - differ if _history_raises(shapes[k]))
+    if not quiet <= differ | through_base | raising:
         return None
     bases: set[int] = set()
     for k in differ:
@@ -898,6 +902,12 @@ def unobserved_new_leaves(
         if k not in made or mine[:3] not in flagged or theirs[:3] != _UNFLAGGED or mine[3] != theirs[3]:
             return None
     return ShownLeaves((differ | through_base) - bases, frozenset(bases))
+
+
+def _history_raises(shape: object) -> bool:
+    """Does an `_autograd_shape` say that reading the tensor's grad_fn raises?"""
+    history = shape[2] if isinstance(shape, tuple) else None
+    return isinstance(history, tuple) and bool(history) and history[0] == "raises"
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
@@ -1310,11 +1320,17 @@ class _FunctionReach:
 # count (not those the fake mode's code makes inside an op, which its cache skips); set_() reaches no torch-function
 # mode, but what it gives history shows in the flags and histories compared. A view requiring grad through its base
 # (made under no_grad) reports the same flag before and after its requires_grad_(), and the histories through it differ
-# only by its own accumulator: such a leaf counts as observed wherever an op whose results live takes it again after
-# the call. Returned, and requiring grad through its base in both runs (so not written since), it is seen by its flag
+# only by its own accumulator: such a leaf counts as observed wherever an op run with grad on whose results live takes
+# it again after the call (one run with grad off records no history: it reaches no accumulator). Returned, and
+# requiring grad through its base in both runs (so not written since), it is seen by its flag
 # alone too: eager's has an accumulator of its own, which the flag the runtime gives the rebuilt view (a view made
 # under no_grad of the same base) makes as eager's requires_grad_() did. So is one whose base requires no grad, which
 # reads as requiring grad through its base once flagged (a view made under no_grad answers its own flag or its base's).
+# Returned with a history that raises in both runs (its base written with grad since), it shows nothing: every use of
+# it with grad raises as its grad_fn read does. A leaf returned by no output but seen through views of it taken before
+# its flag (no history; each reads the flag through its `._base`) is seen by that flag alone: the runtime replays each
+# view and flags its rebuilt base once every output is built (ShownLeaves.bases, OutputInfo.base_gains_grad), a leaf
+# as eager's base is.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

@@ -792,6 +792,65 @@ def test_new_leaf_seen_through_views_taken_before_its_flag_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A new leaf made of a view requiring grad through its base (`quiet`) that the caller cannot reach by its own
+# accumulator: taken after the flag only by ops run with grad off, which record no history (fuzz seed 119900 program
+# 5570), or returned with a history that raises in both runs (a view made under no_grad whose base was written since
+# with grad: any use of it with grad raises as its grad_fn read does; program 5615). Both were refused in a call under
+# no_grad (the flag call observed), and compile with it held back.
+
+
+def new_leaf_inference_view_written_and_split_under_no_grad(x0: T) -> object:
+    with torch.inference_mode():
+        with torch.enable_grad():
+            t0 = x0.diagonal(1, 1, 0)
+    t0.requires_grad_()
+    t0.add_(t0)
+    with torch.set_grad_enabled(False):
+        _, t2, t3 = t0.split_with_sizes([0, 1, 0], 0)
+    t2.as_strided((3, 3), (1, 2), 1)
+    with torch.set_grad_enabled(True):
+        t3.transpose(0, 0)
+    return (x0,)
+
+
+def new_leaf_no_grad_view_of_an_input_written_since_returned(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0.t()
+    t0.requires_grad_()
+    with torch.enable_grad():
+        x0.mul_(2)  # (t0's grad_fn raises from here on, in eager's run as called and without the flag)
+    return x0, t0
+
+
+def _view_of_a_leaf_row() -> tuple[T]:
+    with torch.enable_grad():
+        b0 = torch.randn((4, 4), requires_grad=True)
+        return (b0.select(0, -2).reshape((-1, 2)),)
+
+
+def _non_leaf() -> tuple[T]:
+    with torch.enable_grad():
+        return (torch.randn(3, 3, requires_grad=True) * 1,)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (new_leaf_inference_view_written_and_split_under_no_grad, _view_of_a_leaf_row),
+        (new_leaf_no_grad_view_of_an_input_written_since_returned, _non_leaf),
+    ],
+    ids=["read_with_grad_off", "history_raises"],
+)
+def test_new_leaf_out_of_reach_of_its_accumulator_matches_eager(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    """Compiled with the call held back, in a call under no_grad: outputs, inputs, requires_grad, is_leaf and grad_fn
+    (raising as eager's), counters as eager's, and with the outputs written after the call. It was refused."""
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 # An intermediate made a new leaf and returned as itself beside views of it (taken before or after the flag), or a view
 # of one returned beside it: the graph returns the leaf as an intermediate base, and the runtime replays the views on
 # it (analyze: LeafSource.INTERMEDIATE_ALIAS, ReplaySource.OUTPUT). The native path took only the graph's own outputs
