@@ -780,13 +780,14 @@ def new_leaf_written_detach_seen_through_a_view_of_it(x: T, w: T) -> object:
     ids=["views", "written_detach"],
 )
 @pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
 def test_new_leaf_seen_through_views_taken_before_its_flag_matches_eager(
-    f: Callable[..., object], needs_grad: bool, compile_fn: CompileFn | None
+    f: Callable[..., object], needs_grad: bool, kind: str, compile_fn: CompileFn | None
 ) -> None:
     """Compiled without the call, each view's base given the flag: outputs, requires_grad, is_leaf, grad_fn,
     `._base`, counters as eager's, and a write of the outputs after the call raising as eager's (a view of a leaf that
-    requires grad). It was refused."""
-    make = _inputs(2, needs_grad, "plain")
+    requires grad; PairTensor views too: their flag is the wrapper's). It was refused."""
+    make = _inputs(2, needs_grad, kind)
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
