@@ -90,7 +90,7 @@ from subclassaot.pipeline.inputs import (
 from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold, outputs_given_their_flag
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, outputs_given_their_flag
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.strides_and_offsets import refuse_float8_arithmetic
 from subclassaot.pipeline.rules.training_rules import (
@@ -813,7 +813,7 @@ def _analyzed_holding_back(
     symbols: SymbolCache,
     whole_storage: frozenset[DenseIndex],
     attempt: _Attempt,
-    unobserved: Callable[[], frozenset[int] | None],
+    unobserved: Callable[[], ShownLeaves | None],
 ) -> tuple[_Program, DenseLayout, Analysis, bool, TracedGraph | None] | None:
     """The program fakified and analyzed (`_analyzed`, with the graph its run traced where it did), with the calls
     making new leaves its analysis held back where eager's run observes none of them but by the flag of outputs that
@@ -830,7 +830,7 @@ def _analyzed_holding_back(
     except Exception:
         # the program with the calls held back fails where the program as called may not: eager's run decides
         # which of the two is the program's
-        if not attempt.hold.noted or unobserved() == frozenset():
+        if not attempt.hold.noted or unobserved() == ShownLeaves():
             raise
         attempt.hold = NewLeafHold.as_called()
         return None
@@ -867,9 +867,9 @@ def _held_leaves_unobserved(
     flat: FlatInputs,
     function_modes: tuple[object, ...],
     caller_grad: bool,
-) -> frozenset[int] | None:
+) -> ShownLeaves | None:
     """Does holding back the calls the analysis noted change nothing eager's run shows, run under the caller's grad
-    mode, but the flag of outputs that are those leaves (their positions; None: observed otherwise; Note [Training
+    mode, but the flag of outputs that are those leaves or views of them (their positions; None: observed otherwise; Note [Training
     Without A Function])? Asked once per decision (a compile again over an input's whole storage keeps it); a run
     that failed before deciding is asked about what it noted."""
     if hold.held is not None and hold.asked:

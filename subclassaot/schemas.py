@@ -559,7 +559,7 @@ class OutputInfo:
     gains_grad: bool = False
     # ... that new leaf's flag given once every output is built: the outputs replayed from it are views eager's
     # program made of it as the program without that flag makes them (the other outputs show the same autograd state
-    # either way: Note [Training Without A Function])
+    # either way: Note [Training Without A Function]); with base_gains_grad, the flag its `._base` is given
     gains_grad_last: bool = False
     # TENSOR: eager's is an inference tensor (computed inside a torch.inference_mode() block, or a view of one), and
     # these of its dense leaves are (a plain tensor: (0,); of a subclass, those over storage made inside the block: a

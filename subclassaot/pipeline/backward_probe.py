@@ -18,7 +18,7 @@ import gc
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 import torch
 from torch.autograd.graph import get_gradient_edge
@@ -28,7 +28,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold, turns_flag_on
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
 from subclassaot.runtime.regenerate import intermediate_base, replay_steps
 from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
@@ -749,7 +749,8 @@ class _NewLeafFlags(TorchFunctionMode):
         computes = torch.is_grad_enabled() and name != "__get__"
         leaves = pytree.tree_leaves((args, kwargs))
         flags = tuple(t.requires_grad for t in leaves if isinstance(t, torch.Tensor)) if computes else ()
-        touches = any(t is q for t in leaves for q in self.quiet)
+        # (with grad off, an op records no history: a quiet leaf shows its own accumulator to none)
+        touches = torch.is_grad_enabled() and any(t is q for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
         shown = _shown(out, torch.is_grad_enabled())
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
@@ -815,12 +816,9 @@ def _leaf_run(
     call: Callable[..., object],
     flat: FlatInputs,
     held: frozenset[int],
-) -> tuple[_NewLeafFlags, list[object], frozenset[int], frozenset[int], frozenset[int]] | None:
-    """One eager run of the program on static fakes, its flag calls at `held` skipped, under the caller's grad mode:
-    the mode that logged it, the `_autograd_shape` of each output and each input as left, the positions among the
-    outputs of the tensors a flag call made (or would make) new leaves, and of those among them in `quiet`, and the
-    entries of its log whose results were dead once it returned (`_NewLeafFlags.dead_entries`); None where it
-    raises."""
+) -> _LeafRun | None:
+    """One eager run of the program on static fakes, its flag calls at `held` skipped, under the caller's grad mode
+    (`_LeafRun`); None where it raises."""
     flags = _NewLeafFlags(held, logging=True)
 
     def logged(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
@@ -841,7 +839,29 @@ def _leaf_run(
         return None
     made = frozenset(k for k, o in enumerate(outs) if any(o is m for m in flags.made))
     quiet = frozenset(k for k, o in enumerate(outs) if any(o is q for q in flags.quiet))
-    return flags, shapes, made, quiet, dead
+    based = frozenset(
+        k
+        for k, o in enumerate(outs)
+        if isinstance(o, torch.Tensor)
+        and (base := o._base) is not None
+        and any(base is m for m in flags.made)
+        and not any(base is p for p in outs)
+    )
+    return _LeafRun(flags, shapes, made, quiet, dead, based)
+
+
+class _LeafRun(NamedTuple):
+    """What `_leaf_run` saw: the mode that logged it, the `_autograd_shape` of each output and each input as left,
+    the positions among the outputs of the tensors a flag call made (or would make) new leaves, and of those among
+    them in `quiet`, the entries of its log whose results were dead once it returned (`_NewLeafFlags.dead_entries`),
+    and the positions of the outputs that are views of such a leaf, which no output returns as itself."""
+
+    flags: _NewLeafFlags
+    shapes: list[object]
+    made: frozenset[int]
+    quiet: frozenset[int]
+    dead: frozenset[int]
+    based: frozenset[int]
 
 
 # An output that is a new leaf, as eager's run as called leaves it and as the run with the flag call skipped does:
@@ -857,43 +877,56 @@ def unobserved_new_leaves(
     flat: FlatInputs,
     held: frozenset[int],
     calls: int | None,
-) -> frozenset[int] | None:
+) -> ShownLeaves | None:
     """Does skipping the program's calls at the places `held` (in call order, among its calls turning a flag on),
     each making a new autograd leaf, change nothing eager's run shows but the flag of outputs that are those leaves
-    themselves (Note [Training Without A Function])? The positions of those outputs among the program's (its pytree
-    leaves; empty: nothing changes); None where one is observed otherwise, one of them makes no new leaf in eager, or
-    eager's run makes other than `calls` calls turning a flag on (None: not asked; an analysis run below the caller's
-    modes also sees the calls they make). `call`: the program over the flat inputs; `wrap`: what the driver puts
-    around it (its ambient modes). Runs under the grad mode it is called in, outside the modes of a trace in
-    progress."""
+    themselves, or views of them taken before the flag that read it through their base (Note [Training Without A
+    Function])? The positions of those outputs among the program's (its pytree leaves; empty: nothing changes); None
+    where one is observed otherwise, one of them makes no new leaf in eager, or eager's run makes other than `calls`
+    calls turning a flag on (None: not asked; an analysis run below the caller's modes also sees the calls they make).
+    `call`: the program over the flat inputs; `wrap`: what the driver puts around it (its ambient modes). Runs under
+    the grad mode it is called in, outside the modes of a trace in progress."""
     with outside_current_modes():
         as_called = _leaf_run(wrap, call, flat, frozenset())
-        if as_called is None or not held <= as_called[0].candidates:
+        if as_called is None or not held <= as_called.flags.candidates:
             return None
-        if calls is not None and as_called[0].calls != calls:
+        if calls is not None and as_called.flags.calls != calls:
             return None
         skipped = _leaf_run(wrap, call, flat, held)
-    if skipped is None or len(skipped[0].log) != len(as_called[0].log):
+    if skipped is None or len(skipped.flags.log) != len(as_called.flags.log):
         return None
     # (an op whose results are dead in both runs once the program returned shows the caller nothing)
-    dead = as_called[4] & skipped[4]
-    live = [k for k in range(len(as_called[0].log)) if k not in dead]
-    if any(as_called[0].touches[k] or skipped[0].log[k] != as_called[0].log[k] for k in live):
+    dead = as_called.dead & skipped.dead
+    live = [k for k in range(len(as_called.flags.log)) if k not in dead]
+    if any(as_called.flags.touches[k] or skipped.flags.log[k] != as_called.flags.log[k] for k in live):
         return None
-    (_, shapes, made, quiet, _), skipped_shapes = as_called, skipped[1]
+    shapes, made, quiet, skipped_shapes = as_called.shapes, as_called.made, as_called.quiet, skipped.shapes
     differ = frozenset(k for k, (a, b) in enumerate(zip(shapes, skipped_shapes, strict=True)) if a != b)
     # (a quiet leaf returned: the same flag in both runs, and in eager's as called an accumulator of its own, which the
     # flag given once it is rebuilt, as the program gave it, makes too)
     through_base = frozenset(k for k in quiet - differ if isinstance(s := shapes[k], tuple) and s[:3] == _THROUGH_BASE)
-    if not quiet <= differ | through_base:
+    # (one whose history raises in both runs, a view made under no_grad whose base was written since with grad: any
+    # use of it with grad raises as its grad_fn read does, so its own accumulator is out of the caller's reach)
+    raising = frozenset(k for k in quiet - differ if _history_raises(shapes[k]))
+    if not quiet <= differ | through_base | raising:
         return None
+    bases: set[int] = set()
     for k in differ:
         mine, theirs = cast(tuple[object, ...], shapes[k]), cast(tuple[object, ...], skipped_shapes[k])
+        if k in as_called.based - made and mine[:3] in (_FLAGGED_LEAF, _THROUGH_BASE) and theirs[:3] == _UNFLAGGED:
+            bases.add(k)  # (a view of the leaf, with no history, which reads its flag through its base)
+            continue
         # (a view made under no_grad reads as requiring grad through its base once flagged, whatever its base's)
         flagged = (_FLAGGED_LEAF, _THROUGH_BASE) if k in quiet else (_FLAGGED_LEAF,)
         if k not in made or mine[:3] not in flagged or theirs[:3] != _UNFLAGGED or mine[3] != theirs[3]:
             return None
-    return differ | through_base
+    return ShownLeaves((differ | through_base) - bases, frozenset(bases))
+
+
+def _history_raises(shape: object) -> bool:
+    """Does an `_autograd_shape` say that reading the tensor's grad_fn raises?"""
+    history = shape[2] if isinstance(shape, tuple) else None
+    return isinstance(history, tuple) and bool(history) and history[0] == "raises"
 
 
 def _accumulator_sizes(starts: Sequence[object]) -> dict[int, set[tuple[int, ...]]]:
@@ -1306,11 +1339,17 @@ class _FunctionReach:
 # count (not those the fake mode's code makes inside an op, which its cache skips); set_() reaches no torch-function
 # mode, but what it gives history shows in the flags and histories compared. A view requiring grad through its base
 # (made under no_grad) reports the same flag before and after its requires_grad_(), and the histories through it differ
-# only by its own accumulator: such a leaf counts as observed wherever an op whose results live takes it again after
-# the call. Returned, and requiring grad through its base in both runs (so not written since), it is seen by its flag
+# only by its own accumulator: such a leaf counts as observed wherever an op run with grad on whose results live takes
+# it again after the call (one run with grad off records no history: it reaches no accumulator). Returned, and
+# requiring grad through its base in both runs (so not written since), it is seen by its flag
 # alone too: eager's has an accumulator of its own, which the flag the runtime gives the rebuilt view (a view made
 # under no_grad of the same base) makes as eager's requires_grad_() did. So is one whose base requires no grad, which
 # reads as requiring grad through its base once flagged (a view made under no_grad answers its own flag or its base's).
+# Returned with a history that raises in both runs (its base written with grad since), it shows nothing: every use of
+# it with grad raises as its grad_fn read does. A leaf returned by no output but seen through views of it taken before
+# its flag (no history; each reads the flag through its `._base`) is seen by that flag alone: the runtime replays each
+# view and flags its rebuilt base once every output is built (ShownLeaves.bases, OutputInfo.base_gains_grad), a leaf
+# as eager's base is.
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

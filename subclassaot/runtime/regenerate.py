@@ -247,8 +247,9 @@ _PENDING = object()
 
 def _give_base_grad(info: OutputInfo, value: torch.Tensor, gains_late: list[torch.Tensor]) -> None:
     """OutputInfo.base_gains_grad: `value`'s base made to require grad, at once or once every output is built (into
-    `gains_late`: Note [Views That Raise After A Bump])."""
-    if info.replay is not None and info.replay.bump_after:
+    `gains_late`: Note [Views That Raise After A Bump]; and for a view of a new leaf held back, gains_grad_last: the
+    other outputs replayed from the same base are views eager's program took before the flag)."""
+    if info.replay is not None and (info.replay.bump_after or info.gains_grad_last):
         gains_late.append(value)
     else:
         give_base_grad(value)
@@ -258,7 +259,7 @@ def _give_flags_last(infos: Sequence[OutputInfo], result: Sequence[object]) -> N
     """OutputInfo.gains_grad_last: the flag of a new leaf seen by its flag alone, given once every output is built,
     the outputs replayed from it among them: eager's took those views before the flag."""
     for info, value in zip(infos, result, strict=True):
-        if info.gains_grad_last and isinstance(value, torch.Tensor):
+        if info.gains_grad_last and not info.base_gains_grad and isinstance(value, torch.Tensor):
             _give_flag(value)
 
 

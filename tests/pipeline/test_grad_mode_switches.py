@@ -750,6 +750,108 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A new leaf the caller sees only through views of it taken before the flag, returned without it: each reads the flag
+# through its `._base` (requires_grad, no history, a leaf), and nothing else takes the leaf after the call. The program
+# with that call held back is eager's but for those views' flags, which the runtime gives by flagging each replayed
+# view's rebuilt base once every output is built (OutputInfo.base_gains_grad, gains_grad_last), a leaf as eager's base
+# is (fuzz seed 119900 program 832: refused, issue #27).
+
+
+def new_leaf_detach_seen_through_views_of_it(x: T, w: T) -> object:
+    t = x.detach()
+    s = t.select(0, 1)
+    u = t.t().unsqueeze(0)  # (a chain of views: its base is t too)
+    t.requires_grad_()
+    return s, u, w * 2
+
+
+def new_leaf_written_detach_seen_through_a_view_of_it(x: T, w: T) -> object:
+    t = x.detach()
+    t.mul_(2)  # (writes x, which the runtime's epilogue writes: autograd sees none of it)
+    v = t.select(1, -1)
+    y = t.sin()  # (read before the flag: no history)
+    t.requires_grad_()
+    return y, v, SinFunction.apply(w)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [new_leaf_detach_seen_through_views_of_it, new_leaf_written_detach_seen_through_a_view_of_it],
+    ids=["views", "written_detach"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_new_leaf_seen_through_views_taken_before_its_flag_matches_eager(
+    f: Callable[..., object], needs_grad: bool, kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Compiled without the call, each view's base given the flag: outputs, requires_grad, is_leaf, grad_fn,
+    `._base`, counters as eager's, and a write of the outputs after the call raising as eager's (a view of a leaf that
+    requires grad; PairTensor views too: their flag is the wrapper's). It was refused."""
+    make = _inputs(2, needs_grad, kind)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# A new leaf made of a view requiring grad through its base (`quiet`) that the caller cannot reach by its own
+# accumulator: taken after the flag only by ops run with grad off, which record no history (fuzz seed 119900 program
+# 5570), or returned with a history that raises in both runs (a view made under no_grad whose base was written since
+# with grad: any use of it with grad raises as its grad_fn read does; program 5615). Both were refused in a call under
+# no_grad (the flag call observed), and compile with it held back.
+
+
+def new_leaf_inference_view_written_and_split_under_no_grad(x0: T) -> object:
+    with torch.inference_mode():
+        with torch.enable_grad():
+            t0 = x0.diagonal(1, 1, 0)
+    t0.requires_grad_()
+    t0.add_(t0)
+    with torch.set_grad_enabled(False):
+        _, t2, t3 = t0.split_with_sizes([0, 1, 0], 0)
+    t2.as_strided((3, 3), (1, 2), 1)
+    with torch.set_grad_enabled(True):
+        t3.transpose(0, 0)
+    return (x0,)
+
+
+def new_leaf_no_grad_view_of_an_input_written_since_returned(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0.t()
+    t0.requires_grad_()
+    with torch.enable_grad():
+        x0.mul_(2)  # (t0's grad_fn raises from here on, in eager's run as called and without the flag)
+    return x0, t0
+
+
+def _view_of_a_leaf_row() -> tuple[T]:
+    with torch.enable_grad():
+        b0 = torch.randn((4, 4), requires_grad=True)
+        return (b0.select(0, -2).reshape((-1, 2)),)
+
+
+def _non_leaf() -> tuple[T]:
+    with torch.enable_grad():
+        return (torch.randn(3, 3, requires_grad=True) * 1,)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (new_leaf_inference_view_written_and_split_under_no_grad, _view_of_a_leaf_row),
+        (new_leaf_no_grad_view_of_an_input_written_since_returned, _non_leaf),
+    ],
+    ids=["read_with_grad_off", "history_raises"],
+)
+def test_new_leaf_out_of_reach_of_its_accumulator_matches_eager(
+    f: Callable[..., object], make: Make, compile_fn: CompileFn | None
+) -> None:
+    """Compiled with the call held back, in a call under no_grad: outputs, inputs, requires_grad, is_leaf and grad_fn
+    (raising as eager's), counters as eager's, and with the outputs written after the call. It was refused."""
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 # An intermediate made a new leaf and returned as itself beside views of it (taken before or after the flag), or a view
 # of one returned beside it: the graph returns the leaf as an intermediate base, and the runtime replays the views on
 # it (analyze: LeafSource.INTERMEDIATE_ALIAS, ReplaySource.OUTPUT). The native path took only the graph's own outputs
@@ -6926,12 +7028,14 @@ def test_observed_new_leaf_stays_refused(compile_fn: CompileFn | None, name: str
     program whose leaf reaches only its outputs' histories compiles on the native path: Note [Training Without A
     Function]; one returning the leaf, which nothing else takes, compiles with the flag given to that output, plain
     or not. Called under no_grad, the flag alone changes (Note [Grad Mode And Autograd Reads]): where no op with grad
-    on takes the tensor after it, the program compiles.)"""
+    on takes the tensor after it, the program compiles. The view through its base returned, whose base the program
+    wrote since, has a grad_fn that raises in both runs, which keeps its own accumulator out of the caller's reach:
+    it compiles either way.)"""
     f = _OBSERVED[name]
     with torch.enable_grad():
         make = _leaf_input(kind, name == "view through its base returned")
     native = kind == "plain" and grad and name in ("returned", "computed from with grad", "flags read")
-    flag_alone = name == "returned" or (not grad and name in ("flags read", "view through its base returned"))
+    flag_alone = name in ("returned", "view through its base returned") or (not grad and name == "flags read")
     with torch.set_grad_enabled(grad):
         if native or flag_alone:
             assert_matches_eager(f, make, compile_fn=compile_fn)

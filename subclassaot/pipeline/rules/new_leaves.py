@@ -18,6 +18,16 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import OutputInfo, OutputKind
 
 
+@dataclass(frozen=True, slots=True)
+class ShownLeaves:
+    """The outputs (positions among the program's pytree leaves) through which the caller sees the new leaves held
+    back by a flag alone: `own`, the leaves themselves; `bases`, views of a leaf taken before its flag, which read it
+    through their `._base` (the leaf returned by none of the outputs). Empty: eager's run observes none of them."""
+
+    own: frozenset[int] = frozenset()
+    bases: frozenset[int] = frozenset()
+
+
 class NewLeafKind(enum.Enum):
     """Why the compile of the program as called cannot make a new leaf."""
 
@@ -37,7 +47,7 @@ class NewLeafHold:
     asked: bool = False  # whether the driver asked eager's runs about `held`; then, `shown`: the positions among the
     # program's outputs (its pytree leaves) of the leaves held back that the caller sees by their flag alone (empty:
     # eager's run observes none of `held`), or None where it observes one otherwise
-    shown: frozenset[int] | None = None
+    shown: ShownLeaves | None = None
     calls: int | None = None  # the calls turning a flag on that the run deciding `held` counted
 
     def run_starts(self) -> None:
@@ -84,19 +94,27 @@ def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
     )
 
 
-def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: frozenset[int]) -> tuple[OutputInfo, ...] | None:
-    """`outputs` (one per output of the program with the held-back calls skipped) where those at `shown`, new leaves
-    of eager's that the caller sees by their flag alone, are made to require grad once every output is built
+def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves) -> tuple[OutputInfo, ...] | None:
+    """`outputs` (one per output of the program with the held-back calls skipped) where those at `shown.own`, new
+    leaves of eager's that the caller sees by their flag alone, are made to require grad once every output is built
     (OutputInfo.gains_grad, gains_grad_last), as a tensor flagged under no_grad is: nothing else of eager's leaf
     differs from the tensor the program returns without the call, and the other outputs, views of it among them, show
-    the same either way (Note [Training Without A Function]). None where one is no tensor the runtime can give the flag
-    (an inference tensor, whose flag only the block it was made in may set)."""
+    the same either way (Note [Training Without A Function]). Those at `shown.bases`, views replayed after the graph
+    ran, get the flag on their rebuilt `._base` (OutputInfo.base_gains_grad), a leaf as eager's is, once every output is
+    built. None where one is
+    no tensor the runtime can give the flag (an inference tensor, whose flag only the block it was made in may set;
+    for a base, a view the runtime does not replay)."""
     given = list(outputs)
-    for k in sorted(shown):
+    for k in sorted(shown.own | shown.bases):
         info = outputs[k] if k < len(outputs) else None
         if info is not None and info.kind is OutputKind.SAME_AS:
             continue  # (the same tensor as an earlier output, flagged there)
         if info is None or info.kind is not OutputKind.TENSOR or info.inference or info.inference_leaves:
             return None
-        given[k] = replace(info, gains_grad=True, gains_grad_last=True)
+        if k in shown.own:
+            given[k] = replace(info, gains_grad=True, gains_grad_last=True)
+        elif info.replay is None or info.base_gains_grad or info.gains_grad:
+            return None
+        else:
+            given[k] = replace(info, base_gains_grad=True, gains_grad_last=True)
     return tuple(given)
