@@ -90,6 +90,7 @@ from subclassaot.pipeline.rules.data_assignment import (
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
     check_dirty_inputs,
+    check_fresh_root,
     check_function_input_unwritten,
     check_written_function_view,
     detached_output_leaves,
@@ -1469,6 +1470,7 @@ def _as_fresh_root(
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
         # See Note [Output Regeneration]
+        check_fresh_root(path, value)
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
@@ -1480,7 +1482,7 @@ def _as_fresh_root(
             tree=tree,
             outer_meta=leaf_meta(value),
             leaves=fresh_leaves,
-            view_of_fresh=True,
+            view_of_fresh=value._is_view(),  # (a wrapper made from a view of it is none: DTensor.from_local)
             data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)

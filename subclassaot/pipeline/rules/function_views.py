@@ -290,6 +290,35 @@ def _refusal(path: str, why: str) -> UnsupportedError:
     )
 
 
+def check_fresh_root(path: str, value: torch.Tensor) -> None:
+    """A subclass output rebuilt from fresh graph leaves (Note [Output Regeneration]): its inner tensors have no
+    autograd state, and where it is a view its `._base` is a view() of it with its own layout. Refused where eager's
+    inner tensor requires grad (a view, taken under a custom Function's no_grad, of a tensor with history:
+    `DTensor.from_local(x + 1, ...)`), or eager's `._base` has another layout (`nt.transpose(-1, -2).reshape(...)`
+    views a contiguous copy; `(nt * 2).t()` of an NJT, whose root's offsets are the input's, no intermediate base)."""
+    node, leaves = dense_leaves_of(value, path)
+    for k, leaf in enumerate(leaves):
+        if leaf.requires_grad:
+            raise UnsupportedError(
+                f"{path}: its inner tensor {k} ({type(value).__name__}) requires grad in eager, a view of a tensor "
+                "with autograd history (a custom autograd.Function built the wrapper around it); the compiled "
+                "output's inner tensors, made by the compiled graph, cannot (Note [Output Regeneration]). Build it "
+                "from a tensor without history (a detach()), or return its plain parts"
+            )
+    base = value._base if value._is_view() else None
+    if base is None or node is None:
+        return
+    if leaf_meta(base) != leaf_meta(value) or [leaf_meta(t) for t in dense_leaves_of(base, path)[1]] != [
+        leaf_meta(t) for t in leaves
+    ]:
+        raise UnsupportedError(
+            f"{path} is a view of an intermediate {type(value).__name__} (eager's `._base`) with another layout, "
+            "that the compiled code cannot rebuild as a base (one of its inner tensors is an input's, as an NJT's "
+            "offsets, or its view chain does not replay): the compiled output's `._base` would have the view's own "
+            "layout (Note [Output Regeneration]). Return a clone (.clone()) of the view"
+        )
+
+
 def function_view_of_fresh(value: torch.Tensor, leaves: tuple[OutputLeaf, ...], run: FunctionalRun) -> bool:
     """See Note [Output Regeneration]."""
     if is_traceable_subclass(value) or not torch.is_grad_enabled() or not value.requires_grad:
