@@ -205,6 +205,13 @@ def _from_local_of_computed(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.
     return fn
 
 
+def _from_local_of_input(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.Tensor]:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return DTensor.from_local(x, mesh, [Replicate()], run_check=False)
+
+    return fn
+
+
 def _redistribute_async(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.Tensor]:
     from torch.distributed._functional_collectives import AsyncCollectiveTensor
 
@@ -265,6 +272,7 @@ def _dtensor_programs(mesh: DeviceMesh) -> dict[str, tuple[Callable[..., object]
         # a non-leaf Partial input: the run's clone of it was Replicate (DTensor's clone() of a Partial is)
         "dtensor_partial_placement_graph_output": (lambda x: x * 2, _local(mesh, (4, 4), Partial(), grad=True)),
         "dynamo_to_local_kwargs_forward_hook": (_from_local_of_computed(mesh), _plain(4, 4)),
+        "from_local_of_input_returned": (_from_local_of_input(mesh), _plain(4, 4)),
     }
 
 
@@ -286,12 +294,15 @@ DTENSOR_PROGRAMS = [
     "tp_compile_fullgraph",
     "dtensor_partial_placement_graph_output",
     "dynamo_to_local_kwargs_forward_hook",
+    "from_local_of_input_returned",
 ]
 # name -> the refusal's pattern (both entries); every other program matches eager.
 DTENSOR_REFUSALS = {
     # eager's local tensor is a no_grad view of x + 1 that requires grad; the compiled one came back a view (of a
     # DTensor base eager does not have) whose local tensor required no grad
     "dynamo_to_local_kwargs_forward_hook": r"inner tensor 0 \(DTensor\) requires grad in eager",
+    # the output came back a leaf DTensor over x's storage: no gradient reached x
+    "from_local_of_input_returned": r"is a DTensor a custom autograd.Function built around a view of an input",
 }
 NO_GRAPH = {"fakify_dtensor"}  # Dynamo returns its input without a graph
 
