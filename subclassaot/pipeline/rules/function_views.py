@@ -313,8 +313,8 @@ def check_rebuilt_over_input(path: str, value: torch.Tensor, leaves: Sequence[Ou
     `__tensor_unflatten__`: a leaf wrapper, through which no gradient reaches the input; refused."""
     if replay is not None or not torch.is_grad_enabled() or not is_traceable_subclass(value):
         return
-    if value.grad_fn is None or not any(o.source is LeafSource.INPUT_ALIAS for o in leaves):
-        return
+    if custom_function_of(value) is None or not any(o.source is LeafSource.INPUT_ALIAS for o in leaves):
+        return  # (a set_() under grad gives its history otherwise: Note [set_ Under Grad])
     raise UnsupportedError(
         f"{path} is a {type(value).__name__} a custom autograd.Function built around a view of an input, with that "
         "Function's autograd history; the compiled output, rebuilt around the input's storage with "
