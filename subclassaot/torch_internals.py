@@ -1693,14 +1693,21 @@ def outside_current_modes() -> contextlib.AbstractContextManager[object]:
     return cast("contextlib.AbstractContextManager[object]", _disable_current_modes())
 
 
-def clone_keeps_type(t: torch.Tensor) -> bool:
-    """Does `t.clone()` return `t`'s own type? Asked outside every mode (a fake `t` runs in its own fake mode), so a
-    trace in progress records nothing. A clone that raises counts as keeping the type (the caller's usual path)."""
+def clone_keeps_structure(t: torch.Tensor) -> bool:
+    """Does `t.clone()` return `t`'s own type with `t`'s flatten context (a DTensor's Partial placement becomes
+    Replicate in its clone: the program must see the input as given)? Asked outside every mode (a fake `t` runs in
+    its own fake mode), so a trace in progress records nothing. A clone that raises, or a context that cannot be
+    compared, counts as keeping the type (the caller's usual path)."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     with _disable_current_modes(), torch.no_grad():
         try:
-            return type(t.detach().clone()) is type(t)
+            given = t.detach()
+            clone = given.clone()
+            if type(clone) is not type(t):
+                return False
+            flatten = getattr(type(t), "__tensor_flatten__", None)
+            return flatten is None or bool(flatten(clone)[1] == flatten(given)[1])
         except Exception:  # any failure: leave the decision to the usual path, which reports it
             return True
 

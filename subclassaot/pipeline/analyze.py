@@ -90,7 +90,9 @@ from subclassaot.pipeline.rules.data_assignment import (
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
     check_dirty_inputs,
+    check_fresh_inner_grad,
     check_function_input_unwritten,
+    check_rebuilt_over_input,
     check_written_function_view,
     detached_output_leaves,
     from_program_function,
@@ -1359,6 +1361,7 @@ def _output_info(
         )
     if run.swaps.wrapper_data:
         check_assigned_view(path, value, replay, run, input_by_id)
+    check_rebuilt_over_input(path, value, out_leaves, replay)
     stride_leaf = _outer_stride_leaf(outer, out_leaves) if replay is None else None
     return (
         _info(
@@ -1477,6 +1480,7 @@ def _as_fresh_root(
         and not raises  # no history to keep: rebuilt by its replay, whose grad_fn raises too
     ):
         # See Note [Output Regeneration]
+        check_fresh_inner_grad(path, value)
         first = graph_count - sum(1 for o in out_leaves if o.source is LeafSource.GRAPH)
         fresh_leaves = tuple(
             OutputLeaf(source=LeafSource.GRAPH, index=first + k, meta=o.meta, is_view=False)
@@ -1488,7 +1492,7 @@ def _as_fresh_root(
             tree=tree,
             outer_meta=leaf_meta(value),
             leaves=fresh_leaves,
-            view_of_fresh=True,
+            view_of_fresh=value._is_view(),  # (a wrapper made from a view of it is none: DTensor.from_local)
             data_meta=data_meta,
         )
         return as_fresh, first + len(fresh_leaves)

@@ -38,7 +38,7 @@ from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout
 from subclassaot.torch_internals import (
     DataDependentError,
     autograd_sequence_mark,
-    clone_keeps_type,
+    clone_keeps_structure,
     flagless_no_grad_view,
     functional_alias,
     is_fake,
@@ -281,7 +281,7 @@ def _clone_inputs(
                     take_creation_meta(clone, view)  # (one taken inside inference_mode: eager's errors name it)
             elif shared:
                 clone = cast(torch.Tensor, _SameStorageClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
-            elif layout.trees[i] is not None and not clone_keeps_type(_fake_of(requires_grad_like, original, i)):
+            elif layout.trees[i] is not None and not clone_keeps_structure(_fake_of(requires_grad_like, original, i)):
                 clone = cast(torch.Tensor, _InnerClone.apply(original))  # type: ignore[no-untyped-call]  # untyped in torch
             else:
                 real = flat.values[flat.tensor_indices[i]]
@@ -713,12 +713,13 @@ def _fake_of(like: Sequence[torch.Tensor] | None, original: torch.Tensor, i: int
 
 
 class _InnerClone(torch.autograd.Function):
-    """A wrapper over clones of a subclass input's inner tensors, for a subclass whose clone() is a plain tensor.
+    """A wrapper over clones of a subclass input's inner tensors, for a subclass whose clone() is a plain tensor or
+    has another flatten context than the input (a Partial DTensor's clone is Replicate).
 
     Many subclasses (torchao's quantized tensors, torch's CustomTensorPlainOut) answer most ops with plain tensors.
     A training run executes the program on a clone of each input gradients are taken for (Note [Training Through A
     Joint Graph]); for such a subclass that clone is this wrapper, whose backward passes the gradient through, so the
-    program sees what it was given (same type, same inner values) and autograd sees a non-leaf. Whether clone() keeps
+    program sees what it was given (same type and context, same inner values) and autograd sees a non-leaf. Whether clone() keeps
     the type is asked of the fake input outside the trace, so the question leaves no node in the graph.
     """
 

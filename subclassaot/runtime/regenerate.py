@@ -125,7 +125,10 @@ from subclassaot.torch_internals import (
 #   (`y = x.clone(); return y.view(-1)`, or a view a custom Function returns of a tensor it made, torchao's Float8Linear
 #   `mm_result.reshape(...)`) is computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a
 #   view of a tensor nobody else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
-#   `._base` is an input or another output. One whose wrapper was set_() after its chain (Replay.then_set) replays.
+#   `._base` is an input or another output, or has another layout than the view (an NJT root, whose offsets are the
+#   input's, is no intermediate base: `(nt * 2).transpose(-1, -2)`). One whose wrapper was set_() after its chain
+#   (Replay.then_set) replays. A wrapper that is no view (`DTensor.from_local(x + 1, ...)`, which wraps a no_grad view
+#   of x + 1) is rebuilt from its fresh leaves as no view; refused where eager's inner tensor requires grad.
 # - Views rebuilt by set_: where a wrapper-level view's chain is not exact (its base changed metadata or storage after the
 #   view: t_(), set_(), the same object passed twice), the output is still made a view of eager's base: an alias() of the
 #   base, then set_() without autograd to a wrapper of the output's dense leaves (Note [Wrapper Storage]); the subclass's

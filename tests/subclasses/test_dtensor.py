@@ -14,10 +14,11 @@ import torch
 import torch._dynamo
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import DTensor, Placement, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Shard, distribute_tensor
 
 import subclassaot
 from subclassaot.authoring.protocol import flatten_subclass
+from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 from tests.subclasses import dtensor_scenarios
@@ -197,6 +198,20 @@ def _to_local_grad_placements(d: torch.Tensor) -> torch.Tensor:  # test_dynamo_t
     return d.to_local(grad_placements=[Shard(0)]) + 2
 
 
+def _from_local_of_computed(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.Tensor]:
+    def fn(x: torch.Tensor) -> torch.Tensor:  # test_dynamo_to_local_kwargs_forward_hook's output
+        return DTensor.from_local(x + 1, mesh, [Replicate()], run_check=False)
+
+    return fn
+
+
+def _from_local_of_input(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.Tensor]:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return DTensor.from_local(x, mesh, [Replicate()], run_check=False)
+
+    return fn
+
+
 def _redistribute_async(mesh: DeviceMesh) -> Callable[[torch.Tensor], torch.Tensor]:
     from torch.distributed._functional_collectives import AsyncCollectiveTensor
 
@@ -254,6 +269,10 @@ def _dtensor_programs(mesh: DeviceMesh) -> dict[str, tuple[Callable[..., object]
         ),
         "in_place_then_views": (_in_place_then_views, _local(mesh, (4, 6), Shard(0))),
         "tp_compile_fullgraph": (_tensor_parallel_mlp(mesh), lambda: (torch.rand(20, 10),)),
+        # a non-leaf Partial input: the run's clone of it was Replicate (DTensor's clone() of a Partial is)
+        "dtensor_partial_placement_graph_output": (lambda x: x * 2, _local(mesh, (4, 4), Partial(), grad=True)),
+        "dynamo_to_local_kwargs_forward_hook": (_from_local_of_computed(mesh), _plain(4, 4)),
+        "from_local_of_input_returned": (_from_local_of_input(mesh), _plain(4, 4)),
     }
 
 
@@ -273,7 +292,18 @@ DTENSOR_PROGRAMS = [
     "placement_compile_as_arguments",
     "in_place_then_views",
     "tp_compile_fullgraph",
+    "dtensor_partial_placement_graph_output",
+    "dynamo_to_local_kwargs_forward_hook",
+    "from_local_of_input_returned",
 ]
+# name -> the refusal's pattern (both entries); every other program matches eager.
+DTENSOR_REFUSALS = {
+    # eager's local tensor is a no_grad view of x + 1 that requires grad; the compiled one came back a view (of a
+    # DTensor base eager does not have) whose local tensor required no grad
+    "dynamo_to_local_kwargs_forward_hook": r"inner tensor 0 \(DTensor\) requires grad in eager",
+    # the output came back a leaf DTensor over x's storage: no gradient reached x
+    "from_local_of_input_returned": r"is a DTensor a custom autograd.Function built around a view of an input",
+}
 NO_GRAPH = {"fakify_dtensor"}  # Dynamo returns its input without a graph
 
 
@@ -287,6 +317,11 @@ def _dynamo_compile(fn: Callable[..., object], *, backend: object = "eager") -> 
 def test_torch_dtensor_program_matches_eager(mesh: DeviceMesh, name: str, entry: str) -> None:
     fn, make = _dtensor_programs(mesh)[name]
     torch._dynamo.reset()
+    compile_fn = _dynamo_compile if entry == "dynamo" else None
+    if name in DTENSOR_REFUSALS:
+        with torch.enable_grad(), pytest.raises(UnsupportedError, match=DTENSOR_REFUSALS[name]):
+            assert_matches_eager(fn, make, compile_fn=compile_fn)
+        return
     with torch.enable_grad(), recording() as graphs:
-        assert_matches_eager(fn, make, compile_fn=_dynamo_compile if entry == "dynamo" else None)
+        assert_matches_eager(fn, make, compile_fn=compile_fn)
     assert entry == "direct" or name in NO_GRAPH or graphs, "no graph captured by Dynamo ran through subclassaot"

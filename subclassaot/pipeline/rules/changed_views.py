@@ -37,12 +37,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.chain_facts import input_bumps, made_seq, root_requires_grad_as_eager
 from subclassaot.pipeline.rules.swap_record import SET_OPS
@@ -663,6 +664,22 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
                 "the compiled output could not be a view of it (Note [Output Regeneration]). "
                 "Return a clone"
             )
+        subclass_fallback = info.view_of_fresh and info.tree is not None and isinstance(value, torch.Tensor)
+        if subclass_fallback and base is not None and _relaid_from(cast(torch.Tensor, value), base):
+            # the fallback's `._base` is a view() of the output, with its layout (`(nt * 2).transpose(-1, -2)` of an
+            # NJT, whose root shares the input's offsets, so is no intermediate root)
+            raise UnsupportedError(
+                f"{info.path} is a view of an intermediate {type(base).__name__} (eager's `._base`) with another "
+                "layout, that the compiled code cannot rebuild as a base (one of its inner tensors is an input's, as "
+                "an NJT's offsets, or its view chain does not replay): the compiled output's `._base` would have the "
+                "view's own layout (Note [Output Regeneration]). Return a clone (.clone()) of the view"
+            )
+
+
+def _relaid_from(value: torch.Tensor, base: torch.Tensor) -> bool:
+    """Has `base` (a subclass) another layout than its view `value`, at the wrapper level or in an inner tensor?"""
+    metas = [[leaf_meta(d) for d in dense_leaves_of(t, "out")[1]] for t in (value, base)]
+    return leaf_meta(value) != leaf_meta(base) or metas[0] != metas[1]
 
 
 def _rebuilt_view_of_input(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> bool:

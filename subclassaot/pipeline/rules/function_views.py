@@ -82,6 +82,9 @@ __all__ = [
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
+# A wrapper the Function builds around a view of an input (`DTensor.from_local(x, ...)`: no view itself) has the
+# Function's history in eager; rebuilt with `__tensor_unflatten__` around the input's storage it would be a leaf that
+# no gradient passes, so it is refused (check_rebuilt_over_input).
 # The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a grad_fn
 # that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
@@ -287,6 +290,36 @@ def _refusal(path: str, why: str) -> UnsupportedError:
         f"{path}: a custom autograd.Function returned its input, or a view of it, with its own autograd history, and "
         f"{why}; the compiled output could not be eager's view of that input with the Function's history (Note "
         "[Custom Functions]). Return a clone from the Function's forward"
+    )
+
+
+def check_fresh_inner_grad(path: str, value: torch.Tensor) -> None:
+    """A subclass output rebuilt from fresh graph leaves (Note [Output Regeneration]) gets inner tensors without
+    autograd state; refused where eager's inner tensor requires grad (a view, taken under a custom Function's no_grad,
+    of a tensor with history: `DTensor.from_local(x + 1, ...)`)."""
+    for k, leaf in enumerate(dense_leaves_of(value, path)[1]):
+        if leaf.requires_grad:
+            raise UnsupportedError(
+                f"{path}: its inner tensor {k} ({type(value).__name__}) requires grad in eager, a view of a tensor "
+                "with autograd history (a custom autograd.Function built the wrapper around it); the compiled "
+                "output's inner tensors, made by the compiled graph, cannot (Note [Output Regeneration]). Build it "
+                "from a tensor without history (a detach()), or return its plain parts"
+            )
+
+
+def check_rebuilt_over_input(path: str, value: torch.Tensor, leaves: Sequence[OutputLeaf], replay: object) -> None:
+    """A subclass output with autograd history whose inner tensors view an input, with no chain to replay (a wrapper
+    a custom Function built around a view of the input: `DTensor.from_local(x, ...)`) is rebuilt with
+    `__tensor_unflatten__`: a leaf wrapper, through which no gradient reaches the input; refused."""
+    if replay is not None or not torch.is_grad_enabled() or not is_traceable_subclass(value):
+        return
+    if custom_function_of(value) is None or not any(o.source is LeafSource.INPUT_ALIAS for o in leaves):
+        return  # (a set_() under grad gives its history otherwise: Note [set_ Under Grad])
+    raise UnsupportedError(
+        f"{path} is a {type(value).__name__} a custom autograd.Function built around a view of an input, with that "
+        "Function's autograd history; the compiled output, rebuilt around the input's storage with "
+        "__tensor_unflatten__, would be a leaf through which no gradient reaches the input (Note [Custom "
+        "Functions]). Build it outside the compiled function, or return a clone"
     )
 
 
