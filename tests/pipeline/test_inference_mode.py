@@ -595,6 +595,45 @@ def test_view_taken_inside_inference_mode_with_grad_on_has_no_history() -> None:
         assert_matches_eager(_view_inside_with_grad_of_a_no_grad_view, make)
 
 
+def _expand_written_inside_with_grad_beside_views(x0: T, x1: T) -> object:
+    t0 = x0.expand((1, 3))
+    x0.unsqueeze_(0)
+    t1 = t0[:, 0:0:2]
+    with torch.inference_mode(), torch.set_grad_enabled(True):
+        t0.fill_(0.5)
+    t2 = t1.diagonal(1, 0, 1)
+    return (t2.expand((0,)), t0)
+
+
+def _expand_written_inside_with_grad_then_used(x0: T) -> object:
+    t0 = x0.expand((1, 3))
+    with torch.inference_mode(), torch.set_grad_enabled(True):
+        t0.fill_(0.5)
+    return ((t0 * 2).sum(),)
+
+
+@pytest.mark.parametrize(
+    ("f", "grad"),
+    [(_expand_written_inside_with_grad_beside_views, False), (_expand_written_inside_with_grad_then_used, True)],
+    ids=["no_grad_views", "training"],
+)
+def test_overlapping_write_inside_inference_mode_with_grad_on_is_not_recorded(
+    f: Callable[..., object], grad: bool
+) -> None:
+    """fill_() of an expanded view (whose elements share memory) inside inference_mode with grad turned on: autograd
+    records no write there, so eager neither raises on the no_grad view nor in backward. Ours recorded one (fuzz
+    seed 120200 #816, called under no_grad: CRASHED with autograd's "A view was created in no_grad mode" error;
+    training: refused)."""
+
+    def make() -> tuple[T, ...]:
+        with torch.enable_grad():
+            x0 = torch.randn((), requires_grad=True).clone().unsqueeze(-1)
+            return (x0, torch.randn((4,), requires_grad=True).clone()) if not grad else (x0,)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make)  # (and the gradients, in training)
+
+
 def _frozen_model_inside_inference_mode(x: T, model: torch.nn.Module) -> object:
     with torch.inference_mode():
         y = model(x)

@@ -1712,8 +1712,9 @@ _OVERLAP_MESSAGE = (
 
 
 def _recorded_overlapping_write(t: object) -> bool:
-    """A write autograd recorded on a tensor whose elements share memory (the backward of which raises in eager)."""
-    if not isinstance(t, torch.Tensor) or not torch.is_grad_enabled() or not t.requires_grad or t.numel() == 0:
+    """A write autograd recorded on a tensor whose elements share memory (the backward of which raises in eager);
+    inside inference_mode autograd records none, grad mode on or off."""
+    if not isinstance(t, torch.Tensor) or not _recording() or not t.requires_grad or t.numel() == 0:
         return False
     return any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride(), strict=True))
 

@@ -108,9 +108,10 @@ __all__ = [
 #   dims aside), fewer elements than the grain size, and no partial overlap in TensorIterator's own check.
 # - Uniform writes through expand (fill_, zero_ of x.expand(3, 4)) give one result in any order, but functionalization's
 #   write-back gets them wrong: the mode runs them on an as_strided view of the same memory with each zero-stride dim of
-#   size one. Where autograd records the write, eager's backward raises (CopySlices copies into the repeats): the mode
-#   follows it with an in-place identity whose backward raises that error (Note [Backward Errors Are Deferred]). Refused:
-#   such writes recorded on a tensor subclass, and into an input that overlaps itself.
+#   size one. Where autograd records the write (grad on, outside inference_mode: inside it records none, grad mode on or
+#   off), eager's backward raises (CopySlices copies into the repeats): the mode follows it with an in-place identity
+#   whose backward raises that error (Note [Backward Errors Are Deferred]). Refused: such writes recorded on a tensor
+#   subclass, and into an input that overlaps itself.
 # - Empty writes through overlapping views change no value, but the joint's backward would scatter a recorded one back
 #   through the overlapping layout and raise where eager's runs: refused with grad, fine under no_grad.
 # - A written input laid out anew in place so that it repeats a memory location (`x.add_(1); x.as_strided_((2, 3, 2),
