@@ -476,6 +476,86 @@ def test_input_grown_then_made_to_require_grad_matches_eager(
         assert_refused(f, make, compile_fn, r"requires_grad_\(\)|changes the layout")
 
 
+def shrunk_then_requires_grad_and_read(x: T) -> object:
+    with torch.no_grad():
+        x.resize_((1, 1))
+    x.requires_grad_()
+    return (x.mul(2.0),)
+
+
+def relaid_by_resize_then_requires_grad_and_read(x: T) -> object:
+    with torch.no_grad():
+        x.resize_((8,))
+    x.requires_grad_()
+    return (x * x,)
+
+
+def shrunk_with_grad_on_then_requires_grad_and_read(x: T) -> object:
+    x.resize_((2,))  # (records nothing: x requires no grad yet)
+    x.requires_grad_()
+    return (x.sum(),)
+
+
+def shrunk_as_template_then_requires_grad_and_read(x: T, y: T) -> object:
+    with torch.no_grad():
+        x.resize_as_(y)
+    x.requires_grad_()
+    return (x * y,)
+
+
+def read_then_shrunk_then_requires_grad_and_read(x: T) -> object:
+    t = x * 2
+    with torch.no_grad():
+        x.resize_((1, 1))
+    x.requires_grad_()
+    return (t, x * 3)
+
+
+def shrunk_then_requires_grad_views_returned(x0: T) -> object:  # (fuzz seed 120200 #7541)
+    with torch.no_grad():
+        x0.resize_((1, 1))
+    x0.requires_grad_()
+    t0 = x0.mul(1.0 + x0.requires_grad + 2 * x0.is_leaf)
+    t1 = t0.diagonal(1, 1, 0)
+    t2 = t1[0:0:1]
+    t2.add_(0.5)
+    return (t1, t2, t2)
+
+
+RELAID_THEN_GRAD = [
+    shrunk_then_requires_grad_and_read,
+    relaid_by_resize_then_requires_grad_and_read,
+    shrunk_with_grad_on_then_requires_grad_and_read,
+    shrunk_as_template_then_requires_grad_and_read,
+    read_then_shrunk_then_requires_grad_and_read,
+]
+
+
+@pytest.mark.parametrize("f", RELAID_THEN_GRAD)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_input_resized_within_its_storage_then_made_to_require_grad_matches_eager(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # eager's accumulator is made at the first read with grad after the flag, at the resized size (Note [Leaves Laid
+    # Out Anew Under no_grad]); the compiled Function's edge took the size the input came with, and its backward
+    # raised "invalid gradient ... got [1, 1] but expected shape compatible with [4, 2]"
+    def make() -> tuple[object, ...]:
+        xs = (pair(4, 2), pair(3)) if kind == "pair" else (torch.randn(4, 2), torch.randn(3))
+        return xs if f is shrunk_as_template_then_requires_grad_and_read else xs[:1]
+
+    with torch.enable_grad():
+        _check(f, make, compile_fn)
+
+
+@pytest.mark.parametrize("make", [lambda: (torch.randn(4, 2),), lambda: (pair(4, 2),)], ids=["plain", "pair"])
+def test_input_shrunk_then_made_to_require_grad_views_returned_matches_eager(
+    make: Make, compile_fn: CompileFn | None
+) -> None:
+    # (the sweep above, run whole: its views of the result, one empty and written, as eager's)
+    with torch.enable_grad():
+        _check(shrunk_then_requires_grad_views_returned, make, compile_fn)
+
+
 def grad_dropped_then_grown(x: T) -> object:
     x.requires_grad = False
     x.resize_((7,))

@@ -123,9 +123,10 @@ __all__ = [
 #   writes below autograd gets no tangent and is not differentiated (backward_trace._hidden_gain_updates): the run's
 #   ORIGINAL alias of the input, taken of the clone before its detach_(), keeps the clone's history through the graph
 #   input where no write moved the counter (one that did rebuilds it from the leaf).
-#   Where an in-place view op relaid it, or a set_() or `.data =` that autograd records no node of (before the
-#   flag, or under no_grad after; `relaid_late_grad`), eager's accumulator is made at the first read with grad after
-#   the flag, in the layout the leaf has then: the runtime makes the real leaf's at that size first, as for the leaves
+#   Where an in-place view op relaid it (a resize_() within its storage too), or a set_() or `.data =` that autograd
+#   records no node of (before the flag, or under no_grad after; `relaid_late_grad`), eager's accumulator is made at
+#   the first read with grad after the flag, in the layout the leaf has then: the runtime makes the real leaf's at
+#   that size first, as for the leaves
 #   above (`Analysis.releaf_sizes`), and the epilogue's set_() or `.data =` gives the leaf its storage and layout. A write before the call, with grad on, of a value that requires no grad (into the input or a view of it) is
 #   one autograd does not record, in eager as here (`SwapRecord.unrecorded_before_grad`): the leaf holds the written
 #   value, and the epilogue copies it in below autograd. A view of the input taken before the call and returned

@@ -538,6 +538,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Eager's resize_ to the size a tensor has keeps its strides; functionalization's (and the synthetic
             # base rebinding below) would make it contiguous.
             return True
+        if self.depth == 0:  # relaid as by an in-place view op: Note [Leaves Laid Out Anew Under no_grad]
+            note_relaid_late_grad(self.record, args[0])
         self._check_resize_reach(args[0], list(args[1]))
         memory_format = kwargs.get("memory_format")
         retyped = self.record.retyped.get(id(args[0]))
