@@ -2247,6 +2247,52 @@ def test_written_expanded_leaf_gets_each_elements_gradient_or_is_refused(
         check_with_grad(f, make, compile_fn)
 
 
+def _flag_clone_and_set_alias_to_itself(x0: T, x1: T) -> object:
+    # fuzz seed 120200 #1006
+    with torch.no_grad(), torch.set_grad_enabled(True):
+        x0.requires_grad_()
+    t0 = x0.clone()
+    x1.set_(x1)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    t0.unbind(0)
+    return (t0, x1)
+
+
+def _flag_clone_and_relay_alias(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t0 = x0.clone()
+    x1.unsqueeze_(0)
+    return (t0, x1)
+
+
+def _clone_and_set_alias_to_itself(x0: T, x1: T) -> object:
+    t0 = x0.clone()
+    x1.set_(x1)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    return (t0, x1)
+
+
+@pytest.mark.parametrize(
+    ("f", "passed"),
+    [
+        (_flag_clone_and_set_alias_to_itself, False),
+        (_flag_clone_and_relay_alias, False),
+        (_clone_and_set_alias_to_itself, True),
+    ],
+)
+def test_overlapping_leaf_beside_an_alias_set_or_relaid_is_refused(
+    f: Callable[..., object], passed: bool, compile_fn: CompileFn | None
+) -> None:
+    # An input whose two elements are one in memory (as_strided with zero strides, detached: a leaf), beside a view of
+    # the same storage that the program set_()s to itself or relays in place: the group is traced over one synthetic
+    # base, and the leaf's gradient taken through it spread the mean of its elements ((0.5, 0.5) where eager's clone
+    # gives each element its own tangent); refused, whether the leaf requires grad as passed or by the program's flag.
+    def make() -> tuple[object, ...]:
+        b0 = torch.randn(())
+        x0 = b0.as_strided((1, 2), (0, 0), 0).detach()
+        return (x0.requires_grad_(passed), b0.reshape((1, 1, 1)))
+
+    refused_with_grad(f, make, compile_fn, "no autograd history of its own .* would spread their mean")
+
+
 # A tensor whose strides in a size-1 dim are its own (a clone of `b.t()`, b (4, 1): strides (1, 1)), written through a
 # view and returned: functionalization regenerates it by the view's inverse with (4, 1); eager's keeps (1, 1). The
 # graph returns it through a copy laid out as the wrapper is (Note [In-Place Ops As Eager Runs Them]).

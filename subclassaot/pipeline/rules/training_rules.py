@@ -799,7 +799,8 @@ def check_overlapping_plain_groups(
     traced as a member of a synthetic base (written, or aliased with an input written) that is its own autograd root
     (a leaf, or a view of a base that requires no grad) is refused too, written under no_grad or not: eager gives
     each of its elements its own gradient, where the gradient taken with respect to the base spreads the mean of the
-    elements sharing memory (where a member's data is written: a layout change alone moves no values)."""
+    elements sharing memory (whatever put the group in one base: a write, or another member's set_() or in-place
+    view op alone, x1.set_(x1) beside an expanded x0, as the gradient is still taken with respect to the base)."""
     for group in layout.groups:
         owners = {layout.leaves[m].owner for m in group.members}
         needs_grad = any(fake.requires_grad for t, fake in enumerate(user_fakes) if flat.tensor_indices[t] in owners)
@@ -809,7 +810,6 @@ def check_overlapping_plain_groups(
         )
         if not needs_grad:
             continue
-        data_written = any(analysis.mutations[m].data for m in group.members)  # (not only a layout changed)
         position = {index: t for t, index in enumerate(flat.tensor_indices)}
         for m, (size, stride, offset) in zip(group.members, group.member_meta, strict=True):
             owner = position[layout.leaves[m].owner]
@@ -828,16 +828,12 @@ def check_overlapping_plain_groups(
                     "expanded from and expand it inside the function"
                 )
             real = flat.values[layout.leaves[m].owner]
-            if (
-                data_written
-                and user_fakes[owner].requires_grad
-                and isinstance(real, torch.Tensor)
-                and real.grad_fn is None
-            ):
+            if user_fakes[owner].requires_grad and isinstance(real, torch.Tensor) and real.grad_fn is None:
                 raise UnsupportedError(
                     f"{layout.leaves[m].path}: an input whose elements overlap in memory (an expand()), that requires "
                     "grad with no autograd history of its own (a leaf), over a storage the program writes (through it "
-                    "or another input, under no_grad); in training this is not supported yet (eager gives each of its "
-                    "elements its own gradient, the compiled gradient through the storage would spread their mean). "
+                    "or another input, under no_grad) or set_()s or relays another input of; in training this is not "
+                    "supported yet (eager gives each of its elements its own gradient, the compiled gradient through "
+                    "the storage would spread their mean). "
                     "Pass the tensor it was expanded from and expand it inside the function, or pass .contiguous()"
                 )
