@@ -231,9 +231,9 @@ def _tensors(out: Any, prefix: str = "") -> list[tuple[str, T]]:
     return found
 
 
-# CI's slice (fewer than conftest's SWEEP variants, so run whole): a mixture of experts, an encoder-decoder, a CNN with
-# batch norm; every model through both entries is the slow sweep.
-@pytest.mark.parametrize("name", ["mixtral", "bart", "resnet"])
+# CI's slice (fewer than conftest's SWEEP variants, so run whole): a mixture of experts (CI time: the encoder-decoder and
+# the CNN with batch norm run in the slow sweep, with every model through both entries).
+@pytest.mark.parametrize("name", ["mixtral"])
 def test_model_trains_like_eager(name: str) -> None:
     _two_adamw_steps(name, "direct")
 
