@@ -419,7 +419,9 @@ class Replay:
     index: int
     steps: tuple[ViewStep, ...]  # applied in order; () only for WRAPPER: the intermediate itself
     root_tree: SubclassNode | None = None  # WRAPPER: the intermediate subclass's structure
-    root_bases: tuple[int, ...] = ()  # WRAPPER: per dense leaf of the root, its intermediate base number
+    # WRAPPER: per dense leaf of the root, its intermediate base number, or -1 - j: the input's dense leaf j itself
+    # (Note [Output Regeneration])
+    root_bases: tuple[int, ...] = ()
     root_meta: Meta | None = None  # WRAPPER, INPUT_ROOT: the root's outer size, stride, offset
     # WRAPPER: the root dense leaf whose size and stride the root's were while tracing; the root takes its real
     # strides at run time (Note [Strides The Kernels Choose])

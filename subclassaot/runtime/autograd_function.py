@@ -36,7 +36,7 @@ from subclassaot.runtime.plan import (
     non_view_alias,
     wrapper_write_recorded,
 )
-from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_outer_stride
+from subclassaot.runtime.regenerate import fresh_outer_stride, replay_steps, root_leaf_values, root_outer_stride
 from subclassaot.runtime.steps import (
     base_write_hidden,
     epilogue_plan,
@@ -1023,7 +1023,7 @@ class CompiledStep(torch.autograd.Function):
             ctx.kept_leaves = _kept_leaves(s, graph_dense, len(tensors))
             tensors.extend(_wrapper_values(s, user, outs, graph_dense, symbols))
         if s.roots:
-            tensors.extend(_root_values(s, base_values, symbols))
+            tensors.extend(_root_values(s, base_values, graph_dense, symbols))
         ctx.zeros = [_dense_zeros(tensors[i]) for i in bw_meta.diff_outputs]
         if not s.plain_tangents:  # (a subclass output's zero tangent is its class's zeros_like: _collect_tangents)
             ctx.outer = [(tuple(tensors[i].shape), tuple(tensors[i].stride())) for i in bw_meta.diff_outputs]
@@ -1259,12 +1259,14 @@ def _wrapper_values(
     return values
 
 
-def _root_values(s: _Step, base_values: list[Any], symbols: dict[str, int]) -> list[torch.Tensor]:
+def _root_values(
+    s: _Step, base_values: list[Any], dense: list[torch.Tensor], symbols: dict[str, int]
+) -> list[torch.Tensor]:
     values = []
     for r in s.roots:  # Note [Output Regeneration]
         assert r.root_tree is not None and r.root_meta is not None
         size, stride, _ = s.ev.meta(r.root_meta, symbols)
-        root_leaves = [base_values[b] for b in r.root_bases]
+        root_leaves = root_leaf_values(r, base_values, dense)
         stride = root_outer_stride(r, root_leaves, size, stride)
         values.append(unflatten_subclass(r.root_tree, root_leaves, outer_size=size, outer_stride=stride, check=False))
     return values

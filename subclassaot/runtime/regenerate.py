@@ -117,6 +117,10 @@ from subclassaot.torch_internals import (
 # Outputs that are views of one intermediate subclass tensor (`out = x * 3; return out.view(-1), out.t()`) are replayed
 # from a wrapper rebuilt around the intermediate's dense leaves (the graph returns them as bases). Eager has one such
 # intermediate, so the wrapper is built once per call and every output views it (their `._base` is one object).
+# A leaf the intermediate shares with an input, the very object (an NJT's offsets after `nt * 2`, `PairTensor(x.a,
+# x.b * 2)`), is the input's leaf as the call received it (Replay.root_bases, negative): eager's intermediate holds
+# that object, written or relaid in place as the input's is. Not where a set_() or `.data =` moved it, nor for a
+# wrapper the program made a leaf that requires grad; the generated runner leaves such roots to the generic one.
 # - Training: a wrapper rebuilt around dense leaves would have no autograd history (autograd runs above the subclass), so
 #   the compiled Function builds the root inside it from the intermediate bases and returns it as one more
 #   differentiable output (after the wrapper updates); its inner tensors are the very bases other outputs (`y.a`) alias,
@@ -125,8 +129,8 @@ from subclassaot.torch_internals import (
 #   (`y = x.clone(); return y.view(-1)`, or a view a custom Function returns of a tensor it made, torchao's Float8Linear
 #   `mm_result.reshape(...)`) is computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a
 #   view of a tensor nobody else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
-#   `._base` is an input or another output, or has another layout than the view (an NJT root, whose offsets are the
-#   input's, is no intermediate base: `(nt * 2).transpose(-1, -2)`). One whose wrapper was set_() after its chain
+#   `._base` is an input or another output, or has another layout than the view (a root over an input's leaf the
+#   rule above leaves out). One whose wrapper was set_() after its chain
 #   (Replay.then_set) replays. A wrapper that is no view (`DTensor.from_local(x + 1, ...)`, which wraps a no_grad view
 #   of x + 1) is rebuilt from its fresh leaves as no view; refused where eager's inner tensor requires grad.
 # - Views rebuilt by set_: where a wrapper-level view's chain is not exact (its base changed metadata or storage after the
@@ -185,7 +189,7 @@ def build_outputs(
     infos = _probed_layouts(plan, ev, outs, bases, symbols)  # Note [Strides The Kernels Choose]
     result: list[object] = [_PENDING] * len(infos)
     given_roots, shared, (entry, ends) = given
-    roots = _counted_roots(plan, ev, bases, given_roots, symbols)  # Note [Output Regeneration]
+    roots = _counted_roots(plan, ev, (bases, dense), given_roots, symbols)  # Note [Output Regeneration]
     # `get` itself, for its recursion, emptied once the outputs are built: a closure naming itself would be a cycle
     # holding every output of the graph, and their graph, until a garbage collection (Note [Gradient Accumulators Of Leaves])
     builder: list[Callable[[int], object]] = []
@@ -930,15 +934,27 @@ def _replay_source(
     root = roots.get(replay.root_bases)
     if root is None:
         # Every view of one intermediate subclass replays from one wrapper, so that they share it as in eager.
-        root = roots[replay.root_bases] = _wrapper_root(replay, ev, bases, symbols)
+        root = roots[replay.root_bases] = _wrapper_root(replay, ev, (bases, dense), symbols)
     return _as_then(root, replay, ev, symbols)
 
 
-def _wrapper_root(replay: Replay, ev: MetaEvaluator, bases: Sequence[object], symbols: dict[str, int]) -> torch.Tensor:
-    """The intermediate subclass a WRAPPER replay views, rebuilt from the intermediate bases."""
+def root_leaf_values(replay: Replay, bases: Sequence[object], dense: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The dense leaves of a WRAPPER replay's root: per Replay.root_bases entry, the intermediate base it names, or
+    (negative, -1 - j) the input's dense leaf `j` itself, as the call received it (the program kept it: an NJT's
+    offsets; Note [Output Regeneration])."""
+    return [cast(torch.Tensor, bases[b] if b >= 0 else dense[-1 - b]) for b in replay.root_bases]
+
+
+def _wrapper_root(
+    replay: Replay,
+    ev: MetaEvaluator,
+    bases_and_dense: tuple[Sequence[object], Sequence[torch.Tensor]],
+    symbols: dict[str, int],
+) -> torch.Tensor:
+    """The intermediate subclass a WRAPPER replay views, rebuilt from the intermediate bases (and input leaves)."""
     assert replay.root_tree is not None and replay.root_meta is not None
     size, stride, _ = ev.meta(replay.root_meta, symbols)
-    leaves = [cast(torch.Tensor, bases[i]) for i in replay.root_bases]
+    leaves = root_leaf_values(replay, *bases_and_dense)
     stride = root_outer_stride(replay, leaves, size, stride)
     root = unflatten_subclass(replay.root_tree, leaves, outer_size=size, outer_stride=stride, check=False)
     return root
@@ -970,7 +986,7 @@ def _counted_bases(plan: RuntimePlan, outs: Sequence[object]) -> list[object]:
 def _counted_roots(
     plan: RuntimePlan,
     ev: MetaEvaluator,
-    bases: Sequence[object],
+    bases_and_dense: tuple[Sequence[object], Sequence[torch.Tensor]],
     given: dict[tuple[int, ...], torch.Tensor],
     symbols: dict[str, int],
 ) -> dict[tuple[int, ...], torch.Tensor]:
@@ -986,7 +1002,7 @@ def _counted_roots(
             for info in plan.analysis.outputs
             if (r := info.replay) is not None and r.source is ReplaySource.WRAPPER and r.root_bases == root_bases
         )
-        root = roots[root_bases] = _wrapper_root(replay, ev, bases, symbols)
+        root = roots[root_bases] = _wrapper_root(replay, ev, bases_and_dense, symbols)
         set_version(root, count)
     return roots
 

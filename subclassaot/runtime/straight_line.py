@@ -472,9 +472,11 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "a view taken inside inference_mode"  # (given its creation meta: regenerate.build_outputs)
     if info.inference or info.inference_leaves or info.counterless:
         return "an inference tensor"
+    replay = info.replay
+    if replay is not None and replay.source is ReplaySource.WRAPPER and min(replay.root_bases, default=0) < 0:
+        return "a view of an intermediate holding an input's inner tensor"  # (regenerate.root_leaf_values)
     if prewrapped or info.kind is not OutputKind.TENSOR:
         return None
-    replay = info.replay
     if replay is None:
         for leaf in info.leaves:
             if leaf.source is not LeafSource.GRAPH and (

@@ -795,6 +795,91 @@ def test_views_of_an_intermediate_set_onto_an_input_in_training(compile_fn: Comp
         check_no_grad(f, make, compile_fn)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Views of an intermediate subclass holding an input's own inner tensor (an NJT's offsets after `nt * 2`): rebuilt
+# around the input's leaf, one root per call (Note [Output Regeneration])
+
+
+def _made_around_the_inputs_a(x0: PairTensor) -> PairTensor:
+    return PairTensor(x0.a, x0.b * 2.0)
+
+
+def _transposed(x0: PairTensor) -> object:
+    return _made_around_the_inputs_a(x0).t()
+
+
+def _two_views(x0: PairTensor) -> object:
+    t0 = _made_around_the_inputs_a(x0)
+    return (t0.t(), t0.unsqueeze(0))
+
+
+def _view_then_written(x0: PairTensor) -> object:
+    t0 = _made_around_the_inputs_a(x0)
+    t1 = t0.t()
+    t0.mul_(2.0)
+    return t1
+
+
+def _view_beside_its_leaves(x0: PairTensor) -> object:
+    t0 = _made_around_the_inputs_a(x0)
+    return (t0.t(), t0.a, x0.a.view(-1))
+
+
+def _input_written_after(x0: PairTensor) -> object:
+    t0 = _made_around_the_inputs_a(x0)
+    x0.a.add_(1.0)
+    return t0.t()
+
+
+def _input_transposed_in_place_after(x0: PairTensor) -> object:
+    t0 = _made_around_the_inputs_a(x0)
+    x0.a.t_()
+    return t0.t()
+
+
+def _around_a_plain_input(x0: T) -> object:
+    return PairTensor(x0, x0 * 2.0).t()
+
+
+_ROOTS_OVER_INPUT_LEAVES = {
+    "transposed": (_transposed, True),
+    "two_views": (_two_views, True),
+    "view_then_written": (_view_then_written, True),
+    "view_beside_its_leaves": (_view_beside_its_leaves, True),
+    "input_written_after": (_input_written_after, False),  # (an input requiring grad: written by .add_ of its a)
+    "input_transposed_in_place_after": (_input_transposed_in_place_after, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ROOTS_OVER_INPUT_LEAVES))
+def test_views_of_an_intermediate_holding_an_inputs_inner_tensor(name: str, compile_fn: CompileFn | None) -> None:
+    # were refused ("... an intermediate PairTensor ... with another layout", or "inner tensors are not views of that
+    # tensor's"): the root's a is the input's, no intermediate base
+    fn, with_grad_input = _ROOTS_OVER_INPUT_LEAVES[name]
+    for make in (_one(lambda: pair(3, 4)), _one(lambda: pair_nonleaf(3, 4))):
+        check_no_grad(fn, make, compile_fn)
+    check_with_grad(fn, _one(lambda: pair(3, 4)), compile_fn)
+    if with_grad_input:
+        check_with_grad(fn, _one(lambda: pair(3, 4, requires_grad=True)), compile_fn)
+        check_with_grad(fn, _one(lambda: pair_nonleaf(3, 4)), compile_fn)
+
+
+def test_view_of_a_subclass_made_around_a_plain_input(compile_fn: CompileFn | None) -> None:
+    for make in (_one(lambda: torch.randn(3, 4)), _one(lambda: leaf(3, 4)), _one(lambda: nonleaf(3, 4))):
+        check_no_grad(_around_a_plain_input, make, compile_fn)
+        check_with_grad(_around_a_plain_input, make, compile_fn)
+
+
+def test_view_of_a_leaf_made_around_an_inputs_inner_tensor_is_refused(compile_fn: CompileFn | None) -> None:
+    # eager's `._base` is a new autograd leaf the program made: no root rebuilt around the input's a is one (a known
+    # gap: with no input's leaf in it, such a wrapper comes back without requires_grad)
+    def f(x0: PairTensor) -> object:
+        return PairTensor(x0.a, x0.b * 2.0, requires_grad=True).t()
+
+    for make in (_one(lambda: pair(3, 4)), _one(lambda: pair_nonleaf(3, 4))):
+        refused_with_grad(f, make, compile_fn, r"out is a view of an intermediate PairTensor .* with another layout")
+
+
 def test_detach_of_an_intermediate_changed_in_place_after_shares_its_storage(compile_fn: CompileFn | None) -> None:
     # fuzz seed 17000 #7333 (shrunk): t2 = t1.detach() shares t1's wrapper storage in eager; t1.unsqueeze_() then
     # changed t1, so t2's chain could not replay from t1 and t2 came back with a wrapper storage of its own

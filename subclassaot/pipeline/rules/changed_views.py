@@ -666,12 +666,12 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
             )
         subclass_fallback = info.view_of_fresh and info.tree is not None and isinstance(value, torch.Tensor)
         if subclass_fallback and base is not None and _relaid_from(cast(torch.Tensor, value), base):
-            # the fallback's `._base` is a view() of the output, with its layout (`(nt * 2).transpose(-1, -2)` of an
-            # NJT, whose root shares the input's offsets, so is no intermediate root)
+            # the fallback's `._base` is a view() of the output, with its layout (a root over an input's leaf that
+            # was set_() or `.data =` off it, or a wrapper the program made a leaf requiring grad: no root replays)
             raise UnsupportedError(
                 f"{info.path} is a view of an intermediate {type(base).__name__} (eager's `._base`) with another "
-                "layout, that the compiled code cannot rebuild as a base (one of its inner tensors is an input's, as "
-                "an NJT's offsets, or its view chain does not replay): the compiled output's `._base` would have the "
+                "layout, that the compiled code cannot rebuild as a base (one of its inner tensors is an input's that "
+                "the program moved, or the program made it a leaf, or its view chain does not replay): the compiled output's `._base` would have the "
                 "view's own layout (Note [Output Regeneration]). Return a clone (.clone()) of the view"
             )
 

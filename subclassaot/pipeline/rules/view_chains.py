@@ -68,6 +68,7 @@ __all__ = [
     "early_input_replay",
     "last_bump",
     "inplace_replay",
+    "kept_input_leaves",
     "replay_of",
     "root_replay",
     "set_source_steps",
@@ -82,14 +83,21 @@ def root_replay(
     bases: dict[object, tuple[int, torch.Tensor]],
     steps: tuple[ViewStep, ...],
     meta: Meta | None = None,
+    *,
+    inputs: dict[object, tuple[int, torch.Tensor]] | None = None,
 ) -> Replay | None:
     """Replay from the intermediate subclass `t` rebuilt around its dense leaves, when they are all intermediate
-    bases (Note [Output Regeneration]); no steps: the output is `t` itself. `meta`: the wrapper's metadata
-    when the chain viewed it, where a `.data =` changed it since (Note [Wrapper Storage])."""
+    bases, or, given `inputs` (`kept_input_leaves`), input leaves themselves (Note [Output Regeneration]); no steps:
+    the output is `t` itself. `meta`: the wrapper's metadata when the chain viewed it, where a `.data =` changed it
+    since (Note [Wrapper Storage])."""
     if not is_traceable_subclass(t):
         return None
     node, root_leaves = flatten_subclass(t, "root")
-    found = [bases.get(storage_key(leaf)) for leaf in root_leaves]
+    found = [bases.get(storage_key(leaf)) or (inputs or {}).get(storage_key(leaf)) for leaf in root_leaves]
+    if all(b is not None and b[0] < 0 for b in found):
+        return None  # (every leaf an input's: a view of the input, replayed from it)
+    if any(b is not None and b[0] < 0 for b in found) and t.requires_grad and t.grad_fn is None:
+        return None  # (a wrapper the program made a leaf that requires grad: no root rebuilt here is one)
     if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
         return None
     meta = leaf_meta(t) if meta is None else meta
@@ -102,6 +110,17 @@ def root_replay(
         root_meta=meta,
         root_stride_leaf=next((k for k, leaf in enumerate(root_leaves) if leaf_meta(leaf)[:2] == meta[:2]), None),
     )
+
+
+def kept_input_leaves(run: FunctionalRun) -> dict[object, tuple[int, torch.Tensor]]:
+    """Storage -> (-1 - j, leaf) for each dense input leaf `j` the program left the same object on its own storage
+    (an NJT's offsets, which `nt * 2` shares): an intermediate subclass holding it is rebuilt around the input's leaf
+    (Replay.root_bases; analyze refuses one the program changed: Note [Output Regeneration])."""
+    return {
+        storage_key(d): (-1 - j, d)
+        for j, d in enumerate(run.dense)
+        if run.finals[j] is d and id(d) not in run.swaps.swapped_ids
+    }
 
 
 def replay_of(
@@ -233,7 +252,7 @@ def _replay_of(
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
-        return root_replay(t, bases, tuple(steps))
+        return root_replay(t, bases, tuple(steps), inputs=kept_input_leaves(run))
     base = bases.get(storage_key(t))
     if base is not None and base[1] is t and not is_traceable_subclass(value):
         return Replay(source=ReplaySource.BASE, index=base[0], steps=tuple(steps))
