@@ -671,8 +671,9 @@ def _check_fresh_views(infos: Sequence[OutputInfo], leaves: Sequence[object], ru
             raise UnsupportedError(
                 f"{info.path} is a view of an intermediate {type(base).__name__} (eager's `._base`) with another "
                 "layout, that the compiled code cannot rebuild as a base (one of its inner tensors is an input's that "
-                "the program moved, or the program made it a leaf, or its view chain does not replay): the compiled output's `._base` would have the "
-                "view's own layout (Note [Output Regeneration]). Return a clone (.clone()) of the view"
+                "the program moved, or the program made it a leaf, or its view chain does not replay): the compiled "
+                "output's `._base` would have the view's own layout (Note [Output Regeneration]). Return a clone "
+                "(.clone()) of the view"
             )
 
 

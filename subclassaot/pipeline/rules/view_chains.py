@@ -95,7 +95,7 @@ def root_replay(
     node, root_leaves = flatten_subclass(t, "root")
     found = [bases.get(storage_key(leaf)) or (inputs or {}).get(storage_key(leaf)) for leaf in root_leaves]
     if all(b is not None and b[0] < 0 for b in found):
-        return None  # (every leaf an input's: a view of the input, replayed from it)
+        return None  # (every leaf an input's: the rules for aliases of inputs decide)
     if any(b is not None and b[0] < 0 for b in found) and t.requires_grad and t.grad_fn is None:
         return None  # (a wrapper the program made a leaf that requires grad: no root rebuilt here is one)
     if not all(b is not None and b[1] is leaf for b, leaf in zip(found, root_leaves, strict=True)):
@@ -114,8 +114,9 @@ def root_replay(
 
 def kept_input_leaves(run: FunctionalRun) -> dict[object, tuple[int, torch.Tensor]]:
     """Storage -> (-1 - j, leaf) for each dense input leaf `j` the program left the same object on its own storage
-    (an NJT's offsets, which `nt * 2` shares): an intermediate subclass holding it is rebuilt around the input's leaf
-    (Replay.root_bases; analyze refuses one the program changed: Note [Output Regeneration])."""
+    (an NJT's offsets, which `nt * 2` shares; written or relaid in place, it is still the object eager's intermediate
+    holds): an intermediate subclass holding it is rebuilt around the input's leaf (Replay.root_bases, Note [Output
+    Regeneration])."""
     return {
         storage_key(d): (-1 - j, d)
         for j, d in enumerate(run.dense)
