@@ -479,6 +479,7 @@ def _analysis(
         gained_before_changes=run.swaps.gained_unchanged(run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         creation_meta_reads=tuple(run.swaps.creation_meta_reads),
+        grad_fn_type_reads=tuple(run.swaps.grad_fn_type_reads),
         base_flag_reads=tuple(run.swaps.base_flag_reads),
         unbumped_view_reads=tuple(run.swaps.unbumped_view_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
