@@ -929,6 +929,7 @@ def _entry_guards(
         apart=tuple(DenseIndex(j) for j, m in enumerate(analysis.mutations) if m.history_of_its_own),
         base_flag_reads=analysis.base_flag_reads,
         unbumped_view_reads=analysis.unbumped_view_reads,
+        grad_fn_type_reads=analysis.grad_fn_type_reads,
     )
 
 

@@ -674,6 +674,8 @@ class Analysis:
     # tensor positions of the inputs whose autograd creation meta the analysis read off the real input (Note
     # [What The Guards Compare])
     creation_meta_reads: tuple[int, ...] = ()
+    # tensor positions of the inputs, no leaves, whose grad_fn the program read (Note [What The Guards Compare])
+    grad_fn_type_reads: tuple[int, ...] = ()
     # tensor positions of the view inputs whose `._base`'s requires_grad the analysis decided on (Note [Views That
     # Raise After A Bump])
     base_flag_reads: tuple[int, ...] = ()

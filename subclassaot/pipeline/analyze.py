@@ -426,6 +426,7 @@ def _analysis(
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
     counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
+    sets = (run.output, [info.set_under_grad for info in f.outputs])
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
@@ -455,9 +456,7 @@ def _analysis(
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         views_relaid_with_grad=run.swaps.views_relaid_with_grad,
-        grad_set_intermediate_read=intermediate_read_after_grad_set(
-            run.swaps, run.user_tensors, run.dense, run.output, [info.set_under_grad for info in f.outputs]
-        ),
+        grad_set_intermediate_read=intermediate_read_after_grad_set(run.swaps, run.user_tensors, run.dense, *sets),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         dense_written=uses[2],
@@ -479,6 +478,7 @@ def _analysis(
         gained_before_changes=run.swaps.gained_unchanged(run.user_tensors),
         base_reads=tuple(run.swaps.base_reads),
         creation_meta_reads=tuple(run.swaps.creation_meta_reads),
+        grad_fn_type_reads=tuple(run.swaps.grad_fn_type_reads),
         base_flag_reads=tuple(run.swaps.base_flag_reads),
         unbumped_view_reads=tuple(run.swaps.unbumped_view_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),

@@ -328,6 +328,8 @@ def _note_grad_inputs(
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
+            if not real.is_leaf:  # (the node eager's answers stand for until the run's changes: rules/autograd_state)
+                record.entry_nodes[id(tensor)] = tensor.grad_fn
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
         record.run_input_paths.append(flat.leaves[index].path)

@@ -268,6 +268,8 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   entry's other guards, and no other decision of the compile depends on it: the run lays the inputs out anew (no
 #   stand-in is such a view), and the runtime's writes into inputs and its view replays run on the call's own
 #   tensors, where autograd applies their creation meta itself.
+# - The node type of a non-leaf input whose grad_fn the program read: the read answers the real input's node, a
+#   constant of the entry, so an input made by another op (AddBackward0 for MulBackward0) compiles anew.
 
 
 class Src(str):
@@ -395,6 +397,7 @@ def build_guards(
     apart: Collection[DenseIndex] = (),
     base_flag_reads: Sequence[int] = (),
     unbumped_view_reads: Sequence[int] = (),
+    grad_fn_type_reads: Sequence[int] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
@@ -405,7 +408,8 @@ def build_guards(
     (LeafMutation.history_of_its_own). `base_flag_reads`: the tensor positions whose `._base`'s requires_grad the
     compile decided on (Note [Views That Raise After A Bump]). `unbumped_view_reads`: the tensor positions of view
     inputs the compile read as views without history, their version counters at 0 (Note [Grad Mode And Autograd
-    Reads])."""
+    Reads]). `grad_fn_type_reads`: the tensor positions of non-leaf inputs whose grad_fn the program read (Note [What
+    The Guards Compare])."""
     w = _Writer()
     one_call: set[int] = set()
     grouped = {m for group in layout.groups for m in group.members}
@@ -441,6 +445,7 @@ def build_guards(
     _base_read_guards(w, flat, base_reads)
     _creation_meta_guards(w, flat, creation_meta_reads)
     _base_flag_guards(w, flat, base_flag_reads)
+    _grad_fn_type_guards(w, flat, grad_fn_type_reads)
     _unbumped_guards(w, flat, unbumped_view_reads)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
@@ -508,6 +513,23 @@ def _unbumped_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> 
     for position in dict.fromkeys(positions):
         index = flat.tensor_indices[position]
         w.expect(f"v{index}._version == 0", f"{flat.leaves[index].path}._version", 0, f"v{index}._version")
+
+
+def _grad_fn_type_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
+    """The type of the grad_fn of each tensor input at `positions`, as the compile's (Note [What The Guards
+    Compare])."""
+    for position in dict.fromkeys(positions):
+        index = flat.tensor_indices[position]
+        real = flat.values[index]
+        assert isinstance(real, torch.Tensor)
+        node = type(real.grad_fn)
+        c = w.constant(node)
+        w.expect(
+            f"type(v{index}.grad_fn) is {c}",
+            f"{flat.leaves[index].path}: type(grad_fn)",
+            node.__name__,
+            f"type(v{index}.grad_fn).__name__",
+        )
 
 
 def _creation_meta_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:

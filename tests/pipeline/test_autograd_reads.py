@@ -17,7 +17,7 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
-from tests.oracle import CompileFn, assert_matches_eager
+from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager
 from tests.pipeline.program_helpers import (
     SinFunction,
     assert_refused,
@@ -700,6 +700,49 @@ def test_grad_fn_read_of_a_view_input_with_history_after_its_base_was_written(
     # the read rebuilds the view's history from its base: AsStridedBackward0 for a plain tensor, where the compiled
     # call answered the SliceBackward0 it came with
     check_no_grad(_base_written_then_view_read, _view_with_history_beside_its_base(kind), compile_fn)
+
+
+def _grad_fn_read_then_written_under_no_grad(x1: T) -> object:
+    first = type(x1.grad_fn).__name__
+    with torch.no_grad():
+        x1.mul_(2)
+    return (x1 * 1, first, type(x1.grad_fn).__name__)
+
+
+_WITH_HISTORY: dict[str, Maker] = {
+    "view_of_a_leaf": lambda: (leaf(4)[1:],),
+    "plain": lambda: (nonleaf(3),),
+    "pair": lambda: (pair_nonleaf(3),),
+}
+
+
+@pytest.mark.parametrize("make", list(_WITH_HISTORY))
+def test_grad_fn_read_of_an_input_with_history_answers_its_node(compile_fn: CompileFn | None, make: str) -> None:
+    # issue #27 (h7702, fuzz seed 119900 reduced; was a wrong result): with grad on, the program's read of grad_fn of
+    # an input that came with history answered the run's stand-in's node ('Error') where eager's answers the input's
+    # own (SliceBackward0 of `b[1:]`); the read after the write under no_grad answers the history rebuilt from the base
+    check_with_grad(_grad_fn_read_then_written_under_no_grad, _WITH_HISTORY[make], compile_fn)
+
+
+def _grad_fn_name_read(x: T) -> object:
+    return (x * 2, type(x.grad_fn).__name__)
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_grad_fn_read_of_an_input_recompiles_for_another_node(compile_fn: CompileFn | None, grad: bool) -> None:
+    # the answer is a constant of the entry: an input made by another op (AddBackward0 after MulBackward0) compiles
+    # anew (Note [What The Guards Compare]), where the entry answered the first call's node in a call under no_grad
+    def made_by(op: Callable[[T], T]) -> Maker:
+        def make_inputs() -> tuple[object, ...]:
+            with torch.enable_grad():
+                return (op(leaf(3)),)
+
+        return make_inputs
+
+    with torch.set_grad_enabled(grad):
+        compiled = assert_matches_eager(_grad_fn_name_read, made_by(lambda b: b * 2), compile_fn=compile_fn)
+        assert_call_matches_eager(compiled, _grad_fn_name_read, made_by(lambda b: b + 2))
+        assert_call_matches_eager(compiled, _grad_fn_name_read, made_by(lambda b: b * 3))
 
 
 def _flag_dropped_after_a_rebuilding_read(x0: T, x1: T) -> object:

@@ -557,6 +557,36 @@ def test_no_grad_view_of_a_detach_the_program_made_require_grad(
         assert_matches_eager(f, lambda: (_INFERENCE_INPUTS[kind](),), compile_fn=compile_fn, after_call=after_call)
 
 
+def _flagged_intermediate_viewed_before(x: T) -> object:
+    t1 = x.sin()
+    t2 = t1[0]
+    t1.requires_grad_()
+    return (t2,)
+
+
+def _flagged_intermediate_viewed_after(x: T) -> object:
+    t1 = x.sin()
+    t1.requires_grad_()
+    return (t1[0], t1[1:].t())
+
+
+@pytest.mark.parametrize("f", [_flagged_intermediate_viewed_before, _flagged_intermediate_viewed_after])
+def test_no_grad_view_of_an_intermediate_the_program_made_require_grad(
+    compile_fn: CompileFn | None, f: Callable[[T], object]
+) -> None:
+    # issue #27 (hnewrg, session 48; was a wrong result): a call under no_grad takes a view (under no_grad) of an
+    # intermediate it makes a leaf requiring grad, before the flag or after, and returns only views. Eager's view reads
+    # the flag through its `._base`, with none of its own, so once the caller writes it its is_leaf / grad_fn raise ("A
+    # view was created in no_grad mode and its base ... modified inplace"). The compiled call gave the view a flag of
+    # its own over a base requiring none, which read fine; the rebuilt `._base` is given the flag instead
+    # (OutputInfo.base_gains_grad)
+    def write_first(out: object, args: tuple[object, ...]) -> None:
+        cast(tuple[T, ...], out)[0].add_(1)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3, 3),), compile_fn=compile_fn, after_call=write_first)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
 # [Views That Raise After A Bump]).

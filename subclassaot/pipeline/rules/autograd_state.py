@@ -130,6 +130,8 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         if found is not None:
             raise found.error()
     rebuilt = None if inside or not args else _rebuilt_at_read(record, name, args[0])
+    if not inside and name == "grad_fn" and args and id(args[0]) in record.entry_nodes:
+        record.grad_fn_type_reads.append(record.input_positions[id(args[0])][0])  # Note [What The Guards Compare]
     if not inside and record.replayed_reads is not None and record.replay_cursor < len(record.replayed_reads):
         replayed = record.replayed_reads[record.replay_cursor]
         record.replay_cursor += 1
@@ -140,7 +142,11 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         answer: object = False if name == "is_leaf" else _rebuilt_node(rebuilt.real)
     elif real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
         answer = real.is_leaf
-    elif real is not None and name == "grad_fn" and (real.is_leaf or not record.grad_at_start):
+    elif (
+        real is not None
+        and name == "grad_fn"
+        and (real.is_leaf or not record.grad_at_start or _as_passed(record, args[0], call))
+    ):
         answer = real.grad_fn
     elif name == "requires_grad" and not inside and args and reads_unpassed_base(record, args[0]):
         answer = False
@@ -151,6 +157,16 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     if not inside:
         record.autograd_reads.append(answer)
     return answer
+
+
+def _as_passed(record: SwapRecord, t: object, call: Callable[[], object]) -> bool:
+    """Is `t` an input, no leaf, whose stand-in still has the node it came with (`call()`, the run's read of it): no
+    write with grad has given it one since, nor eager's (Note [Grad Mode And Autograd Reads])."""
+    node = record.entry_nodes.get(id(t), record)  # (the record itself: no node at all)
+    try:
+        return call() is node
+    except RuntimeError:  # (its read raises in the run: `_run_read` answers)
+        return False
 
 
 def _rebuilt_at_read(record: SwapRecord, name: object, t: object) -> BaseRebuild | None:

@@ -21,7 +21,13 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
-from subclassaot.torch_internals import grad_fn_raises, is_multi_output_view, storage_key, symint_expr
+from subclassaot.torch_internals import (
+    grad_fn_raises,
+    is_multi_output_view,
+    requires_grad_through_base,
+    storage_key,
+    symint_expr,
+)
 
 __all__ = [
     "base_gains_grad",
@@ -73,16 +79,20 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
 
 def _flagged_intermediate_base(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
     """In a call under no_grad, `value` is a view taken under no_grad (or one of a multi-output op's views) of an
-    intermediate the program made a leaf that requires grad (requires_grad_()), written since: it reads that flag from
-    its `._base`, and its grad_fn raises as its base requires grad. The replay's base, made anew from the graph's
-    value, requires none: given the flag, the view raises once the runtime advances its counter (Replay.bump_after)."""
-    if torch.is_grad_enabled() or replay.source is not ReplaySource.BASE or not replay.bump_after:
+    intermediate the program made a leaf that requires grad (requires_grad_(), before the view or after it: a view
+    reads its base's flag whenever asked): it reads that flag from its `._base`, with no flag of its own. The replay's
+    base, made anew from the graph's value, requires none, and is given the flag: written since, the view's grad_fn
+    raises as eager's once the runtime advances its counter (Replay.bump_after); not written, it is eager's view that
+    a write by the caller makes raise (a flag of the view's own would read fine after that write)."""
+    if torch.is_grad_enabled() or replay.source is not ReplaySource.BASE:
         return False
     base = value._base
     if base is None or id(base) not in run.swaps.requires_grad_gained or any(base is u for u in run.user_tensors):
         return False
     own = id(value) in run.swaps.requires_grad_gained or id(value) in run.swaps.own_flags
-    return not own and base.requires_grad and base.grad_fn is None and grad_fn_raises(value)
+    if own or not base.requires_grad or base.grad_fn is not None:
+        return False
+    return requires_grad_through_base(value) or (replay.bump_after and grad_fn_raises(value))
 
 
 def _flagged_detach_base(value: torch.Tensor, replay: Replay) -> bool:

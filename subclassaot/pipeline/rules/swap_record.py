@@ -289,6 +289,10 @@ class SwapRecord:
     # tensor positions of the inputs whose autograd creation meta a decision of the run read off the real input
     # (Note [What The Guards Compare])
     creation_meta_reads: list[int] = field(default_factory=list)
+    # tensor positions of the inputs, no leaves, requiring grad, whose grad_fn the program read: the answer is the real
+    # input's node (Note [What The Guards Compare]); id() of those inputs' stand-ins -> the node each came with
+    grad_fn_type_reads: list[int] = field(default_factory=list)
+    entry_nodes: dict[int, object] = field(default_factory=dict)
     # tensor positions of the view inputs requiring grad, no leaves, that an op with grad read stale: whether their
     # `._base` requires grad decides whether autograd's regenerated history reaches a gradient (Note [Views That Raise
     # After A Bump])
