@@ -208,8 +208,9 @@ def refuse_flag_off_after_rebuild(record: SwapRecord, base: torch.Tensor) -> Non
 def _rebuilt_node(real: torch.Tensor) -> object:
     """The grad_fn eager's autograd rebuilds for the view input `real` from its `._base`: its view function replayed
     with grad over a detach() of that base made to require grad (AsStridedBackward0 for a plain tensor, a subclass's
-    last view op's node), on tensors of its own: the real input and its base are left as they came."""
-    with outside_current_modes(), no_torch_function(), torch.enable_grad():
+    last view op's node), on tensors of its own: the real input and its base are left as they came. Inside an
+    inference_mode() block too: eager's read rebuilds the history there as well."""
+    with outside_current_modes(), no_torch_function(), torch.inference_mode(False), torch.enable_grad():
         base = cast(torch.Tensor, real._base).detach().requires_grad_()
         return replay_view(real, base).grad_fn
 
