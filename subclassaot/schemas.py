@@ -349,6 +349,14 @@ class InputArg:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSize:
+    """A ViewStep argument that is a nested int of the step's source (`nt.view(2, 20, nt.size(1))`): its size at
+    `dim` at run time, since a nested int is no symbol's value (Note [Nested Int Dims])."""
+
+    dim: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewStep:
     """One view op of a chain that eager ran to produce an output from its source."""
 

@@ -857,8 +857,8 @@ def replay_steps(
     """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration]).
     `values`: the flat inputs, for steps that name one (InputArg)."""
     for step in steps:
-        args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
-        kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
+        args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols, src) for a in step.args]
+        kwargs = {k: ev.arg(v, symbols, src) for k, v in step.kwargs}
         with _replay_mode(step, src), _one_count_behind(src) if step.from_root else contextlib.nullcontext():
             out = step.op(src, *args, **kwargs)
         made = out[step.index] if step.index is not None else out

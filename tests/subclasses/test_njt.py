@@ -495,6 +495,8 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
     "reshape_decomp_noncontiguous": (lambda nt: nt.transpose(-1, -2).reshape(-1, -1, 10), _grad([3, None, 5, 2])),
     "flatten_decomp": (lambda nt: nt.flatten(-2, -1), _plain([3, None, 5, 2])),
     "squeeze": (lambda nt: nt.squeeze(-2), _plain([4, None, 1, 6])),
+    # the view's size names the input's nested int: replayed with the run's, not -1 (ragged_idx 2 takes only equal)
+    "view_ragged_idx_not_one": (lambda nt: nt.transpose(1, 2).view(2, 20, nt.size(1)), _plain([2, None, 20])),
     "permute": (lambda nt: nt.permute(0, 2, 1, -1) * 2, _plain([2, None, 3, 5])),
     "to_dtype": (lambda nt: (nt.to(torch.float64), nt.transpose(1, 2).to(torch.bfloat16)), _plain([2, None, 3])),
     "jagged_op_different_output_shape_dim": (lambda nt: nt.sum(dim=(0, 1)), _grad([3, None, 3, 4])),
