@@ -377,6 +377,9 @@ class ViewStep:
     # the input, then given it back, so that its next read regenerates it from that base, as eager's (Note [Views
     # That Raise After A Bump])
     from_root: bool = False
+    # a multi-output view (split, chunk, unbind): eager's call, named by the analysis; the replays of one call's
+    # outputs share one call (Note [Output Regeneration]): eager's outputs share one grad_fn
+    call: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -454,6 +454,9 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         return "a view taken inside inference_mode"  # (replayed inside one: regenerate.replay_steps)
     if any(step.from_root for step in steps):
         return "a view whose history autograd regenerates from its root"  # (taken stale: regenerate.replay_steps)
+    calls = [step.call for step in steps if step.call is not None]
+    if len(set(calls)) != len(calls):
+        return "outputs of one multi-output view"  # (one call for all: regenerate.replay_steps)
     for o, info in enumerate(analysis.outputs):
         why = _unsupported_output(info, o in call.prewraps)
         if why is not None:
@@ -945,7 +948,9 @@ def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> boo
     w.line("_push(_give)")
     w.line("try:")
     depth = 2
-    statement = f"r{o} = {w.constant(step.op)}({', '.join([f'L[{replay.index}]', *_arguments(w, step, f'L[{replay.index}]')])})"
+    statement = (
+        f"r{o} = {w.constant(step.op)}({', '.join([f'L[{replay.index}]', *_arguments(w, step, f'L[{replay.index}]')])})"
+    )
     if step.grad_enabled:
         w.line(statement, depth)
     else:

@@ -484,6 +484,8 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
         _chunk_from_values,
         lambda: (torch.randn(5, 11, requires_grad=True), torch.tensor([0, 2, 3, 5])),
     ),
+    # one SplitBackward0 for both outputs, as eager's (two would each make zeros of a nested size for the other)
+    "split": (lambda nt: torch.split(nt, 2, -1), _grad([3, None, 3])),
     "split_with_sizes": (lambda nt: torch.split(nt, [1, 2], -1), _plain([3, None, 3])),
     "narrow": (_narrowed, _narrow_inputs),
     "njt_cat": (_cat_values, lambda: (torch.randn(3, 2), torch.randn(3, 4), torch.tensor([0, 2, 3]))),
@@ -500,6 +502,11 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
     "permute": (lambda nt: nt.permute(0, 2, 1, -1) * 2, _plain([2, None, 3, 5])),
     "to_dtype": (lambda nt: (nt.to(torch.float64), nt.transpose(1, 2).to(torch.bfloat16)), _plain([2, None, 3])),
     "jagged_op_different_output_shape_dim": (lambda nt: nt.sum(dim=(0, 1)), _grad([3, None, 3, 4])),
+    # eager's forward runs and its backward fails (the gradient expanded to the nested size): refused at compile
+    "op_dim_reduce_ragged_idx_1_different_output_shape": (
+        lambda nt: torch.ops.aten.mean.dim(nt, dim=(1,), keepdim=True),
+        _grad([3, None, 4]),
+    ),
     "op_dim_reduce_ragged_idx_greater_than_1": (lambda nt: nt.transpose(1, 2).sum(dim=(2,)), _grad([3, None, 4])),
     "op_dim_with_lengths_different_output_shape": (
         lambda nt: (nt.sum(dim=(2,), keepdim=True), nt.softmax(2)),
@@ -521,6 +528,7 @@ _NO_FAKE = r"calls aten\._nested_tensor_from_tensor_list\.default, which has no 
 _BUILT = r"a NestedTensor the program built as a view of a plain tensor"
 _COMPUTED = r"out\[0\] is a view of a NestedTensor the program computed \(eager's `\._base` is that NestedTensor\)"
 _RELAID = r"out(\[0\])? is a view of an intermediate NestedTensor \(eager's `\._base`\) with another layout"
+_NESTED_GRAD = r"backward takes the gradient of \S+ through an op whose backward takes a ragged \(nested int\) size"
 NJT_REFUSALS: dict[tuple[str, str], str] = {
     # NJT's SDPA on CPU runs its math fallback through a strided NestedTensor (torch.compile breaks the graph there)
     ("compile_preserves_metadata_cache", "direct"): _NO_FAKE,
@@ -533,6 +541,8 @@ NJT_REFUSALS: dict[tuple[str, str], str] = {
     ("njt_cat", "dynamo"): _COMPUTED,
     ("softmax", "direct"): _COMPUTED,
     ("softmax", "dynamo"): _COMPUTED,
+    ("op_dim_reduce_ragged_idx_1_different_output_shape", "direct"): _NESTED_GRAD,
+    ("op_dim_reduce_ragged_idx_1_different_output_shape", "dynamo"): _NESTED_GRAD,
     ("reshape_decomp_noncontiguous", "direct"): _RELAID,
     ("reshape_decomp_noncontiguous", "dynamo"): _RELAID,
 }

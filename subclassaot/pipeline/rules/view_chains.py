@@ -1091,6 +1091,8 @@ def view_step(record: ViewRecord) -> ViewStep | None:
     """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
     size = record.source_meta[0]
     step = _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled, size)
+    if step is not None and record.index is not None:  # (one seq per output of the call: the first's names it)
+        step = replace(step, call=record.seq - record.index)
     if step is not None and record.reshape and not is_traceable_subclass(record.source):
         step = replace(step, op=torch.ops.aten.reshape.default)  # eager's node: ViewRecord.reshape
     return replace(step, inference_mode=True) if step is not None and record.inference_mode else step
