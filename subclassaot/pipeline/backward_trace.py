@@ -83,7 +83,13 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, hint_of, refresh_view_grad_fn, try_expr_of
+from subclassaot.torch_internals import (
+    DATA_DEPENDENT_ERRORS,
+    fresh_static_fake,
+    hint_of,
+    refresh_view_grad_fn,
+    try_expr_of,
+)
 
 # Raised at compile time, never deferred: refusals, and a trace that needs tensor values (a size made of a boolean
 # mask's count): that is no error of the program (eager's backward has the values); api.py refuses it.
@@ -1240,8 +1246,8 @@ def retrace_backward(
             # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
             # the fake mode (Note [Aliased Inputs In Training]: a member written rebases the others).
             refresh_view_grad_fn(value)
-    with setup.fake_mode:
-        fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
+    with setup.fake_mode:  # (a tangent's leaf that is an input's, an NJT's offsets, is no primal: fresh_static_fake)
+        fakes = [fresh_static_fake(setup.fake_mode, t) for ts in dense_tangents for t in ts]
     # See Note [Backward Errors Are Deferred]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     # (a change whose custom Function nodes no given tangent reaches is not made: Note [Custom Functions])

@@ -12,6 +12,7 @@ import torch
 import torch._dynamo
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nested._internal.nested_tensor import nested_from_padded
 
 import subclassaot
 from policies import PolicyError, describe, mark_dynamic
@@ -447,6 +448,12 @@ def _seqlen_program(which: str) -> Callable[[Tensor], Tensor]:
     return fn
 
 
+def _padded_round_trip(nt: Tensor) -> Tensor:  # test_compile_padded_dense_conversion_preserves_metadata_cache
+    # the output shares the input's offsets, so the tangent does too: retraced for it, it is no primal
+    padded = nt.to_padded_tensor(0.3).sin() + 1
+    return nested_from_padded(padded, nt.offsets(), sum_S=nt.values().shape[0])
+
+
 def _grad(dims: list[int | None]) -> Callable[[], tuple[Tensor]]:
     return lambda: (ported_njt(dims, requires_grad=True),)
 
@@ -471,6 +478,7 @@ def _chunk_from_values(values: Tensor, offsets: Tensor) -> Tensor:  # test_chunk
 
 NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, ...]]]] = {
     "compile_preserves_metadata_cache": (_sdpa_of_transposed, _grad([4, None, 3, 16])),
+    "compile_padded_dense_conversion_preserves_metadata_cache": (_padded_round_trip, _grad([4, None, 3, 4])),
     "compile_with_dynamic_max_seq_len": (_seqlen_program("max"), _plain([3, None, 5])),
     "compile_with_dynamic_min_seq_len": (_seqlen_program("min"), _plain([3, None, 5])),
     "compile_with_propagated_dynamic_max_seq_len": (_seqlen_program("propagated"), _plain([3, None, 5])),
