@@ -61,6 +61,9 @@ from policies.spec import (
 # So is the nested int of an offsets tensor that is no NJT input's (passed plain, or made by the program) when NJT
 # first asks for it inside the trace: the pipeline's fake modes make a plain one (torch_internals._CacheKeepsStorage),
 # which the joint trace meets again as a constant; no input carries it, so an output with it is refused.
+# A view op's nested int argument (`nt.view(2, 20, nt.size(1))`) is a size of its source, replayed as that size at run
+# time (schemas.SourceSize). A backward that takes one as an op's argument (a mean over the ragged dim expands its
+# gradient to the nested size) does not trace (make_fx asks the nested int for a constant): refused, naming the NJT.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -349,6 +349,14 @@ class InputArg:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSize:
+    """A ViewStep argument that is a nested int of the step's source (`nt.view(2, 20, nt.size(1))`): its size at
+    `dim` at run time, since a nested int is no symbol's value (Note [Nested Int Dims])."""
+
+    dim: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewStep:
     """One view op of a chain that eager ran to produce an output from its source."""
 
@@ -369,6 +377,9 @@ class ViewStep:
     # the input, then given it back, so that its next read regenerates it from that base, as eager's (Note [Views
     # That Raise After A Bump])
     from_root: bool = False
+    # a multi-output view (split, chunk, unbind): eager's call, named by the analysis; the replays of one call's
+    # outputs share one call (Note [Output Regeneration]): eager's outputs share one grad_fn
+    call: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -722,6 +722,16 @@ def new_fake_mode(shape_env: ShapeEnv | None = None) -> FakeTensorMode:
 EXAMPLE_INPUT_HISTORY_ERROR = "Tried to backward() through example input"
 
 
+def fresh_static_fake(mode: FakeTensorMode, t: torch.Tensor) -> torch.Tensor:
+    """A static fake of `t` in `mode` that is no fake `mode` made before: where `mode` has one of `t` (a real tensor
+    its trace already took, as an input's offsets an NJT output and its tangent share), a new fake of `t`'s layout,
+    which no trace reads as that earlier one."""
+    if mode.fake_tensor_converter._get_memo(t) is None:
+        return mode.from_tensor(t, static_shapes=True)
+    with mode:
+        return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=t.device)
+
+
 def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[object]]:
     """Fakes of `values`' tensors with static shapes in a fresh fake mode (no ShapeEnv, so no guards), aliasing
     kept (the same object gives the same fake, a view a view of its base's fake); a non-leaf that requires grad

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import NoReturn, cast
 
 import torch
 import torch.fx
@@ -83,7 +83,13 @@ from subclassaot.schemas import (
     ReplaySource,
     UpdateKind,
 )
-from subclassaot.torch_internals import DATA_DEPENDENT_ERRORS, hint_of, refresh_view_grad_fn, try_expr_of
+from subclassaot.torch_internals import (
+    DATA_DEPENDENT_ERRORS,
+    fresh_static_fake,
+    hint_of,
+    refresh_view_grad_fn,
+    try_expr_of,
+)
 
 # Raised at compile time, never deferred: refusals, and a trace that needs tensor values (a size made of a boolean
 # mask's count): that is no error of the program (eager's backward has the values); api.py refuses it.
@@ -424,11 +430,11 @@ def trace_backward(
         if isinstance(e, SubclassAOTError):
             raise
         raise _view_replay_refusal(layout, analysis, e) from e  # Note [Backward Errors Are Deferred]
-    except RuntimeError as e:
+    except (RuntimeError, AttributeError) as e:
         # The program's backward itself fails (set_ has no derivative, a saved tensor was modified in place):
         # eager raises only when backward runs, and so do we (Note [Backward Errors Are Deferred]).
-        error = e
-        found = _with_deferred_error(setup, tangents, reach, e)
+        error = e if isinstance(e, RuntimeError) else _nested_int_backward_error(setup, e)
+        found = _with_deferred_error(setup, tangents, reach, error)
         if isinstance(found, BackwardGraph):
             return found
         setup, joint, raising, value_sets = found
@@ -514,6 +520,27 @@ class _Tangents:
     fakes: tuple[torch.Tensor, ...]  # per dense tangent (the diff outputs' dense leaves, in order): its fake
     trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
     leaves: tuple[Sequence[torch.Tensor], ...]  # per diff output: its dense leaves (to shape the tangents)
+
+
+def _nested_int_backward_error(setup: JointSetup, e: AttributeError) -> NoReturn:
+    """The trace met a plain nested int as an op's argument in the backward (an NJT gradient of a nested size:
+    `mean(dim=1, keepdim=True)`'s expand): refused, naming the NJT inputs that require grad (Note [Nested Int
+    Dims]). Eager's backward may raise there too (NJT's kernels reject such a gradient); the probe that would show
+    it cannot run on NJT (no static fakes), so no error is deferred as the program's."""
+    if "NestedIntNode" not in str(e):
+        raise e
+    names = [
+        leaf.path
+        for leaf, v in zip(setup.flat.leaves, setup.flat.values, strict=True)
+        if isinstance(v, torch.Tensor) and v.is_nested and v.requires_grad
+    ]
+    raise UnsupportedError(
+        f"the program's backward takes the gradient of {', '.join(names) or 'a jagged NestedTensor'} through an op "
+        "whose backward takes a ragged (nested int) size as an argument, say a mean over the ragged dim (its "
+        "backward expands to the nested size, where eager's NJT backward fails too): the backward trace cannot "
+        "carry a nested int as an op's argument (Note [Nested Int Dims]); not supported in training. Reduce under "
+        "torch.no_grad()"
+    ) from e
 
 
 def _with_deferred_error(
@@ -1219,8 +1246,8 @@ def retrace_backward(
             # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
             # the fake mode (Note [Aliased Inputs In Training]: a member written rebases the others).
             refresh_view_grad_fn(value)
-    with setup.fake_mode:
-        fakes = [setup.fake_mode.from_tensor(t, static_shapes=True) for ts in dense_tangents for t in ts]
+    with setup.fake_mode:  # (a tangent's leaf that is an input's, an NJT's offsets, is no primal: fresh_static_fake)
+        fakes = [fresh_static_fake(setup.fake_mode, t) for ts in dense_tangents for t in ts]
     # See Note [Backward Errors Are Deferred]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     # (a change whose custom Function nodes no given tangent reaches is not made: Note [Custom Functions])

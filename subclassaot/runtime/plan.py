@@ -40,6 +40,7 @@ from subclassaot.schemas import (
     FlatInputs,
     GraphOutputs,
     Meta,
+    SourceSize,
     WrapperStorageClass,
 )
 from subclassaot.torch_internals import (
@@ -217,12 +218,16 @@ class MetaEvaluator:
             self.dim(offset, symbols),
         )
 
-    def arg(self, a: object, symbols: dict[str, int]) -> object:
-        """A recorded op argument with its symbolic ints evaluated (lists and tuples elementwise)."""
+    def arg(self, a: object, symbols: dict[str, int], src: torch.Tensor | None = None) -> object:
+        """A recorded op argument with its symbolic ints evaluated (lists and tuples elementwise); a SourceSize is
+        that size of `src`, the tensor the step views."""
         if isinstance(a, list | tuple):
-            return type(a)(self.arg(x, symbols) for x in a)
+            return type(a)(self.arg(x, symbols, src) for x in a)
         if isinstance(a, sympy.Expr):
             return self.dim(a, symbols)
+        if isinstance(a, SourceSize):
+            assert src is not None, "BUG: a nested int argument replayed without the tensor it is a size of"
+            return src.size(a.dim)
         return a
 
 

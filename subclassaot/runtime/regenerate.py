@@ -37,6 +37,7 @@ from subclassaot.runtime.plan import (
 from subclassaot.runtime.steps import (
     build_order,
     bump_views_late,
+    call_token,
     finish_bumped_view,
     fresh_counts,
     input_root,
@@ -83,6 +84,9 @@ from subclassaot.torch_internals import (
 # - Views sharing an intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`) have one `._base`. The analysis names
 #   each intermediate object a chain passes through (Replay.marks), and a memo that lives for one call hands the first
 #   rebuild of each to every later chain through it (runtime `_replay`; hidden bases too, OutputLeaf.hidden_key).
+#   Outputs of one multi-output view (`return x.split(2, -1)`) come from one call too (ViewStep.call; that memo holds
+#   its other outputs): eager's share one grad_fn, whose backward an NJT's needs every gradient of (a missing one is
+#   zeros of a nested size, which its kernel cannot make).
 # - In-place view ops on a `._base` after its views (`t1 = t0.view(-1, 1, 1); t0.unsqueeze_(0); return t1`): the chain
 #   makes t0 as it was when t1 was taken; the ops applied after (Replay.base_after) are applied to the replayed `._base`
 #   once every output is built, once per object, in the grad mode each ran in, advancing its counter as eager's did
@@ -821,7 +825,7 @@ def replay_view(
 ) -> torch.Tensor:
     if shared is None or not replay.marks:
         src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
-        return replay_steps(src, replay.steps, ev, symbols, values)
+        return replay_steps(src, replay.steps, ev, symbols, values, shared)
     if any(token in shared for _, token in replay.marks):
         return replay_from(None, 0, replay, ev, symbols, values, shared)
     src = _replay_source(replay, ev, values, bases_and_roots, symbols, earlier, dense)
@@ -846,9 +850,9 @@ def replay_from(
     changed = use_only_tokens(replay.marks)  # Note [Output Regeneration]
     for count, token in replay.marks:
         if count > done:
-            src = replay_steps(src, replay.steps[done:count], ev, symbols, values)
+            src = replay_steps(src, replay.steps[done:count], ev, symbols, values, shared)
             src, done = (src if token in changed else shared.setdefault(token, src)), count
-    return replay_steps(src, replay.steps[done:], ev, symbols, values)
+    return replay_steps(src, replay.steps[done:], ev, symbols, values, shared)
 
 
 def replay_steps(
@@ -857,21 +861,46 @@ def replay_steps(
     ev: MetaEvaluator,
     symbols: dict[str, int],
     values: Sequence[object] = (),
+    shared: dict[int, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Apply the recorded view ops to `src`, each under the grad mode the program had (Note [Output Regeneration]).
-    `values`: the flat inputs, for steps that name one (InputArg)."""
+    `values`: the flat inputs, for steps that name one (InputArg); `shared`: the call's memo, where a multi-output
+    view's outputs wait for the replays of the same eager call (ViewStep.call)."""
     for step in steps:
-        args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols) for a in step.args]
-        kwargs = {k: ev.arg(v, symbols) for k, v in step.kwargs}
-        with _replay_mode(step, src), _one_count_behind(src) if step.from_root else contextlib.nullcontext():
-            out = step.op(src, *args, **kwargs)
-        made = out[step.index] if step.index is not None else out
+        made = None
+        if shared is not None and step.call is not None and step.index is not None:
+            made = shared.get(call_token(step.call, step.index))
+        if made is None:
+            made = _replay_step(src, step, ev, symbols, values, shared)
         if step.without_history:
             give_grad_mode_creation_meta(made, src, step.index is not None)
         src = made
         if step.own_version:
             src = src.data
     return src
+
+
+def _replay_step(
+    src: torch.Tensor,
+    step: ViewStep,
+    ev: MetaEvaluator,
+    symbols: dict[str, int],
+    values: Sequence[object],
+    shared: dict[int, torch.Tensor] | None,
+) -> torch.Tensor:
+    """One step of replay_steps; a multi-output view's other outputs left in `shared` for its other replays."""
+    args = [values[a.index] if isinstance(a, InputArg) else ev.arg(a, symbols, src) for a in step.args]
+    kwargs = {k: ev.arg(v, symbols, src) for k, v in step.kwargs}
+    with _replay_mode(step, src), _one_count_behind(src) if step.from_root else contextlib.nullcontext():
+        out = step.op(src, *args, **kwargs)
+    if step.index is None:
+        made: torch.Tensor = out
+        return made
+    if shared is not None and step.call is not None:
+        for i, o in enumerate(out):
+            shared.setdefault(call_token(step.call, i), o)
+    made = out[step.index]
+    return made
 
 
 @contextlib.contextmanager

@@ -1019,6 +1019,12 @@ def state_token(t: int, state: int) -> int:
     return t if state == 0 else ~(t * MARK_STATES + state)
 
 
+def call_token(call: int, index: int) -> int:
+    """The token of output `index` of multi-output view call `call` (ViewStep.call) in a call's memo of rebuilt
+    objects (Note [Output Regeneration]): a negative number that is neither an id nor a `state_token`."""
+    return ~(((call << 32) | index) * MARK_STATES)
+
+
 def state_of(token: int) -> tuple[int, int]:
     """(the object's token in state 0, the state) of a mark's token."""
     return (token, 0) if token >= 0 else divmod(~token, MARK_STATES)

@@ -53,6 +53,7 @@ from subclassaot.schemas import (
     OutputKind,
     Replay,
     ReplaySource,
+    SourceSize,
     ViewStep,
 )
 from subclassaot.torch_internals import get_version, set_version
@@ -453,6 +454,9 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         return "a view taken inside inference_mode"  # (replayed inside one: regenerate.replay_steps)
     if any(step.from_root for step in steps):
         return "a view whose history autograd regenerates from its root"  # (taken stale: regenerate.replay_steps)
+    calls = [step.call for step in steps if step.call is not None]
+    if len(set(calls)) != len(calls):
+        return "outputs of one multi-output view"  # (one call for all: regenerate.replay_steps)
     for o, info in enumerate(analysis.outputs):
         why = _unsupported_output(info, o in call.prewraps)
         if why is not None:
@@ -946,7 +950,9 @@ def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> boo
     w.line("_push(_give)")
     w.line("try:")
     depth = 2
-    statement = f"r{o} = {w.constant(step.op)}({', '.join([f'L[{replay.index}]', *_arguments(w, step)])})"
+    statement = (
+        f"r{o} = {w.constant(step.op)}({', '.join([f'L[{replay.index}]', *_arguments(w, step, f'L[{replay.index}]')])})"
+    )
     if step.grad_enabled:
         w.line(statement, depth)
     else:
@@ -1017,19 +1023,19 @@ def _root(w: _Writer, replay: Replay, counts: Sequence[tuple[tuple[int, ...], in
     return name
 
 
-def _arguments(w: _Writer, step: ViewStep) -> list[str]:
-    """Source for a step's arguments after its input."""
-    args = [_argument(w, a) for a in step.args]
+def _arguments(w: _Writer, step: ViewStep, src: str) -> list[str]:
+    """Source for a step's arguments after its input, `src`."""
+    args = [_argument(w, a, src) for a in step.args]
     if step.kwargs:
         # (an InputArg names an input among the positional arguments only, as replay_steps reads them)
-        kwargs = ", ".join(f"{w.constant(k)}: {_argument(w, v, inputs=False)}" for k, v in step.kwargs)
+        kwargs = ", ".join(f"{w.constant(k)}: {_argument(w, v, src, inputs=False)}" for k, v in step.kwargs)
         args.append(f"**{{{kwargs}}}")
     return args
 
 
 def _step(w: _Writer, var: str, step: ViewStep) -> None:
     """One step of regenerate.replay_steps, under the grad mode the program had."""
-    args = [var, *_arguments(w, step)]
+    args = [var, *_arguments(w, step, var)]
     statement = f"{var} = {w.constant(step.op)}({', '.join(args)})"
     if step.grad_enabled:
         w.line(statement)
@@ -1041,9 +1047,9 @@ def _step(w: _Writer, var: str, step: ViewStep) -> None:
         w.line(f"{var} = {var}.data")
 
 
-def _argument(w: _Writer, a: object, *, inputs: bool = True) -> str:
+def _argument(w: _Writer, a: object, src: str, *, inputs: bool = True) -> str:
     """A view op's argument as regenerate.replay_steps passes it: an input, or `MetaEvaluator.arg` of it (a new
-    list or tuple on every call, its symbols evaluated)."""
+    list or tuple on every call, its symbols evaluated, its SourceSizes sizes of `src`)."""
     if inputs and isinstance(a, InputArg):
         return f"L[{a.index}]"
     if type(a) is int:
@@ -1051,6 +1057,6 @@ def _argument(w: _Writer, a: object, *, inputs: bool = True) -> str:
     if (type(a) is list or type(a) is tuple) and all(type(x) is int for x in a):
         items = "".join(f"{x}, " for x in a)
         return f"[{items}]" if type(a) is list else f"({items})"
-    if isinstance(a, list | tuple | sympy.Expr):
-        return f"_ev.arg({w.constant(a)}, {w.symbols()})"
+    if isinstance(a, list | tuple | sympy.Expr | SourceSize):
+        return f"_ev.arg({w.constant(a)}, {w.symbols()}, {src})"
     return w.constant(a)

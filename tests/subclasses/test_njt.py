@@ -12,6 +12,7 @@ import torch
 import torch._dynamo
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nested._internal.nested_tensor import nested_from_padded
 
 import subclassaot
 from policies import PolicyError, describe, mark_dynamic
@@ -447,6 +448,14 @@ def _seqlen_program(which: str) -> Callable[[Tensor], Tensor]:
     return fn
 
 
+def _padded_round_trip(nt: Tensor) -> Tensor:  # test_compile_padded_dense_conversion_preserves_metadata_cache
+    # the output shares the input's offsets, so the tangent does too: retraced for it, it is no primal
+    padded = nt.to_padded_tensor(0.3).sin() + 1
+    out = nested_from_padded(padded, offsets_of(nt), sum_S=nt.values().shape[0])  # type: ignore[no-untyped-call]
+    assert isinstance(out, Tensor)
+    return out
+
+
 def _grad(dims: list[int | None]) -> Callable[[], tuple[Tensor]]:
     return lambda: (ported_njt(dims, requires_grad=True),)
 
@@ -471,6 +480,7 @@ def _chunk_from_values(values: Tensor, offsets: Tensor) -> Tensor:  # test_chunk
 
 NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, ...]]]] = {
     "compile_preserves_metadata_cache": (_sdpa_of_transposed, _grad([4, None, 3, 16])),
+    "compile_padded_dense_conversion_preserves_metadata_cache": (_padded_round_trip, _grad([4, None, 3, 4])),
     "compile_with_dynamic_max_seq_len": (_seqlen_program("max"), _plain([3, None, 5])),
     "compile_with_dynamic_min_seq_len": (_seqlen_program("min"), _plain([3, None, 5])),
     "compile_with_propagated_dynamic_max_seq_len": (_seqlen_program("propagated"), _plain([3, None, 5])),
@@ -484,6 +494,8 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
         _chunk_from_values,
         lambda: (torch.randn(5, 11, requires_grad=True), torch.tensor([0, 2, 3, 5])),
     ),
+    # one SplitBackward0 for both outputs, as eager's (two would each make zeros of a nested size for the other)
+    "split": (lambda nt: torch.split(nt, 2, -1), _grad([3, None, 3])),
     "split_with_sizes": (lambda nt: torch.split(nt, [1, 2], -1), _plain([3, None, 3])),
     "narrow": (_narrowed, _narrow_inputs),
     "njt_cat": (_cat_values, lambda: (torch.randn(3, 2), torch.randn(3, 4), torch.tensor([0, 2, 3]))),
@@ -498,9 +510,16 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
     "views_of_one_computed": (lambda nt: ((y := nt * 2).transpose(-1, -2), y.unsqueeze(-1)), _grad([3, None, 2, 5])),
     "flatten_decomp": (lambda nt: nt.flatten(-2, -1), _plain([3, None, 5, 2])),
     "squeeze": (lambda nt: nt.squeeze(-2), _plain([4, None, 1, 6])),
+    # the view's size names the input's nested int: replayed with the run's, not -1 (ragged_idx 2 takes only equal)
+    "view_ragged_idx_not_one": (lambda nt: nt.transpose(1, 2).view(2, 20, nt.size(1)), _plain([2, None, 20])),
     "permute": (lambda nt: nt.permute(0, 2, 1, -1) * 2, _plain([2, None, 3, 5])),
     "to_dtype": (lambda nt: (nt.to(torch.float64), nt.transpose(1, 2).to(torch.bfloat16)), _plain([2, None, 3])),
     "jagged_op_different_output_shape_dim": (lambda nt: nt.sum(dim=(0, 1)), _grad([3, None, 3, 4])),
+    # eager's forward runs and its backward fails (the gradient expanded to the nested size): refused at compile
+    "op_dim_reduce_ragged_idx_1_different_output_shape": (
+        lambda nt: torch.ops.aten.mean.dim(nt, dim=(1,), keepdim=True),
+        _grad([3, None, 4]),
+    ),
     "op_dim_reduce_ragged_idx_greater_than_1": (lambda nt: nt.transpose(1, 2).sum(dim=(2,)), _grad([3, None, 4])),
     "op_dim_with_lengths_different_output_shape": (
         lambda nt: (nt.sum(dim=(2,), keepdim=True), nt.softmax(2)),
@@ -521,6 +540,7 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
 _NO_FAKE = r"calls aten\._nested_tensor_from_tensor_list\.default, which has no fake \(meta\) kernel"
 _BUILT = r"a NestedTensor the program built as a view of a plain tensor"
 _COMPUTED = r"out\[0\] is a view of a NestedTensor the program computed \(eager's `\._base` is that NestedTensor\)"
+_NESTED_GRAD = r"backward takes the gradient of \S+ through an op whose backward takes a ragged \(nested int\) size"
 NJT_REFUSALS: dict[tuple[str, str], str] = {
     # NJT's SDPA on CPU runs its math fallback through a strided NestedTensor (torch.compile breaks the graph there)
     ("compile_preserves_metadata_cache", "direct"): _NO_FAKE,
@@ -533,6 +553,8 @@ NJT_REFUSALS: dict[tuple[str, str], str] = {
     ("njt_cat", "dynamo"): _COMPUTED,
     ("softmax", "direct"): _COMPUTED,
     ("softmax", "dynamo"): _COMPUTED,
+    ("op_dim_reduce_ragged_idx_1_different_output_shape", "direct"): _NESTED_GRAD,
+    ("op_dim_reduce_ragged_idx_1_different_output_shape", "dynamo"): _NESTED_GRAD,
 }
 
 

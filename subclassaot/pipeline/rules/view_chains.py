@@ -50,12 +50,14 @@ from subclassaot.schemas import (
     OutputLeaf,
     Replay,
     ReplaySource,
+    SourceSize,
     ViewStep,
 )
 from subclassaot.torch_internals import (
     autograd_nodes,
     is_inference_mode_view,
     is_multi_output_view,
+    is_nested_int,
     is_no_grad_view,
     is_plain_autograd_view,
     storage_key,
@@ -1107,18 +1109,31 @@ def set_source_steps(
 
 def view_step(record: ViewRecord) -> ViewStep | None:
     """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
-    step = _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled)
+    size = record.source_meta[0]
+    step = _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled, size)
+    if step is not None and record.index is not None:  # (one seq per output of the call: the first's names it)
+        step = replace(step, call=record.seq - record.index)
     if step is not None and record.reshape and not is_traceable_subclass(record.source):
         step = replace(step, op=torch.ops.aten.reshape.default)  # eager's node: ViewRecord.reshape
     return replace(step, inference_mode=True) if step is not None and record.inference_mode else step
 
 
 def _make_step(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], index: int | None, grad_enabled: bool
+    func: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    index: int | None,
+    grad_enabled: bool,
+    source_size: tuple[Any, ...] = (),
 ) -> ViewStep | None:
+    """`source_size`: the source's size when the op ran; a nested int argument that is one of its dims is replayed
+    as that dim of the source at run time (SourceSize: Note [Nested Int Dims])."""
+    nested = {symint_expr(d): k for k, d in enumerate(source_size) if is_nested_int(d)}
+
     def convert(a: object) -> object:
         if isinstance(a, torch.SymInt):
-            return symint_expr(a)
+            expr = symint_expr(a)
+            return SourceSize(dim=nested[expr]) if expr in nested else expr
         if isinstance(a, list | tuple):
             return type(a)(convert(x) for x in a)
         return a
