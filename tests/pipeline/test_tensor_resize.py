@@ -490,6 +490,15 @@ def relaid_by_resize_then_requires_grad_and_read(x: T) -> object:
     return (x * x,)
 
 
+def relaid_by_resize_then_requires_grad_returned(x: T) -> object:
+    # (a pair's wrapper too: its backward raised "invalid gradient at index 1 - got [8] but expected shape compatible
+    # with [4, 2]", the wrapper's resize_ not noted as relaying it)
+    with torch.no_grad():
+        x.resize_((8,))
+    x.requires_grad_()
+    return (x * x, x)
+
+
 def shrunk_with_grad_on_then_requires_grad_and_read(x: T) -> object:
     x.resize_((2,))  # (records nothing: x requires no grad yet)
     x.requires_grad_()
@@ -525,6 +534,7 @@ def shrunk_then_requires_grad_views_returned(x0: T) -> object:  # (fuzz seed 120
 RELAID_THEN_GRAD = [
     shrunk_then_requires_grad_and_read,
     relaid_by_resize_then_requires_grad_and_read,
+    relaid_by_resize_then_requires_grad_returned,
     shrunk_with_grad_on_then_requires_grad_and_read,
     shrunk_as_template_then_requires_grad_and_read,
     read_then_shrunk_then_requires_grad_and_read,

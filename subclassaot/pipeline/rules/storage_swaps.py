@@ -496,6 +496,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
             # its base's, for a view), in eager.
             self.record.note_bump(args[0])
+            note_relaid_late_grad(self.record, args[0])  # as a plain input's: Note [Leaves Laid Out Anew Under no_grad]
         source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
         earlier = None
         if func in SET_OPS and self.depth == 0:
