@@ -1617,7 +1617,9 @@ class _DataMode(TorchFunctionMode):
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)
-            if layout_op:
+            if layout_op or (
+                func in (torch.Tensor.resize_, torch.Tensor.resize_as_) and torch.is_inference_mode_enabled()
+            ):
                 note_layout_op(self.record, args[0])
             results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
             note_reads_after_layout(self.record, args, kwargs, bool(results) and all(o._is_view() for o in results))
