@@ -490,6 +490,15 @@ def relaid_by_resize_then_requires_grad_and_read(x: T) -> object:
     return (x * x,)
 
 
+def relaid_by_resize_then_requires_grad_returned(x: T) -> object:
+    # (a pair's wrapper too: its backward raised "invalid gradient at index 1 - got [8] but expected shape compatible
+    # with [4, 2]", the wrapper's resize_ not noted as relaying it)
+    with torch.no_grad():
+        x.resize_((8,))
+    x.requires_grad_()
+    return (x * x, x)
+
+
 def shrunk_with_grad_on_then_requires_grad_and_read(x: T) -> object:
     x.resize_((2,))  # (records nothing: x requires no grad yet)
     x.requires_grad_()
@@ -525,6 +534,7 @@ def shrunk_then_requires_grad_views_returned(x0: T) -> object:  # (fuzz seed 120
 RELAID_THEN_GRAD = [
     shrunk_then_requires_grad_and_read,
     relaid_by_resize_then_requires_grad_and_read,
+    relaid_by_resize_then_requires_grad_returned,
     shrunk_with_grad_on_then_requires_grad_and_read,
     shrunk_as_template_then_requires_grad_and_read,
     read_then_shrunk_then_requires_grad_and_read,
@@ -554,6 +564,79 @@ def test_input_shrunk_then_made_to_require_grad_views_returned_matches_eager(
     # (the sweep above, run whole: its views of the result, one empty and written, as eager's)
     with torch.enable_grad():
         _check(shrunk_then_requires_grad_views_returned, make, compile_fn)
+
+
+def relaid_in_inference_mode_then_read(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((8,))
+    return (x * x, x)
+
+
+def shrunk_as_template_in_inference_mode_then_read(x: T, y: T) -> object:
+    with torch.inference_mode():
+        x.resize_as_(y)
+    return (x * y,)
+
+
+def relaid_in_inference_mode_then_viewed(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((2, 2))
+    return (x.t() * 3, x[0])
+
+
+def relaid_and_written_in_inference_mode_then_read(x: T) -> object:
+    with torch.inference_mode():
+        x.resize_((8,))
+        x.fill_(1.0)
+    return (x * 3,)
+
+
+def read_then_shrunk_in_inference_mode_then_read(x: T) -> object:
+    t = x * 2
+    with torch.inference_mode():
+        x.resize_((2,))
+    return (t, x * 3)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        relaid_in_inference_mode_then_read,
+        shrunk_as_template_in_inference_mode_then_read,
+        relaid_in_inference_mode_then_viewed,
+        relaid_and_written_in_inference_mode_then_read,
+    ],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_leaf_resized_within_its_storage_in_inference_mode_then_read_with_grad_matches_eager(
+    f: Callable[..., object], kind: str, compile_fn: CompileFn | None
+) -> None:
+    # a leaf that requires grad, resize_()d inside inference_mode (eager allows it there only) before any read with
+    # grad: eager's accumulator is made at the first read after, at the new size, as after an in-place view op under
+    # no_grad (Note [Leaves Laid Out Anew Under no_grad]); refused before, by the probe of eager's backward
+    def make() -> tuple[object, ...]:
+        xs = (
+            (pair(4, 2, requires_grad=True), pair(3))
+            if kind == "pair"
+            else (torch.randn(4, 2).requires_grad_(), torch.randn(3))
+        )
+        return xs if f is shrunk_as_template_in_inference_mode_then_read else xs[:1]
+
+    if kind == "pair" and f is relaid_and_written_in_inference_mode_then_read:
+        assert_refused(f, make, compile_fn, "has its metadata or storage changed in place")
+        return
+    with torch.enable_grad():
+        _check(f, make, compile_fn)
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_leaf_read_with_grad_then_resized_in_inference_mode_refused(kind: str, compile_fn: CompileFn | None) -> None:
+    # read with grad before: eager's accumulator, alive in that read's node, keeps the size it was made at
+    def make() -> tuple[object, ...]:
+        return (pair(4, 2, requires_grad=True) if kind == "pair" else torch.randn(4, 2).requires_grad_(),)
+
+    with torch.enable_grad():
+        assert_refused(read_then_shrunk_in_inference_mode_then_read, make, compile_fn, "another size|behind autograd")
 
 
 def grad_dropped_then_grown(x: T) -> object:

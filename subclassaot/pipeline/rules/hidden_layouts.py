@@ -106,7 +106,8 @@ __all__ = [
 #   leaves set_() to another size under no_grad (or given one by `.data =` before any use with grad) and then read with
 #   grad (a set_() back to the old size is none), and subclass leaves resized under no_grad that an op with grad read
 #   before the change (the alias-group and set_() rules passed them).
-# A torch.inference_mode() block is no_grad here (eager's leaf records nothing there either; on a view that requires
+# A torch.inference_mode() block is no_grad here (eager's leaf records nothing there either, and a resize_() within
+# its storage there, which eager lets a leaf that requires grad take, is such an op; on a view that requires
 # grad the op bumps the counter as under no_grad, and the next read rebuilds the view's history from its base the
 # same way, so the no_grad rules decide it), but inference mode skips autograd's kernels, detach_()'s among them,
 # which alone drops the clone's grad_fn: the trace leaves inference mode for its detach_() (else the gradient is taken

@@ -496,6 +496,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # The wrapper takes its new size with a set_ of its own, which advances its version counter (and
             # its base's, for a view), in eager.
             self.record.note_bump(args[0])
+            note_relaid_late_grad(self.record, args[0])  # as a plain input's: Note [Leaves Laid Out Anew Under no_grad]
         source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
         earlier = None
         if func in SET_OPS and self.depth == 0:
@@ -636,6 +637,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
 
     def _functional_set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """set_() of a FunctionalTensor: rebound (Note [Storage Swaps By Rebinding]), and what eager records of it."""
+        # (autograd records nothing inside inference_mode, grad mode on or off: the set_() is no_grad's below)
         grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
@@ -648,7 +650,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_stale_set(self.record, args[0], args[1] if len(args) > 1 else None)
             if id(args[0]) in self.record.view_layouts and not self.record.view_layouts[id(args[0])][1]:
                 note_view_set(self.record, args[0], tensor_meta(args[0]))  # Note [Stale View Functions]
-            if not torch.is_grad_enabled() and id(args[0]) in self.record.view_layouts:
+            if not grad and id(args[0]) in self.record.view_layouts:
                 self.record.view_sets.add(id(args[0]))  # Note [Stale View Functions]
         size_before, layout_before = tuple(args[0].shape), layout_of(args[0])
         key_before = storage_key(args[0])
@@ -668,11 +670,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0:
             note_relaid_late_grad(self.record, args[0])  # Note [Leaves Laid Out Anew Under no_grad]
             note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
-            if not torch.is_grad_enabled() and args[0].requires_grad:  # Note [Gradient Accumulators Of Leaves]
+            if not grad and args[0].requires_grad:  # Note [Gradient Accumulators Of Leaves]
                 note_self_set(self.record, args[0])
-            if not torch.is_grad_enabled() and (
-                layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before
-            ):
+            if not grad and (layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before):
                 self.record.relaid_by_set[id(args[0])] = self.record.seq + 1  # Note [Stale View Functions]
         source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
         if self.depth == 0:  # Note [Leaves Laid Out Anew Under no_grad]
@@ -689,7 +689,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.note_bump(args[0])
         if self.depth == 0:
             self.record.seq += 1
-            self.record.plain_sets[id(args[0])] = (self.record.seq, torch.is_grad_enabled())
+            self.record.plain_sets[id(args[0])] = (self.record.seq, grad)
             if id(args[0]) not in self.record.data_aliases | self.record.data_views:
                 self.record.note_last_bump(key_before, args[0])  # Note [Storage Swaps By Rebinding]
         self.record.first_swaps.setdefault(id(args[0]), self.record.seq)
@@ -1617,7 +1617,9 @@ class _DataMode(TorchFunctionMode):
             note_reads_after_grad_set(self.record, args, kwargs, out)  # Note [set_ Under Grad]
         if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
             note_first_read(self.record, args, kwargs)
-            if layout_op:
+            if layout_op or (
+                func in (torch.Tensor.resize_, torch.Tensor.resize_as_) and torch.is_inference_mode_enabled()
+            ):
                 note_layout_op(self.record, args[0])
             results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
             note_reads_after_layout(self.record, args, kwargs, bool(results) and all(o._is_view() for o in results))
