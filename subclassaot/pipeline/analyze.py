@@ -1886,15 +1886,17 @@ def check_written_inputs_gaining_grad(
     beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
     (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
     do. A write through another input over its storage, which that input resized, counts too where the input's
-    elements overlap. None counts where the input is plain, in no alias group, and the flag came before any op of the program changed its storage but by writes autograd records none of
-    (Analysis.gained_before_changes): eager's other changes all follow it, as the run's that requires grad from the
-    start do, and the rules for inputs that require grad judge them."""
+    elements overlap. None counts where the input is plain, shares its storage with no other input (a group of one
+    is traced for what a resize_() grows it into), and the flag came before any op of the program changed its storage
+    but by writes autograd records none of (Analysis.gained_before_changes): eager's other changes all follow it, as
+    the run's that requires grad from the start do, and the rules for inputs that require grad judge them."""
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
     own = own_stand_in_inputs(layout, passed, gains) | own_leaves_of(analysis)
+    shared = {m for g in layout.groups if len(g.members) > 1 for m in g.members} | beside_grad
     for i in gains:
-        alone = not any(j in grouped or j in beside_grad for j in layout.leaves_of_input[i])
+        alone = not any(j in shared for j in layout.leaves_of_input[i])
         first = bool(analysis.gained_before_changes) and analysis.gained_before_changes[i]
         if alone and layout.trees[i] is None and first:
             # (made to require grad before the program changed its storage, over a storage no other input shares:

@@ -23,6 +23,7 @@ from subclassaot.pipeline.grad_scope import (
     check_flagless_view_set,
     check_gained_after_read,
     check_grad_reenabled,
+    check_unseen_histories,
 )
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
@@ -167,6 +168,7 @@ def run_functional(
         except (RuntimeError, ValueError) as e:
             _refuse_run_error(e, record, (flat, layout, user_tensors), restrided)
             raise
+        check_unseen_histories(record, (output, user_tensors, args, kwargs))  # (views of gained bases: grad_scope.py)
         if record.absolute_frames:
             check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
         if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]

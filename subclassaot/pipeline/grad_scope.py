@@ -64,6 +64,7 @@ __all__ = [
     "check_raising_view_input_reads",
     "bumped_input_reads",
     "check_flagless_view_set",
+    "check_unseen_histories",
     "check_views_of_gained_bases",
     "check_gained_base_view_applies",
     "gained_base_views_as_leaves",
@@ -752,7 +753,9 @@ def note_gain_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
 # that require grad and carry a node, and a gradient that reaches no input. Where eager's view has history (the
 # program moved the counter first; a tensor of its chain given a flag of its own, set_() or `.data =`; an input that
 # came with its counter moved: guarded, `SwapRecord.unbumped_view_reads`), and for an op that may return a view, a
-# write, an `out=`, a custom Function's apply, or a hook, `check_views_of_gained_bases` refuses what would differ.
+# write, an `out=`, a custom Function's apply, or a hook, `check_views_of_gained_bases` refuses what would differ:
+# at once for a hook, or where a result (a written tensor) is over an input's storage, else once the program reads
+# one again or returns or leaves one where the caller sees it (a result no one sees has no history to tell apart).
 
 # torch functions of the program that reach a tensor's autograd history or accumulator without computing from it
 _HISTORY_CALLS = frozenset({"register_hook", "retain_grad", "register_post_accumulate_grad_hook", "backward"})
@@ -886,7 +889,25 @@ def check_views_of_gained_bases(
         return
     if not writes and not made and name not in _HISTORY_CALLS:
         return
-    raise _gained_base_view_refusal(record, read[0], name)
+    error = _gained_base_view_refusal(record, read[0], name)
+    carriers = [*made, *([args[0]] if writes and args and isinstance(args[0], torch.Tensor) else [])]
+    if not carriers:
+        raise error
+    record.unseen_histories.extend((c, error) for c in carriers)
+    check_unseen_histories(record, record.run_inputs)
+
+
+def check_unseen_histories(record: SwapRecord, seen: object) -> None:
+    """Raise the refusal of an op's result whose history eager's differs from the run's
+    (SwapRecord.unseen_histories) where a tensor among `seen` (a later call's arguments; the outputs and the inputs
+    as the program leaves them) is over its storage."""
+    if not record.unseen_histories:
+        return
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        keys = {storage_key(t) for t in pytree.tree_leaves(seen) if isinstance(t, torch.Tensor)}
+        for carrier, error in record.unseen_histories:
+            if storage_key(carrier) in keys:
+                raise error
 
 
 def check_gained_base_view_applies(record: SwapRecord, name: str, args: Sequence[object]) -> None:

@@ -3414,6 +3414,97 @@ def test_view_input_written_before_the_call_then_its_base_flagged_refused() -> N
             compiled(*_base_and_its_row_written_since())
 
 
+# A write with grad (copy_, mul_) that reads a view input of an input the program made require grad: eager's result
+# has a node whose edge for the view goes nowhere, the run's cannot (check_views_of_gained_bases). Where the program
+# never reads the written tensor again, nor returns or leaves it where the caller sees it, no one tells the histories
+# apart: it compiles; otherwise the refusal stands.
+def view_of_flagged_base_written_into_a_fresh_tensor(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t = torch.ones(2)
+    t.mul_(x1)
+    return (x0 * 2, x1)
+
+
+def view_of_flagged_base_copied_into_an_earlier_result(x0: T, x1: T) -> object:
+    # (seed 120200 #8028: refused as computed from before the flag)
+    t0 = x0.sum(0)
+    with torch.no_grad():
+        t1 = x0 * 2
+    x0.requires_grad_()
+    t0.copy_(x1)
+    return (x0, x1, t1)
+
+
+def view_of_flagged_base_after_sort(x0: T, x1: T, x2: T) -> object:
+    # (seed 120200 #8028, as drawn)
+    t0, t1 = x0.sort(2, descending=True)
+    x2.requires_grad = True
+    x2.diagonal(-1, 0, 1)
+    t1.transpose(1, 1)
+    with torch.set_grad_enabled(True):
+        t0.copy_(x1)
+    return (x0, x1, x0)
+
+
+def _sorted_view_diagonal_and_base() -> tuple[T, T, T]:
+    b0 = torch.randn((2, 3))
+    return (b0.view((1, -1, 2)), b0.transpose(1, 1).diagonal(-1, 0, 1), b0)
+
+
+@pytest.mark.parametrize(
+    ("f", "make_inputs"),
+    [
+        (view_of_flagged_base_written_into_a_fresh_tensor, _base_and_its_row),
+        (view_of_flagged_base_copied_into_an_earlier_result, _base_and_its_row),
+        (view_of_flagged_base_after_sort, _sorted_view_diagonal_and_base),
+    ],
+    ids=["fresh", "earlier_result", "after_sort"],
+)
+def test_view_of_flagged_base_written_with_grad_into_a_tensor_no_one_sees_matches_eager(
+    f: Callable[..., object], make_inputs: Make
+) -> None:
+    """The written tensor dies unread: its history, eager's or the run's, reaches nothing the caller sees (was refused
+    as a read with grad of a view of a base made to require grad)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make_inputs)
+        assert_matches_eager(f, make_inputs, after_call=write_outputs)
+
+
+def _copied_then(then: str) -> Callable[..., object]:
+    def f(x0: T, x1: T, y: T) -> object:
+        x0.requires_grad_()
+        if then == "input":
+            y.mul_(x1)
+            return (x0 * 2, y)
+        t = torch.zeros(2, 2)
+        t[0].copy_(x1)
+        if then == "returned":
+            return (t,)
+        if then == "view_returned":
+            return (x0 * 2, t[1])
+        if then == "read":
+            return (t * 2,)
+        with torch.no_grad():
+            x0[0].copy_(t[0])  # (then == "written_back")
+        return (x0 * 1,)
+
+    return f
+
+
+@pytest.mark.parametrize("then", ["input", "returned", "view_returned", "read", "written_back"])
+def test_view_of_flagged_base_written_with_grad_into_a_tensor_seen_refused(then: str) -> None:
+    """The written tensor is an input, is returned (or a view over its storage is), or is read again: refused by
+    name, as eager's history through the view reaches what the caller sees."""
+    f = _copied_then(then)
+    with torch.enable_grad():
+        b0 = torch.randn(3, 2)
+        eager = f(b0, b0[1], torch.randn(2))
+        assert isinstance(eager, tuple) and all(o.requires_grad for o in eager)  # eager's results carry history
+        with pytest.raises(UnsupportedError, match=_REGENERATED_VIEW_RULE):
+            b0 = torch.randn(3, 2)
+            subclassaot.compile(f)(b0, b0[1], torch.randn(2))
+
+
 # Fuzz seed 118600 #5481 (DIVERGED): x0 a view of a tensor not passed, t0 = x0.t() under no_grad, then x0 made to
 # require grad and a dirty Function under no_grad on t0. Eager's t0 reads its root base's flag (that tensor's, which
 # requires none), so the apply returns t0 itself, a view; the run's t0 read the stand-in's flag and came back detached.
@@ -7972,6 +8063,48 @@ def test_input_made_to_require_grad_before_its_storage_changed_then_changed(
     before comes after it in eager, so it compiles under the rules for an input passed requiring grad (was refused as
     written before the flag)."""
     f, make = _FLAGGED_BEFORE_ITS_CHANGES[program]
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, after_call=write_outputs, compile_fn=compile_fn)
+
+
+def _flag_then_sorted_then_grown_inside_inference_mode(x0: T) -> object:
+    # (seed 120200 #1169: refused as written before the flag)
+    x0.requires_grad = True
+    with torch.set_grad_enabled(False):
+        t0, t1 = x0.sort(0)
+    with torch.inference_mode(), torch.set_grad_enabled(False):
+        x0.resize_((5,))
+        x0.fill_(-1.0)
+    return (t1, t0, t0)
+
+
+def _flag_then_read_then_grown_inside_inference_mode(x: T) -> object:
+    x.requires_grad_()
+    y = x.sin()
+    with torch.inference_mode():
+        x.resize_(7)
+        x.fill_(1.0)
+    return (y, x)
+
+
+_FLAGGED_THEN_GROWN: dict[str, tuple[Callable[[T], object], Make]] = {
+    "sorted_then_grown-scalar": (_flag_then_sorted_then_grown_inside_inference_mode, lambda: (torch.randn(()),)),
+    "sorted_then_grown": (_flag_then_sorted_then_grown_inside_inference_mode, lambda: (torch.randn(3),)),
+    "read_then_grown": (_flag_then_read_then_grown_inside_inference_mode, lambda: (torch.randn(3),)),
+    "read_then_grown-view": (_flag_then_read_then_grown_inside_inference_mode, lambda: (torch.randn(5)[1:4],)),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_FLAGGED_THEN_GROWN))
+def test_input_made_to_require_grad_then_grown_inside_inference_mode_matches_eager(
+    compile_fn: CompileFn | None, program: str
+) -> None:
+    """requires_grad_() on an input first, then resize_() (and a write) inside inference_mode, where autograd checks
+    nothing: the input passed alone is traced as a view of a base of its own, for the storage it grows into, which
+    no other input shares, so every change follows the flag as in eager, judged by the rules for an input passed
+    requiring grad (was refused as written before the flag: a group of one counted as shared storage)."""
+    f, make = _FLAGGED_THEN_GROWN[program]
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
         assert_matches_eager(f, make, after_call=write_outputs, compile_fn=compile_fn)

@@ -27,6 +27,7 @@ from subclassaot.pipeline.grad_scope import (
     check_regenerated_history_applies,
     check_regenerated_view_input_reads,
     check_regenerated_view_reads,
+    check_unseen_histories,
     check_views_of_gained_bases,
     flagless_view_history_raises,
     flagless_views_detached,
@@ -1190,6 +1191,7 @@ class _DataMode(TorchFunctionMode):
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         self.record.calls += 1
+        check_unseen_histories(self.record, (args, kwargs))  # (views of gained bases: grad_scope.py)
         if self.record.late_gains:
             _note_touch_after_gain(self.record, func, args, kwargs)
         out = self._function(func, args, kwargs)

@@ -171,6 +171,10 @@ class SwapRecord:
     # id() of input stand-ins whose real input is a view of another input the program made require grad (Note [Grad
     # Mode And Autograd Reads])
     views_of_gained_bases: set[int] = field(default_factory=set)
+    # the results (and written tensors) of ops with grad that read such a view where eager's history differs from the
+    # run's, each with its refusal: raised once the program reads a tensor over its storage again, or returns or leaves
+    # one where the caller sees it (grad_scope.check_views_of_gained_bases)
+    unseen_histories: list[tuple[torch.Tensor, Exception]] = field(default_factory=list)
     # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start)
     views_of_flagged_bases: set[int] = field(default_factory=set)
     # ... of those, the ones that did not require grad
