@@ -327,8 +327,8 @@ def test_static_fakes_walk_the_arguments_only_of_ops_with_several_empty_results(
             walked.append(call)
         return leaves(tree, *args, **kwargs)
 
-    def layouts(out: object) -> list[tuple[object, ...]]:
-        return [(t.shape, t.stride(), t.storage_offset()) for t in leaves(out) if isinstance(t, torch.Tensor)]
+    def layouts(out: object) -> list[tuple[torch.Size, tuple[int, ...], int]]:
+        return [(t.shape, t.stride(), int(t.storage_offset())) for t in leaves(out) if isinstance(t, torch.Tensor)]
 
     eager = layouts(make())
     monkeypatch.setattr(pytree, "tree_leaves", noted)
