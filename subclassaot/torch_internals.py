@@ -844,11 +844,13 @@ class _EagerEmptyLayouts(_CacheKeepsStorage):  # type: ignore[no-untyped-call]  
         if retaken:
             return view
         out = super().__torch_dispatch__(func, types, args, kwargs)
+        schema = getattr(func, "_schema", None)
+        if not isinstance(out, FakeTensor | list | tuple) or (isinstance(out, FakeTensor) and out.numel() != 0):
+            return out  # (most ops: one result with elements, or none (`prim.device`); no walk of the args)
+        if isinstance(out, FakeTensor) and schema is not None and not schema.is_mutable:
+            return _empty_view_as_eager(func, args, kwargs, out, schema)
         tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         results = [t for t in pytree.tree_leaves(out) if isinstance(t, FakeTensor)]
-        schema = getattr(func, "_schema", None)
-        if isinstance(out, FakeTensor) and out.numel() == 0 and schema is not None and not schema.is_mutable:
-            return _empty_view_as_eager(func, args, kwargs, out, schema)
         if (
             schema is None
             or schema.is_mutable

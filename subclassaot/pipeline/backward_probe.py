@@ -1529,17 +1529,15 @@ def _first_run(
         }
         detached = _unreached_returned_leaves(outs, values, flat) | _views_written_apart(held, values, outs)
         roots = [*outs, *held.values()]
-        readers = _saved_readers(roots, inside.saves, order)
+        saves = _NodeSaves(inside.saves, order)  # (each node's saves read once: `around` reads them again)
+        readers = _saved_readers(roots, saves)
         if order is not None and not order.reads_as_unhooked(readers):
             raise _Unshared
         found = _matched(readers, outs, tuple(held), values, flat, analysis)
         if not found:
             return EagerSaves(detached=detached, probed=True)
         apart = {id(t) for p in detached for t in _leaf_behind(values[flat.tensor_indices[p]])}
-        around = [
-            _leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, inside.saves, order)
-            for e in found
-        ]
+        around = [_leaf_around_savers(roots, values, _saved_value(e, outs, values, flat), apart, saves) for e in found]
         if order is None:
             return _FirstRun(found, around, detached)
         probed = [e for e, a in zip(found, around, strict=True) if a and not e.held]
@@ -1654,8 +1652,7 @@ def _leaf_around_savers(
     values: Sequence[object],
     saved: torch.Tensor,
     apart: set[int],
-    inside: _InsideSaves,
-    order: _UnpackOrder | None = None,
+    saves: _NodeSaves,
 ) -> bool:
     """Does some output's grad_fn graph reach the AccumulateGrad of a leaf input (or of the leaf a view input is a
     view of), not in `apart`, by a path through no node that saved a tensor over `saved`'s version counter (as
@@ -1677,7 +1674,7 @@ def _leaf_around_savers(
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if any(_counter_identity(t) == key for t in _saved_by(node, inside, order)):
+        if any(_counter_identity(t) == key for t in saves.of(node)):
             continue
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor) and id(variable) in leaves:
@@ -2016,16 +2013,14 @@ def _shares_counter(t: torch.Tensor, other: torch.Tensor) -> bool:
     return moved
 
 
-def _saved_readers(
-    outs: Sequence[object], inside: _InsideSaves, order: _UnpackOrder | None = None
-) -> dict[object, _Readers]:
+def _saved_readers(outs: Sequence[object], saves: _NodeSaves) -> dict[object, _Readers]:
     """Each tensor a node of the outputs' autograd graphs saved, by `_counter_identity` (a saved output comes back as
     another tensor over the same memory, with its counter) -> those tensors and the outputs whose graph has such a
     node."""
     readers: dict[object, tuple[list[torch.Tensor], set[int]]] = {}
     for p, out in enumerate(outs):
         for node in autograd_nodes([grad_fn_or_none(out)] if isinstance(out, torch.Tensor) else []):
-            for t in _saved_by(node, inside, order):
+            for t in saves.of(node):
                 saved, outputs = readers.setdefault(_counter_identity(t), ([], set()))
                 saved.append(t)
                 outputs.add(p)
@@ -2090,6 +2085,22 @@ class _SavesInsideCopySlices(TorchFunctionMode):
             if node is not None and type(node).__name__ == "CopySlices":
                 self.saves.setdefault(node, []).extend(packed)
         return out
+
+
+class _NodeSaves:
+    """`_saved_by` per node, read once and kept: the probe's first run reads each node's saves for `_saved_readers`,
+    then again per save it found (`_leaf_around_savers`), and nothing between writes a save or frees one (reading a
+    saved tensor unpacks it: a fresh tensor over the same memory, or the one packed under `order`'s hooks)."""
+
+    def __init__(self, inside: _InsideSaves, order: _UnpackOrder | None) -> None:
+        self.inside, self.order = inside, order
+        self.read: dict[torch.autograd.graph.Node, tuple[torch.Tensor, ...]] = {}
+
+    def of(self, node: torch.autograd.graph.Node) -> tuple[torch.Tensor, ...]:
+        found = self.read.get(node)
+        if found is None:
+            found = self.read[node] = tuple(_saved_by(node, self.inside, self.order))
+        return found
 
 
 def _saved_by(

@@ -194,9 +194,15 @@ class _LiftCaptured(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        args, kwargs = pytree.tree_map_only(torch.Tensor, self._swap, (args, kwargs or {}))
+        kwargs = kwargs or {}
+        leaves, spec = pytree.tree_flatten((args, kwargs))  # (one walk: rebuilt only where a tensor is swapped)
+        swapped = [self._swap(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        if any(s is not t for s, t in zip(swapped, leaves, strict=True)):
+            args, kwargs = pytree.tree_unflatten(swapped, spec)
         if self.table and getattr(func, "__name__", None) not in _METADATA_READS:
-            pytree.tree_map_only(torch.Tensor, self._refuse_built_around_captured, (args, kwargs))
+            for t in swapped:
+                if isinstance(t, torch.Tensor):
+                    self._refuse_built_around_captured(t)
         return func(*args, **kwargs)
 
     def _swap(self, t: torch.Tensor) -> torch.Tensor:

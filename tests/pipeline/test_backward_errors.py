@@ -2662,6 +2662,42 @@ def test_the_probes_first_run_grades_its_saves_as_runs_of_their_own(
     assert any(s.graded_first for s in shared.saves) and runs == [1, 2], (shared, runs)
 
 
+@pytest.mark.parametrize("program", list(_SHARED_FIRST_RUNS))
+def test_the_probes_first_run_reads_each_nodes_saves_once(program: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's first run reads the saved tensors of each autograd node of the outputs' graphs once (for the
+    readers of each save, then again per save it found, for a leaf reached around its savers: kept from the first
+    read), and finds what it found reading them each time; the compiled program matches eager's."""
+    make_program, make = _SHARED_FIRST_RUNS[program]
+    probe, saved_by = backward_probe.eager_saves, backward_probe._saved_by
+    calls: list[tuple[Any, ...]] = []
+    reads: list[list[object]] = []
+
+    def recorded(*args: Any) -> object:
+        calls.append(args)
+        return probe(*args)
+
+    def counted(node: object, *args: Any) -> list[T]:
+        reads[-1].append(node)
+        return saved_by(node, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(subclassaot.api, "eager_saves", recorded)
+    with torch.enable_grad():
+        subclassaot.compile(make_program(), backend=_graph_as_traced)(*make())
+    [args] = calls
+    monkeypatch.setattr(backward_probe, "_saved_by", counted)
+    reads.append([])
+    kept = probe(*args)
+    monkeypatch.setattr(
+        backward_probe._NodeSaves, "of", lambda self, node: tuple(counted(node, self.inside, self.order))
+    )
+    reads.append([])
+    reread = probe(*args)
+    assert kept == reread and kept.saves, (kept, reread)
+    assert len(reads[0]) == len({id(n) for n in reads[0]}) < len(reads[1]), (len(reads[0]), len(reads[1]))
+    with torch.enable_grad():
+        assert_matches_eager(make_program(), make, backend=_graph_as_traced)
+
+
 def _saved_beside_a_jagged_input(n: T, x: T) -> object:
     return n * 2, x * x  # mul saves x
 

@@ -4,8 +4,11 @@ differentiated through, and guarded; a tensor reached any other way is refused b
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
+import torch.utils._pytree as pytree
 
 import subclassaot
 from subclasses.pair import PairTensor
@@ -144,6 +147,33 @@ def test_module_tensor_attribute_is_lifted() -> None:
     torch.testing.assert_close(compiled(x), module.lin(x) * 3)
     assert module.calls.item() == 2 and compiled.compile_count == 1
     assert set(module.state_dict()) == {"lin.weight", "lin.bias"}
+
+
+def test_only_calls_given_a_captured_tensor_rebuild_their_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each torch call the program makes passes through the lifting mode: one given a captured tensor (here only
+    `stack`, whose list holds w) gets its arguments rebuilt around the tensor's stand-in; every other call keeps the
+    arguments the program passed (no rebuild of `cat`'s list, of a slice's index). Matches eager."""
+    w = torch.randn(3)
+
+    def f(x: T) -> T:
+        y = torch.cat([x, x]) * 2
+        return torch.stack([y[:3], w]).sum(0) + x
+
+    rebuilt: list[str] = []
+    unflatten = pytree.tree_unflatten
+
+    def noted(leaves: list[object], spec: pytree.TreeSpec) -> object:
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "__torch_function__" and caller.f_code.co_filename.endswith("inputs.py"):
+            rebuilt.append(getattr(caller.f_locals["func"], "__name__", "?"))
+        return unflatten(leaves, spec)
+
+    monkeypatch.setattr(pytree, "tree_unflatten", noted)
+    x = torch.randn(3)
+    torch.testing.assert_close(subclassaot.compile(f)(x), f(x))
+    assert rebuilt and set(rebuilt) == {"stack"}, rebuilt
+    monkeypatch.undo()
+    assert_matches_eager(f, lambda: (torch.randn(3),))
 
 
 def test_tensor_reached_through_an_object_is_refused() -> None:

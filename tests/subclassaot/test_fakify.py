@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
 import sympy
 import torch
+import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -296,3 +299,42 @@ def test_a_cached_fake_result_has_the_kernels_storage_offset_and_size(mode: str,
             out = calls[op](x)
             assert (out.storage_offset(), out.untyped_storage().nbytes()) == layout
             assert out._version == 0 and not out._is_view()
+
+
+_STATIC_CALLS: dict[str, tuple[Callable[[], object], bool]] = {  # the call, and whether its arguments are walked
+    "mm": (lambda: torch.mm(torch.empty(2, 3), torch.empty(4, 3).t()), False),
+    "cat": (lambda: torch.cat([torch.empty(2, 3), torch.empty(1, 3)]), False),
+    "mul_of_transposed": (lambda: torch.empty(4, 3).t() * 2, False),
+    "one_empty_result": (lambda: torch.empty(2, 0, 3).transpose(0, 2) + 1, False),
+    "two_empty_results": (lambda: torch.empty(0, 3).max(1), True),
+}
+
+
+@pytest.mark.parametrize("call", list(_STATIC_CALLS))
+def test_static_fakes_walk_the_arguments_only_of_ops_with_several_empty_results(
+    call: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe's static fake mode (`_EagerEmptyLayouts`) runs an op whose results are all empty again on real empty
+    tensors for eager's strides, which reads every argument; an op with one result keeps the fake kernel's layout
+    where it has elements (eager's: checked) and takes eager's view layout where it is empty, with no walk of its
+    arguments."""
+    make, walks = _STATIC_CALLS[call]
+    leaves = pytree.tree_leaves
+    walked: list[str] = []
+
+    def noted(tree: object, *args: Any, **kwargs: Any) -> list[Any]:
+        if sys._getframe(1).f_code.co_qualname == "_EagerEmptyLayouts.__torch_dispatch__":
+            walked.append(call)
+        return leaves(tree, *args, **kwargs)
+
+    def layouts(out: object) -> list[tuple[torch.Size, tuple[int, ...], int]]:
+        return [(t.shape, t.stride(), int(t.storage_offset())) for t in leaves(out) if isinstance(t, torch.Tensor)]
+
+    eager = layouts(make())
+    monkeypatch.setattr(pytree, "tree_leaves", noted)
+    with static_fake_copies([])[0]:
+        fake = layouts(make())
+    monkeypatch.undo()
+    assert bool(walked) == walks, walked
+    if all(t[0].numel() for t in eager):  # (empty results' strides: `_empty_view_as_eager`'s, unchanged here)
+        assert fake == eager
