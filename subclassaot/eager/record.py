@@ -13,7 +13,7 @@ run and holds no `id()`. A run on fakes draws no random number from the caller's
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NewType
 
@@ -312,32 +312,24 @@ def _op_name(func: Callable[..., Any]) -> str:
     return name.replace("TensorBase.", "Tensor.").replace("_VariableFunctionsClass.", "torch.")
 
 
-def observe(
-    fn: Callable[..., object],
-    values: Sequence[object],
-    unflatten: Callable[[list[object]], tuple[tuple[object, ...], Mapping[str, object]]] | None = None,
-    *,
-    backward: bool = True,
-) -> EagerRecord:
-    """Run `fn` once in eager on `values` (the call's leaves; `unflatten` rebuilds args and kwargs from them, default:
-    the leaves are the positional arguments) and record it (Note [The Eager Record])."""
+def observe(fn: Callable[..., object], values: Sequence[object]) -> EagerRecord:
+    """Run `fn` once in eager on `values` (its positional arguments) and record it (Note [The Eager Record])."""
     rec = _Recorder()
     leaves = list(values)
     inputs = tuple(rec.node(v) if isinstance(v, torch.Tensor) else None for v in leaves)
     for v in leaves:
         if isinstance(v, torch.Tensor):
             rec.all_facts([v])
-    args, kwargs = unflatten(leaves) if unflatten is not None else (tuple(leaves), {})
     error: str | None = None
     outs: list[object] = []
     with rec, _Unseen(rec):
         try:
-            outs = pytree.tree_leaves(fn(*args, **kwargs))
+            outs = pytree.tree_leaves(fn(*leaves))
         except Exception as e:  # eager raising is a fact of the program
             error = f"{type(e).__name__}: {e}"
     rec.flush()
     out_nodes = tuple(rec.node(o) if isinstance(o, torch.Tensor) else None for o in outs)
-    end = _backward(rec, leaves, outs) if backward and error is None else None
+    end = _backward(rec, leaves, outs) if error is None else None
     final = tuple(rec.facts(t) for ref in rec.tensors if (t := ref()) is not None)
     return EagerRecord(
         inputs=inputs, events=tuple(rec.events), outputs=out_nodes, final=final, error=error, backward=end
@@ -369,14 +361,8 @@ def _is_leaf(t: torch.Tensor) -> bool:
         return False
 
 
-def observe_on_fakes(
-    fn: Callable[..., object],
-    values: Sequence[object],
-    unflatten: Callable[[list[object]], tuple[tuple[object, ...], Mapping[str, object]]] | None = None,
-    *,
-    backward: bool = True,
-) -> EagerRecord:
+def observe_on_fakes(fn: Callable[..., object], values: Sequence[object]) -> EagerRecord:
     """`observe` on static fakes of `values` in a fresh fake mode (aliasing kept): the compile's way to ask eager."""
     mode, fakes = static_fake_copies(values)
     with torch.random.fork_rng(devices=[]), mode:
-        return observe(fn, fakes, unflatten, backward=backward)
+        return observe(fn, fakes)

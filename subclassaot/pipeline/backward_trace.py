@@ -1222,7 +1222,6 @@ class BackwardVariant:
     graph: torch.fx.GraphModule  # (saved[saved_index]..., tangents...) -> (grads..., backward mutations...)
     saved_index: tuple[int, ...]  # per saved placeholder: its position among the forward's saved values
     example_inputs: tuple[object, ...]
-    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: its tangent's structure
     grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
     grad_stride_leaves: tuple[int | None, ...]  # as BackwardGraph's, for this backward
     unused: frozenset[int]
@@ -1263,7 +1262,6 @@ def retrace_backward(
         graph=graph,
         saved_index=index,
         example_inputs=example,
-        tangent_trees=tuple(trees),
         grad_trees=joint.grad_trees,
         grad_stride_leaves=joint.grad_stride_leaves,
         unused=joint.unused,

@@ -314,13 +314,12 @@ def is_hidden_base_path(path: str) -> bool:
 class HiddenBases:
     views: tuple[tuple[int, ...], ...]  # per base: the flat leaves of (args, kwargs) that are views of it, >= 2
     keys: tuple[str, ...]  # per base: its keyword in the call the pipeline compiles
-    spec: pytree.TreeSpec  # of (args, kwargs)
 
 
 def find_hidden_bases(args: tuple[object, ...], kwargs: Mapping[str, object]) -> HiddenBases | None:
     """Subclass inputs that require grad and are views of one wrapper base the call does not pass, grouped by base
     (Note [Aliased Inputs In Training]); None where there are none."""
-    values, spec = pytree.tree_flatten((args, dict(kwargs)))
+    values = pytree.tree_leaves((args, dict(kwargs)))
     paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path((args, dict(kwargs)))[0]]
     passed = {id(v) for v in values if isinstance(v, torch.Tensor)}
     by_base: dict[int, list[int]] = {}
@@ -337,7 +336,7 @@ def find_hidden_bases(args: tuple[object, ...], kwargs: Mapping[str, object]) ->
     keys = tuple(f"{_HIDDEN_KEY}{_user_path(paths[views[0]])}>" for views in groups)
     if not groups or any(k in kwargs for k in keys):
         return None
-    return HiddenBases(views=groups, keys=keys, spec=spec)
+    return HiddenBases(views=groups, keys=keys)
 
 
 def _user_path(keystr: str) -> str:

@@ -83,22 +83,15 @@ class SymbolCache:
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}  # "args[0].size()[0]" -> "s27", insertion = creation order
-        self._exprs: dict[str, str] = {}  # every dim of the last fakify -> its expression, for inspection
 
     def names(self) -> dict[str, str]:
         return dict(self._names)
-
-    def exprs(self) -> dict[str, str]:
-        return dict(self._exprs)
 
     def record(self, source_name: str, symbol_name: str) -> None:
         old = self._names.get(source_name)
         if old is not None and old != symbol_name:
             log.debug("symbol for %s was %s and is now %s", source_name, old, symbol_name)
         self._names.setdefault(source_name, symbol_name)
-
-    def record_exprs(self, exprs: Mapping[str, str]) -> None:
-        self._exprs.update(exprs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -330,7 +323,6 @@ def fakify_inputs(
     builder.create_symbols(symbol_cache)
     fakes = tuple(builder.fake(p) for p in paths)
     exprs = {d.address: builder.expr(d.address) for plan in plans for d in plan.dims() if d.nested is None}
-    symbol_cache.record_exprs({a.source_name(): str(e) for a, e in exprs.items()})
     return FakifyResult(
         fakes=fakes,
         plans=plans,

@@ -295,12 +295,7 @@ def flagless_views_detached(
 
 
 def _check_flagless_copies(
-    record: SwapRecord,
-    name: str,
-    args: tuple[Any, ...],
-    call_args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    out: object,
+    record: SwapRecord, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
 ) -> None:
     """After an op that may return a view (not read through a detach()): refuse it where it read such a view and made
     a result that is no view of it (reshape() or contiguous() copying), which follows the input's history."""
@@ -349,7 +344,7 @@ def check_flagless_view_reads(
     if not args:
         return
     if not _writes(name):
-        _check_flagless_copies(record, name, args, call_args, kwargs, out)
+        _check_flagless_copies(record, name, args, kwargs, out)
         return
     if out is not None:
         return
@@ -546,7 +541,6 @@ def bumped_input_reads(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[s
 
 def check_raising_view_input_reads(
     record: SwapRecord,
-    name: str,
     read: Sequence[RaisingHistory],
     out: object,
     seq_before: int,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import keyword
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from subclassaot.authoring.protocol import SubclassNode
 from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import apart_guards, own_base_guards
-from subclassaot.runtime.straight_line import Checks, Fails, SlowPath, check_function
+from subclassaot.runtime.straight_line import Checks, Fails, SlowPath, attribute_source, check_function
 from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, LeafKind
 from subclassaot.torch_internals import (
     creation_meta_of,
@@ -777,7 +776,7 @@ def _subclass_guards(
         # the fast body reads the ctx fields themselves (Note [What The Guards Compare]); none, and an empty ctx:
         # nothing to compare per call
         if ctx_names is not None and (ctx_names or ctx_value != ()):
-            fields = "".join(f"{_attribute(w, var, n)}, " for n in ctx_names)
+            fields = "".join(f"{attribute_source(w.constant, var, n)}, " for n in ctx_names)
             w.fast_check(f"({fields}) == {ctx}")
         w.detail_only = ctx_names is not None
         w.line(f"{var}_flat = {var}.__tensor_flatten__()")
@@ -789,7 +788,7 @@ def _subclass_guards(
         w.detail_only = False
     for k, opaque in enumerate(tree.opaques):  # Note [The Flatten Protocol]: by identity
         opaque_var, expected = f"{var}_o{k}", w.constant(opaque.value)
-        w.line(f"{opaque_var} = {_attribute(w, var, opaque.name)}")
+        w.line(f"{opaque_var} = {attribute_source(w.constant, var, opaque.name)}")
         where = w.constant(f"{path}.{opaque.name}")
         w.check(f"{opaque_var} is {expected}", f"describe_opaque_change({where}, {expected}, {opaque_var})")
     known = caller.get(path) if caller else None
@@ -798,7 +797,7 @@ def _subclass_guards(
     _stride_guards(w, var, path, strides, stride_dims, known is None, strides_in_fast)
     for i, (attr, child) in enumerate(zip(tree.attrs, tree.children, strict=True)):
         inner_var = f"{var}_{i}"
-        w.line(f"{inner_var} = {_attribute(w, var, attr)}")
+        w.line(f"{inner_var} = {attribute_source(w.constant, var, attr)}")
         inner_fake = getattr(fake, attr)
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_real = getattr(real, attr)
@@ -893,14 +892,6 @@ def constant_condition(w: _Writer, var: str, value: object) -> str:
     except Exception:  # an object that cannot be copied is compared with itself
         snapshot = value
     return f"type({var}) is {kind} and {var} == {w.constant(snapshot)}"
-
-
-def _attribute(w: _Writer, var: str, attr: str) -> str:
-    """`var.attr` where `attr` is a plain name; otherwise `getattr(var, <bound name>)`: an attribute name is a subclass
-    author's text, and text never enters the source (Note [What The Guards Compare])."""
-    if attr.isidentifier() and not keyword.iskeyword(attr):
-        return f"{var}.{attr}"
-    return f"getattr({var}, {w.constant(attr)})"
 
 
 def _dense_access(layout: DenseLayout, flat: FlatInputs, j: int) -> str:

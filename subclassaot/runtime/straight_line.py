@@ -575,10 +575,12 @@ class _Writer:
         self.line("_sg(_p)", depth + 1)
 
 
-def _attribute(w: _Writer, var: str, attr: str) -> str:
+def attribute_source(constant: Callable[[object], str], var: str, attr: str) -> str:
+    """`var.attr` where `attr` is a plain name; otherwise `getattr(var, <bound name>)` (`constant` binds it): an
+    attribute name is a subclass author's text, and text never enters the source (Note [What The Guards Compare])."""
     if attr.isidentifier() and not keyword.iskeyword(attr):
         return f"{var}.{attr}"
-    return f"getattr({var}, {w.constant(attr)})"
+    return f"getattr({var}, {constant(attr)})"
 
 
 def _unwrap(w: _Writer, plan: RuntimePlan) -> None:
@@ -586,7 +588,7 @@ def _unwrap(w: _Writer, plan: RuntimePlan) -> None:
     for j, (leaf, attrs) in enumerate(zip(plan.layout.leaves, plan.leaf_attr_paths, strict=True)):
         access = f"L[{leaf.owner}]"
         for attr in attrs:
-            access = _attribute(w, access, attr)
+            access = attribute_source(w.constant, access, attr)
         w.line(f"d{j} = {access}")
 
 

@@ -133,7 +133,6 @@ class _Entry:
 class _Run:
     """Everything observed in one call of one side (eager or compiled)."""
 
-    call: Call
     out: object = None
     inputs: tuple[_Entry, ...] = ()  # every input tensor, parameter and buffer, inner tensors included
     versions_before: tuple[int, ...] = ()  # indexed like `inputs`
@@ -435,7 +434,6 @@ def _run(
 ) -> _Run:
     inputs = tuple(_input_entries(call, module))
     run = _Run(
-        call=call,
         inputs=inputs,
         versions_before=tuple(e.tensor._version for e in inputs),
         leaves=_grad_leaves(inputs),

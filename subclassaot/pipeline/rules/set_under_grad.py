@@ -195,7 +195,7 @@ def early_set_inputs(
     rebuilt = _leaf_input_views(flat, output, infos)
     # a backward may start at the inputs too, as they end
     roots = [*(o for o in leaves if id(o) not in rebuilt), *tensors]
-    views = [t for t in tensors if _is_view_input(record, t) and id(t) in record.own_history_grad_sets]
+    views = [t for t in tensors if record.is_view_input(t) and id(t) in record.own_history_grad_sets]
     while True:  # the views whose set_() came first, each set_ node but theirs made after
         sets = {record.grad_set_marks[id(t)] + 1 for t in views}
         kept = [t for t in views if _set_before_any_node(record, t, roots, sets)]
@@ -258,11 +258,6 @@ def _layout_nodes(t: torch.Tensor) -> list[int]:
 _MAX_LAYOUT_NODES = 64
 
 
-def _is_view_input(record: SwapRecord, t: torch.Tensor) -> bool:
-    position = record.input_positions.get(id(t))
-    return position is not None and position[1]._is_view()
-
-
 def _set_before_any_node(record: SwapRecord, t: torch.Tensor, roots: Sequence[torch.Tensor], sets: set[int]) -> bool:
     """Was the last set_() under grad of `t` (an input that is a view: its set_ node, the base's CopySlices, has a
     place among the program's) made before every node of the program that the other `roots` (outputs, inputs as they
@@ -306,9 +301,7 @@ def view_set_nodes(record: SwapRecord, tensors: Sequence[torch.Tensor]) -> froze
     grad, and of the views the program took with grad and set_() so (of an input, `t0 = x1[0]; t0.set_(x0)`, or of
     an intermediate): the CopySlices autograd numbers right after the set_()'s mark (Note [set_ Under Grad])."""
     return frozenset(
-        record.grad_set_marks[id(t)] + 1
-        for t in tensors
-        if id(t) in record.grad_set_marks and _is_view_input(record, t)
+        record.grad_set_marks[id(t)] + 1 for t in tensors if id(t) in record.grad_set_marks and record.is_view_input(t)
     ) | frozenset(record.view_set_seqs)
 
 
@@ -508,13 +501,13 @@ def views_before_view_sets(
     too, or in the epilogue); refuses one made across such a set_(), or of a leaf input the program changes. Per
     tensor input (`tensors`, as the run had them): `changed`, did the program change it."""
     marks = [
-        record.grad_set_marks[id(t)] for t in tensors if id(t) in record.grad_set_marks and _is_view_input(record, t)
+        record.grad_set_marks[id(t)] for t in tensors if id(t) in record.grad_set_marks and record.is_view_input(t)
     ]
     relaid = [
         seqs
         for t in tensors
         if id(t) in record.grad_set_marks
-        and not _is_view_input(record, t)
+        and not record.is_view_input(t)
         and record.grad_set_nodes.get(id(t)) is GradSetNode.LAYOUT
         and (seqs := _layout_nodes(t))
     ]

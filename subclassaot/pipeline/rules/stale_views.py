@@ -331,7 +331,7 @@ def note_assigned(record: SwapRecord, t: torch.Tensor, key: object, before: tupl
 def note_assigned_view_input(record: SwapRecord, t: torch.Tensor, before: tuple[object, ...]) -> None:
     """Before `t.data = ...`, t a plain input that is a view (`before`: its layout until then): note the layout
     autograd rebuilds its history at before the first assignment (Note [Stale View Functions])."""
-    if _view_input(record, t) and not is_traceable_subclass(t) and id(t) not in record.assigned_view_inputs:
+    if record.is_view_input(t) and not is_traceable_subclass(t) and id(t) not in record.assigned_view_inputs:
         # (a read with grad, or of its grad_fn, before the assignment rebuilt its history then, if at all)
         set_at = max(record.read_with_grad.get(id(t), -1), record.grad_fn_reads.get(id(t), -1))
         record.assigned_view_inputs[id(t)] = (before, set_at, input_named(record, t))
@@ -667,7 +667,7 @@ def _refuse_rebuilt_over_view_input(record: SwapRecord, func: Any, a: torch.Tens
     after `view` was taken: a read now after a write rebuilds `a`'s history in the trace on the input as assigned
     (noted: a read that makes no history, requires_grad_(), keeps that node all the same); refused at a call that
     makes a history over such a node."""
-    if not _view_input(record, view.source) or _replays_the_same(view, view.source):
+    if not record.is_view_input(view.source) or _replays_the_same(view, view.source):
         return
     if _rebuilt_here(record, a):
         record.rebuilt_over_assignment.add(id(a))
@@ -688,12 +688,6 @@ def _makes_history(func: Any) -> bool:
     a flag's setter or requires_grad_())?"""
     setter = getattr(func, "__name__", "") == "__set__"
     return not (setter or is_autograd_read(func) or func is torch.Tensor.requires_grad_)
-
-
-def _view_input(record: SwapRecord, t: torch.Tensor) -> bool:
-    """Does `t` stand for an input that is a view (its history's base is another tensor, passed or not)?"""
-    found = record.input_positions.get(id(t))
-    return found is not None and found[1]._is_view()
 
 
 def _rebuilt_here(record: SwapRecord, t: torch.Tensor) -> bool:

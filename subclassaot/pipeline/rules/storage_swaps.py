@@ -1570,7 +1570,7 @@ class _DataMode(TorchFunctionMode):
     ) -> None:
         """The checks of a call's results that made them (Note [Grad Mode And Autograd Reads]); `bumped`: the inputs
         (and views of them) it read whose history eager refused by then (Note [Views That Raise After A Bump])."""
-        check_raising_view_input_reads(self.record, name, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
+        check_raising_view_input_reads(self.record, bumped, out, seq_before, pytree.tree_leaves((args, kwargs)))
         check_views_of_gained_bases(self.record, name, args, kwargs, out)
         check_flagless_view_reads(self.record, name, args, args, kwargs, out)
         check_regenerated_view_reads(self.record, name, args, kwargs, out)

@@ -798,6 +798,11 @@ class SwapRecord:
         record = self.views.get(id(t))
         return record is not None and record.func is not torch.ops.aten.detach.default
 
+    def is_view_input(self, t: torch.Tensor) -> bool:
+        """Does `t` stand for an input that is a view (its history's base is another tensor, passed or not)?"""
+        found = self.input_positions.get(id(t))
+        return found is not None and found[1]._is_view()
+
     def is_detach(self, t: torch.Tensor) -> bool:
         """Did the program make `t` with detach() (an alias that is no view: eager's `._base` of it is None)?"""
         record = self.views.get(id(t))
