@@ -251,8 +251,8 @@ def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any
             paths = record.input_paths.get(record.grown_root(storage_key(t)), ())
             record.hidden_grow_use = (
                 f"{''.join(p + ': ' for p in paths[:1])}{func}: uses with grad a tensor that requires grad (a leaf "
-                "or a view), or a view of it, after resize_() grew its storage inside a torch.inference_mode() "
-                "block: eager's autograd then takes its gradient in the grown size, the compiled backward in the "
+                "or a view), or a view of it, after resize_() grew its storage with grad off (inside a "
+                "torch.inference_mode() block, or before the program made it require grad): eager's autograd then takes its gradient in the grown size, the compiled backward in the "
                 "size it had before (Note [Storage Swaps By Rebinding]); not supported in training where a result "
                 "of it with grad reaches an output or an input. Resize a .detach() of it, or grow it outside the "
                 "function"
