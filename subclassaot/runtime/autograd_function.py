@@ -160,13 +160,15 @@ def _early_sources(analysis: Analysis, bw_meta: BackwardPlan) -> tuple[int, ...]
 
 def _leaf_grads(values: Sequence[object], sources: Sequence[int]) -> _LeafGrads:
     """The leaves (that require grad) of the inputs at `sources`, each the input or the tensor it is a view of, and
-    their `.grad` now (`_check_early_leaves`)."""
+    their `.grad` now (`_check_early_leaves`). A view whose history raises autograd's view-after-write error once
+    read (the program wrote its base: `grad_fn_raises`) is not read: it is no leaf with a gradient to watch (one that
+    requires grad had its node), and eager reads nothing of it there."""
     found = []
     for i in sources:
         t = values[i]
         if isinstance(t, torch.Tensor):
             for leaf in (t, t._base):
-                if leaf is not None and leaf.is_leaf and leaf.requires_grad:
+                if leaf is not None and leaf.requires_grad and not grad_fn_raises(leaf) and leaf.is_leaf:
                     found.append((i, weakref.ref(leaf), _grad_mark(leaf), get_version(t)))
     return found
 

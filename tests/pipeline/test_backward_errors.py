@@ -818,6 +818,48 @@ def test_view_of_a_leaf_replayed_before_the_call_beside_a_leaf_returned_as_itsel
         )
 
 
+def _view_of_a_sibling_written_under_no_grad_after_a_set(x0: T, x1: T) -> tuple[T]:
+    x0.set_(x0)  # type: ignore[call-overload]  # with grad: moves the counter x1 shares (x0 and x1 view one base)
+    with torch.no_grad():
+        t0 = x1.reshape((1, 1))
+        t0.add_(-1.0)
+    return (t0,)
+
+
+def _sibling_views(take: str) -> Callable[[], tuple[T, T]]:
+    @torch.enable_grad()
+    def make() -> tuple[T, T]:
+        b0 = nonleaf(4, 1, 1)
+        if take == "no_grad":
+            with torch.no_grad():
+                x1 = b0[2]
+        else:
+            x1 = {"unbind": b0.unbind(0), "split": torch.split(b0, 1), "chunk": b0.chunk(4)}[take][1]
+        return b0.as_strided((), (), 1), x1
+
+    return make
+
+
+@pytest.mark.parametrize("take", ["unbind", "split", "chunk", "no_grad"])
+def test_input_view_whose_history_raises_after_a_set_of_its_sibling(take: str, compile_fn: CompileFn | None) -> None:
+    """fuzz seed 120400 #7637: x1 is a view by a multi-output op (or one made under no_grad) of the base x0 views too;
+    x0.set_(x0) with grad moves their shared counter, so reading x1's history (`x1.is_leaf` included) raises
+    autograd's view-after-write error from then on. Eager reads none, and returns t0, a no_grad view of x1 written
+    under no_grad. The compiled call looked for the leaves behind its output views replayed before the call (Note
+    [Backward Errors Are Deferred]) by reading `x1.is_leaf`, and raised that error; a view whose history raises is
+    no leaf there (one that requires grad had its node; one made under no_grad needs none): only its base is read."""
+    with torch.enable_grad():
+        assert_matches_eager(
+            _view_of_a_sibling_written_under_no_grad_after_a_set, _sibling_views(take), compile_fn=compile_fn
+        )
+        assert_matches_eager(
+            _view_of_a_sibling_written_under_no_grad_after_a_set,
+            _sibling_views(take),
+            compile_fn=compile_fn,
+            after_call=write_outputs,
+        )
+
+
 def _written_under_no_grad_then_raising(x0: T) -> tuple[T, T]:
     """x0 written under no_grad, then `t1.mul_(t1)`, whose node's backward raises."""
     with torch.no_grad():
