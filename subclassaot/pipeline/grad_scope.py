@@ -20,9 +20,9 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import (
-    flagless_view_source,
     RaisingHistory,
     base_rebuild,
+    flagless_view_source,
     history_set_at,
     is_autograd_read,
     is_base_read,
