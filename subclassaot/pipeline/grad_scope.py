@@ -22,6 +22,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
     base_rebuild,
+    flagless_view_source,
     history_set_at,
     is_autograd_read,
     is_base_read,
@@ -126,7 +127,7 @@ __all__ = [
 #   (`function_outputs_as_eager`). The guards check each input's requires_grad, is_leaf where it requires grad,
 #   and, for inputs so read, that each is still no view or a view of that input. A view eager's autograd gives no
 #   requires_grad where the run's follows an input it made require grad is read through a detach() (flagless views,
-#   below `_flagless_view_of_gained_input`).
+#   below `flagless_view_source`).
 # - requires_grad_() and the `.requires_grad =` setter (one rule). Turning on a flag a tensor has is a no-op, which
 #   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
 #   then no leaf) the record leaves out (SwapRecord.grad_written). On an input: turned on, the call compiles for
@@ -205,28 +206,13 @@ def check_gained_after_read(
             )
 
 
-def _flagless_view_of_gained_input(record: SwapRecord, t: torch.Tensor) -> torch.Tensor | None:
-    """The input `t` is a view of, through view ops, where the program made that input require grad while it is a
-    view of a tensor requiring none (`record.view_input_gains`) and a view op of the chain ran before the flag or under
-    no_grad: eager's `t` requires no grad (its flag comes from that base, or it was made without history)."""
-    flagless = False
-    view = record.views.get(id(t))
-    while view is not None:
-        gain = record.view_input_gains.get(id(view.source))
-        flagless = flagless or not view.grad_enabled or (gain is not None and view.seq <= gain)
-        if gain is not None:
-            return view.source if flagless else None
-        view = record.views.get(id(view.source))
-    return None
-
-
 # Flagless views (Note [Grad Mode And Autograd Reads]). Eager: requires_grad_() on an input that is a view of a base
 # requiring none makes the input a leaf with a flag of its own; a view of it taken before that call, or under no_grad,
 # takes requires_grad from that base (a view's `._base` is the root base, not the view it was taken from) or has no
 # history: it requires none, so an op with grad that reads it records nothing of it (an operand that requires grad
 # records its own history only). The run's view follows the input's stand-in, which requires grad (the program's call,
 # or a training compile setting the flag from the start), and would record the input's history. So an op with grad on
-# reads each such view (`_flagless_view_of_gained_input`) through a detach() of it (`flagless_views_detached`): the same
+# reads each such view (`flagless_view_source`) through a detach() of it (`flagless_views_detached`): the same
 # elements, version counter and storage, no history. Not for an op that may return a view (`_may_alias`: view ops,
 # reshape(), contiguous(), indexing): its view would be a view of the detach(), whose `._base` eager's is not; a view
 # op's result is replayed from the real input, and one of these that copies is refused after it, by name. Not for what
@@ -235,7 +221,10 @@ def _flagless_view_of_gained_input(record: SwapRecord, t: torch.Tensor) -> torch
 # through the detach() (same storage and counter; the record notes the program's write). Where an operand requires grad
 # (or the write is an in-place view op, or an `out=`), eager's write records history on the input's base (not passed,
 # not verified further), and the run's would follow the input (or fail autograd's check of a no_grad
-# view): refused by name (`check_flagless_view_reads`). The guards keep the input a view (`SwapRecord.base_reads`).
+# view): refused by name (`check_flagless_view_reads`). The program's reads of such a view's autograd state answer
+# eager's (no flag, a leaf, no grad_fn: autograd_state.read) where no requires_grad_() gave it a flag and no write with
+# grad reached its storage: the run's view op with grad after the flag records history eager's does not. The guards
+# keep the input a view (`SwapRecord.base_reads`).
 
 # torch functions whose first argument's object, layout or storage the call acts on, not its elements
 _NO_DETACH = frozenset(
@@ -270,7 +259,7 @@ def flagless_views_detached(
             return a
         if id(a) not in made:
             with no_torch_function():  # (the pipeline's reads, not the program's)
-                source = _flagless_view_of_gained_input(record, a) if a.requires_grad else None
+                source = flagless_view_source(record, a) if a.requires_grad else None
             found = None if source is None else record.input_positions.get(id(source))
             if found is None:
                 return a
@@ -304,7 +293,7 @@ def _check_flagless_copies(
     read = [
         (t, source)
         for t in pytree.tree_leaves((args, kwargs))
-        if isinstance(t, torch.Tensor) and (source := _flagless_view_of_gained_input(record, t)) is not None
+        if isinstance(t, torch.Tensor) and (source := flagless_view_source(record, t)) is not None
     ]
     made = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
     if not read or all(storage_key(o) == storage_key(read[0][0]) for o in made):
@@ -352,7 +341,7 @@ def check_flagless_view_reads(
     read = [
         (t, source)
         for t in pytree.tree_leaves(written)
-        if isinstance(t, torch.Tensor) and (source := _flagless_view_of_gained_input(record, t)) is not None
+        if isinstance(t, torch.Tensor) and (source := flagless_view_source(record, t)) is not None
     ]
     if not read:
         return
@@ -402,7 +391,7 @@ def check_regenerated_view_reads(
     cut = [
         (t, root)
         for t, (root, _, _) in read
-        if id(root) in record.view_input_gains and _flagless_view_of_gained_input(record, t) is None
+        if id(root) in record.view_input_gains and flagless_view_source(record, t) is None
     ]
     if not cut:
         return
@@ -644,7 +633,7 @@ def flagless_view_history_raises(record: SwapRecord, args: tuple[Any, ...], kwar
     if not record.view_input_gains or not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return False
     return any(
-        isinstance(t, torch.Tensor) and _flagless_view_of_gained_input(record, t) is not None and grad_fn_raises(t)
+        isinstance(t, torch.Tensor) and flagless_view_source(record, t) is not None and grad_fn_raises(t)
         for t in pytree.tree_leaves((args, kwargs))
     )
 
@@ -660,7 +649,7 @@ def flagless_view_history_raises(record: SwapRecord, args: tuple[Any, ...], kwar
 # - eager's requires none where the root requires none, no write with grad reached the tensor's storage, and the
 #   program called requires_grad_() on no tensor of its chain of views, or only on an input that is a view of a tensor
 #   requiring none, with a view op of the chain after it taken before that call or under no_grad
-#   (`_flagless_view_of_gained_input`); the run's requires grad where its view follows that input (its base there), or
+#   (`flagless_view_source`); the run's requires grad where its view follows that input (its base there), or
 #   where a training compile made an input the program makes require grad later require it from the start (the
 #   synthetic base of its alias group cloned requiring grad: Note [Aliased Inputs In Training]). The run resizes below
 #   autograd, which records nothing, as eager's resize_ does. After a write with grad eager's flag depends on what was
@@ -705,7 +694,7 @@ def _eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:
     gained = [v.source for v in record.chain(t) if id(v.source) in record.requires_grad_set]
     if not gained:
         return False
-    if len(gained) == 1 and _flagless_view_of_gained_input(record, t) is gained[0]:
+    if len(gained) == 1 and flagless_view_source(record, t) is gained[0]:
         return False
     return None
 

@@ -465,6 +465,70 @@ def test_read_of_a_view_input_beside_its_base_before_the_program_makes_it_requir
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Reads of a view eager gives neither flag nor history: a view taken before the program makes a view input require
+# grad (or under no_grad after), and views of it, read their flag from the input's base, which requires none; the
+# run's follow the input's stand-in (Note [Grad Mode And Autograd Reads], flagless views)
+
+
+def _view_before_the_gain_viewed_after(x0: T) -> object:
+    # fuzz 120400 #6522: eager's t1 requires no grad and is a leaf; the run's had history (a view op with grad)
+    t0 = x0.view((3, 3, 1))
+    x0.requires_grad_()
+    t1 = t0.diagonal(0, 1, 2)
+    return (t1.mul(1.0 + t1.requires_grad + 2 * t1.is_leaf),)
+
+
+def _view_before_the_gain_read(x0: T) -> object:
+    t0 = x0.view((3, 3, 1))
+    x0.requires_grad_()
+    return (t0 * (1.0 + t0.requires_grad), x0 * 2)
+
+
+def _grad_fn_of_a_view_of_a_view_before_the_gain(x0: T) -> object:
+    t0 = x0.view((3, 3, 1))
+    x0.requires_grad_()
+    t1 = t0.diagonal(0, 1, 2)
+    return (t1 * x0.sum(), (1.0 + (t1.grad_fn is None)) * x0)
+
+
+def _no_grad_view_after_the_gain_viewed_with_grad(x0: T) -> object:
+    x0.requires_grad_()
+    with torch.no_grad():
+        t0 = x0.view(9)
+    t1 = t0[2:]
+    return (t1 * (1.0 + t1.requires_grad + 2 * t1.is_leaf + 4 * (t1.grad_fn is None)),)
+
+
+def _view_before_the_gain_written_then_viewed(x0: T) -> object:
+    t0 = x0.view((3, 3, 1))
+    x0.requires_grad_()
+    t0.add_(1)
+    t1 = t0.diagonal(0, 1, 2)
+    return (t1.mul(1.0 + t1.requires_grad + 2 * t1.is_leaf),)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        _view_before_the_gain_viewed_after,
+        _view_before_the_gain_read,
+        _grad_fn_of_a_view_of_a_view_before_the_gain,
+        _no_grad_view_after_the_gain_viewed_with_grad,
+        _view_before_the_gain_written_then_viewed,
+    ],
+)
+@pytest.mark.parametrize(
+    "make_inputs",
+    [lambda: (torch.randn(3, 3).expand((1, 3, 3)),), lambda: (torch.randn(2, 3, 3)[1:],)],
+    ids=["expanded", "sliced"],
+)
+def test_reads_of_a_view_taken_before_a_view_input_is_made_to_require_grad_match_eager(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make_inputs: Maker
+) -> None:
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Reads of a tensor the program made require grad: a no_grad view answers its own flag, not its base's (Note [Grad
 # Mode And Autograd Reads], SwapRecord.own_flags)
 

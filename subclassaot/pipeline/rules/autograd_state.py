@@ -66,6 +66,7 @@ from subclassaot.torch_internals import (
     outside_current_modes,
     reads_flag_of_base,
     replay_view,
+    storage_key,
     symint_expr,
     view_write_error,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "history_set_at",
     "is_autograd_read",
     "is_base_read",
+    "flagless_view_source",
     "is_program_function",
     "note_assignment_reads",
     "note_base_rebuilds",
@@ -150,6 +152,8 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         answer = real.grad_fn
     elif name == "requires_grad" and not inside and args and reads_unpassed_base(record, args[0]):
         answer = False
+    elif not inside and args and _flagless_at_read(record, args[0]):
+        answer = {"is_leaf": True, "requires_grad": False}.get(str(name))  # eager's: no flag, no history (grad_fn None)
     else:
         answer = _run_read(record, name, args, call)
         if name == "requires_grad" and answer is False and not inside and args:
@@ -157,6 +161,39 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     if not inside:
         record.autograd_reads.append(answer)
     return answer
+
+
+def flagless_view_source(record: SwapRecord, t: torch.Tensor) -> torch.Tensor | None:
+    """The input `t` is a view of, through view ops, where the program made that input require grad while it is a
+    view of a tensor requiring none (`record.view_input_gains`) and a view op of the chain ran before the flag or under
+    no_grad: eager's `t` requires no grad (its flag comes from that base, or it was made without history)."""
+    flagless = False
+    view = record.views.get(id(t))
+    while view is not None:
+        gain = record.view_input_gains.get(id(view.source))
+        flagless = flagless or not view.grad_enabled or (gain is not None and view.seq <= gain)
+        if gain is not None:
+            return view.source if flagless else None
+        view = record.views.get(id(view.source))
+    return None
+
+
+def _flagless_at_read(record: SwapRecord, t: object) -> bool:
+    """Does the program read the autograd state of a view eager's autograd gives neither flag nor history
+    (`flagless_view_source`; no requires_grad_() on it, no write with grad into its storage) where the run's follows
+    the input's stand-in, which requires grad: a view op of it taken with grad after the flag records history in the
+    run, none in eager? Eager's answers: requires_grad False, is_leaf True, grad_fn None (Note [Grad Mode And Autograd
+    Reads], flagless views)."""
+    if not isinstance(t, torch.Tensor) or not record.view_input_gains:
+        return False
+    marked = record.requires_grad_set | record.requires_grad_dropped | record.own_flags | record.new_leaf_ids
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        if id(t) in marked or flagless_view_source(record, t) is None or storage_key(t) in record.visible_writes:
+            return False
+    found = record.input_positions.get(id(record.view_root(t, through_swaps=True)))
+    if found is not None:
+        record.base_reads.append((found[0], -1))  # (eager's view requires none through the input's base: guarded)
+    return True
 
 
 def _as_passed(record: SwapRecord, t: object, call: Callable[[], object]) -> bool:
