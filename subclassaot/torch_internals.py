@@ -21,6 +21,7 @@ import torch
 import torch._guards
 import torch.fx
 from torch._C._dynamo.guards import GlobalStateGuard, TensorGuards
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses._fake_tensor_utils import _CacheKeyState, _SymIntOutputStub
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -91,8 +92,36 @@ DATA_DEPENDENT_ERRORS: tuple[type[Exception], ...] = (
 NO_FAKE_KERNEL_ERROR = UnsupportedOperatorException
 
 
+class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    """Functionalization as torch's, except that an in-place aten op on a tensor of symbolic size runs with the Python
+    dispatcher on (as torch.compile traces everything). Functionalization's C++ kernel of an in-place op first runs the
+    op itself on meta copies of its arguments, the Python key excluded (no fake mode): torch's Meta kernel of clamp_ or
+    clamp_min_ is a Python ref that expands a scalar's 0-d tensor to the symbolic size through C++ expand, which
+    raises without the Python dispatcher. NJT values() always have a symbolic size (the ragged total)."""
+
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: Sequence[type],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        if _in_place_on_symbolic_size(func, args):
+            with enable_python_dispatcher():
+                return super().__torch_dispatch__(func, types, args, kwargs)
+        return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+def _in_place_on_symbolic_size(func: object, args: Sequence[object]) -> bool:
+    schema = getattr(func, "_schema", None)
+    if schema is None or not schema.arguments or not schema.arguments[0].is_write or not args:
+        return False
+    first = args[0]
+    return isinstance(first, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in first.shape)
+
+
 def new_functional_mode() -> FunctionalTensorMode:
-    return FunctionalTensorMode(pre_dispatch=False, export=False, _allow_token_discovery=True)
+    return _FunctionalMode(pre_dispatch=False, export=False, _allow_token_discovery=True)
 
 
 def to_functional(t: torch.Tensor) -> torch.Tensor:

@@ -469,6 +469,13 @@ def _in_place(nt: Tensor) -> Tensor:
     return nt.sin()
 
 
+def _clamp_values(nt: Tensor) -> Tensor:
+    # in-place ops whose meta kernel (run by functionalization on the values' symbolic size) expands a scalar
+    nt.values().clamp_(min=-1.5, max=1.5)
+    nt.values().clamp_min_(-1.0)
+    return nt * 2
+
+
 def _linear_from_values(values: Tensor, offsets: Tensor) -> Tensor:  # test_profiler_sequence_nr
     nt = torch.nested.nested_tensor_from_jagged(values * 2, offsets)
     return F.linear(nt, _W).values().sum()
@@ -535,6 +542,7 @@ NJT_PROGRAMS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, 
         lambda: (torch.randn(4, 6, requires_grad=True), torch.tensor([0, 2, 4])),
     ),
     "in_place_on_njt": (_in_place, _plain([3, None, 4])),
+    "in_place_clamp_of_values": (_clamp_values, _plain([3, None, 4])),
 }
 # (program, entry) -> the refusal's pattern; every other case matches eager.
 _NO_FAKE = r"calls aten\._nested_tensor_from_tensor_list\.default, which has no fake \(meta\) kernel"
