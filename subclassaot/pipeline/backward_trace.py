@@ -55,7 +55,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     written_escaping_views,
 )
 from subclassaot.pipeline.rules.changed_views import refuse_written_views_changed_in_place
-from subclassaot.pipeline.rules.set_under_grad import refuse_view_set_order
+from subclassaot.pipeline.rules.set_under_grad import refuse_layout_node_order, refuse_view_set_order
 from subclassaot.pipeline.rules.training_rules import (
     duplicate_wrappers,
     grad_bases,
@@ -384,6 +384,7 @@ def trace_backward(
     refuse_written_views_changed_in_place(layout, analysis, real, wrapper_updates)
     escaping = written_escaping_views(flat, layout, analysis)  # refused once the graph says which it reaches
     refuse_view_set_order(call, flat, layout, analysis)
+    refuse_layout_node_order(call, flat, layout, analysis)  # Note [Epilogue Nodes In Eager's Order]
     # Every input gradients are taken for runs as a clone: a write to it, or an in-place view op on a view of it,
     # then happens to a non-leaf as in eager (Note [Training Through A Joint Graph]).
     # (not an input of its own beside an alias requiring grad: its stand-in is a detached leaf over the group's

@@ -124,9 +124,11 @@ from subclassaot.torch_internals import (
 # Beyond reach: eager's nodes ordered among the program's own, which the one compiled node cannot interleave (a leaf
 # the program made and read with grad after the op whose node raises: `x0.requires_grad_(); t0, t1 = x1.sort(0);
 # t1.add_(t1); return t0, x0 * -1`, x0 graded before the raise): the backward probe refuses those (Note [Probing
-# Eager's Backward]). Known gaps: a LAYOUT node is made after the call's, so program nodes made after the layout op
-# run after it where eager's run before; a subclass input, or a plain one set_() onto another storage, relaid after
-# its set_() under grad gets its layout without autograd.
+# Eager's Backward]). So is a LAYOUT node, made after the call's: program nodes made after the layout op run after it
+# where eager's run before, so where eager's backward through outputs the Function computes raises after a leaf's
+# gradient the program is refused (`refuse_layout_node_order`: `x1.set_(x1); x1.unsqueeze_(1); return x1, x0 * 2`).
+# Known gap: a subclass input, or a plain one set_() onto another storage, relaid after its set_() under grad gets
+# its layout without autograd.
 
 
 def inference_call(

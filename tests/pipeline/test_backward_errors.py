@@ -3067,6 +3067,72 @@ def test_pair_relaid_after_a_set_under_grad_beside_a_leaf_view(written: bool, co
         )
 
 
+def _relaid_onto_another_storage(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    # fuzz seed 120400 #8768 (shrunk)
+    set_to(x1, x0)
+    x2.requires_grad_()
+    x1.unsqueeze_(1)
+    return x2.clone().sum(0), x1
+
+
+def _relaid_onto_its_own_storage(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    set_to(x1, x1)
+    x1.unsqueeze_(1)
+    return x0 * 2, x1
+
+
+def _transposed_beside_a_later_leaf_read(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    set_to(x1, x1)
+    x1.t_()
+    return x1, x0.exp().sum()
+
+
+def _relaid_onto_another_input(x0: T, x1: T, x2: T) -> tuple[T, T]:
+    set_to(x1, x2)
+    x1.unsqueeze_(0)
+    return x1, x0 + 1
+
+
+_LATER_LEAF_READS: dict[str, tuple[Callable[[T, T, T], tuple[T, T]], Callable[[], tuple[T, T, T]]]] = {
+    "onto_another_storage": (_relaid_onto_another_storage, lambda: (torch.randn(2), nonleaf(), torch.randn(3, 1))),
+    "onto_its_own_storage": (_relaid_onto_its_own_storage, lambda: (_leaf(3), nonleaf(2), torch.randn(1))),
+    "transposed": (_transposed_beside_a_later_leaf_read, lambda: (_leaf(2, 2), nonleaf(2, 3), torch.randn(1))),
+    "onto_another_input": (_relaid_onto_another_input, lambda: (_leaf(3), nonleaf(2), nonleaf(2))),
+}
+
+
+@pytest.mark.parametrize("program", list(_LATER_LEAF_READS))
+def test_layout_op_after_a_set_under_grad_before_a_later_leaf_read_refused(
+    program: str, compile_fn: CompileFn | None
+) -> None:
+    """x1 set_() under grad, then relaid by an in-place view op with grad, whose node eager numbers below the nodes
+    the program makes after it: eager's backward runs those first and gives a leaf its gradient, then raises at x1's
+    set_ node. The compiled Function's node is older than the epilogue's layout node (or its set_ node, where x1's
+    storage changed), so its backward raised before any gradient: x2 (x0) got none (Note [Epilogue Nodes In Eager's
+    Order]). Refused (a read made before the layout op is numbered below it in both: the test after this one)."""
+    f, make = _LATER_LEAF_READS[program]
+    with torch.enable_grad():
+        args = make()
+        outs = f(*args)
+        with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+            torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+        assert any(a.is_leaf and a.grad is not None for a in args)  # eager graded a leaf before it raised
+        with pytest.raises(UnsupportedError, match="changed its layout by an in-place view op with grad"):
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_layout_op_after_a_set_under_grad_after_the_leaf_read_raises_like_eager(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> tuple[T, T]:
+        t0 = x0 * 2
+        set_to(x1, x1)
+        x1.unsqueeze_(1)
+        return t0, x1
+
+    check(f, lambda: (_leaf(3), nonleaf(2)), compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_leaf(3), nonleaf(2)), compile_fn=compile_fn, after_call=write_outputs)
+
+
 def _relaid_as_it_came(op: str, returned: bool) -> Callable[[T, T], tuple[T, ...]]:
     """x1 set_() to itself under grad, then relaid with grad by in-place view ops that leave its layout as it came."""
 

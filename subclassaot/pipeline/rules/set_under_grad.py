@@ -8,11 +8,12 @@ eager's output is a view of; for the order, the call, `FlatInputs`, `DenseLayout
 Output: `SwapRecord.read_after_grad_set` (from which runtime/steps.py's `early_grad_sets` names the tensor inputs whose
 set_() the runtime repeats before the call); `grad_set_view_root` (the intermediate a view set_() under grad still
 views, which the graph returns as an intermediate base), whose output runtime/steps.py's
-`set_under_grad_holder` rebuilds by a set_() under grad of a fresh tensor; `refuse_view_set_order(...)`: None, or
-an UnsupportedError for a program whose backward eager runs in an order the compiled one does not.
+`set_under_grad_holder` rebuilds by a set_() under grad of a fresh tensor; `refuse_view_set_order(...)` and
+`refuse_layout_node_order(...)`: None, or an UnsupportedError for a program whose backward eager runs in an order the
+compiled one does not.
 Invariants: records only; nothing here changes a tensor. Analysis and trace find the same roots (intermediate bases,
-numbered after the others, in output order). Only programs with a view set_() are probed (Note [Probing Eager's
-Backward]); the probe adds no guard.
+numbered after the others, in output order). Only programs with a view set_(), or an input relaid right after its
+set_() under grad, are probed (Note [Probing Eager's Backward]); the probe adds no guard.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from subclassaot.schemas import (
     FlatInputs,
     GradSetNode,
     InputIndex,
+    LeafSource,
     OutputInfo,
+    OutputKind,
     ReplaySource,
 )
 from subclassaot.torch_internals import (
@@ -53,6 +56,7 @@ __all__ = [
     "note_reads_after_grad_set",
     "note_write_after_grad_set",
     "refuse_grad_set_onto_moved_source",
+    "refuse_layout_node_order",
     "views_before_view_sets",
 ]
 
@@ -435,6 +439,47 @@ def refuse_view_set_order(
         "be probed), which the compiled backward does not reproduce (Note [set_ Under Grad]). "
         "Call set_() under torch.no_grad(), or on a clone"
     )
+
+
+def refuse_layout_node_order(
+    call: Callable[..., object], flat: FlatInputs, layout: DenseLayout, analysis: Analysis
+) -> None:
+    """Note [Epilogue Nodes In Eager's Order]'s known gap: an input relaid with grad right after its set_() under grad
+    (GradSetNode.LAYOUT), whose node eager numbered below the program's later nodes, beside an output whose gradient
+    the compiled Function takes: where eager's backward raises after a leaf's gradient, refused."""
+    relaid = [
+        t
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if any(
+            analysis.mutations[j].set_under_grad and analysis.mutations[j].grad_set_node is GradSetNode.LAYOUT
+            for j in leaves
+        )
+    ]
+    if not relaid or not grad_output_count(call, flat):
+        return
+    through = {o for o, info in enumerate(analysis.outputs) if _through_function(analysis, info)}
+    ends = probe_eager_backward(call, flat)
+    if ends is None or not any(
+        end is BackwardEnd.RAISES_AFTER_GRADS and chosen & through for chosen, end in ends.items()
+    ):
+        return
+    path = flat.leaves[flat.tensor_indices[relaid[0]]].path
+    raise UnsupportedError(
+        f"{path}: the program set_() this input with grad enabled and then changed its layout by an in-place view op "
+        "with grad, whose node eager numbers below the nodes the program made after it: eager's backward runs those "
+        "first, giving an autograd leaf its gradient before this input's set_ node raises; the compiled backward "
+        "runs them, as one node made before the epilogue's layout node, after it (Note [Epilogue Nodes In Eager's "
+        "Order]). Call set_() under torch.no_grad(), or relay out a clone"
+    )
+
+
+def _through_function(analysis: Analysis, info: OutputInfo) -> bool:
+    """Does the output's gradient go into the compiled Function (a value the graph computes, not a view of an input
+    rebuilt after the epilogue, nor an input returned as itself)?"""
+    if info.kind is OutputKind.SAME_AS:
+        assert info.input_index is not None
+        return _through_function(analysis, analysis.outputs[info.input_index])
+    return info.kind is OutputKind.TENSOR and any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in info.leaves)
 
 
 def _grad_leaf(flat: FlatInputs, layout: DenseLayout, j: int) -> bool:
