@@ -386,8 +386,8 @@ def note_grad_reads(
     record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, seq_before: int
 ) -> None:
     """After an op of the program, which began at `seq_before` (Note [Gradient Accumulators Of Leaves]): note the
-    leaves it read with grad."""
-    if not torch.is_grad_enabled():
+    leaves it read with grad (none inside inference_mode(), where autograd records nothing, grad mode on or off)."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
     results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)]
     if not results:
