@@ -757,13 +757,22 @@ def _view_with_history_beside_its_base(kind: str) -> Maker:
     return make_inputs
 
 
+def _base_written_then_view_node_read_twice(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        x0.mul_(2)
+    node = x1.grad_fn
+    return (x1 * 1, type(node).__name__, node is x1.grad_fn)
+
+
 @pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("f", [_base_written_then_view_read, _base_written_then_view_node_read_twice])
 def test_grad_fn_read_of_a_view_input_with_history_after_its_base_was_written(
-    compile_fn: CompileFn | None, kind: str
+    compile_fn: CompileFn | None, f: Callable[[T, T], object], kind: str
 ) -> None:
     # the read rebuilds the view's history from its base: AsStridedBackward0 for a plain tensor, where the compiled
-    # call answered the SliceBackward0 it came with
-    check_no_grad(_base_written_then_view_read, _view_with_history_beside_its_base(kind), compile_fn)
+    # call answered the SliceBackward0 it came with; a read after it, with no write between, finds that same node
+    # (hwr3: the compiled call made a new one at each read)
+    check_no_grad(f, _view_with_history_beside_its_base(kind), compile_fn)
 
 
 def _grad_fn_read_then_written_under_no_grad(x1: T) -> object:
@@ -786,6 +795,65 @@ def test_grad_fn_read_of_an_input_with_history_answers_its_node(compile_fn: Comp
     # an input that came with history answered the run's stand-in's node ('Error') where eager's answers the input's
     # own (SliceBackward0 of `b[1:]`); the read after the write under no_grad answers the history rebuilt from the base
     check_with_grad(_grad_fn_read_then_written_under_no_grad, _WITH_HISTORY[make], compile_fn)
+
+
+def _view_read_after_a_write_under_no_grad(x1: T) -> object:
+    t = x1[1]
+    with torch.no_grad():
+        x1.add_(1)
+    node = t.grad_fn
+    return (t * 1, type(node).__name__, node is t.grad_fn)  # (the rebuilt node is kept: no write since)
+
+
+def _views_of_an_intermediate_read_after_a_write_with_grad(x1: T) -> object:
+    y = x1 * 2
+    t = y.t()
+    u = t[1:]
+    y.mul_(2)
+    return (u * 1, type(u.grad_fn).__name__, type(t.grad_fn).__name__)
+
+
+def _view_read_before_and_after_a_write_inside_inference_mode(x1: T) -> object:
+    t = x1.expand(2, *x1.shape)
+    before = type(t.grad_fn).__name__
+    with torch.inference_mode():
+        x1.add_(1)
+    return (t.sum(0), before, type(t.grad_fn).__name__, type(t.grad_fn).__name__)
+
+
+def _view_taken_after_a_write_under_no_grad(x1: T) -> object:
+    t = x1[1]
+    with torch.no_grad():
+        x1.add_(1)
+    u = t[1:]  # (taking it reads t's history: rebuilt then; u's own is its slice's)
+    return (u * 1, type(u.grad_fn).__name__, type(t.grad_fn).__name__)
+
+
+_VIEW_SOURCES: dict[str, Maker] = {
+    "leaf": lambda: (leaf(3, 2),),
+    "nonleaf": lambda: (nonleaf(3, 2),),
+    "pair": lambda: (pair_nonleaf(3, 2),),
+}
+
+
+@pytest.mark.parametrize("make", list(_VIEW_SOURCES))
+@pytest.mark.parametrize(
+    "f",
+    [
+        _view_read_after_a_write_under_no_grad,
+        _views_of_an_intermediate_read_after_a_write_with_grad,
+        _view_read_before_and_after_a_write_inside_inference_mode,
+        _view_taken_after_a_write_under_no_grad,
+    ],
+)
+def test_grad_fn_read_of_a_view_the_program_took_after_a_write_answers_the_rebuilt_node(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    # issue #27 (hwr1, session 49; was a wrong result): a read of grad_fn of a plain view the program took with grad,
+    # after a write (with grad or not) moved the counter it shares with its base, finds the history eager's autograd
+    # rebuilt from that base by as_strided(): AsStridedBackward0, where the compiled call answered the view's own node
+    # (SelectBackward0: the functional run's view replays its view op); a PairTensor view's is rebuilt by its view op
+    check_with_grad(f, _VIEW_SOURCES[make], compile_fn)
 
 
 def _grad_fn_name_read(x: T) -> object:

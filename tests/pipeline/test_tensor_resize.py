@@ -591,6 +591,27 @@ def relaid_and_written_in_inference_mode_then_read(x: T) -> object:
     return (x * 3,)
 
 
+def relaid_in_inference_mode_with_grad_then_read(x: T) -> object:
+    # (grad mode on inside the block: autograd records nothing there all the same; a wrong gradient size for the pair
+    # before, issue #27)
+    with torch.inference_mode(), torch.enable_grad():
+        x.resize_((8,))
+    return (x * 3,)
+
+
+def transposed_in_inference_mode_with_grad_then_read(x: T) -> object:
+    with torch.inference_mode(), torch.enable_grad():
+        x.t_()
+    return (x * 3,)
+
+
+def relaid_and_read_in_inference_mode_with_grad(x: T) -> object:
+    with torch.inference_mode(), torch.enable_grad():
+        x.resize_((2, 2))
+        t = x * 2
+    return (x * 3, t)
+
+
 def read_then_shrunk_in_inference_mode_then_read(x: T) -> object:
     t = x * 2
     with torch.inference_mode():
@@ -605,6 +626,9 @@ def read_then_shrunk_in_inference_mode_then_read(x: T) -> object:
         shrunk_as_template_in_inference_mode_then_read,
         relaid_in_inference_mode_then_viewed,
         relaid_and_written_in_inference_mode_then_read,
+        relaid_in_inference_mode_with_grad_then_read,
+        transposed_in_inference_mode_with_grad_then_read,
+        relaid_and_read_in_inference_mode_with_grad,
     ],
 )
 @pytest.mark.parametrize("kind", ["plain", "pair"])

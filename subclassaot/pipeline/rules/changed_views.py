@@ -201,7 +201,10 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # the history anew: a view relaid before the bump is stale at the end all the same, and is replayed after the
 # epilogue so (replayed before it, its own t_() would take the bump the runtime gives the input); one relaid while
 # stale is regenerated at its layout then, its in-place view ops from there replayed on it
-# (SwapRecord.stale_relayouts). Only for plain single-output views taken with grad, with static layouts.
+# (SwapRecord.stale_relayouts). Only for plain single-output views taken with grad, with static layouts. The program's
+# own read of such a view's grad_fn once its counter moved (no in-place view op, set_() or `.data =` on it) answers
+# that node, AsStridedBackward0 (`autograd_state._regenerated_view_node`), where the run's functional view regenerates
+# by replaying its view op (SelectBackward0); a read with grad or of grad_fn since keeps it, as eager's view does.
 # Stale views of leaf view inputs: the regenerated as_strided() is of the view's `._base`, the root of its storage, not
 # of the tensor it was taken of. Where that is an input whose requires_grad is its own, a view of a base requiring none
 # (`x0 = b.unsqueeze(0)`, then `x0.requires_grad_()`, before the call or in the program: SwapRecord.view_input_gains),

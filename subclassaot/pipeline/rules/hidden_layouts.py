@@ -106,7 +106,8 @@ __all__ = [
 #   leaves set_() to another size under no_grad (or given one by `.data =` before any use with grad) and then read with
 #   grad (a set_() back to the old size is none), and subclass leaves resized under no_grad that an op with grad read
 #   before the change (the alias-group and set_() rules passed them).
-# A torch.inference_mode() block is no_grad here (eager's leaf records nothing there either, and a resize_() within
+# A torch.inference_mode() block is no_grad here, grad mode on or off inside it (eager's leaf records nothing there
+# either: no op there is a read with grad, `note_grad_reads`; and a resize_() within
 # its storage there, which eager lets a leaf that requires grad take, is such an op; on a view that requires
 # grad the op bumps the counter as under no_grad, and the next read rebuilds the view's history from its base the
 # same way, so the no_grad rules decide it), but inference mode skips autograd's kernels, detach_()'s among them,
@@ -201,7 +202,7 @@ def note_layout_op(record: SwapRecord, t: torch.Tensor) -> None:
     read, make it a leaf again (a trace's clone) and note it (Note [Leaves Laid Out Anew Under no_grad]); on one an op
     with grad read before, note that eager may keep its accumulator (Note [Leaves Laid Out Anew Under no_grad])."""
     note_relaid_late_grad(record, t)
-    if torch.is_grad_enabled() or id(t) not in record.releafable:
+    if (torch.is_grad_enabled() and not torch.is_inference_mode_enabled()) or id(t) not in record.releafable:
         return
     if id(t) in record.grad_read:
         record.layout_kept.add(id(t))

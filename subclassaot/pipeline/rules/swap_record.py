@@ -304,6 +304,10 @@ class SwapRecord:
     # id() of view input stand-ins -> the `seq` of each op with grad at which eager rebuilt the input's history from its
     # `._base` (its first read after a write moved its counter), in order (Note [Views That Raise After A Bump])
     base_rebuilds: dict[int, list[int]] = field(default_factory=dict)
+    # id() of views whose history eager's read rebuilt from their base (view inputs, plain views the program took) ->
+    # (the counter's last bump, that node): what later reads find until the counter moves again (Note [Views That
+    # Raise After A Bump])
+    regenerated_nodes: dict[int, tuple[int, object]] = field(default_factory=dict)
     # tensor positions of the view inputs read with grad through a throwaway leaf, their base made to require grad by
     # the program: eager's has no history only where no write moved its counter since it was taken (Note [Grad Mode
     # And Autograd Reads], views of gained bases)
