@@ -380,6 +380,10 @@ class ViewStep:
     # a multi-output view (split, chunk, unbind): eager's call, named by the analysis; the replays of one call's
     # outputs share one call (Note [Output Regeneration]): eager's outputs share one grad_fn
     call: int | None = None
+    # the program made the step's result a new autograd leaf (requires_grad_(), in a call begun with grad on) before
+    # the chain's next view of it: the replay makes it one there, the leaf the later views' histories end in (Note
+    # [Training Without A Function])
+    makes_leaf: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,7 +30,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
-from subclassaot.runtime.regenerate import intermediate_base, replay_steps
+from subclassaot.runtime.regenerate import intermediate_base, replay_from
 from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
 from subclassaot.schemas import (
     AliasGroupRef,
@@ -1286,7 +1286,9 @@ class _FunctionReach:
 # runtime returns the graph's value, the leaf the other outputs' histories end in, and replays the views on it after
 # the graph ran (`_returned_intermediate`; one taken before the flag has no history, as eager's). A
 # view made a leaf and returned is replayed (on the input, the intermediate base or the earlier output it views) and
-# made to require grad (OutputInfo.gains_grad); but a plain view of an input the call leaves as it came, made a leaf
+# made to require grad (OutputInfo.gains_grad); one mid-chain, flagged before the chain's next view with no in-place
+# view op between, is made one by the replay where it makes it (ViewStep.makes_leaf), once per call (the replays share
+# it as eager's histories do, and this check's replays share it too; a chain taken before the flag shares nothing); but a plain view of an input the call leaves as it came, made a leaf
 # or with a history ending in one (analyze._graph_leaf_view), is the graph's own value, returned as it is: the graph's
 # run takes it of the caller's input (eager's layout, `._base` and counter), and its leaf is the one the other
 # outputs' histories end in, where a replayed view would be another leaf or have no history. A replayed one, taken
@@ -2120,9 +2122,11 @@ def _saved_by(
     return found
 
 
-def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
+def _autograd_shape(root: torch.Tensor, inputs: Sequence[object], others: dict[int, int] | None = None) -> object:
     """A comparable picture of `root`'s autograd graph: node types, edges with their input numbers, nodes met again
-    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them);
+    by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them; with
+    `others`, shared by the pictures compared together, -2 - the first-visit number of that tensor among them: a new
+    leaf two outputs' histories end in is one leaf in both runs or in neither);
     whether `root` requires grad only through its base (a view made under no_grad, which no gradient reaches, where
     a new leaf made of it is its own AccumulateGrad's); and whether it is a view (a dirty Function applied under
     no_grad returns a view input as it is where it requires no grad, and no view where it is a new leaf)."""
@@ -2136,7 +2140,10 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object]) -> object:
         numbers[id(node)] = len(numbers)
         if type(node).__name__ == "AccumulateGrad":
             var = getattr(node, "variable", None)
-            return ("leaf", next((k for k, v in enumerate(inputs) if v is var), -1), nr)
+            k = next((k for k, v in enumerate(inputs) if v is var), -1)
+            if k == -1 and others is not None and var is not None:
+                k = -2 - others.setdefault(id(var), len(others))
+            return ("leaf", k, nr)
         edges = cast(Sequence[tuple[object, int]], getattr(node, "next_functions", ()))
         return (type(node).__name__, nr, tuple(visit(child, k) for child, k in edges))
 
@@ -2155,11 +2162,14 @@ def _compiled_outputs(
     runtime replays after the graph ran (with grad on: their history is their source's as the graph's run left it);
     None for other outputs."""
     built: dict[int, object] = {}
+    shared: dict[int, torch.Tensor] = {}  # the call's memo of rebuilt objects (Note [Output Regeneration])
 
     def build(o: int) -> object:
         if o not in built:
             info = outputs[o]
-            built[o] = None if info.kind is not OutputKind.TENSOR else _compiled_output(info, graph, values, build)
+            built[o] = (
+                None if info.kind is not OutputKind.TENSOR else _compiled_output(info, graph, values, build, shared)
+            )
         return built[o]
 
     return [build(o) for o in range(len(outputs))]
@@ -2170,6 +2180,7 @@ def _compiled_output(
     graph: tuple[Sequence[object], Sequence[object]],
     values: Sequence[object],
     earlier: Callable[[int], object],
+    shared: dict[int, torch.Tensor],
 ) -> object:
     (fresh, bases), replay = graph, info.replay
     if replay is None and info.leaves[0].source is LeafSource.INTERMEDIATE_ALIAS:
@@ -2187,7 +2198,7 @@ def _compiled_output(
     source = sources[replay.source](replay.index)
     if not isinstance(source, torch.Tensor):
         return None
-    view = replay_steps(source, replay.steps, MetaEvaluator(), {}, values)
+    view = replay_from(source, 0, replay, MetaEvaluator(), {}, values, shared)
     return view.requires_grad_() if info.gains_grad else view  # (a new leaf: the runtime makes it one)
 
 
@@ -2285,12 +2296,13 @@ def records_as_eager(
     # (leaves among the outputs too: a history ending in a new leaf ends in the very leaf returned, as eager's)
     known = [*tensors, *outs]
     graph_known = [*(v for v in graph_values if isinstance(v, torch.Tensor)), *mine_all]
+    others: tuple[dict[int, int], dict[int, int]] = ({}, {})
     for info, out, mine in zip(analysis.outputs, outs, mine_all, strict=True):
         if info.kind is not OutputKind.TENSOR:
             continue
         if not isinstance(out, torch.Tensor) or not isinstance(mine, torch.Tensor):
             return False
-        if _autograd_shape(out, known) != _autograd_shape(mine, graph_known):
+        if _autograd_shape(out, known, others[0]) != _autograd_shape(mine, graph_known, others[1]):
             return False
     return True
 

@@ -874,6 +874,8 @@ def replay_steps(
             made = _replay_step(src, step, ev, symbols, values, shared)
         if step.without_history:
             give_grad_mode_creation_meta(made, src, step.index is not None)
+        if step.makes_leaf:  # Note [Training Without A Function]
+            made.requires_grad_()
         src = made
         if step.own_version:
             src = src.data

@@ -450,6 +450,8 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         return "a view taken with grad on, called under no_grad"  # (the generated steps only turn grad off)
     if any(step.without_history for step in steps):
         return "a view taken with grad on, without history"  # (given its creation meta: regenerate.replay_steps)
+    if any(step.makes_leaf for step in steps):
+        return "a view made a new leaf mid-chain"  # (flagged as it is made: regenerate.replay_steps)
     if any(step.inference_mode for step in steps):
         return "a view taken inside inference_mode"  # (replayed inside one: regenerate.replay_steps)
     if any(step.from_root for step in steps):

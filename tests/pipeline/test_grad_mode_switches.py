@@ -1324,6 +1324,61 @@ def new_leaf_view_of_an_input_written_under_no_grad_after_the_view(x: T, w: T) -
     return v, x.exp()
 
 
+def view_of_a_new_leaf_view_of_an_aliased_input_written(x0: T, x1: T) -> object:
+    t0 = x0.expand((2, 18))
+    x1.resize_((37,))  # (grows the storage x0 shares, then writes it)
+    x1.fill_(0.5)
+    t0.requires_grad_()
+    t1 = t0[:, 12:13]
+    return t1, x0, t1
+
+
+def _reshaped_and_detached() -> tuple[object, ...]:
+    b0 = torch.randn(3, 4, 3)
+    return b0.reshape(2, -1), b0.detach()
+
+
+def view_of_a_new_leaf_view_of_an_input_laid_out_anew(x0: T) -> object:
+    t0 = x0.transpose(0, 0)
+    with torch.no_grad():
+        t0.requires_grad_()
+        x0.transpose_(0, 0)
+    x0.transpose_(0, 0)
+    return x0.detach(), t0[1:]
+
+
+def view_of_a_new_leaf_inference_view_of_a_grad_input(x0: T, x1: T) -> object:
+    with torch.inference_mode():
+        t0 = x0.reshape(-1)  # (reports requires_grad through its base until flagged)
+    t0.requires_grad_()
+    with torch.no_grad():
+        x1.unsqueeze_(0)
+    return x0, t0.t()
+
+
+def _clone_and_leaf() -> tuple[object, ...]:
+    return torch.randn(1, 2, 3, requires_grad=True).clone(), torch.randn((), requires_grad=True)
+
+
+def views_of_a_new_leaf_view_before_and_after_its_flag(x0: T) -> object:
+    t0 = x0.view(-1)
+    before = t0[1:]  # (no history: taken before the flag)
+    t0.requires_grad_()
+    with torch.no_grad():
+        x0.mul_(2)
+    return t0[:2], before, t0[2:]
+
+
+def views_of_two_new_leaf_views_of_one_input(x0: T) -> object:
+    t0 = x0.view(-1)
+    t0.requires_grad_()
+    t1 = x0.view(-1)
+    t1.requires_grad_()
+    with torch.no_grad():
+        x0.mul_(2)
+    return t0[1:], t1[1:], t0[:1]  # (the first and last end in one leaf, the second in another)
+
+
 def _row_and_base() -> tuple[object, ...]:
     base = torch.randn(2, 2)
     return base[0], base
@@ -1402,6 +1457,13 @@ def _grad_then_plain() -> tuple[object, ...]:
         (new_leaf_view_of_an_input_self_set_after_the_view, _grad_then_plain),
         (new_leaf_view_of_an_input_written_under_no_grad_after_the_view, _plain_pair_of(3)),
         (new_leaf_view_of_an_input_written_under_no_grad_after_the_view, _grad_then_plain),
+        # views of a view of an input made a new leaf, replayed on the input and flagged mid-chain, where the input
+        # is written, laid out anew or requires grad (fuzz seed 120400 #713 #2897 #6234)
+        (view_of_a_new_leaf_view_of_an_aliased_input_written, _reshaped_and_detached),
+        (view_of_a_new_leaf_view_of_an_input_laid_out_anew, _plain(3)),
+        (view_of_a_new_leaf_inference_view_of_a_grad_input, _clone_and_leaf),
+        (views_of_a_new_leaf_view_before_and_after_its_flag, _plain(2, 3)),
+        (views_of_two_new_leaf_views_of_one_input, _plain(2, 3)),
     ],
     ids=[
         "no_grad_view_of_grad_input",
@@ -1437,6 +1499,11 @@ def _grad_then_plain() -> tuple[object, ...]:
         "view_then_self_set_beside_grad_input",
         "view_then_no_grad_write",
         "view_then_no_grad_write_beside_grad_input",
+        "view_of_a_leaf_view_of_an_aliased_input_written",
+        "view_of_a_leaf_view_of_an_input_laid_out_anew",
+        "view_of_a_leaf_inference_view_of_a_grad_input",
+        "views_of_a_leaf_view_before_and_after_its_flag",
+        "views_of_two_leaf_views_of_one_input",
     ],
 )
 def test_new_leaf_beside_views_view_ops_and_aliases_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:

@@ -1390,6 +1390,7 @@ class _DataMode(TorchFunctionMode):
             record.new_leaves.append(new)
             if new:
                 record.new_leaf_ids.add(id(t))
+                record.new_leaf_seq[id(t)] = record.seq
                 record.pin(t)
                 if isinstance(t, torch.Tensor) and id(t) not in record.input_positions and record.made_under_no_grad(t):
                     record.no_grad_leaf_views.add(len(record.new_leaves) - 1)

@@ -28,6 +28,7 @@ _GAIN_FACTS = (
     "views_before_grad",
     "views_of_gained_bases",
     "new_leaf_ids",
+    "new_leaf_seq",
     "leaf_marked",
 )
 
@@ -203,6 +204,8 @@ class SwapRecord:
     # id() of the tensors made new leaves (the analysis run's): a view made under no_grad of a tensor that requires
     # grad reports requires_grad from its base, so requires_grad_gained leaves it out
     new_leaf_ids: set[int] = field(default_factory=set)
+    # ... -> `seq` at the call (a chain's view taken after it ends its history in the leaf: ViewStep.makes_leaf)
+    new_leaf_seq: dict[int, int] = field(default_factory=dict)
     # id() of the tensors the program called retain_grad() on (pinned): eager's keep in .grad, after a backward, the
     # gradient that reached them from every use, inside the program too (`check_retained_outputs`)
     retained: set[int] = field(default_factory=set)

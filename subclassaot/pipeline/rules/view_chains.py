@@ -159,6 +159,8 @@ def _chain_marks(
     count = 0
     for segment, made in zip(reversed(segments), reversed(objects), strict=True):
         count += len(segment)
+        if made is not objects[0] and id(made) in run.swaps.new_leaf_seq and not segment[0].makes_leaf:
+            continue  # (a view mid-chain made a new leaf after this chain passed it: `_made_a_leaf`)
         unchanged = (
             id(made) not in run.swaps.inplace_views
             or (id(made) == changed_base and len(segment) == 1)
@@ -223,10 +225,7 @@ def _replay_of(
             if record.seq < r.seq < upto and not (then_set and t is value and r.func in SET_OPS) and assigned is None
         ]  # (an earlier set_() of the output itself: the last one, replayed after the chain, overrides it)
         step = view_step(record) if assigned is None else assigned
-        if step is not None and assigned is None and _without_history(record, run):
-            step = replace(step, without_history=True)
-        if step is not None and id(t) in run.swaps.data_aliases:
-            step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
+        step = _chain_step(step, t, (record, first), own, run, assigned is not None)
         segment = [step, *(_before_grad(_inplace_step(r, set_sources), t, r, run) for r in own)]
         if any(s is None for s in segment):
             return None
@@ -262,6 +261,39 @@ def _replay_of(
     if base is not None and not is_traceable_subclass(value):
         return _from_base_within(base, objects, segments, run)
     return None
+
+
+def _chain_step(
+    step: ViewStep | None,
+    t: torch.Tensor,
+    records: tuple[ViewRecord, ViewRecord | None],
+    own: list[InplaceViewRecord],
+    run: FunctionalRun,
+    assigned: bool,
+) -> ViewStep | None:
+    """`step`, making `t` by view `records[0]` (`assigned`: an as_strided() for a `.data =`), with what eager's view
+    has: no history (`_without_history`), a counter of its own (`.data`), a new leaf made of it (`_made_a_leaf`; the
+    chain's next view of it: `records[1]`)."""
+    if step is None:
+        return None
+    if not assigned and _without_history(records[0], run):
+        step = replace(step, without_history=True)
+    if id(t) in run.swaps.data_aliases:
+        step = replace(step, own_version=True)  # `.data`: not eager's detach(), its version counter is its own
+    return _made_a_leaf(step, t, records[1], own, run)
+
+
+def _made_a_leaf(
+    step: ViewStep | None, t: torch.Tensor, taken: ViewRecord | None, own: list[InplaceViewRecord], run: FunctionalRun
+) -> ViewStep | None:
+    """Note [Training Without A Function]: `step`, making `t`, a view mid-chain the program made a new autograd leaf
+    before the chain's next view (`taken`) was taken of it, with no in-place view op on it between (`own`):
+    ViewStep.makes_leaf, the replay flags it there. A chain through it taken before the flag shares no rebuilt object
+    with it (`_chain_marks`)."""
+    flagged = run.swaps.new_leaf_seq.get(id(t))
+    if step is None or taken is None or flagged is None or not flagged < taken.seq:
+        return step
+    return step if own else replace(step, makes_leaf=True)
 
 
 def _grown_base_output(t: torch.Tensor, value: torch.Tensor, earlier: dict[int, int], run: FunctionalRun) -> bool:
