@@ -1350,6 +1350,13 @@ class _FunctionReach:
 # its flag (no history; each reads the flag through its `._base`) is seen by that flag alone: the runtime replays each
 # view and flags its rebuilt base once every output is built (ShownLeaves.bases, OutputInfo.base_gains_grad), a leaf
 # as eager's base is.
+# Constructor flags: a traceable subclass built with `_make_wrapper_subclass(..., requires_grad=True)`
+# (`PairTensor(a, b, requires_grad=True)`, issue #27) is eager's new leaf as `PairTensor(a, b).requires_grad_()` is,
+# but no torch-function mode sees a constructor. While the pipeline runs the program (inputs.flatten_call's `call`)
+# the wrapper is built without the flag (new_leaves.ConstructorFlags) and gets it from a requires_grad_() call of the
+# program's, under the grad and inference modes it was built in, just before the first torch call that takes it or
+# once the program returned: nothing reads its flag in between, so every mode sees eager's leaf, and it takes the
+# requires_grad_() form's path (held back where unobserved, refused where observed).
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

@@ -43,6 +43,7 @@ from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline import python_state
 from subclassaot.pipeline.guards import Guards
 from subclassaot.pipeline.python_state import global_names
+from subclassaot.pipeline.rules.new_leaves import ConstructorFlags, constructor_flags_as_calls
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import (
     compiled_call_under_transform_message,
@@ -186,6 +187,7 @@ class _LiftCaptured(TorchFunctionMode):
         super().__init__()
         self.table = table
         self.fn = fn
+        self.made = ConstructorFlags()  # wrappers built with requires_grad=True, not yet flagged
 
     def __torch_function__(
         self,
@@ -194,6 +196,8 @@ class _LiftCaptured(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
+        if self.made.pending:
+            self.made.flag_taken((args, kwargs))
         args, kwargs = pytree.tree_map_only(torch.Tensor, self._swap, (args, kwargs or {}))
         if self.table and getattr(func, "__name__", None) not in _METADATA_READS:
             pytree.tree_map_only(torch.Tensor, self._refuse_built_around_captured, (args, kwargs))
@@ -317,8 +321,9 @@ def flatten_call(
         python_state.run_starts()  # See Note [State The Program Reads], "Writes"
         # See Note [Checkpointed Regions Run Inline]
         lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
-        with _grad_state_restored_on_error(), lift, regions_run_inline():
+        with _grad_state_restored_on_error(), lift, regions_run_inline(), constructor_flags_as_calls(lift.made):
             out = run(state, args, kwargs)
+            lift.made.flag_all()  # See Note [Training Without A Function], constructor flags
         out = lift.lift_outputs(out)
         python_state.run_completed()
         return out

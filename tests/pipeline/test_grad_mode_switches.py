@@ -1982,6 +1982,60 @@ def test_new_leaf_of_a_subclass_refused() -> None:
         subclassaot.compile(f, backend="eager")(PairTensor(torch.randn(3), torch.randn(3)))
 
 
+def pair_made_requiring_grad(x: T) -> object:
+    return PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+
+
+def pair_made_requiring_grad_viewed(x: T) -> object:
+    return PairTensor(x.a * 1, x.b * 2, requires_grad=True).t()  # type: ignore[attr-defined]
+
+
+def pair_made_requiring_grad_computed(x: T) -> object:
+    return PairTensor(x.a * 1, x.b * 2, requires_grad=True) * 3  # type: ignore[attr-defined]
+
+
+def pair_made_requiring_grad_by_from_tensor(x: T) -> object:
+    return PairTensor.from_tensor(x.a * 1, requires_grad=True)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("f", [pair_made_requiring_grad, pair_made_requiring_grad_by_from_tensor])
+def test_new_leaf_a_subclass_constructor_makes_returned_alone_matches_eager(
+    f: Callable[..., object], grad: bool
+) -> None:
+    """issue #27: a wrapper built in the program with requires_grad=True (`_make_wrapper_subclass(...,
+    requires_grad=True)`) is eager's new autograd leaf, with grad on or off; the compiled output came back requiring no
+    grad. The constructor's flag is the program's requires_grad_() on the wrapper once built (Note [Training Without A
+    Function], constructor flags): returned alone, the caller sees it by its flag alone, as for requires_grad_()."""
+    make = _pair(3, 4)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+    assert "_make_wrapper_subclass" not in vars(torch.Tensor)  # (torch's own again once the runs ended)
+
+
+def test_new_leaf_a_subclass_constructor_makes_viewed_in_a_no_grad_call_matches_eager() -> None:
+    """A view of such a wrapper in a call under no_grad: its `._base`, rebuilt after the graph ran, gets the flag, as
+    for `PairTensor(...).requires_grad_().t()`. Eager's view requires grad through that base."""
+    with torch.no_grad():
+        assert_matches_eager(pair_made_requiring_grad_viewed, _pair(3, 4))
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["input", "input_requiring_grad"])
+@pytest.mark.parametrize("f", [pair_made_requiring_grad_viewed, pair_made_requiring_grad_computed])
+def test_new_leaf_a_subclass_constructor_makes_then_used_with_grad_refused(
+    f: Callable[..., object], requires_grad: bool
+) -> None:
+    """With grad on, a view of it or a result computed from it has a history ending in that leaf, which the graph,
+    over the inner tensors, has no wrapper to make: refused as the requires_grad_() form is (the view and the result
+    came back without history, or with none ending in a leaf)."""
+    with (
+        torch.enable_grad(),
+        pytest.raises(UnsupportedError, match="PairTensor .a tensor subclass; or builds one with requires_grad=True"),
+    ):
+        subclassaot.compile(f, backend="eager")(*_pair(3, 4, requires_grad=requires_grad)())
+
+
 def requires_grad_on_non_inputs_under_no_grad(x: T) -> object:
     y = x * 2
     early = y.view(-1)  # a view taken before the call: the base's flag reaches it
