@@ -196,8 +196,8 @@ class _LiftCaptured(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        if self.made.pending:
-            self.made.flag_taken((args, kwargs))
+        if self.made.pending or self.made.read_only:
+            self.made.flag_taken(func, (args, kwargs))
         args, kwargs = pytree.tree_map_only(torch.Tensor, self._swap, (args, kwargs or {}))
         if self.table and getattr(func, "__name__", None) not in _METADATA_READS:
             pytree.tree_map_only(torch.Tensor, self._refuse_built_around_captured, (args, kwargs))
@@ -321,9 +321,12 @@ def flatten_call(
         python_state.run_starts()  # See Note [State The Program Reads], "Writes"
         # See Note [Checkpointed Regions Run Inline]
         lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
+        leaves = pytree.tree_leaves((state, args, kwargs))
+        lift.made.grad_inputs = any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
         with _grad_state_restored_on_error(), lift, regions_run_inline(), constructor_flags_as_calls(lift.made):
             out = run(state, args, kwargs)
             lift.made.flag_all()  # See Note [Training Without A Function], constructor flags
+            lift.made.refuse_returned(out)
         out = lift.lift_outputs(out)
         python_state.run_completed()
         return out

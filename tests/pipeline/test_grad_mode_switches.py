@@ -2021,14 +2021,78 @@ def test_new_leaf_a_subclass_constructor_makes_viewed_in_a_no_grad_call_matches_
         assert_matches_eager(pair_made_requiring_grad_viewed, _pair(3, 4))
 
 
-@pytest.mark.parametrize("requires_grad", [False, True], ids=["input", "input_requiring_grad"])
-@pytest.mark.parametrize("f", [pair_made_requiring_grad_viewed, pair_made_requiring_grad_computed])
+def pair_made_requiring_grad_read(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return x * 2, p.requires_grad
+
+
+def pair_made_requiring_grad_computed_and_returned(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return p * 3, p
+
+
+def pair_made_requiring_grad_read_and_viewed(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return p.requires_grad, p.t()
+
+
+def pair_made_requiring_grad_read_and_computed(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return p.requires_grad, p * 3
+
+
+def two_tensor_made_and_computed(x: torch.Tensor) -> object:
+    return (TwoTensor(x * 1, x * 2) * 3,)  # type: ignore[no-untyped-call]  # (built with requires_grad=a.requires_grad)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (two_tensor_made_and_computed, lambda: (torch.randn(3, 4, requires_grad=True),)),
+        (pair_made_requiring_grad_computed, _pair(3, 4, requires_grad=True)),
+        (pair_made_requiring_grad_read_and_computed, _pair(3, 4, requires_grad=True)),
+        (pair_made_requiring_grad_read, _pair(3, 4, requires_grad=True)),
+        (pair_made_requiring_grad_read, _pair(3, 4)),
+    ],
+    ids=["two_tensor_computed", "computed", "read_and_computed", "read", "read_input_without_grad"],
+)
+def test_new_leaf_a_subclass_constructor_makes_then_computed_with_grad_matches_eager(
+    f: Callable[..., object], make: Make
+) -> None:
+    """With grad on, a wrapper built with requires_grad=True that a torch call other than a view takes first
+    (arithmetic, a read of its flag), in a call taking a tensor that requires grad, is given its flag as its
+    constructor gives it (Note [Training Without A Function], constructor flags): the result's history ends in it
+    as eager's does, and no gradient reaches the input, in both. A read of its flag alone matches whatever the inputs.
+    (TwoTensor, all over torch's subclass tests, is built so from an input requiring grad.) They were refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+
+
+@pytest.mark.parametrize(
+    ("f", "requires_grad"),
+    [
+        (pair_made_requiring_grad_viewed, False),
+        (pair_made_requiring_grad_viewed, True),
+        (pair_made_requiring_grad_computed, False),
+        (pair_made_requiring_grad_read_and_computed, False),
+        (pair_made_requiring_grad_computed_and_returned, True),
+        (pair_made_requiring_grad_read_and_viewed, True),
+    ],
+    ids=[
+        "viewed",
+        "viewed_input_requiring_grad",
+        "computed",
+        "read_and_computed",
+        "computed_and_returned",
+        "read_and_viewed",
+    ],
+)
 def test_new_leaf_a_subclass_constructor_makes_then_used_with_grad_refused(
     f: Callable[..., object], requires_grad: bool
 ) -> None:
-    """With grad on, a view of it or a result computed from it has a history ending in that leaf, which the graph,
-    over the inner tensors, has no wrapper to make: refused as the requires_grad_() form is (the view and the result
-    came back without history, or with none ending in a leaf)."""
+    """With grad on, a view of it, a result computed from it in a call taking nothing that requires grad (the
+    compiled step has no history to give it), or the wrapper returned after a torch call took it, are refused as
+    the requires_grad_() form is: they came back without history, or without their flag."""
     with (
         torch.enable_grad(),
         pytest.raises(UnsupportedError, match="PairTensor .a tensor subclass; or builds one with requires_grad=True"),

@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import OutputInfo, OutputKind
+from subclassaot.torch_internals import may_return_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,21 +127,50 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
 
 class ConstructorFlags:
     """The wrappers the running program built with `_make_wrapper_subclass(..., requires_grad=True)` (a traceable
-    subclass's constructor, `PairTensor(a, b, requires_grad=True)`), built without the flag: each gets it from a
-    requires_grad_() call, which the pipeline's modes see as the program's own (Note [Training Without A Function],
-    constructor flags), before the first torch call that takes it (`flag_taken`) or once the program returned
-    (`flag_all`), under the grad and inference modes it was built in. `pending`: each wrapper with those modes."""
+    subclass's constructor, `PairTensor(a, b, requires_grad=True)`), built without the flag (Note [Training Without A
+    Function], constructor flags). Each gets it before the first torch call that takes it (`flag_taken`) or once the
+    program returned (`flag_all`): from the constructor itself (`as_built`, outside the modes) where that call is no
+    view op, made with grad on in a call taking a tensor that requires grad (`grad_inputs`); else from a
+    requires_grad_() call the pipeline's modes see as the program's own, under the grad and inference modes it was
+    built in. `pending`: each wrapper with those modes."""
 
     def __init__(self) -> None:
         self.pending: list[tuple[torch.Tensor, bool, bool]] = []
+        self.grad_inputs = False
+        self.as_built: list[torch.Tensor] = []
+        self.read_only: list[torch.Tensor] = []  # flagged as built by a read, in a call taking none requiring grad
 
-    def flag_taken(self, args: object) -> None:
-        """Before a torch call of the program's taking `args`: flag the pending wrappers among them."""
+    def flag_taken(self, func: object, args: object) -> None:
+        """Before the torch call `func` of the program's taking `args`: flag the pending wrappers among them."""
         taken = {id(t) for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)}
-        self._flag([p for p in self.pending if id(p[0]) in taken])
+        name = str(getattr(func, "__name__", ""))
+        read = name == "__get__"
+        if not read and any(id(t) in taken for t in self.read_only):
+            raise subclass_new_leaf_refusal(type(next(t for t in self.read_only if id(t) in taken)).__name__)
+        made = [p for p in self.pending if id(p[0]) in taken]
+        if read or (self.grad_inputs and not may_return_view(name, unknown=True)):
+            for entry in [p for p in made if p[1] and not p[2] and torch.is_grad_enabled()]:
+                made.remove(entry)
+                self.pending.remove(entry)
+                with torch._C.DisableTorchFunction():
+                    entry[0].requires_grad_()
+                self.as_built.append(entry[0])
+                if not self.grad_inputs:
+                    self.read_only.append(entry[0])
+        self._flag(made)
 
     def flag_all(self) -> None:
         self._flag(list(self.pending))
+
+    def refuse_returned(self, out: object) -> None:
+        """A wrapper flagged as built reaching the caller as itself or as the base of a returned view: eager's new
+        leaf, which the compiled step does not make (refused as the requires_grad_() form is)."""
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and self.as_built:
+                with torch._C.DisableTorchFunction():
+                    base = t._base
+                if any(t is w or base is w for w in self.as_built):
+                    raise subclass_new_leaf_refusal(type(t if base is None else base).__name__)
 
     def _flag(self, made: list[tuple[torch.Tensor, bool, bool]]) -> None:
         for entry in made:
