@@ -42,6 +42,7 @@ from subclassaot.torch_internals import (
     clone_keeps_structure,
     flagless_no_grad_view,
     functional_alias,
+    grad_fn_raises,
     is_fake,
     is_leaf_before_base_write,
     is_no_grad_view,
@@ -330,7 +331,9 @@ def _note_grad_inputs(
         real = flat.values[index]
         if isinstance(real, torch.Tensor) and real.requires_grad:
             record.eager_inputs[id(tensor)] = real
-            if not real.is_leaf:  # (the node eager's answers stand for until the run's changes: rules/autograd_state)
+            # (the node eager's answers stand for until the run's changes: rules/autograd_state; not where reading
+            # the history raises, a multi-output view whose base was written: the backward's retrace runs here too)
+            if not grad_fn_raises(real) and not grad_fn_raises(tensor) and not real.is_leaf:
                 record.entry_nodes[id(tensor)] = tensor.grad_fn
     for position, (index, tensor) in enumerate(zip(flat.tensor_indices, user_tensors, strict=True)):
         record.run_inputs.append(tensor)  # Note [Grad Mode And Autograd Reads]
