@@ -1352,6 +1352,19 @@ class _FunctionReach:
 # its flag (no history; each reads the flag through its `._base`) is seen by that flag alone: the runtime replays each
 # view and flags its rebuilt base once every output is built (ShownLeaves.bases, OutputInfo.base_gains_grad), a leaf
 # as eager's base is.
+# Constructor flags: a traceable subclass built with `_make_wrapper_subclass(..., requires_grad=True)`
+# (`PairTensor(a, b, requires_grad=True)`, issue #27) is eager's new leaf as `PairTensor(a, b).requires_grad_()` is,
+# but no torch-function mode sees a constructor. While the pipeline runs the program (inputs.flatten_call's `call`)
+# the wrapper is built without the flag (new_leaves.ConstructorFlags) and gets it from a requires_grad_() call of the
+# program's, under the grad and inference modes it was built in, just before the first torch call that takes it or
+# once the program returned: nothing reads its flag in between, so every mode sees eager's leaf, and it takes the
+# requires_grad_() form's path (held back where unobserved, refused where observed). Except, with grad on, where a
+# torch call that is no view op takes it first (arithmetic, `p.requires_grad`) in a call taking a tensor requiring
+# grad (`TwoTensor(x * 1, x * 2) * 3`, all over torch's subclass tests), or a read of its flag does in any call:
+# it gets the flag there as the constructor gives it, outside the modes; the compiled step's history stands for
+# eager's, which ends in it and gives the inputs no gradient. Refused after (ConstructorFlags.as_built): the
+# wrapper returned, or the base of a returned view; after a read in a call taking nothing requiring grad, any
+# other call taking it (no step to give its results history).
 
 
 class _WriteSeen(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

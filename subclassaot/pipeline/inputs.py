@@ -43,6 +43,7 @@ from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline import python_state
 from subclassaot.pipeline.guards import Guards
 from subclassaot.pipeline.python_state import global_names
+from subclassaot.pipeline.rules.new_leaves import ConstructorFlags, constructor_flags_as_calls
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import (
     compiled_call_under_transform_message,
@@ -186,6 +187,7 @@ class _LiftCaptured(TorchFunctionMode):
         super().__init__()
         self.table = table
         self.fn = fn
+        self.made = ConstructorFlags()  # wrappers built with requires_grad=True, not yet flagged
 
     def __torch_function__(
         self,
@@ -195,6 +197,8 @@ class _LiftCaptured(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
+        if self.made.pending or self.made.read_only:
+            self.made.flag_taken(func, (args, kwargs))
         leaves, spec = pytree.tree_flatten((args, kwargs))  # (one walk: rebuilt only where a tensor is swapped)
         swapped = [self._swap(t) if isinstance(t, torch.Tensor) else t for t in leaves]
         if any(s is not t for s, t in zip(swapped, leaves, strict=True)):
@@ -323,8 +327,12 @@ def flatten_call(
         python_state.run_starts()  # See Note [State The Program Reads], "Writes"
         # See Note [Checkpointed Regions Run Inline]
         lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
-        with _grad_state_restored_on_error(), lift, regions_run_inline():
+        leaves = pytree.tree_leaves((state, args, kwargs))
+        lift.made.grad_inputs = any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
+        with _grad_state_restored_on_error(), lift, regions_run_inline(), constructor_flags_as_calls(lift.made):
             out = run(state, args, kwargs)
+            lift.made.flag_all()  # See Note [Training Without A Function], constructor flags
+            lift.made.refuse_returned(out)
         out = lift.lift_outputs(out)
         python_state.run_completed()
         return out

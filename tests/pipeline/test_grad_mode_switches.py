@@ -2049,6 +2049,124 @@ def test_new_leaf_of_a_subclass_refused() -> None:
         subclassaot.compile(f, backend="eager")(PairTensor(torch.randn(3), torch.randn(3)))
 
 
+def pair_made_requiring_grad(x: T) -> object:
+    return PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+
+
+def pair_made_requiring_grad_viewed(x: T) -> object:
+    return PairTensor(x.a * 1, x.b * 2, requires_grad=True).t()  # type: ignore[attr-defined]
+
+
+def pair_made_requiring_grad_computed(x: T) -> object:
+    return PairTensor(x.a * 1, x.b * 2, requires_grad=True) * 3  # type: ignore[attr-defined]
+
+
+def pair_made_requiring_grad_by_from_tensor(x: T) -> object:
+    return PairTensor.from_tensor(x.a * 1, requires_grad=True)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("f", [pair_made_requiring_grad, pair_made_requiring_grad_by_from_tensor])
+def test_new_leaf_a_subclass_constructor_makes_returned_alone_matches_eager(
+    f: Callable[..., object], grad: bool
+) -> None:
+    """issue #27: a wrapper built in the program with requires_grad=True (`_make_wrapper_subclass(...,
+    requires_grad=True)`) is eager's new autograd leaf, with grad on or off; the compiled output came back requiring no
+    grad. The constructor's flag is the program's requires_grad_() on the wrapper once built (Note [Training Without A
+    Function], constructor flags): returned alone, the caller sees it by its flag alone, as for requires_grad_()."""
+    make = _pair(3, 4)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+    assert "_make_wrapper_subclass" not in vars(torch.Tensor)  # (torch's own again once the runs ended)
+
+
+def test_new_leaf_a_subclass_constructor_makes_viewed_in_a_no_grad_call_matches_eager() -> None:
+    """A view of such a wrapper in a call under no_grad: its `._base`, rebuilt after the graph ran, gets the flag, as
+    for `PairTensor(...).requires_grad_().t()`. Eager's view requires grad through that base."""
+    with torch.no_grad():
+        assert_matches_eager(pair_made_requiring_grad_viewed, _pair(3, 4))
+
+
+def pair_made_requiring_grad_read(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return x * 2, p.requires_grad
+
+
+def pair_made_requiring_grad_computed_and_returned(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return p * 3, p
+
+
+def pair_made_requiring_grad_read_and_viewed(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return p.requires_grad, p.t()
+
+
+def pair_made_requiring_grad_read_and_computed(x: T) -> object:
+    p = PairTensor(x.a * 1, x.b * 2, requires_grad=True)  # type: ignore[attr-defined]
+    return p.requires_grad, p * 3
+
+
+def two_tensor_made_and_computed(x: torch.Tensor) -> object:
+    return (TwoTensor(x * 1, x * 2) * 3,)  # type: ignore[no-untyped-call]  # (built with requires_grad=a.requires_grad)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (two_tensor_made_and_computed, lambda: (torch.randn(3, 4, requires_grad=True),)),
+        (pair_made_requiring_grad_computed, _pair(3, 4, requires_grad=True)),
+        (pair_made_requiring_grad_read_and_computed, _pair(3, 4, requires_grad=True)),
+        (pair_made_requiring_grad_read, _pair(3, 4, requires_grad=True)),
+        (pair_made_requiring_grad_read, _pair(3, 4)),
+    ],
+    ids=["two_tensor_computed", "computed", "read_and_computed", "read", "read_input_without_grad"],
+)
+def test_new_leaf_a_subclass_constructor_makes_then_computed_with_grad_matches_eager(
+    f: Callable[..., object], make: Make
+) -> None:
+    """With grad on, a wrapper built with requires_grad=True that a torch call other than a view takes first
+    (arithmetic, a read of its flag), in a call taking a tensor that requires grad, is given its flag as its
+    constructor gives it (Note [Training Without A Function], constructor flags): the result's history ends in it
+    as eager's does, and no gradient reaches the input, in both. A read of its flag alone matches whatever the inputs.
+    (TwoTensor, all over torch's subclass tests, is built so from an input requiring grad.) They were refused."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+
+
+@pytest.mark.parametrize(
+    ("f", "requires_grad"),
+    [
+        (pair_made_requiring_grad_viewed, False),
+        (pair_made_requiring_grad_viewed, True),
+        (pair_made_requiring_grad_computed, False),
+        (pair_made_requiring_grad_read_and_computed, False),
+        (pair_made_requiring_grad_computed_and_returned, True),
+        (pair_made_requiring_grad_read_and_viewed, True),
+    ],
+    ids=[
+        "viewed",
+        "viewed_input_requiring_grad",
+        "computed",
+        "read_and_computed",
+        "computed_and_returned",
+        "read_and_viewed",
+    ],
+)
+def test_new_leaf_a_subclass_constructor_makes_then_used_with_grad_refused(
+    f: Callable[..., object], requires_grad: bool
+) -> None:
+    """With grad on, a view of it, a result computed from it in a call taking nothing that requires grad (the
+    compiled step has no history to give it), or the wrapper returned after a torch call took it, are refused as
+    the requires_grad_() form is: they came back without history, or without their flag."""
+    with (
+        torch.enable_grad(),
+        pytest.raises(UnsupportedError, match="PairTensor .a tensor subclass; or builds one with requires_grad=True"),
+    ):
+        subclassaot.compile(f, backend="eager")(*_pair(3, 4, requires_grad=requires_grad)())
+
+
 def requires_grad_on_non_inputs_under_no_grad(x: T) -> object:
     y = x * 2
     early = y.view(-1)  # a view taken before the call: the base's flag reaches it

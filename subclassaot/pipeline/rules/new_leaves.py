@@ -8,14 +8,19 @@ program as called meets there.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import OutputInfo, OutputKind
+from subclassaot.torch_internals import may_return_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +92,8 @@ def turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
     return UnsupportedError(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "
-        f"{type_name} (a tensor subclass), and uses it after: eager makes it a new autograd "
-        "leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
+        f"{type_name} (a tensor subclass; or builds one with requires_grad=True), and uses it after: eager makes it a "
+        "new autograd leaf, which the outputs' histories end in, and the compiled graph, over the subclass's inner tensors, "
         "does not hold that wrapper to make it one. Call requires_grad_() on the input itself, on the output "
         'after the call, or use torch.compile(fn, backend="subclassaot"), which splits the program there'
     )
@@ -118,3 +123,103 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
         else:
             given[k] = replace(info, base_gains_grad=True, gains_grad_last=True)
     return tuple(given)
+
+
+class ConstructorFlags:
+    """The wrappers the running program built with `_make_wrapper_subclass(..., requires_grad=True)` (a traceable
+    subclass's constructor, `PairTensor(a, b, requires_grad=True)`), built without the flag (Note [Training Without A
+    Function], constructor flags). Each gets it before the first torch call that takes it (`flag_taken`) or once the
+    program returned (`flag_all`): from the constructor itself (`as_built`, outside the modes) where that call is no
+    view op, made with grad on in a call taking a tensor that requires grad (`grad_inputs`); else from a
+    requires_grad_() call the pipeline's modes see as the program's own, under the grad and inference modes it was
+    built in. `pending`: each wrapper with those modes."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[torch.Tensor, bool, bool]] = []
+        self.grad_inputs = False
+        self.as_built: list[torch.Tensor] = []
+        self.read_only: list[torch.Tensor] = []  # flagged as built by a read, in a call taking none requiring grad
+
+    def flag_taken(self, func: object, args: object) -> None:
+        """Before the torch call `func` of the program's taking `args`: flag the pending wrappers among them."""
+        taken = {id(t) for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)}
+        name = str(getattr(func, "__name__", ""))
+        read = name == "__get__"
+        if not read and any(id(t) in taken for t in self.read_only):
+            raise subclass_new_leaf_refusal(type(next(t for t in self.read_only if id(t) in taken)).__name__)
+        made = [p for p in self.pending if id(p[0]) in taken]
+        if read or (self.grad_inputs and not may_return_view(name, unknown=True)):
+            for entry in [p for p in made if p[1] and not p[2] and torch.is_grad_enabled()]:
+                made.remove(entry)
+                self.pending.remove(entry)
+                with torch._C.DisableTorchFunction():
+                    entry[0].requires_grad_()
+                self.as_built.append(entry[0])
+                if not self.grad_inputs:
+                    self.read_only.append(entry[0])
+        self._flag(made)
+
+    def flag_all(self) -> None:
+        self._flag(list(self.pending))
+
+    def refuse_returned(self, out: object) -> None:
+        """A wrapper flagged as built reaching the caller as itself or as the base of a returned view: eager's new
+        leaf, which the compiled step does not make (refused as the requires_grad_() form is)."""
+        for t in pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor) and self.as_built:
+                with torch._C.DisableTorchFunction():
+                    base = t._base
+                if any(t is w or base is w for w in self.as_built):
+                    raise subclass_new_leaf_refusal(type(t if base is None else base).__name__)
+
+    def _flag(self, made: list[tuple[torch.Tensor, bool, bool]]) -> None:
+        for entry in made:
+            self.pending.remove(entry)
+            t, grad, inference = entry
+            with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+                t.requires_grad_()
+
+
+_RUN = threading.local()  # `flags`: the ConstructorFlags of the program run on this thread, innermost
+_PATCH_LOCK = threading.Lock()
+_patched_runs = 0
+_MAKE_WRAPPER: Callable[..., torch.Tensor] = torch._C.TensorBase._make_wrapper_subclass
+_REQUIRES_GRAD_AT = 8  # requires_grad's position among `_make_wrapper_subclass`'s arguments after `cls`
+
+
+def _made_without_flag(cls: type, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """`_make_wrapper_subclass` while a program runs: a traceable subclass asked with requires_grad=True is made
+    without it, and noted in the run's ConstructorFlags."""
+    flags: ConstructorFlags | None = getattr(_RUN, "flags", None)
+    positional = len(args) > _REQUIRES_GRAD_AT
+    given = args[_REQUIRES_GRAD_AT] if positional else kwargs.get("requires_grad", False)
+    if flags is None or not given or not hasattr(cls, "__tensor_flatten__"):
+        return _MAKE_WRAPPER(cls, *args, **kwargs)
+    if positional:
+        args = (*args[:_REQUIRES_GRAD_AT], False, *args[_REQUIRES_GRAD_AT + 1 :])
+    else:
+        kwargs = {**kwargs, "requires_grad": False}
+    out = _MAKE_WRAPPER(cls, *args, **kwargs)
+    flags.pending.append((out, torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+    return out
+
+
+@contextlib.contextmanager
+def constructor_flags_as_calls(flags: ConstructorFlags) -> Iterator[None]:
+    """Within (one run of the program, on this thread): wrappers made with requires_grad=True go to `flags`
+    (ConstructorFlags). Patches `torch.Tensor._make_wrapper_subclass` while any run is inside; calls on other threads
+    go through to torch's as they came."""
+    global _patched_runs
+    with _PATCH_LOCK:
+        if _patched_runs == 0:
+            setattr(torch.Tensor, "_make_wrapper_subclass", staticmethod(_made_without_flag))  # noqa: B010  # (typed as torch's)
+        _patched_runs += 1
+    outer, _RUN.flags = getattr(_RUN, "flags", None), flags
+    try:
+        yield
+    finally:
+        _RUN.flags = outer
+        with _PATCH_LOCK:
+            _patched_runs -= 1
+            if _patched_runs == 0:
+                delattr(torch.Tensor, "_make_wrapper_subclass")
