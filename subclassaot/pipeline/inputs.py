@@ -52,6 +52,8 @@ from subclassaot.torch_internals import (
     is_compiler_checkpoint_region,
     is_functorch_wrapped,
     is_real_plain_tensor,
+    no_torch_function,
+    outside_current_modes,
 )
 
 CaptureRef = tuple[str, str]  # ("closure" | "globals", name) or ("self", "__self__"): a bound method's module
@@ -328,7 +330,8 @@ def flatten_call(
         # See Note [Checkpointed Regions Run Inline]
         lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
         leaves = pytree.tree_leaves((state, args, kwargs))
-        lift.made.grad_inputs = any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
+        with outside_current_modes(), no_torch_function():  # (the pipeline's read, not the program's)
+            lift.made.grad_inputs = any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
         with _grad_state_restored_on_error(), lift, regions_run_inline(), constructor_flags_as_calls(lift.made):
             out = run(state, args, kwargs)
             lift.made.flag_all()  # See Note [Training Without A Function], constructor flags
