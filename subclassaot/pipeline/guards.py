@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -490,13 +490,19 @@ def _base_read_guards(w: _Writer, flat: FlatInputs, base_reads: Sequence[tuple[i
             w.expect(f"v{index}._base is v{other}", f"{path}._base", f"argument {other}")
 
 
-def _base_flag_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
-    """Whether the `._base` of each view input at `positions` requires grad, as the compile's (Note [Views That Raise
-    After A Bump]: a stale view's history is regenerated from it)."""
+def _inputs_at(flat: FlatInputs, positions: Sequence[int]) -> Iterator[tuple[int, torch.Tensor]]:
+    """Each tensor input at `positions` once, in their order: its flat index and its value."""
     for position in dict.fromkeys(positions):
         index = flat.tensor_indices[position]
         real = flat.values[index]
         assert isinstance(real, torch.Tensor)
+        yield index, real
+
+
+def _base_flag_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
+    """Whether the `._base` of each view input at `positions` requires grad, as the compile's (Note [Views That Raise
+    After A Bump]: a stale view's history is regenerated from it)."""
+    for index, real in _inputs_at(flat, positions):
         flag = real._base is not None and real._base.requires_grad
         w.expect(
             f"(v{index}._base is not None and v{index}._base.requires_grad) == {flag}",
@@ -509,18 +515,14 @@ def _unbumped_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> 
     """That no write moved the version counter of each view input at `positions`, as none had at the compile: one
     moved since the view was taken leaves its history to be regenerated from its base (Note [Grad Mode And Autograd
     Reads], views of gained bases)."""
-    for position in dict.fromkeys(positions):
-        index = flat.tensor_indices[position]
+    for index, _ in _inputs_at(flat, positions):
         w.expect(f"v{index}._version == 0", f"{flat.leaves[index].path}._version", 0, f"v{index}._version")
 
 
 def _grad_fn_type_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
     """The type of the grad_fn of each tensor input at `positions`, as the compile's (Note [What The Guards
     Compare])."""
-    for position in dict.fromkeys(positions):
-        index = flat.tensor_indices[position]
-        real = flat.values[index]
-        assert isinstance(real, torch.Tensor)
+    for index, real in _inputs_at(flat, positions):
         node = type(real.grad_fn)
         c = w.constant(node)
         w.expect(
@@ -533,10 +535,7 @@ def _grad_fn_type_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int])
 
 def _creation_meta_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int]) -> None:
     """The creation meta of each tensor input at `positions`, as the compile's (Note [What The Guards Compare])."""
-    for position in dict.fromkeys(positions):
-        index = flat.tensor_indices[position]
-        real = flat.values[index]
-        assert isinstance(real, torch.Tensor)
+    for index, real in _inputs_at(flat, positions):
         meta = creation_meta_of(real)
         c = w.constant(meta)
         w.check(
