@@ -1735,22 +1735,32 @@ def outside_current_modes() -> contextlib.AbstractContextManager[object]:
 
 
 def clone_keeps_structure(t: torch.Tensor) -> bool:
-    """Does `t.clone()` return `t`'s own type with `t`'s flatten context (a DTensor's Partial placement becomes
-    Replicate in its clone: the program must see the input as given)? Asked outside every mode (a fake `t` runs in
-    its own fake mode), so a trace in progress records nothing. A clone that raises, or a context that cannot be
-    compared, counts as keeping the type (the caller's usual path)."""
+    """Does `t.clone()` return `t`'s own type with `t`'s flatten context, at every level of a nested subclass (a
+    DTensor's Partial placement becomes Replicate in its clone; torch's ConstantExtraMetadataTensor gives the inner
+    wrapper of a nested one its default constant): the program must see the input as given)? Asked outside every mode
+    (a fake `t` runs in its own fake mode), so a trace in progress records nothing. A clone that raises, or a context
+    that cannot be compared, counts as keeping the type (the caller's usual path)."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     with _disable_current_modes(), torch.no_grad():
         try:
-            given = t.detach()
-            clone = given.clone()
-            if type(clone) is not type(t):
-                return False
-            flatten = getattr(type(t), "__tensor_flatten__", None)
-            return flatten is None or bool(flatten(clone)[1] == flatten(given)[1])
+            return _same_structure(t.clone(), t)  # (no detach() first: it too may rebuild an inner wrapper)
         except Exception:  # any failure: leave the decision to the usual path, which reports it
             return True
+
+
+def _same_structure(clone: object, given: object) -> bool:
+    """`clone` has `given`'s type and flatten context, and so have its inner tensors, recursively."""
+    if type(clone) is not type(given):
+        return False
+    flatten = getattr(type(given), "__tensor_flatten__", None)
+    if flatten is None:
+        return True
+    attrs, ctx = flatten(given)
+    clone_attrs, clone_ctx = flatten(clone)
+    if list(clone_attrs) != list(attrs) or not bool(clone_ctx == ctx):
+        return False
+    return all(_same_structure(getattr(clone, a), getattr(given, a)) for a in attrs)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ the contract (type, outer size, outer stride, dtype, device) and raises `Protoco
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from subclassaot.torch_internals import (
     is_jagged_class,
     is_nested_expr,
     memoise_jagged_nested_int,
+    no_torch_function,
     opaque_kind,
     try_expr_of,
 )
@@ -107,6 +109,10 @@ class SubclassNode:
     children: tuple[SubclassNode | LeafInfo, ...]  # len = len(attrs)
     num_leaves: int  # plain leaves below this node, depth-first
     opaques: tuple[OpaqueAttr, ...] = ()  # len = opaque inner objects, in attrs order (Note [The Flatten Protocol])
+    # A nested wrapper's own requires_grad, where its leaves do not give it (`TwoTensor(xx, xx.detach().clone()
+    # .requires_grad_())`): its rebuild over leaves that do not require grad is turned on again, or the outer's
+    # __tensor_unflatten__ sees members that disagree. False at the top (the pipeline decides the input's own).
+    requires_grad: bool = False
 
     def flatten_attrs(self) -> tuple[str, ...]:
         """Every name `__tensor_flatten__` returned, tensors and opaque objects, in its order."""
@@ -160,7 +166,9 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
         attrs.append(attr)
         if is_traceable_subclass(inner):
             node, sub_leaves = flatten_subclass(inner, sub_path)
-            children.append(node)
+            with no_torch_function():  # (a read of our own, not the program's)
+                wants_grad = inner.requires_grad
+            children.append(dataclasses.replace(node, requires_grad=wants_grad) if wants_grad else node)
             leaves.extend(sub_leaves)
         elif type(inner) is torch.Tensor or type(inner) is torch.nn.Parameter or _is_plain_like(inner):
             children.append(LeafInfo(path=sub_path))
@@ -249,6 +257,8 @@ def unflatten_subclass(
             inner[attr] = unflatten_subclass(
                 child, leaves[start : start + child.num_leaves], check_dtype_device=check_dtype_device, check=check
             )
+            if child.requires_grad and not inner[attr].requires_grad and inner[attr].is_leaf:
+                inner[attr].requires_grad_(True)
             start += child.num_leaves
         else:
             inner[attr] = leaves[start]

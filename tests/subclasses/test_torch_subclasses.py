@@ -282,3 +282,37 @@ def test_marked_dynamic_sizes_share_one_entry(name: str) -> None:
 
         assert_call_matches_eager(compiled, flat_view_and_result, make)
     assert compiled.compile_count == 1, compiled.recompile_reasons
+
+
+def _constant(elem: T, constant: int) -> T:
+    out = _new(ConstantExtraMetadataTensor, elem)
+    out.constant_attribute = constant  # type: ignore[attr-defined]
+    return out
+
+
+def test_training_reads_inner_metadata_of_a_nested_input_as_given() -> None:
+    # ConstantExtraMetadataTensor's clone() gives a nested one's inner wrapper the default constant (4): training,
+    # which runs the program on a clone of each input that requires grad, must clone the inner tensors instead.
+    def f(x: T) -> object:
+        inner = x.elem  # type: ignore[attr-defined]
+        return x * inner.constant_attribute
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_constant(_constant(torch.randn(4, requires_grad=True), 6), 4),))
+
+
+def test_nested_input_whose_inner_wrapper_alone_requires_grad() -> None:
+    # test_nested_subclasses_complicated_inps: a TwoTensor of a TwoTensor over leaves and of one made with
+    # requires_grad_() over inner tensors that do not require grad; rebuilt over its leaves, that member must
+    # require grad again, or TwoTensor's own check (members agree on requires_grad) fails.
+    def f(x: T) -> object:
+        return x.sin() + x.a.sum()  # type: ignore[attr-defined]
+
+    def make() -> tuple[object, ...]:
+        a = torch.randn(4, requires_grad=True)
+        first = _new(TwoTensor, a, a.detach().clone().requires_grad_())
+        second = first.detach().clone().requires_grad_()
+        return (_new(TwoTensor, first, second),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
