@@ -29,9 +29,10 @@ from tests.pipeline.corpus_pytorch3 import CASES3
 from tests.pipeline.corpus_pytorch4 import CASES4
 from tests.pipeline.corpus_pytorch5 import CASES5
 from tests.pipeline.corpus_pytorch6 import CASES6
+from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
 DYNAMO_FAILS = frozenset(
@@ -45,6 +46,13 @@ DYNAMO_FAILS = frozenset(
         "pair_input_mutation_set__nop",
         "pair_input_mutation_set__nop_train",
         "pair_fz_resize_smaller",
+        # corpus_pytorch7.py, on torch's TwoTensor: Dynamo's own eager backend fails them too (an internal
+        # "Expected cond to be True" in the resumed frame; TwoTensor's members-agree check on its fakes of the
+        # nested input whose inner wrapper alone requires grad)
+        "two_aliases_bases_out_of_order",
+        "two_aliases_bases_out_of_order_train",
+        "two_nested_subclasses_complicated_inps",
+        "two_nested_subclasses_complicated_inps_mixed",
     }
 )
 CUSTOM_FUNCTIONS = frozenset(
@@ -130,6 +138,12 @@ def test_corpus_slice_through_torch_compile(case: Case) -> None:
 
 @pytest.mark.parametrize("case", _params([c for c in ALL if c.name in CUSTOM_FUNCTIONS and c not in SLICE]))
 def test_custom_functions_through_torch_compile(case: Case) -> None:
+    _run(case)
+
+
+@pytest.mark.parametrize("case", _params([c for c in CASES7 if c not in SLICE]))
+def test_two_tensor_programs_through_torch_compile(case: Case) -> None:
+    # corpus_pytorch7.py (torch's own TwoTensor), all of it in CI: about a second in all
     _run(case)
 
 
