@@ -249,6 +249,47 @@ def clone_then_flat_by_product(tt: T) -> object:
     return y.view(y.shape[0] * y.shape[1])
 
 
+def _marked_dynamic() -> tuple[object, ...]:
+    # test_tensor_subclass_TwoTensor_mark_dynamic_shapes
+    (tt,) = _leaf_and_clone(3, 4)()
+    torch._dynamo.mark_dynamic(tt, 1)
+    return (tt,)
+
+
+def clone_flat_by_sizes(x: T) -> object:
+    # test_tensor_subclass_TwoTensor_return_shape
+    return x.clone().view(x.shape[0] * x.shape[1])
+
+
+def _two_no_grad() -> tuple[object, ...]:
+    a = torch.ones(2, 3)
+    return (two_of(a, a.clone()),)
+
+
+def sines_times_sizes(x: T, i: T, y: T) -> object:
+    # test_tensor_subclass_TwoTensor_nested
+    out1 = x.sin() + i.sin() + y.sin()
+    val1 = x.shape[0] * i.shape[1] * y.shape[0]
+    return out1 * val1
+
+
+def _two_plain_and_nested() -> tuple[object, ...]:
+    i = torch.randn(2, 2, requires_grad=True)
+    x = two_of(i, i.clone())
+    return x, i, two_of(x.clone(), x.clone())
+
+
+def _uneven_nesting() -> tuple[object, ...]:
+    # test_subclass_TwoTensor_TwoTensor_TwoTensor: a TwoTensor of a TwoTensor and of a TwoTensor of TwoTensors
+    data = torch.randn(2, 3)
+    s = two_of(data, data.clone())
+    return (two_of(s, two_of(s, s.clone())),)
+
+
+def sin(x: T) -> object:
+    return x.sin()
+
+
 DYNAMO_TWO_TENSOR = [
     Case(name="two_TwoTensor_simple", fn=fourth.times_first_size, make_inputs=_leaf_and_detached(3, 4)),
     Case(name="two_TwoTensor_clone_view", fn=fourth.clone_then_swapped_view, make_inputs=_leaf_and_clone(3, 4)),
@@ -262,7 +303,11 @@ DYNAMO_TWO_TENSOR = [
     ),
     Case(name="two_TwoTensor_return_multiple", fn=fourth.clone_inners_and_views, make_inputs=_leaf_and_clone(3, 4)),
     Case(name="two_TwoTensor_automatic_dynamic_shapes", fn=fourth.clone_a_flat_b, make_inputs=_leaf_and_clone(3, 5)),
-    Case(name="two_TwoTensor_different_shape", fn=fourth.clone_to_3d, make_inputs=_leaf_and_clone(4, 6)),
+    Case(name="two_TwoTensor_different_shape", fn=fourth.clone_to_3d, make_inputs=_leaf_and_clone(24)),
+    Case(name="two_TwoTensor_mark_dynamic_shapes", fn=fourth.clone_a_flat_b, make_inputs=_marked_dynamic),
+    Case(name="two_TwoTensor_return_shape", fn=clone_flat_by_sizes, make_inputs=_two_no_grad),
+    Case(name="two_TwoTensor_nested", fn=sines_times_sizes, make_inputs=_two_plain_and_nested),
+    Case(name="two_TwoTensor_TwoTensor_TwoTensor", fn=sin, make_inputs=_uneven_nesting),
 ]
 
 
