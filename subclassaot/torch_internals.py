@@ -1305,14 +1305,23 @@ def _symbolic_context(shape_env: ShapeEnv, exprs: DimExprs, base: DimExprs | Non
     return context
 
 
-def fake_leaf(fake_mode: FakeTensorMode, t: torch.Tensor, exprs: DimExprs, base: DimExprs | None) -> torch.Tensor:
+def fake_leaf(
+    fake_mode: FakeTensorMode, t: torch.Tensor, exprs: DimExprs, base: DimExprs | None, *, static: bool
+) -> torch.Tensor:
     """`fake_mode.from_tensor(t)` with exactly the given expressions (the ShapeEnv makes no symbols of its own).
 
     The converter memoises on the real tensor and its storage, so aliasing inputs become aliasing fakes. For a view,
-    `base` gives the expressions of `t._base` under the source `<path>._base` (the name torch gives it).
+    `base` gives the expressions of `t._base` under the source `<path>._base` (the name torch gives it). `static`:
+    the caller's whole fakification has no symbol (every expression a number, `t`'s and its base's real layout), so
+    the converter takes `t`'s layout as it is, without the ShapeEnv's size/stride/offset creation (which, given only
+    numbers, creates nothing, records nothing and returns the same ints); but a 0-dim tensor keeps the ShapeEnv: the
+    converter gives a 0-dim CPU integer or double tensor a backed symbol for its `item()` (the program's `.item()`
+    reads it), which a fake made without the ShapeEnv lacks.
     """
     from torch.fx.experimental.symbolic_shapes import SymbolicContext
 
+    if static and t.dim() != 0:
+        return fake_mode.from_tensor(t, static_shapes=True)
     shape_env = shape_env_of(fake_mode)
     context = cast(SymbolicContext, _symbolic_context(shape_env, exprs, base))
     return fake_mode.from_tensor(t, source=PathSource(exprs.path), symbolic_context=context)

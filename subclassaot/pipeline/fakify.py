@@ -58,7 +58,9 @@ log = logging.getLogger(__name__)
 #   3. hands each plain leaf to `fake_mode.from_tensor` with a StatefulSymbolicContext whose per-ShapeEnv
 #      source->symbol cache is pre-filled with those expressions, so torch's MetaConverter (and its memo on real
 #      tensors and storages, which is what preserves aliasing and views) builds the fake with exactly our
-#      expressions and creates no symbols of its own;
+#      expressions and creates no symbols of its own; where the call has no symbol at all (every expression a
+#      number: a module's first compile), `from_tensor` with static shapes instead, the same fakes without the
+#      ShapeEnv's work, but for 0-dim leaves (`ti.fake_leaf`: their item() symbol comes from the ShapeEnv path);
 #   4. rebuilds subclasses bottom-up through `protocol.unflatten_subclass` with symbolic outer size and stride.
 # Relations are expressions: torch ties an inner dim to an outer dim by giving both symbols and guarding their equality,
 # which the ShapeEnv then turns into a replacement. We build the derived dim as the expression directly: fewer symbols,
@@ -140,6 +142,7 @@ class _Builder:
         self.symbols: dict[DimAddress, sympy.Symbol] = {}
         self.exprs: dict[DimAddress, sympy.Expr] = {}
         self.fakes: dict[str, torch.Tensor] = {}  # canonical node path -> fake
+        self.static = False  # no symbol and no nested int in the whole call (set by `create_symbols`)
 
     def canonical(self, a: DimAddress) -> DimAddress:
         return dataclasses.replace(a, path=self.canon[a.path])
@@ -159,6 +162,7 @@ class _Builder:
                 ti.reserve_symbol_name(self.shape_env, symbol_name)
         for d in needed.values():
             self._create(d, cache)
+        self.static = not self.symbols and all(d.nested is None for d in self.dims.values())
 
     def _create(self, d: DimPlan, cache: SymbolCache) -> None:
         sym = ti.new_size_symbol(self.shape_env, d.hint, d.address.source_name())
@@ -246,7 +250,7 @@ class _Builder:
         else:
             exprs = self.dim_exprs(node)
             source = _off_base_alias(path, t) if _moved_off_base(t) else t
-            fake = ti.fake_leaf(self.fake_mode, source, exprs, self._base_exprs(t, path))
+            fake = ti.fake_leaf(self.fake_mode, source, exprs, self._base_exprs(t, path), static=self.static)
             self._check_leaf(fake, exprs)
         self.fakes[path] = fake
         return fake

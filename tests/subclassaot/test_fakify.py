@@ -338,3 +338,55 @@ def test_static_fakes_walk_the_arguments_only_of_ops_with_several_empty_results(
     assert bool(walked) == walks, walked
     if all(t[0].numel() for t in eager):  # (empty results' strides: `_empty_view_as_eager`'s, unchanged here)
         assert fake == eager
+
+
+def _static_inputs() -> list[torch.Tensor]:
+    base = torch.randn(6, 4)
+    shared = torch.empty(0).set_(base.untyped_storage(), 4, (4, 3), (3, 1))
+    weight = torch.nn.Parameter(torch.randn(3, 5))
+    weight.grad = torch.randn(3, 5)
+    non_input = torch.randn(10)
+    count, scale = torch.tensor(7), torch.tensor(0.5, dtype=torch.float64)  # 0-dim: their item() is a symbol
+    return [base, base[1:].t(), shared, weight, non_input[2:8].view(2, 3), count, scale, torch.randn(2, 3, 4)[:, 1]]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_an_all_static_call_fakifies_without_the_shape_env_but_its_0_dim_tensors(
+    dynamic: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call with no symbol (every dim static, as a module's first compile) fakifies each leaf with the layout it
+    has, without the ShapeEnv's size/stride/offset creation; the fakes are those the ShapeEnv path makes: layouts,
+    the view relations and storages the real inputs share, a parameter's grad. A 0-dim tensor keeps the ShapeEnv
+    path: its fake's item() is a backed symbol, as torch's converter makes it (the ShapeEnv sees its source). A call
+    with a symbol fakifies every leaf through the ShapeEnv."""
+    created: list[str] = []
+    create = ShapeEnv._create_symbolic_sizes_strides_storage_offset
+
+    def noted(self: ShapeEnv, *args: Any, **kwargs: Any) -> Any:
+        created.append(args[4].name)  # (ex_size, ex_stride, ex_storage_offset, is_dim_dynamic, source)
+        return create(self, *args, **kwargs)
+
+    monkeypatch.setattr(ShapeEnv, "_create_symbolic_sizes_strides_storage_offset", noted)
+    inputs = _static_inputs()
+    r = fakify(inputs, dynamic=dynamic)
+    paths = [f"args[{i}]" for i in range(len(inputs))]
+    if dynamic:
+        assert free_symbols(r) and {"args[0]", "args[3]", "args[5]", "args[6]"} <= set(created)
+    else:
+        assert free_symbols(r) == set() and created == ["args[5]", "args[6]"]
+    fakes = r.fakes
+    for real, fake in zip(inputs, fakes, strict=True):
+        assert fake.dim() == real.dim() and fake.dtype == real.dtype
+        if not dynamic:
+            assert (fake.shape, fake.stride(), fake.storage_offset()) == (
+                real.shape,
+                real.stride(),
+                real.storage_offset(),
+            )
+        assert fake.requires_grad == real.requires_grad and fake._is_view() == real._is_view()
+    assert fakes[1]._base is fakes[0] and same_storage(fakes[0], fakes[2]) and not fakes[2]._is_view()
+    assert fakes[4]._base is not None and fakes[4]._base.shape == (10,)
+    assert fakes[3].grad is not None and fakes[3].grad.shape == (3, 5)
+    for i in (5, 6):
+        memo = fakes[i].item_memo  # type: ignore[attr-defined]
+        assert memo is not None and memo.node.hint == inputs[i].item() and paths[i] in str(r.shape_env.var_to_sources)
