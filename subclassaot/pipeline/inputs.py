@@ -44,6 +44,7 @@ from subclassaot.pipeline import python_state
 from subclassaot.pipeline.guards import Guards
 from subclassaot.pipeline.python_state import global_names
 from subclassaot.pipeline.rules.new_leaves import ConstructorFlags, constructor_flags_as_calls
+from subclassaot.runtime.regenerate import unflatten_output
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import (
     compiled_call_under_transform_message,
@@ -242,7 +243,11 @@ class _LiftCaptured(TorchFunctionMode):
     def lift_outputs(self, out: object) -> object:
         """The program's outputs with every captured tensor reached without an op swapped for its stand-in: one
         returned as it is, or held by a subclass built around it (a constructor is no torch function)."""
-        return pytree.tree_map_only(torch.Tensor, self._lift_output, out)
+        leaves, spec = pytree.tree_flatten(out)
+        lifted = [self._lift_output(v) if isinstance(v, torch.Tensor) else v for v in leaves]
+        if all(a is b for a, b in zip(lifted, leaves, strict=True)):
+            return out  # (as returned: a torch.Size stays one, which pytree rebuilds as a tuple)
+        return unflatten_output(lifted, spec)
 
     def _lift_output(self, t: torch.Tensor) -> torch.Tensor:
         lifted = self.table.get(id(t))

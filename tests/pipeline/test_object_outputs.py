@@ -59,3 +59,19 @@ def test_gpt2_returning_its_cache_matches_eager_once_the_cache_is_a_pytree_node(
     config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16)
     model = transformers.GPT2LMHeadModel(config).eval()
     assert_matches_eager(copy.deepcopy(model), lambda: Call(args=(torch.randint(0, 50, (2, 8)),), kwargs={}))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_a_returned_torch_size_stays_a_torch_size(dynamic: bool) -> None:
+    # pytree rebuilds a torch.Size as a tuple: an output rebuilt through tree_map came back a tuple (the oracle
+    # compares the output's pytree structure, Size against tuple), with a captured tensor returned beside it or not.
+    captured = torch.randn(2)
+
+    def sizes(x: torch.Tensor) -> object:
+        return x.shape[0], None, x + 1, x.shape, {"s": (x * 2).size()}
+
+    def sizes_and_captured(x: torch.Tensor) -> object:
+        return x.shape, captured, x.sum(0).shape
+
+    for f in (sizes, sizes_and_captured):
+        assert_matches_eager(f, lambda: (torch.randn(3, 4),), compile_kwargs={"dynamic": dynamic}, calls=3)
