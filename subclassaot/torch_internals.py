@@ -1763,6 +1763,9 @@ any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
 deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
 deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
 float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision
+# view replay mode (`torch.autograd._force_original_view_tracking(True)`): a view taken under it keeps its view ops, and
+# autograd regenerates its history after a write by them (SelectBackward0), not by as_strided (AsStridedBackward0)
+view_replay_enabled: Callable[[], bool] = torch._C._is_view_replay_enabled
 
 
 # The fields of Dynamo's GlobalStateGuard snapshot that the ambient check reads one by one: grad mode, default dtype,
