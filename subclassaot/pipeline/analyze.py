@@ -89,11 +89,11 @@ from subclassaot.pipeline.rules.data_assignment import (
 )
 from subclassaot.pipeline.rules.function_views import (
     check_built_wrapper_output,
-    check_wrapper_over_history,
     check_dirty_inputs,
     check_fresh_inner_grad,
     check_function_input_unwritten,
     check_rebuilt_over_input,
+    check_wrapper_over_history,
     check_written_function_view,
     detached_output_leaves,
     from_program_function,

@@ -14,6 +14,7 @@ from typing import cast
 
 import pytest
 import torch
+from torch.autograd.grad_mode import _force_original_view_tracking
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
@@ -870,7 +871,7 @@ def test_grad_fn_read_of_a_rebuilt_view_under_view_replay_mode_is_refused(
     # issue #27 (hvrm; was a wrong result): under view replay mode (torch.autograd._force_original_view_tracking)
     # eager's autograd rebuilds a plain view's history by replaying its view op (SelectBackward0), where the compiled
     # call answered AsStridedBackward0: refused by name; a PairTensor view's is its view op's in either mode
-    with torch.autograd._force_original_view_tracking(True):
+    with _force_original_view_tracking(True):
         if make == "pair":
             check_with_grad(f, _VIEW_SOURCES[make], compile_fn)
         else:
@@ -884,7 +885,7 @@ def _view_reads_without_a_write(x1: T) -> object:
 
 @pytest.mark.parametrize("make", list(_VIEW_SOURCES))
 def test_view_reads_without_a_write_under_view_replay_mode(compile_fn: CompileFn | None, make: str) -> None:
-    with torch.autograd._force_original_view_tracking(True):
+    with _force_original_view_tracking(True):
         check_with_grad(_view_reads_without_a_write, _VIEW_SOURCES[make], compile_fn)
 
 

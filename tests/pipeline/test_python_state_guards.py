@@ -17,6 +17,7 @@ from typing import cast
 import pytest
 import torch
 from torch import nn
+from torch.autograd.grad_mode import _force_original_view_tracking
 
 import subclassaot
 import subclassaot.api
@@ -381,7 +382,7 @@ def test_view_replay_mode_is_guarded() -> None:
     with torch.enable_grad():
         c = compiled(_regenerated_view_name)
         assert_call_matches_eager(c, _regenerated_view_name, lambda: (torch.randn(3, 4, requires_grad=True),))
-        with torch.autograd._force_original_view_tracking(True):
+        with _force_original_view_tracking(True):
             with pytest.raises(UnsupportedError, match=r"view replay mode"):
                 c(torch.randn(3, 4, requires_grad=True))
         last_reason(c, r"torch\._C\._is_view_replay_enabled\(\): expected False, got True")
