@@ -288,6 +288,16 @@ def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
     return cast(torch.Tensor, view._view_func_unsafe(new_base))
 
 
+def rebuilt_view_node(view: torch.Tensor) -> object:
+    """The grad_fn eager's autograd rebuilds for the view `view` from its `._base` after a write: its view function
+    replayed with grad over a detach() of that base made to require grad (AsStridedBackward0 for a plain view taken
+    outside view replay mode, its last view op's node for one taken inside it or a subclass's), on tensors of its own:
+    `view` and its base are left as they came. Inside an inference_mode() block too: eager's read rebuilds there too."""
+    with outside_current_modes(), no_torch_function(), torch.inference_mode(False), torch.enable_grad():
+        base = cast(torch.Tensor, view._base).detach().requires_grad_()
+        return replay_view(view, base).grad_fn
+
+
 def give_base_grad(view: torch.Tensor) -> None:
     """requires_grad_() on `view`'s autograd `._base` where that is a leaf without it: the view then requires grad,
     as a view does whose base requires grad (Note [Views That Raise After A Bump])."""

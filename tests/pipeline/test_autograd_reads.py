@@ -776,6 +776,23 @@ def test_grad_fn_read_of_a_view_input_with_history_after_its_base_was_written(
     check_no_grad(f, _view_with_history_beside_its_base(kind), compile_fn)
 
 
+def test_grad_fn_read_of_a_view_input_taken_under_view_replay_mode_recompiles() -> None:
+    # issue #27 (hvrm; was a wrong result): a view input taken under view replay mode keeps its view ops, and eager's
+    # history rebuilt after its base's write is its own node (SliceBackward0) where one taken outside it gets
+    # AsStridedBackward0; an entry compiled for the one answered its node for the other
+    def taken(replay: bool) -> Maker:
+        def make_inputs() -> tuple[object, ...]:
+            b = torch.randn(3, requires_grad=True)
+            with torch.enable_grad(), _force_original_view_tracking(replay):
+                return (b, b[1:])
+
+        return make_inputs
+
+    compiled = assert_matches_eager(_base_written_then_view_node_read_twice, taken(False))
+    assert_call_matches_eager(compiled, _base_written_then_view_node_read_twice, taken(True))
+    assert_call_matches_eager(compiled, _base_written_then_view_node_read_twice, taken(False))
+
+
 def _grad_fn_read_then_written_under_no_grad(x1: T) -> object:
     first = type(x1.grad_fn).__name__
     with torch.no_grad():

@@ -65,7 +65,7 @@ from subclassaot.torch_internals import (
     no_torch_function,
     outside_current_modes,
     reads_flag_of_base,
-    replay_view,
+    rebuilt_view_node,
     storage_key,
     symint_expr,
     view_replay_enabled,
@@ -145,7 +145,7 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
     real = record.eager_inputs.get(id(args[0])) if args else None
     if rebuilt is not None:  # Note [Views That Raise After A Bump], view inputs rebuilt from their base
         answer: object = (
-            False if name == "is_leaf" else _kept_node(record, args[0], lambda: _rebuilt_node(rebuilt.real))
+            False if name == "is_leaf" else _kept_node(record, args[0], lambda: rebuilt_view_node(rebuilt.real))
         )
     elif real is not None and name == "is_leaf":  # Note [Grad Mode And Autograd Reads]
         answer = real.is_leaf
@@ -247,16 +247,6 @@ def refuse_flag_off_after_rebuild(record: SwapRecord, base: torch.Tensor) -> Non
             "flag is off, where the compiled call's follows its base's flag (Note [Views That Raise After A Bump]). "
             "Turn requires_grad off outside the compiled function"
         )
-
-
-def _rebuilt_node(real: torch.Tensor) -> object:
-    """The grad_fn eager's autograd rebuilds for the view input `real` from its `._base`: its view function replayed
-    with grad over a detach() of that base made to require grad (AsStridedBackward0 for a plain tensor, a subclass's
-    last view op's node), on tensors of its own: the real input and its base are left as they came. Inside an
-    inference_mode() block too: eager's read rebuilds the history there as well."""
-    with outside_current_modes(), no_torch_function(), torch.inference_mode(False), torch.enable_grad():
-        base = cast(torch.Tensor, real._base).detach().requires_grad_()
-        return replay_view(real, base).grad_fn
 
 
 def _regenerated_view_node(record: SwapRecord, t: torch.Tensor) -> object | None:
