@@ -288,6 +288,16 @@ def replay_view(view: torch.Tensor, new_base: torch.Tensor) -> torch.Tensor:
     return cast(torch.Tensor, view._view_func_unsafe(new_base))
 
 
+def rebuilt_view_node(view: torch.Tensor) -> object:
+    """The grad_fn eager's autograd rebuilds for the view `view` from its `._base` after a write: its view function
+    replayed with grad over a detach() of that base made to require grad (AsStridedBackward0 for a plain view taken
+    outside view replay mode, its last view op's node for one taken inside it or a subclass's), on tensors of its own:
+    `view` and its base are left as they came. Inside an inference_mode() block too: eager's read rebuilds there too."""
+    with outside_current_modes(), no_torch_function(), torch.inference_mode(False), torch.enable_grad():
+        base = cast(torch.Tensor, view._base).detach().requires_grad_()
+        return replay_view(view, base).grad_fn
+
+
 def give_base_grad(view: torch.Tensor) -> None:
     """requires_grad_() on `view`'s autograd `._base` where that is a leaf without it: the view then requires grad,
     as a view does whose base requires grad (Note [Views That Raise After A Bump])."""
@@ -1782,6 +1792,9 @@ any_autocast_enabled: Callable[[], bool] = torch._C._is_any_autocast_enabled
 deterministic_algorithms: Callable[[], bool] = torch._C._get_deterministic_algorithms
 deterministic_warn_only: Callable[[], bool] = torch._C._get_deterministic_algorithms_warn_only
 float32_matmul_precision: Callable[[], str] = torch._C._get_float32_matmul_precision
+# view replay mode (`torch.autograd._force_original_view_tracking(True)`): a view taken under it keeps its view ops, and
+# autograd regenerates its history after a write by them (SelectBackward0), not by as_strided (AsStridedBackward0)
+view_replay_enabled: Callable[[], bool] = torch._C._is_view_replay_enabled
 
 
 # The fields of Dynamo's GlobalStateGuard snapshot that the ambient check reads one by one: grad mode, default dtype,

@@ -93,6 +93,7 @@ from subclassaot.pipeline.rules.function_views import (
     check_fresh_inner_grad,
     check_function_input_unwritten,
     check_rebuilt_over_input,
+    check_wrapper_over_history,
     check_written_function_view,
     detached_output_leaves,
     from_program_function,
@@ -1325,6 +1326,7 @@ def _output_info(
     out_leaves, graph_count, replaced, own_layout = _output_leaves(
         path, value, (tree, dense, fresh), run, maps, graph_count
     )
+    check_wrapper_over_history(path, value, dense, out_leaves)
     through = _function_view_through(path, value, run, input_by_id, tree, out_leaves, fresh)
     if through is not None:
         made = _info(path, OutputKind.TENSOR, tree=tree, outer_meta=leaf_meta(value), leaves=tuple(out_leaves))

@@ -41,6 +41,7 @@ from subclassaot.torch_internals import (
     opaque_guard_values,
     property_check,
     python_source,
+    rebuilt_view_node,
     storage_address,
     symint_expr,
 )
@@ -268,7 +269,9 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   stand-in is such a view), and the runtime's writes into inputs and its view replays run on the call's own
 #   tensors, where autograd applies their creation meta itself.
 # - The node type of a non-leaf input whose grad_fn the program read: the read answers the real input's node, a
-#   constant of the entry, so an input made by another op (AddBackward0 for MulBackward0) compiles anew.
+#   constant of the entry, so an input made by another op (AddBackward0 for MulBackward0) compiles anew. For a view
+#   input, also the node autograd rebuilds after a write of its base: a view taken under view replay mode keeps its view
+#   ops and rebuilds by them (SliceBackward0), one taken outside by as_strided (AsStridedBackward0).
 
 
 class Src(str):
@@ -530,6 +533,17 @@ def _grad_fn_type_guards(w: _Writer, flat: FlatInputs, positions: Sequence[int])
             f"{flat.leaves[index].path}: type(grad_fn)",
             node.__name__,
             f"type(v{index}.grad_fn).__name__",
+        )
+        if real._base is None:
+            continue
+        # a view input's history rebuilt after a write: its view ops' node where it was taken under view replay mode
+        rebuilt = type(rebuilt_view_node(real))
+        c, fn = w.constant(rebuilt), w.constant(rebuilt_view_node)
+        w.expect(
+            f"type({fn}(v{index})) is {c}",
+            f"{flat.leaves[index].path}: type of the grad_fn autograd rebuilds after a write",
+            rebuilt.__name__,
+            f"type({fn}(v{index})).__name__",
         )
 
 

@@ -40,6 +40,7 @@ from subclassaot.torch_internals import (
     deterministic_warn_only,
     float32_matmul_precision,
     global_state_check,
+    view_replay_enabled,
 )
 
 # Note [State The Program Reads]
@@ -56,8 +57,9 @@ from subclassaot.torch_internals import (
 # judged by the tensor it wraps.
 # Python values are guards: a module's `training` flag, a float attribute, a global, a closure's list element, which
 # submodule sits at `seq[1]`, and ambient torch state (grad mode, autocast per device, default dtype, deterministic
-# algorithms, matmul precision). Python has no hook on reads of a plain attribute, a cell, a global or a list item, so
-# recording them would mean analysing bytecode, as Dynamo does. We snapshot instead: at compile time we walk everything
+# algorithms, matmul precision, view replay mode: the history autograd regenerates for a view written since). Python
+# has no hook on reads of a plain attribute, a cell, a global or a list item, so recording them would mean analysing
+# bytecode, as Dynamo does. We snapshot instead: at compile time we walk everything
 # the program can name (the module tree's `__dict__`s, the closure cells and referenced globals of the function and of
 # every user function reachable from it, and what those reach, recursively) and watch it. Over-approximation costs a
 # spurious recompile, never a wrong result; what cannot be snapshotted is refused by name. Code (classes, modules,
@@ -153,6 +155,7 @@ class Ambient:
     default_dtype: torch.dtype
     deterministic: tuple[bool, bool]  # (enabled, warn_only)
     matmul_precision: str
+    view_replay: bool  # torch._C._is_view_replay_enabled(): the history a view written since gets
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +181,7 @@ def read_ambient() -> Ambient:
             torch.is_deterministic_algorithms_warn_only_enabled(),
         ),
         matmul_precision=torch.get_float32_matmul_precision(),
+        view_replay=view_replay_enabled(),
     )
 
 
@@ -200,6 +204,8 @@ def describe_ambient(expected: Ambient) -> str | None:
             f"torch.get_float32_matmul_precision(): expected {expected.matmul_precision!r}, "
             f"got {now.matmul_precision!r}"
         )
+    if now.view_replay != expected.view_replay:
+        return f"torch._C._is_view_replay_enabled(): expected {expected.view_replay}, got {now.view_replay}"
     return None
 
 
@@ -664,10 +670,12 @@ def _ambient_checks(
     """The generated checks of the ambient state (grad mode, autocast, default dtype, determinism, matmul
     precision): each fails with -1. `one_call`: the five reads in one call (Note [State The Program Reads])."""
     precision = bind(ambient.matmul_precision)
+    replay = Fails(f"{bind(view_replay_enabled)}() is not {bind(ambient.view_replay)}", -1)
     if one_call is not None:
         return [
             Fails(f"not {bind(one_call[0])}[0]()", -1),
             Fails(f"{bind(float32_matmul_precision)}() != {precision}", -1),
+            replay,
         ]
     checks = [Fails(f"torch.is_grad_enabled() is not {bind(ambient.grad)}", -1)]
     if not any(on for _, on, _ in ambient.autocast):
@@ -684,6 +692,7 @@ def _ambient_checks(
         )
     )
     checks.append(Fails(f"{bind(float32_matmul_precision)}() != {precision}", -1))
+    checks.append(replay)
     return checks
 
 

@@ -14,6 +14,7 @@ from typing import cast
 
 import pytest
 import torch
+from torch.autograd.grad_mode import _force_original_view_tracking
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
@@ -775,6 +776,23 @@ def test_grad_fn_read_of_a_view_input_with_history_after_its_base_was_written(
     check_no_grad(f, _view_with_history_beside_its_base(kind), compile_fn)
 
 
+def test_grad_fn_read_of_a_view_input_taken_under_view_replay_mode_recompiles() -> None:
+    # issue #27 (hvrm; was a wrong result): a view input taken under view replay mode keeps its view ops, and eager's
+    # history rebuilt after its base's write is its own node (SliceBackward0) where one taken outside it gets
+    # AsStridedBackward0; an entry compiled for the one answered its node for the other
+    def taken(replay: bool) -> Maker:
+        def make_inputs() -> tuple[object, ...]:
+            b = torch.randn(3, requires_grad=True)
+            with torch.enable_grad(), _force_original_view_tracking(replay):
+                return (b, b[1:])
+
+        return make_inputs
+
+    compiled = assert_matches_eager(_base_written_then_view_node_read_twice, taken(False))
+    assert_call_matches_eager(compiled, _base_written_then_view_node_read_twice, taken(True))
+    assert_call_matches_eager(compiled, _base_written_then_view_node_read_twice, taken(False))
+
+
 def _grad_fn_read_then_written_under_no_grad(x1: T) -> object:
     first = type(x1.grad_fn).__name__
     with torch.no_grad():
@@ -829,23 +847,29 @@ def _view_taken_after_a_write_under_no_grad(x1: T) -> object:
     return (u * 1, type(u.grad_fn).__name__, type(t.grad_fn).__name__)
 
 
+def _view_written_in_place_then_read(x1: T) -> object:
+    y = x1 * 2
+    t = y[:, 1]
+    t.mul_(3)
+    return (y * 1, type(y.grad_fn).__name__, type(t.grad_fn).__name__)
+
+
 _VIEW_SOURCES: dict[str, Maker] = {
     "leaf": lambda: (leaf(3, 2),),
     "nonleaf": lambda: (nonleaf(3, 2),),
     "pair": lambda: (pair_nonleaf(3, 2),),
 }
+_VIEW_READS_AFTER_A_WRITE = [
+    _view_read_after_a_write_under_no_grad,
+    _views_of_an_intermediate_read_after_a_write_with_grad,
+    _view_read_before_and_after_a_write_inside_inference_mode,
+    _view_taken_after_a_write_under_no_grad,
+    _view_written_in_place_then_read,
+]
 
 
 @pytest.mark.parametrize("make", list(_VIEW_SOURCES))
-@pytest.mark.parametrize(
-    "f",
-    [
-        _view_read_after_a_write_under_no_grad,
-        _views_of_an_intermediate_read_after_a_write_with_grad,
-        _view_read_before_and_after_a_write_inside_inference_mode,
-        _view_taken_after_a_write_under_no_grad,
-    ],
-)
+@pytest.mark.parametrize("f", _VIEW_READS_AFTER_A_WRITE)
 def test_grad_fn_read_of_a_view_the_program_took_after_a_write_answers_the_rebuilt_node(
     compile_fn: CompileFn | None, f: Callable[[T], object], make: str
 ) -> None:
@@ -854,6 +878,32 @@ def test_grad_fn_read_of_a_view_the_program_took_after_a_write_answers_the_rebui
     # rebuilt from that base by as_strided(): AsStridedBackward0, where the compiled call answered the view's own node
     # (SelectBackward0: the functional run's view replays its view op); a PairTensor view's is rebuilt by its view op
     check_with_grad(f, _VIEW_SOURCES[make], compile_fn)
+
+
+@pytest.mark.parametrize("make", list(_VIEW_SOURCES))
+@pytest.mark.parametrize("f", _VIEW_READS_AFTER_A_WRITE)
+def test_grad_fn_read_of_a_rebuilt_view_under_view_replay_mode_is_refused(
+    compile_fn: CompileFn | None, f: Callable[[T], object], make: str
+) -> None:
+    # issue #27 (hvrm; was a wrong result): under view replay mode (torch.autograd._force_original_view_tracking)
+    # eager's autograd rebuilds a plain view's history by replaying its view op (SelectBackward0), where the compiled
+    # call answered AsStridedBackward0: refused by name; a PairTensor view's is its view op's in either mode
+    with _force_original_view_tracking(True):
+        if make == "pair":
+            check_with_grad(f, _VIEW_SOURCES[make], compile_fn)
+        else:
+            refused_with_grad(f, _VIEW_SOURCES[make], compile_fn, r"view replay mode")
+
+
+def _view_reads_without_a_write(x1: T) -> object:
+    t = x1.t()[1:]
+    return (t * 2, type(t.grad_fn).__name__, t.is_leaf, t.requires_grad)
+
+
+@pytest.mark.parametrize("make", list(_VIEW_SOURCES))
+def test_view_reads_without_a_write_under_view_replay_mode(compile_fn: CompileFn | None, make: str) -> None:
+    with _force_original_view_tracking(True):
+        check_with_grad(_view_reads_without_a_write, _VIEW_SOURCES[make], compile_fn)
 
 
 def _grad_fn_name_read(x: T) -> object:

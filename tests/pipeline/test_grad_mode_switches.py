@@ -2167,6 +2167,56 @@ def test_new_leaf_a_subclass_constructor_makes_then_used_with_grad_refused(
         subclassaot.compile(f, backend="eager")(*_pair(3, 4, requires_grad=requires_grad)())
 
 
+def two_tensor_made_around_history(x: T) -> object:
+    return TwoTensor(x * 1, x * 2)  # type: ignore[no-untyped-call]  # (built with requires_grad=a.requires_grad)
+
+
+def pair_made_around_history(x: T) -> object:
+    return PairTensor(x * 1, x * 2)
+
+
+def pair_made_requiring_grad_around_history(x: T) -> object:
+    return PairTensor(x * 1, x * 2, requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [two_tensor_made_around_history, pair_made_around_history, pair_made_requiring_grad_around_history],
+    ids=["two_tensor", "pair", "pair_requiring_grad"],
+)
+def test_wrapper_built_around_inner_tensors_with_history_refused(f: Callable[..., object]) -> None:
+    """issue #27 (hleafw, session 49; was a wrong result): a wrapper the program builds around inner tensors with
+    history of their own (`TwoTensor(x * 1, x * 2)`, x requiring grad): eager's `.a`/`.b` keep their MulBackward0 to x
+    (`out.a.sum().backward()` reaches x.grad), the compiled output's came back with none. Refused by name (the new
+    leaf's refusal where the constructor flags the wrapper too)."""
+    with (
+        torch.enable_grad(),
+        pytest.raises(
+            UnsupportedError,
+            match=r"built around inner tensors with autograd history|builds one with requires_grad=True",
+        ),
+    ):
+        subclassaot.compile(f, backend="eager")(torch.randn(3, 4, requires_grad=True))
+
+
+def pair_made_around_views_of_an_input(x: T) -> object:
+    return PairTensor(x[0], x[1])
+
+
+@pytest.mark.parametrize(
+    ("f", "grad"),
+    [(pair_made_around_history, False), (pair_made_around_views_of_an_input, True)],
+    ids=["no_grad", "views_of_an_input"],
+)
+def test_wrapper_built_around_inner_tensors_without_graph_history_matches_eager(
+    f: Callable[..., object], grad: bool
+) -> None:
+    """The same built under no_grad (no history), or around views of an input (replayed on the real input after the
+    graph ran, with eager's history): compiled."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, lambda: (torch.randn(3, 4, requires_grad=True),))
+
+
 def requires_grad_on_non_inputs_under_no_grad(x: T) -> object:
     y = x * 2
     early = y.view(-1)  # a view taken before the call: the base's flag reaches it

@@ -17,6 +17,7 @@ from typing import cast
 import pytest
 import torch
 from torch import nn
+from torch.autograd.grad_mode import _force_original_view_tracking
 
 import subclassaot
 import subclassaot.api
@@ -365,6 +366,26 @@ def test_deterministic_and_matmul_precision_are_guarded() -> None:
     finally:
         torch.use_deterministic_algorithms(False)
     last_reason(c, r"torch\.are_deterministic_algorithms_enabled\(\)")
+
+
+def _regenerated_view_name(x0: T) -> tuple[T]:
+    x1 = x0 * 2
+    t = x1[0]
+    with torch.no_grad():
+        x1.add_(1)
+    return (t * 1.0 + len(type(t.grad_fn).__name__),)  # SelectBackward0 under view replay, else AsStridedBackward0
+
+
+def test_view_replay_mode_is_guarded() -> None:
+    """A compile made outside view replay mode is not reused inside it: a view written through its base has another
+    history there (eager's read of its grad_fn answers another node)."""
+    with torch.enable_grad():
+        c = compiled(_regenerated_view_name)
+        assert_call_matches_eager(c, _regenerated_view_name, lambda: (torch.randn(3, 4, requires_grad=True),))
+        with _force_original_view_tracking(True):
+            with pytest.raises(UnsupportedError, match=r"view replay mode"):
+                c(torch.randn(3, 4, requires_grad=True))
+        last_reason(c, r"torch\._C\._is_view_replay_enabled\(\): expected False, got True")
 
 
 def test_module_passed_as_an_argument() -> None:

@@ -205,6 +205,8 @@ from subclassaot.torch_internals import grad_fn_raises, is_plain_autograd_view, 
 # own read of such a view's grad_fn once its counter moved (no in-place view op, set_() or `.data =` on it) answers
 # that node, AsStridedBackward0 (`autograd_state._regenerated_view_node`), where the run's functional view regenerates
 # by replaying its view op (SelectBackward0); a read with grad or of grad_fn since keeps it, as eager's view does.
+# Under view replay mode (`torch.autograd._force_original_view_tracking(True)`, guarded as ambient state) eager's view
+# keeps its view ops and regenerates by them, its own node: such a read of a plain view is refused there by name.
 # Stale views of leaf view inputs: the regenerated as_strided() is of the view's `._base`, the root of its storage, not
 # of the tensor it was taken of. Where that is an input whose requires_grad is its own, a view of a base requiring none
 # (`x0 = b.unsqueeze(0)`, then `x0.requires_grad_()`, before the call or in the program: SwapRecord.view_input_gains),

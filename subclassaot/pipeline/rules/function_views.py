@@ -53,12 +53,14 @@ from subclassaot.torch_internals import (
     is_nested_int,
     is_program_nested_int,
     nested_coeff,
+    no_torch_function,
     storage_key,
 )
 
 __all__ = [
     "PROGRAM_FUNCTION_FLAG",
     "check_built_wrapper_output",
+    "check_wrapper_over_history",
     "check_dirty_inputs",
     "check_function_input_unwritten",
     "check_written_function_view",
@@ -355,6 +357,30 @@ def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRu
                 "Sees The Wrapper]). Reuse an input's offsets (nested_tensor_from_jagged(v, x.offsets())), or build "
                 "the tensor outside the compiled function"
             )
+
+
+def check_wrapper_over_history(
+    path: str, value: torch.Tensor, dense: Sequence[torch.Tensor], leaves: Sequence[OutputLeaf]
+) -> None:
+    """Note [Autograd Sees The Wrapper]: a wrapper output the program built around inner tensors with autograd history
+    of their own (`TwoTensor(x * 1, x * 2)`, x requiring grad): eager's inner tensors keep it (`out.a.sum().backward()`
+    reaches x), where the compiled output's, computed by the graph below the wrapper, have none."""
+    if not is_traceable_subclass(value):
+        return
+    with no_torch_function():
+        carried = [
+            k
+            for k, (d, leaf) in enumerate(zip(dense, leaves, strict=True))
+            if leaf.source is not LeafSource.INPUT_ALIAS and d.requires_grad
+        ]
+    if carried:
+        raise UnsupportedError(
+            f"{path} is a {type(value).__name__} the program built around inner tensors with autograd history of "
+            f"their own (dense leaf {carried[0]} requires grad): eager's inner tensors keep that history below the "
+            "wrapper, which the compiled output, whose inner tensors the graph computes below autograd, cannot have "
+            "(Note [Autograd Sees The Wrapper]). Build the wrapper outside the compiled function from its returned "
+            "inner tensors, or build it from detached ones"
+        )
 
 
 def detached_output_leaves(
