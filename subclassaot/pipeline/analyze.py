@@ -1886,8 +1886,8 @@ def check_written_inputs_gaining_grad(
     the flag, Note [Leaves Laid Out Anew Under no_grad]); nor where the input is in an alias group that no
     input requiring grad is in and keeps its layout and storage (the epilogue writes the group's base). In a group
     beside an input requiring grad, any write counts, but for a plain input that runs as a stand-in of its own
-    (runtime.steps.own_stand_in_inputs), where writes with grad in its version-counter family and layout changes
-    do. A write through another input over its storage, which that input resized, counts too where the input's
+    (runtime.steps.own_stand_in_inputs), where layout changes do, and writes with grad in its version-counter family
+    and set_()s onto itself with grad where the flag did not come first (Analysis.gained_before_changes). A write through another input over its storage, which that input resized, counts too where the input's
     elements overlap. None counts where the input is plain, shares its storage with no other input (a group of one
     is traced for what a resize_() grows it into), and the flag came before any op of the program changed its storage
     but by writes autograd records none of (Analysis.gained_before_changes): eager's other changes all follow it, as
@@ -1937,13 +1937,7 @@ def check_written_inputs_gaining_grad(
         # which carries that input's history, where eager's input is a leaf of its own)
         beside = bool(written) and any(j in beside_grad for j in layout.leaves_of_input[i])
         if i in own:
-            # (a stand-in of its own, a detached leaf over the group's storage, as eager's input is a leaf: a write
-            # below autograd reaches its values and none of its history; one with grad in its version-counter
-            # family may be through itself, on the leaf that requires grad from the start, which raises where
-            # eager's, before the flag, does not: Note [Aliased Inputs In Training]; so does a set_() onto itself with
-            # grad, which writes nothing)
-            beside = any(_moved(m) or m.visible_through_self for m in written)
-            beside = beside or any(m.self_set_with_grad for m in muts)
+            beside = _own_stand_in_written(written, muts, first=first)
             written = []
         if changed or beside or any(not _written_without_grad(m, relaid=relaid, rebound=rebound) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
@@ -1952,6 +1946,21 @@ def check_written_inputs_gaining_grad(
                 "compiled call cannot order the write (or in-place view op) before the requires_grad_() as eager "
                 "does. Call requires_grad_() outside the compiled function, or write into a clone"
             )
+
+
+def _own_stand_in_written(written: Sequence[LeafMutation], muts: Sequence[LeafMutation], *, first: bool) -> bool:
+    """For an input running as a stand-in of its own (a detached leaf over its group's storage, as eager's input is a
+    leaf; `written`: its leaves written, `muts`: all of them; `first`: Analysis.gained_before_changes): must its
+    writes be ordered before the flag? A write below autograd reaches its values and none of its history; a layout or
+    storage change counts; so does a write with grad in its version-counter family, which may be through itself, on
+    the leaf that requires grad from the start, which raises where eager's, before the flag, does not (Note [Aliased
+    Inputs In Training]), and a set_() onto itself with grad, which writes nothing. Not those two where the flag came
+    first: every write autograd may record and every set_() over its storage follows it in eager too, where one
+    through the input itself or a view of it raises as on the stand-in, one through another tensor of its family
+    records on that tensor in both, and a write with grad before it that autograd records nothing of is a read with
+    grad before the flag, judged as one (Note [Grad Mode And Autograd Reads])."""
+    moved = any(_moved(m) or (m.visible_through_self and not first) for m in written)
+    return moved or (not first and any(m.self_set_with_grad for m in muts))
 
 
 def _group_requires_grad(flat: FlatInputs, layout: DenseLayout, group: AliasGroup) -> bool:

@@ -6456,7 +6456,9 @@ def test_input_made_to_require_grad_beside_an_alias_requiring_grad_written_refus
     through either (with grad, or below autograd): the run's stand-in is a view of the group's base, which carries
     that input's history, where eager's input is a leaf of its own (the gradient went to the other input's leaf, or
     the epilogue's copy raised). Refused by name (the writes with grad as before the alias-group case was compiled;
-    the writes below autograd newly, in plain tensors wrong before)."""
+    the writes below autograd newly, in plain tensors wrong before). A plain input made to require grad first and
+    written after (through the other input, with grad) runs as a stand-in of its own and compiles (refused before:
+    hgain)."""
     f, make, path = _WRITES_BESIDE_GRAD[write]
     wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
     with torch.enable_grad():
@@ -6465,11 +6467,14 @@ def test_input_made_to_require_grad_beside_an_alias_requiring_grad_written_refus
             # detached leaf over the group's storage, gets its gradient as eager's leaf does (wrong before hrg2's
             # refusal: the gradient went to args[0]'s leaf)
             assert_matches_eager(f, make(wrap, 3), compile_fn=compile_fn)
+            assert_matches_eager(f, make(wrap, 3), compile_fn=compile_fn, after_call=write_outputs)
             return
         assert_refused(f, make(wrap, 3), compile_fn, path + " is written in place and made to require grad")
 
 
-_OWN_STAND_IN_WRITES = frozenset({"other_written_without_grad", "itself_written_without_grad"})
+_OWN_STAND_IN_WRITES = frozenset(
+    {"other_written_without_grad", "itself_written_without_grad", "write_after", "view_written_after"}
+)
 
 
 def _gains_then_other_written_without_grad(gain: T, other: T) -> object:
@@ -6504,9 +6509,9 @@ _OWN_STAND_IN_PROGRAMS: dict[str, tuple[Callable[[T, T], object], bool]] = {
     "other_without_grad": (_gains_then_other_written_without_grad, True),
     "itself_without_grad": (_written_without_grad_then_gains, True),
     "below_autograd": (_gains_then_written_below_autograd, True),
-    # (a write with grad in the gaining input's version-counter family: the analysis cannot tell it from one through
-    # the input itself, which its stand-in, requiring grad from the start, would refuse where eager's does not)
-    "other_with_grad": (_gains_then_other_written_with_grad, False),
+    # (a write with grad in the gaining input's version-counter family after the flag: one through the input itself
+    # would raise in eager too; refused before hgain)
+    "other_with_grad": (_gains_then_other_written_with_grad, True),
 }
 
 
@@ -6520,8 +6525,8 @@ def test_input_made_to_require_grad_beside_an_alias_requiring_grad_gets_a_stand_
     below autograd (through either): eager's is a leaf of its own over the storage, its gradient with respect to the
     value it holds at each read, the other input's history untouched. The plain input runs as such a stand-in (a
     detached leaf with its own gradient; never the group's root), first in the group or second (refused by hrg2's
-    rule before: fuzz seed 123113 #51 gave the gradient to the other input's leaf). A subclass member, and a write
-    with grad in the input's version-counter family, stay refused by name."""
+    rule before: fuzz seed 123113 #51 gave the gradient to the other input's leaf), and written with grad through
+    the other input after the flag (refused before hgain). A subclass member stays refused by name."""
     f, compiled = _OWN_STAND_IN_PROGRAMS[program]
     wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
 
@@ -6600,6 +6605,113 @@ def test_input_set_onto_itself_then_made_to_require_grad_beside_an_alias_requiri
             path = r"args\[0\]" if first else r"args\[1\]"
             rules = r"( is written in place and made to require grad|: the program calls requires_grad_\(\) on this)"
             assert_refused(g, inputs, compile_fn, path + rules)
+
+
+def _empty_view_of_a_base_with_grad_and_its_detach() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b = torch.randn(()).requires_grad_().clone()
+    return (b.view(1, 1)[1:1:2], b.t().detach())
+
+
+def _flag_under_no_grad_then_empty_alias_written(x0: T, x1: T) -> object:
+    # (fuzz seed 120400 #1477, shrunk: the copy_ into x0 bumps x1's counter, with grad)
+    with torch.no_grad():
+        x1.requires_grad_()
+    t0 = x1.expand(1)
+    x0.copy_(x1)
+    return (x1, t0)
+
+
+def _base_with_grad_and_its_detach() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b = torch.randn(2, 3).requires_grad_().clone()
+    return (b, b.detach())
+
+
+def _flag_then_alias_written_with_grad_then_read(x0: T, x1: T) -> object:
+    x1.requires_grad_()
+    x0.add_(1.0)
+    return (x1 * x1, x0)
+
+
+def _flag_then_read_then_alias_written_with_it(x0: T, x1: T) -> object:
+    # (fuzz seed 120000 #114, called under no_grad)
+    x1.requires_grad_()
+    t0 = x1.sin()
+    with torch.enable_grad():
+        x0.add_(x1)
+    return (x0, t0)
+
+
+def _plain_base_view_and_detach() -> tuple[object, ...]:
+    b = torch.randn(1, 1, 4)
+    return (b.transpose(0, 0), b.detach(), b)
+
+
+def _written_then_flag_then_alias_written_and_set_onto_itself(x0: T, x1: T, x2: T) -> object:
+    # (fuzz seed 119900 #6238: the set_() of x0, after the flag, is in x1's version-counter family)
+    x1.add_(2.0)
+    x1.requires_grad_()
+    x2.add_(2.0)
+    set_to(x0, x0)
+    return (x1 * 2,)
+
+
+def _expand_scalar_and_copy_of_one_base() -> tuple[object, ...]:
+    b = torch.randn(3, 4, 1)
+    return (b.unsqueeze(-4).expand(1, -1, 4, 2), b.as_strided((), (), 0), b.unbind(1)[1].contiguous())
+
+
+def _written_then_flag_then_set_onto_itself_and_copied(x0: T, x1: T, x2: T) -> object:
+    # (fuzz seed 120200 #9871)
+    x2.mul_(-1.0)
+    x1.mul_(2.0)
+    x1.requires_grad_()
+    set_to(x0, x0)
+    x2.copy_(x1)
+    return (x2, x0)
+
+
+_FLAGGED_FIRST_BESIDE_AN_ALIAS: dict[str, tuple[Callable[..., object], Callable[[], tuple[object, ...]], bool]] = {
+    # name: (program, inputs, called with grad)
+    "empty_alias_written": (
+        _flag_under_no_grad_then_empty_alias_written,
+        _empty_view_of_a_base_with_grad_and_its_detach,
+        True,
+    ),
+    "alias_written_then_read": (_flag_then_alias_written_with_grad_then_read, _base_with_grad_and_its_detach, True),
+    "read_then_alias_written-no_grad": (
+        _flag_then_read_then_alias_written_with_it,
+        _base_with_grad_and_its_detach,
+        False,
+    ),
+    "alias_set_onto_itself": (
+        _written_then_flag_then_alias_written_and_set_onto_itself,
+        _plain_base_view_and_detach,
+        True,
+    ),
+    "alias_set_onto_itself_then_copied": (
+        _written_then_flag_then_set_onto_itself_and_copied,
+        _expand_scalar_and_copy_of_one_base,
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_FLAGGED_FIRST_BESIDE_AN_ALIAS))
+def test_input_made_to_require_grad_first_then_written_through_an_alias_matches_eager(
+    compile_fn: CompileFn | None, program: str
+) -> None:
+    """A plain input running as a stand-in of its own beside an alias, made to require grad before any op that
+    autograd may record changed its storage, then written with grad through another tensor of its version-counter
+    family (or that tensor set_() onto itself): eager's writes and set_()s all follow the flag, as the stand-in's
+    that requires grad from the start do, so eager's leaf, its values, gradient and counter come out the same. Was
+    refused as written in place and made to require grad (a write through the input itself could not be told apart:
+    after the flag it raises in eager too)."""
+    f, make, with_grad = _FLAGGED_FIRST_BESIDE_AN_ALIAS[program]
+    with torch.set_grad_enabled(with_grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
 def _write_of_a_value_with_history_then_requires_grad(x: T, w: T) -> object:
