@@ -1301,7 +1301,7 @@ def test_write_after_data_assignment_of_own_storage_then_set_under_no_grad(compi
         with torch.set_grad_enabled(True):
             x1.mul_(t1)
         with torch.no_grad():
-            t0.set_(t1)
+            set_to(t0, t1)
         t0.fill_(3.0)
         return (x1, t1, x0)
 
