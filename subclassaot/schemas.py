@@ -128,7 +128,9 @@ class AssignedWrite(enum.Enum):
     """When a plain input that requires grad was written with grad, against its last `.data =` (Note [History Kept
     Through .data =])."""
 
-    AFTER = "after"  # only after it, to the storage it gave: the epilogue gives the input the write's history
+    # only after it (to the storage it gave, or its own where that is the assigned tensor's): the epilogue gives the
+    # input the write's history
+    AFTER = "after"
     # ... where its size at entry does not expand to the assigned one: eager's backward through it raises, and so
     # does the epilogue's copy_ of a value not differentiated
     AFTER_RAISING = "after_raising"

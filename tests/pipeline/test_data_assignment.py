@@ -1235,6 +1235,90 @@ def test_writes_after_data_assignment_variants(compile_fn: CompileFn | None, nam
         check_no_grad(fn, make, compile_fn)  # view_taken_before: eager's no_grad t raises when read
 
 
+def _writes_after_data_assignment_of_own_storage() -> dict[str, Callable[..., object]]:
+    # `.data =` a tensor on the input's own storage (a new layout only), then a write with grad
+    def detached(x0: T, w: T) -> object:
+        t0 = x0.detach()
+        x0.data = t0
+        x0.mul_(w.sum())
+        return (x0,)
+
+    def unsqueezed(x0: T, w: T) -> object:  # eager's (1, 2, 3) gradient is summed back to CloneBackward0's (2, 3)
+        x0.data = x0.unsqueeze(0)
+        x0.mul_(w.sum())
+        return (x0,)
+
+    def transposed(x0: T, w: T) -> object:
+        x0.data = x0.t()
+        x0.add_(1.0)
+        return (x0, x0 * 2)
+
+    def offset_row(x0: T, w: T) -> object:  # (3,) at offset 3: x0's backward raises as eager's (no expand to (2, 3))
+        x0.data = x0[1]
+        x0.mul_(w[0])
+        return (x0,)
+
+    def unreturned_row(x0: T, w: T) -> object:
+        x0.data = x0[0]
+        x0.mul_(2.0)
+        return (w.sin(),)
+
+    def view_taken_before(x0: T, w: T) -> object:
+        t = x0.t()
+        x0.data = x0.detach()
+        x0.mul_(w.sum())
+        return (t, x0)
+
+    def self_copy(x0: T, w: T) -> object:
+        x0.data = x0.unsqueeze(-1)
+        x0.copy_(x0)
+        return (x0,)
+
+    fns = (detached, unsqueezed, transposed, offset_row, unreturned_row, view_taken_before, self_copy)
+    return {fn.__name__: fn for fn in fns}
+
+
+@pytest.mark.parametrize("name", list(_writes_after_data_assignment_of_own_storage()))
+def test_writes_after_data_assignment_of_own_storage(compile_fn: CompileFn | None, name: str) -> None:
+    # Note [History Kept Through .data =]: the write lands in the input's own storage and on its own history, as
+    # after a `.data =` onto another storage. Refused before ("writes this input where autograd records it and
+    # assigns its `.data`": fuzz seed 120700 #7093)
+    fn = _writes_after_data_assignment_of_own_storage()[name]
+    make = lambda: (nonleaf(2, 3), leaf(2, 3))  # noqa: E731
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, compile_fn=compile_fn)
+        assert_matches_eager(fn, make, compile_fn=compile_fn, after_call=write_outputs)
+    check_no_grad(fn, make, compile_fn)
+
+
+def test_write_after_data_assignment_of_own_storage_then_set_under_no_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 120700 #7093 (refused before): t0 shares x1's version counter, so its fill_ makes the saved t1 stale
+    def f(x0: T, x1: T) -> object:
+        with torch.set_grad_enabled(False):
+            t0 = x1.detach()
+        t1 = x1.t()
+        x1.data = t0
+        with torch.set_grad_enabled(True):
+            x1.mul_(t1)
+        with torch.no_grad():
+            set_to(t0, t1)
+        t0.fill_(3.0)
+        return (x1, t1, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (leaf(1), nonleaf())
+
+    check_with_grad(f, make_inputs, compile_fn)
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+def test_write_after_data_assignment_of_own_storage_to_a_view_input_refused(compile_fn: CompileFn | None) -> None:
+    # eager records the write on the view's base, at the assigned layout: refused by its own rule, as before
+    fn = _writes_after_data_assignment_of_own_storage()["unsqueezed"]
+    make = lambda: (nonleaf(3, 2, 3)[1], leaf(2, 3))  # noqa: E731
+    refused_with_grad(fn, make, compile_fn, "a view with autograd history, a tensor of another size or strides")
+
+
 def test_writes_after_data_assignment_of_subclass_inputs(compile_fn: CompileFn | None) -> None:
     # PairTensor inputs keep their wrapper-level rule (Note [Inputs Written In Training])
     def f(x0: T, x1: T) -> object:

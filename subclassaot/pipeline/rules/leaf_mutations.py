@@ -490,7 +490,8 @@ __all__ = [
 #   grad) record on x0's own history, not on that of the tensor whose storage x0 now shares; the epilogue would only
 #   repeat the swap. So x0 (LeafMutation.written_after_data) gets a FINAL update, differentiated through the history the
 #   trace recorded on it, copied in with grad after the `.data =` is repeated (epilogue_plan.copy_into): x0's grad_fn is
-#   a CopyBackwards over the Function's. Where the joint's backward through the write would fail
+#   a CopyBackwards over the Function's; the same where the `.data =` kept x0's storage (`x0.data = x0.t()`): the write
+#   lands in x0's own storage, still on x0's own history. Where the joint's backward through the write would fail
 #   (AssignedWrite.AFTER_RAISING) the value is copied in with grad but not differentiated, and x0's node raises alone.
 #   Eager's node of that write also has an edge to its operand's history, so every input whose history that reaches
 #   (`x2.copy_(w); x0.copy_(x2); return x0, w`, w a leaf) waits behind the raising node and gets no gradient: the copy
@@ -539,8 +540,6 @@ def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_change
         return AssignedWrite.VIEWED if viewed else None
     if written < assigned[0]:
         return AssignedWrite.KEPT if _history_at_entry_layout(i, run, final) else AssignedWrite.BEFORE
-    if not storage_changed:
-        return None
     if any(r.seq > assigned[0] for r in swaps.inplace_views.get(id(final), [])):
         return AssignedWrite.RESHAPED
     if not _expands_to(run.originals[i].shape, final.shape):

@@ -27,7 +27,6 @@ from subclassaot.schemas import (
     AliasGroup,
     AliasGroupRef,
     Analysis,
-    AssignedWrite,
     DenseIndex,
     DenseLayout,
     FlatInputs,
@@ -773,14 +772,15 @@ def _check_data_swap_after_recorded_write(
 ) -> None:
     """An input that requires grad, written where autograd records it and then given other data by `.data =`:
     eager's history of the write (saved for its backward) and the new data disagree in ways the compiled Function
-    does not reproduce (wrong gradients), so it is refused. For a subclass input, where
+    does not reproduce (wrong gradients), so it is refused, except where the epilogue gives the input that write's
+    history (`LeafMutation.written_after_data`, Note [History Kept Through .data =]). For a subclass input, where
     an assignment changes the wrapper's size (Note [Wrapper Storage]), before or after the write (the backward
     would raise)."""
     for i, fake in enumerate(user_fakes):
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         data = analysis.wrapper_data[i]
         assigned = data is not None and data.resizes
-        swapped = [m for m in muts if (m.swapped_by_data or assigned) and m.assigned_write is not AssignedWrite.KEPT]
+        swapped = [m for m in muts if (m.swapped_by_data or assigned) and not m.written_after_data]
         if fake.requires_grad and any(m.data and m.autograd_visible for m in swapped):
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path}: the program writes this input where autograd records "
