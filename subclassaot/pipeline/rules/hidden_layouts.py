@@ -31,6 +31,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
+from subclassaot.pipeline.rules.autograd_state import is_autograd_read
 from subclassaot.pipeline.rules.relaid_views import (
     NO_STAND_INS,
     PERMUTING_OPS,
@@ -38,6 +39,7 @@ from subclassaot.pipeline.rules.relaid_views import (
     RefusedHistory,
     keeps_first,
     non_overlapping,
+    note_relaid_view_results,
     relaid_call,
     views_of,
     with_relaid_view_histories,
@@ -321,10 +323,14 @@ def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs
     if not torch.is_grad_enabled() or record.dispatching > 0 or not _reads_history(func):
         return
     for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and id(a) in record.relaid_view_results:
+            _note_relaid_view_result_read(record, func, args, kwargs, out, a)
         if not isinstance(a, torch.Tensor) or id(a) not in record.view_layouts:
             continue
-        if relaid_call(record, func, args, kwargs, a) and not views_of(a, out):
-            continue  # (read through `_Relaid`: eager's history, or no history read)
+        if relaid_call(record, func, args, kwargs, a) and (
+            not views_of(a, out) or note_relaid_view_results(record, func, args, out, a, id(a))
+        ):
+            continue  # (read through `_Relaid`: eager's history, or no history read; a view op: its results noted)
         expected, subclass = record.view_layouts[id(a)]
         set_before = record.set_relaid_views.get(id(a)) if id(a) in record.view_sets else None
         if set_before is not None and tensor_meta(a) != set_before:
@@ -335,6 +341,23 @@ def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs
         elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
             # (a set_() to another size: eager's as_strided history takes any size, where the traced one raises)
             record.stale_view_layouts.add(id(a))
+
+
+def _note_relaid_view_result_read(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, v: torch.Tensor
+) -> None:
+    """A read with grad of `v`, a view taken with grad of a relaid view input (`note_relaid_view_results`): refused
+    (Note [Stale View Functions]) where its version moved since (eager rebuilds its history from the input's base at
+    its layout, the trace by its view functions), where it is written in place or relaid, read by an autograd read,
+    or viewed by a call other than a view op on it (whose results are noted as `v` is)."""
+    name = getattr(func, "__name__", "")
+    root = record.relaid_view_roots[id(v)]
+    with no_torch_function():
+        moved = v._version != record.relaid_view_results[id(v)]
+    first = args[0] is v and (keeps_first(name) or writes_first(name))
+    viewed = views_of(v, out) and not note_relaid_view_results(record, func, args, out, v, root)
+    if moved or first or is_autograd_read(func) or kwargs.get("out") is v or viewed:
+        record.stale_view_layouts.add(root)
 
 
 # attributes whose getter reads no history (eager rebuilds no grad_fn there; `.T`, `.mT` and the like take views)

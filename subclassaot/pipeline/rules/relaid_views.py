@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import is_autograd_read
 from subclassaot.pipeline.rules.swap_record import SwapRecord
-from subclassaot.torch_internals import may_return_view, storage_key
+from subclassaot.torch_internals import may_return_view, no_torch_function, storage_key
 
 __all__ = [
     "NO_STAND_INS",
@@ -30,6 +30,7 @@ __all__ = [
     "Layout",
     "keeps_first",
     "non_overlapping",
+    "note_relaid_view_results",
     "note_view_set",
     "relaid_call",
     "views_of",
@@ -198,8 +199,9 @@ class RefusedHistory(torch.autograd.Function):
         raise UnsupportedError(ctx.message)
 
 
-def _path(record: SwapRecord, t: torch.Tensor) -> str:
-    found = record.input_positions.get(id(t))
+def _path(record: SwapRecord, key: int) -> str:
+    """`"args[0]: "` for the input of id() `key`, "" where it is none."""
+    found = record.input_positions.get(key)
     return (
         f"{record.run_input_paths[found[0]]}: " if found is not None and found[0] < len(record.run_input_paths) else ""
     )
@@ -214,13 +216,50 @@ def _stand_in(record: SwapRecord, t: torch.Tensor) -> torch.Tensor:
     if storage_key(t) == record.set_relaid_storages.get(id(t), storage_key(t)) and _within(layout(t), before):
         return cast(torch.Tensor, _Relaid.apply(t, before))  # type: ignore[no-untyped-call]  # untyped in torch
     message = (
-        f"{_path(record, t)}an input that is a view and requires grad is set_() under torch.no_grad() to a "
+        f"{_path(record, id(t))}an input that is a view and requires grad is set_() under torch.no_grad() to a "
         "layout over another storage, or over positions its own layout does not hold, and a gradient reaches a read of it with grad: "
         "eager's autograd rebuilds its history by as_strided() of its base at the new layout, sending that gradient "
         "to elements of the base the compiled history of the input does not reach (Note [Stale View Functions]); "
         "not supported in training. set_() a clone of it"
     )
     return cast(torch.Tensor, RefusedHistory.apply(t, message))  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def note_relaid_view_results(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], out: object, t: torch.Tensor, root: int
+) -> bool:
+    """After a view op with grad (`func`) reading `t`, a view input of `_relaid` (`root`: the id of the input) or a
+    view noted here: its results hold the input's traced history, not eager's (Note [Stale View Functions]), so each
+    is noted with its version (a read with grad after that moved is refused by note_view_reads) and given a hook that
+    refuses the program where a gradient reaches it. False (nothing noted) where the call is no view op, `t` is not
+    its first argument, or a result is no view of `t`'s base."""
+    name = getattr(func, "__name__", "")
+    results = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not may_return_view(name, unknown=False) or not args or args[0] is not t or not results:
+        return False
+    with no_torch_function():  # (reads of the run's tensors the program does not make)
+        root_base = t if t._base is None else t._base
+        if any(o is t or o._base is not root_base for o in results):
+            return False  # (contiguous() returning `t` itself: read as before)
+    message = (
+        f"{_path(record, root)}an input that is a view and requires grad is relaid under torch.no_grad() (an in-place "
+        "view op or a set_()), and a view taken of it with grad after gets a gradient: eager rebuilds the input's "
+        "history by as_strided() of its base at the new layout, the view's history reaches the compiled input's, "
+        "which expects the old one (Note [Stale View Functions]); not supported in training. Use the out-of-place "
+        "view op (x = x.t()), or view a clone"
+    )
+
+    def refuse(grad: torch.Tensor) -> None:
+        raise UnsupportedError(message)
+
+    with no_torch_function():
+        for o in results:
+            record.pin(o)
+            record.relaid_view_results[id(o)] = o._version
+            record.relaid_view_roots[id(o)] = root
+            if o.requires_grad:
+                o.register_hook(refuse)  # type: ignore[no-untyped-call]  # untyped in torch
+    return True
 
 
 def with_relaid_view_histories(

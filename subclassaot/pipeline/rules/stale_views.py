@@ -261,8 +261,11 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   sums the gradients of one position and shares them over the elements the old layout has there. Where the set_()
 #   went to another storage (eager takes its offsets there as the base's, which the run's input need not keep) or to
 #   other positions, the read goes through a stand-in whose backward refuses the program: a read nothing
-#   differentiates compiles. A view of it taken with grad, a write into it, or an autograd read of it after the
-#   change stay refused. Reads of attributes other than `.grad_fn` (and torch's own setter calls in set_()), and the
+#   differentiates compiles. A view of it taken with grad after by a view op (or of such a view) holds the input's
+#   traced history: it gets a hook that refuses the program where a gradient reaches it in the joint's backward (a
+#   returned one is replayed on the real input after the epilogue, as eager's is made), and a read with grad of it
+#   after its version moved, a write into it, or a view of it by another call is refused
+#   (`note_relaid_view_results`). A write into the input, or an autograd read of it after the change stay refused. Reads of attributes other than `.grad_fn` (and torch's own setter calls in set_()), and the
 #   swap mode's reads inside a set_(), read no history.
 # - Written subclass view inputs changed in place (Note [Inputs Written In Training]): the epilogue's wrapper
 #   copy_ makes autograd rebuild the view's grad_fn from its view function, at the layout the view came with, while eager

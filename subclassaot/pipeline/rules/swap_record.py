@@ -447,6 +447,10 @@ class SwapRecord:
     # set_() under no_grad (None: a set_() with grad, or an in-place view op after, as_strided_() before)
     set_relaid_views: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
     set_relaid_storages: dict[int, object] = field(default_factory=dict)  # ... and the storage_key() they had then
+    # ... views taken of those with grad after (or of such views; relaid_views.note_relaid_view_results) -> their
+    # version then
+    relaid_view_results: dict[int, int] = field(default_factory=dict)
+    relaid_view_roots: dict[int, int] = field(default_factory=dict)  # ... -> the id of the input they are views of
     # an in-place view op with grad changed a view that requires grad (Note [Probing Eager's Backward])
     views_relaid_with_grad: bool = False
     # by id: tensors a set_() under no_grad gave another storage or layout -> that set_()'s `seq` (Note [Stale View
