@@ -827,4 +827,103 @@ SUBCLASS_VIEWS = [
 ]
 
 
-CASES8 = TORCH_FUNCTION + WRAPPERS + SUBCLASS_VIEWS
+# ---------------------------------------------------------------------------------------------------------------
+# test/test_python_dispatch.py, TestWrapperSubclassAliasing: each op of its sampling (return_and_correct_aliasing's
+# schemas: out-of-place, TensorList and Optional TensorList inputs, in-place, view, in-place view, multi-output view,
+# a mutable op, an out= op, defaults torchscript expands) on TwoTensor(t, t.clone()) of each tensor argument
+
+
+def _two_tensors(*tensors: Callable[[], T]) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        return tuple(TwoTensor(t, t.clone()) for t in (f() for f in tensors))  # type: ignore[no-untyped-call]
+
+    return make
+
+
+def _randn_of(*shape: int) -> Callable[[], T]:
+    return lambda: torch.randn(shape)
+
+
+def mul(a: T, b: T) -> object:
+    return torch.mul(a, b)
+
+
+def cat_pair(a: T, b: T) -> object:
+    return torch.cat([a, b])
+
+
+def index_by_long(a: T, i: T) -> object:
+    return torch.ops.aten.index.Tensor(a, [i])
+
+
+def mul_in_place(a: T, b: T) -> object:
+    return a.mul_(b)
+
+
+def view_flat(a: T) -> object:
+    return a.view(-1)
+
+
+def t_in_place(a: T) -> object:
+    return a.t_()
+
+
+def split_in_two(a: T) -> object:
+    return torch.split(a, 2)
+
+
+def batch_norm_training(x: T, w: T, b: T, mean: T, var: T) -> object:
+    return torch.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
+
+
+def conv2d_in_inference_mode(x: T, w: T) -> object:
+    # (there under inference_mode, so conv2d reaches __torch_dispatch__ undecomposed)
+    with torch.inference_mode():
+        return torch.ops.aten.conv2d.default(x, w)
+
+
+def add_out(a: T, b: T, out: T) -> object:
+    return torch.ops.aten.add.out(a, b, out=out)
+
+
+def fft2_in_inference_mode(x: T) -> object:
+    with torch.inference_mode():
+        return torch.ops.aten.fft_fft2(x)
+
+
+def _index_inputs() -> tuple[object, ...]:
+    a = torch.randn(4, 3)
+    i = torch.tensor([0, 2, 3])
+    return TwoTensor(a, a.clone()), TwoTensor(i, i.clone())  # type: ignore[no-untyped-call]
+
+
+ALIASING = [
+    Case(name="sub_wrapper_aliasing_mul", fn=mul, make_inputs=_two_tensors(_randn_of(4, 3), _randn_of(4, 3))),
+    Case(name="sub_wrapper_aliasing_cat", fn=cat_pair, make_inputs=_two_tensors(_randn_of(2, 3), _randn_of(4, 3))),
+    Case(name="sub_wrapper_aliasing_index", fn=index_by_long, make_inputs=_index_inputs),
+    Case(name="sub_wrapper_aliasing_mul_", fn=mul_in_place, make_inputs=_two_tensors(_randn_of(4, 3), _randn_of(3))),
+    Case(name="sub_wrapper_aliasing_view", fn=view_flat, make_inputs=_two_tensors(_randn_of(4, 3))),
+    Case(name="sub_wrapper_aliasing_t_", fn=t_in_place, make_inputs=_two_tensors(_randn_of(4, 3))),
+    Case(name="sub_wrapper_aliasing_split", fn=split_in_two, make_inputs=_two_tensors(_randn_of(5, 3))),
+    Case(
+        name="sub_wrapper_aliasing_native_batch_norm",
+        fn=batch_norm_training,
+        make_inputs=_two_tensors(
+            _randn_of(2, 3, 4), _randn_of(3), _randn_of(3), lambda: torch.zeros(3), lambda: torch.ones(3)
+        ),
+    ),
+    Case(
+        name="sub_wrapper_aliasing_conv2d",
+        fn=conv2d_in_inference_mode,
+        make_inputs=_two_tensors(_randn_of(4, 4, 4, 4), _randn_of(4, 4, 4, 4)),
+    ),
+    Case(
+        name="sub_wrapper_aliasing_out_op",
+        fn=add_out,
+        make_inputs=_two_tensors(lambda: torch.ones(4), lambda: torch.ones(4), lambda: torch.empty(4)),
+    ),
+    Case(name="sub_wrapper_aliasing_fft_fft2", fn=fft2_in_inference_mode, make_inputs=_two_tensors(_randn_of(4, 4))),
+]
+
+
+CASES8 = TORCH_FUNCTION + WRAPPERS + SUBCLASS_VIEWS + ALIASING
