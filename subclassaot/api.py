@@ -39,6 +39,7 @@ from subclassaot.pipeline.ambient_modes import (
     check_trial,
     describe_modes,
     describe_modes_change,
+    lost_subclasses,
     torch_function_trial,
     traced_under,
 )
@@ -726,7 +727,7 @@ def _compile_over(
     [Training Without A Function])."""
     attempt.deferred_trace = None
     flat, as_called = flatten_call(fn, args, kwargs, captures)
-    call = holding_back_flags(as_called, attempt.hold)  # See Note [Training Without A Function]
+    call = holding_back_flags(lost_subclasses(as_called, flat), attempt.hold)  # See Note [Training Without A Function]
     call = traced_under(function_modes, call)  # See Note [Ambient Modes]
     # See Note [Grad Mode And Autograd Reads]: the grad mode the program starts in, and the one it leaves
     caller_grad = False if attempt.within_no_grad else torch.is_grad_enabled()

@@ -27,7 +27,12 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.schemas import FlatInputs
-from subclassaot.torch_internals import ambient_mode_stacks, function_modes_on
+from subclassaot.torch_internals import (
+    ambient_mode_stacks,
+    fake_mode_active,
+    function_modes_on,
+    outside_current_modes,
+)
 
 # Note [Ambient Modes]
 # A mode on the stack around a call changes what every op of the program does: in eager, under TwoTensorMode,
@@ -50,7 +55,11 @@ from subclassaot.torch_internals import ambient_mode_stacks, function_modes_on
 #   runs the program once for real at compile time on clones of the inputs (the RNG state restored) and records each
 #   output's type, and the runtime applies `as_subclass` where eager's differs. The new entry then runs on a second set
 #   of clones from the same RNG state and must give the same outputs; if the override changed what the ops compute, the
-#   entry is refused (UnsupportedError naming the input) rather than cached.
+#   entry is refused (UnsupportedError naming the input) rather than cached. Nor can the trace keep what the class
+#   adds in Python (a class attribute `x.scale`, an overridden method or property, an attribute its
+#   __torch_function__ sets on results) nor a subclass the program makes of a traced tensor (`C(t)`,
+#   `t.as_subclass(C)`, `Tensor._make_subclass(C, t)`: torch ties a traced tensor to its functional wrapper): a trace
+#   that raises where eager's run on clones does not is refused, naming the input or the rule (`lost_subclasses`).
 # Infrastructure modes (fake tensors, functionalization, proxy tracing, modes that ignore compile internals, and
 # subclassaot's own, seen by a compiled function called while another is traced) belong to a tracer, not the
 # caller: they are not ambient.
@@ -170,6 +179,48 @@ def check_trial(trial: TorchFunctionTrial, run: Callable[[Sequence[object]], obj
         )
 
 
+_TRACED_SUBCLASS = (
+    "makes a tensor subclass of a tensor it computed (C(t), t.as_subclass(C), torch.Tensor._make_subclass(C, t)), "
+    "or reads a Python attribute of one, which the trace cannot keep (it traces plain functional tensors)"
+)
+
+
+def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[..., object]:
+    """`call`, refusing a trace that raises because the trace holds plain tensors where eager has Python subclasses
+    (Note [Ambient Modes]): a functional tensor where eager has a subclass made in the program, or a torch-function
+    subclass input's Python behaviour lost, eager's own run on clones not raising. Any other error raises as it is."""
+
+    def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        try:
+            return call(state, args, kwargs)
+        except UnsupportedError:
+            raise
+        except Exception as e:
+            if not fake_mode_active():  # (an eager run: the trial's, or a runtime fallback's)
+                raise
+            try:
+                with outside_current_modes():  # (eager's run, on real clones)
+                    trial = torch_function_trial(call, flat)
+            except UnsupportedError:  # (eager raises too: the program's own error)
+                raise e from None
+            if trial is None and "FunctionalTensor" in str(e):
+                raise UnsupportedError(f"the program {_TRACED_SUBCLASS}; the trace raised {e!r}") from e
+            if trial is None:
+                raise
+            raise UnsupportedError(
+                f"{trial.subclass_input} is a torch-function subclass ({type(flat.values[_first(flat)]).__name__}), "
+                f"traced as the plain tensor it holds: the trace raised {e!r} where eager's run on clones did not "
+                "(the class's Python attributes, methods or properties are not in the trace). Make it a traceable "
+                "wrapper subclass (__tensor_flatten__ / __torch_dispatch__) or call the function uncompiled"
+            ) from e
+
+    return run
+
+
+def _first(flat: FlatInputs) -> int:
+    return next(i for i in flat.tensor_indices if _has_torch_function(cast(torch.Tensor, flat.values[i])))
+
+
 def _same_value(a: object, b: object) -> bool:
     if type(a) is not type(b):
         return False
@@ -193,6 +244,7 @@ def _detached_clone(t: torch.Tensor) -> torch.Tensor:
         c = t.detach().clone()
     if type(c) is not type(t) and _has_torch_function(t):
         c = torch.Tensor._make_subclass(type(t), c)
+        c.__dict__.update(t.__dict__)  # (what its __init__ or the caller set on it: `x.scale`)
     if t.requires_grad and t.is_leaf:
         c.requires_grad_(True)
     elif t.requires_grad:

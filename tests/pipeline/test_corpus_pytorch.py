@@ -22,6 +22,7 @@ from tests.pipeline.corpus_pytorch4 import CASES4
 from tests.pipeline.corpus_pytorch5 import CASES5
 from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch7 import CASES7
+from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
@@ -100,6 +101,33 @@ NO_GRAD_REFUSED["set_onto_slice_of_fresh_train"] = SET_ONTO_PART
 ALIASED_METADATA_TRAIN = "shares storage with another input that requires grad and the program changes the metadata"
 REFUSED["two_aliases_bases_out_of_order_train"] = ALIASED_METADATA_TRAIN
 
+# corpus_pytorch8.py (test/dynamo/test_subclasses.py's SubclassTests). A torch-function subclass is traced as the plain
+# tensor it holds (Note [Ambient Modes]): where its override changes what the ops compute, or the program reads what
+# its class adds in Python, or makes a subclass of a traced tensor, the trace cannot give eager's result.
+CHANGES_RESULT = "its class's __torch_function__ changes what the program computes"
+TRACED_AS_PLAIN = "is a torch-function subclass ({}), traced as the plain tensor it holds: the trace raised"
+MADE_IN_PROGRAM = "the program makes a tensor subclass of a tensor it computed"
+SUBCLASS_REFUSALS: dict[str, tuple[str, str]] = {  # name -> (the words, the input they name or "")
+    "sub_torch_function_reentrant_dispatch": (CHANGES_RESULT, "args[0]"),
+    "sub_torch_function_call_on_method_arg": (CHANGES_RESULT, "args[1]"),
+    "sub_user_overridden_property": (CHANGES_RESULT, "args[0]"),
+    "sub_torch_function_call_on_attr": (CHANGES_RESULT, "args[0]"),
+    "sub_no_torch_function_on_size_bytecode": (CHANGES_RESULT, "args[0]"),
+    "sub_dont_invoke_on_overridden_method": (CHANGES_RESULT, "args[0]"),
+    "sub_parameter_subclass_custom_torch_func": (TRACED_AS_PLAIN.format("GGUFParameter"), "args[0]"),
+    "sub_attr_codegen_tos": (TRACED_AS_PLAIN.format("ElemHolder"), "args[0]"),
+    "sub_tensor_subclass_custom_attr": (TRACED_AS_PLAIN.format("AttrSubclass"), "args[0]"),
+    "sub_dont_invoke_on_overridden_attr": (TRACED_AS_PLAIN.format("NdimMethod"), "args[0]"),
+    "sub_return_subclass": (MADE_IN_PROGRAM, ""),
+    "sub_return_as_subclass": (MADE_IN_PROGRAM, ""),
+    "sub_make_subclass": (MADE_IN_PROGRAM, ""),
+    "sub_newly_constructed_attr_mutation": (MADE_IN_PROGRAM, ""),
+    "sub_as_subclass_attr_mutation": (MADE_IN_PROGRAM, ""),
+    "sub_subclass_method_override": (MADE_IN_PROGRAM, ""),
+    "sub_tensor_subclass_super_new": (MADE_IN_PROGRAM, ""),
+}
+REFUSED.update({name: words for name, (words, _) in SUBCLASS_REFUSALS.items()})
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
     # (repro: /work/repros/open/hheld_nested_mixed_dynamic_backward.py)
@@ -108,6 +136,12 @@ GAPS: dict[str, str] = {
         "raises 'SymIntArrayRef expected to contain only concrete integers' (eager's gives the gradients)"
     ),
 }
+
+# (repro: /work/repros/open/hheld2_two_tensor_native_batch_norm_running_stats.py)
+GAPS["sub_wrapper_aliasing_native_batch_norm"] = (
+    "native_batch_norm(training=True) on TwoTensor inputs: eager updates running_mean/running_var in place, the "
+    "compiled graph has no running-stat update (they stay as passed); plain tensors match"
+)
 
 # A few programs of each kind also run on inductor.
 INDUCTOR = frozenset(
@@ -160,9 +194,10 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7
-# The sixth part's dynamic and no_grad variants run with `-m slow` only (CI's time: its direct cases are enough).
-SIXTH = frozenset(c.name for c in CASES6)
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7 + CASES8
+# The sixth and eighth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their direct cases are
+# enough).
+SIXTH = frozenset(c.name for c in CASES6 + CASES8)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -205,3 +240,14 @@ def test_two_tensor_aliased_metadata_change_in_training_refused_naming_the_rule(
     (case,) = [c for c in CASES7 if c.name == "two_aliases_bases_out_of_order_train"]
     with torch.enable_grad(), pytest.raises(UnsupportedError, match=rf"args\[3\]\.a {ALIASED_METADATA_TRAIN}"):
         run_case(case, "eager", None)
+
+
+@pytest.mark.parametrize("name", sorted(SUBCLASS_REFUSALS))
+def test_subclass_program_refused_naming_the_input_and_rule(name: str) -> None:
+    # corpus_pytorch8.py's refusals, with the rule's words and the input they name (the table asserts only the type).
+    (case,) = [c for c in CASES8 if c.name == name]
+    words, path = SUBCLASS_REFUSALS[name]
+    with torch.enable_grad(), pytest.raises(UnsupportedError) as info:
+        run_case(case, "eager", None)
+    assert words in str(info.value)
+    assert str(info.value).startswith(path)
