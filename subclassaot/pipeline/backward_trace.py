@@ -14,7 +14,7 @@ Invariants: see Note [Training Through A Joint Graph] (joint.py); both graphs ar
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, cast
 
@@ -102,7 +102,9 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 # when (and only when) the backward runs. The compiled backward (one Function node) raises before anything behind it
 # runs, and before it only the epilogue's and the caller's nodes run. That is eager's behaviour only where
 #   * every differentiable output's backward fails alone (a backward for some tangents only is not traced, so where
-#     eager's through the others would succeed the program is refused), and
+#     eager's through the others would succeed the program is refused; an input's new value only where eager's
+#     backward through it alone was probed to complete and no graph without the raising tangents is found: a node saved
+#     a detach() of the input, whose shared counter the write moved, `_refuse_values_completing_alone`), and
 #   * no input reached from the outputs gets a gradient that avoids the failing node (one trace per input,
 #     `JointSetup.wrt_only`): eager would accumulate it before the failing node runs or not, by the engine's order.
 # Both checks read the functional trace, whose saved values and version counters are not eager's, so eager's own
@@ -580,6 +582,7 @@ def _with_deferred_error(
         found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns, exact=False)
         if found is not None:
             return (*found, None)
+        _refuse_values_completing_alone(setup, tangents.leaves, e, patterns)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
 
 
@@ -1183,21 +1186,8 @@ def _check_deferred_error(
             "a view chain in which the as_strided() is not the first view (Note [as_strided On Inputs]); not "
             "supported in training. Take the as_strided() view of a clone, or write under torch.no_grad()"
         ) from error
-    if len(setup.diff) > 1:
-        for d, leaves in zip(setup.diff, diff_leaves, strict=True):
-            if d in input_values:
-                continue  # an input's new value: backward through it alone is rare; deferring is kept for it
-            with setup.fake_mode:
-                tangents = [torch.empty_like(t) for t in leaves]
-            try:
-                trace_joint(dataclasses.replace(setup, diff=(d,)), tangents, None)
-            except RuntimeError:
-                continue
-            raise UnsupportedError(
-                f"{_backward_failure(patterns, error)} through some of its differentiable outputs but not through "
-                f"forward output {d} alone: the compiled backward cannot raise for some outputs and run for others "
-                "(Note [Backward Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
-            )
+    # (an input's new value: deferring is kept for it, but where `_refuse_values_completing_alone` refuses)
+    _refuse_partial_failure(setup, diff_leaves, error, patterns, (d not in input_values for d in setup.diff))
     by_outputs = [p for p, d in enumerate(setup.diff) if d not in input_values]
     user_diff = dataclasses.replace(setup, diff=tuple(setup.diff[p] for p in by_outputs))
     with setup.fake_mode:
@@ -1214,6 +1204,48 @@ def _check_deferred_error(
             "on the failing step: the compiled backward, which raises once for all of its gradients, cannot give "
             "that gradient as eager's order of autograd's nodes does (Note [Backward Errors Are Deferred])"
         )
+
+
+def _refuse_partial_failure(
+    setup: JointSetup,
+    diff_leaves: Sequence[Sequence[torch.Tensor]],
+    error: Exception,
+    patterns: TangentPatterns | None,
+    checked: Iterable[bool],
+) -> None:
+    """Refuse where the backward through one `checked` diff output alone traces, the traced backward through all of
+    them having failed with `error` (Note [Backward Errors Are Deferred])."""
+    if len(setup.diff) <= 1:
+        return
+    for d, leaves, check in zip(setup.diff, diff_leaves, checked, strict=True):
+        if not check:
+            continue
+        with setup.fake_mode:
+            tangents = [torch.empty_like(t) for t in leaves]
+        try:
+            trace_joint(dataclasses.replace(setup, diff=(d,)), tangents, None)
+        except RuntimeError:
+            continue
+        raise UnsupportedError(
+            f"{_backward_failure(patterns, error)} through some of its differentiable outputs but not through "
+            f"forward output {d} alone: the compiled backward cannot raise for some outputs and run for others "
+            "(Note [Backward Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
+        )
+
+
+def _refuse_values_completing_alone(
+    setup: JointSetup, diff_leaves: Sequence[Sequence[torch.Tensor]], error: Exception, patterns: TangentPatterns | None
+) -> None:
+    """Where no graph without the raising tangents was found: refuse an input's new value whose backward alone the
+    probe saw complete in eager and the trace's does too (a node saved another input, whose shared counter a write to
+    this one moved), rather than defer the error to it (Note [Backward Errors Are Deferred])."""
+    if patterns is None:
+        return
+    values = _input_values(setup)
+    completing = (
+        d in values and patterns.ends.get(frozenset({p})) is BackwardEnd.COMPLETES for p, d in enumerate(setup.diff)
+    )
+    _refuse_partial_failure(setup, diff_leaves, error, patterns, completing)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

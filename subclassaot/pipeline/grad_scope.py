@@ -652,8 +652,9 @@ def flagless_view_history_raises(record: SwapRecord, args: tuple[Any, ...], kwar
 #   (`flagless_view_source`); the run's requires grad where its view follows that input (its base there), or
 #   where a training compile made an input the program makes require grad later require it from the start (the
 #   synthetic base of its alias group cloned requiring grad: Note [Aliased Inputs In Training]). The run resizes below
-#   autograd, which records nothing, as eager's resize_ does. After a write with grad eager's flag depends on what was
-#   written: refused.
+#   autograd, which records nothing, as eager's resize_ does, and the record counts it as no write with grad (the
+#   epilogue would copy an earlier no_grad write into the input with grad: a leaf's raises). After a write with grad
+#   eager's flag depends on what was written: refused.
 # Elsewhere the run's flag is eager's, and so is its check.
 
 _RESIZES = frozenset({"resize_", "resize_as_"})
@@ -679,7 +680,18 @@ def resize_as_eager(record: SwapRecord, name: str, args: tuple[Any, ...]) -> con
             "start), after a write with grad enabled into that storage: whether eager's then requires grad depends on "
             "the value written. Write under torch.no_grad(), or resize before the write"
         )
-    return below_autograd()
+    return _resized_unrecorded(record)
+
+
+@contextlib.contextmanager
+def _resized_unrecorded(record: SwapRecord) -> Iterator[None]:
+    """The run's resize_() below autograd, noted in the record as a write eager's autograd records nothing of."""
+    record.resizing_unrecorded = True
+    try:
+        with below_autograd():
+            yield
+    finally:
+        record.resizing_unrecorded = False
 
 
 def _eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:

@@ -248,6 +248,41 @@ def test_saved_input_written_through_its_other_name(compile_fn: CompileFn | None
         assert_matches_eager(f, _same_twice(lambda: pair_nonleaf(1, 3, 1)), compile_fn=compile_fn)
 
 
+def _saved_detach_then_base_written(writer: str, gains: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        if gains:
+            x1.requires_grad_()
+        t0 = x1.sin()
+        if writer == "add_":
+            x0.add_(x1)
+        else:
+            x0.mul_(2.0)
+        return (x0, t0)
+
+    return f
+
+
+@pytest.mark.parametrize("gains", [False, True], ids=["passed_flag", "requires_grad_"])
+@pytest.mark.parametrize("writer", ["add_", "mul_"])
+def test_saved_detach_bumped_by_a_write_of_its_tensor_refused(
+    writer: str, gains: bool, compile_fn: CompileFn | None
+) -> None:
+    # issue #27 (hgain): x1, a detach() of x0 that requires grad, is saved by sin; x0's write moves their shared
+    # counter. Eager's backward through x0 alone runs, through t0 raises; the compiled one raised through x0 too (its
+    # one Function node saved x1): refused, as for an output whose backward alone runs
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn(2, 3, requires_grad=True).clone()
+        return (b0, b0.detach().requires_grad_(not gains))
+
+    with torch.enable_grad():
+        assert_refused(
+            _saved_detach_then_base_written(writer, gains),
+            make_inputs,
+            compile_fn,
+            "through some of its differentiable outputs but not through forward output 0 alone",
+        )
+
+
 def test_saved_input_overwritten_by_itself(compile_fn: CompileFn | None) -> None:
     # fuzz seed 7000 #2777 (#9368 alike): sin saved x0, copy_ wrote it
     def f(x0: T) -> object:

@@ -2444,6 +2444,44 @@ def test_resize_of_a_view_taken_before_its_view_input_gains_grad_matches_eager(c
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn)
 
 
+def _resized_with_grad_after_gain(before: str, resize: str) -> Callable[[T], object]:
+    """A view of the input taken with grad before the program makes the input (a view of a base requiring none)
+    require grad; written under no_grad (`before`), then resized with grad on (`resize`), its flag read after."""
+
+    def f(x0: T) -> object:
+        t0 = x0.transpose(0, 0)
+        with torch.no_grad():
+            if before == "data":
+                t0.data.mul_(t0)
+            elif before == "no_grad":
+                t0.mul_(2.0)
+        t1 = x0[0:0:2]
+        x0.requires_grad_()
+        if resize == "resize_as_":
+            t0.resize_as_(torch.zeros(()))
+        else:
+            t0.resize_(())
+        return (t1, t0.requires_grad, t0.grad_fn is None, x0 * 2)
+
+    return f
+
+
+@pytest.mark.parametrize("resize", ["resize_", "resize_as_"])
+@pytest.mark.parametrize("before", ["data", "no_grad", "nothing"])
+def test_resize_with_grad_of_a_view_taken_before_its_view_input_gains_grad_matches_eager(
+    before: str, resize: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 120700, program 6701: eager's view takes its flag from the input's base (none), so its resize_ records
+    # nothing; the run's, below autograd, was noted as a write with grad: the epilogue's copy of the earlier no_grad
+    # write into the input, now a leaf view requiring grad, raised (and the view's flag read True, eager's False)
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(()).unsqueeze(-1).contiguous(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(_resized_with_grad_after_gain(before, resize), make_inputs, compile_fn=compile_fn)
+
+
 def test_resize_of_an_input_before_its_base_input_gains_grad_matches_eager(compile_fn: CompileFn | None) -> None:
     # fuzz seed 123000, program 161: the training compile makes x0 (and x1 over its storage) require grad from the start
     def make_inputs() -> tuple[object, ...]:

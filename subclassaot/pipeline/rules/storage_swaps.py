@@ -1079,6 +1079,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # (a write into an input the program makes require grad later, before that call: Note [Leaves Laid Out Anew
         # Under no_grad])
         visible = visible and not self.unrecorded_write and not self.record.unrecorded_before_grad(arg, operands)
+        visible = visible and not self.record.resizing_unrecorded  # Note [resize_ And requires_grad]
         own_counter = id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views
         if self.depth == 0 and bumps and moves_data and not visible and own_counter:
             written = self.record.family_of(arg) in self.record.written_families

@@ -335,6 +335,9 @@ class SwapRecord:
     grad_at_start: bool = field(default_factory=torch.is_grad_enabled)
     grad_reenabled: list[str] = field(default_factory=list)
     hidden: set[int] = field(default_factory=set)  # id() of `.data` aliases and views of them
+    # a resize_() runs now below autograd, eager's tensor requiring no grad: eager's autograd records nothing of it,
+    # so the write is no visible one (Note [resize_ And requires_grad])
+    resizing_unrecorded: bool = False
     # id() of autograd views set_() with grad on (and views of them): Note [Stale View Functions]
     set_views: set[int] = field(default_factory=set)
     # id() of as_strided views taken from a synthetic base (and views of them): Note [as_strided On Inputs]
