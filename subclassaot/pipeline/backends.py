@@ -271,6 +271,12 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   nothing reads it. The compiled call raises eager's error with eager's message; where eager raised after writing
 #   an input in place, the compiled call, whose input writes follow the graph, has not written it. Any other
 #   effectful op (aten._print, a torchbind method, a custom op registered as effectful) is refused by name.
+# - Unannotated writes. `native_batch_norm` in training writes its running statistics, though its schema says no
+#   write (eager's kernel moves no version counter). The trace runs under torch's Python dispatcher (make_fx), whose
+#   rewrite sends it to `_native_batch_norm_legit`, whose schema says it: functionalization, and a subclass's
+#   __torch_dispatch__, see that op there. The analysis's run (the swap record's mode) makes the same rewrite
+#   (opaque_ops.traced_in_place_of), so it sees the write where the subclass calls the op on its inner tensors too;
+#   without it, a subclass's running statistics stayed as passed (their write seen as spurious, leaf_mutations.py).
 #
 # Graph Modules Generate Their Code When Run:
 # An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms

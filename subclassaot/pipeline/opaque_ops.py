@@ -7,13 +7,14 @@ opaque op has the aten op's schema (under a name fx can print), eager's strides 
 has no derivative of its own: autograd differentiates the aten op, as in eager.
 
 Ordered effects (torch's effect registry): torch.linalg's error check is traced as an opaque op of our own that the
-graph keeps; any other effectful op is refused.
+graph keeps; any other effectful op is refused. native_batch_norm in training, whose schema does not say it writes
+its running statistics, is run as the `_native_batch_norm_legit` the trace's Python dispatcher makes of it.
 
 Workspaces (an op's scratch output that only its backward reads, of a size only its kernel knows: oneDNN's LSTM
 layer `aten.mkldnn_rnn_layer`): for inductor the op returns an empty workspace and its backward recomputes the
 workspace from the inputs it is given, both running eager's kernels.
 
-Invariants: Note [What A Backend Receives And Returns] (random draws; "Ordered effects").
+Invariants: Note [What A Backend Receives And Returns] (random draws; "Ordered effects"; "Unannotated writes").
 """
 
 from __future__ import annotations
@@ -121,17 +122,25 @@ def _linalg_check() -> torch._ops.OpOverload:
     return op
 
 
-def traced_in_place_of(func: object) -> object:
-    """The op to trace for `func`: `func` itself, or its stand-in (Note [What A Backend Receives And Returns],
-    "Ordered effects"); raises for an effectful op the pipeline cannot trace."""
+def traced_in_place_of(func: object, args: Sequence[object] = ()) -> object:
+    """The op to trace for `func` called on `args`: `func` itself, or its stand-in (Note [What A Backend Receives And
+    Returns], "Ordered effects", "Unannotated writes"); raises for an effectful op the pipeline cannot trace."""
     if func is _aten._linalg_check_errors.default:
         return _linalg_check()
+    if func is _aten.native_batch_norm.default and _updates_running_stats(args):
+        return _aten._native_batch_norm_legit.default
     if has_ordered_effect(func):
         raise UnsupportedError(
             f"the program calls {func}, an op torch registers as having a side effect (it orders it by a token "
             "through the graph); subclassaot does not trace such ops. Call it outside the compiled function"
         )
     return func
+
+
+def _updates_running_stats(args: Sequence[object]) -> bool:
+    """native_batch_norm(input, weight, bias, running_mean, running_var, training, ...) in training with both running
+    statistics given, which it writes (the case torch's Python-dispatcher rewrite sends to _native_batch_norm_legit)."""
+    return len(args) > 5 and args[3] is not None and args[4] is not None and bool(args[5])
 
 
 def kept_in_graph(target: object) -> bool:

@@ -137,12 +137,6 @@ GAPS: dict[str, str] = {
     ),
 }
 
-# (repro: /work/repros/open/hheld2_two_tensor_native_batch_norm_running_stats.py)
-GAPS["sub_wrapper_aliasing_native_batch_norm"] = (
-    "native_batch_norm(training=True) on TwoTensor inputs: eager updates running_mean/running_var in place, the "
-    "compiled graph has no running-stat update (they stay as passed); plain tensors match"
-)
-
 # A few programs of each kind also run on inductor.
 INDUCTOR = frozenset(
     {

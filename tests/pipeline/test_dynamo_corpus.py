@@ -109,10 +109,6 @@ GAPS = {
     # set_() replaced before the call is faked over the storage it has, its alias group's base taken from it)
     "set__and_data_mutation_bad_train": ALIASED_BY_SET,
     "set__not_allowed_train": ALIASED_BY_SET,
-    # (repro: /work/repros/open/hheld2_two_tensor_native_batch_norm_running_stats.py; as on the direct path)
-    "sub_wrapper_aliasing_native_batch_norm": (
-        "native_batch_norm(training=True) on TwoTensor inputs: the running stats are not updated"
-    ),
 }
 
 

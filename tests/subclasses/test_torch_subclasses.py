@@ -115,6 +115,53 @@ def test_plain_out_training_mixed_outputs() -> None:
     assert isinstance(compiled, subclassaot.CompiledFunction) and compiled.compile_count == 1
 
 
+def native_batch_norm_training(x: T, w: T, b: T, mean: T, var: T) -> object:
+    return torch.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
+
+
+def functional_batch_norm_training(x: T, w: T, b: T, mean: T, var: T) -> object:
+    return torch.nn.functional.batch_norm(x, mean, var, w, b, True, 0.1, 1e-5)
+
+
+def _batch_norm_inputs(name: str, *, requires_grad: bool) -> Callable[[], tuple[object, ...]]:
+    def make_inputs() -> tuple[object, ...]:
+        plain = (torch.randn(2, 3, 4), torch.randn(3), torch.randn(3), torch.randn(3), torch.rand(3) + 0.5)
+        inputs = tuple(_new(TwoTensor, t, t * 2) if name == "TwoTensor" else _new(WrapperSubclass, t) for t in plain)
+        for t in inputs[:3] if requires_grad else ():
+            t.requires_grad_(True)
+        return inputs
+
+    return make_inputs
+
+
+@pytest.mark.parametrize("name", ("TwoTensor", "WrapperSubclass"))
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize(
+    "program", [native_batch_norm_training, functional_batch_norm_training], ids=lambda p: p.__name__
+)
+def test_batch_norm_in_training_writes_subclass_running_stats(
+    name: str, requires_grad: bool, program: Callable[..., object]
+) -> None:
+    # native_batch_norm's schema does not say it writes the running statistics; eager's kernel writes each inner
+    # tensor of them (versions unmoved), as the traced _native_batch_norm_legit does (Note [What A Backend Receives
+    # And Returns], "Unannotated writes").
+    assert_matches_eager(program, _batch_norm_inputs(name, requires_grad=requires_grad), calls=2)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["inference", "training"])
+def test_batch_norm_module_with_subclass_buffers_matches_eager(requires_grad: bool) -> None:
+    module = torch.nn.BatchNorm2d(3)
+    for name in ("running_mean", "running_var"):
+        buffer = getattr(module, name)
+        setattr(module, name, _new(TwoTensor, buffer + 0.5, buffer * 2))
+
+    def make_inputs() -> tuple[object, ...]:
+        x = torch.randn(2, 3, 4, 4)
+        return (_new(TwoTensor, x, x * 3).requires_grad_(requires_grad),)
+
+    assert_matches_eager(module, make_inputs, calls=2)
+
+
 def test_factory_subclass_view_is_refused_naming_the_input() -> None:
     # Eager's x.view(12) is a view of x (autograd tracks it above __torch_dispatch__) over fresh inner tensors.
     compiled = subclassaot.compile(view_and_result, backend="eager")

@@ -340,7 +340,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        func = traced_in_place_of(func)  # Note [What A Backend Receives And Returns], "Ordered effects"
+        func = traced_in_place_of(func, args)  # Note [What A Backend Receives And Returns], "Ordered effects"
         if self.native_pending is not None and func is self.native_pending:
             self.native_pending = None
             return NotImplemented  # the dispatcher runs the subclass's C++ dispatch, this mode still on the stack
