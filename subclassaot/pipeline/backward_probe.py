@@ -1178,7 +1178,9 @@ class _FunctionReach:
         if i in self.returned:
             return None  # reached otherwise than as the output it is: not modelled
         real = flat.values[flat.tensor_indices[i]]
-        if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+        # (a leaf the program makes require grad, `x.requires_grad_()`, has its AccumulateGrad outside too)
+        made = self.analysis.requires_grad_set[i]
+        if isinstance(real, torch.Tensor) and (real.requires_grad or made) and real.is_leaf:
             self.leaf_inputs.append(i)
         # the same object passed at several positions: the epilogue writes it once per position
         same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
