@@ -587,25 +587,31 @@ def _with_deferred_error(
 def _early_beside_unverified(
     setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]], error: RuntimeError
 ) -> frozenset[int]:
-    """Where the raising sets are not verified (no `_deferred_exactly`) but outputs bypass the Function to a leaf
-    input (`TangentPatterns.leaf_bypass`) and eager's backward through no set of outputs gives any leaf its gradient
-    before it raises: the views among them replayed before the call, so that their nodes run after the Function's
-    and the epilogue's, as eager's ran after its failing node (Note [Probing Eager's Backward]); else refused."""
-    if patterns is None or not patterns.leaf_bypass:
+    """Where the raising sets are not verified (no `_deferred_exactly`) but outputs are views the runtime rebuilds
+    from a leaf input (`TangentPatterns.leaf_bypass`), and eager's backward through some set of outputs with one of
+    them raises before any gradient: those views replayed before the call, so that their nodes run after the
+    Function's and the epilogue's, as eager's ran after its failing node, where no such set gives a leaf its gradient
+    first (Note [Probing Eager's Backward]); else refused."""
+    if patterns is None:
         return frozenset()
+    outputs = setup.analysis.outputs
+    views = {o for o in patterns.leaf_bypass if outputs[o].kind is OutputKind.TENSOR}
+    ends = probe_eager_backward(setup.call, setup.flat) if views else None
+    with_views = [end for chosen, end in (ends or {}).items() if chosen & views]
+    if BackwardEnd.RAISES not in with_views:
+        return frozenset()  # (after the call, the views' nodes run first: as eager's where it completes)
     attached = {
         InputIndex(setup.flat.tensor_indices[i])
         for k, i in enumerate(setup.grad_inputs)
         if k < len(reach) and reach[k] & patterns.full
     }
     early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass, attached)
-    ends = probe_eager_backward(setup.call, setup.flat)
-    if early is not None and ends is not None and BackwardEnd.RAISES_AFTER_GRADS not in ends.values():
+    if early is not None and BackwardEnd.RAISES_AFTER_GRADS not in with_views:
         return early
     raise UnsupportedError(
-        f"the program's backward fails in eager ({error}), and an output is (a view of) an autograd leaf input that "
+        f"the program's backward fails in eager ({error}), and an output is a view of an autograd leaf input that "
         "the runtime rebuilds outside the compiled Function: its node would run before the failing one and give "
-        "that leaf a gradient eager's backward may not give it before it raises (Note [Probing Eager's Backward]); "
+        "that leaf a gradient eager's backward does not give it before it raises (Note [Probing Eager's Backward]); "
         "not supported in training. Return a clone of the view"
     ) from error
 
