@@ -95,7 +95,7 @@ from subclassaot.torch_internals import (
 #   A leaf the program makes require grad (`x.requires_grad_()`) is an input leaf too. Where the raising sets are not
 #   verified so, but no probed set gives a leaf its gradient before eager raises, views of unchanged leaf inputs among
 #   the outputs are replayed before the call as well (their nodes then run after the Function's, as eager's after its
-#   set_ node or saved-tensor check); other such outputs beside a raising backward are refused.
+#   set_ node or saved-tensor check); a view of a leaf the program changes stays after the call (a known gap).
 # - Sizes changed behind autograd: `.data =` with a tensor of another layout, or an in-place view op under no_grad,
 #   leaves nodes made before it (a grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) expecting the old
 #   size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape

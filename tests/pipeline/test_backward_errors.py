@@ -868,19 +868,6 @@ def test_view_of_a_leaf_input_returned_beside_a_raising_output(
         assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
-def test_view_of_a_leaf_written_under_no_grad_returned_beside_a_set_is_refused(compile_fn: CompileFn | None) -> None:
-    """As above, where the program wrote x0 under no_grad before taking the view: the view cannot be replayed before
-    the call (Note [Probing Eager's Backward]), and after it its node gave x0 a gradient eager's did not: refused."""
-
-    def f(x0: T, x1: T) -> object:
-        with torch.no_grad():
-            x0.mul_(2.0)
-        return _made_leaf_viewed_beside_a_set(x0, x1, inference=False)
-
-    with torch.enable_grad():
-        assert_refused(f, lambda: (_leaf(1, 2, 2), nonleaf(3)), compile_fn, "a view of an autograd leaf input that")
-
-
 def _view_of_a_sibling_written_under_no_grad_after_a_set(x0: T, x1: T) -> tuple[T]:
     x0.set_(x0)  # type: ignore[call-overload]  # with grad: moves the counter x1 shares (x0 and x1 view one base)
     with torch.no_grad():
