@@ -92,6 +92,10 @@ from subclassaot.torch_internals import (
 #   that leaf its gradient (`with no_grad(): x0.add_(2)`, then `t1.mul_(t1)`, then `x0 * 2`).
 #   Not where that view is itself among the roots: returned as itself, it is rebuilt outside the compiled Function
 #   as in eager (a backward through it and through another output that reads it after the raising node: a known gap).
+#   A leaf the program makes require grad (`x.requires_grad_()`) is an input leaf too. Where the raising sets are not
+#   verified so, but no probed set gives a leaf its gradient before eager raises, views of unchanged leaf inputs among
+#   the outputs are replayed before the call as well (their nodes then run after the Function's, as eager's after its
+#   set_ node or saved-tensor check); a view of a leaf the program changes stays after the call (a known gap).
 # - Sizes changed behind autograd: `.data =` with a tensor of another layout, or an in-place view op under no_grad,
 #   leaves nodes made before it (a grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) expecting the old
 #   size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
@@ -1178,7 +1182,9 @@ class _FunctionReach:
         if i in self.returned:
             return None  # reached otherwise than as the output it is: not modelled
         real = flat.values[flat.tensor_indices[i]]
-        if isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf:
+        # (a leaf the program makes require grad, `x.requires_grad_()`, has its AccumulateGrad outside too)
+        made = self.analysis.requires_grad_set[i]
+        if isinstance(real, torch.Tensor) and (real.requires_grad or made) and real.is_leaf:
             self.leaf_inputs.append(i)
         # the same object passed at several positions: the epilogue writes it once per position
         same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]

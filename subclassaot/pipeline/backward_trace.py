@@ -583,7 +583,44 @@ def _with_deferred_error(
         if found is not None:
             return (*found, None)
         _refuse_values_completing_alone(setup, tangents.leaves, e, patterns)
+        early = _early_beside_unverified(setup, patterns, reach)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
+
+
+def _early_beside_unverified(
+    setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
+) -> frozenset[int]:
+    """Where the raising sets are not verified (no `_deferred_exactly`) but outputs are views the runtime rebuilds
+    from a leaf input (`TangentPatterns.leaf_bypass`), and eager's backward through some set of outputs with one of
+    them raises before any gradient: those views replayed before the call, so that their nodes run after the
+    Function's and the epilogue's, as eager's ran after its failing node, where no such set gives a leaf its gradient
+    first (Note [Probing Eager's Backward]); else none."""
+    if patterns is None:
+        return frozenset()
+    outputs = setup.analysis.outputs
+    # (an output set_() under grad gets a set_ node of its own, numbered above every node, as eager's)
+    views = {
+        o
+        for o in patterns.leaf_bypass
+        if outputs[o].kind is OutputKind.TENSOR
+        and not outputs[o].set_under_grad
+        and (r := outputs[o].replay) is not None
+        and r.source is ReplaySource.INPUT
+        and not r.then_set
+    }
+    ends = probe_eager_backward(setup.call, setup.flat) if views else None
+    with_views = [end for chosen, end in (ends or {}).items() if chosen & views]
+    if BackwardEnd.RAISES not in with_views:
+        return frozenset()  # (after the call, the views' nodes run first: as eager's where it completes)
+    attached = {
+        InputIndex(setup.flat.tensor_indices[i])
+        for k, i in enumerate(setup.grad_inputs)
+        if k < len(reach) and reach[k] & patterns.full
+    }
+    early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass, attached)
+    if early is None or BackwardEnd.RAISES_AFTER_GRADS in with_views:
+        return frozenset()  # (a view of a leaf the program changes: a known gap, Note [Probing Eager's Backward])
+    return early
 
 
 def _refuse_returned_leaves_unprobed(setup: JointSetup, returned: frozenset[int], error: RuntimeError) -> None:

@@ -853,6 +853,56 @@ def test_view_of_a_leaf_replayed_before_the_call_beside_a_leaf_returned_as_itsel
         )
 
 
+def _made_leaf_viewed_beside_a_set(x0: T, x1: T, *, inference: bool = True, view_first: bool = True) -> object:
+    if inference:
+        with torch.inference_mode():
+            x0.requires_grad_()
+    t0 = x0[:, :, 0:2:1] if view_first else None
+    x1.set_(x1)  # type: ignore[call-overload]  # with grad: a NotImplemented node, numbered above every node
+    if t0 is None:
+        t0 = x0[:, :, 0:2:1]
+    return (TransposeSaved.apply(x1), t0, x1)  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def _leaf_viewed_beside_a_saved_tensor_written_in_backward(x0: T, x1: T, *, inference: bool = True) -> object:
+    if inference:
+        with torch.inference_mode():
+            x0.requires_grad_()
+    t0 = x0[:, :, 0:2:1]
+    y = x1.sin()  # saves x1, which TransposeSaved's backward transposes in place: SinBackward0's unpack raises
+    return (TransposeSaved.apply(x1), t0, y)  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+@pytest.mark.parametrize(
+    ("f", "made"),
+    [
+        (_made_leaf_viewed_beside_a_set, True),
+        (functools.partial(_made_leaf_viewed_beside_a_set, view_first=False), True),
+        (functools.partial(_made_leaf_viewed_beside_a_set, inference=False), True),
+        (functools.partial(_made_leaf_viewed_beside_a_set, inference=False), False),
+        (functools.partial(_made_leaf_viewed_beside_a_set, inference=False, view_first=False), False),
+        (_leaf_viewed_beside_a_saved_tensor_written_in_backward, True),
+    ],
+    ids=["made_in_inference", "view_after_set", "made", "passed", "passed_view_after_set", "saved_version"],
+)
+def test_view_of_a_leaf_input_returned_beside_a_raising_output(
+    f: Callable[[T, T], object], made: bool, compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 120800 #2094: t0, a view of leaf x0 (made a leaf by `x0.requires_grad_()`, or passed as one),
+    returned beside x1 set_() under grad. Eager's set_ node (NotImplemented, numbered above every node) waits on
+    TransposeSaved's node, made after t0's: it raises before t0's node runs, and x0 gets no gradient. The compiled
+    t0 was rebuilt after the call, numbered above the Function's node: x0 got its gradient before the raise. Now
+    that view is replayed before the call (Note [Probing Eager's Backward]). Variant: the backward raises by a
+    saved tensor's version check (a leaf made by the program was not seen as one there: the same wrong gradient)."""
+
+    def make() -> tuple[T, T]:
+        x0 = torch.randn(1, 2, 2) if made else _leaf(1, 2, 2)
+        return x0, nonleaf(3, 3)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
 def _view_of_a_sibling_written_under_no_grad_after_a_set(x0: T, x1: T) -> tuple[T]:
     x0.set_(x0)  # type: ignore[call-overload]  # with grad: moves the counter x1 shares (x0 and x1 view one base)
     with torch.no_grad():
