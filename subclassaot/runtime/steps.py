@@ -160,22 +160,36 @@ def own_accumulator_inputs(layout: DenseLayout, values: Sequence[object]) -> fro
     requires_grad_()): eager's is a leaf with an accumulator of its own, its `._base` no autograd ancestor. Where it
     would not be its group's autograd root (`graph_example_inputs`: its `._base` requires grad, or another input of
     the group does), it runs as a stand-in of its own, as own_stand_in_inputs', a Function input whose gradient
-    reaches that accumulator (Note [Aliased Inputs In Training])."""
+    reaches that accumulator (Note [Aliased Inputs In Training]). So does a plain leaf that is no view beside a
+    member with a history (`_detached_leaf_beside_history`)."""
     position = {layout.leaves[ls[0]].owner: i for i, ls in enumerate(layout.leaves_of_input) if ls}
     found = set()
     for group in layout.groups:
         inputs = {position[layout.leaves[m].owner] for m in group.members}
         for i in inputs:
             value = values[i]
-            if layout.trees[i] is not None or not isinstance(value, torch.Tensor) or not leaf_view_of_its_own(value):
+            if layout.trees[i] is not None or not isinstance(value, torch.Tensor):
+                continue
+            others = [o for j in inputs if isinstance(o := values[j], torch.Tensor) and o is not value]
+            if _detached_leaf_beside_history(value, others):
+                found.add(i)
+                continue
+            if not leaf_view_of_its_own(value):
                 continue
             base = value._base
-            beside = any(
-                isinstance(o := values[j], torch.Tensor) and o is not value and o.requires_grad for j in inputs
-            )
+            beside = any(o.requires_grad for o in others)
             if beside or (base is not None and base.requires_grad):
                 found.add(i)
     return frozenset(found)
+
+
+def _detached_leaf_beside_history(value: torch.Tensor, others: Sequence[torch.Tensor]) -> bool:
+    """A leaf that requires grad and is no view (`b.detach().requires_grad_()`) beside a member with a history
+    (`b`, a non-leaf that requires grad), none of them its view: the group's autograd root is that member's, which
+    eager's leaf is not."""
+    if value._is_view() or not value.is_leaf or not value.requires_grad or any(o._base is value for o in others):
+        return False
+    return any(o.requires_grad and not o.is_leaf for o in others)
 
 
 def graph_example_inputs(

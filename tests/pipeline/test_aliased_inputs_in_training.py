@@ -2155,6 +2155,31 @@ def test_leaves_of_their_own_over_a_written_storage_refused(case: str) -> None:
             subclassaot.compile(f)(*make())
 
 
+@pytest.mark.parametrize("op", ["exp", "mul", "sum"])
+@pytest.mark.parametrize("order", ["base_first", "leaf_first"])
+@pytest.mark.parametrize("returned", [False, True])
+def test_detached_leaf_beside_a_written_nonleaf(op: str, order: str, returned: bool, compile_fn: CompileFn) -> None:
+    """b.detach().requires_grad_() passed beside b, a non-leaf that requires grad, read with grad while the program
+    writes b with grad (issue #27, helper hcrash): eager's is a leaf of its own whose gradient reaches its own .grad,
+    b's leaf only b's part. Traced over one synthetic base from b, its gradient went to b's leaf (its .grad None, no
+    error). It runs as a stand-in of its own now (runtime.steps.own_accumulator_inputs)."""
+
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        t0 = x1.exp() if op == "exp" else x1 * 3.0 if op == "mul" else x1.sum()
+        x0.mul_(2.0)
+        return (t0, x0, *((x1,) if returned else ()))
+
+    def g(x1: torch.Tensor, x0: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return f(x0, x1)
+
+    def make() -> tuple[torch.Tensor, ...]:
+        b = nonleaf(2, 3)
+        return (b, b.detach().requires_grad_()) if order == "base_first" else (b.detach().requires_grad_(), b)
+
+    with torch.enable_grad():
+        assert_matches_eager(f if order == "base_first" else g, make, compile_fn=compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # `.data =` of a leaf beside its own views that require grad (Note [Aliased Inputs In Training]), and views whose
 # history autograd rebuilds over a base assigned so (Note [Stale View Functions]).

@@ -216,7 +216,11 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   gradient reaches that accumulator (runtime.steps.own_accumulator_inputs; two such views of one base leave the
 #   group's base requiring none). Refused where a write with grad on reaches its version-counter family (eager's
 #   view, read after it, takes a history from its base or raises) or its layout or storage changes; so is a tensor
-#   subclass member of that kind, and two leaves requiring grad over one storage that are no views.
+#   subclass member of that kind, and two leaves requiring grad over one storage that are no views. A plain leaf
+#   that is no view (`b.detach().requires_grad_()`) beside a member with a history (b, a non-leaf requiring grad)
+#   runs as such a stand-in too (the group's root would be b's, sending its gradient to b's leaf): writes with grad
+#   through the others are fine there (eager's leaf takes their values, never a history); its own layout or storage
+#   changes stay refused.
 # - Data assignments to aliased inputs: a member whose layout changes only by `.data =` (its last storage swap) keeps
 #   the history it came with in eager (a leaf, its accumulator: Note [Gradient Accumulators Of Leaves]); the epilogue's
 #   as_strided_ below autograd gives it the new layout. So does a leaf beside other members that require grad (its
@@ -514,6 +518,7 @@ def _check_leaves_of_their_own(
     (`b[0].requires_grad_()`, a no_grad view given requires_grad_()) runs as a stand-in of its own, a Function input
     whose gradient reaches its accumulator (runtime.steps.own_accumulator_inputs): refused where a write with grad
     reaches its storage (eager's view, read after it, takes a history from its base or raises for it) or its layout or
+    storage changes; one that is no view (b.detach().requires_grad_() beside b, a non-leaf) only where its layout or
     storage changes. Two other leaves requiring grad (no views: x and x.detach().requires_grad_()) are traced over
     one synthetic base, whose gradient reaches one accumulator: refused (Note [Aliased Inputs In Training])."""
     if not any(analysis.mutations[m].any for m in members):
@@ -526,9 +531,11 @@ def _check_leaves_of_their_own(
         # (a write with grad on: recorded by autograd, or advancing its version counter, which it shares with its
         # base and that base's detach(), by an op that may record a node)
         with_grad = mutation.version_bumps > mutation.bumps_after_grad
+        # (a leaf no view, `b.detach().requires_grad_()`, takes no history from a write: its values alone change)
+        view = real._is_view()
         if input_of(m) in own and (
-            with_grad
-            or any(analysis.mutations[k].autograd_visible for k in members)
+            view
+            and (with_grad or any(analysis.mutations[k].autograd_visible for k in members))
             or mutation.metadata
             or mutation.storage_changed
             or mutation.swapped
