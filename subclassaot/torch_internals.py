@@ -1775,6 +1775,8 @@ def _same_structure(clone: object, given: object) -> bool:
     flatten = getattr(type(given), "__tensor_flatten__", None)
     if flatten is None:
         return True
+    if isinstance(clone, torch.Tensor) and isinstance(given, torch.Tensor) and clone.is_leaf:
+        clone.requires_grad_(given.requires_grad)  # (a clone made under no_grad: a context naming the flag, NJT's)
     attrs, ctx = flatten(given)
     clone_attrs, clone_ctx = flatten(clone)
     if list(clone_attrs) != list(attrs) or not bool(clone_ctx == ctx):

@@ -28,9 +28,11 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import (
+    DATA_DEPENDENT_ERRORS,
     ambient_mode_stacks,
     fake_mode_active,
     function_modes_on,
+    is_value_read_type_error,
     outside_current_modes,
 )
 
@@ -198,6 +200,8 @@ def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[.
         except Exception as e:
             if not fake_mode_active():  # (an eager run: the trial's, or a runtime fallback's)
                 raise
+            if isinstance(e, DATA_DEPENDENT_ERRORS) or (isinstance(e, TypeError) and is_value_read_type_error(e)):
+                raise  # (a read of a tensor's value: the run's own refusal names it)
             try:
                 with outside_current_modes():  # (eager's run, on real clones)
                     trial = torch_function_trial(call, flat)

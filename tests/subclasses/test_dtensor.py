@@ -300,7 +300,9 @@ DTENSOR_PROGRAMS = [
 DTENSOR_REFUSALS = {
     # eager's local tensor is a no_grad view of x + 1 that requires grad; the compiled one came back a view (of a
     # DTensor base eager does not have) whose local tensor required no grad
-    "dynamo_to_local_kwargs_forward_hook": r"inner tensor 0 \(DTensor\) requires grad in eager",
+    # (the wrapper-over-history rule, Note [Autograd Sees The Wrapper], names it first since session 50)
+    "dynamo_to_local_kwargs_forward_hook": r"inner tensor 0 \(DTensor\) requires grad in eager|a DTensor the program "
+    r"built around inner tensors with autograd history",
     # the output came back a leaf DTensor over x's storage: no gradient reached x
     "from_local_of_input_returned": r"is a DTensor a custom autograd.Function built around a view of an input",
 }
