@@ -829,6 +829,9 @@ def _leaf_run(
         with flags:
             return call(state, args, kwargs)
 
+    # (the objects older than the run are frozen: `dead_entries`' collection looks at the run's own alone, where a full
+    # one would walk every object of the process, most of a compile's time in a large one)
+    gc.freeze()
     try:
         mode, values = static_fake_copies(flat.values)
         tensors = [v for v in values if isinstance(v, torch.Tensor)]
@@ -841,6 +844,8 @@ def _leaf_run(
         dead = flags.dead_entries()  # (outputs and inputs held here, as the caller holds them)
     except Exception:  # a program the probe cannot run, or whose histories it cannot read
         return None
+    finally:
+        gc.unfreeze()
     made = frozenset(k for k, o in enumerate(outs) if any(o is m for m in flags.made))
     quiet = frozenset(k for k, o in enumerate(outs) if any(o is q for q in flags.quiet))
     based = frozenset(
