@@ -835,7 +835,12 @@ def _inference_guards(
         c = w.constant(real.is_inference())
         leaf, access = layout.leaves[j], _dense_access(layout, flat, j)
         w.detail_only = access == f"v{leaf.owner}" and leaf.owner in one_call
-        w.expect(f"{access}.is_inference() == {c}", f"{leaf.path}.is_inference()", c, f"{access}.is_inference()")
+        w.expect(
+            f"{access}.is_inference() == {c}",
+            f"{leaf.path}.is_inference()",
+            real.is_inference(),
+            f"{access}.is_inference()",
+        )
         w.detail_only = False
 
 
