@@ -931,6 +931,7 @@ def _entry_guards(
         base_flag_reads=analysis.base_flag_reads,
         unbumped_view_reads=analysis.unbumped_view_reads,
         grad_fn_type_reads=analysis.grad_fn_type_reads,
+        written=[j for j, m in enumerate(analysis.mutations) if m.data or m.metadata or m.swapped],
     )
 
 
@@ -1183,7 +1184,8 @@ def _inference_graph_call(
         t.requires_grad for t in traced.example_inputs
     ):
         in_place = backend is backends.eager_backend
-        writes = list(graph_writes(plan))
+        # (not into an inference tensor: outside inference_mode only the epilogue's copy inside one writes it)
+        writes = [(p, k) for p, k in graph_writes(plan) if not traced.example_inputs[p].is_inference()]
         gm, written = backends.with_input_writes(gm, writes, in_place=in_place)
     kept = frozenset(p for p, k in writes if k in written)  # the graph inputs the backend's callable may write
     compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written, kept)

@@ -95,7 +95,12 @@ from subclassaot.torch_internals import (
 #   A leaf the program makes require grad (`x.requires_grad_()`) is an input leaf too. Where the raising sets are not
 #   verified so, but no probed set gives a leaf its gradient before eager raises, views of unchanged leaf inputs among
 #   the outputs are replayed before the call as well (their nodes then run after the Function's, as eager's after its
-#   set_ node or saved-tensor check); a view of a leaf the program changes stays after the call (a known gap).
+#   set_ node or saved-tensor check). A view of a leaf the program changes cannot be (the epilogue writes the leaf
+#   after the call, and autograd makes the view's node again): where a probed set with it raises before any gradient,
+#   it is refused by name (`refuse_changed_leaf_views`: its node would give the leaf a gradient eager's never does).
+#   Eager's probe on fakes also raises eager's own error where a node saves an inference input (batch norm's running
+#   stats, made inside inference_mode, beside a weight that requires grad): the trace's stand-ins are no inference
+#   tensors, so it is raised from there.
 # - Sizes changed behind autograd: `.data =` with a tensor of another layout, or an in-place view op under no_grad,
 #   leaves nodes made before it (a grad_fn, a leaf's AccumulateGrad kept alive by a view's backward) expecting the old
 #   size, and eager's backward checks each gradient against it ("returned an invalid gradient ... expected shape
@@ -1483,6 +1488,8 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
     try:  # (static fakes of a nested tensor's sizes need a shape environment: not probed)
         first = _first_run(call, flat, analysis, copies, None) if first is None else first
     except Exception as e:  # (the program's own error is the trace's to raise; a class the walk cannot read)
+        if "Inference tensors cannot be saved for backward" in str(e):
+            raise  # eager's own: its node saves an inference input (its fake is one; the trace's stand-in is not)
         if on_meta:
             raise UnsupportedError(
                 "a custom autograd.Function applied with grad mode on inside a torch.inference_mode() block marks "

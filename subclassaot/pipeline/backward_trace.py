@@ -51,6 +51,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     behind_no_grad_views,
     early_leaf_views,
     raises_outside_program,
+    refuse_changed_leaf_views,
     refuse_written_escaping_views,
     written_escaping_views,
 )
@@ -583,18 +584,19 @@ def _with_deferred_error(
         if found is not None:
             return (*found, None)
         _refuse_values_completing_alone(setup, tangents.leaves, e, patterns)
-        early = _early_beside_unverified(setup, patterns, reach)
+        early = _early_beside_unverified(setup, patterns, reach, e)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)
 
 
 def _early_beside_unverified(
-    setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]]
+    setup: JointSetup, patterns: TangentPatterns | None, reach: Sequence[frozenset[int]], error: RuntimeError
 ) -> frozenset[int]:
     """Where the raising sets are not verified (no `_deferred_exactly`) but outputs are views the runtime rebuilds
     from a leaf input (`TangentPatterns.leaf_bypass`), and eager's backward through some set of outputs with one of
     them raises before any gradient: those views replayed before the call, so that their nodes run after the
     Function's and the epilogue's, as eager's ran after its failing node, where no such set gives a leaf its gradient
-    first (Note [Probing Eager's Backward]); else none."""
+    first (Note [Probing Eager's Backward]); else none. A view of a leaf the program changes, which no replay before
+    the call keeps older than the failing node: refused (`refuse_changed_leaf_views`)."""
     if patterns is None:
         return frozenset()
     outputs = setup.analysis.outputs
@@ -617,6 +619,8 @@ def _early_beside_unverified(
         for k, i in enumerate(setup.grad_inputs)
         if k < len(reach) and reach[k] & patterns.full
     }
+    raising = {o for chosen, end in (ends or {}).items() if end is BackwardEnd.RAISES for o in chosen & views}
+    refuse_changed_leaf_views(setup.analysis, setup.flat, setup.layout, raising, attached, error)
     early = early_leaf_views(setup.analysis, setup.flat, setup.layout, patterns.leaf_bypass, attached)
     if early is None or BackwardEnd.RAISES_AFTER_GRADS in with_views:
         return frozenset()  # (a view of a leaf the program changes: a known gap, Note [Probing Eager's Backward])

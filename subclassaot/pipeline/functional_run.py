@@ -15,7 +15,13 @@ from typing import Any, cast
 import torch
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_traceable_subclass, unflatten_subclass
+from subclassaot.authoring.protocol import (
+    SubclassNode,
+    dense_leaves,
+    flatten_subclass,
+    is_traceable_subclass,
+    unflatten_subclass,
+)
 from subclassaot.errors import UnsupportedError, program_line
 from subclassaot.pipeline.desugar import dense_from_graph_inputs, leaf_meta, rebuild_user_tensors, widen_wrapper_storage
 from subclassaot.pipeline.grad_scope import (
@@ -373,6 +379,26 @@ def _flag_of_its_own(real: torch.Tensor) -> bool:
     return real._is_view() and is_leaf_before_base_write(real) and base is not None and not base.requires_grad
 
 
+def _note_inference_inputs(
+    record: SwapRecord,
+    flat: FlatInputs,
+    layout: DenseLayout,
+    dense: list[torch.Tensor],
+    user_tensors: list[torch.Tensor],
+) -> None:
+    """The run's stand-ins of the input leaves that are inference tensors (their inference-ness guarded): eager's
+    in-place op on one outside inference_mode raises (SwapRecord.counter_absent); a kernel's write of an argument it
+    does not advance the counter of (batch norm's running stats) passes, and so does the epilogue's (Note [Input
+    Updates])."""
+    for i, index in enumerate(flat.tensor_indices):
+        leaves = dense_leaves(cast(torch.Tensor, flat.values[index]))
+        for j, leaf in zip(layout.leaves_of_input[i], leaves, strict=True):
+            if leaf.is_inference():
+                record.inference_tensors.add(id(dense[j]))
+                if layout.trees[i] is None:
+                    record.inference_tensors.add(id(user_tensors[i]))
+
+
 def _note_input_storages(
     record: SwapRecord,
     flat: FlatInputs,
@@ -384,6 +410,7 @@ def _note_input_storages(
     moved: set[int],
 ) -> None:
     """What the record needs of the inputs' storages: synthetic bases, spans, paths, version counter families."""
+    _note_inference_inputs(record, flat, layout, dense, user_tensors)  # (inputs without a version counter)
     for item, value in zip(layout.graph_inputs, graph_fun, strict=True):
         if isinstance(item, AliasGroupRef):
             record.alias_bases[storage_key(value)] = value

@@ -24,7 +24,7 @@ from typing import cast
 import sympy
 import torch
 
-from subclassaot.authoring.protocol import SubclassNode
+from subclassaot.authoring.protocol import SubclassNode, dense_leaves
 from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
 from subclassaot.pipeline.rules.view_bases import apart_guards, own_base_guards
@@ -256,6 +256,9 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets): a
 #   stricter predicate, whose extra failures (a conjugate bit, a key set excluded around the call) go to the first
 #   body, which decides them as before, so what an entry accepts is unchanged.
+# - Inference-ness where the compile decided on it: each dense leaf the program writes, or that is an inference
+#   tensor, is one or not as the compile's (the run raises eager's error for an in-place write of one, and the
+#   epilogue writes it inside inference_mode: Note [Input Updates]).
 # - Creation meta where the compile read it. Autograd's creation meta of a view says what reading its grad_fn does once
 #   the counter it shares with its base moved: a view of the default kind (select(), view()) rebuilds its history; an
 #   output of unbind(), split() or chunk(), a view taken under no_grad or inside inference_mode and one a custom
@@ -400,6 +403,7 @@ def build_guards(
     base_flag_reads: Sequence[int] = (),
     unbumped_view_reads: Sequence[int] = (),
     grad_fn_type_reads: Sequence[int] = (),
+    written: Collection[int] = (),
 ) -> Guards:
     """`caller_guarded`: facts the caller guards already, by input path (Note [Dynamo Captures, The Pipeline
     Compiles]). `grad_mode`: the grad mode an inference entry was analyzed in (Note [Grad Mode And Autograd
@@ -411,7 +415,8 @@ def build_guards(
     compile decided on (Note [Views That Raise After A Bump]). `unbumped_view_reads`: the tensor positions of view
     inputs the compile read as views without history, their version counters at 0 (Note [Grad Mode And Autograd
     Reads]). `grad_fn_type_reads`: the tensor positions of non-leaf inputs whose grad_fn the program read (Note [What
-    The Guards Compare])."""
+    The Guards Compare]). `written`: the dense leaves the program writes (whether each is an inference tensor is
+    guarded)."""
     w = _Writer()
     one_call: set[int] = set()
     grouped = {m for group in layout.groups for m in group.members}
@@ -449,6 +454,7 @@ def build_guards(
     _base_flag_guards(w, flat, base_flag_reads)
     _grad_fn_type_guards(w, flat, grad_fn_type_reads)
     _unbumped_guards(w, flat, unbumped_view_reads)
+    _inference_guards(w, layout, flat, written, one_call)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
@@ -815,6 +821,27 @@ def _subclass_guards(
         inner_tree = child if isinstance(child, SubclassNode) else None
         inner_real = getattr(real, attr)
         _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_real, None, caller)
+
+
+def _inference_guards(
+    w: _Writer, layout: DenseLayout, flat: FlatInputs, written: Collection[int], one_call: Collection[int]
+) -> None:
+    """Whether each dense leaf the program writes, or that is an inference tensor, is one, as the compile's (Note
+    [What The Guards Compare]). A plain input the one C call checks has it in its dispatch keys already."""
+    reals = [leaf for i in flat.tensor_indices for leaf in dense_leaves(cast(torch.Tensor, flat.values[i]))]
+    for j, real in enumerate(reals):
+        if j not in written and not real.is_inference():
+            continue
+        c = w.constant(real.is_inference())
+        leaf, access = layout.leaves[j], _dense_access(layout, flat, j)
+        w.detail_only = access == f"v{leaf.owner}" and leaf.owner in one_call
+        w.expect(
+            f"{access}.is_inference() == {c}",
+            f"{leaf.path}.is_inference()",
+            real.is_inference(),
+            f"{access}.is_inference()",
+        )
+        w.detail_only = False
 
 
 def _alias_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs, apart: Collection[DenseIndex]) -> None:

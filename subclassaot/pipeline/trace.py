@@ -97,6 +97,11 @@ from subclassaot.torch_internals import (
 #   input that is a view, written with a subclass operand (x1.mul_(pair)), gets a plain gradient in eager. The joint runs
 #   inputs as non-view clones; where such an input gets a subclass gradient there, the joint is traced again with it run
 #   as a view of its clone (`view_as`). Plain non-leaf inputs that require grad are guarded on being views.
+# - Inference inputs (made inside inference_mode; whether each written leaf is one is guarded): eager's in-place or
+#   out= op on one outside inference_mode raises (its counter cannot advance), which the run raises too
+#   (SwapRecord.inference_tensors); a kernel's write of an op neither in-place nor out= (batch norm's running stats)
+#   passes, as one inside inference_mode does. The epilogue writes them inside inference_mode, and the graph keeps no
+#   write of one (api's `_inference_graph_call`).
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

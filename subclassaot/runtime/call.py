@@ -17,7 +17,7 @@ from typing import cast
 import torch
 from torch.autograd.graph import GradientEdge
 
-from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.authoring.protocol import dense_leaves, is_traceable_subclass
 from subclassaot.runtime.plan import (
     GraphCall,
     GraphRunResult,
@@ -444,6 +444,9 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     """A synthetic base (graph input `g`) that requires grad is written where autograd records it (Note [Aliased
     Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad. `count`:
     `_base_count`."""
+    if not torch.is_inference_mode_enabled() and base.is_inference():  # Note [Input Updates]: inference inputs
+        with torch.inference_mode():
+            return _copy_base(plan, base, value, g, count)
     mutations = plan.analysis.mutations
     members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
     # hidden where written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
@@ -888,6 +891,9 @@ def _assign_data(
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
     """A wrapper-level copy_ that autograd records (Note [Inputs Written In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
+    if not torch.is_inference_mode_enabled() and any(leaf.is_inference() for leaf in (wrapper, *dense_leaves(wrapper))):
+        with torch.inference_mode():  # Note [Input Updates]: inference inputs
+            return _copy_wrapper(plan, values, t, value)
     # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an
     # alias autograd does not relate to it (a detach() passed beside it) is not (Note [Aliased Inputs In Training]).
     # Written through itself, a leaf that requires grad, or a view of one, raises eager's error here,

@@ -806,6 +806,9 @@ def copy_into(
     x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False, count: int | None = None
 ) -> None:
     # `count`: eager's count, the copy's to land on (EpiloguePlan.counted)
+    if not torch.is_inference_mode_enabled() and x.is_inference():  # Note [Input Updates]: inference inputs
+        with torch.inference_mode():
+            return copy_into(x, value, mutation, final=final, count=count)
     if count is not None:
         land_on(x, count)
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's

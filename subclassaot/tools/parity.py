@@ -135,7 +135,7 @@ class _Run:
 
     out: object = None
     inputs: tuple[_Entry, ...] = ()  # every input tensor, parameter and buffer, inner tensors included
-    versions_before: tuple[int, ...] = ()  # indexed like `inputs`
+    versions_before: tuple[int | str, ...] = ()  # indexed like `inputs` (`_version_of`: an inference tensor's)
     leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
     made_leaves: tuple[_Entry, ...] = ()  # ... and the leaves the program made (requires_grad_() on an intermediate)
     # ... and the leaves the call made of its inputs or of their bases (requires_grad as the call left them)
@@ -435,7 +435,7 @@ def _run(
     inputs = tuple(_input_entries(call, module))
     run = _Run(
         inputs=inputs,
-        versions_before=tuple(e.tensor._version for e in inputs),
+        versions_before=tuple(_version_of(e.tensor) for e in inputs),
         leaves=_grad_leaves(inputs),
     )
     grad_before = torch.is_grad_enabled()
@@ -569,21 +569,29 @@ def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], wh
         if not w.top_level:
             continue  # compared through its outer tensor; see the module docstring for version counters
         _compare_tensor(w.name, g.tensor, w.tensor, tol, errors, when=f" {when}")
-        g_changed = g.tensor._version != got.versions_before[i]
-        w_changed = w.tensor._version != want.versions_before[i]
+        g_now, w_now, g_before, w_before = (
+            _version_of(g.tensor),
+            _version_of(w.tensor),
+            got.versions_before[i],
+            want.versions_before[i],
+        )
+        g_changed, w_changed = g_now != g_before, w_now != w_before
         ahead = versions == "counted" and storage_key_or_none(w.tensor) in output_keys
-        counts = (g.tensor._version, w.tensor._version, got.versions_before[i], want.versions_before[i])
-        if versions != "moved" and g_changed == w_changed and _counter_differs(*counts, ahead=ahead):
-            errors.append(
-                f"{w.name} {when}: version counter {got.versions_before[i]} -> {g.tensor._version} vs eager "
-                f"{want.versions_before[i]} -> {w.tensor._version}"
-            )
+        if isinstance(g_before, str) or isinstance(w_before, str):  # (an inference tensor: none, or eager's none)
+            if (g_now, g_before) != (w_now, w_before):
+                errors.append(f"{w.name} {when}: version counter {g_before} -> {g_now} vs eager {w_before} -> {w_now}")
+            continue
+        if (
+            versions != "moved"
+            and g_changed == w_changed
+            and _counter_differs(g_now, w_now, g_before, w_before, ahead=ahead)
+        ):
+            errors.append(f"{w.name} {when}: version counter {g_before} -> {g_now} vs eager {w_before} -> {w_now}")
         if g_changed != w_changed:
             changed = {True: "changed", False: "unchanged"}
             errors.append(
                 f"{w.name} {when}: version counter {changed[g_changed]} vs eager {changed[w_changed]} "
-                f"({got.versions_before[i]} -> {g.tensor._version} vs eager "
-                f"{want.versions_before[i]} -> {w.tensor._version})"
+                f"({g_before} -> {g_now} vs eager {w_before} -> {w_now})"
             )
 
 
@@ -641,7 +649,7 @@ def _written_indices(want: _Run) -> tuple[int, ...]:
         for i, e in enumerate(want.inputs)
         if e.top_level
         and e.tensor.requires_grad
-        and e.tensor._version != want.versions_before[i]
+        and _version_of(e.tensor) != want.versions_before[i]
         and _autograd_fact(functools.partial(_is_leaf, e.tensor)) is False
     )
 

@@ -11,6 +11,7 @@ from typing import cast
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
@@ -1703,3 +1704,126 @@ def test_function_inside_inference_mode_after_a_row_set_to_itself(kind: str, ret
         return
     with torch.no_grad():
         assert_matches_eager(f, make)
+
+
+def _batch_norm_training(x: T, w: T, b: T, mean: T, var: T) -> object:
+    return torch.native_batch_norm(x, w, b, mean, var, True, 0.1, 1e-5)
+
+
+def _functional_batch_norm_training(x: T, w: T, b: T, mean: T, var: T) -> object:
+    return torch.nn.functional.batch_norm(x, mean, var, w, b, training=True)
+
+
+def _inference_stats(two: bool) -> Callable[[], tuple[T, ...]]:
+    def make() -> tuple[T, ...]:
+        torch.manual_seed(0)
+        ts = [torch.randn(2, 3, 4), torch.randn(3), torch.randn(3)]
+        with torch.inference_mode():
+            ts += [torch.zeros(3), torch.ones(3)]
+        return tuple(TwoTensor(t, t.clone()) for t in ts) if two else tuple(ts)  # type: ignore[no-untyped-call]  # untyped in torch
+
+    return make
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("two", [False, True], ids=["plain", "two_tensor"])
+@pytest.mark.parametrize("f", [_batch_norm_training, _functional_batch_norm_training], ids=["native", "functional"])
+def test_batch_norm_writes_running_stats_made_inside_inference_mode(
+    f: Callable[..., object], two: bool, backend: str
+) -> None:
+    """Outside inference_mode, batch norm in training writes running stats made inside it: its kernel writes them,
+    and the op, neither in-place nor out=, advances no version counter, which is what raises on an inference tensor.
+    The compiled call's copy back (and the graph's own, kept in the graph) raised that error (issue #27, hbn)."""
+    assert_matches_eager(f, _inference_stats(two), backend=backend)
+
+
+def _batch_norm_module(frozen: bool, whole: bool) -> torch.nn.Module:
+    """BatchNorm2d in training whose running stats were made inside inference_mode (`whole`: the module itself,
+    num_batches_tracked too)."""
+    if whole:
+        with torch.inference_mode():
+            model = torch.nn.BatchNorm2d(3)
+    else:
+        model = torch.nn.BatchNorm2d(3)
+        with torch.inference_mode():
+            model.running_mean, model.running_var = torch.zeros(3), torch.ones(3)
+    return model.requires_grad_(not frozen).train()
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_batch_norm_module_with_running_stats_made_inside_inference_mode_matches_eager(backend: str) -> None:
+    """The module path (by hand: the oracle's deepcopy of a module makes its inference buffers normal tensors)."""
+    eager, model = _batch_norm_module(True, False), _batch_norm_module(True, False)
+    compiled = subclassaot.compile(model, backend=backend)
+    for _ in range(2):
+        x = torch.randn(2, 3, 4, 4)
+        torch.testing.assert_close(compiled(x), eager(x))
+        for name, buffer in eager.named_buffers():
+            ours = cast(T, getattr(model, name))
+            assert ours.is_inference() == buffer.is_inference(), name
+            torch.testing.assert_close(ours, buffer)
+        assert model.num_batches_tracked._version == eager.num_batches_tracked._version
+
+
+@pytest.mark.parametrize(
+    ("frozen", "whole", "error"),
+    [(False, False, "cannot be saved for backward"), (True, True, "Inplace update to inference tensor")],
+    ids=["saved_for_backward", "num_batches_tracked_written"],
+)
+def test_batch_norm_module_with_inference_buffers_raises_eagers_error(frozen: bool, whole: bool, error: str) -> None:
+    """Eager raises: its node saves the running stats where the weight requires grad; num_batches_tracked.add_(1)
+    writes an inference tensor in place where the whole module was made inside inference_mode."""
+    x = torch.randn(2, 3, 4, 4)
+    with pytest.raises(RuntimeError, match=error):
+        _batch_norm_module(frozen, whole)(x)
+    with pytest.raises(RuntimeError, match=error):
+        subclassaot.compile(_batch_norm_module(frozen, whole), backend="eager")(x)
+
+
+def _written_in_place(x: T, mean: T) -> object:
+    mean.add_(1)
+    return x + 1
+
+
+def _written_in_place_inside_inference_mode(x: T, mean: T) -> object:
+    with torch.inference_mode():
+        mean.add_(1)
+    return x + 1
+
+
+def _with_stats(two: bool) -> tuple[T, T]:
+    with torch.inference_mode():
+        mean = torch.zeros(3)
+    return torch.randn(3), TwoTensor(mean, mean.clone()) if two else mean  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def test_in_place_write_of_an_inference_input_raises_eagers_error() -> None:
+    """The program's own in-place op on an inference input outside inference_mode raises in eager: the run raises
+    eager's error (the epilogue's copy, which raised it before, now writes inference inputs inside inference_mode).
+    Guarded: a normal tensor compiles anew and is written, an inference one raises again."""
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        _written_in_place(*_with_stats(False))
+    compiled = subclassaot.compile(_written_in_place, backend="eager")
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        compiled(*_with_stats(False))
+    x, mean = torch.randn(3), torch.zeros(3)
+    compiled(x, mean)
+    assert bool((mean == 1).all())
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        compiled(*_with_stats(False))
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize(
+    ("f", "two"),
+    [
+        (_written_in_place_inside_inference_mode, False),
+        (_written_in_place_inside_inference_mode, True),
+        (_written_in_place, True),
+    ],
+    ids=["inside-plain", "inside-two_tensor", "outside-two_tensor"],
+)
+def test_in_place_write_of_an_inference_input_matches_eager(f: Callable[..., object], two: bool, backend: str) -> None:
+    """Inside inference_mode it passes; so does a TwoTensor's outside it, whose inner in-place op runs below
+    ADInplaceOrView (its wrapper is no inference tensor)."""
+    assert_matches_eager(f, lambda: _with_stats(two), backend=backend)

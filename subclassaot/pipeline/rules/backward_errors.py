@@ -185,6 +185,30 @@ def early_leaf_views(
     return frozenset(views)
 
 
+def refuse_changed_leaf_views(
+    analysis: Analysis, flat: FlatInputs, layout: DenseLayout, views: Set[int], attached: Set[int], error: Exception
+) -> None:
+    """Refuse where an output in `views`, with which eager's backward raises before any leaf gets its gradient, is a
+    view replayed after the call of an autograd leaf the program changes (a write under no_grad), that the Function
+    does not take attached: the replayed view's node is newer than the Function's and runs first, giving the leaf its
+    gradient, where eager's view node, older than the failing one, never runs (Note [Probing Eager's Backward])."""
+    for o in sorted(views):
+        r = analysis.outputs[o].replay
+        index = None if r is None else InputIndex(r.index)
+        real = None if index is None else flat.values[index]
+        if index is None or index in attached or not isinstance(real, torch.Tensor) or not real.is_leaf:
+            continue
+        if _unchanged_leaf(analysis, flat, layout, index):
+            continue
+        raise UnsupportedError(
+            f"the program's backward fails in eager ({error}) before any autograd leaf gets its gradient, and output "
+            f"{o} is a view of {flat.leaves[index].path}, an autograd leaf the program changes (written under no_grad "
+            "or through .data): the compiled call takes that view after the call, once the leaf has its new value, so "
+            "its backward node runs before the failing one and gives the leaf a gradient eager's does not (Note "
+            "[Probing Eager's Backward]). Return a clone of the view, or change a clone of the leaf"
+        )
+
+
 def _unchanged_leaf(analysis: Analysis, flat: FlatInputs, layout: DenseLayout, index: InputIndex) -> bool:
     """Is input `index` an autograd leaf whose data, metadata and version counter the program leaves as they were?"""
     real = flat.values[index]

@@ -269,13 +269,16 @@ def check_inference_write(record: SwapRecord, func: Any, args: tuple[Any, ...], 
     """An op of the program that writes (data, layout or storage), outside inference_mode, a plain tensor whose eager
     version counter is absent (SwapRecord.counter_absent) raises in eager. The run's view of an inference tensor taken
     after the block is none and has a counter, so its write would pass: raise eager's error (detach_() bumps no
-    counter and passes in eager too)."""
+    counter and passes in eager too; so does a kernel's write of an argument of an op neither in-place nor out=, which
+    has no ADInplaceOrView kernel to advance it: batch norm's running stats)."""
     schema = getattr(func, "_schema", None)
     if torch.is_inference_mode_enabled() or schema is None or func is torch.ops.aten.detach_.default:
         return
     for i, arg_schema in enumerate(schema.arguments):
         arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
         if not (arg_schema.is_write and isinstance(arg, torch.Tensor)) or is_traceable_subclass(arg):
+            continue
+        if not schema.name.endswith("_") and not arg_schema.is_out:
             continue
         if not arg.is_inference() and record.counter_absent(arg):  # (the run's inference tensor raises itself)
             record.inference_write_raised = True
