@@ -66,6 +66,18 @@ def is_view_op(func: object) -> bool:
     return bool(getattr(func, "is_view", False)) and func is not torch.ops.aten.lift_fresh.default
 
 
+def bumps_written_args(func: object) -> bool:
+    """Does eager's dispatcher advance the version counter of each argument `func`'s schema writes? For aten, its
+    in-place and out= variants (their ADInplaceOrView kernels); for an op of another namespace, one with an
+    ADInplaceOrView kernel: torch.library.custom_op registers one that advances each of its `mutates_args` once
+    (what its body writes besides, opaque to the trace, is its kernel's: runtime/steps.py: Version Counters As
+    Eager's)."""
+    namespace, name = getattr(func, "namespace", "aten"), getattr(func, "_name", "")
+    if namespace == "aten" or not name:
+        return False
+    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(name, "ADInplaceOrView"))
+
+
 def is_value_read_type_error(e: TypeError) -> bool:
     """Did torch's argument parser fail to read a pipeline tensor as a Python int (a 0-dim tensor passed as a size,
     as `nn.LSTM` does with a PackedSequence's `batch_sizes[0]`)? Eager reads the value; a fake or functional tensor
@@ -702,7 +714,28 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
     and every later one (a hit) disagreed: `x = base.as_strided((1,), (1,), 1); x.add_(1)` left x's functional value
     at offset 1 on the first compile and 0 after, a view of it (`x.t()`) took the value's offset, and a subclass
     whose two inner tensors ran the same op met one miss and one hit.
+
+    Higher-order ops: torch finds a HOP's rule for the current mode by the mode's exact type, so a subclass of
+    FakeTensorMode has none of FakeTensorMode's (functionalization's `auto_functionalized_v2` of a custom op that
+    writes its inputs raised NotImplementedError). FakeTensorMode's rule of a HOP is its own `__torch_dispatch__`
+    (torch's `redirect_to_mode`): with `supports_higher_order_operators` the HOP comes to that method here, and one
+    without a FakeTensorMode rule raises as it would under FakeTensorMode.
     """
+
+    supports_higher_order_operators = True
+
+    def __torch_dispatch__(
+        self,
+        func: torch._ops.OpOverload,
+        types: Sequence[type],
+        args: Sequence[object] = (),
+        kwargs: Mapping[str, object] | None = None,
+    ) -> object:
+        if isinstance(func, torch._ops.HigherOrderOperator) and FakeTensorMode not in func.python_key_table:
+            raise NotImplementedError(
+                f"There was no rule registered for HigherOrderOperator {func._name} and mode {self}"
+            )
+        return super().__torch_dispatch__(func, types, args, kwargs or {})
 
     def _get_output_tensor_from_cache_entry(
         self,

@@ -87,6 +87,9 @@ aten = torch.ops.aten
 #   backend kernel calls on its fresh results advance their counters (clone() 1, max(dim) 2, by device and size): the
 #   functional run asks eager's kernel on zeros laid out as the operands and counts those bumps (note_inference_reads;
 #   not for symbolic sizes, large operands, random ops or a kernel refusing zeros);
+# - a torch.library custom op advances each argument its `mutates_args` names once (its ADInplaceOrView kernel:
+#   bumps_written_args), and its body, opaque to the trace, as often as it writes a plain one: asked likewise on
+#   zeros (note_custom_op_writes);
 # - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
 #   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
 #   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);

@@ -23,6 +23,7 @@ from tests.pipeline.corpus_pytorch5 import CASES5
 from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
+from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
@@ -128,6 +129,17 @@ SUBCLASS_REFUSALS: dict[str, tuple[str, str]] = {  # name -> (the words, the inp
 }
 REFUSED.update({name: words for name, (words, _) in SUBCLASS_REFUSALS.items()})
 
+# corpus_pytorch9.py (test_autograd.py's in-place writes through views, setitem, custom Functions; custom ops with
+# mutates_args). test_index_backward_does_not_save_tensor indexes by a boolean mask: a size made of tensor values
+# (eager's result has a size only the values give; the whole-program trace cannot give it).
+VALUE_SIZE = "the program depends on tensor values while it is traced"
+VALUE_READ = "the program reads a tensor's value as a Python number"
+AUTOGRAD_REFUSALS: dict[str, str] = {
+    "ag_index_backward_does_not_save_tensor": VALUE_SIZE,
+    "ag_two_index_backward_does_not_save_tensor": VALUE_READ,
+}
+REFUSED.update(AUTOGRAD_REFUSALS)
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
     # (repro: /work/repros/open/hheld_nested_mixed_dynamic_backward.py)
@@ -188,10 +200,10 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7 + CASES8
-# The sixth and eighth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their direct cases are
-# enough).
-SIXTH = frozenset(c.name for c in CASES6 + CASES8)
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7 + CASES8 + CASES9
+# The sixth, eighth and ninth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their direct
+# cases are enough).
+SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -245,3 +257,11 @@ def test_subclass_program_refused_naming_the_input_and_rule(name: str) -> None:
         run_case(case, "eager", None)
     assert words in str(info.value)
     assert str(info.value).startswith(path)
+
+
+@pytest.mark.parametrize("name", sorted(AUTOGRAD_REFUSALS))
+def test_autograd_program_refused_naming_the_rule(name: str) -> None:
+    # corpus_pytorch9.py's refusals, with the rule's words (the table asserts only the type).
+    (case,) = [c for c in CASES9 if c.name == name]
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=AUTOGRAD_REFUSALS[name]):
+        run_case(case, "eager", None)

@@ -31,9 +31,10 @@ from tests.pipeline.corpus_pytorch5 import CASES5
 from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
+from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7 + CASES8
+ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7 + CASES8 + CASES9
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
 DYNAMO_FAILS = frozenset(
@@ -60,6 +61,18 @@ DYNAMO_FAILS = frozenset(
         "sub_torch_function_reentrant_dispatch",
         "sub_attr_codegen_tos",
         "sub_tensor_subclass_super_new",
+        # corpus_pytorch9.py: Dynamo's speculation of a custom Function returning one tensor twice ("Placeholder node
+        # not found in env") or marking an output non-differentiable ("Expected fwd_out to be a BaseListVariable")
+        *(
+            f"ag_{p}{name}"
+            for p in ("", "two_")
+            for name in (
+                "return_duplicate",
+                "return_duplicate_inplace",
+                "mark_non_differentiable",
+                "mark_non_differentiable_none",
+            )
+        ),
     }
 )
 CUSTOM_FUNCTIONS = frozenset(
@@ -98,6 +111,7 @@ REFUSED = {
         (f"{p}ind_index_put_fallback2{a}_train" for p in ("", "pair_") for a in ("", "_acc")),
         "a backward that makes a size of tensor values (a boolean index beside a long one), as directly",
     ),
+    "ag_two_index_backward_does_not_save_tensor": "a size made of tensor values (a boolean mask), as directly",
 }
 ALIASED_BY_SET = (
     "Dynamo runs the program's set_() before the graph (a graph break), so the graph gets two inputs that share "
@@ -158,6 +172,13 @@ def test_two_tensor_programs_through_torch_compile(case: Case) -> None:
 def test_subclass_programs_through_torch_compile(case: Case) -> None:
     # corpus_pytorch8.py (test/dynamo/test_subclasses.py's SubclassTests), all of it in CI: Dynamo handles what the
     # direct path refuses (subclasses made in the program, torch-function overrides), each graph through ours
+    _run(case)
+
+
+@pytest.mark.parametrize("case", _params([c for c in CASES9 if "custom_op" in c.name and c not in SLICE]))
+def test_custom_op_programs_through_torch_compile(case: Case) -> None:
+    # corpus_pytorch9.py's torch.library custom ops that write their arguments: Dynamo keeps the op in its graph,
+    # functionalization makes it auto_functionalized_v2 under our fake mode
     _run(case)
 
 

@@ -11,6 +11,13 @@ import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.corpus_pytorch9 import (
+    _randn_2x3,
+    _x_and_out,
+    custom_op_writes_input,
+    custom_op_writes_out_and_returns,
+    custom_op_writes_view_of_input,
+)
 from tests.pipeline.program_helpers import DirtyScale, TransposeSaved, nonleaf, pair, pair_nonleaf
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -1146,3 +1153,27 @@ def test_fresh_output_set_onto_itself_under_grad_counts_as_eager(
     with torch.enable_grad():
         assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
         assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact", after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torch.library custom ops that write their arguments (`mutates_args`)
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["plain", "two_tensor"])
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (custom_op_writes_input, _randn_2x3),  # its body's add_ advances a plain input's counter once more
+        (custom_op_writes_view_of_input, _randn_2x3),
+        (custom_op_writes_out_and_returns, _x_and_out),  # its body's copy_ into `out`
+    ],
+    ids=["input", "view_of_input", "out_arg"],
+)
+def test_custom_op_mutating_its_argument_counts_as_eager(
+    fn: Callable[..., object], make: Callable[[bool], tuple[object, ...]], two: bool, compile_fn: CompileFn | None
+) -> None:
+    # The dispatcher advances each argument of `mutates_args` once (the op's ADInplaceOrView kernel) and the body as
+    # often as it writes a plain one (eager: 2 for `x.add_(1)` in the body; a TwoTensor's outer counter: 1). Before:
+    # the trace raised NotImplementedError (auto_functionalized_v2 under a subclass of FakeTensorMode), then counted
+    # no bump (the op's name has no trailing underscore).
+    assert_matches_eager(fn, lambda: make(two), versions="exact", compile_fn=compile_fn)

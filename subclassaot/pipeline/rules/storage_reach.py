@@ -39,7 +39,14 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.set_storage_rules import program_nbytes
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.schemas import DenseIndex
-from subclassaot.torch_internals import has_data_mutation, has_view_chain, hint_of, inner_storage_offset, storage_key
+from subclassaot.torch_internals import (
+    bumps_written_args,
+    has_data_mutation,
+    has_view_chain,
+    hint_of,
+    inner_storage_offset,
+    storage_key,
+)
 
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -783,6 +790,48 @@ def _eager_result_counts(
 ) -> list[int] | None:
     """The version count of each tensor result of eager's `func` on real zeros laid out as the operands are; None
     where it cannot be asked (note_inference_reads)."""
+    asked = _asked_on_zeros(record, func, args, kwargs)
+    if asked is None:
+        return None
+    results = [r for r in pytree.tree_leaves(asked[1]) if isinstance(r, torch.Tensor)]
+    return [0 if r.is_inference() else int(r._version) for r in results]
+
+
+def note_custom_op_writes(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A torch.library custom op that writes plain arguments (`mutates_args`): its dispatcher advanced each once
+    (`bumps_written_args`), and its body, opaque to the trace, may write them again (`x.add_(1)`: eager's count is 2).
+    How often is the body's own: it is asked, at compile time, on zeros of the operands' layouts, as
+    note_inference_reads asks, and each argument's family counts the rest (runtime/steps.py: Version Counters As
+    Eager's). A subclass argument's body runs on its inner tensors, below autograd: its own counter moves once."""
+    schema = getattr(func, "_schema", None)
+    if schema is None or not schema.is_mutable or not bumps_written_args(func):
+        return
+    written = [
+        (i, a)
+        for i, a in enumerate(schema.arguments)
+        if a.is_write
+        and isinstance(arg := (args[i] if i < len(args) else kwargs.get(a.name)), torch.Tensor)
+        and not is_traceable_subclass(arg)
+    ]
+    if not written:
+        return
+    asked = _asked_on_zeros(record, func, args, kwargs)
+    if asked is None:
+        return
+    (real_args, real_kwargs), _ = asked
+    for i, a in written:
+        arg = args[i] if i < len(args) else kwargs[a.name]
+        real = real_args[i] if i < len(real_args) else real_kwargs[a.name]
+        for _ in range(int(real._version) - 1):
+            record.note_bump(arg)
+
+
+def _asked_on_zeros(
+    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, Any], Any] | None:
+    """((the operands, the result)) of eager's `func` run on real zeros laid out as the operands are, outside the
+    program's modes; None where it cannot be asked (a symbolic size, an operand covering many elements, a kernel
+    that raises on zeros)."""
 
     def real(t: torch.Tensor) -> torch.Tensor:
         meta = (*t.shape, *t.stride(), t.storage_offset())
@@ -798,12 +847,11 @@ def _eager_result_counts(
 
     try:
         with _disable_current_modes(), torch._C._ForceDispatchKeyGuard(*_TOP_LEVEL_KEYS), torch.no_grad():
-            real_args, real_kwargs = pytree.tree_map_only(torch.Tensor, real, (args, kwargs))
-            out = func(*real_args, **real_kwargs)
+            real_operands = pytree.tree_map_only(torch.Tensor, real, (args, kwargs))
+            out = func(*real_operands[0], **real_operands[1])
     except Exception:  # (_NotAsked, or the kernel refuses zeros: not asked)
         return None
-    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
-    return [0 if r.is_inference() else int(r._version) for r in results]
+    return real_operands, out
 
 
 class _NotAsked(Exception):

@@ -122,6 +122,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_write_through_base_strided,
     functional_frame_offset,
     note_absolute_view,
+    note_custom_op_writes,
     note_escaping_view,
     note_grad_through_hidden_grow,
     note_inference_reads,
@@ -164,6 +165,7 @@ from subclassaot.pipeline.rules.swap_record import (
 from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
     autograd_sequence_nr,
+    bumps_written_args,
     differentiable_dtype,
     differentiates_inside_transform,
     dispatches_in_cpp,
@@ -362,6 +364,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         if counted is not None:
             note_inference_reads(self.record, func, args, kwargs, out)  # runtime/steps.py: Version Counters As Eager's
+            note_custom_op_writes(self.record, func, args, kwargs)  # (the same)
         self.record.pin(out)
         note_kernel_layout(self.record, func, args, kwargs, out)  # Note [Strides The Kernels Choose]
         return out
@@ -1011,6 +1014,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
             # _native_batch_norm_legit) leave its version alone. Follow it.
             inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
+            bumped = inplace or bumps_written_args(func)  # (a torch.library custom op's `mutates_args`)
             moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
             for i, arg_schema in enumerate(schema.arguments):
                 arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
@@ -1043,7 +1047,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
-                    self._record_write(arg, inplace or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
+                    self._record_write(arg, bumped or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
                     if inplace and not arg_schema.is_out and self.depth == 0 and _recording():
                         self._note_grad_write(func, arg)
 
