@@ -24,7 +24,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
-from policies import AutomaticDynamicState, Policy
+from policies import AutomaticDynamicState, Policy, TensorPolicy, static
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError, program_line
@@ -1317,7 +1317,7 @@ def _fakify_and_desugar(
     `attempt` whether a fake has a symbolic size or stride."""
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
-    dynamic = config.dynamic
+    dynamic, policies = config.dynamic, dict(config.policies)
     while True:
         fake_mode = new_fake_mode()
         fakified = fakify_inputs(
@@ -1325,7 +1325,7 @@ def _fakify_and_desugar(
             paths,
             fake_mode=fake_mode,
             dynamic=dynamic,
-            policies=config.policies,
+            policies=policies,
             state=state,
             symbol_cache=symbols,
         )
@@ -1333,10 +1333,20 @@ def _fakify_and_desugar(
             layout = dense_layout(
                 list(fakified.fakes), paths, flat.tensor_indices, tensors, whole_storage=whole_storage
             )
-        except DynamicAliasError:
-            if dynamic is False:
+        except DynamicAliasError as e:
+            # (a user's policy stands; one Dynamo's adapter derived from its own symbols does not: our guards then
+            # check the sizes it left unguarded)
+            forced = {
+                p: TensorPolicy(sizes=(static(),) * n)
+                for p, n in e.members.items()
+                if p not in config.policies or p in config.caller_guarded
+            }
+            if dynamic is False and all(policies.get(p) == f for p, f in forced.items()):
                 raise
-            dynamic = False  # See Note [Synthetic Bases]: aliased inputs compile with static shapes.
+            # See Note [Synthetic Bases]: aliased inputs compile with static shapes, those torch marks dynamic too
+            # (an NJT's `_values` passed beside it: torch marks its packed dim, and so the plain tensor, dynamic).
+            dynamic = False
+            policies.update(forced)
             continue
         attempt.symbolic |= bool(fakified.symbol_bindings)
         fakes = list(fakified.fakes)

@@ -135,7 +135,7 @@ class _Run:
 
     out: object = None
     inputs: tuple[_Entry, ...] = ()  # every input tensor, parameter and buffer, inner tensors included
-    versions_before: tuple[int, ...] = ()  # indexed like `inputs`
+    versions_before: tuple[int | str, ...] = ()  # indexed like `inputs` (`_version_of`: an inference tensor has none)
     leaves: tuple[_Entry, ...] = ()  # every autograd leaf whose .grad is compared: leaf inputs and hidden leaves
     made_leaves: tuple[_Entry, ...] = ()  # ... and the leaves the program made (requires_grad_() on an intermediate)
     # ... and the leaves the call made of its inputs or of their bases (requires_grad as the call left them)
@@ -435,7 +435,7 @@ def _run(
     inputs = tuple(_input_entries(call, module))
     run = _Run(
         inputs=inputs,
-        versions_before=tuple(e.tensor._version for e in inputs),
+        versions_before=tuple(_version_of(e.tensor) for e in inputs),
         leaves=_grad_leaves(inputs),
     )
     grad_before = torch.is_grad_enabled()
@@ -569,21 +569,25 @@ def _compare_inputs(got: _Run, want: _Run, tol: Tolerance, errors: list[str], wh
         if not w.top_level:
             continue  # compared through its outer tensor; see the module docstring for version counters
         _compare_tensor(w.name, g.tensor, w.tensor, tol, errors, when=f" {when}")
-        g_changed = g.tensor._version != got.versions_before[i]
-        w_changed = w.tensor._version != want.versions_before[i]
+        g_version, w_version = _version_of(g.tensor), _version_of(w.tensor)
+        g_changed = g_version != got.versions_before[i]
+        w_changed = w_version != want.versions_before[i]
         ahead = versions == "counted" and storage_key_or_none(w.tensor) in output_keys
-        counts = (g.tensor._version, w.tensor._version, got.versions_before[i], want.versions_before[i])
-        if versions != "moved" and g_changed == w_changed and _counter_differs(*counts, ahead=ahead):
+        g_before, w_before = got.versions_before[i], want.versions_before[i]
+        if isinstance(g_before, int) and isinstance(w_before, int):
+            differs = _counter_differs(g_version, w_version, g_before, w_before, ahead=ahead)
+        else:  # (an inference tensor: what reading its counter says)
+            differs = (g_version, g_before) != (w_version, w_before)
+        if versions != "moved" and g_changed == w_changed and differs:
             errors.append(
-                f"{w.name} {when}: version counter {got.versions_before[i]} -> {g.tensor._version} vs eager "
-                f"{want.versions_before[i]} -> {w.tensor._version}"
+                f"{w.name} {when}: version counter {got.versions_before[i]} -> {g_version} vs eager "
+                f"{want.versions_before[i]} -> {w_version}"
             )
         if g_changed != w_changed:
             changed = {True: "changed", False: "unchanged"}
             errors.append(
                 f"{w.name} {when}: version counter {changed[g_changed]} vs eager {changed[w_changed]} "
-                f"({got.versions_before[i]} -> {g.tensor._version} vs eager "
-                f"{want.versions_before[i]} -> {w.tensor._version})"
+                f"({got.versions_before[i]} -> {g_version} vs eager {want.versions_before[i]} -> {w_version})"
             )
 
 
@@ -641,7 +645,7 @@ def _written_indices(want: _Run) -> tuple[int, ...]:
         for i, e in enumerate(want.inputs)
         if e.top_level
         and e.tensor.requires_grad
-        and e.tensor._version != want.versions_before[i]
+        and _version_of(e.tensor) != want.versions_before[i]
         and _autograd_fact(functools.partial(_is_leaf, e.tensor)) is False
     )
 
