@@ -616,7 +616,7 @@ def _jagged(lengths: tuple[int, ...], d: int, *, requires_grad: bool = True) -> 
     """test_subclasses' `get_jagged_tensor(((lengths), d), None)`: float64 rows (leaves), joined by jagged_from_list."""
     gen = torch.Generator().manual_seed(0)
     rows = [torch.randn(n, d, generator=gen, dtype=torch.float64).requires_grad_(requires_grad) for n in lengths]
-    nt: Tensor = jagged_from_list(rows, None)[0]  # type: ignore[no-untyped-call]  # untyped in torch
+    nt: Tensor = jagged_from_list(rows, None)[0]
     return nt
 
 
@@ -665,7 +665,7 @@ def _rows_and_shared() -> tuple[Tensor, Tensor]:
     gen = torch.Generator().manual_seed(0)
     rows = [torch.randn(n, 3, generator=gen, dtype=torch.float64, requires_grad=True) for n in (2, 3, 4)]
     nt = torch.nested.as_nested_tensor(rows, layout=torch.jagged)
-    other: Tensor = jagged_from_list(rows, offsets_of(nt))[0]  # type: ignore[no-untyped-call]  # untyped in torch
+    other: Tensor = jagged_from_list(rows, offsets_of(nt))[0]
     return nt, other
 
 
@@ -707,7 +707,7 @@ def _embedded(ids: Tensor) -> Tensor:
 
 
 def _packed_heads(nt: Tensor) -> Tensor:  # SDPA over heads split from the features
-    q = nt.unflatten(-1, [2, 4]).transpose(1, 2)
+    q = torch.unflatten(nt, -1, (2, 4)).transpose(1, 2)
     return F.scaled_dot_product_attention(q, q, q).transpose(1, 2).flatten(-2)
 
 

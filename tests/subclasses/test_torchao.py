@@ -26,14 +26,6 @@ pytest.importorskip("torchao")
 logging.getLogger("torchao").setLevel(logging.ERROR)
 
 import torchao.optim  # noqa: E402
-from torchao.optim.quant_utils import _fp32_to_bf16_sr, quantize_4bit_with_qmap, quantize_8bit_with_qmap  # noqa: E402
-from torchao.optim.subclass_4bit import OptimState4bit  # noqa: E402
-from torchao.optim.subclass_8bit import OptimState8bit  # noqa: E402
-from torchao.optim.subclass_fp8 import OptimStateFp8  # noqa: E402
-from torchao.prototype.quantized_training import (  # noqa: E402
-    Int8QuantizedTrainingLinearWeight,
-    int8_weight_only_quantized_training,
-)
 from torchao.float8 import Float8LinearConfig, convert_to_float8_training  # noqa: E402
 from torchao.float8.float8_linear import Float8Linear  # noqa: E402
 from torchao.float8.float8_training_tensor import (  # noqa: E402
@@ -41,6 +33,14 @@ from torchao.float8.float8_training_tensor import (  # noqa: E402
     GemmInputRole,
     LinearMMConfig,
     hp_tensor_and_scale_to_float8,
+)
+from torchao.optim.quant_utils import _fp32_to_bf16_sr, quantize_4bit_with_qmap, quantize_8bit_with_qmap  # noqa: E402
+from torchao.optim.subclass_4bit import OptimState4bit  # noqa: E402
+from torchao.optim.subclass_8bit import OptimState8bit  # noqa: E402
+from torchao.optim.subclass_fp8 import OptimStateFp8  # noqa: E402
+from torchao.prototype.quantized_training import (  # noqa: E402
+    Int8QuantizedTrainingLinearWeight,
+    int8_weight_only_quantized_training,
 )
 from torchao.quantization import (  # noqa: E402
     Float8WeightOnlyConfig,
@@ -431,12 +431,28 @@ def test_qat_fake_quantizer_storing_its_scale_is_refused_by_the_direct_entry() -
 # float8/test_compile.py), as written there, through both entries ------------------------------------------------
 
 
+_Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
+
+
 def _optim_state_slices(offset: int) -> Callable[[T], object]:  # test_subclass_slice
     return lambda t: (t[:offset].dequantize(), t[offset : 2 * offset].dequantize())
 
 
-def _optim_state(cls: type, shape: tuple[int, ...]) -> Callable[[], tuple[T]]:
-    return lambda: (cast(T, cls.zeros(shape)),)  # type: ignore[attr-defined]  # torchao's classmethod, untyped
+_OptimState = type[OptimState4bit] | type[OptimState8bit] | type[OptimStateFp8]
+
+
+def _optim_state(cls: _OptimState, shape: tuple[int, ...]) -> Callable[[], tuple[T]]:
+    return lambda: (cls.zeros(shape),)
+
+
+def _sliced(cls: _OptimState, shape: tuple[int, ...]) -> _Program:
+    return _optim_state_slices(shape[0] // 2), _optim_state(cls, shape)
+
+
+def _recast(cls: _OptimState) -> _Program:  # test_subclass_appearance_dtype
+    return lambda t: (t.to(torch.bfloat16), t.to(torch.bfloat16).to(torch.float32).dequantize()), _optim_state(
+        cls, (1024,)
+    )
 
 
 def _int8_trained_linear(bias: bool) -> nn.Module:  # test_int8_weight_only_compile
@@ -457,8 +473,12 @@ class _Int8Classifier(nn.Module):  # test_int8_weight_only_training's step, up t
         return nn.functional.cross_entropy(self.model(x), labels)
 
 
+def _int8_linear_program(bias: bool, lead: tuple[int, ...]) -> _Program:
+    return _int8_trained_linear(bias), lambda: ((torch.randn((*lead, 128)) * 10).requires_grad_(),)
+
+
 def _int8_rows(n: int) -> T:
-    return cast(T, Int8QuantizedTrainingLinearWeight.from_float(torch.randn(n, 8)))  # type: ignore[no-untyped-call]
+    return Int8QuantizedTrainingLinearWeight.from_float(torch.randn(n, 8))
 
 
 def _nf4_32(dtype: torch.dtype = torch.float32) -> T:  # test_nf4's (32, 32) weight, blocks of 16, scalers of 2
@@ -485,7 +505,7 @@ class _Float8GraphBreak(nn.Module):  # test_float8_with_graph_break_in_the_middl
         return x.relu()
 
 
-_Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
+_OPTIM_STATES: tuple[_OptimState, ...] = (OptimState4bit, OptimState8bit, OptimStateFp8)
 HELD_OUT_TORCHAO: dict[str, Callable[[], _Program]] = {
     "quantize_8bit_with_qmap_compile": lambda: (
         quantize_8bit_with_qmap,
@@ -500,27 +520,14 @@ HELD_OUT_TORCHAO: dict[str, Callable[[], _Program]] = {
         lambda: ((torch.rand(32) * 100).view(-1, 1).repeat(1, 1000),),
     ),
     **{
-        f"subclass_slice_{cls.__name__}_{len(shape)}d": (
-            lambda cls=cls, shape=shape: (_optim_state_slices(shape[0] // 2), _optim_state(cls, shape))
-        )
-        for cls in (OptimState4bit, OptimState8bit, OptimStateFp8)
+        f"subclass_slice_{cls.__name__}_{len(shape)}d": functools.partial(_sliced, cls, shape)
+        for cls in _OPTIM_STATES
         for shape in ((4096,), (256, 256))
     },
+    **{f"subclass_appearance_dtype_{cls.__name__}": functools.partial(_recast, cls) for cls in _OPTIM_STATES},
     **{
-        f"subclass_appearance_dtype_{cls.__name__}": (
-            lambda cls=cls: (
-                lambda t: (t.to(torch.bfloat16), t.to(torch.bfloat16).to(torch.float32).dequantize()),
-                _optim_state(cls, (1024,)),
-            )
-        )
-        for cls in (OptimState4bit, OptimState8bit, OptimStateFp8)
-    },
-    **{
-        f"int8_weight_only_compile_{'bias' if bias else 'no_bias'}_{len(lead)}_leading": (
-            lambda bias=bias, lead=lead: (
-                _int8_trained_linear(bias),
-                lambda: ((torch.randn((*lead, 128)) * 10).requires_grad_(),),
-            )
+        f"int8_weight_only_compile_{'bias' if bias else 'no_bias'}_{len(lead)}_leading": functools.partial(
+            _int8_linear_program, bias, lead
         )
         for bias in (False, True)
         for lead in ((), (2,), (2, 4))
