@@ -25,6 +25,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
 from policies import AutomaticDynamicState, Policy, TensorPolicy, static
+from policies.marks import get_mark
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError, program_line
@@ -1334,12 +1335,12 @@ def _fakify_and_desugar(
                 list(fakified.fakes), paths, flat.tensor_indices, tensors, whole_storage=whole_storage
             )
         except DynamicAliasError as e:
-            # (a user's policy stands; one Dynamo's adapter derived from its own symbols does not: our guards then
-            # check the sizes it left unguarded)
+            # (a user's policy or mark stands; one Dynamo's adapter derived from its own symbols does not: our guards
+            # then check the sizes it left unguarded)
             forced = {
                 p: TensorPolicy(sizes=(static(),) * n)
                 for p, n in e.members.items()
-                if p not in config.policies or p in config.caller_guarded
+                if (p not in config.policies or p in config.caller_guarded) and not _user_marked(p, paths, tensors)
             }
             if dynamic is False and all(policies.get(p) == f for p, f in forced.items()):
                 raise
@@ -1373,6 +1374,17 @@ def _fakify_and_desugar(
             hold=attempt.hold,
         )
         return prog, layout
+
+
+def _user_marked(path: str, paths: Sequence[str], tensors: Sequence[torch.Tensor]) -> bool:
+    """Does the tensor at `path` (an input's, or an inner tensor of one: `args[0]._values`) carry a user's mark?"""
+    for top, t in zip(paths, tensors, strict=True):
+        if path == top or path.startswith(top + "."):
+            found: object = t
+            for attr in path[len(top) :].split(".")[1:]:
+                found = getattr(found, attr, None)
+            return isinstance(found, torch.Tensor) and get_mark(found) is not None
+    return False
 
 
 def _dense(fakes: Sequence[torch.Tensor], paths: Sequence[str]) -> list[torch.Tensor]:
