@@ -64,6 +64,7 @@ from policies.spec import (
 # A view op's nested int argument (`nt.view(2, 20, nt.size(1))`) is a size of its source, replayed as that size at run
 # time (schemas.SourceSize). A backward that takes one as an op's argument (a mean over the ragged dim expands its
 # gradient to the nested size) does not trace (make_fx asks the nested int for a constant): refused, naming the NJT.
+# A nested int returned as an output (`nt.shape`) is no graph value either: refused, naming the output.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,7 +24,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils import _pytree as pytree
 
-from policies import AutomaticDynamicState, Policy
+from policies import AutomaticDynamicState, Policy, TensorPolicy, static
+from policies.marks import get_mark
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError, program_line
@@ -1319,7 +1320,7 @@ def _fakify_and_desugar(
     `attempt` whether a fake has a symbolic size or stride."""
     tensors = [cast(torch.Tensor, flat.values[i]) for i in flat.tensor_indices]
     paths = [flat.leaves[i].path for i in flat.tensor_indices]
-    dynamic = config.dynamic
+    dynamic, policies = config.dynamic, dict(config.policies)
     while True:
         fake_mode = new_fake_mode()
         fakified = fakify_inputs(
@@ -1327,7 +1328,7 @@ def _fakify_and_desugar(
             paths,
             fake_mode=fake_mode,
             dynamic=dynamic,
-            policies=config.policies,
+            policies=policies,
             state=state,
             symbol_cache=symbols,
         )
@@ -1335,10 +1336,20 @@ def _fakify_and_desugar(
             layout = dense_layout(
                 list(fakified.fakes), paths, flat.tensor_indices, tensors, whole_storage=whole_storage
             )
-        except DynamicAliasError:
-            if dynamic is False:
+        except DynamicAliasError as e:
+            # (a user's policy or mark stands; one Dynamo's adapter derived from its own symbols does not: our guards
+            # then check the sizes it left unguarded)
+            forced = {
+                p: TensorPolicy(sizes=(static(),) * n)
+                for p, n in e.members.items()
+                if (p not in config.policies or p in config.caller_guarded) and not _user_marked(p, paths, tensors)
+            }
+            if dynamic is False and all(policies.get(p) == f for p, f in forced.items()):
                 raise
-            dynamic = False  # See Note [Synthetic Bases]: aliased inputs compile with static shapes.
+            # See Note [Synthetic Bases]: aliased inputs compile with static shapes, those torch marks dynamic too
+            # (an NJT's `_values` passed beside it: torch marks its packed dim, and so the plain tensor, dynamic).
+            dynamic = False
+            policies.update(forced)
             continue
         attempt.symbolic |= bool(fakified.symbol_bindings)
         fakes = list(fakified.fakes)
@@ -1365,6 +1376,17 @@ def _fakify_and_desugar(
             hold=attempt.hold,
         )
         return prog, layout
+
+
+def _user_marked(path: str, paths: Sequence[str], tensors: Sequence[torch.Tensor]) -> bool:
+    """Does the tensor at `path` (an input's, or an inner tensor of one: `args[0]._values`) carry a user's mark?"""
+    for top, t in zip(paths, tensors, strict=True):
+        if path == top or path.startswith(top + "."):
+            found: object = t
+            for attr in path[len(top) :].split(".")[1:]:
+                found = getattr(found, attr, None)
+            return isinstance(found, torch.Tensor) and get_mark(found) is not None
+    return False
 
 
 def _dense(fakes: Sequence[torch.Tensor], paths: Sequence[str]) -> list[torch.Tensor]:

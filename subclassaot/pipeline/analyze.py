@@ -199,6 +199,7 @@ from subclassaot.torch_internals import (
     grad_fn_raises,
     is_custom_function_view,
     is_inference_mode_view,
+    is_nested_int,
     new_functional_mode,
     outside_current_modes,
     reads_flag_of_base,
@@ -1291,6 +1292,12 @@ def _info(path: str, kind: OutputKind, **kw: Any) -> OutputInfo:
 
 
 def _non_tensor_info(path: str, value: object) -> OutputInfo:
+    if is_nested_int(value):
+        raise UnsupportedError(
+            f"{path} is a nested int (a jagged NestedTensor's ragged size, as in a returned `nt.shape`): no graph "
+            "output can carry one (Note [Nested Int Dims]). Return the tensor and read its size outside the "
+            "compiled function"
+        )
     if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
         return _info(path, OutputKind.SYMINT)
     if not isinstance(value, _CONSTANT_TYPES):

@@ -60,7 +60,12 @@ from subclassaot.torch_internals import shares_version_counter, storage_key, sym
 
 
 class DynamicAliasError(UnsupportedError):
-    """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones."""
+    """Aliased inputs were fakified with dynamic shapes; the driver retries with static ones (`members`: each
+    aliased dense leaf's path and rank)."""
+
+    def __init__(self, message: str, members: Mapping[str, int]) -> None:
+        super().__init__(message)
+        self.members = dict(members)
 
 
 def dense_layout(
@@ -204,7 +209,8 @@ def _alias_groups(
         ):
             raise DynamicAliasError(
                 f"inputs {', '.join(paths[m] for m in members)} alias each other and have dynamic sizes; aliased "
-                "inputs are compiled with static shapes. Mark them static (policies.mark_static) or pass dynamic=False"
+                "inputs are compiled with static shapes. Mark them static (policies.mark_static) or pass dynamic=False",
+                {paths[m]: values[m].dim() for m in members},
             )
         groups.append(
             AliasGroup(

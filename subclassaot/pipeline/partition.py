@@ -180,7 +180,8 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
 # WrapperTensor's first inner tensor) it takes that leaf's real strides, else the input's own. A tensor the graph
 # returns more than once (a broadcast add's tangent) is cloned wherever it becomes an inner tensor of a subclass
 # gradient: AccumulateGrad keeps the fresh wrapper and accumulates into it in place later, and eager's gradients never
-# share storage.
+# share storage. Integer leaves are structure, not gradient: two NJT gradients share their inputs' offsets as eager's
+# do (a clone would mint another nested int, and autograd refuse the gradient's size).
 
 
 def partition_backward_like(

@@ -58,6 +58,7 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import (
     compiled_call_under_transform_message,
+    differentiable_dtype,
     get_version,
     grad_fn_raises,
     output_zeros,
@@ -1136,7 +1137,7 @@ def _input_grads(
         leaves = dense_grads[pos : pos + width]
         pos += width
         if tree is not None and shared:  # Note [Tangent Retrace]
-            leaves = [g.clone() if id(g) in shared else g for g in leaves]
+            leaves = [g.clone() if id(g) in shared and differentiable_dtype(g.dtype) else g for g in leaves]
         if k in unused or not (deps[k] & present):
             continue  # eager's gradient is None: no used output reaches this input
         if tree is None:
