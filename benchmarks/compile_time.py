@@ -1,7 +1,9 @@
 """First-call time on small real models, subclassaot.compile vs torch.compile(aot_eager), side by side (issue 29).
 
 Run: `python benchmarks/compile_time.py [--rounds N] [--inductor] [--models a,b]`; `--profile MODEL:MODE` prints a
-cProfile of our first call instead (sorted by cumulative time, then the pipeline's stages). Models: a
+cProfile of our first call instead (sorted by cumulative time, then the pipeline's stages); `--stages MODEL:MODE`
+the CPU time of each pipeline stage over `--rounds` fresh compiles, timed without a profiler (which inflates Python
+code several times over C code, and so misstates the shares). Models: a
 TransformerEncoderLayer (d_model 16, 2 heads, ff 32, dropout 0.1, input (2, 5, 16)), a 6-layer MLP (Linear(32, 32) +
 ReLU x 6, input (8, 32)), a conv block with BatchNorm (Conv2d 3 -> 4, BatchNorm2d, ReLU, MaxPool, Linear; input (2,
 3, 4, 4)), and GPT-2 from a tiny transformers config (2 layers, width 32, 2 heads, vocab 100, random weights, no
@@ -21,12 +23,16 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import functools
+import importlib
 import os
 import pstats
+import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -167,6 +173,89 @@ def profile(name: str, mode: str, top: int) -> None:
             print(f"  {where:45s} {value[1]:4d} {value[3]:8.3f}")
 
 
+# (module, attribute, stage): each timed where the pipeline calls it (a name imported into a module is that module's)
+STAGE_TIMERS = (
+    ("subclassaot.api", "_compile_any", "whole compile"),
+    ("subclassaot.api", "fakify_inputs", "fakify"),
+    ("subclassaot.api", "_Program.analyze", "analysis run (alone)"),
+    ("subclassaot.api", "_Program.analyze_and_trace", "analysis and trace, one run"),
+    ("subclassaot.api", "_trace_inference", "inference trace (its own run)"),
+    ("subclassaot.api", "records_as_eager", "native path's record check"),
+    ("subclassaot.api", "trace_backward", "backward: forward example, joint, partition"),
+    ("subclassaot.pipeline.backward_trace", "forward_example", "  forward example"),
+    ("subclassaot.pipeline.backward_trace", "trace_joint_views", "  joint trace"),
+    ("subclassaot.pipeline.joint", "_grads", "    its autograd.grad"),
+    ("subclassaot.pipeline.backward_trace", "partition_joint", "  partition"),
+    ("subclassaot.api", "eager_saves", "eager saves probe"),
+    ("subclassaot.pipeline.backward_probe", "_graded_together", "  its grading backward"),
+    ("subclassaot.pipeline.functional_run", "functional_alias", "originals (every functional run)"),
+    ("subclassaot.pipeline.functional_run", "_clone_inputs", "input clones (every functional run)"),
+    ("subclassaot.api", "_compile_graph", "backend (forward graph)"),
+    ("subclassaot.api", "_entry_guards", "guards"),
+    ("subclassaot.api", "make_runner", "runner"),
+    ("subclassaot.pipeline.python_state", "watched_now", "Python state, before"),
+    ("subclassaot.pipeline.python_state", "snapshot", "Python state, after"),
+)
+
+
+@contextmanager
+def _stage_timers(spent: dict[str, float]) -> Iterator[None]:
+    """Each STAGE_TIMERS callable wrapped to add its CPU seconds to `spent[stage]` (a call inside another of the same
+    stage counts once); restored on exit."""
+    patched: list[tuple[object, str, object]] = []
+
+    def timed(fn: Callable[..., object], stage: str) -> Callable[..., object]:
+        depth = [0]
+
+        @functools.wraps(fn)
+        def run(*args: object, **kwargs: object) -> object:
+            depth[0] += 1
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    spent[stage] = spent.get(stage, 0.0) + time.process_time() - start
+
+        return run
+
+    try:
+        for module, attribute, stage in STAGE_TIMERS:
+            owner: object = importlib.import_module(module)
+            *path, name = attribute.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            original = getattr(owner, name)
+            patched.append((owner, name, original))
+            setattr(owner, name, timed(original, stage))
+        yield
+    finally:
+        for owner, name, original in reversed(patched):
+            setattr(owner, name, original)
+
+
+def stages(name: str, mode: str, rounds: int) -> None:
+    """The median CPU ms of each pipeline stage over `rounds` first calls of fresh compiles (after the untimed one)."""
+    first_call_s(name, mode, "ours eager")  # the model's one-time costs, as the untimed round pays them
+    calls: list[float] = []
+    spent: list[dict[str, float]] = []
+    for _ in range(rounds):
+        spent.append({})
+        with _stage_timers(spent[-1]):
+            calls.append(first_call_s(name, mode, "ours eager")[1])
+    print(
+        f"{name} {mode}: first call, CPU ms: min {min(calls) * 1e3:.1f}, median {statistics.median(calls) * 1e3:.1f} "
+        f"({rounds} fresh compiles; load average {os.getloadavg()[0]:.2f})\n"
+    )
+    whole = statistics.median(s.get("whole compile", 0.0) for s in spent)
+    print("| stage | median CPU ms | of the compile |\n|---|---:|---:|")
+    for _, _, stage in STAGE_TIMERS:
+        ms = statistics.median(s.get(stage, 0.0) for s in spent)
+        if ms:
+            print(f"| {stage} | {ms * 1e3:.1f} | {ms / whole:.0%} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per model, mode and compiler (min)")
@@ -174,11 +263,16 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of " + ",".join(MODELS))
     parser.add_argument("--profile", metavar="MODEL:MODE", help="profile our first call on one model instead")
     parser.add_argument("--top", type=int, default=60, help="rows of the profile")
+    parser.add_argument("--stages", metavar="MODEL:MODE", help="CPU time per pipeline stage (--rounds compiles)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     compilers = ["ours eager", "tc aot_eager"] + (["ours inductor", "tc inductor"] if args.inductor else [])
-    warm_up(compilers if not args.profile else ["ours eager"])
+    warm_up(compilers if not (args.profile or args.stages) else ["ours eager"])
+    if args.stages:
+        name, mode = args.stages.split(":")
+        stages(name, mode, args.rounds)
+        return
     if args.profile:
         name, mode = args.profile.split(":")
         profile(name, mode, args.top)

@@ -1230,6 +1230,18 @@ def functional_alias(t: torch.Tensor) -> torch.Tensor:
     return alias
 
 
+def skip_node_name(op: str) -> None:
+    """Under make_fx, take the name its dispatch would give a node of aten op `op` (its overload packet's name), as if
+    that node were made: a node left out of the trace (a clone the graph would drop anyway) leaves every later node's
+    name as it was. Nothing outside a make_fx trace."""
+    mode = cast(
+        proxy_tensor.ProxyTorchDispatchMode | None, torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY)
+    )
+    if mode is not None:
+        graph = mode.tracer.graph
+        graph._graph_namespace.create_name(graph._target_to_str(op), None)
+
+
 def symint_expr(value: int | torch.SymInt) -> sympy.Expr | int:
     """An int stays an int; a SymInt becomes its sympy expression (simplified by its ShapeEnv)."""
     if isinstance(value, int):

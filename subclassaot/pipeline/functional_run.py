@@ -54,6 +54,7 @@ from subclassaot.torch_internals import (
     is_no_grad_view,
     is_value_read_type_error,
     replay_view,
+    skip_node_name,
     storage_key,
     take_creation_meta,
     to_functional,
@@ -136,6 +137,7 @@ def run_functional(
     hold: NewLeafHold | None = None,
     function_returns: tuple[tuple[int, ...], ...] | None = None,
     own_leaves: frozenset[int] = frozenset(),  # the first analysis's Analysis.own_leaf_inputs (`own_leaf_inputs`)
+    read_only: frozenset[int] = frozenset(),  # of clone_inputs: run uncloned (joint.py `_read_only_leaves`)
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
@@ -145,16 +147,15 @@ def run_functional(
     clone_inputs -= own_stand_ins(flat, layout, requires_grad_like or (), own_leaves)  # (its own stand-in: the leaf)
     viewed = _traced_as_views(layout, clone_inputs)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
-        flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed)
+        flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
     originals = [functional_alias(d) for d in dense]
     initial_metas = [leaf_meta(t) for t in user_tensors]
     initial_wrapper_keys = [
         None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
     ]
-    values = list(flat.values)
-    for index, tensor in zip(flat.tensor_indices, user_tensors, strict=True):
-        values[index] = tensor
+    tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
+    values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous, hold=hold)  # (Note [Training Without A Function])
     _give_replays(record, replay_reads, new_leaves, no_grad_leaf_views, function_returns)
@@ -259,6 +260,7 @@ def _clone_inputs(
     user_tensors: list[torch.Tensor],
     requires_grad_like: Sequence[torch.Tensor] | None,
     which: tuple[frozenset[int], frozenset[int], dict[int, int]],
+    read_only: frozenset[int] = frozenset(),
 ) -> tuple[dict[int, int | torch.SymInt], set[int], list[int], set[int]]:
     """Put clones of the inputs that run as a clone (`which`: those, those whose clone is a view, and those traced
     as views of another input) in their place in `user_tensors`, and the clones' leaves in `dense`; returns the
@@ -277,6 +279,9 @@ def _clone_inputs(
         # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
         # that shares storage with another keeps its inner tensors (Note [Aliased Inputs In Training]).
         original = user_tensors[i]
+        if i in read_only and i not in viewed and i not in view_clone_inputs and _clones_plainly(original):
+            skip_node_name("clone")  # (the graph's later clones keep their names)
+            continue
         clone = clones.get(id(original))
         if clone is None:
             shared = layout.trees[i] is not None and any(j in grouped for j in layout.leaves_of_input[i])
@@ -802,6 +807,17 @@ class _CompactClone(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         return grad, None
+
+
+def _clones_plainly(t: torch.Tensor) -> bool:
+    """Whether `_strided_clone(t)` is `t.clone()`."""
+    if not all(isinstance(s, int) and s >= 0 for s in (*t.shape, *t.stride())):
+        return True
+    shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
+    if any(st == 0 and s > 1 for s, st in zip(shape, stride, strict=True)):
+        return False
+    laid_out = all(s > 0 and (st > 0 or s == 1) for s, st in zip(shape, stride, strict=True))
+    return not laid_out or dense_strides(shape, stride)
 
 
 def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:

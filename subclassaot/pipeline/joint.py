@@ -62,7 +62,10 @@ from subclassaot.torch_internals import (
 # GraphOutputs: input updates, fresh leaves, intermediate bases, symbolic ints), the dense gradients, then the inputs the
 # backward itself writes. Inputs gradients are taken for run as clones inside the trace, so that the program's writes to
 # them happen to non-leaves, as in eager; the epilogue then writes the real input, and a primal the backward reads is
-# copied first if the epilogue is about to write it. The runtime runs forward and backward in one autograd.Function.
+# copied first if the epilogue is about to write it. Not a plain leaf input the analysis finds only read, in a program
+# returning no input or view of one (`_read_only_leaves`: a module's parameters, mostly): its clone would be a copy
+# the partition drops (ops read the primal) with an identity backward, so the graphs are the same without it, and
+# the trace runs one op fewer per such input. The runtime runs forward and backward in one autograd.Function.
 # Partition (partition.py): the forward region is the nodes the forward outputs need, every random op (eager draws it in
 # the forward, once, even when unused) and every symbolic-int node that needs no tangent, with their ancestors; every
 # other node the gradients need is the backward region (tangent-free ones too, recomputed from what is saved). Saved
@@ -249,7 +252,7 @@ def trace_joint(
     n_fw_outputs = [0]
     reshapes: list[BackwardReshape] = []
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
-    clone = frozenset(setup.grad_inputs)
+    clone, read_only = frozenset(setup.grad_inputs), _read_only_leaves(setup)
     saves, stand_ins = _saves_as_eager(setup)  # (its comment above)
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
@@ -268,6 +271,7 @@ def trace_joint(
                 own_base_views=setup.analysis.own_base_views,
                 replay_reads=setup.analysis.autograd_reads,
                 own_leaves=own_leaves_of(setup.analysis),
+                read_only=read_only,
             )
             stand_ins.update(id(t) for t, f in zip(run.user_tensors, setup.user_fakes, strict=True) if f.is_leaf)
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]
@@ -308,6 +312,60 @@ def trace_joint(
         backward_reshapes=tuple(reshapes),
         reach=tuple(reach),
     )
+
+
+def _read_only_leaves(setup: JointSetup) -> frozenset[int]:
+    """The grad inputs the joint runs as themselves, not as clones (Note [Training Through A Joint Graph]): plain leaf
+    inputs passed once, no view, at offset 0, in no alias group, that the analysis finds only read (nothing written,
+    relaid, swapped or bumped, no flag set or dropped, no base, history or creation read of theirs), in a program
+    that returns no input nor a view of one, applies no custom Function and assigns no `.data`."""
+    a, flat, layout = setup.analysis, setup.flat, setup.layout
+    if (
+        a.data_assigned
+        or a.function_returns
+        or any(a.new_leaves)
+        or a.own_base_views
+        or a.marks_view_dirty_in_inference
+    ):
+        return frozenset()
+    if any(o.replay is not None or o.input_index is not None for o in a.outputs) or any(
+        leaf.source is not LeafSource.GRAPH for o in a.outputs for leaf in o.leaves
+    ):
+        return frozenset()
+    grouped = {m for g in layout.groups for m in g.members}
+    read = {p for p, _ in a.base_reads} | {
+        *a.creation_meta_reads,
+        *a.grad_fn_type_reads,
+        *a.base_flag_reads,
+        *a.unbumped_view_reads,
+    }
+    per_input = (
+        a.inplace_view_ops, a.requires_grad_set, a.requires_grad_dropped, a.leaf_marked, a.gains_last,
+        a.own_leaf_inputs, a.self_set, a.kept_accumulators, a.read_after_grad_set, a.read_after_nograd_set,
+        a.read_after_set, a.read_after_hidden_resize, a.seen_after_layout_ops, a.input_set_blocks, a.inplace_replay,
+    )  # fmt: skip
+    found = set()
+    for i in setup.grad_inputs:
+        real = flat.values[flat.tensor_indices[i]]
+        if (
+            not isinstance(real, torch.Tensor)
+            or layout.trees[i] is not None
+            or not (real.requires_grad and real.grad_fn is None and not real._is_view())
+            or real.storage_offset() != 0
+            or sum(v is real for v in flat.values) != 1
+            or i in read
+            or any(i < len(flags) and flags[i] for flags in per_input)
+            or a.wrapper_data[i] is not None
+            or not a.requires_grad_after[i]
+        ):
+            continue
+        mutations = [a.mutations[j] for j in layout.leaves_of_input[i]]
+        if any(j in grouped for j in layout.leaves_of_input[i]) or any(
+            m.any or m.version_bumped or m.resized for m in mutations
+        ):
+            continue
+        found.add(i)
+    return frozenset(found)
 
 
 # Saves of a leaf whose flag drops (`_saves_as_eager`). The run's stand-in for a leaf input that requires grad is a

@@ -330,6 +330,40 @@ def test_input_originals_are_traced_without_make_fx_dispatch(monkeypatch: pytest
         assert_matches_eager(_view_set_under_grad, lambda: (made(3, 4, 1).diagonal(0, 0, 1),), calls=2)
 
 
+def _returns_its_input(x: T, y: T) -> object:
+    return x, (x * 2 + y).sin()
+
+
+@pytest.mark.parametrize(
+    ("program", "make", "clones"),
+    [
+        (_read, _grad_inputs("plain"), 0),  # x only read: run as itself
+        (_read, lambda: (torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()), 0),
+        (_returns_its_input, _grad_inputs("plain"), 1),  # x returned: its clone makes the output a fresh tensor
+        (_write, lambda: (nonleaf(2, 2), torch.randn(2, 2).requires_grad_()), 1),  # x written (y read: itself)
+    ],
+    ids=["read", "two_read", "returned", "written"],
+)
+def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
+    monkeypatch: pytest.MonkeyPatch, program: Callable[..., object], make: Callable[[], tuple[object, ...]], clones: int
+) -> None:
+    # The joint trace runs each input gradients are taken for as a clone (Note [Training Through A Joint Graph]) but a
+    # plain leaf the program only reads, in a program returning no input nor a view of one: that clone was a copy the
+    # partition dropped (compile time, issue 29). The clones make_fx traces, the same graphs' values as eager's
+    traced: list[object] = []
+    proxy_call = proxy_tensor.proxy_call
+
+    def counted(mode: Any, func: Any, *args: Any) -> object:
+        if func is torch.ops.aten.clone.default:
+            traced.append(func)
+        return proxy_call(mode, func, *args)
+
+    monkeypatch.setattr(proxy_tensor, "proxy_call", counted)
+    with torch.enable_grad():
+        assert_matches_eager(program, make, calls=1, backend=_graph_as_is)
+    assert len(traced) == clones
+
+
 def _item(x: T, y: T) -> object:
     return x * y.sum().item()
 
