@@ -114,12 +114,12 @@ def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool, str] | 
         counts = op.grad_enabled or fails or reorders
         if counts and op.seq > view.seq:
             return name, fails, "with grad enabled" if op.grad_enabled else "under no_grad"
-    # (a resize_() that grows the storage rebinds the tensor, below the record of in-place view ops; it runs without
-    # grad: eager raises elsewhere where the tensor requires grad)
+    # (a resize_() that grows the storage rebinds the tensor, below the record of in-place view ops: it counts where
+    # the replay fails; one that reorders is left to the rules of growths inside inference_mode, Note [Storage Swaps By
+    # Rebinding])
     grown = record.self_grown_ids.get(id(source))
-    if grown is not None and grown > view.seq:
-        if fails or (not is_traceable_subclass(source) and _replay_reorders(view, source)):
-            return "resize_", fails, "under no_grad"
+    if fails and grown is not None and grown > view.seq:
+        return "resize_", fails, ""
     plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
     if fails and plain_set is not None and plain_set[0] > view.seq:
         return "set_", fails, ""
