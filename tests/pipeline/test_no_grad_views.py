@@ -2907,7 +2907,6 @@ def test_split_of_input_given_history_written_after(compile_fn: CompileFn | None
         )
 
 
-
 # The same for a view taken with grad of a view made inside inference_mode or under no_grad (its creation meta, which
 # it inherits, makes its grad_fn read raise once the counter moves): eager's, taken after the write that gave the input
 # history, has its view op's node, named in "Output 0 of Select is a view of a view which was created in ..."; the
@@ -2957,6 +2956,7 @@ def test_view_of_a_no_grad_or_inference_view_of_input_given_history_written_afte
         outputs = f(*_HISTORY_GIVERS["plain"]())
         assert isinstance(outputs, tuple) and grad_fn_raises(outputs[0])  # (eager's raises naming its node)
         assert_matches_eager(f, _HISTORY_GIVERS["plain"], compile_fn=compile_fn)
+
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regression (issue #27): fuzz seed 112000 #1804 (training): a view taken with grad of an input written under

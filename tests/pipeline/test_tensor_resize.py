@@ -663,7 +663,6 @@ def test_leaf_read_with_grad_then_resized_in_inference_mode_refused(kind: str, c
         assert_refused(read_then_shrunk_in_inference_mode_then_read, make, compile_fn, "another size|behind autograd")
 
 
-
 # An intermediate that requires grad, grown by resize_() inside inference_mode (eager allows it there only) after a view
 # of it was taken with grad: at the view's next use with grad eager rebuilds its history by as_strided() of the grown
 # tensor, the run by replaying the view op on it, which no longer applies (select(2, 2) of a 1-d tensor) and crashed the
