@@ -2937,7 +2937,7 @@ def _inference_view_of_a_no_grad_view_of_input_given_history(x0: T, x1: T) -> ob
     with torch.inference_mode():
         t1 = t0.diagonal(-1)
     t2 = t1.select(0, -1)
-    t0.detach().set_(torch.zeros(()))
+    set_to(t0.detach(), torch.zeros(()))
     return (t2, t0)
 
 
