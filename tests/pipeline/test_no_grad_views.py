@@ -2907,6 +2907,57 @@ def test_split_of_input_given_history_written_after(compile_fn: CompileFn | None
         )
 
 
+# The same for a view taken with grad of a view made inside inference_mode or under no_grad (its creation meta, which
+# it inherits, makes its grad_fn read raise once the counter moves): eager's, taken after the write that gave the input
+# history, has its view op's node, named in "Output 0 of Select is a view of a view which was created in ..."; the
+# replay before the epilogue had none ("A view was created in ...": fuzz seed 120900 #304). Beside it, a no_grad view
+# taken before that write, returned too, raises in eager as well: no refusal of the pair (check_bumped_views).
+def _inference_view_of_input_given_history(x0: T, x1: T) -> object:
+    x1.add_(x0)
+    with torch.inference_mode():
+        t0 = x1.diagonal(0, 1, 2)
+    t1 = t0.select(0, 0)
+    x1.copy_(x1)
+    return (t1,)
+
+
+def _no_grad_view_of_input_given_history(x0: T, x1: T) -> object:
+    x1.add_(x0)
+    with torch.no_grad():
+        t0 = x1.diagonal(0, 1, 2)
+    t1 = t0.select(0, 0)
+    x1.detach().zero_()
+    return (t1,)
+
+
+def _inference_view_of_a_no_grad_view_of_input_given_history(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        t0 = x1.select(0, 0)
+    x1.add_(x0)
+    with torch.inference_mode():
+        t1 = t0.diagonal(-1)
+    t2 = t1.select(0, -1)
+    set_to(t0.detach(), torch.zeros(()))
+    return (t2, t0)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        _inference_view_of_input_given_history,
+        _no_grad_view_of_input_given_history,
+        _inference_view_of_a_no_grad_view_of_input_given_history,
+    ],
+)
+def test_view_of_a_no_grad_or_inference_view_of_input_given_history_written_after(
+    compile_fn: CompileFn | None, f: Callable[..., object]
+) -> None:
+    with torch.enable_grad():
+        outputs = f(*_HISTORY_GIVERS["plain"]())
+        assert isinstance(outputs, tuple) and grad_fn_raises(outputs[0])  # (eager's raises naming its node)
+        assert_matches_eager(f, _HISTORY_GIVERS["plain"], compile_fn=compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regression (issue #27): fuzz seed 112000 #1804 (training): a view taken with grad of an input written under
 # no_grad after it is stale; eager regenerates its history as AsStridedBackward0, which computes a new gradient, where

@@ -24,6 +24,7 @@ from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay
 from subclassaot.torch_internals import (
     grad_fn_raises,
     is_multi_output_view,
+    is_no_grad_view,
     requires_grad_through_base,
     storage_key,
     symint_expr,
@@ -251,13 +252,16 @@ def root_requires_grad_as_eager(
 
 
 def history_after_received(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:
-    """Was eager's `value`, a multi-output view (unbind, split, chunk) of input `t`, taken with grad from a tensor the
-    program had made require grad (a write with grad into an input that came without)? Eager's then has a grad_fn (its
-    view op's backward), whose read after a bump raises naming it; one replayed from the input as received, before
-    the epilogue gives it that history, has none and raises another error (Note [Views That Raise After A Bump])."""
+    """Was eager's `value`, a view of input `t` whose history raises after a bump (a multi-output view: unbind, split,
+    chunk; or a view of a view taken under no_grad or inside inference_mode, whose creation meta it inherits), taken
+    with grad from a tensor the program had made require grad (a write with grad into an input that came without)?
+    Eager's then has a grad_fn (its view op's backward), whose read after a bump raises naming it ("Output 0 of Select
+    is a view of a view which was created in inference mode ..."); one replayed from the input as received, before the
+    epilogue gives it that history, has none and raises another error ("A view was created in ...") (Note [Views That
+    Raise After A Bump])."""
     record = run.swaps.views.get(id(value))
     received = run.swaps.input_positions.get(id(t))
-    if record is None or received is None or not is_multi_output_view(value):
+    if record is None or received is None or not (is_multi_output_view(value) or is_no_grad_view(value)):
         return False
     return record.grad_enabled and record.source_requires_grad and not received[1].requires_grad
 

@@ -320,7 +320,8 @@ def check_bumped_views(infos: Sequence[OutputInfo], leaves: Sequence[object]) ->
         if info.replay is None or not info.replay.bump_after or stale_bump(info.replay):
             continue  # (a stale view is bumped as soon as it is built, before views taken after the write)
         for j, other in enumerate(infos):
-            bumped = other.replay is not None and other.replay.bump_after
+            # (one whose eager grad_fn raises at the end as it is, Replay.eager_raises, raises after the bump too)
+            bumped = other.replay is not None and (other.replay.bump_after or other.replay.eager_raises)
             if j != k and owned[j] & owned[k] and not bumped and other.kind is not OutputKind.SAME_AS:
                 raise UnsupportedError(
                     f"{info.path} and {other.path} are views (made under no_grad, or by a multi-output op) of one "

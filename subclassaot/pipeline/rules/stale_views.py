@@ -114,6 +114,12 @@ def _change_of(record: SwapRecord, view: ViewRecord) -> tuple[str, bool, str] | 
         counts = op.grad_enabled or fails or reorders
         if counts and op.seq > view.seq:
             return name, fails, "with grad enabled" if op.grad_enabled else "under no_grad"
+    # (a resize_() that grows the storage rebinds the tensor, below the record of in-place view ops: it counts where
+    # the replay fails; one that reorders is left to the rules of growths inside inference_mode, Note [Storage Swaps By
+    # Rebinding])
+    grown = record.self_grown_ids.get(id(source))
+    if fails and grown is not None and grown > view.seq:
+        return "resize_", fails, ""
     plain_set = record.plain_sets.get(id(source))  # a plain tensor's set_() is not among its in-place views
     if fails and plain_set is not None and plain_set[0] > view.seq:
         return "set_", fails, ""
@@ -227,10 +233,11 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 # base at its next use with grad: a plain view by as_strided() of the base with the layout the view has *then*, a tensor
 # subclass view (no as_strided) by the view functions it was made by, which know nothing of in-place view ops since. In
 # the trace every view is rebuilt by its view functions, as a subclass view is in eager. Where a view's layout changed
-# without its view function (an in-place view op on it or on a tensor its chain passes through, set_(), `.data =`), a
-# history rebuilt after that reads gradients in the old layout: wrong values, a shape error, or a replay that raises. A
-# view whose history is never rebuilt after such a change is exact (a grad-enabled in-place view op records its own node
-# on top). So the mode tracks, per view whose function is stale, the sequence number its history was last set at, and:
+# without its view function (an in-place view op on it or on a tensor its chain passes through, set_(), `.data =`, a
+# resize_() that grows the storage), a history rebuilt after that reads gradients in the old layout: wrong values, a
+# shape error, or a replay that raises. A view whose history is never rebuilt after such a change is exact (a
+# grad-enabled in-place view op records its own node on top). So the mode tracks, per view whose function is stale,
+# the sequence number its history was last set at, and:
 # - Refuses a view taken with grad of a tensor that required grad then (it may stop since: the view keeps its history)
 #   or since (requires_grad_(): the view gets a history at its rebuild) and used with grad after an in-place view op on
 #   that tensor or one its chain passes through (a no_grad one counts where the view op no longer applies, or, for a

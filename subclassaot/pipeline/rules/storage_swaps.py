@@ -859,7 +859,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         key_before = storage_key(x)
         rebind_functional(x, grown, (size, resize_strides(size, memory_format), int(x.storage_offset())))
         self.record.grown_ids.add(id(x))
-        self.record.self_grown_ids.add(id(x))
+        self.record.seq += 1
+        self.record.self_grown_ids[id(x)] = self.record.seq
         if self.depth == 0 and not torch.is_grad_enabled() and x.requires_grad and (x._is_view() or x.is_leaf):
             self.record.hidden_grows[id(x)] = x  # Note [Storage Swaps By Rebinding]
             if id(x) in self.record.input_positions and self.record.family_of(x) in self.record.visible_families:

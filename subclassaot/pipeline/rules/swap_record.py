@@ -129,8 +129,9 @@ class SwapRecord:
     swapped_ids: set[int] = field(default_factory=set)  # id() of tensors set_() or `.data =` was called on
     first_swaps: dict[int, int] = field(default_factory=dict)  # ... -> `seq` at the first of those calls
     grown_ids: set[int] = field(default_factory=set)  # id() of tensors resize_() grew beyond their storage
-    # ... of those, the ones a resize_() of their own grew (the rest were over the storage another tensor's grew)
-    self_grown_ids: set[int] = field(default_factory=set)
+    # ... of those, the ones a resize_() of their own grew (the rest were over the storage another tensor's grew) ->
+    # `seq` at its last growth, a layout change as an in-place view op's (Note [Stale View Functions])
+    self_grown_ids: dict[int, int] = field(default_factory=dict)
     # id() of tensors over an intermediate's storage that a resize_() growth rebuilt with the trace's strides where a
     # kernel chose them (a dim of size 0 or 1): Note [Strides The Kernels Choose]
     kernel_relaid: set[int] = field(default_factory=set)
