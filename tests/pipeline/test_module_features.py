@@ -647,17 +647,16 @@ HELD_OUT_MODULE_REFUSALS = {
 }
 # Dynamo's graph break (float(num_batches_tracked)) leaves it running the module eagerly
 HELD_OUT_MODULES_NO_GRAPH = {"batch_norm_cumulative_average"}
-HELD_OUT_MODULES_IN_CI = {"aot_export_forward_mutation_multiple_mut", "batch_norm_cumulative_average"}
 
 
 def _held_out_module_params() -> list[Any]:
+    """Every (program, entry, mode); CI runs conftest's slice of them."""
     params = []
     for name, (_, _, _, modes) in HELD_OUT_MODULES.items():
-        marks = [] if name in HELD_OUT_MODULES_IN_CI else [pytest.mark.slow]
         for entry in ENTRIES:
             for train in modes:
                 mode = "train" if train else "eval"
-                params.append(pytest.param(name, entry, train, marks=marks, id=f"{name}-{entry}-{mode}"))
+                params.append(pytest.param(name, entry, train, id=f"{name}-{entry}-{mode}"))
     return params
 
 
