@@ -338,13 +338,16 @@ def _analysis_bases(analysis: Analysis, leaves: Sequence[object]) -> frozenset[o
     entry's inference graph, traced under no_grad (the forward where the joint trace raised the program's backward
     error), may see values alias otherwise than the analysis's run with grad did: a custom Function's input marked
     dirty comes back as itself where it does not require grad, as a detached alias where it does (`t1 =
-    Dirty.apply(t0)` under no_grad: `t1 is t0` only without grad). Each such storage is a base however many
-    distinct tensors the trace shows over it."""
+    Dirty.apply(t0)` under no_grad: `t1 is t0` only without grad), and a view a custom Function returned of an
+    intermediate (`(x * x).to_local()` of a DTensor x: a view_as of the product's local tensor) is one with grad only:
+    computed by the graph (it has the Function's history), its storage is still a base the analysis counted. Each such
+    storage is a base however many distinct tensors the trace shows over it."""
     keys: set[object] = set()
     for info, value in zip(analysis.outputs, leaves, strict=True):
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             for leaf_info, leaf in zip(info.leaves, dense_leaves_of(value, info.path)[1], strict=True):
-                if leaf_info.source is LeafSource.INTERMEDIATE_ALIAS and leaf_info.foreign_base is None:
+                alias = leaf_info.source is LeafSource.INTERMEDIATE_ALIAS and leaf_info.foreign_base is None
+                if alias or (leaf_info.source is LeafSource.GRAPH and leaf_info.function_view):
                     keys.add(storage_key(leaf))
     return frozenset(keys)
 

@@ -1845,3 +1845,25 @@ def test_function_marking_a_view_dirty_inside_inference_mode_refused_where_meta_
         compiled = subclassaot.compile(_dirty_view_inside_inference_mode_then_factory)
         with pytest.raises(UnsupportedError, match="fails on meta copies of its inputs too"):
             compiled(*_view_input_and_nonleaf())
+
+
+class _ReshapedOwnTensor(torch.autograd.Function):
+    """Returns a view of another layout of a tensor its forward made (torchao's Float8Linear reshapes its mm)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        return (x * 2).view(-1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: T) -> T:
+        return grad.view(-1, 3) * 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="eager's `._base` is the (4, 3) tensor the forward made; the compiled output's a (12,) graph output "
+    "(Note [Output Regeneration]'s training fallback); repro /work/repros/open/hheld5_function_view_base.py",
+)
+def test_function_view_of_another_layout_of_its_own_tensor_matches_eager() -> None:
+    with torch.enable_grad():
+        assert_matches_eager(_ReshapedOwnTensor.apply, lambda: (torch.randn(4, 3, requires_grad=True),))

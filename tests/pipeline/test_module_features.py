@@ -37,8 +37,9 @@ def fresh_dynamo() -> Iterator[None]:
     torch._dynamo.reset()
 
 
-def dynamo_compile(fn: Callable[..., object], *, backend: object = "eager") -> Callable[..., object]:
-    compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": str(backend)})
+def dynamo_compile(fn: Callable[..., object], *, backend: object = "eager", **kwargs: Any) -> Callable[..., object]:
+    options: dict[str, Any] = {"backend": str(backend)}
+    compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options=options, **kwargs)
     return compiled
 
 
@@ -417,3 +418,260 @@ def test_returned_dynamic_cache_is_refused_with_the_registration_hint() -> None:
     model = _compile_forward(transformers.GPT2LMHeadModel(config).eval())
     with torch.no_grad(), pytest.raises(UnsupportedError, match="returns a DynamicCache.*register_dynamic_cache"):
         model(torch.randint(0, 50, (1, 4)), use_cache=True)
+
+
+# -- held-out: test_aotdispatch's module programs (TestAOTModuleSimplified, test_aot_export_*), as modules ----------
+
+
+class _LinearPlusY(nn.Module):  # test_aot_module_simplified (and _dynamic)
+    def __init__(self, relu: bool = False) -> None:
+        super().__init__()
+        self.linear, self.relu = nn.Linear(20, 30), relu
+
+    def forward(self, x: T, y: T) -> tuple[T]:
+        z = self.linear(x) + y
+        return (z.relu() if self.relu else z,)
+
+
+def _fx_traced() -> nn.Module:  # test_aot_module_simplified_preserves_stack_trace: an fx.GraphModule
+    tracer = torch.fx.Tracer()
+    tracer.record_stack_traces = True
+    graph = tracer.trace(_LinearPlusY(relu=True))
+    return torch.fx.GraphModule(tracer.root, graph)
+
+
+class _BufferAndInputWritten(nn.Module):  # test_aot_export_forward_mutation_multiple_mut
+    buffer1: T
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("buffer1", torch.ones(6, 4))
+
+    def forward(self, x: T, y: T) -> tuple[T, T]:
+        y.add_(4)
+        self.buffer1.add_(5)
+        return (x.cos().sum() + y.sin().sum(), self.buffer1.sum())
+
+
+class _TestMod(nn.Module):  # test_aotdispatch's TestMod: fn(self.p, *args)
+    def __init__(self, fn: Callable[..., tuple[T, ...]], requires_grad: bool = True) -> None:
+        super().__init__()
+        self.p, self.fn = nn.Parameter(torch.ones(2), requires_grad=requires_grad), fn
+
+    def forward(self, *args: T) -> tuple[T, ...]:
+        return self.fn(self.p, *args)
+
+
+def _parameter_doubled(p: T, x: T) -> tuple[T]:  # test_aot_export_input_mutation_on_parameter (frozen p)
+    p.mul_(2)
+    return (p + x,)
+
+
+def _product_and_sum(p: T, x: T) -> tuple[T, T]:  # test_aot_export_multiple_outputs_require_grad
+    out = p * x
+    return out, out.sum()
+
+
+class _Doubled(nn.Module):  # test_aot_export_simplified_input_mutations
+    def forward(self, x: T) -> tuple[T]:
+        x.mul_(2)
+        return (x + x,)
+
+
+class _PairSum(nn.Module):  # test_aot_export_simplified_pytrees: a list argument
+    def forward(self, inps: list[T]) -> tuple[T]:
+        return (inps[0] + inps[1],)
+
+
+class _RowDoubled(nn.Module):  # test_aot_module_simplified_preserves_stack_trace_from_mutation
+    def forward(self, x: T) -> tuple[T]:
+        x[0].mul_(2)
+        return (x + x,)
+
+
+class _Upsampled(nn.Module):  # test_inference_python_dispatcher
+    def __init__(self) -> None:
+        super().__init__()
+        self.upsample = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+
+    def forward(self, x: T) -> tuple[T]:
+        return (self.upsample(x),)
+
+
+class _NonPersistentCounter(nn.Module):  # register_buffer(persistent=False), written in forward
+    count: T
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("count", torch.zeros(()), persistent=False)
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x: T) -> T:
+        self.count.add_(1)
+        out: T = self.lin(x) * self.count
+        return out
+
+
+class _FrozenParameterWritten(nn.Module):  # a parameter with requires_grad=False, written in forward
+    def __init__(self) -> None:
+        super().__init__()
+        self.w, self.lin = nn.Parameter(torch.ones(3), requires_grad=False), nn.Linear(3, 3)
+        self.lin.bias.requires_grad_(False)
+
+    def forward(self, x: T) -> T:
+        self.w.add_(1)
+        out: T = self.lin(x) + self.w
+        return out
+
+
+class _BatchNorm(nn.Module):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm1d(3, **kwargs)
+
+    def forward(self, x: T) -> T:
+        out: T = self.bn(x)
+        return out
+
+
+class _ConvBatchnormRelu(nn.Module):  # test_aot_export_module_joint's module, in train and eval
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(1, 3, 1, 1), nn.BatchNorm2d(3)
+
+    def forward(self, x: T) -> tuple[T, T]:
+        user_out = torch.nn.functional.relu(self.bn(self.conv(x)))
+        return user_out.sum(), user_out.detach()
+
+
+class _LinearDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.drop = nn.Linear(4, 4), nn.Dropout(0.5)
+
+    def forward(self, x: T) -> T:
+        out: T = self.drop(self.lin(x))
+        return out
+
+
+class _RReLU(nn.Module):  # test_rrelu: random slopes in training only
+    def forward(self, x: T) -> T:
+        return torch.nn.functional.rrelu(x, training=self.training)
+
+
+class _BufferRebound(nn.Module):
+    b: T
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("b", torch.zeros(3))
+
+    def forward(self, x: T) -> T:
+        self.b = self.b + x.detach()
+        return x * self.b
+
+
+class _NonPersistentReturned(nn.Module):
+    b: T
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("b", torch.zeros(3), persistent=False)
+
+    def forward(self, x: T) -> tuple[T, T]:
+        self.b.copy_(x.detach())
+        return self.b, x * 2
+
+
+def _randn(*shapes: tuple[int, ...], grad: bool = False) -> Callable[[], tuple[T, ...]]:
+    return lambda: tuple(torch.randn(s, requires_grad=grad) for s in shapes)
+
+
+_MakeModule = Callable[[], nn.Module]
+# name -> (module factory, inputs, compile kwargs, modes: True = train)
+HELD_OUT_MODULES: dict[
+    str, tuple[_MakeModule, Callable[[], tuple[object, ...]], dict[str, object], tuple[bool, ...]]
+] = {
+    "aot_module_simplified": (_LinearPlusY, _randn((128, 20), (128, 30), grad=True), {}, (True,)),
+    "aot_module_simplified_dynamic": (
+        _LinearPlusY,
+        _randn((128, 20), (128, 30), grad=True),
+        {"dynamic": True},
+        (True,),
+    ),
+    "aot_module_simplified_preserves_stack_trace": (_fx_traced, _randn((128, 20), (128, 30), grad=True), {}, (True,)),
+    "aot_export_forward_mutation_multiple_mut": (
+        _BufferAndInputWritten,
+        lambda: (torch.ones(6, 4), torch.zeros(6, 4)),
+        {},
+        (True, False),
+    ),
+    "aot_export_input_mutation_on_frozen_parameter": (
+        lambda: _TestMod(_parameter_doubled, requires_grad=False),
+        _randn((2,)),
+        {},
+        (True,),
+    ),
+    "aot_export_multiple_outputs_require_grad": (lambda: _TestMod(_product_and_sum), _randn((2,)), {}, (True,)),
+    "aot_export_simplified_input_mutations": (_Doubled, _randn((2,)), {}, (True,)),
+    "aot_export_simplified_pytrees": (
+        _PairSum,
+        lambda: ([torch.randn(2), torch.randn(2, requires_grad=True)],),
+        {},
+        (True,),
+    ),
+    "aot_export_functionalized_rng": (lambda: _TestMod(lambda p, x: (p + x,)), _randn((2,)), {}, (True,)),
+    "aot_module_simplified_preserves_stack_trace_from_mutation": (_RowDoubled, _randn((4, 4)), {}, (True,)),
+    "inference_python_dispatcher": (_Upsampled, _randn((1, 2, 3, 3)), {}, (True, False)),
+    "non_persistent_buffer_written": (_NonPersistentCounter, _randn((2, 3), grad=True), {}, (True, False)),
+    "non_persistent_buffer_returned": (_NonPersistentReturned, _randn((3,), grad=True), {}, (True,)),
+    "frozen_parameters_written": (_FrozenParameterWritten, _randn((2, 3), grad=True), {}, (True,)),
+    "batch_norm_cumulative_average": (lambda: _BatchNorm(momentum=None), _randn((4, 3), grad=True), {}, (True, False)),
+    "batch_norm_without_running_stats": (
+        lambda: _BatchNorm(track_running_stats=False),
+        _randn((4, 3), grad=True),
+        {},
+        (True, False),
+    ),
+    "batch_norm_without_affine": (lambda: _BatchNorm(affine=False), _randn((4, 3), grad=True), {}, (True, False)),
+    "aot_export_module_joint_train_and_eval": (_ConvBatchnormRelu, _randn((1, 1, 3, 3)), {}, (True, False)),
+    "dropout_train_and_eval": (_LinearDropout, _randn((3, 4), grad=True), {}, (True, False)),
+    "rrelu": (_RReLU, _randn((3, 4), grad=True), {}, (True, False)),
+    "buffer_rebound_in_forward": (_BufferRebound, _randn((3,), grad=True), {}, (True,)),
+}
+# (name, entry, train) -> the refusal's pattern
+HELD_OUT_MODULE_REFUSALS = {
+    # one graph: BatchNorm's 1 / float(num_batches_tracked) reads a value as a Python number (Dynamo breaks the graph)
+    ("batch_norm_cumulative_average", "subclassaot", True): r"reads a tensor's value as a Python number",
+    ("buffer_rebound_in_forward", "subclassaot", True): r"self\.b: the forward assigns a new tensor to this parameter",
+}
+# Dynamo's graph break (float(num_batches_tracked)) leaves it running the module eagerly
+HELD_OUT_MODULES_NO_GRAPH = {"batch_norm_cumulative_average"}
+
+
+def _held_out_module_params() -> list[Any]:
+    """Every (program, entry, mode); CI runs conftest's slice of them."""
+    params = []
+    for name, (_, _, _, modes) in HELD_OUT_MODULES.items():
+        for entry in ENTRIES:
+            for train in modes:
+                mode = "train" if train else "eval"
+                params.append(pytest.param(name, entry, train, id=f"{name}-{entry}-{mode}"))
+    return params
+
+
+@pytest.mark.parametrize(("name", "entry", "train"), _held_out_module_params())
+def test_held_out_module_program_matches_eager_or_is_refused(name: str, entry: str, train: bool) -> None:
+    make_module, make, kwargs, _ = HELD_OUT_MODULES[name]
+    torch.manual_seed(0)
+    module = make_module().train(train)
+    refusal = HELD_OUT_MODULE_REFUSALS.get((name, entry, train))
+    if refusal is not None:
+        with torch.enable_grad(), pytest.raises(UnsupportedError, match=refusal):
+            assert_matches_eager(module, make, calls=3, compile_fn=ENTRIES[entry], compile_kwargs=kwargs)
+        return
+    with torch.enable_grad(), recording() as graphs:
+        assert_matches_eager(module, make, calls=3, compile_fn=ENTRIES[entry], compile_kwargs=kwargs)
+    assert entry != "dynamo" or name in HELD_OUT_MODULES_NO_GRAPH or graphs, (
+        "the program did not run through subclassaot"
+    )
