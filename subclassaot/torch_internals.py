@@ -111,6 +111,8 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
     clamp_min_ is a Python ref that expands a scalar's 0-d tensor to the symbolic size through C++ expand, which
     raises without the Python dispatcher. NJT values() always have a symbolic size (the ragged total)."""
 
+    supports_higher_order_operators = True
+
     def __torch_dispatch__(
         self,
         func: torch._ops.OpOverload,
@@ -118,10 +120,91 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            rule = base_mode_rule(func, FunctionalTensorMode, self)
+            _refuse_writing_branches(self, func, args)
+            if rule is not None:
+                return rule(*args, **(kwargs or {}))
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
                 return super().__torch_dispatch__(func, types, args, kwargs)
         return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+def base_mode_rule(func: torch._ops.HigherOrderOperator, base: type, mode: object) -> Callable[..., object] | None:
+    """The rule torch registered for higher-order op `func` under mode type `base`, bound to `mode` (an instance of a
+    subclass of `base`); None where that rule is the base mode's own `__torch_dispatch__` (torch's
+    `redirect_to_mode`: the caller runs its base's method). torch finds a HOP's rule by the current mode's exact type,
+    so our subclasses of its modes have none of their own: with `supports_higher_order_operators` the HOP reaches
+    their `__torch_dispatch__`, which hands it to their base's rule, as the base mode would run it (the branches
+    traced, functionalized or run on fakes as torch does). A HOP with no rule for the base raises as it would under
+    the base mode."""
+    rule = func.python_key_table.get(base)
+    if rule is None:
+        raise NotImplementedError(f"There was no rule registered for HigherOrderOperator {func._name} and mode {mode}")
+    if getattr(rule, "__qualname__", None) == "redirect_to_mode.<locals>.impl":
+        return None
+    return functools.partial(cast("Callable[..., object]", rule), mode)
+
+
+def cond_with_flat_branches(
+    func: object,
+    args: tuple[Any, ...],
+    around: Callable[[Callable[..., object], tuple[object, ...]], contextlib.AbstractContextManager[object]],
+) -> tuple[tuple[Any, ...], Callable[[object], object]] | None:
+    """For the program's own call of torch.cond's op (`torch.ops.higher_order.cond(pred, true_fn, false_fn,
+    operands)`): its arguments with each branch returning the flat tuple of its output's tensors, and the function
+    that rebuilds the op's output as the branches returned it; None for any other call. Eager's torch.cond hands the
+    op branches Dynamo captured, each returning a flat tuple (torch's autograd rule of cond needs one: a branch
+    returning one tensor fails its backward); ours runs the program's branches as written (Dynamo's frame hook is
+    off: Note [Dynamo Captures, The Pipeline Compiles]). `around(branch, operands)` is entered around each run of a
+    branch."""
+    from torch._higher_order_ops.cond import cond_op
+
+    if func is not cond_op or len(args) != 4 or not callable(args[1]) or not callable(args[2]):
+        return None
+    if isinstance(args[1], torch.fx.GraphModule) and isinstance(args[2], torch.fx.GraphModule):
+        return None  # (Dynamo's own: a graph it captured calls the op)
+    pred, true_fn, false_fn, operands = args
+    specs: list[pytree.TreeSpec] = []
+
+    def flat(branch: Callable[..., object]) -> Callable[..., tuple[object, ...]]:
+        @functools.wraps(branch)
+        def flat_branch(*ops: object) -> tuple[object, ...]:
+            with around(branch, ops):
+                leaves, spec = pytree.tree_flatten(branch(*ops))
+            specs.append(spec)
+            return tuple(leaves)
+
+        return flat_branch
+
+    def rebuilt(out: object) -> object:
+        return pytree.tree_unflatten(list(cast("Sequence[object]", out)), specs[0]) if specs else out
+
+    return (pred, flat(true_fn), flat(false_fn), operands), rebuilt
+
+
+def _refuse_writing_branches(mode: FunctionalTensorMode, func: object, args: tuple[Any, ...]) -> None:
+    """torch.cond's and while_loop's branches may neither write their operands nor return an alias of one: eager
+    (through Dynamo) raises, and so do torch's functionalization rules for them, except under Python
+    functionalization (ours), which first functionalizes such a branch as a custom op that writes (auto-
+    functionalization) and would compile what eager refuses. The rules' own check, raising their error, comes first."""
+    from torch._higher_order_ops.cond import cond_op
+    from torch._higher_order_ops.utils import _check_alias_and_mutation
+    from torch._higher_order_ops.while_loop import while_loop_op
+    from torch._subclasses.functional_tensor import PythonFunctionalizeAPI
+
+    if func is cond_op and len(args) == 4:
+        branches, operands = ((args[1], "cond_true"), (args[2], "cond_false")), tuple(args[3])
+    elif func is while_loop_op and len(args) >= 4:
+        branches, operands = ((args[0], "cond_fn"), (args[1], "body_fn")), (*args[2], *args[3])
+    else:
+        return
+    ctx = PythonFunctionalizeAPI(mode)
+    unwrapped = ctx.unwrap_tensors(operands)
+    with ctx.redispatch_to_next():
+        for branch, name in branches:
+            _check_alias_and_mutation(branch, unwrapped, name, False)  # type: ignore[no-untyped-call]  # untyped in torch
 
 
 def _in_place_on_symbolic_size(func: object, args: Sequence[object]) -> bool:
@@ -717,9 +800,10 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
 
     Higher-order ops: torch finds a HOP's rule for the current mode by the mode's exact type, so a subclass of
     FakeTensorMode has none of FakeTensorMode's (functionalization's `auto_functionalized_v2` of a custom op that
-    writes its inputs raised NotImplementedError). FakeTensorMode's rule of a HOP is its own `__torch_dispatch__`
-    (torch's `redirect_to_mode`): with `supports_higher_order_operators` the HOP comes to that method here, and one
-    without a FakeTensorMode rule raises as it would under FakeTensorMode.
+    writes its inputs raised NotImplementedError). With `supports_higher_order_operators` the HOP comes to the method
+    here, which runs FakeTensorMode's rule for it (`base_mode_rule`: torch.cond's runs both branches on fakes; where
+    the rule is FakeTensorMode's own `__torch_dispatch__`, torch's `redirect_to_mode`, that method), and one without
+    a FakeTensorMode rule raises as it would under FakeTensorMode.
     """
 
     supports_higher_order_operators = True
@@ -731,10 +815,10 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
         args: Sequence[object] = (),
         kwargs: Mapping[str, object] | None = None,
     ) -> object:
-        if isinstance(func, torch._ops.HigherOrderOperator) and FakeTensorMode not in func.python_key_table:
-            raise NotImplementedError(
-                f"There was no rule registered for HigherOrderOperator {func._name} and mode {self}"
-            )
+        if isinstance(func, torch._ops.HigherOrderOperator):
+            rule = base_mode_rule(func, FakeTensorMode, self)
+            if rule is not None:
+                return rule(*args, **(kwargs or {}))
         return super().__torch_dispatch__(func, types, args, kwargs or {})
 
     def _get_output_tensor_from_cache_entry(
@@ -2127,13 +2211,15 @@ def tensor_sets_noted(note: Callable[[torch.Tensor, tuple[object, ...], dict[str
 
 @contextlib.contextmanager
 def compiling_session() -> Iterator[None]:
-    """`torch.compiler.is_compiling()` is True inside (Note [Dynamo Captures, The Pipeline Compiles])."""
+    """`torch.compiler.is_compiling()` is True inside, and Dynamo's frame hook is off (its stance `force_eager`):
+    Note [Dynamo Captures, The Pipeline Compiles]."""
     import torch.compiler as compiler
 
     old = compiler._is_compiling_flag
     compiler._is_compiling_flag = True
     try:
-        yield
+        with compiler.set_stance("force_eager"):
+            yield
     finally:
         compiler._is_compiling_flag = old
 

@@ -48,6 +48,7 @@ from subclassaot.runtime.regenerate import unflatten_output
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
 from subclassaot.torch_internals import (
     compiled_call_under_transform_message,
+    cond_with_flat_branches,
     fake_mode_active,
     functorch_unwrapped,
     is_compiler_checkpoint_region,
@@ -182,6 +183,39 @@ def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> d
 _METADATA_READS = frozenset({"__get__", "size", "stride", "dim", "numel", "storage_offset"})  # (`.shape`: __get__)
 
 
+class _BranchReads(TorchFunctionMode):
+    """Around a run of a torch.cond branch: every tensor an op in it takes is one of its operands or one it made.
+    Eager's torch.cond, through Dynamo, lifts any other tensor the branch reads (a closure variable, global, module
+    parameter, a tensor the program computed before the call) to an operand of the op; the program's own branch
+    reading it would use a tensor of the outer trace inside the branch's graph: refused, naming the way out."""
+
+    def __init__(self, branch: Callable[..., object], operands: tuple[object, ...]) -> None:
+        super().__init__()
+        self.branch = branch
+        self.known = {id(t) for t in operands if isinstance(t, torch.Tensor)}
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: object,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        for t in pytree.tree_leaves((args, kwargs)):
+            if isinstance(t, torch.Tensor) and id(t) not in self.known:
+                name = getattr(self.branch, "__qualname__", type(self.branch).__name__)
+                raise UnsupportedError(
+                    f"torch.cond's branch {name} reads a tensor it does not take as an operand (a closure variable, "
+                    "global or module parameter, or a tensor the program computed before the call): eager's "
+                    "torch.cond has Dynamo lift it to an operand, which subclassaot.compile does not. Pass it as an "
+                    "operand: torch.cond(pred, lambda x, w: x * w, lambda x, w: x - w, (x, w)); or compile with "
+                    'torch.compile(fn, backend="subclassaot")'
+                )
+        out = func(*args, **(kwargs or {}))
+        self.known.update(id(t) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
+        return out
+
+
 class _LiftCaptured(TorchFunctionMode):
     """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
     tensor that was not lifted is refused (Note [State The Program Reads])."""
@@ -210,6 +244,9 @@ class _LiftCaptured(TorchFunctionMode):
             for t in swapped:
                 if isinstance(t, torch.Tensor):
                     self._refuse_built_around_captured(t)
+        flat = cond_with_flat_branches(func, args, _BranchReads)
+        if flat is not None:
+            return flat[1](func(*flat[0], **kwargs))
         return func(*args, **kwargs)
 
     def _swap(self, t: torch.Tensor) -> torch.Tensor:

@@ -65,7 +65,10 @@ __all__ = ["CapturedGraph", "explain_compiled", "recording", "subclassaot_backen
 # - `torch.compiler.is_compiling()` is True while the pipeline runs the user's program to observe and trace it, as
 #   under Dynamo and torch.export's non-strict tracing: libraries leave out work a graph cannot hold (transformers'
 #   mask builders skip `padding_mask.all()`), so the compiled program is the program torch.compile would capture. The
-#   entry's calls run outside the flag, as Dynamo's compiled frames do.
+#   entry's calls run outside the flag, as Dynamo's compiled frames do. Dynamo's frame hook is off meanwhile (stance
+#   `force_eager`): eager's torch.cond, while_loop and map compile a wrapper of their op (`_hop_compile_and_call`),
+#   which under our modes Dynamo skips and marks skipped for the process (eager's later torch.cond then fails); off,
+#   the wrapper runs as Python and the higher-order op reaches our modes (torch_internals.base_mode_rule).
 
 ADAPTER_OPTIONS = {
     "backend": "the inner backend each captured graph goes to: 'eager', 'inductor' (default) or a registered name",

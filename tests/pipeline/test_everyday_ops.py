@@ -590,3 +590,100 @@ def test_the_direct_path_refuses_a_training_step_by_pointing_to_the_backend() ->
     opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
     with pytest.raises(UnsupportedError, match=r'torch\.compile\(step, backend="subclassaot"\)'):
         direct_compile(scaled_clipped_step)(model, opt, torch.randn(6, 4), torch.randn(6, 2), True)
+
+
+# ----------------------------------------------------------------------------- control flow (higher-order ops)
+# torch.cond and while_loop are higher-order ops: each of our dispatch modes hands one to its base mode's rule (or
+# passes it down), and eager's torch.cond compiles a wrapper with Dynamo, whose frame hook is off while we trace.
+# Fixed here: a program calling torch.cond crashed (NotImplementedError in our modes), a branch returning one tensor
+# failed its backward, and the compile left eager's later torch.cond failing for the rest of the process.
+
+SCALE = 3.0
+
+
+def cond_tensor_pred(x: T) -> T:
+    return cast(T, torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,)))
+
+
+def cond_bool_pred(x: T, y: T) -> tuple[T, T]:  # (a Python bool: eager runs the branch, no op; then a tensor's)
+    return cast(T, torch.cond(x.shape[0] > 2, lambda t: t.sin(), lambda t: t.cos(), (x,))), cond_tensor_pred(y)
+
+
+def cond_pred_input_closure_tuple(p: T, x: T, y: T) -> tuple[T, T]:
+    k = SCALE + 1
+
+    def yes(a: T, b: T) -> tuple[T, T]:
+        return a * k, a + b
+
+    def no(a: T, b: T) -> tuple[T, T]:
+        return a - b, (a * b).exp()
+
+    return cast("tuple[T, T]", torch.cond(p, yes, no, (x, y)))
+
+
+def loop_doubling(x: T) -> T:
+    from torch._higher_order_ops.while_loop import while_loop
+
+    out = while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t * 2), (torch.tensor(0), x))  # type: ignore[no-untyped-call]
+    return cast(T, out[1])
+
+
+def two(*shape: int) -> T:
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    out: T = TwoTensor(torch.randn(*shape), torch.randn(*shape))  # type: ignore[no-untyped-call]
+    return out
+
+
+CONTROL_FLOW: dict[str, tuple[Callable[..., object], Make]] = {
+    "tensor_pred": (cond_tensor_pred, lambda: (torch.randn(3, 3),)),
+    "tensor_pred_grad": (cond_tensor_pred, lambda: (grad(3, 3),)),
+    "bool_pred_grad": (cond_bool_pred, lambda: (grad(3, 3), grad(2))),
+    "pred_input_closure_tuple": (cond_pred_input_closure_tuple, lambda: (torch.tensor(False), grad(4), grad(4))),
+    "bool_pred_two_tensor": (cond_bool_pred, lambda: (two(3, 3), torch.randn(2))),
+    "while_loop": (loop_doubling, lambda: (torch.randn(3),)),
+}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("name", CONTROL_FLOW)
+def test_control_flow_ops_match_eager(entry: str, name: str) -> None:
+    fn, make = CONTROL_FLOW[name]
+    check(entry, fn, make)
+    assert torch.equal(cond_tensor_pred(torch.ones(2)), torch.ones(2).sin())  # eager's torch.cond still runs after
+
+
+@pytest.mark.slow  # (~10 s: inductor compiles a forward and a backward)
+def test_a_cond_trains_on_inductor_as_eager() -> None:
+    check("direct", cond_tensor_pred, lambda: (grad(3, 3),), backend="inductor")
+
+
+def writes_operand(x: T) -> T:
+    def yes(t: T) -> T:
+        t.add_(1)
+        return t.clone()
+
+    return cast(T, torch.cond(x.sum() > 0, yes, lambda t: t.clone(), (x,)))
+
+
+def returns_view(x: T) -> T:
+    return cast(T, torch.cond(x.sum() > 0, lambda t: t.view(-1), lambda t: t.view(-1), (x,)))
+
+
+@pytest.mark.parametrize(("fn", "match"), [(writes_operand, "modifying the input"), (returns_view, "aliasing")])
+def test_a_cond_branch_writing_or_aliasing_an_operand_raises_as_torch_does(fn: Callable[..., T], match: str) -> None:
+    with pytest.raises(RuntimeError, match=match):
+        subclassaot.compile(fn, backend="eager")(torch.randn(3, 3))
+
+
+def reads_a_global(x: T) -> T:
+    return cast(T, torch.cond(x.sum() > 0, lambda t: t * WEIGHT, lambda t: t - WEIGHT, (x,)))
+
+
+WEIGHT = torch.randn(3, 3)
+
+
+def test_a_cond_branch_reading_a_tensor_not_an_operand_is_refused_and_runs_through_dynamo() -> None:
+    with pytest.raises(UnsupportedError, match="reads a tensor it does not take as an operand"):
+        subclassaot.compile(reads_a_global, backend="eager")(grad(3, 3))
+    check("dynamo", reads_a_global, lambda: (grad(3, 3),))

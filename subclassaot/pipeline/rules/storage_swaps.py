@@ -326,6 +326,8 @@ def _ordered_change(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
+    supports_higher_order_operators = True
+
     def __init__(self, record: SwapRecord, known: list[torch.Tensor]) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         self.record = record
@@ -345,6 +347,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):  # (torch_internals.base_mode_rule)
+            return func(*args, **kwargs)  # one op to the record: its branches may neither write nor alias an operand
         func = traced_in_place_of(func, args)  # Note [What A Backend Receives And Returns], "Ordered effects"
         if self.native_pending is not None and func is self.native_pending:
             self.native_pending = None
