@@ -137,6 +137,20 @@ def traced_in_place_of(func: object, args: Sequence[object] = ()) -> object:
     return func
 
 
+def check_higher_order(func: torch._ops.HigherOrderOperator) -> None:
+    """Raise for a higher-order op whose outputs' view relation eager decides inside its own implementation, which the
+    compiled graph (one op, its outputs fresh) cannot reproduce: torch's map (eager returns views of the stacked
+    result) and while_loop where autograd records it (while_loop_stack_output: eager's results are views of the
+    stacked iterations). cond, and while_loop without grad, return what the compiled graph returns."""
+    why = {"map_impl": "its stacked result", "while_loop_stack_output": "the iterations it stacks for autograd"}
+    if func.name() in why:
+        raise UnsupportedError(
+            f"the program calls torch's {func.name()} higher-order op (map, or while_loop over tensors that require "
+            f"grad): eager returns views of {why[func.name()]}, whose ._base the compiled graph, running it as one op, "
+            "cannot reproduce. Call it outside the compiled function, or use torch.cond"
+        )
+
+
 def _updates_running_stats(args: Sequence[object]) -> bool:
     """native_batch_norm(input, weight, bias, running_mean, running_var, training, ...) in training with both running
     statistics given, which it writes (the case torch's Python-dispatcher rewrite sends to _native_batch_norm_legit)."""

@@ -658,6 +658,37 @@ def test_a_cond_trains_on_inductor_as_eager() -> None:
     check("direct", cond_tensor_pred, lambda: (grad(3, 3),), backend="inductor")
 
 
+def mapped(x: T, y: T) -> T:
+    from torch._higher_order_ops.map import map as hop_map
+
+    return cast(T, hop_map(lambda t, w: t * w, x, y))  # type: ignore[no-untyped-call]
+
+
+def loop_sin(x: T) -> T:
+    from torch._higher_order_ops.while_loop import while_loop
+
+    out = while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, t.sin()), (torch.tensor(0), x))  # type: ignore[no-untyped-call]
+    return cast(T, out[1])
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (mapped, lambda: (torch.randn(4, 3), torch.randn(3))),
+        (mapped, lambda: (grad(4, 3), grad(3))),
+        (loop_sin, lambda: (grad(3),)),
+    ],
+    ids=["map", "map_grad", "while_loop_grad"],
+)
+def test_map_and_while_loop_with_grad_refused_where_eager_returns_views_of_its_own(
+    fn: Callable[..., T], make: Make
+) -> None:
+    """Eager's map returns views of its stacked result, and while_loop over tensors requiring grad views of the
+    iterations it stacks: the compiled graph's outputs were fresh (map) or views of another base (while_loop)."""
+    with pytest.raises(UnsupportedError, match="eager returns views of"):
+        subclassaot.compile(fn, backend="eager")(*make())
+
+
 def writes_operand(x: T) -> T:
     def yes(t: T) -> T:
         t.add_(1)

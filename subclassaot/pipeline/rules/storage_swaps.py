@@ -40,7 +40,7 @@ from subclassaot.pipeline.grad_scope import (
     regenerated_history_reads,
     resize_as_eager,
 )
-from subclassaot.pipeline.opaque_ops import traced_in_place_of
+from subclassaot.pipeline.opaque_ops import check_higher_order, traced_in_place_of
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
     base_read,
@@ -348,6 +348,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
     ) -> Any:
         kwargs = kwargs or {}
         if isinstance(func, torch._ops.HigherOrderOperator):  # (torch_internals.base_mode_rule)
+            check_higher_order(func)
             return func(*args, **kwargs)  # one op to the record: its branches may neither write nor alias an operand
         func = traced_in_place_of(func, args)  # Note [What A Backend Receives And Returns], "Ordered effects"
         if self.native_pending is not None and func is self.native_pending:
