@@ -143,10 +143,11 @@ def check_higher_order(func: torch._ops.HigherOrderOperator) -> None:
     result) and while_loop where autograd records it (while_loop_stack_output: eager's results are views of the
     stacked iterations). cond, and while_loop without grad, return what the compiled graph returns."""
     why = {"map_impl": "its stacked result", "while_loop_stack_output": "the iterations it stacks for autograd"}
-    if func.name() in why:
+    name = str(func._name)
+    if name in why:
         raise UnsupportedError(
-            f"the program calls torch's {func.name()} higher-order op (map, or while_loop over tensors that require "
-            f"grad): eager returns views of {why[func.name()]}, whose ._base the compiled graph, running it as one op, "
+            f"the program calls torch's {name} higher-order op (map, or while_loop over tensors that require "
+            f"grad): eager returns views of {why[name]}, whose ._base the compiled graph, running it as one op, "
             "cannot reproduce. Call it outside the compiled function, or use torch.cond"
         )
 
