@@ -416,9 +416,8 @@ def trace_backward(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
-    overwritten |= _last_gain_updates(traced, layout, analysis)
+    overwritten |= _last_gain_updates(traced, layout, analysis) | _inner_base_updates(traced, layout, group_grads)
     overwritten |= _hidden_gain_updates(traced, layout, analysis, real, user_fakes)
-    overwritten |= _inner_base_updates(traced, layout, group_grads)
     diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:
         tangent_fakes = tuple(torch.empty_like(t) for i in diff for t in fw_example[i][1])
