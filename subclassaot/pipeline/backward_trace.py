@@ -72,6 +72,7 @@ from subclassaot.runtime.steps import (
     training_roots,
 )
 from subclassaot.schemas import (
+    AliasGroupRef,
     Analysis,
     AssignedWrite,
     BackwardReshape,
@@ -350,6 +351,23 @@ def _hidden_gain_updates(
     )
 
 
+def _inner_base_updates(traced: TracedGraph, layout: DenseLayout, group_grads: Sequence[int]) -> frozenset[int]:
+    """Forward-output positions of the updates of synthetic bases no gradient is taken for whose members are all
+    inner tensors of subclass inputs: autograd sees the wrappers, not their inner tensors (Note [Aliased Inputs In
+    Training]), so the program's writes give such a base no history, and its new value gets no tangent. Where its
+    members require grad, the joint's base requires grad with a placeholder's history only (a FunctionalTensor's
+    mirrored grad_fn), whose backward raises."""
+    wrapped = {j for tree, leaves in zip(layout.trees, layout.leaves_of_input, strict=True) if tree for j in leaves}
+    inner = {
+        k
+        for k, item in enumerate(layout.graph_inputs)
+        if isinstance(item, AliasGroupRef)
+        and k not in group_grads
+        and all(m in wrapped for m in layout.groups[item.group].members)
+    }
+    return frozenset(k for k, u in enumerate(traced.outputs.updates) if u.kind is UpdateKind.BASE and u.target in inner)
+
+
 def _example_inputs(
     layout: DenseLayout,
     dense_fakes: Sequence[torch.Tensor],
@@ -398,7 +416,7 @@ def trace_backward(
             call, flat, layout, analysis, traced, example, user_fakes, clone, wrapper_updates, group_grads
         )
     overwritten = _overwritten_originals(traced, analysis, dense_fakes) | _swapped_updates(traced, analysis)
-    overwritten |= _last_gain_updates(traced, layout, analysis)
+    overwritten |= _last_gain_updates(traced, layout, analysis) | _inner_base_updates(traced, layout, group_grads)
     overwritten |= _hidden_gain_updates(traced, layout, analysis, real, user_fakes)
     diff = tuple(i for i, (grad, _, _, _) in enumerate(fw_example) if grad and i not in overwritten)
     with fake_mode:

@@ -639,10 +639,16 @@ def _detach_members_without_grad(
             same = group.same_as[k]
             if same is not None:
                 dense[m] = dense[group.members[same]]
-            elif layout.trees[i] is None and (
-                i in own
-                or not like[i].requires_grad
-                and (dense[m].requires_grad or autograd_apart(layout, flat.values, m))
+            elif (
+                layout.trees[i] is None
+                and (
+                    i in own
+                    or not like[i].requires_grad
+                    and (dense[m].requires_grad or autograd_apart(layout, flat.values, m))
+                )
+                or layout.trees[i] is not None
+                and dense[m].requires_grad
+                and not dense_leaves(like[i])[layout.leaves[m].position].requires_grad
             ):
                 dense[m] = dense[m].detach()
                 detached.append(dense[m])

@@ -8714,3 +8714,32 @@ def test_leaf_view_input_of_a_base_requiring_none_written_after_a_read_matches_e
 
     with torch.enable_grad():
         assert_matches_eager(f, _expanded_and_base)
+
+
+def nested_two_tensor_over_leaves() -> tuple[T, ...]:
+    # PyTorch's test_nested_subclasses_complicated_inps input: the outer `.a`'s leaves require grad, `.b`'s do not
+    a = torch.randn(2, 3, requires_grad=True)
+    first = TwoTensor(a, a.detach().clone().requires_grad_())  # type: ignore[no-untyped-call]  # untyped in torch
+    return (TwoTensor(first, first.detach().clone().requires_grad_()),)  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+def nested_written_under_no_grad(x: T) -> object:
+    with torch.no_grad():
+        x.add_(0.5)
+    return (x * 1,)
+
+
+def nested_written_in_inference_mode(x: T) -> object:
+    with torch.inference_mode():
+        x.add_(0.5)
+    return (x * 1,)
+
+
+@pytest.mark.parametrize("f", [nested_written_under_no_grad, nested_written_in_inference_mode])
+def test_wrapper_the_subclass_dispatch_builds_and_drops_is_no_new_leaf(f: Callable[..., object]) -> None:
+    """issue #27 (fuzz seed 123372): the outer TwoTensor's in-place op runs on its inner TwoTensors, whose dispatch
+    builds a TwoTensor of its inner results (requires_grad=True: they are leaves that require grad) and returns its
+    input instead. That wrapper, which no one holds, was given its constructor's flag once the program returned and
+    refused as the program's new leaf; it gets none (Note [Training Without A Function], constructor flags)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, nested_two_tensor_over_leaves)

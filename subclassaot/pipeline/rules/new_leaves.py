@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import enum
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -132,10 +133,12 @@ class ConstructorFlags:
     program returned (`flag_all`): from the constructor itself (`as_built`, outside the modes) where that call is no
     view op, made with grad on in a call taking a tensor that requires grad (`grad_inputs`); else from a
     requires_grad_() call the pipeline's modes see as the program's own, under the grad and inference modes it was
-    built in. `pending`: each wrapper with those modes."""
+    built in. `pending`: each wrapper (by weak reference) with those modes; one that died unflagged, dropped by the
+    program or by the subclass's own dispatch (TwoTensor's in-place ops build a wrapper of their inner results and
+    return their input), gets none: no one holds eager's leaf to see it."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[torch.Tensor, bool, bool]] = []
+        self.pending: list[tuple[weakref.ref[torch.Tensor], bool, bool]] = []
         self.grad_inputs = False
         self.as_built: list[torch.Tensor] = []
         self.read_only: list[torch.Tensor] = []  # flagged as built by a read, in a call taking none requiring grad
@@ -147,16 +150,17 @@ class ConstructorFlags:
         read = name == "__get__"
         if not read and any(id(t) in taken for t in self.read_only):
             raise subclass_new_leaf_refusal(type(next(t for t in self.read_only if id(t) in taken)).__name__)
-        made = [p for p in self.pending if id(p[0]) in taken]
+        made = [p for p in self.pending if id(p[0]()) in taken]
         if read or (self.grad_inputs and not may_return_view(name, unknown=True)):
             for entry in [p for p in made if p[1] and not p[2] and torch.is_grad_enabled()]:
                 made.remove(entry)
                 self.pending.remove(entry)
+                built = cast(torch.Tensor, entry[0]())  # (alive: taken by this call)
                 with torch._C.DisableTorchFunction():
-                    entry[0].requires_grad_()
-                self.as_built.append(entry[0])
+                    built.requires_grad_()
+                self.as_built.append(built)
                 if not self.grad_inputs:
-                    self.read_only.append(entry[0])
+                    self.read_only.append(built)
         self._flag(made)
 
     def flag_all(self) -> None:
@@ -172,10 +176,13 @@ class ConstructorFlags:
                 if any(t is w or base is w for w in self.as_built):
                     raise subclass_new_leaf_refusal(type(t if base is None else base).__name__)
 
-    def _flag(self, made: list[tuple[torch.Tensor, bool, bool]]) -> None:
+    def _flag(self, made: list[tuple[weakref.ref[torch.Tensor], bool, bool]]) -> None:
         for entry in made:
             self.pending.remove(entry)
-            t, grad, inference = entry
+            ref, grad, inference = entry
+            t = ref()
+            if t is None:
+                continue
             with torch.inference_mode(inference), torch.set_grad_enabled(grad):
                 t.requires_grad_()
 
@@ -200,7 +207,7 @@ def _made_without_flag(cls: type, *args: Any, **kwargs: Any) -> torch.Tensor:
     else:
         kwargs = {**kwargs, "requires_grad": False}
     out = _MAKE_WRAPPER(cls, *args, **kwargs)
-    flags.pending.append((out, torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+    flags.pending.append((weakref.ref(out), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
     return out
 
 
