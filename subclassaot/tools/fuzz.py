@@ -198,9 +198,8 @@ def _draw_input(
     """Input `var` over `base` (`t`): a chain of up to two views, each taken with `chance` percent; where `leaf`,
     `t.detach().requires_grad_()` instead."""
     if leaf:
-        return InputSpec(
-            var=var, base=base, views=(ViewStep(name="detached_leaf", params=()),)
-        ), t.detach().requires_grad_()
+        step = ViewStep(name="detached_leaf", params=())
+        return InputSpec(var=var, base=base, views=(step,)), t.detach().requires_grad_()
     steps: list[ViewStep] = []
     while not freed and len(steps) < 2 and choose.chance(chance):  # a freed base is passed whole: it is filled whole
         op = _VIEW_OPS[choose.integer(0, len(_VIEW_OPS) - 1)]
@@ -274,9 +273,9 @@ def _draw_op(
     variables = [v for v in sorted(env) if storages.dead(env[v]) == refill]
     if op_def.name == "storage_free":
         variables = [v for v in variables if storages.may_free(v, env)]
-    # an input's set_ node mostly (Note [set_ Under Grad]); an input's running statistics mostly
     if op_def.name == "batch_norm":
         variables = [v for v in variables if batch_norm_stats(env[v])]
+    # an input's set_ node mostly (Note [set_ Under Grad]); an input's running statistics mostly
     if op_def.name in ("set_self", "batch_norm") and choose.chance(60):
         variables = [v for v in variables if storages.is_input(v)] or variables
     if op_def.name in _DIRTY_FUNCTIONS and set_before and choose.chance(50):

@@ -418,7 +418,7 @@ def _gen_batch_norm(choose: Chooser, t: torch.Tensor) -> Params | None:
     which = choose.integer(0, 2 if t.dim() > 1 and t.size(0) > 1 else 1)
     params: Params = (which, choose.integer(0, 1), t.size(-1), t.dim() - 1)
     first, second = (t[(i, *(0,) * (t.dim() - 2))] if t.dim() > 1 else t for i in (0, 1))
-    offsets: dict[int, list[int]] = {}
+    offsets: dict[int, list[int]] = {}  # storage -> the elements written there (two alike where not listed)
     for u in [leaf for row in (first, second)[: 2 if which == 2 else 1] for leaf in dense_leaves(row)]:
         offsets.setdefault(u.untyped_storage().data_ptr(), []).extend(element_offsets(u) or [-1, -1])
     return params if all(len(set(v)) == len(v) for v in offsets.values()) else None
