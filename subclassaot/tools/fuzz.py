@@ -44,8 +44,19 @@ import torch
 from subclassaot.authoring.protocol import dense_leaves
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import element_offsets
-from subclassaot.tools.fuzz_ops import OPS, Chooser, Family, OpDef, Params, Vocabulary, unspecified_write
+from subclassaot.tools.fuzz_ops import (
+    OPS,
+    Chooser,
+    Family,
+    OpDef,
+    Params,
+    Vocabulary,
+    batch_norm_fits,
+    batch_norm_stats,
+    unspecified_write,
+)
 from subclassaot.tools.fuzz_program import (
+    NESTED_KINDS,
     BaseSpec,
     Grad,
     GradScope,
@@ -138,7 +149,10 @@ def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
         for var in range(n_inputs):
             base = var if var < n_bases else choose.integer(0, n_bases - 1)
             chance = own if var < n_bases else shared
-            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base], bases[base].freed, chance)
+            # rarely a leaf of its own over a base that requires grad, beside the base's own input (var < n_bases)
+            leaf = Vocabulary.REQUIRES_GRAD in config.vocabulary and var >= n_bases and bases[base].grad != "none"
+            leaf = leaf and not bases[base].freed and choose.chance(15)
+            spec, env[var] = _draw_input(choose, var, base, shadow_bases[base], bases[base].freed, chance, leaf)
             inputs.append(spec)
         storages = StorageLiveness(env, inputs, bases)
         with torch.set_grad_enabled(grad_mode), storages.recording_saved():
@@ -154,6 +168,8 @@ def generate(choose: Chooser, config: FuzzConfig = DEFAULT_CONFIG) -> Program:
 def _draw_base(choose: Chooser, config: FuzzConfig, index: int, grad_mode: bool) -> BaseSpec:
     k = 0 if index == 0 and config.first_kind_always else choose.integer(0, len(config.kinds) - 1)
     kind = get_input_kind(config.kinds[k])
+    if Vocabulary.NESTED in config.vocabulary and choose.chance(2):
+        kind = get_input_kind(NESTED_KINDS[choose.integer(0, len(NESTED_KINDS) - 1)])
     if kind.fixed_shape is not None:
         shape = kind.fixed_shape
     else:
@@ -177,9 +193,13 @@ _VIEW_OPS = tuple(op for op in OPS.values() if op.family is Family.VIEW and op.v
 
 
 def _draw_input(
-    choose: Chooser, var: int, base: int, t: torch.Tensor, freed: bool, chance: int
+    choose: Chooser, var: int, base: int, t: torch.Tensor, freed: bool, chance: int, leaf: bool
 ) -> tuple[InputSpec, torch.Tensor]:
-    """Input `var` over `base` (`t`): a chain of up to two views, each taken with `chance` percent."""
+    """Input `var` over `base` (`t`): a chain of up to two views, each taken with `chance` percent; where `leaf`,
+    `t.detach().requires_grad_()` instead."""
+    if leaf:
+        step = ViewStep(name="detached_leaf", params=())
+        return InputSpec(var=var, base=base, views=(step,)), t.detach().requires_grad_()
     steps: list[ViewStep] = []
     while not freed and len(steps) < 2 and choose.chance(chance):  # a freed base is passed whole: it is filled whole
         op = _VIEW_OPS[choose.integer(0, len(_VIEW_OPS) - 1)]
@@ -253,7 +273,10 @@ def _draw_op(
     variables = [v for v in sorted(env) if storages.dead(env[v]) == refill]
     if op_def.name == "storage_free":
         variables = [v for v in variables if storages.may_free(v, env)]
-    if op_def.name == "set_self" and choose.chance(60):  # an input's set_ node mostly (Note [set_ Under Grad])
+    if op_def.name == "batch_norm":
+        variables = [v for v in variables if batch_norm_stats(env[v])]
+    # an input's set_ node mostly (Note [set_ Under Grad]); an input's running statistics mostly
+    if op_def.name in ("set_self", "batch_norm") and choose.chance(60):
         variables = [v for v in variables if storages.is_input(v)] or variables
     if op_def.name in _DIRTY_FUNCTIONS and set_before and choose.chance(50):
         # a write the Function's node records over a set_ node, though its forward runs with grad off (Note [Epilogue
@@ -268,6 +291,8 @@ def _draw_op(
     scopes = _draw_scopes(choose, config)
     other = None
     if op_def.other == "always" or (op_def.other == "maybe" and choose.chance(40)):
+        if op_def.name == "batch_norm":
+            live = [v for v in live if batch_norm_fits(env[src], env[v])]
         if not live:
             return None
         other = live[choose.integer(0, len(live) - 1)]

@@ -152,7 +152,9 @@ class Vocabulary(enum.Enum):
 
     CORE = "core"  # views, in-place data and metadata ops, set_, resize_, `.data`, a few functional ops, no_grad
     GRAD_MODE = "grad_mode"  # op-level enable_grad / set_grad_enabled / inference_mode scopes, nested up to two deep
-    REQUIRES_GRAD = "requires_grad"  # requires_grad_() on whatever eager allows it on (leaves: views, intermediates)
+    # requires_grad_() on whatever eager allows it on (leaves: views, intermediates); and, rarely, an input
+    # `b.detach().requires_grad_()` beside `b` that requires grad: a leaf of its own over a storage with history
+    REQUIRES_GRAD = "requires_grad"
     # untyped_storage().resize_(0) after last use; resize up and fill; inputs freed on entry; a resize_() that grows
     # a tensor's storage (under whatever else is over it), then fills the tensor
     STORAGE = "storage"
@@ -161,6 +163,12 @@ class Vocabulary(enum.Enum):
     # `x.set_(x)`: autograd's set_ node and nothing else, against the program's other nodes; inputs that share a base
     # drawn as views of it more often (rows of one base each set_() to itself: Note [set_ Under Grad])
     SET_ORDER = "set_order"
+    # native_batch_norm / F.batch_norm in training over running statistics the program holds (mostly inputs or their
+    # views), which the op writes though they are not its result
+    RUNNING_STATS = "running_stats"
+    # rarely, a base that is a TwoTensor of TwoTensors: over plain tensors, or over leaves that each require grad apart
+    # (`TwoTensor(a, a.detach().clone().requires_grad_())`; subclassaot/tools/fuzz_program.py)
+    NESTED = "nested"
 
 
 OpName = Literal[
@@ -171,7 +179,7 @@ OpName = Literal[
     "data_assign",
     "requires_grad_", "requires_grad_set", "requires_grad_if_flagless", "mul_by_flags", "storage_free", "storage_refill", "resize_grow", "set_self",
     "SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved",
-    "sort", "max_dim", "split_with_sizes",
+    "sort", "max_dim", "split_with_sizes", "batch_norm", "detached_leaf",
 ]  # fmt: skip
 
 Result = torch.Tensor | tuple[torch.Tensor, ...] | None  # a tuple binds one variable per element
@@ -387,6 +395,60 @@ def _refill(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
         t.fill_(_f(p[1]))
 
 
+# Training-mode batch norm: the running mean is a row of the source (its last dimension: `t[0, 0]` of a rank-3 `t`)
+# and the variance fresh, or the variance is and the mean fresh, or both are (`t[0, 0]` and `t[1, 0]`); a clone of the
+# other tensor, reshaped to (-1, C), is the batch (two rows at least: one row's unbiased variance divides by zero; a
+# clone: the kernel reads its batch after it writes the statistics, which may share its memory). The source does not
+# require grad (a buffer's statistics); rows whose elements share memory (an expand()) are not written.
+
+
+def _rows(t: str, which: int, k: int, c: int) -> str:
+    first, second = (f"{t}[{', '.join([i, *['0'] * (k - 1)])}]" if k else t for i in ("0", "1"))
+    return (f"{first}, torch.ones({c})", f"torch.zeros({c}), {first}", f"{first}, {second}")[which]
+
+
+def batch_norm_stats(t: torch.Tensor) -> bool:
+    """Can `t` hold running statistics: float, no grad, a last dimension of some elements?"""
+    return t.dim() > 0 and t.numel() > 0 and t.dtype.is_floating_point and not t.requires_grad
+
+
+def _gen_batch_norm(choose: Chooser, t: torch.Tensor) -> Params | None:
+    if not batch_norm_stats(t):
+        return None
+    which = choose.integer(0, 2 if t.dim() > 1 and t.size(0) > 1 else 1)
+    params: Params = (which, choose.integer(0, 1), t.size(-1), t.dim() - 1)
+    first, second = (t[(i, *(0,) * (t.dim() - 2))] if t.dim() > 1 else t for i in (0, 1))
+    offsets: dict[int, list[int]] = {}  # storage -> the elements written there (two alike where not listed)
+    for u in [leaf for row in (first, second)[: 2 if which == 2 else 1] for leaf in dense_leaves(row)]:
+        offsets.setdefault(u.untyped_storage().data_ptr(), []).extend(element_offsets(u) or [-1, -1])
+    return params if all(len(set(v)) == len(v) for v in offsets.values()) else None
+
+
+def batch_norm_fits(stats: torch.Tensor, batch: torch.Tensor) -> bool:
+    """Can `batch` be the batch of running statistics `stats` (same dtype, two rows at least)?"""
+    c = stats.size(-1)
+    return batch.dtype == stats.dtype and batch.numel() % c == 0 and batch.numel() >= 2 * c
+
+
+def _batch_norm_expr(t: str, o: str | None, p: Params) -> str:
+    which, api, c, k = map(_i, p)
+    stats, batch = _rows(t, which, k, c), f"{o}.clone().reshape(-1, {c})"
+    if api == 0:
+        return f"torch.native_batch_norm({batch}, None, None, {stats}, True, 0.1, 1e-05)[0]"
+    return f"torch.nn.functional.batch_norm({batch}, {stats}, training=True, momentum=0.1, eps=1e-05)"
+
+
+def _batch_norm(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+    which, api, c, k = map(_i, p)
+    assert o is not None, "BUG: batch_norm needs a batch"
+    first, second = (t[(i, *(0,) * (k - 1))] if k else t for i in (0, 1))
+    mean, var = ((first, torch.ones(c)), (torch.zeros(c), first), (first, second))[which]
+    batch = o.clone().reshape(-1, c)
+    if api == 0:
+        return torch.native_batch_norm(batch, None, None, mean, var, True, 0.1, 1e-05)[0]
+    return torch.nn.functional.batch_norm(batch, mean, var, training=True, momentum=0.1, eps=1e-05)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The table
 
@@ -455,6 +517,10 @@ def _set_requires_grad(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> No
 def _requires_grad_if_flagless(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
     if not t.requires_grad:  # a read that steers the program (Note [Grad Mode And Autograd Reads])
         t.requires_grad_()
+
+
+def _detached_leaf(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+    return t.detach().requires_grad_()
 
 
 def _mul_by_flags(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
@@ -628,6 +694,24 @@ _OPS: tuple[OpDef, ...] = (
         weight=2,
         vocabulary=MULTI,
         outs=lambda p: len(_s(p[0])),
+    ),
+    _op(
+        "batch_norm",
+        FUNC,
+        _gen_batch_norm,
+        (_batch_norm, _batch_norm_expr),
+        weight=3,
+        other="always",
+        vocabulary=Vocabulary.RUNNING_STATS,
+    ),
+    # an input form only (weight 0: never a program's op): a leaf of its own beside its base (fuzz.py's _draw_input)
+    _op(
+        "detached_leaf",
+        VIEW,
+        _gen_float,
+        (_detached_leaf, _fmt("{t}.detach().requires_grad_()")),
+        weight=0,
+        vocabulary=GRAD,
     ),
 )
 OPS: dict[OpName, OpDef] = {op.name: op for op in _OPS}

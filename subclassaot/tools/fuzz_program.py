@@ -23,6 +23,7 @@ from subclassaot.errors import tuple_text
 from subclassaot.tools.fuzz_ops import OPS, OpName, Params
 
 __all__ = [
+    "NESTED_KINDS",
     "PLAIN",
     "BaseSpec",
     "Grad",
@@ -117,6 +118,48 @@ class InputKind:
 
 PLAIN = InputKind(key="plain", make=lambda t: t, source=lambda e: e, imports=(), fixed_shape=None)
 _KINDS: dict[str, InputKind] = {PLAIN.key: PLAIN}
+
+
+# Nested inputs (Vocabulary.NESTED): torch's TwoTensor of TwoTensors, over plain tensors whose sides differ, or over
+# leaves that each require grad apart (PyTorch's test_nested_subclasses_complicated_inps: the outer wrapper's second
+# side requires grad where its own inner tensors do not).
+_TWO = "torch.testing._internal.two_tensor.TwoTensor"
+
+
+def _two(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    from torch.testing._internal.two_tensor import TwoTensor  # (torch's test subclass, imported where drawn)
+
+    out: torch.Tensor = TwoTensor(a, b)  # type: ignore[no-untyped-call]  # torch's test subclass is untyped
+    return out
+
+
+def _nested_over_leaves(t: torch.Tensor) -> torch.Tensor:
+    t.requires_grad_()
+    first = _two(t, t.detach().clone().requires_grad_())
+    return _two(first, first.detach().clone().requires_grad_())
+
+
+_NESTED = (
+    InputKind(
+        key="two_tensor_of_two_tensors",
+        make=lambda t: _two(_two(t, t * 2), _two(-t, t + 1)),
+        source=lambda e: f"(lambda t: {_TWO}({_TWO}(t, t * 2), {_TWO}(-t, t + 1)))({e})",
+        imports=("import torch.testing._internal.two_tensor",),
+        fixed_shape=None,
+    ),
+    InputKind(
+        key="two_tensor_of_own_leaves",
+        make=_nested_over_leaves,
+        source=lambda e: (
+            f"(lambda f: {_TWO}(f, f.detach().clone().requires_grad_()))((lambda a: {_TWO}(a, a.detach().clone()"
+            f".requires_grad_()))({e}.requires_grad_()))"
+        ),
+        imports=("import torch.testing._internal.two_tensor",),
+        fixed_shape=None,
+    ),
+)
+_KINDS.update((kind.key, kind) for kind in _NESTED)
+NESTED_KINDS = tuple(kind.key for kind in _NESTED)
 
 
 def register_input_kind(kind: InputKind) -> None:

@@ -35,7 +35,16 @@ from subclassaot.tools.fuzz import (
     storage_safe,
 )
 from subclassaot.tools.fuzz_ops import OPS, Vocabulary
-from subclassaot.tools.fuzz_program import BaseSpec, InputSpec, Op, Program, as_function, make_inputs, to_source
+from subclassaot.tools.fuzz_program import (
+    NESTED_KINDS,
+    BaseSpec,
+    InputSpec,
+    Op,
+    Program,
+    as_function,
+    make_inputs,
+    to_source,
+)
 from subclassaot.tools.fuzz_runner import _checkpoint, fuzz, merge_reports, regression_source, write_report
 from subclassaot.tools.parity import compare_with_eager, fresh_call
 
@@ -72,6 +81,10 @@ def _exec_source(program: Program) -> dict[str, object]:
 @settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 @given(programs(CONFIG))
 def test_printed_source_does_what_the_interpreter_does(program: Program) -> None:
+    _assert_printed_source_does_what_the_interpreter_does(program)
+
+
+def _assert_printed_source_does_what_the_interpreter_does(program: Program) -> None:
     namespace = _exec_source(program)
     f, make = namespace["f"], namespace["make_inputs"]
     assert callable(f) and callable(make)
@@ -438,12 +451,47 @@ def test_every_group_of_the_vocabulary_is_drawn() -> None:
     assert wanted - seen == set()
 
 
+def _issue_27_classes(program: Program) -> set[str]:
+    leaf = any(spec.views and spec.views[0].name == "detached_leaf" for spec in program.inputs)
+    return {
+        *(b.kind for b in program.bases if b.kind in NESTED_KINDS),
+        *(f"batch_norm api {op.params[1]}" for op in program.ops if op.name == "batch_norm"),
+        *(f"batch_norm stats {op.params[0]}" for op in program.ops if op.name == "batch_norm"),
+        *(["detached leaf beside its base"] if leaf else []),
+    }
+
+
+def test_the_classes_fixed_for_issue_27_are_drawn_rarely_and_print_as_they_run() -> None:
+    """Issue #27's classes: an input `b.detach().requires_grad_()` beside `b` that requires grad, training-mode
+    native_batch_norm / F.batch_norm writing running statistics the program holds (the mean, the variance, both), and
+    TwoTensor-of-TwoTensor inputs (over plain tensors, over leaves that require grad apart) each occur in a few
+    hundred default programs, each in a few percent at most; the printed source of each does what the interpreter
+    does."""
+    found: dict[str, Program] = {}
+    counts: dict[str, int] = {}
+    for seed in range(600):
+        program = generate(RandomChooser(seed), FuzzConfig())
+        for name in _issue_27_classes(program):
+            found.setdefault(name, program)
+            counts[name] = counts.get(name, 0) + 1
+    leaf = found["detached leaf beside its base"]
+    (detached,) = (spec for spec in leaf.inputs if spec.views and spec.views[0].name == "detached_leaf")
+    assert any(spec.base == detached.base for spec in leaf.inputs if spec is not detached)
+    wanted = {*NESTED_KINDS, "detached leaf beside its base"}
+    wanted |= {"batch_norm api 0", "batch_norm api 1", *(f"batch_norm stats {w}" for w in (0, 1, 2))}
+    assert wanted - found.keys() == set()
+    assert max(counts.values()) <= 30, counts  # 5% of 600
+    for program in found.values():
+        _assert_printed_source_does_what_the_interpreter_does(program)
+
+
 def test_the_core_vocabulary_alone_draws_no_other_group() -> None:
     core = FuzzConfig(kinds=CONFIG.kinds, vocabulary=CORE)
     for seed in range(100):
         program = generate(RandomChooser(seed), core)
         assert all(OPS[op.name].vocabulary is Vocabulary.CORE for op in program.ops)
         assert all(op.scopes in ((), ("no_grad",)) for op in program.ops) and not any(b.freed for b in program.bases)
+        assert not _issue_27_classes(program)
 
 
 def test_programs_that_would_read_a_freed_storage_are_never_run() -> None:
