@@ -84,7 +84,8 @@ __all__ = [
 #   tensor_split() piece), of such an alias made at run time (`passthrough_base`); a view the program's Function made
 #   of an intermediate (`OutputLeaf.function_view`) is returned as an as_strided of the graph's intermediate base, which
 #   eager's `._base` is (`function_view_base`: `(x * 2).view(-1)`, DTensor's `to_local()[0]` of a computed DTensor),
-#   else as a view_as of the graph's output; an alias base two outputs view stays the input's leaf (open);
+#   else as a view_as of the graph's output (a multi-output Function's views, MULTI_OUTPUT_NODE, are neither: open).
+#   An alias base two outputs view is refused (each output would get an alias of its own);
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
