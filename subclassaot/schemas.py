@@ -284,10 +284,16 @@ class OutputLeaf:
     # ... not itself but an alias of it with this leaf's metadata and a counter of its own, no view: eager's is one
     # that the subclass's own dispatch made by view ops (torchao's Float8 detach() of `_scale`)
     passthrough_alias: bool = False
+    # ... a view (is_view) whose `._base` in eager is such an alias (a DTensor's tensor_split() piece's inner tensor):
+    # that alias's size, stride, offset; the Function returns the view of an alias made so (Note [Custom Functions])
+    passthrough_base: Meta | None = None
     # GRAPH in training: eager's is a view that the program's custom autograd.Function made of an intermediate the
     # program does not return (DTensor.to_local); the Function returns such a view too (Note [Custom
     # Functions])
     function_view: bool = False
+    # ... where eager's `._base` is an intermediate base the graph returns (base number): the Function returns the
+    # view as that base's as_strided() with `meta`, so `._base` is eager's (Note [Custom Functions])
+    function_view_base: int | None = None
     # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
     same_object: bool = False
     # INTERMEDIATE_ALIAS with its base's size, stride and offset in the trace (`t0.data = base`): it takes the real

@@ -96,6 +96,7 @@ from subclassaot.pipeline.rules.function_views import (
     check_wrapper_over_history,
     check_written_function_view,
     detached_output_leaves,
+    dispatch_alias_base,
     from_program_function,
     function_view_of_fresh,
     function_view_replay,
@@ -1059,7 +1060,7 @@ def _output_leaves(
         key = storage_key(leaf)
         meta = leaf_meta(leaf)
         if fresh:
-            out_leaves.append(_fresh_leaf(leaf, tree is None, run, (current, original), graph_count))
+            out_leaves.append(_fresh_leaf(path, leaf, tree is None, run, (current, original, bases), graph_count))
             graph_count += 1
             continue
         if id(value) in set_targets:
@@ -1097,25 +1098,45 @@ def _output_leaves(
                 )
             )
         else:
-            made_view = tree is None and leaf.requires_grad and is_custom_function_view(leaf)
-            out_leaves.append(
-                OutputLeaf(
-                    source=LeafSource.GRAPH, index=graph_count, meta=meta, is_view=False, function_view=made_view
-                )
-            )
+            out_leaves.append(_graph_leaf(leaf, tree is None, bases, graph_count))
             graph_count += 1
     return out_leaves, graph_count, replaced, own_layout
 
 
+def _graph_leaf(
+    leaf: torch.Tensor, plain: bool, bases: dict[object, tuple[int, torch.Tensor]], index: int
+) -> OutputLeaf:
+    """A leaf computed by the graph (graph output `index`), or, where eager's is a view the program's custom Function
+    made of an intermediate, returned from the compiled Function as one (Note [Custom Functions])."""
+    made_view = plain and leaf.requires_grad and is_custom_function_view(leaf)
+    return OutputLeaf(
+        source=LeafSource.GRAPH,
+        index=index,
+        meta=leaf_meta(leaf),
+        is_view=False,
+        function_view=made_view,
+        function_view_base=_function_view_base(leaf, bases) if made_view else None,
+    )
+
+
+def _function_view_base(leaf: torch.Tensor, bases: dict[object, tuple[int, torch.Tensor]]) -> int | None:
+    """The intermediate base (its number) that is eager's `._base` of `leaf`, a view the program's custom Function
+    made of an intermediate, if the graph returns that very tensor (Note [Custom Functions])."""
+    found = bases.get(storage_key(leaf))
+    return found[0] if found is not None and leaf._base is found[1] else None
+
+
 def _fresh_leaf(
+    path: str,
     leaf: torch.Tensor,
     plain: bool,
     run: FunctionalRun,
-    maps: tuple[dict[object, DenseIndex], dict[object, DenseIndex]],
+    maps: tuple[dict[object, DenseIndex], dict[object, DenseIndex], dict[object, tuple[int, torch.Tensor]]],
     index: int,
 ) -> OutputLeaf:
-    """A leaf of an output that needs the program's autograd history: graph output `index`."""
-    (current, original), key, meta = maps, storage_key(leaf), leaf_meta(leaf)
+    """A leaf of an output that needs the program's autograd history: graph output `index` (`maps`: the dense inputs
+    by their storage at the end and as passed, the intermediate bases)."""
+    (current, original, bases), key, meta = maps, storage_key(leaf), leaf_meta(leaf)
     same = current.get(key) if key in original else None  # the input's own storage, not one set_() gave it
     # an alias of an input's inner tensor that the subclass's dispatch made (function_views.holds_input_leaves): no
     # view in eager, whatever its metadata
@@ -1130,7 +1151,11 @@ def _fresh_leaf(
         is_view=view,
         passthrough=same,
         passthrough_alias=alias,
+        passthrough_base=dispatch_alias_base(path, leaf, run.finals[same], run)
+        if view and plain and same is not None
+        else None,
         function_view=made_view,
+        function_view_base=_function_view_base(leaf, bases) if made_view else None,
     )
 
 

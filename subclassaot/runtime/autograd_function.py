@@ -487,6 +487,8 @@ def _passthrough(
         # so do we (Note [Custom Functions]); an inner tensor a wrapper output shares with an
         # input (a jagged output's offsets) is the input's own object, as in eager.
         return source.view_as(source) if leaf.function_view else source
+    if leaf.passthrough_base is not None:  # Note [Custom Functions]
+        source = non_view_alias(source, ev.meta(leaf.passthrough_base, symbols))
     return source.as_strided(*ev.meta(leaf.meta, symbols))
 
 
@@ -1173,6 +1175,16 @@ def _tangent_passed_through(
     return None
 
 
+def _function_view(s: _Step, leaf: OutputLeaf, outs: Sequence[Any], symbols: dict[str, int]) -> torch.Tensor:
+    """A view the program's custom Function made of an intermediate (Note [Custom Functions]): the graph's base of it
+    in eager's layout where it returns that base, else a view_as of the leaf's own graph output."""
+    if leaf.function_view_base is None:
+        out = cast(torch.Tensor, outs[s.n_updates + leaf.index])
+        return out.view_as(out)
+    base = cast(torch.Tensor, outs[s.n_updates + s.plan.graph_outputs.num_fresh + leaf.function_view_base])
+    return base.as_strided(*s.ev.meta(leaf.meta, symbols))
+
+
 def _fresh_output(
     s: _Step, o: int, user: Sequence[torch.Tensor], outs: list[Any], dense: list[torch.Tensor], symbols: dict[str, int]
 ) -> torch.Tensor:
@@ -1186,7 +1198,7 @@ def _fresh_output(
         # and autograd makes the output a view of it with our backward, exactly as eager does.
         _passthrough(dense, leaf, s.ev, symbols)
         if leaf.passthrough is not None
-        else (out.view_as(out) if leaf.function_view else out)
+        else (_function_view(s, leaf, outs, symbols) if leaf.function_view else out)
         for leaf, out in ((leaf, outs[s.n_updates + leaf.index]) for leaf in info.leaves)
     ]
     if info.tree is None:

@@ -131,8 +131,9 @@ from subclassaot.torch_internals import (
 #   and the views replay on it with grad enabled, so every gradient reaches the root's tangent, as in eager.
 # - Fallback in training: an output that views an intermediate nobody else sees and whose chain does not replay exactly
 #   (`y = x.clone(); return y.view(-1)`, or a view a custom Function returns of a tensor it made, torchao's Float8Linear
-#   `mm_result.reshape(...)`) is computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a
-#   view of a tensor nobody else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
+#   `mm_result.reshape(...)`, where its base is no intermediate base the graph returns: Note [Custom Functions]) is
+#   computed by the graph like a fresh output and returned as `fresh.view(fresh.shape)`: a view of a tensor nobody
+#   else sees. Two fallbacks of one intermediate are refused, and so is a fallback whose eager
 #   `._base` is an input or another output, or has another layout than the view (a root over an input's leaf the
 #   rule above leaves out). One whose wrapper was set_() after its chain
 #   (Replay.then_set) replays. A wrapper that is no view (`DTensor.from_local(x + 1, ...)`, which wraps a no_grad view

@@ -599,19 +599,7 @@ HELD_OUT_DTENSOR_REFUSALS: dict[str, dict[str, str]] = {
     },
 }
 # name -> why it is xfail (strict): eager's result the compiled code does not give yet
-_FUNCTION_VIEW_BASE = (
-    "a view ([0]) of to_local()'s custom-Function view of an intermediate: eager's `._base` is that intermediate "
-    "(shape (8, 4)), the compiled output's a graph output of the view's own layout (Note [Custom Functions]); "
-    "repro /work/repros/open/hheld5_function_view_base.py"
-)
-HELD_OUT_DTENSOR_XFAIL = {
-    "dtensor_dynamic_cat": _FUNCTION_VIEW_BASE,
-    "dtensor_dynamic_slice": (
-        "to_local() of a redistributed tensor_split() piece: eager's output `._base` is a new tensor over the input's "
-        "storage (the redistribute's local tensor), the compiled output's is the input's own `._base`; "
-        "repro /work/repros/open/hheld5_function_view_base.py"
-    ),
-}
+HELD_OUT_DTENSOR_XFAIL: dict[str, str] = {}
 # CI's slice: what found a difference, a refusal of each rule, one of each placement; the rest on the slow marker
 HELD_OUT_DTENSOR_IN_CI = {
     "dtensor_dynamic_recompiles_f",
@@ -662,3 +650,17 @@ def test_held_out_dtensor_program_matches_eager_or_is_refused(mesh: DeviceMesh, 
     assert entry == "direct" or name in HELD_OUT_NO_GRAPH or graphs, (
         "no graph captured by Dynamo ran through subclassaot"
     )
+
+
+def _two_rows_of_a_split_piece(x: torch.Tensor) -> object:
+    piece = torch.tensor_split(x, 2)[1]
+    assert isinstance(piece, DTensor)
+    local = piece.to_local()
+    return local[0], local[1]
+
+
+def test_two_views_of_a_split_pieces_local_tensor_refused(mesh: DeviceMesh) -> None:
+    # eager's outputs share one `._base`: the alias of x's local tensor the piece's dispatch made (no view)
+    make = _dtensors(mesh, ((4, 4), Shard(0)))
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="another output views that alias too"):
+        assert_matches_eager(_two_rows_of_a_split_piece, make)

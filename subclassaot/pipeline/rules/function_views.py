@@ -65,6 +65,7 @@ __all__ = [
     "check_function_input_unwritten",
     "check_written_function_view",
     "detached_output_leaves",
+    "dispatch_alias_base",
     "holds_input_leaves",
     "from_program_function",
     "is_program_function",
@@ -79,8 +80,12 @@ __all__ = [
 # where autograd makes it a view of the input with that history:
 # - a plain tensor: the dense input itself, or its as_strided (autograd_runtime._passthrough); an inner tensor of a
 #   subclass input is no input of the compiled Function, so the Function returns a view_as of it, as DTensor.to_local's
-#   Function does; a view the program's Function made of an intermediate (`OutputLeaf.function_view`) is returned as a
-#   view_as of the graph's output;
+#   Function does; where eager's is a view of an alias the subclass's dispatch made of that inner tensor (a DTensor's
+#   tensor_split() piece), of such an alias made at run time (`passthrough_base`); a view the program's Function made
+#   of an intermediate (`OutputLeaf.function_view`) is returned as an as_strided of the graph's intermediate base, which
+#   eager's `._base` is (`function_view_base`: `(x * 2).view(-1)`, DTensor's `to_local()[0]` of a computed DTensor),
+#   else as a view_as of the graph's output (a multi-output Function's views, MULTI_OUTPUT_NODE, are neither: open).
+#   An alias base two outputs view is refused (each output would get an alias of its own);
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
@@ -168,6 +173,24 @@ def holds_input_leaves(path: str, value: torch.Tensor, run: FunctionalRun) -> bo
             return False
         held = True
     return held
+
+
+def dispatch_alias_base(path: str, leaf: torch.Tensor, final: torch.Tensor, run: FunctionalRun) -> Meta | None:
+    """The metadata of eager's `._base` of `leaf`, a view over input leaf `final`'s storage, where that base is an
+    alias a subclass's dispatch made of `final` (no view, with a counter of its own: a DTensor's tensor_split()
+    piece's inner tensor); else None. Refused where another output sees that alias too (Note [Custom Functions])."""
+    base = leaf._base
+    if base is None or base is final or base._is_view() or _dispatch_view_root(base, run) is not final:
+        return None
+    for other in pytree.tree_leaves(run.output):
+        if isinstance(other, torch.Tensor) and other is not leaf and (other is base or other._base is base):
+            raise UnsupportedError(
+                f"{path} is a view a custom autograd.Function returned of an alias a tensor subclass's dispatch made "
+                "of an input's inner tensor (a DTensor's tensor_split() piece's to_local()), and another output views "
+                "that alias too: eager's outputs share that `._base`, which the compiled Function makes once per "
+                "output (Note [Custom Functions]). Return one view of it, or clones"
+            )
+    return leaf_meta(base)
 
 
 def _dispatch_view_root(leaf: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
