@@ -285,15 +285,20 @@ class _ForkedChecks:
 def _serve_checks(conn: Connection, parent_end: Connection, make_check: MakeCheck) -> None:
     """The forked child: a verdict for each (changes seed, program) it is sent, until the parent's end closes."""
     parent_end.close()  # (the parent's copy: with it open here, the parent's exit would never end the loop)
-    # The parent's OpenMP threads are not the child's, but OpenMP believes they are: the first parallel kernel waits
-    # on them forever. One thread runs no parallel region (what torch's DataLoader workers do).
-    torch.set_num_threads(1)
+    _one_thread()
     if sys.platform == "linux":  # killed with the parent however it ends, not left running a hang
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     with contextlib.suppress(EOFError):
         while True:
             changes_seed, program = conn.recv()
             conn.send(make_check(changes_seed)(program))
+
+
+def _one_thread() -> None:
+    """In a forked process: the parent's OpenMP threads are not the child's, but OpenMP believes they are, so the first
+    parallel kernel (batch norm's, a large reduction's) waits on them forever. One thread runs no parallel region
+    (what torch's DataLoader workers do)."""
+    torch.set_num_threads(1)
 
 
 def shard_share(programs: int, shard: tuple[int, int]) -> int:
@@ -308,7 +313,7 @@ def run_shards(worker: Callable[[tuple[int, int]], R], jobs: int) -> list[R]:
     if jobs <= 1:
         return [worker((0, 1))]
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_one_thread) as pool:
         return list(pool.map(worker, [(k, jobs) for k in range(jobs)]))
 
 
