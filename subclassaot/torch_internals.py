@@ -49,6 +49,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.printers import PythonPrinter
 
+from subclassaot.errors import UnsupportedError
+
 # Raised when a traced program turns a tensor's value into a Python number (.item(), float(t), bool(t), ...).
 DataDependentError = GuardOnDataDependentSymNode
 
@@ -137,11 +139,15 @@ def base_mode_rule(func: torch._ops.HigherOrderOperator, base: type, mode: objec
     `redirect_to_mode`: the caller runs its base's method). torch finds a HOP's rule by the current mode's exact type,
     so our subclasses of its modes have none of their own: with `supports_higher_order_operators` the HOP reaches
     their `__torch_dispatch__`, which hands it to their base's rule, as the base mode would run it (the branches
-    traced, functionalized or run on fakes as torch does). A HOP with no rule for the base raises as it would under
-    the base mode."""
+    traced, functionalized or run on fakes as torch does). A HOP with no rule for the base is refused by name
+    (UnsupportedError), where torch's base mode would raise NotImplementedError."""
     rule = func.python_key_table.get(base)
     if rule is None:
-        raise NotImplementedError(f"There was no rule registered for HigherOrderOperator {func._name} and mode {mode}")
+        raise UnsupportedError(
+            f"the program calls torch's higher-order op {func._name}, for which torch registers no rule under "
+            f"{base.__name__} (the mode subclassaot runs the program under at this stage): call it outside the "
+            "compiled function"
+        )
     if getattr(rule, "__qualname__", None) == "redirect_to_mode.<locals>.impl":
         return None
     return functools.partial(cast("Callable[..., object]", rule), mode)

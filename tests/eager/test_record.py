@@ -107,7 +107,9 @@ def test_fakes_record_what_real_tensors_do_on_fuzz_programs(chunk: int) -> None:
 
 
 @pytest.mark.parametrize("seed", sorted(KNOWN_GAPS))
-@pytest.mark.xfail(strict=True, reason="a known gap of the record (KNOWN_GAPS)")
+@pytest.mark.xfail(
+    strict=True, reason="the eager record on static fakes differs from a real run here (KNOWN_GAPS says how)"
+)
 def test_known_gaps_of_the_record_on_fuzz_programs(seed: int) -> None:
     failures = _record_differences_of(seed)
     assert failures == [], "\n\n".join(failures)

@@ -598,8 +598,6 @@ HELD_OUT_DTENSOR_REFUSALS: dict[str, dict[str, str]] = {
         "dynamo": r"out\[0\]: the program returns a Replicate; outputs must be tensors"
     },
 }
-# name -> why it is xfail (strict): eager's result the compiled code does not give yet
-HELD_OUT_DTENSOR_XFAIL: dict[str, str] = {}
 # CI's slice: what found a difference, a refusal of each rule, one of each placement; the rest on the slow marker
 HELD_OUT_DTENSOR_IN_CI = {
     "dtensor_dynamic_recompiles_f",
@@ -617,8 +615,6 @@ HELD_OUT_NO_GRAPH = {"dtensor_constructor", "dont_recompile_on_same_placement"}
 
 def _held_out_param(name: str, entry: str) -> object:
     marks = [] if name in HELD_OUT_DTENSOR_IN_CI else [pytest.mark.slow]
-    if name in HELD_OUT_DTENSOR_XFAIL:
-        marks.append(pytest.mark.xfail(strict=True, reason=HELD_OUT_DTENSOR_XFAIL[name]))
     return pytest.param(name, entry, marks=marks, id=f"{name}-{entry}")
 
 
