@@ -24,7 +24,14 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.torch_internals import autograd_sequence_nr, composite_view_as_eager, is_fake, static_fake_copies
+from subclassaot.torch_internals import (
+    autograd_sequence_nr,
+    composite_view_as_eager,
+    get_version,
+    is_fake,
+    set_version,
+    static_fake_copies,
+)
 
 # Note [The Eager Record]
 # Everything the epilogue must reproduce is eager's state at some point of the program: the storage and layout of
@@ -40,7 +47,12 @@ from subclassaot.torch_internals import autograd_sequence_nr, composite_view_as_
 # fakes are eager's facts; tests/eager checks that claim on the fuzzer's programs against a run on real tensors.
 # Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
 # record keeps `bumps` (the version less its value at first sight), and a fake of a non-leaf input carries no history
-# (its grad_fn is an Error node that raises "Tried to backward() through example input" when reached).
+# (its grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
+# tensor has no counter: its `bumps` are 0. Under any dispatch mode (a fake's, the record's own) an in-place foreach op
+# (`torch._foreach_add_([x, y], 1)`) advances no counter, where eager's advances each plain tensor of its first list
+# once per place in it, unless a wrapper subclass is among its arguments (the op then reaches `__torch_dispatch__`, as
+# under a mode, and no counter moves): the record advances them itself (`_foreach_bumps`), so that each of its runs,
+# on fakes or on real tensors, counts as eager's.
 # One more is made to agree where it is taken, for every static fake run (the record, the backward probes): inside
 # inference_mode autograd's kernels are skipped, so a view op with no kernel of its own (CompositeImplicitAutograd:
 # reshape(), mT, unflatten()) is decomposed by a plain tensor's backend kernel, whose view ops dispatch again from the
@@ -140,7 +152,7 @@ class _Recorder(TorchFunctionMode):
             found = NodeId(len(self.tensors))
             self.nodes[t] = found
             self.tensors.append(weakref.ref(t))
-            self.first_version.append(t._version)
+            self.first_version.append(get_version(t))
         return NodeId(found)
 
     def storage(self, t: torch.Tensor) -> StorageId:
@@ -174,7 +186,7 @@ class _Recorder(TorchFunctionMode):
             stride=tuple(t.stride()),
             offset=int(t.storage_offset()),
             base=self.node(base) if base is not None else None,
-            bumps=t._version - self.first_version[node],
+            bumps=get_version(t) - self.first_version[node],
             requires_grad=t.requires_grad,
             is_leaf=is_leaf,
             grad_fn=grad_fn,
@@ -231,7 +243,9 @@ class _Recorder(TorchFunctionMode):
         start = mark + own if below else autograd_sequence_nr()
         self.depth += 1  # the facts' own reads (`.grad_fn`, `.stride()`) are not logged either
         try:
+            counted = _foreach_bumps(op, args)
             out = func(*args, **kwargs)
+            counted()
             returned = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
             self.mark = autograd_sequence_nr()
             # (set_() with grad records a NotImplemented node, which takes no number)
@@ -297,6 +311,24 @@ class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __
             return view if retaken else func(*args, **(kwargs or {}))
         finally:
             self.recorder.depth -= 1
+
+
+def _foreach_bumps(op: str, args: tuple[Any, ...]) -> Callable[[], None]:
+    """For an in-place foreach op of plain tensors: after it, advance the counter of each tensor of its first list as
+    eager's op does, where the call moved none (Note [The Eager Record]); for any other op, nothing."""
+    if not (op.startswith("torch._foreach_") and op.endswith("_")) or not args or not isinstance(args[0], list | tuple):
+        return lambda: None
+    if any(is_traceable_subclass(t) for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)):
+        return lambda: None
+    plain = [t for t in args[0] if isinstance(t, torch.Tensor)]
+    before = {id(t): get_version(t) for t in plain}
+
+    def advance() -> None:
+        if all(get_version(t) == before[id(t)] for t in plain):  # (a counter shared or held twice moves per place)
+            for t in plain:
+                set_version(t, get_version(t) + 1)
+
+    return advance
 
 
 def _inner_names(t: torch.Tensor) -> list[str]:
