@@ -585,8 +585,11 @@ def custom_function_of(t: torch.Tensor) -> type | None:
 
 def is_custom_function_view(t: torch.Tensor) -> bool:
     """An autograd view a custom autograd.Function returned (its input, or a view of it), or a view of one: autograd
-    refuses to read its grad_fn once its base's version counter advanced, naming that Function."""
-    return _created_as(t, _CreationMeta.IN_CUSTOM_FUNCTION)
+    refuses to read its grad_fn once its base's version counter advanced, naming that Function. A Function returning
+    several views gives them MULTI_OUTPUT_NODE instead, counted here where the Function's node is the view's own."""
+    if _created_as(t, _CreationMeta.IN_CUSTOM_FUNCTION):
+        return True
+    return _created_as(t, _CreationMeta.MULTI_OUTPUT_NODE) and custom_function_of(t) is not None
 
 
 def mark_inference_mode_view(t: torch.Tensor) -> None:

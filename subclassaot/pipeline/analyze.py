@@ -931,10 +931,15 @@ def _check_views_of_fresh(
         owned = {bases[k][0] for k in (storage_key(d) for d in dense_leaves_of(value, info.path)[1]) if k in bases}
         for b in owned:
             users.setdefault(b, []).append(info.path)
+    # views a custom Function made of one intermediate the graph returns are rebuilt over that very base (Note
+    # [Custom Functions]), as eager's share it
+    over_base = {i.path for i in infos if i.tree is None and i.leaves and i.leaves[0].function_view_base is not None}
     for info in infos:
         if not info.view_of_fresh:
             continue
         shared = sorted({p for ps in users.values() if info.path in ps for p in ps} - {info.path})
+        if info.path in over_base:
+            shared = [p for p in shared if p not in over_base]
         if shared:
             raise UnsupportedError(
                 f"{info.path} is a view of an intermediate tensor subclass that requires grad, and {', '.join(shared)} "

@@ -1827,7 +1827,9 @@ def training_call(
         for o in fresh_outputs:
             value = tensors[pos]
             # See Note [Output Regeneration]: a view of an intermediate only it sees.
-            prewrapped[o] = value.view(value.shape) if analysis.outputs[o].view_of_fresh else value
+            # (a plain one is a view already, as the compiled Function returned it: Note [Custom Functions])
+            wrap = analysis.outputs[o].view_of_fresh and analysis.outputs[o].tree is not None
+            prewrapped[o] = value.view(value.shape) if wrap else value
             for leaf in analysis.outputs[o].leaves:
                 fresh[leaf.index] = value  # placeholders keep the layout
             pos += 1

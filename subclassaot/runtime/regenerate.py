@@ -83,7 +83,9 @@ from subclassaot.torch_internals import (
 # from that one tensor, so two outputs that share storage in eager share it here too. Eager's objects must match too:
 # - Views sharing an intermediate (`t0 = x.detach(); return t0.view(...), t0.t()`) have one `._base`. The analysis names
 #   each intermediate object a chain passes through (Replay.marks), and a memo that lives for one call hands the first
-#   rebuild of each to every later chain through it (runtime `_replay`; hidden bases too, OutputLeaf.hidden_key).
+#   rebuild of each to every later chain through it (runtime `_replay`; hidden bases too, OutputLeaf.hidden_key: among
+#   them the alias a subclass's dispatch made of an input's leaf, no view and on a counter of its own, which a DTensor
+#   split piece's to_local() returns under no_grad: chain_facts.hidden_base).
 #   Outputs of one multi-output view (`return x.split(2, -1)`) come from one call too (ViewStep.call; that memo holds
 #   its other outputs): eager's share one grad_fn, whose backward an NJT's needs every gradient of (a missing one is
 #   zeros of a nested size, which its kernel cannot make).

@@ -49,7 +49,7 @@ Params = tuple[Param, ...]
 SCALARS: tuple[float, ...] = (2.0, -1.0, 0.5, 3.0)
 
 
-FunctionName = Literal["SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved"]
+FunctionName = Literal["SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved", "TwoViews"]
 
 _SOURCES: dict[FunctionName, str] = {
     "SinFn": '''
@@ -125,6 +125,19 @@ class DirtyAddSaved(torch.autograd.Function):
         (y,) = ctx.saved_tensors
         return g, g + g_fresh * y.cos()
 ''',
+    "TwoViews": '''
+class TwoViews(torch.autograd.Function):
+    """Returns two views of a tensor it made: autograd makes both views of it, of a node with several outputs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx, g, g_row):
+        return (g + g_row.squeeze(0)) * 2
+''',
 }
 
 
@@ -178,7 +191,7 @@ OpName = Literal[
     "add", "mul", "sin", "clone", "sum",
     "data_assign",
     "requires_grad_", "requires_grad_set", "requires_grad_if_flagless", "mul_by_flags", "storage_free", "storage_refill", "resize_grow", "set_self",
-    "SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved",
+    "SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved", "TwoViews",
     "sort", "max_dim", "split_with_sizes", "batch_norm", "detached_leaf",
 ]  # fmt: skip
 
@@ -684,6 +697,7 @@ _OPS: tuple[OpDef, ...] = (
     _function_op("TransposeSaved", _gen_t),
     _function_op("DirtyAdd", _gen_float, binary=True),
     _function_op("DirtyAddSaved", _gen_float, binary=True, outs=2),
+    _function_op("TwoViews", _gen_float, outs=2),
     _op("sort", FUNC, _gen_sort, _values_indices("sort", "descending"), weight=2, vocabulary=MULTI, outs=lambda p: 2),
     _op("max_dim", FUNC, _gen_sort, _values_indices("max", "keepdim"), weight=2, vocabulary=MULTI, outs=lambda p: 2),
     _op(

@@ -1886,3 +1886,74 @@ def test_function_view_of_another_layout_of_its_own_tensor_matches_eager(fn: Cal
     # eager's `._base` is the tensor the forward made (the graph's intermediate base), not one of the view's layout
     with torch.enable_grad():
         assert_matches_eager(fn, lambda: (torch.randn(4, 3, requires_grad=True),))
+
+
+class _TwoViewsOfOwnTensor(torch.autograd.Function):
+    """Returns two views of a tensor its forward made: autograd gives both creation meta MULTI_OUTPUT_NODE."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view(-1), y[1:]
+
+    @staticmethod
+    def backward(ctx: Any, g0: T, g1: T) -> T:
+        g = g0.reshape(4, 3).clone()
+        g[1:] += g1
+        return g * 2
+
+
+class _ThreeViewsOfOwnTensor(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T, T]:
+        y = x * 2
+        return y.view(-1), y[1:], y[0]
+
+    @staticmethod
+    def backward(ctx: Any, g0: T, g1: T, g2: T) -> T:
+        g = g0.reshape(4, 3).clone()
+        g[1:] += g1
+        g[0] += g2
+        return g * 2
+
+
+class _OwnTensorAndItsView(torch.autograd.Function):
+    """Returns a tensor its forward made and a view of it: the view's `._base` is the other output."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view(-1), y
+
+    @staticmethod
+    def backward(ctx: Any, g0: T, g1: T) -> T:
+        return (g0.reshape(4, 3) + g1) * 2
+
+
+def _two_views_beside_another_output(x: T) -> tuple[T, ...]:
+    return (x + 1, *_TwoViewsOfOwnTensor.apply(x))  # type: ignore[no-untyped-call]
+
+
+_OWN_TENSOR_VIEWS = {
+    "two_views": _TwoViewsOfOwnTensor.apply,
+    "three_views": _ThreeViewsOfOwnTensor.apply,
+    "tensor_and_view": _OwnTensorAndItsView.apply,
+    "beside_another_output": _two_views_beside_another_output,
+}
+
+
+# (beside another output, written after: the raising grad_fn's message numbers the output among the compiled
+# Function's outputs, not among the program's Function's: open)
+@pytest.mark.parametrize(
+    ("name", "after_call"),
+    [(n, None) for n in _OWN_TENSOR_VIEWS]
+    + [(n, write_outputs) for n in _OWN_TENSOR_VIEWS if n != "beside_another_output"],
+    ids=lambda v: v if isinstance(v, str) else ("written_after" if v else "plain"),
+)
+def test_function_views_of_its_own_tensor_share_one_base_like_eager(name: str, after_call: AfterCall | None) -> None:
+    # eager's outputs are views of the forward's tensor (one `._base`, one counter); writing one makes the others'
+    # grad_fn raise as views of a function returning several
+    with torch.enable_grad():
+        assert_matches_eager(
+            _OWN_TENSOR_VIEWS[name], lambda: (torch.randn(4, 3, requires_grad=True),), after_call=after_call
+        )

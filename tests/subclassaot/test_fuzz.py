@@ -445,7 +445,7 @@ def test_every_group_of_the_vocabulary_is_drawn() -> None:
         seen.update("several results" for op in program.ops if len(op.outs) > 1)
     wanted = {
         "requires_grad_", "storage_free", "storage_refill", "resize_grow", "SinFn", "DirtyScale", "TransposeSaved",
-        "sort", "max_dim", "split_with_sizes", "freed input", "several results", "set_self",
+        "TwoViews", "sort", "max_dim", "split_with_sizes", "freed input", "several results", "set_self",
         *(f"scope {s}" for s in ("no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode")),
     }  # fmt: skip
     assert wanted - seen == set()

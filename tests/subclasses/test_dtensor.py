@@ -21,6 +21,7 @@ import subclassaot
 from subclassaot.authoring.protocol import flatten_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
+from subclassaot.tools.parity import write_outputs
 from tests.oracle import assert_call_matches_eager, assert_matches_eager
 from tests.subclasses import dtensor_scenarios
 from tests.subclasses.dtensor_factory import one_rank_mesh
@@ -660,3 +661,21 @@ def test_two_views_of_a_split_pieces_local_tensor_refused(mesh: DeviceMesh) -> N
     make = _dtensors(mesh, ((4, 4), Shard(0)))
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="another output views that alias too"):
         assert_matches_eager(_two_rows_of_a_split_piece, make)
+
+
+def _rows_of_two_split_pieces(x: torch.Tensor) -> object:
+    first, second = torch.tensor_split(x, 2)
+    assert isinstance(first, DTensor) and isinstance(second, DTensor)
+    return first.to_local()[1], second.to_local()[0].unsqueeze(0)
+
+
+@pytest.mark.parametrize("program", [_two_rows_of_a_split_piece, _rows_of_two_split_pieces], ids=["one", "two"])
+@pytest.mark.parametrize("written", [False, True], ids=["plain", "written_after"])
+def test_views_of_split_pieces_local_tensors_under_no_grad_match_eager(
+    mesh: DeviceMesh, program: Callable[[torch.Tensor], object], written: bool
+) -> None:
+    # eager's `._base` of each is its piece's inner tensor, an alias of x's local tensor the dispatch made (no view,
+    # a counter of its own), shared by the rows of one piece; under no_grad none requires grad
+    make = _dtensors(mesh, ((4, 4), Shard(0)))
+    with torch.no_grad():
+        assert_matches_eager(program, make, after_call=write_outputs if written else None)

@@ -35,6 +35,7 @@ __all__ = [
     "check_mixed_grad_view_ops",
     "detached_before_change",
     "detached_in_chain",
+    "dispatch_view_root",
     "hidden_base",
     "hidden_base_shares_counter",
     "input_bumps",
@@ -126,7 +127,16 @@ def hidden_base_shares_counter(leaf: torch.Tensor, run: FunctionalRun, j: DenseI
     detach() of it that a resize_() grew, set_() onto nothing)?"""
     root = leaf._base
     assert root is not None, "BUG: a hidden base without a `._base`"
+    if not root._is_view() and dispatch_view_root(root, run) is run.finals[j]:
+        return False  # an alias a subclass's dispatch made has a counter of its own
     return id(root) not in run.swaps.swapped_ids and run.swaps.family_of(root) == run.swaps.family_of(run.finals[j])
+
+
+def dispatch_view_root(leaf: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
+    """The tensor a chain of view ops (detach() included) made inside a subclass's dispatch started from."""
+    while (record := run.swaps.views.get(id(leaf))) is not None and record.below_autograd:
+        leaf = record.source
+    return leaf
 
 
 def hidden_base(
@@ -159,7 +169,10 @@ def hidden_base(
         and detached.source is run.finals[j]
         and leaf_meta(root) != leaf_meta(run.finals[j])
     )
-    if not moved and not left and any(own == storage_key(o) for o in run.originals):
+    # (an alias a subclass's dispatch made of the input's leaf, no view: a DTensor's tensor_split() piece's inner
+    # tensor, which to_local() under no_grad returns as is: Note [Output Regeneration])
+    dispatched = made and not root._is_view() and dispatch_view_root(root, run) is run.finals[j]
+    if not moved and not left and not dispatched and any(own == storage_key(o) for o in run.originals):
         # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
         # `t0.set_(x)`, t0 is) and no resize_() grew in the chain (which then replays)
         return None

@@ -33,6 +33,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.autograd_state import PROGRAM_FUNCTION_FLAG, is_program_function
+from subclassaot.pipeline.rules.chain_facts import dispatch_view_root
 from subclassaot.pipeline.rules.view_chains import view_step
 from subclassaot.schemas import (
     DenseIndex,
@@ -84,8 +85,9 @@ __all__ = [
 #   tensor_split() piece), of such an alias made at run time (`passthrough_base`); a view the program's Function made
 #   of an intermediate (`OutputLeaf.function_view`) is returned as an as_strided of the graph's intermediate base, which
 #   eager's `._base` is (`function_view_base`: `(x * 2).view(-1)`, DTensor's `to_local()[0]` of a computed DTensor),
-#   else as a view_as of the graph's output (a multi-output Function's views, MULTI_OUTPUT_NODE, are neither: open).
-#   An alias base two outputs view is refused (each output would get an alias of its own);
+#   else as a view_as of the graph's output; a multi-output Function's views (creation meta MULTI_OUTPUT_NODE) alike,
+#   so outputs viewing one such base share it (a view taken of one afterwards is none of these: open). An alias base
+#   two outputs view is refused (each output would get an alias of its own);
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
@@ -169,7 +171,7 @@ def holds_input_leaves(path: str, value: torch.Tensor, run: FunctionalRun) -> bo
         own = inputs.get(storage_key(leaf))
         if own is None:
             continue
-        if own is not leaf and _dispatch_view_root(leaf, run) is not own:
+        if own is not leaf and dispatch_view_root(leaf, run) is not own:
             return False
         held = True
     return held
@@ -180,7 +182,7 @@ def dispatch_alias_base(path: str, leaf: torch.Tensor, final: torch.Tensor, run:
     alias a subclass's dispatch made of `final` (no view, with a counter of its own: a DTensor's tensor_split()
     piece's inner tensor); else None. Refused where another output sees that alias too (Note [Custom Functions])."""
     base = leaf._base
-    if base is None or base is final or base._is_view() or _dispatch_view_root(base, run) is not final:
+    if base is None or base is final or base._is_view() or dispatch_view_root(base, run) is not final:
         return None
     for other in pytree.tree_leaves(run.output):
         if isinstance(other, torch.Tensor) and other is not leaf and (other is base or other._base is base):
@@ -191,13 +193,6 @@ def dispatch_alias_base(path: str, leaf: torch.Tensor, final: torch.Tensor, run:
                 "output (Note [Custom Functions]). Return one view of it, or clones"
             )
     return leaf_meta(base)
-
-
-def _dispatch_view_root(leaf: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
-    """The tensor a chain of view ops (detach() included) made inside a subclass's dispatch started from."""
-    while (record := run.swaps.views.get(id(leaf))) is not None and record.below_autograd:
-        leaf = record.source
-    return leaf
 
 
 def check_function_input_unwritten(path: str, source: torch.Tensor, run: FunctionalRun) -> None:
