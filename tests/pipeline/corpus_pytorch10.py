@@ -80,7 +80,7 @@ class CloneGradPlusOne(torch.autograd.Function):
 
 def custom_clone(x: T) -> object:
     # test_custom_autograd
-    return CloneGradPlusOne.apply(x)
+    return CloneGradPlusOne.apply(x)  # type: ignore[no-untyped-call]
 
 
 def _randn_3(rg: bool) -> Make:
@@ -130,7 +130,8 @@ class ComplexLinear(torch.nn.Module):
         self.linear = torch.nn.Linear(10, 10, dtype=torch.complex64)
 
     def forward(self, x: T) -> T:
-        return self.linear(x).sum().abs()
+        out: T = self.linear(x).sum().abs()
+        return out
 
 
 def _seeded(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
@@ -359,26 +360,26 @@ class BadNewTorchFunction(torch.Tensor):
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        return super().__torch_function__(func, types, args, kwargs)
+        return super().__torch_function__(func, types, args, kwargs)  # type: ignore[no-untyped-call]
 
 
 class DummyNDim(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if func == torch.Tensor.ndim.__get__:
+        if func == torch.Tensor.ndim.__get__:  # type: ignore[attr-defined]
             return 10
-        return super().__torch_function__(func, types, args, kwargs)
+        return super().__torch_function__(func, types, args, kwargs)  # type: ignore[no-untyped-call]
 
 
 class NdimAttr(torch.Tensor):
     # test_user_overridden_attr_unsupported: a class attribute shadows Tensor.ndim
-    ndim = 10  # type: ignore[assignment]
+    ndim = 10
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        return super().__torch_function__(func, types, args, kwargs)
+        return super().__torch_function__(func, types, args, kwargs)  # type: ignore[no-untyped-call]
 
 
 class PlainTF(torch.Tensor):
@@ -387,7 +388,7 @@ class PlainTF(torch.Tensor):
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        return super().__torch_function__(func, types, args, kwargs)
+        return super().__torch_function__(func, types, args, kwargs)  # type: ignore[no-untyped-call]
 
 
 class Foo(torch.Tensor):
@@ -397,9 +398,9 @@ class Foo(torch.Tensor):
 
 class ShapeAndTo(torch.Tensor):
     # test_subclass_override_shape_and_to (diffusers' GGUF parameter)
-    def to(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def to(self, *args: Any, **kwargs: Any) -> Any:
         new = super().to(*args, **kwargs)
-        new.tensor_shape = getattr(self, "tensor_shape", new.data.shape)
+        new.tensor_shape = getattr(self, "tensor_shape", new.data.shape)  # type: ignore[attr-defined]
         return new
 
     @property
@@ -415,7 +416,7 @@ class Redispatching(torch.Tensor):
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        return torch.overrides.redispatch_function(func, types, args, kwargs)
+        return torch.overrides.redispatch_function(func, types, args, kwargs)  # type: ignore[no-untyped-call]
 
 
 def plus_one(x: T) -> object:
