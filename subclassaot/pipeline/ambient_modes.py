@@ -57,8 +57,9 @@ from subclassaot.torch_internals import (
 #   runs the program once for real at compile time on clones of the inputs (the RNG state restored) and records each
 #   output's type, and the runtime applies `as_subclass` where eager's differs. The new entry then runs on a second set
 #   of clones from the same RNG state and must give the same outputs; if the override changed what the ops compute, the
-#   entry is refused (UnsupportedError naming the input) rather than cached. Nor can the trace keep what the class
-#   adds in Python (a class attribute `x.scale`, an overridden method or property, an attribute its
+#   entry is refused (UnsupportedError naming the input) rather than cached (its Python numbers, strings, dtypes and
+#   devices compared by value too: a class attribute `ndim = 10` reads 2 on the traced tensor). Nor can the trace
+#   keep what the class adds in Python (a class attribute `x.scale`, an overridden method or property, an attribute its
 #   __torch_function__ sets on results) nor a subclass the program makes of a traced tensor (`C(t)`,
 #   `t.as_subclass(C)`, `Tensor._make_subclass(C, t)`: torch ties a traced tensor to its functional wrapper): a trace
 #   that raises where eager's run on clones does not is refused, naming the input or the rule (`lost_subclasses`).
@@ -225,9 +226,16 @@ def _first(flat: FlatInputs) -> int:
     return next(i for i in flat.tensor_indices if _has_torch_function(cast(torch.Tensor, flat.values[i])))
 
 
+_COMPARED_BY_VALUE = (bool, int, float, complex, str, torch.dtype, torch.device)
+
+
 def _same_value(a: object, b: object) -> bool:
+    """One output leaf of the trial: tensors by value; Python numbers, strings, dtypes and devices by equality (a
+    class attribute shadowing `ndim` gives eager 10 where the trace read 2); other objects by type."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, _COMPARED_BY_VALUE):
+        return bool(a == b) or (isinstance(a, float) and a != a and b != b)  # (NaN is NaN)
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return True
     return a.shape == b.shape and bool(torch.allclose(a.detach(), b.detach(), equal_nan=True))

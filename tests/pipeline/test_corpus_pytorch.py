@@ -24,6 +24,7 @@ from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch9 import CASES9
+from tests.pipeline.corpus_pytorch10 import CASES10
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
@@ -140,6 +141,17 @@ AUTOGRAD_REFUSALS: dict[str, str] = {
 }
 REFUSED.update(AUTOGRAD_REFUSALS)
 
+# corpus_pytorch10.py's torch-function subclasses (test/dynamo/test_subclasses.py): a program that reads the input's
+# class (isinstance, type(x) is C, a class attribute shadowing Tensor.ndim) gets the traced plain tensor's answer; one
+# that calls an overridden method setting a Python attribute raises in the trace.
+SUBCLASS10_REFUSALS: dict[str, tuple[str, str]] = {
+    "sub10_type_check_isinstance_subclass": (CHANGES_RESULT, "args[0]"),
+    "sub10_type_check_identity_subclass": (CHANGES_RESULT, "args[0]"),
+    "sub10_user_overridden_attr": (CHANGES_RESULT, "args[0]"),
+    "sub10_override_shape_and_to": (TRACED_AS_PLAIN.format("ShapeAndTo"), "args[0]"),
+}
+REFUSED.update({name: words for name, (words, _) in SUBCLASS10_REFUSALS.items()})
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
     # (repro: /work/repros/open/hheld_nested_mixed_dynamic_backward.py)
@@ -200,10 +212,23 @@ def _params(
     return out
 
 
-ALL = CASES + SUBCLASS_CASES + MODULE_CASES + CASES2 + CASES3 + CASES4 + CASES5 + CASES6 + CASES7 + CASES8 + CASES9
-# The sixth, eighth and ninth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their direct
-# cases are enough).
-SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9)
+ALL = (
+    CASES
+    + SUBCLASS_CASES
+    + MODULE_CASES
+    + CASES2
+    + CASES3
+    + CASES4
+    + CASES5
+    + CASES6
+    + CASES7
+    + CASES8
+    + CASES9
+    + CASES10
+)
+# The sixth, eighth, ninth and tenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their
+# direct cases are enough).
+SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -253,6 +278,17 @@ def test_subclass_program_refused_naming_the_input_and_rule(name: str) -> None:
     # corpus_pytorch8.py's refusals, with the rule's words and the input they name (the table asserts only the type).
     (case,) = [c for c in CASES8 if c.name == name]
     words, path = SUBCLASS_REFUSALS[name]
+    with torch.enable_grad(), pytest.raises(UnsupportedError) as info:
+        run_case(case, "eager", None)
+    assert words in str(info.value)
+    assert str(info.value).startswith(path)
+
+
+@pytest.mark.parametrize("name", sorted(SUBCLASS10_REFUSALS))
+def test_subclass_class_read_refused_naming_the_input_and_rule(name: str) -> None:
+    # corpus_pytorch10.py's refusals, with the rule's words and the input they name (the table asserts only the type).
+    (case,) = [c for c in CASES10 if c.name == name]
+    words, path = SUBCLASS10_REFUSALS[name]
     with torch.enable_grad(), pytest.raises(UnsupportedError) as info:
         run_case(case, "eager", None)
     assert words in str(info.value)
