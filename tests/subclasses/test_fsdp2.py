@@ -265,7 +265,7 @@ def _module_compile(model: Callable[..., object]) -> Callable[..., object]:  # t
 TRAINING_ENTRIES: dict[str, CompileFn] = {"dynamo": _dynamo, "module_compile": _module_compile}
 
 
-@pytest.mark.parametrize("entry", list(TRAINING_ENTRIES))
+@pytest.mark.parametrize("entry", ["dynamo", pytest.param("module_compile", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("workload", [w if w in IN_CI else pytest.param(w, marks=pytest.mark.slow) for w in WORKLOADS])
 def test_fully_shard_training_steps_through_torch_compile_match_eager(workload: str, entry: str) -> None:
     make, inputs = WORKLOADS[workload]
