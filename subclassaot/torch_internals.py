@@ -111,7 +111,9 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
     dispatcher on (as torch.compile traces everything). Functionalization's C++ kernel of an in-place op first runs the
     op itself on meta copies of its arguments, the Python key excluded (no fake mode): torch's Meta kernel of clamp_ or
     clamp_min_ is a Python ref that expands a scalar's 0-d tensor to the symbolic size through C++ expand, which
-    raises without the Python dispatcher. NJT values() always have a symbolic size (the ragged total)."""
+    raises without the Python dispatcher. NJT values() always have a symbolic size (the ragged total). FSDP2's
+    `fsdp.copy_(tensor, data)` (`tensor.copy_(data)` on every device) is functionalized as aten's copy_: its own
+    Functionalize kernel would write the unwrapped tensor, unseen."""
 
     supports_higher_order_operators = True
 
@@ -127,6 +129,10 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             _refuse_writing_branches(self, func, args)
             if rule is not None:
                 return rule(*args, **(kwargs or {}))
+        if getattr(func, "_name", None) == "fsdp::copy_":
+            # FSDP2's copy_ (Note [What A Backend Receives And Returns], "Unannotated writes")
+            super().__torch_dispatch__(torch.ops.aten.copy_.default, types, args, kwargs)
+            return None
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
                 return super().__torch_dispatch__(func, types, args, kwargs)

@@ -277,6 +277,9 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 #   __torch_dispatch__, see that op there. The analysis's run (the swap record's mode) makes the same rewrite
 #   (opaque_ops.traced_in_place_of), so it sees the write where the subclass calls the op on its inner tensors too;
 #   without it, a subclass's running statistics stayed as passed (their write seen as spurious, leaf_mutations.py).
+#   FSDP2's `fsdp.copy_(tensor, data)` says its write, but its own Functionalize kernel writes the unwrapped tensor
+#   behind functionalization's back (torch's inductor re-applies it in place): our functionalization runs it as the
+#   aten copy_ it is (torch_internals._FunctionalMode), an input write like any other; eager's value was lost before.
 #
 # Graph Modules Generate Their Code When Run:
 # An fx GraphModule generates its Python code (and `compile()`s it) when made and at each `recompile()`: several ms

@@ -46,13 +46,24 @@ from torchao.quantization import (  # noqa: E402
     Float8WeightOnlyConfig,
     Int8DynamicActivationInt8WeightConfig,
     Int8DynamicActivationIntxWeightConfig,
+    Int8StaticActivationInt8WeightConfig,
     Int8WeightOnlyConfig,
     IntxWeightOnlyConfig,
     PerGroup,
     quantize_,
 )
+from torchao.quantization.granularity import Granularity, PerRow, PerTensor  # noqa: E402
 from torchao.quantization.qat import QATConfig  # noqa: E402
+from torchao.quantization.quant_primitives import (  # noqa: E402
+    _DTYPE_TO_QVALUE_BOUNDS,
+    MappingType,
+    choose_qparams_affine,
+)
+from torchao.quantization.quantize_.common import _choose_quant_func_and_quantize_tensor  # noqa: E402
+from torchao.quantization.quantize_.workflows.int8.int8_tensor import Int8Tensor  # noqa: E402
 from torchao.quantization.quantize_.workflows.nf4.nf4_tensor import NF4Tensor, linear_nf4, to_nf4  # noqa: E402
+from torchao.quantization.utils import get_block_size  # noqa: E402
+from torchao.testing.model_architectures import ToyTwoLinearModel  # noqa: E402
 
 import subclassaot  # noqa: E402
 from subclassaot.errors import UnsupportedError  # noqa: E402
@@ -428,7 +439,9 @@ def test_qat_fake_quantizer_storing_its_scale_is_refused_by_the_direct_entry() -
 
 
 # --- torchao's own compile tests (test_low_bit_optim.py, prototype/test_quantized_training.py, test_nf4.py,
-# float8/test_compile.py), as written there, through both entries ------------------------------------------------
+# float8/test_compile.py, int8/test_int8_tensor.py and test_int8_tensor_cpu.py), as written there (on CPU), through
+# both entries (on the eager backend: torch.compile's inductor itself differs from eager on the bf16 ones, and raises
+# in _weight_int8pack_mm on int8_linear_variants_3d_weight_only_per_tensor, as plain torch.compile does) ------------
 
 
 _Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
@@ -505,6 +518,127 @@ class _Float8GraphBreak(nn.Module):  # test_float8_with_graph_break_in_the_middl
         return x.relu()
 
 
+# int8/test_int8_tensor_cpu.py and int8/test_int8_tensor.py (Int8Tensor, version 2), on CPU
+
+
+def _toy(
+    config: Callable[[], object], dim: int = 64, hidden: int = 128, dtype: torch.dtype = torch.float32
+) -> nn.Module:
+    torch.manual_seed(0)
+    model = ToyTwoLinearModel(dim, hidden, dim, dtype=dtype, device="cpu").eval()
+    quantize_(model, config())
+    return model
+
+
+_Gran = Granularity | list[Granularity]
+
+
+def _dynamic(granularity: _Gran, mapping: MappingType = MappingType.SYMMETRIC) -> Callable[[], object]:
+    return lambda: Int8DynamicActivationInt8WeightConfig(
+        version=2, granularity=granularity, act_mapping_type=mapping, set_inductor_config=False
+    )
+
+
+def _weight_only(granularity: _Gran) -> Callable[[], object]:
+    return lambda: Int8WeightOnlyConfig(version=2, granularity=granularity, set_inductor_config=False)
+
+
+def _static(granularity: _Gran, mapping: MappingType, dtype: torch.dtype) -> Callable[[], object]:
+    def config() -> object:  # test_int8_tensor_cpu's static mode: the activation's qparams chosen from an input
+        x = torch.randn(16, 64, dtype=dtype, generator=torch.Generator().manual_seed(1))
+        act_granularity, _ = Int8Tensor._normalize_granularity(granularity)
+        quant_min, quant_max = _DTYPE_TO_QVALUE_BOUNDS[torch.int8]
+        scale, zero_point = choose_qparams_affine(
+            input=x,
+            mapping_type=mapping,
+            block_size=get_block_size(x.shape, act_granularity),
+            target_dtype=torch.int8,
+            quant_min=quant_min,
+            quant_max=quant_max,
+            scale_dtype=dtype,
+            zero_point_dtype=torch.int8,
+            keepdim=True,
+            eps=torch.finfo(torch.float32).eps,
+        )
+        return Int8StaticActivationInt8WeightConfig(
+            act_quant_scale=scale, act_quant_zero_point=zero_point, granularity=granularity, act_mapping_type=mapping
+        )
+
+    return config
+
+
+def _int8_cpu(mode: str, granularity: _Gran, mapping: MappingType, dtype: torch.dtype) -> _Program:
+    config = _dynamic(granularity, mapping) if mode == "dynamic" else _static(granularity, mapping, dtype)
+    return _toy(config, dtype=dtype), lambda: (torch.randn(16, 64, dtype=dtype),)
+
+
+def _static_per_row_linear() -> nn.Module:  # test_static_activation_per_row_int8_weight
+    torch.manual_seed(0)
+    linear = nn.Linear(32, 128).eval()
+    dynamic = copy.deepcopy(linear)
+    quantize_(dynamic, Int8DynamicActivationInt8WeightConfig(version=2, set_inductor_config=False))
+    x = torch.randn(64, 32, generator=torch.Generator().manual_seed(3))
+    act = _choose_quant_func_and_quantize_tensor(x, getattr(dynamic.weight, "act_quant_kwargs"))  # noqa: B009
+    scale: T = getattr(act, "scale")  # noqa: B009  (Int8Tensor's, untyped)
+    quantize_(linear, Int8StaticActivationInt8WeightConfig(act_quant_scale=scale.clone().detach()))
+    return linear
+
+
+def _int8_weight_v2(config: Callable[[], object], n: int) -> Callable[[], tuple[T]]:
+    def make() -> tuple[T]:
+        torch.manual_seed(0)
+        linear = nn.Linear(n, n, bias=False, dtype=torch.bfloat16)
+        quantize_(linear, config())
+        return (linear.weight.detach(),)
+
+    return make
+
+
+def int8_slices(w: T) -> object:  # test_slice: narrowed copies (Int8Tensor outputs) and a narrowed view dequantized
+    return w.clone().narrow(0, 0, 64), w.clone().narrow(1, 0, 128), w.narrow(0, 0, 64).dequantize()
+
+
+def int8_row(w: T) -> object:  # test_index_select
+    return w[0].dequantize(), w.dequantize()[0]
+
+
+def int8_to_float32(w: T) -> object:
+    return w.to(torch.float32), w.dequantize().to(torch.float32)
+
+
+_SYM, _ASYM = MappingType.SYMMETRIC, MappingType.ASYMMETRIC
+_BF16 = torch.bfloat16
+_GRANULARITIES: dict[str, _Gran] = {
+    "per_row": PerRow(),
+    "per_tensor": PerTensor(),
+    "row_tensor": [PerRow(), PerTensor()],
+    "tensor_row": [PerTensor(), PerRow()],
+}
+_INT8_CPU: dict[str, tuple[str, str, MappingType, torch.dtype]] = {
+    "dynamic_per_row_symmetric_bf16": ("dynamic", "per_row", _SYM, _BF16),
+    "dynamic_per_tensor_asymmetric_fp32": ("dynamic", "per_tensor", _ASYM, torch.float32),
+    "dynamic_row_tensor_symmetric_fp32": ("dynamic", "row_tensor", _SYM, torch.float32),
+    "dynamic_tensor_row_asymmetric_bf16": ("dynamic", "tensor_row", _ASYM, _BF16),
+    "static_per_row_symmetric_fp32": ("static", "per_row", _SYM, torch.float32),
+    "static_per_tensor_asymmetric_bf16": ("static", "per_tensor", _ASYM, _BF16),
+    "static_row_tensor_asymmetric_fp32": ("static", "row_tensor", _ASYM, torch.float32),
+    "static_tensor_row_symmetric_bf16": ("static", "tensor_row", _SYM, _BF16),
+}
+_INT8_CONFIGS: dict[str, Callable[[], object]] = {  # test_int8_tensor's INT8_TEST_CONFIGS
+    "weight_only_per_tensor": _weight_only(PerTensor()),
+    "weight_only_per_row": _weight_only(PerRow()),
+    "dynamic_per_tensor": _dynamic(PerTensor()),
+    "dynamic_per_row": _dynamic(PerRow()),
+}
+
+
+def _float8_training(recipe: str) -> nn.Module:  # float8/test_base.py's recipes, a small MLP trained
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16))
+    convert_to_float8_training(mlp, config=Float8LinearConfig.from_recipe_name(recipe))
+    return mlp
+
+
 _OPTIM_STATES: tuple[_OptimState, ...] = (OptimState4bit, OptimState8bit, OptimStateFp8)
 HELD_OUT_TORCHAO: dict[str, Callable[[], _Program]] = {
     "quantize_8bit_with_qmap_compile": lambda: (
@@ -563,10 +697,50 @@ HELD_OUT_TORCHAO: dict[str, Callable[[], _Program]] = {
         _Float8GraphBreak(),
         lambda: (torch.randn(16, 16, requires_grad=True),),
     ),
+    **{
+        f"int8_tensor_cpu_{name}": functools.partial(_int8_cpu, mode, _GRANULARITIES[gran], mapping, dtype)
+        for name, (mode, gran, mapping, dtype) in _INT8_CPU.items()
+    },
+    **{
+        f"int8_linear_variants_3d_{name}": functools.partial(
+            lambda c: (_toy(c, 128, 64, _BF16), lambda: (torch.randn(4, 8, 128, dtype=_BF16),)), config
+        )
+        for name, config in _INT8_CONFIGS.items()
+    },
+    **{
+        f"int8_slice_{name}": functools.partial(lambda c: (int8_slices, _int8_weight_v2(c, 256)), config)
+        for name, config in _INT8_CONFIGS.items()
+    },
+    **{
+        f"int8_index_select_{name}": functools.partial(lambda c: (int8_row, _int8_weight_v2(c, 64)), config)
+        for name, config in _INT8_CONFIGS.items()
+        if "per_row" in name
+    },
+    **{
+        f"int8_to_float32_{name}": functools.partial(lambda c: (int8_to_float32, _int8_weight_v2(c, 64)), config)
+        for name, config in _INT8_CONFIGS.items()
+        if "per_tensor" in name
+    },
+    "int8_dynamic_training_input_grad": lambda: (
+        _toy(_dynamic(PerRow())),
+        lambda: (torch.randn(16, 64, requires_grad=True),),
+    ),
+    "static_activation_per_row_int8_weight": lambda: (_static_per_row_linear(), lambda: (torch.randn(64, 32),)),
+    **{
+        f"float8_training_{recipe}": functools.partial(
+            lambda r: (_float8_training(r), lambda: (torch.randn(16, 32, requires_grad=True),)), recipe
+        )
+        for recipe in ("rowwise", "rowwise_with_gw_hp")
+    },
 }
-# CI's slice: two families the tests above do not reach (optimizer states sliced, a trainable Int8 weight); the
-# rest on the slow marker
-HELD_OUT_TORCHAO_IN_CI = {"subclass_slice_OptimState8bit_2d", "int8_weight_only_compile_bias_1_leading"}
+# CI's slice: families the tests above do not reach (optimizer states sliced, a trainable Int8 weight, a static
+# activation scale, Int8Tensor narrowed); the rest on the slow marker
+HELD_OUT_TORCHAO_IN_CI = {
+    "subclass_slice_OptimState8bit_2d",
+    "int8_weight_only_compile_bias_1_leading",
+    "int8_tensor_cpu_static_tensor_row_symmetric_bf16",
+    "int8_slice_dynamic_per_row",
+}
 
 
 @pytest.mark.parametrize("entry", list(ENTRIES))

@@ -1,0 +1,3 @@
+import torch
+
+def _choose_quant_func_and_quantize_tensor(tensor: torch.Tensor, quant_kwargs: object) -> torch.Tensor: ...

@@ -1,0 +1,3 @@
+from torchao.quantization.granularity import Granularity
+
+def get_block_size(input_shape: tuple[int, ...], granularity: Granularity) -> tuple[int, ...]: ...
