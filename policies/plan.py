@@ -60,7 +60,12 @@ from policies.spec import (
 # `c * j` needs a constant c: the other non-batch dims of a tensor with a nested stride are static (checked here).
 # So is the nested int of an offsets tensor that is no NJT input's (passed plain, or made by the program) when NJT
 # first asks for it inside the trace: the pipeline's fake modes make a plain one (torch_internals._CacheKeepsStorage),
-# which the joint trace meets again as a constant; no input carries it, so an output with it is refused.
+# which the joint trace meets again as a constant. An output NJT with it is rebuilt by NJT's unflatten from the real
+# offsets the call gives it, which gives the nested int eager's offsets tensor has (torch's registry: one per tensor
+# object), so outputs share one exactly where they hold one offsets object. In training the Function returns each
+# graph output as a tensor of its own: one computed offsets tensor held by two outputs is refused. Offsets passed
+# plain that already have a nested int get a ShapeEnv symbol from torch's converter, which no output size names:
+# refused.
 # A view op's nested int argument (`nt.view(2, 20, nt.size(1))`) is a size of its source, replayed as that size at run
 # time (schemas.SourceSize). A backward that takes one as an op's argument (a mean over the ragged dim expands its
 # gradient to the nested size) does not trace (make_fx asks the nested int for a constant): refused, naming the NJT.

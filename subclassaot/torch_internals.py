@@ -786,17 +786,6 @@ def is_real_plain_tensor(t: torch.Tensor) -> bool:
     return type(t) in (torch.Tensor, torch.nn.Parameter) and not torch._is_functional_tensor(t)
 
 
-# The ids of the nested ints the fake modes made for offsets (or lengths) tensors that were no NJT input's
-# (`_CacheKeepsStorage.create_symbolic_nested_int`); ids are unique in the process (torch's own counter).
-_PROGRAM_NESTED_IDS: set[int] = set()
-
-
-def is_program_nested_int(value: object) -> bool:
-    """A nested int the trace made for an offsets tensor the program built or passed plain: no input NJT has it, so
-    the compiled code cannot name it (Note [Autograd Sees The Wrapper])."""
-    return isinstance(value, torch.SymInt) and nested_int_id(value) in _PROGRAM_NESTED_IDS
-
-
 class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
     """A fake mode whose cached results that are not views keep the storage offset and storage size the kernel gave
     them, whoever filled the cache: a cached call answers as the kernel does, the first time in a process or the
@@ -878,7 +867,6 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
             return made
         nt_tensor_id = njt_module._tensor_id_counter
         njt_module._tensor_id_counter += 1
-        _PROGRAM_NESTED_IDS.add(nt_tensor_id)
         return nested_int(nt_tensor_id, 1)
 
 

@@ -49,9 +49,10 @@ aten = torch.ops.aten
 # re-derives the wrapper's size and stride from its inner tensors after them.
 # The pipeline follows from this: what autograd must see of a subclass input is applied at the wrapper level (Note
 # [Inputs Written In Training]), what it must not see goes below it, and an output whose eager `._base` the
-# rebuilt wrappers cannot reproduce (views over fresh inner tensors, wrappers that view a plain tensor, new nested ints)
-# is refused by name; so is a wrapper the program built around inner tensors with history of their own (`TwoTensor(x *
-# 1, x * 2)`), which eager's keep and the graph's, computed below the wrapper, lack.
+# rebuilt wrappers cannot reproduce (views over fresh inner tensors, wrappers that view a plain tensor) is refused by
+# name (new nested ints are not: Note [Nested Int Dims]); so is a wrapper the program built around inner tensors with
+# history of their own (`TwoTensor(x * 1, x * 2)`), which eager's keep and the graph's, computed below the wrapper,
+# lack.
 
 OpHandler: TypeAlias = Callable[[OpOverload[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 OpKey: TypeAlias = "OpOverload[..., Any] | OpOverloadPacket[..., Any]"

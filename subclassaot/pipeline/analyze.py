@@ -92,6 +92,7 @@ from subclassaot.pipeline.rules.function_views import (
     check_dirty_inputs,
     check_fresh_inner_grad,
     check_function_input_unwritten,
+    check_graph_leaf_shared_under_grad,
     check_rebuilt_over_input,
     check_wrapper_over_history,
     check_written_function_view,
@@ -901,6 +902,7 @@ def _analyze_outputs(
     infos = detached_chains_without_grad(infos)
     _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)
+    check_graph_leaf_shared_under_grad(infos, leaves, current.keys() | original.keys())
     check_bumped_views(infos, leaves)
     check_late_bump_order(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)

@@ -23,7 +23,7 @@ leaf changes no value.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import torch
 from torch.utils import _pytree as pytree
@@ -42,6 +42,8 @@ from subclassaot.schemas import (
     InputIndex,
     LeafSource,
     Meta,
+    OutputInfo,
+    OutputKind,
     OutputLeaf,
     Replay,
     ReplaySource,
@@ -52,7 +54,6 @@ from subclassaot.torch_internals import (
     grad_fn_raises,
     is_custom_function_view,
     is_nested_int,
-    is_program_nested_int,
     nested_coeff,
     no_torch_function,
     storage_key,
@@ -61,6 +62,7 @@ from subclassaot.torch_internals import (
 __all__ = [
     "PROGRAM_FUNCTION_FLAG",
     "check_built_wrapper_output",
+    "check_graph_leaf_shared_under_grad",
     "check_wrapper_over_history",
     "check_dirty_inputs",
     "check_function_input_unwritten",
@@ -368,13 +370,45 @@ def check_built_wrapper_output(path: str, value: torch.Tensor, run: FunctionalRu
             )
         t = record.source
     for dim, size in enumerate((*value.shape, *value.stride())):
-        if is_program_nested_int(size) or (is_nested_int(size) and nested_coeff(size) is None):
+        if is_nested_int(size) and nested_coeff(size) is None:
             raise UnsupportedError(
-                f"{path} has a ragged dim (size/stride entry {dim}) whose nested int the program made from a new "
-                "offsets or lengths tensor; no input carries it, so the compiled code cannot name it (Note [Autograd "
-                "Sees The Wrapper]). Reuse an input's offsets (nested_tensor_from_jagged(v, x.offsets())), or build "
-                "the tensor outside the compiled function"
+                f"{path} has a ragged dim (size/stride entry {dim}) whose nested int is a shape-environment symbol: "
+                "the program built it from an offsets or lengths tensor passed plain that already had a nested int "
+                "(an NJT was built from it before the call), which the compiled code cannot name (Note [Nested Int "
+                "Dims]). Pass that NJT itself, or offsets without one (a clone)"
             )
+
+
+def check_graph_leaf_shared_under_grad(
+    infos: Sequence[OutputInfo], values: Sequence[object], inputs: Collection[object]
+) -> None:
+    """Note [Nested Int Dims]: one tensor the graph computes that is a dense leaf of a wrapper output and of another
+    output (`o = offsets.clone()` under two NJTs, or returned beside one) is one object in eager, which gives one
+    nested int to every NJT built from it. The compiled Function returns each graph output as a tensor of its own,
+    so under grad the wrappers would get apart offsets, and nested ints apart: refused, naming both outputs. `inputs`:
+    the storage keys of the dense inputs (an input's offsets come back as the input itself)."""
+    if not torch.is_grad_enabled():
+        return
+    holders: dict[int, list[str]] = {}
+    for info, value in zip(infos, values, strict=True):
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor):
+            continue
+        dense = dense_leaves_of(value, info.path)[1] if info.tree is not None else [value]
+        for leaf, d in zip(info.leaves, dense, strict=True):
+            if leaf.source is LeafSource.GRAPH and storage_key(d) not in inputs:
+                holders.setdefault(id(d), []).append(info.path)
+    for value, info in zip(values, infos, strict=True):
+        if info.tree is None or not isinstance(value, torch.Tensor):
+            continue
+        for d in dense_leaves_of(value, info.path)[1]:
+            paths = list(dict.fromkeys(holders.get(id(d), [])))
+            if len(paths) > 1:
+                raise UnsupportedError(
+                    f"{paths[0]} and {paths[1]} hold one tensor the program computed (in eager one object: the "
+                    "offsets an NJT's nested int stands for); in training the compiled outputs hold a tensor each, "
+                    "so NJTs built from it would not share eager's nested int (Note [Nested Int Dims]). Build the "
+                    "outputs from an input's offsets, or return one of them"
+                )
 
 
 def check_wrapper_over_history(
