@@ -256,9 +256,10 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets): a
 #   stricter predicate, whose extra failures (a conjugate bit, a key set excluded around the call) go to the first
 #   body, which decides them as before, so what an entry accepts is unchanged.
-# - Inference-ness where the compile decided on it: each dense leaf the program writes, or that is an inference
-#   tensor, is one or not as the compile's (the run raises eager's error for an in-place write of one, and the
-#   epilogue writes it inside inference_mode: Note [Input Updates]).
+# - Inference-ness where the compile decided on it: each dense leaf the program writes (and each member of a written
+#   alias group), or that is an inference tensor, is one or not as the compile's, and so is each written subclass
+#   input's wrapper (the run raises eager's error for an in-place write of one, and the epilogue writes it inside
+#   inference_mode where the plan says: Note [Input Updates]).
 # - Creation meta where the compile read it. Autograd's creation meta of a view says what reading its grad_fn does once
 #   the counter it shares with its base moved: a view of the default kind (select(), view()) rebuilds its history; an
 #   output of unbind(), split() or chunk(), a view taken under no_grad or inside inference_mode and one a custom
@@ -826,11 +827,28 @@ def _subclass_guards(
 def _inference_guards(
     w: _Writer, layout: DenseLayout, flat: FlatInputs, written: Collection[int], one_call: Collection[int]
 ) -> None:
-    """Whether each dense leaf the program writes, or that is an inference tensor, is one, as the compile's (Note
-    [What The Guards Compare]). A plain input the one C call checks has it in its dispatch keys already."""
+    """Whether each dense leaf the program writes (or that shares a written leaf's alias group: the synthetic base's
+    copy is decided by its members), or that is an inference tensor, is one, as the compile's, and so the wrapper of
+    each written subclass input (RuntimePlan.inference_wrappers; Note [What The Guards Compare]). A plain input the
+    one C call checks has it in its dispatch keys already."""
+    given = set(written)
+    pinned = given.union(*(g.members for g in layout.groups if not given.isdisjoint(g.members)))
+    for t, index in enumerate(flat.tensor_indices):
+        wrapper = cast(torch.Tensor, flat.values[index])
+        if layout.trees[t] is None or given.isdisjoint(layout.leaves_of_input[t]):
+            continue
+        c, path = w.constant(wrapper.is_inference()), flat.leaves[index].path
+        w.detail_only = index in one_call
+        w.expect(
+            f"v{index}.is_inference() == {c}",
+            f"{path}.is_inference()",
+            wrapper.is_inference(),
+            f"v{index}.is_inference()",
+        )
+        w.detail_only = False
     reals = [leaf for i in flat.tensor_indices for leaf in dense_leaves(cast(torch.Tensor, flat.values[i]))]
     for j, real in enumerate(reals):
-        if j not in written and not real.is_inference():
+        if j not in pinned and not real.is_inference():
             continue
         c = w.constant(real.is_inference())
         leaf, access = layout.leaves[j], _dense_access(layout, flat, j)
