@@ -304,6 +304,7 @@ class _Writer:
         self.fast: list[str | Fails] = []  # the fast body's steps (Note [Straight-Line Runners])
         self.pending: list[str] = []  # fast checks not yet written: consecutive ones become one `if`
         self.detail_only = False  # what is emitted now goes to `lines` only (a combined check stands for it)
+        self.one_call: set[str] = set()  # the tensors (their variables) the fast body checks in one C call
         self.globals: dict[str, object] = {
             "describe_ctx_change": describe_ctx_change,
             "describe_opaque_change": describe_opaque_change,
@@ -455,7 +456,7 @@ def build_guards(
     _base_flag_guards(w, flat, base_flag_reads)
     _grad_fn_type_guards(w, flat, grad_fn_type_reads)
     _unbumped_guards(w, flat, unbumped_view_reads)
-    _inference_guards(w, layout, flat, written, one_call)
+    _inference_guards(w, layout, flat, written)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
@@ -666,6 +667,7 @@ def _tensor_guards(
     one_call = _one_call_check(w, var, real, fake, requires_grad) if known is None else None
     if one_call is not None:
         w.fast_check(one_call)
+        w.one_call.add(var)
     w.detail_only = one_call is not None  # the one call stands for the checks of type, fields, sizes and strides
     if known is None or known.type is not type(real):
         cls = w.constant(type(real))
@@ -824,13 +826,11 @@ def _subclass_guards(
         _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_real, None, caller)
 
 
-def _inference_guards(
-    w: _Writer, layout: DenseLayout, flat: FlatInputs, written: Collection[int], one_call: Collection[int]
-) -> None:
+def _inference_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs, written: Collection[int]) -> None:
     """Whether each dense leaf the program writes (or that shares a written leaf's alias group: the synthetic base's
     copy is decided by its members), or that is an inference tensor, is one, as the compile's, and so the wrapper of
-    each written subclass input (RuntimePlan.inference_wrappers; Note [What The Guards Compare]). A plain input the
-    one C call checks has it in its dispatch keys already."""
+    each written subclass input (RuntimePlan.inference_wrappers; Note [What The Guards Compare]). A tensor the one C
+    call checks (an input or an inner tensor) has it in its dispatch keys already."""
     given = set(written)
     pinned = given.union(*(g.members for g in layout.groups if not given.isdisjoint(g.members)))
     for t, index in enumerate(flat.tensor_indices):
@@ -838,7 +838,7 @@ def _inference_guards(
         if layout.trees[t] is None or given.isdisjoint(layout.leaves_of_input[t]):
             continue
         c, path = w.constant(wrapper.is_inference()), flat.leaves[index].path
-        w.detail_only = index in one_call
+        w.detail_only = f"v{index}" in w.one_call
         w.expect(
             f"v{index}.is_inference() == {c}",
             f"{path}.is_inference()",
@@ -852,7 +852,7 @@ def _inference_guards(
             continue
         c = w.constant(real.is_inference())
         leaf, access = layout.leaves[j], _dense_access(layout, flat, j)
-        w.detail_only = access == f"v{leaf.owner}" and leaf.owner in one_call
+        w.detail_only = access in w.one_call  # (its dispatch keys: an inner tensor's too)
         w.expect(
             f"{access}.is_inference() == {c}",
             f"{leaf.path}.is_inference()",
