@@ -102,7 +102,7 @@ from subclassaot.pipeline.rules.training_rules import (
 )
 from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
-from subclassaot.runtime.call import inference_call, make_runner
+from subclassaot.runtime.call import inference_call, make_runner, with_inference_copies
 from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
 from subclassaot.runtime.python_writes import PythonWrite, replaying
 from subclassaot.runtime.steps import own_accumulator_inputs
@@ -894,7 +894,7 @@ def _runtime_plan(
     trial: TorchFunctionTrial | None,
 ) -> RuntimePlan:
     """The plan the runtime follows, from the analysis and the inference trace (training adds its own)."""
-    return RuntimePlan(
+    plan = RuntimePlan(
         flat=flat,
         layout=layout,
         analysis=analysis,
@@ -904,6 +904,7 @@ def _runtime_plan(
         own_accumulators=own_accumulator_inputs(layout, prog.tensors),
         output_types=trial.output_types if trial is not None else (),
     )
+    return with_inference_copies(plan, prog.tensors)
 
 
 def _entry_guards(

@@ -256,9 +256,10 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets): a
 #   stricter predicate, whose extra failures (a conjugate bit, a key set excluded around the call) go to the first
 #   body, which decides them as before, so what an entry accepts is unchanged.
-# - Inference-ness where the compile decided on it: each dense leaf the program writes, or that is an inference
-#   tensor, is one or not as the compile's (the run raises eager's error for an in-place write of one, and the
-#   epilogue writes it inside inference_mode: Note [Input Updates]).
+# - Inference-ness where the compile decided on it: each dense leaf the program writes (and each member of a written
+#   alias group), or that is an inference tensor, is one or not as the compile's, and so is each written subclass
+#   input's wrapper (the run raises eager's error for an in-place write of one, and the epilogue writes it inside
+#   inference_mode where the plan says: Note [Input Updates]).
 # - Creation meta where the compile read it. Autograd's creation meta of a view says what reading its grad_fn does once
 #   the counter it shares with its base moved: a view of the default kind (select(), view()) rebuilds its history; an
 #   output of unbind(), split() or chunk(), a view taken under no_grad or inside inference_mode and one a custom
@@ -303,6 +304,7 @@ class _Writer:
         self.fast: list[str | Fails] = []  # the fast body's steps (Note [Straight-Line Runners])
         self.pending: list[str] = []  # fast checks not yet written: consecutive ones become one `if`
         self.detail_only = False  # what is emitted now goes to `lines` only (a combined check stands for it)
+        self.one_call: set[str] = set()  # the tensors (their variables) the fast body checks in one C call
         self.globals: dict[str, object] = {
             "describe_ctx_change": describe_ctx_change,
             "describe_opaque_change": describe_opaque_change,
@@ -454,7 +456,7 @@ def build_guards(
     _base_flag_guards(w, flat, base_flag_reads)
     _grad_fn_type_guards(w, flat, grad_fn_type_reads)
     _unbumped_guards(w, flat, unbumped_view_reads)
-    _inference_guards(w, layout, flat, written, one_call)
+    _inference_guards(w, layout, flat, written)
     _alias_guards(w, layout, flat, apart)
     _nested_int_guards(w)
     for access, expected, label in w.deferred:
@@ -665,6 +667,7 @@ def _tensor_guards(
     one_call = _one_call_check(w, var, real, fake, requires_grad) if known is None else None
     if one_call is not None:
         w.fast_check(one_call)
+        w.one_call.add(var)
     w.detail_only = one_call is not None  # the one call stands for the checks of type, fields, sizes and strides
     if known is None or known.type is not type(real):
         cls = w.constant(type(real))
@@ -823,18 +826,33 @@ def _subclass_guards(
         _tensor_guards(w, inner_var, child.path, inner_fake, inner_tree, inner_real, None, caller)
 
 
-def _inference_guards(
-    w: _Writer, layout: DenseLayout, flat: FlatInputs, written: Collection[int], one_call: Collection[int]
-) -> None:
-    """Whether each dense leaf the program writes, or that is an inference tensor, is one, as the compile's (Note
-    [What The Guards Compare]). A plain input the one C call checks has it in its dispatch keys already."""
+def _inference_guards(w: _Writer, layout: DenseLayout, flat: FlatInputs, written: Collection[int]) -> None:
+    """Whether each dense leaf the program writes (or that shares a written leaf's alias group: the synthetic base's
+    copy is decided by its members), or that is an inference tensor, is one, as the compile's, and so the wrapper of
+    each written subclass input (RuntimePlan.inference_wrappers; Note [What The Guards Compare]). A tensor the one C
+    call checks (an input or an inner tensor) has it in its dispatch keys already."""
+    given = set(written)
+    pinned = given.union(*(g.members for g in layout.groups if not given.isdisjoint(g.members)))
+    for t, index in enumerate(flat.tensor_indices):
+        wrapper = cast(torch.Tensor, flat.values[index])
+        if layout.trees[t] is None or given.isdisjoint(layout.leaves_of_input[t]):
+            continue
+        c, path = w.constant(wrapper.is_inference()), flat.leaves[index].path
+        w.detail_only = f"v{index}" in w.one_call
+        w.expect(
+            f"v{index}.is_inference() == {c}",
+            f"{path}.is_inference()",
+            wrapper.is_inference(),
+            f"v{index}.is_inference()",
+        )
+        w.detail_only = False
     reals = [leaf for i in flat.tensor_indices for leaf in dense_leaves(cast(torch.Tensor, flat.values[i]))]
     for j, real in enumerate(reals):
-        if j not in written and not real.is_inference():
+        if j not in pinned and not real.is_inference():
             continue
         c = w.constant(real.is_inference())
         leaf, access = layout.leaves[j], _dense_access(layout, flat, j)
-        w.detail_only = access == f"v{leaf.owner}" and leaf.owner in one_call
+        w.detail_only = access in w.one_call  # (its dispatch keys: an inner tensor's too)
         w.expect(
             f"{access}.is_inference() == {c}",
             f"{leaf.path}.is_inference()",

@@ -271,6 +271,32 @@ def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:
     return {j for i in own | leaves for j in plan.layout.leaves_of_input[i]}
 
 
+def with_inference_copies(plan: RuntimePlan, tensors: Sequence[torch.Tensor]) -> RuntimePlan:
+    """`plan` with the copies that run inside inference_mode decided from the compile's tensors (RuntimePlan.
+    inference_wrappers, .inference_bases; Note [Input Updates]): a written subclass input's wrapper-level copy_ where
+    the wrapper itself is an inference tensor (its inner writes run below ADInplaceOrView, as eager's do), a
+    synthetic base's copy where the base, made from its group's members as at run time, is one."""
+    written = {j for j, m in enumerate(plan.analysis.mutations) if m.data or m.metadata or m.swapped}
+    wrappers = frozenset(
+        t
+        for t, tree in enumerate(plan.layout.trees)
+        if tree is not None and tensors[t].is_inference() and written.intersection(plan.layout.leaves_of_input[t])
+    )
+    groups = plan.layout.groups
+    copied = [
+        g
+        for g, item in enumerate(plan.layout.graph_inputs)
+        if isinstance(item, AliasGroupRef) and written.intersection(groups[item.group].members)
+    ]
+    based: frozenset[int] = frozenset()
+    if copied:
+        with torch.no_grad():
+            dense = [leaf for t in tensors for leaf in dense_leaves(t)]
+            bases = graph_example_inputs(plan.layout, dense, _own_stand_in_leaves(plan))
+        based = frozenset(g for g in copied if bases[g].is_inference())
+    return replace(plan, inference_wrappers=wrappers, inference_bases=based)
+
+
 def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:
     """The program's requires_grad_() on the inputs at `positions`."""
     for i in positions:
@@ -444,7 +470,7 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     """A synthetic base (graph input `g`) that requires grad is written where autograd records it (Note [Aliased
     Inputs In Training]); otherwise, as every input write the program hid from autograd, under no_grad. `count`:
     `_base_count`."""
-    if not torch.is_inference_mode_enabled() and base.is_inference():  # Note [Input Updates]: inference inputs
+    if g in plan.inference_bases and not torch.is_inference_mode_enabled():  # Note [Input Updates]: inference inputs
         with torch.inference_mode():
             return _copy_base(plan, base, value, g, count)
     mutations = plan.analysis.mutations
@@ -891,7 +917,7 @@ def _assign_data(
 def _copy_wrapper(plan: RuntimePlan, values: Sequence[object], t: int, value: torch.Tensor) -> None:
     """A wrapper-level copy_ that autograd records (Note [Inputs Written In Training])."""
     wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
-    if not torch.is_inference_mode_enabled() and any(leaf.is_inference() for leaf in (wrapper, *dense_leaves(wrapper))):
+    if t in plan.inference_wrappers and not torch.is_inference_mode_enabled():
         with torch.inference_mode():  # Note [Input Updates]: inference inputs
             return _copy_wrapper(plan, values, t, value)
     # Recorded only where the program wrote the input itself (or a view of it) with grad on: a write through an

@@ -72,6 +72,11 @@ class RuntimePlan:
     # per output (OutputIndex): the torch-function subclass eager returns it as, or None (Note [Ambient
     # Modes]); () when no input is such a subclass
     output_types: tuple[type[torch.Tensor] | None, ...] = ()
+    # Note [Input Updates], inference inputs: the written subclass inputs (tensor positions) that are inference
+    # tensors themselves, and the graph inputs whose synthetic base is one: their copies run inside inference_mode.
+    # Decided from the compile's tensors; guards._inference_guards pins what decides them.
+    inference_wrappers: frozenset[int] = frozenset()
+    inference_bases: frozenset[int] = frozenset()
 
 
 def last_gains(plan: RuntimePlan) -> list[int]:

@@ -17,7 +17,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.parity import Versions, write_outputs
 from subclasses.pair import PairTensor
-from tests.oracle import assert_matches_eager, assert_raises_like_eager
+from tests.oracle import assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import ENTRIES, SinFunction, TransposeSaved, real_subclass
 
@@ -1827,3 +1827,79 @@ def test_in_place_write_of_an_inference_input_matches_eager(f: Callable[..., obj
     """Inside inference_mode it passes; so does a TwoTensor's outside it, whose inner in-place op runs below
     ADInplaceOrView (its wrapper is no inference tensor)."""
     assert_matches_eager(f, lambda: _with_stats(two), backend=backend)
+
+
+def _subclass_input_written_with_grad(x: T, y: T) -> T:
+    x.mul_(y)
+    return x * 3
+
+
+def _members_written_inside_the_block(a: T, b: T, y: T) -> T:
+    with torch.inference_mode():
+        a.mul_(2)
+    return b + y
+
+
+def _pair_leaves(inference: bool) -> Callable[[], tuple[T, T]]:
+    def make() -> tuple[T, T]:
+        with torch.inference_mode(inference):
+            a, b = torch.randn(3), torch.randn(3)
+        return TwoTensor(a, b), torch.randn(3, requires_grad=True)  # type: ignore[no-untyped-call]  # untyped in torch
+
+    return make
+
+
+def _aliased_members(inference: bool) -> Callable[[], tuple[T, T, T]]:
+    def make() -> tuple[T, T, T]:
+        with torch.inference_mode(inference):
+            base = torch.randn(2, 3)
+        return base[0], base[1], torch.randn(3, requires_grad=True)
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [(_subclass_input_written_with_grad, _pair_leaves), (_members_written_inside_the_block, _aliased_members)],
+    ids=["two_tensor-leaves", "aliased-members"],
+)
+def test_a_written_input_whose_inference_ness_changes_compiles_anew_and_matches_eager(
+    fn: Callable[..., T], make: Callable[[bool], Callable[[], tuple[T, ...]]]
+) -> None:
+    """The epilogue's copy into a written input runs inside inference_mode as decided when compiled
+    (RuntimePlan.inference_wrappers, .inference_bases: no per-call read), so the inference-ness that decides it is
+    guarded: a call whose input's leaves (a TwoTensor's, its wrapper no inference tensor: its copy_ is recorded, as
+    eager's write, fuzz-free) or alias group members change it compiles anew and matches eager, either way round."""
+    compiled = subclassaot.compile(fn, backend="eager")
+    for k, inference in enumerate([False, True, False, True]):
+        assert_call_matches_eager(compiled, fn, make(inference))
+        assert compiled.compile_count == min(k + 1, 2)
+
+
+def _pair_written_inside_the_block(x: T, y: T) -> T:
+    with torch.inference_mode():
+        x.mul_(2)
+    return x * y
+
+
+def test_a_written_subclass_input_that_becomes_an_inference_tensor_compiles_anew_and_raises_like_eager() -> None:
+    """Whether a written wrapper is itself an inference tensor is guarded (it decides its copy_): a TwoTensor made
+    inside inference_mode over normal leaves, after a call on a normal one, compiles anew and raises eager's error (a
+    node saves it); before, the entry ran on and returned a result where eager raises."""
+
+    def make(inference: bool) -> Callable[[], tuple[T, T]]:
+        def inputs() -> tuple[T, T]:
+            a, b = torch.randn(3), torch.randn(3)
+            with torch.inference_mode(inference):
+                x = TwoTensor(a, b)  # type: ignore[no-untyped-call]  # untyped in torch
+            return x, torch.randn(3, requires_grad=True)
+
+        return inputs
+
+    compiled = subclassaot.compile(_pair_written_inside_the_block, backend="eager")
+    assert_call_matches_eager(compiled, _pair_written_inside_the_block, make(False))
+    for side in (_pair_written_inside_the_block, compiled):
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            side(*make(True)())
+    x, _ = make(True)()
+    assert compiled.entry_for(x, torch.randn(3, requires_grad=True)) is None  # the guard fails: it would compile

@@ -389,6 +389,33 @@ def test_a_property_change_fails_the_one_call_check(change: str, wrap: bool) -> 
     assert c.compile_count == 2
 
 
+def _pair_written(x: T) -> T:
+    x.mul_(2)
+    return x + 1
+
+
+# A written leaf's inference-ness decides the epilogue (Note [What The Guards Compare]): where the leaf, an inner
+# tensor here, has its own one-call check, its dispatch keys tell it and the fast body reads no is_inference(); a
+# PairTensor over inference tensors still compiles anew and matches eager, either way round.
+def test_an_inner_tensors_inference_ness_is_judged_by_its_one_call_check() -> None:
+    def pair(inference: bool) -> Callable[[], tuple[T]]:
+        def make() -> tuple[T]:
+            with torch.inference_mode(inference):
+                a, b = torch.randn(2, 3), torch.randn(2, 3)
+            return (PairTensor(a, b),)
+
+        return make
+
+    c = compiled(_pair_written)
+    assert_call_matches_eager(c, _pair_written, pair(False))
+    assert "is_inference()" not in c.entries[0].guards.fast_source
+    assert_call_matches_eager(c, _pair_written, pair(True))
+    assert c.compile_count == 2
+    assert_call_matches_eager(c, _pair_written, pair(False))
+    assert_call_matches_eager(c, _pair_written, pair(True))
+    assert c.compile_count == 2
+
+
 # A check stricter than the guards' predicate (the one call compares dispatch keys: here the conjugate bit) hands
 # the call to the detailed body, which decides it as before: the result is eager's either way.
 def test_a_dispatch_key_change_is_judged_by_the_detailed_body() -> None:
