@@ -146,8 +146,7 @@ def run_functional(
     )
     grad_leaves = list(user_tensors)
     clone_inputs -= own_stand_ins(flat, layout, requires_grad_like or (), own_leaves)  # (its own stand-in: the leaf)
-    viewed = _traced_as_views(layout, clone_inputs)
-    uncloned = list(dense)
+    viewed, uncloned = _traced_as_views(layout, clone_inputs), list(dense)  # (uncloned: the leaves before clones)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
