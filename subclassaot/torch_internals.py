@@ -1297,16 +1297,11 @@ def functional_alias(t: torch.Tensor) -> torch.Tensor:
     (`run_functional`'s originals), and the node is dead code unless the graph reads that value. The plain call where
     no make_fx trace runs (or a pre-dispatch one), or where `t`'s value is untracked or a constant of the trace (make_fx
     folds those)."""
-    # (a pre-dispatch trace's mode is kept apart: it would see the op made here all the same, so the plain call)
-    mode = cast(
-        proxy_tensor.ProxyTorchDispatchMode | None, torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY)
-    )
-    # (`t`'s pending updates applied under the trace, as the op's own sync would)
-    source = proxy_tensor.get_proxy_slot(from_functional(t), mode.tracer, None) if mode is not None else None
-    if mode is None or source is None or source.constant is not None:
+    traced = _traced_alias_source(t)
+    if traced is None:
         plain: torch.Tensor = torch.ops.aten.alias.default(t)
         return plain
-    tracer = mode.tracer
+    tracer, source = traced
     with proxy_tensor.disable_proxy_modes_tracing():
         alias: torch.Tensor = torch.ops.aten.alias.default(t)
     inner = from_functional(alias)
@@ -1315,6 +1310,29 @@ def functional_alias(t: torch.Tensor) -> torch.Tensor:
     proxy_tensor.set_meta(proxy, inner)
     proxy_tensor.set_proxy_slot(inner, tracer, proxy_tensor._ProxyTensor(proxy, None))
     return alias
+
+
+def _traced_alias_source(t: torch.Tensor) -> tuple[proxy_tensor._ProxyTracer, proxy_tensor._ProxyTensor] | None:
+    """The make_fx tracer and the proxy of FunctionalTensor `t`'s value, where `functional_alias(t)` makes an alias
+    node; None where it makes the plain call (no trace, a pre-dispatch one, or `t`'s value untracked or a constant)."""
+    # (a pre-dispatch trace's mode is kept apart: it would see the op made here all the same, so the plain call)
+    mode = cast(
+        proxy_tensor.ProxyTorchDispatchMode | None, torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY)
+    )
+    # (`t`'s pending updates applied under the trace, as the op's own sync would)
+    source = proxy_tensor.get_proxy_slot(from_functional(t), mode.tracer, None) if mode is not None else None
+    if mode is None or source is None or source.constant is not None:
+        return None
+    return mode.tracer, source
+
+
+def skip_alias_name(t: torch.Tensor) -> None:
+    """Take the name `functional_alias(t)`'s node would take, making no alias: where the pipeline leaves an alias
+    out that the graph would drop as dead code, every later node keeps its name. Nothing where no node would be made."""
+    traced = _traced_alias_source(t)
+    if traced is not None:
+        graph = traced[0].graph
+        graph._graph_namespace.create_name(graph._target_to_str("alias"), None)
 
 
 def skip_node_name(op: str) -> None:

@@ -54,6 +54,7 @@ from subclassaot.torch_internals import (
     is_no_grad_view,
     is_value_read_type_error,
     replay_view,
+    skip_alias_name,
     skip_node_name,
     storage_key,
     take_creation_meta,
@@ -145,11 +146,11 @@ def run_functional(
     )
     grad_leaves = list(user_tensors)
     clone_inputs -= own_stand_ins(flat, layout, requires_grad_like or (), own_leaves)  # (its own stand-in: the leaf)
-    viewed = _traced_as_views(layout, clone_inputs)
+    viewed, uncloned = _traced_as_views(layout, clone_inputs), list(dense)  # (uncloned: the leaves before clones)
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
-    originals = [functional_alias(d) for d in dense]
+    originals = _originals(layout, dense, uncloned, read_only)
     initial_metas = [leaf_meta(t) for t in user_tensors]
     initial_wrapper_keys = [
         None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
@@ -200,6 +201,25 @@ def run_functional(
         moved_clones=frozenset(moved),
         output=output,
     )
+
+
+def _originals(
+    layout: DenseLayout, dense: list[torch.Tensor], uncloned: list[torch.Tensor], read_only: frozenset[int]
+) -> list[torch.Tensor]:
+    """Each dense leaf's value as the program found it (`FunctionalRun.originals`): an alias, which keeps the value
+    and layout the leaf had whatever the program does to the leaf. A leaf of a read-only input (joint.py
+    `_read_only_leaves`: the analysis found it only read) that runs uncloned is its own original: nothing changes it,
+    so the alias, an op through functionalization and the fake mode whose node the graph drops, is left out (its
+    node's name taken, so that later nodes keep theirs: Note [Training Through A Joint Graph])."""
+    own = {j for i in read_only for j in layout.leaves_of_input[i] if dense[j] is uncloned[j]}
+    originals = []
+    for j, d in enumerate(dense):
+        if j in own:
+            skip_alias_name(d)
+            originals.append(d)
+        else:
+            originals.append(functional_alias(d))
+    return originals
 
 
 def _give_replays(

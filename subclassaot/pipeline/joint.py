@@ -65,7 +65,10 @@ from subclassaot.torch_internals import (
 # copied first if the epilogue is about to write it. Not a plain leaf input the analysis finds only read, in a program
 # returning no input or view of one (`_read_only_leaves`: a module's parameters, mostly): its clone would be a copy
 # the partition drops (ops read the primal) with an identity backward, so the graphs are the same without it, and
-# the trace runs one op fewer per such input. The runtime runs forward and backward in one autograd.Function.
+# the trace runs one op fewer per such input; nothing changes such a leaf, so it is its own original too (the value
+# `run_functional` keeps of each dense leaf as the program found it), one alias fewer, which the graph dropped as dead
+# code (its node's name taken all the same, so later nodes keep theirs). The runtime runs forward and backward in one
+# autograd.Function.
 # Partition (partition.py): the forward region is the nodes the forward outputs need, every random op (eager draws it in
 # the forward, once, even when unused) and every symbolic-int node that needs no tangent, with their ancestors; every
 # other node the gradients need is the backward region (tangent-free ones too, recomputed from what is saved). Saved

@@ -18,10 +18,11 @@ import subclassaot.pipeline.analyze
 import subclassaot.pipeline.joint
 import subclassaot.pipeline.trace
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline import backward_probe
+from subclassaot.pipeline import backward_probe, functional_run
 from subclassaot.pipeline.backward_probe import eager_saves
 from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.torch_internals import functional_alias
 from tests.oracle import assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import nonleaf, pair, pair_nonleaf
@@ -335,21 +336,27 @@ def _returns_its_input(x: T, y: T) -> object:
 
 
 @pytest.mark.parametrize(
-    ("program", "make", "clones"),
+    ("program", "make", "clones", "aliases"),
     [
-        (_read, _grad_inputs("plain"), 0),  # x only read: run as itself
-        (_read, lambda: (torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()), 0),
-        (_returns_its_input, _grad_inputs("plain"), 1),  # x returned: its clone makes the output a fresh tensor
-        (_write, lambda: (nonleaf(2, 2), torch.randn(2, 2).requires_grad_()), 1),  # x written (y read: itself)
+        (_read, _grad_inputs("plain"), 0, 1),  # x only read: run as itself, its own original (y's an alias)
+        (_read, lambda: (torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()), 0, 0),
+        (_returns_its_input, _grad_inputs("plain"), 1, 2),  # x returned: its clone makes the output a fresh tensor
+        (_write, lambda: (nonleaf(2, 2), torch.randn(2, 2).requires_grad_()), 1, 1),  # x written (y read: itself)
     ],
     ids=["read", "two_read", "returned", "written"],
 )
 def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
-    monkeypatch: pytest.MonkeyPatch, program: Callable[..., object], make: Callable[[], tuple[object, ...]], clones: int
+    monkeypatch: pytest.MonkeyPatch,
+    program: Callable[..., object],
+    make: Callable[[], tuple[object, ...]],
+    clones: int,
+    aliases: int,
 ) -> None:
     # The joint trace runs each input gradients are taken for as a clone (Note [Training Through A Joint Graph]) but a
     # plain leaf the program only reads, in a program returning no input nor a view of one: that clone was a copy the
-    # partition dropped (compile time, issue 29). The clones make_fx traces, the same graphs' values as eager's
+    # partition dropped (compile time, issue 29); such a leaf is its own original too, where every other dense leaf's
+    # is an alias the graph drops. The clones make_fx traces and the aliases the joint trace makes, the same graphs'
+    # values as eager's
     traced: list[object] = []
     proxy_call = proxy_tensor.proxy_call
 
@@ -358,10 +365,28 @@ def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
             traced.append(func)
         return proxy_call(mode, func, *args)
 
+    made: list[str] = []  # the originals' aliases, by the run that made them (the joint trace's, or another's)
+    trace_joint = subclassaot.pipeline.joint.trace_joint
+    in_joint = [False]
+
+    def counted_alias(t: T) -> T:
+        made.append("joint" if in_joint[0] else "other")
+        return functional_alias(t)
+
+    def joint_traced(*args: Any, **kwargs: Any) -> object:
+        in_joint[0] = True
+        try:
+            return trace_joint(*args, **kwargs)
+        finally:
+            in_joint[0] = False
+
     monkeypatch.setattr(proxy_tensor, "proxy_call", counted)
+    monkeypatch.setattr(functional_run, "functional_alias", counted_alias)
+    monkeypatch.setattr(subclassaot.pipeline.joint, "trace_joint", joint_traced)
     with torch.enable_grad():
         assert_matches_eager(program, make, calls=1, backend=_graph_as_is)
     assert len(traced) == clones
+    assert made.count("joint") == aliases
 
 
 def _item(x: T, y: T) -> object:
