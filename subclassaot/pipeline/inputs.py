@@ -184,9 +184,10 @@ _METADATA_READS = frozenset({"__get__", "size", "stride", "dim", "numel", "stora
 
 
 class _BranchRead(Exception):  # (not an error: a run of a branch found one more tensor it reads)
-    def __init__(self, tensor: torch.Tensor) -> None:
+    def __init__(self, tensor: torch.Tensor, reads: list[torch.Tensor]) -> None:
         super().__init__("a torch.cond branch reads a tensor it does not take as an operand")
         self.tensor = tensor
+        self.reads = reads  # (the call that lifts it: a cond inside a branch lifts its own reads)
 
 
 class _BranchReads(TorchFunctionMode):
@@ -199,10 +200,12 @@ class _BranchReads(TorchFunctionMode):
     def __init__(
         self,
         operands: tuple[object, ...],
+        reads: list[torch.Tensor],
         lifted: dict[int, torch.Tensor],
         swap: Callable[[torch.Tensor], torch.Tensor],
     ) -> None:
         super().__init__()
+        self.reads = reads
         self.lifted = lifted
         self.swap = swap
         self.known = {id(t) for t in operands if isinstance(t, torch.Tensor)}
@@ -217,7 +220,8 @@ class _BranchReads(TorchFunctionMode):
         leaves, spec = pytree.tree_flatten((args, kwargs or {}))
         swapped = [self._own(t) if isinstance(t, torch.Tensor) else t for t in leaves]
         args, kwargs = pytree.tree_unflatten(swapped, spec)
-        out = func(*args, **kwargs)
+        is_cond, out = _call_cond_lifting_reads(func, args, kwargs, self._own)  # (a cond in the branch: its reads)
+        out = out if is_cond else func(*args, **kwargs)
         self.known.update(id(t) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
         return out
 
@@ -236,7 +240,7 @@ class _BranchReads(TorchFunctionMode):
         stand_in = self.swap(t)
         lifted = self.lifted.get(id(stand_in))
         if lifted is None:
-            raise _BranchRead(stand_in)
+            raise _BranchRead(stand_in, self.reads)
         return lifted
 
 
@@ -254,7 +258,7 @@ def _call_cond_lifting_reads(
 
         def around(branch: Callable[..., object], ops: tuple[object, ...], lifted: tuple[object, ...]) -> _BranchReads:
             by_id = {id(r): cast(torch.Tensor, b) for r, b in zip(reads, lifted, strict=True)}
-            return _BranchReads(ops, by_id, swap)
+            return _BranchReads(ops, reads, by_id, swap)
 
         flat = cond_with_flat_branches(func, args, around, tuple(reads))
         if flat is None:
@@ -262,6 +266,8 @@ def _call_cond_lifting_reads(
         try:
             return True, flat[1](func(*flat[0], **kwargs))
         except _BranchRead as e:
+            if e.reads is not reads:
+                raise  # (an outer cond's read, met inside a cond in its branch: the outer call lifts it)
             if any(e.tensor is t for t in reads):
                 raise  # (BUG guard: a lifted tensor's read is swapped for the branch's own)
             reads.append(e.tensor)

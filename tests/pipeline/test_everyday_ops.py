@@ -729,6 +729,13 @@ def reads_a_closure_and_an_intermediate(x: T, w: T) -> tuple[T, T]:
     return cast("tuple[T, T]", torch.cond(x.mean() > 0, yes, no, (x,)))
 
 
+def reads_a_global_in_a_nested_cond(x: T) -> T:
+    def yes(t: T) -> T:
+        return cast(T, torch.cond(t.mean() > 1, lambda u: u * WEIGHT, lambda u: u - WEIGHT.exp(), (t,)))
+
+    return cast(T, torch.cond(x.sum() > 0, yes, lambda t: t.cos() * WEIGHT, (x,)))
+
+
 class Gate(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -745,6 +752,7 @@ BRANCH_READS: dict[str, tuple[Callable[[], Callable[..., object]], Make]] = {
     "global": (lambda: reads_a_global, lambda: (grad(3, 3),)),
     "global_no_grad": (lambda: reads_a_global, lambda: (torch.randn(3, 3),)),
     "closure_and_intermediate": (lambda: reads_a_closure_and_an_intermediate, lambda: (grad(3, 3), grad(3, 3))),
+    "nested_cond": (lambda: reads_a_global_in_a_nested_cond, lambda: (grad(3, 3),)),
     "module_parameters": (Gate, lambda: (grad(2, 3),)),
     "module_parameters_input_no_grad": (Gate, lambda: (torch.randn(2, 3),)),
 }
