@@ -162,15 +162,21 @@ def base_mode_rule(func: torch._ops.HigherOrderOperator, base: type, mode: objec
 def cond_with_flat_branches(
     func: object,
     args: tuple[Any, ...],
-    around: Callable[[Callable[..., object], tuple[object, ...]], contextlib.AbstractContextManager[object]],
+    around: Callable[
+        [Callable[..., object], tuple[object, ...], tuple[object, ...]],
+        contextlib.AbstractContextManager[Callable[[object], object]],
+    ],
+    reads: Sequence[torch.Tensor] = (),
 ) -> tuple[tuple[Any, ...], Callable[[object], object]] | None:
     """For the program's own call of torch.cond's op (`torch.ops.higher_order.cond(pred, true_fn, false_fn,
     operands)`): its arguments with each branch returning the flat tuple of its output's tensors, and the function
     that rebuilds the op's output as the branches returned it; None for any other call. Eager's torch.cond hands the
     op branches Dynamo captured, each returning a flat tuple (torch's autograd rule of cond needs one: a branch
     returning one tensor fails its backward); ours runs the program's branches as written (Dynamo's frame hook is
-    off: Note [Dynamo Captures, The Pipeline Compiles]). `around(branch, operands)` is entered around each run of a
-    branch."""
+    off: Note [Dynamo Captures, The Pipeline Compiles]). `reads`, the tensors the branches read besides their
+    operands, are passed as operands after the program's (as Dynamo lifts them); each run of a branch takes the
+    program's operands and is entered in `around(branch, operands, lifted)`, `lifted` being what the op passed the
+    branch for `reads`, in their order; the function it enters as gives the op each leaf the branch returns."""
     from torch._higher_order_ops.cond import cond_op
 
     if func is not cond_op or len(args) != 4 or not callable(args[1]) or not callable(args[2]):
@@ -179,20 +185,25 @@ def cond_with_flat_branches(
         return None  # (Dynamo's own: a graph it captured calls the op)
     pred, true_fn, false_fn, operands = args
     specs: list[pytree.TreeSpec] = []
+    n = len(operands)
 
     def flat(branch: Callable[..., object]) -> Callable[..., tuple[object, ...]]:
-        @functools.wraps(branch)
         def flat_branch(*ops: object) -> tuple[object, ...]:
-            with around(branch, ops):
-                leaves, spec = pytree.tree_flatten(branch(*ops))
+            with around(branch, ops[:n], ops[n:]) as returned:
+                leaves, spec = pytree.tree_flatten(branch(*ops[:n]))
+                leaves = [returned(t) for t in leaves]
             specs.append(spec)
             return tuple(leaves)
 
+        # (its name, not its signature: make_fx binds the op's operands, lifted ones too, to the signature it finds)
+        flat_branch.__name__ = getattr(branch, "__name__", "branch")
+        flat_branch.__qualname__ = getattr(branch, "__qualname__", flat_branch.__name__)
         return flat_branch
 
     def rebuilt(out: object) -> object:
         return pytree.tree_unflatten(list(cast("Sequence[object]", out)), specs[0]) if specs else out
 
+    operands = (*operands, *reads) if reads else operands
     return (pred, flat(true_fn), flat(false_fn), operands), rebuilt
 
 

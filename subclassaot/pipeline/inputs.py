@@ -183,15 +183,31 @@ def captured_state(fn: Callable[..., object], refs: tuple[CaptureRef, ...]) -> d
 _METADATA_READS = frozenset({"__get__", "size", "stride", "dim", "numel", "storage_offset"})  # (`.shape`: __get__)
 
 
-class _BranchReads(TorchFunctionMode):
-    """Around a run of a torch.cond branch: every tensor an op in it takes is one of its operands or one it made.
-    Eager's torch.cond, through Dynamo, lifts any other tensor the branch reads (a closure variable, global, module
-    parameter, a tensor the program computed before the call) to an operand of the op; the program's own branch
-    reading it would use a tensor of the outer trace inside the branch's graph: refused, naming the way out."""
+class _BranchRead(Exception):  # (not an error: a run of a branch found one more tensor it reads)
+    def __init__(self, tensor: torch.Tensor, reads: list[torch.Tensor]) -> None:
+        super().__init__("a torch.cond branch reads a tensor it does not take as an operand")
+        self.tensor = tensor
+        self.reads = reads  # (the call that lifts it: a cond inside a branch lifts its own reads)
 
-    def __init__(self, branch: Callable[..., object], operands: tuple[object, ...]) -> None:
+
+class _BranchReads(TorchFunctionMode):
+    """Around a run of a torch.cond branch: every tensor an op in it takes is one of its operands, one it made, or
+    one it reads from outside (a closure variable, global, module parameter, a tensor the program computed before
+    the call) that the op already passes it (`lifted`: the branch's own tensor, by the id of the outside tensor's
+    traced stand-in, which `swap` gives). Any other ends the run (`_BranchRead`) and the op is called again with it
+    lifted too, as Dynamo lifts what eager's torch.cond's branches read (Note [State The Program Reads])."""
+
+    def __init__(
+        self,
+        operands: tuple[object, ...],
+        reads: list[torch.Tensor],
+        lifted: dict[int, torch.Tensor],
+        swap: Callable[[torch.Tensor], torch.Tensor],
+    ) -> None:
         super().__init__()
-        self.branch = branch
+        self.reads = reads
+        self.lifted = lifted
+        self.swap = swap
         self.known = {id(t) for t in operands if isinstance(t, torch.Tensor)}
 
     def __torch_function__(
@@ -201,19 +217,60 @@ class _BranchReads(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        for t in pytree.tree_leaves((args, kwargs)):
-            if isinstance(t, torch.Tensor) and id(t) not in self.known:
-                name = getattr(self.branch, "__qualname__", type(self.branch).__name__)
-                raise UnsupportedError(
-                    f"torch.cond's branch {name} reads a tensor it does not take as an operand (a closure variable, "
-                    "global or module parameter, or a tensor the program computed before the call): eager's "
-                    "torch.cond has Dynamo lift it to an operand, which subclassaot.compile does not. Pass it as an "
-                    "operand: torch.cond(pred, lambda x, w: x * w, lambda x, w: x - w, (x, w)); or compile with "
-                    'torch.compile(fn, backend="subclassaot")'
-                )
-        out = func(*args, **(kwargs or {}))
+        leaves, spec = pytree.tree_flatten((args, kwargs or {}))
+        swapped = [self._own(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        args, kwargs = pytree.tree_unflatten(swapped, spec)
+        is_cond, out = _call_cond_lifting_reads(func, args, kwargs, self._own)  # (a cond in the branch: its reads)
+        out = out if is_cond else func(*args, **kwargs)
         self.known.update(id(t) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
         return out
+
+    def __enter__(self) -> Callable[[object], object]:
+        super().__enter__()  # type: ignore[no-untyped-call]  # (untyped in torch)
+        return self.returned
+
+    def returned(self, leaf: object) -> object:
+        """What the op gets for a leaf the branch returns: an outside tensor returned as it is is lifted too."""
+        return self._own(leaf) if isinstance(leaf, torch.Tensor) else leaf
+
+    def _own(self, t: torch.Tensor) -> torch.Tensor:
+        if id(t) in self.known:
+            return t
+        # (a backward's run of the branch reads a module's parameter itself, its forward's the stand-in)
+        stand_in = self.swap(t)
+        lifted = self.lifted.get(id(stand_in))
+        if lifted is None:
+            raise _BranchRead(stand_in, self.reads)
+        return lifted
+
+
+def _call_cond_lifting_reads(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    swap: Callable[[torch.Tensor], torch.Tensor],
+) -> tuple[bool, object]:
+    """(True, the op's output) for the program's call of torch.cond's op, its branches' reads of tensors outside
+    them lifted to operands (`swap` gives the traced stand-in of a captured one); (False, None) for any other call.
+    A run of a branch that meets a tensor not yet lifted stops there, and the op is called again with it lifted."""
+    reads: list[torch.Tensor] = []  # the stand-ins of the tensors outside the branches that they read
+    while True:
+
+        def around(branch: Callable[..., object], ops: tuple[object, ...], lifted: tuple[object, ...]) -> _BranchReads:
+            by_id = {id(r): cast(torch.Tensor, b) for r, b in zip(reads, lifted, strict=True)}
+            return _BranchReads(ops, reads, by_id, swap)
+
+        flat = cond_with_flat_branches(func, args, around, tuple(reads))
+        if flat is None:
+            return False, None
+        try:
+            return True, flat[1](func(*flat[0], **kwargs))
+        except _BranchRead as e:
+            if e.reads is not reads:
+                raise  # (an outer cond's read, met inside a cond in its branch: the outer call lifts it)
+            if any(e.tensor is t for t in reads):
+                raise  # (BUG guard: a lifted tensor's read is swapped for the branch's own)
+            reads.append(e.tensor)
 
 
 class _LiftCaptured(TorchFunctionMode):
@@ -244,10 +301,8 @@ class _LiftCaptured(TorchFunctionMode):
             for t in swapped:
                 if isinstance(t, torch.Tensor):
                     self._refuse_built_around_captured(t)
-        flat = cond_with_flat_branches(func, args, _BranchReads)
-        if flat is not None:
-            return flat[1](func(*flat[0], **kwargs))
-        return func(*args, **kwargs)
+        is_cond, out = _call_cond_lifting_reads(func, args, kwargs, self._swap)
+        return out if is_cond else func(*args, **kwargs)
 
     def _swap(self, t: torch.Tensor) -> torch.Tensor:
         lifted = self.table.get(id(t))

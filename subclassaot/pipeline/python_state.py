@@ -54,7 +54,11 @@ from subclassaot.torch_internals import (
 # stand-in to every op that receives the real tensor, and the outputs get it for one returned or put in a subclass the
 # program built without an op (whose own ops, below the mode, would read the real one: refused). A real tensor reached
 # some other way (an attribute of an object, a global of another module) is refused by name; a torch.func wrapper is
-# judged by the tensor it wraps.
+# judged by the tensor it wraps. torch.cond: a branch reading a tensor it does not take as an operand (any of the
+# above, or a tensor the program computed before the call) has it lifted to an operand of the op, as Dynamo does for
+# eager's torch.cond: each run of a branch meets such a tensor in its torch-function mode, stops, and the op is called
+# again with it appended to the operands (by its stand-in), the branch's ops (and its outputs) given the branch's own
+# tensor for it; its gradient is the op's, and a branch writing or returning it raises as torch's rule for an operand.
 # Python values are guards: a module's `training` flag, a float attribute, a global, a closure's list element, which
 # submodule sits at `seq[1]`, and ambient torch state (grad mode, autocast per device, default dtype, deterministic
 # algorithms, matmul precision, view replay mode: the history autograd regenerates for a view written since). Python
