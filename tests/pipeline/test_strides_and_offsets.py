@@ -2343,7 +2343,7 @@ def _nested_two_tensor(t: T, grad: bool) -> T:
     """A TwoTensor of TwoTensors over `t` (each wrapper's size and stride are its first inner tensor's)."""
     from torch.testing._internal.two_tensor import TwoTensor
 
-    nested = TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1))
+    nested = TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1))  # type: ignore[no-untyped-call]
     return nested.requires_grad_() if grad else nested
 
 
