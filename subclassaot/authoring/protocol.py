@@ -113,6 +113,10 @@ class SubclassNode:
     # .requires_grad_())`): its rebuild over leaves that do not require grad is turned on again, or the outer's
     # __tensor_unflatten__ sees members that disagree. False at the top (the pipeline decides the input's own).
     requires_grad: bool = False
+    # A nested wrapper whose outer size and stride were those of its leaf `stride_leaf` (counted within its own
+    # leaves; a TwoTensor takes its first inner tensor's): rebuilt inside its parent, it takes that leaf's strides
+    # (Note [Strides The Kernels Choose]). Not compared: guards compare the metadata themselves.
+    stride_leaf: int | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def flatten_attrs(self) -> tuple[str, ...]:
         """Every name `__tensor_flatten__` returned, tensors and opaque objects, in its order."""
@@ -166,9 +170,10 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
         attrs.append(attr)
         if is_traceable_subclass(inner):
             node, sub_leaves = flatten_subclass(inner, sub_path)
-            with no_torch_function():  # (a read of our own, not the program's)
+            with no_torch_function():  # (reads of our own, not the program's)
                 wants_grad = inner.requires_grad
-            children.append(dataclasses.replace(node, requires_grad=wants_grad) if wants_grad else node)
+                follows = _followed_leaf(node, sub_leaves)
+            children.append(dataclasses.replace(node, requires_grad=wants_grad, stride_leaf=follows))
             leaves.extend(sub_leaves)
         elif type(inner) is torch.Tensor or type(inner) is torch.nn.Parameter or _is_plain_like(inner):
             children.append(LeafInfo(path=sub_path))
@@ -192,6 +197,26 @@ def flatten_subclass(x: torch.Tensor, path: str) -> tuple[SubclassNode, list[tor
         opaques=tuple(opaques),
     )
     return node, leaves
+
+
+def _followed_leaf(node: SubclassNode, leaves: Sequence[torch.Tensor]) -> int | None:
+    """The first of `leaves` whose size and stride are `node`'s outer ones (static sizes only)."""
+    if not all(type(d) is int for d in (*node.outer_size, *node.outer_stride)):
+        return None
+    return next(
+        (k for k, leaf in enumerate(leaves) if leaf.size() == node.outer_size and leaf.stride() == node.outer_stride),
+        None,
+    )
+
+
+def _child_stride(child: SubclassNode, leaves: Sequence[torch.Tensor]) -> SizeLike | None:
+    """A nested wrapper's strides in its rebuild: those of the leaf it followed where that leaf has its size, so a
+    kernel's choice of strides in a dim of size 0 or 1 (which fakes may not make) reaches it as in eager (Note
+    [Strides The Kernels Choose]); else None (its recorded ones)."""
+    if child.stride_leaf is None:
+        return None
+    leaf = leaves[child.stride_leaf]
+    return tuple(leaf.stride()) if tuple(leaf.size()) == child.outer_size else None
 
 
 def dense_leaves(t: torch.Tensor, path: str = "t") -> list[torch.Tensor]:
@@ -254,8 +279,9 @@ def unflatten_subclass(
     start = 0
     for attr, child in zip(node.attrs, node.children, strict=True):
         if isinstance(child, SubclassNode):
+            own = leaves[start : start + child.num_leaves]
             inner[attr] = unflatten_subclass(
-                child, leaves[start : start + child.num_leaves], check_dtype_device=check_dtype_device, check=check
+                child, own, outer_stride=_child_stride(child, own), check_dtype_device=check_dtype_device, check=check
             )
             if child.requires_grad and not inner[attr].requires_grad and inner[attr].is_leaf:
                 inner[attr].requires_grad_(True)

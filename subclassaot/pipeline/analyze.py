@@ -1549,7 +1549,9 @@ def _as_fresh_root(
 # - Fresh outputs: a plain one takes its strides from the graph's real result; a subclass one is rebuilt with the outer
 #   strides recorded at analysis, except that a wrapper whose outer size and stride were those of one of its fresh
 #   leaves (a WrapperTensor takes them from its first inner tensor) takes that leaf's real strides, as eager's wrapper
-#   did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf).
+#   did; so does an intermediate subclass that outputs are replayed from (Replay.root_stride_leaf), and a wrapper
+#   nested in either whose outer size and stride were one of its own leaves' (SubclassNode.stride_leaf: a TwoTensor
+#   of TwoTensors sorted in a dim of size 0 or 1, its `.a` (1, 1) on fakes, (4, 5) in eager).
 # - Inputs set to computed tensors (`x.set_(t)`, `x.data = t`, t computed by the program): the graph returns x's final
 #   value, computed by the same ops on real tensors, and the epilogue gives x that value's strides and offset. An output
 #   that is t, or another alias with x's final metadata (a view too), takes x's real layout after the epilogue

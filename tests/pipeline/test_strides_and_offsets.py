@@ -2337,3 +2337,46 @@ def test_fresh_output_written_through_a_view_keeps_its_size_one_strides(
 
     with torch.set_grad_enabled(grad):
         assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def _nested_two_tensor(t: T, grad: bool) -> T:
+    """A TwoTensor of TwoTensors over `t` (each wrapper's size and stride are its first inner tensor's)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    nested = TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1))  # type: ignore[no-untyped-call]
+    return nested.requires_grad_() if grad else nested
+
+
+def _sorted_both(x0: T) -> object:
+    t0, t1 = x0.sort(1)
+    return (t1, t0)
+
+
+def _sorted_descending(x0: T) -> object:
+    t0, _ = x0.sort(0, descending=True)
+    return (t0,)
+
+
+_NESTED_KERNEL_LAYOUTS: dict[str, tuple[Callable[[T], object], Callable[[T], T]]] = {
+    # fuzz seed 121000 #3613: an empty diagonal slice; eager's sort keeps its strides (4, 5), fakes give (1, 1)
+    "empty_diagonal": (_sorted_both, lambda t: t.view(1, 1, 4).diagonal(-1, 0, 2)[:, 0:0]),
+    # fuzz seed 121000 #5011: a (2, 1) expand().t() of strides (1, 0); eager's sort gives (1, 2), fakes (1, 1)
+    "expanded_column": (_sorted_descending, lambda t: t[:2].expand(1, 2).t()),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("case", sorted(_NESTED_KERNEL_LAYOUTS))
+def test_nested_wrapper_outputs_take_their_leaves_kernel_strides(
+    case: str, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """A fresh output that is a wrapper of wrappers, each laid out as its first inner tensor: the nested wrapper
+    takes its leaf's real strides as the outer one does (Note [Strides The Kernels Choose]); it was rebuilt with the
+    fake strides of a dim of size 0 or 1 (`.a` stride (1, 1) vs eager's (4, 5))."""
+    f, view = _NESTED_KERNEL_LAYOUTS[case]
+
+    def make() -> tuple[object, ...]:
+        return (view(_nested_two_tensor(torch.randn(4), grad)),)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
