@@ -98,6 +98,7 @@ from subclassaot.pipeline.rules.function_views import (
     detached_output_leaves,
     dispatch_alias_base,
     from_program_function,
+    function_slots,
     function_view_of_fresh,
     function_view_replay,
     holds_input_leaves,
@@ -898,7 +899,7 @@ def _analyze_outputs(
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             info = _with_inference_leaves(path, value, info, run, current)
         infos.append(info)
-    infos = detached_chains_without_grad(infos)
+    infos = function_slots(detached_chains_without_grad(infos), leaves)
     _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)
     check_bumped_views(infos, leaves)

@@ -24,6 +24,7 @@ leaf changes no value.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import torch
 from torch.utils import _pytree as pytree
@@ -39,15 +40,19 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    FunctionSlot,
     InputIndex,
     LeafSource,
     Meta,
+    OutputInfo,
+    OutputKind,
     OutputLeaf,
     Replay,
     ReplaySource,
     ViewStep,
 )
 from subclassaot.torch_internals import (
+    creation_meta_of,
     custom_function_of,
     grad_fn_raises,
     is_custom_function_view,
@@ -70,6 +75,7 @@ __all__ = [
     "holds_input_leaves",
     "from_program_function",
     "is_program_function",
+    "function_slots",
     "function_view_replay",
 ]
 
@@ -87,7 +93,11 @@ __all__ = [
 #   eager's `._base` is (`function_view_base`: `(x * 2).view(-1)`, DTensor's `to_local()[0]` of a computed DTensor),
 #   else as a view_as of the graph's output; a multi-output Function's views (creation meta MULTI_OUTPUT_NODE) alike,
 #   so outputs viewing one such base share it (a view taken of one afterwards is none of these: open). An alias base
-#   two outputs view is refused (each output would get an alias of its own);
+#   two outputs view is refused (each output would get an alias of its own). Once their base is written, reading such
+#   a view's grad_fn raises naming its output number among the apply's outputs, and its creation meta (one
+#   differentiable output: IN_CUSTOM_FUNCTION, several: MULTI_OUTPUT_NODE); the compiled Function's outputs number
+#   otherwise, so the views one apply returned (`OutputInfo.function_slot`) go through the runtime's FunctionOutputs,
+#   which returns them at eager's output numbers (placeholders elsewhere) and passes their gradients through;
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
@@ -145,6 +155,30 @@ def function_view_replay(
     if not is_traceable_subclass(t) or written_or_changed(t, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
     return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(reversed(steps)))
+
+
+def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[OutputInfo]:
+    """`infos` with `function_slot` set on each plain output that is a view the program's Function returned, its
+    grad_fn that Function's node (Note [Custom Functions])."""
+    calls: dict[int, int] = {}
+    out = list(infos)
+    for k, (info, value) in enumerate(zip(infos, leaves, strict=True)):
+        if info.kind is not OutputKind.TENSOR or info.tree is not None or not isinstance(value, torch.Tensor):
+            continue
+        if len(info.leaves) != 1 or not info.leaves[0].function_view or not value.requires_grad:
+            continue
+        cls = custom_function_of(value)
+        if cls is None or not is_program_function(cls):
+            continue  # (a view taken of such a view: its own view op's node)
+        node = value.grad_fn
+        slot = FunctionSlot(
+            call=calls.setdefault(id(node), len(calls)),
+            index=value.output_nr,
+            count=len(node._input_metadata),  # (one entry per output of its forward)
+            multi=creation_meta_of(value) == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE,
+        )
+        out[k] = replace(info, function_slot=slot)
+    return out
 
 
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
