@@ -100,6 +100,7 @@ from subclassaot.pipeline.rules.function_views import (
     from_program_function,
     function_slots,
     function_view_of_fresh,
+    made_as_function_view,
     function_view_replay,
     holds_input_leaves,
 )
@@ -1104,17 +1105,17 @@ def _output_leaves(
                 )
             )
         else:
-            out_leaves.append(_graph_leaf(leaf, tree is None, bases, graph_count))
+            out_leaves.append(_graph_leaf(leaf, tree is None, bases, graph_count, run))
             graph_count += 1
     return out_leaves, graph_count, replaced, own_layout
 
 
 def _graph_leaf(
-    leaf: torch.Tensor, plain: bool, bases: dict[object, tuple[int, torch.Tensor]], index: int
+    leaf: torch.Tensor, plain: bool, bases: dict[object, tuple[int, torch.Tensor]], index: int, run: FunctionalRun
 ) -> OutputLeaf:
     """A leaf computed by the graph (graph output `index`), or, where eager's is a view the program's custom Function
     made of an intermediate, returned from the compiled Function as one (Note [Custom Functions])."""
-    made_view = plain and leaf.requires_grad and is_custom_function_view(leaf)
+    made_view = plain and leaf.requires_grad and made_as_function_view(leaf, run)
     return OutputLeaf(
         source=LeafSource.GRAPH,
         index=index,
@@ -1149,7 +1150,7 @@ def _fresh_leaf(
     alias = not plain and same is not None and leaf is not run.finals[same]
     view = same is not None and not alias and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
     # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
-    made_view = plain and is_custom_function_view(leaf)
+    made_view = plain and made_as_function_view(leaf, run)
     return OutputLeaf(
         source=LeafSource.GRAPH,
         index=index,

@@ -1219,7 +1219,8 @@ def _function_slots(analysis: Analysis) -> _Slots:
         for k, (_, slot) in enumerate(members):
             layout[slot.index] = k
         if members[0][1].multi and len(members) == 1:  # (another differentiable output makes it MULTI_OUTPUT_NODE)
-            layout[next(n for n, k in enumerate(layout) if k is None)] = -1
+            free = [n for n, k in enumerate(layout) if k is None]
+            layout = [*layout, -1] if not free else [-1 if n == free[0] else k for n, k in enumerate(layout)]
         found.append((tuple(layout), tuple(o for o, _ in members)))
     return tuple(found)
 

@@ -1964,6 +1964,24 @@ def _views_of_two_applies(x: T) -> tuple[T, ...]:
     return first[2], x + 1, second[0], first[1]
 
 
+def _views_taken_of_two_views(x: T) -> tuple[T, ...]:
+    a, b = _TwoViewsOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+    return a[2:], b.t()
+
+
+def _views_taken_beside_others(x: T) -> tuple[T, ...]:
+    a, b = _TwoViewsOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+    return x + 1, a[2:].view(2, 5), b
+
+
+def _split_of_a_view_beside_another_output(x: T) -> tuple[T, ...]:
+    return x.sin(), *_TwoViewsOfOwnTensor.apply(x)[1].split(1)  # type: ignore[no-untyped-call]
+
+
+def _row_then_viewed_beside_another_output(x: T) -> tuple[T, ...]:
+    return x + 1, _row_of_own_tensor_unsqueezed(x)
+
+
 _OWN_TENSOR_VIEWS = {
     "two_views": _TwoViewsOfOwnTensor.apply,
     "three_views": _ThreeViewsOfOwnTensor.apply,
@@ -1973,6 +1991,10 @@ _OWN_TENSOR_VIEWS = {
     "input_view_beside_another_output": _input_view_beside_another_output,
     "last_of_three_views_alone": _last_of_three_views_alone,
     "views_of_two_applies": _views_of_two_applies,
+    "views_taken_of_two_views": _views_taken_of_two_views,
+    "views_taken_beside_others": _views_taken_beside_others,
+    "split_of_a_view_beside_another_output": _split_of_a_view_beside_another_output,
+    "row_then_viewed_beside_another_output": _row_then_viewed_beside_another_output,
 }
 
 
@@ -1981,7 +2003,8 @@ _OWN_TENSOR_VIEWS = {
 def test_function_views_of_its_own_tensor_share_one_base_like_eager(name: str, after_call: AfterCall | None) -> None:
     # eager's outputs are views of the forward's tensor (one `._base`, one counter); writing one makes the others'
     # grad_fn raise as views of a function returning several (or, of one returning one view, as a view made inside a
-    # custom Function), numbered among that Function's outputs: the compiled outputs take those numbers too
+    # custom Function), numbered among that Function's outputs (a view taken of one: a view of that base too, numbered
+    # by its own view op): the compiled outputs take those numbers too
     with torch.enable_grad():
         assert_matches_eager(
             _OWN_TENSOR_VIEWS[name], lambda: (torch.randn(4, 3, requires_grad=True),), after_call=after_call

@@ -56,6 +56,7 @@ from subclassaot.torch_internals import (
     custom_function_of,
     grad_fn_raises,
     is_custom_function_view,
+    is_multi_output_view,
     is_nested_int,
     is_program_nested_int,
     nested_coeff,
@@ -73,6 +74,7 @@ __all__ = [
     "detached_output_leaves",
     "dispatch_alias_base",
     "holds_input_leaves",
+    "made_as_function_view",
     "from_program_function",
     "is_program_function",
     "function_slots",
@@ -92,12 +94,13 @@ __all__ = [
 #   of an intermediate (`OutputLeaf.function_view`) is returned as an as_strided of the graph's intermediate base, which
 #   eager's `._base` is (`function_view_base`: `(x * 2).view(-1)`, DTensor's `to_local()[0]` of a computed DTensor),
 #   else as a view_as of the graph's output; a multi-output Function's views (creation meta MULTI_OUTPUT_NODE) alike,
-#   so outputs viewing one such base share it (a view taken of one afterwards is none of these: open). An alias base
-#   two outputs view is refused (each output would get an alias of its own). Once their base is written, reading such
-#   a view's grad_fn raises naming its output number among the apply's outputs, and its creation meta (one
-#   differentiable output: IN_CUSTOM_FUNCTION, several: MULTI_OUTPUT_NODE); the compiled Function's outputs number
-#   otherwise, so the views one apply returned (`OutputInfo.function_slot`) go through the runtime's FunctionOutputs,
-#   which returns them at eager's output numbers (placeholders elsewhere) and passes their gradients through;
+#   so outputs viewing one such base share it; so does a view the program takes of one (its creation meta carried
+#   on: made_as_function_view). An alias base two outputs view is refused (each output would get an alias of its
+#   own). Once their base is written, reading such a view's grad_fn raises naming its output number among the
+#   outputs of its node (the apply's; a view taken of one: its view op's) and its creation meta (one differentiable
+#   output: IN_CUSTOM_FUNCTION, several: MULTI_OUTPUT_NODE); the compiled Function's outputs number otherwise, so the
+#   outputs of each such node (`OutputInfo.function_slot`) go through the runtime's FunctionOutputs, which returns
+#   them at eager's output numbers (placeholders elsewhere) and passes their gradients through;
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
@@ -168,9 +171,9 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
         if len(info.leaves) != 1 or not info.leaves[0].function_view or not value.requires_grad:
             continue
         cls = custom_function_of(value)
-        if cls is None or not is_program_function(cls):
-            continue  # (a view taken of such a view: its own view op's node)
-        node = value.grad_fn
+        if cls is not None and not is_program_function(cls):
+            continue
+        node = value.grad_fn  # (of a view taken of such a view: its own view op's node)
         slot = FunctionSlot(
             call=calls.setdefault(id(node), len(calls)),
             index=value.output_nr,
@@ -179,6 +182,22 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
         )
         out[k] = replace(info, function_slot=slot)
     return out
+
+
+def made_as_function_view(leaf: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is plain `leaf` a view the program's custom Function returned, or a view the program took of one (one of several
+    views that apply returned: its creation meta MULTI_OUTPUT_NODE carried on)? Note [Custom Functions]."""
+    if is_custom_function_view(leaf):
+        return True
+    if not is_multi_output_view(leaf) or custom_function_of(leaf) is not None:
+        return False
+    t = leaf
+    while (record := run.swaps.views.get(id(t))) is not None:
+        t = record.source
+        cls = custom_function_of(t)
+        if cls is not None:
+            return is_program_function(cls) and is_custom_function_view(t)
+    return False
 
 
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
