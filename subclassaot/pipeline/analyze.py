@@ -100,9 +100,9 @@ from subclassaot.pipeline.rules.function_views import (
     from_program_function,
     function_slots,
     function_view_of_fresh,
-    made_as_function_view,
     function_view_replay,
     holds_input_leaves,
+    made_as_function_view,
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     check_view_taken_before_grad,
@@ -200,7 +200,6 @@ from subclassaot.torch_internals import (
     from_functional,
     grad_fn_or_none,
     grad_fn_raises,
-    is_custom_function_view,
     is_inference_mode_view,
     is_nested_int,
     new_functional_mode,

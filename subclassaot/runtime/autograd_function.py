@@ -1231,7 +1231,7 @@ def _relabel_function_views(slots: _Slots, prewrapped: dict[int, torch.Tensor]) 
         views = [prewrapped[o] for o in outputs]
         if not all(v.requires_grad for v in views):
             continue
-        result = FunctionOutputs.apply(layout, *views)
+        result = FunctionOutputs.apply(layout, *views)  # type: ignore[no-untyped-call]  # untyped in torch
         for k, o in enumerate(outputs):
             prewrapped[o] = result[layout.index(k)]
 

@@ -174,6 +174,7 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
         if cls is not None and not is_program_function(cls):
             continue
         node = value.grad_fn  # (of a view taken of such a view: its own view op's node)
+        assert node is not None, "BUG: a view that requires grad without a grad_fn"
         slot = FunctionSlot(
             call=calls.setdefault(id(node), len(calls)),
             index=value.output_nr,
