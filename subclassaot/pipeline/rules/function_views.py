@@ -170,6 +170,8 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
             continue
         if len(info.leaves) != 1 or not info.leaves[0].function_view or not value.requires_grad:
             continue
+        if grad_fn_raises(value):  # (refused where the program wrote its base: check_written_function_view)
+            continue
         cls = custom_function_of(value)
         if cls is not None and not is_program_function(cls):
             continue
