@@ -163,7 +163,7 @@ def function_view_replay(
 def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[OutputInfo]:
     """`infos` with `function_slot` set on each plain output that is a view the program's Function returned, its
     grad_fn that Function's node (Note [Custom Functions])."""
-    calls: dict[int, int] = {}
+    calls: dict[int, tuple[int, object]] = {}  # id() of a node -> its number, the node (held: ids stay its own)
     out = list(infos)
     for k, (info, value) in enumerate(zip(infos, leaves, strict=True)):
         if info.kind is not OutputKind.TENSOR or info.tree is not None or not isinstance(value, torch.Tensor):
@@ -178,7 +178,7 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
         node = value.grad_fn  # (of a view taken of such a view: its own view op's node)
         assert node is not None, "BUG: a view that requires grad without a grad_fn"
         slot = FunctionSlot(
-            call=calls.setdefault(id(node), len(calls)),
+            call=calls.setdefault(id(node), (len(calls), node))[0],
             index=value.output_nr,
             count=len(node._input_metadata),  # (one entry per output of its forward)
             multi=creation_meta_of(value) == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE,
