@@ -541,6 +541,17 @@ class GradSetBase:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionSlot:
+    """Where eager's output, a view the program's custom autograd.Function returned, sits among that Function's
+    outputs: its grad_fn's error after a write to its base numbers it so (Note [Custom Functions])."""
+
+    call: int  # which apply of the program's Functions (numbered in output order): its outputs share one node
+    index: int  # its output number among that apply's outputs
+    count: int  # how many outputs that apply returned (non-tensors included)
+    multi: bool  # creation meta MULTI_OUTPUT_NODE (the apply returned several differentiable outputs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OutputInfo:
     path: str  # "out", "out[0]", "out['loss']"
     kind: OutputKind
@@ -609,6 +620,9 @@ class OutputInfo:
     # wrapper-level view chain from that input, replayed on it inside the compiled Function's forward (Note [Custom
     # Functions])
     function_view: Replay | None = None
+    # TENSOR, plain, in training: a view the program's own autograd.Function returned (OutputLeaf.function_view) whose
+    # grad_fn is that Function's node: its place among that apply's outputs (Note [Custom Functions])
+    function_slot: FunctionSlot | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -99,9 +99,11 @@ from subclassaot.pipeline.rules.function_views import (
     detached_output_leaves,
     dispatch_alias_base,
     from_program_function,
+    function_slots,
     function_view_of_fresh,
     function_view_replay,
     holds_input_leaves,
+    made_as_function_view,
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     check_view_taken_before_grad,
@@ -199,7 +201,6 @@ from subclassaot.torch_internals import (
     from_functional,
     grad_fn_or_none,
     grad_fn_raises,
-    is_custom_function_view,
     is_inference_mode_view,
     is_nested_int,
     new_functional_mode,
@@ -899,7 +900,7 @@ def _analyze_outputs(
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             info = _with_inference_leaves(path, value, info, run, current)
         infos.append(info)
-    infos = detached_chains_without_grad(infos)
+    infos = function_slots(detached_chains_without_grad(infos), leaves)
     _check_inference_storages(infos, leaves, current)
     _check_views_of_fresh(infos, leaves, bases)
     check_graph_leaf_shared_under_grad(infos, leaves, current.keys() | original.keys())
@@ -1105,17 +1106,17 @@ def _output_leaves(
                 )
             )
         else:
-            out_leaves.append(_graph_leaf(leaf, tree is None, bases, graph_count))
+            out_leaves.append(_graph_leaf(leaf, tree is None, bases, graph_count, run))
             graph_count += 1
     return out_leaves, graph_count, replaced, own_layout
 
 
 def _graph_leaf(
-    leaf: torch.Tensor, plain: bool, bases: dict[object, tuple[int, torch.Tensor]], index: int
+    leaf: torch.Tensor, plain: bool, bases: dict[object, tuple[int, torch.Tensor]], index: int, run: FunctionalRun
 ) -> OutputLeaf:
     """A leaf computed by the graph (graph output `index`), or, where eager's is a view the program's custom Function
     made of an intermediate, returned from the compiled Function as one (Note [Custom Functions])."""
-    made_view = plain and leaf.requires_grad and is_custom_function_view(leaf)
+    made_view = plain and leaf.requires_grad and made_as_function_view(leaf, run)
     return OutputLeaf(
         source=LeafSource.GRAPH,
         index=index,
@@ -1150,7 +1151,7 @@ def _fresh_leaf(
     alias = not plain and same is not None and leaf is not run.finals[same]
     view = same is not None and not alias and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
     # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
-    made_view = plain and is_custom_function_view(leaf)
+    made_view = plain and made_as_function_view(leaf, run)
     return OutputLeaf(
         source=LeafSource.GRAPH,
         index=index,

@@ -48,6 +48,7 @@ from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
     FlatInputs,
+    FunctionSlot,
     LeafSource,
     OutputInfo,
     OutputKind,
@@ -459,6 +460,8 @@ def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
 
 
 GroupSource = tuple[int, tuple[int, ...], tuple[int, ...], int]
+# per apply of the program's Functions: FunctionOutputs' layout, the outputs it rebuilds (`_function_slots`)
+_Slots = tuple[tuple[tuple[int | None, ...], tuple[int, ...]], ...]
 
 
 def _member_of(outs: Sequence[object], source: GroupSource) -> torch.Tensor:
@@ -575,6 +578,7 @@ class _Step:
             and info.leaves[0].passthrough is None
             and not info.leaves[0].function_view
         }
+        self.function_slots = _function_slots(analysis)
         self.ev = MetaEvaluator()
         self._find_leaf_sources()
         # set by training_call where the step is plain (Note [Straight-Line Runners])
@@ -1183,6 +1187,53 @@ def _function_view(s: _Step, leaf: OutputLeaf, outs: Sequence[Any], symbols: dic
         return out.view_as(out)
     base = cast(torch.Tensor, outs[s.n_updates + s.plan.graph_outputs.num_fresh + leaf.function_view_base])
     return base.as_strided(*s.ev.meta(leaf.meta, symbols))
+
+
+class FunctionOutputs(torch.autograd.Function):
+    """The views the program's custom Function returned (Note [Custom Functions]), taken from the compiled Function
+    and returned again at that apply's output numbers (`layout`: per output number, the position in `views` of the
+    view there, else -1 for a placeholder tensor or None for none), so that their creation meta and output number,
+    which a grad_fn read after a write to their base names, are eager's; gradients pass through as they are."""
+
+    @staticmethod
+    def forward(ctx: Any, layout: tuple[int | None, ...], *views: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        ctx.set_materialize_grads(False)
+        ctx.at = [layout.index(k) for k in range(len(views))]
+        return tuple(None if k is None else views[0].new_empty(0) if k < 0 else views[k] for k in layout)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
+        return (None, *(grads[n] for n in ctx.at))
+
+
+def _function_slots(analysis: Analysis) -> _Slots:
+    """Per apply of the program's Functions some outputs are views of (OutputInfo.function_slot): FunctionOutputs'
+    layout, and the outputs in the order its views are given."""
+    calls: dict[int, list[tuple[int, FunctionSlot]]] = {}
+    for o, info in enumerate(analysis.outputs):
+        if info.function_slot is not None and info.kind is OutputKind.TENSOR:
+            calls.setdefault(info.function_slot.call, []).append((o, info.function_slot))
+    found = []
+    for members in calls.values():
+        layout: list[int | None] = [None] * members[0][1].count
+        for k, (_, slot) in enumerate(members):
+            layout[slot.index] = k
+        if members[0][1].multi and len(members) == 1:  # (another differentiable output makes it MULTI_OUTPUT_NODE)
+            free = [n for n, k in enumerate(layout) if k is None]
+            layout = [*layout, -1] if not free else [-1 if n == free[0] else k for n, k in enumerate(layout)]
+        found.append((tuple(layout), tuple(o for o, _ in members)))
+    return tuple(found)
+
+
+def _relabel_function_views(slots: _Slots, prewrapped: dict[int, torch.Tensor]) -> None:
+    """The outputs `_function_slots` names, in `prewrapped`, rebuilt through FunctionOutputs."""
+    for layout, outputs in slots:
+        views = [prewrapped[o] for o in outputs]
+        if not all(v.requires_grad for v in views):
+            continue
+        result = FunctionOutputs.apply(layout, *views)  # type: ignore[no-untyped-call]  # untyped in torch
+        for k, o in enumerate(outputs):
+            prewrapped[o] = result[layout.index(k)]
 
 
 def _fresh_output(
@@ -1833,6 +1884,8 @@ def training_call(
             for leaf in analysis.outputs[o].leaves:
                 fresh[leaf.index] = value  # placeholders keep the layout
             pos += 1
+        if step.function_slots:  # Note [Custom Functions]
+            _relabel_function_views(step.function_slots, prewrapped)
         bases_at = pos
         pos += n_bases
         wrappers = (

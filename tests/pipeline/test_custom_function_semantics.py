@@ -1930,8 +1930,56 @@ class _OwnTensorAndItsView(torch.autograd.Function):
         return (g0.reshape(4, 3) + g1) * 2
 
 
+class _RowsOfInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        return x[1:]
+
+    @staticmethod
+    def backward(ctx: Any, grad: T) -> T:
+        out = grad.new_zeros(4, 3)
+        out[1:] = grad * 2
+        return out
+
+
 def _two_views_beside_another_output(x: T) -> tuple[T, ...]:
     return (x + 1, *_TwoViewsOfOwnTensor.apply(x))  # type: ignore[no-untyped-call]
+
+
+def _one_view_beside_another_output(x: T) -> tuple[T, ...]:
+    return x + 1, _ReshapedOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+
+
+def _input_view_beside_another_output(x: T) -> tuple[T, ...]:
+    return x + 1, _RowsOfInput.apply(x)  # type: ignore[no-untyped-call]
+
+
+def _last_of_three_views_alone(x: T) -> tuple[T, ...]:
+    return x.cos(), _ThreeViewsOfOwnTensor.apply(x)[2]  # type: ignore[no-untyped-call]
+
+
+def _views_of_two_applies(x: T) -> tuple[T, ...]:
+    first = _ThreeViewsOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+    second = _TwoViewsOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+    return first[2], x + 1, second[0], first[1]
+
+
+def _views_taken_of_two_views(x: T) -> tuple[T, ...]:
+    a, b = _TwoViewsOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+    return a[2:], b.t()
+
+
+def _views_taken_beside_others(x: T) -> tuple[T, ...]:
+    a, b = _TwoViewsOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+    return x + 1, a[2:].view(2, 5), b
+
+
+def _split_of_a_view_beside_another_output(x: T) -> tuple[T, ...]:
+    return x.sin(), *_TwoViewsOfOwnTensor.apply(x)[1].split(1)  # type: ignore[no-untyped-call]
+
+
+def _row_then_viewed_beside_another_output(x: T) -> tuple[T, ...]:
+    return x + 1, _row_of_own_tensor_unsqueezed(x)
 
 
 _OWN_TENSOR_VIEWS = {
@@ -1939,20 +1987,24 @@ _OWN_TENSOR_VIEWS = {
     "three_views": _ThreeViewsOfOwnTensor.apply,
     "tensor_and_view": _OwnTensorAndItsView.apply,
     "beside_another_output": _two_views_beside_another_output,
+    "one_view_beside_another_output": _one_view_beside_another_output,
+    "input_view_beside_another_output": _input_view_beside_another_output,
+    "last_of_three_views_alone": _last_of_three_views_alone,
+    "views_of_two_applies": _views_of_two_applies,
+    "views_taken_of_two_views": _views_taken_of_two_views,
+    "views_taken_beside_others": _views_taken_beside_others,
+    "split_of_a_view_beside_another_output": _split_of_a_view_beside_another_output,
+    "row_then_viewed_beside_another_output": _row_then_viewed_beside_another_output,
 }
 
 
-# (beside another output, written after: the raising grad_fn's message numbers the output among the compiled
-# Function's outputs, not among the program's Function's: open)
-@pytest.mark.parametrize(
-    ("name", "after_call"),
-    [(n, None) for n in _OWN_TENSOR_VIEWS]
-    + [(n, write_outputs) for n in _OWN_TENSOR_VIEWS if n != "beside_another_output"],
-    ids=lambda v: v if isinstance(v, str) else ("written_after" if v else "plain"),
-)
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+@pytest.mark.parametrize("name", list(_OWN_TENSOR_VIEWS))
 def test_function_views_of_its_own_tensor_share_one_base_like_eager(name: str, after_call: AfterCall | None) -> None:
     # eager's outputs are views of the forward's tensor (one `._base`, one counter); writing one makes the others'
-    # grad_fn raise as views of a function returning several
+    # grad_fn raise as views of a function returning several (or, of one returning one view, as a view made inside a
+    # custom Function), numbered among that Function's outputs (a view taken of one: a view of that base too, numbered
+    # by its own view op): the compiled outputs take those numbers too
     with torch.enable_grad():
         assert_matches_eager(
             _OWN_TENSOR_VIEWS[name], lambda: (torch.randn(4, 3, requires_grad=True),), after_call=after_call

@@ -24,6 +24,7 @@ leaf changes no value.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 
 import torch
 from torch.utils import _pytree as pytree
@@ -39,6 +40,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    FunctionSlot,
     InputIndex,
     LeafSource,
     Meta,
@@ -50,9 +52,11 @@ from subclassaot.schemas import (
     ViewStep,
 )
 from subclassaot.torch_internals import (
+    creation_meta_of,
     custom_function_of,
     grad_fn_raises,
     is_custom_function_view,
+    is_multi_output_view,
     is_nested_int,
     nested_coeff,
     no_torch_function,
@@ -70,8 +74,10 @@ __all__ = [
     "detached_output_leaves",
     "dispatch_alias_base",
     "holds_input_leaves",
+    "made_as_function_view",
     "from_program_function",
     "is_program_function",
+    "function_slots",
     "function_view_replay",
 ]
 
@@ -88,8 +94,13 @@ __all__ = [
 #   of an intermediate (`OutputLeaf.function_view`) is returned as an as_strided of the graph's intermediate base, which
 #   eager's `._base` is (`function_view_base`: `(x * 2).view(-1)`, DTensor's `to_local()[0]` of a computed DTensor),
 #   else as a view_as of the graph's output; a multi-output Function's views (creation meta MULTI_OUTPUT_NODE) alike,
-#   so outputs viewing one such base share it (a view taken of one afterwards is none of these: open). An alias base
-#   two outputs view is refused (each output would get an alias of its own);
+#   so outputs viewing one such base share it; so does a view the program takes of one (its creation meta carried
+#   on: made_as_function_view). An alias base two outputs view is refused (each output would get an alias of its
+#   own). Once their base is written, reading such a view's grad_fn raises naming its output number among the
+#   outputs of its node (the apply's; a view taken of one: its view op's) and its creation meta (one differentiable
+#   output: IN_CUSTOM_FUNCTION, several: MULTI_OUTPUT_NODE); the compiled Function's outputs number otherwise, so the
+#   outputs of each such node (`OutputInfo.function_slot`) go through the runtime's FunctionOutputs, which returns
+#   them at eager's output numbers (placeholders elsewhere) and passes their gradients through;
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did.
@@ -147,6 +158,49 @@ def function_view_replay(
     if not is_traceable_subclass(t) or written_or_changed(t, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
     return Replay(source=ReplaySource.INPUT, index=input_by_id[id(t)], steps=tuple(reversed(steps)))
+
+
+def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> list[OutputInfo]:
+    """`infos` with `function_slot` set on each plain output that is a view the program's Function returned, its
+    grad_fn that Function's node (Note [Custom Functions])."""
+    calls: dict[int, tuple[int, object]] = {}  # id() of a node -> its number, the node (held: ids stay its own)
+    out = list(infos)
+    for k, (info, value) in enumerate(zip(infos, leaves, strict=True)):
+        if info.kind is not OutputKind.TENSOR or info.tree is not None or not isinstance(value, torch.Tensor):
+            continue
+        if len(info.leaves) != 1 or not info.leaves[0].function_view or not value.requires_grad:
+            continue
+        if grad_fn_raises(value):  # (refused where the program wrote its base: check_written_function_view)
+            continue
+        cls = custom_function_of(value)
+        if cls is not None and not is_program_function(cls):
+            continue
+        node = value.grad_fn  # (of a view taken of such a view: its own view op's node)
+        assert node is not None, "BUG: a view that requires grad without a grad_fn"
+        slot = FunctionSlot(
+            call=calls.setdefault(id(node), (len(calls), node))[0],
+            index=value.output_nr,
+            count=len(node._input_metadata),  # (one entry per output of its forward)
+            multi=creation_meta_of(value) == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE,
+        )
+        out[k] = replace(info, function_slot=slot)
+    return out
+
+
+def made_as_function_view(leaf: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is plain `leaf` a view the program's custom Function returned, or a view the program took of one (one of several
+    views that apply returned: its creation meta MULTI_OUTPUT_NODE carried on)? Note [Custom Functions]."""
+    if is_custom_function_view(leaf):
+        return True
+    if not is_multi_output_view(leaf) or custom_function_of(leaf) is not None:
+        return False
+    t = leaf
+    while (record := run.swaps.views.get(id(t))) is not None:
+        t = record.source
+        cls = custom_function_of(t)
+        if cls is not None:
+            return is_program_function(cls) and is_custom_function_view(t)
+    return False
 
 
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
