@@ -840,6 +840,33 @@ def test_mark_dirty_of_an_alias_taken_in_the_program_matches_eager(
         assert_matches_eager(f, lambda: (make(2, 2), _leaf(2, 2)), after_call=after_call)
 
 
+def dirty_alias_saved_beside_then_relaid(x0: T, x1: T) -> object:
+    # (fuzz seed 121000, program 8569: x0 and x1 one leaf) under no_grad the apply hands back a detach() of x0, t0,
+    # sharing its counter; the second apply saves x0 and returns t0, which `.data =` lays out anew, keeping that counter
+    with torch.no_grad():
+        t0 = DirtyAdd.apply(x0, x0)  # type: ignore[no-untyped-call]
+    t1 = x1.unsqueeze(0)
+    t2, _ = DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+    t0.data = t1
+    return (t2,)
+
+
+def test_output_relaid_by_data_over_a_saved_tensors_counter_raises_as_eager_once_written() -> None:
+    """The output shares the counter of x0, which the Function saved, in another layout ((1,) over x0's ()): the
+    caller's write of it fails eager's backward ("modified by an inplace operation"). The probe of eager's saves
+    matched tensors to counters by layout too and missed the output, so the compiled backward checked x0's counter
+    alone, unmoved, and completed (backward_probe's comment on saved tensors)."""
+
+    @torch.enable_grad()
+    def make() -> tuple[T, T]:
+        b0 = torch.randn(()).requires_grad_()
+        return b0, b0
+
+    with torch.enable_grad():
+        assert_matches_eager(dirty_alias_saved_beside_then_relaid, make)
+        assert_matches_eager(dirty_alias_saved_beside_then_relaid, make, after_call=write_outputs)
+
+
 # The Functions above on the subclasses users have (torch's DTensor and jagged NestedTensor), through both entries.
 
 
