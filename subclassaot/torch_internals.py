@@ -2050,9 +2050,16 @@ def torch_method_patches() -> tuple[object, ...]:
     )
 
 
+# what a note of `function_applies_noted` returns: the arguments the apply takes, and the function of its result
+FunctionApplyNoted = tuple[tuple[object, ...], dict[str, object], Callable[[object], object] | None]
+
+
 def _noted_function_apply(cls: type[torch.autograd.Function], *args: object, **kwargs: object) -> object:
     note = getattr(_function_apply_notes, "note", None)
-    after = note(cls, args, kwargs) if note is not None else None
+    noted = note(cls, args, kwargs) if note is not None else None
+    if noted is None:
+        return _torch_function_apply(cls, *args, **kwargs)
+    args, kwargs, after = noted
     out = _torch_function_apply(cls, *args, **kwargs)
     return out if after is None else after(out)
 
@@ -2134,10 +2141,11 @@ def saved_tensors_hooks_noted(note: Callable[[torch.autograd.graph.saved_tensors
 
 @contextlib.contextmanager
 def function_applies_noted(
-    note: Callable[[type, tuple[object, ...], dict[str, object]], Callable[[object], object] | None],
+    note: Callable[[type, tuple[object, ...], dict[str, object]], FunctionApplyNoted | None],
 ) -> Iterator[None]:
     """Call `note(cls, args, kwargs)` before every custom `cls.apply(*args, **kwargs)` this thread runs inside; where
-    it returns a function, the apply returns that function of its result."""
+    it returns `(args, kwargs, after)`, the apply takes those arguments instead and, `after` given, returns that
+    function of its result."""
     if torch.autograd.Function.__dict__["apply"].__func__ is not _noted_function_apply:
         torch.autograd.Function.apply = classmethod(_noted_function_apply)  # type: ignore[method-assign,assignment,arg-type]  # see above
     with _thread_note(_function_apply_notes, note):

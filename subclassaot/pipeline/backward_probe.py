@@ -1445,7 +1445,8 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters (and refuses a
 # backward after a write of a subclass input whose inner tensors it saved: Note [Probing Eager's Backward]).
 # A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
-# tensor moves the saved one's counter. The counter is read once the call's epilogue has written the inputs: an input
+# tensor moves the saved one's counter; so is one over another layout that shares that counter (`.data =` keeps a
+# tensor's counter over the new layout: a detach() of a saved x0 relaid so, returned and written by the caller). The counter is read once the call's epilogue has written the inputs: an input
 # the program wrote before the save was saved at the count eager ends the program with, which the runtime reaches
 # only after the graph has run (a write after the save fails eager's backward on its own: the analysis's concern).
 # Eager's engine runs later-made nodes first and a leaf's AccumulateGrad as soon as it is ready (Note [Probing Eager's
@@ -2028,11 +2029,13 @@ class _Readers:
 
 def _reader_of(readers: dict[object, _Readers], t: torch.Tensor) -> _Readers | None:
     """The saved tensors over `t`'s memory and layout that use `t`'s version counter, if any: a tensor over the same
-    memory may count apart (`x0.data = t0` leaves x0 its own counter, over t0's storage)."""
+    memory may count apart (`x0.data = t0` leaves x0 its own counter, over t0's storage). Else those of another
+    layout that use its counter: `.data =` keeps a tensor's counter over the new layout (`t0.data = x0.unsqueeze(0)`,
+    t0 a detach() of x0 that a Function saved)."""
     found = readers.get(_counter_identity(t))
-    if found is None or not any(_shares_counter(t, saved) for saved in found.saved):
-        return None
-    return found
+    if found is not None and any(_shares_counter(t, saved) for saved in found.saved):
+        return found
+    return next((r for r in readers.values() if any(_shares_counter(t, saved) for saved in r.saved)), None)
 
 
 def _shares_counter(t: torch.Tensor, other: torch.Tensor) -> bool:

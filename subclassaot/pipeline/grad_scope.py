@@ -224,7 +224,10 @@ def check_gained_after_read(
 # view): refused by name (`check_flagless_view_reads`). The program's reads of such a view's autograd state answer
 # eager's (no flag, a leaf, no grad_fn: autograd_state.read) where no requires_grad_() gave it a flag and no write with
 # grad reached its storage: the run's view op with grad after the flag records history eager's does not. The guards
-# keep the input a view (`SwapRecord.base_reads`).
+# keep the input a view (`SwapRecord.base_reads`). A custom Function's apply with grad reads them so too (eager's
+# records nothing where no other input requires grad, and its outputs require none): an output that is the detach()
+# comes back as the view, one over it (a view_as() of the input, a view the forward took) as a view of the view
+# (`storage_swaps._note_function_apply`), so that its `._base` is the input's base, as eager's.
 
 # torch functions whose first argument's object, layout or storage the call acts on, not its elements
 _NO_DETACH = frozenset(

@@ -557,19 +557,17 @@ def dirty_view_of_an_input_made_to_require_grad(x0: T) -> object:
     return ()
 
 
-def test_dirty_view_of_a_subclass_view_input_made_to_require_grad_refused() -> None:
+def test_dirty_view_of_a_subclass_view_input_made_to_require_grad_matches_eager() -> None:
     """Under no_grad the program makes a PairTensor view input require grad and a Function marks a view of it dirty
-    with grad on: eager's is a view, the run's stand-in a leaf, which autograd refuses (fuzz --subclass
-    subclasses.pair:example, seed 64000, program 1042: CRASHED)."""
+    with grad on (fuzz --subclass subclasses.pair:example, seed 64000, program 1042: CRASHED, then refused: the run's
+    stand-in a leaf, which autograd refuses dirty). Eager's view, taken under no_grad, requires no grad: the apply
+    reads it through a detach() (Note [Grad Mode And Autograd Reads], flagless views) and records nothing, as eager's."""
 
-    def make() -> T:
-        return pair(3, 3, 3).transpose(2, 1)
+    def make() -> tuple[T]:
+        return (pair(3, 3, 3).transpose(2, 1),)
 
     with torch.no_grad():
-        dirty_view_of_an_input_made_to_require_grad(make())  # legal in eager
-        # (the view, taken after the flag, is no longer refused for being a view of a view input made to require grad)
-        with pytest.raises(UnsupportedError, match=r"marks dirty \(ctx.mark_dirty\) a tensor that the run lays out"):
-            subclassaot.compile(dirty_view_of_an_input_made_to_require_grad)(make())
+        assert_matches_eager(dirty_view_of_an_input_made_to_require_grad, make)
 
 
 # ctx.mark_dirty where the apply records no node (under no_grad, or no input requires grad): eager's input keeps its
@@ -838,6 +836,33 @@ def test_mark_dirty_of_an_alias_taken_in_the_program_matches_eager(
 
     with torch.enable_grad():
         assert_matches_eager(f, lambda: (make(2, 2), _leaf(2, 2)), after_call=after_call)
+
+
+def dirty_alias_saved_beside_then_relaid(x0: T, x1: T) -> object:
+    # (fuzz seed 121000, program 8569: x0 and x1 one leaf) under no_grad the apply hands back a detach() of x0, t0,
+    # sharing its counter; the second apply saves x0 and returns t0, which `.data =` lays out anew, keeping that counter
+    with torch.no_grad():
+        t0 = DirtyAdd.apply(x0, x0)  # type: ignore[no-untyped-call]
+    t1 = x1.unsqueeze(0)
+    t2, _ = DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]
+    t0.data = t1
+    return (t2,)
+
+
+def test_output_relaid_by_data_over_a_saved_tensors_counter_raises_as_eager_once_written() -> None:
+    """The output shares the counter of x0, which the Function saved, in another layout ((1,) over x0's ()): the
+    caller's write of it fails eager's backward ("modified by an inplace operation"). The probe of eager's saves
+    matched tensors to counters by layout too and missed the output, so the compiled backward checked x0's counter
+    alone, unmoved, and completed (backward_probe's comment on saved tensors)."""
+
+    @torch.enable_grad()
+    def make() -> tuple[T, T]:
+        b0 = torch.randn(()).requires_grad_()
+        return b0, b0
+
+    with torch.enable_grad():
+        assert_matches_eager(dirty_alias_saved_beside_then_relaid, make)
+        assert_matches_eager(dirty_alias_saved_beside_then_relaid, make, after_call=write_outputs)
 
 
 # The Functions above on the subclasses users have (torch's DTensor and jagged NestedTensor), through both entries.

@@ -5090,6 +5090,20 @@ def flagless_view_written_with_itself(x0: T) -> object:
     return (t0,)
 
 
+def flagless_view_into_a_custom_function(x0: T) -> object:
+    # (seed 121000, program 6710: the Function's output required grad, where eager's requires none)
+    with torch.inference_mode():
+        x0.requires_grad_()
+    x0.requires_grad_()
+    with torch.set_grad_enabled(True):
+        x0.view(())
+    with torch.no_grad():
+        t1 = x0.t()
+    with torch.set_grad_enabled(True):
+        t2 = TransposeSaved.apply(t1)  # type: ignore[no-untyped-call]  # Function.apply is untyped
+    return (t2,)
+
+
 def flagless_view_times_a_leaf(x0: T, w: T) -> object:
     t0 = x0[0]
     x0.requires_grad_()
@@ -5112,8 +5126,9 @@ def _one_view(base_shape: tuple[int, ...], view: Callable[[T], T], subclass: boo
         (flagless_view_max_after_an_inference_write, lambda s: _one_view((1, 1), lambda b: b.select(0, 0), s)),
         (flagless_view_written, lambda s: _one_view((1, 2), lambda b: b.transpose(0, 0), s)),
         (flagless_view_written_with_itself, lambda s: _one_view((3, 3), lambda b: b.unsqueeze(-3).select(0, -1), s)),
+        (flagless_view_into_a_custom_function, lambda s: _one_view((3, 3), lambda b: b.as_strided((1,), (2,), 0), s)),
     ],
-    ids=["max_after_inference_write", "written", "written_with_itself"],
+    ids=["max_after_inference_write", "written", "written_with_itself", "into_a_custom_function"],
 )
 def test_flagless_view_of_a_view_input_read_or_written_with_grad_matches_eager(
     f: Callable[..., object], make: Callable[[bool], Make], subclass: bool
@@ -5126,6 +5141,58 @@ def test_flagless_view_of_a_view_input_read_or_written_with_grad_matches_eager(
     with torch.enable_grad():
         assert_matches_eager(f, make(subclass))
         assert_matches_eager(f, make(subclass), after_call=write_outputs)
+
+
+class _Identity(torch.autograd.Function):
+    """Returns its input (autograd hands back a view_as() of it)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        return x
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g
+
+
+class _Flatten(torch.autograd.Function):
+    """Returns a view of its input that its forward took (with grad off)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> T:
+        return x.reshape(-1)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T) -> T:
+        return g.reshape(3, 3)
+
+
+_FLAGLESS_FUNCTIONS: dict[str, type[torch.autograd.Function]] = {
+    "fresh": SinFunction,
+    "itself": _Identity,
+    "a_view": _Flatten,
+}
+
+
+@pytest.mark.parametrize("subclass", [False, True], ids=["plain", "pair"])
+@pytest.mark.parametrize("function", sorted(_FLAGLESS_FUNCTIONS))
+def test_custom_function_applied_to_a_flagless_view_matches_eager(function: str, subclass: bool) -> None:
+    """A custom Function applied with grad to a view eager gives no requires_grad (taken under no_grad of a view input
+    the program made require grad, whose base requires none) records nothing: its outputs require no grad, and one
+    that is its input, or a view its forward took of it, is a view of the input's base. The run's apply met a view
+    following the input's stand-in, which requires grad, and gave its output history and a grad_fn (fuzz seed 121000,
+    program 6710): it reads such a view through a detach() too (Note [Grad Mode And Autograd Reads])."""
+    cls = _FLAGLESS_FUNCTIONS[function]
+
+    def f(x0: T) -> object:
+        x0.requires_grad_()
+        with torch.no_grad():
+            t1 = x0.t()
+        return cls.apply(t1), t1  # type: ignore[no-untyped-call]  # Function.apply is untyped
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _one_view((3, 3), lambda b: b.t(), subclass))
+        assert_matches_eager(f, _one_view((3, 3), lambda b: b.t(), subclass), after_call=write_outputs)
 
 
 def test_flagless_view_copied_by_an_op_that_may_return_a_view_refused() -> None:

@@ -164,6 +164,7 @@ from subclassaot.pipeline.rules.swap_record import (
 )
 from subclassaot.schemas import GradSetNode
 from subclassaot.torch_internals import (
+    FunctionApplyNoted,
     autograd_sequence_nr,
     bumps_written_args,
     differentiable_dtype,
@@ -1859,15 +1860,39 @@ def _note_tensor_set(
 
 def _note_function_apply(
     record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]
-) -> Callable[[object], object] | None:
+) -> FunctionApplyNoted:
     """`_apply_noted`, then, for an apply of the program's own, the outputs that are its inputs noted or given back as
-    the analysis run had them (Note [Custom Functions])."""
+    the analysis run had them (Note [Custom Functions]); with grad on, the apply reads each flagless view through a
+    detach() of it, as an op does (Note [Grad Mode And Autograd Reads], flagless views), each output that is such a
+    detach() given back as the view itself."""
     _refuse_module_backward_hooks(cls)
     after = _apply_noted(record, cls, args, kwargs)
     if record.dispatching > 0 or not is_program_function(cls):
-        return after
+        return args, kwargs, after
     returns = function_returns_as_analyzed(record, args, kwargs)
-    return returns if after is None else lambda out: returns(after(out))
+    taken = flagless_views_detached(record, cls.apply, args, kwargs)  # type: ignore[attr-defined]  # a Function's
+    given = pytree.tree_leaves(taken)
+    swapped = {id(n): o for o, n in zip(pytree.tree_leaves((args, kwargs)), given, strict=True) if n is not o}
+
+    def given_back(o: object) -> object:
+        if o is None or not swapped:
+            return o
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            base = o._base if isinstance(o, torch.Tensor) else None
+        view = swapped.get(id(base)) if base is not None else None
+        if view is None:
+            return swapped.get(id(o), o)
+        assert isinstance(o, torch.Tensor)
+        if _same_layout(o, view):  # (an output that is an input comes back as its view_as(): eager's, of the view)
+            return view.view_as(view)
+        with torch.no_grad():  # (a view the forward took, with grad off: eager's is of the view)
+            return view.as_strided(o.shape, o.stride(), o.storage_offset())
+
+    def as_read(out: object) -> object:
+        out = pytree.tree_map(given_back, out)
+        return returns(out if after is None else after(out))
+
+    return *taken, as_read
 
 
 def _apply_noted(
