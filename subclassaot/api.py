@@ -586,7 +586,11 @@ def _compile_entry_once(
             if config.dynamic is False or not attempt.symbolic:
                 raise  # (a compile over static fakes already: the same compile again fails the same way)
             log.info("symbolic trace of %s failed (%s); compiling with static shapes", name, e)
-            static = dataclasses.replace(config, dynamic=False)
+            # (a user's policy stands; one Dynamo's adapter derived from its own symbols does not: our guards then
+            # check the sizes it left unguarded, as for aliased inputs in _fakify_and_desugar)
+            derived = config.caller_guarded
+            policies = {p: policy for p, policy in config.policies.items() if p not in derived}
+            static = dataclasses.replace(config, dynamic=False, policies=policies)
             return _compile_entry(fn, args, kwargs, static, state, symbols, captures, function_modes)
     except DATA_DEPENDENT_ERRORS as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

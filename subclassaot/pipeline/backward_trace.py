@@ -262,6 +262,8 @@ class BackwardGraph:
     tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
     # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Tangent Retrace])
     tangent_orders: tuple[tuple[int, ...] | None, ...] = ()
+    # per dense tangent: the sizes it was traced with (symbolic ones shape a retrace's: Note [Tangent Retrace])
+    tangent_sizes: tuple[tuple[_Dim, ...], ...] = ()
     example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
     num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
     # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
@@ -698,6 +700,7 @@ def _partitioned(
         group_grads=setup.group_grads,
         tangent_strides=tuple(_static_strides(t) for t in tangents.fakes),
         tangent_orders=tuple(_dense_order(t) for t in tangents.fakes),
+        tangent_sizes=tuple(tuple(t.shape) for t in tangents.fakes),
         setup=setup,
         partition=parts,
         forward_reads_grad_mode=parts.reads_grad_mode,
@@ -1325,9 +1328,11 @@ def retrace_backward(
     trees: Sequence[SubclassNode | None],
     dense_tangents: Sequence[Sequence[torch.Tensor]],
     absent: frozenset[int] = frozenset(),
+    output_sizes: Sequence[Sequence[torch.Size]] = (),
 ) -> BackwardVariant:
     """The backward for runtime tangents of structure `trees` (dense leaves `dense_tangents`, per diff output),
-    where the diff outputs at positions `absent` got no tangent (Note [Tangent Retrace])."""
+    where the diff outputs at positions `absent` got no tangent (Note [Tangent Retrace]). `output_sizes`: per diff
+    output, its dense leaves' sizes in the call whose backward this is."""
     setup, reference = meta.setup, meta.partition
     if setup is None or reference is None:
         raise AssertionError("BUG: a tangent retrace of an entry without a partition")
@@ -1337,8 +1342,7 @@ def retrace_backward(
             # a later call wrote rebuilds its grad_fn on that read, on real tensors, so it does it here, outside
             # the fake mode (Note [Aliased Inputs In Training]: a member written rebases the others).
             refresh_view_grad_fn(value)
-    with setup.fake_mode:  # (a tangent's leaf that is an input's, an NJT's offsets, is no primal: fresh_static_fake)
-        fakes = [fresh_static_fake(setup.fake_mode, t) for ts in dense_tangents for t in ts]
+    fakes = _retrace_tangent_fakes(meta, trees, dense_tangents, output_sizes)
     # See Note [Backward Errors Are Deferred]: those tangents are never given to this backward
     joint = trace_joint(setup, fakes, trees, absent=absent | meta.raising_tangents)
     # (a change whose custom Function nodes no given tangent reaches is not made: Note [Custom Functions])
@@ -1361,6 +1365,63 @@ def retrace_backward(
     )
 
 
+def _retrace_tangent_fakes(
+    meta: BackwardGraph,
+    trees: Sequence[SubclassNode | None],
+    dense_tangents: Sequence[Sequence[torch.Tensor]],
+    output_sizes: Sequence[Sequence[torch.Size]],
+) -> list[torch.Tensor]:
+    """Fakes of a retrace's runtime tangents (Note [Tangent Retrace]). The primals are the compile's fakes, whose
+    symbols are hinted by the compile's sizes: a dense contiguous floating leaf of a tangent with the output's class,
+    of its output leaf's size in this call, takes the symbolic size its tangent was traced with; any other is a
+    static fake of its own size (an integer leaf, an NJT's offsets that is an input's, is no primal:
+    fresh_static_fake)."""
+    mode = meta.setup.fake_mode if meta.setup is not None else None
+    assert mode is not None, "BUG: a tangent retrace of an entry without a setup"
+    fakes: list[torch.Tensor] = []
+    start = 0
+    for k, leaves in enumerate(dense_tangents):
+        traced_tree = meta.tangent_trees[k]
+        width = 1 if traced_tree is None else traced_tree.num_leaves
+        traced = meta.tangent_sizes[start : start + width]
+        start += width
+        same = (trees[k] is None) == (traced_tree is None) and (
+            traced_tree is None or cast(SubclassNode, trees[k]).cls is traced_tree.cls
+        )
+        sizes = output_sizes[k] if k < len(output_sizes) else ()
+        for p, t in enumerate(leaves):
+            strides = (
+                _strides_over(t, traced[p])
+                if same
+                and len(leaves) == len(traced) == len(sizes)
+                and t.dtype.is_floating_point
+                and t.shape == sizes[p]
+                and len(traced[p]) == t.dim()
+                else None
+            )
+            with mode:
+                fakes.append(
+                    torch.empty_strided(traced[p], strides, dtype=t.dtype, device=t.device)
+                    if strides is not None
+                    else fresh_static_fake(mode, t)
+                )
+    return fakes
+
+
+def _strides_over(t: torch.Tensor, sizes: Sequence[_Dim]) -> list[_Dim] | None:
+    """`t`'s strides as expressions of `sizes` (its sizes, some symbolic), where `t` is dense in some dim order
+    apart from expanded dims (stride 0: a `sum().backward()` tangent); None where it is laid out otherwise."""
+    real = t.stride()
+    kept = sorted((d for d in range(t.dim()) if real[d] != 0), key=lambda d: (-real[d], d))
+    dense = _dense_strides([t.shape[d] for d in kept], range(len(kept)))
+    if any(dense[i] != real[d] for i, d in enumerate(kept)):
+        return None
+    out: list[_Dim] = [0] * t.dim()
+    for d, stride in zip(kept, _dense_strides([sizes[d] for d in kept], range(len(kept))), strict=True):
+        out[d] = stride
+    return out
+
+
 def backward_plan(
     meta: BackwardGraph, compile_variant: Callable[[BackwardVariant], Callable[..., object]]
 ) -> BackwardPlan:
@@ -1371,8 +1432,9 @@ def backward_plan(
         trees: Sequence[SubclassNode | None],
         dense_tangents: Sequence[Sequence[torch.Tensor]],
         absent: frozenset[int],
+        output_sizes: Sequence[Sequence[torch.Size]],
     ) -> RetracedBackward:
-        variant = retrace_backward(meta, trees, dense_tangents, absent)
+        variant = retrace_backward(meta, trees, dense_tangents, absent, output_sizes)
         return RetracedBackward(
             run=compile_variant(variant),
             saved_index=variant.saved_index,

@@ -171,6 +171,9 @@ def partition_joint(joint: torch.fx.GraphModule, num_primals: int, num_fw_output
 # - Strides: with static strides the runtime copies a tangent of other strides into the traced ones. Symbolic strides
 #   were not checked (an expanded tangent failed inductor's assert_size_stride), so such a tangent records its dim order
 #   where its strides are the dense strides of that order, and the runtime lays a tangent out so from its real sizes.
+# - Sizes: a retrace runs on the compile's primals, whose symbols are hinted by the compile's sizes, so a dense leaf of
+#   a tangent of the output's class and of its output leaf's size in the call takes the traced symbolic size (and
+#   strides over it); static sizes of another call would not meet the primals (NJT's view backward refused them).
 # All of this is the one place where compile work reaches the per-call path: the plan holds no fake tensor, ShapeEnv or
 # graph it does not run, so the compile hands the runtime one typed callable, `BackwardPlan.retrace`, closing over the
 # compile-time records and returning only a compiled backward and the meaning of its outputs (`RetracedBackward`); the

@@ -397,7 +397,9 @@ class _Variants:
         trees: list[TangentTree],
         per_output: list[list[torch.Tensor]],
         absent: frozenset[int] = frozenset(),
+        zeros: Sequence[Sequence[ZeroMeta]] = (),
     ) -> RetracedBackward | None:
+        """`zeros`: per diff output, its dense leaves' sizes (dtypes, devices) in this call (ctx.zeros)."""
         resolved = [bw_meta.tangent_trees[k] if isinstance(tree, _Same) else tree for k, tree in enumerate(trees)]
         key = (resolved, [[(t.shape, t.stride(), t.dtype) for t in ts] for ts in per_output], absent)
         with self._lock:
@@ -415,7 +417,7 @@ class _Variants:
             reasons += [f"output {bw_meta.diff_outputs[k]}: no tangent" for k in sorted(absent)]
             log.info("retracing the backward for new tangent types: %s", "; ".join(reasons))
             try:
-                variant = bw_meta.retrace(resolved, per_output, absent)
+                variant = bw_meta.retrace(resolved, per_output, absent, [[z[0] for z in zs] for zs in zeros])
             except UnsupportedError as e:
                 if any(not isinstance(tree, _Same) for tree in trees):
                     self._cache.append((key, e))
@@ -1094,12 +1096,14 @@ class CompiledStep(torch.autograd.Function):
         absent = frozenset(s.typed_by - present)  # Note [Tangent Retrace]
         try:
             found = (
-                s.variants.get(bw_meta, trees, per_output, absent) if retyped or (absent and not create_graph) else None
+                s.variants.get(bw_meta, trees, per_output, absent, ctx.zeros)
+                if retyped or (absent and not create_graph)
+                else None
             )
         except UnsupportedError:
             if not retyped or not _coerced_instead(per_output, trees, coerced):
                 raise
-            found = s.variants.get(bw_meta, trees, per_output, absent) if absent else None
+            found = s.variants.get(bw_meta, trees, per_output, absent, ctx.zeros) if absent else None
         if found is not None:
             dense_grads, shape = _run_variant(found, saved, per_output)
         else:

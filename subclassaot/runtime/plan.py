@@ -116,10 +116,17 @@ class RetracedBackward:
     tangent_deps: tuple[frozenset[int], ...]  # as BackwardPlan's, for this backward
 
 
-# (per diff output: the runtime tangent's structure and its dense leaves; the diff positions given no tangent) ->
-# the backward for them, or UnsupportedError. See Note [Tangent Retrace].
+# (per diff output: the runtime tangent's structure and its dense leaves; the diff positions given no tangent; per
+# diff output: its dense leaves' sizes in the call) -> the backward for them, or UnsupportedError. See Note [Tangent
+# Retrace].
 RetraceBackward = Callable[
-    [Sequence[SubclassNode | None], Sequence[Sequence[torch.Tensor]], frozenset[int]], RetracedBackward
+    [
+        Sequence[SubclassNode | None],
+        Sequence[Sequence[torch.Tensor]],
+        frozenset[int],
+        Sequence[Sequence[torch.Size]],
+    ],
+    RetracedBackward,
 ]
 
 

@@ -15,7 +15,7 @@ from torch import Tensor
 from torch.nested._internal.nested_tensor import jagged_from_list, nested_from_padded
 
 import subclassaot
-from policies import PolicyError, describe, mark_dynamic
+from policies import PolicyError, TensorPolicy, describe, dynamic, mark_dynamic, static
 from subclassaot.errors import PolicyError as PipelinePolicyError
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
@@ -566,8 +566,12 @@ NJT_REFUSALS: dict[tuple[str, str], str] = {
 }
 
 
-def _dynamo_compile(fn: Callable[..., object], *, backend: object = "eager") -> Callable[..., object]:
-    compiled: Callable[..., object] = torch.compile(fn, backend=subclassaot_backend, options={"backend": str(backend)})
+def _dynamo_compile(
+    fn: Callable[..., object], *, backend: object = "eager", dynamic: bool | None = None
+) -> Callable[..., object]:
+    compiled: Callable[..., object] = torch.compile(
+        fn, backend=subclassaot_backend, options={"backend": str(backend)}, dynamic=dynamic
+    )
     return compiled
 
 
@@ -897,8 +901,25 @@ def _identities(outs: tuple[Tensor, ...], offsets: Tensor) -> tuple[list[list[bo
 _SHARED_UNDER_GRAD = r"out\[0\] and out\[1\] hold one tensor the program computed \(in eager one object"
 
 
-# (the Dynamo entry under dynamic=True fails before any NJT is built: ValueError on a SymNode, as on the start commit)
-@pytest.mark.parametrize(("entry", "dynamic"), [("direct", False), ("direct", True), ("dynamo", False)])
+def _grads_match(fn: Callable[..., object], compiled: Callable[..., object], n: int, offsets: tuple[int, ...]) -> None:
+    """The values' gradient through every output, compiled against eager (an NJT output's through its values)."""
+    grads = []
+    for run in (fn, compiled):
+        values = torch.randn(n, 5, generator=torch.Generator().manual_seed(n)).requires_grad_()
+        outs = run(values, torch.tensor(offsets))
+        assert isinstance(outs, tuple)
+        sum((t.values() if t.is_nested else t).sum() for t in outs if t.requires_grad).backward()
+        grads.append(values.grad)
+    torch.testing.assert_close(grads[1], grads[0])
+
+
+# (the Dynamo entry under dynamic=True failed while building the NJT: a ValueError on a SymNode, a nested int times a
+# symbolic stride; the symbolic trace now falls back to static shapes, Dynamo's derived policies included. Dynamo's
+# automatic dynamic, back at the first size, failed the backward retraced for the call's tangents: Note [Tangent
+# Retrace])
+@pytest.mark.parametrize(
+    ("entry", "dynamic"), [("direct", False), ("direct", True), ("dynamo", False), ("dynamo", True)]
+)
 @pytest.mark.parametrize(
     ("fn", "refusal"),
     [
@@ -914,16 +935,18 @@ def test_njts_built_from_new_offsets_keep_eagers_nested_int_identities(
 ) -> None:
     """An NJT the program builds from offsets no NJT input carries (an input passed plain, or a clone made inside):
     its nested int is the one eager's offsets tensor gets, one per offsets tensor, so outputs built from one offsets
-    tensor share it and outputs of two do not (were refused: no input carries it). Values and grads: the oracle. In
-    training, one computed offsets tensor held by two outputs would come back as two (the compiled Function returns
-    a tensor per graph output): refused."""
+    tensor share it and outputs of two do not (were refused: no input carries it). Values and grads: the oracle, and
+    gradients over three sizes (the third back at the first). In training, one computed offsets tensor held by two
+    outputs would come back as two (the compiled Function returns a tensor per graph output): refused."""
     torch._dynamo.reset()
-    compiled = (
-        subclassaot.compile(fn, backend="eager", dynamic=True if dynamic else None)
-        if entry == "direct"
-        else _dynamo_compile(fn)
-    )
-    for n, offsets in ((10, (0, 2, 6, 10)), (12, (0, 5, 6, 12))):
+
+    def compile_fn(f: Callable[..., object], **kwargs: object) -> Callable[..., object]:
+        if entry == "direct":
+            return subclassaot.compile(f, backend="eager", dynamic=True if dynamic else None)
+        return _dynamo_compile(f, dynamic=True if dynamic else None)
+
+    compiled = compile_fn(fn)
+    for n, offsets in ((10, (0, 2, 6, 10)), (12, (0, 5, 6, 12)), (10, (0, 2, 6, 10))):
         values, o, o_compiled = torch.randn(n, 5), torch.tensor(offsets), torch.tensor(offsets)
         with torch.no_grad():
             want, got = fn(values, o), compiled(values, o_compiled)
@@ -931,12 +954,36 @@ def test_njts_built_from_new_offsets_keep_eagers_nested_int_identities(
         assert _identities(got, o_compiled) == _identities(want, o)
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g.values() if g.is_nested else g, w.values() if w.is_nested else w)
+        if refusal is None:
+            _grads_match(fn, compiled, n, offsets)
     torch._dynamo.reset()
     if refusal is not None:
         with pytest.raises(UnsupportedError, match=refusal):
-            assert_matches_eager(fn, _values_and((0, 2, 6, 10)), compile_fn=ENTRIES[entry])
+            assert_matches_eager(fn, _values_and((0, 2, 6, 10)), compile_fn=compile_fn)
         return
-    assert_matches_eager(fn, _values_and((0, 2, 6, 10)), compile_fn=ENTRIES[entry])
+    assert_matches_eager(fn, _values_and((0, 2, 6, 10)), compile_fn=compile_fn)
+
+
+def test_njt_backward_retraced_at_another_size_than_the_compiled_one() -> None:
+    """A symbolic entry compiled at one size, its backward retraced for a tangent of another type (an NJT tangent's
+    ctx says requires_grad=False) at another size: the retrace's tangents take the traced symbolic sizes, so they
+    meet the compile's primals (was: NestedViewFromJaggedBackward0 rejected the tangent's size). Gradients: eager's."""
+
+    def fn(nt: Tensor, v: Tensor) -> Tensor:
+        return _from_jagged(v * 2, offsets_of(nt)) * 2
+
+    compiled = subclassaot.compile(fn, backend="eager", policies={"args[1]": TensorPolicy(sizes=(dynamic(), static()))})
+    for n, offsets in ((10, [0, 2, 6, 10]), (12, [0, 5, 6, 12])):
+        nt = _from_jagged(torch.randn(n, 5), torch.tensor(offsets))
+        grads = []
+        runs: tuple[Callable[[Tensor, Tensor], Tensor], ...] = (fn, compiled)
+        for run in runs:
+            v = torch.randn(n, 5, generator=torch.Generator().manual_seed(n)).requires_grad_()
+            out: Tensor = run(nt, v).values() ** 2
+            torch.autograd.backward(out.sum())
+            grads.append(v.grad)
+        torch.testing.assert_close(grads[1], grads[0])
+    assert compiled.compile_count == 1
 
 
 def test_njt_built_from_plain_offsets_with_a_nested_int_is_refused() -> None:
