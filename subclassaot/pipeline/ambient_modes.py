@@ -26,6 +26,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
+from subclassaot.pipeline.python_state import slot_names
 from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
@@ -62,7 +63,9 @@ from subclassaot.torch_internals import (
 #   keep what the class adds in Python (a class attribute `x.scale`, an overridden method or property, an attribute its
 #   __torch_function__ sets on results) nor a subclass the program makes of a traced tensor (`C(t)`,
 #   `t.as_subclass(C)`, `Tensor._make_subclass(C, t)`: torch ties a traced tensor to its functional wrapper): a trace
-#   that raises where eager's run on clones does not is refused, naming the input or the rule (`lost_subclasses`).
+#   that raises where eager's run on clones does not is refused, naming the input or the rule (`lost_subclasses`),
+#   and so is an entry whose trial outputs lack a Python attribute (`__dict__` or `__slots__`) eager's have
+#   (`out.extra_state` set by the override would raise). The clones carry the inputs' attributes, slots too.
 # Infrastructure modes (fake tensors, functionalization, proxy tracing, modes that ignore compile internals, and
 # subclassaot's own, seen by a compiled function called while another is traced) belong to a tracer, not the
 # caller: they are not ambient.
@@ -170,6 +173,17 @@ def check_trial(trial: TorchFunctionTrial, run: Callable[[Sequence[object]], obj
     with torch.random.fork_rng(devices=[]):
         torch.set_rng_state(trial.rng_state)
         ours = pytree.tree_leaves(run(trial.trial_values))
+    for i, (a, b) in enumerate(zip(ours, trial.eager_outputs, strict=False)):
+        if not isinstance(a, torch.Tensor) or type(a) is not type(b):
+            continue  # (another type: the values' comparison refuses it)
+        lost = sorted(_python_attributes(b).keys() - _python_attributes(a).keys())
+        if lost:  # (before the values: a method of the output may read them)
+            raise UnsupportedError(
+                f"{trial.subclass_input}: its class's __torch_function__ gives output {i} Python attributes "
+                f"({', '.join(lost)}) that the compiled program's output, retyped by as_subclass, does not have "
+                "(the trace keeps the ops, not the Python the class runs around them). Make it a traceable wrapper "
+                "subclass (__tensor_flatten__ / __torch_dispatch__) or call the function uncompiled"
+            )
     same = len(ours) == len(trial.eager_outputs) and all(
         _same_value(a, b) for a, b in zip(ours, trial.eager_outputs, strict=True)
     )
@@ -256,10 +270,20 @@ def _detached_clone(t: torch.Tensor) -> torch.Tensor:
         c = t.detach().clone()
     if type(c) is not type(t) and _has_torch_function(t):
         c = torch.Tensor._make_subclass(type(t), c)
-        c.__dict__.update(t.__dict__)  # (what its __init__ or the caller set on it: `x.scale`)
+        for name, value in _python_attributes(t).items():  # (what its __init__ or the caller set on it: `x.scale`)
+            setattr(c, name, value)
     if t.requires_grad and t.is_leaf:
         c.requires_grad_(True)
     elif t.requires_grad:
         with torch.enable_grad():
             c = c.requires_grad_(True).clone()
     return c
+
+
+def _python_attributes(t: object) -> dict[str, object]:
+    """The Python attributes an object holds: its `__dict__` and its filled `__slots__`."""
+    attrs = dict(getattr(t, "__dict__", {}))
+    for name in slot_names(type(t)):
+        if name not in attrs and hasattr(t, name):
+            attrs[name] = getattr(t, name)
+    return attrs

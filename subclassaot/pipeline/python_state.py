@@ -261,6 +261,15 @@ def _attr_labels(label: str, keys: Sequence[object]) -> tuple[str, ...]:
     return tuple(f"{label}.{k}" for k in keys)
 
 
+def slot_names(cls: type) -> list[str]:
+    """The `__slots__` names `cls` and its bases declare (not `__dict__` or `__weakref__`), bases' after its own."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        declared = vars(klass).get("__slots__", ())
+        names += [declared] if isinstance(declared, str) else list(declared)
+    return [n for n in dict.fromkeys(names) if not n.startswith("__")]
+
+
 class _Walk:
     def __init__(self) -> None:
         self.watched: list[Watched] = []
@@ -316,10 +325,11 @@ class _Walk:
     def instance(self, value: object, label: str) -> None:
         attrs = getattr(value, "__dict__", None)
         slots = [f.name for f in dataclasses.fields(value)] if dataclasses.is_dataclass(value) else []
-        for cls in type(value).__mro__:
-            declared = vars(cls).get("__slots__", ())
-            slots += [declared] if isinstance(declared, str) else [n for n in declared if n != "__dict__"]
-        slots = [s for s in dict.fromkeys(slots) if (attrs is None or s not in attrs) and not s.startswith("__")]
+        slots = [
+            s
+            for s in dict.fromkeys(slots + slot_names(type(value)))
+            if (attrs is None or s not in attrs) and not s.startswith("__")
+        ]
         if attrs is None and not slots:
             raise UnsupportedError(
                 f"{label}: the program can read this {type(value).__qualname__} object, which has no attributes "
