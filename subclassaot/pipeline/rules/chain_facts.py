@@ -124,10 +124,11 @@ def _chain_tensors(leaf: torch.Tensor, run: FunctionalRun) -> list[torch.Tensor]
 
 def hidden_base_shares_counter(leaf: torch.Tensor, run: FunctionalRun, j: DenseIndex) -> bool:
     """Is eager's `._base` of `leaf`, a hidden base (`hidden_base`), in the version-counter family of input `j` (a
-    detach() of it that a resize_() grew, set_() onto nothing; not an alias a subclass's dispatch made, whose counter
-    is its own)?"""
+    detach() of it that a resize_() grew, set_() onto nothing)?"""
     root = leaf._base
     assert root is not None, "BUG: a hidden base without a `._base`"
+    if not root._is_view() and dispatch_view_root(root, run) is run.finals[j]:
+        return False  # an alias a subclass's dispatch made has a counter of its own
     return id(root) not in run.swaps.swapped_ids and run.swaps.family_of(root) == run.swaps.family_of(run.finals[j])
 
 

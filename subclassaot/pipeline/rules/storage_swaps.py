@@ -948,6 +948,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if schema is None:
             return
         if self.depth == 0:
+            self.record.note_taken_out(args, kwargs)
             note_reads(self.record, func, args, kwargs)
             # See Note [Leaves Laid Out Anew Under no_grad]
             if self.record.hidden_resizes and torch.is_grad_enabled():
@@ -1003,9 +1004,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
                     self.record.seq += 1
                     self.record.views[id(o)] = self._view_record(func, args, kwargs, i if multi else None, meta, leaves)
-                    # (a plain view a subclass's dispatch made, below ADInplaceOrView, has a counter of its own)
-                    own = self.depth > 0 and not is_traceable_subclass(o)
-                    self.record.note_view_made(src, o, id(o) if own else root)
+                    self.record.note_view_made(src, o, root)
                     if func is torch.ops.aten.detach.default and self.depth == 0:
                         self.record.note_detach(src, o)
                     if id(args[0]) in self.record.set_views:
