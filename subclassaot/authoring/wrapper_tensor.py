@@ -33,10 +33,11 @@ aten = torch.ops.aten
 #   is recorded on no autograd graph and bumps only the inner tensor's counter; a foreach op on wrappers writes their
 #   inner tensors and leaves each wrapper's counter where it was.
 # - a view op the subclass runs on its inner tensors shares storage but sets no `._base`: an inner tensor of a view
-#   output is a plain alias of the source's, not an autograd view. Conversely a wrapper-level view has `._base` its
-#   source whatever inner tensors the subclass returns, even new ones that share no data (the checker's views.alias rule
-#   flags those), and a wrapper built from plain tensors inside the program may be a view of them (an NJT's `._base` is
-#   its values).
+#   output is a plain alias of the source's, not an autograd view, with a counter of its own (taken out, `x[1:].a` or
+#   a DTensor split piece's to_local() under no_grad, it is written without bumping the source's). Conversely a
+#   wrapper-level view has `._base` its source whatever inner tensors the subclass returns, even new ones that share no
+#   data (the checker's views.alias rule flags those), and a wrapper built from plain tensors inside the program may be
+#   a view of them (an NJT's `._base` is its values).
 # - a wrapper has a storage of its own that holds no data (a null data pointer): views share it, set_ moves it, and the
 #   aliasing correction below keeps it right. set_() of a wrapper onto that storage leaves its inner tensors pointing at
 #   no memory, which no compiled program can match: refused.

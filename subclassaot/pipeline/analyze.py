@@ -1055,9 +1055,10 @@ def _output_leaves(
     tree, dense, fresh = parts
     input_by_id, current, original, bases, earlier, set_targets = maps
     out_leaves = []
-    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper]), nor is
-    # one made as an inference tensor, which keeps no view relation after a `.data =` either
-    viewed = run.swaps.is_view if tree is None else run.swaps.is_autograd_view
+    # an inner leaf made by the subclass's own dispatch is no autograd view (Note [Autograd Sees The Wrapper]), a
+    # plain output such a dispatch made neither (a DTensor split piece's inner tensor, which to_local() returns as is
+    # under no_grad), nor is one made as an inference tensor, which keeps no view relation after a `.data =` either
+    viewed = run.swaps.is_autograd_view
 
     def is_view(t: torch.Tensor) -> bool:
         return viewed(t) and not _made_as_inference_tensor(t, run)

@@ -29,6 +29,7 @@ import subclassaot
 from subclassaot.authoring.wrapper_tensor import implements
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.subclasses.dtensor_factory import one_rank_mesh
@@ -446,3 +447,34 @@ def test_leaf_written_in_one_inner_tensor_and_another_rebound_refused() -> None:
     write and the input's own `b`; the input stays refused."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match=r"args\[0\].*metadata or storage changed"):
         subclassaot.compile(no_grad_write_to_leaf)(RebindsB(torch.randn(3, 4), torch.randn(3, 4), requires_grad=True))
+
+
+# ----------------------------------------------------------------------------- inner tensors of views taken out
+
+
+def inner_of_view_and_row(x: Any) -> object:
+    a = x[1:].a
+    return a[0], a
+
+
+def inner_of_view_written(x: Any) -> object:
+    a = x[1:].a
+    a.mul_(2)
+    return a, a[0]
+
+
+def row_of_inner_of_view_written(x: Any) -> object:
+    a = x[1:].a
+    a[0].mul_(2)
+    return a, x.t().b
+
+
+# The inner tensor of a view the class's dispatch made is a plain alias of the input's, made below autograd (Note
+# [Autograd Sees The Wrapper]): no `._base`, no history, and a counter of its own, which writes through it (or views
+# of it) bump and the input's inner tensor's does not; outputs written after the call too.
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("program", [inner_of_view_and_row, inner_of_view_written, row_of_inner_of_view_written])
+@pytest.mark.parametrize("sub", ["pair", "two"])
+def test_inner_tensor_of_a_view_taken_out_matches_eager(sub: str, program: Program, grad: bool) -> None:
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(program, LEAVES[sub], after_call=write_outputs)

@@ -656,11 +656,29 @@ def _two_rows_of_a_split_piece(x: torch.Tensor) -> object:
     return local[0], local[1]
 
 
-def test_two_views_of_a_split_pieces_local_tensor_refused(mesh: DeviceMesh) -> None:
+def _row_and_split_pieces_local(x: torch.Tensor) -> object:
+    piece = torch.tensor_split(x, 2)[1]
+    assert isinstance(piece, DTensor)
+    local = piece.to_local()
+    return local[0], local
+
+
+def _split_pieces_local_written(x: torch.Tensor) -> object:
+    piece = torch.tensor_split(x, 2)[1]
+    assert isinstance(piece, DTensor)
+    local = piece.to_local()
+    local.mul_(2)
+    return local, local[0]
+
+
+@pytest.mark.parametrize("program", [_two_rows_of_a_split_piece, _row_and_split_pieces_local], ids=["rows", "local"])
+def test_two_views_of_a_split_pieces_local_tensor_refused(
+    mesh: DeviceMesh, program: Callable[[torch.Tensor], object]
+) -> None:
     # eager's outputs share one `._base`: the alias of x's local tensor the piece's dispatch made (no view)
     make = _dtensors(mesh, ((4, 4), Shard(0)))
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="another output views that alias too"):
-        assert_matches_eager(_two_rows_of_a_split_piece, make)
+        assert_matches_eager(program, make)
 
 
 def _rows_of_two_split_pieces(x: torch.Tensor) -> object:
@@ -669,13 +687,18 @@ def _rows_of_two_split_pieces(x: torch.Tensor) -> object:
     return first.to_local()[1], second.to_local()[0].unsqueeze(0)
 
 
-@pytest.mark.parametrize("program", [_two_rows_of_a_split_piece, _rows_of_two_split_pieces], ids=["one", "two"])
+@pytest.mark.parametrize(
+    "program",
+    [_two_rows_of_a_split_piece, _rows_of_two_split_pieces, _row_and_split_pieces_local, _split_pieces_local_written],
+    ids=["one", "two", "local_returned", "local_written"],
+)
 @pytest.mark.parametrize("written", [False, True], ids=["plain", "written_after"])
-def test_views_of_split_pieces_local_tensors_under_no_grad_match_eager(
+def test_split_pieces_local_tensors_and_their_views_under_no_grad_match_eager(
     mesh: DeviceMesh, program: Callable[[torch.Tensor], object], written: bool
 ) -> None:
-    # eager's `._base` of each is its piece's inner tensor, an alias of x's local tensor the dispatch made (no view,
-    # a counter of its own), shared by the rows of one piece; under no_grad none requires grad
+    # eager's `._base` of each view is its piece's inner tensor, an alias of x's local tensor the dispatch made (no
+    # view, a counter of its own), shared by the rows of one piece; to_local() returns that alias itself (written, it
+    # bumps its own counter, not x's local tensor's); under no_grad none requires grad
     make = _dtensors(mesh, ((4, 4), Shard(0)))
     with torch.no_grad():
         assert_matches_eager(program, make, after_call=write_outputs if written else None)

@@ -949,6 +949,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if schema is None:
             return
         if self.depth == 0:
+            self.record.note_taken_out(args, kwargs)
             note_reads(self.record, func, args, kwargs)
             # See Note [Leaves Laid Out Anew Under no_grad]
             if self.record.hidden_resizes and torch.is_grad_enabled():

@@ -802,6 +802,14 @@ class SwapRecord:
         root = t._base if t._is_view() and t._base is not None else t
         return self.family.get(id(root), id(root))
 
+    def note_taken_out(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Note [Autograd Sees The Wrapper]: a plain tensor a subclass's dispatch made (below ADInplaceOrView) that
+        the program holds (`x[1:].a`, a DTensor split piece's to_local() under no_grad) has a counter of its own."""
+        for a in pytree.tree_leaves((args, kwargs)):
+            if isinstance(a, torch.Tensor) and (record := self.views.get(id(a))) is not None and record.below_autograd:
+                if not is_traceable_subclass(a):
+                    self.family[id(a)] = id(a)
+
     def is_autograd_view(self, t: torch.Tensor) -> bool:
         """Is `t` a view in eager's sense (`._base` set)? See Note [Autograd Sees The Wrapper]."""
         record = self.views.get(id(t))
