@@ -371,12 +371,16 @@ def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
     still requiring grad): eager's view has no history but grad mode's creation meta, which a replay with grad of a
     source that requires grad would not give (ViewStep.without_history). Not where the source's base, another input,
     had been made to require grad before: eager's source requires grad through it, and its view has history
-    (ViewRecord.source_base_gained)."""
+    (ViewRecord.source_base_gained); nor, for a single-output view, where its counter moved after it was taken."""
     without = not record.source_requires_grad and not record.source_base_gained
     if not (record.grad_enabled and without):
         return False
-    if run.swaps.requires_grad_set or _input_flag_dropped(run):
+    if _input_flag_dropped(run):
         return True
+    if run.swaps.requires_grad_set:
+        # a single-output view whose counter moved since it was taken (a write to it or its base, `t0.copy_(x0)`)
+        # rebuilds its history over its base at the next read where the base requires grad: eager's has history
+        return record.index is not None or run.swaps.bump_count(record.source) == record.bumps
     # the source gained grad by an in-place write since (a custom Function's mark_dirty too): a multi-output view's
     # grad_fn, read once the write moved the counter, raises "A view was created in no_grad mode" for want of one (a
     # single-output view's is made again over the source's history: AsStridedBackward0)
