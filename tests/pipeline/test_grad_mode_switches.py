@@ -771,6 +771,46 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A view taken with grad of a tensor that required no grad then (no history), made a leaf of its own after its base
+# was: it read requires_grad from its base, so requires_grad_() changed no flag it shows, yet eager's is a new leaf
+# with its own accumulator. An unbind() piece as a select() (fuzz seed 121000 program 164: the compiled view read its
+# base's flag, and backward through it found no grad_fn).
+
+
+def view_with_grad_made_a_leaf_after_its_base(x: T, w: T) -> object:
+    with torch.no_grad():
+        t0, _ = w.sort(0)
+    t2 = t0.unbind(0)[0]
+    t0.requires_grad_()
+    t2.requires_grad_()
+    return (t2,)
+
+
+def select_with_grad_made_a_leaf_after_its_base(x: T, w: T) -> object:
+    t0 = x.detach().mul(2)
+    t2 = t0[1]
+    t0.requires_grad_()
+    t2.requires_grad_()
+    return t2, t0
+
+
+@pytest.mark.parametrize(
+    "f",
+    [view_with_grad_made_a_leaf_after_its_base, select_with_grad_made_a_leaf_after_its_base],
+    ids=["unbind", "select"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+def test_view_with_grad_made_a_leaf_after_its_base_gets_its_own_gradient(
+    f: Callable[..., object], needs_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """The view's `.grad` as eager's (its own accumulator, not its base's), outputs, `._base` and counters too. (Of a
+    PairTensor base, the base's own requires_grad_() is refused by name, as for any new leaf of a subclass.)"""
+    make = _inputs(2, needs_grad, "plain")
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
 # A new leaf the caller sees only through views of it taken before the flag, returned without it: each reads the flag
 # through its `._base` (requires_grad, no history, a leaf), and nothing else takes the leaf after the call. The program
 # with that call held back is eager's but for those views' flags, which the runtime gives by flagging each replayed

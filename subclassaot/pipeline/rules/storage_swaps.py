@@ -171,6 +171,7 @@ from subclassaot.torch_internals import (
     dispatches_in_cpp,
     function_applies_noted,
     get_version,
+    history_less_view,
     is_functional,
     is_functorch_wrapped,
     is_nested_int,
@@ -1397,7 +1398,8 @@ class _DataMode(TorchFunctionMode):
         elif id(t) in record.input_positions:
             new = self._input_gains_after_read(t)
         else:
-            new = not t.requires_grad or (requires_grad_through_base(t) and id(t) not in record.requires_grad_set)
+            through_base = requires_grad_through_base(t) or history_less_view(t)
+            new = not t.requires_grad or (through_base and id(t) not in record.requires_grad_set)
             if new:
                 _check_new_leaf(t)
         if record.replayed_new_leaves is None:
