@@ -654,6 +654,17 @@ def requires_grad_through_base(t: torch.Tensor) -> bool:
     return meta in modes and not grad_fn_raises(t) and t.grad_fn is None
 
 
+def history_less_view(t: torch.Tensor) -> bool:
+    """An autograd view taken with grad of a tensor that required none then (creation meta DEFAULT or
+    MULTI_OUTPUT_NODE, no history) whose base requires grad now: like a view made under no_grad, it reports
+    requires_grad from its base with neither history nor an accumulator of its own, until requires_grad_() gives it
+    its own flag (a new autograd leaf). Reads its grad_fn: call it where eager's does (requires_grad_() reads
+    is_leaf), or on a tensor the caller holds."""
+    if not t.requires_grad or not (is_plain_autograd_view(t) or is_multi_output_view(t)):
+        return False
+    return not grad_fn_raises(t) and t.grad_fn is None
+
+
 def flagless_no_grad_view(t: torch.Tensor) -> bool:
     """`reads_flag_of_base`, and no requires_grad_() gave it a flag of its own: autograd's edge for it leads nowhere
     (neither history nor accumulator), so an op with grad that reads it records an edge to nothing, and no gradient

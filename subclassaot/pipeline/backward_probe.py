@@ -1309,9 +1309,10 @@ class _FunctionReach:
 # run takes it of the caller's input (eager's layout, `._base` and counter), and its leaf is the one the other
 # outputs' histories end in, where a replayed view would be another leaf or have no history. A replayed one, taken
 # under no_grad or inside inference_mode of a tensor that requires grad too (it reports the flag of its base, with no
-# gradient of its own, until requires_grad_() makes it a leaf): where no output's history ends in that leaf (the
-# check tells leaves among the outputs apart, and those from views requiring grad only through their base), it is
-# eager's. A view of an
+# gradient of its own, until requires_grad_() makes it a leaf), or taken with grad (a select, an unbind piece) of one
+# that required none then and requires it now, which reads its base's flag alike (history_less_view): where no
+# output's history ends in that leaf (the check tells leaves among the outputs apart, and those from views requiring
+# grad only through their base), it is eager's. A view of an
 # input whose data the program wrote before (under no_grad, through `.data`), made a leaf and saved for the backward,
 # is not: the graph's leaf lies on the input's new value, apart from the input's version counter, which eager's
 # shares, so a write of the input after the call fails eager's backward and not the graph's (the check finds an

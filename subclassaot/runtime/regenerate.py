@@ -64,7 +64,7 @@ from subclassaot.torch_internals import (
     give_base_grad,
     give_grad_mode_creation_meta,
     grad_fn_raises,
-    is_plain_autograd_view,
+    history_less_view,
     mark_inference_mode_view,
     requires_grad_through_base,
     set_to_tensor,
@@ -342,8 +342,8 @@ def _give_flag(value: torch.Tensor) -> None:
 def _reads_base_flag(value: torch.Tensor) -> bool:
     """A view taken with grad of a tensor that required no grad then and requires it now (replayed so: ViewStep.
     without_history): it reports requires_grad from its base, with no history nor a flag of its own, as a view taken
-    under no_grad does (Note [Leaves Laid Out Anew Under no_grad])."""
-    return is_plain_autograd_view(value) and value.requires_grad and value.grad_fn is None
+    under no_grad does (Note [Leaves Laid Out Anew Under no_grad]); an unbind() piece too."""
+    return history_less_view(value)
 
 
 def _non_tensor_output(

@@ -359,6 +359,21 @@ def new_leaf_and_outputs_made_in_inference_mode(x: T) -> object:
     return y * 3, a, b
 
 
+def view_of_a_plain_input_written_with_grad(x0: T, x1: T) -> object:
+    t0 = x1.reshape((1, 1, -1))  # taken with grad of an input requiring none: no history yet
+    t0.copy_(x0)  # a write with grad: eager's t0 has history (CopySlices of x1, AsStridedBackward0 of t0)
+    t0.requires_grad_()  # a no-op (t0 requires grad), though the program calls requires_grad_()
+    return (t0.unbind(0)[0],)
+
+
+def view_written_then_its_base_made_a_leaf(x: T) -> object:
+    t = x.detach().mul(1)
+    v = t.view(-1)
+    v.add_(1)  # moves the counter v shares with t
+    t.requires_grad_()  # eager's stale v rebuilds its history over the new leaf t at the next read
+    return v
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
@@ -375,6 +390,8 @@ def new_leaf_and_outputs_made_in_inference_mode(x: T) -> object:
         (new_leaf_and_views_of_inputs_returned, lambda: (torch.randn(3, requires_grad=True).clone(), torch.randn(3))),
         (new_leaf_and_outputs_made_in_inference_mode, _plain(3)),
         (new_leaf_and_outputs_made_in_inference_mode, _grad(3)),
+        (view_of_a_plain_input_written_with_grad, lambda: (torch.randn(3, requires_grad=True), torch.randn(3))),
+        (view_written_then_its_base_made_a_leaf, _plain(3)),
     ],
     ids=[
         "returned",
@@ -390,11 +407,15 @@ def new_leaf_and_outputs_made_in_inference_mode(x: T) -> object:
         "views_of_an_input_with_history_returned",
         "made_in_inference_mode_plain",
         "made_in_inference_mode_grad",
+        "view_written_with_grad",
+        "view_written_then_base_made_a_leaf",
     ],
 )
 def test_requires_grad_on_non_inputs_with_grad_matches_eager(f: Callable[..., object], make_inputs: Make) -> None:
     """With grad on, the tensor becomes a new autograd leaf that the outputs' histories end in: the oracle compares
-    the outputs' histories and the `.grad` of the leaves the program made. It was refused."""
+    the outputs' histories and the `.grad` of the leaves the program made. It was refused. A view taken with grad of a
+    tensor requiring none whose counter moved after (written, `view_written_*`) has history in eager, where a view not
+    written since has none: fuzz seed 121000 program 2283, the view's history ended in nothing (issue #27)."""
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs)
 
@@ -745,6 +766,46 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
     """The views, replayed from the leaf before the leaf gets its flag, have no history, as eager's: outputs, `.grad`
     of the leaf, `._base`, counters as eager's, and with the outputs written after the call."""
     make = _inputs(2, needs_grad, kind)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# A view taken with grad of a tensor that required no grad then (no history), made a leaf of its own after its base
+# was: it read requires_grad from its base, so requires_grad_() changed no flag it shows, yet eager's is a new leaf
+# with its own accumulator. An unbind() piece as a select() (fuzz seed 121000 program 164: the compiled view read its
+# base's flag, and backward through it found no grad_fn).
+
+
+def view_with_grad_made_a_leaf_after_its_base(x: T, w: T) -> object:
+    with torch.no_grad():
+        t0, _ = w.sort(0)
+    t2 = t0.unbind(0)[0]
+    t0.requires_grad_()
+    t2.requires_grad_()
+    return (t2,)
+
+
+def select_with_grad_made_a_leaf_after_its_base(x: T, w: T) -> object:
+    t0 = x.detach().mul(2)
+    t2 = t0[1]
+    t0.requires_grad_()
+    t2.requires_grad_()
+    return t2, t0
+
+
+@pytest.mark.parametrize(
+    "f",
+    [view_with_grad_made_a_leaf_after_its_base, select_with_grad_made_a_leaf_after_its_base],
+    ids=["unbind", "select"],
+)
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["plain_inputs", "last_requires_grad"])
+def test_view_with_grad_made_a_leaf_after_its_base_gets_its_own_gradient(
+    f: Callable[..., object], needs_grad: bool, compile_fn: CompileFn | None
+) -> None:
+    """The view's `.grad` as eager's (its own accumulator, not its base's), outputs, `._base` and counters too. (Of a
+    PairTensor base, the base's own requires_grad_() is refused by name, as for any new leaf of a subclass.)"""
+    make = _inputs(2, needs_grad, "plain")
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)

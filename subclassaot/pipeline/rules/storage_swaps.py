@@ -172,6 +172,7 @@ from subclassaot.torch_internals import (
     dispatches_in_cpp,
     function_applies_noted,
     get_version,
+    history_less_view,
     is_functional,
     is_functorch_wrapped,
     is_nested_int,
@@ -1399,7 +1400,11 @@ class _DataMode(TorchFunctionMode):
         elif id(t) in record.input_positions:
             new = self._input_gains_after_read(t)
         else:
-            new = not t.requires_grad or (requires_grad_through_base(t) and id(t) not in record.requires_grad_set)
+            # (a view of an input taken before the program made it require grad: check_view_taken_before_grad's)
+            through_base = requires_grad_through_base(t) or (
+                history_less_view(t) and id(t) not in record.views_before_grad
+            )
+            new = not t.requires_grad or (through_base and id(t) not in record.requires_grad_set)
             if new:
                 _check_new_leaf(t)
         if record.replayed_new_leaves is None:

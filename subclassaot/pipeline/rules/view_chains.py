@@ -371,16 +371,31 @@ def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
     still requiring grad): eager's view has no history but grad mode's creation meta, which a replay with grad of a
     source that requires grad would not give (ViewStep.without_history). Not where the source's base, another input,
     had been made to require grad before: eager's source requires grad through it, and its view has history
-    (ViewRecord.source_base_gained)."""
+    (ViewRecord.source_base_gained); nor where a write moved its counter since (`_written_since_over_own_root`)."""
     without = not record.source_requires_grad and not record.source_base_gained
     if not (record.grad_enabled and without):
         return False
-    if run.swaps.requires_grad_set or _input_flag_dropped(run):
+    if _input_flag_dropped(run):
         return True
+    if run.swaps.requires_grad_set:
+        return not _written_since_over_own_root(record, run)
     # the source gained grad by an in-place write since (a custom Function's mark_dirty too): a multi-output view's
     # grad_fn, read once the write moved the counter, raises "A view was created in no_grad mode" for want of one (a
     # single-output view's is made again over the source's history: AsStridedBackward0)
     return record.index is not None and record.source.requires_grad
+
+
+def _written_since_over_own_root(record: ViewRecord, run: FunctionalRun) -> bool:
+    """A single-output view whose counter moved after it was taken (a write to it or its source, `t0.copy_(x0)`), of
+    a source that is no view in eager (its own root): eager rebuilds its history over the source at the next read where
+    the source requires grad, so its view has history as the replay with grad gives it. Not
+    of a view (an input passed as one): the root's flag decides there, which the run's need not be."""
+    if record.index is not None or record.inference_mode or run.swaps.bump_count(record.source) == record.bumps:
+        return False
+    position = run.swaps.input_positions.get(id(record.source))
+    if position is not None:
+        return not position[1]._is_view()
+    return not run.swaps.is_view(record.source)
 
 
 def _input_flag_dropped(run: FunctionalRun) -> bool:
