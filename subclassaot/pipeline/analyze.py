@@ -92,6 +92,7 @@ from subclassaot.pipeline.rules.function_views import (
     check_dirty_inputs,
     check_fresh_inner_grad,
     check_function_input_unwritten,
+    check_function_view_onto_input,
     check_graph_leaf_shared_under_grad,
     check_rebuilt_over_input,
     check_wrapper_over_history,
@@ -1153,6 +1154,8 @@ def _fresh_leaf(
     view = same is not None and not alias and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
     # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
     made_view = plain and made_as_function_view(leaf, run)
+    if made_view and key not in original:  # an input moved onto the intermediate it views
+        check_function_view_onto_input(path, run, current.get(key))
     return OutputLeaf(
         source=LeafSource.GRAPH,
         index=index,

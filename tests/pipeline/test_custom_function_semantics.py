@@ -2034,3 +2034,39 @@ def test_function_views_of_its_own_tensor_share_one_base_like_eager(name: str, a
         assert_matches_eager(
             _OWN_TENSOR_VIEWS[name], lambda: (torch.randn(4, 3, requires_grad=True),), after_call=after_call
         )
+
+
+class _ViewAsAndRowOfOwnTensor(torch.autograd.Function):
+    """Returns a view_as and an unsqueeze of a tensor its forward made (both views of it, of a node with two
+    outputs)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_row: T) -> T:
+        return (g + g_row.squeeze(0)) * 2
+
+
+def _input_data_onto_a_function_view(x0: T, x1: T, x2: T) -> tuple[T]:
+    x2.copy_(x2)
+    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
+    t1.data.zero_()
+    x1.data = t0  # x1 moves onto the Function's tensor, which t1 views
+    return (t1,)
+
+
+def _input_data_onto_a_function_view_inputs() -> tuple[T, T, T]:
+    with torch.enable_grad():
+        b0 = torch.randn(4, 4, 2)
+        b1 = torch.randn(4, 1, 2, requires_grad=True)
+        return b0.unbind(0)[1], b1.diagonal(-1, 2, 0).contiguous(), b0
+
+
+def test_function_view_whose_base_an_input_is_moved_onto_refused() -> None:
+    # eager's t1 shares storage with x1 (moved onto the Function's tensor, t1's `._base`); the compiled t1, rebuilt
+    # over the graph's intermediate, would share none, so it is refused naming the output and the input
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=r"out\[0\]: .*moved input args\[1\] onto"):
+        subclassaot.compile(_input_data_onto_a_function_view)(*_input_data_onto_a_function_view_inputs())

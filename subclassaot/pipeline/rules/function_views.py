@@ -69,6 +69,7 @@ __all__ = [
     "check_graph_leaf_shared_under_grad",
     "check_wrapper_over_history",
     "check_dirty_inputs",
+    "check_function_view_onto_input",
     "check_function_input_unwritten",
     "check_written_function_view",
     "detached_output_leaves",
@@ -110,7 +111,8 @@ __all__ = [
 # The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a grad_fn
 # that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
-# are views whose base the program wrote after the Function returned them.
+# are views whose base the program wrote after the Function returned them, and views of an intermediate whose storage
+# an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage; check_function_view_onto_input).
 # Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
 # eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's
 # write, run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new
@@ -256,6 +258,21 @@ def check_function_input_unwritten(path: str, source: torch.Tensor, run: Functio
     writes (Note [Custom Functions])."""
     if written_or_changed(source, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
+
+
+def check_function_view_onto_input(path: str, run: FunctionalRun, at: DenseIndex | None) -> None:
+    """Refuse an output made by the program's custom Function as a view of an intermediate whose storage dense input
+    `at` ends on (`x.data = t0`, `x.set_(t0)`): eager's output shares that input's storage, the compiled one, rebuilt
+    over the graph's intermediate, would not (Note [Custom Functions])."""
+    if at is None:
+        return
+    named = run.swaps.input_paths.get(storage_key(run.originals[at]), ())
+    raise UnsupportedError(
+        f"{path}: a custom autograd.Function returned this as a view of a tensor its forward made, and the program "
+        f"then moved input {named[0] if named else f'#{at}'} onto that tensor's storage (`.data =` or set_()): "
+        "eager's output shares the input's new storage, the compiled output, rebuilt as a view of the Function's "
+        "tensor, would not (Note [Custom Functions]). Assign or set_() the input a clone instead"
+    )
 
 
 def check_written_function_view(path: str, value: torch.Tensor) -> None:
