@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 from tests.oracle import Call, CompileFn, assert_matches_eager, assert_raises_like_eager
 
-__all__ = ["Case", "identity_compile", "params", "run_case", "set_to"]
+__all__ = ["Case", "identity_compile", "inp", "params", "ported_as", "run_case", "set_to"]
 
 MakeInputs = Callable[[], tuple[object, ...] | Call]
 
@@ -90,3 +91,24 @@ def set_to(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """`x.set_(y)`; torch's stubs only list the storage overloads of `set_`."""
     out: torch.Tensor = x.set_(y)  # type: ignore[call-overload]
     return out
+
+
+def inp(t: torch.Tensor, two: bool, rg: bool = False) -> torch.Tensor:
+    """`t` as an input (a leaf): itself, or a TwoTensor of it and its clone; with requires_grad `rg`."""
+    out: torch.Tensor = TwoTensor(t, t.clone()) if two else t  # type: ignore[no-untyped-call]
+    return out.requires_grad_(rg)
+
+
+def ported_as(prefix: str) -> Callable[..., list[Case]]:
+    """A part's `ported(name, fn, make, **kwargs)`: the program as written (`<prefix>_<name>`) and on TwoTensor
+    inputs (`<prefix>_two_<name>`); `make(two)` builds the inputs either way."""
+
+    def ported(
+        name: str, fn: Callable[..., object], make: Callable[[bool], tuple[object, ...]], **kwargs: object
+    ) -> list[Case]:
+        return [
+            Case(name=f"{prefix}_{name}", fn=fn, make_inputs=lambda: make(False), **kwargs),  # type: ignore[arg-type]
+            Case(name=f"{prefix}_two_{name}", fn=fn, make_inputs=lambda: make(True), **kwargs),  # type: ignore[arg-type]
+        ]
+
+    return ported

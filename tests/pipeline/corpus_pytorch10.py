@@ -27,24 +27,13 @@ import torch.nn.functional as F
 from torch.autograd.function import FunctionCtx
 from torch.testing._internal.two_tensor import TwoTensor
 
-from tests.pipeline.corpus import Case
+from tests.pipeline.corpus import Case, inp, ported_as
 
 T = torch.Tensor
 Make = Callable[[bool], tuple[object, ...]]
 
 
-def inp(t: T, two: bool, rg: bool = False) -> T:
-    """`t` as an input (a leaf): itself, or a TwoTensor of it and its clone; with requires_grad `rg`."""
-    out: T = TwoTensor(t, t.clone()) if two else t  # type: ignore[no-untyped-call]
-    return out.requires_grad_(rg)
-
-
-def ported(name: str, fn: Callable[..., object], make: Make, **kwargs: Any) -> list[Case]:
-    """The program as written (`ad_<name>`) and on TwoTensor inputs (`ad_two_<name>`)."""
-    return [
-        Case(name=f"ad_{name}", fn=fn, make_inputs=lambda: make(False), **kwargs),
-        Case(name=f"ad_two_{name}", fn=fn, make_inputs=lambda: make(True), **kwargs),
-    ]
+ported = ported_as("ad")
 
 
 def mul_outputs(out: object, args: tuple[object, ...]) -> None:

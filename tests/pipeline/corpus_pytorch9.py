@@ -16,30 +16,18 @@ Invariants: every case passes `pytest tests/pipeline --identity-compile`; names 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch.autograd.function import FunctionCtx
 from torch.testing._internal.two_tensor import TwoTensor
 
-from tests.pipeline.corpus import Case
+from tests.pipeline.corpus import inp, ported_as
 
 T = torch.Tensor
 Make = Callable[[bool], tuple[object, ...]]
 
 
-def inp(t: T, two: bool, rg: bool = False) -> T:
-    """`t` as an input (a leaf): itself, or a TwoTensor of it and its clone; with requires_grad `rg`."""
-    out: T = TwoTensor(t, t.clone()) if two else t  # type: ignore[no-untyped-call]
-    return out.requires_grad_(rg)
-
-
-def ported(name: str, fn: Callable[..., object], make: Make, **kwargs: Any) -> list[Case]:
-    """The program as written (`ag_<name>`) and on TwoTensor inputs (`ag_two_<name>`)."""
-    return [
-        Case(name=f"ag_{name}", fn=fn, make_inputs=lambda: make(False), **kwargs),
-        Case(name=f"ag_two_{name}", fn=fn, make_inputs=lambda: make(True), **kwargs),
-    ]
+ported = ported_as("ag")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,17 +15,12 @@ import torch
 from subclassaot.errors import UnsupportedError
 from tests.oracle import CompileFn
 from tests.pipeline.corpus import Case, run_case
-from tests.pipeline.corpus_pytorch import CASES
-from tests.pipeline.corpus_pytorch2 import CASES2
-from tests.pipeline.corpus_pytorch3 import CASES3
-from tests.pipeline.corpus_pytorch4 import CASES4
-from tests.pipeline.corpus_pytorch5 import CASES5
+from tests.pipeline.corpus_all import ALL
 from tests.pipeline.corpus_pytorch6 import CASES6
 from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import CASES10
-from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
@@ -212,20 +207,6 @@ def _params(
     return out
 
 
-ALL = (
-    CASES
-    + SUBCLASS_CASES
-    + MODULE_CASES
-    + CASES2
-    + CASES3
-    + CASES4
-    + CASES5
-    + CASES6
-    + CASES7
-    + CASES8
-    + CASES9
-    + CASES10
-)
 # The sixth, eighth, ninth and tenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their
 # direct cases are enough).
 SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10)

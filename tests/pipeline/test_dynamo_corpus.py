@@ -23,32 +23,12 @@ import torch._dynamo
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import subclassaot_backend
 from tests.pipeline.corpus import Case, run_case
-from tests.pipeline.corpus_pytorch import CASES
-from tests.pipeline.corpus_pytorch2 import CASES2
-from tests.pipeline.corpus_pytorch3 import CASES3
-from tests.pipeline.corpus_pytorch4 import CASES4
-from tests.pipeline.corpus_pytorch5 import CASES5
-from tests.pipeline.corpus_pytorch6 import CASES6
+from tests.pipeline.corpus_all import ALL
 from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch9 import CASES9
-from tests.pipeline.corpus_pytorch10 import CASES10, TORCH_FUNCTION
-from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
+from tests.pipeline.corpus_pytorch10 import TORCH_FUNCTION
 
-ALL = (
-    CASES
-    + SUBCLASS_CASES
-    + MODULE_CASES
-    + CASES2
-    + CASES3
-    + CASES4
-    + CASES5
-    + CASES6
-    + CASES7
-    + CASES8
-    + CASES9
-    + CASES10
-)
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
 DYNAMO_FAILS = frozenset(

@@ -1,0 +1,35 @@
+"""Every part of PyTorch's mutation/aliasing corpus, in one tuple, for the test files that run all of it.
+
+Input: the corpus parts (tests/pipeline/corpus_pytorch*.py). Output: `ALL`, read by tests/pipeline/test_corpus_pytorch.py
+(the direct entry) and test_dynamo_corpus.py (torch.compile(backend="subclassaot")).
+Invariants: a new part is added here once, and so reaches both entries.
+"""
+
+from __future__ import annotations
+
+from tests.pipeline.corpus_pytorch import CASES
+from tests.pipeline.corpus_pytorch2 import CASES2
+from tests.pipeline.corpus_pytorch3 import CASES3
+from tests.pipeline.corpus_pytorch4 import CASES4
+from tests.pipeline.corpus_pytorch5 import CASES5
+from tests.pipeline.corpus_pytorch6 import CASES6
+from tests.pipeline.corpus_pytorch7 import CASES7
+from tests.pipeline.corpus_pytorch8 import CASES8
+from tests.pipeline.corpus_pytorch9 import CASES9
+from tests.pipeline.corpus_pytorch10 import CASES10
+from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
+
+ALL = (
+    CASES
+    + SUBCLASS_CASES
+    + MODULE_CASES
+    + CASES2
+    + CASES3
+    + CASES4
+    + CASES5
+    + CASES6
+    + CASES7
+    + CASES8
+    + CASES9
+    + CASES10
+)
