@@ -1197,13 +1197,16 @@ class FunctionOutputs(torch.autograd.Function):
     """The views the program's custom Function returned (Note [Custom Functions]), taken from the compiled Function
     and returned again at that apply's output numbers (`layout`: per output number, the position in `views` of the
     view there, else -1 for a placeholder tensor or None for none), so that their creation meta and output number,
-    which a grad_fn read after a write to their base names, are eager's; gradients pass through as they are."""
+    which a grad_fn read after a write to their base names, are eager's; gradients pass through as they are. Each
+    view is returned as an as_strided of itself: an input returned as it is comes back as its view_as, which restrides
+    its size-1 dimensions (`(1, 3, 2)` at `(6, 1, 3)` came back at `(3, 1, 3)`, eager's stride lost)."""
 
     @staticmethod
     def forward(ctx: Any, layout: tuple[int | None, ...], *views: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         ctx.set_materialize_grads(False)
         ctx.at = [layout.index(k) for k in range(len(views))]
-        return tuple(None if k is None else views[0].new_empty(0) if k < 0 else views[k] for k in layout)
+        same = [v.as_strided(v.size(), v.stride(), v.storage_offset()) for v in views]
+        return tuple(None if k is None else views[0].new_empty(0) if k < 0 else same[k] for k in layout)
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
