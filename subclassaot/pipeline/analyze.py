@@ -93,6 +93,7 @@ from subclassaot.pipeline.rules.function_views import (
     check_fresh_inner_grad,
     check_function_input_unwritten,
     check_function_view_onto_input,
+    check_function_view_rebuilt,
     check_graph_leaf_shared_under_grad,
     check_rebuilt_over_input,
     check_wrapper_over_history,
@@ -907,6 +908,7 @@ def _analyze_outputs(
     check_graph_leaf_shared_under_grad(infos, leaves, current.keys() | original.keys())
     check_bumped_views(infos, leaves)
     check_late_bump_order(infos, leaves, run)
+    check_function_view_rebuilt(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat, run.user_tensors)
     check_retained_outputs(paths, leaves, run.swaps)

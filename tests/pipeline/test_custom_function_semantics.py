@@ -9,6 +9,7 @@ from typing import Any, ClassVar, cast
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
@@ -2070,3 +2071,28 @@ def test_function_view_whose_base_an_input_is_moved_onto_refused() -> None:
     # over the graph's intermediate, would share none, so it is refused naming the output and the input
     with torch.enable_grad(), pytest.raises(UnsupportedError, match=r"out\[0\]: .*moved input args\[1\] onto"):
         subclassaot.compile(_input_data_onto_a_function_view)(*_input_data_onto_a_function_view_inputs())
+
+
+def _input_data_onto_a_subclass_function_view(x1: T) -> tuple[T, T]:
+    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
+    x1.data = t0
+    return t1, t1
+
+
+def _input_data_onto_a_clone_beside_a_subclass_function_view(x1: T) -> tuple[T]:
+    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
+    x1.data = t0.clone()
+    return (t1,)
+
+
+@pytest.mark.parametrize(
+    "fn", [_input_data_onto_a_subclass_function_view, _input_data_onto_a_clone_beside_a_subclass_function_view]
+)
+def test_subclass_function_view_of_its_own_tensor_refused(fn: Callable[..., tuple[T, ...]]) -> None:
+    # a TwoTensor input: eager's t1 is a view of the Function's TwoTensor (`._base`); the compiled t1, rebuilt from the
+    # graph's inner tensors with no input to replay it from, was no view wherever the program moved an input (`.data =`,
+    # onto that tensor or not), so it is refused by name (fuzz: TwoViews, test_fuzz's two_tensor_inputs[mixed])
+    with torch.enable_grad():
+        x1 = TwoTensor(torch.randn(4, 3), torch.randn(4, 3)).requires_grad_()  # type: ignore[no-untyped-call]
+        with pytest.raises(UnsupportedError, match=r"out\[0\] is a view a custom autograd.Function returned"):
+            subclassaot.compile(fn)(x1)

@@ -70,6 +70,7 @@ __all__ = [
     "check_wrapper_over_history",
     "check_dirty_inputs",
     "check_function_view_onto_input",
+    "check_function_view_rebuilt",
     "check_function_input_unwritten",
     "check_written_function_view",
     "detached_output_leaves",
@@ -104,7 +105,8 @@ __all__ = [
 #   them at eager's output numbers (placeholders elsewhere) and passes their gradients through;
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
-#   build the inner tensors as eager's did.
+#   build the inner tensors as eager's did. One made of a tensor the forward computed (`y = x * 2; return
+#   y.unsqueeze(0)`) has no input to replay from and comes out rebuilt, no view: refused (check_function_view_rebuilt).
 # A wrapper the Function builds around a view of an input (`DTensor.from_local(x, ...)`: no view itself) has the
 # Function's history in eager; rebuilt with `__tensor_unflatten__` around the input's storage it would be a leaf that
 # no gradient passes, so it is refused (check_rebuilt_over_input).
@@ -273,6 +275,34 @@ def check_function_view_onto_input(path: str, run: FunctionalRun, at: DenseIndex
         "eager's output shares the input's new storage, the compiled output, rebuilt as a view of the Function's "
         "tensor, would not (Note [Custom Functions]). Assign or set_() the input a clone instead"
     )
+
+
+def check_function_view_rebuilt(infos: Sequence[OutputInfo], values: Sequence[object], run: FunctionalRun) -> None:
+    """Refuse a subclass output that is a view the program's custom Function made (or a view of one) of a tensor its
+    forward computed, rebuilt from graph leaves with no replay or rebuilt root: eager's output is a view of that
+    tensor, the compiled one none (Note [Custom Functions]), whether or not the program set_()s or `.data =`s."""
+    for info, value in zip(infos, values, strict=True):
+        if info.kind is not OutputKind.TENSOR or info.tree is None or not isinstance(value, torch.Tensor):
+            continue
+        if info.replay is not None or info.function_view is not None or info.view_of_fresh or not value._is_view():
+            continue
+        if not all(_rebuilt_graph_leaf(leaf) for leaf in info.leaves):
+            continue
+        base = value._base
+        if base is None or any(base is u for u in run.user_tensors) or not from_program_function(value, run):
+            continue
+        raise UnsupportedError(
+            f"{info.path} is a view a custom autograd.Function returned (or a view of one) of a "
+            f"{type(value).__name__} its forward computed (eager's `._base`): with no input to replay that view from, "
+            "the compiled output, rebuilt from the graph's inner tensors, would be no view (Note [Custom Functions]). "
+            "Return a clone from the Function's forward"
+        )
+
+
+def _rebuilt_graph_leaf(leaf: OutputLeaf) -> bool:
+    """Is `leaf` computed by the graph and returned as is: no input's, set_() onto none, no view of another base?"""
+    moved = (leaf.passthrough, leaf.storage_of, leaf.onto_input, leaf.hidden_base, leaf.foreign_base)
+    return leaf.source is LeafSource.GRAPH and not leaf.function_view and all(m is None for m in moved)
 
 
 def check_written_function_view(path: str, value: torch.Tensor) -> None:
