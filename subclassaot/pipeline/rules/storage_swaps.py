@@ -1400,9 +1400,14 @@ class _DataMode(TorchFunctionMode):
         elif id(t) in record.input_positions:
             new = self._input_gains_after_read(t)
         else:
-            # (a view of an input taken before the program made it require grad: check_view_taken_before_grad's)
+            # (a view of an input taken before the program made it require grad: check_view_taken_before_grad's;
+            # and of a source that required grad when taken: it had history, whose replay after a `.data =` of its
+            # source may raise where eager's does not: stale_views refuses it)
+            view = record.views.get(id(t))
             through_base = requires_grad_through_base(t) or (
-                history_less_view(t) and id(t) not in record.views_before_grad
+                (view is None or not view.source_requires_grad)
+                and history_less_view(t)
+                and id(t) not in record.views_before_grad
             )
             new = not t.requires_grad or (through_base and id(t) not in record.requires_grad_set)
             if new:
