@@ -711,7 +711,7 @@ def _local_and_its_row(x: torch.Tensor) -> object:
 
 
 def _locals_of_two_split_pieces(x: torch.Tensor) -> object:
-    first, second = x.split(2)
+    first, second = torch.split(x, 2)
     assert isinstance(first, DTensor) and isinstance(second, DTensor)
     return first.to_local(), second.to_local()
 

@@ -61,6 +61,7 @@ from subclassaot.schemas import (
     LeafSource,
     OutputInfo,
     OutputKind,
+    OutputLeaf,
     Replay,
     ReplaySource,
 )
@@ -641,10 +642,11 @@ def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
 
 def check_rebuilt_view_relation(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
     """An output eager made as a view of a tensor the program computed, against the view relation its rebuild
-    gives, whatever the program moved (Note [Output Regeneration], Note [Custom Functions]); refused, one message per
+    gives (Note [Output Regeneration], Note [Custom Functions]); refused, one message per
     way they differ: a plain view the program's Function made over a storage an input then moved onto, rebuilt over
-    the graph's intermediate; a subclass view with no chain replayed, no Function view and no fallback base (rebuilt
-    as no view); one whose chain has a view op that made no views of the inner tensors."""
+    the graph's intermediate; a subclass view the program's Function made of its own tensor, with no chain replayed,
+    no Function view and no fallback base (rebuilt from graph leaves as no view); one whose chain has a view op that
+    made no views of the inner tensors; any other such view in a program that moved no input."""
     inputs = {id(t) for t in run.user_tensors}
     original = {storage_key(t) for t in run.originals}
     current = {storage_key(t): DenseIndex(j) for j, t in enumerate(run.finals)}
@@ -659,23 +661,28 @@ def check_rebuilt_view_relation(infos: Sequence[OutputInfo], leaves: Sequence[ob
             continue
         if value._base is None or id(value._base) in inputs:  # (of an input: _check_views_over_fresh_leaves)
             continue
-        if _chain_breaks_inner_views(value, run):
-            raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
-        if info.view_of_fresh:  # rebuilt as a view of a fresh base
-            continue
-        if from_program_function(value, run):
+        rebuilt = not info.view_of_fresh  # (no fallback base: rebuilt from its leaves, no view)
+        if rebuilt and from_program_function(value, run) and all(_rebuilt_graph_leaf(o) for o in info.leaves):
             raise UnsupportedError(
                 f"{info.path} is a view a custom autograd.Function returned (or a view of one) of a "
                 f"{type(value).__name__} its forward computed (eager's `._base`): with no input to replay that view "
                 "from, the compiled output, rebuilt from the graph's inner tensors, would be no view (Note [Custom "
                 "Functions]). Return a clone from the Function's forward"
             )
-        raise UnsupportedError(
-            f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`) that no view "
-            "chain replays from a rebuilt root (Note [Output Regeneration]: none where a set_() or `.data =` moved "
-            "one of its tensors): the compiled output, rebuilt from its inner tensors, would be no view. Return a "
-            "clone of the view"
-        )
+        if _chain_breaks_inner_views(value, run):
+            raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
+        if rebuilt and not run.swaps.moved():  # (moved: set_() under grad rebuilds views too; its rules decide)
+            raise UnsupportedError(
+                f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`) that no "
+                "view chain replays from a rebuilt root: the compiled output, rebuilt from its inner tensors, would be "
+                "no view (Note [Output Regeneration]). Return a clone of the view"
+            )
+
+
+def _rebuilt_graph_leaf(leaf: OutputLeaf) -> bool:
+    """Is `leaf` computed by the graph and returned as is: no input's, set_() onto none, no view of another base?"""
+    moved = (leaf.passthrough, leaf.storage_of, leaf.onto_input, leaf.hidden_base, leaf.foreign_base)
+    return leaf.source is LeafSource.GRAPH and not leaf.function_view and all(m is None for m in moved)
 
 
 def _moved_onto_function_view(path: str, run: FunctionalRun, at: DenseIndex) -> UnsupportedError:
