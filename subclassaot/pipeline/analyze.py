@@ -64,6 +64,7 @@ from subclassaot.pipeline.rules.chain_facts import (
     base_gains_grad,
     check_mixed_grad_view_ops,
     detached_in_chain,
+    from_program_function,
     hidden_base,
     hidden_base_shares_counter,
     made_seq,
@@ -73,6 +74,7 @@ from subclassaot.pipeline.rules.chain_facts import (
 from subclassaot.pipeline.rules.changed_views import (
     check_bumped_views,
     check_late_bump_order,
+    check_rebuilt_view_relation,
     check_stale_subclass_outputs,
     counter_at_end,
     input_rooted_bumped_views,
@@ -92,15 +94,12 @@ from subclassaot.pipeline.rules.function_views import (
     check_dirty_inputs,
     check_fresh_inner_grad,
     check_function_input_unwritten,
-    check_function_view_onto_input,
-    check_function_view_rebuilt,
     check_graph_leaf_shared_under_grad,
     check_rebuilt_over_input,
     check_wrapper_over_history,
     check_written_function_view,
     detached_output_leaves,
     dispatch_alias_base,
-    from_program_function,
     function_slots,
     function_view_of_fresh,
     function_view_replay,
@@ -908,7 +907,7 @@ def _analyze_outputs(
     check_graph_leaf_shared_under_grad(infos, leaves, current.keys() | original.keys())
     check_bumped_views(infos, leaves)
     check_late_bump_order(infos, leaves, run)
-    check_function_view_rebuilt(infos, leaves, run)
+    check_rebuilt_view_relation(infos, leaves, run)
     check_stale_subclass_outputs(infos, leaves, run)
     check_set_under_grad(infos, flat, run.user_tensors)
     check_retained_outputs(paths, leaves, run.swaps)
@@ -1155,9 +1154,7 @@ def _fresh_leaf(
     alias = not plain and same is not None and leaf is not run.finals[same]
     view = same is not None and not alias and leaf_meta(run.finals[same]) != meta  # a view of it: returned as one
     # a view the program's Function made of an intermediate (DTensor.to_local of a computed DTensor)
-    made_view = plain and made_as_function_view(leaf, run)
-    if made_view and key not in original:  # an input moved onto the intermediate it views
-        check_function_view_onto_input(path, run, current.get(key))
+    made_view = plain and made_as_function_view(leaf, run)  # (an input moved onto it: check_rebuilt_view_relation)
     return OutputLeaf(
         source=LeafSource.GRAPH,
         index=index,

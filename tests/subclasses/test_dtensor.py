@@ -702,3 +702,28 @@ def test_split_pieces_local_tensors_and_their_views_under_no_grad_match_eager(
     make = _dtensors(mesh, ((4, 4), Shard(0)))
     with torch.no_grad():
         assert_matches_eager(program, make, after_call=write_outputs if written else None)
+
+
+def _local_and_its_row(x: torch.Tensor) -> object:
+    assert isinstance(x, DTensor)
+    local = x.to_local()
+    return local, local[0]
+
+
+def _locals_of_two_split_pieces(x: torch.Tensor) -> object:
+    first, second = torch.split(x, 2)
+    assert isinstance(first, DTensor) and isinstance(second, DTensor)
+    return first.to_local(), second.to_local()
+
+
+@pytest.mark.parametrize("program", [_local_and_its_row, _locals_of_two_split_pieces], ids=["row", "split_pieces"])
+def test_to_local_written_after_the_call_raises_naming_a_custom_function_view_like_eager(
+    mesh: DeviceMesh, program: Callable[[torch.Tensor], object]
+) -> None:
+    # with grad, to_local() (and a row of it) are views made by DTensor's _ToTorchTensor Function, one differentiable
+    # output (creation meta IN_CUSTOM_FUNCTION); written after the call, reading their grad_fn raises naming a view
+    # "created inside a custom Function", which ours named "the output of a function that returns multiple views"
+    # (MULTI_OUTPUT_NODE) before the compiled Function's outputs were numbered as eager's (OutputInfo.function_slot)
+    make = _dtensors(mesh, ((4, 4), Shard(0)))
+    with torch.enable_grad():
+        assert_matches_eager(program, make, after_call=write_outputs)

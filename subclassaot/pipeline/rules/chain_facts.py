@@ -1,7 +1,7 @@
 """Stage `analyze`, facts about view chains the analysis decides on: a detach() in the chain (and whether the
 replayed `._base` must gain requires_grad), a set_() under grad before a view, a hidden intermediate base, in-place
-view ops under mixed grad modes, when the program made a value or split its chain, and how a detach() of an
-intermediate changed in place since replays.
+view ops under mixed grad modes, when the program made a value or split its chain, how a detach() of an
+intermediate changed in place since replays, and whether a chain starts at one of the program's custom Functions.
 
 Input: a `FunctionalRun` and a value of it. Output: booleans, sequence numbers, a `Meta` or a `Replay`.
 Invariants: pure reads of the run's records; only `check_mixed_grad_view_ops` raises. (Split out of view_chains.py, which builds the
@@ -20,8 +20,10 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
+from subclassaot.pipeline.rules.autograd_state import is_program_function
 from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
 from subclassaot.torch_internals import (
+    custom_function_of,
     grad_fn_raises,
     is_multi_output_view,
     is_no_grad_view,
@@ -36,6 +38,7 @@ __all__ = [
     "detached_before_change",
     "detached_in_chain",
     "dispatch_view_root",
+    "from_program_function",
     "hidden_base",
     "hidden_base_shares_counter",
     "input_bumps",
@@ -55,6 +58,18 @@ def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
         if record.func is torch.ops.aten.detach.default:
             return True
         t = record.source
+    return False
+
+
+def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """Is `value` an output of a custom autograd.Function of the program's (not the pipeline's own), or a view of one?"""
+    t: torch.Tensor | None = value
+    while t is not None:
+        cls = custom_function_of(t)
+        if cls is not None:
+            return is_program_function(cls)
+        record = run.swaps.views.get(id(t))
+        t = None if record is None else record.source
     return False
 
 

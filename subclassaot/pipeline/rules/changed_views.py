@@ -45,16 +45,23 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
-from subclassaot.pipeline.rules.chain_facts import input_bumps, made_seq, root_requires_grad_as_eager
+from subclassaot.pipeline.rules.chain_facts import (
+    from_program_function,
+    input_bumps,
+    made_seq,
+    root_requires_grad_as_eager,
+)
 from subclassaot.pipeline.rules.swap_record import SET_OPS
 from subclassaot.runtime.steps import MARK_STATES, build_order, copy_point, stale_bump, state_of, state_token
 from subclassaot.schemas import (
     Analysis,
+    DenseIndex,
     DenseLayout,
     InputIndex,
     LeafSource,
     OutputInfo,
     OutputKind,
+    OutputLeaf,
     Replay,
     ReplaySource,
 )
@@ -556,7 +563,14 @@ def refuse_written_views_changed_in_place(
             )
 
 
-__all__ = ["check_late_bump_order", "check_stale_subclass_outputs", "early_marks", "final_pass_marks", "late_build_seq"]
+__all__ = [
+    "check_late_bump_order",
+    "check_rebuilt_view_relation",
+    "check_stale_subclass_outputs",
+    "early_marks",
+    "final_pass_marks",
+    "late_build_seq",
+]
 
 
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
@@ -569,11 +583,6 @@ def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence
             continue
         if info.function_view is not None:
             continue
-        outer_base = value._base
-        if outer_base is not None and id(outer_base) not in named and _rebuilt_as_no_view(info, value, run):
-            # no view chain replays it from that tensor, and no root rebuilt from that tensor's inner tensors (Note
-            # [Output Regeneration]) has it as a view: a view op up the chain made no view of the inner ones
-            raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
         if any(leaf.source is LeafSource.INPUT_ALIAS for leaf in info.leaves):
             continue
         if _view_op_aliases(value, run):
@@ -631,11 +640,61 @@ def _view_op_aliases(value: torch.Tensor, run: FunctionalRun) -> bool:
     return steps > 0
 
 
-def _rebuilt_as_no_view(info: OutputInfo, value: torch.Tensor, run: FunctionalRun) -> bool:
-    """An output eager made as a view of a computed tensor, that the runtime rebuilds from its inner tensors (no
-    replay, no root of which it is a view): a view op up the chain made no views of the inner tensors, or the
-    output is no view of a rebuilt root in a program with no set_() or `.data =` (whose rules decide those)."""
-    return _chain_breaks_inner_views(value, run) or not (info.view_of_fresh or run.swaps.moved())
+def check_rebuilt_view_relation(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
+    """An output eager made as a view of a tensor the program computed, against the view relation its rebuild
+    gives (Note [Output Regeneration], Note [Custom Functions]); refused, one message per
+    way they differ: a plain view the program's Function made over a storage an input then moved onto, rebuilt over
+    the graph's intermediate; a subclass view the program's Function made of its own tensor, with no chain replayed,
+    no Function view and no fallback base (rebuilt from graph leaves as no view); one whose chain has a view op that
+    made no views of the inner tensors; any other such view in a program that moved no input."""
+    inputs = {id(t) for t in run.user_tensors}
+    original = {storage_key(t) for t in run.originals}
+    current = {storage_key(t): DenseIndex(j) for j, t in enumerate(run.finals)}
+    for info, value in zip(infos, leaves, strict=True):
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor):
+            continue
+        key = storage_key(value)
+        if info.tree is None and info.leaves and info.leaves[0].function_view and key not in original:
+            if key in current:
+                raise _moved_onto_function_view(info.path, run, current[key])
+        if info.tree is None or info.replay is not None or info.function_view is not None:
+            continue
+        if value._base is None or id(value._base) in inputs:  # (of an input: _check_views_over_fresh_leaves)
+            continue
+        rebuilt = not info.view_of_fresh  # (no fallback base: rebuilt from its leaves, no view)
+        if rebuilt and from_program_function(value, run) and all(_rebuilt_graph_leaf(o) for o in info.leaves):
+            raise UnsupportedError(
+                f"{info.path} is a view a custom autograd.Function returned (or a view of one) of a "
+                f"{type(value).__name__} its forward computed (eager's `._base`): with no input to replay that view "
+                "from, the compiled output, rebuilt from the graph's inner tensors, would be no view (Note [Custom "
+                "Functions]). Return a clone from the Function's forward"
+            )
+        if _chain_breaks_inner_views(value, run):
+            raise _no_inner_views(info.path, f"a {type(value).__name__} the program computed (eager's `._base`)")
+        if rebuilt and not run.swaps.moved():  # (moved: set_() under grad rebuilds views too; its rules decide)
+            raise UnsupportedError(
+                f"{info.path} is a view of a {type(value).__name__} the program computed (eager's `._base`) that no "
+                "view chain replays from a rebuilt root: the compiled output, rebuilt from its inner tensors, would be "
+                "no view (Note [Output Regeneration]). Return a clone of the view"
+            )
+
+
+def _rebuilt_graph_leaf(leaf: OutputLeaf) -> bool:
+    """Is `leaf` computed by the graph and returned as is: no input's, set_() onto none, no view of another base?"""
+    moved = (leaf.passthrough, leaf.storage_of, leaf.onto_input, leaf.hidden_base, leaf.foreign_base)
+    return leaf.source is LeafSource.GRAPH and not leaf.function_view and all(m is None for m in moved)
+
+
+def _moved_onto_function_view(path: str, run: FunctionalRun, at: DenseIndex) -> UnsupportedError:
+    """Note [Custom Functions]: an output the program's custom Function made as a view of an intermediate whose
+    storage dense input `at` ends on (`x.data = t0`, `x.set_(t0)`)."""
+    named = run.swaps.input_paths.get(storage_key(run.originals[at]), ())
+    return UnsupportedError(
+        f"{path}: a custom autograd.Function returned this as a view of a tensor its forward made, and the program "
+        f"then moved input {named[0] if named else f'#{at}'} onto that tensor's storage (`.data =` or set_()): "
+        "eager's output shares the input's new storage, the compiled output, rebuilt as a view of the Function's "
+        "tensor, would not (Note [Custom Functions]). Assign or set_() the input a clone instead"
+    )
 
 
 def _chain_breaks_inner_views(value: torch.Tensor, run: FunctionalRun) -> bool:

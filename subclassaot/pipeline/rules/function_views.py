@@ -69,15 +69,12 @@ __all__ = [
     "check_graph_leaf_shared_under_grad",
     "check_wrapper_over_history",
     "check_dirty_inputs",
-    "check_function_view_onto_input",
-    "check_function_view_rebuilt",
     "check_function_input_unwritten",
     "check_written_function_view",
     "detached_output_leaves",
     "dispatch_alias_base",
     "holds_input_leaves",
     "made_as_function_view",
-    "from_program_function",
     "is_program_function",
     "function_slots",
     "function_view_replay",
@@ -106,7 +103,7 @@ __all__ = [
 # - a tensor subclass: the wrapper-level view chain from the input as the program received it to the output, replayed on
 #   the real input inside the forward with grad off, as eager's Function forward ran, so the subclass's own view ops
 #   build the inner tensors as eager's did. One made of a tensor the forward computed (`y = x * 2; return
-#   y.unsqueeze(0)`) has no input to replay from and comes out rebuilt, no view: refused (check_function_view_rebuilt).
+#   y.unsqueeze(0)`) has no input to replay from and comes out rebuilt, no view: refused (check_rebuilt_view_relation).
 # A wrapper the Function builds around a view of an input (`DTensor.from_local(x, ...)`: no view itself) has the
 # Function's history in eager; rebuilt with `__tensor_unflatten__` around the input's storage it would be a leaf that
 # no gradient passes, so it is refused (check_rebuilt_over_input).
@@ -114,7 +111,7 @@ __all__ = [
 # that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
 # are views whose base the program wrote after the Function returned them, and views of an intermediate whose storage
-# an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage; check_function_view_onto_input).
+# an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage; check_rebuilt_view_relation).
 # Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
 # eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's
 # write, run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new
@@ -207,18 +204,6 @@ def made_as_function_view(leaf: torch.Tensor, run: FunctionalRun) -> bool:
     return False
 
 
-def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
-    """Is `value` an output of a custom autograd.Function of the program's (not the pipeline's own), or a view of one?"""
-    t: torch.Tensor | None = value
-    while t is not None:
-        cls = custom_function_of(t)
-        if cls is not None:
-            return is_program_function(cls)
-        record = run.swaps.views.get(id(t))
-        t = None if record is None else record.source
-    return False
-
-
 def holds_input_leaves(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
     """Does wrapper `value` (made by an op, not a view) hold inner tensors of an input: its very leaves, or aliases of
     them that the subclass's own dispatch made with view ops (torchao's Float8 detach() detaches its `_scale` too), and
@@ -260,49 +245,6 @@ def check_function_input_unwritten(path: str, source: torch.Tensor, run: Functio
     writes (Note [Custom Functions])."""
     if written_or_changed(source, run):
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
-
-
-def check_function_view_onto_input(path: str, run: FunctionalRun, at: DenseIndex | None) -> None:
-    """Refuse an output made by the program's custom Function as a view of an intermediate whose storage dense input
-    `at` ends on (`x.data = t0`, `x.set_(t0)`): eager's output shares that input's storage, the compiled one, rebuilt
-    over the graph's intermediate, would not (Note [Custom Functions])."""
-    if at is None:
-        return
-    named = run.swaps.input_paths.get(storage_key(run.originals[at]), ())
-    raise UnsupportedError(
-        f"{path}: a custom autograd.Function returned this as a view of a tensor its forward made, and the program "
-        f"then moved input {named[0] if named else f'#{at}'} onto that tensor's storage (`.data =` or set_()): "
-        "eager's output shares the input's new storage, the compiled output, rebuilt as a view of the Function's "
-        "tensor, would not (Note [Custom Functions]). Assign or set_() the input a clone instead"
-    )
-
-
-def check_function_view_rebuilt(infos: Sequence[OutputInfo], values: Sequence[object], run: FunctionalRun) -> None:
-    """Refuse a subclass output that is a view the program's custom Function made (or a view of one) of a tensor its
-    forward computed, rebuilt from graph leaves with no replay or rebuilt root: eager's output is a view of that
-    tensor, the compiled one none (Note [Custom Functions]), whether or not the program set_()s or `.data =`s."""
-    for info, value in zip(infos, values, strict=True):
-        if info.kind is not OutputKind.TENSOR or info.tree is None or not isinstance(value, torch.Tensor):
-            continue
-        if info.replay is not None or info.function_view is not None or info.view_of_fresh or not value._is_view():
-            continue
-        if not all(_rebuilt_graph_leaf(leaf) for leaf in info.leaves):
-            continue
-        base = value._base
-        if base is None or any(base is u for u in run.user_tensors) or not from_program_function(value, run):
-            continue
-        raise UnsupportedError(
-            f"{info.path} is a view a custom autograd.Function returned (or a view of one) of a "
-            f"{type(value).__name__} its forward computed (eager's `._base`): with no input to replay that view from, "
-            "the compiled output, rebuilt from the graph's inner tensors, would be no view (Note [Custom Functions]). "
-            "Return a clone from the Function's forward"
-        )
-
-
-def _rebuilt_graph_leaf(leaf: OutputLeaf) -> bool:
-    """Is `leaf` computed by the graph and returned as is: no input's, set_() onto none, no view of another base?"""
-    moved = (leaf.passthrough, leaf.storage_of, leaf.onto_input, leaf.hidden_base, leaf.foreign_base)
-    return leaf.source is LeafSource.GRAPH and not leaf.function_view and all(m is None for m in moved)
 
 
 def check_written_function_view(path: str, value: torch.Tensor) -> None:
