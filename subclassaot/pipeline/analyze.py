@@ -467,6 +467,7 @@ def _analysis(
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         dense_written=uses[2],
+        function_taken=uses[3],
         wrapper_data=f.data_plans,
         outputs=input_rooted_bumped_views(counter_keeping_replays(outputs)),
         output_spec=f.spec,

@@ -1009,6 +1009,8 @@ def function_returns_as_analyzed(
     tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
     replayed = record.replayed_function_returns
     k, record.function_cursor = record.function_cursor, record.function_cursor + 1
+    if replayed is None:
+        record.function_args.append(tuple(tensors))
 
     def as_analyzed(out: object) -> object:
         outs = list(out) if isinstance(out, tuple) else [out]
