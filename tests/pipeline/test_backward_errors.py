@@ -2967,7 +2967,8 @@ class _SavesAndReadsItsSize(torch.autograd.Function):
 
 
 def _function_saving_a_view_of_its_input(x0: T, *rest: T) -> object:
-    return x0, _SavesAndReadsItsSize.apply(x0.unsqueeze(-2)), *(r * 2 for r in rest)
+    saved = _SavesAndReadsItsSize.apply(x0.unsqueeze(-2))  # type: ignore[no-untyped-call]  # untyped in torch
+    return x0, saved, *(r * 2 for r in rest)
 
 
 def _two_tensor_of_two_tensors() -> tuple[object, ...]:
@@ -2977,8 +2978,8 @@ def _two_tensor_of_two_tensors() -> tuple[object, ...]:
 
     with torch.enable_grad():
         a = torch.randn(3).requires_grad_()
-        inner = TwoTensor(a, a.detach().clone().requires_grad_())
-        return (TwoTensor(inner, inner.detach().clone().requires_grad_()),)
+        inner = TwoTensor(a, a.detach().clone().requires_grad_())  # type: ignore[no-untyped-call]
+        return (TwoTensor(inner, inner.detach().clone().requires_grad_()),)  # type: ignore[no-untyped-call]
 
 
 _UNPROBED_FUNCTION_INPUTS: dict[str, Callable[[], tuple[object, ...]]] = {
