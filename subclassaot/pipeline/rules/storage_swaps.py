@@ -1883,7 +1883,8 @@ def _note_function_apply(
         return args, kwargs, after
     if record.view_layouts or record.nograd_set_layouts:  # Note [Stale View Functions]
         check_relaid_view_applies(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
-    note_reads(record, cls, args, kwargs)  # (the apply reads its arguments' histories, rebuilt or not)
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        note_reads(record, cls, args, kwargs)  # (the apply reads its arguments' histories, rebuilt or not)
     returns = function_returns_as_analyzed(record, args, kwargs)
     taken = flagless_views_detached(record, cls.apply, args, kwargs)  # type: ignore[attr-defined]  # a Function's
     given = pytree.tree_leaves(taken)
