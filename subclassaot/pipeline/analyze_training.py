@@ -64,7 +64,7 @@ def wrapper_uses(
     run: FunctionalRun, layout: DenseLayout
 ) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...], frozenset[int]]:
     """Analysis.wrapper_first_write, wrapper_last_use, dense_written and function_taken, from the program's own ops
-    and custom Function applies on subclass tensors."""
+    and the tensors custom Functions saved."""
     position: dict[int, int] = {}
     for i, t in enumerate(run.user_tensors):
         position.setdefault(id(t), i)
@@ -91,7 +91,7 @@ def wrapper_uses(
         any(storage_key(x) in run.swaps.dense_writes for j in leaves for x in (run.dense[j], run.originals[j]))
         for leaves in layout.leaves_of_input
     )
-    taken = frozenset(x for args in run.swaps.function_args for t in args if (x := input_of(t)) is not None)
+    taken = frozenset(x for saves in run.swaps.function_saves for t in saves if (x := input_of(t)) is not None)
     return tuple(first_write), tuple(last_use), dense_written, taken
 
 

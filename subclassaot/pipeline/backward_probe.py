@@ -1445,7 +1445,7 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # whose base the program wrote) runs no node in eager's backward, which raises at that root: the walk skips it
 # (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters (and refuses a
 # backward after a write of a subclass input whose inner tensors it saved, or that a custom Function of the program
-# took, which may save the wrapper and read only its metadata: Note [Probing Eager's Backward]).
+# saved, whose backward may read only its metadata: Note [Probing Eager's Backward]).
 # A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
 # tensor moves the saved one's counter; so is one over another layout that shares that counter (`.data =` keeps a
 # tensor's counter over the new layout: a detach() of a saved x0 relaid so, returned and written by the caller). The counter is read once the call's epilogue has written the inputs: an input

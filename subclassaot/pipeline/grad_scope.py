@@ -1009,13 +1009,12 @@ def function_returns_as_analyzed(
     tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
     replayed = record.replayed_function_returns
     k, record.function_cursor = record.function_cursor, record.function_cursor + 1
-    if replayed is None:
-        record.function_args.append(tuple(tensors))
 
     def as_analyzed(out: object) -> object:
         outs = list(out) if isinstance(out, tuple) else [out]
         if replayed is None:
             record.function_returns.append(tuple(next((i for i, a in enumerate(tensors) if o is a), -1) for o in outs))
+            record.function_saves.append(_saved_by_apply(outs, tensors))
             return out
         returned = replayed[k] if k < len(replayed) else ()
         with no_torch_function():  # (the pipeline's reads, not the program's)
@@ -1025,6 +1024,18 @@ def function_returns_as_analyzed(
         return tuple(outs) if isinstance(out, tuple) else outs[0]
 
     return as_analyzed
+
+
+def _saved_by_apply(outs: Sequence[object], tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """The tensors a custom Function's apply saved for backward (`SwapRecord.function_saves`): its node's, read
+    from the grad_fn of its outputs; all of its tensor arguments where they cannot be read."""
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        node = next((o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn is not None), None)
+        try:
+            saved = getattr(node, "saved_tensors", ()) if node is not None else ()
+        except RuntimeError:
+            return tuple(tensors)
+    return tuple(t for t in saved if isinstance(t, torch.Tensor))
 
 
 def _detached_as_eager(inputs: tuple[torch.Tensor, ...], out: object) -> object:

@@ -1589,8 +1589,8 @@ def _hold_unprobed_wrappers(
     """Where eager's saves were not probed (the Function saves its values as themselves): the inputs whose counters
     `_note_counters` reads once the call has written its inputs (`_refuse_written_unprobed_wrappers`): subclass
     inputs some of whose inner tensors it saved (autograd checks theirs, not the wrapper's), and inputs a custom
-    Function of the program took (`EagerSaves.taken`: it may have saved one and read none of its values), but for
-    plain ones whose values it saved, which autograd checks as eager's unpacking does."""
+    Function of the program saved (`EagerSaves.taken`: its backward may read none of their values), but for plain
+    ones whose values it saved, which autograd checks as eager's unpacking does."""
     if s.saves_apart or not (s.subclass_inputs or s.taken):
         return
     saved = {storage_key(v) for v in kept}
@@ -1614,15 +1614,15 @@ def _refuse_written_unprobed_wrappers(s: _Step, unprobed: Sequence[tuple[int, to
     not probed (backward_probe's comment on saved tensors): a subclass input whose inner tensors the Function saved
     (a write through the wrapper moves its counter, not its inner tensors', so the saved values pass autograd's
     check, while eager's node, if it saved the wrapper itself (`x * x`), raises "modified by an inplace
-    operation"), or an input a custom Function took, which it may have saved and read only the metadata of (the graph
-    then saves none of its values)."""
+    operation"), or an input a custom Function saved and may read only the metadata of (the graph then saves none of
+    its values)."""
     written = [i for i, t, version in unprobed if get_version(t) != version]
     if not written:
         return
     i = written[0]
     path = s.plan.flat.leaves[s.plan.flat.tensor_indices[i]].path
     how = (
-        "a custom autograd.Function of the program took it, whose backward may read none of its values"
+        "a custom autograd.Function of the program saved it for a backward that may read none of its values"
         if i in s.taken
         else "the compiled backward reads its inner tensors as saved at the call"
     )
