@@ -1029,12 +1029,12 @@ def function_returns_as_analyzed(
 def _saved_by_apply(outs: Sequence[object], tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """The tensors a custom Function's apply saved for backward (`SwapRecord.function_saves`): its node's, read
     from the grad_fn of its outputs; all of its tensor arguments where they cannot be read."""
-    with no_torch_function():  # (the pipeline's reads, not the program's)
-        node = next((o.grad_fn for o in outs if isinstance(o, torch.Tensor) and o.grad_fn is not None), None)
-        try:
+    try:  # (a grad_fn read that raises: a view made under no_grad written since; saves freed or written since)
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            node = next((g for o in outs if isinstance(o, torch.Tensor) and (g := o.grad_fn) is not None), None)
             saved = getattr(node, "saved_tensors", ()) if node is not None else ()
-        except RuntimeError:
-            return tuple(tensors)
+    except RuntimeError:
+        return tuple(tensors)
     return tuple(t for t in saved if isinstance(t, torch.Tensor))
 
 
