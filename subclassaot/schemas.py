@@ -661,6 +661,9 @@ class Analysis:
     wrapper_first_write: tuple[int | None, ...] = ()
     wrapper_last_use: tuple[int | None, ...] = ()
     dense_written: tuple[bool, ...] = ()
+    # tensor positions of the inputs a custom Function of the program saved for backward, as themselves or through a
+    # view of them (backward_probe's comment on saved values, where the probe could not run)
+    function_taken: frozenset[int] = frozenset()
     # per tensor input: how the epilogue repeats the `.data =` assignments to a subclass input; None if none
     wrapper_data: tuple[DataAssignmentPlan | None, ...]
     outputs: tuple[OutputInfo, ...]  # indexed by OutputIndex

@@ -426,7 +426,6 @@ def _analysis(
 ) -> Analysis:
     uses = wrapper_uses(run := f.run, layout)
     (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
-    early_sets = early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
@@ -452,7 +451,7 @@ def _analysis(
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         self_set_first=tuple(order == "after" for order in orders),
         self_set_mixed=tuple(order == "both" for order in orders),
-        read_after_grad_set=early_sets,
+        read_after_grad_set=early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs),
         input_set_blocks=blocks,
         raising_write_blocks=raising_write_blocks(call, flat, layout, f.mutations),
         kept_accumulators=_kept_accumulator_flags(flat, run, kept_by_layout, renewed),
@@ -466,6 +465,7 @@ def _analysis(
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         dense_written=uses[2],
+        function_taken=uses[3],
         wrapper_data=f.data_plans,
         outputs=input_rooted_bumped_views(counter_keeping_replays(outputs)),
         output_spec=f.spec,

@@ -62,9 +62,9 @@ __all__ = [
 # Ops whose backward saves none of their tensor arguments (Note [Aliased Inputs In Training])
 def wrapper_uses(
     run: FunctionalRun, layout: DenseLayout
-) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...]]:
-    """Analysis.wrapper_first_write, wrapper_last_use and dense_written, from the program's own ops
-    on subclass tensors."""
+) -> tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[bool, ...], frozenset[int]]:
+    """Analysis.wrapper_first_write, wrapper_last_use, dense_written and function_taken, from the program's own ops
+    and the tensors custom Functions saved."""
     position: dict[int, int] = {}
     for i, t in enumerate(run.user_tensors):
         position.setdefault(id(t), i)
@@ -91,7 +91,8 @@ def wrapper_uses(
         any(storage_key(x) in run.swaps.dense_writes for j in leaves for x in (run.dense[j], run.originals[j]))
         for leaves in layout.leaves_of_input
     )
-    return tuple(first_write), tuple(last_use), dense_written
+    taken = frozenset(x for saves in run.swaps.function_saves for t in saves if (x := input_of(t)) is not None)
+    return tuple(first_write), tuple(last_use), dense_written, taken
 
 
 # (Outputs set_() under grad: the outputs part of Note [set_ Under Grad].)

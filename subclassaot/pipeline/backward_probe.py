@@ -1444,7 +1444,8 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # the Function outputs carrying its new value). An output whose history raises when read (a view of unbind()'s output
 # whose base the program wrote) runs no node in eager's backward, which raises at that root: the walk skips it
 # (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters (and refuses a
-# backward after a write of a subclass input whose inner tensors it saved: Note [Probing Eager's Backward]).
+# backward after a write of a subclass input whose inner tensors it saved, or that a custom Function of the program
+# saved, whose backward may read only its metadata: Note [Probing Eager's Backward]).
 # A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
 # tensor moves the saved one's counter; so is one over another layout that shares that counter (`.data =` keeps a
 # tensor's counter over the new layout: a detach() of a saved x0 relaid so, returned and written by the caller). The counter is read once the call's epilogue has written the inputs: an input
@@ -1502,7 +1503,7 @@ def eager_saves(call: Callable[..., object], flat: FlatInputs, analysis: Analysi
                 "it fails eager's (Note [Probing Eager's Backward]). Apply the Function outside the inference_mode "
                 "block, pass it a clone, or use torch.no_grad() there"
             ) from e
-        return EagerSaves()
+        return EagerSaves(taken=analysis.function_taken)
     if isinstance(first, EagerSaves):
         return first
     found, around, detached = first.found, first.around, first.detached

@@ -1014,6 +1014,7 @@ def function_returns_as_analyzed(
         outs = list(out) if isinstance(out, tuple) else [out]
         if replayed is None:
             record.function_returns.append(tuple(next((i for i, a in enumerate(tensors) if o is a), -1) for o in outs))
+            record.function_saves.append(_saved_by_apply(outs, tensors))
             return out
         returned = replayed[k] if k < len(replayed) else ()
         with no_torch_function():  # (the pipeline's reads, not the program's)
@@ -1023,6 +1024,18 @@ def function_returns_as_analyzed(
         return tuple(outs) if isinstance(out, tuple) else outs[0]
 
     return as_analyzed
+
+
+def _saved_by_apply(outs: Sequence[object], tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """The tensors a custom Function's apply saved for backward (`SwapRecord.function_saves`): its node's, read
+    from the grad_fn of its outputs; all of its tensor arguments where they cannot be read."""
+    try:  # (a grad_fn read that raises: a view made under no_grad written since; saves freed or written since)
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            node = next((g for o in outs if isinstance(o, torch.Tensor) and (g := o.grad_fn) is not None), None)
+            saved = getattr(node, "saved_tensors", ()) if node is not None else ()
+    except RuntimeError:
+        return tuple(tensors)
+    return tuple(t for t in saved if isinstance(t, torch.Tensor))
 
 
 def _detached_as_eager(inputs: tuple[torch.Tensor, ...], out: object) -> object:

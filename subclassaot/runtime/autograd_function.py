@@ -544,6 +544,7 @@ class _Step:
         # its edge: `_apart_inputs` decides for it, and a written input's new history may reach it (`x0.copy_(x1)`).
         self.returned_apart = eager_saves.detached - frozenset(bw_meta.grad_inputs)
         self.saves_apart = eager_saves.probed  # Note [Probing Eager's Backward]
+        self.taken = frozenset() if self.saves_apart else eager_saves.taken
         mutated_graph_inputs = set()
         for k, item in enumerate(layout.graph_inputs):
             members = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
@@ -645,6 +646,7 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
     call_plain = epilogue_plan(plan).empty and not (
         s.clone_saved
         or s.held_inputs
+        or s.taken
         or s.apart
         or unreached
         or stand_ins
@@ -1584,16 +1586,23 @@ def _hold_unprobed_wrappers(
     kept: Sequence[torch.Tensor],
     noted: list[Any],
 ) -> None:
-    """Where eager's saves were not probed (the Function saves its values as themselves): the subclass inputs some
-    of whose inner tensors it saved, whose wrapper counters `_note_counters` reads once the call has written its
-    inputs (`_refuse_written_unprobed_wrappers`)."""
-    if s.saves_apart or not s.subclass_inputs:
+    """Where eager's saves were not probed (the Function saves its values as themselves): the inputs whose counters
+    `_note_counters` reads once the call has written its inputs (`_refuse_written_unprobed_wrappers`): subclass
+    inputs some of whose inner tensors it saved (autograd checks theirs, not the wrapper's), and inputs a custom
+    Function of the program saved (`EagerSaves.taken`: its backward may read none of their values), but for plain
+    ones whose values it saved, which autograd checks as eager's unpacking does."""
+    if s.saves_apart or not (s.subclass_inputs or s.taken):
         return
     saved = {storage_key(v) for v in kept}
-    leaves_of = s.plan.layout.leaves_of_input
-    ctx.unprobed_refs = [
-        (i, user[i]) for i in s.subclass_inputs if any(storage_key(graph_dense[j]) in saved for j in leaves_of[i])
-    ]
+    layout = s.plan.layout
+
+    def checked_apart(i: int) -> bool:
+        values_saved = any(storage_key(graph_dense[j]) in saved for j in layout.leaves_of_input[i])
+        if layout.trees[i] is None:
+            return i in s.taken and not values_saved
+        return i in s.taken or values_saved
+
+    ctx.unprobed_refs = [(i, user[i]) for i in range(len(layout.trees)) if checked_apart(i)]
     ctx.unprobed = ()
     if ctx.unprobed_refs and not any(c is ctx for c in noted):
         ctx.remade_refs = ctx.remade = ()
@@ -1601,18 +1610,27 @@ def _hold_unprobed_wrappers(
 
 
 def _refuse_written_unprobed_wrappers(s: _Step, unprobed: Sequence[tuple[int, torch.Tensor, int]]) -> None:
-    """Refuse a backward after the caller wrote a subclass input whose inner tensors the Function saved, where
-    eager's saves were not probed (backward_probe's comment on saved tensors): a write through the wrapper moves its
-    counter, not its inner tensors', so the saved values pass autograd's check, while eager's node, if it saved
-    the wrapper itself (`x * x`), raises "modified by an inplace operation"."""
+    """Refuse a backward after the caller wrote an input `_hold_unprobed_wrappers` holds, where eager's saves were
+    not probed (backward_probe's comment on saved tensors): a subclass input whose inner tensors the Function saved
+    (a write through the wrapper moves its counter, not its inner tensors', so the saved values pass autograd's
+    check, while eager's node, if it saved the wrapper itself (`x * x`), raises "modified by an inplace
+    operation"), or an input a custom Function saved and may read only the metadata of (the graph then saves none of
+    its values)."""
     written = [i for i, t, version in unprobed if get_version(t) != version]
     if not written:
         return
-    path = s.plan.flat.leaves[s.plan.flat.tensor_indices[written[0]]].path
+    i = written[0]
+    path = s.plan.flat.leaves[s.plan.flat.tensor_indices[i]].path
+    how = (
+        "a custom autograd.Function of the program saved it for a backward that may read none of its values"
+        if i in s.taken
+        else "the compiled backward reads its inner tensors as saved at the call"
+    )
+    kind = "input" if s.plan.layout.trees[i] is None else "tensor subclass input"
     raise UnsupportedError(
-        f"{path}: this tensor subclass input was written in place after the compiled call, and the compiled backward "
-        "reads its inner tensors as saved at the call; eager's backward may have saved the input itself and then "
-        "raises (modified by an inplace operation), which could not be checked here: eager's program does not run "
+        f"{path}: this {kind} was written in place after the compiled call, and {how}; eager's backward may have "
+        "saved the input itself (an op's node, the Function's save_for_backward) and then raises (modified by "
+        "an inplace operation), which could not be checked here: eager's program does not run "
         "on the static fakes that find the tensors its backward saves (backward_probe's comment on saved tensors). "
         "Do not write the input in place between the call and backward, or pass a clone of it"
     )

@@ -409,6 +409,9 @@ class EagerSaves:
     # whether `saves` are all the tensors eager's backward checks (the probe ran): only then does the Function leave
     # the checks to them (Note [Probing Eager's Backward])
     probed: bool = False
+    # where not probed: the inputs (tensor positions) a custom Function saved (itself or a view), whose counters
+    # eager's backward checks though it may read none of their values (`Analysis.function_taken`)
+    taken: frozenset[int] = frozenset()
 
 
 def probed_stride(

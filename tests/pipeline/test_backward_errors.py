@@ -2952,6 +2952,66 @@ def test_saved_inputs_written_after_the_call_where_eager_saves_are_unprobed(
             )
 
 
+class _SavesAndReadsItsSize(torch.autograd.Function):
+    """Saves its input and reads only its metadata back: the graph needs none of its values."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        (x,) = ctx.saved_tensors
+        return g * 3 if x.dim() > 0 else g
+
+
+def _function_saving_a_view_of_its_input(x0: T, *rest: T) -> object:
+    saved = _SavesAndReadsItsSize.apply(x0.unsqueeze(-2))  # type: ignore[no-untyped-call]  # untyped in torch
+    return x0, saved, *(r * 2 for r in rest)
+
+
+def _two_tensor_of_two_tensors() -> tuple[object, ...]:
+    """Its inner TwoTensors' own inner tensors require grad: torch's fake converter cannot copy it (TwoTensor's "same
+    requires_grad" check), so eager's saves are not probed."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    with torch.enable_grad():
+        a = torch.randn(3).requires_grad_()
+        inner = TwoTensor(a, a.detach().clone().requires_grad_())  # type: ignore[no-untyped-call]
+        return (TwoTensor(inner, inner.detach().clone().requires_grad_()),)  # type: ignore[no-untyped-call]
+
+
+_UNPROBED_FUNCTION_INPUTS: dict[str, Callable[[], tuple[object, ...]]] = {
+    "two_tensor_of_two_tensors": _two_tensor_of_two_tensors,
+    "pair_beside_a_jagged_input": lambda: (pair(3, 4, requires_grad=True), real_subclass("njt")),
+    "plain_beside_a_jagged_input": lambda: (_leaf(3, 4), real_subclass("njt")),
+}
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["unwritten", "written_after_the_call"])
+@pytest.mark.parametrize("inputs", list(_UNPROBED_FUNCTION_INPUTS))
+def test_input_a_function_saves_unread_written_after_the_call_where_eager_saves_are_unprobed(
+    compile_fn: CompileFn | None, inputs: str, written: bool
+) -> None:
+    """Fuzz seed 121000, program 6559: a custom Function saves a view of a subclass input and its backward reads only
+    the view's metadata, so the graph saves none of the input's inner tensors, and nothing held its wrapper's counter
+    where eager's saves were not probed: the caller's write of the input after the call failed eager's backward
+    ("modified by an inplace operation") and not ours; so did a plain input's, whose values the graph saves none of
+    either. Now refused when the backward runs (the Function may also have taken the input and saved nothing, where
+    eager's backward runs)."""
+    after_call = functools.partial(_write_input, 0) if written else None
+    make_inputs = _UNPROBED_FUNCTION_INPUTS[inputs]
+    with torch.enable_grad():
+        if compile_fn is None and written:
+            with pytest.raises(UnsupportedError, match=r"args\[0\]: this (tensor subclass )?input was written in pl"):
+                assert_matches_eager(_function_saving_a_view_of_its_input, make_inputs, after_call=after_call)
+        else:
+            assert_matches_eager(
+                _function_saving_a_view_of_its_input, make_inputs, compile_fn=compile_fn, after_call=after_call
+            )
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A new autograd leaf over a written input: eager's requires_grad_() on a no_grad view of an input makes a leaf that
 # shares the input's version counter, so a write of the input after the call makes a backward through the leaf raise

@@ -56,6 +56,7 @@ from subclassaot.torch_internals import (
 
 __all__ = [
     "check_nograd_set_write",
+    "check_relaid_view_applies",
     "check_view_taken_before_grad",
     "differentiated_as_eager",
     "is_layout_op",
@@ -331,16 +332,42 @@ def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs
             not views_of(a, out) or note_relaid_view_results(record, func, args, out, a, id(a))
         ):
             continue  # (read through `_Relaid`: eager's history, or no history read; a view op: its results noted)
-        expected, subclass = record.view_layouts[id(a)]
-        set_before = record.set_relaid_views.get(id(a)) if id(a) in record.view_sets else None
-        if set_before is not None and tensor_meta(a) != set_before:
-            record.stale_view_layouts.add(id(a))  # (not through its stand-in: views_read_after_own_set skips it)
-        elif subclass:
-            if id(a) in record.dropped_view_nodes:
-                record.stale_view_layouts.add(id(a))
-        elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
-            # (a set_() to another size: eager's as_strided history takes any size, where the traced one raises)
+        _note_read_as_traced(record, a)
+
+
+def _note_read_as_traced(record: SwapRecord, a: torch.Tensor) -> None:
+    """A read with grad of `a`, a view input of `SwapRecord.view_layouts`, through its traced history (no stand-in):
+    noted as stale where eager's rebuilt history is not that one."""
+    expected, subclass = record.view_layouts[id(a)]
+    set_before = record.set_relaid_views.get(id(a)) if id(a) in record.view_sets else None
+    if set_before is not None and tensor_meta(a) != set_before:
+        record.stale_view_layouts.add(id(a))  # (not through its stand-in: views_read_after_own_set skips it)
+    elif subclass:
+        if id(a) in record.dropped_view_nodes:
             record.stale_view_layouts.add(id(a))
+    elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
+        # (a set_() to another size: eager's as_strided history takes any size, where the traced one raises)
+        record.stale_view_layouts.add(id(a))
+
+
+def check_relaid_view_applies(record: SwapRecord, name: str, tensors: tuple[object, ...]) -> None:
+    """Before a custom Function's apply with grad (`name`), whose ops run with grad off inside, so that the apply is
+    the read with grad of its tensor arguments, and one no stand-in replaces (the torch-function mode never sees it):
+    a view input among them whose traced history is not eager's rebuilt one is noted as stale (`_note_read_as_traced`),
+    and a view the program took and set_() under no_grad to a layout its view function does not make is refused
+    (Note [Stale View Functions])."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        for a in tensors:
+            if not isinstance(a, torch.Tensor):
+                continue
+            before = record.set_relaid_views.get(id(a)) if id(a) in record.view_sets else None
+            # (a set_() to another size: refused as eager's size checks, after the training checks)
+            if id(a) in record.view_layouts and (before is None or tuple(a.shape) == tuple(before[0])):
+                _note_read_as_traced(record, a)
+            if a.requires_grad and _stale(record, a):
+                raise _refusal(record, a, f"{name} is then applied to it with grad enabled")
 
 
 def _note_relaid_view_result_read(

@@ -274,6 +274,9 @@ def _geometry(view: ViewRecord, meta: Meta) -> Meta:
 #   after its version moved, a write into it, or a view of it by another call is refused
 #   (`note_relaid_view_results`). A write into the input, or an autograd read of it after the change stay refused. Reads of attributes other than `.grad_fn` (and torch's own setter calls in set_()), and the
 #   swap mode's reads inside a set_(), read no history.
+# - A custom Function's apply with grad is the read with grad of its arguments (its ops run with grad off inside) and
+#   no torch call the mode sees, so no stand-in takes their place there: a read the rules above give one is refused
+#   instead (`check_relaid_view_applies`), and the stale views it reads are judged as an op's are (`note_reads`).
 # - Written subclass view inputs changed in place (Note [Inputs Written In Training]): the epilogue's wrapper
 #   copy_ makes autograd rebuild the view's grad_fn from its view function, at the layout the view came with, while eager
 #   leaves that rebuilt grad_fn as of the program's last bump, with the nodes of later grad-enabled in-place view ops on

@@ -61,6 +61,7 @@ from subclassaot.pipeline.rules.autograd_state import (
 )
 from subclassaot.pipeline.rules.hidden_layouts import (
     check_nograd_set_write,
+    check_relaid_view_applies,
     is_layout_op,
     note_first_read,
     note_layout_op,
@@ -1880,6 +1881,10 @@ def _note_function_apply(
     after = _apply_noted(record, cls, args, kwargs)
     if record.dispatching > 0 or not is_program_function(cls):
         return args, kwargs, after
+    if record.view_layouts or record.nograd_set_layouts:  # Note [Stale View Functions]
+        check_relaid_view_applies(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        note_reads(record, cls, args, kwargs)  # (the apply reads its arguments' histories, rebuilt or not)
     returns = function_returns_as_analyzed(record, args, kwargs)
     taken = flagless_views_detached(record, cls.apply, args, kwargs)  # type: ignore[attr-defined]  # a Function's
     given = pytree.tree_leaves(taken)

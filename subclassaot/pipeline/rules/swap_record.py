@@ -278,6 +278,8 @@ class SwapRecord:
     # arguments of the one it is (the very object), else -1; the analysis run's given back to the inference trace's
     # run, and how many it took (Note [Custom Functions])
     function_returns: list[tuple[int, ...]] = field(default_factory=list)
+    # ... and, in the analysis run, the tensors its node saved for backward (Analysis.function_taken)
+    function_saves: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
     replayed_function_returns: tuple[tuple[int, ...], ...] | None = None
     function_cursor: int = 0
     # how many ops the swap mode is handling now, one per level of subclass __torch_dispatch__ it runs inside (1: the
