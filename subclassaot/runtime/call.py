@@ -289,12 +289,20 @@ def with_inference_copies(plan: RuntimePlan, tensors: Sequence[torch.Tensor]) ->
         if isinstance(item, AliasGroupRef) and written.intersection(groups[item.group].members)
     ]
     based: frozenset[int] = frozenset()
-    if copied:
-        with torch.no_grad():
-            dense = [leaf for t in tensors for leaf in dense_leaves(t)]
+    with torch.no_grad():
+        dense = [leaf for t in tensors for leaf in dense_leaves(t)]
+        if copied:
             bases = graph_example_inputs(plan.layout, dense, _own_stand_in_leaves(plan))
-        based = frozenset(g for g in copied if bases[g].is_inference())
-    return replace(plan, inference_wrappers=wrappers, inference_bases=based)
+            based = frozenset(g for g in copied if bases[g].is_inference())
+    # (a leaf the guards do not pin is read per call: None)
+    leaves = tuple(leaf.is_inference() if j in written else None for j, leaf in enumerate(dense))
+    return replace(plan, inference_wrappers=wrappers, inference_bases=based, inference_leaves=leaves)
+
+
+def _leaf_inference(plan: RuntimePlan, j: int) -> bool | None:
+    """Whether dense leaf `j` is an inference tensor, as the compile decided (RuntimePlan.inference_leaves); None:
+    not decided, read per call."""
+    return plan.inference_leaves[j] if j < len(plan.inference_leaves) else None
 
 
 def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:
@@ -814,7 +822,13 @@ def _epilogue(
     for j, k in epilogue.original_copies:
         if j in early:
             continue
-        copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], count=counts.get((j, CountedStep.ORIGINAL_COPY)))
+        copy_into(
+            dense[j],
+            cast(torch.Tensor, outs[k]),
+            mutations[j],
+            count=counts.get((j, CountedStep.ORIGINAL_COPY)),
+            inference=_leaf_inference(plan, j),
+        )
     # set_ sources as the inputs came: an input swapped away earlier in this loop still names its old storage
     sources = {
         m.set_source: dense[m.set_source].detach()
@@ -841,7 +855,8 @@ def _epilogue(
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
             value = _held_back(holders, j, cast(torch.Tensor, outs[k]))
-            copy_into(dense[j], value, mutations[j], final=True, count=counts.get((j, CountedStep.FINAL_COPY)))
+            count = counts.get((j, CountedStep.FINAL_COPY))
+            copy_into(dense[j], value, mutations[j], final=True, count=count, inference=_leaf_inference(plan, j))
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
     wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts)
