@@ -989,6 +989,14 @@ def _distinct_outputs(values: Sequence[Any]) -> list[Any]:
     return outs
 
 
+def _note_backward_targets(
+    ctx: Any, bw_meta: BackwardPlan, graph_dense: Sequence[torch.Tensor], user: Sequence[torch.Tensor]
+) -> None:
+    """On `ctx`: the dense inputs the backward writes, and the inputs it reshapes (Note [Custom Functions])."""
+    ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
+    ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
+
+
 class CompiledStep(torch.autograd.Function):
     """The compiled forward and backward graphs as one autograd node (`CompiledStepBackward` in a grad_fn chain),
     shared by every compile: the first argument carries the compile's `_Step`."""
@@ -1072,11 +1080,7 @@ class CompiledStep(torch.autograd.Function):
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
         ctx.set_materialize_grads(False)
-        ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
-        # See Note [Custom Functions]
-        ctx.bw_reshapes = (
-            [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
-        )
+        _note_backward_targets(ctx, bw_meta, graph_dense, user)
         return tuple(tensors)
 
     @staticmethod
