@@ -103,8 +103,9 @@ from subclassaot.torch_internals import (
 #   passes, as one inside inference_mode does. The epilogue writes them inside inference_mode, and the graph keeps no
 #   write of one (api's `_inference_graph_call`): a subclass input's wrapper-level copy_ only where the wrapper itself
 #   is one (a normal wrapper's inner writes run below ADInplaceOrView, and autograd records its copy_, as eager's
-#   write), a synthetic base's where the base is; decided when compiled (RuntimePlan.inference_wrappers,
-#   .inference_bases, runtime.call.with_inference_copies), not read per call.
+#   write), a synthetic base's where the base is, a written leaf's where the leaf is; decided when compiled
+#   (RuntimePlan.inference_wrappers, .inference_bases, .inference_leaves, runtime.call.with_inference_copies), not
+#   read per call.
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -611,6 +611,10 @@ class _PlainStep:
     reached: tuple[tuple[int, int], ...]  # (gradient position, input) of the gradients some tangent reaches
     deps: tuple[tuple[int, int, frozenset[int]], ...]  # ... with the diff outputs whose tangents reach it
     n_results: int
+    # one output, differentiable, reaching one gradient, nothing saved, no counts given and no saved tensor checked:
+    # the forward keeps only the step on its context, and the backward (`_lone_backward`) reads no more than the
+    # tangent; (the gradient's position, the tangent's traced strides) of such a step, else None
+    lone: tuple[int, tuple[int, ...] | None] | None = None
 
 
 def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -> _PlainStep | None:
@@ -657,15 +661,22 @@ def _plain_step(s: _Step, unreached: Sequence[int], stand_ins: frozenset[int]) -
     if not (inputs_plain and outputs_plain and backward_plain and call_plain):
         return None
     deps = tuple((k, i, bw_meta.tangent_deps[k]) for k, i in enumerate(s.targets) if k not in bw_meta.unused)
+    # (a 0-dim tangent's stride is always (): nothing to compare per call)
+    strides = tuple(None if stride == () else stride for stride in bw_meta.tangent_strides)
+    reached = tuple((k, i) for k, i, d in deps if d)
+    lone = None
+    if n == 1 and bw_meta.diff_outputs == (0,) and not (bw_meta.num_saved or s.counts or s.checks):
+        if len(reached) == 1 and reached[0][0] == 0 and len(s.targets) == 1:
+            lone = (reached[0][1], strides[0])
     return _PlainStep(
         n_outs=n,
         diff=bw_meta.diff_outputs,
         non_diff=tuple(k for k in range(n) if k not in s.diff_set),
-        # (a 0-dim tangent's stride is always (): nothing to compare per call)
-        strides=tuple(None if stride == () else stride for stride in bw_meta.tangent_strides),
-        reached=tuple((k, i) for k, i, d in deps if d),
+        strides=strides,
+        reached=reached,
         deps=deps,
         n_results=s.n_results,
+        lone=lone,
     )
 
 
@@ -728,6 +739,8 @@ def _to_general(ctx: Any, p: _PlainStep) -> None:
     """The context of a plain step's forward made ready for the general backward (what the general forward leaves
     it: Note [Straight-Line Runners])."""
     ctx.primals, ctx.input_meta, ctx.bw_targets, ctx.bw_reshapes = None, {}, [], ()
+    if p.lone is not None:  # (its forward kept no record of its saves: there are none)
+        ctx.saved_ints, ctx.saves_tensors = (), False
     zeros = [output_zeros(ctx, i) for i in p.diff]
     ctx.zeros = [[(z.shape, z.dtype, z.device)] for z in zeros]
 
@@ -756,11 +769,13 @@ def _plain_backward(
             present += 1
         stride = p.strides[k]
         tangents.append(g if stride is None or g.stride() == stride else _restride(g, stride))
-    if ctx.saves_tensors:
+    if p.lone is not None:  # (nothing saved)
+        dense_grads: Sequence[torch.Tensor] = s.plain_bw(*tangents)
+    elif ctx.saves_tensors:
         saved: list[Any] = list(ctx.saved_tensors)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
-        dense_grads: Sequence[torch.Tensor] = s.plain_bw(*saved, *tangents)
+        dense_grads = s.plain_bw(*saved, *tangents)
     elif ctx.saved_ints:
         dense_grads = s.plain_bw(*[v for _, v in ctx.saved_ints], *tangents)
     else:
@@ -976,6 +991,14 @@ def _distinct_outputs(values: Sequence[Any]) -> list[Any]:
     return outs
 
 
+def _note_backward_targets(
+    ctx: Any, bw_meta: BackwardPlan, graph_dense: Sequence[torch.Tensor], user: Sequence[torch.Tensor]
+) -> None:
+    """On `ctx`: the dense inputs the backward writes, and the inputs it reshapes (Note [Custom Functions])."""
+    ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
+    ctx.bw_reshapes = [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
+
+
 class CompiledStep(torch.autograd.Function):
     """The compiled forward and backward graphs as one autograd node (`CompiledStepBackward` in a grad_fn chain),
     shared by every compile: the first argument carries the compile's `_Step`."""
@@ -986,8 +1009,13 @@ class CompiledStep(torch.autograd.Function):
         holder: tuple[_Step, list[torch.Tensor], list[torch.Tensor], dict[str, int], list[Any], _LeafGrads],
         *user: torch.Tensor,
     ) -> Any:
-        if (s := holder[0]).plain is not None:
-            return _plain_forward(ctx, s, s.plain, user)
+        if (p := (s := holder[0]).plain) is not None:
+            if p.lone is not None:  # (`_PlainStep.lone`: the one output, as `_plain_forward` returns it)
+                ctx.step = s
+                out = s.plain_fw(*user)[0]
+                ctx.set_materialize_grads(False)
+                return (non_view_alias(out) if out._is_view() else out,)
+            return _plain_forward(ctx, s, p, user)
         s, graph_in, graph_dense, symbols, noted, early_grads = holder
         ctx.step = s
         ctx.early_grads = early_grads
@@ -1054,11 +1082,7 @@ class CompiledStep(torch.autograd.Function):
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
         ctx.set_materialize_grads(False)
-        ctx.bw_targets = [graph_dense[j] for j in bw_meta.backward_mutations] if bw_meta.backward_mutations else []
-        # See Note [Custom Functions]
-        ctx.bw_reshapes = (
-            [(user[r.position], r) for r in bw_meta.backward_reshapes] if bw_meta.backward_reshapes else ()
-        )
+        _note_backward_targets(ctx, bw_meta, graph_dense, user)
         return tuple(tensors)
 
     @staticmethod
@@ -1975,6 +1999,30 @@ def _plain_c_apply(step: _Step) -> Callable[..., Sequence[torch.Tensor]]:
 
 
 _c_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, CompiledStep)
+_grad_enabled = torch.is_grad_enabled
+
+
+def _node_apply(ctx: Any, *grads: torch.Tensor | None) -> Any:
+    """What the engine calls to run a CompiledStep node (its backward class's `apply`): BackwardCFunction.apply
+    for this class (a `backward`, no `vjp`, no boxed gradients) without its two Python frames; a lone plain step
+    (`_PlainStep.lone`) given its one tangent as a plain tensor, with grad off, runs its backward here: the tangent
+    in its traced strides, the backward graph, the gradient unshared from the tangent (`_unshared`)."""
+    s: _Step = ctx.step
+    if (p := s.plain) is not None and (lone := p.lone) is not None and type(g := grads[0]) is torch.Tensor:
+        if not _grad_enabled():
+            at, stride = lone
+            r = s.plain_bw(g if stride is None or g.stride() == stride else _restride(g, stride))[0]
+            if type(r) is torch.Tensor and r._is_view() and storage_address(r) == storage_address(g):
+                r = r.clone()
+            if p.n_results == 1:
+                return (None, r)
+            result: list[torch.Tensor | None] = [None] * p.n_results
+            result[at] = r
+            return (None, *result)
+    return CompiledStep.backward(ctx, *grads)
+
+
+CompiledStep._backward_cls.apply = _node_apply  # type: ignore[attr-defined]  # FunctionMeta's, untyped
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 

@@ -289,12 +289,32 @@ def with_inference_copies(plan: RuntimePlan, tensors: Sequence[torch.Tensor]) ->
         if isinstance(item, AliasGroupRef) and written.intersection(groups[item.group].members)
     ]
     based: frozenset[int] = frozenset()
-    if copied:
-        with torch.no_grad():
-            dense = [leaf for t in tensors for leaf in dense_leaves(t)]
+    with torch.no_grad():
+        dense = [leaf for t in tensors for leaf in dense_leaves(t)]
+        if copied:
             bases = graph_example_inputs(plan.layout, dense, _own_stand_in_leaves(plan))
-        based = frozenset(g for g in copied if bases[g].is_inference())
-    return replace(plan, inference_wrappers=wrappers, inference_bases=based)
+            based = frozenset(g for g in copied if bases[g].is_inference())
+    # (a leaf the guards do not pin is read per call: None)
+    leaves = tuple(leaf.is_inference() if j in written else None for j, leaf in enumerate(dense))
+    return replace(plan, inference_wrappers=wrappers, inference_bases=based, inference_leaves=leaves)
+
+
+def _copy_leaf(
+    plan: RuntimePlan,
+    dense: Sequence[torch.Tensor],
+    j: int,
+    value: torch.Tensor,
+    counts: Mapping[tuple[int, CountedStep], int],
+    *,
+    final: bool,
+) -> None:
+    """steps.copy_into of `value` into dense leaf `j` (its ORIGINAL or, `final`, its FINAL update), with eager's
+    count and whether the leaf is an inference tensor as the compile decided (RuntimePlan.inference_leaves; where it
+    did not, read per call)."""
+    step = CountedStep.FINAL_COPY if final else CountedStep.ORIGINAL_COPY
+    inference = plan.inference_leaves[j] if j < len(plan.inference_leaves) else None
+    mutation = plan.analysis.mutations[j]
+    copy_into(dense[j], value, mutation, final=final, count=counts.get((j, step)), inference=inference)
 
 
 def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:
@@ -814,7 +834,7 @@ def _epilogue(
     for j, k in epilogue.original_copies:
         if j in early:
             continue
-        copy_into(dense[j], cast(torch.Tensor, outs[k]), mutations[j], count=counts.get((j, CountedStep.ORIGINAL_COPY)))
+        _copy_leaf(plan, dense, j, cast(torch.Tensor, outs[k]), counts, final=False)
     # set_ sources as the inputs came: an input swapped away earlier in this loop still names its old storage
     sources = {
         m.set_source: dense[m.set_source].detach()
@@ -841,7 +861,7 @@ def _epilogue(
     for j, k in epilogue.final_copies:
         if j not in by_wrapper:
             value = _held_back(holders, j, cast(torch.Tensor, outs[k]))
-            copy_into(dense[j], value, mutations[j], final=True, count=counts.get((j, CountedStep.FINAL_COPY)))
+            _copy_leaf(plan, dense, j, value, counts, final=True)
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
     wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts)

@@ -77,6 +77,9 @@ class RuntimePlan:
     # Decided from the compile's tensors; guards._inference_guards pins what decides them.
     inference_wrappers: frozenset[int] = frozenset()
     inference_bases: frozenset[int] = frozenset()
+    # per dense leaf the program writes (guarded likewise): whether it is an inference tensor, which decides its
+    # copy's (steps.copy_into); None for another leaf (read per call, where one is copied into); () not decided
+    inference_leaves: tuple[bool | None, ...] = ()
 
 
 def last_gains(plan: RuntimePlan) -> list[int]:

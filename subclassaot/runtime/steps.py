@@ -806,12 +806,21 @@ def settle_base_counters(bases: Sequence[object], counts: Sequence[tuple[int, in
 
 
 def copy_into(
-    x: torch.Tensor, value: torch.Tensor, mutation: LeafMutation, *, final: bool = False, count: int | None = None
+    x: torch.Tensor,
+    value: torch.Tensor,
+    mutation: LeafMutation,
+    *,
+    final: bool = False,
+    count: int | None = None,
+    inference: bool | None = None,
 ) -> None:
-    # `count`: eager's count, the copy's to land on (EpiloguePlan.counted)
-    if not torch.is_inference_mode_enabled() and x.is_inference():  # Note [Input Updates]: inference inputs
+    # `count`: eager's count, the copy's to land on (EpiloguePlan.counted); `inference`: whether x is an inference
+    # tensor, as the compile decided (RuntimePlan.inference_leaves; None: read here)
+    if inference is None:
+        inference = x.is_inference()
+    if inference and not torch.is_inference_mode_enabled():  # Note [Input Updates]: inference inputs
         with torch.inference_mode():
-            return copy_into(x, value, mutation, final=final, count=count)
+            return copy_into(x, value, mutation, final=final, count=count, inference=False)
     if count is not None:
         land_on(x, count)
     # A mutation autograd saw in eager is recorded by autograd here too (copy_ outside no_grad), so the input's

@@ -102,6 +102,10 @@ from subclassaot.torch_internals import get_version, set_version
 # directly (GraphCall.apply; outside functorch's transforms the Function's C apply itself, as torch's
 # `Function.apply` calls it). Per call it keeps no more than the backward reads: a missing tangent's zeros come from
 # the node's own record of its output, and the graphs are called without a wrapper their first call found needless.
+# A lone step (one differentiable output, one gradient, nothing saved, no counts or saved-tensor checks: a loss)
+# keeps only the step on its context, and the engine's call of its node (the backward class's `apply`, which
+# BackwardCFunction defines as two Python frames finding `backward`) runs the backward graph itself for a plain
+# tangent with grad off; anything else goes on to `backward` as before.
 #
 # One function per entry: a plain positional call (CompiledFunction.__call__'s first path) runs the entry's checks and
 # its runner as one generated function (`entry_function`), emitted whole from typed pieces: the Python state's checks

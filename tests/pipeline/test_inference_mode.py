@@ -1903,3 +1903,34 @@ def test_a_written_subclass_input_that_becomes_an_inference_tensor_compiles_anew
             side(*make(True)())
     x, _ = make(True)()
     assert compiled.entry_for(x, torch.randn(3, requires_grad=True)) is None  # the guard fails: it would compile
+
+
+def _written_and_transposed(x: T) -> T:
+    x.add_(1)
+    x.t_()
+    return x * 2
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: torch.randn(2, 3), lambda: PairTensor.from_tensor(torch.randn(2, 3))], ids=["plain", "pair"]
+)
+def test_the_generic_runner_s_copy_into_a_written_input_reads_no_inference_ness_per_call(
+    make: Callable[[], T], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a written leaf is an inference tensor decides its epilogue copy (Note [Input Updates]); the guards pin
+    it, so the compile decides it (RuntimePlan.inference_leaves) and steps.copy_into reads nothing per call. A metadata
+    change takes the generic runner; the results are eager's."""
+    compiled = assert_matches_eager(_written_and_transposed, lambda: (make(),), calls=2)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is None  # (the generic runner)
+    readers: list[str] = []
+    is_inference = torch._C.TensorBase.is_inference
+
+    def spy(self: T) -> bool:
+        readers.append(inspect.stack()[1].function)
+        return is_inference(self)
+
+    monkeypatch.setattr(torch.Tensor, "is_inference", spy)
+    x = make()
+    compiled(x)
+    assert "copy_into" not in readers, readers

@@ -388,6 +388,10 @@ def two_outputs(x: T, y: T) -> tuple[T, T]:
     return x * y, x.sin()
 
 
+def sum_of_two(x: T, y: T) -> T:
+    return (x + 2 * y).sum()
+
+
 def saves_an_input(x: T, w: T) -> T:
     return (x @ w).relu()
 
@@ -400,6 +404,11 @@ PLAIN_STEPS: list[tuple[str, Callable[..., object], Callable[[], tuple[object, .
         lambda: (torch.randn(2, 3, requires_grad=True), torch.randn(2, 3)),
     ),
     ("saved values", saves_an_input, lambda: (torch.randn(4, 3), torch.randn(3, 2, requires_grad=True))),
+    (
+        "one output, one of two inputs with grad",
+        sum_of_two,
+        lambda: (torch.randn(2, 3), torch.randn(2, 3, requires_grad=True)),
+    ),
 ]
 
 
@@ -430,6 +439,60 @@ def test_a_plain_step_given_some_tangents_gives_eager_s_gradients() -> None:
             assert (a.grad is None) == (b.grad is None)
             if a.grad is not None:
                 assert b.grad is not None and torch.allclose(a.grad, b.grad)
+
+
+def _python_calls_of(run: Callable[[], object]) -> list[str]:
+    """The names of the Python functions `run` calls, in order."""
+    import sys
+
+    names: list[str] = []
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            names.append(frame.f_code.co_name)  # type: ignore[attr-defined]
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+@pytest.mark.parametrize(
+    ("fn", "make", "tangent"),
+    [
+        pytest.param(loss_of, lambda: (torch.randn(2, 2, requires_grad=True),), None, id="a loss"),
+        pytest.param(mul, lambda: (torch.randn(2, 3, requires_grad=True),), lambda: torch.randn(3, 2).t(), id="layout"),
+        pytest.param(
+            sum_of_two, lambda: (torch.randn(2, 3), torch.randn(2, 3, requires_grad=True)), None, id="two inputs"
+        ),
+    ],
+)
+def test_a_lone_plain_step_runs_its_backward_in_its_node_s_apply_like_eager(
+    fn: Callable[..., T], make: Callable[[], tuple[T, ...]], tangent: Callable[..., T] | None
+) -> None:
+    """One output, one gradient, nothing saved (`_PlainStep.lone`): the engine's call of the node runs the backward
+    graph itself, without BackwardCFunction.apply's frames or the plain backward's, and gives eager's gradients (a
+    tangent of another layout given the traced strides; the input without grad given None)."""
+    compiled = subclassaot.compile(fn, backend="inductor")
+    for call in range(3):
+        torch.manual_seed(call)
+        got_in, want_in = make(), make()
+        for a, b in zip(got_in, want_in, strict=True):
+            with torch.no_grad():
+                b.copy_(a)
+        got, want = compiled(*got_in), fn(*want_in)
+        g = None if tangent is None else tangent()
+        calls = _python_calls_of(lambda: torch.autograd.backward(got, g))  # noqa: B023
+        torch.autograd.backward(want, g)
+        for a, b in zip(got_in, want_in, strict=True):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None and b.grad is not None:
+                assert torch.allclose(a.grad, b.grad) and a.grad.stride() == b.grad.stride()
+        if call:  # (the first call settles the graphs' wrappers)
+            node = calls[calls.index("_node_apply") :]
+            assert not {"_get_user_fn", "backward", "_plain_backward"}.intersection(node), node
 
 
 def test_a_plain_step_refuses_double_backward_through_a_compiled_backward() -> None:
