@@ -6923,14 +6923,15 @@ def test_copy_with_history_into_a_shared_input_then_requires_grad(
 
 
 def _set_to_a_source_requiring_grad_then_requires_grad(x0: T, x1: T) -> object:
-    x1.set_(x0)  # with grad on: eager's x1 gets set_'s node, a non-leaf that requires grad
+    # with grad on: eager's x1 gets set_'s node, a non-leaf that requires grad
+    x1.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
     t0 = x1.mul(0.5)
     x1.requires_grad_()  # a no-op
     return (x1, t0)
 
 
 def _set_to_a_source_requiring_grad_then_requires_grad_written(x0: T, x1: T) -> object:
-    x1.set_(x0)
+    x1.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
     with torch.no_grad():
         x0.add_(1.0)  # (x1's values too)
     x1.requires_grad_()  # a no-op
