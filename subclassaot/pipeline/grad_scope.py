@@ -129,8 +129,9 @@ __all__ = [
 #   requires_grad where the run's follows an input it made require grad is read through a detach() (flagless views,
 #   below `flagless_view_source`).
 # - requires_grad_() and the `.requires_grad =` setter (one rule). Turning on a flag a tensor has is a no-op, which
-#   on an input the program wrote a value requiring grad into with grad on (its own flag, not its base's: eager's is
-#   then no leaf) the record leaves out (SwapRecord.grad_written). On an input: turned on, the call compiles for
+#   on an input the program wrote a value requiring grad into with grad on, or set_() onto a source requiring grad
+#   with grad on (set_'s node) (its own flag, not its base's: eager's is then no leaf) the record leaves out
+#   (SwapRecord.grad_written). On an input: turned on, the call compiles for
 #   training with it requiring grad from the start (after a read of it, or of another tensor over its storage, with
 #   grad on, eager's earlier results carry no history: a leaf or a view (of a base requiring none) passed alone is
 #   laid out anew, Note [Leaves Laid Out Anew Under no_grad]; a plain view run as a view of another stand-in is marked

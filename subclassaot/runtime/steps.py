@@ -164,7 +164,8 @@ def own_accumulator_inputs(layout: DenseLayout, values: Sequence[object]) -> fro
     would not be its group's autograd root (`graph_example_inputs`: its `._base` requires grad, or another input of
     the group does), it runs as a stand-in of its own, as own_stand_in_inputs', a Function input whose gradient
     reaches that accumulator (Note [Aliased Inputs In Training]). So does a plain leaf that is no view beside a
-    member with a history (`_detached_leaf_beside_history`)."""
+    member with a history (`_detached_leaf_beside_history`), or beside another such leaf that is the group's root
+    (`_second_leaf`)."""
     position = {layout.leaves[ls[0]].owner: i for i, ls in enumerate(layout.leaves_of_input) if ls}
     found = set()
     for group in layout.groups:
@@ -173,8 +174,9 @@ def own_accumulator_inputs(layout: DenseLayout, values: Sequence[object]) -> fro
             value = values[i]
             if layout.trees[i] is not None or not isinstance(value, torch.Tensor):
                 continue
-            others = [o for j in inputs if isinstance(o := values[j], torch.Tensor) and o is not value]
-            if _detached_leaf_beside_history(value, others):
+            others = [o for j in sorted(inputs) if isinstance(o := values[j], torch.Tensor) and o is not value]
+            earlier = [o for j in sorted(inputs) if j < i and isinstance(o := values[j], torch.Tensor)]
+            if _detached_leaf_beside_history(value, others) or _second_leaf(value, others, earlier):
                 found.add(i)
                 continue
             if not leaf_view_of_its_own(value):
@@ -193,6 +195,20 @@ def _detached_leaf_beside_history(value: torch.Tensor, others: Sequence[torch.Te
     if value._is_view() or not value.is_leaf or not value.requires_grad or any(o._base is value for o in others):
         return False
     return any(o.requires_grad and not o.is_leaf for o in others)
+
+
+def _second_leaf(value: torch.Tensor, others: Sequence[torch.Tensor], earlier: Sequence[torch.Tensor]) -> bool:
+    """A leaf that requires grad and is no view (`b.detach().requires_grad_()`) beside another such leaf (`b`), none
+    of the others its view: each is a leaf with an accumulator of its own in eager. One of them is the group's
+    autograd root (the one the others' views are of, else the first passed); each other runs as a stand-in of its own."""
+    if not _own_leaf_no_view(value) or any(o._base is value for o in others):
+        return False
+    leaves = [o for o in others if _own_leaf_no_view(o) and o is not value]
+    return any(any(v._base is o for v in others) for o in leaves) or any(o is leaf for o in earlier for leaf in leaves)
+
+
+def _own_leaf_no_view(t: torch.Tensor) -> bool:
+    return not t._is_view() and t.is_leaf and t.requires_grad
 
 
 def graph_example_inputs(

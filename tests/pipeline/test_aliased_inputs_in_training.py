@@ -2131,20 +2131,22 @@ def test_two_leaf_views_over_a_written_storage(inputs: str, read: str, write: st
 def test_leaves_of_their_own_over_a_written_storage_refused(case: str) -> None:
     """What stand-ins of their own do not cover, refused by name: a write with grad on into the storage of a leaf
     view of its own (eager's view, read after it, takes its history from its base), and two leaves requiring grad
-    that are no views (x, x.detach().requires_grad_(): traced over one base, whose gradient reaches one of them)."""
+    that are no views, each with a view of its own among the inputs (x, x.detach().requires_grad_(), a view of each:
+    neither can run as a stand-in of its own; traced over one base, whose gradient reaches one of them)."""
 
     def f(x0: torch.Tensor, y0: torch.Tensor, *base: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        if base:
+        if case == "base_written_with_grad":
             base[0].mul_(2.0)
         else:
             with torch.no_grad():
                 x0.mul_(-1.0)
-        return (x0 * y0,)
+        return (x0 * y0, *(b * 2 for b in base))
 
     def make() -> tuple[torch.Tensor, ...]:
         if case == "two_leaves_no_views":
             x = torch.randn(3, 3, requires_grad=True)
-            return x, x.detach().requires_grad_()
+            y = x.detach().requires_grad_()
+            return x, y, x[0], y[1]
         b = torch.randn(4, 3, 3)
         return b[0].requires_grad_(), b[1].requires_grad_(), b
 
@@ -2153,6 +2155,39 @@ def test_leaves_of_their_own_over_a_written_storage_refused(case: str) -> None:
         f(*make())  # legal in eager
         with pytest.raises(subclassaot.UnsupportedError, match=rule):
             subclassaot.compile(f)(*make())
+
+
+@pytest.mark.parametrize("write", ["no_grad", "inference_view", "data"])
+@pytest.mark.parametrize("read", ["product", "returned", "view_of_second"])
+def test_two_leaves_no_views_over_a_written_storage(write: str, read: str, compile_fn: CompileFn) -> None:
+    """x and x.detach().requires_grad_() passed together (two leaves that are no views, an accumulator each), their
+    storage written below autograd (fuzz seed 121000 #662, #1132, #4064; issue #27): refused by name before, as traced
+    over one synthetic base whose gradient reaches one of them. The one the other inputs' views are of (else the first
+    passed) is the group's root; the other runs as a stand-in of its own (runtime.steps.own_accumulator_inputs), its
+    gradient reaching its own .grad, as eager's."""
+
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if write == "no_grad":
+            with torch.no_grad():
+                x1.mul_(x0.detach())
+        elif write == "inference_view":
+            t = x1.reshape(1, -1)
+            with torch.inference_mode():
+                t.zero_()
+        else:
+            x0.data.add_(0.5)
+        if read == "product":
+            return (x0 * x1,)
+        if read == "returned":
+            return (x0, x1, x1)
+        return (x1.reshape(-1, 1), x0.sin())
+
+    def make() -> tuple[torch.Tensor, ...]:
+        x = torch.randn(2, 3, requires_grad=True)
+        return (x, x.detach().requires_grad_())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
 @pytest.mark.parametrize("op", ["exp", "mul", "sum"])

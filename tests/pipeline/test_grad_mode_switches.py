@@ -6922,6 +6922,44 @@ def test_copy_with_history_into_a_shared_input_then_requires_grad(
         assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
+def _set_to_a_source_requiring_grad_then_requires_grad(x0: T, x1: T) -> object:
+    # with grad on: eager's x1 gets set_'s node, a non-leaf that requires grad
+    x1.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    t0 = x1.mul(0.5)
+    x1.requires_grad_()  # a no-op
+    return (x1, t0)
+
+
+def _set_to_a_source_requiring_grad_then_requires_grad_written(x0: T, x1: T) -> object:
+    x1.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    with torch.no_grad():
+        x0.add_(1.0)  # (x1's values too)
+    x1.requires_grad_()  # a no-op
+    return (x1, x1)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [_set_to_a_source_requiring_grad_then_requires_grad, _set_to_a_source_requiring_grad_then_requires_grad_written],
+    ids=["read", "written"],
+)
+@pytest.mark.parametrize("source", ["leaf", "nonleaf"])
+def test_set_to_a_source_requiring_grad_then_requires_grad_matches_eager(
+    f: Callable[..., object], source: str, compile_fn: CompileFn | None
+) -> None:
+    """`x1.set_(x0)` with grad on, x0 requiring grad: eager gives x1 set_'s node (a non-leaf that requires grad,
+    whose backward raises), and a requires_grad_() after it changes nothing (fuzz seed 121000 #2201, #5275; issue #27).
+    It was refused as an input both changed and made to require grad; the record now leaves the no-op call out
+    (SwapRecord.grad_written), as for a write of a value with history, and the program runs as without it."""
+
+    def make() -> tuple[T, T]:
+        x0 = torch.randn(2, 3, requires_grad=True)
+        return (x0 if source == "leaf" else x0 * 1.0, torch.randn(3))
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
 def optimizer_step(p: T, g: T) -> object:
     # test_subclass.py test_module_optimization: the optimizer's step on a parameter, under no_grad
     with torch.no_grad():

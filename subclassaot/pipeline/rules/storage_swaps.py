@@ -1868,6 +1868,16 @@ def _note_tensor_set(
     if record.dispatching == 0:
         source = args[0] if args else kwargs.get("source")
         check_regenerated_history_applies(record, "set_", (source,))
+        # (with grad on, a source that requires grad gives the target a history (set_'s node): eager's target
+        # requires grad from then on, and a requires_grad_() on it is a no-op, `_flag_already_on`; not a source
+        # that is the stand-in of an input requiring none as passed, nor flagged yet, which may require grad from
+        # the start in the run only)
+        grad_on = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        early = id(source) in record.input_positions and id(source) not in record.eager_inputs
+        early = early and id(source) not in record.requires_grad_set
+        with no_torch_function():  # (the pipeline's reads, not the program's)
+            if grad_on and isinstance(source, torch.Tensor) and source.requires_grad and not early:
+                record.grad_written.add(id(target))
 
 
 def _note_function_apply(

@@ -372,7 +372,8 @@ class SwapRecord:
     visible_data_seq: dict[int, int] = field(default_factory=dict)
     # id() of the tensors a write of data with grad on (outside inference_mode) gave history of their own, seen or
     # not by their base's (a detach()): an operand other than the tensor required grad, so eager's tensor requires
-    # grad from then on (a requires_grad_() on it is a no-op: Note [Grad Mode And Autograd Reads])
+    # grad from then on (a requires_grad_() on it is a no-op: Note [Grad Mode And Autograd Reads]); so did a set_()
+    # with grad on onto a source that requires grad (set_'s node)
     grad_written: set[int] = field(default_factory=set)
     # version-counter root (as `family`) -> seq of the first write so recorded through the family (Note [History Kept
     # Through .data =])

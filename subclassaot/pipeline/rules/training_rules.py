@@ -216,11 +216,12 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   gradient reaches that accumulator (runtime.steps.own_accumulator_inputs; two such views of one base leave the
 #   group's base requiring none). Refused where a write with grad on reaches its version-counter family (eager's
 #   view, read after it, takes a history from its base or raises) or its layout or storage changes; so is a tensor
-#   subclass member of that kind, and two leaves requiring grad over one storage that are no views. A plain leaf
-#   that is no view (`b.detach().requires_grad_()`) beside a member with a history (b, a non-leaf requiring grad)
-#   runs as such a stand-in too (the group's root would be b's, sending its gradient to b's leaf): writes with grad
-#   through the others are fine there (eager's leaf takes their values, never a history); its own layout or storage
-#   changes stay refused.
+#   subclass member of that kind, and two leaves requiring grad over one storage that are no views and each have
+#   views among the inputs. A plain leaf that is no view (`b.detach().requires_grad_()`) beside a member with a
+#   history (b, a non-leaf requiring grad), or beside another such leaf (b a leaf: the one the others' views are of,
+#   else the first passed, stays the group's root), runs as such a stand-in too (the group's root would be b's,
+#   sending its gradient to b's leaf): writes with grad through the others are fine there (eager's leaf takes their
+#   values, never a history); its own layout or storage changes stay refused.
 # - Data assignments to aliased inputs: a member whose layout changes only by `.data =` (its last storage swap) keeps
 #   the history it came with in eager (a leaf, its accumulator: Note [Gradient Accumulators Of Leaves]); the epilogue's
 #   as_strided_ below autograd gives it the new layout. So does a leaf beside other members that require grad (its
@@ -518,9 +519,10 @@ def _check_leaves_of_their_own(
     (`b[0].requires_grad_()`, a no_grad view given requires_grad_()) runs as a stand-in of its own, a Function input
     whose gradient reaches its accumulator (runtime.steps.own_accumulator_inputs): refused where a write with grad
     reaches its storage (eager's view, read after it, takes a history from its base or raises for it) or its layout or
-    storage changes; one that is no view (b.detach().requires_grad_() beside b, a non-leaf) only where its layout or
-    storage changes. Two other leaves requiring grad (no views: x and x.detach().requires_grad_()) are traced over
-    one synthetic base, whose gradient reaches one accumulator: refused (Note [Aliased Inputs In Training])."""
+    storage changes; one that is no view (b.detach().requires_grad_() beside b, a non-leaf, or beside another leaf
+    that is no view) only where its layout or storage changes. Two other leaves requiring grad (no views, of which
+    neither runs as a stand-in of its own: both with views of their own among the inputs) are traced over one
+    synthetic base, whose gradient reaches one accumulator: refused (Note [Aliased Inputs In Training])."""
     if not any(analysis.mutations[m].any for m in members):
         return
     own = own_accumulator_inputs(layout, [flat.values[k] for k in flat.tensor_indices])
@@ -542,8 +544,8 @@ def _check_leaves_of_their_own(
             or mutation.resized
         ):
             raise UnsupportedError(
-                f"{layout.leaves[m].path}: a view that requires grad by a flag of its own (a leaf with an accumulator "
-                "of its own), over a storage the program writes with grad on (through any input over it, a detach() "
+                f"{layout.leaves[m].path}: a view (or a detach()) that requires grad by a flag of its own (a leaf "
+                "with an accumulator of its own), over a storage the program writes with grad on (through any input over it, a detach() "
                 "too), or whose layout or storage the program changes (in-place view ops, set_(), resize_()): in "
                 "eager, its reads after a write with grad take a history from its base (or raise), which the "
                 "compiled call, running it as a leaf of its own, does not give. Pass a .clone() of it, or write "
