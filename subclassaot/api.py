@@ -107,7 +107,7 @@ from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
 from subclassaot.runtime.python_writes import PythonWrite, replaying
 from subclassaot.runtime.steps import own_accumulator_inputs
 from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes, with_writes
-from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
+from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, GraphOutputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
     NO_FAKE_KERNEL_ERROR,
@@ -955,10 +955,15 @@ def _trains_natively(
         backend is backends.eager_backend
         and not (attempt.within_no_grad and any(analysis.leaf_marked))
         and native_training_plan(prog.flat, layout, analysis)
-        and records_as_eager(
-            prog.call, prog.flat, layout, analysis, lambda: (_graph_of(inference()), inference().outputs)
-        )
+        and records_as_eager(prog.call, prog.flat, layout, analysis, functools.partial(_eager_run_of, inference))
     )
+
+
+def _eager_run_of(inference: Callable[[], TracedGraph]) -> tuple[Callable[..., object], GraphOutputs]:
+    """The native path's graph as the eager backend runs it, made once (the compile's own: Note [What A Backend
+    Receives And Returns], Graph Modules Generate Their Code When Run), and where its outputs start."""
+    traced = inference()
+    return backends.eager_backend(_graph_of(traced), traced.example_inputs), traced.outputs
 
 
 def _analyzed(
