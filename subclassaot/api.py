@@ -107,7 +107,7 @@ from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
 from subclassaot.runtime.python_writes import PythonWrite, replaying
 from subclassaot.runtime.steps import own_accumulator_inputs
 from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes, with_writes
-from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, InputIndex
+from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, GraphOutputs, InputIndex
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
     NO_FAKE_KERNEL_ERROR,
@@ -955,10 +955,15 @@ def _trains_natively(
         backend is backends.eager_backend
         and not (attempt.within_no_grad and any(analysis.leaf_marked))
         and native_training_plan(prog.flat, layout, analysis)
-        and records_as_eager(
-            prog.call, prog.flat, layout, analysis, lambda: (_graph_of(inference()), inference().outputs)
-        )
+        and records_as_eager(prog.call, prog.flat, layout, analysis, functools.partial(_eager_run_of, inference))
     )
+
+
+def _eager_run_of(inference: Callable[[], TracedGraph]) -> tuple[Callable[..., object], GraphOutputs]:
+    """The native path's graph as the eager backend runs it, made once (the compile's own: Note [What A Backend
+    Receives And Returns], Graph Modules Generate Their Code When Run), and where its outputs start."""
+    traced = inference()
+    return backends.eager_backend(_graph_of(traced), traced.example_inputs), traced.outputs
 
 
 def _analyzed(
@@ -971,9 +976,9 @@ def _analyzed(
     flat, fakes = prog.flat, prog.fakes
     training = torch.is_grad_enabled() and any(t.requires_grad for t in prog.tensors)
     traced: TracedGraph | None = None
-    apart = _analyzed_apart(prog, layout, whole_storage, training)
+    apart = _analyzed_apart(prog, layout, whole_storage, training, native)
     if apart is not None:
-        layout, analysis = apart
+        layout, analysis, traced = apart
     else:
         once = _analyzed_once(prog, layout, training) if _runs_once(prog, layout, training, native) else None
         if once is not None:
@@ -1102,23 +1107,32 @@ def _apart_layout(prog: _Program, untraced: frozenset[DenseIndex], whole_storage
 
 
 def _analyzed_apart(
-    prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex], training: bool
-) -> tuple[DenseLayout, Analysis] | None:
+    prog: _Program, layout: DenseLayout, whole_storage: frozenset[DenseIndex], training: bool, native: bool
+) -> tuple[DenseLayout, Analysis, TracedGraph | None] | None:
     """The layout with every alias group apart and the program analyzed over it, where that analysis shows every
-    group untouched and no input gaining grad: the pair the grouped analysis would lead to (Note [Synthetic Bases]);
-    else None, and the grouped analysis decides."""
+    group untouched and no input gaining grad: the pair the grouped analysis would lead to (Note [Synthetic Bases]),
+    with the inference graph where its run traced it too, as `_analyzed_once` over a layout with no group (Note
+    [Training Through A Joint Graph]: one run); else None, and the grouped analysis decides."""
     candidates = frozenset(g.members[0] for g in layout.groups if not g.whole_storage)
     if not candidates:
         return None
     apart = _apart_layout(prog, candidates, whole_storage)
+    traced: TracedGraph | None = None
+    made = unbacked_symbols_made(prog.fake_mode)
+    once = _runs_once(prog, apart, training, native)
     try:
         with torch.enable_grad() if training else _ambient_grad():
-            analysis = prog.analyze(apart)
+            keeps = functools.partial(_keeps_trace, prog, apart, training)
+            analysis, traced = prog.analyze_and_trace(apart, keeps) if once else (prog.analyze(apart), None)
+            if once and unbacked_symbols_made(prog.fake_mode) != made:
+                # (a tensor's value read as a number: make_fx bound the symbol to the node that made it, where the
+                # analysis alone leaves it pending for the trace to refuse, as `_analyzed_once` does)
+                analysis, traced = prog.analyze(apart), None
     except Exception:  # the grouped analysis decides: its own error, or this one again once it finds them untouched
         return None
     if (_gaining_grad(prog, analysis) and torch.is_grad_enabled()) or _untouched_groups(layout, analysis) != candidates:
         return None
-    return apart, analysis
+    return apart, analysis, traced
 
 
 def _training_graph_call(

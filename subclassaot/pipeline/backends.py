@@ -12,6 +12,7 @@ import copy
 import functools
 import keyword
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
@@ -50,9 +51,21 @@ def get_backend(backend: str | BackendFn) -> BackendFn:
 
 def eager_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
     """Run the graph's aten ops one by one (the reference backend), as straight-line Python of our own (`_straight`)
-    where the graph has only the nodes it writes out; else the graph module's `forward`."""
-    run = _straight(gm)
-    return run if run is not None else code_generated(gm).forward
+    where the graph has only the nodes it writes out; else the graph module's `forward`. Made once per graph (a
+    compile's check runs the graph it then compiles: the Note below)."""
+    made = _EAGER_MADE.get(gm)
+    if made is not None and made[0] is gm.graph and made[1] == len(gm.graph.nodes):
+        return made[2]
+    straight = _straight(gm)
+    run = straight if straight is not None else code_generated(gm).forward
+    _EAGER_MADE[gm] = (gm.graph, len(gm.graph.nodes), run)
+    return run
+
+
+# eager_backend's callable per graph module, with the graph (and its node count) it was made of
+_EAGER_MADE: weakref.WeakKeyDictionary[torch.fx.GraphModule, tuple[torch.fx.Graph, int, Callable[..., object]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def never_views(gm: torch.fx.GraphModule) -> frozenset[int]:
@@ -287,7 +300,10 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 # forward and backward, the copy that writes inputs). The eager backend runs a graph as its own straight-line code
 # (backends._straight) and never that code, so the pipeline's graph modules are torch's lazy ones, which generate it
 # when first run or read (`.code`, `print`); `code_generated` generates it at once where a graph's own `forward` is
-# what a compiled entry calls.
+# what a compiled entry calls. A graph the compile runs on fakes before it compiles it with the eager backend (the
+# native path's check, backward_probe.records_as_eager) runs as the backend's callable, made once per graph module
+# (`eager_backend` keeps it while the module lives and holds the same graph; no graph is edited in place once
+# traced: dead code goes at the trace, input writes into a copy), and neither fx's code nor ours is made twice.
 
 
 def _symbols_only_in_expressions(

@@ -2273,6 +2273,7 @@ def records_as_eager(
     call's inputs? Note [Training Without A Function]; the plan-level conditions are `native_training_plan`'s."""
     mode, values = static_fake_copies(flat.values)
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    found = [(_as_found(t), grad_fn_or_none(t)) for t in tensors]  # (as the call passes them: `_left_as_found`)
     saved: list[tuple[torch.Tensor, int]] = []
     saved_at: list[int] = []  # per save: how many writes `seen` had noted
 
@@ -2301,23 +2302,12 @@ def records_as_eager(
         }
         if any(storage_key(t) in resized for t, _ in saved):
             return False
-        graph, graph_outputs = traced_graph()  # (traced in the compile's own fake mode, outside this one)
         # on fakes of the inputs as the call passes them, not as the program left them (Note [Training Without A
-        # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's
-        graph_mode, graph_values = static_fake_copies(flat.values)
-        graph_saved: list[tuple[torch.Tensor, int]] = []
-        with torch.random.fork_rng(devices=[]), graph_mode, torch.enable_grad():
-            for k in _gained_inputs(flat, analysis):  # (as the runtime sets them before the graph runs)
-                cast(torch.Tensor, graph_values[k]).requires_grad_(True)
-            dense = [cast(torch.Tensor, graph_values[leaf.owner]) for leaf in layout.leaves]
-            reals = [flat.values[k] for k in flat.tensor_indices]
-            own = {j for i in own_accumulator_inputs(layout, reals) for j in layout.leaves_of_input[i]}
-            graph_in = graph_example_inputs(layout, dense, own)  # (as runtime.call's, for these inputs)
-            with torch.autograd.graph.saved_tensors_hooks(_saving(graph_saved), _unpacked):
-                graph_outs = list(cast(Sequence[object], graph(*graph_in)))
-            fresh = graph_outs[len(graph_outputs.updates) :]
-            bases = fresh[graph_outputs.num_fresh :]
-            mine_all = _compiled_outputs(analysis.outputs, (fresh, bases), graph_values)
+        # Function]): the compiled call runs the graph on the caller's inputs before anything of the program's; the
+        # same fakes where eager's run left each as it found it (`_as_found`: no copy made twice)
+        as_passed = not _gained_inputs(flat, analysis) and _left_as_found(tensors, found, set(seen.written))
+        graph_mode, graph_values = (mode, values) if as_passed else static_fake_copies(flat.values)
+        dense, graph_saved, mine_all = _graph_run(flat, layout, analysis, traced_graph, graph_mode, graph_values)
     except Exception:  # a program the check cannot run: the Function stands
         return False
     # (an input whose counter the runtime moves after the graph ran, where eager's program moved it before its reads
@@ -2341,6 +2331,51 @@ def records_as_eager(
         if _autograd_shape(out, known, others[0]) != _autograd_shape(mine, graph_known, others[1]):
             return False
     return True
+
+
+def _graph_run(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    traced_graph: Callable[[], tuple[Callable[..., object], GraphOutputs]],
+    mode: contextlib.AbstractContextManager[object],
+    values: list[object],
+) -> tuple[list[torch.Tensor], list[tuple[torch.Tensor, int]], list[object]]:
+    """`records_as_eager`'s run of the traced forward with grad on, over fakes `values` of the inputs as the call
+    passes them: the dense inputs, what it saved (with the counters then), and the compiled call's tensor outputs."""
+    graph, graph_outputs = traced_graph()  # (traced in the compile's own fake mode, outside this one)
+    saved: list[tuple[torch.Tensor, int]] = []
+    with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
+        for k in _gained_inputs(flat, analysis):  # (as the runtime sets them before the graph runs)
+            cast(torch.Tensor, values[k]).requires_grad_(True)
+        dense = [cast(torch.Tensor, values[leaf.owner]) for leaf in layout.leaves]
+        reals = [flat.values[k] for k in flat.tensor_indices]
+        own = {j for i in own_accumulator_inputs(layout, reals) for j in layout.leaves_of_input[i]}
+        graph_in = graph_example_inputs(layout, dense, own)  # (as runtime.call's, for these inputs)
+        with torch.autograd.graph.saved_tensors_hooks(_saving(saved), _unpacked):
+            graph_outs = list(cast(Sequence[object], graph(*graph_in)))
+        fresh = graph_outs[len(graph_outputs.updates) :]
+        bases = fresh[graph_outputs.num_fresh :]
+        return dense, saved, _compiled_outputs(analysis.outputs, (fresh, bases), values)
+
+
+def _as_found(t: torch.Tensor) -> tuple[object, ...]:
+    """What a graph run reads of a plain input fake (`records_as_eager`), that a program's run may change: its
+    counter, storage, layout, flag and base; and its history, read last (a view's read after its counter moved
+    would make a node: the counter differs first, and the history is not read)."""
+    return (get_version(t), storage_key(t), t.shape, t.stride(), t.storage_offset(), t.requires_grad, t._base)
+
+
+def _left_as_found(
+    tensors: Sequence[torch.Tensor], found: Sequence[tuple[tuple[object, ...], object]], written: set[object]
+) -> bool:
+    """Did the program's run leave each of these plain input fakes as `_as_found` found it (before the run: with its
+    history), history too, and write none of their storages (`written`: storage keys)?"""
+    if any(is_traceable_subclass(t) or storage_key(t) in written for t in tensors):
+        return False
+    return all(_as_found(t) == f for t, (f, _) in zip(tensors, found, strict=True)) and all(
+        grad_fn_or_none(t) is h for t, (_, h) in zip(tensors, found, strict=True)
+    )
 
 
 def _saves_counted_outputs(

@@ -97,17 +97,19 @@ from subclassaot.torch_internals import (
 # - One run: an inference compile (and a training one without a Function, below) takes its graph from the
 #   analysis's own run, made inside make_fx (api.py `_analyzed_once`, trace.py `analyze_and_trace`), where that run
 #   is the one the trace would make: the same run_functional over the same fakes in the same grad mode, with no argument the trace's lacks, replaying nothing it
-#   did not answer the same. Decided before the run, from the inputs (`_runs_once`): no alias group (analyzed apart
-#   or grouped, with own-base views: Note [Synthetic Bases]), no non-leaf subclass input (a clone in the analysis
-#   only), no dispatch mode of the caller's (the facts `analyze` reads after leaving its modes are read outside every
-#   mode of the trace); and after it, from the analysis (`_keeps_trace`): no new autograd leaf (the trace's run marks
+#   did not answer the same. Decided before the run, from the inputs (`_runs_once`): no alias group in the layout
+#   (the layout with the groups apart, `_analyzed_apart`, has none: that analysis's run traces too, and where it finds
+#   a group touched the grouped one, with own-base views, runs alone: Note [Synthetic Bases]), no non-leaf
+#   subclass input (a clone in the analysis only), no dispatch mode of the caller's (the facts `analyze` reads after
+#   leaving its modes are read outside every mode of the trace); and after it, from the analysis (`_keeps_trace`): no new autograd leaf (the trace's run marks
 #   those: Note [Training Without A Function]) and no input gaining grad (analyzed again with the flag). A training
 #   compile takes the one run only for the native path (Note [Training Without A Function]): before the run, the
 #   eager backend, called with grad on, and a module, if any, holding no state that requires no grad (a guess, which
 #   costs time only where wrong: a training-mode BatchNorm writes its buffers, and the Function's compile has no use
 #   for the graph); after it, `native_training_plan` holds. That run, the analysis's, is made with grad on, as
 #   eager's: the graph holds the ops eager's autograd saw (a decomposition that reads an intermediate's requires_grad
-#   decides as in eager), and `records_as_eager` checks that graph's run; where the check fails, the Function trains
+#   decides as in eager), and `records_as_eager` checks that graph's run (on the fakes its eager run used where that
+#   run left every input as it found it: one copy of the inputs); where the check fails, the Function trains
 #   the program, and its inference graph, where it needs one, is traced under no_grad as before. The autograd reads
 #   a trace would replay are this run's own answers (Note [Grad Mode And Autograd Reads]; the native path has none
 #   but a program's making new leaves, which traces again); what the analysis's checks do to functional

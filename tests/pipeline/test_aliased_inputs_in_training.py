@@ -14,6 +14,7 @@ import torch
 import subclassaot
 import subclassaot.api
 from subclassaot.pipeline.analyze import analyze
+from subclassaot.pipeline.trace import analyze_and_trace
 from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
@@ -1841,13 +1842,20 @@ def test_leaf_view_that_requires_grad_keeps_its_gradient_beside_a_written_alias(
 
 
 def _counting_analyses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The analyses a compile makes: alone, or in a run that traces the graph too (Note [Training Through A Joint
+    Graph]: one run; the analysis apart makes one)."""
     calls: list[int] = []
 
     def counted(*args: object, **kwargs: object) -> object:
         calls.append(1)
         return analyze(*args, **kwargs)  # type: ignore[arg-type]  # the pipeline's own arguments, passed through
 
+    def counted_with_trace(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return analyze_and_trace(*args, **kwargs)  # type: ignore[arg-type]  # as above
+
     monkeypatch.setattr(subclassaot.api, "analyze", counted)
+    monkeypatch.setattr(subclassaot.api, "analyze_and_trace", counted_with_trace)
     return calls
 
 

@@ -5,12 +5,13 @@ the compile runs it as before."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import pytest
 import torch
 from torch import nn
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.experimental import proxy_tensor
 
 import subclassaot
@@ -22,7 +23,7 @@ from subclassaot.pipeline import backward_probe, functional_run
 from subclassaot.pipeline.backward_probe import eager_saves
 from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.torch_internals import functional_alias
+from subclassaot.torch_internals import functional_alias, static_fake_copies
 from tests.oracle import assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import nonleaf, pair, pair_nonleaf
@@ -196,6 +197,34 @@ def test_model_in_training_runs_once(runs: list[str]) -> None:
     assert runs == ["trace"] and cast(subclassaot.CompiledModule[_Encoder], compiled).entries[0].autograd_backward
 
 
+def _written_intermediate(x: T, y: T) -> object:
+    z = x * y
+    z.relu_()  # (a write, of no input's storage)
+    return z.sin()
+
+
+@pytest.mark.parametrize("program", [_read, _written_intermediate], ids=["read", "written_intermediate"])
+def test_the_native_check_copies_the_inputs_once_and_makes_no_fx_code(
+    monkeypatch: pytest.MonkeyPatch, program: Callable[[T, T], object]
+) -> None:
+    # backward_probe.records_as_eager: eager's run leaves the inputs as it found them, so the graph runs on the same
+    # fakes (one static copy of the inputs); it runs as the eager backend's callable, which the compile reuses, so fx
+    # never generates the graph module's own code
+    copies: list[int] = []
+
+    def counted(values: Sequence[object]) -> tuple[object, list[object]]:
+        copies.append(len(values))
+        return static_fake_copies(values)
+
+    monkeypatch.setattr(backward_probe, "static_fake_copies", counted)
+    with torch.enable_grad():
+        compiled = assert_matches_eager(program, _grad_inputs("plain"), calls=2, versions="exact")
+    (entry,) = cast(subclassaot.CompiledFunction[..., object], compiled).entries
+    graph = entry.traced.graph
+    assert entry.autograd_backward and copies == [2]
+    assert isinstance(graph, _LazyGraphModule) and graph._needs_recompile()
+
+
 def test_training_through_the_function_traces_as_before(runs: list[str]) -> None:
     # a no_grad region: the graph's run records history eager's lacks, so the Function trains it, whose joint
     # trace gives the forward (the graph the analysis's run traced, with grad on, is dropped)
@@ -280,14 +309,10 @@ def _graph_as_is(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[.
     return gm
 
 
-def test_training_with_another_backend_and_aliased_inputs_run_as_before(runs: list[str]) -> None:
+def test_training_with_another_backend_runs_the_analysis_alone(runs: list[str]) -> None:
     # (no native path off the eager backend: the analysis runs alone)
     with torch.enable_grad():
         assert_matches_eager(_read, _grad_inputs("plain"), calls=2, backend=_graph_as_is)
-    assert runs[0] == "analyze"
-    runs.clear()
-    with torch.no_grad():
-        assert_matches_eager(_read_aliases, _aliased_inputs)
     assert runs[0] == "analyze"
 
 
@@ -295,9 +320,54 @@ def _read_aliases(x: T, y: T) -> object:
     return x * 2 + y.view(2, 2)
 
 
+def _write_aliases(x: T, y: T) -> object:
+    x.add_(1)
+    return x * 2 + y.view(2, 2)
+
+
 def _aliased_inputs() -> tuple[object, ...]:
     base = torch.randn(4)
     return base.view(2, 2), base
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        # aliased inputs the program leaves untouched, analyzed apart (Note [Synthetic Bases]): that analysis's run
+        # traces the graph too
+        (_read_aliases, ["trace"]),
+        # written: the run apart finds a group touched, and the grouped analysis decides, then the trace
+        (_write_aliases, ["trace", "analyze", "trace"]),
+    ],
+    ids=["read", "written"],
+)
+def test_aliased_inputs_left_untouched_run_once(
+    runs: list[str], program: Callable[[T, T], object], expected: list[str]
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(program, _aliased_inputs, calls=2, versions="exact")
+    assert runs == expected, runs
+
+
+class _Tied(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(4, 4, bias=False)
+        self.head = nn.Linear(4, 4, bias=False)
+        self.head.weight = self.embed.weight  # (one parameter under two names: an alias group of the module's state)
+
+    def forward(self, x: T) -> T:
+        return self.head(self.embed(x).relu())  # type: ignore[no-any-return]
+
+
+def test_a_tied_weight_in_training_runs_once(runs: list[str]) -> None:
+    # a parameter the module holds twice (GPT-2's tied embedding), only read: the analysis apart traces the graph of
+    # the native path too; gradients as eager's
+    torch.manual_seed(0)
+    with torch.enable_grad():
+        compiled = assert_matches_eager(_Tied(), lambda: (torch.randn(3, 4),), calls=2)
+    assert runs == ["trace"], runs
+    assert cast(subclassaot.CompiledModule[_Tied], compiled).entries[0].autograd_backward
 
 
 def _view_set_under_grad(x: T) -> object:
