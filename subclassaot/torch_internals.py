@@ -923,9 +923,48 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     shares another's version counter (a detach() of it) shares its fake's (`_share_fake_counters`). Other values as
     they are."""
     mode = _EagerEmptyLayouts(allow_non_fake_inputs=False)
-    fakes = [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
+    made: dict[int, torch.Tensor] = {}
+    fakes = [_static_fake(mode, v, made) if isinstance(v, torch.Tensor) else v for v in values]
     _share_fake_counters(mode, values, fakes)
     return mode, fakes
+
+
+def _static_fake(mode: FakeTensorMode, t: torch.Tensor, made: dict[int, torch.Tensor]) -> torch.Tensor:
+    """`mode.from_tensor(t, static_shapes=True)`, but for a subclass holding a subclass (a TwoTensor of
+    TwoTensors), or a view of one: built here from its inner tensors' fakes, each inner subclass given its own
+    requires_grad, which torch's MetaConverter leaves at what its `__tensor_unflatten__` made (its inner tensors'):
+    eager's `TwoTensor(f, g.detach().clone().requires_grad_())` holds a `g` requiring grad over inner tensors that
+    do not, whose fake would not, and the outer unflatten then fails (or differs from eager's). A view is its view
+    ops replayed on its base's fake, with grad where it requires grad. The same object gives the same fake (`made`:
+    id -> fake); requires_grad and a non-leaf's raising history as `from_tensor`'s."""
+    if id(t) in made:
+        return made[id(t)]
+    base = t._base
+    if not _holds_a_subclass(t if base is None else base):
+        return mode.from_tensor(t, static_shapes=True)
+    if base is not None:
+        base_fake = _static_fake(mode, base, made)
+        with mode, torch.set_grad_enabled(t.requires_grad):
+            fake = replay_view(t, base_fake)
+    else:
+        attrs, ctx = type(t).__tensor_flatten__(t)  # type: ignore[attr-defined]  # (`_holds_a_subclass`)
+        inner = {a: _static_fake(mode, v, made) if isinstance(v := getattr(t, a), torch.Tensor) else v for a in attrs}
+        unflatten = type(t).__tensor_unflatten__  # type: ignore[attr-defined]
+        fake = cast(torch.Tensor, unflatten(inner, ctx, tuple(t.shape), tuple(t.stride())))
+        if fake.requires_grad != t.requires_grad:
+            fake.requires_grad_(t.requires_grad)
+        if t.requires_grad and not t.is_leaf:
+            fake = torch._C._functions.DelayedError(EXAMPLE_INPUT_HISTORY_ERROR, 1)(fake)
+    made[id(t)] = fake
+    return fake
+
+
+def _holds_a_subclass(t: torch.Tensor) -> bool:
+    """Is `t` a traceable subclass (no Parameter) one of whose inner tensors is a subclass?"""
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is None or type(t) is torch.nn.Parameter:
+        return False
+    return any(type(v := getattr(t, a)) is not torch.Tensor and isinstance(v, torch.Tensor) for a in flatten(t)[0])
 
 
 def static_meta_copies(values: Sequence[object]) -> tuple[contextlib.AbstractContextManager[object], list[object]]:
