@@ -687,6 +687,9 @@ class Analysis:
     # the places among those of the leaves that are views eager's view ops gave the creation meta of one taken under
     # no_grad, which the graph's node gives them (Note [Training Without A Function])
     no_grad_leaf_views: tuple[int, ...] = ()
+    # ... and of those that are views of an input requiring no grad then, whose node takes the leaf over the caller's
+    # input (Note [Training Without A Function])
+    input_base_leaf_views: tuple[int, ...] = ()
     # per tensor input: one of those calls was on this input, a plain leaf that requires no grad, after
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])

@@ -923,9 +923,48 @@ def static_fake_copies(values: Sequence[object]) -> tuple[FakeTensorMode, list[o
     shares another's version counter (a detach() of it) shares its fake's (`_share_fake_counters`). Other values as
     they are."""
     mode = _EagerEmptyLayouts(allow_non_fake_inputs=False)
-    fakes = [mode.from_tensor(v, static_shapes=True) if isinstance(v, torch.Tensor) else v for v in values]
+    made: dict[int, torch.Tensor] = {}
+    fakes = [_static_fake(mode, v, made) if isinstance(v, torch.Tensor) else v for v in values]
     _share_fake_counters(mode, values, fakes)
     return mode, fakes
+
+
+def _static_fake(mode: FakeTensorMode, t: torch.Tensor, made: dict[int, torch.Tensor]) -> torch.Tensor:
+    """`mode.from_tensor(t, static_shapes=True)`, but for a subclass holding a subclass (a TwoTensor of
+    TwoTensors), or a view of one: built here from its inner tensors' fakes, each inner subclass given its own
+    requires_grad, which torch's MetaConverter leaves at what its `__tensor_unflatten__` made (its inner tensors'):
+    eager's `TwoTensor(f, g.detach().clone().requires_grad_())` holds a `g` requiring grad over inner tensors that
+    do not, whose fake would not, and the outer unflatten then fails (or differs from eager's). A view is its view
+    ops replayed on its base's fake, with grad where it requires grad. The same object gives the same fake (`made`:
+    id -> fake); requires_grad and a non-leaf's raising history as `from_tensor`'s."""
+    if id(t) in made:
+        return made[id(t)]
+    base = t._base
+    if not _holds_a_subclass(t if base is None else base):
+        return mode.from_tensor(t, static_shapes=True)
+    if base is not None:
+        base_fake = _static_fake(mode, base, made)
+        with mode, torch.set_grad_enabled(t.requires_grad):
+            fake = replay_view(t, base_fake)
+    else:
+        attrs, ctx = type(t).__tensor_flatten__(t)  # type: ignore[attr-defined]  # (`_holds_a_subclass`)
+        inner = {a: _static_fake(mode, v, made) if isinstance(v := getattr(t, a), torch.Tensor) else v for a in attrs}
+        unflatten = type(t).__tensor_unflatten__  # type: ignore[attr-defined]
+        fake = cast(torch.Tensor, unflatten(inner, ctx, tuple(t.shape), tuple(t.stride())))
+        if fake.requires_grad != t.requires_grad:
+            fake.requires_grad_(t.requires_grad)
+        if t.requires_grad and not t.is_leaf:
+            fake = torch._C._functions.DelayedError(EXAMPLE_INPUT_HISTORY_ERROR, 1)(fake)
+    made[id(t)] = fake
+    return fake
+
+
+def _holds_a_subclass(t: torch.Tensor) -> bool:
+    """Is `t` a traceable subclass (no Parameter) one of whose inner tensors is a subclass?"""
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is None or type(t) is torch.nn.Parameter:
+        return False
+    return any(type(v := getattr(t, a)) is not torch.Tensor and isinstance(v, torch.Tensor) for a in flatten(t)[0])
 
 
 def static_meta_copies(values: Sequence[object]) -> tuple[contextlib.AbstractContextManager[object], list[object]]:
@@ -1275,7 +1314,9 @@ def code_generated(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return gm
 
 
-def new_autograd_leaf(t: torch.Tensor, is_view: bool = True, no_grad_view: bool = False) -> torch.Tensor:
+def new_autograd_leaf(
+    t: torch.Tensor, is_view: bool = True, no_grad_view: bool = False, input_base: bool = False
+) -> torch.Tensor:
     """A traced graph's node (Note [Training Without A Function]): `t` made a new autograd leaf, as the program's
     requires_grad_() made eager's. Itself where the graph's run gave it no history and it is a view only if eager's
     is (`is_view`); else a detached alias, which is no view: eager's had no history (computed in a no_grad block,
@@ -1284,9 +1325,18 @@ def new_autograd_leaf(t: torch.Tensor, is_view: bool = True, no_grad_view: bool 
     no_grad) has none is taken again, by as_strided(), of its base's detached alias: a view with no history, as
     eager's. `no_grad_view`: eager's has the creation meta of a view taken under no_grad, which the graph's run,
     taking its views with grad on, did not give it; a view result is given it (but inside inference_mode's, which
-    holds over any). The nodes after it read the result."""
+    holds over any). `input_base`: eager's is a view of an input requiring no grad then, which the runtime made
+    require grad before the graph ran (the program turns its flag on later): the view is taken again of that input
+    itself under no_grad, with the creation meta of one taken with grad on, so that a write to the input after the
+    call rebuilds its history as it rebuilds eager's (whose backward then raises "leaf variable has been moved into
+    the graph interior"). The nodes after it read the result."""
     if t.grad_fn is None and (is_view or not t._is_view()):
         leaf = t.requires_grad_()
+    elif input_base and is_view and t._base is not None and t._base.grad_fn is None:
+        with torch.no_grad():
+            leaf = t._base.as_strided(t.size(), t.stride(), t.storage_offset())
+        torch._C._autograd._set_creation_meta(leaf, _CreationMeta.DEFAULT)
+        leaf.requires_grad_()
     elif is_view and t._base is not None:
         leaf = t._base.detach().as_strided(t.size(), t.stride(), t.storage_offset()).requires_grad_()
     else:
@@ -1296,19 +1346,22 @@ def new_autograd_leaf(t: torch.Tensor, is_view: bool = True, no_grad_view: bool 
     return leaf
 
 
-def trace_new_leaf(t: torch.Tensor, is_input: bool = False, no_grad_view: bool = False) -> None:
+def trace_new_leaf(
+    t: torch.Tensor, is_input: bool = False, no_grad_view: bool = False, input_base: bool = False
+) -> None:
     """Under make_fx over functionalization: a `new_autograd_leaf` node on FunctionalTensor `t`'s current value, whose
     result the nodes traced after it read for that value, and which is a view only where the program's `t` is one.
     `is_input`: `t` stands for an input, whose stand-in is no view where the caller's may be (a view passed alone):
     the caller's own tensor is made the leaf, view or not. `no_grad_view`: the node gives its view result the creation
-    meta of one taken under no_grad (`new_autograd_leaf`). Nothing where no make_fx trace is running."""
+    meta of one taken under no_grad, and `input_base` takes it over the caller's input (`new_autograd_leaf`). Nothing
+    where no make_fx trace is running."""
     mode = proxy_tensor.get_proxy_mode()
     if mode is None:
         return
     value = from_functional(t)
     tracer = mode.tracer
     before = proxy_tensor.get_proxy_slot(value, tracer)
-    args = (before.proxy, is_input or t._is_view(), no_grad_view)
+    args = (before.proxy, is_input or t._is_view(), no_grad_view, input_base)
     proxy = tracer.create_proxy("call_function", new_autograd_leaf, args, {})
     proxy_tensor.set_meta(proxy, value)
     proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))

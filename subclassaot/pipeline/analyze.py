@@ -477,6 +477,7 @@ def _analysis(
         function_returns=tuple(run.swaps.function_returns),
         new_leaves=tuple(run.swaps.new_leaves),
         no_grad_leaf_views=tuple(sorted(run.swaps.no_grad_leaf_views)),
+        input_base_leaf_views=tuple(sorted(run.swaps.input_base_leaf_views)),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
         gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),
         own_leaf_inputs=tuple(i in f.own_leaves for i in range(len(run.user_tensors))),

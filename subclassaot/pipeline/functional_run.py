@@ -135,6 +135,7 @@ def run_functional(
     replay_reads: tuple[object, ...] | None = None,
     new_leaves: tuple[bool, ...] | None = None,
     no_grad_leaf_views: tuple[int, ...] = (),
+    input_base_leaf_views: tuple[int, ...] = (),
     hold: NewLeafHold | None = None,
     function_returns: tuple[tuple[int, ...], ...] | None = None,
     own_leaves: frozenset[int] = frozenset(),  # the first analysis's Analysis.own_leaf_inputs (`own_leaf_inputs`)
@@ -159,7 +160,7 @@ def run_functional(
     values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous, hold=hold)  # (Note [Training Without A Function])
-    _give_replays(record, replay_reads, new_leaves, no_grad_leaf_views, function_returns)
+    _give_replays(record, replay_reads, new_leaves, (no_grad_leaf_views, input_base_leaf_views), function_returns)
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, {*viewed, *view_clone_inputs}, own_leaves)
@@ -226,13 +227,14 @@ def _give_replays(
     record: SwapRecord,
     reads: tuple[object, ...] | None,
     new_leaves: tuple[bool, ...] | None,
-    no_grad_leaf_views: tuple[int, ...],
+    leaf_views: tuple[tuple[int, ...], tuple[int, ...]],
     function_returns: tuple[tuple[int, ...], ...] | None,
 ) -> None:
     """The answers of the analysis run that this run replays, in call order (None: this run is the analysis's)."""
     record.replayed_reads = reads  # Note [Grad Mode And Autograd Reads]
     record.replayed_new_leaves = new_leaves  # Note [Training Without A Function]
-    record.replayed_no_grad_leaf_views = frozenset(no_grad_leaf_views)
+    record.replayed_no_grad_leaf_views = frozenset(leaf_views[0])
+    record.replayed_input_base_leaf_views = frozenset(leaf_views[1])
     record.replayed_function_returns = function_returns  # Note [Custom Functions]
 
 

@@ -193,6 +193,7 @@ def trace_inference(
                 replay_reads=analysis.autograd_reads,
                 new_leaves=analysis.new_leaves,
                 no_grad_leaf_views=analysis.no_grad_leaf_views,
+                input_base_leaf_views=analysis.input_base_leaf_views,
                 function_returns=analysis.function_returns,
                 own_leaves=own_leaves_of(analysis),
             )

@@ -1326,6 +1326,70 @@ def test_subclass_input_eager_saves_written_after_the_call(
         assert_matches_eager(fn, make, after_call=write_outputs)
 
 
+def _nested_two_tensor(*shape: int, inner_grad: bool = True) -> T:
+    """A TwoTensor of TwoTensors requiring grad, as the fuzzer makes them: its first inner TwoTensor over leaves that
+    require grad, its second a `detach().clone().requires_grad_()` of the first (the wrapper requires grad, its inner
+    tensors not); with `inner_grad` False, no inner tensor requires grad, the outer wrapper alone."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    if not inner_grad:
+        a = torch.randn(shape)
+        inner = TwoTensor(a, a.clone())  # type: ignore[no-untyped-call]
+        return TwoTensor(inner, inner.clone()).requires_grad_()  # type: ignore[no-untyped-call]
+    a = torch.randn(shape).requires_grad_()
+    inner = TwoTensor(a, a.detach().clone().requires_grad_())  # type: ignore[no-untyped-call]
+    return TwoTensor(inner, inner.detach().clone().requires_grad_())  # type: ignore[no-untyped-call]
+
+
+def _sort_indices_first(x: T) -> tuple[T, T]:
+    values, indices = x.sort(0, descending=True)
+    return indices, values  # SortBackward0 saves the indices: written after the call, eager's backward raises
+
+
+def _sort_of_a_view(x: T) -> tuple[T, T]:
+    return x.view((1, -1)).sort(1)
+
+
+def _max_indices_first(x: T, y: T) -> tuple[T, T]:
+    values, indices = x.max(0, keepdim=True)
+    return indices, values  # y: a view of x, passed beside it
+
+
+def _nested_and_a_view_of_it() -> tuple[T, T]:
+    x = _nested_two_tensor()
+    return x, x.unsqueeze(0)
+
+
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["unwritten", "written"])
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        pytest.param(_sort_indices_first, lambda: (_nested_two_tensor(),), id="scalar sort"),
+        pytest.param(_sort_of_a_view, lambda: (_nested_two_tensor(),), id="sort of a view"),
+        pytest.param(_sort_indices_first, lambda: (_nested_two_tensor(3),), id="sort"),
+        pytest.param(_sort_indices_first, lambda: (_nested_two_tensor(3) * 2,), id="sort of a non-leaf"),
+        pytest.param(_sort_indices_first, lambda: (_nested_two_tensor(3, inner_grad=False),), id="outer grad only"),
+        pytest.param(_input_returned_beside_its_sine, lambda: (_nested_two_tensor(3),), id="sin"),
+        pytest.param(_sort_indices_first, lambda: (_nested_two_tensor(2, 3)[0],), id="sort of a view input"),
+        pytest.param(_max_indices_first, _nested_and_a_view_of_it, id="max beside a view input"),
+    ],
+)
+def test_nested_subclass_eager_saves_written_after_the_call(
+    fn: Callable[..., object],
+    make: Callable[[], tuple[object, ...]],
+    after_call: Callable[[object, tuple[object, ...]], None] | None,
+) -> None:
+    """Found by the fuzzer (seed 121002 #2631 and #3174, 123430 #106, its last call writing the outputs): a TwoTensor of
+    TwoTensors whose second inner TwoTensor requires grad over inner tensors that do not. torch's fake of it failed
+    (its MetaConverter leaves an inner subclass at the requires_grad its unflatten gives), so the probe of the tensors
+    eager's backward saves did not run, and the compiled Function saved the indices' inner tensors, which a write
+    through the wrapper leaves at their count: eager's backward raised "modified by an inplace operation", ours
+    completed. The probe's fakes of such a subclass (and of views of it) are built from its inner tensors'
+    (torch_internals)."""
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, after_call=after_call)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # The same, where the saved tensor is an input the program itself wrote before the save (eager saved it at the count
 # the program leaves, which the compiled call reaches only once its epilogue has written the input), or where the

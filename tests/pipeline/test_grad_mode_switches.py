@@ -1047,6 +1047,47 @@ def test_new_leaf_view_of_an_input_returned_as_the_graphs_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+def new_leaf_view_of_an_input_flagged_after(x0: T) -> object:
+    # Fuzz seed 121002, program 6194 (shrunk): eager's backward raised "leaf variable has been moved into the graph
+    # interior" after write_outputs, ours completed
+    t0 = x0.expand((3, 3, 3))
+    t0.requires_grad_()
+    x0.requires_grad_()
+    return (t0.clone(), x0)
+
+
+def new_leaf_no_grad_view_of_an_input_flagged_after(x0: T) -> object:
+    with torch.no_grad():
+        t0 = x0[1:]
+    t0.requires_grad_()
+    x0.requires_grad = True
+    return (t0 * 2, x0.sum())
+
+
+def _write_the_input(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: write the first input in place under no_grad (the caller holds it, returned or not)."""
+    with torch.no_grad():
+        cast(T, args[0]).mul_(1.0)
+
+
+@pytest.mark.parametrize("after_call", [None, write_outputs, _write_the_input], ids=["unwritten", "outputs", "input"])
+@pytest.mark.parametrize(
+    "f",
+    [new_leaf_view_of_an_input_flagged_after, new_leaf_no_grad_view_of_an_input_flagged_after],
+    ids=["view", "no_grad_view"],
+)
+def test_new_leaf_view_of_an_input_flagged_after_it_rebuilds_at_a_later_write_as_eager(
+    f: Callable[..., object], after_call: Callable[[object, tuple[object, ...]], None] | None
+) -> None:
+    """A view of an input that requires no grad, made a leaf, and the input then made to require grad: a write to the
+    input after the call (the caller's) rebuilds eager's leaf's history from the input, so that its backward raises
+    "leaf variable has been moved into the graph interior"; the compiled leaf was a view of a detached alias of the
+    input, whose backward completed. Unwritten, the gradient stays with the leaf in both."""
+    make = lambda: (torch.randn((3, 1, 3)),)  # noqa: E731
+    with torch.enable_grad():
+        assert_matches_eager(f, make, after_call=after_call)
+
+
 # Views of new leaves taken under no_grad (Note [Training Without A Function]): eager's view taken under no_grad
 # passes that creation meta down its chain, to the leaf the program makes of it and to the views taken of that leaf
 # with grad, whose grad_fn raises once their counter moves ('Output 0 of T is a view of a view which was created in

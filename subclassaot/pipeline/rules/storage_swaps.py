@@ -1386,8 +1386,10 @@ class _DataMode(TorchFunctionMode):
         """The trace's `new_autograd_leaf` node for the program's call making `t` a new leaf, given the creation meta
         of a view taken under no_grad where the analysis run found eager's has it (its place in new_leaves: the
         cursor `_makes_new_leaf` just moved)."""
-        no_grad_view = self.record.new_leaf_cursor - 1 in self.record.replayed_no_grad_leaf_views
-        trace_new_leaf(t, id(t) in self.record.input_positions, no_grad_view)
+        k = self.record.new_leaf_cursor - 1
+        no_grad_view = k in self.record.replayed_no_grad_leaf_views
+        input_base = k in self.record.replayed_input_base_leaf_views
+        trace_new_leaf(t, id(t) in self.record.input_positions, no_grad_view, input_base)
 
     def _makes_new_leaf(self, t: object) -> bool:
         """Does the program's requires_grad_() on `t` make it a new autograd leaf in eager (Note [Training Without A
@@ -1419,11 +1421,22 @@ class _DataMode(TorchFunctionMode):
                 record.new_leaf_ids.add(id(t))
                 record.new_leaf_seq[id(t)] = record.seq
                 record.pin(t)
-                if isinstance(t, torch.Tensor) and id(t) not in record.input_positions and record.made_under_no_grad(t):
-                    record.no_grad_leaf_views.add(len(record.new_leaves) - 1)
+                if isinstance(t, torch.Tensor) and id(t) not in record.input_positions:
+                    self._note_leaf_view(t, len(record.new_leaves) - 1)
         if new and id(t) in record.input_positions:
             record.leaf_marked.add(id(t))
         return new
+
+    def _note_leaf_view(self, t: torch.Tensor, k: int) -> None:
+        """Note the new leaf `t` at place `k` in new_leaves among the views the trace's node gives the creation meta of
+        one taken under no_grad, and among those of an input that requires no grad now (eager's `._base`: a write to
+        it after the program turned its flag on, even the caller's after the call, rebuilds eager's leaf's history,
+        and its backward then raises "leaf variable has been moved into the graph interior")."""
+        if self.record.made_under_no_grad(t):
+            self.record.no_grad_leaf_views.add(k)
+        base = t._base if t._is_view() else None
+        if base is not None and id(base) in self.record.input_positions and not base.requires_grad:
+            self.record.input_base_leaf_views.add(k)
 
     def _input_gains_after_read(self, t: torch.Tensor) -> bool:
         """Is `t` the stand-in for a plain input that shares no storage with another, no leaf laid out anew (Note

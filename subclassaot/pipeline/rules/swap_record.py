@@ -222,6 +222,11 @@ class SwapRecord:
     # Function])
     no_grad_leaf_views: set[int] = field(default_factory=set)
     replayed_no_grad_leaf_views: frozenset[int] = frozenset()
+    # ... and of the leaves that are views of an input (eager's `._base`) requiring no grad when made the leaf: the
+    # node takes its leaf over the caller's input itself, whose flag the program turns on (Note [Training Without A
+    # Function])
+    input_base_leaf_views: set[int] = field(default_factory=set)
+    replayed_input_base_leaf_views: frozenset[int] = frozenset()
     new_leaf_cursor: int = 0
     # the compile's choice of the calls making new leaves it holds back; while undecided, this run holds back each
     # and notes it, counting the calls turning a flag on (`flag_calls`) as the held-back runs do (Note [Training
