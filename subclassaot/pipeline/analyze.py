@@ -86,6 +86,7 @@ from subclassaot.pipeline.rules.changed_views import (
 from subclassaot.pipeline.rules.data_assignment import (
     check_assigned_view,
     check_data_meta_outputs,
+    refuse_moved_inner_wrappers,
     wrapper_data_plans,
     wrapper_storage_classes,
 )
@@ -386,6 +387,7 @@ class _CheckedRun:
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         self.wrapper_after = wrapper_after = wrappers_after(layout, run, mutations)
         paths = [flat.leaves[k].path for k in flat.tensor_indices]
+        refuse_moved_inner_wrappers(run, paths)  # Note [Wrapper Storage]
         check_relaid_family_member(run.swaps, run.user_tensors, paths, [m is not None for m in wrapper_after])
         grad_paths = [p if t.requires_grad else None for p, t in zip(paths, run.user_tensors, strict=True)]
         check_written_relaid_to_repeats(grad_paths, layout.leaves_of_input, mutations)

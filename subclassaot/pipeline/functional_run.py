@@ -19,6 +19,7 @@ from subclassaot.authoring.protocol import (
     SubclassNode,
     dense_leaves,
     flatten_subclass,
+    inner_wrappers,
     is_traceable_subclass,
     unflatten_subclass,
 )
@@ -91,6 +92,9 @@ class FunctionalRun:
     initial_metas: list[Meta]  # per tensor input: the object's (size, stride, offset) when the program got it
     # per tensor input: the wrapper's own storage key when the program got it (None for plain tensors)
     initial_wrapper_keys: list[object | None]
+    # per tensor input: (size, stride, offset) and storage key of each tensor subclass among its inner tensors
+    # (`inner_wrappers`) when the program got it; () for a plain tensor or one over plain tensors only
+    initial_inner_wrappers: list[tuple[tuple[Meta, object], ...]]
     # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
     # offsets, which the leaf's views record, are shifted by it to be the input's)
     clone_offset_shift: dict[int, int | torch.SymInt]
@@ -155,6 +159,9 @@ def run_functional(
     initial_wrapper_keys = [
         None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
     ]
+    initial_inner_wrappers = [
+        tuple((leaf_meta(w), storage_key(w)) for _, w in inner_wrappers(t, "t")) for t in user_tensors
+    ]
     tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
     values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
@@ -197,6 +204,7 @@ def run_functional(
         finals=finals,
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
+        initial_inner_wrappers=initial_inner_wrappers,
         clone_offset_shift=shift,
         moved_clones=frozenset(moved),
         output=output,

@@ -7,12 +7,14 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import assert_refused
 
 T = torch.Tensor
 Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
@@ -172,3 +174,83 @@ def test_a_subclass_view_of_an_input_through_a_set_view_is_refused() -> None:
         rule = r"could not be a view of it \(Note \[Output Regeneration\]\)"
         with pytest.raises(UnsupportedError, match=rule):
             subclassaot.compile(_set_of_a_view_then_split_under_no_grad)(*make())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# set_() of a nested subclass (a TwoTensor of TwoTensors): eager repeats the wrapper's set_ on each inner wrapper, which
+# takes the source's inner wrapper's metadata and wrapper storage (and later in-place view ops relay it); the compiled
+# call sets the dense leaves and the outer wrapper only, so its inner wrappers kept their size, strides and storage
+# (fuzz seed 121002 #4210, #4387, #7737, #1990: DIVERGED `args[#].a after the call: shape`). Refused by name.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def nested(*shape: int) -> T:
+    t = torch.randn(shape)
+    return TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1))  # type: ignore[no-untyped-call]
+
+
+def _nested_set_to_input_of_another_size(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    return (x1,)
+
+
+def _nested_set_to_a_view_of_its_base(x0: T, x1: T) -> object:
+    set_to(x0, x1)
+    return (x1,)
+
+
+def _nested_self_set_then_transposed(x0: T, x1: T) -> object:
+    set_to(x0, x0)
+    x0.t_()
+    return (x1,)
+
+
+def _nested_unsqueezed_then_self_set(x0: T, x1: T) -> object:
+    x1.unsqueeze_(-1)
+    set_to(x1, x1)
+    return (x0,)
+
+
+def _nested_intermediate_set_to_input(x0: T, x1: T) -> object:
+    t = x1.clone()
+    set_to(t, x0)  # eager's t.a is on x0.a's wrapper storage
+    return (t,)
+
+
+def _nested_view_of_input_set_to_input(x0: T, x1: T) -> object:
+    t = x1.t()
+    set_to(t, x0)
+    return (t, x1)
+
+
+def _two_views_of_nested() -> tuple[object, ...]:
+    b0 = nested(2)
+    return (b0.select(0, 0), b0.view((2, 1)).t())
+
+
+NESTED_REFUSED: dict[str, Program] = {
+    "set_to_input_of_another_size": (_nested_set_to_input_of_another_size, lambda: (nested(), nested(3))),
+    "set_to_a_view_of_its_base": (_nested_set_to_a_view_of_its_base, _two_views_of_nested),
+    "self_set_then_transposed": (_nested_self_set_then_transposed, lambda: (nested(4, 1), nested(2))),
+    "unsqueezed_then_self_set": (_nested_unsqueezed_then_self_set, lambda: (nested(), nested())),
+    "intermediate_set_to_input": (_nested_intermediate_set_to_input, lambda: (nested(3), nested(3))),
+    "view_of_input_set_to_input": (_nested_view_of_input_set_to_input, lambda: (nested(2, 3), nested(3, 2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_REFUSED))
+def test_nested_subclass_set_refused(name: str, compile_fn: CompileFn | None) -> None:
+    f, make = NESTED_REFUSED[name]
+    with torch.no_grad():
+        assert_refused(f, make, compile_fn, r"set_\(\) this nested tensor subclass .*Note \[Wrapper Storage\]")
+
+
+def test_nested_subclass_set_to_itself_matches_eager(compile_fn: CompileFn | None) -> None:
+    """The rule's boundary: a set_() that leaves the inner wrappers as they came is compiled (and matches eager)."""
+
+    def f(x0: T) -> object:
+        set_to(x0, x0)
+        return (x0 * 2,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (nested(2, 3),), compile_fn=compile_fn)
