@@ -125,6 +125,16 @@ def _note_shared_storage(
         record.shared_members[storage_key(base)] = tuple(dict.fromkeys(plain))
 
 
+def _initial_layouts(
+    layout: DenseLayout, user_tensors: Sequence[torch.Tensor]
+) -> tuple[list[Meta], list[object | None], list[tuple[tuple[Meta, object], ...]]]:
+    """FunctionalRun's initial_metas, initial_wrapper_keys and initial_inner_wrappers of the tensor inputs."""
+    metas = [leaf_meta(t) for t in user_tensors]
+    keys = [None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)]
+    inner = [tuple((leaf_meta(w), storage_key(w)) for _, w in inner_wrappers(t, "t")) for t in user_tensors]
+    return metas, keys, inner
+
+
 def run_functional(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -155,13 +165,7 @@ def run_functional(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
     originals = _originals(layout, dense, uncloned, read_only)
-    initial_metas = [leaf_meta(t) for t in user_tensors]
-    initial_wrapper_keys = [
-        None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
-    ]
-    initial_inner_wrappers = [
-        tuple((leaf_meta(w), storage_key(w)) for _, w in inner_wrappers(t, "t")) for t in user_tensors
-    ]
+    initial_metas, initial_wrapper_keys, initial_inner_wrappers = _initial_layouts(layout, user_tensors)
     tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
     values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
