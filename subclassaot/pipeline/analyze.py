@@ -86,7 +86,6 @@ from subclassaot.pipeline.rules.changed_views import (
 from subclassaot.pipeline.rules.data_assignment import (
     check_assigned_view,
     check_data_meta_outputs,
-    refuse_moved_inner_wrappers,
     wrapper_data_plans,
     wrapper_storage_classes,
 )
@@ -114,6 +113,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     releaf_size,
     seen_after_layout_ops,
 )
+from subclassaot.pipeline.rules.inner_wrappers import inner_wrapper_classes
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
     check_unreplayed_assigned_view,
@@ -387,7 +387,7 @@ class _CheckedRun:
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         self.wrapper_after = wrapper_after = wrappers_after(layout, run, mutations)
         paths = [flat.leaves[k].path for k in flat.tensor_indices]
-        refuse_moved_inner_wrappers(run, paths)  # Note [Wrapper Storage]
+        self.inner_wrapper_storage = inner_wrapper_classes(run, paths)  # Note [Wrapper Storage]
         check_relaid_family_member(run.swaps, run.user_tensors, paths, [m is not None for m in wrapper_after])
         grad_paths = [p if t.requires_grad else None for p, t in zip(paths, run.user_tensors, strict=True)]
         check_written_relaid_to_repeats(grad_paths, layout.leaves_of_input, mutations)
@@ -474,6 +474,7 @@ def _analysis(
         num_intermediate_bases=f.num_bases,
         stride_probes=f.probes,
         wrapper_storage=f.wrapper_storage,
+        inner_wrapper_storage=f.inner_wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
         function_returns=tuple(run.swaps.function_returns),

@@ -93,7 +93,7 @@ class FunctionalRun:
     # per tensor input: the wrapper's own storage key when the program got it (None for plain tensors)
     initial_wrapper_keys: list[object | None]
     # per tensor input: (size, stride, offset) and storage key of each tensor subclass among its inner tensors
-    # (`inner_wrappers`) when the program got it; () for a plain tensor or one over plain tensors only
+    # (`inner_wrappers`, in its order) when the program got it; () for a plain tensor or one over plain tensors only
     initial_inner_wrappers: list[tuple[tuple[Meta, object], ...]]
     # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
     # offsets, which the leaf's views record, are shifted by it to be the input's)

@@ -18,6 +18,7 @@ import torch
 from torch.autograd.graph import GradientEdge
 
 from subclassaot.authoring.protocol import dense_leaves, is_traceable_subclass
+from subclassaot.runtime.inner_wrappers import inner_anchor_holders, settle_inner_wrappers
 from subclassaot.runtime.plan import (
     GraphCall,
     GraphRunResult,
@@ -204,6 +205,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
         holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
+        inner_holders = inner_anchor_holders(flat, inner_classes, values) if inner_classes else []
         held = _write_holders(plan, values) if torch.is_grad_enabled() else {}  # Note [History Kept Through .data =]
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, epilogue, values, counters[0])
@@ -239,6 +241,8 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             built = cast(list[object], given)
         else:
             built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, counted), holders)
+        if inner_classes:  # Note [Wrapper Storage]
+            settle_inner_wrappers(flat, inner_classes, inner_holders, values, built)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         _turn_on(values, last)
@@ -252,7 +256,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for t in epilogue.grad_sets
         if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
-    storage_classes = plan.analysis.wrapper_storage
+    storage_classes, inner_classes = plan.analysis.wrapper_storage, plan.analysis.inner_wrapper_storage
     counted_inputs = (bumped_input_sources(plan.analysis.outputs), kept_counter_bumps(plan))
     output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)

@@ -179,8 +179,9 @@ def test_a_subclass_view_of_an_input_through_a_set_view_is_refused() -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 # set_() of a nested subclass (a TwoTensor of TwoTensors): eager repeats the wrapper's set_ on each inner wrapper, which
 # takes the source's inner wrapper's metadata and wrapper storage (and later in-place view ops relay it); the compiled
-# call sets the dense leaves and the outer wrapper only, so its inner wrappers kept their size, strides and storage
-# (fuzz seed 121002 #4210, #4387, #7737, #1990: DIVERGED `args[#].a after the call: shape`). Refused by name.
+# call set the dense leaves and the outer wrapper only, so its inner wrappers kept their size, strides and storage
+# (fuzz seed 121002 #4210, #4387, #7737, #1990, #9556: DIVERGED `args[#].a after the call: shape`). Now the inner
+# wrappers take their first leaf's metadata and the wrapper storage they share in the run (Note [Wrapper Storage]).
 # ---------------------------------------------------------------------------------------------------------------------
 
 
@@ -223,30 +224,66 @@ def _nested_view_of_input_set_to_input(x0: T, x1: T) -> object:
     return (t, x1)
 
 
+def _nested_set_then_viewed(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    return (x1.view(-1, 1), x1[0])  # views of x1 after: their inner wrappers on x0's inner wrapper storages
+
+
+def _nested_set_to_a_computed_tensor(x0: T, x1: T) -> object:
+    set_to(x1, x0 * 2)  # a wrapper storage the call made
+    return (x1,)
+
+
 def _two_views_of_nested() -> tuple[object, ...]:
     b0 = nested(2)
     return (b0.select(0, 0), b0.view((2, 1)).t())
 
 
-NESTED_REFUSED: dict[str, Program] = {
+def _one_nested_twice() -> tuple[object, ...]:
+    b0 = nested()
+    return (b0, b0)
+
+
+NESTED_SETS: dict[str, Program] = {
     "set_to_input_of_another_size": (_nested_set_to_input_of_another_size, lambda: (nested(), nested(3))),
     "set_to_a_view_of_its_base": (_nested_set_to_a_view_of_its_base, _two_views_of_nested),
     "self_set_then_transposed": (_nested_self_set_then_transposed, lambda: (nested(4, 1), nested(2))),
     "unsqueezed_then_self_set": (_nested_unsqueezed_then_self_set, lambda: (nested(), nested())),
+    "unsqueezed_then_self_set_one_input": (_nested_unsqueezed_then_self_set, _one_nested_twice),
     "intermediate_set_to_input": (_nested_intermediate_set_to_input, lambda: (nested(3), nested(3))),
     "view_of_input_set_to_input": (_nested_view_of_input_set_to_input, lambda: (nested(2, 3), nested(3, 2))),
+    "set_then_viewed": (_nested_set_then_viewed, lambda: (nested(3), nested(2))),
+    "set_to_a_computed_tensor": (_nested_set_to_a_computed_tensor, lambda: (nested(3), nested(2))),
 }
 
 
-@pytest.mark.parametrize("name", sorted(NESTED_REFUSED))
-def test_nested_subclass_set_refused(name: str, compile_fn: CompileFn | None) -> None:
-    f, make = NESTED_REFUSED[name]
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("name", sorted(NESTED_SETS))
+def test_nested_subclass_set_matches_eager(name: str, grad: bool, compile_fn: CompileFn | None) -> None:
+    """The inner wrappers' size, strides and wrapper storages after the call (inputs and outputs) are eager's."""
+    f, make = NESTED_SETS[name]
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def _nested_set_to_a_plain_tensor(x0: T) -> object:
+    set_to(x0, torch.randn(3))
+    return (x0,)
+
+
+def test_nested_subclass_set_to_a_plain_tensor_refused(compile_fn: CompileFn | None) -> None:
+    # eager's inner wrappers end on the plain tensor's own storage, which the runtime gives no inner wrapper
     with torch.no_grad():
-        assert_refused(f, make, compile_fn, r"set_\(\) this nested tensor subclass .*Note \[Wrapper Storage\]")
+        assert_refused(
+            _nested_set_to_a_plain_tensor,
+            lambda: (nested(2),),
+            compile_fn,
+            r"set_\(\) this nested tensor subclass .*on a plain tensor's storage.*Note \[Wrapper Storage\]",
+        )
 
 
 def test_nested_subclass_set_to_itself_matches_eager(compile_fn: CompileFn | None) -> None:
-    """The rule's boundary: a set_() that leaves the inner wrappers as they came is compiled (and matches eager)."""
+    """A set_() that leaves the inner wrappers as they came."""
 
     def f(x0: T) -> object:
         set_to(x0, x0)

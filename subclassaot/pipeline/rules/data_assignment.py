@@ -16,8 +16,8 @@ Part: Stage `analyze`, wrapper storages: which subclass tensors share one wrappe
 tensor the runtime takes that storage from (Note [Wrapper Storage]).
 
 Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime
-(runtime/plan.py applies them); an UnsupportedError for a set_() that moves inner wrappers of a nested subclass
-(`refuse_moved_inner_wrappers`). Invariants: pure reads of the run's records.
+(runtime/plan.py applies them); the inner wrappers of nested subclasses: inner_wrappers.py. Invariants: pure reads
+of the run's records.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import inner_wrappers, is_traceable_subclass
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
@@ -62,7 +62,6 @@ __all__ = [
     "check_assigned_view",
     "check_data_meta_outputs",
     "leaves_moved",
-    "refuse_moved_inner_wrappers",
     "resimplified_data_metas",
     "with_root_data_meta",
     "wrapper_data_plans",
@@ -454,9 +453,11 @@ def data_assignments_allowed(meta: Sequence[DenseIndex], analysis: Analysis) -> 
 #   gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
 # - A nested subclass (a TwoTensor of TwoTensors): its dispatch runs set_ on its inner wrappers, each an inplace_view
 #   op replayed on that wrapper, which takes its source's metadata and wrapper storage (and in-place view ops after
-#   relay it). The runtime sets the dense leaves and the outer wrapper only, so a set_() that leaves an input's inner
-#   wrappers other than they came, or an output's on an input's inner wrapper storage, is refused
-#   (`refuse_moved_inner_wrappers`); a set_() to itself that changes no inner wrapper is not.
+#   relay it). The runtime sets the dense leaves and the outer wrapper only, so once the outputs are built the inner
+#   wrappers of an input set_() at the wrapper level, and of an output set_() (or a view of one), take their first
+#   dense leaf's metadata and, by class as above, the wrapper storage they share in the run
+#   (`InnerWrapperClass`, inner_wrappers.py); refused where an inner wrapper's metadata are not its first leaf's or
+#   its storage is a dense tensor's (set_() to a plain tensor).
 # `.data =` on a wrapper (rules in storage_swaps.py and here) follows the same rule, by shallow copy, not set_:
 # Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
 # offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version
@@ -529,47 +530,3 @@ def wrapper_storage_classes(
                 )
             )
     return tuple(classes)
-
-
-def refuse_moved_inner_wrappers(run: FunctionalRun, paths: Sequence[str]) -> None:
-    """Note [Wrapper Storage]: refuse a wrapper-level set_() of a nested subclass (`paths`: per tensor input) that
-    leaves its inner wrappers other than the compiled call does: an input's that end with other metadata or on
-    another wrapper storage than they came with, or an output's (set_(), or a view of a tensor set_()) that end on an
-    input's inner wrapper storage."""
-    swaps = run.swaps
-    if not swaps.wrapper_sets:
-        return
-    input_keys: set[object] = set()
-    for path, u, initial in zip(paths, run.user_tensors, run.initial_inner_wrappers, strict=True):
-        finals = [(leaf_meta(w), storage_key(w), p) for p, w in inner_wrappers(u, path)]
-        input_keys.update({key for _, key in initial} | {key for _, key, _ in finals})
-        if id(u) not in swaps.wrapper_sets:
-            continue
-        moved = [p for (meta, key, p), before in zip(finals, initial, strict=False) if (meta, key) != before]
-        if moved or len(finals) != len(initial):
-            _refuse_inner_wrappers_moved(path, moved[0] if moved else path)
-    for kp, o in pytree.tree_flatten_with_path(run.output)[0]:
-        if not isinstance(o, torch.Tensor) or any(o is u for u in run.user_tensors) or not _set_in_chain(o, run):
-            continue
-        shared = [p for p, w in inner_wrappers(o, "out" + pytree.keystr(kp)) if storage_key(w) in input_keys]
-        if shared:
-            _refuse_inner_wrappers_moved("out" + pytree.keystr(kp), shared[0])
-
-
-def _set_in_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
-    """Was `t`, or a tensor up its chain of views, set_() at the wrapper level?"""
-    while id(t) not in run.swaps.wrapper_sets:
-        record = run.swaps.views.get(id(t))
-        if record is None:
-            return False
-        t = record.source
-    return True
-
-
-def _refuse_inner_wrappers_moved(path: str, inner: str) -> NoReturn:
-    raise UnsupportedError(
-        f"{path}: the program set_() this nested tensor subclass (its inner tensors are tensor subclasses too); "
-        "eager repeats a wrapper's set_ (and its in-place view ops) on each inner wrapper, and "
-        f"{inner} ends with metadata or a wrapper storage (the source's) that the compiled call does not give inner "
-        "wrappers (Note [Wrapper Storage]). set_() the plain inner tensors, or a tensor subclass over plain tensors"
-    )
