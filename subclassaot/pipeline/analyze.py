@@ -429,7 +429,6 @@ def _analysis(
     uses = wrapper_uses(run := f.run, layout)
     (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
-    # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
     counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
@@ -469,7 +468,7 @@ def _analysis(
         dense_written=uses[2],
         function_taken=uses[3],
         wrapper_data=f.data_plans,
-        outputs=input_rooted_bumped_views(counter_keeping_replays(outputs)),
+        outputs=input_rooted_bumped_views(counter_keeping_replays(outputs)),  # Note [set_ Under Grad]
         output_spec=f.spec,
         num_intermediate_bases=f.num_bases,
         stride_probes=f.probes,

@@ -204,8 +204,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         early, at_end, bumped = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
-        holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
-        inner_holders = inner_anchor_holders(flat, inner_classes, values) if inner_classes else []
+        holders, inner_holders = _storage_holders(plan, values)  # Note [Wrapper Storage]
         held = _write_holders(plan, values) if torch.is_grad_enabled() else {}  # Note [History Kept Through .data =]
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, epilogue, values, counters[0])
@@ -241,8 +240,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             built = cast(list[object], given)
         else:
             built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, counted), holders)
-        if inner_classes:  # Note [Wrapper Storage]
-            settle_inner_wrappers(flat, inner_classes, inner_holders, values, built)
+        settle_inner_wrappers(flat, plan.analysis.inner_wrapper_storage, inner_holders, values, built)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         _turn_on(values, last)
@@ -256,12 +254,21 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for t in epilogue.grad_sets
         if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
-    storage_classes, inner_classes = plan.analysis.wrapper_storage, plan.analysis.inner_wrapper_storage
     counted_inputs = (bumped_input_sources(plan.analysis.outputs), kept_counter_bumps(plan))
     output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
     return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
+
+
+def _storage_holders(
+    plan: RuntimePlan, values: Sequence[object]
+) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
+    """Before the epilogue: the anchors' wrapper storages of the wrapper-storage classes, and of the inner wrappers'
+    (Note [Wrapper Storage])."""
+    outer, inner = plan.analysis.wrapper_storage, plan.analysis.inner_wrapper_storage
+    holders = anchor_holders(plan.flat, outer, values) if outer else []
+    return holders, inner_anchor_holders(plan.flat, inner, values) if inner else []
 
 
 def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:

@@ -51,6 +51,8 @@ def settle_inner_wrappers(
 ) -> None:
     """Note [Wrapper Storage]: each member takes its first dense leaf's metadata, then its class's wrapper storage (a
     new one where the class has no anchor: a storage the call made)."""
+    if not classes:
+        return
     for c, holder in zip(classes, holders, strict=True):
         members = [_at(values[flat.tensor_indices[t]], attrs) for t, attrs in c.inputs]
         members += [_at(result[o], attrs) for o, attrs in c.outputs]
