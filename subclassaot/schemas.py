@@ -435,6 +435,17 @@ class WrapperStorageClass:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InnerWrapperClass:
+    """Inner wrappers of nested subclasses (a TwoTensor of TwoTensors) that share one wrapper storage after the call,
+    each given its first dense leaf's metadata (Note [Wrapper Storage]). A member: (tensor input position or
+    OutputIndex, the attribute names from the tensor down to the inner wrapper)."""
+
+    anchor: tuple[int, tuple[str, ...]] | None  # the input's inner wrapper whose storage (as received) it is
+    inputs: tuple[tuple[int, tuple[str, ...]], ...]
+    outputs: tuple[tuple[int, tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Replay:
     """How to rebuild an aliased output exactly as eager made it (Note [Output Regeneration])."""
 
@@ -673,6 +684,9 @@ class Analysis:
     # which subclass inputs and outputs share one wrapper storage after the call; () unless the program called
     # set_() on a wrapper or assigned a wrapper's `.data` (Note [Wrapper Storage])
     wrapper_storage: tuple[WrapperStorageClass, ...] = ()
+    # the inner wrappers of nested subclass inputs set_() at the wrapper level, and of outputs set_() (or views of such),
+    # by the wrapper storage they share after the call (Note [Wrapper Storage])
+    inner_wrapper_storage: tuple[InnerWrapperClass, ...] = ()
     # torch functions the program called with requires_grad=True, in call order
     # (See Note [Grad Mode And Autograd Reads])
     grad_factories: tuple[str, ...] = ()

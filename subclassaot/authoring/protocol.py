@@ -219,6 +219,20 @@ def _child_stride(child: SubclassNode, leaves: Sequence[torch.Tensor]) -> SizeLi
     return tuple(leaf.stride()) if tuple(leaf.size()) == child.outer_size else None
 
 
+def inner_wrappers(x: torch.Tensor, path: str) -> list[tuple[tuple[str, ...], torch.Tensor]]:
+    """The tensor subclasses among `x`'s inner tensors, recursively (not `x` itself), depth-first in attrs order, each
+    with the attribute names leading to it from `x`; [] for a plain tensor or a subclass over plain tensors only."""
+    if not is_traceable_subclass(x):
+        return []
+    found: list[tuple[tuple[str, ...], torch.Tensor]] = []
+    for attr in _flatten_call(x, path)[0]:
+        inner = getattr(x, attr, None)
+        if isinstance(inner, torch.Tensor) and is_traceable_subclass(inner):
+            found.append(((attr,), inner))
+            found.extend(((attr, *attrs), t) for attrs, t in inner_wrappers(inner, inner_path(path, attr)))
+    return found
+
+
 def dense_leaves(t: torch.Tensor, path: str = "t") -> list[torch.Tensor]:
     """The plain tensors `t` holds: its inner tensors, recursively, if it is a traceable subclass; else `[t]`."""
     return flatten_subclass(t, path)[1] if is_traceable_subclass(t) else [t]

@@ -113,6 +113,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     releaf_size,
     seen_after_layout_ops,
 )
+from subclassaot.pipeline.rules.inner_wrappers import inner_wrapper_classes
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
     check_unreplayed_assigned_view,
@@ -386,6 +387,7 @@ class _CheckedRun:
         # Against the wrapper as the program got it: a non-leaf input runs as a clone, whose layout is its own.
         self.wrapper_after = wrapper_after = wrappers_after(layout, run, mutations)
         paths = [flat.leaves[k].path for k in flat.tensor_indices]
+        self.inner_wrapper_storage = inner_wrapper_classes(run, paths)  # Note [Wrapper Storage]
         check_relaid_family_member(run.swaps, run.user_tensors, paths, [m is not None for m in wrapper_after])
         grad_paths = [p if t.requires_grad else None for p, t in zip(paths, run.user_tensors, strict=True)]
         check_written_relaid_to_repeats(grad_paths, layout.leaves_of_input, mutations)
@@ -427,7 +429,6 @@ def _analysis(
     uses = wrapper_uses(run := f.run, layout)
     (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
-    # Note [set_ Under Grad]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
     counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
@@ -467,11 +468,12 @@ def _analysis(
         dense_written=uses[2],
         function_taken=uses[3],
         wrapper_data=f.data_plans,
-        outputs=input_rooted_bumped_views(counter_keeping_replays(outputs)),
+        outputs=input_rooted_bumped_views(counter_keeping_replays(outputs)),  # Note [set_ Under Grad]
         output_spec=f.spec,
         num_intermediate_bases=f.num_bases,
         stride_probes=f.probes,
         wrapper_storage=f.wrapper_storage,
+        inner_wrapper_storage=f.inner_wrapper_storage,
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
         function_returns=tuple(run.swaps.function_returns),

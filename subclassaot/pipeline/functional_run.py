@@ -19,6 +19,7 @@ from subclassaot.authoring.protocol import (
     SubclassNode,
     dense_leaves,
     flatten_subclass,
+    inner_wrappers,
     is_traceable_subclass,
     unflatten_subclass,
 )
@@ -91,6 +92,9 @@ class FunctionalRun:
     initial_metas: list[Meta]  # per tensor input: the object's (size, stride, offset) when the program got it
     # per tensor input: the wrapper's own storage key when the program got it (None for plain tensors)
     initial_wrapper_keys: list[object | None]
+    # per tensor input: (size, stride, offset) and storage key of each tensor subclass among its inner tensors
+    # (`inner_wrappers`, in its order) when the program got it; () for a plain tensor or one over plain tensors only
+    initial_inner_wrappers: list[tuple[tuple[Meta, object], ...]]
     # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
     # offsets, which the leaf's views record, are shifted by it to be the input's)
     clone_offset_shift: dict[int, int | torch.SymInt]
@@ -119,6 +123,16 @@ def _note_shared_storage(
         record.shared_storages[storage_key(base)] = paths
         plain = (user_tensors[input_of[m]] for m in members if layout.trees[input_of[m]] is None)
         record.shared_members[storage_key(base)] = tuple(dict.fromkeys(plain))
+
+
+def _initial_layouts(
+    layout: DenseLayout, user_tensors: Sequence[torch.Tensor]
+) -> tuple[list[Meta], list[object | None], list[tuple[tuple[Meta, object], ...]]]:
+    """FunctionalRun's initial_metas, initial_wrapper_keys and initial_inner_wrappers of the tensor inputs."""
+    metas = [leaf_meta(t) for t in user_tensors]
+    keys = [None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)]
+    inner = [tuple((leaf_meta(w), storage_key(w)) for _, w in inner_wrappers(t, "t")) for t in user_tensors]
+    return metas, keys, inner
 
 
 def run_functional(
@@ -152,10 +166,7 @@ def run_functional(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
     originals = _originals(layout, dense, uncloned, read_only)
-    initial_metas = [leaf_meta(t) for t in user_tensors]
-    initial_wrapper_keys = [
-        None if tree is None else storage_key(t) for tree, t in zip(layout.trees, user_tensors, strict=True)
-    ]
+    initial_metas, initial_wrapper_keys, initial_inner_wrappers = _initial_layouts(layout, user_tensors)
     tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
     values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
@@ -198,6 +209,7 @@ def run_functional(
         finals=finals,
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
+        initial_inner_wrappers=initial_inner_wrappers,
         clone_offset_shift=shift,
         moved_clones=frozenset(moved),
         output=output,

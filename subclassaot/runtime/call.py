@@ -18,6 +18,7 @@ import torch
 from torch.autograd.graph import GradientEdge
 
 from subclassaot.authoring.protocol import dense_leaves, is_traceable_subclass
+from subclassaot.runtime.inner_wrappers import inner_anchor_holders, settle_inner_wrappers
 from subclassaot.runtime.plan import (
     GraphCall,
     GraphRunResult,
@@ -203,7 +204,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         early, at_end, bumped = replay_early(  # Note [Views That Raise After A Bump]
             early_heads, values, lambda r: replay_view(r, ev, values, ([], {}), symbols, no_output, shared=shared)
         )
-        holders = anchor_holders(flat, storage_classes, values) if storage_classes else []
+        holders, inner_holders = _storage_holders(plan, values)  # Note [Wrapper Storage]
         held = _write_holders(plan, values) if torch.is_grad_enabled() else {}  # Note [History Kept Through .data =]
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, epilogue, values, counters[0])
@@ -239,6 +240,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
             built = cast(list[object], given)
         else:
             built = build_outputs(plan, ev, values, dense, outs, symbols, prewrapped, (roots, shared, counted), holders)
+        settle_inner_wrappers(flat, plan.analysis.inner_wrapper_storage, inner_holders, values, built)
         if late_sets and torch.is_grad_enabled():
             _late_view_sets(plan, late_sets, values)
         _turn_on(values, last)
@@ -252,12 +254,21 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         for t in epilogue.grad_sets
         if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
-    storage_classes = plan.analysis.wrapper_storage
     counted_inputs = (bumped_input_sources(plan.analysis.outputs), kept_counter_bumps(plan))
     output_versions = plan.analysis.output_versions
     fresh_only = _fresh_only_outputs(plan)
     has_size = has_size_spec(plan.analysis.output_spec)
     return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
+
+
+def _storage_holders(
+    plan: RuntimePlan, values: Sequence[object]
+) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
+    """Before the epilogue: the anchors' wrapper storages of the wrapper-storage classes, and of the inner wrappers'
+    (Note [Wrapper Storage])."""
+    outer, inner = plan.analysis.wrapper_storage, plan.analysis.inner_wrapper_storage
+    holders = anchor_holders(plan.flat, outer, values) if outer else []
+    return holders, inner_anchor_holders(plan.flat, inner, values) if inner else []
 
 
 def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:

@@ -429,7 +429,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
             info.kind is OutputKind.TENSOR and info.replay is not None and info.replay.before_epilogue
             for info in analysis.outputs
         ),
-        "wrapper storages": bool(analysis.wrapper_storage),
+        "wrapper storages": bool(analysis.wrapper_storage or analysis.inner_wrapper_storage),
         "storage resizes": bool(analysis.storage_resizes),
         "inputs' counters kept at entry": bool(bumped_input_sources(analysis.outputs)),
         "aliased inputs": any(isinstance(g, AliasGroupRef) for g in layout.graph_inputs),

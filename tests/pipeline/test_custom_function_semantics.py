@@ -22,6 +22,7 @@ from tests.pipeline.program_helpers import (
     DirtyAddSaved,
     DirtyScale,
     SinFunction,
+    assert_refused,
     nonleaf,
     pair,
     pair_nonleaf,
@@ -2096,3 +2097,24 @@ def test_subclass_function_view_of_its_own_tensor_refused(fn: Callable[..., tupl
         x1 = TwoTensor(torch.randn(4, 3), torch.randn(4, 3)).requires_grad_()  # type: ignore[no-untyped-call]
         with pytest.raises(UnsupportedError, match=r"out\[0\] is a view a custom autograd.Function returned"):
             subclassaot.compile(fn)(x1)
+
+
+def _row_of_no_grad_apply_made_to_require_grad(x0: T) -> tuple[T, T]:
+    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x0)  # type: ignore[no-untyped-call]
+    t1.requires_grad_()  # under the call's no_grad the apply recorded no node: t1 is a leaf view requiring grad
+    with torch.enable_grad():
+        t2 = t1.sum(0)
+    return t1, t2
+
+
+def test_leaf_view_of_a_function_applied_under_no_grad_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121002 #4244 (CRASHED: "BUG: a view that requires grad without a grad_fn"): eager's t1 is a view the
+    # Function returned with no node, made a new leaf by requires_grad_() and read with grad; the compile asked it for
+    # the Function's node. It has none: the program makes a new leaf, refused by that rule's name
+    with torch.no_grad():
+        assert_refused(
+            _row_of_no_grad_apply_made_to_require_grad,
+            lambda: (torch.randn(()),),
+            compile_fn,
+            r"requires_grad_\(\) .* on a tensor that is not an input",
+        )

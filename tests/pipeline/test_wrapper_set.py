@@ -7,12 +7,14 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
+from tests.pipeline.program_helpers import assert_refused
 
 T = torch.Tensor
 Program = tuple[Callable[..., object], Callable[[], tuple[object, ...]]]
@@ -172,3 +174,120 @@ def test_a_subclass_view_of_an_input_through_a_set_view_is_refused() -> None:
         rule = r"could not be a view of it \(Note \[Output Regeneration\]\)"
         with pytest.raises(UnsupportedError, match=rule):
             subclassaot.compile(_set_of_a_view_then_split_under_no_grad)(*make())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# set_() of a nested subclass (a TwoTensor of TwoTensors): eager repeats the wrapper's set_ on each inner wrapper, which
+# takes the source's inner wrapper's metadata and wrapper storage (and later in-place view ops relay it); the compiled
+# call set the dense leaves and the outer wrapper only, so its inner wrappers kept their size, strides and storage
+# (fuzz seed 121002 #4210, #4387, #7737, #1990, #9556: DIVERGED `args[#].a after the call: shape`). Now the inner
+# wrappers take their first leaf's metadata and the wrapper storage they share in the run (Note [Wrapper Storage]).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def nested(*shape: int) -> T:
+    t = torch.randn(shape)
+    return TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1))  # type: ignore[no-untyped-call]
+
+
+def _nested_set_to_input_of_another_size(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    return (x1,)
+
+
+def _nested_set_to_a_view_of_its_base(x0: T, x1: T) -> object:
+    set_to(x0, x1)
+    return (x1,)
+
+
+def _nested_self_set_then_transposed(x0: T, x1: T) -> object:
+    set_to(x0, x0)
+    x0.t_()
+    return (x1,)
+
+
+def _nested_unsqueezed_then_self_set(x0: T, x1: T) -> object:
+    x1.unsqueeze_(-1)
+    set_to(x1, x1)
+    return (x0,)
+
+
+def _nested_intermediate_set_to_input(x0: T, x1: T) -> object:
+    t = x1.clone()
+    set_to(t, x0)  # eager's t.a is on x0.a's wrapper storage
+    return (t,)
+
+
+def _nested_view_of_input_set_to_input(x0: T, x1: T) -> object:
+    t = x1.t()
+    set_to(t, x0)
+    return (t, x1)
+
+
+def _nested_set_then_viewed(x0: T, x1: T) -> object:
+    set_to(x1, x0)
+    return (x1.view(-1, 1), x1[0])  # views of x1 after: their inner wrappers on x0's inner wrapper storages
+
+
+def _nested_set_to_a_computed_tensor(x0: T, x1: T) -> object:
+    set_to(x1, x0 * 2)  # a wrapper storage the call made
+    return (x1,)
+
+
+def _two_views_of_nested() -> tuple[object, ...]:
+    b0 = nested(2)
+    return (b0.select(0, 0), b0.view((2, 1)).t())
+
+
+def _one_nested_twice() -> tuple[object, ...]:
+    b0 = nested()
+    return (b0, b0)
+
+
+NESTED_SETS: dict[str, Program] = {
+    "set_to_input_of_another_size": (_nested_set_to_input_of_another_size, lambda: (nested(), nested(3))),
+    "set_to_a_view_of_its_base": (_nested_set_to_a_view_of_its_base, _two_views_of_nested),
+    "self_set_then_transposed": (_nested_self_set_then_transposed, lambda: (nested(4, 1), nested(2))),
+    "unsqueezed_then_self_set": (_nested_unsqueezed_then_self_set, lambda: (nested(), nested())),
+    "unsqueezed_then_self_set_one_input": (_nested_unsqueezed_then_self_set, _one_nested_twice),
+    "intermediate_set_to_input": (_nested_intermediate_set_to_input, lambda: (nested(3), nested(3))),
+    "view_of_input_set_to_input": (_nested_view_of_input_set_to_input, lambda: (nested(2, 3), nested(3, 2))),
+    "set_then_viewed": (_nested_set_then_viewed, lambda: (nested(3), nested(2))),
+    "set_to_a_computed_tensor": (_nested_set_to_a_computed_tensor, lambda: (nested(3), nested(2))),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("name", sorted(NESTED_SETS))
+def test_nested_subclass_set_matches_eager(name: str, grad: bool, compile_fn: CompileFn | None) -> None:
+    """The inner wrappers' size, strides and wrapper storages after the call (inputs and outputs) are eager's."""
+    f, make = NESTED_SETS[name]
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def _nested_set_to_a_plain_tensor(x0: T) -> object:
+    set_to(x0, torch.randn(3))
+    return (x0,)
+
+
+def test_nested_subclass_set_to_a_plain_tensor_refused(compile_fn: CompileFn | None) -> None:
+    # eager's inner wrappers end on the plain tensor's own storage, which the runtime gives no inner wrapper
+    with torch.no_grad():
+        assert_refused(
+            _nested_set_to_a_plain_tensor,
+            lambda: (nested(2),),
+            compile_fn,
+            r"set_\(\) this nested tensor subclass .*on a plain tensor's storage.*Note \[Wrapper Storage\]",
+        )
+
+
+def test_nested_subclass_set_to_itself_matches_eager(compile_fn: CompileFn | None) -> None:
+    """A set_() that leaves the inner wrappers as they came."""
+
+    def f(x0: T) -> object:
+        set_to(x0, x0)
+        return (x0 * 2,)
+
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (nested(2, 3),), compile_fn=compile_fn)

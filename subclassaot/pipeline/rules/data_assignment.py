@@ -16,7 +16,8 @@ Part: Stage `analyze`, wrapper storages: which subclass tensors share one wrappe
 tensor the runtime takes that storage from (Note [Wrapper Storage]).
 
 Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime
-(runtime/plan.py applies them). Invariants: pure reads of the run's records; nothing here raises.
+(runtime/plan.py applies them); the inner wrappers of nested subclasses: inner_wrappers.py. Invariants: pure reads
+of the run's records.
 """
 
 from __future__ import annotations
@@ -450,6 +451,13 @@ def data_assignments_allowed(meta: Sequence[DenseIndex], analysis: Analysis) -> 
 #   the in-place view ops it allows (`x.as_strided((), (), 0).unsqueeze_(0)` on an empty slice is legal). Rebuilt by
 #   unflatten, the traced wrapper would get a storage sized for its own elements only, and the op would raise; so it
 #   gets a (data-less) storage as large as the real input's, where that is larger and its metadata is static.
+# - A nested subclass (a TwoTensor of TwoTensors): its dispatch runs set_ on its inner wrappers, each an inplace_view
+#   op replayed on that wrapper, which takes its source's metadata and wrapper storage (and in-place view ops after
+#   relay it). The runtime sets the dense leaves and the outer wrapper only, so once the outputs are built the inner
+#   wrappers of an input set_() at the wrapper level, and of an output set_() (or a view of one), take their first
+#   dense leaf's metadata and, by class as above, the wrapper storage they share in the run
+#   (`InnerWrapperClass`, inner_wrappers.py); refused where an inner wrapper's metadata are not its first leaf's or
+#   its storage is a dense tensor's (set_() to a plain tensor).
 # `.data =` on a wrapper (rules in storage_swaps.py and here) follows the same rule, by shallow copy, not set_:
 # Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
 # offset, storage, of the wrapper itself), while w's inner tensors (Python attributes), autograd history and version

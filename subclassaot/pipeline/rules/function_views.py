@@ -177,7 +177,8 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
         if cls is not None and not is_program_function(cls):
             continue
         node = value.grad_fn  # (of a view taken of such a view: its own view op's node)
-        assert node is not None, "BUG: a view that requires grad without a grad_fn"
+        if node is None:
+            continue  # a leaf: the program's requires_grad_() on a view its apply under no_grad returned (no node)
         slot = FunctionSlot(
             call=calls.setdefault(id(node), (len(calls), node))[0],
             index=value.output_nr,
