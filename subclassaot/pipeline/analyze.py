@@ -432,7 +432,6 @@ def _analysis(
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
     counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
-    sets = (run.output, [info.set_under_grad for info in f.outputs])
     return Analysis(
         mutations=f.mutations,
         wrapper_meta_after=f.wrapper_after,
@@ -462,7 +461,7 @@ def _analysis(
         own_base_views=own_base_views,
         data_assigned=bool(run.swaps.data_sets or run.swaps.wrapper_data),
         views_relaid_with_grad=run.swaps.views_relaid_with_grad,
-        grad_set_intermediate_read=intermediate_read_after_grad_set(run.swaps, run.user_tensors, run.dense, *sets),
+        grad_set_intermediate_read=_grad_set_intermediate_read(f),
         wrapper_first_write=uses[0],
         wrapper_last_use=uses[1],
         dense_written=uses[2],
@@ -499,6 +498,13 @@ def _analysis(
         grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
+
+
+def _grad_set_intermediate_read(f: _CheckedRun) -> bool:
+    """`Analysis.grad_set_intermediate_read`, from the run's outputs and those set_() under grad."""
+    run = f.run
+    sets = [info.set_under_grad for info in f.outputs]
+    return intermediate_read_after_grad_set(run.swaps, run.user_tensors, run.dense, run.output, sets)
 
 
 def _write_steps(
