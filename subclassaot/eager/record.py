@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.eager.kernel_counts import custom_op_body_bumps, inference_read_counts
 from subclassaot.torch_internals import (
     autograd_sequence_nr,
     composite_view_as_eager,
@@ -46,9 +47,11 @@ from subclassaot.torch_internals import (
 # tensors carry real storages, strides, offsets, version counters and autograd metadata, so the facts read on
 # fakes are eager's facts; tests/eager checks that claim on the fuzzer's programs against a run on real tensors.
 # Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
-# record keeps `bumps` (the version less its value at first sight), and a fake of a non-leaf input carries no history
-# (its grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
-# tensor has no counter: its `bumps` are 0. Under any dispatch mode (a fake's, the record's own) an in-place foreach op
+# record keeps `bumps` (the version less its value at first sight; for a plain tensor a call made, on a storage not seen
+# before, its version: a kernel may hand it back advanced), and a fake of a non-leaf input carries no history (its
+# grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
+# tensor has no counter: its `bumps` are 0. Counters eager's kernels advance where no run under a mode does (a read of
+# an inference tensor, a custom op's body writing its argument) are asked of eager (eager/kernel_counts.py). Under any dispatch mode (a fake's, the record's own) an in-place foreach op
 # (`torch._foreach_add_([x, y], 1)`) advances no counter, where eager's advances each plain tensor of its first list
 # once per place in it, unless a wrapper subclass is among its arguments (the op then reaches `__torch_dispatch__`, as
 # under a mode, and no counter moves): the record advances them itself (`_foreach_bumps`), so that each of its runs,
@@ -146,14 +149,24 @@ class _Recorder(TorchFunctionMode):
         self.pending: tuple[str, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # a call to log
         self.mark = autograd_sequence_nr()  # autograd's counter after the last call the record saw
 
-    def node(self, t: torch.Tensor) -> NodeId:
+    def node(self, t: torch.Tensor, *, born: bool = False) -> NodeId:
+        """t's node; numbered now if unseen, counting its bumps from its version now, or from 0 where `born`."""
         found: int | None = self.nodes.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         if found is None:
             found = NodeId(len(self.tensors))
             self.nodes[t] = found
             self.tensors.append(weakref.ref(t))
-            self.first_version.append(get_version(t))
+            self.first_version.append(0 if born else get_version(t))
         return NodeId(found)
+
+    def number_born(self, t: torch.Tensor) -> None:
+        """A plain tensor a call returned, unseen, on a storage the record has not seen (and its bases likewise): the
+        call made it, and its `bumps` are its `._version` (Note [The Eager Record])."""
+        if t in self.nodes or is_traceable_subclass(t) or t.untyped_storage()._cdata in self.storages:
+            return
+        self.node(t, born=True)
+        if t._base is not None:
+            self.number_born(t._base)
 
     def storage(self, t: torch.Tensor) -> StorageId:
         s = t.untyped_storage()
@@ -263,6 +276,8 @@ class _Recorder(TorchFunctionMode):
             return
         op, grad_enabled, received, returned, built = self.pending
         self.pending = None
+        for t in returned:
+            self.number_born(t)
         self.depth += 1
         try:
             facts = self.all_facts(received + returned)
@@ -308,9 +323,28 @@ class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __
         self.recorder.depth += 1
         try:
             retaken, view = composite_view_as_eager(func, args, kwargs or {})
-            return view if retaken else func(*args, **(kwargs or {}))
+            return view if retaken else _as_eager_counts(func, args, kwargs or {})
         finally:
             self.recorder.depth -= 1
+
+
+def _as_eager_counts(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run `func`, then give the counters its eager kernel advances, and the run under a mode did not, eager's
+    counts (eager/kernel_counts.py: a read of an inference tensor, a custom op's body writing its argument)."""
+    written = custom_op_body_bumps(func, args, kwargs, _is_inference)
+    before = [get_version(t) for t, _ in written]
+    out = func(*args, **kwargs)
+    for (t, n), v in zip(written, before, strict=True):
+        set_version(t, max(get_version(t), v + n))  # (a body that ran and wrote has moved it itself)
+    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
+    counts = inference_read_counts(func, args, kwargs, out, _is_inference)
+    for r, n in zip(results, counts, strict=True) if counts else ():
+        set_version(r, max(get_version(r), n))
+    return out
+
+
+def _is_inference(t: torch.Tensor) -> bool:
+    return t.is_inference()
 
 
 def _foreach_bumps(op: str, args: tuple[Any, ...]) -> Callable[[], None]:

@@ -15,6 +15,13 @@ from subclassaot.tools.fuzz_ops import Vocabulary
 from subclassaot.tools.fuzz_program import as_function, make_inputs, to_source
 from subclassaot.torch_internals import get_version
 from subclasses.pair import PairTensor
+from tests.pipeline.corpus_pytorch9 import (
+    _randn_2x3,
+    _x_and_out,
+    custom_op_writes_input,
+    custom_op_writes_out_and_returns,
+    custom_op_writes_view_of_input,
+)
 
 # (no nested inputs: torch's fake converter, which static_fake_copies uses, cannot copy a TwoTensor of TwoTensors
 # whose members require grad apart: TwoTensor's own assertion fails inside from_tensor; the pipeline fakifies those
@@ -456,3 +463,42 @@ def test_reads_of_inference_tensors_are_no_error() -> None:
     record = _both(f, torch.randn(3))
     assert record.error is None
     assert [e.op for e in record.events] == ["torch.ones", "Tensor.clone", "Tensor.add"]
+
+
+@pytest.mark.parametrize("two", [False, True], ids=["plain", "two_tensor"])
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (custom_op_writes_input, _randn_2x3),
+        (custom_op_writes_view_of_input, _randn_2x3),
+        (custom_op_writes_out_and_returns, _x_and_out),
+    ],
+    ids=["input", "view_of_input", "out_arg"],
+)
+def test_a_custom_op_body_writing_its_argument_counts_as_eager(
+    fn: Program, make: Callable[[bool], tuple[torch.Tensor, ...]], two: bool
+) -> None:
+    # eager/kernel_counts.py: the dispatcher advances each argument of `mutates_args` once, the body as often as it
+    # writes a plain one (eager's count 2); under the record's modes the body's write (or on fakes the fake kernel)
+    # moved nothing: the record said 1
+    eager = _eager_input_bumps(fn, make(two))
+    assert eager is not None and max(eager) == (1 if two else 2)
+    assert _input_bumps(_both(fn, *make(two))) == eager
+
+
+def test_results_read_from_an_inference_tensor_count_as_eager() -> None:
+    # eager/kernel_counts.py: outside inference_mode an op reading an inference tensor runs no autograd kernel, so its
+    # backend kernel's own copy_ and out= calls advance its fresh results' counters (clone() 1, max(dim) 2); the
+    # record said 0 for each (its bumps counted from the first sight, and no run under a mode advances them)
+    def f(x: torch.Tensor) -> object:
+        with torch.inference_mode():
+            y = torch.ones(3)
+        values, indices = y.max(0)
+        return y.clone(), values, indices, x + y, torch.cat([x, y])
+
+    outputs = f(torch.randn(3))
+    assert isinstance(outputs, tuple)
+    eager = [o._version for o in outputs]
+    assert eager == [1, 2, 2, 0, 0]
+    record = _both(f, torch.randn(3))
+    assert [_final(record, cast(int, n)).bumps for n in record.outputs] == eager

@@ -123,10 +123,9 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_write_through_base_strided,
     functional_frame_offset,
     note_absolute_view,
-    note_custom_op_writes,
     note_escaping_view,
     note_grad_through_hidden_grow,
-    note_inference_reads,
+    note_kernel_counts,
     note_kernel_layout,
     note_kernel_relaid,
     per_tensor_method,
@@ -371,8 +370,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             for family, bumps in self.record.written_families.items():
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         if counted is not None:
-            note_inference_reads(self.record, func, args, kwargs, out)  # runtime/steps.py: Version Counters As Eager's
-            note_custom_op_writes(self.record, func, args, kwargs)  # (the same)
+            note_kernel_counts(self.record, func, args, kwargs, out)  # runtime/steps.py: Version Counters As Eager's
         self.record.pin(out)
         note_kernel_layout(self.record, func, args, kwargs, out)  # Note [Strides The Kernels Choose]
         return out
