@@ -75,6 +75,8 @@ from subclassaot.torch_internals import (
 # AccumulateGrad and autograd's error nodes do), so that one is derived. The functionalized run reads its own autograd's
 # counter around each call of the program (`SwapRecord.call_built_node`), which for a call handing back its arguments is
 # eager's answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
+# Events are numbered by the program's torch-level calls, queries left out (`Event.call`), as the functional run numbers
+# its own (`SwapRecord.call_at` of a `seq`): a rule asking mid-run what eager's state is after a call finds it there.
 
 NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
 StorageId = NewType("StorageId", int)  # a storage, numbered on first sight
@@ -104,6 +106,9 @@ class Event:
     """One torch-level call of the program and the facts of the tensors it touched, read right after it."""
 
     op: str  # "Tensor.add_", "sin", "Tensor.data.__set__", ...
+    call: (
+        int  # the program's torch-level call it is, queries not counted (SwapRecord.call_at); set_()'s: the one before
+    )
     grad_enabled: bool  # grad mode while the call ran
     inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
     outputs: tuple[NodeId, ...]  # the tensors it returned, in pytree order
@@ -123,6 +128,7 @@ class BackwardEnd:
 class EagerRecord:
     inputs: tuple[NodeId | None, ...]  # per call value (InputIndex order): its node, None for a non-tensor
     events: tuple[Event, ...]  # in program order
+    calls: int  # the program's torch-level calls, queries not counted (Event.call)
     outputs: tuple[NodeId | None, ...]  # per output pytree leaf: its node, None for a non-tensor
     final: tuple[TensorFacts, ...]  # every node the program touched that is alive at its end, by NodeId
     error: str | None  # the error eager raised in the forward (the record ends at the call that raised)
@@ -145,8 +151,9 @@ class _Recorder(TorchFunctionMode):
         self.storages: dict[int, StorageId] = {}
         self.held_storages: list[torch.UntypedStorage] = []  # keep `_cdata` from being reused during the run
         self.events: list[Event] = []
+        self.calls = 0  # torch-level calls of the program seen so far (Event.call)
         self.depth = 0  # logged calls running now
-        self.pending: tuple[str, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # a call to log
+        self.pending: tuple[str, int, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # to log
         self.mark = autograd_sequence_nr()  # autograd's counter after the last call the record saw
 
     def node(self, t: torch.Tensor, *, born: bool = False) -> NodeId:
@@ -230,7 +237,7 @@ class _Recorder(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         op = _op_name(func)
-        if op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET:
+        if is_query(func):
             out = func(*args, **(kwargs or {}))  # reads no state changes: not an event
             if not self.depth:  # (a grad_fn read may regenerate a view's history: a node of no event's)
                 self.mark = autograd_sequence_nr()
@@ -245,6 +252,7 @@ class _Recorder(TorchFunctionMode):
         reading autograd facts of the op's own tensors can deadlock: their facts are read at the next call above."""
         if self.depth:
             return func(*args, **kwargs)
+        self.calls += 0 if below else 1
         mark, before = self.mark, autograd_sequence_nr()
         self.flush()
         own = autograd_sequence_nr() - before  # (nodes the flush's reads made: regenerated histories)
@@ -263,7 +271,8 @@ class _Recorder(TorchFunctionMode):
             self.mark = autograd_sequence_nr()
             # (set_() with grad records a NotImplemented node, which takes no number)
             unnumbered = below and grad_enabled and any(t.requires_grad for t in received)
-            self.pending = (op, grad_enabled, received, returned, self.mark != start or unnumbered)
+            call = self.calls - 1  # (set_(), no torch function, takes the call it follows: as the functional run)
+            self.pending = (op, call, grad_enabled, received, returned, self.mark != start or unnumbered)
             if not below:
                 self.flush()
         finally:
@@ -274,7 +283,7 @@ class _Recorder(TorchFunctionMode):
         """Log the call that ran last, reading its tensors' facts now."""
         if self.pending is None:
             return
-        op, grad_enabled, received, returned, built = self.pending
+        op, call, grad_enabled, received, returned, built = self.pending
         self.pending = None
         for t in returned:
             self.number_born(t)
@@ -284,7 +293,9 @@ class _Recorder(TorchFunctionMode):
         finally:
             self.depth -= 1
         inputs, outputs = tuple(self.node(t) for t in received), tuple(self.node(t) for t in returned)
-        event = Event(op=op, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts, built_node=built)
+        event = Event(
+            op=op, call=call, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts, built_node=built
+        )
         self.events.append(event)
 
 
@@ -347,6 +358,13 @@ def _is_inference(t: torch.Tensor) -> bool:
     return t.is_inference()
 
 
+def is_query(func: Callable[..., Any]) -> bool:
+    """Is a torch-level call one that reads no state it changes (a property's getter, `.size()`, ...): no event of
+    the record's, and no call `Event.call` and the functional run's `SwapRecord.call_at` count."""
+    op = _op_name(func)
+    return op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET
+
+
 def _foreach_bumps(op: str, args: tuple[Any, ...]) -> Callable[[], None]:
     """For an in-place foreach op of plain tensors: after it, advance the counter of each tensor of its first list as
     eager's op does, where the call moved none (Note [The Eager Record]); for any other op, nothing."""
@@ -398,7 +416,13 @@ def observe(fn: Callable[..., object], values: Sequence[object]) -> EagerRecord:
     end = _backward(rec, leaves, outs) if error is None else None
     final = tuple(rec.facts(t) for ref in rec.tensors if (t := ref()) is not None)
     return EagerRecord(
-        inputs=inputs, events=tuple(rec.events), outputs=out_nodes, final=final, error=error, backward=end
+        inputs=inputs,
+        events=tuple(rec.events),
+        calls=rec.calls,
+        outputs=out_nodes,
+        final=final,
+        error=error,
+        backward=end,
     )
 
 

@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.eager.record import is_query
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
     bumped_input_reads,
@@ -1190,10 +1191,13 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if not self.record.dispatching and not is_query(func):  # (eager runs a held-back call: SwapRecord.call_at)
+            self.record.call_seqs.append(self.record.seq)
         if self._held_back(func, args, kwargs):  # See Note [Training Without A Function]
             return None if turns_flag_on(func, args, kwargs)[1] else args[0]
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
+            logged = len(self.record.call_seqs)
             for i, t in enumerate(args[0]):  # Note [In-Place Ops As Eager Runs Them]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
                 family, version = self.record.family_of(t), get_version(t)
@@ -1204,6 +1208,7 @@ class _DataMode(TorchFunctionMode):
                 elif isinstance(t, torch.Tensor) and is_traceable_subclass(t):
                     self.record.written_families.pop(family, None)
                     set_version(t, version)
+            del self.record.call_seqs[logged:]  # (one call of the program's, however it runs here)
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         self.record.calls += 1
