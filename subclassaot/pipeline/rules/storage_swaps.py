@@ -1221,6 +1221,11 @@ class _DataMode(TorchFunctionMode):
             note_grad_through_hidden_grow(self.record, func, args, kwargs, out)
         return out
 
+    def held_call(self) -> None:
+        """A mode above held back one of the program's calls (backward_probe.holding_back_flags): eager runs it."""
+        if not self.record.dispatching:
+            self.record.call_seqs.append(self.record.seq)
+
     def _held_back(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """While the compile has not decided which calls making new leaves it holds back (SwapRecord.hold): does this
         call turn on the requires_grad of a tensor that is no input, making it a new leaf where the compile as called
