@@ -47,7 +47,8 @@ from subclassaot.torch_internals import (
 # tensors carry real storages, strides, offsets, version counters and autograd metadata, so the facts read on
 # fakes are eager's facts; tests/eager checks that claim on the fuzzer's programs against a run on real tensors.
 # Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
-# record keeps `bumps` (the version less its value at first sight; for a plain tensor a call made, on a storage not seen
+# record keeps `bumps` (the version less its value at first sight; for a view of a tensor seen before, less its base's
+# value then: the program's advances of the counter they share; for a plain tensor a call made, on a storage not seen
 # before, its version: a kernel may hand it back advanced), and a fake of a non-leaf input carries no history (its
 # grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
 # tensor has no counter: its `bumps` are 0. Counters eager's kernels advance where no run under a mode does (a read of
@@ -93,7 +94,7 @@ class TensorFacts:
     stride: tuple[int, ...]
     offset: int
     base: NodeId | None  # `._base`
-    bumps: int  # `._version` less its value when the record first saw this tensor (Note [The Eager Record])
+    bumps: int  # `._version` less its value when the record first saw this tensor's counter (Note [The Eager Record])
     requires_grad: bool
     is_leaf: bool | None  # None where reading it raises (`autograd_error`)
     grad_fn: str | None  # the grad_fn's type name; None for a leaf, a tensor that needs no grad, or an error
@@ -157,13 +158,16 @@ class _Recorder(TorchFunctionMode):
         self.mark = autograd_sequence_nr()  # autograd's counter after the last call the record saw
 
     def node(self, t: torch.Tensor, *, born: bool = False) -> NodeId:
-        """t's node; numbered now if unseen, counting its bumps from its version now, or from 0 where `born`."""
+        """t's node; numbered now if unseen, counting its bumps from its version now, or from 0 where `born`, or
+        from where its `._base`'s count starts (the counter they share) where the record has seen the base."""
         found: int | None = self.nodes.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         if found is None:
+            base = t._base
+            seen: int | None = None if born or base is None else self.nodes.get(base)  # type: ignore[no-untyped-call]
             found = NodeId(len(self.tensors))
             self.nodes[t] = found
             self.tensors.append(weakref.ref(t))
-            self.first_version.append(0 if born else get_version(t))
+            self.first_version.append(0 if born else get_version(t) if seen is None else self.first_version[seen])
         return NodeId(found)
 
     def number_born(self, t: torch.Tensor) -> None:

@@ -211,6 +211,27 @@ def test_views_share_the_version_counter_and_the_root_base() -> None:
     assert _final(record, w).base == x  # a view of a view has the root as its base
 
 
+def test_a_view_made_after_writes_counts_the_bumps_of_the_counter_it_shares() -> None:
+    # a view first seen after its base was written counts from its base's first sight, as eager's counter moved over
+    # the program (`x.add_(1); x[1:]` has advanced x's counter once when set_() reads it: 1, not 0)
+    def f(x: torch.Tensor, y: torch.Tensor) -> object:
+        y.add_(1)
+        v = y[1:]
+        t = y * 2
+        t.add_(1)
+        w = t.view(-1)
+        w.mul_(3)
+        x.set_(v)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return v, w
+
+    record = _both(f, torch.randn(4), torch.randn(4))
+    v, w = record.outputs
+    assert v is not None and w is not None
+    assert [_final(record, n).bumps for n in (v, w)] == [1, 2]
+    set_call = next(e for e in record.events if e.op == "Tensor.set_")
+    assert next(f.bumps for f in set_call.facts if f.node == set_call.inputs[1]) == 1
+
+
 def test_data_assignment_shares_storage_but_not_the_version() -> None:
     def f(x: torch.Tensor, y: torch.Tensor) -> object:
         x.data = y
