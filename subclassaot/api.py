@@ -1220,13 +1220,15 @@ def _in_grad_mode(call: Callable[..., object], start: bool | None, ends: list[bo
 
     def run(*args: object, **kwargs: object) -> object:
         before = torch.is_grad_enabled()
-        torch._C._set_grad_enabled(before if start is None else start)
+        with torch._C.DisableTorchFunction():  # (the compile's switch, no call of the program's: SwapRecord.call_at)
+            torch._C._set_grad_enabled(before if start is None else start)
         try:
             out = call(*args, **kwargs)
             ends.append(torch.is_grad_enabled())
             return out
         finally:
-            torch._C._set_grad_enabled(before)
+            with torch._C.DisableTorchFunction():
+                torch._C._set_grad_enabled(before)
 
     return run
 

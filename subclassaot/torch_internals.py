@@ -1008,8 +1008,8 @@ def _share_fake_counters(
     version counter (`x.detach()` passed beside x: a write of either moves both, and autograd's saved-version check
     of one sees the other's writes) an alias of that tensor's fake sharing its counter, laid out as the real one:
     the fake mode makes such a fake over the same storage with a counter of its own. A subclass only where it is
-    laid out as the other (a detach() of it: its class's own detach makes the alias). Not where a view of it is
-    among the values (its fake is a view of the fake replaced)."""
+    laid out as the other or as the other's base (a detach() of it: its class's own detach makes the alias). Not
+    where a view of it is among the values (its fake is a view of the fake replaced)."""
     tensors = [(k, v) for k, v in enumerate(values) if isinstance(v, torch.Tensor)]
     bases = {id(v._base) for _, v in tensors if v._base is not None}
     movable = {id(v) for _, v in tensors if v._base is None and v.grad_fn is None and id(v) not in bases}
@@ -1034,13 +1034,14 @@ def _share_fake_counters(
             fake_source, cast(torch.Tensor, fakes[k])
         ):
             continue
-        relaid = (fake_source.shape, fake_source.stride(), fake_source.storage_offset()) != (
-            v.shape,
-            v.stride(),
-            v.storage_offset(),
-        )
-        if type(v) is not torch.Tensor and (type(fake_source) is not type(v) or relaid):
-            continue  # (a subclass: only a detach() of another input of its class as it is)
+        relaid = _layout(fake_source) != _layout(v)
+        if type(v) is not torch.Tensor:  # (a subclass: only a detach() of another input of its class as it is, or
+            # of the base of one that is a view: its fake is a view of the base's fake)
+            candidates = (fake_source, fake_source._base)
+            found = next((c for c in candidates if type(c) is type(v) and _layout(c) == _layout(v)), None)
+            if found is None:
+                continue
+            fake_source, relaid = found, False
         with mode, torch.no_grad():
             alias = fake_source.detach()  # (the same storage and counter, no view, no history)
             version = get_version(alias)
@@ -1048,6 +1049,10 @@ def _share_fake_counters(
                 alias.as_strided_(v.shape, v.stride(), v.storage_offset())
             set_version(alias, version)  # (as_strided_ moved the shared counter)
         fakes[k] = done[id(v)] = alias.requires_grad_(v.requires_grad)
+
+
+def _layout(t: torch.Tensor) -> tuple[object, ...]:
+    return (t.shape, t.stride(), t.storage_offset())
 
 
 class _EagerEmptyLayouts(_CacheKeepsStorage):  # type: ignore[no-untyped-call]  # untyped __init_subclass__

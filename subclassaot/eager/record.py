@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.eager.kernel_counts import custom_op_body_bumps, inference_read_counts
 from subclassaot.torch_internals import (
     autograd_sequence_nr,
     composite_view_as_eager,
@@ -46,9 +47,12 @@ from subclassaot.torch_internals import (
 # tensors carry real storages, strides, offsets, version counters and autograd metadata, so the facts read on
 # fakes are eager's facts; tests/eager checks that claim on the fuzzer's programs against a run on real tensors.
 # Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
-# record keeps `bumps` (the version less its value at first sight), and a fake of a non-leaf input carries no history
-# (its grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
-# tensor has no counter: its `bumps` are 0. Under any dispatch mode (a fake's, the record's own) an in-place foreach op
+# record keeps `bumps` (the version less its value at first sight; for a view of a tensor seen before, less its base's
+# value then: the program's advances of the counter they share; for a plain tensor a call made, on a storage not seen
+# before, its version: a kernel may hand it back advanced), and a fake of a non-leaf input carries no history (its
+# grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
+# tensor has no counter: its `bumps` are 0. Counters eager's kernels advance where no run under a mode does (a read of
+# an inference tensor, a custom op's body writing its argument) are asked of eager (eager/kernel_counts.py). Under any dispatch mode (a fake's, the record's own) an in-place foreach op
 # (`torch._foreach_add_([x, y], 1)`) advances no counter, where eager's advances each plain tensor of its first list
 # once per place in it, unless a wrapper subclass is among its arguments (the op then reaches `__torch_dispatch__`, as
 # under a mode, and no counter moves): the record advances them itself (`_foreach_bumps`), so that each of its runs,
@@ -72,6 +76,8 @@ from subclassaot.torch_internals import (
 # AccumulateGrad and autograd's error nodes do), so that one is derived. The functionalized run reads its own autograd's
 # counter around each call of the program (`SwapRecord.call_built_node`), which for a call handing back its arguments is
 # eager's answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
+# Events are numbered by the program's torch-level calls, queries left out (`Event.call`), as the functional run numbers
+# its own (`SwapRecord.call_at` of a `seq`): a rule asking mid-run what eager's state is after a call finds it there.
 
 NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
 StorageId = NewType("StorageId", int)  # a storage, numbered on first sight
@@ -88,7 +94,7 @@ class TensorFacts:
     stride: tuple[int, ...]
     offset: int
     base: NodeId | None  # `._base`
-    bumps: int  # `._version` less its value when the record first saw this tensor (Note [The Eager Record])
+    bumps: int  # `._version` less its value when the record first saw this tensor's counter (Note [The Eager Record])
     requires_grad: bool
     is_leaf: bool | None  # None where reading it raises (`autograd_error`)
     grad_fn: str | None  # the grad_fn's type name; None for a leaf, a tensor that needs no grad, or an error
@@ -101,6 +107,9 @@ class Event:
     """One torch-level call of the program and the facts of the tensors it touched, read right after it."""
 
     op: str  # "Tensor.add_", "sin", "Tensor.data.__set__", ...
+    call: (
+        int  # the program's torch-level call it is, queries not counted (SwapRecord.call_at); set_()'s: the one before
+    )
     grad_enabled: bool  # grad mode while the call ran
     inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
     outputs: tuple[NodeId, ...]  # the tensors it returned, in pytree order
@@ -120,6 +129,7 @@ class BackwardEnd:
 class EagerRecord:
     inputs: tuple[NodeId | None, ...]  # per call value (InputIndex order): its node, None for a non-tensor
     events: tuple[Event, ...]  # in program order
+    calls: int  # the program's torch-level calls, queries not counted (Event.call)
     outputs: tuple[NodeId | None, ...]  # per output pytree leaf: its node, None for a non-tensor
     final: tuple[TensorFacts, ...]  # every node the program touched that is alive at its end, by NodeId
     error: str | None  # the error eager raised in the forward (the record ends at the call that raised)
@@ -142,18 +152,32 @@ class _Recorder(TorchFunctionMode):
         self.storages: dict[int, StorageId] = {}
         self.held_storages: list[torch.UntypedStorage] = []  # keep `_cdata` from being reused during the run
         self.events: list[Event] = []
+        self.calls = 0  # torch-level calls of the program seen so far (Event.call)
         self.depth = 0  # logged calls running now
-        self.pending: tuple[str, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # a call to log
+        self.pending: tuple[str, int, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # to log
         self.mark = autograd_sequence_nr()  # autograd's counter after the last call the record saw
 
-    def node(self, t: torch.Tensor) -> NodeId:
+    def node(self, t: torch.Tensor, *, born: bool = False) -> NodeId:
+        """t's node; numbered now if unseen, counting its bumps from its version now, or from 0 where `born`, or
+        from where its `._base`'s count starts (the counter they share) where the record has seen the base."""
         found: int | None = self.nodes.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         if found is None:
+            base = t._base
+            seen: int | None = None if born or base is None else self.nodes.get(base)  # type: ignore[no-untyped-call]
             found = NodeId(len(self.tensors))
             self.nodes[t] = found
             self.tensors.append(weakref.ref(t))
-            self.first_version.append(get_version(t))
+            self.first_version.append(0 if born else get_version(t) if seen is None else self.first_version[seen])
         return NodeId(found)
+
+    def number_born(self, t: torch.Tensor) -> None:
+        """A plain tensor a call returned, unseen, on a storage the record has not seen (and its bases likewise): the
+        call made it, and its `bumps` are its `._version` (Note [The Eager Record])."""
+        if t in self.nodes or is_traceable_subclass(t) or t.untyped_storage()._cdata in self.storages:
+            return
+        self.node(t, born=True)
+        if t._base is not None:
+            self.number_born(t._base)
 
     def storage(self, t: torch.Tensor) -> StorageId:
         s = t.untyped_storage()
@@ -217,7 +241,7 @@ class _Recorder(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         op = _op_name(func)
-        if op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET:
+        if is_query(func):
             out = func(*args, **(kwargs or {}))  # reads no state changes: not an event
             if not self.depth:  # (a grad_fn read may regenerate a view's history: a node of no event's)
                 self.mark = autograd_sequence_nr()
@@ -232,6 +256,7 @@ class _Recorder(TorchFunctionMode):
         reading autograd facts of the op's own tensors can deadlock: their facts are read at the next call above."""
         if self.depth:
             return func(*args, **kwargs)
+        self.calls += 0 if below else 1
         mark, before = self.mark, autograd_sequence_nr()
         self.flush()
         own = autograd_sequence_nr() - before  # (nodes the flush's reads made: regenerated histories)
@@ -250,7 +275,8 @@ class _Recorder(TorchFunctionMode):
             self.mark = autograd_sequence_nr()
             # (set_() with grad records a NotImplemented node, which takes no number)
             unnumbered = below and grad_enabled and any(t.requires_grad for t in received)
-            self.pending = (op, grad_enabled, received, returned, self.mark != start or unnumbered)
+            call = self.calls - 1  # (set_(), no torch function, takes the call it follows: as the functional run)
+            self.pending = (op, call, grad_enabled, received, returned, self.mark != start or unnumbered)
             if not below:
                 self.flush()
         finally:
@@ -261,15 +287,19 @@ class _Recorder(TorchFunctionMode):
         """Log the call that ran last, reading its tensors' facts now."""
         if self.pending is None:
             return
-        op, grad_enabled, received, returned, built = self.pending
+        op, call, grad_enabled, received, returned, built = self.pending
         self.pending = None
+        for t in returned:
+            self.number_born(t)
         self.depth += 1
         try:
             facts = self.all_facts(received + returned)
         finally:
             self.depth -= 1
         inputs, outputs = tuple(self.node(t) for t in received), tuple(self.node(t) for t in returned)
-        event = Event(op=op, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts, built_node=built)
+        event = Event(
+            op=op, call=call, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts, built_node=built
+        )
         self.events.append(event)
 
 
@@ -308,9 +338,35 @@ class _Unseen(TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __
         self.recorder.depth += 1
         try:
             retaken, view = composite_view_as_eager(func, args, kwargs or {})
-            return view if retaken else func(*args, **(kwargs or {}))
+            return view if retaken else _as_eager_counts(func, args, kwargs or {})
         finally:
             self.recorder.depth -= 1
+
+
+def _as_eager_counts(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run `func`, then give the counters its eager kernel advances, and the run under a mode did not, eager's
+    counts (eager/kernel_counts.py: a read of an inference tensor, a custom op's body writing its argument)."""
+    written = custom_op_body_bumps(func, args, kwargs, _is_inference)
+    before = [get_version(t) for t, _ in written]
+    out = func(*args, **kwargs)
+    for (t, n), v in zip(written, before, strict=True):
+        set_version(t, max(get_version(t), v + n))  # (a body that ran and wrote has moved it itself)
+    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
+    counts = inference_read_counts(func, args, kwargs, out, _is_inference)
+    for r, n in zip(results, counts, strict=True) if counts else ():
+        set_version(r, max(get_version(r), n))
+    return out
+
+
+def _is_inference(t: torch.Tensor) -> bool:
+    return t.is_inference()
+
+
+def is_query(func: Callable[..., Any]) -> bool:
+    """Is a torch-level call one that reads no state it changes (a property's getter, `.size()`, ...): no event of
+    the record's, and no call `Event.call` and the functional run's `SwapRecord.call_at` count."""
+    op = _op_name(func)
+    return op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET
 
 
 def _foreach_bumps(op: str, args: tuple[Any, ...]) -> Callable[[], None]:
@@ -364,7 +420,13 @@ def observe(fn: Callable[..., object], values: Sequence[object]) -> EagerRecord:
     end = _backward(rec, leaves, outs) if error is None else None
     final = tuple(rec.facts(t) for ref in rec.tensors if (t := ref()) is not None)
     return EagerRecord(
-        inputs=inputs, events=tuple(rec.events), outputs=out_nodes, final=final, error=error, backward=end
+        inputs=inputs,
+        events=tuple(rec.events),
+        calls=rec.calls,
+        outputs=out_nodes,
+        final=final,
+        error=error,
+        backward=end,
     )
 
 

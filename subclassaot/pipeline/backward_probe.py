@@ -746,10 +746,10 @@ class _NewLeafFlags(TorchFunctionMode):
                     self.quiet.append(args[0])
                 self._note(("flag", place), False, None)
                 if place in self.held:
-                    return None if setter else args[0]
+                    return _held_back(args, setter)
                 return func(*args, **kwargs)
             if place in self.held:
-                return None if setter else args[0]
+                return _held_back(args, setter)
         # (the program's own calls, not those of the fake mode's code run inside an op, which its cache skips)
         if not self.logging or innermost_dispatch_mode() is not self.fake_mode:
             return func(*args, **kwargs)
@@ -790,6 +790,17 @@ class _NewLeafFlags(TorchFunctionMode):
         if any(t is i for i in self.inputs) or any(t is f for f in self.flagged):
             return False
         return not t.requires_grad or requires_grad_through_base(t)
+
+
+def _held_back(args: tuple[Any, ...], setter: bool) -> object:
+    """What a held-back flag call returns; the modes below, which it never reaches, are told that the program made
+    it (`held_call`: the functional run counts it among the program's calls, SwapRecord.call_at)."""
+    stack = torch.overrides._get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+    for mode in stack:
+        note = getattr(mode, "held_call", None)
+        if callable(note):
+            note()
+    return None if setter else args[0]
 
 
 def _shown(out: object, grad: bool) -> object:

@@ -83,13 +83,10 @@ aten = torch.ops.aten
 # - each input leaf and wrapper the epilogue settles is set to its count before the call plus eager's bumps
 #   (`settle_version`; one `_unsafe_set_version_counter` call in a generated runner), whatever the epilogue's own
 #   copy_, as_strided_ and set_ did to it;
-# - outside inference_mode an op reading an inference tensor runs no autograd kernel, so the in-place and out= ops its
-#   backend kernel calls on its fresh results advance their counters (clone() 1, max(dim) 2, by device and size): the
-#   functional run asks eager's kernel on zeros laid out as the operands and counts those bumps (note_inference_reads;
-#   not for symbolic sizes, large operands, random ops or a kernel refusing zeros);
-# - a torch.library custom op advances each argument its `mutates_args` names once (its ADInplaceOrView kernel:
-#   bumps_written_args), and its body, opaque to the trace, as often as it writes a plain one: asked likewise on
-#   zeros (note_custom_op_writes);
+# - outside inference_mode an op reading an inference tensor advances its fresh results' counters, and a
+#   torch.library custom op each argument its `mutates_args` names once (bumps_written_args) and as often again as
+#   its body writes a plain one: eager's kernels are asked how often (eager/kernel_counts.py, which the eager record
+#   applies too; not for symbolic sizes, large operands, random ops or a kernel refusing zeros);
 # - a fresh output eager wrote gets eager's count as it is built, where no other output shares its counter but views
 #   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
 #   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);

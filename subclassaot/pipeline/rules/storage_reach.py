@@ -32,15 +32,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils import _pytree as pytree
-from torch.utils._python_dispatch import _disable_current_modes
 
-from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.authoring.protocol import flatten_subclass
+from subclassaot.eager.kernel_counts import custom_op_body_bumps, inference_read_counts
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.set_storage_rules import program_nbytes
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import (
-    bumps_written_args,
     has_data_mutation,
     has_view_chain,
     hint_of,
@@ -752,107 +751,13 @@ def check_output_relaid_by_growth(path: str, value: torch.Tensor, record: SwapRe
         t = view.source
 
 
-_PROBE_NUMEL = 1 << 16  # the most elements a tensor eager's kernel is asked about may cover (note_inference_reads)
-# the dispatch keys a call from the user's code runs with (a mode's __torch_dispatch__ runs below autograd)
-_TOP_LEVEL_KEYS = (torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set())
-
-
-def note_inference_reads(
-    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
-) -> None:
-    """A functional op outside inference_mode reading a plain tensor that is an inference tensor in eager: no autograd
-    kernel runs, so the in-place and out= ops its backend kernel calls on its fresh results advance their counters
-    (runtime/steps.py: Version Counters As Eager's). How often is the kernel's own: it is asked, at compile time, on
-    tensors of the operands' layouts (zeros, made inside inference_mode where eager's are inference tensors), and the
-    results' families count that many bumps. Not where a size is symbolic, an operand covers many elements, the op
-    draws random numbers or the kernel raises on zeros: those results stay fresh (a known gap)."""
-    schema = getattr(func, "_schema", None)
-    if torch.is_inference_mode_enabled() or schema is None or schema.is_mutable:
-        return
-    if any(r.alias_info is not None for r in schema.returns) or torch.Tag.nondeterministic_seeded in func.tags:
-        return
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+def note_kernel_counts(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+    """The program's op advanced, in eager, counters that no run under a mode shows advancing (eager/kernel_counts.py:
+    a read of an inference tensor, a custom op's body writing its argument): their families count those bumps
+    (runtime/steps.py: Version Counters As Eager's)."""
     results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
-    if not results or not any(not is_traceable_subclass(t) and record.stays_inference(t) for t in tensors):
-        return
-    if any(is_traceable_subclass(t) for t in (*tensors, *results)):
-        return
-    counts = _eager_result_counts(record, func, args, kwargs)
-    if counts is None or len(counts) != len(results):
-        return
-    for r, n in zip(results, counts, strict=True):
+    counts = inference_read_counts(func, args, kwargs, out, record.stays_inference)
+    written = custom_op_body_bumps(func, args, kwargs, record.stays_inference)
+    for t, n in [*(zip(results, counts, strict=True) if counts else ()), *written]:
         for _ in range(n):
-            record.note_bump(r)
-
-
-def _eager_result_counts(
-    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> list[int] | None:
-    """The version count of each tensor result of eager's `func` on real zeros laid out as the operands are; None
-    where it cannot be asked (note_inference_reads)."""
-    asked = _asked_on_zeros(record, func, args, kwargs)
-    if asked is None:
-        return None
-    results = [r for r in pytree.tree_leaves(asked[1]) if isinstance(r, torch.Tensor)]
-    return [0 if r.is_inference() else int(r._version) for r in results]
-
-
-def note_custom_op_writes(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """A torch.library custom op that writes plain arguments (`mutates_args`): its dispatcher advanced each once
-    (`bumps_written_args`), and its body, opaque to the trace, may write them again (`x.add_(1)`: eager's count is 2).
-    How often is the body's own: it is asked, at compile time, on zeros of the operands' layouts, as
-    note_inference_reads asks, and each argument's family counts the rest (runtime/steps.py: Version Counters As
-    Eager's). A subclass argument's body runs on its inner tensors, below autograd: its own counter moves once."""
-    schema = getattr(func, "_schema", None)
-    if schema is None or not schema.is_mutable or not bumps_written_args(func):
-        return
-    written = [
-        (i, a)
-        for i, a in enumerate(schema.arguments)
-        if a.is_write
-        and isinstance(arg := (args[i] if i < len(args) else kwargs.get(a.name)), torch.Tensor)
-        and not is_traceable_subclass(arg)
-    ]
-    if not written:
-        return
-    asked = _asked_on_zeros(record, func, args, kwargs)
-    if asked is None:
-        return
-    (real_args, real_kwargs), _ = asked
-    for i, a in written:
-        arg = args[i] if i < len(args) else kwargs[a.name]
-        real = real_args[i] if i < len(real_args) else real_kwargs[a.name]
-        for _ in range(int(real._version) - 1):
-            record.note_bump(arg)
-
-
-def _asked_on_zeros(
-    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, Any], Any] | None:
-    """((the operands, the result)) of eager's `func` run on real zeros laid out as the operands are, outside the
-    program's modes; None where it cannot be asked (a symbolic size, an operand covering many elements, a kernel
-    that raises on zeros)."""
-
-    def real(t: torch.Tensor) -> torch.Tensor:
-        meta = (*t.shape, *t.stride(), t.storage_offset())
-        if not all(type(d) is int for d in meta):
-            raise _NotAsked
-        extent = t.storage_offset() + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True)) + 1
-        if extent > _PROBE_NUMEL:
-            raise _NotAsked
-        inference = record.stays_inference(t)
-        with torch.inference_mode(inference):
-            base = torch.zeros(max(extent, 0), dtype=t.dtype, device=t.device)
-            return base.as_strided(t.shape, t.stride(), t.storage_offset())
-
-    try:
-        with _disable_current_modes(), torch._C._ForceDispatchKeyGuard(*_TOP_LEVEL_KEYS), torch.no_grad():
-            real_operands = pytree.tree_map_only(torch.Tensor, real, (args, kwargs))
-            out = func(*real_operands[0], **real_operands[1])
-    except Exception:  # (_NotAsked, or the kernel refuses zeros: not asked)
-        return None
-    return real_operands, out
-
-
-class _NotAsked(Exception):
-    """A tensor eager's kernel cannot be asked about (note_inference_reads)."""
+            record.note_bump(t)

@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.eager.record import is_query
 from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline.grad_scope import (
     bumped_input_reads,
@@ -123,10 +124,9 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_write_through_base_strided,
     functional_frame_offset,
     note_absolute_view,
-    note_custom_op_writes,
     note_escaping_view,
     note_grad_through_hidden_grow,
-    note_inference_reads,
+    note_kernel_counts,
     note_kernel_layout,
     note_kernel_relaid,
     per_tensor_method,
@@ -371,8 +371,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             for family, bumps in self.record.written_families.items():
                 self.record.written_families[family] = min(bumps, counted.get(family, 0) + 1)
         if counted is not None:
-            note_inference_reads(self.record, func, args, kwargs, out)  # runtime/steps.py: Version Counters As Eager's
-            note_custom_op_writes(self.record, func, args, kwargs)  # (the same)
+            note_kernel_counts(self.record, func, args, kwargs, out)  # runtime/steps.py: Version Counters As Eager's
         self.record.pin(out)
         note_kernel_layout(self.record, func, args, kwargs, out)  # Note [Strides The Kernels Choose]
         return out
@@ -1192,10 +1191,13 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if not self.record.dispatching and not is_query(func):  # (eager runs a held-back call: SwapRecord.call_at)
+            self.record.call_seqs.append(self.record.seq)
         if self._held_back(func, args, kwargs):  # See Note [Training Without A Function]
             return None if turns_flag_on(func, args, kwargs)[1] else args[0]
         method = per_tensor_method(func)
         if method is not None and args and isinstance(args[0], (list, tuple)):
+            logged = len(self.record.call_seqs)
             for i, t in enumerate(args[0]):  # Note [In-Place Ops As Eager Runs Them]
                 rest = tuple(a[i] if isinstance(a, (list, tuple)) else a for a in args[1:])
                 family, version = self.record.family_of(t), get_version(t)
@@ -1206,6 +1208,7 @@ class _DataMode(TorchFunctionMode):
                 elif isinstance(t, torch.Tensor) and is_traceable_subclass(t):
                     self.record.written_families.pop(family, None)
                     set_version(t, version)
+            del self.record.call_seqs[logged:]  # (one call of the program's, however it runs here)
             return None
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         self.record.calls += 1
@@ -1217,6 +1220,11 @@ class _DataMode(TorchFunctionMode):
         if self.record.hidden_grows:  # Note [Storage Swaps By Rebinding]
             note_grad_through_hidden_grow(self.record, func, args, kwargs, out)
         return out
+
+    def held_call(self) -> None:
+        """A mode above held back one of the program's calls (backward_probe.holding_back_flags): eager runs it."""
+        if not self.record.dispatching:
+            self.record.call_seqs.append(self.record.seq)
 
     def _held_back(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """While the compile has not decided which calls making new leaves it holds back (SwapRecord.hold): does this

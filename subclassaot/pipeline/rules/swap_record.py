@@ -6,6 +6,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -586,6 +587,8 @@ class SwapRecord:
     nograd_set_layouts: dict[int, tuple[object, ...]] = field(default_factory=dict)
     seq: int = 0
     calls: int = 0  # torch functions the program called so far
+    # per torch-level call of the program (the eager record's `Event.call` numbers them alike): `seq` as it began
+    call_seqs: list[int] = field(default_factory=list)
     call_built_node: bool = False  # the program's call checked now made an autograd node (Note [The Eager Record],
     # calls that build no node): its results read its arguments' history
     # id() of a tensor requires_grad_() turned on -> (`calls` then, the gain's facts before it, its place in
@@ -932,6 +935,11 @@ class SwapRecord:
         self.family[id(view)] = family
         if not is_traceable_subclass(source) and self.stays_inference(source):
             self.inference_tensors.add(id(view))
+
+    def call_at(self, seq: int) -> int:
+        """The program's torch-level call during which `seq` was reached (the eager record's `Event.call`, whose
+        facts are eager's right after it); -1 before the first."""
+        return bisect.bisect_left(self.call_seqs, seq) - 1
 
     def stays_inference(self, t: torch.Tensor) -> bool:
         """Is eager's plain `t` an inference tensor now: made inside an inference_mode block or a view of one (on any
