@@ -848,7 +848,10 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
             rule = base_mode_rule(func, FakeTensorMode, self)
             if rule is not None:
                 return rule(*args, **(kwargs or {}))
-        return super().__torch_dispatch__(func, types, args, kwargs or {})
+        out = super().__torch_dispatch__(func, types, args, kwargs or {})
+        if func in _BATCH_NORM_INPUT:  # Note [Strides The Kernels Choose]: batch_norm's, as the CPU kernels lay out
+            _batch_norm_as_cpu(self, args[_BATCH_NORM_INPUT[func]], out)
+        return out
 
     def _get_output_tensor_from_cache_entry(
         self,
@@ -893,6 +896,56 @@ class _CacheKeepsStorage(FakeTensorMode):  # type: ignore[no-untyped-call]  # un
         nt_tensor_id = njt_module._tensor_id_counter
         njt_module._tensor_id_counter += 1
         return nested_int(nt_tensor_id, 1)
+
+
+_aten = torch.ops.aten
+# the batch_norm ops whose first result eager's CPU kernel lays out contiguously in its input's suggested memory
+# format, where the meta kernel keeps the strides of an argument; each by the position of that input
+_BATCH_NORM_INPUT: dict[object, int] = {
+    **dict.fromkeys(
+        (
+            _aten.native_batch_norm.default,
+            _aten._native_batch_norm_legit.default,
+            _aten._native_batch_norm_legit.no_stats,
+            _aten._native_batch_norm_legit_functional.default,
+            _aten._native_batch_norm_legit_no_training.default,
+            _aten._batch_norm_with_update.default,
+            _aten._batch_norm_with_update_functional.default,
+            _aten._batch_norm_no_update.default,
+        ),
+        0,
+    ),
+    _aten.native_batch_norm_backward.default: 1,  # (grad_out, input, ...): grad_input is laid out as the input
+    _aten.batch_norm_backward.default: 1,
+}
+
+
+def memory_format_strides(size: Sequence[Any], memory_format: torch.memory_format | None) -> list[Any]:
+    """The strides of a dense tensor of `size` laid out in `memory_format` (contiguously where None)."""
+    if memory_format is torch.channels_last:
+        return list(torch._prims_common.make_channels_last_strides_for(size))
+    if memory_format is torch.channels_last_3d:
+        return list(torch._prims_common.make_channels_last_3d_strides_for(size))
+    return list(torch._prims_common.make_contiguous_strides_for(tuple(size)))
+
+
+def _batch_norm_as_cpu(mode: FakeTensorMode, x: object, out: object) -> None:
+    """Give the first result `out` of a batch_norm op on CPU fakes (`x`: the input its layout follows) the strides
+    eager's kernel gives it, contiguous in x's suggested memory format, where the meta kernel kept other strides (a
+    transposed input's: Note [Strides The Kernels Choose]). In place, as the cache's results are relaid."""
+    first = out[0] if isinstance(out, tuple | list) and out else None
+    if not isinstance(first, FakeTensor) or not isinstance(x, FakeTensor) or first.device.type != "cpu":
+        return
+    if first.shape != x.shape or first.layout != torch.strided:
+        return
+    strides = memory_format_strides(first.shape, torch._prims_common.suggest_memory_format(x))
+    if all(statically_known_true(a == b) for a, b in zip(first.stride(), strides, strict=True)):
+        return
+    version = get_version(first)
+    guards = mode.shape_env.suppress_guards() if mode.shape_env is not None else contextlib.nullcontext()
+    with in_kernel_invocation_manager(mode), guards:
+        first.set_(first.untyped_storage(), 0, first.shape, strides)
+    set_version(first, version)
 
 
 def new_fake_mode(shape_env: ShapeEnv | None = None) -> FakeTensorMode:

@@ -1597,6 +1597,13 @@ def _as_fresh_root(
 # shows the difference. On static fakes (the eager record, the backward probe) a functional op whose tensor arguments
 # are all empty CPU tensors and whose fake results are all empty asks the CPU kernel itself, on real empty tensors
 # of the same layouts (nothing is allocated, no random number drawn), and takes its results' strides.
+#
+# Batch Norm Results Laid Out As Eager:
+# batch_norm's CPU kernels (forward, and grad_input of the backward) lay their first result out contiguously in the
+# input's suggested memory format; the meta kernels keep the strides of an argument (a transposed input's (1, 4)
+# where eager's result is (3, 1)), and a view(-1) of the result or a resize_() over its storage failed in the trace
+# or read other elements. Every fake mode of the pipeline (torch_internals._CacheKeepsStorage) relays that result of
+# a CPU fake in place to eager's strides, on a cache hit too. Other devices keep the meta kernel's layout.
 
 
 def _probe_kernel_layouts(

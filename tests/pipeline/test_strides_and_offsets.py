@@ -6,6 +6,7 @@ or overlapping inputs (Note [In-Place Ops As Eager Runs Them], Note [as_strided 
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -2380,3 +2381,64 @@ def test_nested_wrapper_outputs_take_their_leaves_kernel_strides(
 
     with torch.set_grad_enabled(grad):
         assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+# batch_norm's CPU kernels lay their result (and the backward's grad_input) out contiguously in the input's suggested
+# memory format; the meta kernels keep the input's strides, a transposed input's too. A view that needs the layout
+# (view(-1)) or a resize_() that reinterprets the storage showed the difference: the trace raised or read other
+# elements (Note [Strides The Kernels Choose], Batch Norm Results Laid Out As Eager).
+def _batch_norm_flattened(x0: T) -> object:
+    c = x0.shape[1]
+    t0 = torch.nn.functional.batch_norm(x0, torch.zeros(c), torch.ones(c), training=True, momentum=0.1, eps=1e-05)
+    return (t0.view(-1), t0.view(x0.shape[0], -1)[1:])
+
+
+def _batch_norm_eval_flattened(x0: T) -> object:
+    c = x0.shape[1]
+    t0 = torch.nn.functional.batch_norm(x0, torch.zeros(c), torch.ones(c), torch.ones(c), torch.zeros(c))
+    return (t0.view(-1) * 2.0,)
+
+
+def _native_batch_norm_flattened(x0: T) -> object:
+    c = x0.shape[1]
+    t0 = torch.native_batch_norm(x0, torch.ones(c), None, torch.zeros(c), torch.ones(c), True, 0.1, 1e-05)[0]
+    return (t0.view(-1),)
+
+
+_BATCH_NORM_LAYOUTS: dict[str, Callable[[torch.Tensor], T]] = {
+    "transposed": lambda t: t.view(3, 4).t(),  # (4, 3) of strides (1, 4): eager's result (3, 1)
+    "channels_last_transposed": lambda t: t.view(2, 3, 2, 2).to(memory_format=torch.channels_last).transpose(2, 3),
+    "batch_transposed": lambda t: t.view(3, 2, 2).transpose(0, 1),  # (2, 3, 2) of strides (4, 6, 1)
+}
+
+
+def _batch_norm_input(layout: str, grad: bool) -> tuple[object, ...]:
+    t = _BATCH_NORM_LAYOUTS[layout](torch.randn(24 if "channels" in layout else 12))
+    return (t.detach().requires_grad_(grad),)
+
+
+@pytest.mark.parametrize("layout", sorted(_BATCH_NORM_LAYOUTS))
+def test_batch_norm_result_takes_the_cpu_kernels_layout(layout: str, compile_fn: CompileFn | None) -> None:
+    """Fuzz smoke (seed 0, wide vocabulary): view(-1) of batch_norm's result on a transposed input raised in the trace
+    ("view size is not compatible"), where eager's result is contiguous. Forward and training."""
+    for grad in (False, True):
+        make = functools.partial(_batch_norm_input, layout, grad)
+        for f in (_batch_norm_flattened, _batch_norm_eval_flattened, _native_batch_norm_flattened):
+            with torch.set_grad_enabled(grad):
+                assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+def test_batch_norm_result_of_a_transposed_input_resized(compile_fn: CompileFn | None) -> None:
+    """The fixed-seed wide smoke (seed 0, 200 programs) CRASHED: batch_norm's result is (2, 1) in eager, (1, 3) on
+    fakes; resize_((7,)) of it makes it contiguous in eager, and the runner rebuilt it by view ops the traced layout
+    cannot take ("view size is not compatible")."""
+
+    def f(x0: T) -> object:
+        t0 = torch.nn.functional.batch_norm(
+            x0.clone().reshape(-1, 2), x0[0], torch.ones(2), training=True, momentum=0.1, eps=1e-05
+        )
+        t0.resize_((7,))
+        t0.fill_(0.5)
+        return (t0,)
+
+    check_no_grad(f, lambda: (torch.randn((2, 3)).t(),), compile_fn)

@@ -44,6 +44,7 @@ from subclassaot.torch_internals import (
     has_view_chain,
     hint_of,
     inner_storage_offset,
+    memory_format_strides,
     storage_key,
 )
 
@@ -607,11 +608,7 @@ def resize_strides(size: list[Any], memory_format: torch.memory_format | None) -
     """The strides eager's resize_ gives a tensor of `size` (contiguous, or in the memory format asked for)."""
     if memory_format is torch.preserve_format:
         raise UnsupportedError("resize_() with memory_format=torch.preserve_format, which raises in eager")
-    if memory_format is torch.channels_last:
-        return list(torch._prims_common.make_channels_last_strides_for(size))
-    if memory_format is torch.channels_last_3d:
-        return list(torch._prims_common.make_channels_last_3d_strides_for(size))
-    return list(torch._prims_common.make_contiguous_strides_for(size))
+    return memory_format_strides(size, memory_format)
 
 
 def _hint(v: Any) -> Any:
