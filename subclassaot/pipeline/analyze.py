@@ -804,11 +804,19 @@ def _check_requires_grad_calls(
     # (where what the program computed from them before has no history the caller can see, in eager as with the
     # flag set from the start, the compiled call's setting it first changes nothing: Note [Grad Mode And Autograd Reads])
     positions = [k for t, k in zip(run.user_tensors, flat.tensor_indices, strict=True) if id(t) in gained_after]
-    if positions and not gain_unobserved(call, flat, positions):
-        if own_leaves is None:
+    observed = bool(positions) and not gain_unobserved(call, flat, positions)
+    if own_leaves is None:
+        # (and those flagged after an x.set_(x) with grad over their family, which eager records no node of: the
+        # run's stand-in requires no grad there either, Note [Grad Mode And Autograd Reads])
+        gained = [
+            i
+            for i, t in enumerate(run.user_tensors)
+            if (observed and id(t) in gained_after) or id(t) in run.swaps.self_set_before_gain
+        ]
+        if gained:
             flagged = [i for i, t in enumerate(run.user_tensors) if id(t) in run.swaps.requires_grad_gained]
-            gained = [i for i, t in enumerate(run.user_tensors) if id(t) in gained_after]
             own = own_leaf_inputs(flat, layout, gained, flagged, lambda: _changed_inputs(run, layout, flat))
+    if observed:
         refused = {id(t) for i, t in enumerate(run.user_tensors) if id(t) in gained_after and i not in own}
         check_gained_after_read(refused, run.user_tensors, flat)
     # (requires_grad_() on a view input whose views eager gives no flag, read with grad: refused in the run,
@@ -1956,7 +1964,8 @@ def check_written_inputs_gaining_grad(
     beside_grad = {m for g in layout.groups if _group_requires_grad(flat, layout, g) for m in g.members}
     grouped = {m for g in layout.groups for m in g.members} - beside_grad
     passed = [cast(torch.Tensor, flat.values[k]).requires_grad for k in flat.tensor_indices]
-    own = own_stand_in_inputs(layout, passed, gains) | own_leaves_of(analysis)
+    graded = own_stand_in_inputs(layout, passed, gains)  # (requiring grad from the start)
+    own = graded | own_leaves_of(analysis)
     shared = {m for g in layout.groups if len(g.members) > 1 for m in g.members} | beside_grad
     for i in gains:
         alone = not any(j in shared for j in layout.leaves_of_input[i])
@@ -1998,7 +2007,7 @@ def check_written_inputs_gaining_grad(
         # which carries that input's history, where eager's input is a leaf of its own)
         beside = bool(written) and any(j in beside_grad for j in layout.leaves_of_input[i])
         if i in own:
-            beside = _own_stand_in_written(written, muts, first=first)
+            beside = _own_stand_in_written(written, muts, first=first, graded=i in graded)
             written = []
         if changed or beside or any(not _written_without_grad(m, relaid=relaid, rebound=rebound) for m in written):
             path = flat.leaves[flat.tensor_indices[i]].path
@@ -2009,19 +2018,24 @@ def check_written_inputs_gaining_grad(
             )
 
 
-def _own_stand_in_written(written: Sequence[LeafMutation], muts: Sequence[LeafMutation], *, first: bool) -> bool:
+def _own_stand_in_written(
+    written: Sequence[LeafMutation], muts: Sequence[LeafMutation], *, first: bool, graded: bool
+) -> bool:
     """For an input running as a stand-in of its own (a detached leaf over its group's storage, as eager's input is a
     leaf; `written`: its leaves written, `muts`: all of them; `first`: Analysis.gained_before_changes): must its
     writes be ordered before the flag? A write below autograd reaches its values and none of its history; a layout or
     storage change counts; so does a write with grad in its version-counter family, which may be through itself, on
     the leaf that requires grad from the start, which raises where eager's, before the flag, does not (Note [Aliased
-    Inputs In Training]), and a set_() onto itself with grad, which writes nothing. Not those two where the flag came
-    first: every write autograd may record and every set_() over its storage follows it in eager too, where one
-    through the input itself or a view of it raises as on the stand-in, one through another tensor of its family
-    records on that tensor in both, and a write with grad before it that autograd records nothing of is a read with
-    grad before the flag, judged as one (Note [Grad Mode And Autograd Reads])."""
+    Inputs In Training]), and, where the stand-in requires grad from the start (`graded`: beside an input requiring
+    grad, runtime.steps.own_stand_in_inputs), a set_() onto itself with grad, which writes nothing; a leaf without
+    grad until the program's flag (functional_run.own_leaf_inputs) meets that set_() requiring none, as eager's
+    does, and autograd records no node of it. Not those where the flag came first: every write autograd may record
+    and every set_() over its storage follows it in eager too, where one through the input itself or a view of it
+    raises as on the stand-in, one through another tensor of its family records on that tensor in both, and a write
+    with grad before it that autograd records none of is a read with grad before the flag, judged as one (Note
+    [Grad Mode And Autograd Reads])."""
     moved = any(_moved(m) or (m.visible_through_self and not first) for m in written)
-    return moved or (not first and any(m.self_set_with_grad for m in muts))
+    return moved or (graded and not first and any(m.self_set_with_grad for m in muts))
 
 
 def _group_requires_grad(flat: FlatInputs, layout: DenseLayout, group: AliasGroup) -> bool:

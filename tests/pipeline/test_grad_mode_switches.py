@@ -6776,6 +6776,87 @@ def test_input_set_onto_itself_then_made_to_require_grad_beside_an_alias_requiri
             assert_refused(g, inputs, compile_fn, path + rules)
 
 
+def _self_set_then_flag_then_read(x: T, w: T) -> object:
+    set_to(x, x)  # with grad: eager records no node, x requiring none
+    x.requires_grad_()
+    return (x * 2,)
+
+
+def _read_then_self_set_then_flag(x: T, w: T) -> object:
+    a = x * 3
+    set_to(x, x)
+    x.requires_grad_()
+    return (a, x * 2)
+
+
+def _self_set_then_flag_then_returned(x: T, w: T) -> object:
+    set_to(x, x)
+    x.requires_grad_()
+    return (x, x.sin(), w)
+
+
+def _no_grad_self_set_then_flag_then_read(x: T, w: T) -> object:
+    with torch.no_grad():
+        set_to(x, x)
+    x.requires_grad_()
+    return (x * 2,)
+
+
+def _alias_self_set_then_flag_then_read(x: T, w: T) -> object:
+    set_to(w, w)  # (x's version-counter family)
+    x.requires_grad_()
+    return (x * 2, w * 3)
+
+
+_SELF_SET_PROGRAMS = {
+    "read_after": _self_set_then_flag_then_read,
+    "read_before_the_flag": _read_then_self_set_then_flag,
+    "returned": _self_set_then_flag_then_returned,
+    "set_under_no_grad": _no_grad_self_set_then_flag_then_read,
+    "alias_set": _alias_self_set_then_flag_then_read,
+}
+_SELF_SET_INPUTS: dict[str, Make] = {
+    "view_of_the_other": lambda: (lambda b: (b[:2], b))(torch.randn(3)),
+    "siblings": lambda: (lambda b: (b[:2], b[1:]))(torch.randn(3)),
+    "beside_its_detach": lambda: (lambda b: (b, b.detach()))(torch.randn(3)),
+}
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+@pytest.mark.parametrize("inputs", sorted(_SELF_SET_INPUTS))
+@pytest.mark.parametrize("program", sorted(_SELF_SET_PROGRAMS))
+def test_input_set_onto_itself_with_grad_then_made_to_require_grad_beside_an_alias_matches_eager(
+    compile_fn: CompileFn | None, program: str, inputs: str, grad: bool
+) -> None:
+    """x.set_(x) with grad of a plain input sharing storage with another, neither requiring grad, then
+    x.requires_grad_(), then reads: eager's set_() meets a tensor requiring none and records no node; x becomes a leaf
+    of its own. The run's x is such a leaf until the program's flag (functional_run.own_leaf_inputs), so it compiles,
+    the call under no_grad too. It was refused ("set_() with grad enabled before the program makes it require grad",
+    then "written in place and made to require grad")."""
+    f, make = _SELF_SET_PROGRAMS[program], _SELF_SET_INPUTS[inputs]
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("program", ["read_after", "alias_set"])
+def test_base_input_set_onto_itself_with_grad_then_made_to_require_grad_beside_its_view_is_refused(
+    compile_fn: CompileFn | None, program: str
+) -> None:
+    """The same with x the base of the other input: eager's view, its counter moved by the set_(), takes its history
+    from x once x requires grad; the run cannot give x a leaf of its own there: refused by name (a read of the view
+    with grad after the flag by its own rule)."""
+    f = _SELF_SET_PROGRAMS[program]
+
+    def make() -> tuple[object, ...]:
+        b = torch.randn(3)
+        return (b, b[:2])
+
+    with torch.enable_grad():
+        rules = r"( is set_\(\) with grad enabled before the program makes|: the program turns requires_grad on)"
+        assert_refused(f, make, compile_fn, r"args\[[01]\]" + rules)
+
+
 def _empty_view_of_a_base_with_grad_and_its_detach() -> tuple[object, ...]:
     with torch.enable_grad():
         b = torch.randn(()).requires_grad_().clone()

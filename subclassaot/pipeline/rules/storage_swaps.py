@@ -1518,6 +1518,8 @@ class _DataMode(TorchFunctionMode):
             if not args[0].requires_grad:
                 note_gain_on_a_base(self.record, args[0])
                 self.record.requires_grad_gained.add(id(args[0]))
+                if self.record.family_of(args[0]) in self.record.grad_self_set_families:
+                    self.record.self_set_before_gain.add(id(args[0]))
                 if not self.record.changed_before_flag(args[0]):
                     self.record.gained_before_changes.add(id(args[0]))
                 if id(args[0]) in self.record.late_grad:  # Note [Leaves Laid Out Anew Under no_grad]

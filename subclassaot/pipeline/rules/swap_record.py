@@ -187,6 +187,9 @@ class SwapRecord:
     # the write): the run that requires grad from the start is eager's after the flag (Note [Inputs Written In
     # Training]); and the storage_key() of each storage such an op changed so far (`note_ordered_change`)
     gained_before_changes: set[int] = field(default_factory=set)
+    # id() of the stand-ins made to require grad after an x.set_(x) with grad of their version-counter family, which
+    # eager records no node of (functional_run.own_leaf_inputs)
+    self_set_before_gain: set[int] = field(default_factory=set)
     ordered_changes: set[object] = field(default_factory=set)
     # ... of those, the ones a torch function read with grad mode on before (it made a tensor of them that eager's
     # autograd did not record), and the id() of every tensor such a read took
