@@ -938,7 +938,7 @@ def intermediate_bases(
             through = swaps.view_root(views[0], through_swaps=True)
             base = through if storage_key(through) == key else base
         if storage_key(base) != key:
-            raise _left_storage_refusal(paths[key], base)
+            raise _left_storage_refusal(paths[key], base, _copied_below_autograd(views[0] if views else None, swaps))
         bases[key] = (len(bases), base)
     for value in leaves:  # Note [Outputs Over Another Storage]
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
@@ -958,8 +958,31 @@ def intermediate_bases(
     return bases
 
 
-def _left_storage_refusal(path: str, base: torch.Tensor) -> UnsupportedError:
-    """An output whose view chain does not end at its storage's owner (`intermediate_bases`)."""
+def _copied_below_autograd(leaf: torch.Tensor | None, swaps: SwapRecord) -> object | None:
+    """The op recorded as a view up `leaf`'s chain that copied instead: a CompositeImplicitAutograd one whose schema
+    declares an alias (reshape(), flatten()) reaches the swap mode undecomposed inside a subclass's __torch_dispatch__
+    (below autograd), and where the layout forbids a view its result has a storage of its own."""
+    t = leaf
+    while t is not None and (record := swaps.views.get(id(t))) is not None:
+        moved = id(t) in swaps.swapped_ids
+        if record.below_autograd and not moved and storage_key(record.source) != storage_key(t):
+            func: object = record.func
+            return func
+        t = record.source
+    return None
+
+
+def _left_storage_refusal(path: str, base: torch.Tensor, copied_by: object | None = None) -> UnsupportedError:
+    """An output whose view chain does not end at its storage's owner (`intermediate_bases`); `copied_by`: the op
+    inside a subclass's dispatch that copied where it was taken for a view (`_copied_below_autograd`)."""
+    if copied_by is not None:
+        # a column slice whose scale is `scale.view(...)[:, a:b].flatten()` (a copy) and whose data is a view
+        return UnsupportedError(
+            f"{path} is a view whose subclass's __torch_dispatch__ made an inner tensor by {copied_by}, which copied "
+            "(its source's layout allows no view): eager's output is a view over that copy, which the compiled "
+            "code cannot rebuild (Note [Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or make "
+            "the subclass's view op return views of its input's inner tensors"
+        )
     if is_traceable_subclass(base):
         # `(x * 2).values()` of an NJT x that shares its offsets with the input: the chain leads to a wrapper the
         # program computed, whose inner tensors are no bases here
