@@ -39,7 +39,12 @@ from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root, no_gra
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
-from subclassaot.pipeline.rules.view_bases import autograd_apart, clone_synthetic_base, foreign_root
+from subclassaot.pipeline.rules.view_bases import (
+    autograd_apart,
+    clone_synthetic_base,
+    foreign_root,
+    left_storage_refusal,
+)
 from subclassaot.runtime.steps import own_accumulator_inputs, own_stand_in_inputs
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
@@ -938,7 +943,7 @@ def intermediate_bases(
             through = swaps.view_root(views[0], through_swaps=True)
             base = through if storage_key(through) == key else base
         if storage_key(base) != key:
-            raise _left_storage_refusal(paths[key], base, _copied_below_autograd(views[0] if views else None, swaps))
+            raise left_storage_refusal(paths[key], base, views[0] if views else None, swaps)
         bases[key] = (len(bases), base)
     for value in leaves:  # Note [Outputs Over Another Storage]
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
@@ -956,46 +961,6 @@ def intermediate_bases(
         for leaf in found[1] if (found := set_view_root(value, swaps, inputs)) is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
     return bases
-
-
-def _copied_below_autograd(leaf: torch.Tensor | None, swaps: SwapRecord) -> object | None:
-    """The op recorded as a view up `leaf`'s chain that copied instead: a CompositeImplicitAutograd one whose schema
-    declares an alias (reshape(), flatten()) reaches the swap mode undecomposed inside a subclass's __torch_dispatch__
-    (below autograd), and where the layout forbids a view its result has a storage of its own."""
-    t = leaf
-    while t is not None and (record := swaps.views.get(id(t))) is not None:
-        moved = id(t) in swaps.swapped_ids
-        if record.below_autograd and not moved and storage_key(record.source) != storage_key(t):
-            func: object = record.func
-            return func
-        t = record.source
-    return None
-
-
-def _left_storage_refusal(path: str, base: torch.Tensor, copied_by: object | None = None) -> UnsupportedError:
-    """An output whose view chain does not end at its storage's owner (`intermediate_bases`); `copied_by`: the op
-    inside a subclass's dispatch that copied where it was taken for a view (`_copied_below_autograd`)."""
-    if copied_by is not None:
-        # a column slice whose scale is `scale.view(...)[:, a:b].flatten()` (a copy) and whose data is a view
-        return UnsupportedError(
-            f"{path} is a view whose subclass's __torch_dispatch__ made an inner tensor by {copied_by}, which copied "
-            "(its source's layout allows no view): eager's output is a view over that copy, which the compiled "
-            "code cannot rebuild (Note [Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or make "
-            "the subclass's view op return views of its input's inner tensors"
-        )
-    if is_traceable_subclass(base):
-        # `(x * 2).values()` of an NJT x that shares its offsets with the input: the chain leads to a wrapper the
-        # program computed, whose inner tensors are no bases here
-        return UnsupportedError(
-            f"{path} is a view of a {type(base).__name__} the program computed (eager's `._base` is that "
-            f"{type(base).__name__}); the compiled code does not rebuild such an intermediate as a base (Note "
-            "[Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or the subclass tensor itself"
-        )
-    # `t1 = t0.diagonal(); t0.data = x`: no tensor holds the storage t1 views
-    return UnsupportedError(
-        f"{path} is a view of an intermediate that `.data =` or set_() then moved to another storage; returning a "
-        "view of the storage it left is not supported. Return a clone (.clone()) instead"
-    )
 
 
 def _wrapper_roots(
