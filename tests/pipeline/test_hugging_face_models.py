@@ -301,10 +301,17 @@ def test_wav2vec2_value_reads_are_refused_naming_their_lines(labels: bool, line:
         compiled(**_inputs("wav2vec2", labels=labels))
 
 
-def _llama_with_static_cache() -> tuple[nn.Module, Any]:
+def _llama_with_static_cache(sliding_window: int | None = None) -> tuple[nn.Module, Any]:
+    """Llama, or Mistral with a sliding window (the cache's layers are then StaticSlidingWindowLayer's)."""
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(**{**_SMALL, "num_key_value_heads": 1})
-    return transformers.LlamaForCausalLM(config).eval(), transformers.StaticCache(config=config, max_cache_len=16)
+    kwargs = {**_SMALL, "num_key_value_heads": 1}
+    config = (
+        transformers.LlamaConfig(**kwargs)
+        if sliding_window is None
+        else transformers.MistralConfig(**kwargs, sliding_window=sliding_window)
+    )
+    model = transformers.LlamaForCausalLM(config) if sliding_window is None else transformers.MistralForCausalLM(config)
+    return model.eval(), transformers.StaticCache(config=config, max_cache_len=16)
 
 
 def _decode_with_static_cache(model: Callable[..., Any], cache: Any, ids: T, steps: int) -> list[tuple[T, ...]]:
@@ -323,17 +330,20 @@ def _decode_with_static_cache(model: Callable[..., Any], cache: Any, ids: T, ste
     return seen
 
 
-def test_static_cache_decoding_loop_matches_eager_under_dynamo() -> None:
+@pytest.mark.parametrize("sliding_window", [None, 4], ids=["llama", "mistral_sliding_window"])
+def test_static_cache_decoding_loop_matches_eager_under_dynamo(sliding_window: int | None) -> None:
     """A StaticCache's tensors are plain attributes of a Python object passed as an argument; Dynamo lifts them and
     the cache's in-place updates (index_copy_ at the step's positions, add_ to its length) reach the pipeline as
-    input mutations. Prefill compiled too (the cache's lazy allocation runs inside the compiled region)."""
-    eager, cache = _llama_with_static_cache()
+    input mutations. Prefill compiled too (the cache's lazy allocation runs inside the compiled region). With a
+    sliding window of 4, the loop runs past it (a sliding layer rolls its keys and values)."""
+    eager, cache = _llama_with_static_cache(sliding_window)
     twin, twin_cache = copy.deepcopy(eager), copy.deepcopy(cache)
     compiled = _dynamo(twin)
     ids = torch.randint(0, 100, (2, 5))
+    steps = 4 if sliding_window is None else 7
     with torch.no_grad():
-        want = _decode_with_static_cache(eager, cache, ids, steps=4)
-        got = _decode_with_static_cache(compiled, twin_cache, ids, steps=4)
+        want = _decode_with_static_cache(eager, cache, ids, steps=steps)
+        got = _decode_with_static_cache(compiled, twin_cache, ids, steps=steps)
     for step, (w, g) in enumerate(zip(want, got, strict=True)):
         for i, (a, b) in enumerate(zip(w, g, strict=True)):
             torch.testing.assert_close(b, a, msg=f"step {step}, item {i}")  # (aot_eager's ulps: sdpa decomposed)
