@@ -40,7 +40,12 @@ from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root, no_gra
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
 from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
-from subclassaot.pipeline.rules.view_bases import autograd_apart, clone_synthetic_base, foreign_root
+from subclassaot.pipeline.rules.view_bases import (
+    autograd_apart,
+    clone_synthetic_base,
+    foreign_root,
+    left_storage_refusal,
+)
 from subclassaot.runtime.steps import own_accumulator_inputs, own_stand_in_inputs
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
@@ -952,7 +957,7 @@ def intermediate_bases(
             through = swaps.view_root(views[0], through_swaps=True)
             base = through if storage_key(through) == key else base
         if storage_key(base) != key:
-            raise _left_storage_refusal(paths[key], base)
+            raise left_storage_refusal(paths[key], base, views[0] if views else None, swaps)
         bases[key] = (len(bases), base)
     for value in leaves:  # Note [Outputs Over Another Storage]
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None
@@ -970,23 +975,6 @@ def intermediate_bases(
         for leaf in found[1] if (found := set_view_root(value, swaps, inputs)) is not None else ():
             bases.setdefault(storage_key(leaf), (len(bases), leaf))
     return bases
-
-
-def _left_storage_refusal(path: str, base: torch.Tensor) -> UnsupportedError:
-    """An output whose view chain does not end at its storage's owner (`intermediate_bases`)."""
-    if is_traceable_subclass(base):
-        # `(x * 2).values()` of an NJT x that shares its offsets with the input: the chain leads to a wrapper the
-        # program computed, whose inner tensors are no bases here
-        return UnsupportedError(
-            f"{path} is a view of a {type(base).__name__} the program computed (eager's `._base` is that "
-            f"{type(base).__name__}); the compiled code does not rebuild such an intermediate as a base (Note "
-            "[Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or the subclass tensor itself"
-        )
-    # `t1 = t0.diagonal(); t0.data = x`: no tensor holds the storage t1 views
-    return UnsupportedError(
-        f"{path} is a view of an intermediate that `.data =` or set_() then moved to another storage; returning a "
-        "view of the storage it left is not supported. Return a clone (.clone()) instead"
-    )
 
 
 def _wrapper_roots(

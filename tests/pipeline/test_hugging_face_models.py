@@ -4,7 +4,8 @@ sliding window (Mistral, Qwen2), mixtures of experts (Mixtral, Qwen2-MoE: top-k 
 dispatch), encoders (DistilBERT, RoBERTa), wav2vec2 (its positional conv's weight_norm is a parametrization), CLIP's
 two towers, and two CNNs (ResNet, ConvNeXt). Through `subclassaot.compile(model)` and `torch.compile(model,
 backend="subclassaot")`: two AdamW steps give eager's losses, gradients and parameters (dropout draws included); eval
-outputs equal eager's at three sequence lengths; `generate()` through the torch.compile backend gives eager's tokens.
+outputs equal eager's at three sequence lengths; `generate()` through the torch.compile backend gives eager's tokens,
+and a greedy decoding loop over a StaticCache gives eager's logits and cache contents at every step.
 A direct-entry training slice runs in CI; the rest is marked slow."""
 
 from __future__ import annotations
@@ -298,3 +299,62 @@ def test_wav2vec2_value_reads_are_refused_naming_their_lines(labels: bool, line:
         UnsupportedError, match=rf"as a Python number.*The read: modeling_wav2vec2\.py:\d+ in \w+: `.*{line}"
     ):
         compiled(**_inputs("wav2vec2", labels=labels))
+
+
+def _llama_with_static_cache(sliding_window: int | None = None) -> tuple[nn.Module, Any]:
+    """Llama, or Mistral with a sliding window (the cache's layers are then StaticSlidingWindowLayer's)."""
+    torch.manual_seed(0)
+    kwargs = {**_SMALL, "num_key_value_heads": 1}
+    config = (
+        transformers.LlamaConfig(**kwargs)
+        if sliding_window is None
+        else transformers.MistralConfig(**kwargs, sliding_window=sliding_window)
+    )
+    model = transformers.LlamaForCausalLM(config) if sliding_window is None else transformers.MistralForCausalLM(config)
+    return model.eval(), transformers.StaticCache(config=config, max_cache_len=16)
+
+
+def _decode_with_static_cache(model: Callable[..., Any], cache: Any, ids: T, steps: int) -> list[tuple[T, ...]]:
+    """A greedy decoding loop as a user writes one around a StaticCache: the prompt's prefill, then one token a step
+    at its cache position; per step the logits and every layer's keys, values and length (index_copy_ and add_ into
+    the cache's own tensors)."""
+    seen: list[tuple[T, ...]] = []
+    tokens, start = ids, 0
+    for _ in range(steps):
+        new = tokens[:, start:]
+        position = torch.arange(start, tokens.shape[1])
+        logits = model(input_ids=new, cache=cache, cache_position=position, position_ids=position[None]).logits
+        layers = [t.clone() for layer in cache.layers for t in (layer.keys, layer.values, layer.cumulative_length)]
+        seen.append((logits, *layers))
+        start, tokens = tokens.shape[1], torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)
+    return seen
+
+
+@pytest.mark.parametrize("sliding_window", [None, 4], ids=["llama", "mistral_sliding_window"])
+def test_static_cache_decoding_loop_matches_eager_under_dynamo(sliding_window: int | None) -> None:
+    """A StaticCache's tensors are plain attributes of a Python object passed as an argument; Dynamo lifts them and
+    the cache's in-place updates (index_copy_ at the step's positions, add_ to its length) reach the pipeline as
+    input mutations. Prefill compiled too (the cache's lazy allocation runs inside the compiled region). With a
+    sliding window of 4, the loop runs past it (a sliding layer rolls its keys and values)."""
+    eager, cache = _llama_with_static_cache(sliding_window)
+    twin, twin_cache = copy.deepcopy(eager), copy.deepcopy(cache)
+    compiled = _dynamo(twin)
+    ids = torch.randint(0, 100, (2, 5))
+    steps = 4 if sliding_window is None else 7
+    with torch.no_grad():
+        want = _decode_with_static_cache(eager, cache, ids, steps=steps)
+        got = _decode_with_static_cache(compiled, twin_cache, ids, steps=steps)
+    for step, (w, g) in enumerate(zip(want, got, strict=True)):
+        for i, (a, b) in enumerate(zip(w, g, strict=True)):
+            torch.testing.assert_close(b, a, msg=f"step {step}, item {i}")  # (aot_eager's ulps: sdpa decomposed)
+
+
+def test_static_cache_passed_to_the_direct_entry_is_refused_naming_the_tensor() -> None:
+    """The direct entry lifts tensors of modules, not of other Python objects among the arguments: the cache's
+    tensors would be frozen as constants, so the call is refused (Note [State The Program Reads])."""
+    model, cache = _llama_with_static_cache()
+    compiled = _direct(model)
+    with torch.no_grad():
+        model(input_ids=torch.randint(0, 100, (2, 5)), cache=cache)  # eager prefill: the cache allocated
+        with pytest.raises(UnsupportedError, match=r"LlamaForCausalLM uses a tensor .* that is not an argument"):
+            compiled(input_ids=torch.randint(0, 100, (2, 1)), cache=cache, cache_position=torch.tensor([5]))

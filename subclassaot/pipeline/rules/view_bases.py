@@ -15,7 +15,8 @@ Output: `foreign_root` and `foreign_base` (eager's `._base` of an output view th
 and where the runtime finds it; the run-time rebuild of such a view is runtime/steps.py's `view_onto`),
 and the refusal of such views
 that require grad (`check_grad_view_of_moved_input`, `check_view_of_input_set_off_it`) or that view an
-intermediate with history (`check_moved_view_of_grad_intermediate`).
+intermediate with history (`check_moved_view_of_grad_intermediate`), or whose view chain does not end at
+their storage's owner (`left_storage_refusal`).
 Invariants: analysis and trace decide the same foreign roots (the graph returns them as intermediate bases, numbered
 after the others, in output order); regeneration never writes data and leaves every version counter as it found it.
 """
@@ -316,3 +317,51 @@ def _moved_root(leaf: torch.Tensor) -> torch.Tensor | None:
     if root is None or is_traceable_subclass(root) or storage_key(root) == storage_key(leaf):
         return None
     return root
+
+
+def left_storage_refusal(
+    path: str, base: torch.Tensor, view: torch.Tensor | None, swaps: SwapRecord
+) -> UnsupportedError:
+    """An output whose view chain does not end at its storage's owner (functional_run's `intermediate_bases`):
+    `base` is where the chain of `view` (its first recorded view, if any) ends."""
+    return _left_storage_refusal(path, base, _copied_below_autograd(view, swaps))
+
+
+def _copied_below_autograd(leaf: torch.Tensor | None, swaps: SwapRecord) -> object | None:
+    """The op recorded as a view up `leaf`'s chain that copied instead: a CompositeImplicitAutograd one whose schema
+    declares an alias (reshape(), flatten()) reaches the swap mode undecomposed inside a subclass's __torch_dispatch__
+    (below autograd), and where the layout forbids a view its result has a storage of its own."""
+    t = leaf
+    while t is not None and (record := swaps.views.get(id(t))) is not None:
+        moved = id(t) in swaps.swapped_ids
+        if record.below_autograd and not moved and storage_key(record.source) != storage_key(t):
+            func: object = record.func
+            return func
+        t = record.source
+    return None
+
+
+def _left_storage_refusal(path: str, base: torch.Tensor, copied_by: object | None = None) -> UnsupportedError:
+    """An output whose view chain does not end at its storage's owner (`intermediate_bases`); `copied_by`: the op
+    inside a subclass's dispatch that copied where it was taken for a view (`_copied_below_autograd`)."""
+    if copied_by is not None:
+        # a column slice whose scale is `scale.view(...)[:, a:b].flatten()` (a copy) and whose data is a view
+        return UnsupportedError(
+            f"{path} is a view whose subclass's __torch_dispatch__ made an inner tensor by {copied_by}, which copied "
+            "(its source's layout allows no view): eager's output is a view over that copy, which the compiled "
+            "code cannot rebuild (Note [Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or make "
+            "the subclass's view op return views of its input's inner tensors"
+        )
+    if is_traceable_subclass(base):
+        # `(x * 2).values()` of an NJT x that shares its offsets with the input: the chain leads to a wrapper the
+        # program computed, whose inner tensors are no bases here
+        return UnsupportedError(
+            f"{path} is a view of a {type(base).__name__} the program computed (eager's `._base` is that "
+            f"{type(base).__name__}); the compiled code does not rebuild such an intermediate as a base (Note "
+            "[Autograd Sees The Wrapper]). Return a clone (.clone()) of the view, or the subclass tensor itself"
+        )
+    # `t1 = t0.diagonal(); t0.data = x`: no tensor holds the storage t1 views
+    return UnsupportedError(
+        f"{path} is a view of an intermediate that `.data =` or set_() then moved to another storage; returning a "
+        "view of the storage it left is not supported. Return a clone (.clone()) instead"
+    )

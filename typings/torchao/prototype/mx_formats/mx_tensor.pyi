@@ -1,0 +1,6 @@
+import torch
+
+class MXTensor(torch.Tensor):
+    @staticmethod
+    def to_mx(data_hp: torch.Tensor, elem_dtype: torch.dtype, block_size: int = 32) -> MXTensor: ...
+    def dequantize(self, output_dtype: torch.dtype | None = None) -> torch.Tensor: ...
