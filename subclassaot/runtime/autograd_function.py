@@ -1211,12 +1211,17 @@ def _tangent_passed_through(
 
 def _function_view(s: _Step, leaf: OutputLeaf, outs: Sequence[Any], symbols: dict[str, int]) -> torch.Tensor:
     """A view the program's custom Function made of an intermediate (Note [Custom Functions]): the graph's base of it
-    in eager's layout where it returns that base, else a view_as of the leaf's own graph output."""
+    in eager's layout where it returns that base, else a view_as of the leaf's own graph output. That layout is the
+    leaf's own graph output's where it views the base's storage, the trace's otherwise: the kernels' strides in dims
+    of size 0 or 1 are not the fakes' (Note [Strides The Kernels Choose])."""
+    out = cast(torch.Tensor, outs[s.n_updates + leaf.index])
     if leaf.function_view_base is None:
-        out = cast(torch.Tensor, outs[s.n_updates + leaf.index])
         return out.view_as(out)
     base = cast(torch.Tensor, outs[s.n_updates + s.plan.graph_outputs.num_fresh + leaf.function_view_base])
-    return base.as_strided(*s.ev.meta(leaf.meta, symbols))
+    size, stride, offset = s.ev.meta(leaf.meta, symbols)
+    if list(out.shape) == list(size) and storage_key(out) == storage_key(base):
+        stride, offset = list(out.stride()), int(out.storage_offset())
+    return base.as_strided(size, stride, offset)
 
 
 class FunctionOutputs(torch.autograd.Function):

@@ -276,7 +276,8 @@ def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:
     whichever gain the flag): those that gain it before the graph runs are stand-ins of their own, never their
     group's autograd root; the others never require grad here. So too leaf views with an accumulator of their own
     (steps.own_accumulator_inputs)."""
-    own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, range(len(plan.input_requires_grad)))
+    gaining = [i for i, on in enumerate(plan.analysis.requires_grad_set) if on]
+    own = own_stand_in_inputs(plan.layout, plan.input_requires_grad, range(len(plan.input_requires_grad)), gaining)
     own |= plan.own_accumulators
     leaves = {i for i, o in enumerate(plan.analysis.own_leaf_inputs) if o}  # (pipeline.functional_run.own_leaf_inputs)
     return {j for i in own | leaves for j in plan.layout.leaves_of_input[i]}

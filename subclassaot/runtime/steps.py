@@ -137,13 +137,21 @@ aten = torch.ops.aten
 # (Replay.counter_at_end).
 
 
-def own_stand_in_inputs(layout: DenseLayout, passed: Sequence[bool], gains: Container[int]) -> frozenset[int]:
+def own_stand_in_inputs(
+    layout: DenseLayout, passed: Sequence[bool], gains: Container[int], gaining: Container[int] | None = None
+) -> frozenset[int]:
     """Plain inputs (tensor positions) in an alias group that require no grad as passed and that the program makes
-    require grad (`gains`), beside another member of the group that requires grad as passed: each runs as a stand-in
-    of its own, a detached leaf over the group's storage, and gets a gradient of its own, as eager's leaf does (Note
-    [Aliased Inputs In Training])."""
+    require grad (`gains`), beside another member of the group that requires grad as passed, or beside another plain
+    one the program makes require grad too (`gaining`, the inputs it does; `gains` where None): each runs as a
+    stand-in of its own, a detached leaf over the group's storage, and gets a gradient of its own, as eager's leaf
+    does (Note [Aliased Inputs In Training])."""
     position = {layout.leaves[ls[0]].owner: i for i, ls in enumerate(layout.leaves_of_input) if ls}
-    beside = [any(passed[position[layout.leaves[m].owner]] for m in g.members) for g in layout.groups]
+    gaining = gains if gaining is None else gaining
+    beside = []
+    for g in layout.groups:
+        members = {position[layout.leaves[m].owner] for m in g.members}
+        gained = [i for i in members if i in gaining and not passed[i] and layout.trees[i] is None]
+        beside.append(any(passed[i] for i in members) or len(gained) > 1)
     return frozenset(
         i
         for i, leaves in enumerate(layout.leaves_of_input)

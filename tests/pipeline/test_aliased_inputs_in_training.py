@@ -2353,3 +2353,39 @@ def test_view_taken_of_assigned_leaf_base_read_after_a_write_refused(compile_fn:
         return (t * 2,)
 
     refused_with_grad(f, _leaf_and_view(lambda b: b.t(), 2, 2), compile_fn, _ASSIGNED_BASE_RULE)
+
+
+def _two_gain_then_one_copied_into_a_third(x0: T, x1: T, x2: T) -> object:
+    x1.requires_grad_()
+    x2.requires_grad_()
+    x0.copy_(x2)
+    return (x0,)
+
+
+def _two_gain_then_both_read(x0: T, x1: T, x2: T) -> object:
+    x2.requires_grad_()
+    x1.requires_grad_()
+    return (x1 * 2, x2 * 3, x0 + 1)
+
+
+@pytest.mark.parametrize(
+    "f", [_two_gain_then_one_copied_into_a_third, _two_gain_then_both_read], ids=["copied", "read"]
+)
+@pytest.mark.parametrize("base_at", [0, 1])
+def test_two_aliases_without_grad_made_to_require_grad_each_get_their_own_gradient(
+    compile_fn: CompileFn | None, f: Callable[..., object], base_at: int
+) -> None:
+    """A tensor and its detach()es, none requiring grad as passed, two of them made to require grad: eager's are two
+    leaves of their own, each with its own accumulator, and a gradient reaches only the one read. Each runs as a
+    stand-in of its own, as one gaining the flag beside a member requiring grad does (fuzz seed 121002 #7962: the
+    gradient went to x1, the group's autograd root, where eager's reached x2)."""
+
+    def make() -> tuple[T, T, T]:
+        b = torch.randn(3)
+        members = [b.detach(), b.detach(), b.detach()]
+        members[base_at] = b
+        return (members[0], members[1], members[2])
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)

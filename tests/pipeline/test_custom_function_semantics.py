@@ -2052,6 +2052,25 @@ class _ViewAsAndRowOfOwnTensor(torch.autograd.Function):
         return (g + g_row.squeeze(0)) * 2
 
 
+def _empty_slice_unsqueezed() -> tuple[T]:
+    with torch.enable_grad():
+        return (torch.randn(1, 3, requires_grad=True)[:, 3:3].unsqueeze(-1),)
+
+
+@pytest.mark.parametrize("returned", ["both", "view_as", "unsqueezed"])
+def test_function_views_of_its_own_empty_tensor_keep_the_kernels_strides(returned: str) -> None:
+    # (fuzz seed 121002 #1469) `x * 2` of an empty slice laid out (3, 1, 1) is (0, 1, 0) in eager, its unsqueeze(0)
+    # (0, 0, 1, 0); the trace's fakes lay both out contiguously: the views rebuilt over the graph's base take the
+    # layout the graph's own values have, not the trace's
+    def f(x: T) -> tuple[T, ...]:
+        t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+        return {"both": (t0, t1), "view_as": (t0,), "unsqueezed": (t1,)}[returned]
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _empty_slice_unsqueezed)
+        assert_matches_eager(f, _empty_slice_unsqueezed, after_call=write_outputs)
+
+
 def _input_data_onto_a_function_view(x0: T, x1: T, x2: T) -> tuple[T]:
     x2.copy_(x2)
     t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]

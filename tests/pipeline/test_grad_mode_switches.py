@@ -5991,6 +5991,30 @@ def _relaid_then_saved_and_transposed_by_a_backward(x: T) -> object:
     return (TransposeSaved.apply(x), x)  # type: ignore[no-untyped-call]  # untyped in torch
 
 
+def _view_then_relaid_then_flag_read_after_the_call(x: T) -> object:
+    # (fuzz seed 121002 #6174: no read with grad after the flag in the program; eager makes the accumulator at the
+    # caller's first read, the view's history rebuilt from x, at the new size)
+    v = x[1:]
+    x.unsqueeze_(-1)
+    x.requires_grad_()
+    return (v,)
+
+
+def _view_then_flag_then_relaid_under_no_grad_read_after_the_call(x: T) -> object:
+    v = x.t()  # (fuzz seed 121002 #8902)
+    x.requires_grad_()
+    with torch.no_grad():
+        x.unsqueeze_(-1)
+    return (v,)
+
+
+def _relaid_then_flag_returned_beside_an_earlier_view(x: T) -> object:
+    v = x[1:]
+    x.unsqueeze_(-1)
+    x.requires_grad_()
+    return (v, x)
+
+
 def _relaid_then_flag_inside_enable_grad(x: T) -> object:
     x.t_()
     with torch.enable_grad():
@@ -6009,6 +6033,9 @@ _RELAID_GAINING: dict[str, Callable[[T], object]] = {
     "view_before_the_flag": _view_before_the_flag_of_a_relaid_input,
     "saved_by_a_function": _relaid_then_saved_by_a_function,
     "flag_inside_enable_grad": _relaid_then_flag_inside_enable_grad,
+    "view_then_relaid_then_flag": _view_then_relaid_then_flag_read_after_the_call,
+    "view_then_flag_then_relaid_under_no_grad": _view_then_flag_then_relaid_under_no_grad_read_after_the_call,
+    "relaid_then_flag_returned_beside_a_view": _relaid_then_flag_returned_beside_an_earlier_view,
 }
 
 

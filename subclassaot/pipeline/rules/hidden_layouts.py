@@ -245,8 +245,11 @@ def note_reads_after_layout(record: SwapRecord, args: tuple[Any, ...], kwargs: d
 def releaf_size(record: SwapRecord, t: torch.Tensor) -> tuple[int | sympy.Expr, ...] | None:
     """`Analysis.releaf_sizes`: the size of input `t`'s accumulator in eager, where the runtime makes it first."""
     size = record.releafed.get(id(t))
-    if id(t) in record.late_grad and id(t) not in record.relaid_late_grad:
-        return None  # (made to require grad and never relaid: the accumulator has the size the input came with)
+    if id(t) in record.late_grad:
+        if id(t) not in record.relaid_late_grad:
+            return None  # (made to require grad and never relaid: the accumulator has the size the input came with)
+        if size is None and t.requires_grad:
+            size = tuple(t.shape)  # (no read with grad after the flag: eager's first comes after the call)
     return None if size is None else tuple(symint_expr(d) for d in size)
 
 
