@@ -665,6 +665,9 @@ class Analysis:
     # inputs (Note [Probing Eager's Backward])
     marks_view_dirty_in_inference: bool = False
     inplace_view_ops: tuple[bool, ...] = ()
+    # ... and each of them was a set_() of it onto itself that autograd does not record (grad mode off, or inside
+    # inference_mode): it changes none of its values, storage or layout, only its version counter
+    inplace_self_sets_only: tuple[bool, ...] = ()
     # per tensor input (subclasses), positions in the program's ops on subclass tensors: the first that wrote
     # through its own wrapper (or a view of it the program took), the last other than a view op that it (or such a
     # view) was passed to; whether the program wrote its inner tensors directly (x.a.mul_()). See Note [Aliased

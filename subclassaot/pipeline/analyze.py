@@ -145,6 +145,7 @@ from subclassaot.pipeline.rules.storage_reach import (
 )
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats, meta_overlaps
 from subclassaot.pipeline.rules.swap_record import (
+    InplaceViewRecord,
     counter_keeping_replays,
     elements_of,
     output_input_counters,
@@ -442,6 +443,9 @@ def _analysis(
         inplace_replay=f.replays,
         write_steps=_write_steps(run, user_fakes, f.replays),
         inplace_view_ops=tuple(id(t) in run.swaps.inplace_views for t in run.user_tensors),
+        inplace_self_sets_only=tuple(
+            _self_sets_only(t, run.swaps.inplace_views.get(id(t), [])) for t in run.user_tensors
+        ),
         stale_view_reads=f.stale,
         views_read_after_own_set=views_read_after_own_set(flat, run.user_tensors, run.swaps),
         read_after_nograd_set=tuple(read_after_nograd_set(run.swaps, t) for t in run.user_tensors),
@@ -1926,6 +1930,14 @@ def _graph_leaf_view(value: torch.Tensor, info: OutputInfo, run: FunctionalRun, 
     return run.swaps.grad_at_start and _history_ends_in(grad_fn_or_none(value), run.swaps.new_leaf_ids)
 
 
+def _self_sets_only(t: torch.Tensor, ops: Sequence[InplaceViewRecord]) -> bool:
+    """Analysis.inplace_self_sets_only of input `t` given the in-place view ops the program applied to it."""
+    return bool(ops) and all(
+        op.func is torch.ops.aten.set_.source_Tensor and bool(op.args) and op.args[0] is t and not op.grad_enabled
+        for op in ops
+    )
+
+
 def _history_ends_in(node: object, leaves: Container[int]) -> bool:
     """Does the autograd history from `node` reach the accumulator of a tensor whose id() is in `leaves`?"""
     seen: set[int] = set()
@@ -1987,12 +1999,15 @@ def check_written_inputs_gaining_grad(
         # renews the leaf's accumulator and fails the nodes that saved it before)
         steps = analysis.inplace_replay[i]
         wrapper = is_traceable_subclass(flat.values[flat.tensor_indices[i]])
+        # (x.set_(x) below autograd, its only in-place view op, leaves it as it was but for its version counter: no
+        # layout nor storage to order before the flag)
+        unmoved = bool(analysis.inplace_self_sets_only) and analysis.inplace_self_sets_only[i]
         relaid = (
             _relaid_alone(flat, layout, i)
             and (bool(steps) or not wrapper)
-            and not any(s.op.overloadpacket is torch.ops.aten.set_ for s in steps)
+            and (unmoved or not any(s.op.overloadpacket is torch.ops.aten.set_ for s in steps))
         )
-        changed = (analysis.inplace_view_ops[i] and not relaid) or analysis.wrapper_data[i] is not None
+        changed = (analysis.inplace_view_ops[i] and not relaid and not unmoved) or analysis.wrapper_data[i] is not None
         rebound = relaid and layout.trees[i] is None  # (a plain leaf in no alias group: `_written_without_grad`)
         muts = [analysis.mutations[j] for j in layout.leaves_of_input[i]]
         # (one whose elements overlap, over a storage another input resized and then wrote: regenerated over the

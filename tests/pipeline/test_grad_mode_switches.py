@@ -6762,7 +6762,7 @@ def _set_onto_itself_without_grad_then_gains(gain: T, other: T) -> object:
 
 
 _SELF_SETS: dict[str, tuple[Callable[[T, T], object], bool]] = {
-    # name: (program, compiled for plain inputs)
+    # name: (program, compiled, for plain and PairTensor inputs)
     "with_grad": (_set_onto_itself_with_grad_then_gains, False),
     "with_grad_read_after": (_set_onto_itself_with_grad_then_gains_and_read, False),
     "under_no_grad": (_set_onto_itself_without_grad_then_gains, True),
@@ -6780,7 +6780,8 @@ def test_input_set_onto_itself_then_made_to_require_grad_beside_an_alias_requiri
     a tensor requiring no grad (it only bumps the shared version counter), and the input becomes a leaf of its own.
     The plain input's stand-in of its own requires grad from the start, where autograd raises at a set_() with grad
     (fuzz seed 123241 #474 crashed with "a leaf Variable that requires grad is being used in an in-place
-    operation"): refused by name; under no_grad it compiles. A subclass member stays refused by name."""
+    operation"): refused by name; under no_grad it compiles, a subclass member too (its set_() under no_grad changes
+    nothing but the counter; it was refused as written in place and made to require grad)."""
     f, compiled = _SELF_SETS[program]
     wrap: Callable[[T], T] = PairTensor.from_tensor if subclass else torch.Tensor.clone
 
@@ -6794,7 +6795,7 @@ def test_input_set_onto_itself_then_made_to_require_grad_beside_an_alias_requiri
         return f(x0, x1) if first else f(x1, x0)
 
     with torch.enable_grad():
-        if compiled and not subclass:
+        if compiled:
             assert_matches_eager(g, inputs, compile_fn=compile_fn)
             assert_matches_eager(g, inputs, compile_fn=compile_fn, after_call=write_outputs)
         else:
@@ -9058,3 +9059,81 @@ def test_wrapper_the_subclass_dispatch_builds_and_drops_is_no_new_leaf(f: Callab
     refused as the program's new leaf; it gets none (Note [Training Without A Function], constructor flags)."""
     with torch.enable_grad():
         assert_matches_eager(f, nested_two_tensor_over_leaves)
+
+
+def _self_set_below_autograd_then_flag_then_read(x: T) -> object:
+    with torch.no_grad():
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x.requires_grad_()
+    return (x * 2, x)
+
+
+def _self_set_inside_inference_mode_then_flag_then_read(x: T) -> object:
+    with torch.inference_mode():
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x.requires_grad_()
+    return (x.sin(),)
+
+
+def _self_set_twice_then_flag_then_written_under_no_grad(x: T) -> object:
+    with torch.no_grad():
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        x.set_(x)  # type: ignore[call-overload]
+    x.requires_grad_()
+    with torch.no_grad():
+        x.mul_(2.0)
+    return (x + 1,)
+
+
+def _self_set_then_flag_then_copied_then_read_with_grad(x: T) -> object:
+    # (seed 121002 #7822, in a call under no_grad)
+    with torch.no_grad():
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x.requires_grad_()
+    x.copy_(x)
+    with torch.enable_grad():
+        t0 = x.unsqueeze(0)
+    return (t0,)
+
+
+def _nested_two_tensor() -> tuple[T]:
+    t = torch.randn(())
+    return (TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1)),)  # type: ignore[no-untyped-call]  # untyped
+
+
+_SELF_SET_THEN_FLAGGED: dict[str, tuple[Callable[[T], object], Make, bool]] = {
+    "read-pair": (_self_set_below_autograd_then_flag_then_read, lambda: (pair(2, 3),), True),
+    "read-nested": (_self_set_below_autograd_then_flag_then_read, _nested_two_tensor, True),
+    "inference_mode-pair": (_self_set_inside_inference_mode_then_flag_then_read, lambda: (pair(2, 3),), True),
+    "written-pair": (_self_set_twice_then_flag_then_written_under_no_grad, lambda: (pair(2, 3),), True),
+    "written-nested": (_self_set_twice_then_flag_then_written_under_no_grad, _nested_two_tensor, True),
+    "copied-nested-no_grad_call": (_self_set_then_flag_then_copied_then_read_with_grad, _nested_two_tensor, False),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_SELF_SET_THEN_FLAGGED))
+def test_subclass_input_set_onto_itself_below_autograd_then_made_to_require_grad(
+    compile_fn: CompileFn | None, program: str
+) -> None:
+    """x.set_(x) on a subclass input under no_grad (or inside inference_mode), its only in-place view op, then
+    requires_grad_(): eager's set_() changes none of its values, storage or layout, only its version counter, and
+    autograd records none of it, so the flag that the runtime sets first orders nothing eager sees (was refused as
+    written in place and made to require grad)."""
+    f, make, grad = _SELF_SET_THEN_FLAGGED[program]
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, after_call=write_outputs, compile_fn=compile_fn)
+
+
+def test_subclass_input_set_onto_itself_with_grad_then_made_to_require_grad_refused(
+    compile_fn: CompileFn | None,
+) -> None:
+    """x.set_(x) with grad mode on before the flag: autograd checks that in-place op on eager's input, which requires
+    no grad yet, and would on the runtime's, which does: still refused."""
+
+    def f(x: T) -> object:
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        x.requires_grad_()
+        return (x * 2,)
+
+    refused_with_grad(f, lambda: (pair(2, 3),), compile_fn, "cannot order the write")
