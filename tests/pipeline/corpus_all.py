@@ -17,6 +17,7 @@ from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import CASES10
+from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -32,4 +33,5 @@ ALL = (
     + CASES8
     + CASES9
     + CASES10
+    + CASES11
 )

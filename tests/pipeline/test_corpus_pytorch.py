@@ -7,6 +7,7 @@ is a strict xfail in `GAPS` with what differs, so fixing it turns the test red u
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -21,6 +22,7 @@ from tests.pipeline.corpus_pytorch7 import CASES7
 from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import CASES10
+from tests.pipeline.corpus_pytorch11 import CASES11
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
@@ -147,6 +149,20 @@ SUBCLASS10_REFUSALS: dict[str, tuple[str, str]] = {
 }
 REFUSED.update({name: words for name, (words, _) in SUBCLASS10_REFUSALS.items()})
 
+# corpus_pytorch11.py (held out: test_autograd.py, test_auto_functionalize.py, dynamo/test_aot_autograd.py).
+OVERLAPPING_CUSTOM_WRITE = "an in-place op reads part of the memory it writes through another view of it"
+HELD_OUT_REFUSALS: dict[str, str] = {
+    **{f"ho_{p}retains_grad_inplace_train": "calls retain_grad() on this output" for p in ("", "two_")},
+    **{f"ho_{p}af_slice": OVERLAPPING_CUSTOM_WRITE for p in ("", "two_")},
+    **{f"ho_{p}af_alias2": VALUE_READ for p in ("", "two_")},
+    **{f"ho_{p}stride_reconstruction_zero_dim_train": VALUE_SIZE for p in ("", "two_")},
+    **{f"ho_{p}unbacked_activation_train": VALUE_SIZE for p in ("", "two_")},
+    "ho_two_nn_parameter_construction": "calls requires_grad_",
+    "ho_two_donated_buffer6": "calls requires_grad_",
+    "ho_call_fn_aot_unsafe_control_flow": VALUE_READ,
+}
+REFUSED.update(HELD_OUT_REFUSALS)
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
     # (repro: /work/repros/open/hheld_nested_mixed_dynamic_backward.py)
@@ -154,6 +170,13 @@ GAPS: dict[str, str] = {
         "with symbolic sizes, the backward through a ConstantExtraMetadataTensor of one beside a nested TwoTensor "
         "raises 'SymIntArrayRef expected to contain only concrete integers' (eager's gives the gradients)"
     ),
+    # corpus_pytorch11.py (repro: /work/repros/open/hheld10_twotensor_custom_op_aliased_args.py)
+    **dict.fromkeys(
+        ("ho_two_af_alias", "ho_two_af_alias_id_output"),
+        "a custom op writing two aliases of one TwoTensor input gives values other than eager's",
+    ),
+    # (repro: /work/repros/open/hheld10_parameter_made_in_program.py)
+    "ho_donated_buffer6": "nn.Parameter(x + 123) made in the program is returned as a plain Tensor (eager: a Parameter)",
 }
 
 # A few programs of each kind also run on inductor.
@@ -207,9 +230,9 @@ def _params(
     return out
 
 
-# The sixth, eighth, ninth and tenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their
+# The sixth, eighth, ninth, tenth and eleventh parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their
 # direct cases are enough).
-SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10)
+SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -281,4 +304,12 @@ def test_autograd_program_refused_naming_the_rule(name: str) -> None:
     # corpus_pytorch9.py's refusals, with the rule's words (the table asserts only the type).
     (case,) = [c for c in CASES9 if c.name == name]
     with torch.enable_grad(), pytest.raises(UnsupportedError, match=AUTOGRAD_REFUSALS[name]):
+        run_case(case, "eager", None)
+
+
+@pytest.mark.parametrize("name", sorted(HELD_OUT_REFUSALS))
+def test_held_out_program_refused_naming_the_rule(name: str) -> None:
+    # corpus_pytorch11.py's refusals, with the rule's words (the table asserts only the type).
+    (case,) = [c for c in CASES11 if c.name == name]
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=re.escape(HELD_OUT_REFUSALS[name])):
         run_case(case, "eager", None)

@@ -470,14 +470,16 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0 and torch.is_grad_enabled():
             self._note_wrapper_op(func, args, kwargs)
         # (the wrapper's own set_ below counts as a write before its _grad_set: Note [set_ Under Grad])
-        written_before = self.record.family_of(args[0]) in self.record.written_families
+        # (a custom op's first argument may be an optional tensor passed None: no family, nothing written before)
+        first = args[0] if isinstance(args[0], torch.Tensor) else None
+        written_before = first is not None and self.record.family_of(first) in self.record.written_families
         if func in SET_OPS and self.depth == 0:
             leaves = flatten_subclass(args[0], "set_")[1]
             check_shared_grad_set(self.record, args, leaves)
             self.left_storages[id(args[0])] = (storage_key(args[0]), [storage_key(leaf) for leaf in leaves])
         outer = self.unrecorded_write
-        if self.depth == 0 and func._schema.is_mutable:
-            self.unrecorded_write = self.record.unrecorded_before_grad(args[0], (*args, *kwargs.values()))
+        if self.depth == 0 and func._schema.is_mutable and first is not None:
+            self.unrecorded_write = self.record.unrecorded_before_grad(first, (*args, *kwargs.values()))
         try:
             with self:
                 if dispatches_in_cpp(type(subclass)):
@@ -1025,8 +1027,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
             bumped = inplace or bumps_written_args(func)  # (a torch.library custom op's `mutates_args`)
             moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
-            for i, arg_schema in enumerate(schema.arguments):
-                arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+            for arg_schema, arg in _schema_operands(schema, args, kwargs):
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     check_overlapping_input(self.record, arg)
                 if (
@@ -2119,3 +2120,14 @@ def _backward_hooks_refusal(module: torch.nn.Module, hooks: str) -> UnsupportedE
         'compiled function), or compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module '
         "backward hooks as eager does"
     )
+
+
+def _schema_operands(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(argument schema, operand) pairs of a call, a tensor list (a custom op's written `Tensor(a!)[]`) giving one
+    pair per tensor in it: each of them is written, as a tensor argument is."""
+    pairs: list[tuple[Any, Any]] = []
+    for i, arg_schema in enumerate(schema.arguments):
+        arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
+        items = arg if isinstance(arg, list | tuple) and all(isinstance(a, torch.Tensor) for a in arg) else (arg,)
+        pairs += [(arg_schema, a) for a in items]
+    return pairs
