@@ -954,21 +954,30 @@ def _traced_joint(
     setup: JointSetup, tangent_fakes: Sequence[torch.Tensor], reach: list[frozenset[int]], escaping: frozenset[int]
 ) -> tuple[JointSetup, TracedJoint]:
     """trace_joint_views, then the refusal of the `escaping` inputs (Note [as_strided On Inputs]) whose value from
-    before the call the trace gives a gradient; where it raises, of every one first."""
+    before the call the trace gives a gradient; where it raises, of those its forward reached (the program's own
+    backward error: Note [Backward Errors Are Deferred]), or of every one where the forward itself raised."""
+    read_reach: list[frozenset[int] | None] = []
     try:
-        setup, joint = trace_joint_views(setup, tangent_fakes, reach)
+        setup, joint = trace_joint_views(setup, tangent_fakes, reach, read_sink=read_reach)
     except Exception:
-        refuse_written_escaping_views(setup.flat, escaping, None)
+        traced = len(read_reach) == len(setup.flat.tensor_indices)
+        refuse_written_escaping_views(
+            setup.flat, escaping, _gradient_reached(setup, reach, read_reach) if traced else None
+        )
         raise
-    refuse_written_escaping_views(setup.flat, escaping, _gradient_reached(setup, joint.reach))
+    refuse_written_escaping_views(setup.flat, escaping, _gradient_reached(setup, joint.reach, joint.read_reach))
     return setup, joint
 
 
-def _gradient_reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> frozenset[int] | None:
+def _gradient_reached(
+    setup: JointSetup, reach: Sequence[frozenset[int]], read_reach: Sequence[frozenset[int] | None]
+) -> frozenset[int] | None:
     """The tensor inputs whose value before the call some diff output's gradient reaches in the trace: through a
     gradient of their own, or as members of a synthetic base that gets one (`reach`: the grad inputs', then the
-    synthetic bases'), and every input that gets neither (its gradient taken elsewhere: not known here); None where
-    the trace was not of every gradient."""
+    synthetic bases') whose own node some output's history holds (`read_reach`, TracedJoint.read_reach: a member the
+    program never reads before a write renews its node gives its own history no gradient, in eager too), and every
+    input that gets neither (its gradient taken elsewhere: not known here); None where the trace was not of every
+    gradient."""
     layout, flat, n = setup.layout, setup.flat, len(setup.grad_inputs)
     if setup.wrt_only is not None or len(reach) != n + len(setup.group_grads):
         return None
@@ -979,7 +988,7 @@ def _gradient_reached(setup: JointSetup, reach: Sequence[frozenset[int]]) -> fro
         members = {i for i, index in enumerate(flat.tensor_indices) if index in owners}
         accounted |= members
         if reach[n + j]:
-            reached |= members
+            reached |= {i for i in members if i >= len(read_reach) or read_reach[i] is None or read_reach[i]}
     return frozenset(reached | (set(range(len(flat.tensor_indices))) - accounted))
 
 

@@ -100,6 +100,9 @@ class FunctionalRun:
     # per tensor input: (size, stride, offset) and storage key of each tensor subclass among its inner tensors
     # (`inner_wrappers`, in its order) when the program got it; () for a plain tensor or one over plain tensors only
     initial_inner_wrappers: list[tuple[tuple[Meta, object], ...]]
+    # per tensor input: its autograd node when the program got it (None: none). A write renews a view's node, so a
+    # history that holds this one read the value from before the call (joint.py `TracedJoint.read_reach`)
+    initial_nodes: list[object | None]
     # per dense leaf of an input that runs as a clone: the input's storage offset minus the clone's (the clone's
     # offsets, which the leaf's views record, are shifted by it to be the input's)
     clone_offset_shift: dict[int, int | torch.SymInt]
@@ -172,6 +175,7 @@ def run_functional(
     )
     originals = _originals(layout, dense, uncloned, read_only)
     initial_metas, initial_wrapper_keys, initial_inner_wrappers = _initial_layouts(layout, user_tensors)
+    initial_nodes: list[object | None] = [t.grad_fn for t in user_tensors]
     tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
     values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
@@ -215,6 +219,7 @@ def run_functional(
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
         initial_inner_wrappers=initial_inner_wrappers,
+        initial_nodes=initial_nodes,
         clone_offset_shift=shift,
         moved_clones=frozenset(moved),
         output=output,

@@ -235,6 +235,9 @@ class TracedJoint:
     # per gradient taken (grad inputs, then synthetic bases): the diff outputs (positions in diff) from whose
     # autograd graph it is reachable; eager's gradient is None when no output with a tangent reaches it
     reach: tuple[frozenset[int], ...]
+    # per tensor input: the diff outputs from whose autograd graph its node as the program got it is reachable (the
+    # value from before the call read with grad); None where it had no node
+    read_reach: tuple[frozenset[int] | None, ...] = ()
 
 
 def trace_joint(
@@ -243,12 +246,13 @@ def trace_joint(
     tangent_trees: Sequence[SubclassNode | None] | None,
     reach_sink: list[frozenset[int]] | None = None,
     absent: frozenset[int] = frozenset(),
+    read_sink: list[frozenset[int] | None] | None = None,
 ) -> TracedJoint:
     """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
     structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
-    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]). `absent`: positions
-    in diff whose outputs get no tangent (their tangent placeholders stay unread; Note [Tangent
-    Retrace])."""
+    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]), `read_sink`
+    TracedJoint.read_reach. `absent`: positions in diff whose outputs get no tangent (their tangent placeholders stay
+    unread; Note [Tangent Retrace])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
@@ -257,6 +261,7 @@ def trace_joint(
     n_fw_outputs = [0]
     reshapes: list[BackwardReshape] = []
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
+    read_reach: list[frozenset[int] | None] = [] if read_sink is None else read_sink
     clone, read_only = frozenset(setup.grad_inputs), _read_only_leaves(setup)
     saves, stand_ins = _saves_as_eager(setup)  # (its comment above)
 
@@ -290,7 +295,9 @@ def trace_joint(
             grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
             wrt = _grad_wrt(setup, run)
             before = [mutation_counter(o) for o in run.originals]
-            reach[:] = _autograd_reach(diff_outs, wrt)
+            visited = [set(autograd_nodes([out.grad_fn])) for out in diff_outs]
+            reach[:] = _autograd_reach(visited, wrt)
+            read_reach[:] = [_node_reach(visited, node) for node in run.initial_nodes]
             given = [k for k in range(len(diff_outs)) if k not in absent]
             # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
             every = setup.wrt_only is None
@@ -316,6 +323,7 @@ def trace_joint(
         backward_mutations=tuple(bw_mutated),
         backward_reshapes=tuple(reshapes),
         reach=tuple(reach),
+        read_reach=tuple(read_reach),
     )
 
 
@@ -448,15 +456,19 @@ def _grad_wrt(setup: JointSetup, run: FunctionalRun) -> list[torch.Tensor]:
     return wrt if setup.wrt_only is None else [wrt[setup.wrt_only]]
 
 
-def _autograd_reach(outs: Sequence[torch.Tensor], wrt: Sequence[torch.Tensor]) -> list[frozenset[int]]:
-    """For each tensor in `wrt`: the outputs whose autograd graph reaches it (eager gives it a gradient, maybe zeros,
-    exactly when one of those outputs gets a tangent). Read off the autograd graph, not the traced fx graph, whose
-    data dependencies differ (a zero gradient may be a constant there)."""
-    visited: list[set[object]] = [set(autograd_nodes([out.grad_fn])) for out in outs]
+def _autograd_reach(visited: Sequence[set[object]], wrt: Sequence[torch.Tensor]) -> list[frozenset[int]]:
+    """For each tensor in `wrt`: the outputs whose autograd graph (`visited`: per output, its nodes) reaches it (eager
+    gives it a gradient, maybe zeros, exactly when one of those outputs gets a tangent). Read off the autograd graph,
+    not the traced fx graph, whose data dependencies differ (a zero gradient may be a constant there)."""
     result = []
     for x in wrt:
         result.append(frozenset(j for j, seen in enumerate(visited) if _autograd_node_of(x, seen)))
     return result
+
+
+def _node_reach(visited: Sequence[set[object]], node: object | None) -> frozenset[int] | None:
+    """The outputs whose autograd graph (`visited`: per output, its nodes) holds `node`; None for no node."""
+    return None if node is None else frozenset(j for j, seen in enumerate(visited) if node in seen)
 
 
 def _autograd_node_of(x: torch.Tensor, seen: set[object]) -> bool:
@@ -609,13 +621,14 @@ def trace_joint_views(
     tangent_fakes: Sequence[torch.Tensor],
     reach: list[frozenset[int]],
     absent: frozenset[int] = frozenset(),
+    read_sink: list[frozenset[int] | None] | None = None,
 ) -> tuple[JointSetup, TracedJoint]:
     """trace_joint, again with plain view inputs run as views where needed (Note [Input
     Updates])."""
-    joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
+    joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent, read_sink=read_sink)
     if views := _plain_views_with_subclass_grads(setup, joint):
         setup = dataclasses.replace(setup, view_clones=views)
-        joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent)
+        joint = trace_joint(setup, tangent_fakes, None, reach, absent=absent, read_sink=read_sink)
     return setup, joint
 
 

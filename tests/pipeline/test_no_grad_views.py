@@ -2600,6 +2600,76 @@ def test_as_strided_input_leaving_its_view_bumped_where_no_gradient_reaches_it(c
         assert_refused(written, make_inputs, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
 
 
+def test_as_strided_input_leaving_its_view_unread_beside_a_write_of_its_storage(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121002 #8921 and #4702 (refused before; Note [as_strided On Inputs]): x1 leaves the view it was taken
+    # of and shares the storage of x0, which the program writes with grad, so the two trace as members of one
+    # synthetic base. x1 is never read: eager's write bumps its counter and its next read rebuilds its history from
+    # the base, as the compiled call's does; its own history never meets a gradient: compiles and matches eager, read
+    # after the write too. Read before the write (its own history gets the gradient, where the compiled call's goes
+    # through the base) it is refused
+    def unread(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        with torch.enable_grad():  # (called under no_grad too)
+            x0.mul_(x0)  # (eager's backward of x0 raises: saved x0 modified)
+        return ()
+
+    def read_after(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x0.mul_(2.0)
+        return (x1 * 3.0,)
+
+    def read_before(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t = x1 * 3.0
+        x0.mul_(2.0)
+        return (t,)
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((4, 2), requires_grad=True).clone()
+        return (b0, b0.diagonal(1, 0, 1).as_strided((), (), 0))
+
+    def view_of_base() -> tuple[object, ...]:
+        b0 = torch.randn((3, 4, 4), requires_grad=True).clone()
+        return (b0, b0.as_strided((2,), (0,), 2).as_strided((2, 3), (0, 2), 0))
+
+    with torch.enable_grad():
+        for make in (make_inputs, view_of_base):
+            for f in (unread, read_after):
+                assert_matches_eager(f, make, compile_fn=compile_fn)
+            assert_refused(read_before, make, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
+    with torch.no_grad():
+        assert_matches_eager(unread, make_inputs, compile_fn=compile_fn)
+
+
+def test_as_strided_input_leaving_its_view_unread_beside_writes_without_grad(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121002 #5065 and #8422 (refused before; Note [as_strided On Inputs]): x1 leaves the select() it was
+    # taken of; the program resizes and fills its detach()ed base, or fills x1 through `.data`, and never reads x1:
+    # compiles and matches eager. Read before the write, it is refused
+    def resized(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x0.resize_((4,))
+        x0.fill_(0.5)
+        return ()
+
+    def data_filled(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x1.data.fill_(-1.0)
+        return ()
+
+    def read_before(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t = x1 * 2.0
+        x1.data.fill_(-1.0)
+        return (t,)
+
+    def detached() -> tuple[object, ...]:
+        b0 = torch.randn((3,), requires_grad=True).clone()
+        return (b0.detach(), b0.unbind(0)[0].as_strided((1, 1), (3, 2), 2))
+
+    def leaf_base() -> tuple[object, ...]:
+        b0 = torch.randn((4, 3, 4), requires_grad=True)
+        return (b0, b0.select(1, -1).as_strided((), (), 1))
+
+    with torch.enable_grad():
+        assert_matches_eager(resized, detached, compile_fn=compile_fn)
+        assert_matches_eager(data_filled, leaf_base, compile_fn=compile_fn)
+        assert_refused(read_before, leaf_base, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
+
+
 def test_view_input_read_after_it_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 39000 #3399 (DIVERGED, Note [Stale View Functions]): x0 = b0.unsqueeze(-2), set_() under no_grad to
     # a tensor of another size, then read with grad: eager rebuilds x0's history on the new geometry, the compiled

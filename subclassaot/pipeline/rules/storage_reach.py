@@ -93,8 +93,10 @@ class StorageReachError(UnsupportedError):
 # reaching beyond their input used with grad after a version bump of the storage; view inputs written (or bumped by a
 # no_grad write: eager rebuilds their history at the next read) whose own history loses gradient its base's as_strided
 # would give (checked on the real input, backward_errors.py), where the traced graph gives the input's value from
-# before the call (its own, or its synthetic base's) a gradient from some output: where none reaches it, neither
-# history ever carries one; and writes through as_strided of a synthetic base that autograd records.
+# before the call a gradient from some output (its own, or, for a member of a synthetic base that gets one, through
+# the member's node as the program got it: one read only after a write renewed that node, or never, has eager's
+# rebuilt history, an as_strided of the base): where none reaches it, neither history ever carries one; and writes
+# through as_strided of a synthetic base that autograd records.
 
 
 @contextlib.contextmanager
