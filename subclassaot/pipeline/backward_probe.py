@@ -28,7 +28,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, turns_flag_on
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, flag_read_args, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
 from subclassaot.runtime.regenerate import intermediate_base, replay_from
 from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
@@ -757,7 +757,8 @@ class _NewLeafFlags(TorchFunctionMode):
         # (an attribute read, `t.shape`, reads no flag: a flag read's answer is what it returns)
         computes = torch.is_grad_enabled() and name != "__get__"
         leaves = pytree.tree_leaves((args, kwargs))
-        flags = tuple(t.requires_grad for t in leaves if isinstance(t, torch.Tensor)) if computes else ()
+        read = pytree.tree_leaves(flag_read_args(func, args, kwargs))
+        flags = tuple(t.requires_grad for t in read if isinstance(t, torch.Tensor)) if computes else ()
         # (with grad off, an op records no history: a quiet leaf shows its own accumulator to none)
         touches = torch.is_grad_enabled() and any(t is q for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
@@ -1346,8 +1347,9 @@ class _FunctionReach:
 # the driver runs the program twice in eager on static fakes of the inputs, under the caller's grad mode, once as called
 # and once with those calls skipped, and compares what each run shows: per op, which of its tensor arguments require
 # grad where grad mode is on (an op with grad off records no history, and one whose behaviour a flag changes raises in
-# one run), what it returns (requires_grad of the tensors it makes with grad on; the answers of flag reads,
-# `t.requires_grad` or `t.is_leaf`; the history a grad_fn read reaches), and at the end `_autograd_shape` of each output
+# one run; of `x.data = y`, x's alone: set_data takes none of y's, new_leaves.flag_read_args), what it returns
+# (requires_grad of the tensors it makes with grad on; the answers of flag reads, `t.requires_grad` or `t.is_leaf`;
+# the history a grad_fn read reaches), and at the end `_autograd_shape` of each output
 # and of each input as left. A later op with grad on over the leaf, over a view of it taken before the flag (whose
 # requires_grad is its base's) or after, over a value computed from it (a custom Function's result), a read of its
 # flags, returning it or a view of it, or an input it was set_() into and then read: each shows in what is compared.

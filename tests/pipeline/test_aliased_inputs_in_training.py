@@ -2389,3 +2389,51 @@ def test_two_aliases_without_grad_made_to_require_grad_each_get_their_own_gradie
     with torch.enable_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn)
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _data_set_to_its_base_view(x0: T, x1: T) -> object:
+    x1.data = x0.view((3, 2))  # (fuzz seed 121002 #2796)
+    return ()
+
+
+def _data_set_then_read(x0: T, x1: T) -> object:
+    y = x1 * 2
+    x1.data = x0.view(x0.shape)
+    return (y, x1.exp(), x1, x0 * 3)
+
+
+@pytest.mark.parametrize("f", [_data_set_to_its_base_view, _data_set_then_read], ids=["alone", "read"])
+@pytest.mark.parametrize("base", ["leaf", "nonleaf"])
+def test_detached_leaf_data_set_to_its_base_at_its_own_layout(
+    compile_fn: CompileFn | None, f: Callable[..., object], base: str
+) -> None:
+    """b.detach().requires_grad_() beside b, `.data =`-assigned a view of b at its own layout: set_data leaves eager's
+    leaf as it was (its storage, layout, flag, counter and accumulator), so its gradient reaches its own .grad. It was
+    refused as a leaf of its own whose storage the program changes (issue #27)."""
+
+    def make() -> tuple[T, T]:
+        b = _leaf(3, 2) if base == "leaf" else nonleaf(3, 2)
+        return (b, b.detach().requires_grad_())
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_detached_leaf_data_set_to_its_base_stays_refused(compile_fn: CompileFn | None, written: bool) -> None:
+    """At another layout of its storage, or over a storage the program writes (the epilogue would write the leaf
+    in place, which autograd rejects)."""
+
+    def f(x0: T, x1: T) -> object:
+        if written:
+            x1.data = x0.detach()[:]
+            x0.mul_(2.0)
+            return (x1 * 3, x0)
+        x1.data = x0.t()
+        return (x1 * 2,)
+
+    def make() -> tuple[T, T]:
+        b = nonleaf(2, 2) if written else _leaf(2, 2)
+        return (b, b.detach().requires_grad_())
+
+    refused_with_grad(f, make, compile_fn, "requires grad by a flag of its own")

@@ -771,6 +771,52 @@ def test_new_leaf_returned_after_a_view_of_it_matches_eager(
         assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
 
 
+# A new leaf given as the new data of `.data =` (set_data): the assigned tensor keeps its own flag and history and reads
+# none of the leaf's, so the leaf is seen by nothing and the program compiles with its call held back (fuzz seed
+# 121002 program 6800: a PairTensor's, refused as observed).
+
+
+def new_leaf_assigned_as_data_of_the_same_input(x0: T, x1: T) -> object:
+    t = x1.detach()
+    t.requires_grad_()
+    x0.data = t
+    return ()
+
+
+def new_leaf_assigned_as_data_then_read(x: T, w: T) -> object:
+    t = w.detach().mul(2)
+    t.requires_grad_()
+    x.data = t
+    return x * 3, x, w.sin()
+
+
+def _same_input_twice(kind: str) -> Make:
+    def make() -> tuple[object, ...]:
+        (b,) = _inputs(1, False, kind)()
+        return (b, b)
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (new_leaf_assigned_as_data_of_the_same_input, _same_input_twice),
+        (new_leaf_assigned_as_data_then_read, lambda kind: _inputs(2, False, kind)),
+        (new_leaf_assigned_as_data_then_read, lambda kind: _inputs(2, True, kind)),
+    ],
+    ids=["same_input", "read_plain_inputs", "read_last_requires_grad"],
+)
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+def test_new_leaf_assigned_as_data_matches_eager(
+    f: Callable[..., object], make: Callable[[str], Make], kind: str, compile_fn: CompileFn | None
+) -> None:
+    """Compiled with the flag call held back: outputs, inputs after the call (their flags, histories, counters) as
+    eager's."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make(kind), compile_fn=compile_fn)
+
+
 # A view taken with grad of a tensor that required no grad then (no history), made a leaf of its own after its base
 # was: it read requires_grad from its base, so requires_grad_() changed no flag it shows, yet eager's is a new leaf
 # with its own accumulator. An unbind() piece as a select() (fuzz seed 121000 program 164: the compiled view read its

@@ -44,6 +44,7 @@ from subclassaot.schemas import (
     DenseLayout,
     FlatInputs,
     InputIndex,
+    LeafMutation,
     LeafSource,
     Meta,
     OutputInfo,
@@ -530,3 +531,16 @@ def wrapper_storage_classes(
                 )
             )
     return tuple(classes)
+
+
+def data_set_in_place(mutation: LeafMutation, real: torch.Tensor) -> bool:
+    """Was the input's every storage swap `.data =` (set_data: autograd and the version counter see none of it) onto
+    its own storage at its own layout (`x1.data = x0.view(x0.shape)`, x1 being `x0.detach().requires_grad_()`), a
+    storage nothing writes? Eager's leaf then holds what it held, under its own flag, counter and accumulator: nothing
+    of it changes. (Written too, the epilogue would update it as a swapped input, in place: refused.)"""
+    entry = (tuple(real.shape), tuple(real.stride()), real.storage_offset())
+    return (
+        mutation.swapped_by_data_only
+        and not (mutation.storage_changed or mutation.metadata or mutation.resized or mutation.data)
+        and tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in mutation.final_meta) == entry
+    )

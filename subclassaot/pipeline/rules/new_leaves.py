@@ -90,6 +90,16 @@ def turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
     return flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)), setter
 
 
+def flag_read_args(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
+    """The arguments of a torch-function call whose requires_grad its behaviour may depend on: all of them, but for the
+    `.data` setter (`x.data = y`, set_data), which keeps x's own flag and history and reads none of y's: y's flag, a
+    new leaf's or not, shows nowhere in what it does (Note [Training Without A Function])."""
+    owner = getattr(getattr(func, "__self__", None), "__name__", None)
+    if owner == "data" and getattr(func, "__name__", "") == "__set__":
+        return args[:1]
+    return (args, kwargs)
+
+
 def subclass_new_leaf_refusal(type_name: str) -> UnsupportedError:
     return UnsupportedError(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input, a "

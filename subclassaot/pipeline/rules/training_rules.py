@@ -14,7 +14,7 @@ from typing import cast
 import torch
 
 from subclassaot.errors import AliasedSubclassRefusal, UnsupportedError
-from subclassaot.pipeline.rules.data_assignment import data_assignments_allowed
+from subclassaot.pipeline.rules.data_assignment import data_assignments_allowed, data_set_in_place
 from subclassaot.pipeline.rules.leaf_mutations import check_assigned_writes
 from subclassaot.pipeline.rules.set_storage_rules import (
     inner_written_inputs,
@@ -540,7 +540,7 @@ def _check_leaves_of_their_own(
             and (with_grad or any(analysis.mutations[k].autograd_visible for k in members))
             or mutation.metadata
             or mutation.storage_changed
-            or mutation.swapped
+            or (mutation.swapped and not data_set_in_place(mutation, real))
             or mutation.resized
         ):
             raise UnsupportedError(
