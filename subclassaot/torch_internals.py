@@ -133,10 +133,64 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             # FSDP2's copy_ (Note [What A Backend Receives And Returns], "Unannotated writes")
             super().__torch_dispatch__(torch.ops.aten.copy_.default, types, args, kwargs)
             return None
+        if _writes_args_auto_functionalized(func):
+            args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {})
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
                 return super().__torch_dispatch__(func, types, args, kwargs)
         return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+# Note [Custom Ops Writing Aliases Inside A Subclass]
+# A torch.library custom op whose `mutates_args` are given two tensors of one memory (`op(a, b)`, a and b aliases of
+# x) writes that memory twice in eager: `x.sin_(); y.sin_()` applies sin twice. Functionalization runs it as
+# torch's `auto_functionalized_v2`, which clones each written argument's *base* (`t._base`, or t itself), runs the
+# op on the clones and writes each clone back: arguments with one base share one clone, and the op's writes meet
+# as in eager. Autograd's ADInplaceOrView kernel sets `_base`, and it is off inside a subclass's
+# `__torch_dispatch__`: TwoTensor's `aten.alias` runs `alias` on each inner tensor, whose results share the inner
+# tensor's (functional) storage but have no `_base`. The op on the inner tensors then clones each argument apart,
+# each write lands in its own clone, and the last write back wins: eager's value through one of the two. So before
+# functionalization, each written argument that has the memory and layout (storage, size, stride, offset, dtype) of
+# an earlier written argument is passed as that one: one base, one clone, both writes in it, as eager's kernel
+# sees them. Written arguments of one storage in other layouts that meet are refused before the trace (an in-place
+# op reading memory it writes through another view, storage_swaps' check); disjoint ones are right apart.
+
+
+def _writes_args_auto_functionalized(func: object) -> bool:
+    """Is `func` an op that functionalization runs as `auto_functionalized`, one of another namespace than aten's
+    writing some of its arguments (a torch.library custom op with `mutates_args`)?"""
+    from torch._higher_order_ops.auto_functionalize import can_auto_functionalize
+
+    return isinstance(func, torch._ops.OpOverload) and func._schema.is_mutable and can_auto_functionalize(func)
+
+
+def _one_operand_per_written_memory(
+    func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`func`'s operands with each written tensor that has the storage and layout of an earlier written one replaced
+    by that one (Note [Custom Ops Writing Aliases Inside A Subclass])."""
+    seen: dict[tuple[object, ...], torch.Tensor] = {}
+
+    def one(t: object) -> object:
+        if not isinstance(t, torch.Tensor):
+            return t
+        layout = (*t.shape, None, *t.stride(), None, t.storage_offset())
+        key = (storage_key(t), t.dtype, *(v.node.expr if isinstance(v, torch.SymInt) else v for v in layout))
+        return seen.setdefault(key, t)
+
+    def written(arg_schema: Any, value: object) -> object:
+        if arg_schema.alias_info is None or not arg_schema.alias_info.is_write:
+            return value
+        return [one(t) for t in value] if isinstance(value, list | tuple) else one(value)
+
+    new_args = list(args)
+    new_kwargs = dict(kwargs)
+    for i, arg_schema in enumerate(func._schema.arguments):
+        if i < len(args) and not arg_schema.kwarg_only:
+            new_args[i] = written(arg_schema, args[i])
+        elif arg_schema.name in kwargs:
+            new_kwargs[arg_schema.name] = written(arg_schema, kwargs[arg_schema.name])
+    return tuple(new_args), new_kwargs
 
 
 def base_mode_rule(func: torch._ops.HigherOrderOperator, base: type, mode: object) -> Callable[..., object] | None:

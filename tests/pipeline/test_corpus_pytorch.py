@@ -170,11 +170,6 @@ GAPS: dict[str, str] = {
         "with symbolic sizes, the backward through a ConstantExtraMetadataTensor of one beside a nested TwoTensor "
         "raises 'SymIntArrayRef expected to contain only concrete integers' (eager's gives the gradients)"
     ),
-    # corpus_pytorch11.py (repro: /work/repros/open/hheld10_twotensor_custom_op_aliased_args.py)
-    **dict.fromkeys(
-        ("ho_two_af_alias", "ho_two_af_alias_id_output"),
-        "a custom op writing two aliases of one TwoTensor input gives values other than eager's",
-    ),
     # (repro: /work/repros/open/hheld10_parameter_made_in_program.py)
     "ho_donated_buffer6": "nn.Parameter(x + 123) made in the program is returned as a plain Tensor (eager: a Parameter)",
 }

@@ -126,11 +126,6 @@ GAPS = {
     # set_() replaced before the call is faked over the storage it has, its alias group's base taken from it)
     "set__and_data_mutation_bad_train": ALIASED_BY_SET,
     "set__not_allowed_train": ALIASED_BY_SET,
-    # corpus_pytorch11.py, as on the direct path (repro: /work/repros/open/hheld10_twotensor_custom_op_aliased_args.py)
-    **dict.fromkeys(
-        ("ho_two_af_alias", "ho_two_af_alias_id_output"),
-        "a custom op writing two aliases of one TwoTensor input gives values other than eager's",
-    ),
 }
 
 
