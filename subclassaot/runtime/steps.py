@@ -91,8 +91,9 @@ aten = torch.ops.aten
 #   replayed from it, after it (Analysis.output_versions); so does an intermediate base or intermediate subclass root
 #   whose views are the only outputs on its counter, before they are replayed from it (base_versions, root_versions);
 #   each root is given its count less one for each in-place view op (t_(), resize_, set_()) a replay from it repeats,
-#   which advances the shared counter again (once per object: `return t, t` builds t once, OutputKind.SAME_AS); a
-#   detach() output over an input takes the input's count;
+#   which advances the shared counter again (once per object: `return t, t` builds t once, OutputKind.SAME_AS, and a
+#   chain object an earlier replay made is reused, its ops not repeated: Replay.marks); a detach() output over an
+#   input takes the input's count;
 # - one that requires grad from a node of the graph gets it in the training Function's forward, before the Function
 #   saves it (graded_output_versions, the graded bases and roots: `function_counts`): autograd's check of a save
 #   compares the count at the save, which eager's saving node took after the program's writes and the graph's took at

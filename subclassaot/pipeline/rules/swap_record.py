@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
+from subclassaot.runtime.steps import build_order, use_only_tokens
 from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, OutputKind, Replay, ReplaySource
 from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key, untyped_storage_key
 
@@ -1125,10 +1126,13 @@ def outputs_counted_first(
     leaves = pytree.tree_leaves(output)
     families = [record.family_of(v) if isinstance(v, torch.Tensor) else None for v in leaves]
     repeated = Counter[tuple[ReplaySource, int | tuple[int, ...]]]()
-    for j in range(len(outputs)):
-        root = _counter_root(outputs, j)
+    made: set[int] = set()  # the chain objects earlier replays built, which later ones reuse: as the runtime's memo
+    for j in build_order(outputs):
+        root = _counter_root(outputs, j, made)
         if root is not None:
             repeated[root[0]] += root[1]
+        if (replay := outputs[j].replay) is not None:
+            made |= {token for _, token in replay.marks} - use_only_tokens(replay.marks)
     plain: list[tuple[int, int]] = []
     graded: list[tuple[int, int]] = []
     for k, count in counts:
@@ -1203,11 +1207,12 @@ def _root_of(outputs: Sequence[OutputInfo], j: int) -> tuple[ReplaySource, int |
 
 
 def _counter_root(
-    outputs: Sequence[OutputInfo], j: int
+    outputs: Sequence[OutputInfo], j: int, made: Container[int]
 ) -> tuple[tuple[ReplaySource, int | tuple[int, ...]], int] | None:
     """The root (`_root_of`) whose counter output `j`'s replay advances, and by how many in-place view ops of its own
-    steps (None: none, on a counter of their own after a detach(), or the very object of an earlier output, built
-    once)."""
+    steps, past the last object of its chain an earlier replay built (`made`'s Replay.marks tokens; reused, as
+    regenerate.own_bumps; None: none, on a counter of their own after a detach(), or the very object of an earlier
+    output, built once)."""
     replay = outputs[j].replay
     root = _root_of(outputs, j)
     if replay is None or root is None or outputs[j].kind is OutputKind.SAME_AS:
@@ -1217,11 +1222,11 @@ def _counter_root(
         source = outputs[source.index].replay
         if source is not None and any(step.own_version for step in source.steps):
             return None  # (the chain left the root's counter before this replay)
-    bumps = 0
-    for step in replay.steps:
+    done, bumps = max((count for count, token in replay.marks if token in made), default=0), 0
+    for k, step in enumerate(replay.steps):
         if step.own_version:
             break
-        bumps += step.op in SET_OPS or torch.Tag.inplace_view in getattr(step.op, "tags", ())
+        bumps += k >= done and (step.op in SET_OPS or torch.Tag.inplace_view in getattr(step.op, "tags", ()))
     return (root, bumps) if bumps else None
 
 
