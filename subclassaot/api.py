@@ -28,6 +28,7 @@ from policies import AutomaticDynamicState, Policy, TensorPolicy, static
 from policies.marks import get_mark
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
+from subclassaot.eager.record import EagerAsk
 from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError, program_line
 from subclassaot.pipeline import backends, guards, python_state
 from subclassaot.pipeline.ambient_modes import (
@@ -676,6 +677,7 @@ class _Program:
     nonleaf: frozenset[int]  # tensor inputs: subclass non-leaves that require grad (analyze's `nonleaf`)
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None
     hold: NewLeafHold  # the calls making new leaves held back (Note [Training Without A Function])
+    eager: EagerAsk  # the program's eager record, built where a rule asks (Note [The Eager Record], reading a fact)
 
     def analyze(
         self,
@@ -695,12 +697,15 @@ class _Program:
             replay_reads,
             hold=self.hold,
             own_leaves=own_leaves,
+            eager=self.eager,
         )
 
     def analyze_and_trace(
         self, layout: DenseLayout, traces: Callable[[Analysis], bool]
     ) -> tuple[Analysis, TracedGraph | None]:
-        analysis_of = functools.partial(analysis_of_run, self.call, self.flat, layout, user_fakes=self.fakes)
+        analysis_of = functools.partial(
+            analysis_of_run, self.call, self.flat, layout, user_fakes=self.fakes, eager=self.eager
+        )
         return analyze_and_trace(
             self.call,
             self.flat,
@@ -1395,6 +1400,7 @@ def _fakify_and_desugar(
             nonleaf=nonleaf,
             decompositions=decompositions,
             hold=attempt.hold,
+            eager=EagerAsk.of_call(call, flat),
         )
         return prog, layout
 

@@ -25,11 +25,14 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.eager.kernel_counts import custom_op_body_bumps, inference_read_counts
+from subclassaot.schemas import FlatInputs
 from subclassaot.torch_internals import (
     autograd_sequence_nr,
     composite_view_as_eager,
+    function_modes_off,
     get_version,
     is_fake,
+    outside_current_modes,
     set_version,
     static_fake_copies,
 )
@@ -48,8 +51,9 @@ from subclassaot.torch_internals import (
 # fakes are eager's facts; tests/eager checks that claim on the fuzzer's programs against a run on real tensors.
 # Two facts differ by construction and are recorded so that they agree: a fake's version counter starts at 0, so the
 # record keeps `bumps` (the version less its value at first sight; for a view of a tensor seen before, less its base's
-# value then: the program's advances of the counter they share; for a plain tensor a call made, on a storage not seen
-# before, its version: a kernel may hand it back advanced), and a fake of a non-leaf input carries no history (its
+# value then: the program's advances of the counter they share, and likewise for a detach() of a tensor seen before,
+# whose counter is found shared by asking the counters; for a plain tensor a call made, on a storage not seen
+# before, its version: a kernel may hand it back advanced; `Event.found`: the inputs' bumps as the call found them), and a fake of a non-leaf input carries no history (its
 # grad_fn is an Error node that raises "Tried to backward() through example input" when reached). An inference
 # tensor has no counter: its `bumps` are 0. Counters eager's kernels advance where no run under a mode does (a read of
 # an inference tensor, a custom op's body writing its argument) are asked of eager (eager/kernel_counts.py). Under any dispatch mode (a fake's, the record's own) an in-place foreach op
@@ -78,6 +82,17 @@ from subclassaot.torch_internals import (
 # eager's answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
 # Events are numbered by the program's torch-level calls, queries left out (`Event.call`), as the functional run numbers
 # its own (`SwapRecord.call_at` of a `seq`): a rule asking mid-run what eager's state is after a call finds it there.
+# Reading a fact (the pattern each rule moved onto the record follows): where a rule simulated a fact of eager's state,
+# the functional run notes where in the program the fact lives, its place: the call index (the count of the program's
+# calls begun so far, less one) and, for set_(), which shares the index of the call it follows with any set_() beside
+# it, its rank among them (`SwapRecord.last_set`); it keeps its simulation beside it. The rule (a function of
+# pipeline/rules/eager_facts.py) asks `SwapRecord.eager` for the record after the run, finds the event at that place
+# (`EagerRecord.try_get_event`), checks it is the call it expects, and reads the fact; where the record has no such
+# event (eager raised before it, the call ran inside another, the fakes run failed) the simulation stands. The compile
+# builds the record at most once per program it analyzes (`EagerAsk`, on api's `_Program`), the first time a rule asks,
+# outside every mode, on the wrapped call the functional runs get: a call they hold back is counted (`held_call`), and
+# a program no rule asks about costs no run. The first fact so read: the count of a set_() source's counter when a
+# set_() under grad read its history (`LeafMutation.source_bumps_at_set`, from `Event.found`).
 
 NodeId = NewType("NodeId", int)  # a tensor the program touched, numbered on first sight
 StorageId = NewType("StorageId", int)  # a storage, numbered on first sight
@@ -112,6 +127,7 @@ class Event:
     )
     grad_enabled: bool  # grad mode while the call ran
     inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
+    found: tuple[int, ...]  # per input: its `bumps` as the call found them (before the call's own advance)
     outputs: tuple[NodeId, ...]  # the tensors it returned, in pytree order
     facts: tuple[TensorFacts, ...]  # of inputs, outputs and their inner tensors and bases, each node once
     built_node: bool  # autograd made a node while it ran (Note [The Eager Record], calls that build no node)
@@ -139,6 +155,47 @@ class EagerRecord:
         """The node's facts at the end of the program; None where its tensor died before the end."""
         return next((f for f in self.final if f.node == node), None)
 
+    def try_get_event(self, op: str, call: int, k: int = 0) -> Event | None:
+        """The `k`-th event of `op` logged at the program's call `call` (`Event.call`: set_(), logged below autograd,
+        takes the call it follows, so several may share one); None where the record has none: eager raised before,
+        or the call ran where the record does not log it (inside another call)."""
+        found = [e for e in self.events if e.call == call and e.op == op]
+        return found[k] if k < len(found) else None
+
+
+class EagerAsk:
+    """The eager record of one compile's program, built the first time a rule asks for it and kept (Note [The Eager
+    Record], reading a fact): a program no rule asks about costs no run. `build` runs the program on static fakes
+    (`observe_on_fakes`); it is run outside every mode on the stack (a trace's, a functional run's), and a build that
+    fails answers None, as the record missing the fact does."""
+
+    def __init__(self, build: Callable[[], EagerRecord]) -> None:
+        self._build: Callable[[], EagerRecord] | None = build
+        self._record: EagerRecord | None = None
+
+    @classmethod
+    def of_call(cls, call: Callable[..., object], flat: FlatInputs) -> EagerAsk:
+        """The record of `call` (the compile's program over the flat inputs, `call(state, args, kwargs)`, as each
+        functional run calls it) on fakes of `flat.values`."""
+
+        def run(*values: object) -> object:
+            return call(*pytree.tree_unflatten(list(values), flat.spec))
+
+        return cls(lambda: observe_on_fakes(run, flat.values))
+
+    def record(self) -> EagerRecord | None:
+        if self._build is not None:
+            build, self._build = self._build, None
+            with outside_current_modes(), function_modes_off():
+                try:
+                    self._record = build()
+                except Exception:  # (fakes the record cannot copy, a failure of its own: the rule falls back)
+                    self._record = None
+        return self._record
+
+
+_Pending = tuple[str, int, bool, list[torch.Tensor], tuple[int, ...], list[torch.Tensor], bool]
+
 
 class _Recorder(TorchFunctionMode):
     """Numbers tensors and storages on first sight and logs an Event after each torch-level call."""
@@ -154,7 +211,7 @@ class _Recorder(TorchFunctionMode):
         self.events: list[Event] = []
         self.calls = 0  # torch-level calls of the program seen so far (Event.call)
         self.depth = 0  # logged calls running now
-        self.pending: tuple[str, int, bool, list[torch.Tensor], list[torch.Tensor], bool] | None = None  # to log
+        self.pending: _Pending | None = None  # the call to log
         self.mark = autograd_sequence_nr()  # autograd's counter after the last call the record saw
 
     def node(self, t: torch.Tensor, *, born: bool = False) -> NodeId:
@@ -178,6 +235,20 @@ class _Recorder(TorchFunctionMode):
         self.node(t, born=True)
         if t._base is not None:
             self.number_born(t._base)
+
+    def number_sharing(self, t: torch.Tensor, received: Sequence[torch.Tensor]) -> None:
+        """A plain tensor a call returned, unseen, no view, sharing the version counter of a tensor the call received
+        (a detach()): its `bumps` count from where that one's start, as a view's from its base's (Note [The Eager
+        Record]). Whether two tensors share a counter is asked of the counters: one advanced, the other read."""
+        if t in self.nodes or t._base is not None or is_traceable_subclass(t):
+            return
+        for r in received:
+            if r in self.nodes and not is_traceable_subclass(r) and _share_counter(r, t):
+                found = NodeId(len(self.tensors))
+                self.nodes[t] = found
+                self.tensors.append(weakref.ref(t))
+                self.first_version.append(self.first_version[self.node(r)])
+                return
 
     def storage(self, t: torch.Tensor) -> StorageId:
         s = t.untyped_storage()
@@ -248,6 +319,12 @@ class _Recorder(TorchFunctionMode):
             return out
         return self.logged(op, func, args, kwargs or {})
 
+    def held_call(self) -> None:
+        """A mode above held back one of the program's calls (backward_probe.holding_back_flags): counted as the
+        functional run counts it (SwapRecord.call_at), so that the events after it keep their `call`."""
+        if not self.depth:
+            self.calls += 1
+
     def logged(
         self, op: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, below: bool = False
     ) -> Any:
@@ -268,6 +345,7 @@ class _Recorder(TorchFunctionMode):
         start = mark + own if below else autograd_sequence_nr()
         self.depth += 1  # the facts' own reads (`.grad_fn`, `.stride()`) are not logged either
         try:
+            found = tuple(get_version(t) - self.first_version[self.node(t)] for t in received)
             counted = _foreach_bumps(op, args)
             out = func(*args, **kwargs)
             counted()
@@ -276,7 +354,7 @@ class _Recorder(TorchFunctionMode):
             # (set_() with grad records a NotImplemented node, which takes no number)
             unnumbered = below and grad_enabled and any(t.requires_grad for t in received)
             call = self.calls - 1  # (set_(), no torch function, takes the call it follows: as the functional run)
-            self.pending = (op, call, grad_enabled, received, returned, self.mark != start or unnumbered)
+            self.pending = (op, call, grad_enabled, received, found, returned, self.mark != start or unnumbered)
             if not below:
                 self.flush()
         finally:
@@ -287,9 +365,10 @@ class _Recorder(TorchFunctionMode):
         """Log the call that ran last, reading its tensors' facts now."""
         if self.pending is None:
             return
-        op, call, grad_enabled, received, returned, built = self.pending
+        op, call, grad_enabled, received, found, returned, built = self.pending
         self.pending = None
         for t in returned:
+            self.number_sharing(t, received)
             self.number_born(t)
         self.depth += 1
         try:
@@ -298,7 +377,14 @@ class _Recorder(TorchFunctionMode):
             self.depth -= 1
         inputs, outputs = tuple(self.node(t) for t in received), tuple(self.node(t) for t in returned)
         event = Event(
-            op=op, call=call, grad_enabled=grad_enabled, inputs=inputs, outputs=outputs, facts=facts, built_node=built
+            op=op,
+            call=call,
+            grad_enabled=grad_enabled,
+            inputs=inputs,
+            found=found,
+            outputs=outputs,
+            facts=facts,
+            built_node=built,
         )
         self.events.append(event)
 
@@ -356,6 +442,17 @@ def _as_eager_counts(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs:
     for r, n in zip(results, counts, strict=True) if counts else ():
         set_version(r, max(get_version(r), n))
     return out
+
+
+def _share_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Do `a` and `b` share one version counter (`a` moved on once and back, `b` read)?"""
+    version = get_version(a)
+    if a.is_inference() or b.is_inference() or get_version(b) != version:
+        return False
+    set_version(a, version + 1)
+    shared = get_version(b) == version + 1
+    set_version(a, version)
+    return shared
 
 
 def _is_inference(t: torch.Tensor) -> bool:

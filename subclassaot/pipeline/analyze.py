@@ -16,6 +16,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import SubclassNode, is_traceable_subclass
+from subclassaot.eager.record import EagerAsk
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.analyze_training import (
     check_history_over_alias,
@@ -227,6 +228,7 @@ def analyze(
     own_base_views: bool | None = None,
     hold: NewLeafHold | None = None,
     own_leaves: frozenset[int] | None = None,
+    eager: EagerAsk | None = None,
 ) -> Analysis:
     """`nonleaf_wrappers`: subclass inputs that require grad and are not leaves in eager (the program may mutate
     them in place); the analysis runs them as clones, which are non-leaves too. `replay_reads`: the answers of an
@@ -234,11 +236,14 @@ def analyze(
     Note [Aliased Inputs In Training] (None: tried as `with_own_base_views` says). `hold`: the compile's choice of
     the calls making new leaves it holds back, made by the first run that completes (Note [Training Without A
     Function]). `own_leaves`: the first analysis's Analysis.own_leaf_inputs, as tensor positions, given to every
-    later one (functional_run.own_leaf_inputs); None in the first, which finds them."""
+    later one (functional_run.own_leaf_inputs); None in the first, which finds them. `eager`: the program's eager
+    record, asked for by the rules that read a fact of it (SwapRecord.eager)."""
     if own_base_views is None:
         args = (call, flat, layout, dense_fakes, user_fakes, fake_mode, nonleaf_wrappers, replay_reads)
         return with_own_base_views(
-            layout, flat, lambda views: analyze(*args, own_base_views=views, hold=hold, own_leaves=own_leaves)
+            layout,
+            flat,
+            lambda views: analyze(*args, own_base_views=views, hold=hold, own_leaves=own_leaves, eager=eager),
         )
     # (of its layout's alias groups: an untouched group traced apart has none)
     grouped = {layout.leaves[m].owner for g in layout.groups for m in g.members}
@@ -270,6 +275,7 @@ def analyze(
             hold=hold,
             own_leaves=given,
         )
+        run.swaps.eager = eager
         if hold is not None:
             hold.run_completed(run.swaps.flag_calls)
         facts = _CheckedRun(
@@ -331,12 +337,14 @@ def analysis_of_run(
     layout: DenseLayout,
     run: FunctionalRun,
     user_fakes: Sequence[torch.Tensor],
+    eager: EagerAsk | None = None,
 ) -> Analysis:
     """The analysis of `run`, a run of the program as `analyze` makes it for an inference compile without alias
     groups or non-leaf subclass inputs (no clones, no own-base views, nothing replayed), made by a trace in progress
     (Note [Training Through A Joint Graph]: one run); called under the run's fake and functional modes, as `analyze`
     checks its run. The rest, which `analyze` reads after leaving those modes, is read outside every mode of the
     trace (its probes run the program on fakes of their own)."""
+    run.swaps.eager = eager
     facts = _CheckedRun(call, flat, layout, run, user_fakes, frozenset(), False, None)
     with outside_current_modes():
         return _analysis(call, flat, layout, user_fakes, False, facts)

@@ -10,10 +10,12 @@ import pytest
 import torch
 
 import subclassaot
+import subclassaot.eager.record
 import subclassaot.pipeline.analyze
 import subclassaot.pipeline.joint
 import subclassaot.pipeline.trace
 from subclassaot.eager.record import EagerRecord, Event, TensorFacts, observe, observe_on_fakes
+from subclassaot.pipeline.backward_probe import _held_back
 from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.tools.fuzz import FuzzConfig, RandomChooser, generate
@@ -55,10 +57,11 @@ def _comparable(f: TensorFacts, real: TensorFacts | None = None) -> tuple[object
 
 
 def _event_differences(real: Event, fake: Event) -> list[str]:
-    if (real.op, real.grad_enabled, real.inputs, real.outputs, real.built_node) != (
+    if (real.op, real.grad_enabled, real.inputs, real.found, real.outputs, real.built_node) != (
         fake.op,
         fake.grad_enabled,
         fake.inputs,
+        fake.found,
         fake.outputs,
         fake.built_node,
     ):
@@ -165,6 +168,14 @@ def _both(fn: Program, *values: torch.Tensor) -> EagerRecord:
     return fake
 
 
+def _both_made(fn: Program, make: Callable[[], tuple[torch.Tensor, ...]]) -> EagerRecord:
+    """`_both` of values `make` gives afresh for each run (inputs the program writes, aliases among them)."""
+    real = observe(fn, list(make()))
+    fake = observe_on_fakes(fn, list(make()))
+    assert record_differences(real, fake) == []
+    return fake
+
+
 def test_empty_results_have_eager_strides_on_fakes() -> None:
     # fuzz seed 56 (Note [Strides The Kernels Choose]): the CPU sort of an empty slice keeps its strides, the meta
     # kernel's result is contiguous; a later view shows it
@@ -230,6 +241,107 @@ def test_a_view_made_after_writes_counts_the_bumps_of_the_counter_it_shares() ->
     assert [_final(record, n).bumps for n in (v, w)] == [1, 2]
     set_call = next(e for e in record.events if e.op == "Tensor.set_")
     assert next(f.bumps for f in set_call.facts if f.node == set_call.inputs[1]) == 1
+
+
+def test_a_detach_made_after_writes_counts_the_bumps_of_the_counter_it_shares() -> None:
+    # fuzz seed 123234 #81's program (tests/pipeline/test_set_under_no_grad.py): t0, a detach() of x0 taken after
+    # x0.transpose_(), shares x0's counter, which the program has advanced twice when x0.set_(t0) reads t0's history;
+    # the record counted t0's bumps from its own first sight (1), as a view's before they counted from its base's
+    def f(x0: torch.Tensor) -> object:
+        x0.transpose_(0, 0)
+        t0 = x0.detach()
+        t0.unsqueeze_(0)
+        x0.set_(t0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return t0
+
+    with torch.enable_grad():
+        record = _both_made(f, lambda: (torch.randn(2, requires_grad=True) * 1,))
+    (t0,) = record.outputs
+    assert t0 is not None and _final(record, t0).bumps == 3
+    set_call = next(e for e in record.events if e.op == "Tensor.set_")
+    assert set_call.found == (2, 2)
+
+
+def test_a_set_finds_its_source_at_the_count_before_its_own_advance() -> None:
+    # `Event.found`: x1, a detach() of x0's base, written, then set_() onto x0 under grad: eager's set_ reads x0's
+    # history after one advance of the counter they share; its own comes after (the facts read after it show 2)
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x1.mul_(2)
+        x1.set_(x0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return ()
+
+    def make() -> tuple[torch.Tensor, ...]:
+        b0 = torch.randn(1, 3, 2, requires_grad=True) * 1
+        return b0[..., 0], b0.detach()
+
+    with torch.enable_grad():
+        record = _both_made(f, make)
+    set_call = next(e for e in record.events if e.op == "Tensor.set_")
+    assert set_call.found[1] == 1
+    assert next(f.bumps for f in set_call.facts if f.node == set_call.inputs[1]) == 2
+    assert record.try_get_event("Tensor.set_", set_call.call) == set_call
+    assert record.try_get_event("Tensor.set_", set_call.call, 1) is None
+
+
+class _HoldingBack(torch.overrides.TorchFunctionMode):
+    """Holds back every requires_grad_() as the compile's mode does (backward_probe.holding_back_flags)."""
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        if func is torch.Tensor.requires_grad_:
+            return _held_back(args, False)
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_held_back_call_keeps_the_numbering_of_the_calls_after_it() -> None:
+    # the compile records the program as its functional runs call it, a requires_grad_() held back included (Note
+    # [Training Without A Function]): the record counts it (`held_call`) as those runs do, so that the set_() after it
+    # keeps its call index
+    def f(x: torch.Tensor, y: torch.Tensor) -> object:
+        t = y * 2
+        t.requires_grad_()
+        x.set_(t)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return x
+
+    def held(x: torch.Tensor, y: torch.Tensor) -> object:
+        with _HoldingBack():
+            return f(x, y)
+
+    as_called = observe_on_fakes(f, [torch.randn(2), torch.randn(2)])
+    record = observe_on_fakes(held, [torch.randn(2), torch.randn(2)])
+    assert record.calls == as_called.calls == 2
+    assert [e.call for e in record.events if e.op == "Tensor.set_"] == [1]
+
+
+def test_the_compile_builds_the_record_only_where_a_rule_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Note [The Eager Record], reading a fact): a set_() under grad onto another tensor asks for the count of its
+    # source (rules/eager_facts.py), once per compile however many analyses run; a program without one costs no run
+    built: list[EagerRecord] = []
+
+    def kept(fn: Callable[..., object], values: list[object]) -> EagerRecord:
+        built.append(observe_on_fakes(fn, values))
+        return built[-1]
+
+    monkeypatch.setattr(subclassaot.eager.record, "observe_on_fakes", kept)
+
+    def written(x: torch.Tensor) -> object:
+        return x.mul_(2).sin()
+
+    def set_under_grad(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        x1.mul_(2)
+        x1.set_(x0)  # type: ignore[call-overload]  # the stub lacks set_(Tensor)
+        return ()
+
+    with torch.enable_grad():
+        subclassaot.compile(written)(torch.randn(3, requires_grad=True) * 1)
+        assert built == []
+        b0 = torch.randn(1, 3, 2, requires_grad=True) * 1
+        entry = subclassaot.compile(set_under_grad)
+        entry(b0[..., 0], b0.detach())
+    assert len(built) == 1 and built[0].error is None
+    set_call = next(e for e in built[0].events if e.op == "Tensor.set_")
+    assert set_call.found[1] == 1
 
 
 def test_data_assignment_shares_storage_but_not_the_version() -> None:

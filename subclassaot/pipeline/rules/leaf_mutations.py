@@ -30,6 +30,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun
+from subclassaot.pipeline.rules.eager_facts import source_bumps_at_set
 from subclassaot.pipeline.rules.stale_views import rebuilt_at_entry_layout
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.swap_record import SwapRecord
@@ -244,7 +245,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         self_set_with_grad=swaps.family_of(run.dense[i]) in swaps.grad_self_set_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
         set_source_edge=set_source is not None and _edge_to_input(final, run),
-        source_bumps_at_set=swaps.grad_set_source_bumps.get(id(final)),
+        source_bumps_at_set=source_bumps_at_set(swaps, final),
         grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
         grad_set_node=swaps.grad_set_nodes.get(id(final), GradSetNode.SET),

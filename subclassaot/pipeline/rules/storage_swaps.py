@@ -390,6 +390,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func is torch.ops.aten.resize_as_.default:  # Note [Storage Swaps By Rebinding]
             func, (args, kwargs) = torch.ops.aten.resize_.default, as_resize(args, kwargs)
         if self.depth == 0:
+            if getattr(func, "overloadpacket", None) is torch.ops.aten.set_:
+                self.record.note_set()  # (its place, where the eager record logs it)
             first = args[0] if args and isinstance(args[0], torch.Tensor) else None
             self.entry_version = None if first is None else (first, get_version(first))
             if self.record.absolute_frames:
@@ -778,9 +780,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             taken = earlier  # x.set_(x): its node's edge to x's history reaches the earlier set_'s source
         self.record.grad_set_sources[id(x)] = taken
         if source is not None and source is not x:
-            self.record.grad_set_source_bumps[id(x)] = self.record.bump_count(source)
+            self.record.grad_set_source_bumps[id(x)] = self.record.bump_count(source)  # (eager's: `grad_set_places`)
+            if self.record.last_set is not None:
+                self.record.grad_set_places[id(x)] = self.record.last_set
         else:
             self.record.grad_set_source_bumps.pop(id(x), None)
+            self.record.grad_set_places.pop(id(x), None)
         if written is None:
             written = self.record.family_of(x) in self.record.written_families
         note_grad_set_place(self.record, x, source, written)  # Note [set_ Under Grad]

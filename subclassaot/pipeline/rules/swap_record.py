@@ -16,6 +16,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
+from subclassaot.eager.record import EagerAsk
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.runtime.steps import build_order, use_only_tokens
 from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, OutputKind, Replay, ReplaySource
@@ -406,6 +407,9 @@ class SwapRecord:
     # ... -> how many times the program had advanced the version counter of the tensor the last such set_() took,
     # when that set_() read its history (before the set_'s own advance)
     grad_set_source_bumps: dict[int, int] = field(default_factory=dict)
+    # ... -> that set_()'s place among the program's set_()s (`last_set`), where the eager record has the count as
+    # eager's set_ found it (`eager`; rules/eager_facts.py `source_bumps_at_set`)
+    grad_set_places: dict[int, tuple[int, int]] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
     # to themselves or a view of themselves, their family unwritten before but by such set_()s (Note [set_ Under Grad])
@@ -593,6 +597,10 @@ class SwapRecord:
     calls: int = 0  # torch functions the program called so far
     # per torch-level call of the program (the eager record's `Event.call` numbers them alike): `seq` as it began
     call_seqs: list[int] = field(default_factory=list)
+    # the program's last set_() (no torch function: it takes the call it follows, as its event in the eager record
+    # does): (that call, how many of the program's set_()s took it before); the eager record, asked for on demand
+    last_set: tuple[int, int] | None = None
+    eager: EagerAsk | None = None
     call_built_node: bool = False  # the program's call checked now made an autograd node (Note [The Eager Record],
     # calls that build no node): its results read its arguments' history
     # id() of a tensor requires_grad_() turned on -> (`calls` then, the gain's facts before it, its place in
@@ -944,6 +952,12 @@ class SwapRecord:
         """The program's torch-level call during which `seq` was reached (the eager record's `Event.call`, whose
         facts are eager's right after it); -1 before the first."""
         return bisect.bisect_left(self.call_seqs, seq) - 1
+
+    def note_set(self) -> None:
+        """A set_() the program called (not one inside a subclass's dispatch): its place (`last_set`)."""
+        call = len(self.call_seqs) - 1
+        last = self.last_set
+        self.last_set = (call, last[1] + 1 if last is not None and last[0] == call else 0)
 
     def stays_inference(self, t: torch.Tensor) -> bool:
         """Is eager's plain `t` an inference tensor now: made inside an inference_mode block or a view of one (on any
