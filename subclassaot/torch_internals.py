@@ -141,8 +141,7 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
         return super().__torch_dispatch__(func, types, args, kwargs)
 
 
-# Note [Custom Ops Writing Aliases Inside A Subclass]
-# A torch.library custom op whose `mutates_args` are given two tensors of one memory (`op(a, b)`, a and b aliases of
+# Custom ops writing aliases inside a subclass. A torch.library custom op whose `mutates_args` are given two tensors of one memory (`op(a, b)`, a and b aliases of
 # x) writes that memory twice in eager: `x.sin_(); y.sin_()` applies sin twice. Functionalization runs it as
 # torch's `auto_functionalized_v2`, which clones each written argument's *base* (`t._base`, or t itself), runs the
 # op on the clones and writes each clone back: arguments with one base share one clone, and the op's writes meet
@@ -168,7 +167,7 @@ def _one_operand_per_written_memory(
     func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`func`'s operands with each written tensor that has the storage and layout of an earlier written one replaced
-    by that one (Note [Custom Ops Writing Aliases Inside A Subclass])."""
+    by that one (the comment above `_writes_args_auto_functionalized`: custom ops writing aliases inside a subclass)."""
     seen: dict[tuple[object, ...], torch.Tensor] = {}
 
     def one(t: object) -> object:

@@ -439,7 +439,6 @@ def _analysis(
     (kept_by_layout, renewed), orders = _kept_accumulators(call, flat, run), _self_set_orders(call, flat, run)
     changed = [any(f.mutations[j].any or f.mutations[j].version_bumped for j in js) for js in layout.leaves_of_input]
     outputs = views_before_view_sets(run.swaps, flat, run.user_tensors, changed, run.output, f.outputs)
-    counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     blocks = input_set_blocks(flat, layout, f.mutations, run.user_tensors, view_set_nodes(run.swaps, run.user_tensors))
     return Analysis(
         mutations=f.mutations,
@@ -503,13 +502,21 @@ def _analysis(
         unbumped_view_reads=tuple(run.swaps.unbumped_view_reads),
         grad_reenabled=tuple(run.swaps.grad_reenabled),
         storage_resizes=storage_resize_plan(run.swaps, layout),
-        output_versions=counts.outputs,
-        graded_output_versions=counts.graded,
-        base_versions=counts.bases,
-        root_versions=counts.roots,
+        **_version_counts(run, outputs),
         grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
+
+
+def _version_counts(run: FunctionalRun, outputs: Any) -> dict[str, Any]:
+    """`Analysis.output_versions`, `graded_output_versions`, `base_versions`, `root_versions` (outputs_counted_first)."""
+    counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
+    return {
+        "output_versions": counts.outputs,
+        "graded_output_versions": counts.graded,
+        "base_versions": counts.bases,
+        "root_versions": counts.roots,
+    }
 
 
 def _grad_set_intermediate_read(f: _CheckedRun) -> bool:

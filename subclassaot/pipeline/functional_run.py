@@ -143,6 +143,14 @@ def _initial_layouts(
     return metas, keys, inner
 
 
+def _finals(layout: DenseLayout, user_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """`FunctionalRun.finals`: the dense leaves of the inputs as the program left them."""
+    finals: list[torch.Tensor] = []
+    for tree, tensor in zip(layout.trees, user_tensors, strict=True):
+        finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
+    return finals
+
+
 def run_functional(
     call: Callable[..., object],
     flat: FlatInputs,
@@ -204,9 +212,6 @@ def run_functional(
         if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]
             check_unwritten_at_end(record, [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)])
     _check_containers_unchanged(flat, values, (state, args, kwargs))
-    finals: list[torch.Tensor] = []
-    for tree, tensor in zip(layout.trees, user_tensors, strict=True):
-        finals.extend([tensor] if tree is None else flatten_subclass(tensor, tree.path)[1])
     return FunctionalRun(
         graph_inputs=graph_fun,
         graph_grad_leaves=graph_grad_leaves,
@@ -215,7 +220,7 @@ def run_functional(
         grad_leaves=grad_leaves,
         user_tensors=user_tensors,
         originals=originals,
-        finals=finals,
+        finals=_finals(layout, user_tensors),
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
         initial_inner_wrappers=initial_inner_wrappers,
@@ -559,6 +564,8 @@ def _refuse_run_error(
             "on, or write outside that region"
         ) from e
     check_flagless_view_set(record, e)  # (a set_() with grad on, which the record sees no call of)
+    if "a leaf Variable that requires grad is being used in an in-place" in str(e):
+        _refuse_flagged_stand_in_written(flat, user_tensors, e)
     if "a leaf Variable that requires grad has been used in an in-place" in str(e) and record.marked_dirty:
         raise UnsupportedError(
             "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "
@@ -605,6 +612,23 @@ def _refuse_run_error(
             f"{str(e).splitlines()[0]}). Pass the tensor before expand() and expand it inside the function, "
             "or use reshape()"
         ) from e
+
+
+def _refuse_flagged_stand_in_written(
+    flat: FlatInputs, user_tensors: Sequence[torch.Tensor], e: RuntimeError | ValueError
+) -> None:
+    """Refuse a write in place (a set_() onto itself) with grad of an input passed without requires_grad whose
+    stand-in requires grad from the start, as the program makes it later (requires_grad_()): eager's input needed
+    no grad at the write and autograd let it; the run's leaf raises."""
+    for k, t in zip(flat.tensor_indices, user_tensors, strict=True):
+        real = flat.values[k]
+        if isinstance(real, torch.Tensor) and not real.requires_grad and t.requires_grad and t.is_leaf:
+            raise UnsupportedError(
+                f"{flat.leaves[k].path} is set_() or written in place with grad enabled before the program makes it "
+                "(or an input sharing its storage) require grad (requires_grad_()): eager's needs no grad at the write, "
+                "the compiled call's requires grad from the start (Note [Grad Mode And Autograd Reads]). Call "
+                "requires_grad_() outside the compiled function, before the write, or write under torch.no_grad()"
+            ) from e
 
 
 def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call: object) -> None:

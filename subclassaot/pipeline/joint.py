@@ -248,21 +248,18 @@ def trace_joint(
     absent: frozenset[int] = frozenset(),
     read_sink: list[frozenset[int] | None] | None = None,
 ) -> TracedJoint:
-    """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: the
-    structure each diff output's tangent is rebuilt with (None: the output's own structure). `reach_sink` receives
-    TracedJoint.reach even when autograd.grad then raises (Note [Backward Errors Are Deferred]), `read_sink`
-    TracedJoint.read_reach. `absent`: positions in diff whose outputs get no tangent (their tangent placeholders stay
-    unread; Note [Tangent Retrace])."""
+    """make_fx of the program then autograd.grad (Note [Training Through A Joint Graph]). `tangent_trees`: each diff
+    output's tangent structure (None: its own); `reach_sink`/`read_sink` get TracedJoint.reach/read_reach even when
+    autograd.grad raises (Note [Backward Errors Are Deferred]); `absent`: diff outputs with no tangent (Note [Tangent Retrace])."""
     n_primals = len(setup.example)
     unused: set[int] = set()
     grad_trees: list[SubclassNode | None] = []
     stride_leaves: list[int | None] = []
     bw_mutated: list[DenseIndex] = []
-    n_fw_outputs = [0]
     reshapes: list[BackwardReshape] = []
     reach: list[frozenset[int]] = [] if reach_sink is None else reach_sink
     read_reach: list[frozenset[int] | None] = [] if read_sink is None else read_sink
-    clone, read_only = frozenset(setup.grad_inputs), _read_only_leaves(setup)
+    n_fw_outputs, clone, read_only = [0], frozenset(setup.grad_inputs), _read_only_leaves(setup)
     saves, stand_ins = _saves_as_eager(setup)  # (its comment above)
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
@@ -299,16 +296,14 @@ def trace_joint(
             reach[:] = _autograd_reach(visited, wrt)
             read_reach[:] = [_node_reach(visited, node) for node in run.initial_nodes]
             given = [k for k in range(len(diff_outs)) if k not in absent]
-            # a trace for one input's gradient asks what depends on the failing node: only its own nodes run
-            every = setup.wrt_only is None
+            every = setup.wrt_only is None  # (a trace for one input's gradient: only the failing node's own nodes run)
             with backward_changes(
                 setup.flat, run.user_tensors, setup.user_fakes, run.swaps, diff_outs, reshapes, _grouped(setup.layout)
             ):
                 renewed = [k for k, x in enumerate(wrt) if id(x) in run.swaps.self_sets]
                 grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every, renewed)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
-            grad_trees.clear()
-            stride_leaves.clear()
+            grad_trees[:], stride_leaves[:] = [], []
             dense = _dense_grads(grads, wrt, unused, grad_trees, stride_leaves)
             return [*fw_outs, *dense, *(from_functional(run.originals[j]) for j in bw_mutated)]
 

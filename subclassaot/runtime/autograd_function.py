@@ -2007,7 +2007,7 @@ _c_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, CompiledStep)
 _grad_enabled = torch.is_grad_enabled
 
 
-def _node_apply(ctx: Any, *grads: torch.Tensor | None) -> Any:
+def engine_node_apply(ctx: Any, *grads: torch.Tensor | None) -> Any:
     """What the engine calls to run a CompiledStep node (its backward class's `apply`): BackwardCFunction.apply
     for this class (a `backward`, no `vjp`, no boxed gradients) without its two Python frames; a lone plain step
     (`_PlainStep.lone`) given its one tangent as a plain tensor, with grad off, runs its backward here: the tangent
@@ -2027,7 +2027,7 @@ def _node_apply(ctx: Any, *grads: torch.Tensor | None) -> Any:
     return CompiledStep.backward(ctx, *grads)
 
 
-CompiledStep._backward_cls.apply = _node_apply  # type: ignore[attr-defined]  # FunctionMeta's, untyped
+CompiledStep._backward_cls.apply = engine_node_apply  # type: ignore[attr-defined]  # FunctionMeta's, untyped
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 

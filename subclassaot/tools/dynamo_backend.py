@@ -31,6 +31,7 @@ from subclassaot.authoring.wrapper_tensor import WrapperTensor
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.function_views import PROGRAM_FUNCTION_FLAG
+from subclassaot.runtime.autograd_function import engine_node_apply
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ __all__ = ["CapturedGraph", "explain_compiled", "recording", "subclassaot_backen
 #   the op eagerly with its frame hook on, and would compile WrapperTensor's `__torch_dispatch__` (user code, not in its
 #   skip list) and fail inside it. Dispatch holds nothing to capture, so that code and the op handlers it calls carry a
 #   flag on their code objects (free per call, unlike a torch.compiler.disable wrapper), set when this module loads.
+#   So does the function the autograd engine calls to run a compiled step's node (it stands in for torch's
+#   BackwardCFunction.apply, which Dynamo's skip list holds): a `loss.backward()` in a compiled training step runs
+#   between captured graphs with the frame hook on, and Dynamo would trace the node's backward with its real ctx.
 # - `torch.compiler.is_compiling()` is True while the pipeline runs the user's program to observe and trace it, as
 #   under Dynamo and torch.export's non-strict tracing: libraries leave out work a graph cannot hold (transformers'
 #   mask builders skip `padding_mask.all()`), so the compiled program is the program torch.compile would capture. The
@@ -284,8 +288,8 @@ def _dispatch_runs_eagerly() -> None:
     """See Note [Dynamo Captures, The Pipeline Compiles]."""
     from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
 
-    code = WrapperTensor.__dict__["__torch_dispatch__"].__func__.__code__
-    set_code_exec_strategy(code, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
+    for code in (WrapperTensor.__dict__["__torch_dispatch__"].__func__.__code__, engine_node_apply.__code__):
+        set_code_exec_strategy(code, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP))
 
 
 _dispatch_runs_eagerly()

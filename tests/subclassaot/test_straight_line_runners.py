@@ -491,7 +491,7 @@ def test_a_lone_plain_step_runs_its_backward_in_its_node_s_apply_like_eager(
             if a.grad is not None and b.grad is not None:
                 assert torch.allclose(a.grad, b.grad) and a.grad.stride() == b.grad.stride()
         if call:  # (the first call settles the graphs' wrappers)
-            node = calls[calls.index("_node_apply") :]
+            node = calls[calls.index("engine_node_apply") :]
             assert not {"_get_user_fn", "backward", "_plain_backward"}.intersection(node), node
 
 
