@@ -414,9 +414,22 @@ def _reads_before_written(func: Any, written: torch.Tensor, other: torch.Tensor,
     return all(written_at.get(o, i) >= i for i, o in enumerate(theirs))
 
 
+def _elements(t: torch.Tensor, hinted: bool) -> Elements | None:
+    """`t`'s storage elements; `hinted`: symbolic sizes read as the sizes of these inputs, to refuse without a guard."""
+    layout = [*t.shape, *t.stride(), t.storage_offset()]
+    try:
+        layout = [hint_of(v) for v in layout] if hinted else layout
+    except Exception:  # an unbacked size: no hint
+        return None
+    return elements_of(layout[: t.dim()], layout[t.dim() : -1], layout[-1])
+
+
 def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     key = storage_key(written)
-    mine = elements_of(list(written.shape), list(written.stride()), written.storage_offset())
+    # A custom op writing its arguments may read any of them: with symbolic sizes, views that meet at these inputs'
+    # sizes are refused as static ones are (auto_functionalized would clone and write each apart).
+    opaque = getattr(func, "namespace", "aten") not in ("aten", "prims")
+    mine = _elements(written, opaque)
     for other in [*args, *kwargs.values()]:
         if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
             continue
@@ -428,9 +441,9 @@ def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any,
                 if elsewhere and not _reads_before_written(func, written, other, args):
                     raise _overlapping_read(func)
                 continue  # every index reads what it writes there, or memory the op does not write
-        theirs = elements_of(list(other.shape), list(other.stride()), other.storage_offset())
+        theirs = _elements(other, opaque)
         if mine is None or theirs is None or not _meet(mine, theirs):
-            continue  # disjoint, or not decidable here (symbolic sizes)
+            continue  # disjoint, or not decidable here (symbolic sizes of an aten op, unbacked sizes)
         raise _overlapping_read(func)
 
 
