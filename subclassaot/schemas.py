@@ -634,6 +634,9 @@ class OutputInfo:
     # TENSOR, plain, in training: a view the program's own autograd.Function returned (OutputLeaf.function_view) whose
     # grad_fn is that Function's node: its place among that apply's outputs (Note [Custom Functions])
     function_slot: FunctionSlot | None = None
+    # TENSOR: eager's is a Parameter the program made (`nn.Parameter(t)`), which the runtime makes the built output
+    # (new_leaves.made_parameter, torch_internals.as_parameter)
+    parameter: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

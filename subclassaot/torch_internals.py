@@ -1457,6 +1457,16 @@ def new_autograd_leaf(
     return leaf
 
 
+def as_parameter(t: torch.Tensor) -> None:
+    """Make output `t` what the program's `nn.Parameter(...)` made in eager (new_leaves.made_parameter): a plain tensor
+    of class Parameter, the same object (its history, accumulator and the outputs' histories ending in it kept); any
+    other class marked `_is_param`, as Parameter.__new__ marks one."""
+    if type(t) is torch.Tensor:
+        t.__class__ = torch.nn.Parameter
+    elif not isinstance(t, torch.nn.Parameter):
+        t._is_param = True  # (Parameter.__new__'s own mark)
+
+
 def trace_new_leaf(
     t: torch.Tensor, is_input: bool = False, no_grad_view: bool = False, input_base: bool = False
 ) -> None:

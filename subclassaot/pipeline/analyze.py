@@ -122,7 +122,7 @@ from subclassaot.pipeline.rules.leaf_mutations import (
     leaf_mutations,
     wrappers_after,
 )
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold
+from subclassaot.pipeline.rules.new_leaves import NewLeafHold, made_parameter
 from subclassaot.pipeline.rules.set_storage_rules import storage_resize_plan
 from subclassaot.pipeline.rules.set_under_grad import (
     early_set_inputs,
@@ -935,7 +935,7 @@ def _analyze_outputs(
         if isinstance(value, torch.Tensor):
             check_view_taken_before_grad(path, value, run.swaps, set(input_by_id), info.gains_grad)
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
-            info = _with_inference_leaves(path, value, info, run, current)
+            info = replace(_with_inference_leaves(path, value, info, run, current), parameter=made_parameter(value))
         infos.append(info)
     infos = function_slots(detached_chains_without_grad(infos), leaves)
     _check_inference_storages(infos, leaves, current)

@@ -475,6 +475,8 @@ def _fresh_only_outputs(plan: RuntimePlan) -> tuple[int, ...] | None:
         # creation meta of one taken inside inference_mode: Note [Grad Mode And Autograd Reads])
         if info.data_from is not None or info.gains_grad or info.inference or info.inference_leaves or info.counterless:
             return None
+        if info.parameter:  # (made one: regenerate._retyped)
+            return None
         if info.inference_view:
             return None
         out.append(fresh_start + info.leaves[0].index)

@@ -60,6 +60,7 @@ from subclassaot.schemas import (
     ViewStep,
 )
 from subclassaot.torch_internals import (
+    as_parameter,
     get_version,
     give_base_grad,
     give_grad_mode_creation_meta,
@@ -390,11 +391,13 @@ def _share_storages(
 def _retyped(
     plan: RuntimePlan, o: int, value: object, ev: MetaEvaluator, symbols: dict[str, int], outs: list[object]
 ) -> object:
-    """Output `o` in the torch-function subclass eager's has, with the metadata a `.data =` left on it."""
+    """Output `o` in the torch-function subclass eager's has (a Parameter, where the program made one), with the metadata a `.data =` left on it."""
     info = plan.analysis.outputs[o]
     cls = plan.output_types[o] if plan.output_types else None
     if cls is not None and isinstance(value, torch.Tensor) and type(value) is not cls:
         value = value.as_subclass(cls)  # what Tensor.__torch_function__ does to eager's result
+    if info.parameter and isinstance(value, torch.Tensor):
+        as_parameter(value)  # (after: eager's `nn.Parameter(t)` of such a subclass marks it)
     if info.data_meta is not None and isinstance(value, torch.Tensor):
         size, stride, offset = ev.meta(info.data_meta, symbols)
         stride = probed_stride(plan, outs, info.data_stride_probe, size, stride)

@@ -446,6 +446,8 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
             return reason
     if any(cls is not None for cls in plan.output_types):
         return "torch-function subclass outputs"
+    if any(info.parameter for info in analysis.outputs):
+        return "Parameters the program made"  # (regenerate._retyped)
     tokens = [token for info in analysis.outputs if info.replay is not None for _, token in info.replay.marks]
     if len(set(tokens)) != len(tokens):
         return "views sharing an intermediate"  # Note [Output Regeneration]

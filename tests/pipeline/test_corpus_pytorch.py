@@ -185,8 +185,6 @@ GAPS: dict[str, str] = {
         "with symbolic sizes, the backward through a ConstantExtraMetadataTensor of one beside a nested TwoTensor "
         "raises 'SymIntArrayRef expected to contain only concrete integers' (eager's gives the gradients)"
     ),
-    # (repro: /work/repros/open/hheld10_parameter_made_in_program.py)
-    "ho_donated_buffer6": "nn.Parameter(x + 123) made in the program is returned as a plain Tensor (eager: a Parameter)",
 }
 
 # A few programs of each kind also run on inductor.

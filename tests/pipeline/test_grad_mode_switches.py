@@ -7843,6 +7843,86 @@ def test_observed_new_leaf_stays_refused(compile_fn: CompileFn | None, name: str
             assert_refused(f, make, compile_fn, NEW_LEAF_REFUSED)
 
 
+# Parameters made in the program (new_leaves.made_parameter): `nn.Parameter(t)` returns a Parameter in eager, a new
+# leaf requiring grad (or not, requires_grad=False), of a plain tensor; of a subclass, the subclass marked `_is_param`,
+# which isinstance(_, Parameter) reads. The compiled call returned a plain Tensor, and an unmarked subclass.
+
+
+def _parameter_of_intermediate(x: T) -> object:
+    # test/dynamo/test_aot_autograd.py test_donated_buffer6 (corpus case ho_donated_buffer6)
+    p = torch.nn.Parameter(x + 123)
+    return p, p.sin()
+
+
+def _parameter_of_input(x: T) -> object:
+    return torch.nn.Parameter(x), x * 2
+
+
+def _parameter_returned_alone(x: T) -> object:
+    return (torch.nn.Parameter(x * 2),)
+
+
+def _parameter_without_grad(x: T) -> object:
+    p = torch.nn.Parameter(x + 1, requires_grad=False)
+    return p, p, p.sin()
+
+
+_PARAMETERS = {
+    "of an intermediate": _parameter_of_intermediate,
+    "of an input": _parameter_of_input,
+    "returned alone": _parameter_returned_alone,
+    "requires_grad=False": _parameter_without_grad,
+}
+
+
+def _first_is_parameter(outputs: object, args: tuple[object, ...]) -> None:
+    """An `after_call`: the first output is a Parameter (raises where it is not: eager's is)."""
+    first = cast(tuple[T, ...], outputs)[0]
+    if not isinstance(first, torch.nn.Parameter):
+        raise TypeError(f"{type(first).__name__} is no Parameter")
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["called with grad", "called under no_grad"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("name", list(_PARAMETERS))
+def test_parameter_made_in_the_program_returns_as_eager_s(
+    compile_fn: CompileFn | None, name: str, kind: str, grad: bool
+) -> None:
+    """/work/repros/open/hheld10_parameter_made_in_program.py: eager returns a Parameter (a plain tensor's: its class;
+    a subclass's: its mark); the compiled call returned a plain Tensor, or an unmarked subclass. The runtime makes its
+    output one (a subclass new leaf the program then computes from with grad on stays refused, as its requires_grad_()
+    form is)."""
+    f = _PARAMETERS[name]
+    make = _leaf_input(kind, False)
+    with torch.set_grad_enabled(grad):
+        if kind == "pair" and grad and name == "of an intermediate":
+            assert_refused(f, make, compile_fn, NEW_LEAF_REFUSED)
+        else:
+            assert_matches_eager(f, make, after_call=_first_is_parameter, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_parameter_made_in_the_program_is_the_leaf_its_outputs_histories_end_in(
+    compile_fn: CompileFn | None, backend: str
+) -> None:
+    """The eager backend's native path makes the Parameter a new leaf that `p.sin()`'s history ends in, so a backward
+    gives it eager's `.grad` (a Parameter made of the output after the call would be another leaf, its grad None); the
+    inductor backend, which cannot make the leaf with grad on, refuses the program, as the requires_grad_() form."""
+    if backend == "inductor" and compile_fn is None:
+        with torch.enable_grad():
+            assert_refused(_parameter_of_intermediate, _leaf_input("plain", False), None, NEW_LEAF_REFUSED)
+        return
+    x = torch.randn(3, 2)
+    with torch.enable_grad():
+        want = cast(tuple[T, T], _parameter_of_intermediate(x))
+        do_compile = compile_fn if compile_fn is not None else subclassaot.compile
+        got = cast(tuple[T, T], do_compile(_parameter_of_intermediate, backend=backend)(x))
+        for p, y in (want, got):
+            y.sum().backward()  # type: ignore[no-untyped-call]
+            assert type(p) is torch.nn.Parameter and p.is_leaf
+    torch.testing.assert_close(got[0].grad, want[0].grad)
+
+
 def _counting_compile(
     monkeypatch: pytest.MonkeyPatch, f: Callable[..., object], make: Make, grad: bool
 ) -> tuple[dict[str, int], BaseException | None]:

@@ -136,6 +136,22 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
     return tuple(given)
 
 
+# Parameters made in the program: `nn.Parameter(t)` of a plain tensor is `Tensor._make_subclass(Parameter, t, flag)`,
+# a detached alias of `t` of class Parameter (a new leaf where the flag is on); of any other class, the one the
+# pipeline's run hands the program (a functional or fake tensor, a subclass), it is `t.detach().requires_grad_(flag)`
+# marked `_is_param`, which `isinstance(_, Parameter)` reads. So the run sees the detach() and the flag (a new leaf
+# takes the path of the requires_grad_() form: Note [Training Without A Function]) and only the mark tells the output
+# eager returns as a Parameter (OutputInfo.parameter). The runtime makes the output it built one where the program's
+# carries the mark (torch_internals.as_parameter): a plain tensor takes the class in place, keeping the object the
+# other outputs' histories end in and its accumulator (a new Parameter object made after the call would be a leaf
+# nothing reads, with no grad after a backward); a subclass takes the mark, as eager's took it.
+
+
+def made_parameter(value: object) -> bool:
+    """Does the program's output `value` carry the mark of a Parameter it made (the note above)?"""
+    return isinstance(value, torch.Tensor) and getattr(value, "__dict__", {}).get("_is_param") is True
+
+
 class ConstructorFlags:
     """The wrappers the running program built with `_make_wrapper_subclass(..., requires_grad=True)` (a traceable
     subclass's constructor, `PairTensor(a, b, requires_grad=True)`), built without the flag (Note [Training Without A
