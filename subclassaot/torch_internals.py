@@ -135,10 +135,31 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             return None
         if _writes_args_auto_functionalized(func):
             args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {})
+        if func is torch.ops.aten.expand.default and _expands_to_itself(args):
+            func, args, kwargs = torch.ops.aten.alias.default, args[:1], {}
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
                 return super().__torch_dispatch__(func, types, args, kwargs)
         return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+# Expand to the same size.
+# `x.expand(x.shape)` (or with -1 for every kept size) is a view of x with x's sizes and strides: an alias. Eager
+# writes through it into x's memory exactly. Functionalization writes a mutated expand back into its base as
+# `base + sum_to(mutated - base)` (torch's expand_inverse), which is exact in real numbers but not in floating point:
+# `x + (0.5 - x)` is 0.5 give or take one ulp, and an op after it that compares values (max, sort, ==) then differs
+# from eager's (a tie broken another way, and the gradient routed to another element). Such an expand is traced as
+# `aten.alias`, whose inverse is the mutated value itself. An expand that broadcasts a dim is left as it is.
+
+
+def _expands_to_itself(args: tuple[Any, ...]) -> bool:
+    """Is `aten.expand(x, sizes)` x's own layout: as many sizes as x has dims, each -1 or x's size there?"""
+    x, sizes = args[0], args[1]
+    if not isinstance(x, torch.Tensor) or len(sizes) != x.dim():
+        return False
+    return all(
+        (isinstance(s, int) and s == -1) or statically_known_true(s == d) for s, d in zip(sizes, x.shape, strict=True)
+    )
 
 
 # Custom ops writing aliases inside a subclass. A torch.library custom op whose `mutates_args` are given two tensors of one memory (`op(a, b)`, a and b aliases of

@@ -1934,3 +1934,35 @@ def test_the_generic_runner_s_copy_into_a_written_input_reads_no_inference_ness_
     x = make()
     compiled(x)
     assert "copy_into" not in readers, readers
+
+
+def _fill_through_expand(
+    region: Callable[[], contextlib.AbstractContextManager[object]], sizes: tuple[int, ...]
+) -> Callable[[T], tuple[T, T]]:
+    def f(x: T) -> tuple[T, T]:
+        t = x.expand(sizes)
+        with region():
+            t.fill_(0.5)
+        values, indices = t.max(0)
+        return values, indices
+
+    return f
+
+
+@pytest.mark.parametrize("sizes", [(2, -1, 4), (2, 3, 4)], ids=["minus_one", "same"])
+@pytest.mark.parametrize(
+    "region", [torch.inference_mode, torch.no_grad, contextlib.nullcontext], ids=["inference", "no_grad", "grad"]
+)
+def test_fill_through_an_expand_to_the_same_size_writes_the_value_exactly(
+    region: Callable[[], contextlib.AbstractContextManager[object]], sizes: tuple[int, ...]
+) -> None:
+    """Eager's fill_ through `x.expand(x.shape)` writes 0.5 itself into x: max's ties then go to index 0, and so does
+    the gradient. Functionalization's write-back of an expand (`x + (0.5 - x)`) is 0.5 give or take an ulp, which broke
+    ties elsewhere (torch_internals._expands_to_itself; fuzz seed 121004 program 744)."""
+
+    def make() -> tuple[T]:
+        with torch.enable_grad():
+            return (torch.randn(2, 3, 4, requires_grad=True).clone(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(_fill_through_expand(region, sizes), make)
