@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from subclassaot.authoring.protocol import dense_leaves
+from subclassaot.runtime.plan import storage_holder
 from subclassaot.schemas import FlatInputs, InnerWrapperClass
 from subclassaot.torch_internals import assign_wrapper_metadata, storage_nbytes
 
@@ -35,10 +36,7 @@ def inner_anchor_holders(
         if c.anchor is None:
             holders.append(None)
             continue
-        anchor = _at(values[flat.tensor_indices[c.anchor[0]]], c.anchor[1])
-        holder = torch.empty(0, dtype=anchor.dtype, device=anchor.device)
-        torch._functionalize_unsafe_set(holder, anchor)
-        holders.append(holder)
+        holders.append(storage_holder(_at(values[flat.tensor_indices[c.anchor[0]]], c.anchor[1])))
     return holders
 
 

@@ -489,10 +489,16 @@ def anchor_holders(
             continue
         anchor = values[flat.tensor_indices[c.anchor]]
         assert isinstance(anchor, torch.Tensor)
-        holder = torch.empty(0, dtype=anchor.dtype, device=anchor.device)
-        torch._functionalize_unsafe_set(holder, anchor)
-        holders.append(holder)
+        holders.append(storage_holder(anchor))
     return holders
+
+
+def storage_holder(anchor: torch.Tensor) -> torch.Tensor:
+    """A plain tensor on `anchor`'s wrapper storage (set without autograd or a version bump), to keep it past an
+    epilogue that may move `anchor` off it."""
+    holder = torch.empty(0, dtype=anchor.dtype, device=anchor.device)
+    torch._functionalize_unsafe_set(holder, anchor)
+    return holder
 
 
 def share_wrapper_storages(
