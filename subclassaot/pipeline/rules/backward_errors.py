@@ -48,8 +48,8 @@ Invariants: reads the outputs' replays only.
 Part: Stage `trace` (training), deferred backward errors: a traced backward that reaches a set_() node where eager's
 backward through every output, probed, completes (Note [set_ Under Grad]).
 
-Input: the probe's `TangentPatterns` and the traced backward's error. Output: None, or an UnsupportedError.
-Invariants: reads the patterns only.
+Input: the `JointSetup`, the probe's `TangentPatterns` and the traced backward's error. Output: None, or an
+UnsupportedError. Invariants: reads the patterns and the analysis only.
 """
 
 from __future__ import annotations
@@ -516,7 +516,7 @@ def _cut_from_its_source(analysis: Analysis, info: OutputInfo) -> bool:
     return r.source is ReplaySource.OUTPUT and _cut_from_its_source(analysis, analysis.outputs[r.index])
 
 
-def refuse_set_node_eager_skips(patterns: TangentPatterns | None, error: Exception) -> None:
+def refuse_set_node_eager_skips(setup: JointSetup, patterns: TangentPatterns | None, error: Exception) -> None:
     """Refuse deferring set_'s error (Note [set_ Under Grad]) where eager's backward through all of the outputs, probed
     on fakes, completes: its node raises whatever the data, so eager's backward never reaches it, while the traced one
     does (a synthetic base over inputs sharing storage, `x1 = x0.detach()` written with grad from x0 and x0 then set_()
@@ -524,6 +524,9 @@ def refuse_set_node_eager_skips(patterns: TangentPatterns | None, error: Excepti
     set_). Deferred, the compiled backward would raise where eager's completes."""
     if SET_BACKWARD_ERROR not in str(error) or patterns is None:
         return
+    analysis = setup.analysis
+    if analysis.grad_set_intermediate_read or any(o.set_under_grad or o.set_under_grad_view for o in analysis.outputs):
+        return  # (a set_() node of an output or intermediate: the probe leaves such outputs out of its patterns)
     if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
         return
     raise UnsupportedError(
