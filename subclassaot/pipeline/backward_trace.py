@@ -52,6 +52,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     early_leaf_views,
     raises_outside_program,
     refuse_changed_leaf_views,
+    refuse_set_node_eager_skips,
     refuse_written_escaping_views,
     written_escaping_views,
 )
@@ -603,6 +604,7 @@ def _with_deferred_error(
         found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns, exact=False)
         if found is not None:
             return (*found, None)
+        refuse_set_node_eager_skips(setup, patterns, e)  # Note [set_ Under Grad]
         _refuse_values_completing_alone(setup, tangents.leaves, e, patterns)
         early = _early_beside_unverified(setup, patterns, reach, e)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)

@@ -198,6 +198,21 @@ def test_mark_dirty_input_requiring_grad_matches_eager(after_call: AfterCall | N
     assert_matches_eager(dirty_nonleaf_input_returned, lambda: (_nonleaf(3),), after_call=after_call)
 
 
+def _flags_read_after_a_dirty_apply(x0: T) -> tuple[T]:
+    t1 = DirtyScale.apply(x0.contiguous())  # type: ignore[no-untyped-call]  # (contiguous(): x0 itself)
+    x0.mul_(x0)
+    return (t1.mul(1.0 + t1.requires_grad + 2 * t1.is_leaf),)
+
+
+@pytest.mark.parametrize("after_call", [None, write_outputs], ids=["plain", "written_after"])
+def test_flags_read_after_mark_dirty_match_eager(after_call: AfterCall | None) -> None:
+    # fuzz seed 121004 #3648: eager's t1 is the non-leaf input, requiring grad (factor 2). The pipeline's own read of
+    # the marked tensor's requires_grad at ctx.mark_dirty was taken for one of the program's autograd reads, which
+    # are replayed in call order: a later run, whose apply records no node, answered is_leaf True (factor 4)
+    with torch.enable_grad():
+        assert_matches_eager(_flags_read_after_a_dirty_apply, lambda: (nonleaf(3),), after_call=after_call)
+
+
 def dirty_not_returned(x: T, y: T) -> object:
     return DirtyNotReturned.apply(x, y)  # type: ignore[no-untyped-call]
 

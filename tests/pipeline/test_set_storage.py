@@ -291,6 +291,30 @@ def test_input_set_under_grad_to_a_leaf_passed_beside_its_detach(compile_fn: Com
         )
 
 
+def _self_set_after_its_detach_written_with_grad(x0: T, x1: T) -> tuple[T]:
+    x1.mul_(x0)  # x1 = x0.detach() gains history of its own
+    set_to(x0, x0)  # with grad: x0's node raises, x1's history does not reach it
+    return (x1,)
+
+
+def test_self_set_after_its_detach_written_with_grad_refused(compile_fn: CompileFn | None) -> None:
+    """fuzz seed 123470 #148: eager's backward through x1 completes (x1's MulBackward never reaches x0's set_ node);
+    the compiled one raised set_'s error: the trace's synthetic base over x0 and x1 runs its history through the set_,
+    and the output x1 was taken to reach that base's written value. Refused by name (Note [set_ Under Grad])."""
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = nonleaf(2)
+        return (b0, b0.detach())
+
+    with torch.enable_grad():
+        assert_refused(
+            _self_set_after_its_detach_written_with_grad,
+            make_inputs,
+            compile_fn,
+            r"traced backward reaches set_'s node",
+        )
+
+
 def _set_to_an_inference_mode_view(x0: T, x1: T, x2: T) -> tuple[T]:
     with torch.inference_mode():
         t0 = x0.select(0, 1)

@@ -44,6 +44,12 @@ reaches, every output over them a view taken of them under no_grad (Note [Backwa
 
 Input: the `Analysis`. Output: `behind_no_grad_views`, those bases' numbers and those roots.
 Invariants: reads the outputs' replays only.
+
+Part: Stage `trace` (training), deferred backward errors: a traced backward that reaches a set_() node where eager's
+backward through every output, probed, completes (Note [set_ Under Grad]).
+
+Input: the `JointSetup`, the probe's `TangentPatterns` and the traced backward's error. Output: None, or an
+UnsupportedError. Invariants: reads the patterns and the analysis only.
 """
 
 from __future__ import annotations
@@ -58,8 +64,10 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.backward_probe import (
     MAX_PROBED_OUTPUTS,
+    SET_BACKWARD_ERROR,
     SHAPE_CHECK_ERROR,
     BackwardEnd,
+    TangentPatterns,
     _trial,
     cut_by_no_grad,
     eager_run,
@@ -506,3 +514,26 @@ def _cut_from_its_source(analysis: Analysis, info: OutputInfo) -> bool:
     if cut_by_no_grad(r):
         return True
     return r.source is ReplaySource.OUTPUT and _cut_from_its_source(analysis, analysis.outputs[r.index])
+
+
+def refuse_set_node_eager_skips(setup: JointSetup, patterns: TangentPatterns | None, error: Exception) -> None:
+    """Refuse deferring set_'s error (Note [set_ Under Grad]) where eager's backward through all of the outputs, probed
+    on fakes, completes: its node raises whatever the data, so eager's backward never reaches it, while the traced one
+    does (a synthetic base over inputs sharing storage, `x1 = x0.detach()` written with grad from x0 and x0 then set_()
+    under grad: the outputs' tangents are taken to reach the group's written base, whose history runs through the
+    set_). Deferred, the compiled backward would raise where eager's completes."""
+    if SET_BACKWARD_ERROR not in str(error) or patterns is None:
+        return
+    analysis = setup.analysis
+    if analysis.grad_set_intermediate_read or any(o.set_under_grad or o.set_under_grad_view for o in analysis.outputs):
+        return  # (a set_() node of an output or intermediate: the probe leaves such outputs out of its patterns)
+    if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
+        return
+    raise UnsupportedError(
+        f"the program's traced backward reaches set_'s node ({error}), but eager's backward through its outputs, "
+        "run on fakes of the inputs, completes: the compiled backward would raise where eager's does not. Seen where "
+        "inputs share storage (an input and its detach()) and one is set_() with grad enabled after another was "
+        "written with grad: the trace takes their shared storage as one tensor, whose history runs through the set_ "
+        "(Note [set_ Under Grad]); not supported in training. Call that set_() under torch.no_grad(), or pass a clone "
+        "instead of the alias"
+    ) from error

@@ -47,6 +47,7 @@ from subclassaot.torch_internals import (
     get_version,
     grad_fn_or_none,
     is_program_node,
+    no_torch_function,
     storage_key,
 )
 
@@ -510,8 +511,9 @@ def note_write_after_grad_set(record: SwapRecord, t: torch.Tensor) -> None:
     epilogue's replay): where it rebases the history of a tensor set_() under grad as itself (`t` or the root of its
     view chain taken with grad), that tensor's node is the write's, numbered as the program made it, no longer its
     set_ node (Note [set_ Under Grad])."""
-    if not t.requires_grad:
-        return
+    with no_torch_function():  # (the pipeline's read, no autograd read of the program's: those are replayed in order)
+        if not t.requires_grad:
+            return
     root = t
     for view in record.chain(t):
         if not view.grad_enabled or id(root) in record.hidden:
