@@ -2016,7 +2016,8 @@ def check_written_inputs_gaining_grad(
         wrapper = is_traceable_subclass(flat.values[flat.tensor_indices[i]])
         # (x.set_(x) below autograd, its only in-place view op, leaves it as it was but for its version counter: no
         # layout nor storage to order before the flag)
-        unmoved = bool(analysis.inplace_self_sets_only) and analysis.inplace_self_sets_only[i]
+        # (only where it came before the flag: after it, eager's renews the accumulator and fails earlier saves)
+        unmoved = bool(analysis.inplace_self_sets_only) and analysis.inplace_self_sets_only[i] and not first
         relaid = (
             _relaid_alone(flat, layout, i)
             and (bool(steps) or not wrapper)

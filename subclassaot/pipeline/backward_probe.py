@@ -2171,6 +2171,11 @@ def _saved_by(
     return found
 
 
+# Node types the picture counts as one: the graph traces an expand to a tensor's own size as an alias (the comment
+# above torch_internals._expands_to_itself), whose backward passes the gradient as eager's ExpandBackward0 does
+_SAME_NODE = {"AliasBackward0": "ExpandBackward0"}
+
+
 def _autograd_shape(root: torch.Tensor, inputs: Sequence[object], others: dict[int, int] | None = None) -> object:
     """A comparable picture of `root`'s autograd graph: node types, edges with their input numbers, nodes met again
     by their first-visit number, AccumulateGrad by the position of its tensor among `inputs` (-1: none of them; with
@@ -2194,7 +2199,8 @@ def _autograd_shape(root: torch.Tensor, inputs: Sequence[object], others: dict[i
                 k = -2 - others.setdefault(id(var), len(others))
             return ("leaf", k, nr)
         edges = cast(Sequence[tuple[object, int]], getattr(node, "next_functions", ()))
-        return (type(node).__name__, nr, tuple(visit(child, k) for child, k in edges))
+        name = _SAME_NODE.get(type(node).__name__, type(node).__name__)
+        return (name, nr, tuple(visit(child, k) for child, k in edges))
 
     try:
         history = visit(root.grad_fn, 0)
