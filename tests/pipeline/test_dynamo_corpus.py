@@ -192,10 +192,11 @@ def test_torch_function_subclass_programs_through_torch_compile(case: Case) -> N
     _run(case)
 
 
-@pytest.mark.parametrize("case", _params([c for c in CASES11 if c not in SLICE]))
+@pytest.mark.parametrize("case", _params([c for c in CASES11[::4] if c not in SLICE]))
 def test_held_out_programs_through_torch_compile(case: Case) -> None:
-    # corpus_pytorch11.py (held out: test_autograd.py, test_auto_functionalize.py, dynamo/test_aot_autograd.py), all
-    # of it in CI: Dynamo splits what the direct path refuses (retain_grad, value reads, parameters made inside)
+    # corpus_pytorch11.py (held out: test_autograd.py, test_auto_functionalize.py, dynamo/test_aot_autograd.py), a
+    # quarter of it in CI (the whole in the slow sweep's test_corpus_through_torch_compile, `ALL` holds it): Dynamo
+    # splits what the direct path refuses (retain_grad, value reads, parameters made inside)
     _run(case)
 
 
