@@ -162,8 +162,9 @@ def _expands_to_itself(args: tuple[Any, ...]) -> bool:
     )
 
 
-# Custom ops writing aliases inside a subclass. A torch.library custom op whose `mutates_args` are given two tensors of one memory (`op(a, b)`, a and b aliases of
-# x) writes that memory twice in eager: `x.sin_(); y.sin_()` applies sin twice. Functionalization runs it as
+# Custom ops writing aliases inside a subclass. A torch.library custom op whose `mutates_args` are given two
+# tensors of one memory (`op(a, b)`, a and b aliases of x) writes that memory twice in eager: `x.sin_(); y.sin_()`
+# applies sin twice. Functionalization runs it as
 # torch's `auto_functionalized_v2`, which clones each written argument's *base* (`t._base`, or t itself), runs the
 # op on the clones and writes each clone back: arguments with one base share one clone, and the op's writes meet
 # as in eager. Autograd's ADInplaceOrView kernel sets `_base`, and it is off inside a subclass's
@@ -1074,9 +1075,10 @@ def _static_fake(mode: FakeTensorMode, t: torch.Tensor, made: dict[int, torch.Te
         with mode, torch.set_grad_enabled(t.requires_grad):
             fake = replay_view(t, base_fake)
     else:
-        attrs, ctx = type(t).__tensor_flatten__(t)  # type: ignore[attr-defined]  # (`_holds_a_subclass`)
+        # (a traceable subclass, checked by `_holds_a_subclass`: the protocol's dunders, undeclared on torch.Tensor)
+        attrs, ctx = type(t).__tensor_flatten__(t)  # type: ignore[attr-defined]
         inner = {a: _static_fake(mode, v, made) if isinstance(v := getattr(t, a), torch.Tensor) else v for a in attrs}
-        unflatten = type(t).__tensor_unflatten__  # type: ignore[attr-defined]
+        unflatten = type(t).__tensor_unflatten__  # type: ignore[attr-defined]  # (as above)
         fake = cast(torch.Tensor, unflatten(inner, ctx, tuple(t.shape), tuple(t.stride())))
         if fake.requires_grad != t.requires_grad:
             fake.requires_grad_(t.requires_grad)
@@ -2072,7 +2074,7 @@ def ambient_mode_stacks() -> tuple[tuple[object, ...], tuple[object, ...]]:
         for m in _get_current_dispatch_mode_stack()
         if not m.is_infra_mode() and not m.ignore_compile_internals() and not _pipeline_mode(m)
     )
-    stack = torch.overrides._get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+    stack = torch.overrides._get_current_function_mode_stack()  # type: ignore[no-untyped-call]  # untyped in torch
     function = tuple(m for m in stack if not _pipeline_mode(m))
     return dispatch, function
 

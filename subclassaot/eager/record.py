@@ -220,6 +220,7 @@ class _Recorder(TorchFunctionMode):
         found: int | None = self.nodes.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         if found is None:
             base = t._base
+            # (WeakIdKeyDictionary.get: torch leaves it unannotated)
             seen: int | None = None if born or base is None else self.nodes.get(base)  # type: ignore[no-untyped-call]
             found = NodeId(len(self.tensors))
             self.nodes[t] = found
