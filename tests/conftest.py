@@ -22,7 +22,14 @@ SWEEP = 4
 CI_SHARE = 6
 # The subclasses users already have (PyTorch's, NJT, DTensor, torchao's) run whole in CI: +20 s on 2 cores.
 UNSLICED = frozenset(
-    f"tests/subclasses/{name}.py" for name in ("test_torch_subclasses", "test_njt", "test_dtensor", "test_torchao")
+    f"tests/subclasses/{name}.py"
+    for name in (
+        "test_torch_subclasses",
+        "test_njt",
+        "test_dtensor",
+        "test_torchao",
+        "test_real_subclass_held_out",
+    )
 )
 
 

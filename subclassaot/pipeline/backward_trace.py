@@ -1147,13 +1147,20 @@ def _deferred_exactly(
 def _view_replay_refusal(layout: DenseLayout, analysis: Analysis, error: Exception) -> UnsupportedError:
     """Note [Backward Errors Are Deferred]."""
     named = _replayed_views(layout, analysis)
-    where = f"{named}: " if named else ""
+    first = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    if not named:  # no input's storage or layout changed: an op's backward formula raised while traced
+        return UnsupportedError(
+            f"the program's backward raises while it is traced ({first}), with no view of a changed input to "
+            "replay: an op's backward formula fails on these inputs (as eager's backward of a jagged NestedTensor's "
+            "softmax over its last dim does, its forward running); not supported in training. Run the program under "
+            "torch.no_grad(), or use an op whose backward supports the input"
+        )
     return UnsupportedError(
-        f"{where}the program's backward fails rebuilding the autograd history of a view ({type(error).__name__}: "
-        f"{str(error).splitlines()[0] if str(error) else ''}): autograd replays the view's ops on the tensor it is a "
-        "view of, which the program set_() or changed in place to a layout they do not apply to (Note [Backward Errors "
-        "Are Deferred]); eager's backward fails so for a subclass view, but such a failure is not deferred to "
-        "the backward: not supported in training. Compute from a clone of the view, or set_() a clone of its base"
+        f"{named}: the program's backward fails rebuilding the autograd history of a view ({first}): autograd "
+        "replays the view's ops on the tensor it is a view of, which the program set_() or changed in place to a "
+        "layout they do not apply to (Note [Backward Errors Are Deferred]); eager's backward fails so for a subclass "
+        "view, but such a failure is not deferred to the backward: not supported in training. Compute from a clone "
+        "of the view, or set_() a clone of its base"
     )
 
 

@@ -33,6 +33,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.function_views import PROGRAM_FUNCTION_FLAG
 from subclassaot.runtime.autograd_function import engine_node_apply
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
+from subclassaot.torch_internals import is_nested_int
 
 log = logging.getLogger(__name__)
 
@@ -482,7 +483,14 @@ def _policies_and_guards(
         for suffix, t in _tensors_under(real, ""):
             name = source + suffix
             sizes = [f"{name}.size()[{d}]" in dynamic_sources for d in range(t.dim())]
-            policies[path + suffix] = TensorPolicy(sizes=tuple(dynamic() if dyn else static() for dyn in sizes))
+            # a jagged tensor's dims other than the batch and the ragged one make the coefficient of its nested
+            # strides, which a symbol cannot (Note [Nested Int Dims]): static in the pipeline, which guards them
+            pinned = any(is_nested_int(n) for n in t.size())
+            ours = [
+                dyn and not (pinned and d > 0 and not is_nested_int(n))
+                for d, (dyn, n) in enumerate(zip(sizes, t.size(), strict=True))
+            ]
+            policies[path + suffix] = TensorPolicy(sizes=tuple(dynamic() if dyn else static() for dyn in ours))
             guarded[path + suffix] = CallerGuarded(
                 type=type(t),
                 dtype=t.dtype,
