@@ -76,6 +76,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     with_eager_view_histories,
 )
 from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
+from subclassaot.pipeline.rules.overlapping_reads import check_no_overlapping_read
 from subclassaot.pipeline.rules.relaid_views import Layout, note_view_set
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_grad_write_into_grown_view,
@@ -141,7 +142,6 @@ from subclassaot.pipeline.rules.strides_and_offsets import (
     apply_keeping_strides,
     call_with_eager_layouts,
     check_empty_write_through_overlap,
-    check_no_overlapping_read,
     check_write_after_set,
     copy_to_same_data,
     fill_in_memory_order,
