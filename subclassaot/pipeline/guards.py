@@ -27,6 +27,7 @@ import torch
 from subclassaot.authoring.protocol import SubclassNode, dense_leaves
 from subclassaot.authoring.wrapper_tensor import plain_ctx_names
 from subclassaot.config import CallerGuarded
+from subclassaot.pipeline.rules.overlapping_reads import guard_description
 from subclassaot.pipeline.rules.view_bases import apart_guards, own_base_guards
 from subclassaot.runtime.straight_line import Checks, Fails, SlowPath, attribute_source, check_function
 from subclassaot.schemas import DenseIndex, DenseLayout, FlatInputs, LeafKind
@@ -1022,4 +1023,5 @@ def _shape_env_guards(w: _Writer, shape_env: torch.fx.experimental.symbolic_shap
         if unbound:
             raise AssertionError(f"BUG: shape guard {expr} uses symbols {sorted(unbound)} no input binds")
         src = python_source(expr)
-        w.check(src, w.msg(f"shape guard {src} failed"))
+        words = guard_description(shape_env, guard.expr)
+        w.check(src, w.msg(f"shape guard {src} failed" + (f" ({words})" if words else "")))

@@ -7901,6 +7901,34 @@ def test_parameter_made_in_the_program_returns_as_eager_s(
             assert_matches_eager(f, make, after_call=_first_is_parameter, compile_fn=compile_fn)
 
 
+def _marked_by_hand(x: T) -> object:
+    y = (x * 2).detach()
+    y._is_param = True  # (what Parameter.__new__ sets on a subclass)
+    return y, x * 3
+
+
+def _parameter_input_detached(p: T) -> object:
+    return p.detach(), p * 2
+
+
+@pytest.mark.parametrize("name", ["marked by hand", "a Parameter input's detach()"])
+def test_tensor_the_program_did_not_make_a_parameter_returns_as_eager_s(
+    compile_fn: CompileFn | None, name: str
+) -> None:
+    """Eager's output is of class Tensor: a detach() marked `_is_param` by hand (isinstance(_, Parameter) holds, the
+    class stays), a Parameter input's detach(). The compiled call returned the first as a Parameter: the mark is
+    only a Parameter's where Parameter.__new__ set it (new_leaves.note_parameter_detach)."""
+    f: Callable[[T], object] = _marked_by_hand if name == "marked by hand" else _parameter_input_detached
+    make = _leaf_input("plain", False) if name == "marked by hand" else lambda: (torch.nn.Parameter(torch.randn(3, 2)),)
+
+    def plain_first(outputs: object, args: tuple[object, ...]) -> None:
+        first = cast(tuple[T, ...], outputs)[0]
+        if type(first) is not torch.Tensor:
+            raise TypeError(f"{type(first).__name__} is no plain Tensor")
+
+    assert_matches_eager(f, make, after_call=plain_first, compile_fn=compile_fn)
+
+
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
 def test_parameter_made_in_the_program_is_the_leaf_its_outputs_histories_end_in(
     compile_fn: CompileFn | None, backend: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from typing import Any, cast
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import OutputInfo, OutputKind
 from subclassaot.torch_internals import may_return_view
@@ -147,9 +149,32 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
 # nothing reads, with no grad after a backward); a subclass takes the mark, as eager's took it.
 
 
+# A mark the program sets by hand (`t._is_param = True`) leaves eager's plain tensor of class Tensor: only the detach()
+# that Parameter.__new__ itself calls is noted as a Parameter's (`note_parameter_detach`).
+_MADE = weakref.WeakValueDictionary[int, torch.Tensor]()  # (by id: a tensor's == is elementwise)
+_PARAMETER_NEW = torch.nn.Parameter.__new__.__code__
+
+
+def note_parameter_detach(func: object, out: object) -> None:
+    """After the program's torch call `func` returned `out`: note a detach() that Parameter.__new__ called."""
+    if func is not torch.Tensor.detach or not isinstance(out, torch.Tensor):
+        return
+    frame = sys._getframe(1)
+    for _ in range(6):  # (the mode's own frames between)
+        if frame.f_code is _PARAMETER_NEW:
+            _MADE[id(out)] = out
+            return
+        if frame.f_back is None:
+            return
+        frame = frame.f_back
+
+
 def made_parameter(value: object) -> bool:
-    """Does the program's output `value` carry the mark of a Parameter it made (the note above)?"""
-    return isinstance(value, torch.Tensor) and getattr(value, "__dict__", {}).get("_is_param") is True
+    """Does the program's output `value` carry the mark of a Parameter it made (the note above): set by
+    Parameter.__new__, or by hand on a subclass (which eager's keeps, as the runtime's does)?"""
+    if not isinstance(value, torch.Tensor) or getattr(value, "__dict__", {}).get("_is_param") is not True:
+        return False
+    return _MADE.get(id(value)) is value or is_traceable_subclass(value)
 
 
 class ConstructorFlags:

@@ -75,7 +75,13 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     view_layout,
     with_eager_view_histories,
 )
-from subclassaot.pipeline.rules.new_leaves import NewLeafKind, subclass_new_leaf_refusal, turns_flag_on
+from subclassaot.pipeline.rules.new_leaves import (
+    NewLeafKind,
+    note_parameter_detach,
+    subclass_new_leaf_refusal,
+    turns_flag_on,
+)
+from subclassaot.pipeline.rules.overlapping_reads import check_no_overlapping_read
 from subclassaot.pipeline.rules.relaid_views import Layout, note_view_set
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_grad_write_into_grown_view,
@@ -141,7 +147,6 @@ from subclassaot.pipeline.rules.strides_and_offsets import (
     apply_keeping_strides,
     call_with_eager_layouts,
     check_empty_write_through_overlap,
-    check_no_overlapping_read,
     check_write_after_set,
     copy_to_same_data,
     fill_in_memory_order,
@@ -1665,6 +1670,7 @@ class _DataMode(TorchFunctionMode):
                     if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
                         self.record.storages_read_with_grad.add(storage_key(a))
         note_detach(self.record, func, args)  # Note [Grad Mode And Autograd Reads]
+        note_parameter_detach(func, out)  # (new_leaves.made_parameter)
         self.record.note_reshape(func, out, seq_before)
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]

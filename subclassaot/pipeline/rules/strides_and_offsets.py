@@ -15,14 +15,14 @@ arguments, where a read argument's current functional value has other strides th
 metadata is eager's) read through a strided copy of eager's layout (`call_with_eager_layouts`, Note [In-Place Ops
 As Eager Runs Them]).
 
-Part: which in-place writes meet memory they also read or write twice: the overlap checks of the storage-swap modes.
+Part: which in-place writes go through memory that several elements share: the overlap checks of the storage-swap
+modes (reads of written memory: overlapping_reads.py).
 
-Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output: refusals
-(UnsupportedError) for reads of memory the op writes (Note [In-Place Ops As Eager Runs Them]), and `overlaps` /
-`meta_overlaps` for writes through memory that several elements share; the checks the swap mode makes before a
-write (Note [Stale View Functions], copies onto the same data, Note [In-Place Ops As Eager Runs Them]).
-Invariants: reads metadata only; symbolic sizes that cannot be decided count as disjoint for reads and as not
-overlapping for writes.
+Input: the tensors of an in-place op under functionalization (their sizes, strides and offsets). Output:
+`overlaps` / `meta_overlaps` for writes through memory that several elements share, and the refusal of an empty
+write through such a view with grad; the checks the swap mode makes before a write (Note [Stale View Functions],
+copies onto the same data, Note [In-Place Ops As Eager Runs Them]). Invariants: reads metadata only; symbolic sizes
+that cannot be decided count as not overlapping.
 
 Part: the write-back of an update through a view that repeats memory locations (Note [In-Place Ops As Eager Runs Them]).
 
@@ -43,12 +43,8 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import (
-    Elements,
     SwapRecord,
-    dense_strides,
-    element_offsets,
     elements_of,
-    reads_elsewhere_written,
     tensor_meta,
 )
 from subclassaot.torch_internals import (
@@ -381,85 +377,7 @@ def check_written_relaid_to_repeats(
                 )
 
 
-# -- in-place writes that meet memory they also read, or write twice (the module docstring's last part) ---------
-
-_EAGER_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: TensorIterator runs serially below it
-
-
-def _dense(t: torch.Tensor) -> bool:
-    return dense_strides(list(t.shape), list(t.stride()))
-
-
-def _reads_before_written(func: Any, written: torch.Tensor, other: torch.Tensor, args: tuple[Any, ...]) -> bool:
-    """Note [In-Place Ops As Eager Runs Them]: every location `other` reads that the op writes at
-    another index is read no later than it is written."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    simple = (
-        func is not torch.ops.aten.copy_.default
-        and written.device.type == "cpu"
-        and all(t.dtype == written.dtype and t.device == written.device for t in tensors)
-        and sum(1 for s in written.shape if s != 1) <= 1
-        and written.numel() < _EAGER_GRAIN_SIZE
-        and not (_dense(written) and _dense(other))
-    )
-    if not simple:
-        return False
-    try:
-        mine, theirs = element_offsets(written), element_offsets(other.expand_as(written))
-    except RuntimeError:
-        return False
-    if mine is None or theirs is None:
-        return False
-    written_at = {o: i for i, o in enumerate(mine)}
-    return all(written_at.get(o, i) >= i for i, o in enumerate(theirs))
-
-
-def _elements(t: torch.Tensor, hinted: bool) -> Elements | None:
-    """`t`'s storage elements; `hinted`: symbolic sizes read as the sizes of these inputs, to refuse without a guard."""
-    layout = [*t.shape, *t.stride(), t.storage_offset()]
-    try:
-        layout = [hint_of(v) for v in layout] if hinted else layout
-    except Exception:  # an unbacked size: no hint
-        return None
-    return elements_of(layout[: t.dim()], layout[t.dim() : -1], layout[-1])
-
-
-def check_no_overlapping_read(func: Any, written: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    key = storage_key(written)
-    # A custom op writing its arguments may read any of them: with symbolic sizes, views that meet at these inputs'
-    # sizes are refused as static ones are (auto_functionalized would clone and write each apart).
-    opaque = getattr(func, "namespace", "aten") not in ("aten", "prims")
-    mine = _elements(written, opaque)
-    for other in [*args, *kwargs.values()]:
-        if not isinstance(other, torch.Tensor) or other is written or is_traceable_subclass(other):
-            continue
-        if storage_key(other) != key or tensor_meta(other) == tensor_meta(written):
-            continue
-        if func is torch.ops.aten.copy_.default or torch.Tag.pointwise in func.tags:
-            elsewhere = reads_elsewhere_written(written, other)
-            if elsewhere is not None:
-                if elsewhere and not _reads_before_written(func, written, other, args):
-                    raise _overlapping_read(func)
-                continue  # every index reads what it writes there, or memory the op does not write
-        theirs = _elements(other, opaque)
-        if mine is None or theirs is None or not _meet(mine, theirs):
-            continue  # disjoint, or not decidable here (symbolic sizes of an aten op, unbacked sizes)
-        raise _overlapping_read(func)
-
-
-def _overlapping_read(func: Any) -> UnsupportedError:
-    return UnsupportedError(
-        f"{func}: an in-place op reads part of the memory it writes through another view of it (Note [In-Place Ops "
-        "As Eager Runs Them]); eager's result depends on its loop order. Read from a clone (.clone()) instead"
-    )
-
-
-def _meet(a: Elements, b: Elements) -> bool:
-    if a.hi < a.lo or b.hi < b.lo or a.hi < b.lo or b.hi < a.lo:
-        return False
-    if a.exact is not None and b.exact is not None:
-        return bool(a.exact & b.exact)
-    return True
+# -- in-place writes through memory that several elements share (the module docstring's third part) ----------
 
 
 def overlaps(t: torch.Tensor, uniform: bool = False) -> bool:
