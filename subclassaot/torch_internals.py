@@ -137,6 +137,8 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {})
         if func is torch.ops.aten.expand.default and _expands_to_itself(args):
             func, args, kwargs = torch.ops.aten.alias.default, args[:1], {}
+        if func is torch.ops.aten.unfold.default:
+            func, args, kwargs = torch.ops.aten.as_strided.default, _unfold_as_strided(*args), {}
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
                 return super().__torch_dispatch__(func, types, args, kwargs)
@@ -160,6 +162,26 @@ def _expands_to_itself(args: tuple[Any, ...]) -> bool:
     return all(
         (isinstance(s, int) and s == -1) or statically_known_true(s == d) for s, d in zip(sizes, x.shape, strict=True)
     )
+
+
+# Unfold as the as_strided view it is.
+# `x.unfold(d, size, step)` is a view of x's memory, and eager writes through it into x exactly. Functionalization
+# writes a mutated unfold back into its base through torch's unfold_inverse, `unfold_backward` (the gradient's
+# formula): it raises where the windows overlap (size > step) and stores zeros in the elements no window covers
+# (size < step, or a remainder past the last window), where eager leaves them as they were. Traced as the as_strided
+# view of the same layout, whose write-back (as_strided_scatter, Note [In-Place Ops As Eager Runs Them]) stores each
+# location once and leaves the rest of the base alone. Autograd above this mode recorded the unfold itself.
+
+
+def _unfold_as_strided(x: torch.Tensor, dim: int, size: Any, step: Any) -> tuple[Any, ...]:
+    """aten.as_strided's arguments for the layout of `aten.unfold(x, dim, size, step)` (ATen's unfold)."""
+    if x.dim() == 0:
+        return x, [size], [1], x.storage_offset()
+    dim = dim % x.dim()
+    sizes, strides = list(x.shape), list(x.stride())
+    sizes[dim] = (sizes[dim] - size) // step + 1
+    strides[dim] = strides[dim] * step
+    return x, [*sizes, size], [*strides, x.stride(dim)], x.storage_offset()
 
 
 # Custom ops writing aliases inside a subclass. A torch.library custom op whose `mutates_args` are given two

@@ -18,6 +18,7 @@ from tests.pipeline.corpus_pytorch8 import CASES8
 from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import CASES10
 from tests.pipeline.corpus_pytorch11 import CASES11
+from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -34,4 +35,5 @@ ALL = (
     + CASES9
     + CASES10
     + CASES11
+    + CASES12
 )
