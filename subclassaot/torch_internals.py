@@ -1485,13 +1485,20 @@ def new_autograd_leaf(
     require grad before the graph ran (the program turns its flag on later): the view is taken again of that input
     itself under no_grad, with the creation meta of one taken with grad on, so that a write to the input after the
     call rebuilds its history as it rebuilds eager's (whose backward then raises "leaf variable has been moved into
-    the graph interior"). The nodes after it read the result."""
+    the graph interior"). A view taken under no_grad (`no_grad_view`) of a base requiring grad is taken again of
+    that base under no_grad, as eager's was: its base's counter moving after it was taken (a write of the input, even
+    the caller's after the call) makes its accumulator's backward raise "A view was created in no_grad mode ...", as
+    eager's (a view of the detached alias shares the counter, but autograd checks it only against a base requiring
+    grad). The graph's base requires grad where eager's does not only where eager's was computed in a no_grad block,
+    whose outputs the native path refuses, and which the functional graph never writes in place. The nodes after it
+    read the result."""
+    own_base = no_grad_view and t._base is not None and t._base.requires_grad
     if t.grad_fn is None and (is_view or not t._is_view()):
         leaf = t.requires_grad_()
-    elif input_base and is_view and t._base is not None and t._base.grad_fn is None:
+    elif is_view and t._base is not None and (input_base and t._base.grad_fn is None or own_base):
         with torch.no_grad():
             leaf = t._base.as_strided(t.size(), t.stride(), t.storage_offset())
-        torch._C._autograd._set_creation_meta(leaf, _CreationMeta.DEFAULT)
+        torch._C._autograd._set_creation_meta(leaf, _CreationMeta.DEFAULT)  # (no_grad_view's is set below)
         leaf.requires_grad_()
     elif is_view and t._base is not None:
         leaf = t._base.detach().as_strided(t.size(), t.stride(), t.storage_offset()).requires_grad_()

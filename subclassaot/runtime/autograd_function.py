@@ -1513,12 +1513,18 @@ def _held_at(save: EagerSave, flat: FlatInputs, new_values: Mapping[int, tuple[i
 def _new_values(plan: RuntimePlan, bw_meta: BackwardPlan, fresh: tuple[int, ...]) -> dict[int, tuple[int, ...]]:
     """Tensor input (InputIndex) -> the Function outputs that carry the program's new value of it: its leaves'
     updates, its alias group's new base, its new wrapper (Note [Inputs Written In Training])."""
-    layout, updates = plan.layout, plan.graph_outputs.updates
+    layout, updates, mutations = plan.layout, plan.graph_outputs.updates, plan.analysis.mutations
+    # (a member copied in with grad from a FINAL update of its own takes its history there, whatever its base holds)
+    own = {
+        u.target
+        for u in updates
+        if u.kind is UpdateKind.FINAL and not epilogue_write_hidden(mutations[u.target], u.kind)
+    }
     found: dict[int, list[int]] = {}
     for k, u in enumerate(updates):
         item = layout.graph_inputs[u.target] if u.kind is UpdateKind.BASE else u.target
         members: Sequence[int] = layout.groups[item.group].members if isinstance(item, AliasGroupRef) else (item,)
-        for j in members:
+        for j in members if u.kind is not UpdateKind.BASE else [m for m in members if m not in own]:
             found.setdefault(layout.leaves[j].owner, []).append(k)
     wrappers_at = len(updates) + len(fresh) + plan.graph_outputs.num_bases
     for n, t in enumerate(bw_meta.wrapper_updates):

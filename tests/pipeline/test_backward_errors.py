@@ -3460,3 +3460,35 @@ def test_anomaly_mode_raises_at_a_nan_gradient_of_the_compiled_function_as_eager
 
 def _shifted_nan_backward(x: torch.Tensor) -> torch.Tensor:
     return _nan_backward(x + 1)
+
+
+def _dirty_write_then_saved_read_copied_into_a_detached_view(x0: T, x1: T, x2: T) -> tuple[T]:
+    t0 = DirtyScale.apply(x0)  # type: ignore[no-untyped-call]
+    t1 = x2.sin()
+    x1.copy_(t1.reshape(x1.shape) if t1.numel() == x1.numel() else t1[1:])
+    return (t0,)
+
+
+def _base_detached_view_and_base(*shape: int, flat: bool = True) -> Callable[[], tuple[T, T, T]]:
+    def make_inputs() -> tuple[T, T, T]:
+        b0 = nonleaf(*shape)
+        return (b0, b0.detach().reshape((1, 1, 1)) if flat else b0.detach()[1:], b0)
+
+    return make_inputs
+
+
+@pytest.mark.parametrize(
+    "make_inputs",
+    [_base_detached_view_and_base(), _base_detached_view_and_base(3, flat=False)],
+    ids=["whole", "part"],
+)
+def test_saved_tensor_behind_another_members_history_left_unchecked(make_inputs: Callable[[], tuple[T, T, T]]) -> None:
+    # fuzz seed 121005 #3770 (whole, written after): sin saves x2 (x0 itself), and x1, a view of x0's detached alias
+    # over the same storage, takes a history through it by copy_. Eager's backward through the output x0 never runs
+    # sin's node; the compiled one checked sin's save where a tangent reached x0's group's new base, which carries x1's
+    # new value only where x1 has no copy of its own (runtime.autograd_function._new_values)
+    with torch.enable_grad():
+        assert_matches_eager(_dirty_write_then_saved_read_copied_into_a_detached_view, make_inputs)
+        assert_matches_eager(
+            _dirty_write_then_saved_read_copied_into_a_detached_view, make_inputs, after_call=write_outputs
+        )

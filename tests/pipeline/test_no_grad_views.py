@@ -3990,3 +3990,40 @@ def test_view_after_in_place_view_op_on_unreturned_sibling_with_grad(
     # the same programs with grad (of a non-leaf: an in-place view op on a view of a leaf raises): the views have
     # histories of their own and read their grad_fn
     check_with_grad(fn, _select_view(kind, of_leaf=False), compile_fn)
+
+
+def _leaf_view_of_input(x0: T) -> tuple[T, ...]:
+    with torch.no_grad():
+        t0 = x0.unsqueeze(0)
+    t0.requires_grad_()
+    return (t0.mul(-1.0), x0)
+
+
+def _leaf_view_of_intermediate(x0: T) -> tuple[T, ...]:
+    y = x0 * 2
+    with torch.no_grad():
+        v = y[0]
+    v.requires_grad_()
+    return (v * 3, y)
+
+
+def _leaf_view_then_base_written(x0: T) -> tuple[T, ...]:
+    with torch.no_grad():
+        t0 = x0.unsqueeze(0)
+    t0.requires_grad_()
+    t1 = t0.mul(-1.0)
+    with torch.no_grad():
+        x0.add_(1)
+    return (t1,)
+
+
+@pytest.mark.parametrize("fn", [_leaf_view_of_input, _leaf_view_of_intermediate, _leaf_view_then_base_written])
+def test_view_made_leaf_under_no_grad_raises_once_its_base_is_written(fn: Callable[[T], tuple[T, ...]]) -> None:
+    # fuzz seed 121005 #2921 (the first program, written after): a view taken under no_grad of a base requiring grad,
+    # made a leaf, raises "A view was created in no_grad mode ..." at its accumulator in the backward once its base's
+    # counter moved, in the program or after the call; the graph's leaf, a view of the base's detached alias, never
+    # did (autograd checks the counter only against a base requiring grad)
+    with torch.enable_grad():
+        for make in (functools.partial(leaf, 3), functools.partial(nonleaf, 3)):
+            assert_matches_eager(fn, lambda m=make: (m(),))  # type: ignore[misc]
+            assert_matches_eager(fn, lambda m=make: (m(),), after_call=write_outputs)  # type: ignore[misc]

@@ -2442,3 +2442,30 @@ def test_batch_norm_result_of_a_transposed_input_resized(compile_fn: CompileFn |
         return (t0,)
 
     check_no_grad(f, lambda: (torch.randn((2, 3)).t(),), compile_fn)
+
+
+_EMPTY_EXPANDED_READS: dict[str, Callable[[T], T]] = {
+    "clone": lambda x: x.clone(),
+    "add": lambda x: x + 1,
+    "unsqueezed_clone": lambda x: x.unsqueeze(0).clone(),
+}
+
+
+def _empty_expand_of(make: Callable[..., T]) -> tuple[T]:
+    return (make(2, 1)[:, 1:1:2].expand((2, 2, -1)),)
+
+
+@pytest.mark.parametrize("read", sorted(_EMPTY_EXPANDED_READS))
+def test_read_of_empty_expanded_input_written_through_data_keeps_eager_strides(
+    compile_fn: CompileFn | None, read: str
+) -> None:
+    # fuzz seed 121005 #9592: x0 is an empty expand() laid out (0, 1, 2); `.data.mul_(x0)` (autograd records it on the
+    # alias) regenerates x0's functional value with strides of its own, (0, 1, 1). Eager's kernels keep an empty
+    # tensor's strides whatever they are, so the read goes through a copy in eager's layout, overlapping or not
+    def f(x0: T) -> tuple[T]:
+        x0.data.mul_(x0)
+        return (_EMPTY_EXPANDED_READS[read](x0),)
+
+    with torch.enable_grad():
+        for make in (nonleaf, pair_nonleaf):
+            assert_matches_eager(f, functools.partial(_empty_expand_of, make), compile_fn=compile_fn)

@@ -286,8 +286,8 @@ def _drifted(a: object) -> bool:
     size, stride = list(a.shape), list(a.stride())
     if not all(type(v) is int for v in (*size, *stride)):
         return False  # symbolic sizes: left to the functional value
-    if any(st == 0 and sz > 1 for sz, st in zip(size, stride, strict=True)):
-        return False  # overlapping: no copy can hold it laid out so
+    if 0 not in size and any(st == 0 and sz > 1 for sz, st in zip(size, stride, strict=True)):
+        return False  # overlapping: no copy can hold it laid out so (an empty one holds any layout)
     value = from_functional(a)
     return list(value.shape) == size and list(value.stride()) != stride
 
