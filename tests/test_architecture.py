@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -21,10 +22,15 @@ def _python_files(package: str) -> list[Path]:
     return sorted((ROOT / package).rglob("*.py"))
 
 
+@functools.cache  # every rule below walks the same files: each is parsed once a process
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(ast.parse(path.read_text(), filename=str(path))))
+
+
 def _imported_roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    nodes = _nodes(path)
     roots: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
@@ -103,8 +109,7 @@ def test_no_print_in_library_code() -> None:
         for path in _python_files(package):
             if path.name == "__main__.py" or path.name == "cli.py":
                 continue
-            tree = ast.parse(path.read_text())
-            for node in ast.walk(tree):
+            for node in _nodes(path):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
@@ -119,7 +124,7 @@ def test_only_the_dynamo_adapter_talks_to_dynamo() -> None:
     for path in _python_files("subclassaot"):
         if "dynamo" in path.name:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -143,7 +148,7 @@ _LONG_FUNCTION_DEBT: frozenset[tuple[str, str]] = frozenset()
 def _long_functions() -> set[tuple[str, str]]:
     found = set()
     for path in _python_files("subclassaot"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 if (node.end_lineno or node.lineno) - node.lineno + 1 > _MAX_FUNCTION_LINES:
                     found.add((path.relative_to(ROOT).as_posix(), node.name))
@@ -195,7 +200,7 @@ def _module_graph() -> dict[str, set[str]]:
     for name, path in modules.items():
         is_package = path.name == "__init__.py"
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in _nodes(path):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
