@@ -1225,7 +1225,7 @@ def _in_grad_mode(call: Callable[..., object], start: bool | None, ends: list[bo
 
     def run(*args: object, **kwargs: object) -> object:
         before = torch.is_grad_enabled()
-        with torch._C.DisableTorchFunction():  # (the compile's switch, no call of the program's: SwapRecord.call_at)
+        with torch._C.DisableTorchFunction():  # (the compile's switch, no call of the program's: SwapRecord.call_seqs)
             torch._C._set_grad_enabled(before if start is None else start)
         try:
             out = call(*args, **kwargs)

@@ -81,7 +81,7 @@ from subclassaot.torch_internals import (
 # counter around each call of the program (`SwapRecord.call_built_node`), which for a call handing back its arguments is
 # eager's answer: grad_scope asks it whether such a call read the history of a view whose read raises in eager.
 # Events are numbered by the program's torch-level calls, queries left out (`Event.call`), as the functional run numbers
-# its own (`SwapRecord.call_at` of a `seq`): a rule asking mid-run what eager's state is after a call finds it there.
+# its own (`SwapRecord.call_seqs`): a rule asking mid-run what eager's state is after a call finds it there.
 # Reading a fact (the pattern each rule moved onto the record follows): where a rule simulated a fact of eager's state,
 # the functional run notes where in the program the fact lives, its place: the call index (the count of the program's
 # calls begun so far, less one) and, for set_(), which shares the index of the call it follows with any set_() beside
@@ -122,9 +122,7 @@ class Event:
     """One torch-level call of the program and the facts of the tensors it touched, read right after it."""
 
     op: str  # "Tensor.add_", "sin", "Tensor.data.__set__", ...
-    call: (
-        int  # the program's torch-level call it is, queries not counted (SwapRecord.call_at); set_()'s: the one before
-    )
+    call: int  # the program's torch-level call it is, queries not counted (SwapRecord.call_seqs); set_()'s: the one before
     grad_enabled: bool  # grad mode while the call ran
     inputs: tuple[NodeId, ...]  # the tensors among the call's arguments, in pytree order
     found: tuple[int, ...]  # per input: its `bumps` as the call found them (before the call's own advance)
@@ -322,7 +320,7 @@ class _Recorder(TorchFunctionMode):
 
     def held_call(self) -> None:
         """A mode above held back one of the program's calls (backward_probe.holding_back_flags): counted as the
-        functional run counts it (SwapRecord.call_at), so that the events after it keep their `call`."""
+        functional run counts it (SwapRecord.call_seqs), so that the events after it keep their `call`."""
         if not self.depth:
             self.calls += 1
 
@@ -462,7 +460,7 @@ def _is_inference(t: torch.Tensor) -> bool:
 
 def is_query(func: Callable[..., Any]) -> bool:
     """Is a torch-level call one that reads no state it changes (a property's getter, `.size()`, ...): no event of
-    the record's, and no call `Event.call` and the functional run's `SwapRecord.call_at` count."""
+    the record's, and no call `Event.call` and the functional run's `SwapRecord.call_seqs` count."""
     op = _op_name(func)
     return op.endswith(".__get__") or op.startswith("prim::") or op in _QUERIES or op == _HOOK_RESET
 

@@ -795,7 +795,7 @@ class _NewLeafFlags(TorchFunctionMode):
 
 def _held_back(args: tuple[Any, ...], setter: bool) -> object:
     """What a held-back flag call returns; the modes below, which it never reaches, are told that the program made
-    it (`held_call`: the functional run counts it among the program's calls, SwapRecord.call_at)."""
+    it (`held_call`: the functional run counts it among the program's calls, SwapRecord.call_seqs)."""
     stack = torch.overrides._get_current_function_mode_stack()  # type: ignore[no-untyped-call]  # untyped in torch
     for mode in stack:
         note = getattr(mode, "held_call", None)

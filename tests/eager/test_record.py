@@ -658,7 +658,7 @@ def test_results_read_from_an_inference_tensor_count_as_eager() -> None:
 
 
 def test_the_functional_run_numbers_the_programs_calls_as_the_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    # SwapRecord.call_at pairs a point of the functional run (its `seq`) with the record's event of the same call
+    # SwapRecord.call_seqs pairs a point of the functional run (its `seq`) with the record's event of the same call
     # (Event.call): every run that ran the program to its end counts its torch-level calls as the record does (the
     # compile's own grad switches, queries and the calls inside a subclass's dispatch not counted, an in-place
     # foreach op once), a run holding back a call that makes a new leaf too (Note [Training Without A Function]: seeds

@@ -1202,7 +1202,7 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        if not self.record.dispatching and not is_query(func):  # (eager runs a held-back call: SwapRecord.call_at)
+        if not self.record.dispatching and not is_query(func):  # (eager runs a held-back call: SwapRecord.call_seqs)
             self.record.call_seqs.append(self.record.seq)
         if self._held_back(func, args, kwargs):  # See Note [Training Without A Function]
             return None if turns_flag_on(func, args, kwargs)[1] else args[0]

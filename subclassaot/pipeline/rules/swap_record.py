@@ -6,7 +6,6 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -947,11 +946,6 @@ class SwapRecord:
         self.family[id(view)] = family
         if not is_traceable_subclass(source) and self.stays_inference(source):
             self.inference_tensors.add(id(view))
-
-    def call_at(self, seq: int) -> int:
-        """The program's torch-level call during which `seq` was reached (the eager record's `Event.call`, whose
-        facts are eager's right after it); -1 before the first."""
-        return bisect.bisect_left(self.call_seqs, seq) - 1
 
     def note_set(self) -> None:
         """A set_() the program called (not one inside a subclass's dispatch): its place (`last_set`)."""
