@@ -23,6 +23,7 @@ import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError
+from subclassaot.pipeline import opaque_ops
 from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names, with_recomputed_workspaces
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
 from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
@@ -526,8 +527,8 @@ def _backend_decompositions(
 
         # Note [What A Backend Receives And Returns] (random draws, workspaces)
         return with_recomputed_workspaces(with_eager_draws(select_decomp_table()))
-    table = getattr(backend, "decompositions", None)
-    return table if isinstance(table, Mapping) else None
+    table = getattr(backend, "decompositions", None)  # (and batch norm over eager's kernel: opaque_ops)
+    return opaque_ops.with_statistics_kept(table if isinstance(table, Mapping) else None)
 
 
 def verify_functional(gm: torch.fx.GraphModule) -> None:

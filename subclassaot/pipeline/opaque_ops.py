@@ -10,6 +10,14 @@ Ordered effects (torch's effect registry): torch.linalg's error check is traced 
 graph keeps; any other effectful op is refused. native_batch_norm in training, whose schema does not say it writes
 its running statistics, is run as the `_native_batch_norm_legit` the trace's Python dispatcher makes of it.
 
+Running statistics in their own layout: eager's CPU batch norm picks its arithmetic by layout (input, weight, bias
+and both running statistics contiguous: `x * alpha + beta`; else `((x - mean) * invstd) * weight + bias`), and the
+functional `_native_batch_norm_legit_functional` that functionalization records clones the statistics contiguous. On
+a batch of equal rows (variance 0, its rounding magnified by 1/sqrt(eps)) the two differ by far more than rounding.
+So for every backend but inductor (whose decomposition computes its own way) the trace maps it, where a statistic is
+non-contiguous, to an opaque op that runs `_native_batch_norm_legit` on non-contiguous copies of them (its fake: the
+aten op's). It runs below autograd only; a program through it trains through the Function, not natively.
+
 Workspaces (an op's scratch output that only its backward reads, of a size only its kernel knows: oneDNN's LSTM
 layer `aten.mkldnn_rnn_layer`): for inductor the op returns an empty workspace and its backward recomputes the
 workspace from the inputs it is given, both running eager's kernels.
@@ -260,3 +268,62 @@ def _rnn_layer_ops() -> tuple[torch._ops.OpOverload, torch._ops.OpOverload]:
         define_op("subclassaot", "mkldnn_rnn_layer" + _schema_tail(fw), forward, keys=keys, tags=()),
         define_op("subclassaot", "mkldnn_rnn_layer_backward" + _schema_tail(bw), backward, keys=keys, tags=()),
     )
+
+
+# --- batch norm's running statistics in their own layout ---
+
+
+def with_statistics_kept(
+    table: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None,
+) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    """`table` with `_native_batch_norm_legit_functional` over running statistics eager's CPU kernel finds
+    non-contiguous traced as the opaque op that keeps them so (module docstring), where `table` decomposes it not."""
+    return {_aten._native_batch_norm_legit_functional.default: _statistics_kept, **(table or {})}
+
+
+def _statistics_kept(*args: object) -> object:
+    """At the trace: the opaque op where a running statistic is non-contiguous, else the aten op itself."""
+    mean, var = args[3], args[4]
+    if (
+        isinstance(mean, torch.Tensor)
+        and isinstance(var, torch.Tensor)
+        and mean.is_contiguous()
+        and var.is_contiguous()
+    ):
+        return NotImplemented  # (make_fx traces the op as it is)
+    return _batch_norm_keeping_statistics()(*args)
+
+
+@functools.cache  # (defined once a process)
+def _batch_norm_keeping_statistics() -> torch._ops.OpOverload:
+    functional = _aten._native_batch_norm_legit_functional.default
+
+    def kernel(
+        input: torch.Tensor,
+        weight: torch.Tensor | None,
+        bias: torch.Tensor | None,
+        running_mean: torch.Tensor,
+        running_var: torch.Tensor,
+        training: bool,
+        momentum: float,
+        eps: float,
+    ) -> tuple[torch.Tensor, ...]:
+        mean, var = _non_contiguous_copy(running_mean), _non_contiguous_copy(running_var)
+        legit = _aten._native_batch_norm_legit.default(input, weight, bias, mean, var, training, momentum, eps)
+        # (the statistics as the aten op returns them: clones of the arguments, each laid out as its clone())
+        return *legit, torch.empty_like(running_mean).copy_(mean), torch.empty_like(running_var).copy_(var)
+
+    def fake(*args: object) -> object:  # (the aten op on fakes, in the fake mode: eager's CPU layouts)
+        return functional(*args)
+
+    schema = "batch_norm_keeping_statistics" + _schema_tail(functional)
+    op = define_op("subclassaot", schema, kernel, keys=("CompositeExplicitAutograd",), tags=())
+    torch.library.register_fake(op)(fake)  # (~10 ms, once: it reads this file)
+    return op
+
+
+def _non_contiguous_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t`, non-contiguous where `t` is (every element apart: `t` may repeat one, an expand())."""
+    if t.is_contiguous():
+        return t.clone()
+    return t.new_empty((*t.shape, 2))[..., 0].copy_(t)

@@ -2469,3 +2469,58 @@ def test_read_of_empty_expanded_input_written_through_data_keeps_eager_strides(
     with torch.enable_grad():
         for make in (nonleaf, pair_nonleaf):
             assert_matches_eager(f, functools.partial(_empty_expand_of, make), compile_fn=compile_fn)
+
+
+# batch_norm's CPU kernel picks its arithmetic by layout: with the input, weight, bias and both running statistics
+# contiguous, `x * alpha + beta`; else `((x - mean) * invstd) * weight + bias`. On a batch of one row repeated
+# (variance 0, rounding magnified by 1/sqrt(eps)) the two differ past the oracle's tolerance: eager's result is 0
+# exactly where a statistic is non-contiguous. The functional op the trace records cloned the statistics contiguous
+# (fuzz seed 121005, program 6560: a running_var `x0[0]` of an expanded input); the eager backend runs batch norm on
+# copies that keep them non-contiguous (opaque_ops: batch norm's running statistics in their own layout).
+_STATISTICS: dict[str, Callable[[T], tuple[T, T]]] = {
+    "var_a_column": lambda x1: (torch.zeros(4), x1[:, 0]),
+    "mean_a_column": lambda x1: (x1[:, 1], torch.ones(4)),
+    "both_columns": lambda x1: (x1[:, 1], x1[:, 2]),
+    "made_strided": lambda x1: (torch.zeros(8)[::2], torch.ones(4)),
+}
+
+
+def _batch_norm_of_one_row(api: str, statistics: str, x0: T, x1: T) -> object:
+    mean, var = _STATISTICS[statistics](x1)
+    batch = x0.expand(3, 4) * 2.0  # (three equal rows: its variance is 0)
+    if api == "native":
+        return (torch.native_batch_norm(batch, None, None, mean, var, True, 0.1, 1e-05)[0], x1)
+    return (torch.nn.functional.batch_norm(batch, mean, var, training=True, momentum=0.1, eps=1e-05), x1)
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "training"])
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("api", ["native", "functional"])
+@pytest.mark.parametrize("statistics", sorted(_STATISTICS))
+def test_batch_norm_over_non_contiguous_running_statistics_computes_as_eager(
+    statistics: str, api: str, kind: str, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    def make() -> tuple[object, ...]:
+        x1 = torch.rand(4, 3) + 0.5
+        if kind == "pair":
+            return pair(4, requires_grad=grad), PairTensor.from_tensor(x1)
+        return torch.randn(4, requires_grad=grad), x1
+
+    program = functools.partial(_batch_norm_of_one_row, api, statistics)
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_batch_norm_over_the_row_of_an_expanded_input(dynamic: bool, compile_fn: CompileFn | None) -> None:
+    """fuzz seed 121005, program 6560 (shrunk): values differed by 3e-5 (eager's 0)."""
+
+    def f(x0: T) -> object:
+        t1 = x0.add(-1.0).add(x0)
+        return (torch.nn.functional.batch_norm(t1.clone().reshape(-1, 4), torch.zeros(4), x0[0], training=True),)
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn((1, 4, 3)).abs().expand((3, 4, -1)).unbind(2)[0],)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn, compile_kwargs={"dynamic": dynamic})

@@ -343,7 +343,7 @@ def written_or_changed(t: torch.Tensor, run: FunctionalRun) -> bool:
         return True
     if is_traceable_subclass(t):
         return run.swaps.bumps(t) or any(_changed(leaf, run) for leaf in dense_leaves_of(t, "input")[1])
-    return storage_key(t) in run.swaps.last_bump
+    return storage_key(t) in run.swaps.last_bump or storage_key(t) in run.swaps.moved_storages  # (and unbumped)
 
 
 def _changed(t: torch.Tensor, run: FunctionalRun) -> bool:

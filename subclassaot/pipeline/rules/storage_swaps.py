@@ -1067,7 +1067,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.dense_writes.add(storage_key(arg))
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
-                    self._record_write(arg, bumped or arg_schema.is_out, moves_data, (*args, *kwargs.values()))
+                    # (a kernel's write not in-place by name, batch norm's running statistics, moves no counter)
+                    quiet = not bumped and not arg_schema.is_out and func not in _RESIZE_OPS
+                    self._record_write(arg, bumped or arg_schema.is_out, moves_data, (*args, *kwargs.values()), quiet)
                     if inplace and not arg_schema.is_out and self.depth == 0 and _recording():
                         self._note_grad_write(func, arg)
 
@@ -1083,7 +1085,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return entry[1] if entry is not None and entry[0] is t else get_version(t)
 
     def _record_write(
-        self, arg: torch.Tensor, bumps: bool, moves_data: bool = True, operands: Sequence[object] = ()
+        self,
+        arg: torch.Tensor,
+        bumps: bool,
+        moves_data: bool = True,
+        operands: Sequence[object] = (),
+        quiet: bool = False,
     ) -> None:
         if self.depth == 0 and moves_data and torch.is_grad_enabled() and arg.requires_grad:
             self._refuse_write_through_copying_view(arg)
@@ -1091,7 +1098,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.note_write_kind(arg, moves_data, self.depth == 0 and is_traceable_subclass(arg))
         left = self.left_storages.pop(id(arg), None)  # Note [Storage Swaps By Rebinding]
         key = storage_key(arg) if left is None else left[0]
-        if id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
+        if not quiet and id(arg) not in self.record.data_aliases and id(arg) not in self.record.data_views:
             # a `.data` alias (and its views) has a version counter of its own
             self.record.note_last_bump(key, arg)
             if self.depth == 0 and is_traceable_subclass(arg):
