@@ -473,10 +473,10 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 # - set_() to another tensor under no_grad renews too: the epilogue replays it as set_(), which renews after the call
 #   by itself; where every read comes after it, the runtime renews before the call as above and the epilogue's set_()
 #   runs inside inference_mode, where it keeps the accumulator.
-# - set_() inside inference_mode keeps the one alive, which the epilogue's set_() renews: refused for a leaf an op with
-#   grad read before, and for one it resizes of which a view op with grad took a view (the view's node holds the old
-#   accumulator while the view lives, and its node made anew after the set_() feeds it, at the old size). Where the
-#   size stays, the old and the new accumulator reduce alike (storage_swaps' `_accumulator_kept`).
+# - set_() inside inference_mode keeps the one alive, whatever holds it (a node of the program's read before, a view's
+#   node, the caller's too: `b0.t()` passed beside b0), at its old size: a backward through the leaf, or through a
+#   view made anew after, fails its size check. Where the program set_() the leaf inside inference_mode only, the
+#   epilogue's set_() runs inside it too and keeps the same one (`Analysis.set_inside_inference`).
 #
 # Gradients Passed Through:
 # Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that
@@ -515,8 +515,6 @@ def note_grad_reads(
             continue
         if not view_op:
             _note_accumulator_read(record, a)  # Note [Gradient Accumulators Of Leaves]
-        else:
-            record.grad_view_reads.update({id(a), record.family_of(a)})  # Note [Gradient Accumulators Of Leaves]
         if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
             record.grad_read.add(id(a))
         elif id(a) in record.late_grad and record.releafed.get(id(a), ()) is None:
