@@ -774,6 +774,9 @@ class Analysis:
     # after its first: mixed (Note [Gradient Accumulators Of Leaves])
     self_set_first: tuple[bool, ...] = ()
     self_set_mixed: tuple[bool, ...] = ()
+    # per tensor input: set_() while it required grad inside inference_mode only, never under no_grad outside it:
+    # eager keeps its gradient accumulator, and so does the epilogue's set_() (Note [Gradient Accumulators Of Leaves])
+    set_inside_inference: tuple[bool, ...] = ()
     # per tensor input: set_() under grad, then read with grad, not apart before, and returned; or a view set_() under
     # grad before every node of the program a backward reaches: its set_ repeated before the call (Note [set_ Under
     # Grad])

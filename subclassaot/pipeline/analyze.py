@@ -462,6 +462,7 @@ def _analysis(
         self_set=tuple(id(t) in run.swaps.self_sets for t in run.user_tensors),
         self_set_first=tuple(order == "after" for order in orders),
         self_set_mixed=tuple(order == "both" for order in orders),
+        set_inside_inference=tuple(id(t) in run.swaps.inference_sets - run.swaps.self_sets for t in run.user_tensors),
         read_after_grad_set=early_set_inputs(run.swaps, flat, run.user_tensors, run.output, f.outputs),
         input_set_blocks=blocks,
         raising_write_blocks=raising_write_blocks(call, flat, layout, f.mutations),

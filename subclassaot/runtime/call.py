@@ -1060,7 +1060,7 @@ def _replay_layouts(
         m, meta = mutations[j], ev.meta(mutations[j].final_meta, symbols)
         if m.storage_changed and m.set_source is None and j in finals:  # Note [Strides The Kernels Choose]
             meta = set_target_layout(meta, outs[finals[j]])
-        # (inside inference_mode a set_() keeps the accumulator renewed before the call: `renew_grad_accumulator`)
+        # (inside inference_mode a set_() keeps the accumulator: the one renewed before the call, or the program's)
         keep = j in renewed and dense[j].is_leaf and dense[j].requires_grad
         with torch.inference_mode() if keep else contextlib.nullcontext():
             _replay_metadata(dense, j, m, meta, sources, relaid=j in epilogue.layout_nodes)
@@ -1068,10 +1068,16 @@ def _replay_layouts(
 
 def _renewed_before_the_call(plan: RuntimePlan) -> frozenset[DenseIndex]:
     """The plain inputs whose gradient accumulator the runtime renewed before the compiled call, as the program's last
-    set_() under no_grad did before every read with grad (Note [Gradient Accumulators Of Leaves]): the epilogue's
-    set_() keeps it."""
+    set_() under no_grad did before every read with grad, and those the program set_() inside inference_mode only,
+    which keeps the one alive (Note [Gradient Accumulators Of Leaves]): the epilogue's set_() keeps it."""
     first, layout = plan.analysis.self_set_first, plan.layout
-    return frozenset(j for t, s in enumerate(first) if s and layout.trees[t] is None for j in layout.leaves_of_input[t])
+    kept = plan.analysis.set_inside_inference or (False,) * len(layout.trees)
+    return frozenset(
+        j
+        for t, (s, k) in enumerate(zip(first or (False,) * len(layout.trees), kept, strict=True))
+        if (s or k) and layout.trees[t] is None
+        for j in layout.leaves_of_input[t]
+    )
 
 
 def _grow_storage_to(x: torch.Tensor, numel: int | None) -> None:

@@ -3567,6 +3567,42 @@ def test_view_input_read_after_a_bump_then_assigned_and_bumped_again(compile_fn:
     check_with_grad(_read_then_assigned(1, "mul", bump_after=True), _view_input_of_leaf, compile_fn)
 
 
+def _view_input_of_a_leaf_4x4() -> tuple[object, ...]:
+    with torch.enable_grad():
+        b0 = torch.randn(4, 4, requires_grad=True)
+        return (b0.view(-1, 2, 8), b0)
+
+
+_NO_NODE_READS: dict[str, Callable[[torch.Tensor], object]] = {
+    "detach": torch.Tensor.detach,
+    "argmax": torch.Tensor.argmax,
+    "gt": lambda x: x > 0,
+    "long": torch.Tensor.long,
+}
+
+
+@pytest.mark.parametrize("read", list(_NO_NODE_READS))
+@pytest.mark.parametrize("bump", ["self_set", "mul"])
+def test_view_input_read_without_a_node_after_a_bump_then_assigned(
+    read: str, bump: str, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 121005 #6910: an op that makes no node (`x0.detach()`, argmax, a comparison, an integer cast) collects
+    # no edge and leaves the view's stale history unread: eager's next read rebuilds it at the assigned layout (4, 4).
+    # Ours had counted the op as a rebuild at the entry layout (1, 2, 8), and the backward through x0 raised "invalid
+    # gradient at index 0" where eager's runs
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            if bump == "self_set":
+                set_to(x1, x1)
+            else:
+                x1.mul_(2.0)
+        _NO_NODE_READS[read](x0)
+        x0.data = x1
+        return ()
+
+    check_with_grad(f, _view_input_of_a_leaf_4x4, compile_fn)
+
+
 def test_select_of_a_nonleaf_read_after_a_bump_then_assigned(compile_fn: CompileFn | None) -> None:
     # a select() of a non-leaf: eager's rebuilt history is the base's as_strided() at the row, over the base's history
     def make_inputs() -> tuple[object, ...]:

@@ -473,10 +473,10 @@ def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callab
 # - set_() to another tensor under no_grad renews too: the epilogue replays it as set_(), which renews after the call
 #   by itself; where every read comes after it, the runtime renews before the call as above and the epilogue's set_()
 #   runs inside inference_mode, where it keeps the accumulator.
-# - set_() inside inference_mode keeps the one alive, which the epilogue's set_() renews: refused for a leaf an op with
-#   grad read before, and for one it resizes of which a view op with grad took a view (the view's node holds the old
-#   accumulator while the view lives, and its node made anew after the set_() feeds it, at the old size). Where the
-#   size stays, the old and the new accumulator reduce alike (storage_swaps' `_accumulator_kept`).
+# - set_() inside inference_mode keeps the one alive, whatever holds it (a node of the program's read before, a view's
+#   node, the caller's too: `b0.t()` passed beside b0), at its old size: a backward through the leaf, or through a
+#   view made anew after, fails its size check. Where the program set_() the leaf inside inference_mode only, the
+#   epilogue's set_() runs inside it too and keeps the same one (`Analysis.set_inside_inference`).
 #
 # Gradients Passed Through:
 # Eager: a leaf's AccumulateGrad takes the incoming gradient as the leaf's `.grad` only where nothing else holds that
@@ -500,14 +500,10 @@ def note_grad_reads(
     leaves it read with grad (none inside inference_mode(), where autograd records nothing, grad mode on or off)."""
     if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
         return
-    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)]
-    if not results:
+    if not _makes_node(record, args, kwargs, out, seq_before):
         return
+    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)]
     read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-    returned = all(any(r is a for a in read) for r in results)
-    # (an input run as a contiguous clone of eager's: eager's contiguous() copies it, a node)
-    if returned and record.seq == seq_before and not any(id(r) in record.copy_on_contiguous for r in results):
-        return  # its arguments themselves, neither written nor relaid (`requires_grad_()`, a `contiguous()`): no node
     view = all(t._is_view() for t in results)
     view_op = view and not any(r is a for r in results for a in read)  # not an in-place op on a view
     for a in read:
@@ -515,8 +511,6 @@ def note_grad_reads(
             continue
         if not view_op:
             _note_accumulator_read(record, a)  # Note [Gradient Accumulators Of Leaves]
-        else:
-            record.grad_view_reads.update({id(a), record.family_of(a)})  # Note [Gradient Accumulators Of Leaves]
         if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
             record.grad_read.add(id(a))
         elif id(a) in record.late_grad and record.releafed.get(id(a), ()) is None:
@@ -527,6 +521,20 @@ def note_grad_reads(
             record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Gradient Accumulators Of Leaves]
         if not view and record.fresh_accumulators:
             _note_read_after_assignment(record, a)
+
+
+def _makes_node(
+    record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, seq_before: int
+) -> bool:
+    """Did the op the program called (with grad on), which began at `seq_before`, make an autograd node?"""
+    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)]
+    if not results:
+        return False
+    read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+    returned = all(any(r is a for a in read) for r in results)
+    # (an input run as a contiguous clone of eager's: eager's contiguous() copies it, a node)
+    # its arguments themselves, neither written nor relaid (`requires_grad_()`, a `contiguous()`): no node
+    return not (returned and record.seq == seq_before and not any(id(r) in record.copy_on_contiguous for r in results))
 
 
 def note_function_grad_reads(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
@@ -611,14 +619,18 @@ _GRAD_FN_GETTERS = frozenset({"grad_fn", "is_leaf"})
 
 
 def note_grad_fn_reads(
-    record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], seq_before: int
+    record: SwapRecord, func: Any, call: tuple[tuple[Any, ...], dict[str, Any], object], seq_before: int
 ) -> None:
-    """After a call of the program, which began at `seq_before`: note, for each tensor it took whose grad_fn autograd
-    read, when (Note [History Kept Through .data =]). Autograd reads them before the op writes anything;
-    the tensor an in-place op writes gets its history rebuilt after the write."""
+    """After a call of the program (`call`: its args, kwargs and result), which began at `seq_before`: note, for each
+    tensor it took whose grad_fn autograd read, when (Note [History Kept Through .data =]). Autograd reads them before
+    the op writes anything, where it makes a node (collecting its edges): not for an op whose results have no history
+    of its making (`detach()`, `argmax()`, a `contiguous()` returning its argument); the tensor an in-place op writes
+    gets its history rebuilt after the write."""
+    args, kwargs, out = call
     name = getattr(func, "__name__", "")
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
-    if not (owner in _GRAD_FN_GETTERS and name == "__get__") and not torch.is_grad_enabled():
+    getter = owner in _GRAD_FN_GETTERS and name == "__get__"
+    if not getter and (not torch.is_grad_enabled() or not _makes_node(record, args, kwargs, out, seq_before)):
         return
     for a in pytree.tree_leaves((args, kwargs)):
         if isinstance(a, torch.Tensor):

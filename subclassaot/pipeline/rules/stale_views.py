@@ -346,7 +346,7 @@ def note_assigned_view_input(record: SwapRecord, t: torch.Tensor, before: tuple[
     autograd rebuilds its history at before the first assignment (Note [Stale View Functions])."""
     if record.is_view_input(t) and not is_traceable_subclass(t) and id(t) not in record.assigned_view_inputs:
         # (a read with grad, or of its grad_fn, before the assignment rebuilt its history then, if at all)
-        set_at = max(record.read_with_grad.get(id(t), -1), record.grad_fn_reads.get(id(t), -1))
+        set_at = record.grad_fn_reads.get(id(t), -1)
         record.assigned_view_inputs[id(t)] = (before, set_at, input_named(record, t))
 
 
@@ -424,7 +424,7 @@ def refuse_views_of_assigned_bases_kept(record: SwapRecord, user_tensors: Sequen
         if found is None or layout_of(found[1]) == found[0] or not t.requires_grad:
             continue
         bump = record.family_last_bump.get(record.family_of(t), -1)
-        if 0 <= bump <= max(record.read_with_grad.get(id(t), -1), record.grad_fn_reads.get(id(t), -1)):
+        if 0 <= bump <= record.grad_fn_reads.get(id(t), -1):
             raise UnsupportedError(
                 f"{input_named(record, t)}an input that is a view and requires grad is read with grad after a write "
                 "(to it or any tensor sharing its version counter, also under no_grad) moved its version, and the "

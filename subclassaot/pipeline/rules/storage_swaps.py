@@ -164,7 +164,6 @@ from subclassaot.pipeline.rules.swap_record import (
     ViewRecord,
     bump_family_wrappers,
     elements_of,
-    same_size,
     source_leaf_metas,
     tensor_meta,
 )
@@ -633,30 +632,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if self.depth == 0 and not torch.is_grad_enabled():
             note_self_set(self.record, args[0])  # Note [Gradient Accumulators Of Leaves]
 
-    def _accumulator_kept(self, t: torch.Tensor, *, views: bool = False) -> bool:
-        """`t`, set_() inside inference_mode, is a leaf that requires grad in eager and an op with grad read it before
-        (`views`: or took a view of it, whose node holds the accumulator while the view lives): its accumulator may be
-        alive, which eager keeps and the epilogue's set_() under no_grad renews (Note [Gradient Accumulators Of
-        Leaves]). Elsewhere the block's set_() is no_grad's: no kernel of autograd's records it on a non-leaf, and a
-        leaf no op with grad read has no accumulator to keep."""
-        reads = self.record.grad_reads | self.record.grad_view_reads if views else self.record.grad_reads
-        if id(t) not in reads and self.record.family_of(t) not in reads:
-            return False
+    def _leaf_input(self, t: torch.Tensor) -> bool:
+        """Is `t` an input that is an autograd leaf (Note [Gradient Accumulators Of Leaves])?"""
         found = self.record.input_positions.get(id(t))
         with no_torch_function():  # (the pipeline's reads, not the program's)
-            if found is not None:
-                return t.requires_grad and found[1].is_leaf
-            # (a view's grad_fn is not read: the read would rebuild it, as eager's next read does, ahead of time)
-            return t.requires_grad and (t._is_view() or t.grad_fn is None)
-
-    def _kept_accumulator_refused(self, t: torch.Tensor, why: str) -> UnsupportedError:
-        return UnsupportedError(
-            f"{input_named(self.record, t)}set_() inside a torch.inference_mode() block of a leaf that requires "
-            f"grad, {why}: eager's set_() there keeps the leaf's gradient accumulator (the nodes made before and "
-            "after feed the one, which reduces the gradient to the size it recorded when it was made), where the "
-            "compiled call's renews it (Note [Gradient Accumulators Of Leaves]). set_() it outside the block, under "
-            "torch.no_grad()"
-        )
+            return found is not None and found[1].is_leaf
 
     def _functional_set(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """set_() of a FunctionalTensor: rebound (Note [Storage Swaps By Rebinding]), and what eager records of it."""
@@ -664,8 +644,6 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         if self.depth == 0 and not self.record.grad_at_start and grad and reads_grad((args, kwargs)):
             self.record.grad_reenabled.append("set_")  # Note [Grad Mode And Autograd Reads] (no torch function)
-        if self.depth == 0 and torch.is_inference_mode_enabled() and self._accumulator_kept(args[0]):
-            raise self._kept_accumulator_refused(args[0], "which an op with grad read before")
         if self.depth == 0:
             with no_torch_function():  # set_ never reaches the torch-function mode: its checks run here
                 check_stale_views(self.record, args, kwargs)
@@ -681,20 +659,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.inference_tensors.add(id(args[0]))  # eager's stays an inference tensor on the new storage
             self.record.pin(args[0])
         self._set(func, args, kwargs)
-        if (
-            self.depth == 0
-            and torch.is_inference_mode_enabled()
-            and not same_size(tuple(args[0].shape), size_before)
-            and self._accumulator_kept(args[0], views=True)
-        ):
-            raise self._kept_accumulator_refused(
-                args[0], "which it resizes, of which a view was taken with grad before"
-            )
         if self.depth == 0:
             note_relaid_late_grad(self.record, args[0])  # Note [Leaves Laid Out Anew Under no_grad]
             note_nograd_set(self.record, args[0], layout_before)  # Note [Stale View Functions]
             if not grad and args[0].requires_grad:  # Note [Gradient Accumulators Of Leaves]
                 note_self_set(self.record, args[0])
+                if torch.is_inference_mode_enabled() and self._leaf_input(args[0]):
+                    self.record.inference_sets.add(id(args[0]))
             if not grad and (layout_of(args[0]) != layout_before or storage_key(args[0]) != key_before):
                 self.record.relaid_by_set[id(args[0])] = self.record.seq + 1  # Note [Stale View Functions]
         source_grad = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].requires_grad
@@ -1682,7 +1653,7 @@ class _DataMode(TorchFunctionMode):
         note_wrapper_storage(self.record, func, args, out)  # Note [Autograd Sees The Wrapper]
         note_traced_storage(self.record, func, args, out)  # Note [Storage Swaps By Rebinding]
         # See Note [History Kept Through .data =]
-        note_grad_fn_reads(self.record, func, args, kwargs, seq_before)
+        note_grad_fn_reads(self.record, func, (args, kwargs, out), seq_before)
         note_grad_reads(self.record, args, kwargs, out, seq_before)  # Note [Gradient Accumulators Of Leaves]
         # (set_() comes here as the method, or as an aten overload a subclass's __torch_function__ called)
         if self.record.grad_set_ids and func is not torch.Tensor.set_ and func not in SET_OPS:
@@ -1984,9 +1955,12 @@ def _apply_noted(
     if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
         check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
+        node = any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs)))
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
+                if node:  # (its node collects its edges: Note [History Kept Through .data =])
+                    record.grad_fn_reads[id(a)] = record.seq
                 record.first_read_with_grad.setdefault(id(a), record.seq)
                 if id(a) in record.requires_grad_dropped and a.requires_grad:
                     record.read_after_regain.add(id(a))

@@ -486,6 +486,8 @@ class SwapRecord:
     assigned_reads: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     # id() of tensors the program called x.set_(x) on under no_grad (Note [Gradient Accumulators Of Leaves])
     self_sets: set[int] = field(default_factory=set)
+    # ... and those it set_() inside inference_mode, which keeps their accumulator (same Note)
+    inference_sets: set[int] = field(default_factory=set)
     # version-counter families of tensors the program called x.set_(x) on with grad on while they required none: an
     # in-place op autograd checks, which raises on a leaf requiring grad (Note [Inputs Written In Training])
     grad_self_set_families: set[int] = field(default_factory=set)
@@ -494,7 +496,6 @@ class SwapRecord:
     read_before_self_set: set[int] = field(default_factory=set)
     read_after_self_set: set[int] = field(default_factory=set)
     grad_reads: set[int] = field(default_factory=set)
-    grad_view_reads: set[int] = field(default_factory=set)  # ... that a view op with grad took a view of so far
     # id() of tensors set_() under grad that an op with grad read after (Note [set_ Under Grad])
     read_after_grad_set: set[int] = field(default_factory=set)
     read_before_grad_set: set[int] = field(default_factory=set)  # ... read with grad apart from it before the set_
