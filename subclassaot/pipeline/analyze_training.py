@@ -19,7 +19,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
-from subclassaot.pipeline.rules.chain_facts import detached_in_chain, viewed_after_grad_set
+from subclassaot.pipeline.rules.chain_facts import detach_in_chain, viewed_after_grad_set
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root
 from subclassaot.pipeline.rules.swap_record import SwapRecord, elements_of
 from subclassaot.pipeline.rules.view_chains import replay_of, root_replay
@@ -289,7 +289,17 @@ def check_history_over_alias(
             "whose views it also returns: rebuilt as an alias of that storage, it would have no history (Note "
             "[Outputs Over Another Storage]). Return a clone"
         )
-    if any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves) and detached_in_chain(value, run):
+    over = any(leaf.source is LeafSource.INTERMEDIATE_ALIAS for leaf in leaves)
+    detached = detach_in_chain(value, run) if over else None
+    if detached is not None and detached.is_leaf and detached.requires_grad:  # (`nn.Parameter(t)`, requires_grad_())
+        raise UnsupportedError(
+            f"{path} is a view of a detach() of an intermediate that the program made a new autograd leaf requiring "
+            "grad (nn.Parameter(t), t.detach().requires_grad_()): eager's view has an autograd history of its own "
+            "that ends in that leaf's gradient, over the intermediate's storage; the compiled call can return the "
+            "leaf itself, but rebuilds a view of it from the intermediate's storage, without that history (Note "
+            "[Outputs Over Another Storage]). Return the leaf and take the view outside, or return a view of a clone"
+        )
+    if detached is not None:
         raise UnsupportedError(
             f"{path} is a detach() of an intermediate (or a view of one) that the program then wrote with a value "
             "that requires grad: eager gives it an autograd history of its own over the intermediate's storage, "

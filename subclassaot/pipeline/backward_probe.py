@@ -165,8 +165,9 @@ from subclassaot.torch_internals import (
 # counters of the tensors eager's nodes saved, matched by the counter they use, where a tangent reaches an output
 # whose backward runs such a node (backward_probe's comment on saved tensors). Where that probe could not run, the
 # values themselves are saved: autograd's checks then raise where eager's may not, never the other way, but for a
-# subclass input's inner tensors, which a write through the wrapper leaves at their count: a backward after such a
-# write of an input whose inner tensors the Function saved is refused (eager's node may have saved the wrapper). An
+# subclass input's or output's inner tensors, which a write through the wrapper leaves at their count: a backward
+# after such a write of an input or output whose inner tensors the Function saved is refused (eager's node may have
+# saved the wrapper: `x * x`, `x.exp()`'s result). An
 # input the graph reads through the clone the joint graph took of it (one at an offset: partition.py keeps that clone)
 # is saved beside the clone, unread, so that autograd checks its own counter (`_Step.held_inputs`). Where each
 # tensor eager saved over a counter is a view made under no_grad (or by a multi-output op), eager's unpacking raises
@@ -1457,8 +1458,8 @@ def _saving(saved: list[tuple[torch.Tensor, int]]) -> Callable[[torch.Tensor], t
 # the Function outputs carrying its new value). An output whose history raises when read (a view of unbind()'s output
 # whose base the program wrote) runs no node in eager's backward, which raises at that root: the walk skips it
 # (`grad_fn_or_none`) rather than fail, for unprobed the Function keeps only its own saves' counters (and refuses a
-# backward after a write of a subclass input whose inner tensors it saved, or that a custom Function of the program
-# saved, whose backward may read only its metadata: Note [Probing Eager's Backward]).
+# backward after a write of a subclass input or output whose inner tensors it saved, or of an input that a custom
+# Function of the program saved, whose backward may read only its metadata: Note [Probing Eager's Backward]).
 # A tensor is matched by the one whose version counter it uses (a view's base): writing any view of a saved
 # tensor moves the saved one's counter; so is one over another layout that shares that counter (`.data =` keeps a
 # tensor's counter over the new layout: a detach() of a saved x0 relaid so, returned and written by the caller). The counter is read once the call's epilogue has written the inputs: an input

@@ -1077,7 +1077,7 @@ class CompiledStep(torch.autograd.Function):
         non_diff = [t for i, t in enumerate(tensors) if i not in s.diff_set and isinstance(t, torch.Tensor)]
         if non_diff:
             ctx.mark_non_differentiable(*non_diff)
-        _save_values(ctx, s, saved, (user, graph_in, graph_dense), noted)
+        _save_values(ctx, s, saved, (user, graph_in, graph_dense, tensors), noted)
         if s.checks:
             _hold_checked(ctx, s, tensors, user, noted)
         # Unused outputs send None: a gradient reached by no used output stays None, as in eager.
@@ -1101,8 +1101,8 @@ class CompiledStep(torch.autograd.Function):
             _check_double_backward(s, ctx.primals)
         if s.checks and ctx.checked is not None:
             _check_saved_tensors(ctx.checks, ctx.checked, grads, _written_view_leaves(s, ctx.viewed))
-        if getattr(ctx, "unprobed", ()):
-            _refuse_written_unprobed_wrappers(s, ctx.unprobed)
+        if getattr(ctx, "unprobed", ()) or getattr(ctx, "unprobed_outputs", ()):
+            _refuse_written_unprobed_wrappers(s, getattr(ctx, "unprobed", ()), getattr(ctx, "unprobed_outputs", ()))
         saved = _saved_tensors(ctx)
         for k, v in ctx.saved_ints:
             saved.insert(k, v)
@@ -1598,26 +1598,26 @@ def _save_values(
     ctx: Any,
     s: _Step,
     saved: Sequence[object],
-    inputs: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor], Sequence[torch.Tensor]],
+    inputs: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor], Sequence[torch.Tensor], Sequence[object]],
     noted: list[Any],
 ) -> None:
     """`ctx`'s saved tensors of the general step (`inputs`: the user's tensors, the graph's inputs, its dense
-    leaves), and after them the graph inputs saved beside their clones (`_Step.held_inputs`), read by no backward:
-    autograd checks their counters when the backward unpacks them (Note [Probing Eager's Backward])."""
-    user, graph_in, graph_dense = inputs
+    leaves, the Function's outputs), and after them the graph inputs saved beside their clones
+    (`_Step.held_inputs`), read by no backward: autograd checks their counters when the backward unpacks them (Note
+    [Probing Eager's Backward])."""
+    user, graph_in, graph_dense, outputs = inputs
     # See Note [Probing Eager's Backward]: each through an alias with a counter of its own.
     kept = [v.data if s.saves_apart else v for v in saved if isinstance(v, torch.Tensor)]
     held = [graph_in[p] for p in s.held_inputs]
     ctx.save_for_backward(*kept, *held)
     ctx.saves_tensors, ctx.num_kept = bool(kept or held), len(kept)
-    _hold_unprobed_wrappers(ctx, s, user, graph_dense, [*kept, *held], noted)
+    _hold_unprobed_wrappers(ctx, s, (user, graph_dense, outputs), [*kept, *held], noted)
 
 
 def _hold_unprobed_wrappers(
     ctx: Any,
     s: _Step,
-    user: Sequence[torch.Tensor],
-    graph_dense: Sequence[torch.Tensor],
+    tensors: tuple[Sequence[torch.Tensor], Sequence[torch.Tensor], Sequence[object]],
     kept: Sequence[torch.Tensor],
     noted: list[Any],
 ) -> None:
@@ -1625,9 +1625,12 @@ def _hold_unprobed_wrappers(
     `_note_counters` reads once the call has written its inputs (`_refuse_written_unprobed_wrappers`): subclass
     inputs some of whose inner tensors it saved (autograd checks theirs, not the wrapper's), and inputs a custom
     Function of the program saved (`EagerSaves.taken`: its backward may read none of their values), but for plain
-    ones whose values it saved, which autograd checks as eager's unpacking does."""
-    if s.saves_apart or not (s.subclass_inputs or s.taken):
+    ones whose values it saved, which autograd checks as eager's unpacking does; and likewise the Function's
+    subclass outputs some of whose inner tensors it saved (`exp()`'s result, which eager's node saves as the
+    wrapper), by weak reference. `tensors`: the user's tensors, the graph's dense leaves, the Function's outputs."""
+    if s.saves_apart:
         return
+    user, graph_dense, outputs = tensors
     saved = {storage_key(v) for v in kept}
     layout = s.plan.layout
 
@@ -1637,38 +1640,66 @@ def _hold_unprobed_wrappers(
             return i in s.taken and not values_saved
         return i in s.taken or values_saved
 
-    ctx.unprobed_refs = [(i, user[i]) for i in range(len(layout.trees)) if checked_apart(i)]
-    ctx.unprobed = ()
-    if ctx.unprobed_refs and not any(c is ctx for c in noted):
+    inputs = s.subclass_inputs or s.taken
+    ctx.unprobed_refs = [(i, user[i]) for i in range(len(layout.trees)) if checked_apart(i)] if inputs else []
+    ctx.unprobed_output_refs = [
+        (k, weakref.ref(t))
+        for k, t in enumerate(outputs)
+        if k >= s.n_updates
+        and isinstance(t, torch.Tensor)
+        and is_traceable_subclass(t)
+        and any(storage_key(leaf) in saved for leaf in flatten_subclass(t, "output")[1])
+    ]
+    ctx.unprobed = ctx.unprobed_outputs = ()
+    if (ctx.unprobed_refs or ctx.unprobed_output_refs) and not any(c is ctx for c in noted):
         ctx.remade_refs = ctx.remade = ()
         noted.append(ctx)
 
 
-def _refuse_written_unprobed_wrappers(s: _Step, unprobed: Sequence[tuple[int, torch.Tensor, int]]) -> None:
-    """Refuse a backward after the caller wrote an input `_hold_unprobed_wrappers` holds, where eager's saves were
-    not probed (backward_probe's comment on saved tensors): a subclass input whose inner tensors the Function saved
-    (a write through the wrapper moves its counter, not its inner tensors', so the saved values pass autograd's
-    check, while eager's node, if it saved the wrapper itself (`x * x`), raises "modified by an inplace
-    operation"), or an input a custom Function saved and may read only the metadata of (the graph then saves none of
-    its values)."""
+def _refuse_written_unprobed_wrappers(
+    s: _Step,
+    unprobed: Sequence[tuple[int, torch.Tensor, int]],
+    outputs: Sequence[tuple[int, weakref.ref[torch.Tensor], int]] = (),
+) -> None:
+    """Refuse a backward after the caller wrote a tensor `_hold_unprobed_wrappers` holds, where eager's saves were
+    not probed (backward_probe's comment on saved tensors): a subclass input or output whose inner tensors the
+    Function saved (a write through the wrapper moves its counter, not its inner tensors', so the saved values pass
+    autograd's check, while eager's node, if it saved the wrapper itself (`x * x`, `x.exp()`'s result), raises
+    "modified by an inplace operation"), or an input a custom Function saved and may read only the metadata of (the
+    graph then saves none of its values)."""
     written = [i for i, t, version in unprobed if get_version(t) != version]
-    if not written:
+    moved = [k for k, ref, version in outputs if (t := ref()) is not None and get_version(t) != version]
+    if not written and not moved:
         return
-    i = written[0]
-    path = s.plan.flat.leaves[s.plan.flat.tensor_indices[i]].path
-    how = (
-        "a custom autograd.Function of the program saved it for a backward that may read none of its values"
-        if i in s.taken
-        else "the compiled backward reads its inner tensors as saved at the call"
-    )
-    kind = "input" if s.plan.layout.trees[i] is None else "tensor subclass input"
+    if not written:
+        path, kind = _function_output_name(s, moved[0]), "tensor subclass output (or a view of it)"
+        how = "the compiled backward reads its inner tensors as saved"
+        saved_as = "the output itself (the node of an op that saves its result: exp(), tanh(), relu())"
+        advice = "Do not write the output (or its views) in place between the call and backward, or write a clone"
+    else:
+        i = written[0]
+        path = s.plan.flat.leaves[s.plan.flat.tensor_indices[i]].path
+        how = (
+            "a custom autograd.Function of the program saved it for a backward that may read none of its values"
+            if i in s.taken
+            else "the compiled backward reads its inner tensors as saved at the call"
+        )
+        kind = "input" if s.plan.layout.trees[i] is None else "tensor subclass input"
+        saved_as = "the input itself (an op's node, the Function's save_for_backward)"
+        advice = "Do not write the input in place between the call and backward, or pass a clone of it"
     raise UnsupportedError(
         f"{path}: this {kind} was written in place after the compiled call, and {how}; eager's backward may have "
-        "saved the input itself (an op's node, the Function's save_for_backward) and then raises (modified by "
-        "an inplace operation), which could not be checked here: eager's program does not run "
-        "on the static fakes that find the tensors its backward saves (backward_probe's comment on saved tensors). "
-        "Do not write the input in place between the call and backward, or pass a clone of it"
+        f"saved {saved_as} and then raises (modified by an inplace operation), which could not be checked here: "
+        "eager's program does not run on the static fakes that find the tensors its backward saves "
+        f"(backward_probe's comment on saved tensors). {advice}"
     )
+
+
+def _function_output_name(s: _Step, k: int) -> str:
+    """The first program output that uses the version counter of the Function's output `k` (`_counter_holders`:
+    it, or a view of it, was written)."""
+    holders = _counter_holders(s.plan, s.bw_meta, s.fresh_outputs, s.roots)
+    return next((f"output {o}" for o, at in sorted(holders.items()) if at == k), "an intermediate the outputs view")
 
 
 def _remade_leaves(s: _Step, remade: Sequence[tuple[int, weakref.ref[torch.Tensor], int]]) -> list[str]:
@@ -1701,6 +1732,9 @@ def _note_counters(noted: list[Any], outputs: Sequence[object] = ()) -> None:
             ctx.viewed = [(i, ref, get_version(leaf)) for i, ref in ctx.viewed_refs if (leaf := ref()) is not None]
         ctx.remade = [(p, ref, get_version(leaf)) for p, ref in ctx.remade_refs if (leaf := ref()) is not None]
         ctx.unprobed = [(i, t, get_version(t)) for i, t in getattr(ctx, "unprobed_refs", ())]
+        ctx.unprobed_outputs = [
+            (k, ref, get_version(t)) for k, ref in getattr(ctx, "unprobed_output_refs", ()) if (t := ref()) is not None
+        ]
 
 
 def _saved_checks(

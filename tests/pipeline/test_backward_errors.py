@@ -3076,6 +3076,57 @@ def test_input_a_function_saves_unread_written_after_the_call_where_eager_saves_
             )
 
 
+def _two_tensor(*shape: int) -> T:
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    a = torch.randn(shape)
+    t: T = TwoTensor(a, a.clone()).requires_grad_()  # type: ignore[no-untyped-call]
+    return t
+
+
+_UNPROBED_SAVERS: dict[str, Callable[[T, T], object]] = {
+    "exp": lambda x, n: (x.exp(), n * 2),
+    "tanh": lambda x, n: (x.tanh(), n * 2),
+    "sigmoid": lambda x, n: (x.sigmoid(), n * 2),
+    "relu": lambda x, n: (x.relu(), n * 2),
+    "exp_and_a_view_of_it": lambda x, n: (lambda t: (t, n * 2, t[0]))(x.exp()),
+    "exp_scaled": lambda x, n: (x.exp() * 2, n * 2),  # mul saves no result: eager's backward runs
+}
+_UNPROBED_OUTPUT_KINDS: dict[str, Callable[[], T]] = {
+    "plain": lambda: _leaf(3, 4),
+    "pair": lambda: pair(3, 4, requires_grad=True),
+    "two_tensor": lambda: _two_tensor(3, 4),
+}
+
+
+@pytest.mark.parametrize("written", [False, True], ids=["unwritten", "written_after_the_call"])
+@pytest.mark.parametrize("kind", list(_UNPROBED_OUTPUT_KINDS))
+@pytest.mark.parametrize("op", list(_UNPROBED_SAVERS))
+def test_saved_output_written_after_the_call_where_eager_saves_are_unprobed(
+    compile_fn: CompileFn | None, op: str, kind: str, written: bool
+) -> None:
+    """A jagged input keeps eager's program off the static fakes that find its saved tensors, so the Function saves
+    its values as themselves: of a subclass output of exp() (tanh(), sigmoid(), relu()), its inner tensors, whose
+    counters a write through the wrapper after the call leaves alone. Eager's node saved the wrapper, and its
+    backward raised "modified by an inplace operation"; ours ran. Now refused when the backward runs (a plain output
+    raises as eager's does; a product of the result saves none of it, and eager's backward runs as ours)."""
+    fn = _UNPROBED_SAVERS[op]
+
+    def make_inputs() -> tuple[object, ...]:
+        return (_UNPROBED_OUTPUT_KINDS[kind](), real_subclass("njt"))
+
+    after_call = write_outputs if written else None
+    with torch.enable_grad():
+        if compile_fn is None and written and kind != "plain" and op != "exp_scaled":
+            with pytest.raises(
+                UnsupportedError,
+                match=r"output 0: this tensor subclass output \(or a view of it\) was written in place",
+            ):
+                assert_matches_eager(fn, make_inputs, after_call=after_call)
+        else:
+            assert_matches_eager(fn, make_inputs, compile_fn=compile_fn, after_call=after_call)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A new autograd leaf over a written input: eager's requires_grad_() on a no_grad view of an input makes a leaf that
 # shares the input's version counter, so a write of the input after the call makes a backward through the leaf raise

@@ -7951,6 +7951,38 @@ def test_parameter_made_in_the_program_is_the_leaf_its_outputs_histories_end_in(
     torch.testing.assert_close(got[0].grad, want[0].grad)
 
 
+def _parameter_with_a_view_of_it(x: T) -> object:
+    p = torch.nn.Parameter(x * 2)
+    return p, p[0]
+
+
+def _new_leaf_with_a_view_of_it(x: T) -> object:
+    t = (x * 2).detach().requires_grad_()
+    return t, t[0]
+
+
+_VIEWED_NEW_LEAF_REFUSED = (
+    r"out\[1\] is a view of a detach\(\) of an intermediate that the program made a new autograd leaf requiring grad"
+)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["called with grad", "called under no_grad"])
+@pytest.mark.parametrize("f", [_parameter_with_a_view_of_it, _new_leaf_with_a_view_of_it])
+def test_new_leaf_made_in_the_program_returned_with_a_view_of_it(
+    compile_fn: CompileFn | None, f: Callable[..., object], grad: bool
+) -> None:
+    """hfix11's refusal of `nn.Parameter(x * 2)` returned with a view of it (with grad) named a write the program
+    does not make ("a detach() ... that the program then wrote with a value that requires grad"). Eager's view has a
+    history of its own ending in the new leaf, which the compiled call, rebuilding the view from the intermediate's
+    storage, cannot give it: the refusal now says so. Under no_grad the view has no history: it matches eager."""
+    make = _leaf_input("plain", True)
+    with torch.set_grad_enabled(grad):
+        if grad:
+            assert_refused(f, make, compile_fn, _VIEWED_NEW_LEAF_REFUSED)
+        else:
+            assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
 def _counting_compile(
     monkeypatch: pytest.MonkeyPatch, f: Callable[..., object], make: Make, grad: bool
 ) -> tuple[dict[str, int], BaseException | None]:

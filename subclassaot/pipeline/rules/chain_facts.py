@@ -53,12 +53,17 @@ __all__ = [
 
 def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     """`value` is a detach() or a view of one (`t = x.detach(); t.copy_(x)` with grad)."""
+    return detach_in_chain(value, run) is not None
+
+
+def detach_in_chain(value: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
+    """The detach() that `value` is or views, if any (the nearest)."""
     t = value
     while (record := run.swaps.views.get(id(t))) is not None:
         if record.func is torch.ops.aten.detach.default:
-            return True
+            return t
         t = record.source
-    return False
+    return None
 
 
 def from_program_function(value: torch.Tensor, run: FunctionalRun) -> bool:
