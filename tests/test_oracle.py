@@ -151,6 +151,21 @@ def test_wrong_shape_and_dtype_are_reported() -> None:
         assert_matches_eager(lambda x: x * 2, one_input, compile_fn=on_output(lambda o: o.double()))
 
 
+def complex_input() -> tuple[object, ...]:
+    return (torch.randn(3, 4, dtype=torch.cfloat),)
+
+
+def test_a_materialized_conjugate_or_negative_is_reported() -> None:
+    """A lazy conj view (is_conj) and its imag (is_neg, a negative view) are what a user reads and writes through:
+    a compiled output that holds the same values resolved is a difference."""
+    with pytest.raises(AssertionError, match=r"output: is_conj False vs eager True"):
+        assert_matches_eager(lambda x: (x * 2).conj(), complex_input, compile_fn=on_output(lambda o: o.resolve_conj()))
+    with pytest.raises(AssertionError, match=r"output: is_neg False vs eager True"):
+        assert_matches_eager(
+            lambda x: (x * 2).conj().imag, complex_input, compile_fn=on_output(lambda o: o.resolve_neg())
+        )
+
+
 def test_a_grad_mode_left_switched_is_compared() -> None:
     """A program that switches grad mode for good leaves it switched in eager: a compiled call that puts it back is
     caught, and the mode is restored between the two sides (else the second side's inputs are made in it)."""

@@ -10,8 +10,8 @@ not legal, there is nothing to compare); a failure of the compiled call propagat
 
 What is compared, per call:
 - outputs: pytree structure, non-tensor leaves (type and value), per tensor: type, dtype, device, layout, shape,
-  stride, storage_offset, requires_grad, is_leaf, grad_fn presence, whether it is a view, and values; for a
-  traceable wrapper subclass also its flatten attrs and ctx and, recursively, every inner tensor;
+  stride, storage_offset, the conj and neg bits, requires_grad, is_leaf, grad_fn presence, whether it is a view, and
+  values; for a traceable wrapper subclass also its flatten attrs and ctx and, recursively, every inner tensor;
 - every input after the call (and, for an `nn.Module`, compiled or passed as an argument, every parameter and
   buffer), the same way;
 - aliasing, over all tensors (inputs, outputs, and the inner tensors of subclasses): which pairs are the same
@@ -263,8 +263,9 @@ def _metadata(t: torch.Tensor) -> dict[str, object]:
         "is a view": t._is_view(),
         "is an inference tensor": t.is_inference(),
     }
-    if not is_traceable_wrapper_subclass(t):
+    if not is_traceable_wrapper_subclass(t):  # (a subclass's bits are its inner tensors', compared recursively)
         meta["storage holds its elements"] = _holds_elements(t)
+        meta["is_conj"], meta["is_neg"] = t.is_conj(), t.is_neg()  # lazy conj/neg views: a user reads and writes them
     if is_traceable_wrapper_subclass(t):
         attrs, ctx = t.__tensor_flatten__()
         meta["flatten attrs"] = tuple(attrs)

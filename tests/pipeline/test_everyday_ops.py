@@ -139,6 +139,21 @@ def complex_input_with_grad(c: T, w: T) -> tuple[T, T]:
     return (c * w).abs(), torch.view_as_real(c.conj() * 2)
 
 
+def conj_view(c: T) -> tuple[T, T]:  # a lazy conj view of the input (is_conj) and its imag (is_neg: a negative view)
+    v = c.conj()
+    return v, v.imag
+
+
+def conj_view_written(c: T) -> T:  # a write through the conj view lands in the input conjugated
+    v = c.conj()
+    v.add_(1j)
+    return v
+
+
+def cplx(*shape: int) -> T:
+    return torch.randn(*shape, dtype=torch.complex64)
+
+
 COMPLEX: dict[str, tuple[Callable[..., object], Make]] = {
     "rfft_irfft": (rfft_irfft, lambda: (grad(3, 8),)),
     "fftn_abs": (fftn_abs, lambda: (grad(4, 6),)),
@@ -152,6 +167,12 @@ COMPLEX: dict[str, tuple[Callable[..., object], Make]] = {
     "view_as_real_of_a_complex_intermediate": (view_as_real_of_a_complex_intermediate, lambda: (grad(3, 4, 2),)),
     "real_and_imag_of_a_complex_intermediate": (real_and_imag_of_a_complex_intermediate, lambda: (grad(3, 4, 2),)),
     "complex_input_with_grad": (complex_input_with_grad, lambda: (grad(3, 4, dtype=torch.complex64), grad(4))),
+    # the oracle compares is_conj and is_neg: a materialized conjugate is a difference
+    "conj_view": (conj_view, lambda: (cplx(3, 4),)),
+    "conj_view_with_grad": (conj_view, lambda: (grad(3, 4, dtype=torch.complex64),)),
+    "conj_view_of_a_conj_input": (conj_view, lambda: (cplx(3, 4).conj(),)),
+    "conj_view_written": (conj_view_written, lambda: (cplx(3, 4),)),
+    "conj_view_written_with_grad": (conj_view_written, lambda: (grad(3, 4, dtype=torch.complex64).clone(),)),
 }
 
 
@@ -159,6 +180,16 @@ COMPLEX: dict[str, tuple[Callable[..., object], Make]] = {
 @pytest.mark.parametrize("name", COMPLEX)
 def test_fft_and_complex_programs_match_eager(entry: str, name: str) -> None:
     check(entry, *COMPLEX[name])
+
+
+def write_conj_output(outputs: object, args: tuple[object, ...]) -> None:
+    assert isinstance(outputs, torch.Tensor)
+    outputs.add_(1j)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_returned_conj_view_written_by_the_caller_reaches_the_input_conjugated(entry: str) -> None:
+    check(entry, lambda c: c.conj(), lambda: (cplx(3, 4),), after_call=write_conj_output)
 
 
 # ----------------------------------------------------------------------------- torch.linalg
