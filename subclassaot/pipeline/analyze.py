@@ -773,14 +773,24 @@ def _grown_view_returned(run: FunctionalRun, key: object) -> bool:
         return False
     inputs = {id(t) for t in run.user_tensors}
     return any(
-        isinstance(o, torch.Tensor) and id(o) not in inputs and storage_key(o) in related and not _fresh_view(o, run)
+        isinstance(o, torch.Tensor)
+        and id(o) not in inputs
+        and storage_key(o) in related
+        and not _fresh_view(o, run, related)
         for o in pytree.tree_leaves(run.output)
     )
 
 
-def _fresh_view(t: torch.Tensor, run: FunctionalRun) -> bool:
-    """Is `t` a view the program took that is not stale at the end (`_stale_at_end`)?"""
-    return id(t) in run.swaps.views and not _stale_at_end(t, run)
+def _fresh_view(t: torch.Tensor, run: FunctionalRun, keys: set[object]) -> bool:
+    """Is `t` a view the program took that no write, resize_() or in-place view op over the storages `keys` (one
+    that resize_() grew and the one it grew into) followed, itself left as it was taken?"""
+    record = run.swaps
+    made = record.views.get(id(t))
+    if made is None or id(t) in record.inplace_views or id(t) in record.grown_ids:
+        return False
+    family = record.family_of(t)
+    unbumped = max(record.own_last_bump.get((k, family), 0) for k in keys) <= history_set_at(record, t)
+    return unbumped and record.bump_count(t) == made.bumps
 
 
 def _traced_apart(run: FunctionalRun, layout: DenseLayout, passed: Sequence[object], i: int) -> bool:
