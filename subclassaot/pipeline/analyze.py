@@ -766,16 +766,32 @@ def _grown_view_returned(run: FunctionalRun, key: object) -> bool:
     """Does the program return a tensor, other than an input itself, over the storage `key` where a resize_() grew
     it (or over the storage it grew into)? Eager's view of the input over it, taken before the flag, rebuilds its
     history from the input once that requires grad (its counter moved since), where the runtime's, replayed on the
-    grown input after the graph ran, has none: the flag does not come last there."""
+    grown input after the graph ran, has none: the flag does not come last there. A view the program took after the
+    last write (not stale at the end) has none in eager either: it does."""
     grown_from = run.swaps.grown_from
     related = {key, grown_from.get(key), *(new for new, old in grown_from.items() if old == key)}
     if not grown_from or related == {key, None}:
         return False
     inputs = {id(t) for t in run.user_tensors}
     return any(
-        isinstance(o, torch.Tensor) and id(o) not in inputs and storage_key(o) in related
+        isinstance(o, torch.Tensor)
+        and id(o) not in inputs
+        and storage_key(o) in related
+        and not _fresh_view(o, run, related)
         for o in pytree.tree_leaves(run.output)
     )
+
+
+def _fresh_view(t: torch.Tensor, run: FunctionalRun, keys: set[object]) -> bool:
+    """Is `t` a view the program took that no write, resize_() or in-place view op over the storages `keys` (one
+    that resize_() grew and the one it grew into) followed, itself left as it was taken?"""
+    record = run.swaps
+    made = record.views.get(id(t))
+    if made is None or id(t) in record.inplace_views or id(t) in record.grown_ids:
+        return False
+    family = record.family_of(t)
+    unbumped = max(record.own_last_bump.get((k, family), 0) for k in keys) <= history_set_at(record, t)
+    return unbumped and record.bump_count(t) == made.bumps
 
 
 def _traced_apart(run: FunctionalRun, layout: DenseLayout, passed: Sequence[object], i: int) -> bool:

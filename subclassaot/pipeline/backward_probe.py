@@ -29,7 +29,7 @@ from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subcla
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, flag_read_args, turns_flag_on
-from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator
+from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator, fresh_output
 from subclassaot.runtime.regenerate import intermediate_base, replay_from
 from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
 from subclassaot.schemas import (
@@ -2244,8 +2244,9 @@ def _compiled_output(
         return intermediate_base(bases[info.leaves[0].index])
     if replay is None:
         out = cast(torch.Tensor, fresh[info.leaves[0].index])
-        # (eager's is an inference tensor: the runtime's copy of it has no history either)
-        return out.detach() if info.inference or info.inference_leaves else out
+        # (eager's is an inference tensor: the runtime's copy of it has no history either; a view of a graph
+        # temporary without history is no view, as the runtime returns it)
+        return out.detach() if info.inference or info.inference_leaves else fresh_output(out)
     sources = {
         ReplaySource.OUTPUT: earlier,
         ReplaySource.BASE: bases.__getitem__,

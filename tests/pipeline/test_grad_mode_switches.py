@@ -25,6 +25,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    ENTRIES,
     DirtyAddSaved,
     DirtyScale,
     SinFunction,
@@ -1703,6 +1704,44 @@ def test_new_leaf_beside_an_in_place_view_op_of_a_subclass_refused() -> None:
         subclassaot.compile(new_leaf_beside_an_in_place_view_op, backend="eager")(torch.randn(2, 3), y)
 
 
+def new_leaf_beside_an_intermediate_unsqueezed_in_place(x0: T, x1: T) -> object:
+    t0, t1 = x1.sort(0)
+    t0.requires_grad = True  # a new leaf, kept alive by the resize below
+    t2 = t1.mul(x0)
+    t2.unsqueeze_(0)  # eager's t2 is no view; the graph's is a view of its mul
+    t0.untyped_storage().resize_(0)
+    return (t2,)
+
+
+def new_leaf_beside_an_output_unsqueezed_in_place(x: T) -> object:
+    y = x * 2
+    y.requires_grad_()
+    t = x.mul(3)
+    t.unsqueeze_(0)
+    return t, y * y
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (new_leaf_beside_an_intermediate_unsqueezed_in_place, lambda: (lambda b: (b, b))(torch.randn(4))),
+        (new_leaf_beside_an_output_unsqueezed_in_place, lambda: (torch.randn(3),)),
+    ],
+    ids=["aliased_inputs", "returned"],
+)
+def test_new_leaf_beside_an_output_the_graph_makes_a_view_matches_eager(
+    f: Callable[..., object], make: Make, entry: str
+) -> None:
+    """fuzz seed 121005, program 208 (UNSUPPORTED: "on a tensor that is not an input"): an output without history
+    that eager's in-place view op leaves no view, beside a new leaf. The eager backend's graph returns it as a view of
+    the graph's temporary, which the runtime returns as a non-view alias (plan.fresh_output), but the native path's
+    check compared the graph's view as it is and found it a view: the call was refused. Plain inputs alone: a program
+    over PairTensor or TwoTensor inputs never trains natively (`test_new_leaf_of_a_subclass_refused`)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=ENTRIES[entry])
+
+
 def test_new_leaf_with_another_backend_refused() -> None:
     """Only the eager backend's run of the graph is recorded by autograd (the inductor backend's is not)."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* the eager backend"):
@@ -2878,6 +2917,94 @@ def test_requires_grad_on_input_after_a_view_of_it_grew_refused(f: Callable[[T],
             return
         assert pair, "plain inputs: refused by name"
         assert_matches_eager(f, make, backend="eager")
+
+
+def grow_write_then_gain_twice(x0: T) -> object:
+    x0.resize_((8,))  # grows x0's storage
+    x0.fill_(-1.0)
+    x0.requires_grad = True
+    x0.requires_grad_()  # again: changes nothing, eager's x0 is the leaf the setter made
+    return ()
+
+
+def grow_write_then_view_then_gain(x0: T) -> object:
+    x0.resize_((9,))
+    x0.fill_(0.5)
+    t0 = x0.t()  # taken after the last write: eager's t0 requires grad through x0 and has no history
+    x0.requires_grad_()
+    return (t0,)
+
+
+def grow_write_then_view_and_read_then_gain_twice(x0: T) -> object:
+    x0.resize_((4,))
+    x0.fill_(2.0)
+    t0 = x0.transpose(0, 0)
+    y = t0 * 2  # computed before the flag: no history
+    x0.requires_grad_()
+    x0.requires_grad = True
+    return (t0, y)
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize(
+    "f",
+    [grow_write_then_gain_twice, grow_write_then_view_then_gain, grow_write_then_view_and_read_then_gain_twice],
+    ids=["twice", "view", "view_read_twice"],
+)
+def test_requires_grad_on_a_grown_input_last_matches_eager(f: Callable[[T], object], entry: str) -> None:
+    """fuzz seed 121005, programs 4129, 5194, 8982 (UNSUPPORTED: "on this input, which does not require grad, after
+    computing from it"): an input grown by resize_() and written, then made to require grad last. A second
+    requires_grad_() (or the setter) on it, which changes nothing, counted as a touch of its storage after the flag,
+    and a view of it taken after the last write, returned, as one taken before it (which rebuilds its history from
+    the input in eager: `test_requires_grad_on_input_after_a_view_of_it_grew_refused`): the flag did not come last,
+    and the graph, which runs on a flat view of the grown storage, cannot make the input a leaf. Now the flag comes
+    last (Analysis.gains_last), as eager's. Plain inputs alone: resize_() of a PairTensor or TwoTensor raises in
+    eager."""
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(3),), compile_fn=ENTRIES[entry])
+
+
+def grow_view_then_shrink_then_gain(x0: T) -> object:
+    x0.resize_((9,))
+    x0.fill_(1.0)
+    t0 = x0.t()
+    x0.resize_((3,))  # moves the counter after t0 was taken: eager's t0 rebuilds its history from x0
+    x0.requires_grad_()
+    return (t0,)
+
+
+def grow_view_then_grow_again_then_gain(x0: T) -> object:
+    x0.resize_((9,))
+    x0.fill_(1.0)
+    t0 = x0[2:4]
+    x0.resize_((20,))
+    x0.requires_grad_()
+    return (t0,)
+
+
+def grow_view_then_view_op_in_place_then_gain(x0: T) -> object:
+    x0.resize_((9,))
+    x0.fill_(1.0)
+    t0 = x0[2:4]
+    x0.unsqueeze_(0)
+    x0.requires_grad_()
+    return (t0,)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [grow_view_then_shrink_then_gain, grow_view_then_grow_again_then_gain, grow_view_then_view_op_in_place_then_gain],
+    ids=["shrink", "grow_again", "in_place_view_op"],
+)
+def test_requires_grad_on_a_grown_input_after_its_view_went_stale_refused(f: Callable[[T], object]) -> None:
+    """A view of a grown input taken after its last write, then a resize_() or an in-place view op moves the counter
+    before the flag: eager's view rebuilds its history from the input (not a leaf), the runtime's, replayed on the
+    input after the graph ran, would have none. The flag does not come last: refused by name (a check of the counter
+    by the program's writes alone let them compile, with a leaf where eager's has history)."""
+    with torch.enable_grad():
+        f(torch.randn(1, 4))  # eager runs it
+        with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
+            subclassaot.compile(f, backend="eager")(torch.randn(1, 4))
 
 
 def write_a_view_input_then_gain_last_while_training(x0: T, x1: T) -> object:

@@ -1158,6 +1158,9 @@ def _note_touch_after_gain(record: SwapRecord, func: Any, args: tuple[Any, ...],
     writes = name.endswith("_") or name == "__set__" or "out" in kwargs
     if not writes and (name == "__get__" or not torch.is_grad_enabled()):
         return
+    # (requires_grad_() or `.requires_grad = True` again on a tensor that requires grad changes nothing)
+    if turns_flag_on(func, args, kwargs)[0] and isinstance(args[0], torch.Tensor) and args[0].requires_grad:
+        return
     # (a dunder other than an in-place operator or __setitem__ only reads)
     dunder_read = name.startswith("__") and not name.startswith("__i") and name not in ("__setitem__", "__set__")
     writes = writes and not dunder_read
