@@ -1755,8 +1755,10 @@ def _check_within_swapped_input(path: str, leaf: torch.Tensor, run: FunctionalRu
 
 
 def _check_empty_set_target(path: str, run: FunctionalRun, j: DenseIndex) -> None:
-    """Note [Strides The Kernels Choose]."""
-    if run.finals[j].numel() == 0:
+    """Note [Strides The Kernels Choose]. Not where the input's storage is its own grown by resize_() (of a view of
+    it): what lies there was laid out by view ops and resize_(), as on the fakes, no kernel."""
+    final = run.finals[j]
+    if final.numel() == 0 and run.swaps.grown_root(storage_key(final)) != storage_key(run.originals[j]):
         raise UnsupportedError(
             f"{path} is a view, with a layout of its own, of an empty tensor the program computed and set_() input "
             f"{j} to (or assigned to its `.data`); eager's strides of such an empty tensor are the kernel's, which "

@@ -19,6 +19,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyAddSaved,
     DirtyScale,
     TransposeSaved,
     assert_refused,
@@ -2070,6 +2071,62 @@ def test_output_reaching_past_the_input_it_grew_matches_eager(
 ) -> None:
     # fuzz seed 117000 #6, #3753, #4489, #4183 (refused: "reaches storage elements past the input's own"): the input
     # is traced again over its whole storage, a synthetic base whose write-back spans the grown elements
+    with torch.set_grad_enabled(grad):
+        _check(f, make, compile_fn)
+
+
+def _view_of_empty_grown(view: Callable[[T], T], n: int) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = view(x0)
+        t0.resize_((n,))
+        t0.fill_(3.0)
+        return (t0, t0[1:], x0 * 2)
+
+    return f
+
+
+def _dirty_view_of_empty_grown(x0: T) -> object:
+    t0, _ = x0.split_with_sizes([0, 0], 0)
+    t2, _ = DirtyAddSaved.apply(t0, x0)  # type: ignore[no-untyped-call]  # untyped in torch
+    t0.resize_((10,))
+    t0.fill_(2.0)
+    return (t2,)
+
+
+def _empty_slice(*shape: int, grad: bool = False) -> Make:
+    def make() -> tuple[object, ...]:
+        base = nonleaf(*shape) if grad else torch.randn(shape)
+        return (base[..., shape[-1] : shape[-1]],)
+
+    return make
+
+
+_EMPTY_VIEWS_GROWN = [
+    pytest.param(_view_of_empty_grown(lambda x: x.unsqueeze(-2), 4), _empty_slice(2), id="unsqueeze"),
+    pytest.param(_view_of_empty_grown(lambda x: x.split_with_sizes([0, 0], 0)[0], 1), _empty_slice(1), id="split"),
+    pytest.param(
+        _view_of_empty_grown(lambda x: x.reshape((0, 2)), 3), lambda: (torch.randn(1, 2)[:, 0:0],), id="reshape"
+    ),
+    pytest.param(_view_of_empty_grown(lambda x: x.view((0,)), 1), lambda: (torch.randn(2, 4)[2:2],), id="view"),
+    pytest.param(_view_of_empty_grown(lambda x: x.t(), 12), _empty_slice(4, 3), id="t"),
+    pytest.param(_view_of_empty_grown(lambda x: x.unsqueeze(0), 3), lambda: (torch.randn(0),), id="own_storage"),
+    pytest.param(
+        _view_of_empty_grown(lambda x: x.detach().unsqueeze(-2), 4), _empty_slice(2, grad=True), id="detach_grad"
+    ),
+    pytest.param(_dirty_view_of_empty_grown, lambda: (torch.randn(3, 1)[0:0:2],), id="dirty_function"),
+]
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize(("f", "make"), _EMPTY_VIEWS_GROWN)
+def test_view_of_an_empty_input_grown_past_its_storage_matches_eager(
+    f: Callable[..., object], make: Make, grad: bool, compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 121005 #1499, #1805, #4464, #5766, #6553, #9038 (refused: "a view, with a layout of its own, of an
+    # empty tensor the program computed and set_() input 0 to"): the empty input's storage grown by resize_() of a
+    # view of it holds nothing a kernel laid out; the view takes resize_()'s contiguous strides, as on the fakes.
+    # (A PairTensor input grown through an alias is refused by its own rule:
+    # test_pair_input_grown_through_alias_is_refused.)
     with torch.set_grad_enabled(grad):
         _check(f, make, compile_fn)
 
