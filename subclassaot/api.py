@@ -1209,8 +1209,10 @@ def _inference_graph_call(
         t.requires_grad for t in traced.example_inputs
     ):
         in_place = backend is backends.eager_backend
-        # (not into an inference tensor: outside inference_mode only the epilogue's copy inside one writes it)
-        writes = [(p, k) for p, k in graph_writes(plan) if not traced.example_inputs[p].is_inference()]
+        # (not into an inference tensor: outside inference_mode only the epilogue's copy inside one writes it; nor one
+        # with a negative bit, which inductor reads as a resolved copy)
+        examples = traced.example_inputs
+        writes = [(p, k) for p, k in graph_writes(plan) if not (examples[p].is_inference() or examples[p].is_neg())]
         gm, written = backends.with_input_writes(gm, writes, in_place=in_place)
     kept = frozenset(p for p, k in writes if k in written)  # the graph inputs the backend's callable may write
     compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written, kept)

@@ -22,7 +22,7 @@ import torch.fx
 import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
-from subclassaot.errors import BackendError
+from subclassaot.errors import BackendError, UnsupportedError
 from subclassaot.pipeline import opaque_ops
 from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names, with_recomputed_workspaces
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
@@ -197,15 +197,23 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     inputs: list[torch.Tensor | torch.SymInt | int] = [
         t for t in example_inputs if isinstance(t, torch.Tensor | torch.SymInt | int)
     ]
+    # inductor reads an input's storage as it is, without its negative bit: those inputs (the guards keep their bit
+    # the examples') it reads resolved, copies; the pipeline leaves their writes to the epilogue. (A conjugate bit
+    # is left alone: complex ops fall back to aten, which reads it, and ops of the graph such as `_conj` treat it.)
+    bits = [k for k, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.is_neg()]
+    _refuse_written(gm, bits)
+    inputs = [t.resolve_neg() if k in bits and isinstance(t, torch.Tensor) else t for k, t in enumerate(inputs)]
     solved = _symbols_only_in_expressions(inputs)
     if solved:
         gm, inputs = _with_symbol_inputs(gm, inputs, solved)
     with inductor_config.patch(fallback_random=True):
         compiled = inductor_callable(compile_fx_inner(gm, inputs))
-    if not solved:
+    if not solved and not bits:
         return compiled
 
     def run(*args: object) -> object:
+        if bits:
+            args = tuple(_resolved(a) if k in bits else a for k, a in enumerate(args))
         extra: list[object] = []
         for position, dim, scale, offset in solved:
             t = args[position]
@@ -214,6 +222,23 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
         return compiled(*extra, *args)
 
     return run
+
+
+def _resolved(t: object) -> object:
+    """A tensor's values without its negative bit (a copy where it has one)."""
+    return t.resolve_neg() if isinstance(t, torch.Tensor) else t
+
+
+def _refuse_written(gm: torch.fx.GraphModule, bits: Sequence[int]) -> None:
+    """Refuse a graph that writes an input with a negative bit: inductor gets a resolved copy of it."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.aten.copy_.default:
+            if node.args[0] in [placeholders[k] for k in bits]:
+                raise UnsupportedError(
+                    f"inductor: graph input {node.args[0].name} has a negative bit (`c.conj().imag`) and the graph "
+                    "writes it; inductor reads and writes storage without the bit. Pass x.resolve_neg()"
+                )
 
 
 # Note [What A Backend Receives And Returns]

@@ -6,10 +6,10 @@ symbol values (for the epilogue) when every guard holds, else the first failure 
 ("args[0].size(0): expected 8, got 16").
 Invariants: guards cover the pytree structure (checked by the cache before this), each leaf's type, each constant's
 value, each tensor's dtype, device, requires_grad (and is_leaf where it requires grad: training rules differ for
-autograd leaves), sizes, strides and offset (static, a symbol bound here, or an expression checked here), each
-subclass's type, attrs and ctx (by ==, reported field by field), recursively; the autograd creation meta of each input
-the compile decided on by it; the pattern of storage sharing between dense leaves; and the ShapeEnv's own guards and
-symbol ranges.
+autograd leaves), negative and conjugate bits (dense ones), sizes, strides and offset (static, a symbol bound here,
+or an expression checked here), each subclass's type, attrs and ctx (by ==, reported field by field), recursively; the
+autograd creation meta of each input the compile decided on by it; the pattern of storage sharing between dense
+leaves; and the ShapeEnv's own guards and symbol ranges.
 """
 
 from __future__ import annotations
@@ -254,9 +254,10 @@ def describe_opaque_change(path: str, old: object, new: object) -> str:
 #   its properties as a plain tensor does, the fast body tests its type, dtype, device, requires_grad, sizes and
 #   strides in one call of torch's TensorGuards (C++, the per-tensor part of Dynamo's guards; ~0.15 us against ~0.4
 #   us for the six reads in Python), made from the compile's own tensor where that tensor has exactly the values
-#   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets): a
-#   stricter predicate, whose extra failures (a conjugate bit, a key set excluded around the call) go to the first
-#   body, which decides them as before, so what an entry accepts is unchanged.
+#   the guards expect. It compares the tensor's dispatch keys as well (under the call's thread-local key sets), the
+#   conjugate and negative bits among them (guarded anyway: `_bit_guards`): a stricter predicate, whose extra
+#   failures (a key set excluded around the call) go to the first body, which decides them as before, so what an
+#   entry accepts is unchanged.
 # - Inference-ness where the compile decided on it: each dense leaf the program writes (and each member of a written
 #   alias group), or that is an inference tensor, is one or not as the compile's, and so is each written subclass
 #   input's wrapper (the run raises eager's error for an in-place write of one, and the epilogue writes it inside
@@ -685,6 +686,8 @@ def _tensor_guards(
         w.expect(
             f"{var}.{field} == {c}", f"{path}.{field}", expected, f"{var}.{field}", _fast_field(var, field, c, expected)
         )
+    if tree is None:
+        _bit_guards(w, var, path, real)
     sizes, strides = fake.size(), fake.stride()
     if known is None or len(known.sizes) != fake.dim():
         combined = _static_dims(sizes)  # Note [What The Guards Compare]
@@ -707,6 +710,17 @@ def _tensor_guards(
     _stride_guards(w, var, path, strides, stride_dims, known is None, one_call is None)
     w.dim(f"{var}.storage_offset()", f"{path}.storage_offset()", fake.storage_offset())
     return one_call is not None
+
+
+def _bit_guards(w: _Writer, var: str, path: str, real: torch.Tensor) -> None:
+    """A dense tensor's negative bit (and a complex one's conjugate bit), as the compile's: a backend may compile
+    for the bits it was shown (inductor reads the storage as it is), so a changed bit compiles anew. In the fast
+    body only where no one-call check (whose dispatch keys hold the bits) stands for them."""
+    bits = ("is_neg", "is_conj") if real.is_complex() else ("is_neg",)
+    for bit in bits:
+        value = bool(getattr(real, bit)())
+        c = w.constant(value)
+        w.expect(f"{var}.{bit}() == {c}", f"{path}.{bit}()", value, f"{var}.{bit}()", f"{var}.{bit}() is {c}")
 
 
 def _one_call_check(

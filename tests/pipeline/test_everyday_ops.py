@@ -859,3 +859,36 @@ def test_a_cond_branch_writing_or_returning_a_tensor_it_reads_raises_as_eager_do
     with pytest.raises(RuntimeError, match=match):
         subclassaot.compile(fn, backend="eager")(torch.randn(3, 3))
     assert torch.equal(WEIGHT, before)
+
+
+# ----------------------------------------------------------------------------- the negative bit
+# `c.conj().imag` is a real tensor with the negative bit: its storage holds the imaginary parts, and every read
+# negates them. Inductor reads an input's storage as it is: `x + 1` on it gave the imaginary parts plus one (horacle's
+# repro), and the guards did not check the bit, so an entry compiled for a plain tensor took one with the bit.
+
+
+def neg_bit(plain: bool = False) -> tuple[object, ...]:
+    c = torch.randn(4, 5, dtype=torch.cfloat)
+    return (c.imag if plain else c.conj().imag,)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_an_input_with_the_negative_bit_read_by_inductor_matches_eager(entry: str) -> None:
+    assert_matches_eager(lambda x: x + 1, neg_bit, backend="inductor", compile_fn=ENTRIES[entry])
+
+
+def test_an_input_with_the_negative_bit_written_on_inductor_matches_eager() -> None:
+    assert_matches_eager(lambda x: x.add_(1), neg_bit, backend="inductor")  # (the epilogue writes it, not inductor)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_changed_negative_bit_compiles_anew(backend: str) -> None:
+    def fn(x: T) -> T:
+        return x + 1
+
+    compiled = subclassaot.compile(fn, backend=backend)
+    (plain,), (negative,) = neg_bit(plain=True), neg_bit()
+    assert_call_matches_eager(compiled, fn, lambda: (plain,))
+    assert_call_matches_eager(compiled, fn, lambda: (negative,))
+    assert compiled.compile_count == 2
+    assert compiled.recompile_reasons == ("args[0].is_neg(): expected False, got True",)
