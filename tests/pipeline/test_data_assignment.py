@@ -3677,3 +3677,57 @@ def test_pair_view_input_assigned_its_view_after_a_bump(compile_fn: CompileFn | 
             return (pair(3, 4, 2, requires_grad=True).mul(2.0).transpose(2, 0),)
 
     check_with_grad(_select_transposed_in_place_then_assigned, make_inputs, compile_fn)
+
+
+# Fuzz seed 121005, program 9788 (DIVERGED: output[0] requires_grad False vs eager True): max()'s int64 indices
+# assigned `.data = x1` (float), a view taken, then copy_() of a value that requires grad into them. Eager's tensor
+# took float32 and the copy_ gave it (and the view) a CopyBackwards history; the run's kept int64, where autograd
+# records nothing, so ours returned a leaf. Refused, as is the other way round (a float intermediate given int64 data
+# then written with grad: the run records a history eager does not, and crashed). Written into with no value that
+# requires grad, or through a view taken after the assignment (which has eager's dtype in the run), it runs.
+_RETYPED_GRAD_SOURCES: dict[str, Callable[[T], T]] = {
+    "max": lambda x: x.max(0)[1],
+    "long": lambda x: x.detach().long(),
+    "float_given_long": lambda x: x.detach() * 0,
+}
+
+
+def _retyped_then_written(make: str, write: str, grad_value: bool, returned: str) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = x0 * 1 if grad_value else x0.detach() * 1
+        t1 = _RETYPED_GRAD_SOURCES[make](x0)
+        t1.data = x1.long() if make == "float_given_long" else x1
+        t2 = t1.view((1, -1, 9))
+        t1.copy_(t0) if write == "copy_" else t1.fill_(t0)
+        return (t2,) if returned == "view" else (t1,)
+
+    return f
+
+
+def _scalar_leaf_and_matrix() -> tuple[object, ...]:
+    return (torch.randn((), requires_grad=True), torch.randn((3, 3)))
+
+
+# fuzz seed 121005 #9788
+@pytest.mark.parametrize("returned", ["view", "itself"])
+@pytest.mark.parametrize("write", ["copy_", "fill_"])
+@pytest.mark.parametrize("make", list(_RETYPED_GRAD_SOURCES))
+def test_write_with_grad_into_an_intermediate_of_another_dtype_refused(
+    compile_fn: CompileFn | None, make: str, write: str, returned: str
+) -> None:
+    f = _retyped_then_written(make, write, True, returned)
+    refused_with_grad(f, _scalar_leaf_and_matrix, compile_fn, "assigned `.data =` a tensor of dtype")
+    with torch.enable_grad():
+        plain = _retyped_then_written(make, write, False, returned)
+        assert_matches_eager(plain, _scalar_leaf_and_matrix, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def test_write_with_grad_through_a_view_of_an_intermediate_of_another_dtype(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        t1 = x0.detach() * 0
+        t1.data = x1.long()
+        t2 = t1.view((1, -1, 9))  # (int64 in the run as in eager: no history)
+        t2.copy_(x0 * 1)
+        return (t2,)
+
+    check_with_grad(f, _scalar_leaf_and_matrix, compile_fn)

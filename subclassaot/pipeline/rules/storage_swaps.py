@@ -83,6 +83,12 @@ from subclassaot.pipeline.rules.new_leaves import (
 )
 from subclassaot.pipeline.rules.overlapping_reads import check_no_overlapping_read
 from subclassaot.pipeline.rules.relaid_views import Layout, note_view_set
+from subclassaot.pipeline.rules.retyped_data import (
+    check_data_dtype,
+    check_retyped_grad_write,
+    check_retyped_resize,
+    refuse_retyped_gain,
+)
 from subclassaot.pipeline.rules.set_storage_rules import (
     check_grad_write_into_grown_view,
     check_resized_nbytes,
@@ -172,7 +178,6 @@ from subclassaot.torch_internals import (
     FunctionApplyNoted,
     autograd_sequence_nr,
     bumps_written_args,
-    differentiable_dtype,
     differentiates_inside_transform,
     dispatches_in_cpp,
     function_applies_noted,
@@ -403,6 +408,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
             check_inference_write(self.record, func, args, kwargs)
             check_grad_write_into_grown_view(self.record, func, args, kwargs)  # (before autograd replays its views)
+            check_retyped_grad_write(self.record, func, args, kwargs)
             if self.record.escaping_strided:
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
@@ -567,7 +573,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         memory_format = kwargs.get("memory_format")
         retyped = self.record.retyped.get(id(args[0]))
         if retyped is not None:  # Note [Storage Swaps By Rebinding]
-            _check_retyped_resize(args[0], list(args[1]), retyped)
+            check_retyped_resize(args[0], list(args[1]), retyped)
         elif self._grows(args):
             self._grow(args[0], list(args[1]), memory_format)
             return True
@@ -1234,7 +1240,7 @@ class _DataMode(TorchFunctionMode):
         if not isinstance(t, torch.Tensor) or is_functorch_wrapped(t) or id(t) in self.record.input_positions:
             return False
         if id(t) in self.record.retyped:  # (the call's own refusal, as where it is not held back: _flag_pair)
-            _refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
+            refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
         # (as _makes_new_leaf answers: in a call begun under no_grad, the flag alone changes, whatever the grad mode
         # at the call, Note [Grad Mode And Autograd Reads])
         if not self.record.grad_at_start:
@@ -1333,7 +1339,7 @@ class _DataMode(TorchFunctionMode):
         if not isinstance(t, torch.Tensor):
             return False
         if turns_on and id(t) in self.record.retyped:
-            _refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
+            refuse_retyped_gain(self.record.retyped[id(t)], t.dtype)
         if turns_on and not t.requires_grad:
             self.record.open_gain(t)
         return not turns_on and self.record.cancel_gain(t)
@@ -1357,7 +1363,7 @@ class _DataMode(TorchFunctionMode):
                 "the compiled call does not make. Assign a clone made outside the block"
             )
         if is_functional(args[0]) and is_functional(args[1]):
-            _check_data_dtype(self.record, args[0], args[1])
+            check_data_dtype(self.record, args[0], args[1])
             version, key, before = get_version(args[0]), storage_key(args[0]), layout_of(args[0])
             note_data_assignment(self.record, args[0], tuple(args[0].shape))
             note_assignment_reads(self.record, args[0])  # Note [History Kept Through .data =]
@@ -1701,57 +1707,6 @@ class _DataMode(TorchFunctionMode):
         self.record.wrapper_data.setdefault(id(target), []).append(assignment)
         # (the wrapper keeps its own version counter: none, if made inside an inference_mode block)
         self.record.note_counter_after_data(target, self.record.eager_inference(source))
-
-
-def _check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Tensor) -> None:
-    """`target.data = source` with another dtype (or device), target plain: eager's target takes the new dtype; the
-    run's functional tensor keeps the one it was made with, and so would the input or the view the compiled call
-    gives back. A fresh intermediate (no view, on no input's storage) is the graph's output as assigned, and runs
-    (Note [Storage Swaps By Rebinding])."""
-    if source.dtype == target.dtype and source.device == target.device:
-        record.retyped.pop(id(target), None)
-        return
-    found = record.input_positions.get(id(target))
-    inputs = {storage_key(t) for t in record.run_inputs if not is_traceable_subclass(t)}
-    if found is None and not target._is_view() and storage_key(target) not in inputs:
-        record.retyped[id(target)] = source.dtype
-        return
-    what = f"tensor input {found[0]}" if found is not None else "a view of an input or of an intermediate"
-    raise UnsupportedError(
-        f"`.data =` of {what} (dtype {target.dtype}, device {target.device}) with a tensor of dtype {source.dtype} "
-        f"on {source.device}: eager's tensor takes the new dtype, which the compiled call cannot give it (the trace "
-        "keeps each tensor's dtype). Assign a tensor of the same dtype (`x.data = y.to(x.dtype)`), or return the "
-        "assigned tensor itself instead of the input"
-    )
-
-
-def _check_retyped_resize(x: torch.Tensor, size: list[int], eager_dtype: torch.dtype) -> None:
-    """resize_() of a tensor a `.data =` gave another dtype (Note [Storage Swaps By Rebinding]):
-    eager counts its storage in the new dtype's elements, whose growth the run (whose tensor keeps the dtype it was
-    made with) cannot make: refused. One that does not grow it runs as any resize_ within the storage."""
-    count = x.storage_offset() + int(torch.Size(size).numel())
-    if not bool(count * eager_dtype.itemsize > x.untyped_storage().nbytes()):
-        return
-    raise UnsupportedError(
-        f"resize_() to {tuple(size)} of a tensor (dtype {x.dtype}) whose `.data` the program assigned a tensor of dtype "
-        f"{eager_dtype}: eager's tensor took the new dtype, and its resize_() grows the storage in that dtype's "
-        "elements, which the run (whose tensor keeps the dtype it was made with) cannot make. Resize the assigned "
-        "tensor itself, or assign a tensor of the same dtype (`t.data = y.to(t.dtype)`)"
-    )
-
-
-def _refuse_retyped_gain(eager_dtype: torch.dtype, run_dtype: torch.dtype) -> None:
-    """requires_grad turned on for a fresh intermediate a `.data =` gave another dtype (`_check_data_dtype`): eager's
-    tensor has the new dtype, the run's its old one, so whether it can require grad, and the gradient's dtype, are
-    not eager's. Eager's error where its dtype cannot require grad; refused otherwise."""
-    if not differentiable_dtype(eager_dtype):
-        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-    raise UnsupportedError(
-        f"the program turns requires_grad on for a tensor it computed and then assigned `.data =` a tensor of dtype "
-        f"{eager_dtype} (it was {run_dtype}): eager's tensor takes the new dtype, which the compiled run cannot give "
-        "it (the trace keeps each tensor's dtype). Assign a tensor of the same dtype (`t.data = y.to(t.dtype)`), or "
-        "call requires_grad_() on the assigned tensor itself"
-    )
 
 
 _UNIFORM_METHODS = frozenset({torch.Tensor.fill_, torch.Tensor.zero_, torch.fill_, torch.zero_})
