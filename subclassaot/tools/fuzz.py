@@ -56,6 +56,7 @@ from subclassaot.tools.fuzz_ops import (
     unspecified_write,
 )
 from subclassaot.tools.fuzz_program import (
+    COMPLEX_KINDS,
     NESTED_KINDS,
     BaseSpec,
     Grad,
@@ -170,6 +171,8 @@ def _draw_base(choose: Chooser, config: FuzzConfig, index: int, grad_mode: bool)
     kind = get_input_kind(config.kinds[k])
     if Vocabulary.NESTED in config.vocabulary and choose.chance(2):
         kind = get_input_kind(NESTED_KINDS[choose.integer(0, len(NESTED_KINDS) - 1)])
+    elif Vocabulary.COMPLEX in config.vocabulary and kind.key == "plain" and choose.chance(3):
+        kind = get_input_kind(COMPLEX_KINDS[choose.integer(0, len(COMPLEX_KINDS) - 1)])
     if kind.fixed_shape is not None:
         shape = kind.fixed_shape
     else:

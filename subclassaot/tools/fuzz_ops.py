@@ -182,6 +182,10 @@ class Vocabulary(enum.Enum):
     # rarely, a base that is a TwoTensor of TwoTensors: over plain tensors, or over leaves that each require grad apart
     # (`TwoTensor(a, a.detach().clone().requires_grad_())`; subclassaot/tools/fuzz_program.py)
     NESTED = "nested"
+    # unfold(dim, size, step): windows that overlap (step < size) or leave elements out (step > size), written through
+    WINDOWS = "windows"
+    # rarely, a complex base passed as its lazy conj view (`c.conj()`, conj bit set) or that view's imag (neg bit set)
+    COMPLEX = "complex"
 
 
 OpName = Literal[
@@ -192,7 +196,7 @@ OpName = Literal[
     "data_assign",
     "requires_grad_", "requires_grad_set", "requires_grad_if_flagless", "mul_by_flags", "storage_free", "storage_refill", "resize_grow", "set_self",
     "SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved", "TwoViews",
-    "sort", "max_dim", "split_with_sizes", "batch_norm", "detached_leaf",
+    "sort", "max_dim", "split_with_sizes", "batch_norm", "detached_leaf", "unfold",
 ]  # fmt: skip
 
 Result = torch.Tensor | tuple[torch.Tensor, ...] | None  # a tuple binds one variable per element
@@ -292,6 +296,14 @@ def _gen_slice(choose: Chooser, t: torch.Tensor) -> Params | None:
 
 def _gen_unsqueeze(choose: Chooser, t: torch.Tensor) -> Params | None:
     return (choose.integer(-(t.dim() + 1), t.dim()),)
+
+
+def _gen_unfold(choose: Chooser, t: torch.Tensor) -> Params | None:
+    """(dim, size, step): a step below the size overlaps windows, one above leaves elements out."""
+    if t.dim() == 0:
+        return None
+    d = _dim(choose, t.dim())
+    return (d, choose.integer(1, max(t.size(d), 1)), choose.integer(1, 3))
 
 
 def _gen_expand(choose: Chooser, t: torch.Tensor) -> Params | None:
@@ -411,8 +423,10 @@ def _refill(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> None:
 # Training-mode batch norm: the running mean is a row of the source (its last dimension: `t[0, 0]` of a rank-3 `t`)
 # and the variance fresh, or the variance is and the mean fresh, or both are (`t[0, 0]` and `t[1, 0]`); a clone of the
 # other tensor, reshaped to (-1, C), is the batch (two rows at least: one row's unbiased variance divides by zero; a
-# clone: the kernel reads its batch after it writes the statistics, which may share its memory). The source does not
-# require grad (a buffer's statistics); rows whose elements share memory (an expand()) are not written.
+# clone: the kernel reads its batch after it writes the statistics, which may share its memory); sometimes its first row
+# repeated three times (variance 0, where 1/sqrt(eps) magnifies rounding: eager's CPU kernel picks its arithmetic by
+# the statistics' layout). The source does not require grad (a buffer's statistics); rows whose elements
+# share memory (an expand()) are not written.
 
 
 def _rows(t: str, which: int, k: int, c: int) -> str:
@@ -429,7 +443,7 @@ def _gen_batch_norm(choose: Chooser, t: torch.Tensor) -> Params | None:
     if not batch_norm_stats(t):
         return None
     which = choose.integer(0, 2 if t.dim() > 1 and t.size(0) > 1 else 1)
-    params: Params = (which, choose.integer(0, 1), t.size(-1), t.dim() - 1)
+    params: Params = (which, choose.integer(0, 1), t.size(-1), t.dim() - 1, int(choose.chance(25)))
     first, second = (t[(i, *(0,) * (t.dim() - 2))] if t.dim() > 1 else t for i in (0, 1))
     offsets: dict[int, list[int]] = {}  # storage -> the elements written there (two alike where not listed)
     for u in [leaf for row in (first, second)[: 2 if which == 2 else 1] for leaf in dense_leaves(row)]:
@@ -444,19 +458,20 @@ def batch_norm_fits(stats: torch.Tensor, batch: torch.Tensor) -> bool:
 
 
 def _batch_norm_expr(t: str, o: str | None, p: Params) -> str:
-    which, api, c, k = map(_i, p)
-    stats, batch = _rows(t, which, k, c), f"{o}.clone().reshape(-1, {c})"
+    which, api, c, k, repeated = map(_i, p)
+    stats, batch = _rows(t, which, k, c), f"{o}.clone().reshape(-1, {c})" + ("[:1].repeat(3, 1)" if repeated else "")
     if api == 0:
         return f"torch.native_batch_norm({batch}, None, None, {stats}, True, 0.1, 1e-05)[0]"
     return f"torch.nn.functional.batch_norm({batch}, {stats}, training=True, momentum=0.1, eps=1e-05)"
 
 
 def _batch_norm(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
-    which, api, c, k = map(_i, p)
+    which, api, c, k, repeated = map(_i, p)
     assert o is not None, "BUG: batch_norm needs a batch"
     first, second = (t[(i, *(0,) * (k - 1))] if k else t for i in (0, 1))
     mean, var = ((first, torch.ones(c)), (torch.zeros(c), first), (first, second))[which]
     batch = o.clone().reshape(-1, c)
+    batch = batch[:1].repeat(3, 1) if repeated else batch
     if api == 0:
         return torch.native_batch_norm(batch, None, None, mean, var, True, 0.1, 1e-05)[0]
     return torch.nn.functional.batch_norm(batch, mean, var, training=True, momentum=0.1, eps=1e-05)
@@ -637,6 +652,7 @@ _OPS: tuple[OpDef, ...] = (
         ),
         weight=1,
     ),
+    _op("unfold", VIEW, _gen_unfold, _method("unfold"), weight=3, vocabulary=Vocabulary.WINDOWS),
     _op("detach", VIEW, _gen_none, _method("detach"), weight=1),
     _op("contiguous", VIEW, _gen_none, _method("contiguous"), weight=1),
     _op("add_", INPLACE, _gen_scalar_or_other, _method("add_", "scalar_or_other"), weight=5, other="maybe"),

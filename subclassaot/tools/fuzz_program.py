@@ -23,6 +23,7 @@ from subclassaot.errors import tuple_text
 from subclassaot.tools.fuzz_ops import OPS, OpName, Params
 
 __all__ = [
+    "COMPLEX_KINDS",
     "NESTED_KINDS",
     "PLAIN",
     "BaseSpec",
@@ -158,8 +159,27 @@ _NESTED = (
         fixed_shape=None,
     ),
 )
-_KINDS.update((kind.key, kind) for kind in _NESTED)
+# Complex inputs (Vocabulary.COMPLEX): a complex tensor passed as its lazy conj view (conj bit set), or that view's
+# imag (a float view with the neg bit set); the ops eager rejects on them are drawn again.
+_COMPLEX = (
+    InputKind(
+        key="conj_view",
+        make=lambda t: (t * (1 + 0.5j)).conj(),
+        source=lambda e: f"({e} * (1 + 0.5j)).conj()",
+        imports=(),
+        fixed_shape=None,
+    ),
+    InputKind(
+        key="conj_view_imag",
+        make=lambda t: (t * (1 + 0.5j)).conj().imag,
+        source=lambda e: f"({e} * (1 + 0.5j)).conj().imag",
+        imports=(),
+        fixed_shape=None,
+    ),
+)
+_KINDS.update((kind.key, kind) for kind in (*_NESTED, *_COMPLEX))
 NESTED_KINDS = tuple(kind.key for kind in _NESTED)
+COMPLEX_KINDS = tuple(kind.key for kind in _COMPLEX)
 
 
 def register_input_kind(kind: InputKind) -> None:

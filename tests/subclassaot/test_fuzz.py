@@ -34,8 +34,9 @@ from subclassaot.tools.fuzz import (
     shrink,
     storage_safe,
 )
-from subclassaot.tools.fuzz_ops import OPS, Vocabulary
+from subclassaot.tools.fuzz_ops import OPS, Family, Vocabulary
 from subclassaot.tools.fuzz_program import (
+    COMPLEX_KINDS,
     NESTED_KINDS,
     BaseSpec,
     InputSpec,
@@ -485,13 +486,44 @@ def test_the_classes_fixed_for_issue_27_are_drawn_rarely_and_print_as_they_run()
         _assert_printed_source_does_what_the_interpreter_does(program)
 
 
+def _session_55_classes(program: Program) -> set[str]:
+    windows = {v for op in program.ops if op.name == "unfold" for v in op.outs}
+    written = any(op.src in windows and OPS[op.name].family is Family.INPLACE for op in program.ops)
+    steps = [(cast(int, op.params[2]), cast(int, op.params[1])) for op in program.ops if op.name == "unfold"]
+    return {
+        *(f"unfold {'overlapping' if step < size else 'apart'}" for step, size in steps if step != size),
+        *(["written through unfold"] if written else []),
+        *(["batch_norm repeated row"] if any(op.name == "batch_norm" and op.params[4] for op in program.ops) else []),
+        *(b.kind for b in program.bases if b.kind in COMPLEX_KINDS),
+    }  # fmt: skip
+
+
+def test_the_classes_fixed_in_session_55_are_drawn_rarely_and_print_as_they_run() -> None:
+    """Session 55's classes: writes through unfold windows that overlap or leave elements out, training-mode batch
+    norm over one row repeated (variance 0), and complex inputs passed as a conj view or its imag (a neg view) each
+    occur in a thousand default programs, each in a few percent at most; the printed source of each does what the
+    interpreter does."""
+    found: dict[str, Program] = {}
+    counts: dict[str, int] = {}
+    for seed in range(1000):
+        program = generate(RandomChooser(seed), FuzzConfig())
+        for name in _session_55_classes(program):
+            found.setdefault(name, program)
+            counts[name] = counts.get(name, 0) + 1
+    wanted = {"unfold overlapping", "unfold apart", "written through unfold", "batch_norm repeated row"}
+    assert (wanted | set(COMPLEX_KINDS)) - found.keys() == set(), counts
+    assert max(counts.values()) <= 50, counts  # 5% of 1000
+    for program in found.values():
+        _assert_printed_source_does_what_the_interpreter_does(program)
+
+
 def test_the_core_vocabulary_alone_draws_no_other_group() -> None:
     core = FuzzConfig(kinds=CONFIG.kinds, vocabulary=CORE)
     for seed in range(100):
         program = generate(RandomChooser(seed), core)
         assert all(OPS[op.name].vocabulary is Vocabulary.CORE for op in program.ops)
         assert all(op.scopes in ((), ("no_grad",)) for op in program.ops) and not any(b.freed for b in program.bases)
-        assert not _issue_27_classes(program)
+        assert not _issue_27_classes(program) and not _session_55_classes(program)
 
 
 def test_programs_that_would_read_a_freed_storage_are_never_run() -> None:
