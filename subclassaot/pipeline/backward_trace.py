@@ -52,6 +52,7 @@ from subclassaot.pipeline.rules.backward_errors import (
     early_leaf_views,
     raises_outside_program,
     refuse_changed_leaf_views,
+    refuse_returned_view_behind_raise,
     refuse_set_node_eager_skips,
     refuse_written_escaping_views,
     written_escaping_views,
@@ -1141,6 +1142,7 @@ def _deferred_exactly(
         return None, frozenset()
     if patterns.ends.get(frozenset(), BackwardEnd.COMPLETES) is not BackwardEnd.COMPLETES:
         return None, frozenset()  # outputs whose backward never reaches the Function raise in eager
+    refuse_returned_view_behind_raise(setup, attached)
     return frozenset(p for p, end in patterns.ends.items() if end is BackwardEnd.RAISES), early
 
 

@@ -3544,3 +3544,31 @@ def test_saved_tensor_behind_another_members_history_left_unchecked(make_inputs:
         assert_matches_eager(
             _dirty_write_then_saved_read_copied_into_a_detached_view, make_inputs, after_call=write_outputs
         )
+
+
+def _view_written_in_inference_mode_beside_a_set(x0: T, x1: T) -> tuple[T, T]:
+    with torch.inference_mode():
+        x1.add_(x0)  # bumps x1's counter without a node: eager rebuilds its history at the next read with grad
+    x0.set_(x0)  # type: ignore[call-overload]  # with grad: a node whose backward raises
+    x1.sum(1)  # that read: x1's rebuilt node is made here, before sin's, so eager's engine runs it after the set_'s
+    return (x1, x0.sin())
+
+
+@torch.enable_grad()
+def _nonleaf_and_leaf_view() -> tuple[T, T]:
+    return nonleaf(), _leaf(3, 3, 1).transpose(2, 0)
+
+
+def test_view_of_a_leaf_written_in_inference_mode_returned_beside_a_set_is_refused(
+    compile_fn: CompileFn | None,
+) -> None:
+    """Fuzz seed 123560 program 125: eager's backward raises at set_'s node with the leaf's grad still None; the
+    caller rebuilt x1's history after the compiled call, so its leaf got a gradient before the deferred error."""
+    f, make = _view_written_in_inference_mode_beside_a_set, _nonleaf_and_leaf_view
+    with torch.enable_grad():
+        x0, x1 = make()
+        out = f(x0, x1)
+        with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
+            (out[0].sum() + out[1].sum()).backward()  # type: ignore[no-untyped-call]
+        assert x1._base is not None and x1._base.grad is None
+    assert_refused(f, make, compile_fn, r"args\[1\] \(returned as out\[0\]\): the program wrote this view")

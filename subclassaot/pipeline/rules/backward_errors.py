@@ -50,6 +50,9 @@ backward through every output, probed, completes (Note [set_ Under Grad]).
 
 Input: the `JointSetup`, the probe's `TangentPatterns` and the traced backward's error. Output: None, or an
 UnsupportedError. Invariants: reads the patterns and the analysis only.
+
+Part: Stage `trace` (training), deferred backward errors: refuse a view of a leaf returned as itself, written without
+grad, whose history the caller rebuilds after the Function's node (`refuse_returned_view_behind_raise`).
 """
 
 from __future__ import annotations
@@ -71,8 +74,10 @@ from subclassaot.pipeline.backward_probe import (
     _trial,
     cut_by_no_grad,
     eager_run,
+    probe_eager_backward,
 )
 from subclassaot.pipeline.joint import JointSetup
+from subclassaot.pipeline.rules.set_under_grad import through_function
 from subclassaot.schemas import (
     Analysis,
     AssignedWrite,
@@ -323,6 +328,7 @@ __all__ = [
     "input_set_blocks",
     "inputs_behind_raising_nodes",
     "raising_write_blocks",
+    "refuse_returned_view_behind_raise",
 ]
 
 
@@ -537,3 +543,35 @@ def refuse_set_node_eager_skips(setup: JointSetup, patterns: TangentPatterns | N
         "(Note [set_ Under Grad]); not supported in training. Call that set_() under torch.no_grad(), or pass a clone "
         "instead of the alias"
     ) from error
+
+
+def refuse_returned_view_behind_raise(setup: JointSetup, attached: Set[int]) -> None:
+    """Refuse an input returned as itself that is a plain view of a leaf requiring grad, its counter bumped by a write
+    autograd records nothing of (inference_mode), not attached to the Function, where eager's backward through it and
+    an output the Function computes raises: eager rebuilds the view's history from its base at the program's next read
+    with grad, a node made before the raising one, so it runs after it and the leaf gets no gradient; ours is rebuilt
+    by the caller after the call and runs first. (Over-refuses where the Function's own gradient feeds that leaf.)"""
+    analysis, flat, layout = setup.analysis, setup.flat, setup.layout
+    through = {o for o, info in enumerate(analysis.outputs) if through_function(analysis, info)}
+    for o, info in enumerate(analysis.outputs):
+        index = info.input_index
+        if info.kind is not OutputKind.IS_INPUT or index is None or index in attached or not through:
+            continue
+        real = flat.values[index]
+        base = real._base if type(real) is torch.Tensor else None
+        if base is None or not (base.is_leaf and base.requires_grad):
+            continue
+        muts = [analysis.mutations[j] for j in layout.leaves_of_input[flat.tensor_indices.index(index)]]
+        if not any(m.version_bumped for m in muts) or any(m.autograd_visible or m.set_under_grad for m in muts):
+            continue
+        ends = probe_eager_backward(setup.call, flat) or {}
+        if not any(end is BackwardEnd.RAISES and o in chosen and chosen & through for chosen, end in ends.items()):
+            continue
+        raise UnsupportedError(
+            f"{flat.leaves[index].path} (returned as {info.path}): the program wrote this view of an autograd leaf "
+            "without grad (inference_mode) and returns it as itself beside an output it computes, and eager's "
+            "backward through them raises at set_'s node before the leaf gets a gradient: eager rebuilds the view's "
+            "history at the program's next read with grad, a node it runs after the raising one; the view's history "
+            "is rebuilt after the compiled call, so its leaf would get a gradient first (Note [set_ Under Grad]). "
+            "Call set_() outside the compiled function, or return a clone of the view"
+        )

@@ -58,6 +58,7 @@ __all__ = [
     "note_write_after_grad_set",
     "refuse_grad_set_onto_moved_source",
     "refuse_layout_node_order",
+    "through_function",
     "views_before_view_sets",
 ]
 
@@ -458,7 +459,7 @@ def refuse_layout_node_order(
     ]
     if not relaid or not grad_output_count(call, flat):
         return
-    through = {o for o, info in enumerate(analysis.outputs) if _through_function(analysis, info)}
+    through = {o for o, info in enumerate(analysis.outputs) if through_function(analysis, info)}
     ends = probe_eager_backward(call, flat)
     if ends is None or not any(
         end is BackwardEnd.RAISES_AFTER_GRADS and chosen & through for chosen, end in ends.items()
@@ -474,12 +475,12 @@ def refuse_layout_node_order(
     )
 
 
-def _through_function(analysis: Analysis, info: OutputInfo) -> bool:
+def through_function(analysis: Analysis, info: OutputInfo) -> bool:
     """Does the output's gradient go into the compiled Function (a value the graph computes, not a view of an input
     rebuilt after the epilogue, nor an input returned as itself)?"""
     if info.kind is OutputKind.SAME_AS:
         assert info.input_index is not None
-        return _through_function(analysis, analysis.outputs[info.input_index])
+        return through_function(analysis, analysis.outputs[info.input_index])
     return info.kind is OutputKind.TENSOR and any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in info.leaves)
 
 
