@@ -235,9 +235,14 @@ def graph_example_inputs(
             # member that requires grad names it (the first may be a detach() of it, with no history).
             first = next((m for m in members if m.requires_grad), members[0])
             base = first._base
-            # (not a base set_() moved the member off: autograd names it, the storage is another; nor the base of a
+            # (not a base set_() moved the member off: autograd names it, the storage is another; nor a base of
+            # another dtype, `c` of `c.imag`: the group counts elements in the members' dtype; nor the base of a
             # leaf view that requires grad where its base does not: that view is its own autograd root)
-            same_storage = base is not None and base.untyped_storage()._cdata == first.untyped_storage()._cdata
+            same_storage = (
+                base is not None
+                and base.dtype == first.dtype
+                and base.untyped_storage()._cdata == first.untyped_storage()._cdata
+            )
             root = (
                 base if base is not None and same_storage and (base.requires_grad or not first.requires_grad) else first
             )

@@ -892,3 +892,23 @@ def test_a_changed_negative_bit_compiles_anew(backend: str) -> None:
     assert_call_matches_eager(compiled, fn, lambda: (negative,))
     assert compiled.compile_count == 2
     assert compiled.recompile_reasons == ("args[0].is_neg(): expected False, got True",)
+
+
+# `c.real` / `c.imag` of a complex `c` is a float view whose `._base` is complex: a group of such views written in
+# place was rebuilt over the base at the views' element count in the base's item size, and crashed (setStorage out
+# of bounds; hfuzzw's repro, fuzz seed 123580 program 32).
+def real_part_and_its_view(conj: bool, part: str, requires_grad: bool) -> tuple[object, ...]:
+    c = torch.randn(3, 3, 1, dtype=torch.cfloat, requires_grad=requires_grad).clone()
+    b = getattr(c.conj() if conj else c, part)
+    return (b, b.unsqueeze(-3))
+
+
+@pytest.mark.parametrize(
+    ("conj", "part", "requires_grad"), [(True, "imag", False), (False, "imag", True), (False, "real", True)]
+)
+def test_written_real_views_of_a_complex_input_match_eager(conj: bool, part: str, requires_grad: bool) -> None:
+    def fn(x0: T, x1: T) -> tuple[T, T]:
+        x1.mul_(2)
+        return x0 + 1, x1.sum()
+
+    assert_matches_eager(fn, lambda: real_part_and_its_view(conj, part, requires_grad))
