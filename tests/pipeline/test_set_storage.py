@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import faulthandler
 import functools
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -1999,22 +2000,64 @@ def _view_of(make: Callable[..., T]) -> Callable[..., T]:
 
 # variants of fuzz seed 49000 #3836: the set_() input read after only through a view taken before it (eager's set_
 # node gets the view's regenerated node), set_() twice, and passed as a view of another tensor
+def _read_through_an_earlier_view(x0: T, x1: T) -> object:
+    v = x1.view(-1)
+    set_to(x1, x1)
+    return (x0, x1, v.mul(v))
+
+
+def _set_twice(x0: T, x1: T) -> object:
+    set_to(x1, x1)
+    t0 = x1.mul(x1)
+    set_to(x1, x1)
+    return (x0, x1, x1.add(t0))
+
+
+_EARLIER_VIEW_PROGRAMS = {"view_read": _read_through_an_earlier_view, "set_twice": _set_twice}
+_EARLIER_VIEW_SET = {
+    "plain": nonleaf,
+    "pair": pair_nonleaf,
+    "view": _view_of(nonleaf),
+    "pair_view": _view_of(pair_nonleaf),
+}
+_EARLIER_VIEW_LEAF: dict[str, Callable[[], T]] = {
+    "leaf": lambda: leaf(4),
+    "pair_leaf": lambda: pair(4, requires_grad=True),
+}
+# CI's four of the 16: each kind of set_() input once, each program beside each kind of leaf; the rest are slow
+_EARLIER_VIEW_IN_CI = [
+    ("view_read", "plain", "leaf"),
+    ("set_twice", "pair", "pair_leaf"),
+    ("set_twice", "view", "leaf"),
+    ("view_read", "pair_view", "pair_leaf"),
+]
+
+
+def _check_earlier_view(case: tuple[str, str, str], compile_fn: CompileFn | None) -> None:
+    program, set_input, leaf_input = case
+    make_set, make_leaf = _EARLIER_VIEW_SET[set_input], _EARLIER_VIEW_LEAF[leaf_input]
+    check_with_grad(_EARLIER_VIEW_PROGRAMS[program], lambda: (make_leaf(), make_set(4)), compile_fn)
+
+
 def test_set_under_grad_input_read_after_through_an_earlier_view(compile_fn: CompileFn | None) -> None:
-    def view_read(x0: T, x1: T) -> object:
-        v = x1.view(-1)
-        set_to(x1, x1)
-        return (x0, x1, v.mul(v))
+    for case in _EARLIER_VIEW_IN_CI:
+        _check_earlier_view(case, compile_fn)
 
-    def set_twice(x0: T, x1: T) -> object:
-        set_to(x1, x1)
-        t0 = x1.mul(x1)
-        set_to(x1, x1)
-        return (x0, x1, x1.add(t0))
 
-    for make in (nonleaf, pair_nonleaf, _view_of(nonleaf), _view_of(pair_nonleaf)):
-        for f in (view_read, set_twice):
-            check_with_grad(f, lambda make=make: (leaf(4), make(4)), compile_fn)  # type: ignore[misc]
-            check_with_grad(f, lambda make=make: (pair(4, requires_grad=True), make(4)), compile_fn)  # type: ignore[misc]
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in itertools.product(_EARLIER_VIEW_PROGRAMS, _EARLIER_VIEW_SET, _EARLIER_VIEW_LEAF)
+        if c not in _EARLIER_VIEW_IN_CI
+    ],
+    ids="-".join,
+)
+def test_set_under_grad_input_read_after_through_an_earlier_view_outside_ci(
+    case: tuple[str, str, str], compile_fn: CompileFn | None
+) -> None:
+    _check_earlier_view(case, compile_fn)
 
 
 # variant of fuzz seed 49000 #3836: a plain input set_() under grad to another input's storage and read after, beside

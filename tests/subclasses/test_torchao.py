@@ -399,16 +399,36 @@ TRAINING: dict[str, tuple[Callable[[], nn.Module], int, str]] = {
 }
 
 
-@pytest.mark.parametrize("entry", list(ENTRIES))
-@pytest.mark.parametrize("workload", list(TRAINING))
+# CI's slice: each workload once, each entry with AdamW and with one of torchao's optimizers, each of those (their
+# state subclasses) once with the compiled step below; the rest on the slow marker. (Float8 and NF4 training through
+# the direct entry: the tests above.)
+TRAINING_IN_CI = {
+    ("float8_linear_adamw", "dynamo"),
+    ("nf4_lora_adamw", "direct"),
+    ("mlp_adamw8bit", "direct"),
+    ("mlp_adamw_fp8", "dynamo"),
+}
+
+
+@pytest.mark.parametrize(
+    ("workload", "entry"),
+    [
+        (w, e) if (w, e) in TRAINING_IN_CI else pytest.param(w, e, marks=pytest.mark.slow)
+        for w in TRAINING
+        for e in ENTRIES
+    ],
+)
 def test_two_optimizer_steps_outside_the_compiled_forward_match_eager(workload: str, entry: str) -> None:
     make, in_dim, optimizer = TRAINING[workload]
     _train_two_steps(make, in_dim, optimizer, entry, in_step=False)
 
 
-@pytest.mark.parametrize("optimizer", ["adamw8bit", "adamw4bit", "adamw_fp8"])
+@pytest.mark.parametrize(
+    "optimizer", ["adamw4bit", *(pytest.param(o, marks=pytest.mark.slow) for o in ("adamw8bit", "adamw_fp8"))]
+)
 def test_torchao_optimizer_step_inside_torch_compile_matches_eager(optimizer: str) -> None:
-    # The step builds its subclass state (OptimState8bit over torch.tensor(qmap)) inside a captured graph.
+    # The step builds its subclass state (OptimState4bit, as OptimState8bit, over torch.tensor(qmap)) inside a captured
+    # graph.
     _train_two_steps(_mlp, 64, optimizer, "dynamo", in_step=True)
 
 
