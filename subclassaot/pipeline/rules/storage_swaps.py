@@ -1913,12 +1913,9 @@ def _apply_noted(
     if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
         check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
-        node = any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves((args, kwargs)))
         for a in pytree.tree_leaves((args, kwargs)):
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
-                if node:  # (its node collects its edges: Note [History Kept Through .data =])
-                    record.grad_fn_reads[id(a)] = record.seq
                 record.first_read_with_grad.setdefault(id(a), record.seq)
                 if id(a) in record.requires_grad_dropped and a.requires_grad:
                     record.read_after_regain.add(id(a))
