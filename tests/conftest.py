@@ -19,7 +19,7 @@ if not torch.cuda.is_available():
 # 0 mod CI_SHARE, at least one. The others are marked `slow`, run by `pytest -m slow` (everything: `pytest -m ''`).
 # The choice hangs on the variant's id alone, so it stays put as variants are added.
 SWEEP = 4
-CI_SHARE = 6
+CI_SHARE = 8
 # The subclasses users already have (PyTorch's, NJT, DTensor, torchao's) run whole in CI: +20 s on 2 cores.
 UNSLICED = frozenset(
     f"tests/subclasses/{name}.py"
