@@ -86,7 +86,7 @@ from subclassaot.torch_internals import (
 # the functional run notes where in the program the fact lives, its place: the call index (the count of the program's
 # calls begun so far, less one) and, for set_(), which shares the index of the call it follows with any set_() beside
 # it, its rank among them (`SwapRecord.last_set`); it keeps its simulation beside it. The rule (a function of
-# pipeline/rules/eager_facts.py) asks `SwapRecord.eager` for the record after the run, finds the event at that place
+# pipeline/rules/set_under_grad.py) asks `SwapRecord.eager` for the record after the run, finds the event at that place
 # (`EagerRecord.try_get_event`), checks it is the call it expects, and reads the fact; where the record has no such
 # event (eager raised before it, the call ran inside another, the fakes run failed) the simulation stands. The compile
 # builds the record at most once per program it analyzes (`EagerAsk`, on api's `_Program`), the first time a rule asks,

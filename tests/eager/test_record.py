@@ -317,7 +317,8 @@ def test_a_held_back_call_keeps_the_numbering_of_the_calls_after_it() -> None:
 
 def test_the_compile_builds_the_record_only_where_a_rule_asks(monkeypatch: pytest.MonkeyPatch) -> None:
     # (Note [The Eager Record], reading a fact): a set_() under grad onto another tensor asks for the count of its
-    # source (rules/eager_facts.py), once per compile however many analyses run; a program without one costs no run
+    # source (rules/set_under_grad.py `source_bumps_at_set`), once per compile however many analyses run; a program
+    # without one costs no run
     built: list[EagerRecord] = []
 
     def kept(fn: Callable[..., object], values: list[object]) -> EagerRecord:

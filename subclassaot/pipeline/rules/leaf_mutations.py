@@ -30,7 +30,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun
-from subclassaot.pipeline.rules.eager_facts import source_bumps_at_set
+from subclassaot.pipeline.rules.set_under_grad import source_bumps_at_set
 from subclassaot.pipeline.rules.stale_views import rebuilt_at_entry_layout
 from subclassaot.pipeline.rules.storage_reach import StorageReachError
 from subclassaot.pipeline.rules.swap_record import SwapRecord

@@ -58,6 +58,7 @@ __all__ = [
     "note_write_after_grad_set",
     "refuse_grad_set_onto_moved_source",
     "refuse_layout_node_order",
+    "source_bumps_at_set",
     "through_function",
     "views_before_view_sets",
 ]
@@ -404,7 +405,8 @@ def refuse_view_set_order(
     if not rebased or grad_output_count(call, flat) == 0:
         return  # no output to run a backward through
     ends = probe_eager_backward(call, flat)
-    held = [j for j, m in enumerate(analysis.mutations) if m.view_set_source and _grad_leaf(flat, layout, j)]
+    owners = [flat.values[leaf.owner] for leaf in layout.leaves]
+    held = [j for j, m in enumerate(analysis.mutations) if m.view_set_source and _grad_leaf(owners[j])]
     if held and (ends is None or any(end is not BackwardEnd.COMPLETES for end in ends.values())):
         path = flat.leaves[layout.leaves[held[0]].owner].path
         raise UnsupportedError(
@@ -415,7 +417,7 @@ def refuse_view_set_order(
             "(a detached clone), or under torch.no_grad()"
         )
     early = set(early_grad_sets(analysis, layout))
-    leaves = [t for t, i in enumerate(flat.tensor_indices) if _grad_leaf_value(flat.values[i])]
+    leaves = [t for t, i in enumerate(flat.tensor_indices) if _grad_leaf(flat.values[i])]
     if (
         ends is not None
         and BackwardEnd.RAISES in ends.values()
@@ -484,11 +486,7 @@ def through_function(analysis: Analysis, info: OutputInfo) -> bool:
     return info.kind is OutputKind.TENSOR and any(leaf.source is not LeafSource.INPUT_ALIAS for leaf in info.leaves)
 
 
-def _grad_leaf(flat: FlatInputs, layout: DenseLayout, j: int) -> bool:
-    return _grad_leaf_value(flat.values[layout.leaves[j].owner])
-
-
-def _grad_leaf_value(real: object) -> bool:
+def _grad_leaf(real: object) -> bool:
     return isinstance(real, torch.Tensor) and real.requires_grad and real.is_leaf
 
 
@@ -504,6 +502,19 @@ def note_grad_set_place(record: SwapRecord, x: torch.Tensor, source: torch.Tenso
     else:
         record.own_history_grad_sets.discard(id(x))
         record.own_set_versions.pop(family, None)
+
+
+def source_bumps_at_set(swaps: SwapRecord, x: torch.Tensor) -> int | None:
+    """`LeafMutation.source_bumps_at_set` (None: no source): eager's `found` of the last set_() of `x` under grad for
+    its source, from its event in the record, else the run's `bump_count` there (Note [The Eager Record])."""
+    simulated, place = swaps.grad_set_source_bumps.get(id(x)), swaps.grad_set_places.get(id(x))
+    if simulated is None or place is None or swaps.eager is None:
+        return simulated
+    record = swaps.eager.record()
+    event = None if record is None else record.try_get_event("Tensor.set_", *place)
+    if event is None or not event.grad_enabled or len(event.inputs) < 2 or event.inputs[1] == event.inputs[0]:
+        return simulated  # (eager raised before it, or the place holds no set_() of a tensor onto another)
+    return event.found[1]
 
 
 def note_write_after_grad_set(record: SwapRecord, t: torch.Tensor) -> None:

@@ -407,7 +407,7 @@ class SwapRecord:
     # when that set_() read its history (before the set_'s own advance)
     grad_set_source_bumps: dict[int, int] = field(default_factory=dict)
     # ... -> that set_()'s place among the program's set_()s (`last_set`), where the eager record has the count as
-    # eager's set_ found it (`eager`; rules/eager_facts.py `source_bumps_at_set`)
+    # eager's set_ found it (`eager`; rules/set_under_grad.py `source_bumps_at_set`)
     grad_set_places: dict[int, tuple[int, int]] = field(default_factory=dict)
     # autograd's sequence mark when the program started (`autograd_sequence_mark`); id() of a tensor set_() under
     # grad -> the mark at its last such set_(); id() of those whose last one held back no history but their own: set_()
