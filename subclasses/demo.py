@@ -4,7 +4,7 @@ Input: an `emit(line)` callback (the command line passes `print`). Output: an ex
 Invariants: every compiled program is compared with eager on fresh inputs (`subclassaot.tools.parity.compare_with_eager`)
 and every difference is printed; timings are medians over many calls on tiny inputs, so they measure per-call
 overhead (guards, unwrap, epilogue, wrap), not kernels. Lives in `subclasses` because it uses the samples;
-`subclassaot.tools.cli` reaches it by module name, keeping `subclassaot` free of imports of `subclasses`.
+`subclassaot/__main__.py` reaches it by module name, keeping `subclassaot` free of imports of `subclasses`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from subclassaot.tools.cli import main
+from subclassaot.__main__ import main
 
 
 def test_demo_passes(capsys: pytest.CaptureFixture[str]) -> None:
