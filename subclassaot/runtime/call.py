@@ -18,7 +18,6 @@ import torch
 from torch.autograd.graph import GradientEdge
 
 from subclassaot.authoring.protocol import dense_leaves, is_traceable_subclass
-from subclassaot.runtime.inner_wrappers import inner_anchor_holders, settle_inner_wrappers
 from subclassaot.runtime.plan import (
     GraphCall,
     GraphRunResult,
@@ -32,6 +31,7 @@ from subclassaot.runtime.plan import (
     probed_stride,
     requires_grad_changes,
     set_target_layout,
+    settle_inner_wrappers,
     wrapper_layout,
     wrapper_write_recorded,
 )
@@ -267,8 +267,7 @@ def _storage_holders(
     """Before the epilogue: the anchors' wrapper storages of the wrapper-storage classes, and of the inner wrappers'
     (Note [Wrapper Storage])."""
     outer, inner = plan.analysis.wrapper_storage, plan.analysis.inner_wrapper_storage
-    holders = anchor_holders(plan.flat, outer, values) if outer else []
-    return holders, inner_anchor_holders(plan.flat, inner, values) if inner else []
+    return anchor_holders(plan.flat, outer, values), anchor_holders(plan.flat, inner, values)
 
 
 def _own_stand_in_leaves(plan: RuntimePlan) -> set[int]:

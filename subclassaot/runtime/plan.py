@@ -8,10 +8,10 @@ Invariants: the plan holds no fake tensors, no ShapeEnv and no graph it does not
 compile-time work at call time is `BackwardPlan.retrace` (Note [Tangent Retrace]).
 
 Part: wrapper subclasses' own metadata and storage: what `set_()` and `.data =` leave on a wrapper that its inner
-tensors do not say (Note [Wrapper Storage]), and the layouts the epilogue takes from
-the graph's real results instead of the fake tensors of the analysis. Input: the per-call values (flat inputs,
-outputs as built), the analysis's `WrapperStorageClass`es and per-output `data_meta`; the metadata the analysis
-recorded for an input after the call (a fake tensor's) and the real tensor the graph returned for it. Output: the
+tensors do not say, and on the inner wrappers of a nested subclass set_() at the wrapper level (Note [Wrapper
+Storage]), and the layouts the epilogue takes from the graph's real results instead of the fake tensors of the
+analysis. Input: the per-call values (flat inputs, outputs as built), the analysis's `WrapperStorageClass`es,
+`InnerWrapperClass`es and per-output `data_meta`; the metadata the analysis recorded for an input after the call (a fake tensor's) and the real tensor the graph returned for it. Output: the
 same tensors, each wrapper on its class's storage and with eager's own size/stride/offset; the size, stride and
 offset the epilogue gives the input (`set_target_layout`) or its wrapper (`wrapper_layout`). Invariants: nothing
 here dispatches to a subclass, records autograd history or moves a version counter; a layout is taken only where
@@ -31,7 +31,7 @@ from typing import cast
 import sympy
 import torch
 
-from subclassaot.authoring.protocol import SubclassNode, flatten_subclass
+from subclassaot.authoring.protocol import SubclassNode, dense_leaves, flatten_subclass
 from subclassaot.schemas import (
     Analysis,
     BackwardReshape,
@@ -39,6 +39,7 @@ from subclassaot.schemas import (
     DenseLayout,
     FlatInputs,
     GraphOutputs,
+    InnerWrapperClass,
     Meta,
     SourceSize,
     WrapperStorageClass,
@@ -48,6 +49,7 @@ from subclassaot.torch_internals import (
     is_nested_expr,
     python_source,
     storage_key,
+    storage_nbytes,
 )
 
 
@@ -478,19 +480,24 @@ def non_view_alias(t: torch.Tensor, meta: tuple[Sequence[int], Sequence[int], in
 
 
 def anchor_holders(
-    flat: FlatInputs, classes: Sequence[WrapperStorageClass], values: Sequence[object]
+    flat: FlatInputs, classes: Sequence[WrapperStorageClass | InnerWrapperClass], values: Sequence[object]
 ) -> list[torch.Tensor | None]:
-    """Per class, a plain tensor on the wrapper storage its anchor input had as received (None: no anchor). Taken
-    before the epilogue, which may move an anchor off it (`.data =`)."""
+    """Per class, a plain tensor on the wrapper storage its anchor (an input, or an input's inner wrapper) had as
+    received (None: no anchor). Taken before the epilogue, which may move an anchor off it (`.data =`)."""
     holders: list[torch.Tensor | None] = []
     for c in classes:
-        if c.anchor is None:
-            holders.append(None)
-            continue
-        anchor = values[flat.tensor_indices[c.anchor]]
-        assert isinstance(anchor, torch.Tensor)
-        holders.append(storage_holder(anchor))
+        anchor = (c.anchor, ()) if isinstance(c.anchor, int) else c.anchor
+        holders.append(
+            None if anchor is None else storage_holder(_at(values[flat.tensor_indices[anchor[0]]], anchor[1]))
+        )
     return holders
+
+
+def _at(t: object, attrs: tuple[str, ...]) -> torch.Tensor:
+    for attr in attrs:
+        t = getattr(t, attr)
+    assert isinstance(t, torch.Tensor)
+    return t
 
 
 def storage_holder(anchor: torch.Tensor) -> torch.Tensor:
@@ -541,6 +548,34 @@ def assign_data_meta(t: torch.Tensor, size: list[int], stride: list[int], offset
     they differ from those it was built with; its storage is its class's (`share_wrapper_storages`)."""
     if list(t.shape) != size or list(t.stride()) != stride or t.storage_offset() != offset:
         assign_wrapper_metadata(t, size, stride, offset)
+
+
+def settle_inner_wrappers(
+    flat: FlatInputs,
+    classes: Sequence[InnerWrapperClass],
+    holders: Sequence[torch.Tensor | None],
+    values: Sequence[object],
+    result: Sequence[object],
+) -> None:
+    """Note [Wrapper Storage]: the inner wrappers of nested subclasses after a wrapper-level set_(), as eager's set_,
+    repeated on each, left them: each takes its first dense leaf's metadata, then its class's wrapper storage (a new
+    one where the class has no anchor: a storage the call made). `holders`: from `anchor_holders`."""
+    for c, holder in zip(classes, holders, strict=True):
+        members = [_at(values[flat.tensor_indices[t]], attrs) for t, attrs in c.inputs]
+        members += [_at(result[o], attrs) for o, attrs in c.outputs]
+        for w in members:
+            leaf = dense_leaves(w)[0]
+            assign_data_meta(w, list(leaf.shape), list(leaf.stride()), int(leaf.storage_offset()))
+        if holder is None:
+            first = members[0]
+            numel = max(storage_nbytes(m.untyped_storage()) for m in members) // first.element_size()
+            holder = torch.Tensor._make_wrapper_subclass(  # private API: a storage with no data
+                type(first), [numel], dtype=first.dtype, device=first.device
+            )
+        key = holder.untyped_storage()._cdata
+        for w in members:
+            if w.untyped_storage()._cdata != key:
+                torch._functionalize_unsafe_set(w, holder)
 
 
 Layout = tuple[list[int], list[int], int]

@@ -3,8 +3,8 @@
 they share.
 
 Input: a `FunctionalRun` (its `SwapRecord.wrapper_sets` and view records, the inputs' inner wrappers as received),
-and the tensor inputs' source paths. Output: `InnerWrapperClass`es for the runtime
-(runtime/inner_wrappers.py applies them), or an UnsupportedError where they cannot say eager's result.
+and the tensor inputs' source paths. Output: `InnerWrapperClass`es for the runtime (runtime/plan.py's
+`settle_inner_wrappers` applies them), or an UnsupportedError where they cannot say eager's result.
 Invariants: pure reads of the run's records.
 """
 
