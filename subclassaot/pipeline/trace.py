@@ -204,14 +204,7 @@ def trace_inference(
     example = graph_example_inputs(layout, dense_fakes, own)
     with fake_mode:
         gm = trace_graph(graph_fn, example, decompositions)
-    _drop_dead_code(gm)
-    if (counts["fresh"], counts["bases"], counts["symints"]) != (
-        outputs.num_fresh,
-        outputs.num_bases,
-        outputs.num_symints,
-    ):
-        raise AssertionError(f"BUG: the trace's outputs {counts} differ from the analysis's {outputs}")
-    return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
+    return _traced(gm, counts, outputs, example)
 
 
 def analyze_and_trace(
@@ -255,15 +248,17 @@ def analyze_and_trace(
     ((analysis, traced),) = found
     if not traced:
         return analysis, None
+    return analysis, _traced(gm, counts, inference_outputs(layout, analysis), example)
+
+
+def _traced(
+    gm: torch.fx.GraphModule, counts: dict[str, int], outputs: GraphOutputs, example: Sequence[torch.Tensor]
+) -> TracedGraph:
+    """The traced graph without its dead code, checked to return the outputs the analysis laid out."""
     _drop_dead_code(gm)
-    outputs = inference_outputs(layout, analysis)
-    if (counts["fresh"], counts["bases"], counts["symints"]) != (
-        outputs.num_fresh,
-        outputs.num_bases,
-        outputs.num_symints,
-    ):
+    if counts != {"fresh": outputs.num_fresh, "bases": outputs.num_bases, "symints": outputs.num_symints}:
         raise AssertionError(f"BUG: the trace's outputs {counts} differ from the analysis's {outputs}")
-    return analysis, TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
+    return TracedGraph(graph=gm, outputs=outputs, example_inputs=tuple(example))
 
 
 def graph_output_values(

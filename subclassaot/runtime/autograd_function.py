@@ -1339,26 +1339,15 @@ def _wrapper_values(
         assert tree is not None
         size, stride = list(user[i].shape), list(user[i].stride())
         after = analysis.wrapper_meta_after[i]
+        updates, groups = s.original_update, s.group_source
         if analysis.inplace_replay[i] and after is not None:  # the value with the final metadata
             size, stride, _ = s.ev.meta(after, symbols)
-            leaves = [
-                outs[s.final_update[j]]
-                if j in s.final_update
-                else dense[j]
-                if j in s.unchanged
-                else _member_of(outs, s.group_final[j])
-                for j in layout.leaves_of_input[i]
-            ]
-        else:
-            leaves = [
-                # See Note [Aliased Inputs In Training]: a member's region of its group's new base
-                outs[s.original_update[j]]
-                if j in s.original_update
-                else dense[j]
-                if j in s.unchanged
-                else _member_of(outs, s.group_source[j])
-                for j in layout.leaves_of_input[i]
-            ]
+            updates, groups = s.final_update, s.group_final
+        leaves = [
+            # See Note [Aliased Inputs In Training]: a member's region of its group's new base
+            outs[updates[j]] if j in updates else dense[j] if j in s.unchanged else _member_of(outs, groups[j])
+            for j in layout.leaves_of_input[i]
+        ]
         values.append(unflatten_subclass(tree, leaves, outer_size=size, outer_stride=stride, check=False))
     return values
 
