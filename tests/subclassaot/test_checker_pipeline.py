@@ -11,8 +11,7 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
-from subclassaot.tools.checker import DEFAULT_RULES, CheckReport, Status, check_subclass
-from subclassaot.tools.checker_pipeline import PIPELINE_RULES
+from subclassaot.tools.checker import DEFAULT_RULES, PIPELINE_RULES, CheckReport, Status, check_subclass
 from subclasses.pair import PairTensor, example, nested_example
 
 aten = torch.ops.aten
