@@ -894,6 +894,25 @@ def test_a_changed_negative_bit_compiles_anew(backend: str) -> None:
     assert compiled.recompile_reasons == ("args[0].is_neg(): expected False, got True",)
 
 
+# A fresh output with the negative bit: inductor resolves the view chain of `c.conj().imag.detach()` (or of a
+# `_neg_view`) and returned a plain tensor of the same values, where eager's has the bit (horacle's repro): the first
+# call's output check copies it into storage with eager's bit and layout.
+NEG_BIT_OUTPUTS: dict[str, tuple[Callable[[T], object], Callable[[], tuple[object, ...]]]] = {
+    "imag_of_a_conj": (lambda x: (x * 2).conj().imag.detach(), lambda: (cplx(4, 5),)),
+    "imag_of_a_conj_beside_a_differentiable_output": (
+        lambda x: ((x * 2).conj().imag.detach(), x * 3),
+        lambda: (grad(4, 5, dtype=torch.complex64),),
+    ),
+    "neg_view": (lambda x: torch._neg_view(x * 2).detach(), lambda: (grad(4, 5),)),
+}
+
+
+@pytest.mark.parametrize("name", NEG_BIT_OUTPUTS)
+def test_a_fresh_output_with_the_negative_bit_keeps_it_on_inductor(name: str) -> None:
+    fn, make_inputs = NEG_BIT_OUTPUTS[name]
+    assert_matches_eager(fn, make_inputs, backend="inductor")
+
+
 # `c.real` / `c.imag` of a complex `c` is a float view whose `._base` is complex: a group of such views written in
 # place was rebuilt over the base at the views' element count in the base's item size, and crashed (setStorage out
 # of bounds; hfuzzw's repro, fuzz seed 123580 program 32).
