@@ -913,6 +913,24 @@ def test_a_fresh_output_with_the_negative_bit_keeps_it_on_inductor(name: str) ->
     assert_matches_eager(fn, make_inputs, backend="inductor")
 
 
+def backward_with_negative_bit_tangents(outs: object, args: tuple[object, ...]) -> None:
+    """`out.backward(_neg_view(g))` for each output (a lazy negation: the storage holds -g)."""
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    tangents = [torch._neg_view(torch.linspace(-1.0, 2.0, o.numel()).view_as(o)) for o in outs]
+    torch.autograd.backward(outs, tangents, retain_graph=True)
+
+
+@pytest.mark.parametrize("outputs", ["one", "with_a_view"])
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_tangents_with_the_negative_bit_match_eager(backend: str, outputs: str) -> None:
+    # inductor's backward kernels read a tangent's storage as it is: a contiguous `_neg_view(g)` (not restrided) gave
+    # the gradients of -g; the compiled backward gets its tangents without the bit, as its graph was traced for
+    def fn(x: T) -> object:
+        return x.sin() * 2 if outputs == "one" else (x.sin() * 2, x.view(-1))
+
+    assert_matches_eager(fn, lambda: (grad(4, 5),), backend=backend, after_call=backward_with_negative_bit_tangents)
+
+
 # `c.real` / `c.imag` of a complex `c` is a float view whose `._base` is complex: a group of such views written in
 # place was rebuilt over the base at the views' element count in the base's item size, and crashed (setStorage out
 # of bounds; hfuzzw's repro, fuzz seed 123580 program 32).
