@@ -262,7 +262,8 @@ def _refuse_written(gm: torch.fx.GraphModule, bits: Sequence[int]) -> None:
 #   generated runner's path (runtime.plan.SettlingCall: the runner calls the backend's callable itself).
 # - Fresh outputs over an input's memory. Inductor drops a clone it deems a no-op (`x.clone().view(())` returned from
 #   a training forward came back as a view of x), so an output the graph computes can come back as an alias of an
-#   input, where eager's is a new tensor. The first call finds those too; every call then returns a copy.
+#   input, where eager's is a new tensor. The first call finds those too; every call then returns a copy. So too for an
+#   output without eager's negative bit (inductor resolves `c.conj().imag.detach()`): a copy into storage with the bit.
 # - Input writes kept in the graph. A backend that compiles a graph writing its own inputs (inductor: a copy_ into a
 #   placeholder becomes a store of the kernel that computes the value) saves the epilogue's copy and a pass over the
 #   data. `graph_writes` picks the writes it may take: in an inference entry whose graph inputs require no grad (nothing
@@ -597,6 +598,9 @@ def keep_eager_outputs(
     return _EagerOutputs(compiled, gm, static, fresh)
 
 
+_Fix = tuple[tuple[tuple[int, ...], int] | None, bool, tuple[bool, bool]]  # eager's strides and offset, copy?, bits
+
+
 class _EagerOutputs(SettlingCall):
     """keep_eager_outputs's wrapper: settled on `compiled` where the first call finds no output to fix."""
 
@@ -605,7 +609,7 @@ class _EagerOutputs(SettlingCall):
     ) -> None:
         super().__init__()
         self.compiled, self.gm, self.static, self.fresh = compiled, gm, static, fresh
-        self.fix: dict[int, tuple[tuple[int, ...], bool]] | None = None  # output -> (eager's strides, copy it)
+        self.fix: dict[int, _Fix] | None = None
 
     def __call__(self, *args: object) -> object:
         outs = self.compiled(*args)
@@ -621,8 +625,8 @@ class _EagerOutputs(SettlingCall):
         if not fix:
             return outs
         fixed = list(outs)
-        for k, (stride, copy_it) in fix.items():
-            fixed[k] = _with_strides(cast(torch.Tensor, outs[k]), stride, copy_it)
+        for k, (layout, copy_it, bits) in fix.items():
+            fixed[k] = _with_strides(cast(torch.Tensor, outs[k]), layout, copy_it, bits)
         return fixed
 
 
@@ -657,36 +661,46 @@ def _output_fixes(
     outs: Sequence[object],
     static: Sequence[bool],
     fresh: Sequence[bool],
-) -> dict[int, tuple[tuple[int, ...], bool]]:
+) -> dict[int, _Fix]:
     """The first call's findings: outputs with other strides than eager's, and fresh outputs the backend returned
-    over an input's memory (inductor drops a clone it deems a no-op), which must be copies."""
+    over an input's memory (inductor drops a clone it deems a no-op) or without eager's negative or conjugate bit
+    (inductor resolves the view chain of `c.conj().imag.detach()`), which must be copies."""
     devices = sorted({str(a.device) for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"})
     with torch.random.fork_rng(devices=devices), torch.no_grad():
         reference = gm.forward(*args)
     inputs = {storage_key(a) for a in args if isinstance(a, torch.Tensor)}
-    fixes: dict[int, tuple[tuple[int, ...], bool]] = {}
+    fixes: dict[int, _Fix] = {}
     for k, (ref, out) in enumerate(zip(reference, outs, strict=True)):
         if not isinstance(out, torch.Tensor) or not isinstance(ref, torch.Tensor):
             continue
-        if fresh[k] and storage_key(out) in inputs:
-            fixes[k] = (tuple(ref.stride()), True)
+        layout = (tuple(ref.stride()), int(ref.storage_offset())) if static[k] else None
+        bits = (ref.is_neg(), ref.is_conj())
+        if fresh[k] and storage_key(out) in inputs or bits != (out.is_neg(), out.is_conj()):
+            fixes[k] = (layout, True, bits)
         elif static[k] and out.stride() != ref.stride():
-            fixes[k] = (tuple(ref.stride()), False)
+            fixes[k] = (layout, False, bits)
     return fixes
 
 
-def _with_strides(t: torch.Tensor, stride: tuple[int, ...], copy_it: bool = False) -> torch.Tensor:
-    if tuple(t.stride()) == stride and not copy_it:
+def _with_strides(
+    t: torch.Tensor, layout: tuple[tuple[int, ...], int] | None, copy_it: bool, bits: tuple[bool, bool]
+) -> torch.Tensor:
+    """`t` in eager's layout (None where not static: its own), a copy where `copy_it`, with eager's bits (neg, conj)."""
+    stride, offset = layout or (tuple(t.stride()), t.storage_offset())
+    if not copy_it and tuple(t.stride()) == stride:
         return t
-    if not copy_it and all(a == b or size <= 1 for a, b, size in zip(t.stride(), stride, t.shape, strict=True)):
-        alias = torch.empty((0,), dtype=t.dtype, device=t.device)
-        with torch.no_grad():
-            alias.set_(t.untyped_storage(), t.storage_offset(), t.size(), stride)
-        return alias
-    out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    alias = not copy_it and all(a == b or n <= 1 for a, b, n in zip(t.stride(), stride, t.shape, strict=True))
+    if alias:  # only size-1 dims differ: the same memory
+        storage, offset = t.untyped_storage(), t.storage_offset()
+    else:
+        extent = offset + 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, stride, strict=True))
+        storage = torch.empty(extent if t.numel() else 0, dtype=t.dtype, device=t.device).untyped_storage()
+    out = torch.empty((0,), dtype=t.dtype, device=t.device)
     with torch.no_grad():
-        out.copy_(t)
-    return out
+        out.set_(storage, offset, t.size(), stride)
+        torch._C._set_neg(out, bits[0])  # (a copy_ into it writes the storage whose reads through them give t's values)
+        torch._C._set_conj(out, bits[1])
+        return out if alias else out.copy_(t)
 
 
 class _Seen(Exception):

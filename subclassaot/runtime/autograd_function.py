@@ -444,8 +444,10 @@ def _dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...
 
 
 def _restride(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
-    if stride is None or tuple(t.stride()) == stride:
-        return t
+    """A tangent in the traced strides (None: its own), without a negative bit (`_neg_view(g)`): the backward graph
+    was traced for tangents without one, and inductor's kernels read the storage as it is (wrong values)."""
+    if stride is None or tuple(t.stride()) == stride and not t.is_neg():
+        return t.resolve_neg()  # (t itself where it has no bit)
     out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
     out.copy_(t)
     return out
@@ -768,7 +770,7 @@ def _plain_backward(
         else:
             present += 1
         stride = p.strides[k]
-        tangents.append(g if stride is None or g.stride() == stride else _restride(g, stride))
+        tangents.append(g if (stride is None or g.stride() == stride) and not g.is_neg() else _restride(g, stride))
     if p.lone is not None:  # (nothing saved)
         dense_grads: Sequence[torch.Tensor] = s.plain_bw(*tangents)
     elif ctx.saves_tensors:
@@ -1384,7 +1386,7 @@ def _check_double_backward(s: _Step, primals: object) -> None:
 def _run_variant(
     variant: RetracedBackward, saved: list[Any], per_output: list[list[torch.Tensor]]
 ) -> tuple[list[torch.Tensor], tuple[Any, ...]]:
-    flat_tangents = [t for ts in per_output for t in ts]
+    flat_tangents = [t.resolve_neg() for ts in per_output for t in ts]  # (see _restride)
     dense_grads = list(
         cast(Sequence[torch.Tensor], variant.run(*[saved[j] for j in variant.saved_index], *flat_tangents))
     )

@@ -3578,6 +3578,10 @@ _NO_NODE_READS: dict[str, Callable[[torch.Tensor], object]] = {
     "argmax": torch.Tensor.argmax,
     "gt": lambda x: x > 0,
     "long": torch.Tensor.long,
+    # returning x0 itself: our own read of the result's grad_fn (did the op make a node?) rebuilt x0's history in
+    # the analysis run, which counted it as the program's read
+    "contiguous": torch.Tensor.contiguous,
+    "requires_grad_": torch.Tensor.requires_grad_,
 }
 
 
@@ -3586,8 +3590,9 @@ _NO_NODE_READS: dict[str, Callable[[torch.Tensor], object]] = {
 def test_view_input_read_without_a_node_after_a_bump_then_assigned(
     read: str, bump: str, compile_fn: CompileFn | None
 ) -> None:
-    # fuzz seed 121005 #6910: an op that makes no node (`x0.detach()`, argmax, a comparison, an integer cast) collects
-    # no edge and leaves the view's stale history unread: eager's next read rebuilds it at the assigned layout (4, 4).
+    # fuzz seed 121005 #6910: an op that makes no node (`x0.detach()`, argmax, a comparison, an integer cast, a
+    # contiguous() or requires_grad_() returning x0) collects no edge and leaves the view's stale history unread:
+    # eager's next read rebuilds it at the assigned layout (4, 4).
     # Ours had counted the op as a rebuild at the entry layout (1, 2, 8), and the backward through x0 raised "invalid
     # gradient at index 0" where eager's runs
     def f(x0: T, x1: T) -> object:

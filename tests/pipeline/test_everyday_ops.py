@@ -894,6 +894,43 @@ def test_a_changed_negative_bit_compiles_anew(backend: str) -> None:
     assert compiled.recompile_reasons == ("args[0].is_neg(): expected False, got True",)
 
 
+# A fresh output with the negative bit: inductor resolves the view chain of `c.conj().imag.detach()` (or of a
+# `_neg_view`) and returned a plain tensor of the same values, where eager's has the bit (horacle's repro): the first
+# call's output check copies it into storage with eager's bit and layout.
+NEG_BIT_OUTPUTS: dict[str, tuple[Callable[[T], object], Callable[[], tuple[object, ...]]]] = {
+    "imag_of_a_conj": (lambda x: (x * 2).conj().imag.detach(), lambda: (cplx(4, 5),)),
+    "imag_of_a_conj_beside_a_differentiable_output": (
+        lambda x: ((x * 2).conj().imag.detach(), x * 3),
+        lambda: (grad(4, 5, dtype=torch.complex64),),
+    ),
+    "neg_view": (lambda x: torch._neg_view(x * 2).detach(), lambda: (grad(4, 5),)),
+}
+
+
+@pytest.mark.parametrize("name", NEG_BIT_OUTPUTS)
+def test_a_fresh_output_with_the_negative_bit_keeps_it_on_inductor(name: str) -> None:
+    fn, make_inputs = NEG_BIT_OUTPUTS[name]
+    assert_matches_eager(fn, make_inputs, backend="inductor")
+
+
+def backward_with_negative_bit_tangents(outs: object, args: tuple[object, ...]) -> None:
+    """`out.backward(_neg_view(g))` for each output (a lazy negation: the storage holds -g)."""
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    tangents = [torch._neg_view(torch.linspace(-1.0, 2.0, o.numel()).view_as(o)) for o in outs]
+    torch.autograd.backward(outs, tangents, retain_graph=True)
+
+
+@pytest.mark.parametrize("outputs", ["one", "with_a_view"])
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_tangents_with_the_negative_bit_match_eager(backend: str, outputs: str) -> None:
+    # inductor's backward kernels read a tangent's storage as it is: a contiguous `_neg_view(g)` (not restrided) gave
+    # the gradients of -g; the compiled backward gets its tangents without the bit, as its graph was traced for
+    def fn(x: T) -> object:
+        return x.sin() * 2 if outputs == "one" else (x.sin() * 2, x.view(-1))
+
+    assert_matches_eager(fn, lambda: (grad(4, 5),), backend=backend, after_call=backward_with_negative_bit_tangents)
+
+
 # `c.real` / `c.imag` of a complex `c` is a float view whose `._base` is complex: a group of such views written in
 # place was rebuilt over the base at the views' element count in the base's item size, and crashed (setStorage out
 # of bounds; hfuzzw's repro, fuzz seed 123580 program 32).

@@ -526,15 +526,19 @@ def note_grad_reads(
 def _makes_node(
     record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any], out: object, seq_before: int
 ) -> bool:
-    """Did the op the program called (with grad on), which began at `seq_before`, make an autograd node?"""
-    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad and has_grad_fn(t)]
-    if not results:
-        return False
+    """Did the op the program called (with grad on), which began at `seq_before`, make an autograd node? Its own
+    arguments returned are read last, and only where the op wrote or relaid them: our read of a view's grad_fn after
+    its version moved rebuilds its history (an as_strided() the mode counts), where eager's op made no read."""
     read = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-    returned = all(any(r is a for a in read) for r in results)
-    # (an input run as a contiguous clone of eager's: eager's contiguous() copies it, a node)
+    results = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.requires_grad]
+    returned = [r for r in results if any(r is a for a in read)]
+    if any(has_grad_fn(r) for r in results if not any(r is a for a in returned)):
+        return True
     # its arguments themselves, neither written nor relaid (`requires_grad_()`, a `contiguous()`): no node
-    return not (returned and record.seq == seq_before and not any(id(r) in record.copy_on_contiguous for r in results))
+    # (an input run as a contiguous clone of eager's: eager's contiguous() copies it, a node)
+    if record.seq == seq_before and not any(id(r) in record.copy_on_contiguous for r in returned):
+        return False
+    return any(has_grad_fn(r) for r in returned)
 
 
 def note_function_grad_reads(record: SwapRecord, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
