@@ -141,8 +141,36 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             func, args, kwargs = torch.ops.aten.as_strided.default, _unfold_as_strided(*args), {}
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
-                return super().__torch_dispatch__(func, types, args, kwargs)
-        return super().__torch_dispatch__(func, types, args, kwargs)
+                out = super().__torch_dispatch__(func, types, args, kwargs)
+        else:
+            out = super().__torch_dispatch__(func, types, args, kwargs)
+        _relayout_out_arguments(func, args, kwargs or {})
+        return out
+
+
+# Out arguments an out= op resized.
+# `torch.sigmoid(x, out=o)` resizes `o` where its size differs (resize_output: a 0-d or empty `o` becomes x's shape).
+# Functionalization's kernel gives the inner tensor its new layout, but torch's mode updates the FunctionalTensor
+# wrapper's own sizes only for ops tagged inplace_view (resize_, transpose_), and out= ops have no such tag: the
+# program then reads the old layout (`o.size()`, `o.numel()`, `o.stride()`) where eager reads the new one, and an
+# input resized so is taken for one whose metadata did not change. After an out= op, each out argument that is a
+# FunctionalTensor takes its inner tensor's layout, as torch's mode does for resize_ (the op under no_dispatch).
+
+
+def _relayout_out_arguments(func: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    schema = getattr(func, "_schema", None)
+    if schema is None or not schema.is_mutable:
+        return
+    for i, argument in enumerate(schema.arguments):
+        if not argument.is_out:
+            continue
+        value = kwargs.get(argument.name, args[i] if i < len(args) else None)
+        for t in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(t, FunctionalTensor):
+                inner = torch._from_functional_tensor(t.elem)
+                if (t.shape, t.stride(), t.storage_offset()) != (inner.shape, inner.stride(), inner.storage_offset()):
+                    with torch.utils._mode_utils.no_dispatch():
+                        t.resize_(inner.shape).as_strided_(inner.shape, inner.stride(), inner.storage_offset())
 
 
 # Expand to the same size.

@@ -24,6 +24,7 @@ from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import CASES10
 from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
+from tests.pipeline.corpus_pytorch13 import CASES13
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
@@ -192,8 +193,44 @@ VIEW_OPS_REFUSALS: dict[str, str] = {
 }
 REFUSED.update(VIEW_OPS_REFUSALS)
 
+# corpus_pytorch13.py (held out: test/dynamo/test_repros.py). A boolean mask's nonzero on TwoTensor's two members gives
+# two unbacked sizes the wrapper asserts equal (the plain program runs); a write through as_strided of a diagonal with
+# grad (AOTAutograd refuses it too); an out= op that resizes an input inside its kernel; the random generator seeded
+# or set inside the program; a backward(), a .grad assignment or a tensor made with requires_grad inside it; a list
+# input appended to; a module attribute rebound to a tensor each call.
+CONTAINER_GROWN = "the program adds, removes or replaces entries of a list or dict passed as an input"
+REPROS_REFUSALS: dict[str, str] = {
+    **{f"rp_two_{n}_train": VALUE_SIZE for n in ("setitem_boolean_mask_diff", "setitem_tuple_boolean_mask_diff")},
+    **{f"rp_{p}slicing_dynamic_shape_setitem": VALUE_READ for p in ("", "two_")},
+    **{f"rp_{p}as_strided_on_existing_view_train": "the as_strided() is not the first view" for p in ("", "two_")},
+    **{
+        f"rp_{p}kwargs_out_list_variable": "an out= op (aten.frexp.Tensor_out) resizes this input" for p in ("", "two_")
+    },
+    **{f"rp_{p}grad": "the program assigns a tensor's .grad inside the compiled function" for p in ("", "two_")},
+    **{
+        f"rp_{p}intermediate_leaf_requires_grad": "the program makes a tensor that requires grad itself"
+        for p in ("", "two_")
+    },
+    **{
+        f"rp_{p}{n}": "the program calls backward() inside the compiled function"
+        for p in ("", "two_")
+        for n in ("gan_repro_backward_inside", "with_on_graph_break_inst_train")
+    },
+    "rp_split_with_sizes_aot_autograd": VALUE_SIZE,
+    "rp_seq_append_list": CONTAINER_GROWN,
+    "rp_list_aliasing": CONTAINER_GROWN,
+    "rp_negative_floor_div_solve": "the program changes Python state while it runs (self.num: added",
+}
+REFUSED.update(REPROS_REFUSALS)
+NO_GRAD_REFUSED.update({k: v for k, v in REPROS_REFUSALS.items() if k.endswith("_train") and "backward()" in v})
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
+    # (repro: /work/repros/open/hheld13_set_rng_state_inside_program.py)
+    "rp_rng_state": (
+        "set_rng_state() of the state the program read, between two draws: eager's draws are equal, the graph's "
+        "follow the caller's generator (the state before and after the trace is the same, so no refusal fires)"
+    ),
     # (repro: /work/repros/open/hheld11_two_split_copy_out_versions.py)
     "vo_two_split_copy_out": (
         "split_copy(out=(o1, o2)) into TwoTensors: eager's wrappers keep version 0 (the tensor-list out= has no "
@@ -257,9 +294,9 @@ def _params(
     return out
 
 
-# The sixth, eighth to twelfth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their
+# The sixth, eighth to thirteenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time: their
 # direct cases are enough).
-SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11 + CASES12)
+SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11 + CASES12 + CASES13)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -357,3 +394,26 @@ def test_view_ops_program_refused_naming_the_rule(name: str) -> None:
     (case,) = [c for c in CASES12 if c.name == name]
     with torch.enable_grad(), pytest.raises(UnsupportedError, match=re.escape(VIEW_OPS_REFUSALS[name])):
         run_case(case, "eager", None)
+
+
+@pytest.mark.parametrize("name", sorted(REPROS_REFUSALS))
+def test_repros_program_refused_naming_the_rule(name: str) -> None:
+    # corpus_pytorch13.py's refusals, with the rule's words (the table asserts only the type).
+    (case,) = [c for c in CASES13 if c.name == name]
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=re.escape(REPROS_REFUSALS[name])):
+        run_case(case, "eager", None)
+
+
+def test_program_seeding_the_generator_refused_and_leaves_the_callers_state() -> None:
+    # Eager's draws after a torch.manual_seed() inside the program repeat on every call; the graph's followed the
+    # caller's generator (a second call gave other values, silently), and the trace left the caller seeded.
+    import subclassaot
+
+    def seeded_draw(x: torch.Tensor) -> torch.Tensor:
+        torch.manual_seed(3)
+        return torch.rand(3) + x
+
+    before = torch.get_rng_state()
+    with pytest.raises(UnsupportedError, match="seeds or sets the CPU random generator"):
+        subclassaot.compile(seeded_draw)(torch.zeros(3))
+    assert torch.equal(torch.get_rng_state(), before)

@@ -30,6 +30,7 @@ from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import TORCH_FUNCTION
 from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
+from tests.pipeline.corpus_pytorch13 import CASES13
 
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
@@ -80,6 +81,12 @@ DYNAMO_FAILS = frozenset(
         "vo_unsqueeze_inplace_view_train",
         "vo_as_strided_inplace_view_train",
         "vo_two_contiguous",
+        # corpus_pytorch13.py: on TwoTensor, Dynamo traces `t.new(*sizes)` as a TwoTensor where eager's legacy
+        # constructor gives a plain tensor; and `y.data = torch.zeros([0])` raises in its fake run (a set_ onto a
+        # meta storage); frexp(out=[...]) into TwoTensors of size 0 raises IndexError in its own eager backend
+        "rp_two_reformer_sorting",
+        "rp_two_kwargs_out_list_variable",
+        *(f"rp_two_tensor_set_data_{n}" for n in ("func2", "func2_plain", "func3")),
         # corpus_pytorch10.py: under DisableTorchFunctionSubclass, eager's torch.add of a torch-function subclass input
         # gives a plain tensor; Dynamo's eager backend gives the subclass, as a view
         "sub10_state_on_subclass",
@@ -124,6 +131,18 @@ REFUSED = {
     "ag_two_index_backward_does_not_save_tensor": "a size made of tensor values (a boolean mask), as directly",
     **dict.fromkeys(("ho_af_slice", "ho_two_af_slice"), "a custom op writing two overlapping slices, as directly"),
     **dict.fromkeys(
+        (f"rp_two_{n}_train" for n in ("setitem_boolean_mask_diff", "setitem_tuple_boolean_mask_diff")),
+        "a boolean mask's nonzero on TwoTensor's two members: two unbacked sizes asserted equal, as directly",
+    ),
+    **dict.fromkeys(
+        ("rp_as_strided_on_existing_view_train", "rp_two_as_strided_on_existing_view_train"),
+        "a write with grad through as_strided of a diagonal (Note [as_strided On Inputs]), as directly",
+    ),
+    "rp_trace_functional_tensor_with_train": (
+        "Dynamo runs set_() under no_grad before the graph (a break): the graph's input is a view that requires grad "
+        "over a storage set_() replaced, whose history the compiled call cannot lay out"
+    ),
+    **dict.fromkeys(
         ("vo_t_inplace_view_train", "vo_transpose_inplace_view_train"),
         "an in-place view op on a view, then a write through it with grad (Note [Stale View Functions]), as directly",
     ),
@@ -133,6 +152,11 @@ ALIASED_BY_SET = (
     "a storage, one of them written: the pipeline's synthetic base gives wrong gradients / a failing guard there"
 )
 GAPS = {
+    # (repro: /work/repros/open/hheld13_two_backward_through_detached_input.py)
+    "rp_two_gan_repro_backward_inside": (
+        "the graph after the first backward() takes e, used only as e.detach(), as an input that requires grad: the "
+        "second backward reaches the first graph's node after its saved tensors were freed (eager has no such edge)"
+    ),
     "vo_two_split_copy_out": "eager leaves a TwoTensor's version at 0 after split_copy(out=...); ours advances it",
     "set__and_data_mutation_good_train": ALIASED_BY_SET,
     # (set__and_data_mutation_bad, the inference variant, matches eager since 2d1861f: a view input whose storage
@@ -216,6 +240,12 @@ def test_held_out_programs_through_torch_compile(case: Case) -> None:
 @pytest.mark.parametrize("case", _params([c for c in CASES12[::8] if c not in SLICE]))
 def test_view_ops_programs_through_torch_compile(case: Case) -> None:
     # corpus_pytorch12.py (held out: test_view_ops.py), an eighth of it in CI (the whole in the slow sweep)
+    _run(case)
+
+
+@pytest.mark.parametrize("case", _params([c for c in CASES13[::8] if c not in SLICE]))
+def test_repros_programs_through_torch_compile(case: Case) -> None:
+    # corpus_pytorch13.py (held out: dynamo/test_repros.py), an eighth of it in CI (the whole in the slow sweep)
     _run(case)
 
 

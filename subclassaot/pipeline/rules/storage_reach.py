@@ -33,10 +33,11 @@ import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import flatten_subclass
+from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.eager.kernel_counts import custom_op_body_bumps, inference_read_counts
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.set_storage_rules import program_nbytes
+from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.pipeline.rules.swap_record import elements_of
 from subclassaot.schemas import DenseIndex
 from subclassaot.torch_internals import (
@@ -709,6 +710,31 @@ def note_kernel_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], kwa
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     if results and not all(_canonical(t) for t in tensors):
         record.kernel_chosen.update(id(r) for r in results)
+
+
+def out_argument_sizes(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[torch.Tensor, Any]]:
+    """The tensors an out= op is given as out arguments, each with its size before the op (check_out_resize)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None or not schema.is_mutable:
+        return []
+    outs = [kwargs.get(a.name, args[i] if i < len(args) else None) for i, a in enumerate(schema.arguments) if a.is_out]
+    tensors = [t for t in pytree.tree_leaves(outs) if isinstance(t, torch.Tensor)]
+    inner = [m for t in tensors if is_traceable_subclass(t) for m in flatten_subclass(t, "t")[1]]  # (resized below)
+    return [(t, t.shape) for t in [*tensors, *inner]]
+
+
+def check_out_resize(record: SwapRecord, func: Any, before: list[tuple[torch.Tensor, Any]]) -> None:
+    """An out= op resizes an out argument whose size is not the result's (resize_output: `torch.sigmoid(x, out=o)`
+    of an empty `o`). Of a tensor the program made that is the new layout (torch_internals: Out arguments an out=
+    op resized); of an input, or a view of one, eager grows the caller's tensor inside the kernel, where no
+    resize_() shows it to the record that replays a growth (Note [Storage Swaps By Rebinding]): refused by name."""
+    for t, size in before:
+        if t.shape != size and (named := input_named(record, t)):
+            raise UnsupportedError(
+                f"{named}an out= op ({func}) resizes this input (or a view of it) from {list(size)} to "
+                f"{list(t.shape)}: eager grows the caller's tensor inside the kernel, which the compiled call does "
+                "not replay. Pass an out tensor of the result's size, or resize_() it before the op"
+            )
 
 
 def _has_unit_dim(t: torch.Tensor) -> bool:

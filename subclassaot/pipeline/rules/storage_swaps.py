@@ -128,6 +128,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_escaping_reads,
     check_gained_family_member,
     check_inplace_strided_frame,
+    check_out_resize,
     check_overlapping_input,
     check_reads_after_hidden_grow,
     check_resize_within_storage,
@@ -141,6 +142,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     note_kernel_counts,
     note_kernel_layout,
     note_kernel_relaid,
+    out_argument_sizes,
     per_tensor_method,
     reads_grad,
     refresh_shared_histories,
@@ -370,11 +372,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if _ordered_change(func, args, kwargs):
             self.record.note_ordered_change(pytree.tree_leaves((args, kwargs)))  # SwapRecord.gained_before_changes
         counted = dict(self.record.written_families) if self.record.dispatching == 0 else None
+        outs_before = out_argument_sizes(func, args, kwargs) if counted is not None else []
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
             out = self._dispatch(func, types, args, kwargs)
         finally:
             self.record.dispatching -= 1
+        check_out_resize(self.record, func, outs_before)
         if counted is not None and counted != self.record.written_families:
             # one op advances a counter once, however its handling here rewrote it (runtime/steps.py: Version Counters As Eager's)
             for family, bumps in self.record.written_families.items():
