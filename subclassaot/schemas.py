@@ -84,6 +84,9 @@ class AliasGroup:
     member_meta: tuple[Meta, ...]  # len = len(members): each member's (size, stride, offset) as a view of the base
     base_numel: int  # elements in the shared storage
     same_as: tuple[int | None, ...]  # per member: the earlier member that is the very same tensor (f(x, x)), or None
+    # per member: its (conjugate, negative) bits (`c.conj()`, `c.conj().imag`); the base holds the storage as it is,
+    # without bits, and each member takes its own bits on top of its as_strided() view of it
+    member_bits: tuple[tuple[bool, bool], ...] = ()
     # the program reaches storage elements outside its members (Note [as_strided On Inputs]): the group stays traced
     # even untouched, and the guards check the storage's size
     whole_storage: bool = False
@@ -318,6 +321,9 @@ class OutputLeaf:
     # the epilogue it is set_() under no_grad onto that dense input's new storage (Note [Outputs Over Another
     # Storage])
     storage_of: DenseIndex | None = None
+    # an alias whose (conjugate, negative) bits are not those of the tensor it is regenerated from (after
+    # `x.conj().set_(t)`, t reads x's storage without x's bits): it takes these; None: its source's
+    bits: tuple[bool, bool] | None = None
     # INPUT_ALIAS, not a view: its metadata are those the input ends with, on a storage set_() gave it: it takes the
     # input's real layout after the epilogue (Note [Strides The Kernels Choose])
     input_layout: bool = False

@@ -423,6 +423,18 @@ def storage_key(t: torch.Tensor) -> object:
     return untyped_storage_key(t.untyped_storage())
 
 
+def with_bits(t: torch.Tensor, conj: bool, neg: bool) -> torch.Tensor:
+    """A view of `t` whose conjugate and negative bits are toggled where asked (`t.conj()`, `torch._neg_view(t)`):
+    on a view without bits, the bits given; on one with them, `without_bits(t)` is `with_bits(t, *bits)`."""
+    t = t.conj() if conj else t
+    return torch._neg_view(t) if neg else t
+
+
+def without_bits(t: torch.Tensor) -> torch.Tensor:
+    """A view of `t` that reads its storage as it is: its conjugate and negative bits cleared."""
+    return with_bits(t, t.is_conj(), t.is_neg())
+
+
 # The address of a tensor's StorageImpl (`t.untyped_storage()._cdata`, without making the storage object: half the
 # cost, for the guards' aliasing check); untyped in torch's stubs.
 storage_address: Callable[[torch.Tensor], int] = torch._C._storage_id  # type: ignore[attr-defined]  # private, not in torch's stubs
@@ -1974,18 +1986,23 @@ def rebind_functional(
     src: torch.Tensor,
     meta: tuple[list[int], list[int], int | torch.SymInt] | None,
     wrapper_offset: int | torch.SymInt | None = None,
+    *,
+    own_bits: bool = True,
 ) -> None:
     """Make FunctionalTensor `x` an alias of `src` (or of `src`'s storage with `meta`), as eager's set_ does.
 
     See Note [Storage Swaps By Rebinding]. A FunctionalTensorMode must be active (below the caller).
     `wrapper_offset`: the offset x's wrapper reports, where meta's is in functionalization's frame and not eager's
-    (Note [as_strided On Inputs]).
+    (Note [as_strided On Inputs]). `own_bits`: x reads the storage through its own conjugate and negative bits, as
+    eager's set_() (and resize_(), as_strided_()) leaves it, not src's (`.data =` takes src's: False).
     """
     assert isinstance(x, FunctionalTensor) and isinstance(src, FunctionalTensor), "BUG: rebinding needs functionals"
     if meta is None:
         new = torch.ops.aten.alias.default(src)
     else:
         new = torch.ops.aten.as_strided.default(src, meta[0], meta[1], meta[2])
+    if own_bits:  # (x.conj().set_(t) reads t's storage conjugated)
+        new = with_bits(new, x.is_conj() != src.is_conj(), x.is_neg() != src.is_neg())
     assert isinstance(new, FunctionalTensor)
     x.elem = new.elem
     # The wrapper carries the user-visible layout: src's own (functionalization may have re-laid-out its value

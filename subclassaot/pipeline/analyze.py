@@ -1069,6 +1069,7 @@ def _input_alias_leaf(
         hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
         from_base=not in_subclass and hidden is None and foreign is None and is_view(leaf) and _stale_at_end(leaf, run),
+        bits=_bits_apart(leaf, run.finals[at]),
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
 
@@ -1147,7 +1148,13 @@ def _output_leaves(
             # Only a view of the input made before the epilogue swaps it can reach that storage (below).
             replaced = replaced if replaced is not None else original[key]
             out_leaves.append(
-                OutputLeaf(source=LeafSource.INPUT_ALIAS, index=original[key], meta=meta, is_view=is_view(leaf))
+                OutputLeaf(
+                    source=LeafSource.INPUT_ALIAS,
+                    index=original[key],
+                    meta=meta,
+                    is_view=is_view(leaf),
+                    bits=_bits_apart(leaf, run.originals[original[key]]),
+                )
             )
         elif key in bases and not _history_of_its_own(leaf, bases[key][1], run):
             out_leaves.append(
@@ -1159,12 +1166,20 @@ def _output_leaves(
                     same_object=bases[key][1] is leaf,
                     base_layout=meta == leaf_meta(bases[key][1]),
                     foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
+                    bits=_bits_apart(leaf, bases[key][1]),
                 )
             )
         else:
             out_leaves.append(_graph_leaf(leaf, tree is None, bases, graph_count, run))
             graph_count += 1
     return out_leaves, graph_count, replaced, own_layout
+
+
+def _bits_apart(leaf: torch.Tensor, source: torch.Tensor) -> tuple[bool, bool] | None:
+    """OutputLeaf.bits: `leaf`'s conjugate and negative bits where they are not those of `source`, the tensor it is
+    regenerated from (`x.conj().set_(t)`: t, over x's storage, reads it without x's bit); else None."""
+    bits = (leaf.is_conj(), leaf.is_neg())
+    return bits if bits != (source.is_conj(), source.is_neg()) else None
 
 
 def _graph_leaf(

@@ -202,6 +202,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     # is left alone: complex ops fall back to aten, which reads it, and ops of the graph such as `_conj` treat it.)
     bits = [k for k, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.is_neg()]
     _refuse_written(gm, bits)
+    _refuse_strided_over_neg_views(gm)
     inputs = [t.resolve_neg() if k in bits and isinstance(t, torch.Tensor) else t for k, t in enumerate(inputs)]
     solved = _symbols_only_in_expressions(inputs)
     if solved:
@@ -227,6 +228,22 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
 def _resolved(t: object) -> object:
     """A tensor's values without its negative bit (a copy where it has one)."""
     return t.resolve_neg() if isinstance(t, torch.Tensor) else t
+
+
+def _refuse_strided_over_neg_views(gm: torch.fx.GraphModule) -> None:
+    """Refuse an as_strided() of a negative-bit view the graph takes (`_neg_view`: the view of a member of an alias
+    group that has the bit, or of a tensor set_() over such a storage): inductor computes that view as a tensor of
+    its own and reads it at the storage's offsets."""
+    for node in gm.graph.nodes:
+        source = node.args[0] if node.op == "call_function" and node.args else None
+        if node.target is torch.ops.aten.as_strided.default and isinstance(source, torch.fx.Node):
+            if source.target is torch.ops.aten._neg_view.default:
+                raise UnsupportedError(
+                    f"inductor: the graph takes as_strided() ({node.name}) of a view with a negative bit "
+                    "(`c.conj().imag`: an input over a storage shared with another input, or set_() over one); "
+                    "inductor reads such a view at the wrong elements. Pass x.resolve_neg(), or use "
+                    'backend="eager"'
+                )
 
 
 def _refuse_written(gm: torch.fx.GraphModule, bits: Sequence[int]) -> None:

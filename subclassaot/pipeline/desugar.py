@@ -27,7 +27,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.guards import Guards
 from subclassaot.schemas import AliasGroup, AliasGroupRef, DenseIndex, DenseLayout, DenseLeaf, InputIndex, Meta
-from subclassaot.torch_internals import shares_version_counter, storage_key, symint_expr
+from subclassaot.torch_internals import shares_version_counter, storage_key, symint_expr, with_bits
 
 # Note [Synthetic Bases]
 # Two inputs that share storage (f(x, x.view(-1)), two slices of one tensor, a PairTensor whose inner tensors are one
@@ -220,6 +220,7 @@ def _alias_groups(
                 same_as=tuple(
                     next((k for k in range(i) if values[members[k]] is values[m]), None) for i, m in enumerate(members)
                 ),
+                member_bits=tuple((values[m].is_conj(), values[m].is_neg()) for m in members),
                 whole_storage=whole,
                 freed=freed,
             )
@@ -248,7 +249,8 @@ def dense_from_graph_inputs(layout: DenseLayout, graph_values: Sequence[torch.Te
                 elif _whole_hidden_base(layout, group, member, (size, stride, offset)):
                     dense[member] = value  # Note [Aliased Inputs In Training]: its views' chains start here
                 else:
-                    dense[member] = value.as_strided(_ints(size), _ints(stride), _int(offset))
+                    view = value.as_strided(_ints(size), _ints(stride), _int(offset))
+                    dense[member] = with_bits(view, *group.member_bits[i]) if group.member_bits else view
         else:
             dense[item] = value
     assert all(d is not None for d in dense), "BUG: a dense leaf has no graph input"
@@ -262,7 +264,8 @@ def _whole_hidden_base(layout: DenseLayout, group: AliasGroup, member: DenseInde
     [as_strided On Inputs]). The program never sees that base, so nothing changes its layout."""
     size, stride, offset = meta
     return (
-        is_hidden_base_path(layout.leaves[member].path)
+        not any(group.member_bits[group.members.index(member)])
+        and is_hidden_base_path(layout.leaves[member].path)
         and list(size) == [group.base_numel]
         and list(stride) == [1]
         and offset == 0

@@ -72,6 +72,7 @@ from subclassaot.torch_internals import (
     set_version,
     storage_key,
     take_creation_meta,
+    with_bits,
 )
 
 # Note [Output Regeneration]
@@ -772,7 +773,7 @@ def _from_leaves(
         if base is not None and storage_key(base) == storage_key(source) and not grad_fn_raises(source):
             # Note [Views Of Inputs Whose History Raises]
             source = base
-        leaves.append(regenerate_alias(source, meta, leaf.is_view, own))
+        leaves.append(regenerate_alias(source, meta, leaf.is_view, own, leaf.bits))
     if info.tree is None:
         return leaves[0]
     assert info.outer_meta is not None
@@ -1064,9 +1065,16 @@ def _hidden_base(source: torch.Tensor, meta: tuple[list[int], list[int], int], s
 
 
 def regenerate_alias(
-    source: torch.Tensor, meta: tuple[list[int], list[int], int], is_view: bool, same_object: bool = True
+    source: torch.Tensor,
+    meta: tuple[list[int], list[int], int],
+    is_view: bool,
+    same_object: bool = True,
+    bits: tuple[bool, bool] | None = None,
 ) -> torch.Tensor:
     size, stride, offset = meta
+    if bits is not None and (source.is_conj(), source.is_neg()) != bits:  # (OutputLeaf.bits: a view that toggles)
+        source = with_bits(source, source.is_conj() != bits[0], source.is_neg() != bits[1])
+        same_object = False
     # The very object, strides included: fake strides can differ from the real kernel's (Note [Strides The
     # Kernels Choose])
     if same_object and not is_view and list(source.shape) == size and source.storage_offset() == offset:

@@ -68,6 +68,7 @@ from subclassaot.torch_internals import (
     set_to_tensor,
     set_version,
     symint_expr,
+    without_bits,
     wrapper_grad_accumulator,
 )
 
@@ -252,7 +253,8 @@ def graph_example_inputs(
                 # the group holds every input leaf of that storage. At run time the guards check its size.
                 out.append(root.new_empty((group.base_numel,)).requires_grad_(root.requires_grad))
                 continue
-            out.append(root.as_strided((group.base_numel,), (1,), 0))
+            # (the storage as it is: each member takes its own conjugate and negative bits on top, AliasGroup)
+            out.append(without_bits(root.as_strided((group.base_numel,), (1,), 0)))
         else:
             out.append(dense_values[item])
     return out

@@ -788,7 +788,8 @@ def _from_leaves(w: _Writer, plan: RuntimePlan, call: GraphCall, o: int, info: O
             size, stride, offset = f"list({source}.shape)", f"list({source}.stride())", f"{source}.storage_offset()"
         else:
             size, stride, offset = w.meta(leaf.meta)
-        w.line(f"{var} = _regen({source}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object})")
+        bits = "" if leaf.bits is None else f", {leaf.bits}"
+        w.line(f"{var} = _regen({source}, ({size}, {stride}, {offset}), {leaf.is_view}, {leaf.same_object}{bits})")
     if info.tree is None:
         return
     assert info.outer_meta is not None
@@ -939,6 +940,7 @@ def _handed_view(w: _Writer, plan: RuntimePlan, o: int, info: OutputInfo) -> boo
         and leaf.set_steps is None
         and leaf.passthrough is None
         and not leaf.function_view
+        and leaf.bits is None
         for leaf in info.leaves
     ) or not all(type(d) is int for meta in (*metas, info.outer_meta) if meta is not None for d in _ints(meta)):
         return False

@@ -1377,7 +1377,7 @@ class _DataMode(TorchFunctionMode):
             # hidden from autograd (a no_grad view may take it with grad mode on); inside inference_mode, of a normal
             # tensor, outside it: the alias would be an inference tensor, eager's tensor keeps its own flags
             with torch.inference_mode(args[1].is_inference()), torch.no_grad():
-                rebind_functional(args[0], args[1], None)
+                rebind_functional(args[0], args[1], None, own_bits=False)
             self.record.layout_sources[id(args[0])] = args[1]
             set_version(args[0], version)  # and from its version counter, which autograd checks views against
             note_assigned(self.record, args[0], key, before)  # Note [Stale View Functions]
