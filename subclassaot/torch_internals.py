@@ -48,6 +48,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.printers import PythonPrinter
+from torch.utils.weak import WeakIdKeyDictionary
 
 from subclassaot.errors import UnsupportedError
 
@@ -117,6 +118,11 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
 
     supports_higher_order_operators = True
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # each view's chain root (the tensor its first view op read): Unfold as the as_strided view it is
+        self.view_roots = WeakIdKeyDictionary()
+
     def __torch_dispatch__(
         self,
         func: torch._ops.OpOverload,
@@ -137,15 +143,41 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {})
         if func is torch.ops.aten.expand.default and _expands_to_itself(args):
             func, args, kwargs = torch.ops.aten.alias.default, args[:1], {}
-        if func is torch.ops.aten.unfold.default:
-            func, args, kwargs = torch.ops.aten.as_strided.default, _unfold_as_strided(*args), {}
+        if func is torch.ops.aten.unfold.default and not resolved_in_another_layout(args[0]):
+            func, args, kwargs = torch.ops.aten.as_strided.default, self._unfold_as_strided(*args), {}
         if _in_place_on_symbolic_size(func, args):
             with enable_python_dispatcher():
                 out = super().__torch_dispatch__(func, types, args, kwargs)
         else:
             out = super().__torch_dispatch__(func, types, args, kwargs)
         _relayout_out_arguments(func, args, kwargs or {})
+        if is_view_op(func) and isinstance(args[0], FunctionalTensor):
+            found = self._root_of(args[0])
+            root = args[0] if found is None else found
+            for view in out if isinstance(out, list | tuple) else (out,):
+                if isinstance(view, FunctionalTensor) and view is not args[0]:
+                    self.view_roots[view] = root
         return out
+
+    def _root_of(self, t: torch.Tensor) -> torch.Tensor | None:
+        found: torch.Tensor | None = self.view_roots.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+        return found
+
+    def _unfold_as_strided(self, x: torch.Tensor, dim: int, size: Any, step: Any) -> tuple[Any, ...]:
+        """aten.as_strided's arguments for `aten.unfold(x, dim, size, step)`: of x's chain root where x is a view
+        (Unfold as the as_strided view it is)."""
+        sizes, strides = unfold_layout(x, dim, size, step)
+        root = self._root_of(x) if isinstance(x, FunctionalTensor) and has_view_chain(x) else None
+        if (
+            not isinstance(root, FunctionalTensor)
+            or has_view_chain(root)
+            or root.dtype != x.dtype
+            or root.is_neg()
+            or root.is_conj()
+            or storage_key(root) != storage_key(x)
+        ):
+            return x, sizes, strides
+        return root, sizes, strides, inner_storage_offset(x)
 
 
 # Out arguments an out= op resized.
@@ -197,19 +229,40 @@ def _expands_to_itself(args: tuple[Any, ...]) -> bool:
 # writes a mutated unfold back into its base through torch's unfold_inverse, `unfold_backward` (the gradient's
 # formula): it raises where the windows overlap (size > step) and stores zeros in the elements no window covers
 # (size < step, or a remainder past the last window), where eager leaves them as they were. Traced as the as_strided
-# view of the same layout, whose write-back (as_strided_scatter, Note [In-Place Ops As Eager Runs Them]) stores each
-# location once and leaves the rest of the base alone. Autograd above this mode recorded the unfold itself.
+# view of the same layout at x's own offset (relative, as unfold is), whose write-back (as_strided_scatter, Note
+# [In-Place Ops As Eager Runs Them]) stores each location once and leaves the rest of the base alone. An unfold of a
+# view is the as_strided of its chain's root at x's offset (functionalization writes back through an as_strided only
+# at the head of a chain: Note [as_strided On Inputs]): in the program the storage-swap mode takes it so, from the
+# root its record knows; in a backward (CopySlices replays a written view's chain on the gradient) this mode, from
+# the roots of the views it made. Autograd above this mode recorded the unfold itself. Not where x has a negative or conjugate bit and is not dense: torch's math-bit fallback runs the
+# as_strided_scatter on a dense resolved copy of x, in whose frame x's strides name other elements; such an unfold
+# stays functionalization's, exact where its windows tile the dim (`unfold_tiles`), refused written otherwise.
 
 
-def _unfold_as_strided(x: torch.Tensor, dim: int, size: Any, step: Any) -> tuple[Any, ...]:
-    """aten.as_strided's arguments for the layout of `aten.unfold(x, dim, size, step)` (ATen's unfold)."""
+def unfold_layout(x: torch.Tensor, dim: int, size: Any, step: Any) -> tuple[list[Any], list[Any]]:
+    """The sizes and strides of `aten.unfold(x, dim, size, step)` (ATen's unfold), at x's offset."""
     if x.dim() == 0:
-        return x, [size], [1], x.storage_offset()
+        return [size], [1]
     dim = dim % x.dim()
     sizes, strides = list(x.shape), list(x.stride())
     sizes[dim] = (sizes[dim] - size) // step + 1
     strides[dim] = strides[dim] * step
-    return x, [*sizes, size], [*strides, x.stride(dim)], x.storage_offset()
+    return [*sizes, size], [*strides, x.stride(dim)]
+
+
+def resolved_in_another_layout(x: torch.Tensor) -> bool:
+    """Does torch's math-bit fallback run an op that is no view on a copy of `x` laid out otherwise (x has a negative
+    or conjugate bit and is not dense)?"""
+    return (x.is_neg() or x.is_conj()) and not torch._prims_common.is_non_overlapping_and_dense_or_false(x)
+
+
+def unfold_tiles(x: torch.Tensor, dim: int, size: Any, step: Any) -> bool:
+    """Do the windows of `x.unfold(dim, size, step)` hold each element of x's dim exactly once?"""
+    n = x.size(dim) if x.dim() > 0 else 1
+    windows = (n - size) // step + 1
+    return statically_known_true((windows - 1) * step + size == n) and (
+        statically_known_true(windows == 1) or statically_known_true(step == size)
+    )
 
 
 # Custom ops writing aliases inside a subclass. A torch.library custom op whose `mutates_args` are given two

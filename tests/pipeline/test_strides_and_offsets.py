@@ -2524,3 +2524,95 @@ def test_batch_norm_over_the_row_of_an_expanded_input(dynamic: bool, compile_fn:
 
     with torch.no_grad():
         assert_matches_eager(f, make, compile_fn=compile_fn, compile_kwargs={"dynamic": dynamic})
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Writes through unfold windows of a view (torch_internals.py, Unfold as the as_strided view it is): the unfold is
+# traced as the as_strided view of its layout, which functionalization writes back only at the head of a chain, so an
+# unfold of a view is taken from the chain's root (Note [as_strided On Inputs]). Fuzz seed 121007 #253, #956, #1114
+# were refused ("not the first view of its chain"); #4947 crashed ("setStorage: ... out of bounds").
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _unfold_of_view(program: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0 * 1.0  # (an intermediate: written with grad too)
+        if program == "unsqueezed":  # #956: every window, one element each
+            t0.unsqueeze(-2).unfold(1, 1, 1).zero_()
+        elif program == "transposed_apart":  # windows apart (step 2 > size 1) leave odd rows as they were
+            t0.t().unfold(0, 1, 2).mul_(0.5)
+        elif program == "sliced_remainder":  # a remainder past the last window, at an offset
+            t0[1:, 1:].unfold(1, 2, 2).add_(1.0)
+        else:  # a view of the window written, from a selected row
+            t0[1].unfold(0, 2, 3)[1].fill_(5.0)
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+@pytest.mark.parametrize("program", ["unsqueezed", "transposed_apart", "sliced_remainder", "window_selected"])
+def test_write_through_unfold_of_a_view(compile_fn: CompileFn | None, subclass: bool, program: str) -> None:
+    f = _unfold_of_view(program)
+    check_no_grad(f, lambda: ((pair(3, 5) if subclass else torch.randn(3, 5)),), compile_fn)
+    check_with_grad(f, lambda: ((pair_nonleaf(3, 5) if subclass else nonleaf(3, 5)),), compile_fn)
+
+
+@pytest.mark.parametrize("subclass", [False, True])
+@pytest.mark.parametrize("program", ["reshaped", "zero_dim"])
+def test_write_through_unfold_of_an_input_sharing_storage(
+    compile_fn: CompileFn | None, subclass: bool, program: str
+) -> None:
+    # #253 (x1 = b0.reshape(3, 1, 1)) and #1114 (x1 = b0.t() of a 0-d b0): the input is a view of the inputs'
+    # synthetic base, the root its unfold is taken from
+    def f(x0: T, x1: T) -> object:
+        if program == "reshaped":
+            x1.unfold(2, 1, 2).mul_(0.5)
+        else:
+            x1.unfold(0, 1, 3).add_(0.5)
+        return (x0 * 1.0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        shape = (3,) if program == "reshaped" else ()
+        b0 = pair(*shape) if subclass else torch.randn(shape)
+        return (b0, b0.reshape(3, 1, 1) if program == "reshaped" else b0.t())
+
+    check_no_grad(f, make_inputs, compile_fn)
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+def _imag_of_conj(*shape: int) -> T:
+    # a view with a negative bit (`c.conj().imag`): strides 2 apart in the complex storage's reals, not dense
+    return (torch.randn(shape) * (1 + 0.5j)).conj().imag
+
+
+@pytest.mark.parametrize("program", ["diagonal_one_window", "tiled", "conj_dense_at_offset"])
+def test_write_through_unfold_of_a_math_bit_input(compile_fn: CompileFn | None, program: str) -> None:
+    # #4947 ("diagonal_one_window"): torch's math-bit fallback runs the write-back's as_strided_scatter on a dense
+    # resolved copy of the input, where eager's strides and offset name other elements (or none)
+    def f(x0: T) -> object:
+        if program == "diagonal_one_window":
+            x0.unfold(1, 1, 2).mul_(0.5)
+        else:
+            x0.unfold(1, 2, 2).mul_(0.5)
+        return (x0 * 1.0,)
+
+    def make_inputs() -> tuple[object, ...]:
+        if program == "diagonal_one_window":
+            return (_imag_of_conj(1, 2).unsqueeze(2).diagonal(-1, 1, 0),)
+        if program == "tiled":
+            return (_imag_of_conj(3, 4),)
+        return ((torch.randn(3, 4) * (1 + 0.5j))[1:].conj(),)
+
+    check_no_grad(f, make_inputs, compile_fn)
+
+
+def test_write_through_untiled_unfold_of_a_math_bit_input_refused(compile_fn: CompileFn | None) -> None:
+    # windows apart over a neg-bit view that is not dense: neither write-back gives eager's value (the as_strided's
+    # names other elements of the resolved copy, unfold_backward zeroes the elements between windows)
+    def f(x0: T) -> object:
+        x0.unfold(1, 1, 2).mul_(0.5)
+        return (x0 * 1.0,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (_imag_of_conj(3, 4),), compile_fn, "unfold.. of a tensor with a negative")

@@ -475,6 +475,16 @@ def check_write_through_base_strided(func: Any, written: torch.Tensor) -> None:
         )
 
 
+def refuse_write_through_untiled_unfold(func: Any) -> None:
+    """torch_internals.py, Unfold as the as_strided view it is: a write functionalization cannot give eager's value."""
+    raise UnsupportedError(
+        f"{func}: an in-place write through an unfold() of a tensor with a negative or conjugate bit that is not dense "
+        "(`c.conj().imag`), whose windows overlap or leave elements out: functionalization writes such an unfold back "
+        "only where its windows hold each element once. Write through an unfold of x.resolve_neg() (or "
+        "x.resolve_conj()), or through windows that tile the dim"
+    )
+
+
 def writes_self(func: Any) -> bool:
     schema = getattr(func, "_schema", None)
     return (

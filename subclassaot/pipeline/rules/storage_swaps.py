@@ -146,6 +146,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     per_tensor_method,
     reads_grad,
     refresh_shared_histories,
+    refuse_write_through_untiled_unfold,
     resize_strides,
     storage_kept,
     strided_call_args,
@@ -198,12 +199,15 @@ from subclassaot.torch_internals import (
     rebind_functional,
     rebuild_view_history_outside_inference_mode,
     requires_grad_through_base,
+    resolved_in_another_layout,
     saved_tensors_hooks_noted,
     set_version,
     storage_key,
     storage_resizes_handled,
     tensor_sets_noted,
     trace_new_leaf,
+    unfold_layout,
+    unfold_tiles,
     untyped_storage_key,
     wrapper_on_scratch,
 )
@@ -272,6 +276,8 @@ _NO_VERSION_BUMP = frozenset({"aten::resize_", "aten::resize_as_"})
 
 # Writes that store one value everywhere (Note [In-Place Ops As Eager Runs Them]).
 _RESIZE_OPS = frozenset({torch.ops.aten.resize_.default, torch.ops.aten.resize_as_.default})
+_UNFOLD = torch.ops.aten.unfold.default
+_STRIDED_VIEWS = frozenset({torch.ops.aten.as_strided.default, _UNFOLD})  # (an unfold as its as_strided view)
 
 
 # eager's error, raised where an op bumps the (absent) version counter of an inference tensor
@@ -435,7 +441,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if func is torch.ops.aten.as_strided_.default and args and is_functional(args[0]):
             if self._as_strided_in_place(func, args, kwargs):
                 return args[0]
-        if func is torch.ops.aten.as_strided.default and args and is_functional(args[0]):
+        if func in _STRIDED_VIEWS and args and is_functional(args[0]):
             return self._as_strided(func, args, kwargs)
         if func is torch.ops.aten.set_.source_Tensor and len(args) > 1 and _sets_to_itself(args, self.depth):
             self._self_set(args)
@@ -615,10 +621,20 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         return False
 
     def _as_strided(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        # Tracked against the tensor the program named (version counter family, view chain).
-        source = self._as_strided_source(args)
-        rest, strided_kwargs = strided_call_args(self.record, args[0], source, args[1:], kwargs)
-        out = func(source, *rest, **strided_kwargs)
+        # Tracked against the tensor the program named (version counter family, view chain). An unfold is the
+        # as_strided view of its layout (torch_internals.py: Unfold as the as_strided view it is), taken here from the
+        # chain's root as one.
+        strided, strided_kwargs = ((args[0], *unfold_layout(*args)), {}) if func is _UNFOLD else (args, kwargs)
+        source = self._as_strided_source(strided)
+        if func is _UNFOLD and resolved_in_another_layout(args[0]):
+            out = func(*args, **kwargs)  # (functionalization's unfold: Unfold as the as_strided view it is)
+            if not unfold_tiles(*args):
+                self.record.untiled_unfolds.add(id(out))
+        elif func is _UNFOLD and (source is args[0] or source.is_neg() or source.is_conj()):
+            out = torch.ops.aten.as_strided.default(*strided)  # (at x's own offset)
+        else:
+            rest, strided_kwargs = strided_call_args(self.record, args[0], source, strided[1:], strided_kwargs)
+            out = torch.ops.aten.as_strided.default(source, *rest, **strided_kwargs)
         self._track(func, args, out, kwargs)
         if any(source is base for base in self.record.alias_bases.values()):
             self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
@@ -1006,6 +1022,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         self.record.set_views.add(id(o))
                     if id(args[0]) in self.record.base_strided_views:
                         self.record.base_strided_views.add(id(o))
+                    if id(args[0]) in self.record.untiled_unfolds:
+                        self.record.untiled_unfolds.add(id(o))
                     if id(args[0]) in self.record.data_aliases or id(args[0]) in self.record.data_views:
                         self.record.data_views.add(id(o))  # shares the `.data` alias's own version counter
                     if id(args[0]) in self.record.hidden or func is torch.ops.aten.detach.default:
@@ -1039,6 +1057,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     check_nograd_set_write(self.record, arg, [*args, *kwargs.values()])
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
                     check_write_through_base_strided(func, arg)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.untiled_unfolds:
+                    refuse_write_through_untiled_unfold(func)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     check_no_overlapping_read(func, arg, args, kwargs)
                     if self.depth == 0 and not is_traceable_subclass(arg):  # subclasses: their own rule (analyze)

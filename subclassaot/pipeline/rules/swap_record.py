@@ -355,6 +355,9 @@ class SwapRecord:
     set_views: set[int] = field(default_factory=set)
     # id() of as_strided views taken from a synthetic base (and views of them): Note [as_strided On Inputs]
     base_strided_views: set[int] = field(default_factory=set)
+    # id() of unfolds functionalization writes back through unfold_backward though their windows do not tile (and
+    # views of them): torch_internals.py, Unfold as the as_strided view it is
+    untiled_unfolds: set[int] = field(default_factory=set)
     # id() of such a view taken with grad that reaches elements outside the input's own -> (the storage key, its
     # last version bump then, the view): Note [as_strided On Inputs]
     escaping_strided: dict[int, tuple[object, int, torch.Tensor]] = field(default_factory=dict)
