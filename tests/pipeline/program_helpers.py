@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, cast
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, cast
 
 import pytest
 import torch
@@ -18,6 +18,7 @@ __all__ = [
     "ENTRIES",
     "REAL_SUBCLASSES",
     "assert_refused",
+    "ci_share",
     "dynamo_compile",
     "nonleaf",
     "pair",
@@ -27,6 +28,16 @@ __all__ = [
 ]
 
 T = torch.Tensor
+P = TypeVar("P")
+M = TypeVar("M")
+
+
+def ci_share(programs: Sequence[P], makes: Sequence[M]) -> tuple[list[tuple[P, M]], list[tuple[P, M]]]:
+    """Split a hand-written sweep, programs x input makers, into CI's share and the rest (for a `slow` sibling test):
+    CI pairs program k with maker k, cycling the shorter list, so that each program and each maker runs in CI."""
+    kept = {(k % len(programs), k % len(makes)) for k in range(max(len(programs), len(makes)))}
+    cases = [((i, j), (f, m)) for i, f in enumerate(programs) for j, m in enumerate(makes)]
+    return [c for ij, c in cases if ij in kept], [c for ij, c in cases if ij not in kept]
 
 
 def pair(*shape: int, requires_grad: bool = False) -> T:

@@ -36,6 +36,7 @@ from tests.pipeline.program_helpers import (
     backward_through,
     check_no_grad,
     check_with_grad,
+    ci_share,
     leaf,
     nonleaf,
     pair,
@@ -1598,7 +1599,7 @@ def test_leaf_self_set_before_reads_feeds_the_returned_leafs_accumulator(compile
 
 # variants of fuzz seed 49000 #9292: no write (the backward completes), x0 not returned, returned as a view or first,
 # an in-place write instead of the copy_, set_() twice, reads through a view taken after the set_
-def test_leaf_self_set_before_reads_unwritten_unreturned_viewed_or_twice(compile_fn: CompileFn | None) -> None:
+def _self_set_before_reads_unwritten_unreturned_viewed_or_twice() -> tuple[Callable[[T], object], ...]:
     def no_write(x0: T) -> object:
         _self_set(x0)
         t0 = x0.add(-1.0)
@@ -1627,9 +1628,24 @@ def test_leaf_self_set_before_reads_unwritten_unreturned_viewed_or_twice(compile
         t0.copy_(t0)
         return (x0, t1)
 
-    for f in (no_write, unreturned, viewed, twice):
-        for make in _ALL:
-            check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+    return (no_write, unreturned, viewed, twice)
+
+
+# CI's share: each program beside one kind of input, each kind once (ci_share); the rest run in the slow sibling
+_UNWRITTEN_UNRETURNED_VIEWED_OR_TWICE = ci_share(_self_set_before_reads_unwritten_unreturned_viewed_or_twice(), _ALL)
+
+
+def test_leaf_self_set_before_reads_unwritten_unreturned_viewed_or_twice(compile_fn: CompileFn | None) -> None:
+    for f, make in _UNWRITTEN_UNRETURNED_VIEWED_OR_TWICE[0]:
+        check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
+
+
+@pytest.mark.slow
+def test_leaf_self_set_before_reads_unwritten_unreturned_viewed_or_twice_outside_ci(
+    compile_fn: CompileFn | None,
+) -> None:
+    for f, make in _UNWRITTEN_UNRETURNED_VIEWED_OR_TWICE[1]:
+        check_with_grad(f, lambda make=make: (make(),), compile_fn)  # type: ignore[misc]
 
 
 # variants of fuzz seed 49000 #9292 read only before the set_(), or only between two of them: eager's nodes feed an
@@ -1715,7 +1731,7 @@ def test_set_under_grad_node_waits_behind_the_programs_nodes(compile_fn: Compile
 
 
 # variants of fuzz seed 49000 #3836: the set_() input written after, returned first, not returned, read before too
-def test_set_under_grad_input_written_returned_first_unreturned_or_viewed(compile_fn: CompileFn | None) -> None:
+def _set_under_grad_written_first_unreturned_or_viewed() -> tuple[Callable[..., object], ...]:
     def written(x0: T, x1: T) -> object:
         set_to(x1, x1)
         t0 = x1.mul(x1)
@@ -1737,10 +1753,31 @@ def test_set_under_grad_input_written_returned_first_unreturned_or_viewed(compil
         set_to(x1, x1)
         return (x1.mul(x1), x0.view(-1), x1)
 
-    for f in (written, first, unreturned, viewed):
-        check_with_grad(f, lambda: (leaf(4), pair_nonleaf(4, 1, 2)), compile_fn)
-        check_with_grad(f, lambda: (leaf(4), nonleaf(4, 1, 2)), compile_fn)
-        check_with_grad(f, lambda: (pair(4, requires_grad=True), nonleaf(4, 1, 2)), compile_fn)
+    return (written, first, unreturned, viewed)
+
+
+# CI's share: each program once, each kind of inputs once (ci_share); the rest run in the slow sibling below
+_WRITTEN_FIRST_UNRETURNED_OR_VIEWED = ci_share(
+    _set_under_grad_written_first_unreturned_or_viewed(),
+    [
+        lambda: (leaf(4), pair_nonleaf(4, 1, 2)),
+        lambda: (leaf(4), nonleaf(4, 1, 2)),
+        lambda: (pair(4, requires_grad=True), nonleaf(4, 1, 2)),
+    ],
+)
+
+
+def test_set_under_grad_input_written_returned_first_unreturned_or_viewed(compile_fn: CompileFn | None) -> None:
+    for f, make_inputs in _WRITTEN_FIRST_UNRETURNED_OR_VIEWED[0]:
+        check_with_grad(f, make_inputs, compile_fn)
+
+
+@pytest.mark.slow
+def test_set_under_grad_input_written_returned_first_unreturned_or_viewed_outside_ci(
+    compile_fn: CompileFn | None,
+) -> None:
+    for f, make_inputs in _WRITTEN_FIRST_UNRETURNED_OR_VIEWED[1]:
+        check_with_grad(f, make_inputs, compile_fn)
 
 
 # variants of fuzz seed 49000 #9292 read only through a view taken before the set_(): the set_() advanced the version
@@ -1811,16 +1848,42 @@ def test_op_returning_its_argument_reads_nothing(compile_fn: CompileFn | None) -
 # the apply as a read and renewed the accumulator after the call, giving the returned x0 a gradient. Variants: the
 # Function applied before the set_() only, and before it with a plain read after (two accumulators behind a raising
 # backward: refused for leaves, as for plain reads around the set_())
-def test_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
-    def repro(x0: T) -> object:
-        _self_set(x0)
-        t0 = _sin_fn(x0)
-        return (x0, t0)
+def _function_apply_after_self_set(x0: T) -> object:
+    _self_set(x0)
+    t0 = _sin_fn(x0)
+    return (x0, t0)
 
-    def before(x0: T) -> object:
-        t0 = _sin_fn(x0)
-        _self_set(x0)
-        return (x0, t0)
+
+def _function_apply_before_self_set(x0: T) -> object:
+    t0 = _sin_fn(x0)
+    _self_set(x0)
+    return (x0, t0)
+
+
+# CI's share: each program beside two kinds of input, each kind once (ci_share); the rest run in the slow sibling
+_FUNCTION_APPLY_PROGRAMS: tuple[Callable[[T], object], ...] = (
+    _function_apply_after_self_set,
+    _function_apply_before_self_set,
+)
+_FUNCTION_APPLY_READS = ci_share(_FUNCTION_APPLY_PROGRAMS, _ALL)
+
+
+def _check_function_apply_reads(
+    cases: list[tuple[Callable[[T], object], Callable[[], T]]], compile_fn: CompileFn | None
+) -> None:
+    for f, make in cases:
+        with torch.enable_grad():
+            assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn, after_call=write_outputs)  # type: ignore[misc]
+            assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn)  # type: ignore[misc]
+
+
+@pytest.mark.slow
+def test_function_apply_reads_the_leaf_outside_ci(compile_fn: CompileFn | None) -> None:
+    _check_function_apply_reads(_FUNCTION_APPLY_READS[1], compile_fn)
+
+
+def test_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
+    _check_function_apply_reads(_FUNCTION_APPLY_READS[0], compile_fn)
 
     def around(x0: T) -> object:
         t = _sin_fn(x0)
@@ -1828,11 +1891,6 @@ def test_function_apply_reads_the_leaf(compile_fn: CompileFn | None) -> None:
         t0 = x0.add(-1.0)
         return (t.mul(t0), x0)
 
-    for make in _ALL:
-        for f in (repro, before):
-            with torch.enable_grad():
-                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn, after_call=write_outputs)  # type: ignore[misc]
-                assert_matches_eager(f, lambda make=make: (make(),), compile_fn=compile_fn)  # type: ignore[misc]
     for make in _LEAVES:
         refused_with_grad(around, lambda make=make: (make(),), compile_fn, "Gradient Accumulators Of Leaves")  # type: ignore[misc]
     check_with_grad(around, lambda: (nonleaf(),), compile_fn)
