@@ -299,8 +299,8 @@ class OutputLeaf:
     function_view_base: int | None = None
     # INPUT_ALIAS: the very leaf object of the input (a subclass built around it); INTERMEDIATE_ALIAS: the base itself
     same_object: bool = False
-    # INTERMEDIATE_ALIAS with its base's size, stride and offset in the trace (`t0.data = base`): it takes the real
-    # base's layout, strides in size-1 dims included (Note [Strides The Kernels Choose])
+    # INTERMEDIATE_ALIAS, the base or set_() to it (`t0.data = base`), with its base's size, stride and offset in the
+    # trace: it takes the real base's layout, strides in size-1 dims included (Note [Strides The Kernels Choose])
     base_layout: bool = False
     # INPUT_ALIAS view whose `._base` in eager is a tensor nobody else sees that set_() put on the input's storage
     # (or the input was set_() to): its size, stride, offset; the output is regenerated as a view of such an alias

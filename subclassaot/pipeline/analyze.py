@@ -1156,15 +1156,16 @@ def _output_leaves(
                     bits=_bits_apart(leaf, run.originals[original[key]]),
                 )
             )
-        elif key in bases and not _history_of_its_own(leaf, bases[key][1], run):
+        elif key in bases and not _history_of_its_own(leaf, base := bases[key][1], run):
             out_leaves.append(
                 OutputLeaf(
                     source=LeafSource.INTERMEDIATE_ALIAS,
                     index=bases[key][0],
                     meta=meta,
                     is_view=is_view(leaf),
-                    same_object=bases[key][1] is leaf,
-                    base_layout=meta == leaf_meta(bases[key][1]),
+                    same_object=base is leaf,
+                    # the base or set_() to it (not an inference tensor's view_as(): Note [Strides The Kernels Choose])
+                    base_layout=meta == leaf_meta(base) and (leaf is base or id(leaf) in run.swaps.swapped_ids),
                     foreign_base=None if tree is not None else foreign_base(leaf, run.finals, set(original), bases),
                     bits=_bits_apart(leaf, bases[key][1]),
                 )
@@ -1641,6 +1642,9 @@ def _as_fresh_root(
 #   probes after its symbolic ints, as detached aliases it marks non-differentiable.
 # - An output leaf over an intermediate base with that base's size, stride and offset in the trace (`t0.data = t1`, t1
 #   the base) takes the real base's layout (OutputLeaf.base_layout): strides in its size-1 and empty dims included.
+#   Only the base itself or a tensor set_() or `.data =` to it: another alias with the base's layout in the trace (a
+#   view of an inference tensor, no autograd view) has its view op's strides in size-1 dims (computeStride), which
+#   need not be the kernel's; it takes its own value's layout (OutputLeaf.layout_probe, below).
 # - A view whose chain passes through the intermediate base after its start (`t1.detach().unsqueeze(-1)`: eager's
 #   `._base`, the base the graph returns, is the detach()) replays the steps after the base on the real base, not
 #   as_strided() with the trace's strides (sort, frexp of an empty input with gaps keep its strides: fake (1,), eager

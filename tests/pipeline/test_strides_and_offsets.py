@@ -2616,3 +2616,48 @@ def test_write_through_untiled_unfold_of_a_math_bit_input_refused(compile_fn: Co
 
     with torch.no_grad():
         assert_refused(f, lambda: (_imag_of_conj(3, 4),), compile_fn, "unfold.. of a tensor with a negative")
+
+
+class _TwoViews(torch.autograd.Function):
+    """Returns two views of a tensor it made (eager: both views of it, of a node with two outputs)."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, g: T, g_row: T) -> T:
+        return (g + g_row.squeeze(0)) * 2
+
+
+def view_as_of_a_product_inside_inference_mode(x0: T) -> object:
+    with torch.inference_mode():
+        y = x0 * 2
+        return (y.view_as(y),)
+
+
+def function_views_inside_inference_mode(x0: T) -> object:
+    t1 = x0.detach().mul(1.0)
+    with torch.inference_mode():
+        t2, _ = _TwoViews.apply(t1)  # type: ignore[no-untyped-call]  # (Function.apply is untyped in torch)
+    return (t2,)
+
+
+@pytest.mark.parametrize(
+    "f", [view_as_of_a_product_inside_inference_mode, function_views_inside_inference_mode], ids=["view_as", "function"]
+)
+def test_inference_tensor_views_take_the_view_ops_strides(
+    f: Callable[..., object], compile_fn: CompileFn | None
+) -> None:
+    """A view of an inference tensor is no autograd view: the output is an alias of the intermediate base with the
+    base's layout in the trace (fake mul lays the size-1 dim out (9, 1, 9, 3)), but eager's view op lays that dim out
+    by itself (computeStride: (9, 1, 9, 3)) where the product has the kernel's (9, 1, 3, 3). It takes its own value's
+    layout from the graph, not the real base's (fuzz seed 121007 #7127: DIVERGED on strides)."""
+
+    def make() -> T:
+        return torch.randn(3, 3, 3).unsqueeze(2).transpose(1, 3)
+
+    check_no_grad(f, lambda: (make(),), compile_fn)
+    check_with_grad(f, lambda: (make(),), compile_fn)
+    check_with_grad(f, lambda: (make().requires_grad_(),), compile_fn)
