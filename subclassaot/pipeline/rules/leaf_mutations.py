@@ -77,6 +77,14 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
         else m
         for i, m in enumerate(mutations)
     )
+    # (a leaf that requires grad, no view: eager raises at a write with grad through it or a view of it, so one it
+    # survived came through a detach() beside it that shares its counter, which autograd records on that one alone)
+    mutations = tuple(
+        replace(m, visible_through_self=False, written_after_growth=False)
+        if m.visible_through_self and _grad_leaf(values[layout.leaves[i].owner])
+        else m
+        for i, m in enumerate(mutations)
+    )
     # Note [History Kept Through .data =]
     mutations = tuple(
         replace(m, kept_at_entry=True)
@@ -96,6 +104,12 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
 
 def _is_view(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value._is_view()
+
+
+def _grad_leaf(value: object) -> bool:
+    if not isinstance(value, torch.Tensor) or is_traceable_subclass(value):
+        return False
+    return value.requires_grad and value.is_leaf and not value._is_view()
 
 
 def _history_from_base(m: LeafMutation, value: object) -> bool:
