@@ -614,6 +614,10 @@ class OutputInfo:
     # program made of it as the program without that flag makes them (the other outputs show the same autograd state
     # either way: Note [Training Without A Function]); with base_gains_grad, the flag its `._base` is given
     gains_grad_last: bool = False
+    # TENSOR, a view with history that the program gave requires_grad_() all the same: eager keeps the flag, which no read
+    # shows until its grad_fn is rebuilt as None (a view remade by its view function over a base that requires no
+    # grad); the runtime gives it once built (runtime.plan.last_gains: the same for inputs)
+    flag_kept: bool = False
     # TENSOR: eager's is an inference tensor (computed inside a torch.inference_mode() block, or a view of one), and
     # these of its dense leaves are (a plain tensor: (0,); of a subclass, those over storage made inside the block: a
     # view's leaves, an input's offsets, are not; a wrapper made after the block may have some while it is none);

@@ -953,6 +953,7 @@ def _analyze_outputs(
             check_view_taken_before_grad(path, value, run.swaps, set(input_by_id), info.gains_grad)
         if info.kind is OutputKind.TENSOR and isinstance(value, torch.Tensor):
             info = replace(_with_inference_leaves(path, value, info, run, current), parameter=made_parameter(value))
+            info = replace(info, flag_kept=_flag_kept(value, run))
         infos.append(info)
     infos = function_slots(detached_chains_without_grad(infos), leaves)
     _check_inference_storages(infos, leaves, current)
@@ -1907,6 +1908,12 @@ def _flag_of_its_own(value: torch.Tensor, info: OutputInfo, run: FunctionalRun) 
     if info.replay is not None and info.replay.source is ReplaySource.INPUT:
         return False
     return not any(value._base is t for t in run.user_tensors)
+
+
+def _flag_kept(value: torch.Tensor, run: FunctionalRun) -> bool:
+    """OutputInfo.flag_kept: a view with history that the program gave requires_grad_()."""
+    flagged = id(value) in run.swaps.requires_grad_set
+    return flagged and run.swaps.is_view(value) and grad_fn_or_none(value) is not None
 
 
 def _check_flag_given_late(path: str, value: torch.Tensor, info: OutputInfo, run: FunctionalRun) -> None:

@@ -86,8 +86,12 @@ class RuntimePlan:
 
 def last_gains(plan: RuntimePlan) -> list[int]:
     """Tensor positions the program makes require grad after its last use of their storage (Analysis.gains_last): set
-    once the call is done, outputs built (Note [Grad Mode And Autograd Reads])."""
-    return [i for i, late in enumerate(plan.analysis.gains_last) if late]
+    once the call is done, outputs built (Note [Grad Mode And Autograd Reads]). So are those that came requiring grad
+    and the program gave requires_grad_() all the same: on a non-leaf, eager keeps a flag no read shows until its
+    grad_fn is rebuilt as None (a view remade by its view function over a base that requires no grad)."""
+    a = plan.analysis
+    flagged = zip(a.requires_grad_set, plan.input_requires_grad, a.requires_grad_after, strict=True)
+    return [i for i, (late, f) in enumerate(zip(a.gains_last, flagged, strict=True)) if late or all(f)]
 
 
 def requires_grad_changes(plan: RuntimePlan) -> tuple[list[int], list[int]]:

@@ -331,6 +331,8 @@ def _give_autograd_state(info: OutputInfo, value: object) -> None:
         return
     if info.gains_grad and not info.gains_grad_last:  # (the other: once every output is built)
         _give_flag(value)
+    if info.flag_kept and value.requires_grad:
+        value.requires_grad_()
     if info.inference_view:
         mark_inference_mode_view(value)
 

@@ -31,6 +31,7 @@ from subclassaot.runtime.plan import (
     RuntimePlan,
     SettlingCall,
     graph_code,
+    last_gains,
     non_view_alias,
     requires_grad_changes,
 )
@@ -420,7 +421,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
     """Why this plan needs the generic runner (a step the generated one does not take), or None."""
     analysis, layout = plan.analysis, plan.layout
     before_call = {
-        "requires_grad changed on an input": any(requires_grad_changes(plan)) or any(plan.analysis.gains_last),
+        "requires_grad changed on an input": any(requires_grad_changes(plan)) or bool(last_gains(plan)),
         "x.set_(x) on an input": any(analysis.self_set) or any(analysis.self_set_first),
         "a write after `.data =` held back": any(analysis.raising_write_blocks),
         "accumulators kept or made": any(analysis.kept_accumulators)
@@ -478,7 +479,7 @@ def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
         return "set_() or .data = on it"
     if first is not None and (first.onto_input is not None or first.storage_of is not None):
         return "set_() onto an input"
-    if info.gains_grad:
+    if info.gains_grad or info.flag_kept:
         return "requires_grad_() on it"
     if info.inference_view:
         return "a view taken inside inference_mode"  # (given its creation meta: regenerate.build_outputs)

@@ -943,3 +943,35 @@ def test_base_flag_dropped_after_its_view_inputs_history_was_rebuilt_is_refused(
     # program and after the call
     with torch.no_grad():
         assert_refused(_flag_dropped_after_a_rebuilding_read, _BASE_AND_VIEW[make], compile_fn, "history rebuilt")
+
+
+def _view_of_a_neg_leaf() -> tuple[object, ...]:
+    # a leaf view, given its flag over a complex base that requires no grad, through a neg-bit view (`c.conj().imag`):
+    # eager remakes the grad_fn of a view of it, once its counter moved, by its view function over that base, as None
+    # (the read raises an internal assert), and requires_grad then answers the tensor's own flag
+    b = (torch.randn(2, 3) * (1 + 0.5j)).conj().imag
+    b.requires_grad_()
+    return (b.unsqueeze(0),)
+
+
+def _view_flagged_returned_twice(x0: T) -> object:  # fuzz seed 121007 #6940
+    t0 = x0.select(2, -1)
+    t0.requires_grad_()  # (a non-leaf: eager sets its flag all the same)
+    return (t0, t0)
+
+
+def _input_flagged_returned(x0: T) -> object:
+    x0.requires_grad_()
+    return (x0,)
+
+
+@pytest.mark.parametrize("f", [_view_flagged_returned_twice, _input_flagged_returned])
+def test_requires_grad_of_a_view_with_history_keeps_eagers_flag(
+    compile_fn: CompileFn | None, f: Callable[[T], object]
+) -> None:
+    # outputs written after the call (under no_grad), then read twice: output[1] (input x0) answered requires_grad
+    # False after the first read raised, where eager's flag answers True
+    from subclassaot.tools.parity import write_outputs
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _view_of_a_neg_leaf, compile_fn=compile_fn, after_call=write_outputs)

@@ -824,6 +824,34 @@ def test_storage_grown_under_an_input_requiring_grad_set_onto_it_matches_eager(
         assert_matches_eager(set_onto_under_no_grad_then_source_grown, lambda: (nonleaf(4),), compile_fn=compile_fn)
 
 
+def _detached_leaf_beside_history(kind: str) -> Make:
+    # x0 = x1.detach() and x2 = x1.detach().requires_grad_() (or a Parameter over it): one storage, one version counter
+    def make() -> tuple[object, ...]:
+        x1 = nonleaf(1)
+        x2 = x1.detach().requires_grad_() if kind == "leaf" else torch.nn.Parameter(x1.detach())
+        return (x1.detach(), x1, x2)
+
+    return make
+
+
+def detach_grown_then_input_written(x0: T, x1: T, x2: T) -> object:  # fuzz seed 121007 #5669
+    t0 = x0.transpose(0, 0)
+    t0.resize_((3,))
+    t0.fill_(2.0)
+    x1.add_(3.0)
+    return (x2 * 2,)
+
+
+@pytest.mark.parametrize("kind", ["leaf", "parameter"])
+def test_storage_grown_then_written_with_grad_beside_a_detached_leaf_matches_eager(
+    kind: str, compile_fn: CompileFn | None
+) -> None:
+    # eager's x1.add_ is recorded on x1 alone: x2, a leaf that requires grad over the same counter, takes the values
+    # (the epilogue's copy into it, made with grad, raised "a leaf Variable that requires grad ...")
+    with torch.enable_grad():
+        _check(detach_grown_then_input_written, _detached_leaf_beside_history(kind), compile_fn)
+
+
 def set_onto_then_both_grown(x0: T) -> object:
     t0 = x0.mul(0.5)
     set_to(x0, t0)

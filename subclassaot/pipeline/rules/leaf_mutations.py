@@ -77,6 +77,17 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
         else m
         for i, m in enumerate(mutations)
     )
+    # (a leaf that requires grad, no view, written with grad only through a detach() beside it that shares its
+    # counter: autograd records the write on that one alone; through itself or a view of it, eager raises, and the
+    # copy with grad does too)
+    mutations = tuple(
+        replace(m, visible_through_self=False, written_after_growth=False)
+        if m.visible_through_self
+        and _grad_leaf(values[layout.leaves[i].owner])
+        and not _written_through_itself(run.swaps, run.dense[i])
+        else m
+        for i, m in enumerate(mutations)
+    )
     # Note [History Kept Through .data =]
     mutations = tuple(
         replace(m, kept_at_entry=True)
@@ -96,6 +107,23 @@ def leaf_mutations(run: FunctionalRun, layout: DenseLayout, values: Sequence[obj
 
 def _is_view(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value._is_view()
+
+
+def _grad_leaf(value: object) -> bool:
+    if not isinstance(value, torch.Tensor) or is_traceable_subclass(value):
+        return False
+    return value.requires_grad and value.is_leaf and not value._is_view()
+
+
+def _written_through_itself(swaps: SwapRecord, t: torch.Tensor) -> bool:
+    """Did a write autograd records go through `t` or a view of it (not a detach())?"""
+    for k in swaps.visible_seq:
+        w = swaps.pinned.get(k)
+        while isinstance(w, torch.Tensor) and w is not t and swaps.is_view(w):
+            w = swaps.views[id(w)].source
+        if w is t:
+            return True
+    return False
 
 
 def _history_from_base(m: LeafMutation, value: object) -> bool:
