@@ -19,6 +19,7 @@ from tests.pipeline.corpus_pytorch9 import CASES9
 from tests.pipeline.corpus_pytorch10 import CASES10
 from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
+from tests.pipeline.corpus_pytorch14 import CASES14
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -36,4 +37,5 @@ ALL = (
     + CASES10
     + CASES11
     + CASES12
+    + CASES14
 )
