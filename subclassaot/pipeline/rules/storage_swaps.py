@@ -413,7 +413,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
                 check_reads_after_hidden_grow(self.record, func, args)  # Note [Storage Swaps By Rebinding]
-        subclass = _subclass_operand(args)
+        subclass = _subclass_operand(func, args)
         if (
             subclass is not None
             and copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -2068,10 +2068,13 @@ def _backward_hooks_refusal(module: torch.nn.Module, hooks: str) -> UnsupportedE
     )
 
 
-def _subclass_operand(args: tuple[Any, ...]) -> Any:
-    """The first traceable subclass among an op's positional operands, one inside a tensor list too (a custom op's
-    written `Tensor(a!)[]` of TwoTensors: handled as a subclass's op, its inner writes are seen); None if none."""
-    listed = (t for a in args for t in (a if isinstance(a, list | tuple) else (a,)))
+def _subclass_operand(func: Any, args: tuple[Any, ...]) -> Any:
+    """The first traceable subclass among an op's positional operands; for a custom op that writes (not aten's: cat
+    and the foreach ops keep their handling), one inside a tensor list too (its `Tensor(a!)[]` of TwoTensors: handled
+    as a subclass's op, its inner writes are seen, as with a tensor argument); None if none."""
+    schema = getattr(func, "_schema", None)
+    custom_write = getattr(func, "namespace", "aten") != "aten" and schema is not None and schema.is_mutable
+    listed = (t for a in args for t in (a if custom_write and isinstance(a, list | tuple) else (a,)))
     return next((a for a in listed if is_traceable_subclass(a) and not is_functional(a)), None)
 
 
