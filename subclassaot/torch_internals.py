@@ -140,6 +140,7 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             super().__torch_dispatch__(torch.ops.aten.copy_.default, types, args, kwargs)
             return None
         if _writes_args_auto_functionalized(func):
+            _refuse_body_autograd_records(func, args, kwargs or {})
             args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {})
         if func is torch.ops.aten.expand.default and _expands_to_itself(args):
             func, args, kwargs = torch.ops.aten.alias.default, args[:1], {}
@@ -286,6 +287,27 @@ def _writes_args_auto_functionalized(func: object) -> bool:
     from torch._higher_order_ops.auto_functionalize import can_auto_functionalize
 
     return isinstance(func, torch._ops.OpOverload) and func._schema.is_mutable and can_auto_functionalize(func)
+
+
+_AUTOGRAD_KEYS = ("Autograd", "AutogradCPU", "AutogradCUDA", "CompositeImplicitAutograd")
+
+
+def _refuse_body_autograd_records(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """An op declared by a schema that writes its arguments and has no autograd kernel (a CompositeExplicitAutograd
+    kernel only, as torch.library.Library.impl registers): eager runs it through the dispatcher's autograd fallback,
+    and where grad is on and an operand requires grad its body's ops are recorded (`copy_(fresh, x)` gives `fresh`
+    x's history and x its gradient). The trace sees the op whole (auto_functionalized, no derivative): refused."""
+    if func.namespace == "subclassaot" or not torch.is_grad_enabled():
+        return
+    if any(torch._C._dispatch_has_kernel_for_dispatch_key(func._name, key) for key in _AUTOGRAD_KEYS):
+        return
+    if any(isinstance(t, torch.Tensor) and t.requires_grad for t in pytree.tree_leaves((args, kwargs))):
+        raise UnsupportedError(
+            f"{func}: an op declared by a schema, with no autograd kernel, writes its arguments with grad on and an "
+            "operand that requires grad: eager's autograd fallback records its kernel's body (what it writes gains "
+            "that history), which the trace, seeing the op whole, cannot. Register its autograd formula "
+            "(torch.library.register_autograd) or call it under torch.no_grad()"
+        )
 
 
 def _one_operand_per_written_memory(

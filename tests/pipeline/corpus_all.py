@@ -20,6 +20,7 @@ from tests.pipeline.corpus_pytorch10 import CASES10
 from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
+from tests.pipeline.corpus_pytorch14 import CASES14
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -38,4 +39,5 @@ ALL = (
     + CASES11
     + CASES12
     + CASES13
+    + CASES14
 )

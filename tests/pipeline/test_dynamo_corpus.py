@@ -31,6 +31,7 @@ from tests.pipeline.corpus_pytorch10 import TORCH_FUNCTION
 from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
+from tests.pipeline.corpus_pytorch14 import CASES14
 
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
@@ -146,6 +147,13 @@ REFUSED = {
         ("vo_t_inplace_view_train", "vo_transpose_inplace_view_train"),
         "an in-place view op on a view, then a write through it with grad (Note [Stale View Functions]), as directly",
     ),
+    # corpus_pytorch14.py, as directly
+    **dict.fromkeys(
+        (f"ti_two_{n}_train" for n in ("index_put4", "index_put_fallback1", "index_put_fallback1_acc")),
+        "a boolean-mask index_put on TwoTensors that require grad: a size made of tensor values, as directly",
+    ),
+    "ti_two_gather_scatter_train": "zeros_like of a TwoTensor that requires grad, seen as a detach(), as directly",
+    "ti_mutable_custom_op_fixed_layout_train": "a schema op without an autograd kernel writing with grad, as directly",
 }
 ALIASED_BY_SET = (
     "Dynamo runs the program's set_() before the graph (a graph break), so the graph gets two inputs that share "
@@ -163,6 +171,9 @@ GAPS = {
     # set_() replaced before the call is faked over the storage it has, its alias group's base taken from it)
     "set__and_data_mutation_bad_train": ALIASED_BY_SET,
     "set__not_allowed_train": ALIASED_BY_SET,
+    # corpus_pytorch14.py: an op declared by a schema without an autograd kernel, as directly (test_corpus_pytorch.py)
+    "ti_fallback_mutable_op_list": "eager's body advances the written list members' counters; ours does not",
+    "ti_two_fallback_mutable_op_on_inputs": "eager's TwoTensor wrappers keep version 0; ours advance to 1",
 }
 
 
@@ -186,9 +197,9 @@ def dynamo_compile(fn: Callable[..., object], *, backend: object = "eager", **_:
     return compiled
 
 
-def _run(case: Case) -> None:
+def _run(case: Case, backend: str = "eager") -> None:
     with torch.enable_grad():
-        run_case(case, "eager", dynamo_compile)
+        run_case(case, backend, dynamo_compile)
     torch._dynamo.reset()
 
 
@@ -247,6 +258,21 @@ def test_view_ops_programs_through_torch_compile(case: Case) -> None:
 def test_repros_programs_through_torch_compile(case: Case) -> None:
     # corpus_pytorch13.py (held out: dynamo/test_repros.py), an eighth of it in CI (the whole in the slow sweep)
     _run(case)
+
+
+@pytest.mark.parametrize("case", _params(CASES14[::8]))
+def test_inductor_test_programs_through_torch_compile_onto_inductor(case: Case) -> None:
+    # corpus_pytorch14.py (held out: test_torchinductor.py, test_inplacing_pass.py), each captured graph onto our
+    # inductor backend: an eighth of it here (of which CI runs its slice), the whole in the slow sweep below
+    _run(case, "inductor")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _params(CASES14))
+def test_inductor_test_corpus_through_torch_compile_onto_inductor(case: Case, request: pytest.FixtureRequest) -> None:
+    if "slow" not in str(request.config.getoption("markexpr") or ""):
+        pytest.skip("the whole of corpus_pytorch14.py on inductor (about 15 min on 2 cores) runs with `-m slow`")
+    _run(case, "inductor")
 
 
 @pytest.mark.slow

@@ -423,7 +423,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
                 check_reads_after_hidden_grow(self.record, func, args)  # Note [Storage Swaps By Rebinding]
-        subclass = next((a for a in args if is_traceable_subclass(a) and not is_functional(a)), None)
+        subclass = _subclass_operand(func, args)
         if (
             subclass is not None
             and copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -751,9 +751,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if schema is not None and schema.is_mutable:
             written = tuple(
                 arg
-                for i, arg_schema in enumerate(schema.arguments)
-                if arg_schema.is_write
-                and isinstance(arg := args[i] if i < len(args) else kwargs.get(arg_schema.name), torch.Tensor)
+                for arg_schema, arg in _schema_operands(schema, args, kwargs)
+                if arg_schema.is_write and isinstance(arg, torch.Tensor)
             )
         self.record.note_wrapper_op(func, subclass_args, written, pytree.tree_leaves((args, kwargs)))
         if self.record.wrapper_first_sets:
@@ -2091,6 +2090,16 @@ def _backward_hooks_refusal(module: torch.nn.Module, hooks: str) -> UnsupportedE
         'compiled function), or compile with torch.compile(module, backend="subclassaot"), whose Dynamo runs module '
         "backward hooks as eager does"
     )
+
+
+def _subclass_operand(func: Any, args: tuple[Any, ...]) -> Any:
+    """The first traceable subclass among an op's positional operands; for a custom op that writes (not aten's: cat
+    and the foreach ops keep their handling), one inside a tensor list too (its `Tensor(a!)[]` of TwoTensors: handled
+    as a subclass's op, its inner writes are seen, as with a tensor argument); None if none."""
+    schema = getattr(func, "_schema", None)
+    custom_write = getattr(func, "namespace", "aten") != "aten" and schema is not None and schema.is_mutable
+    listed = (t for a in args for t in (a if custom_write and isinstance(a, list | tuple) else (a,)))
+    return next((a for a in listed if is_traceable_subclass(a) and not is_functional(a)), None)
 
 
 def _schema_operands(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[Any, Any]]:
