@@ -2104,6 +2104,13 @@ def _other_view_returned_beside_a_grad_output(x: T) -> tuple[T, ...]:
     return t1, x.cos()
 
 
+def _other_view_returned_twice(x: T) -> tuple[T, ...]:
+    t0, t1 = _two_views(x)
+    with torch.no_grad():
+        t0.mul_(t0)
+    return t1, t1
+
+
 def _view_of_a_view_written_by_a_dirty_function(x: T) -> tuple[T, ...]:
     _, t1 = _two_views(x)
     t2 = t1.select(1, -2)
@@ -2146,6 +2153,7 @@ def _view_of_a_single_view_written(x: T) -> tuple[T, ...]:
 _WRITTEN_FUNCTION_VIEWS = {
     "written_view_returned": _written_view_returned,
     "other_view_returned_beside_a_grad_output": _other_view_returned_beside_a_grad_output,
+    "other_view_returned_twice": _other_view_returned_twice,
     "view_of_a_view_written_by_a_dirty_function": _view_of_a_view_written_by_a_dirty_function,
     "view_taken_before_the_write_beside_a_detach": _view_taken_before_the_write_beside_a_detach,
     "one_of_two_applies_written": _one_of_two_applies_written,

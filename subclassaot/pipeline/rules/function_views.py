@@ -112,8 +112,13 @@ __all__ = [
 # The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a grad_fn
 # that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
-# are views whose base the program wrote after the Function returned them, and views of an intermediate whose storage
-# an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage; check_rebuilt_view_relation).
+# are views of an input or subclass views whose base the program wrote after the Function returned them, and views of
+# an intermediate whose storage an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage;
+# check_rebuilt_view_relation). A plain view of a tensor the forward made, whose base the program wrote after (its
+# grad_fn raises, naming its output number and creation meta), goes through FunctionOutputs as above, over an alias
+# of that base requiring grad where the graph gives it no tangent (one alias per base, shared as eager's `._base`),
+# and its counter is advanced once built (FunctionSlot.bumped); refused where another output views that base
+# without being such a view (its `._base` would not be the alias).
 # Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
 # eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's
 # write, run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new
@@ -209,7 +214,9 @@ def _check_written_bases(infos: Sequence[OutputInfo], leaves: Sequence[object]) 
     }
     for info, value in zip(infos, leaves, strict=True):
         slot = info.function_slot
-        if not isinstance(value, torch.Tensor) or not value._is_view() or storage_key(value) not in bumped:
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor) or not value._is_view():
+            continue  # (an output returned again, SAME_AS, is the very object built)
+        if storage_key(value) not in bumped:
             continue
         if slot is None or not slot.bumped:
             raise UnsupportedError(
