@@ -566,6 +566,8 @@ class FunctionSlot:
     index: int  # its output number among that apply's outputs
     count: int  # how many outputs that apply returned (non-tensors included)
     multi: bool  # creation meta MULTI_OUTPUT_NODE (the apply returned several differentiable outputs)
+    # the program wrote its base after the apply, so that eager's grad_fn raises: its counter is advanced once built
+    bumped: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

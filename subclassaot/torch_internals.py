@@ -718,6 +718,25 @@ def grad_fn_error_after_bump(t: torch.Tensor) -> RuntimeError | None:
     return None
 
 
+def grad_fn_before_bump(t: torch.Tensor) -> Any:
+    """The node a view whose grad_fn raises since its counter moved (`grad_fn_raises`: not a view of the default kind,
+    whose read would rebuild it) had when made: read with its counter lowered to each earlier count in turn until the
+    read answers (the count autograd made it at), the counter given back at once; None where none answers."""
+    if not grad_fn_raises(t) or is_plain_autograd_view(t):
+        return None
+    version = get_version(t)
+    try:
+        for count in range(version - 1, -1, -1):
+            set_version(t, count)
+            try:
+                return t.grad_fn
+            except RuntimeError:
+                continue
+    finally:
+        set_version(t, version)
+    return None
+
+
 # autograd's one message for a view whose history it refuses, as it names what was modified in place: the view's base
 # (or another view of it), at a read of the view's history after the write; the view itself, at its own write
 _BASE_MODIFIED = "its base or another view of its base has been modified inplace"
@@ -803,12 +822,16 @@ def custom_function_of(t: torch.Tensor) -> type | None:
     """The custom autograd.Function class whose node is `t`'s grad_fn (an output of its forward, or an input it
     marked dirty), if it is one."""
     try:
-        node = t.grad_fn
+        return node_function_class(t.grad_fn)
     except (RuntimeError, ValueError, IndexError):  # see grad_fn_raises
         return None
+
+
+def node_function_class(node: Any) -> type | None:
+    """The custom autograd.Function class whose node `node` is, if it is one."""
     if not isinstance(node, torch.autograd.function.BackwardCFunction):
         return None
-    cls: type = node._forward_cls  # set on the node class by FunctionMeta
+    cls: type = cast(Any, node)._forward_cls  # set on the node class by FunctionMeta
     return cls
 
 

@@ -1278,10 +1278,16 @@ def _check_view_bases(
 
 
 def _replay_counters(
-    path: str, value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+    path: str,
+    value: torch.Tensor,
+    replay: Replay | None,
+    run: FunctionalRun,
+    input_by_id: dict[int, InputIndex],
+    function_view: bool,
 ) -> tuple[Replay | None, bool]:
     """`replay` with the sequence points its view is built at, against the program's writes (Note [Views That Raise
-    After A Bump]), and whether eager's grad_fn of `value` raises; refused where it raises and the replay cannot."""
+    After A Bump]), and whether eager's grad_fn of `value` raises; refused where it raises and the replay cannot,
+    unless it is a view the program's Function made, built through FunctionOutputs and bumped (FunctionSlot.bumped)."""
     if replay is not None and replay.before_epilogue:
         replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
@@ -1309,7 +1315,7 @@ def _replay_counters(
     if (raises or stale) and not rebuilt and replay is not None and replay.source in _BUMPED_SOURCES:
         # Note [Views That Raise After A Bump]
         replay = replace(replay, bump_after=True, stale_view=replay.stale_view or stale)
-    elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None):
+    elif raises and not rebuilt and (torch.is_grad_enabled() or replay is None) and not function_view:
         # Only a view replayed exactly (then rebuilt before the epilogue writes it, or its counter advanced), or one
         # whose wrapper the runtime set_()s (Note [Wrapper Storage]), gets such a grad_fn at run time
         # (a no_grad view of an intermediate or swapped tensor would come back with none; one rebuilt by
@@ -1547,7 +1553,8 @@ def _output_replay(
         check_grown_multi_output_view(path, value, run, earlier)
     _check_replay(path, value, (tree is not None, replay, replaced), run, out_leaves)
     _check_view_bases(path, value, (tree, dense, own_layout), replay, run, (current, original, bases, earlier))
-    replay, raises = _replay_counters(path, value, replay, run, input_by_id)
+    function_view = replay is None and tree is None and torch.is_grad_enabled() and out_leaves[0].function_view
+    replay, raises = _replay_counters(path, value, replay, run, input_by_id, function_view)
     _check_history_kept(path, value, (tree, replay, tuple(out_leaves)), run, input_by_id, repeated)
     return replay, raises
 
@@ -1563,7 +1570,7 @@ def _function_view_through(
 ) -> Replay | None:
     """The view a subclass output is of an input through the program's own autograd.Function (Note [Custom
     Functions]), where it is one; refuses such views the compiled output cannot be."""
-    check_written_function_view(path, value)
+    check_written_function_view(path, value, out_leaves, run)
     root = run.swaps.view_root(value, through_swaps=True) if fresh and from_program_function(value, run) else None
     if root is not None and id(root) in input_by_id:  # Note [Custom Functions]
         if tree is None:

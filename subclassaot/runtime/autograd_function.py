@@ -465,7 +465,8 @@ def _dense_zeros(t: torch.Tensor) -> list[ZeroMeta]:
 
 GroupSource = tuple[int, tuple[int, ...], tuple[int, ...], int]
 # per apply of the program's Functions: FunctionOutputs' layout, the outputs it rebuilds (`_function_slots`)
-_Slots = tuple[tuple[tuple[int | None, ...], tuple[int, ...]], ...]
+# and those of them whose counter is advanced once built (FunctionSlot.bumped)
+_Slots = tuple[tuple[tuple[int | None, ...], tuple[int, ...], frozenset[int]], ...]
 
 
 def _member_of(outs: Sequence[object], source: GroupSource) -> torch.Tensor:
@@ -1261,19 +1262,42 @@ def _function_slots(analysis: Analysis) -> _Slots:
         if members[0][1].multi and len(members) == 1:  # (another differentiable output makes it MULTI_OUTPUT_NODE)
             free = [n for n, k in enumerate(layout) if k is None]
             layout = [*layout, -1] if not free else [-1 if n == free[0] else k for n, k in enumerate(layout)]
-        found.append((tuple(layout), tuple(o for o, _ in members)))
+        bumped = frozenset(o for o, slot in members if slot.bumped)
+        found.append((tuple(layout), tuple(o for o, _ in members), bumped))
     return tuple(found)
 
 
+def _with_grad(views: list[torch.Tensor], bumped: list[bool], aliases: dict[int, torch.Tensor]) -> list[torch.Tensor]:
+    """`views`, each one to be bumped that the graph returns without grad (no tangent: eager's history raises) made
+    again over an alias of its base that requires grad (`aliases`, by id() of the base: one per base, as eager's views
+    share theirs), so that FunctionOutputs gives it eager's creation meta and output number; no gradient can pass it,
+    as none passes eager's."""
+    out = []
+    for v, bump in zip(views, bumped, strict=True):
+        if bump and not v.requires_grad:
+            base = v if v._base is None else v._base
+            if id(base) not in aliases:
+                aliases[id(base)] = base.detach().requires_grad_()
+            v = aliases[id(base)].as_strided(v.size(), v.stride(), v.storage_offset())
+        out.append(v)
+    return out
+
+
 def _relabel_function_views(slots: _Slots, prewrapped: dict[int, torch.Tensor]) -> None:
-    """The outputs `_function_slots` names, in `prewrapped`, rebuilt through FunctionOutputs."""
-    for layout, outputs in slots:
-        views = [prewrapped[o] for o in outputs]
+    """The outputs `_function_slots` names, in `prewrapped`, rebuilt through FunctionOutputs; those whose base eager's
+    program wrote after the apply then have their counter advanced, once per counter, so that their grad_fn raises
+    as eager's (its base's version moved since autograd made them)."""
+    aliases: dict[int, torch.Tensor] = {}
+    for layout, outputs, bumped in slots:
+        views = _with_grad([prewrapped[o] for o in outputs], [o in bumped for o in outputs], aliases)
         if not all(v.requires_grad for v in views):
             continue
         result = FunctionOutputs.apply(layout, *views)  # type: ignore[no-untyped-call]  # untyped in torch
         for k, o in enumerate(outputs):
             prewrapped[o] = result[layout.index(k)]
+        for o in outputs:
+            if o in bumped and not grad_fn_raises(prewrapped[o]):  # (another output's bump moved its counter)
+                set_version(prewrapped[o], get_version(prewrapped[o]) + 1)
 
 
 def _fresh_output(

@@ -54,12 +54,14 @@ from subclassaot.schemas import (
 from subclassaot.torch_internals import (
     creation_meta_of,
     custom_function_of,
+    grad_fn_before_bump,
     grad_fn_raises,
     is_custom_function_view,
     is_multi_output_view,
     is_nested_int,
     nested_coeff,
     no_torch_function,
+    node_function_class,
     storage_key,
 )
 
@@ -110,8 +112,13 @@ __all__ = [
 # The forward runs before the epilogue writes the inputs, and a Function output whose base is then written has a grad_fn
 # that raises, so either form is exact only where the program never writes, set_()s or changes the metadata of that
 # input (or any tensor over its storages), and no tensor of the chain had an in-place view op; refused otherwise, and so
-# are views whose base the program wrote after the Function returned them, and views of an intermediate whose storage
-# an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage; check_rebuilt_view_relation).
+# are views of an input or subclass views whose base the program wrote after the Function returned them, and views of
+# an intermediate whose storage an input ends on (`x.data = t0`, set_(): eager's output shares that input's storage;
+# check_rebuilt_view_relation). A plain view of a tensor the forward made, whose base the program wrote after (its
+# grad_fn raises, naming its output number and creation meta), goes through FunctionOutputs as above, over an alias
+# of that base requiring grad where the graph gives it no tangent (one alias per base, shared as eager's `._base`),
+# and its counter is advanced once built (FunctionSlot.bumped); refused where another output views that base
+# without being such a view (its `._base` would not be the alias).
 # Inputs marked dirty: where the apply records a node (grad mode on, an input requiring grad), ctx.mark_dirty(x) gives
 # eager's `x` the Function's node as its grad_fn (a view marked: its base holds it in a CopySlices); the forward's
 # write, run with grad off, is then one autograd records, so the analysis counts it so, and the epilogue copies x's new
@@ -171,38 +178,80 @@ def function_slots(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> lis
             continue
         if len(info.leaves) != 1 or not info.leaves[0].function_view or not value.requires_grad:
             continue
-        if grad_fn_raises(value):  # (refused where the program wrote its base: check_written_function_view)
-            continue
-        cls = custom_function_of(value)
-        if cls is not None and not is_program_function(cls):
-            continue
-        node = value.grad_fn  # (of a view taken of such a view: its own view op's node)
-        if node is None:
-            continue  # a leaf: the program's requires_grad_() on a view its apply under no_grad returned (no node)
+        # (of a view taken of such a view: its own view op's node; of one whose base the program wrote since, the
+        # node it was made with, its counter advanced once built: FunctionSlot.bumped)
+        written = grad_fn_raises(value)
+        node = grad_fn_before_bump(value) if written else value.grad_fn
+        cls = _function_of(value)
+        if cls is not None and not is_program_function(cls) and written:
+            raise UnsupportedError(
+                f"{info.path}: its grad_fn raises in eager (a view a custom autograd.Function that is no Function of "
+                "the program's returned, whose base the program then wrote), which the compiled output cannot "
+                "reproduce (Note [Custom Functions]). Return a clone made before the write"
+            )
+        if (cls is not None and not is_program_function(cls)) or node is None:
+            continue  # (no node: the program's requires_grad_() on a view its apply under no_grad returned)
         slot = FunctionSlot(
             call=calls.setdefault(id(node), (len(calls), node))[0],
             index=value.output_nr,
             count=len(node._input_metadata),  # (one entry per output of its forward)
             multi=creation_meta_of(value) == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE,
+            bumped=written,
         )
         out[k] = replace(info, function_slot=slot)
+    _check_written_bases(out, leaves)
     return out
+
+
+def _check_written_bases(infos: Sequence[OutputInfo], leaves: Sequence[object]) -> None:
+    """Refuse an output whose base another output rebuilt through FunctionOutputs and bumped (FunctionSlot.bumped)
+    views too, but is no such view itself: the bumped ones are rebuilt over a base of their own (runtime
+    `_with_grad`), which eager's outputs share."""
+    bumped = {
+        storage_key(value)
+        for info, value in zip(infos, leaves, strict=True)
+        if info.function_slot is not None and info.function_slot.bumped and isinstance(value, torch.Tensor)
+    }
+    for info, value in zip(infos, leaves, strict=True):
+        slot = info.function_slot
+        if info.kind is not OutputKind.TENSOR or not isinstance(value, torch.Tensor) or not value._is_view():
+            continue  # (an output returned again, SAME_AS, is the very object built)
+        if storage_key(value) not in bumped:
+            continue
+        if slot is None or not slot.bumped:
+            raise UnsupportedError(
+                f"{info.path} is a view of a tensor a custom autograd.Function made, which another output views as "
+                "one the Function returned, whose grad_fn raises in eager since the program wrote that tensor; the "
+                "compiled call rebuilds such outputs over a base of their own, which this view would not share as "
+                "eager's does (Note [Custom Functions]). Return a clone"
+            )
 
 
 def made_as_function_view(leaf: torch.Tensor, run: FunctionalRun) -> bool:
     """Is plain `leaf` a view the program's custom Function returned, or a view the program took of one (one of several
     views that apply returned: its creation meta MULTI_OUTPUT_NODE carried on)? Note [Custom Functions]."""
-    if is_custom_function_view(leaf):
+    if _is_function_view(leaf):
         return True
-    if not is_multi_output_view(leaf) or custom_function_of(leaf) is not None:
+    if not is_multi_output_view(leaf) or _function_of(leaf) is not None:
         return False
     t = leaf
     while (record := run.swaps.views.get(id(t))) is not None:
         t = record.source
-        cls = custom_function_of(t)
+        cls = _function_of(t)
         if cls is not None:
-            return is_program_function(cls) and is_custom_function_view(t)
+            return is_program_function(cls) and _is_function_view(t)
     return False
+
+
+def _function_of(t: torch.Tensor) -> type | None:
+    """`custom_function_of`, also for a view whose grad_fn raises since the program wrote its base: its node as
+    made (Note [Custom Functions])."""
+    return node_function_class(grad_fn_before_bump(t)) or custom_function_of(t)
+
+
+def _is_function_view(t: torch.Tensor) -> bool:
+    """`is_custom_function_view`, also for a multi-output view whose grad_fn raises since its base was written."""
+    return is_custom_function_view(t) or (is_multi_output_view(t) and _function_of(t) is not None)
 
 
 def holds_input_leaves(path: str, value: torch.Tensor, run: FunctionalRun) -> bool:
@@ -248,11 +297,22 @@ def check_function_input_unwritten(path: str, source: torch.Tensor, run: Functio
         raise _refusal(path, "the program also writes, set_()s or changes the metadata of that input")
 
 
-def check_written_function_view(path: str, value: torch.Tensor) -> None:
-    """Refuse an output made by a custom autograd.Function as a view, whose base the program wrote since (Note
-    [Custom Functions])."""
-    if torch.is_grad_enabled() and is_custom_function_view(value) and grad_fn_raises(value):
+def check_written_function_view(
+    path: str, value: torch.Tensor, leaves: Sequence[OutputLeaf], run: FunctionalRun
+) -> None:
+    """Refuse an output made by a custom autograd.Function as a view of its input, or as a tensor subclass view, whose
+    base the program wrote since (Note [Custom Functions]); a plain one of a tensor the Function made is rebuilt
+    through FunctionOutputs and its counter advanced (FunctionSlot.bumped)."""
+    own = len(leaves) == 1 and leaves[0].function_view and leaves[0].passthrough is None
+    if torch.is_grad_enabled() and is_custom_function_view(value) and grad_fn_raises(value) and not own:
         raise _refusal(path, "the program then writes its base, so that its grad_fn raises naming that Function")
+    if is_traceable_subclass(value) and grad_fn_raises(value) and made_as_function_view(value, run):
+        # (its view chain replayed from the rebuilt wrapper the Function made would not require grad as eager's does)
+        raise UnsupportedError(
+            f"{path}: its grad_fn raises in eager (a view a custom autograd.Function returned of a "
+            f"{type(value).__name__} it made, whose base the program then wrote), which a tensor subclass output "
+            "rebuilt from the graph cannot reproduce (Note [Custom Functions]). Return a clone made before the write"
+        )
 
 
 def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun) -> None:
