@@ -636,7 +636,8 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         metadata=tuple(
             j
             for j, m in enumerate(analysis.mutations)
-            if (m.metadata or m.storage_changed or _grows_under(m) or j in layout_nodes) and j not in by_ops
+            if (m.metadata or m.storage_changed or m.final_bits or _grows_under(m) or j in layout_nodes)
+            and j not in by_ops
         ),
         inplace_ops=tuple(sorted(replayed)),
         reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
