@@ -68,6 +68,7 @@ from subclassaot.torch_internals import (
     set_to_tensor,
     set_version,
     symint_expr,
+    with_bits,
     without_bits,
     wrapper_grad_accumulator,
 )
@@ -993,11 +994,16 @@ def view_onto(
     stride: Sequence[int],
     offset: int,
     grad: bool = False,
+    bits: tuple[bool, bool] = (False, False),
 ) -> torch.Tensor:
     """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Outputs Over Another
     Storage]). `grad`: made and set_() with grad on, as the program did (Note [set_ Under
-    Grad]); otherwise without (eager's view does not require grad: foreign_root)."""
+    Grad]); otherwise without (eager's view does not require grad: foreign_root). `bits`: the view's conjugate and
+    negative bits, which set_() keeps (a `.data =` gave them: `v = x[1:]; v.data = y.conj()`)."""
     version = get_version(root)
+    if root.is_complex() and not storage.is_complex():  # (a real view of a complex root: `c.imag[1:]`)
+        root = root.real
+    root = with_bits(root, root.is_conj() != bits[0], root.is_neg() != bits[1])
     if grad and torch.is_grad_enabled():
         # eager's set_ node has an edge to the source's history: a gradient of the source waits behind it
         view = root.as_strided((0,), (1,), root.storage_offset())

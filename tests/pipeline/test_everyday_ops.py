@@ -1071,8 +1071,14 @@ def data_then_set(x: T, y: T) -> tuple[T, T]:  # (the bits `.data =` gave, which
     return x * 1, x
 
 
+def view_data(x: T, y: T) -> tuple[T, T]:  # (a view of x over y's storage: rebuilt from x's root, with v's bits)
+    v = x[1:]
+    v.data = y.conj()
+    return v, x
+
+
 @pytest.mark.parametrize("backend", ["eager", "inductor"])
-@pytest.mark.parametrize("fn", [data_then_read, data_fresh, data_then_written, data_then_set])
+@pytest.mark.parametrize("fn", [data_then_read, data_fresh, data_then_written, data_then_set, view_data])
 @pytest.mark.parametrize("name", SET_BITS)
 def test_data_assignment_gives_the_bits_of_the_tensor_assigned_as_eager_does(
     name: str, fn: Callable[..., object], backend: str
