@@ -177,6 +177,10 @@ class LeafMutation:
     # a plain input whose every storage swap was `.data =`, no set_(): a leaf keeps its gradient accumulator (Note
     # [Gradient Accumulators Of Leaves])
     swapped_by_data_only: bool = False
+    # its (conjugate, negative) bits at the end, where it ends on another storage or they are not those it came with:
+    # `.data =` gives it the assigned tensor's (`x.data = y.conj()`), where set_() keeps its own; the epilogue gives
+    # them after its swap
+    final_bits: tuple[bool, bool] | None = None
     # how many times eager advances its version counter (writes through it or a view sharing its counter)
     version_bumps: int
     # ... of those, how many came after its last one by an op that may record a node (with grad on): eager's grad_fn

@@ -2101,6 +2101,9 @@ def rebind_functional(
         new = torch.ops.aten.as_strided.default(src, meta[0], meta[1], meta[2])
     if own_bits:  # (x.conj().set_(t) reads t's storage conjugated)
         new = with_bits(new, x.is_conj() != src.is_conj(), x.is_neg() != src.is_neg())
+    else:  # (the wrapper too: `x.data = y.conj()` leaves x reporting is_conj(), as the program may ask)
+        torch._C._set_conj(x, src.is_conj())
+        torch._C._set_neg(x, src.is_neg())
     assert isinstance(new, FunctionalTensor)
     x.elem = new.elem
     # The wrapper carries the user-visible layout: src's own (functionalization may have re-laid-out its value

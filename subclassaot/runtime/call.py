@@ -94,6 +94,7 @@ from subclassaot.torch_internals import (
     set_version,
     set_wrapper_metadata,
     storage_key,
+    with_bits,
 )
 
 # Note [Epilogue Nodes In Eager's Order]
@@ -1063,6 +1064,9 @@ def _replay_layouts(
         keep = j in renewed and dense[j].is_leaf and dense[j].requires_grad
         with torch.inference_mode() if keep else contextlib.nullcontext():
             _replay_metadata(dense, j, m, meta, sources, relaid=j in epilogue.layout_nodes)
+        if m.final_bits is not None and (dense[j].is_conj(), dense[j].is_neg()) != m.final_bits:
+            x = dense[j]  # (the bits its `.data =` gave it, as eager's: with no record, nor a version bump)
+            x.data = with_bits(x.detach(), x.is_conj() != m.final_bits[0], x.is_neg() != m.final_bits[1])
 
 
 def _renewed_before_the_call(plan: RuntimePlan) -> frozenset[DenseIndex]:

@@ -761,7 +761,8 @@ def _from_leaves(
             kind, at = leaf.foreign_base
             root = input_root(dense[at]) if kind is LeafSource.INPUT_ALIAS else bases[at]
             assert isinstance(root, torch.Tensor)
-            leaves.append(view_onto(root, source, *meta, grad=leaf.foreign_grad))
+            bits = leaf.bits or (source.is_conj(), source.is_neg())  # (OutputLeaf.bits: else its storage's)
+            leaves.append(view_onto(root, source, *meta, grad=leaf.foreign_grad, bits=bits))
             continue
         if leaf.hidden_base is not None:
             hidden_meta = ev.meta(leaf.hidden_base, symbols)

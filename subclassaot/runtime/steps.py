@@ -68,6 +68,7 @@ from subclassaot.torch_internals import (
     set_to_tensor,
     set_version,
     symint_expr,
+    with_bits,
     without_bits,
     wrapper_grad_accumulator,
 )
@@ -636,7 +637,8 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
         metadata=tuple(
             j
             for j, m in enumerate(analysis.mutations)
-            if (m.metadata or m.storage_changed or _grows_under(m) or j in layout_nodes) and j not in by_ops
+            if (m.metadata or m.storage_changed or m.final_bits or _grows_under(m) or j in layout_nodes)
+            and j not in by_ops
         ),
         inplace_ops=tuple(sorted(replayed)),
         reshaped=tuple(sorted(replayed | {t for t, d in enumerate(analysis.wrapper_data) if d is not None})),
@@ -992,11 +994,16 @@ def view_onto(
     stride: Sequence[int],
     offset: int,
     grad: bool = False,
+    bits: tuple[bool, bool] = (False, False),
 ) -> torch.Tensor:
     """A view of `root` that lives on `storage`'s storage with this size, stride and offset (Note [Outputs Over Another
     Storage]). `grad`: made and set_() with grad on, as the program did (Note [set_ Under
-    Grad]); otherwise without (eager's view does not require grad: foreign_root)."""
+    Grad]); otherwise without (eager's view does not require grad: foreign_root). `bits`: the view's conjugate and
+    negative bits, which set_() keeps (a `.data =` gave them: `v = x[1:]; v.data = y.conj()`)."""
     version = get_version(root)
+    if root.is_complex() and not storage.is_complex():  # (a real view of a complex root: `c.imag[1:]`)
+        root = root.real
+    root = with_bits(root, root.is_conj() != bits[0], root.is_neg() != bits[1])
     if grad and torch.is_grad_enabled():
         # eager's set_ node has an edge to the source's history: a gradient of the source waits behind it
         view = root.as_strided((0,), (1,), root.storage_offset())

@@ -1044,3 +1044,51 @@ def test_set_keeps_the_bits_of_the_tensor_set_as_eager_does(name: str, fn: Calla
         return
     with torch.no_grad():
         assert_matches_eager(fn, SET_BITS[name], backend=backend)
+
+
+# `.data =` gives the tensor the assigned one's dispatch keys, its bits among them (set_() keeps its own): after
+# `x.data = y.conj()` x reads y's storage conjugated and is_conj(). Ours left x with its own bits over y's storage,
+# or over a fresh one, and rebound it so in the trace too (wrong values and bits on x, and on what reads it after).
+def data_then_read(x: T, y: T) -> tuple[T, T]:
+    x.data = y.conj()
+    return x * 1, x
+
+
+def data_fresh(x: T, y: T) -> tuple[T, T]:
+    x.data = (y * 2).conj()
+    return x[1:], x
+
+
+def data_then_written(x: T, y: T) -> tuple[T, T]:
+    x.data = y.conj()
+    x.mul_(2)
+    return x.sin(), y
+
+
+def data_then_set(x: T, y: T) -> tuple[T, T]:  # (the bits `.data =` gave, which set_() keeps)
+    x.data = y.conj()
+    x.set_(y * 2)  # type: ignore[call-overload]  # (as above)
+    return x * 1, x
+
+
+def view_data(x: T, y: T) -> tuple[T, T]:  # (a view of x over y's storage: rebuilt from x's root, with v's bits)
+    v = x[1:]
+    v.data = y.conj()
+    return v, x
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("fn", [data_then_read, data_fresh, data_then_written, data_then_set, view_data])
+@pytest.mark.parametrize("name", SET_BITS)
+def test_data_assignment_gives_the_bits_of_the_tensor_assigned_as_eager_does(
+    name: str, fn: Callable[..., object], backend: str
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(fn, SET_BITS[name], backend=backend)
+
+
+def test_data_assignment_across_bits_keeps_history_as_eager_does() -> None:
+    def make() -> tuple[T, T]:
+        return conj(4).detach().requires_grad_(), torch.randn(4, dtype=torch.cfloat)
+
+    assert_matches_eager(data_then_read, make)

@@ -208,6 +208,13 @@ def _set_to_moved_clone(layout: DenseLayout, i: int, set_source: DenseIndex) -> 
     )
 
 
+def _final_bits(orig: torch.Tensor, final: torch.Tensor, storage_changed: bool) -> tuple[bool, bool] | None:
+    """LeafMutation.final_bits: `final`'s conjugate and negative bits where the epilogue's swap onto another
+    storage may not give them, or they are not `orig`'s."""
+    bits = (final.is_conj(), final.is_neg())
+    return bits if storage_changed or bits != (orig.is_conj(), orig.is_neg()) else None
+
+
 def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutation:
     orig, final = run.originals[i], run.finals[i]
     # grown: on its own storage, grown by resize_() (not set_() elsewhere since, nor onto another storage that grew)
@@ -265,6 +272,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         swapped_by_data_only=id(final) in swaps.swapped_by_data
         and id(final) not in swaps.plain_sets
         and not _in_subclass(i, layout),
+        final_bits=_final_bits(orig, final, storage_changed),
         version_bumps=swaps.bump_count(run.dense[i]),
         bumps_after_grad=swaps.bumps_after_grad(run.dense[i]),
         autograd_visible=bool(keys & swaps.visible_writes),
