@@ -231,9 +231,6 @@ NO_GRAD_REFUSED.update({k: v for k, v in REPROS_REFUSALS.items() if k.endswith("
 # come from the mask's values.
 INDUCTOR_TEST_REFUSALS: dict[str, str] = {
     **{f"ti_two_{n}_train": VALUE_SIZE for n in ("index_put4", "index_put_fallback1", "index_put_fallback1_acc")},
-    # (a wrong refusal: eager's zeros_like of a TwoTensor that requires grad is no detach(); the functional run sees
-    # one. Repro: /work/repros/open/hheld14_two_zeros_like_written_with_grad.py)
-    "ti_two_gather_scatter_train": "is a detach() of an intermediate (or a view of one) that the program then wrote",
     # eager's autograd records the body of an op declared by a schema without an autograd kernel (the output of its
     # copy_ into a fresh tensor requires grad, the input gets its gradient); the trace sees the op whole
     "ti_mutable_custom_op_fixed_layout_train": "an op declared by a schema, with no autograd kernel, writes its arguments",

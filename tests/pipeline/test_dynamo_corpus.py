@@ -152,7 +152,6 @@ REFUSED = {
         (f"ti_two_{n}_train" for n in ("index_put4", "index_put_fallback1", "index_put_fallback1_acc")),
         "a boolean-mask index_put on TwoTensors that require grad: a size made of tensor values, as directly",
     ),
-    "ti_two_gather_scatter_train": "zeros_like of a TwoTensor that requires grad, seen as a detach(), as directly",
     "ti_mutable_custom_op_fixed_layout_train": "a schema op without an autograd kernel writing with grad, as directly",
 }
 ALIASED_BY_SET = (

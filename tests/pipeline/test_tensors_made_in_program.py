@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
 
 import subclassaot
 from subclasses.pair import PairTensor
@@ -115,6 +116,63 @@ def test_detach_of_fresh_tensor_written_with_grad_still_refused(compile_fn: Comp
         return y
 
     refused_with_grad(f, lambda: (leaf(2),), compile_fn, match=r"is a detach\(\) of an intermediate")
+
+
+def two(*shape: int) -> T:
+    t = torch.randn(shape)
+    return TwoTensor(t, t.clone()).requires_grad_(True)  # type: ignore[no-untyped-call]
+
+
+def like_programs(like: Callable[[T], T]) -> tuple[Callable[[T], object], ...]:
+    def written(x: T) -> object:
+        z = like(x)
+        z.add_(x * 2)
+        return z
+
+    def scattered(x: T) -> object:
+        z = like(x)
+        return z.scatter_add_(0, torch.tensor([1, 0, 3, 2]), x * 3), z[1:]
+
+    def view_written(x: T) -> object:
+        z = like(x)
+        z[:2].mul_(x[2:])
+        return z.view(2, 2), x
+
+    return written, scattered, view_written
+
+
+@pytest.mark.parametrize("make", [two, lambda n: pair(n, requires_grad=True)], ids=["two", "pair"])
+def test_zeros_like_of_subclass_written_with_grad(make: Callable[[int], T], compile_fn: CompileFn | None) -> None:
+    # corpus ti_two_gather_scatter_train (test_torchinductor.py test_gather_scatter): `torch.zeros_like(x)` of a
+    # subclass that requires grad, written with a value that requires grad and returned, was refused as a detach() of
+    # an intermediate: make_variable's shallow copy of the result dispatched a detach() of the wrapper (and of its
+    # inner tensors), recorded as the program's (SwapRecord.forget_factory_detach)
+    for f in like_programs(torch.zeros_like):
+        check_with_grad(f, lambda: (make(4),), compile_fn)
+
+
+LIKE_FACTORIES: dict[str, Callable[[T], T]] = {
+    "ones_like": torch.ones_like,
+    "full_like": lambda x: torch.full_like(x, 2.0),
+    "empty_like_filled": lambda x: torch.empty_like(x).fill_(0.5),
+}
+
+
+@pytest.mark.parametrize("factory", sorted(LIKE_FACTORIES))
+def test_like_factory_of_subclass_written_with_grad(factory: str, compile_fn: CompileFn | None) -> None:
+    # the other `*_like` factories (make_variable's shallow copy too)
+    for f in like_programs(LIKE_FACTORIES[factory]):
+        check_with_grad(f, lambda: (two(4),), compile_fn)
+
+
+def test_detach_of_like_factory_written_with_grad_still_refused(compile_fn: CompileFn | None) -> None:
+    # next to the rule above: the program's own detach() of a `*_like` factory's result is still one
+    def f(x: T) -> object:
+        z = torch.zeros_like(x).detach()
+        z.add_(x * 2)
+        return z
+
+    refused_with_grad(f, lambda: (two(4),), compile_fn, match=r"is a detach\(\) of an intermediate")
 
 
 # ---------------------------------------------------------------------------------------------------------------

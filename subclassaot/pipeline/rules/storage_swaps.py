@@ -1659,7 +1659,8 @@ class _DataMode(TorchFunctionMode):
         view_before: Layout | None,
     ) -> None:
         """What the record keeps of a call the program made, once it ran."""
-        self.record.forget_factory_detach(out, args, kwargs)  # factory results are no detach()
+        # factory results are no detach()
+        self.record.forget_factory_detach(out, args, kwargs, getattr(func, "__name__", ""))
         if torch.is_inference_mode_enabled():  # (an in-place op returns a storage made outside: not recorded)
             # (a subclass's inner tensors too: its __torch_dispatch__ makes them, out of this mode's sight)
             taken = {storage_key(a) for a in _dense_leaves((args, kwargs))}

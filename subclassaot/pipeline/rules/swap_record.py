@@ -800,25 +800,36 @@ class SwapRecord:
                     break
                 taken, t = record.seq, record.source
 
-    def forget_factory_detach(self, out: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Factory results are no detach() (see below): `out`, the result of a call given no tensor, is a fresh root."""
-        if not isinstance(out, torch.Tensor) or any(
-            isinstance(a, torch.Tensor) for a in pytree.tree_leaves((args, kwargs))
-        ):
+    def forget_factory_detach(self, out: object, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> None:
+        """Factory results are no detach() (see below): `out`, the result of a factory call (one given no tensor, or a
+        `*_like` one), when recorded as a detach() of a tensor that is none of the call's arguments, is a fresh root;
+        of a traceable subclass, its inner tensors too (the wrapper's detach() detached them below autograd)."""
+        if not isinstance(out, torch.Tensor):
             return
+        given = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
         record = self.views.get(id(out))
         if record is None or record.func is not torch.ops.aten.detach.default:
             return
-        del self.views[id(out)]
-        self.family[id(out)] = id(out)
-        self.hidden.discard(id(out))
+        if (given and not name.endswith("_like")) or any(record.source is a for a in given):
+            return
+        made = [out]
+        if is_traceable_subclass(out):
+            made += flatten_subclass(out, "out")[1]
+        for t in made:
+            found = self.views.get(id(t))
+            if found is not None and found.func is torch.ops.aten.detach.default:
+                del self.views[id(t)]
+                self.family[id(t)] = id(t)
+                self.hidden.discard(id(t))
 
-    # Factory results are no detach(): a factory (torch.zeros(2, 2), torch.ones, torch.empty, ...) called while the
-    # program is traced returns, through autograd's make_variable, a shallow copy of the tensor the functional mode
-    # made, and a shallow copy of a Python tensor dispatches aten.detach: the tracker records the result as a detach()
-    # of a tensor the program never saw. Left so, writes through it would be hidden from autograd and `tmp =
-    # torch.zeros(2, 2); y = tmp.diagonal(); y.copy_(x); return y` (x requiring grad) would be refused as "a detach() of
-    # an intermediate written with a value that requires grad". A call given no tensor argument cannot detach one the
+    # Factory results are no detach(): a factory (torch.zeros(2, 2), torch.ones, torch.empty, torch.zeros_like(x),
+    # ...) called while the program is traced returns, through autograd's make_variable (variable_factories.h), a
+    # shallow copy of the tensor the functional mode made when the run holds a reference to it, and a shallow copy of a
+    # Python tensor dispatches aten.detach: the tracker records the result as a detach() of a tensor the program never
+    # saw. Left so, writes through it would be hidden from autograd and `tmp = torch.zeros(2, 2); y = tmp.diagonal();
+    # y.copy_(x); return y` (x requiring grad) would be refused as "a detach() of an intermediate written with a value
+    # that requires grad" (`z = torch.zeros_like(x); z.add_(x * 2); return z` of a TwoTensor x so too, its inner
+    # tensors detached by the wrapper's dispatch). A factory's detach() is of its own result, never of a tensor the
     # program holds, so its result's detach record is dropped: the result is a root of its own, as in eager.
 
     def family_of(self, t: torch.Tensor) -> int:
