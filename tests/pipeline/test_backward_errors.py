@@ -2260,7 +2260,12 @@ def test_traced_backward_failing_where_eager_runs_is_not_called_eager_s(x0_requi
     with torch.enable_grad():
         out = cast(tuple[T, T], _data_assigned_after_a_hidden_write(*make()))
         torch.autograd.backward(out, [torch.ones_like(t) for t in out])  # eager's backward runs
-        match = r"traced backward fails \(.*; eager's, run on fakes of the inputs, did not\)"
+        # the probe's finding, or the stale-view-function rule that now fires first for this program (the analysis
+        # no longer reads the requires_grad_() result's grad_fn itself, hmend5): either says only what is so
+        match = (
+            r"traced backward fails \(.*; eager's, run on fakes of the inputs, did not\)"
+            r"|taken with grad enabled, is used with grad after a write moved its version and the program assigned `\.data`"
+        )
         with pytest.raises(UnsupportedError, match=match) as refusal:
             subclassaot.compile(_data_assigned_after_a_hidden_write)(*make())
         assert "fails in eager" not in str(refusal.value)
