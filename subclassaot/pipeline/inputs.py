@@ -294,7 +294,7 @@ class _LiftCaptured(TorchFunctionMode):
         if self.made.pending or self.made.read_only:
             self.made.flag_taken(func, (args, kwargs))
         leaves, spec = pytree.tree_flatten((args, kwargs))  # (one walk: rebuilt only where a tensor is swapped)
-        refuse_explicit_generator(func, leaves)
+        _refuse_explicit_generator(func, leaves)
         swapped = [self._swap(t) if isinstance(t, torch.Tensor) else t for t in leaves]
         if any(s is not t for s, t in zip(swapped, leaves, strict=True)):
             args, kwargs = pytree.tree_unflatten(swapped, spec)
@@ -710,7 +710,7 @@ def _refuse_generator_inputs(values: Sequence[object], paths: Sequence[str]) -> 
             )
 
 
-def refuse_explicit_generator(func: Callable[..., object], leaves: Sequence[object]) -> None:
+def _refuse_explicit_generator(func: Callable[..., object], leaves: Sequence[object]) -> None:
     if any(isinstance(leaf, (torch.Generator, _DefaultGenerator)) for leaf in leaves):
         raise UnsupportedError(
             f"the program calls {getattr(func, '__name__', func)} with an explicit generator (generator=g): the "
