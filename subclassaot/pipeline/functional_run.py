@@ -650,10 +650,9 @@ def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call
             )
 
 
-# The program seeds or sets the random generator (torch.manual_seed, torch.set_rng_state, torch.random.fork_rng's
-# restore). The trace draws on fakes, which never move the real generator; the program's own call to it runs at
-# trace time only, and the graph's draws then follow the caller's state on every call, where eager's follow the seed
-# or state the program set (`set_rng_state(s); rand()` twice gives one value twice in eager, two values compiled).
+# The program seeds or sets the random generator through a name inputs.generator_calls_refused does not replace (a
+# generator bound before the compile): the trace draws on fakes, which never move the real generator, so a state
+# changed across the run is the program's call, which ran at trace time only. Refused, the caller's state restored.
 
 
 def _cpu_rng_state() -> torch.Tensor:

@@ -1,6 +1,8 @@
 """In-place random fills of non-contiguous tensors (Note [In-Place Ops As Eager Runs Them]): dropout after a
 transpose, `bernoulli_`/`uniform_`/`exponential_` on permuted and sliced tensors; the compiled call draws what eager
-draws, element for element, and leaves the RNG state where eager leaves it."""
+draws, element for element, and leaves the RNG state where eager leaves it. A program that seeds, sets or restores a
+generator's state, or draws from an explicit generator, matches eager through Dynamo and is refused by name by the
+direct entry."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import torch
 import torch.nn.functional as F
 
 import subclassaot
+from subclassaot.errors import UnsupportedError
 from tests.oracle import assert_matches_eager
+from tests.pipeline.program_helpers import ENTRIES
 
 T = torch.Tensor
 
@@ -109,3 +113,105 @@ def test_random_from_makes_a_graph_fx_can_print() -> None:
     Backend Receives And Returns])."""
     assert_matches_eager(random_from_to, lambda: (torch.randn(4, 6),), backend=_runs_fx_code)
     assert_matches_eager(random_from_to, lambda: (torch.randn(4, 6, requires_grad=True),), backend=_runs_fx_code)
+
+
+# A program that seeds, sets, saves or restores a random generator's state, or draws from an explicit generator:
+# eager runs those calls at each call between its draws; the direct entry refuses each by name, before it runs (the
+# caller's generator is as it was), and Dynamo breaks its graph at each, so its entry matches eager.
+
+
+def restore_between_draws(x: T) -> object:
+    state = torch.get_rng_state()
+    before = torch.rand(4)
+    torch.set_rng_state(state)
+    return before, torch.rand(4) + x  # eager: the same four numbers twice
+
+
+def seed_then_draw(x: T) -> T:
+    torch.manual_seed(3)
+    return torch.rand(4) + x
+
+
+def draw_in_fork_rng(x: T) -> object:
+    with torch.random.fork_rng(devices=[]):
+        inner = torch.rand(4)
+    return inner, torch.rand(4) + x  # eager: fork_rng's exit restores the state, so the same numbers twice
+
+
+def seed_default_generator(x: T) -> T:
+    torch.default_generator.manual_seed(3)
+    return torch.rand(4) + x
+
+
+def seed_cuda(x: T) -> T:
+    torch.cuda.manual_seed(3)  # (no GPU: queued, no effect on the CPU draws; refused without running)
+    return torch.rand(4) + x
+
+
+def seed_caught(x: T) -> T:
+    try:
+        torch.manual_seed(3)
+    except Exception:  # the program swallows what it raises
+        pass
+    return torch.rand(4) + x
+
+
+def draw_from_made_generator(x: T) -> T:
+    g = torch.Generator().manual_seed(5)  # eager: a fresh generator at each call, so the same numbers each call
+    return torch.rand(4, generator=g) + x
+
+
+def draw_from_given_generator(x: T, g: torch.Generator) -> T:
+    g.manual_seed(2)
+    return torch.rand(4, generator=g) + x
+
+
+GENERATOR_CALLS = (
+    (restore_between_draws, "torch.get_rng_state"),
+    (seed_then_draw, "torch.manual_seed"),
+    (draw_in_fork_rng, "torch.random.fork_rng"),
+    (seed_default_generator, "torch.default_generator.manual_seed"),
+    (seed_cuda, "torch.cuda.manual_seed"),
+    (seed_caught, "torch.manual_seed"),
+    (draw_from_made_generator, "rand with an explicit generator"),
+    (draw_from_given_generator, r"args\[1\] is a torch.Generator"),
+)
+
+
+def _with_generator(fn: Callable[..., object]) -> Callable[[], tuple[object, ...]]:
+    if fn is draw_from_given_generator:
+        return lambda: (torch.zeros(4), torch.Generator().manual_seed(1))
+    return lambda: (torch.zeros(4),)
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_generator_state_calls_match_eager_or_are_refused_by_name(entry: str) -> None:
+    for fn, match in GENERATOR_CALLS:  # (one test per entry: every program runs in CI's slice)
+        make_inputs = _with_generator(fn)
+        if ENTRIES[entry] is not None:
+            assert_matches_eager(fn, make_inputs, compile_fn=ENTRIES[entry])
+            continue
+        args = make_inputs()
+        torch.manual_seed(11)
+        state = torch.get_rng_state()
+        given = [(a, a.get_state()) for a in args if isinstance(a, torch.Generator)]
+        with pytest.raises(UnsupportedError, match=match):
+            subclassaot.compile(fn)(*args)
+        assert torch.equal(torch.get_rng_state(), state), fn.__name__  # the refused compile left the generators be
+        assert all(torch.equal(a.get_state(), s) for a, s in given), fn.__name__
+
+
+def reseed(x: T) -> T:
+    torch.seed()
+    return torch.rand(4) + x
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_seed_inside_is_refused_by_name(entry: str) -> None:
+    """Dynamo keeps `torch.seed()` in its graph (no graph break): refused there too, by the name in the graph."""
+    compile_fn = ENTRIES[entry] or subclassaot.compile
+    torch.manual_seed(11)
+    state = torch.get_rng_state()
+    with pytest.raises(UnsupportedError, match=r"torch\.(random\.)?seed inside the compiled function"):
+        compile_fn(reseed)(torch.zeros(4))
+    assert torch.equal(torch.get_rng_state(), state)
