@@ -25,6 +25,7 @@ object again (guarded by `is`).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import traceback
 import types
@@ -657,19 +658,31 @@ def _generator_message(call: str) -> str:
     )
 
 
-class _DefaultGenerator:
-    """Stands in for torch.default_generator while the program runs: any use of it is refused by name."""
+def _called_by_the_program() -> bool:
+    """Whether the stand-in's caller (two frames up) is the program's code, not torch's or ours: our own modes guard
+    their fake runs with fork_rng, and torch's fork_rng reads the state through the same names."""
+    caller = str(sys._getframe(2).f_globals.get("__name__", ""))
+    return caller.partition(".")[0] not in ("torch", "subclassaot")
 
-    def __init__(self, refused: list[str]) -> None:
+
+class _DefaultGenerator:
+    """Stands in for torch.default_generator while the program runs: any use of it by the program is refused."""
+
+    def __init__(self, refused: list[str], generator: torch.Generator) -> None:
         self.refused = refused
+        self.generator = generator
 
     def __getattr__(self, name: str) -> object:
+        if not _called_by_the_program():
+            return getattr(self.generator, name)
         self.refused.append(f"torch.default_generator.{name}")
         raise UnsupportedError(_generator_message(self.refused[-1]))
 
 
-def _refusing(call: str, refused: list[str]) -> Callable[..., object]:
+def _refusing(call: str, refused: list[str], original: Callable[..., object]) -> Callable[..., object]:
     def refuse(*args: object, **kwargs: object) -> object:
+        if not _called_by_the_program():
+            return original(*args, **kwargs)
         refused.append(call)
         raise UnsupportedError(_generator_message(call))
 
@@ -684,11 +697,11 @@ def generator_calls_refused() -> Iterator[None]:
     saved = [(m, n, getattr(m, n)) for m in modules for n in (*_RNG_FUNCTIONS, *_RNG_STATES) if hasattr(m, n)]
     saved += [(m, "default_generator", m.default_generator) for m in (torch, torch.random, torch._C)]
     with _LOCK:
-        for module, name, _ in saved:
+        for module, name, value in saved:
             if name == "default_generator":
-                setattr(module, name, _DefaultGenerator(refused))
+                setattr(module, name, _DefaultGenerator(refused, value))
             else:
-                setattr(module, name, _refusing(f"{module.__name__}.{name}", refused))
+                setattr(module, name, _refusing(f"{module.__name__}.{name}", refused, value))
         try:
             yield
         finally:
