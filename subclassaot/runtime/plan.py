@@ -11,11 +11,12 @@ Part: wrapper subclasses' own metadata and storage: what `set_()` and `.data =` 
 tensors do not say, and on the inner wrappers of a nested subclass set_() at the wrapper level (Note [Wrapper
 Storage]), and the layouts the epilogue takes from the graph's real results instead of the fake tensors of the
 analysis. Input: the per-call values (flat inputs, outputs as built), the analysis's `WrapperStorageClass`es,
-`InnerWrapperClass`es and per-output `data_meta`; the metadata the analysis recorded for an input after the call (a fake tensor's) and the real tensor the graph returned for it. Output: the
-same tensors, each wrapper on its class's storage and with eager's own size/stride/offset; the size, stride and
-offset the epilogue gives the input (`set_target_layout`) or its wrapper (`wrapper_layout`). Invariants: nothing
-here dispatches to a subclass, records autograd history or moves a version counter; a layout is taken only where
-the sizes agree, and one eager computes from view ops alone (the fake one is exact there) comes out the same.
+`InnerWrapperClass`es and per-output `data_meta`; the metadata the analysis recorded for an input after the call (a
+fake tensor's) and the real tensor the graph returned for it. Output: the same tensors, each wrapper on its class's
+storage and with eager's own size/stride/offset; the size, stride and offset the epilogue gives the input
+(`set_target_layout`) or its wrapper (`wrapper_layout`). Invariants: nothing here dispatches to a subclass, records
+autograd history or moves a version counter; a layout is taken only where the sizes agree, and one eager computes
+from view ops alone (the fake one is exact there) comes out the same.
 """
 
 from __future__ import annotations
@@ -85,10 +86,9 @@ class RuntimePlan:
 
 
 def last_gains(plan: RuntimePlan) -> list[int]:
-    """Tensor positions the program makes require grad after its last use of their storage (Analysis.gains_last): set
-    once the call is done, outputs built (Note [Grad Mode And Autograd Reads]). So are those that came requiring grad
-    and the program gave requires_grad_() all the same: on a non-leaf, eager keeps a flag no read shows until its
-    grad_fn is rebuilt as None (a view remade by its view function over a base that requires no grad)."""
+    """Tensor positions the program makes require grad after its last use of their storage (Analysis.gains_last), and
+    those that came requiring grad and got requires_grad_() all the same (on a non-leaf eager keeps a flag no read shows
+    until its grad_fn is rebuilt as None): set once the call is done (Note [Grad Mode And Autograd Reads])."""
     a = plan.analysis
     flagged = zip(a.requires_grad_set, plan.input_requires_grad, a.requires_grad_after, strict=True)
     return [i for i, (late, f) in enumerate(zip(a.gains_last, flagged, strict=True)) if late or all(f)]
@@ -488,13 +488,8 @@ def anchor_holders(
 ) -> list[torch.Tensor | None]:
     """Per class, a plain tensor on the wrapper storage its anchor (an input, or an input's inner wrapper) had as
     received (None: no anchor). Taken before the epilogue, which may move an anchor off it (`.data =`)."""
-    holders: list[torch.Tensor | None] = []
-    for c in classes:
-        anchor = (c.anchor, ()) if isinstance(c.anchor, int) else c.anchor
-        holders.append(
-            None if anchor is None else storage_holder(_at(values[flat.tensor_indices[anchor[0]]], anchor[1]))
-        )
-    return holders
+    anchors = [(c.anchor, ()) if isinstance(c.anchor, int) else c.anchor for c in classes]
+    return [None if a is None else storage_holder(_at(values[flat.tensor_indices[a[0]]], a[1])) for a in anchors]
 
 
 def _at(t: object, attrs: tuple[str, ...]) -> torch.Tensor:
