@@ -49,6 +49,16 @@ def run_demo(args: argparse.Namespace) -> int:
     return code
 
 
+def run_fuzz(args: argparse.Namespace) -> int:
+    # A module-level function, not a lambda: `--jobs N` sends the parsed arguments (this default included) to worker
+    # processes, which pickle them.
+    return fuzz_runner.run_cli(args, print_line)
+
+
+def print_line(line: str) -> None:
+    print(line, flush=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m subclassaot")
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -59,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fuzz", help="fuzz the pipeline against eager with random programs; shrink and write out failures"
     )
     fuzz_runner.add_arguments(fuzz)
-    fuzz.set_defaults(run=lambda args: fuzz_runner.run_cli(args, lambda line: print(line, flush=True)))
+    fuzz.set_defaults(run=run_fuzz)
     demo = subparsers.add_parser(
         "demo", help="compile programs over the sample subclasses, explain one, check parity with eager and time them"
     )

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import os
 import pathlib
+import pickle
 import time
 import traceback
 from collections.abc import Callable
@@ -583,3 +584,12 @@ def test_a_failure_through_our_wrapper_of_function_apply_is_not_counted_as_ours(
     frames = [frame.f_code.co_name for frame, _ in traceback.walk_tb(caught.value.__traceback__)]
     assert "_noted_function_apply" in frames
     assert not _ran_our_code(caught.value)
+
+
+def test_the_command_line_arguments_of_a_sharded_fuzz_run_reach_its_workers() -> None:
+    """`python -m subclassaot fuzz --jobs 2` sends its parsed arguments to worker processes, which pickle them: a
+    lambda among them (the subcommand's `run` default) made every sharded run fail before its first program."""
+    from subclassaot.__main__ import build_parser
+
+    args = build_parser().parse_args(["fuzz", "--programs", "1", "--jobs", "2"])
+    assert pickle.loads(pickle.dumps(args)).run is args.run
