@@ -64,21 +64,6 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 
-__all__ = [
-    "check_grown_multi_output_view",
-    "cut_history_replay",
-    "early_input_replay",
-    "last_bump",
-    "inplace_replay",
-    "kept_input_leaves",
-    "replay_of",
-    "root_replay",
-    "set_source_steps",
-    "viewed_before_set",
-    "view_rebuilt_by_set",
-    "view_step",
-]
-
 
 def root_replay(
     t: torch.Tensor,
