@@ -17,8 +17,6 @@ import torch
 from subclassaot.tools import fuzz_runner
 from subclassaot.tools.checker import check_subclass
 
-__all__ = ["main"]
-
 
 def resolve_factory(spec: str) -> Callable[[], torch.Tensor]:
     """`package.module:function` -> the function; a clear error for a malformed spec or a missing name."""

@@ -29,7 +29,7 @@ from policies.marks import get_mark
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.config import BackendFn, CompileConfig
 from subclassaot.eager.record import EagerAsk
-from subclassaot.errors import AliasedSubclassRefusal, BackendError, SubclassAOTError, UnsupportedError, program_line
+from subclassaot.errors import AliasedSubclassRefusal, SubclassAOTError, UnsupportedError, program_line
 from subclassaot.pipeline import backends, guards, python_state
 from subclassaot.pipeline.ambient_modes import (
     NO_MODES,
@@ -108,7 +108,7 @@ from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
 from subclassaot.runtime.python_writes import PythonWrite, replaying
 from subclassaot.runtime.steps import own_accumulator_inputs
 from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes, with_writes
-from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, GraphOutputs, InputIndex
+from subclassaot.schemas import Analysis, DenseIndex, DenseLayout, FlatInputs, GraphOutputs
 from subclassaot.torch_internals import (
     DATA_DEPENDENT_ERRORS,
     NO_FAKE_KERNEL_ERROR,
@@ -1512,6 +1512,3 @@ def _compiled(fn: Callable[P, R], config: CompileConfig) -> CompiledModule[Any] 
     if isinstance(fn, torch.nn.Module):
         return CompiledModule(fn, config)
     return CompiledFunction(fn, config)
-
-
-__all__ = ["BackendError", "CompiledFunction", "CompiledModule", "InputIndex", "compile"]

@@ -42,22 +42,6 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import is_multi_output_view, is_view_op, recorded_size, storage_key, symint_expr
 
-__all__ = [
-    "check_history_over_alias",
-    "check_multi_output_view_inputs",
-    "check_multi_output_view_outputs",
-    "multi_output_view_input_reads",
-    "check_overlapping_clones",
-    "check_written_overlapping_views",
-    "check_input_view_rebuilt",
-    "check_wrapper_grad_gains",
-    "outputs_set_onto_inputs",
-    "check_writes_after_hidden_set",
-    "grad_set_base",
-    "set_under_grad",
-    "wrapper_uses",
-]
-
 
 # Ops whose backward saves none of their tensor arguments (Note [Aliased Inputs In Training])
 def wrapper_uses(

@@ -650,12 +650,9 @@ def gain_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Seque
 
 
 def gain_last_unobserved(call: Callable[..., object], flat: FlatInputs, gained: Sequence[int]) -> bool:
-    """Does eager's program, run with grad on, on static fakes of the inputs, record the same autograd graphs (of its
-    outputs, and of the inputs as it leaves them) when the inputs at positions `gained` in `flat.values`, which it
-    makes require grad and then reads with grad (no write), gain the flag only once it returned, as the compiled call
-    has them (Analysis.gains_last)? Then nothing it computed from them after the flag has history anywhere the caller
-    can see, in eager as in the compiled call (Note [Grad Mode And Autograd Reads]). False where the program does not
-    run on static fakes. Runs outside the modes of a trace in progress."""
+    """As gain_unobserved, for inputs at `gained` that the program makes require grad and then reads with grad (no
+    write) and that gain the flag only once it returned, as the compiled call has them (Analysis.gains_last): then
+    nothing it computed from them after the flag has history anywhere the caller can see."""
     with outside_current_modes():
         as_called = _autograd_picture(call, flat, ())
         return as_called is not None and as_called == _autograd_picture(call, flat, (), late=gained)

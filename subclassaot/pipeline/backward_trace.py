@@ -223,51 +223,38 @@ _RAISED_NOW: tuple[type[Exception], ...] = (UnsupportedError, *DATA_DEPENDENT_ER
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardGraph:
+    """The training compile's backward. A field that BackwardPlan (runtime/plan.py) also has means what its comment
+    there says, `graph` None being its "no backward graph" (backward_plan() hands those fields on); the comments here
+    are for the compile-time fields."""
+
     graph: torch.fx.GraphModule | None  # (saved..., tangents...) -> (grads..., backward mutations...); None: `error`
     # (primals...) -> (the forward graph's outputs (GraphOutputs)..., saved...); None when the joint trace failed
     # (the inference graph is the forward then)
     forward: torch.fx.GraphModule | None
-    # the program's own backward error, raised when backward runs (`graph` None) or when one of the diff outputs at
-    # positions `raising_tangents` gets a tangent (Note [Backward Errors Are Deferred])
     error: RuntimeError | None
     raising_tangents: frozenset[int] = frozenset()
-    # `graph` None: the sets of diff positions given a tangent for which eager's backward was seen to raise before
-    # any gradient (Note [Probing Eager's Backward]); another set is refused when backward runs. None: not probed.
-    # With a graph: the sets for which `error` is raised instead of running it; another set giving a tangent at
-    # `raising_tangents` is refused (Note [Backward Errors Are Deferred])
     raising_patterns: frozenset[frozenset[int]] | None = None
-    # `graph` None, `raising_patterns` None: (diff position, input path) per new value of an input that no program
-    # output's backward reaches (Note [Probing Eager's Backward]); with a graph: per new value at `raising_tangents`
     unprobed_values: tuple[tuple[int, str], ...] = ()
-    # `graph` None: tensor inputs given to the Function detached (Note [Backward Errors Are Deferred])
     detached: frozenset[int] = frozenset()
     # with raising_patterns: outputs replayed before the call (Note [Backward Errors Are Deferred])
     early_views: frozenset[int] = frozenset()
-    diff_outputs: tuple[int, ...]  # forward-output positions (tensor outputs) that receive a tangent
-    grad_inputs: tuple[int, ...]  # tensor-input positions (FlatInputs.tensor_indices order) that get a gradient
-    unused: frozenset[int]  # positions in grad_inputs whose gradient eager leaves None (unreachable from outputs)
-    grad_trees: tuple[SubclassNode | None, ...]  # per grad input: the gradient's subclass structure (None: plain)
-    # per grad input: the dense leaf (position among its leaves) whose size and stride its subclass gradient had
-    # while tracing (Note [Tangent Retrace])
+    diff_outputs: tuple[int, ...]
+    grad_inputs: tuple[int, ...]
+    unused: frozenset[int]
+    grad_trees: tuple[SubclassNode | None, ...]
     grad_stride_leaves: tuple[int | None, ...] = ()
-    # per grad input: the diff outputs (positions in diff_outputs) whose tangents reach its gradient in the graph
     tangent_deps: tuple[frozenset[int], ...]
-    # dense inputs the backward itself writes (a custom Function's backward updating a buffer); their new values
-    # follow the gradients in the graph's outputs, and the runtime copies them into the real inputs
     backward_mutations: tuple[DenseIndex, ...]
-    backward_reshapes: tuple[BackwardReshape, ...] = ()  # Note [Custom Functions]
-    tangent_trees: tuple[SubclassNode | None, ...]  # per diff output: the subclass structure its tangent must have
-    wrapper_updates: tuple[int, ...]  # tensor inputs whose new value the Function returns as a wrapper (last outputs)
-    # graph inputs (synthetic bases of aliased inputs) that require grad: Function inputs after the user tensors,
-    # their gradients after the user inputs' (Note [Aliased Inputs In Training])
+    backward_reshapes: tuple[BackwardReshape, ...] = ()
+    tangent_trees: tuple[SubclassNode | None, ...]
+    wrapper_updates: tuple[int, ...]
     group_grads: tuple[int, ...] = ()
-    tangent_strides: tuple[tuple[int, ...] | None, ...] = ()  # per dense tangent: its traced strides (static ones)
-    # per dense tangent: the dims outermost first, where its strides are symbolic (Note [Tangent Retrace])
+    tangent_strides: tuple[tuple[int, ...] | None, ...] = ()
     tangent_orders: tuple[tuple[int, ...] | None, ...] = ()
     # per dense tangent: the sizes it was traced with (symbolic ones shape a retrace's: Note [Tangent Retrace])
     tangent_sizes: tuple[tuple[_Dim, ...], ...] = ()
     example_inputs: tuple[object, ...]  # the backward graph's (fake tensors, symbolic ints)
-    num_saved: int = 0  # forward outputs after the GraphOutputs ones, the backward's first inputs
+    num_saved: int = 0
     # The joint graph itself, kept where it can run again from the primals for double backward (no random op in
     # the forward: a rerun would draw other values); see Note [Training Through A Joint Graph]
     joint: torch.fx.GraphModule | None = None
@@ -275,9 +262,9 @@ class BackwardGraph:
     # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
     setup: JointSetup | None = None
     partition: Partition | None = None
-    forward_reads_grad_mode: bool = False  # Note [Training Through A Joint Graph]
-    saved_primals: tuple[int | None, ...] = ()  # per saved value: the graph input it is, if it is one
-    saved_clones: tuple[int | None, ...] = ()  # per saved value: the graph input it is a clone of, if one
+    forward_reads_grad_mode: bool = False
+    saved_primals: tuple[int | None, ...] = ()
+    saved_clones: tuple[int | None, ...] = ()
 
 
 def _overwritten_originals(
@@ -1332,13 +1319,14 @@ def _refuse_values_completing_alone(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackwardVariant:
-    """A backward graph for tangents of another structure than the traced one (Note [Tangent Retrace])."""
+    """A backward graph for tangents of another structure than the traced one (Note [Tangent Retrace]). Its fields
+    mean what RetracedBackward's (runtime/plan.py) do, `graph` being the `run` it compiles to."""
 
-    graph: torch.fx.GraphModule  # (saved[saved_index]..., tangents...) -> (grads..., backward mutations...)
-    saved_index: tuple[int, ...]  # per saved placeholder: its position among the forward's saved values
+    graph: torch.fx.GraphModule
+    saved_index: tuple[int, ...]
     example_inputs: tuple[object, ...]
-    grad_trees: tuple[SubclassNode | None, ...]  # as BackwardGraph's, for this backward
-    grad_stride_leaves: tuple[int | None, ...]  # as BackwardGraph's, for this backward
+    grad_trees: tuple[SubclassNode | None, ...]
+    grad_stride_leaves: tuple[int | None, ...]
     unused: frozenset[int]
     tangent_deps: tuple[frozenset[int], ...]
 

@@ -52,35 +52,6 @@ from subclassaot.torch_internals import (
 if TYPE_CHECKING:
     from subclassaot.pipeline.rules.swap_record import SwapRecord
 
-__all__ = [
-    "backward_changes",
-    "check_flagless_view_reads",
-    "flagless_views_detached",
-    "check_regenerated_view_reads",
-    "check_regenerated_view_input_reads",
-    "check_regenerated_history_applies",
-    "history_rebuilt_over_no_grad_base",
-    "regenerated_history_reads",
-    "check_raising_view_input_applies",
-    "check_raising_view_input_reads",
-    "bumped_input_reads",
-    "check_flagless_view_set",
-    "check_unseen_histories",
-    "check_views_of_gained_bases",
-    "check_gained_base_view_applies",
-    "gained_base_views_as_leaves",
-    "note_grad_reenabled",
-    "flagless_view_history_raises",
-    "note_gain_on_a_base",
-    "note_flag_on_a_base",
-    "backward_reshapes",
-    "check_grad_factories",
-    "GradReenabledError",
-    "check_grad_reenabled",
-    "function_outputs_as_eager",
-    "function_returns_as_analyzed",
-    "resize_as_eager",
-]
 
 # Note [Grad Mode And Autograd Reads]
 # A call compiles for training (a joint graph behind one autograd.Function) when grad mode is on and some input requires

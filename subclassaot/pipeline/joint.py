@@ -26,7 +26,7 @@ from subclassaot.authoring.protocol import SubclassNode, flatten_subclass, is_tr
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, intermediate_bases, own_leaves_of, run_functional
 from subclassaot.pipeline.grad_scope import backward_changes
-from subclassaot.pipeline.rules.function_views import is_program_function
+from subclassaot.pipeline.rules.autograd_state import is_program_function
 from subclassaot.pipeline.rules.hidden_layouts import differentiated_as_eager
 from subclassaot.pipeline.trace import TracedGraph, base_update, graph_output_values
 from subclassaot.runtime.steps import training_roots

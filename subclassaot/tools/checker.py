@@ -43,19 +43,6 @@ from subclassaot.tools.fuzz_runner import fuzz_rule
 from subclassaot.tools.parity import AfterCall, EagerRaised, compare_with_eager
 from subclassaot.torch_internals import differentiable_dtype
 
-__all__ = [
-    "DEFAULT_RULES",
-    "PIPELINE_RULES",
-    "CheckReport",
-    "Factory",
-    "Rule",
-    "RuleResult",
-    "Status",
-    "check_subclass",
-    "fail",
-    "skip",
-]
-
 # Note [Checker Rules And Whose Failure]
 # A rule is a `Rule(name=..., description=..., check=fn)` where `fn(factory) -> None` returns to PASS, calls
 # `fail(reason)` to FAIL and `skip(reason)` to SKIP. A reason is for a subclass author: the rule, what was expected,

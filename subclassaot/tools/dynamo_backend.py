@@ -30,14 +30,13 @@ from subclassaot.api import CompiledEntry, CompiledFunction
 from subclassaot.authoring.wrapper_tensor import WrapperTensor
 from subclassaot.config import CallerGuarded, CompileConfig
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.function_views import PROGRAM_FUNCTION_FLAG
+from subclassaot.pipeline.rules.autograd_state import PROGRAM_FUNCTION_FLAG
 from subclassaot.runtime.autograd_function import engine_node_apply
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
 from subclassaot.torch_internals import is_nested_int
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CapturedGraph", "explain_compiled", "recording", "subclassaot_backend"]
 
 # Note [Dynamo Captures, The Pipeline Compiles]
 # Dynamo and subclassaot split the work at the captured graph. Dynamo runs the user's Python: it breaks the graph where

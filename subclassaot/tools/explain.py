@@ -55,16 +55,6 @@ from subclassaot.schemas import (
     ViewStep,
 )
 
-__all__ = [
-    "CapturedExplanation",
-    "Explanation",
-    "NodeShape",
-    "clone_arguments",
-    "explain",
-    "graph_to_dot",
-]
-
-
 # ----------------------------------------------------------------------------- small words
 
 

@@ -83,19 +83,6 @@ from subclassaot.tools.parity import (
 if TYPE_CHECKING:
     from hypothesis.strategies import DrawFn, SearchStrategy
 
-__all__ = [
-    "CompileFn",
-    "DEFAULT_CONFIG",
-    "FuzzConfig",
-    "Outcome",
-    "RandomChooser",
-    "Verdict",
-    "check_program",
-    "generate",
-    "programs",
-    "shrink",
-    "storage_safe",
-]
 
 CompileFn = Callable[[Callable[..., object]], Callable[..., object]]
 T = TypeVar("T")

@@ -30,8 +30,6 @@ import torch
 from subclassaot.tools.fuzz import CompileFn, Verdict, diverged, verdict_of
 from subclassaot.tools.parity import Call, compare_with_eager
 
-__all__ = ["check_with_argument_changes", "check_with_state_changes"]
-
 Fn = Callable[..., object]
 # One call after a change: (the change as the report names it, the differences from eager)
 CallAfter = Callable[[Fn, str, random.Random], tuple[str, Sequence[str]]]

@@ -26,8 +26,6 @@ from subclassaot.tools.dynamo_backend import subclassaot_backend
 from subclassaot.tools.fuzz_program import Program, to_source
 from subclassaot.torch_internals import torch_method_patches
 
-__all__ = ["REGRESSION_COMPILE_ARG", "dynamo_compile_for"]
-
 # The oracle's `compile_fn` argument in a regression test the Dynamo entry writes (test source: the printed program
 # is compiled by torch.compile with our backend, as the run did)
 REGRESSION_COMPILE_ARG = (

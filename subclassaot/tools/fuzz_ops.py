@@ -33,17 +33,6 @@ from subclassaot.authoring.protocol import dense_leaves
 from subclassaot.errors import tuple_text
 from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewhere_written
 
-__all__ = [
-    "OPS",
-    "Chooser",
-    "Family",
-    "OpDef",
-    "OpName",
-    "Params",
-    "Vocabulary",
-    "unspecified_write",
-]
-
 Param = int | float | tuple[int, ...]
 Params = tuple[Param, ...]
 SCALARS: tuple[float, ...] = (2.0, -1.0, 0.5, 3.0)

@@ -22,25 +22,6 @@ import torch
 from subclassaot.errors import tuple_text
 from subclassaot.tools.fuzz_ops import OPS, OpName, Params
 
-__all__ = [
-    "COMPLEX_KINDS",
-    "NESTED_KINDS",
-    "PLAIN",
-    "BaseSpec",
-    "Grad",
-    "GradScope",
-    "InputSpec",
-    "Op",
-    "Program",
-    "ViewStep",
-    "as_function",
-    "get_input_kind",
-    "kind_from_factory",
-    "make_inputs",
-    "register_input_kind",
-    "to_source",
-]
-
 Grad = Literal["none", "leaf", "nonleaf"]  # nonleaf: `leaf.clone()`, so that in-place ops on it are legal
 GradScope = Literal["no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode"]  # a `with` around an op
 _SCOPE_SOURCE: dict[GradScope, str] = {

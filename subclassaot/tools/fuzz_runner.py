@@ -64,20 +64,6 @@ MakeCheck = Callable[[int], Callable[[Program], Verdict]]  # a program's changes
 _FAILED = (Outcome.DIVERGED, Outcome.CRASHED, Outcome.HUNG)  # the outcomes reported as failures
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent ends
 
-__all__ = [
-    "Entry",
-    "FuzzReport",
-    "add_arguments",
-    "fuzz",
-    "fuzz_rule",
-    "merge_reports",
-    "pipeline_compile",
-    "run_cli",
-    "run_shards",
-    "shard_share",
-    "write_report",
-]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Failure:

@@ -58,19 +58,6 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.torch_internals import differentiable_dtype, nested_coeff
 
-__all__ = [
-    "SEED",
-    "Call",
-    "EagerRaised",
-    "MakeInputs",
-    "Tolerance",
-    "Versions",
-    "compare_with_eager",
-    "fixed_random_like",
-    "fresh_call",
-    "storage_key_or_none",
-]
-
 SEED = 0
 
 

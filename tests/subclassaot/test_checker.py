@@ -11,8 +11,8 @@ import torch
 
 from subclassaot.__main__ import main
 from subclassaot.authoring.wrapper_tensor import WrapperTensor, implements
-from subclassaot.tools.checker import DEFAULT_RULES, CheckReport, Rule, Status, check_subclass, fail, skip
-from subclassaot.tools.checker_rules import BASE_RULES
+from subclassaot.tools.checker import DEFAULT_RULES, CheckReport, Status, check_subclass
+from subclassaot.tools.checker_rules import BASE_RULES, Rule, fail, skip
 from subclasses.pair import PairTensor, example, nested_example
 
 aten = torch.ops.aten

@@ -72,35 +72,6 @@ from subclassaot.torch_internals import (
     view_write_error,
 )
 
-__all__ = [
-    "PROGRAM_FUNCTION_FLAG",
-    "RaisingHistory",
-    "BaseRebuild",
-    "assigned_accumulator_size",
-    "base_rebuild",
-    "base_read",
-    "history_set_at",
-    "is_autograd_read",
-    "is_base_read",
-    "flagless_view_source",
-    "is_program_function",
-    "note_assignment_reads",
-    "note_base_rebuilds",
-    "note_data_assignment",
-    "note_detach",
-    "note_function_grad_reads",
-    "note_grad_fn_reads",
-    "note_grad_reads",
-    "note_self_set",
-    "raising_history",
-    "read",
-    "reads_unpassed_base",
-    "refuse_flag_off_after_rebuild",
-    "requires_grad_through_gained_base",
-    "self_set_order",
-    "stale_at_end",
-]
-
 # The pipeline's own autograd.Functions (around input clones, the compiled step) live in subclassaot's modules; a
 # Function class that subclassaot makes to stand for one of the program's (the torch.compile backend's, for a Function
 # Dynamo captured) says so by this class attribute, set True.

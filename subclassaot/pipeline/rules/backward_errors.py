@@ -322,16 +322,6 @@ def _history_loses_gradient(t: torch.Tensor, base: torch.Tensor) -> bool:
     return not torch.equal(history, direct)
 
 
-__all__ = [
-    "behind_no_grad_views",
-    "check_set_under_grad",
-    "input_set_blocks",
-    "inputs_behind_raising_nodes",
-    "raising_write_blocks",
-    "refuse_returned_view_behind_raise",
-]
-
-
 def inputs_behind_raising_nodes(
     value: torch.Tensor, user_tensors: Sequence[torch.Tensor], view_sets: frozenset[int] = frozenset()
 ) -> frozenset[int]:

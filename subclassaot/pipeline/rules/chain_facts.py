@@ -32,24 +32,6 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 
-__all__ = [
-    "base_gains_grad",
-    "check_mixed_grad_view_ops",
-    "detached_before_change",
-    "detached_in_chain",
-    "dispatch_view_root",
-    "from_program_function",
-    "hidden_base",
-    "hidden_base_shares_counter",
-    "input_bumps",
-    "made_seq",
-    "requires_grad_as_eager",
-    "root_requires_grad_as_eager",
-    "set_after_viewed",
-    "split_seq",
-    "viewed_after_grad_set",
-]
-
 
 def detached_in_chain(value: torch.Tensor, run: FunctionalRun) -> bool:
     """`value` is a detach() or a view of one (`t = x.detach(); t.copy_(x)` with grad)."""

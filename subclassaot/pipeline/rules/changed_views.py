@@ -563,16 +563,6 @@ def refuse_written_views_changed_in_place(
             )
 
 
-__all__ = [
-    "check_late_bump_order",
-    "check_rebuilt_view_relation",
-    "check_stale_subclass_outputs",
-    "early_marks",
-    "final_pass_marks",
-    "late_build_seq",
-]
-
-
 def _check_views_over_fresh_leaves(infos: Sequence[OutputInfo], leaves: Sequence[object], run: FunctionalRun) -> None:
     """See Note [Autograd Sees The Wrapper]."""
     named = {id(t): i for i, t in enumerate(run.user_tensors)}

@@ -57,18 +57,6 @@ from subclassaot.schemas import (
 )
 from subclassaot.torch_internals import is_nested_expr, mutation_counter, recorded_size, storage_key, symint_expr
 
-__all__ = [
-    "apart_from_leaves",
-    "assigned_root",
-    "check_assigned_view",
-    "check_data_meta_outputs",
-    "leaves_moved",
-    "resimplified_data_metas",
-    "with_root_data_meta",
-    "wrapper_data_plans",
-    "wrapper_storage_classes",
-]
-
 
 def check_assigned_view(
     path: str, value: torch.Tensor, replay: Replay | None, run: FunctionalRun, input_by_id: dict[int, InputIndex]

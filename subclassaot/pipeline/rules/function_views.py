@@ -33,7 +33,7 @@ from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
-from subclassaot.pipeline.rules.autograd_state import PROGRAM_FUNCTION_FLAG, is_program_function
+from subclassaot.pipeline.rules.autograd_state import is_program_function
 from subclassaot.pipeline.rules.chain_facts import dispatch_view_root
 from subclassaot.pipeline.rules.view_chains import view_step
 from subclassaot.schemas import (
@@ -64,23 +64,6 @@ from subclassaot.torch_internals import (
     node_function_class,
     storage_key,
 )
-
-__all__ = [
-    "PROGRAM_FUNCTION_FLAG",
-    "check_built_wrapper_output",
-    "check_graph_leaf_shared_under_grad",
-    "check_wrapper_over_history",
-    "check_dirty_inputs",
-    "check_function_input_unwritten",
-    "check_written_function_view",
-    "detached_output_leaves",
-    "dispatch_alias_base",
-    "holds_input_leaves",
-    "made_as_function_view",
-    "is_program_function",
-    "function_slots",
-    "function_view_replay",
-]
 
 # Note [Custom Functions]
 # Eager: a custom autograd.Function whose forward returns its input `x` (autograd then returns `x.view_as(x)`, made with

@@ -54,29 +54,6 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 
-__all__ = [
-    "check_nograd_set_write",
-    "check_relaid_view_applies",
-    "check_view_taken_before_grad",
-    "differentiated_as_eager",
-    "is_layout_op",
-    "note_first_read",
-    "note_layout_op",
-    "note_nograd_set",
-    "note_reads_after_layout",
-    "note_relaid_late_grad",
-    "note_view_inputs",
-    "note_view_layout_op",
-    "note_view_reads",
-    "original_of",
-    "read_after_nograd_set",
-    "refuse_stale_view_layouts",
-    "releaf_size",
-    "seen_after_layout_ops",
-    "view_layout",
-    "with_eager_view_histories",
-]
-
 # Note [Leaves Laid Out Anew Under no_grad]
 # Eager: an autograd leaf that requires grad has no grad_fn; its gradient accumulator is made at the first op with grad
 # that reads it, expects the size the leaf has then, and lives while a node of a live result holds it. So `with

@@ -23,8 +23,6 @@ from subclassaot.pipeline.functional_run import FunctionalRun
 from subclassaot.schemas import InnerWrapperClass
 from subclassaot.torch_internals import storage_key
 
-__all__ = ["inner_wrapper_classes"]
-
 Member = tuple[int, tuple[str, ...]]
 
 

@@ -504,14 +504,6 @@ def _in_subclass(i: int, layout: DenseLayout) -> bool:
     return any(layout.trees[t] is not None and i in leaves for t, leaves in enumerate(layout.leaves_of_input))
 
 
-__all__ = [
-    "alias_meta",
-    "assigned_write",
-    "check_assigned_writes",
-    "check_unreplayed_assigned_view",
-    "history_data_leaf",
-]
-
 # Note [History Kept Through .data =]
 # Eager: a swap autograd does not see (`.data =`, or set_() under no_grad) gives a tensor another storage and metadata
 # but keeps its own history and version counter; its gradient flows through that history, checked against the size

@@ -25,8 +25,6 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.swap_record import Elements, dense_strides, elements_of, tensor_meta
 from subclassaot.torch_internals import hint_of, storage_key
 
-__all__ = ["check_no_overlapping_read", "guard_description"]
-
 _Layout = tuple[list[int], list[int], int]  # sizes, strides, storage offset
 _SymLayout = tuple[list[Any], list[Any], Any]  # the same, symbolic
 _EAGER_GRAIN_SIZE = 32768  # at::internal::GRAIN_SIZE: TensorIterator runs serially below it

@@ -23,21 +23,6 @@ from subclassaot.pipeline.rules.autograd_state import is_autograd_read
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.torch_internals import may_return_view, no_torch_function, storage_key
 
-__all__ = [
-    "NO_STAND_INS",
-    "PERMUTING_OPS",
-    "RefusedHistory",
-    "Layout",
-    "keeps_first",
-    "non_overlapping",
-    "note_relaid_view_results",
-    "note_view_set",
-    "relaid_call",
-    "views_of",
-    "with_relaid_view_histories",
-    "writes_first",
-]
-
 Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]
 
 # in-place view ops that lay out the same elements anew (`t_()`: the transpose of them)

@@ -20,8 +20,6 @@ from subclassaot.pipeline.rules.storage_reach import writes_self
 from subclassaot.pipeline.rules.swap_record import SwapRecord
 from subclassaot.torch_internals import differentiable_dtype, storage_key
 
-__all__ = ["check_data_dtype", "check_retyped_grad_write", "check_retyped_resize", "refuse_retyped_gain"]
-
 
 def check_data_dtype(record: SwapRecord, target: torch.Tensor, source: torch.Tensor) -> None:
     """`target.data = source` with another dtype (or device), target plain: eager's target takes the new dtype; the

@@ -42,21 +42,6 @@ from subclassaot.torch_internals import (
     untyped_storage_key,
 )
 
-__all__ = [
-    "check_resized_nbytes",
-    "check_storage_bytes_resize",
-    "check_unwritten_at_end",
-    "check_unwritten_reads",
-    "check_grad_write_into_grown_view",
-    "check_wrapper_storage_set",
-    "note_freed_inputs",
-    "note_storage_resize",
-    "note_traced_storage",
-    "storage_resize_plan",
-    "note_wrapper_storage",
-    "program_nbytes",
-]
-
 
 def note_wrapper_storage(record: SwapRecord, func: Any, args: tuple[Any, ...], out: object) -> None:
     """After a call of the program: note the storage `untyped_storage()` gave for a tensor subclass wrapper."""

@@ -51,18 +51,6 @@ from subclassaot.torch_internals import (
     storage_key,
 )
 
-__all__ = [
-    "early_set_inputs",
-    "intermediate_read_after_grad_set",
-    "note_reads_after_grad_set",
-    "note_write_after_grad_set",
-    "refuse_grad_set_onto_moved_source",
-    "refuse_layout_node_order",
-    "source_bumps_at_set",
-    "through_function",
-    "views_before_view_sets",
-]
-
 # Note [set_ Under Grad]
 # Eager: set_() on a tensor that requires grad, with grad enabled, records a node whose backward raises ("derivative for
 # set_ is not implemented"), even where the storage ends where it was (x.set_(x)); a set_ on a view taken with grad

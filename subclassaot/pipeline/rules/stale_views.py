@@ -34,24 +34,6 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 
-__all__ = [
-    "check_assigned_view_inputs",
-    "check_stale_set",
-    "check_stale_views",
-    "check_views_of_assigned_bases",
-    "input_named",
-    "layout_of",
-    "note_assigned",
-    "note_assigned_view_input",
-    "note_before",
-    "note_layout",
-    "note_reads",
-    "rebuilt_at_entry_layout",
-    "refuse_leaf_views_rebuilt_after_a_read",
-    "refuse_views_of_assigned_bases_kept",
-    "stale_history_failures_refused",
-]
-
 
 def check_stale_views(record: SwapRecord, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Note [Stale View Functions]."""

@@ -659,9 +659,6 @@ def check_resize_within_storage(
     )
 
 
-__all__ = ["per_tensor_method", "reads_grad"]
-
-
 def per_tensor_method(func: Any) -> Any:
     name = getattr(func, "__name__", "")
     if not (name.startswith("_foreach_") and name.endswith("_")):

@@ -61,14 +61,6 @@ from subclassaot.torch_internals import (
 if TYPE_CHECKING:
     from subclassaot.schemas import LeafMutation
 
-__all__ = [
-    "apply_keeping_strides",
-    "call_with_eager_layouts",
-    "eager_view_strides",
-    "fill_in_memory_order",
-    "view_with_eager_strides",
-    "output_in_eager_layout",
-]
 
 # Note [In-Place Ops As Eager Runs Them]
 # Eager's in-place ops never change their tensor's metadata, run their loops in a fixed order, and its kernels choose

@@ -64,21 +64,6 @@ from subclassaot.torch_internals import (
     symint_expr,
 )
 
-__all__ = [
-    "check_grown_multi_output_view",
-    "cut_history_replay",
-    "early_input_replay",
-    "last_bump",
-    "inplace_replay",
-    "kept_input_leaves",
-    "replay_of",
-    "root_replay",
-    "set_source_steps",
-    "viewed_before_set",
-    "view_rebuilt_by_set",
-    "view_step",
-]
-
 
 def root_replay(
     t: torch.Tensor,
@@ -365,11 +350,8 @@ def check_grown_multi_output_view(path: str, value: torch.Tensor, run: Functiona
 
 
 def _without_history(record: ViewRecord, run: FunctionalRun) -> bool:
-    """Note [Views That Raise After A Bump]: a view taken with grad of a source that required no grad then, in a
-    program that turns requires_grad on (the source may require grad by the end, through its base) or off on an input
-    that required it (`.requires_grad = False`, detach_(): a replay before the epilogue meets the input as passed,
-    still requiring grad): eager's view has no history but grad mode's creation meta, which a replay with grad of a
-    source that requires grad would not give (ViewStep.without_history). Not where the source's base, another input,
+    """Is `record` one of the views taken with grad of a source that required no grad then, which Note [Views That
+    Raise After A Bump] replays under no_grad (ViewStep.without_history)? Not where the source's base, another input,
     had been made to require grad before: eager's source requires grad through it, and its view has history
     (ViewRecord.source_base_gained); nor where a write moved its counter since (`_written_since_over_own_root`)."""
     without = not record.source_requires_grad and not record.source_base_gained
