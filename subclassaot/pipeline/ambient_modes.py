@@ -196,6 +196,12 @@ def check_trial(trial: TorchFunctionTrial, run: Callable[[Sequence[object]], obj
         )
 
 
+_FAKE_DATA_PTR = "Cannot access data pointer of Tensor"
+_DATA_PTR_READ = (
+    "a kernel the program calls reads a tensor's data pointer (data_ptr()) while it is traced, where the trace holds "
+    "tensors without memory (eager's kernel runs on real ones). Declare the kernel an opaque op "
+    "(torch.library.custom_op), whose kernel the trace does not enter"
+)
 _TRACED_SUBCLASS = (
     "makes a tensor subclass of a tensor it computed (C(t), t.as_subclass(C), torch.Tensor._make_subclass(C, t)), "
     "or reads a Python attribute of one, which the trace cannot keep (it traces plain functional tensors)"
@@ -217,6 +223,8 @@ def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[.
                 raise
             if isinstance(e, DATA_DEPENDENT_ERRORS) or (isinstance(e, TypeError) and is_value_read_type_error(e)):
                 raise  # (a read of a tensor's value: the run's own refusal names it)
+            if _FAKE_DATA_PTR in str(e):  # (a kernel traced through, e.g. a CompositeImplicitAutograd one)
+                raise UnsupportedError(_DATA_PTR_READ) from e
             try:
                 with outside_current_modes():  # (eager's run, on real clones)
                     trial = torch_function_trial(call, flat)

@@ -21,6 +21,7 @@ from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
+from tests.pipeline.corpus_pytorch15 import CASES15
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -40,4 +41,5 @@ ALL = (
     + CASES12
     + CASES13
     + CASES14
+    + CASES15
 )

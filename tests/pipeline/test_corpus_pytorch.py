@@ -26,6 +26,7 @@ from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
+from tests.pipeline.corpus_pytorch15 import CASES15
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
@@ -179,7 +180,9 @@ NO_GRAD_EAGER_RAISES = frozenset(
     f"ho_{p}{n}_train"
     for p in ("", "two_")
     for n in ("retains_grad_inplace", "retains_grad_inplace_multiple_outputs", "retain_grad_inplace_over_view")
-)
+) | {
+    f"da_{p}double_backward_inside_train" for p in ("", "two_")
+}  # (corpus_pytorch15.py: autograd.grad of an output without grad)
 
 # corpus_pytorch12.py (held out: test_view_ops.py). An in-place view op on a view the program took, then a write
 # through it with grad: eager's history replays the view and the layout change; ours cannot (Note [Stale View
@@ -238,6 +241,29 @@ INDUCTOR_TEST_REFUSALS: dict[str, str] = {
 }
 REFUSED.update(INDUCTOR_TEST_REFUSALS)
 
+# corpus_pytorch15.py (held out: dynamo/test_aot_autograd.py, test_auto_functionalize.py). autograd.grad inside the
+# program; a kernel traced through (CompositeImplicitAutograd) reading data_ptr() in the forward, or in a custom
+# Function's backward; a module's forward reading a global tensor (lifted for functions, not for a module's forward);
+# a no-op mutable op handed two slices that meet.
+GRAD_INSIDE = "the program calls grad() inside the compiled function"
+AOT_TEST_REFUSALS: dict[str, str] = {
+    **{f"da_{p}double_backward_inside_train": GRAD_INSIDE for p in ("", "two_")},
+    "da_layer_norm_double_backward": GRAD_INSIDE,
+    # (on TwoTensor, both run like eager)
+    **{f"da_data_ptr_graph_{n}": "reads a tensor's data pointer" for n in ("input", "intermediate")},
+    "da_data_ptr_in_backward_train": "the program's backward fails when traced",
+    "da_two_data_ptr_in_backward_train_dynamic": "the program's backward fails when traced",
+    **{
+        f"da_arg_dupe_many_with_global{n}_train": "TruncPlusGlobal uses a tensor of shape (3, 3)"
+        for n in ("", "_distinct")
+    },
+    **{f"da_{p}af_recompile_crossing_slices": OVERLAPPING_CUSTOM_WRITE for p in ("", "two_")},
+    # (the fake kernel's unbacked sizes, one per TwoTensor member, asserted equal)
+    "da_two_af_unbacked_op": VALUE_READ,
+}
+REFUSED.update(AOT_TEST_REFUSALS)
+NO_GRAD_REFUSED.update({k: v for k, v in AOT_TEST_REFUSALS.items() if "Global" in v})
+
 # Programs the pipeline does not yet run like eager, with what differs.
 GAPS: dict[str, str] = {
     # (repro: /work/repros/open/hheld11_two_split_copy_out_versions.py)
@@ -273,6 +299,27 @@ GAPS.update(
         ),
     }
 )
+
+# corpus_pytorch15.py (repros: /work/repros/open/hheld15_*.py)
+GAPS.update(
+    {
+        "da_two_double_backward_outside_train": (
+            "autograd.grad(out, x, create_graph=True) of a TwoTensor output: eager's gradient has a grad_fn (the "
+            "second grad runs), ours has none (the second grad raises)"
+        ),
+        "da_two_af_alias_id_input": (
+            "a schema op given alias(x) and x of a TwoTensor: eager's kernel gets two tensor objects, ours gets one "
+            "object twice (its `x is not y` assertion fails)"
+        ),
+        "da_af_unbacked_op": (
+            "an op whose fake kernel makes sizes with new_dynamic_size(): with static sizes the fake mode runs the "
+            "real kernel in the trace, whose randn moves the generator, refused as the program seeding it"
+        ),
+    }
+)
+
+# (with symbolic sizes the fake kernel's dynamic sizes trace, and the op runs like eager)
+STATIC_ONLY_GAPS = frozenset({"da_af_unbacked_op"})
 
 # A few programs of each kind also run on inductor.
 INDUCTOR = frozenset(
@@ -331,9 +378,9 @@ def _params(
     return out
 
 
-# The sixth and eighth to fourteenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time:
+# The sixth and eighth to fifteenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time:
 # their direct cases are enough).
-SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11 + CASES12 + CASES13 + CASES14)
+SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11 + CASES12 + CASES13 + CASES14 + CASES15)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -346,9 +393,12 @@ DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dyn
 
 
 DYNAMIC_REFUSED = {k: v for k, v in REFUSED.items() if k not in STATIC_ONLY_REFUSALS}
+DYNAMIC_GAPS = {k: v for k, v in GAPS.items() if k not in STATIC_ONLY_GAPS}
 
 
-@pytest.mark.parametrize(("case", "backend"), _params(DYNAMIC, inductor=False, refused=DYNAMIC_REFUSED, slow=SIXTH))
+@pytest.mark.parametrize(
+    ("case", "backend"), _params(DYNAMIC, inductor=False, gaps=DYNAMIC_GAPS, refused=DYNAMIC_REFUSED, slow=SIXTH)
+)
 def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
         run_case(case, backend, compile_fn)
@@ -466,6 +516,15 @@ def test_inductor_test_program_refused_naming_the_rule(name: str) -> None:
     # corpus_pytorch14.py's refusals, with the rule's words (the table asserts only the type).
     (case,) = [c for c in CASES14 if c.name == name]
     with torch.enable_grad(), pytest.raises(UnsupportedError, match=re.escape(INDUCTOR_TEST_REFUSALS[name])):
+        run_case(case, "eager", None)
+
+
+@pytest.mark.parametrize("name", sorted(k for k in AOT_TEST_REFUSALS if not k.endswith("_dynamic")))
+def test_aot_test_program_refused_naming_the_rule(name: str) -> None:
+    # corpus_pytorch15.py's refusals, with the rule's words (the table asserts only the type). A kernel reading
+    # data_ptr() in the trace raised torch's RuntimeError, not a refusal.
+    (case,) = [c for c in CASES15 if c.name == name]
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=re.escape(AOT_TEST_REFUSALS[name])):
         run_case(case, "eager", None)
 
 

@@ -32,6 +32,7 @@ from tests.pipeline.corpus_pytorch11 import CASES11
 from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
+from tests.pipeline.corpus_pytorch15 import CASES15
 
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
@@ -91,6 +92,10 @@ DYNAMO_FAILS = frozenset(
         # corpus_pytorch10.py: under DisableTorchFunctionSubclass, eager's torch.add of a torch-function subclass input
         # gives a plain tensor; Dynamo's eager backend gives the subclass, as a view
         "sub10_state_on_subclass",
+        # corpus_pytorch15.py: Dynamo runs the op whose CompositeImplicitAutograd kernel reads data_ptr() on its fakes
+        # and raises (test_data_ptr_access_fails_in_forward asserts it does)
+        "da_data_ptr_graph_input",
+        "da_data_ptr_graph_intermediate",
     }
 )
 CUSTOM_FUNCTIONS = frozenset(
@@ -153,6 +158,14 @@ REFUSED = {
         "a boolean-mask index_put on TwoTensors that require grad: a size made of tensor values, as directly",
     ),
     "ti_mutable_custom_op_fixed_layout_train": "a schema op without an autograd kernel writing with grad, as directly",
+    # corpus_pytorch15.py, as directly; and eleven views of one TwoTensor, written with grad, which Dynamo hands over
+    # as separate inputs (the direct path compiles them with their base)
+    "da_data_ptr_in_backward_train": "a custom Function's backward reading data_ptr(), traced: as directly",
+    **dict.fromkeys(
+        ("da_af_recompile_crossing_slices", "da_two_af_recompile_crossing_slices"),
+        "a custom op writing two slices that meet, as directly",
+    ),
+    "da_two_overlapping_mutation_stress_train": "aliased TwoTensor inputs written in training",
 }
 ALIASED_BY_SET = (
     "Dynamo runs the program's set_() before the graph (a graph break), so the graph gets two inputs that share "
@@ -173,6 +186,13 @@ GAPS = {
     # corpus_pytorch14.py: an op declared by a schema without an autograd kernel, as directly (test_corpus_pytorch.py)
     "ti_fallback_mutable_op_list": "eager's body advances the written list members' counters; ours does not",
     "ti_two_fallback_mutable_op_on_inputs": "eager's TwoTensor wrappers keep version 0; ours advance to 1",
+    # corpus_pytorch15.py, as directly (repros: /work/repros/open/hheld15_*.py); inside, Dynamo breaks at
+    # autograd.grad and runs it on the compiled graph's TwoTensor output
+    **dict.fromkeys(
+        ("da_two_double_backward_outside_train", "da_two_double_backward_inside_train"),
+        "a create_graph=True gradient through a compiled TwoTensor backward has no grad_fn (eager's has one)",
+    ),
+    "da_two_af_alias_id_input": "a schema op's kernel gets one TwoTensor member object twice (eager's gets two)",
 }
 
 
@@ -256,6 +276,13 @@ def test_view_ops_programs_through_torch_compile(case: Case) -> None:
 @pytest.mark.parametrize("case", _params([c for c in CASES13[::8] if c not in SLICE]))
 def test_repros_programs_through_torch_compile(case: Case) -> None:
     # corpus_pytorch13.py (held out: dynamo/test_repros.py), an eighth of it in CI (the whole in the slow sweep)
+    _run(case)
+
+
+@pytest.mark.parametrize("case", _params([c for c in CASES15[::4] if c not in SLICE]))
+def test_aot_autograd_test_programs_through_torch_compile(case: Case) -> None:
+    # corpus_pytorch15.py (held out: dynamo/test_aot_autograd.py, test_auto_functionalize.py), a quarter of it here
+    # (CI's slice of which runs), the whole in the slow sweep
     _run(case)
 
 
