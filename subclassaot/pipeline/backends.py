@@ -14,7 +14,7 @@ import keyword
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from typing import TypeVar, cast
 
 import sympy
 import torch
@@ -186,6 +186,9 @@ def _dropped(nodes: Sequence[torch.fx.Node]) -> dict[torch.fx.Node, list[torch.f
     return dropped
 
 
+_Value = TypeVar("_Value")
+
+
 def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object]) -> Callable[..., object]:
     """Inductor on the functional graph (compile_fx_inner: the graph is already functional aten)."""
     # A backward graph also takes the symbolic sizes the forward saved (Note [Training Through A Joint Graph]).
@@ -203,7 +206,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     bits = [k for k, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.is_neg()]
     _refuse_written(gm, bits)
     _refuse_strided_over_neg_views(gm)
-    inputs = [t.resolve_neg() if k in bits and isinstance(t, torch.Tensor) else t for k, t in enumerate(inputs)]
+    inputs = [_resolved(t) if k in bits else t for k, t in enumerate(inputs)]
     solved = _symbols_only_in_expressions(inputs)
     if solved:
         gm, inputs = _with_symbol_inputs(gm, inputs, solved)
@@ -225,9 +228,16 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     return run
 
 
-def _resolved(t: object) -> object:
-    """A tensor's values without its negative bit (a copy where it has one)."""
-    return t.resolve_neg() if isinstance(t, torch.Tensor) else t
+def _resolved(t: _Value) -> _Value:
+    """A tensor's values without its negative bit (a copy where it has one) at its own strides and storage offset:
+    the graph may take an as_strided() of it, whose strides and offset name elements of the input's storage
+    (`resolve_neg()`'s copy is laid out anew, from offset 0)."""
+    if not isinstance(t, torch.Tensor) or not t.is_neg():
+        return t
+    offset = cast(int, t.storage_offset())  # (a SymInt in a fake example: torch's annotation says int)
+    span = torch._prims_common.compute_required_storage_length(t.shape, t.stride(), offset)
+    raw = torch._neg_view(t).as_strided((span,), (1,), 0)  # (the storage as it is, without the bit)
+    return cast(_Value, raw.neg().as_strided(t.shape, t.stride(), offset))
 
 
 def _refuse_strided_over_neg_views(gm: torch.fx.GraphModule) -> None:

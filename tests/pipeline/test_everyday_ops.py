@@ -1092,3 +1092,66 @@ def test_data_assignment_across_bits_keeps_history_as_eager_does() -> None:
         return conj(4).detach().requires_grad_(), torch.randn(4, dtype=torch.cfloat)
 
     assert_matches_eager(data_then_read, make)
+
+
+# An as_strided() of an input with a bit reads the input's storage at the strides and offset given, through the bit.
+# Ours took it as the as_strided of the input's view-chain root (Note [as_strided On Inputs]), which has no bit: the
+# view of `c.conj().imag` read `c`'s storage un-negated (seed 121007 program 939), and a write through it stored the
+# values negated; of `c.real`, a view of another dtype, it read `c` (complex). Inductor read a neg-bit input through
+# `resolve_neg()`, a copy laid out anew from offset 0, where the graph's as_strided names the input's own offsets.
+STRIDED_BITS: dict[str, Make] = {
+    "neg": lambda: (neg(3),),  # (121007 #939: a real view at offset 1, stride 2)
+    "neg_view": lambda: (neg(4)[1:],),
+    "dense_neg_view": lambda: (torch._neg_view(torch.randn(5))[1:],),
+    "conj_view": lambda: (conj(5)[1:],),
+}
+
+
+def strided_read(x0: T) -> tuple[T, T]:
+    t0 = x0.as_strided((1, 3), (2, 1), 1)
+    return t0 * 1, t0
+
+
+def strided_max(x0: T) -> T:  # (121007 #939)
+    return x0.real.as_strided((1, 3), (2, 1), 1).max(1, keepdim=True)[0]
+
+
+def strided_no_offset(x0: T) -> T:
+    return x0.as_strided((2,), (2,)) * 1
+
+
+def strided_written(x0: T) -> tuple[T, T]:
+    x0.as_strided((2,), (1,), 1).add_(1.0)
+    return x0 * 1, x0
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("fn", [strided_read, strided_max, strided_no_offset, strided_written])
+@pytest.mark.parametrize("kind", STRIDED_BITS)
+def test_as_strided_of_an_input_with_a_bit_reads_it_through_the_bit(
+    kind: str, fn: Callable[..., object], backend: str
+) -> None:
+    if (kind, fn, backend) == ("conj_view", strided_max, "inductor"):
+        pytest.xfail("open: /work/repros/open/hbits2_real_of_conj_view_as_strided_inductor.py")
+    with torch.no_grad():
+        assert_matches_eager(fn, STRIDED_BITS[kind], backend=backend)
+
+
+@pytest.mark.parametrize(
+    ("kind", "fn", "backend"),
+    [("neg", strided_written, "eager"), ("neg", strided_no_offset, "inductor"), ("conj_view", strided_max, "eager")],
+)
+def test_as_strided_of_an_input_with_a_bit_in_ci(kind: str, fn: Callable[..., object], backend: str) -> None:
+    """Variants of the sweep above that CI's slice of it leaves out: a write, inductor's copy, another dtype."""
+    with torch.no_grad():
+        assert_matches_eager(fn, STRIDED_BITS[kind], backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("kind", STRIDED_BITS)
+def test_as_strided_of_an_input_with_a_bit_has_eagers_gradient(kind: str, backend: str) -> None:
+    def make() -> tuple[T]:
+        (x,) = STRIDED_BITS[kind]()
+        return (cast(T, x).requires_grad_(),)
+
+    assert_matches_eager(strided_read, make, backend=backend)

@@ -209,6 +209,7 @@ from subclassaot.torch_internals import (
     unfold_layout,
     unfold_tiles,
     untyped_storage_key,
+    with_bits,
     wrapper_on_scratch,
 )
 
@@ -635,6 +636,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:
             rest, strided_kwargs = strided_call_args(self.record, args[0], source, strided[1:], strided_kwargs)
             out = torch.ops.aten.as_strided.default(source, *rest, **strided_kwargs)
+            out = with_bits(out, args[0].is_conj() != source.is_conj(), args[0].is_neg() != source.is_neg())
         self._track(func, args, out, kwargs)
         if any(source is base for base in self.record.alias_bases.values()):
             self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
@@ -822,7 +824,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage
         # are views of their synthetic base (Note [Synthetic Bases]): the root of their chains is that base.
         root = self.record.alias_bases.get(storage_key(root), root)
-        return root if root is not x and is_functional(root) and storage_key(root) == storage_key(x) else x
+        same = root.dtype == x.dtype and storage_key(root) == storage_key(x)  # (`c.real`'s root reads complex)
+        return root if root is not x and is_functional(root) and same else x
 
     def _grows(self, args: tuple[Any, ...]) -> bool:
         x, size = args[0], list(args[1])
