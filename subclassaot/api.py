@@ -90,6 +90,7 @@ from subclassaot.pipeline.inputs import (
     same_input_guards,
     unmarking,
 )
+from subclassaot.pipeline.rng_calls import captured_generators_kept
 from subclassaot.pipeline.rules.backward_errors import replays_before_call
 from subclassaot.pipeline.rules.data_assignment import resimplified_data_metas
 from subclassaot.pipeline.rules.hidden_layouts import refuse_stale_view_layouts
@@ -436,7 +437,7 @@ def compile_entry(
     before = python_state.watched_now(fn, args, dict(kwargs), guard=config.python_state_guards)
     with python_state.rewinding(before) as rewind:  # (the state as before once compiled: the guards read it)
         # See Note [Dynamo Captures, The Pipeline Compiles]
-        with compiling_session(), _collection_paused(), _nan_checks_paused():
+        with compiling_session(), _collection_paused(), _nan_checks_paused(), captured_generators_kept(before):
             entry = _compile_any(fn, args, kwargs, config, state, symbols, captures, function_modes)
         writes = rewind.writes(str(getattr(fn, "__qualname__", type(fn).__name__)))
     entry = _replaying(entry, writes)

@@ -194,7 +194,6 @@ def run_functional(
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, {*viewed, *view_clone_inputs}, own_leaves)
     _note_input_storages(record, flat, layout, graph_fun, dense, originals, user_tensors, moved)
     record.program_start_mark = autograd_sequence_mark()  # Note [set_ Under Grad]
-    rng_before = _cpu_rng_state()
     with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)
@@ -213,7 +212,6 @@ def run_functional(
         if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]
             check_unwritten_at_end(record, [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)])
     _check_containers_unchanged(flat, values, (state, args, kwargs))
-    _check_rng_unchanged(rng_before)
     return FunctionalRun(
         graph_inputs=graph_fun,
         graph_grad_leaves=graph_grad_leaves,
@@ -648,27 +646,6 @@ def _check_containers_unchanged(flat: FlatInputs, values: Sequence[object], call
                 f"{leaf.path}: the program stores a new value into the list or dict that held this input; the "
                 "caller's container would keep the old one. Return the new value instead of storing it in the input"
             )
-
-
-# The program seeds or sets the random generator through a name inputs.generator_calls_refused does not replace (a
-# generator bound before the compile): the trace draws on fakes, which never move the real generator, so a state
-# changed across the run is the program's call, which ran at trace time only. Refused, the caller's state restored.
-
-
-def _cpu_rng_state() -> torch.Tensor:
-    return torch.default_generator.get_state()  # (a real tensor, under the fake mode too)
-
-
-def _check_rng_unchanged(before: torch.Tensor) -> None:
-    with torch.utils._mode_utils.no_dispatch():
-        if torch.equal(torch.default_generator.get_state(), before):
-            return
-        torch.default_generator.set_state(before)  # (the caller's, as the trace found it)
-    raise UnsupportedError(
-        "the program seeds or sets the CPU random generator (torch.manual_seed, torch.set_rng_state) inside the "
-        "compiled function: the compiled graph draws from the state the caller's generator has at each call, where "
-        "eager's draws after it follow the state the program set. Seed before the call"
-    )
 
 
 def _is_view_stride_error(e: Exception) -> bool:

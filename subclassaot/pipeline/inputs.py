@@ -25,7 +25,6 @@ object again (guarded by `is`).
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import traceback
 import types
@@ -44,6 +43,7 @@ from subclassaot.errors import TRAINING_STEP_HINT, UnsupportedError
 from subclassaot.pipeline import python_state
 from subclassaot.pipeline.guards import Guards
 from subclassaot.pipeline.python_state import global_names
+from subclassaot.pipeline.rng_calls import default_generators_as_none, generator_calls_refused, refuse_generator_inputs
 from subclassaot.pipeline.rules.new_leaves import ConstructorFlags, constructor_flags_as_calls
 from subclassaot.runtime.regenerate import unflatten_output
 from subclassaot.schemas import FlatInputs, InputIndex, InputLeaf, LeafKind
@@ -295,8 +295,9 @@ class _LiftCaptured(TorchFunctionMode):
         if self.made.pending or self.made.read_only:
             self.made.flag_taken(func, (args, kwargs))
         leaves, spec = pytree.tree_flatten((args, kwargs))  # (one walk: rebuilt only where a tensor is swapped)
-        _refuse_explicit_generator(func, leaves)
-        swapped = [self._swap(t) if isinstance(t, torch.Tensor) else t for t in leaves]
+        swapped = [
+            self._swap(t) if isinstance(t, torch.Tensor) else t for t in default_generators_as_none(func, leaves)
+        ]
         if any(s is not t for s, t in zip(swapped, leaves, strict=True)):
             args, kwargs = pytree.tree_unflatten(swapped, spec)
         if self.table and getattr(func, "__name__", None) not in _METADATA_READS:
@@ -453,7 +454,7 @@ def flatten_call(
     # See Note [Compiled Functions Inside torch.func Transforms]
     refuse_transform_wrappers(args, kwargs)
     _refuse_sparse(values, paths)
-    _refuse_generator_inputs(values, paths)
+    refuse_generator_inputs(values, paths)
     if torch._C._are_functorch_transforms_active():  # (the trace's own tensors would be the transform's wrappers)
         raise UnsupportedError(compiled_call_under_transform_message("the call"))
     flat = FlatInputs(
@@ -635,102 +636,6 @@ def regions_run_inline() -> Iterator[None]:
         finally:
             for name, value in saved.items():
                 setattr(torch_checkpoint, name, value)
-
-
-# The program's random generators while the pipeline runs it: the trace draws on fakes, and a call that seeds, sets,
-# saves or restores a generator's state (torch.manual_seed, torch.seed, torch.set_rng_state, fork_rng's restore on
-# exit, torch.cuda.manual_seed, torch.default_generator.set_state) would run at compile time only, where eager runs
-# it at each call between the draws: `s = torch.get_rng_state(); a = rand(); torch.set_rng_state(s); b = rand()`
-# gives a == b in eager, two draws in order in the graph. Each such call is refused by name before it runs (so the
-# caller's generators are as they were), even where the program catches the error; so is an op given an explicit
-# torch.Generator (the graph draws from the default generator at each call, never from a given one: a generator
-# made in the program starts fresh each call in eager). Dynamo breaks its graph at each of these calls instead.
-_RNG_FUNCTIONS = ("manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "fork_rng")
-_RNG_STATES = ("get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all")
-
-
-def _generator_message(call: str) -> str:
-    return (
-        f"the program calls {call} inside the compiled function: the compiled graph's random draws start from the "
-        "state the generator has at each call, and it cannot seed, save, set or restore a generator's state between "
-        "them (the call would run once, at compile time). Seed or set the generator before calling the compiled "
-        "function (torch.manual_seed(0); compiled(x)), or call the part that needs it outside"
-    )
-
-
-def _called_by_the_program() -> bool:
-    """Whether the stand-in's caller (two frames up) is the program's code, not torch's or ours: our own modes guard
-    their fake runs with fork_rng, and torch's fork_rng reads the state through the same names."""
-    caller = str(sys._getframe(2).f_globals.get("__name__", ""))
-    return caller.partition(".")[0] not in ("torch", "subclassaot")
-
-
-class _DefaultGenerator:
-    """Stands in for torch.default_generator while the program runs: any use of it by the program is refused."""
-
-    def __init__(self, refused: list[str], generator: torch.Generator) -> None:
-        self.refused = refused
-        self.generator = generator
-
-    def __getattr__(self, name: str) -> object:
-        if not _called_by_the_program():
-            return getattr(self.generator, name)
-        self.refused.append(f"torch.default_generator.{name}")
-        raise UnsupportedError(_generator_message(self.refused[-1]))
-
-
-def _refusing(call: str, refused: list[str], original: Callable[..., object]) -> Callable[..., object]:
-    def refuse(*args: object, **kwargs: object) -> object:
-        if not _called_by_the_program():
-            return original(*args, **kwargs)
-        refused.append(call)
-        raise UnsupportedError(_generator_message(call))
-
-    return refuse
-
-
-@contextlib.contextmanager
-def generator_calls_refused() -> Iterator[None]:
-    """Within: the calls that seed, set or read a random generator's state are refused (comment above)."""
-    refused: list[str] = []
-    modules = (torch, torch.random, torch.cuda, torch.cuda.random, torch.mps, torch.xpu)
-    saved = [(m, n, getattr(m, n)) for m in modules for n in (*_RNG_FUNCTIONS, *_RNG_STATES) if hasattr(m, n)]
-    saved += [(m, "default_generator", m.default_generator) for m in (torch, torch.random, torch._C)]
-    with _LOCK:
-        for module, name, value in saved:
-            if name == "default_generator":
-                setattr(module, name, _DefaultGenerator(refused, value))
-            else:
-                setattr(module, name, _refusing(f"{module.__name__}.{name}", refused, value))
-        try:
-            yield
-        finally:
-            for module, name, value in saved:
-                setattr(module, name, value)
-    if refused:  # (the program caught the refusal)
-        raise UnsupportedError(_generator_message(refused[0]))
-
-
-def _refuse_generator_inputs(values: Sequence[object], paths: Sequence[str]) -> None:
-    """Before any run: the program could seed or draw from it, and the refusal of that would come after the run
-    changed the caller's generator."""
-    for value, path in zip(values, paths, strict=True):
-        if isinstance(value, torch.Generator):
-            raise UnsupportedError(
-                f"{path} is a torch.Generator: the compiled graph draws from the default CPU generator at each call, "
-                "never from a generator passed to it. Draw from the default generator (seed it before the call), or "
-                "draw outside the compiled function and pass the values in"
-            )
-
-
-def _refuse_explicit_generator(func: Callable[..., object], leaves: Sequence[object]) -> None:
-    if any(isinstance(leaf, (torch.Generator, _DefaultGenerator)) for leaf in leaves):
-        raise UnsupportedError(
-            f"the program calls {getattr(func, '__name__', func)} with an explicit generator (generator=g): the "
-            "compiled graph draws from the default CPU generator at each call, never from a generator given to it "
-            "(eager draws from g's state at each call). Draw from the default generator (seed it before the call), "
-            "or draw outside the compiled function and pass the values in"
-        )
 
 
 @dataclass(frozen=True, slots=True)

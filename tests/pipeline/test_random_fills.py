@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.random import fork_rng
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
@@ -215,3 +216,66 @@ def test_seed_inside_is_refused_by_name(entry: str) -> None:
     with pytest.raises(UnsupportedError, match=r"torch\.(random\.)?seed inside the compiled function"):
         compile_fn(reseed)(torch.zeros(4))
     assert torch.equal(torch.get_rng_state(), state)
+
+
+CAPTURED = torch.Generator()
+
+
+def seed_captured(x: T) -> T:
+    CAPTURED.manual_seed(5)  # eager: at every call, so a caller's draw from it between calls is undone
+    return x + 1
+
+
+def _seed_in_helper() -> None:
+    CAPTURED.manual_seed(0)  # (the state the caller gives it: a seed to the state it has is one too)
+
+
+def seed_captured_in_helper(x: T) -> T:
+    _seed_in_helper()
+    return x + 1
+
+
+def _seed_closure() -> Callable[[T], T]:
+    g = torch.Generator()
+
+    def seed_closure_generator(x: T) -> T:
+        g.seed()
+        return x * 2
+
+    return seed_closure_generator
+
+
+def fork_by_alias(x: T) -> object:
+    with fork_rng(devices=[]):  # (bound before the compile: no torch attribute read)
+        inner = torch.rand(4)
+    return inner, torch.rand(4) + x
+
+
+CAPTURED_CALLS = (
+    (seed_captured, "globals.CAPTURED"),
+    (seed_captured_in_helper, "globals.CAPTURED"),
+    (_seed_closure(), "closure g"),
+    (fork_by_alias, r"globals.fork_rng \(torch.random.fork_rng\)"),
+)
+
+
+def test_captured_generator_state_calls_are_refused_by_name() -> None:
+    """Generator methods are C methods nothing replaces, and an alias reads no torch attribute: eager seeds or
+    restores at every call, the compiled call would have done so once, at compile time."""
+    for fn, match in CAPTURED_CALLS:  # (one test: every program runs in CI's slice)
+        CAPTURED.manual_seed(0)
+        torch.manual_seed(11)
+        states = (CAPTURED.get_state(), torch.get_rng_state())
+        with pytest.raises(UnsupportedError, match=match):
+            subclassaot.compile(fn)(torch.zeros(4))
+        assert torch.equal(CAPTURED.get_state(), states[0]), fn.__name__  # (as the caller left them)
+        assert torch.equal(torch.get_rng_state(), states[1]), fn.__name__
+
+
+def draw_from_default_generator(x: T) -> T:
+    return torch.rand(4, generator=torch.default_generator) + torch.randn(4, generator=torch._C.default_generator) * x
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_the_default_generator_given_as_generator_draws_like_eager(entry: str) -> None:
+    assert_matches_eager(draw_from_default_generator, lambda: (torch.ones(4),), compile_fn=ENTRIES[entry])

@@ -69,3 +69,34 @@ def test_eight_threads_race_to_compile() -> None:
 def test_eight_threads_with_subclass_inputs() -> None:
     c = subclassaot.api.compile(program, backend="eager")
     run_concurrently(c, pairs, warm=True)
+
+
+def draws(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.dropout(x, 0.5) + torch.rand(x.shape, generator=torch.default_generator)
+
+
+def test_another_thread_seeds_and_reads_the_generator_while_a_compile_runs() -> None:
+    """The compile replaces torch's generator calls for the program's thread only: another thread's seeds, state
+    reads and draws from torch.default_generator run as they do without a compile, and the compile is not refused."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            while not stop.is_set():
+                torch.manual_seed(3)
+                torch.set_rng_state(torch.get_rng_state())
+                torch.rand(2, generator=torch.default_generator)
+                torch.default_generator.get_state()
+        except BaseException as e:  # a thread's failure must reach the test
+            errors.append(e)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        for _ in range(3):
+            subclassaot.api.compile(draws, backend="eager")(torch.ones(8, 4))  # (a fresh compile each time)
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
