@@ -87,6 +87,7 @@ from subclassaot.pipeline.rules.changed_views import (
 from subclassaot.pipeline.rules.data_assignment import (
     check_assigned_view,
     check_data_meta_outputs,
+    inner_wrapper_classes,
     wrapper_data_plans,
     wrapper_storage_classes,
 )
@@ -114,7 +115,6 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     releaf_size,
     seen_after_layout_ops,
 )
-from subclassaot.pipeline.rules.inner_wrappers import inner_wrapper_classes
 from subclassaot.pipeline.rules.leaf_mutations import (
     alias_meta,
     check_unreplayed_assigned_view,

@@ -7,6 +7,16 @@ pipeline (`CompiledFunction`), so mutations, aliasing, subclasses and training b
 Invariants: this is the only module of `subclassaot` that imports Dynamo; the pipeline never calls Dynamo. Each
 captured graph is one `CompiledFunction` with its own cache, guards and recompile limit. Registered through the
 `torch_dynamo_backends` entry point (pyproject.toml), so `backend="subclassaot"` works without importing us first.
+
+Part: the fuzzer's entry through torch.compile. Input: a fuzz program's printed source and the inner backend name.
+Output: `dynamo_compile_for(source)`, a compile function for `check_program` that ignores the interpreter closure it is
+given and compiles the printed `f` (executed in a fresh namespace, as a regression test would) instead.
+Invariants: `torch._dynamo.reset()` runs before each program, so no program sees another's cache; a refusal of ours
+that Dynamo wraps (`BackendCompilerFailed` around an `UnsupportedError` raised while the backend compiles) is
+unwrapped, so it counts as a refusal, as on the direct path; an exception none of whose frames (nor those of the
+exceptions it chains) is ours (a frame of our process-wide wrappers of torch's own methods, `Function.apply`, is
+torch's) is Dynamo's own failure (its run of the program on fakes, its guards), which the same program meets under
+backend="aot_eager": it counts as a refusal under a rule that names Dynamo.
 """
 
 from __future__ import annotations
@@ -14,8 +24,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import operator
+import os
 import re
 import threading
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,11 +41,11 @@ from policies import Policy, TensorPolicy, dynamic, static
 from subclassaot.api import CompiledEntry, CompiledFunction
 from subclassaot.authoring.wrapper_tensor import WrapperTensor
 from subclassaot.config import CallerGuarded, CompileConfig
-from subclassaot.errors import UnsupportedError
+from subclassaot.errors import SubclassAOTError, UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import PROGRAM_FUNCTION_FLAG
 from subclassaot.runtime.autograd_function import engine_node_apply
 from subclassaot.tools.explain import CapturedExplanation, Explanation, clone_arguments
-from subclassaot.torch_internals import is_nested_int
+from subclassaot.torch_internals import is_nested_int, torch_method_patches
 
 log = logging.getLogger(__name__)
 
@@ -512,6 +524,71 @@ def _tensors_under(t: torch.Tensor, path: str) -> Iterator[tuple[str, torch.Tens
             inner = getattr(t, attr)
             if isinstance(inner, torch.Tensor):
                 yield from _tensors_under(inner, f"{path}.{attr}")
+
+
+# The oracle's `compile_fn` argument in a regression test the fuzzer's Dynamo entry writes (test source: the printed
+# program is compiled by torch.compile with our backend, as the run did)
+REGRESSION_COMPILE_ARG = (
+    "compile_fn=lambda fn, **kw: torch.compile(fn, backend='subclassaot', options={'backend': 'eager'})"
+)
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the subclassaot package
+_PATCHES = torch_method_patches()
+# a subclass's own code (its dispatch, which Dynamo calls to fakify a subclass view), not the pipeline's
+_AUTHORING = os.path.join(_OURS, "authoring") + os.sep
+
+
+def _ran_our_code(e: BaseException) -> bool:
+    """Did the exception (or one it was raised from or during) pass through a frame of the pipeline or the backend
+    (subclassaot, but for the fuzzer's call of the compiled program and the authoring base classes of subclasses)?"""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [e]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        for frame, _ in traceback.walk_tb(current.__traceback__):
+            if frame.f_code in _PATCHES or frame.f_code is _call_compiled.__code__:
+                continue  # torch's own method, through our process-wide wrapper; or the fuzzer's call
+            path = os.path.abspath(frame.f_code.co_filename)
+            if path.startswith(_OURS + os.sep) and not path.startswith(_AUTHORING):
+                return True
+        todo += [current.__cause__, current.__context__]
+    return False
+
+
+def dynamo_compile_for(
+    source: str, *, backend: str = "eager"
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
+    """A compile function: `torch.compile(f, backend="subclassaot", options={"backend": backend})` of the `f` that
+    the printed program `source` defines (Dynamo's caches reset first)."""
+    namespace: dict[str, object] = {"__name__": "fuzz_program_source"}
+    exec(compile(source, "<fuzz program>", "exec"), namespace)
+    source_fn = namespace["f"]
+    assert callable(source_fn), "BUG: the printed program defines no f"
+
+    def compile_fn(_interpreter: Callable[..., object]) -> Callable[..., object]:
+        torch._dynamo.reset()
+        compiled = torch.compile(source_fn, backend=subclassaot_backend, options={"backend": backend})
+        return lambda *args: _call_compiled(compiled, args)
+
+    return compile_fn
+
+
+def _call_compiled(compiled: Callable[..., object], args: tuple[object, ...]) -> object:
+    try:
+        return compiled(*args)
+    except torch._dynamo.exc.BackendCompilerFailed as e:
+        if isinstance(e.inner_exception, SubclassAOTError):
+            raise e.inner_exception from e
+        raise
+    except Exception as e:
+        if isinstance(e, SubclassAOTError) or _ran_our_code(e):
+            raise
+        # Dynamo failed on its own (tracing the program on fakes, or building its guards), with no frame of
+        # ours on the stack: counted as a refusal, under a rule naming Dynamo.
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise UnsupportedError(f"dynamo, not our backend: {type(e).__name__}: {first}") from e
 
 
 _ = torch._dynamo  # the one Dynamo import of the package (see the module docstring)

@@ -136,7 +136,7 @@ def fuzz(
     `state_changes`: wrap each program in a module reading Python state and change that state between calls
     (subclassaot.tools.fuzz_changes). `argument_changes`: call each program with Python constants and a module whose
     buffers it updates as arguments, changed between calls (subclassaot.tools.fuzz_changes). `entry="dynamo"`:
-    compile each program's printed source with torch.compile(backend="subclassaot") (subclassaot.tools.fuzz_dynamo)
+    compile each program's printed source with torch.compile(backend="subclassaot") (subclassaot.tools.dynamo_backend)
     instead of `compile_fn`. `timeout`: seconds per check, each run in a forked child (None: in this process, no
     limit). `versions`: how version counters are compared (subclassaot.tools.parity.Versions; the change modes
     compare them "moved")."""
@@ -215,9 +215,9 @@ def _checker(compile_fn: CompileFn, argument_changes: bool, changes_seed: int) -
 
 
 def _dynamo_checker(backend: str, versions: Versions) -> Callable[[Program], Verdict]:
-    from subclassaot.tools.fuzz_dynamo import dynamo_compile_for
+    from subclassaot.tools.dynamo_backend import dynamo_compile_for  # (imports Dynamo: only for that entry)
 
-    return lambda p: check_program(p, dynamo_compile_for(p, backend=backend), versions=versions)
+    return lambda p: check_program(p, dynamo_compile_for(to_source(p), backend=backend), versions=versions)
 
 
 class _ForkedChecks:
@@ -353,7 +353,7 @@ def regression_source(
     grad = "enable_grad" if program.grad_mode else "no_grad"
     compile_arg = ""
     if entry == "dynamo":
-        from subclassaot.tools.fuzz_dynamo import REGRESSION_COMPILE_ARG  # (imports Dynamo: only for that entry)
+        from subclassaot.tools.dynamo_backend import REGRESSION_COMPILE_ARG  # (imports Dynamo: only for that entry)
 
         compile_arg = f", {REGRESSION_COMPILE_ARG}"
     if versions != "moved":

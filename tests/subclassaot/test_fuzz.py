@@ -565,7 +565,7 @@ def test_a_failure_through_our_wrapper_of_function_apply_is_not_counted_as_ours(
     # fuzz seed 75700 #646 (Dynamo entry): Dynamo's own error, which torch.compile(backend="aot_eager") and
     # backend="eager" raise too, passed through the process-wide wrapper of `Function.apply` that an earlier compile
     # installed, and was counted as a crash of ours
-    from subclassaot.tools.fuzz_dynamo import _ran_our_code
+    from subclassaot.tools.dynamo_backend import _ran_our_code
     from subclassaot.torch_internals import function_applies_noted
 
     class Raises(torch.autograd.Function):

@@ -12,12 +12,12 @@ subclass input, the `Replay` of such a view with its root's final metadata, whet
 eager's gradients, and an UnsupportedError for what is refused.
 Invariants: pure reads of the run's and the compile's records.
 
-Part: Stage `analyze`, wrapper storages: which subclass tensors share one wrapper storage after the call, and which
-tensor the runtime takes that storage from (Note [Wrapper Storage]).
-
-Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es for the runtime
-(runtime/plan.py applies them); the inner wrappers of nested subclasses: inner_wrappers.py. Invariants: pure reads
-of the run's records.
+Part: Stage `analyze`, wrapper storages (Note [Wrapper Storage]): which subclass tensors share one wrapper storage
+after the call, which tensor the runtime takes it from; and the inner wrappers of nested subclasses (a TwoTensor of
+TwoTensors) after a wrapper-level set_(): which take their first dense leaf's metadata and which storage they share.
+Input: a `FunctionalRun`, its `DenseLayout` and the analyzed outputs. Output: `WrapperStorageClass`es and
+`InnerWrapperClass`es for the runtime (runtime/plan.py applies them), or an UnsupportedError where they cannot say
+eager's result. Invariants: pure reads of the run's records.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.utils import _pytree as pytree
 
-from subclassaot.authoring.protocol import is_traceable_subclass
+from subclassaot.authoring.protocol import dense_leaves, inner_wrappers, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
@@ -43,6 +43,7 @@ from subclassaot.schemas import (
     DenseIndex,
     DenseLayout,
     FlatInputs,
+    InnerWrapperClass,
     InputIndex,
     LeafMutation,
     LeafSource,
@@ -445,7 +446,7 @@ def data_assignments_allowed(meta: Sequence[DenseIndex], analysis: Analysis) -> 
 #   relay it). The runtime sets the dense leaves and the outer wrapper only, so once the outputs are built the inner
 #   wrappers of an input set_() at the wrapper level, and of an output set_() (or a view of one), take their first
 #   dense leaf's metadata and, by class as above, the wrapper storage they share in the run
-#   (`InnerWrapperClass`, inner_wrappers.py); refused where an inner wrapper's metadata are not its first leaf's or
+#   (`InnerWrapperClass`, `inner_wrapper_classes`); refused where an inner wrapper's metadata are not its first leaf's or
 #   its storage is a dense tensor's (set_() to a plain tensor).
 # `.data =` on a wrapper (rules in storage_swaps.py and here) follows the same rule, by shallow copy, not set_:
 # Eager: `w.data = v` on a wrapper subclass never dispatches: it shallow-copies v's TensorImpl into w's (size, stride,
@@ -519,6 +520,71 @@ def wrapper_storage_classes(
                 )
             )
     return tuple(classes)
+
+
+_InnerMember = tuple[int, tuple[str, ...]]
+
+
+def inner_wrapper_classes(run: FunctionalRun, paths: Sequence[str]) -> tuple[InnerWrapperClass, ...]:
+    """Note [Wrapper Storage]: the inner wrappers of each nested subclass input set_() at the wrapper level, and of each
+    output set_() (or a view of a tensor set_()) that is no input, by the wrapper storage they end on in the run."""
+    swaps = run.swaps
+    if not swaps.wrapper_sets:
+        return ()
+    anchors: dict[object, _InnerMember] = {}
+    for t, (u, initial) in enumerate(zip(run.user_tensors, run.initial_inner_wrappers, strict=True)):
+        for (attrs, _), (_, key) in zip(inner_wrappers(u, "t"), initial, strict=False):
+            anchors.setdefault(key, (t, attrs))
+    dense_keys = {storage_key(f) for f in run.finals}
+    classes: dict[object, tuple[list[_InnerMember], list[_InnerMember]]] = {}
+    for t, (path, u, initial) in enumerate(zip(paths, run.user_tensors, run.initial_inner_wrappers, strict=True)):
+        if id(u) in swaps.wrapper_sets:
+            found = inner_wrappers(u, path)
+            if len(found) != len(initial):
+                _refuse(path, path)
+            for attrs, w in found:
+                _check(w, ".".join((path, *attrs)), dense_keys)
+                classes.setdefault(storage_key(w), ([], []))[0].append((t, attrs))
+    for o, (kp, value) in enumerate(pytree.tree_flatten_with_path(run.output)[0]):
+        if not isinstance(value, torch.Tensor) or any(value is u for u in run.user_tensors):
+            continue
+        if not _set_in_chain(value, run):
+            continue
+        for attrs, w in inner_wrappers(value, "out"):
+            _check(w, ".".join(("out" + pytree.keystr(kp), *attrs)), dense_keys)
+            classes.setdefault(storage_key(w), ([], []))[1].append((o, attrs))
+    return tuple(
+        InnerWrapperClass(anchor=anchors.get(key), inputs=tuple(ins), outputs=tuple(outs))
+        for key, (ins, outs) in classes.items()
+    )
+
+
+def _check(w: torch.Tensor, path: str, dense_keys: set[object]) -> None:
+    """The runtime gives inner wrapper `w` its first dense leaf's metadata and a wrapper storage: refuse where eager's
+    are other (metadata apart from its leaves', a dense tensor's storage)."""
+    leaf = dense_leaves(w, path)[0]
+    if leaf_meta(w) != leaf_meta(leaf) or storage_key(w) in dense_keys or storage_key(w) == storage_key(leaf):
+        _refuse(path.split(".")[0], path)
+
+
+def _set_in_chain(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """Was `t`, or a tensor up its chain of views, set_() at the wrapper level?"""
+    while id(t) not in run.swaps.wrapper_sets:
+        record = run.swaps.views.get(id(t))
+        if record is None:
+            return False
+        t = record.source
+    return True
+
+
+def _refuse(path: str, inner: str) -> NoReturn:
+    raise UnsupportedError(
+        f"{path}: the program set_() this nested tensor subclass (its inner tensors are tensor subclasses too); "
+        "eager repeats a wrapper's set_ (and its in-place view ops) on each inner wrapper, and "
+        f"{inner} ends with metadata other than its first inner tensor's, or on a plain tensor's storage, which the "
+        "compiled call does not give inner wrappers (Note [Wrapper Storage]). set_() the plain inner tensors, or a "
+        "tensor subclass over plain tensors"
+    )
 
 
 def data_set_in_place(mutation: LeafMutation, real: torch.Tensor) -> bool:
