@@ -289,6 +289,7 @@ def unflatten_subclass(
         raise AssertionError(f"BUG: {node.path} expects {node.num_leaves} leaves, got {len(leaves)}")
     size = tuple(node.outer_size if outer_size is None else outer_size)
     stride = tuple(node.outer_stride if outer_stride is None else outer_stride)
+    size, stride = _leaf_symbols(size, leaves), _leaf_symbols(stride, leaves)
     inner: dict[str, torch.Tensor] = {}
     start = 0
     for attr, child in zip(node.attrs, node.children, strict=True):
@@ -311,6 +312,18 @@ def unflatten_subclass(
         check_unflatten_result(node, out, size, stride, check_dtype_device=check_dtype_device)
     assert isinstance(out, torch.Tensor)
     return out
+
+
+def _leaf_symbols(meta: SizeLike, leaves: Sequence[torch.Tensor]) -> tuple[int | torch.SymInt, ...]:
+    """`meta` (an outer size or stride) with each symbolic value the leaves' own where one has it: the recorded
+    value was made before the trace, which knows a product like `s1*s5*(s2 + s3)` only through the leaves (building
+    it from its symbols fails in make_fx); the same expression is the same value."""
+    known: dict[object, torch.SymInt] = {}
+    for leaf in leaves:
+        for d in (*leaf.shape, *leaf.stride(), leaf.storage_offset()):
+            if isinstance(d, torch.SymInt) and hasattr(d.node, "expr"):  # (a nested int has none)
+                known.setdefault(d.node.expr, d)
+    return tuple(known.get(getattr(d.node, "expr", None), d) if isinstance(d, torch.SymInt) else d for d in meta)
 
 
 def _call_unflatten(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import (
@@ -39,7 +40,7 @@ from subclassaot.pipeline.rules.set_storage_rules import check_unwritten_at_end,
 from subclassaot.pipeline.rules.set_under_grad import grad_set_view_root, no_grad_set_view_root, set_view_root
 from subclassaot.pipeline.rules.storage_reach import check_absolute_frames
 from subclassaot.pipeline.rules.storage_swaps import swap_modes
-from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, dense_strides, elements_of
+from subclassaot.pipeline.rules.swap_record import Elements, SwapRecord, elements_of
 from subclassaot.pipeline.rules.view_bases import (
     autograd_apart,
     clone_synthetic_base,
@@ -884,14 +885,36 @@ class _CompactClone(torch.autograd.Function):
 
 
 def _clones_plainly(t: torch.Tensor) -> bool:
-    """Whether `_strided_clone(t)` is `t.clone()`."""
-    if not all(isinstance(s, int) and s >= 0 for s in (*t.shape, *t.stride())):
-        return True
-    shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
-    if any(st == 0 and s > 1 for s, st in zip(shape, stride, strict=True)):
+    """Whether `_strided_clone(t)` is `t.clone()`: an input with no elements, one with symbolic sizes and a stride
+    that may be 0, or one whose elements fill a range (clone() keeps its strides). A symbolic layout fills a range
+    only where it does for every value of the symbols (no guard asked): clone() lays a non-dense input out
+    contiguously, and which inputs are dense can depend on the values."""
+    shape, stride = list(t.shape), list(t.stride())
+    if _static(shape, stride) and any(st == 0 and s > 1 for s, st in zip(shape, stride, strict=True)):
         return False
-    laid_out = all(s > 0 and (st > 0 or s == 1) for s, st in zip(shape, stride, strict=True))
-    return not laid_out or dense_strides(shape, stride)
+    laid_out = all(_known(s > 0) and (_known(st > 0) or _known(s == 1)) for s, st in zip(shape, stride, strict=True))
+    return not laid_out or _known_dense(shape, stride)
+
+
+def _static(*dims: Sequence[int | torch.SymInt]) -> bool:
+    return all(isinstance(d, int) for ds in dims for d in ds)
+
+
+def _known(condition: bool | torch.SymBool) -> bool:
+    return bool(statically_known_true(condition))
+
+
+def _known_dense(shape: Sequence[int | torch.SymInt], stride: Sequence[int | torch.SymInt]) -> bool:
+    """Non-overlapping and dense (the elements fill a contiguous range, in some dim order) for every value of the
+    symbols: each dim of size other than 1, taken in turn, has the product of the sizes before it as its stride."""
+    left = [(s, st) for s, st in zip(shape, stride, strict=True) if not _known(s == 1)]
+    expected: int | torch.SymInt = 1
+    while left:
+        k = next((i for i, (_, st) in enumerate(left) if _known(st == expected)), None)
+        if k is None:
+            return False
+        expected = expected * left.pop(k)[0]
+    return True
 
 
 def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:
@@ -904,12 +927,9 @@ def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:
     A size-1 dim keeps its stride, 0 included: eager's views of the input show it (`x.transpose(0, 1)` of a (1, 2)
     input with strides (0, 2) has strides (2, 0)), and a subclass output viewing the input is rebuilt from the layout
     traced here."""
-    dims: list[object] = [*t.shape, *t.stride()]
-    if not all(isinstance(s, int) and s >= 0 for s in dims):
-        return t.clone()
-    shape, stride = cast(list[int], list(t.shape)), cast(list[int], list(t.stride()))
-    once = [1 if st == 0 else s for s, st in zip(shape, stride, strict=True)]
-    if once != shape and all(st > 0 for s, st in zip(once, stride, strict=True) if s > 1):
+    shape, stride = list(t.shape), list(t.stride())
+    once = [1 if _known(st == 0) else s for s, st in zip(shape, stride, strict=True)]
+    if _static(shape, stride) and once != shape:  # (an expanded input: its stride-0 dims are of size 1 in `once`)
         if t.numel() == 0:  # keeps a subclass gradient a subclass: see _EmptyCompactClone
             empty = _EmptyCompactClone.apply(t, once)  # type: ignore[no-untyped-call]  # untyped in torch
             return cast(torch.Tensor, empty).expand(shape)
@@ -917,8 +937,7 @@ def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:
             return cast(torch.Tensor, _CompactClone.apply(t, once))  # type: ignore[no-untyped-call]  # untyped in torch
         compact = _strided_clone(t.as_strided(once, stride, t.storage_offset()))
         return compact.expand(shape)
-    laid_out = all(s > 0 and (st > 0 or s == 1) for s, st in zip(shape, stride, strict=True))
-    if not laid_out or dense_strides(shape, stride):
+    if _clones_plainly(t):
         return t.clone()
     out = t.new_empty_strided(t.shape, t.stride())
     if type(out) is not type(t):  # a subclass whose op table falls back to plain tensors for it (Float8Tensor)

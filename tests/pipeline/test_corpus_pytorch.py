@@ -278,28 +278,6 @@ GAPS: dict[str, str] = {
     ),
 }
 
-# corpus_pytorch14.py: an op declared by a schema with a CompositeExplicitAutograd kernel and no autograd kernel
-# (test_fallback_mutable_op_*): eager's counters move as its body's writes move them (repro: /work/repros/open/hheld14_schema_op_counters_and_grad.py)
-GAPS.update(
-    {
-        "ti_fallback_mutable_op_list": (
-            "the op writes a tensor list: eager's body advances each member's counter (0 -> 1), ours leaves it"
-        ),
-        "ti_two_fallback_mutable_op_on_inputs": (
-            "on TwoTensor inputs the body writes the inner tensors: eager's wrappers keep version 0, ours advance to 1"
-        ),
-        # with symbolic sizes, in training (repro: /work/repros/open/hheld14_dynamic_train_strides_and_unflatten.py)
-        **dict.fromkeys(
-            ("ti_exact_stride_train_dynamic", "ti_two_exact_stride_train_dynamic"),
-            "empty_strided(x.size(), x.stride()) assigned whole and returned: ours has stride (8, 1), eager's (16, 1)",
-        ),
-        "ti_two_concat_add_inplace_train_dynamic": (
-            "rebuilding the TwoTensor z of size (s28, s29 + s7, s1, s52) raises in its __tensor_unflatten__ "
-            "(TypeError: mul expected 2 arguments, got 3); eager runs it"
-        ),
-    }
-)
-
 # corpus_pytorch15.py (repros: /work/repros/open/hheld15_*.py)
 GAPS.update(
     {

@@ -2661,3 +2661,50 @@ def test_inference_tensor_views_take_the_view_ops_strides(
     check_no_grad(f, lambda: (make(),), compile_fn)
     check_with_grad(f, lambda: (make(),), compile_fn)
     check_with_grad(f, lambda: (make().requires_grad_(),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training with symbolic sizes: the joint runs the program on clones of the inputs, which keep the inputs' strides
+# (clone() lays a non-dense input out contiguously) and whose wrappers' outer strides are the trace's own symbols
+
+
+def _columns(make: Callable[..., T], transpose: bool) -> T:
+    with torch.enable_grad():
+        x = make(8, 16, requires_grad=True)[:, :6]  # strides (16, 1), not dense
+        return x.t() if transpose else x
+
+
+@pytest.mark.parametrize(("kind", "transpose"), [("plain", False), ("plain", True), ("pair", True)])
+def test_non_dense_input_keeps_its_strides_in_dynamic_training(
+    kind: str, transpose: bool, compile_fn: CompileFn | None
+) -> None:
+    # corpus_pytorch14's exact_stride: ours gave the result strides (6, 1) where eager's are (16, 1).
+    def f(x: T) -> object:
+        r = torch.empty_strided(x.size(), x.stride())
+        r[:] = x * 2
+        return (r, x + 1)
+
+    make = (lambda *s, requires_grad: torch.randn(s, requires_grad=requires_grad)) if kind == "plain" else pair
+    with torch.enable_grad():
+        assert_matches_eager(
+            f, lambda: (_columns(make, transpose),), compile_fn=compile_fn, compile_kwargs={"dynamic": True}
+        )
+
+
+def test_wrapper_with_a_stride_of_three_symbols_rebuilt_in_dynamic_training(compile_fn: CompileFn | None) -> None:
+    # corpus_pytorch14's two_concat_add_inplace: z's size (s0, s1 + s2, s3, s4) gives it the outer stride
+    # s3*s4*(s1 + s2), which make_fx could not rebuild from its symbols (PairTensor's unflatten raised in a mul).
+    def f(x: T, y: T, z: T) -> object:
+        return (torch.cat([x, y], dim=1).add_(z),)
+
+    with torch.enable_grad():
+        assert_matches_eager(
+            f,
+            lambda: (
+                pair(2, 3, 4, 4, requires_grad=True),
+                pair(2, 3, 4, 4, requires_grad=True),
+                pair(2, 6, 4, 4, requires_grad=True),
+            ),
+            compile_fn=compile_fn,
+            compile_kwargs={"dynamic": True},
+        )

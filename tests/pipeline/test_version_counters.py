@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.oracle import CompileFn, assert_matches_eager
-from tests.pipeline.corpus import set_to
+from tests.pipeline.corpus import inp, set_to
 from tests.pipeline.corpus_pytorch9 import (
     _randn_2x3,
     _x_and_out,
@@ -1215,6 +1215,72 @@ def test_custom_op_mutating_its_argument_counts_as_eager(
     # the trace raised NotImplementedError (auto_functionalized_v2 under a subclass of FakeTensorMode), then counted
     # no bump (the op's name has no trailing underscore).
     assert_matches_eager(fn, lambda: make(two), versions="exact", compile_fn=compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ops declared by a schema alone (torch.library.Library.define, a CompositeExplicitAutograd kernel): no ADInplaceOrView
+# kernel, so the dispatcher moves no counter, whatever the op's name; the body's writes move a plain argument's (a
+# written list's members too) as they run, and a TwoTensor's body runs on its inner tensors below autograd, moving
+# nothing the program sees. Before: a `name_` op (and a kwarg-only written argument, as an out= one) advanced the
+# counter once, a TwoTensor's too, and a written list's members stayed at 0.
+
+_SCHEMA_LIB = torch.library.Library("version_counters", "DEF")  # type: ignore[no-untyped-call]
+_SCHEMA_LIB.define("write_twice_(Tensor(a!) x) -> ()")  # type: ignore[no-untyped-call]
+_SCHEMA_LIB.define("write_each(Tensor a, Tensor(a!)[] xs, *, Tensor(b!) out) -> ()")  # type: ignore[no-untyped-call]
+
+
+def _write_twice(x: T) -> None:
+    x.add_(1)
+    x.mul_(2)
+
+
+def _write_each(a: T, xs: list[T], *, out: T) -> None:
+    for x in xs:
+        x.add_(a)
+    out.copy_(a)
+
+
+_SCHEMA_LIB.impl("write_twice_", _write_twice, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
+_SCHEMA_LIB.impl("write_each", _write_each, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
+
+
+def schema_op_writing_twice(x: T) -> object:
+    torch.ops.version_counters.write_twice_(x)
+    return x * 2
+
+
+def schema_op_writing_a_list_and_out(a: T, x0: T, x1: T, out: T) -> object:
+    torch.ops.version_counters.write_each(a, [x0, x1], out=out)
+    return out + x0
+
+
+_SCHEMA_VARIANTS = [(False, False), (True, False), (False, True)]  # (TwoTensor inputs, dynamic)
+
+
+@pytest.mark.parametrize(("two", "dynamic"), _SCHEMA_VARIANTS, ids=["plain", "two_tensor", "plain_dynamic"])
+def test_schema_op_named_in_place_counts_its_body_writes(
+    two: bool, dynamic: bool, compile_fn: CompileFn | None
+) -> None:
+    # eager: 2 (the body's add_ and mul_), a TwoTensor's 0; ours was 1 for both
+    assert_matches_eager(
+        schema_op_writing_twice,
+        lambda: (inp(torch.randn(2, 3), two),),
+        versions="exact",
+        compile_fn=compile_fn,
+        compile_kwargs={"dynamic": dynamic},
+    )
+
+
+@pytest.mark.parametrize(("two", "dynamic"), _SCHEMA_VARIANTS, ids=["plain", "two_tensor", "plain_dynamic"])
+def test_schema_op_writing_a_list_counts_its_members(two: bool, dynamic: bool, compile_fn: CompileFn | None) -> None:
+    # eager: each member of `xs` and `out` 1, a TwoTensor's 0; ours was 0 for the members, 1 for `out` either way
+    assert_matches_eager(
+        schema_op_writing_a_list_and_out,
+        lambda: tuple(inp(torch.randn(2, 3), two) for _ in range(4)),
+        versions="exact",
+        compile_fn=compile_fn,
+        compile_kwargs={"dynamic": dynamic},
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------

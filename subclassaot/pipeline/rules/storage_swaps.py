@@ -1035,8 +1035,10 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             # Eager bumps version counters in ADInplaceOrView kernels, which exist for in-place (`op_`) and
             # out= variants only: ops that mutate an argument otherwise (batch norm's running statistics in
             # _native_batch_norm_legit) leave its version alone. Follow it.
-            inplace = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP
-            bumped = inplace or bumps_written_args(func)  # (a torch.library custom op's `mutates_args`)
+            # An op of another namespace bumps by its ADInplaceOrView kernel only, if it has one (a torch.library
+            # custom op's `mutates_args`); its body's own writes are eager's to tell (custom_op_body_bumps).
+            inplace, aten = schema.name.endswith("_") and schema.name not in _NO_VERSION_BUMP, func.namespace == "aten"
+            bumped = (inplace and aten) or bumps_written_args(func)
             moves_data = torch.Tag.inplace_view not in func.tags  # t_() and the like change no data
             for arg_schema, arg in _schema_operands(schema, args, kwargs):
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
@@ -1071,8 +1073,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if arg_schema.is_write and isinstance(arg, torch.Tensor):
                     # In-place view ops count too: they advance the version counter autograd checks views against.
                     # (a kernel's write not in-place by name, batch norm's running statistics, moves no counter)
-                    quiet = not bumped and not arg_schema.is_out and func not in _RESIZE_OPS
-                    self._record_write(arg, bumped or arg_schema.is_out, moves_data, (*args, *kwargs.values()), quiet)
+                    bumps = bumped or (arg_schema.is_out and aten)  # (a kwarg-only written argument is "out")
+                    quiet = not bumps and func not in _RESIZE_OPS
+                    self._record_write(arg, bumps, moves_data, (*args, *kwargs.values()), quiet)
                     if inplace and not arg_schema.is_out and self.depth == 0 and _recording():
                         self._note_grad_write(func, arg)
 
