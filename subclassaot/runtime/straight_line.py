@@ -86,7 +86,8 @@ from subclassaot.torch_internals import get_version, public_twin, set_version
 # view's autograd metadata and grad_fn). So the runner builds that wrapper itself and calls the view op with a
 # one-shot dispatch mode (`_Give`) that hands it over at the Python key: everything above the Python key runs as in
 # eager; the class's dispatch, which the compiled graph already stands for, does not (`_handed_view`: one step, a
-# plain construction, every inner tensor an alias of an input's; else the op runs through the class).
+# plain construction, every inner tensor an alias of an input's; else the op runs through the class). The op is called
+# through its public binding (`Tensor.view`) where no `__torch_function__` would take the call (`_handed_call`).
 # As for the guards (Note [What The Guards Compare]), the source holds no caller text: every value it uses (a
 # subclass, its ctx, an attribute name that is no plain identifier, an op, a constant output) is bound by reference
 # as a global of the function (`_c3`); the source holds only our own names and integer literals we produce.
