@@ -19,7 +19,6 @@ from typing import TypeVar, cast
 import sympy
 import torch
 import torch.fx
-import torch.utils._python_dispatch
 
 from subclassaot.config import BackendFn
 from subclassaot.errors import BackendError, UnsupportedError
@@ -27,7 +26,14 @@ from subclassaot.pipeline import opaque_ops
 from subclassaot.pipeline.opaque_ops import with_eager_draws, with_printable_names, with_recomputed_workspaces
 from subclassaot.pipeline.rules.strides_and_offsets import with_write_back_through_repeats
 from subclassaot.runtime.plan import GraphCode, SettlingCall, made_from
-from subclassaot.torch_internals import code_generated, get_version, graph_module, inductor_callable, storage_key
+from subclassaot.torch_internals import (
+    code_generated,
+    get_version,
+    graph_module,
+    inductor_callable,
+    public_twin,
+    storage_key,
+)
 
 _REGISTRY: dict[str, BackendFn] = {}
 _LOCK = threading.Lock()
@@ -730,22 +736,6 @@ def _with_strides(
         return out if alias else out.copy_(t)
 
 
-class _Seen(Exception):
-    """Raised by `_Recorder` at the first op a candidate twin dispatches (its kernel never runs)."""
-
-
-class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):  # type: ignore[no-untyped-call]  # untyped __init_subclass__
-    def __init__(self) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]  # untyped in torch
-        self.seen: tuple[object, tuple[object, ...], dict[str, object]] | None = None
-
-    def __torch_dispatch__(
-        self, func: object, types: object, args: tuple[object, ...] = (), kwargs: Mapping[str, object] | None = None
-    ) -> object:
-        self.seen = (func, tuple(args), dict(kwargs or {}))
-        raise _Seen
-
-
 _TWINS: dict[object, Callable[..., object] | None] = {}
 
 
@@ -799,56 +789,25 @@ def _twin(node: torch.fx.Node) -> Callable[..., object] | None:
 
 
 def _checked_twin(target: torch._ops.OpOverload, node: torch.fx.Node) -> Callable[..., object] | None:
-    name = target._overloadpacket.__name__
-    # (a tensor method's binding is the cheaper of the two: ~1.2-1.9 us a call less than the boxed call)
-    for owner in (torch._C.TensorBase, torch._C._VariableFunctions):
-        candidate = getattr(owner, name, None)
-        if candidate is not None and _dispatches_as(candidate, target, node):
-            return cast(Callable[..., object], candidate)
-    return None
-
-
-def _dispatches_as(candidate: Callable[..., object], target: torch._ops.OpOverload, node: torch.fx.Node) -> bool:
     stand_ins: dict[torch.fx.Node, torch.Tensor] = {}
 
     def stand_in(a: object) -> object:
         if isinstance(a, torch.fx.Node):
             val = a.meta.get("val")
             if not isinstance(val, torch.Tensor):
-                raise _Seen  # (a symbolic value: no stand-in)
+                raise _Symbolic
             return stand_ins.setdefault(a, torch.empty(0, dtype=val.dtype, device="meta"))
         if isinstance(a, list | tuple):
             return [stand_in(x) for x in a] if isinstance(a, list) else tuple(stand_in(x) for x in a)
         return a
 
-    recorder = _Recorder()
-    args: list[object] = []
-    kwargs: dict[str, object] = {}
     try:
         args = [stand_in(a) for a in node.args]
         kwargs = {k: stand_in(v) for k, v in node.kwargs.items()}
-        with torch._C.DisableTorchFunction(), recorder:
-            candidate(*args, **kwargs)
-    except _Seen:
-        pass
-    except Exception:
-        return False
-    if recorder.seen is None:
-        return False
-    func, seen_args, seen_kwargs = recorder.seen
-    return func is target and _same_args(seen_args, tuple(args)) and _same_args(seen_kwargs, kwargs)
+    except _Symbolic:
+        return None  # (a symbolic value: no stand-in)
+    return public_twin(target, args, kwargs)
 
 
-def _same_args(a: object, b: object) -> bool:
-    """The same arguments: the stand-in tensors themselves, everything else equal and of the same type."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return a is b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_args(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return (
-            isinstance(a, list) == isinstance(b, list)  # (fx's immutable_list is a list)
-            and len(a) == len(b)
-            and all(_same_args(x, y) for x, y in zip(a, b, strict=True))
-        )
-    return type(a) is type(b) and a == b
+class _Symbolic(Exception):
+    """A node's argument is no tensor or constant (`_checked_twin`)."""

@@ -329,6 +329,34 @@ def test_a_view_of_a_wrapper_input_is_handed_to_autograd_like_eager(
     assert torch.equal(getattr(view(x), first), getattr(out, first))  # the input's inner tensor took the write
 
 
+def test_a_handed_view_is_called_through_its_public_binding_where_no_torch_function_takes_the_call() -> None:
+    # Note [Straight-Line Runners]: `x.view(-1)`'s method binding (~1.2 us a call less than the OpOverload's call),
+    # where no `__torch_function__` would take the call; the same dispatch below either
+    compiled = assert_matches_eager(_written_then(lambda x: x.view(-1)), lambda: (pair(2, 3),), calls=3)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.runner is not None and entry.run_source is not None
+    assert "if _htf(L[0]) else" in entry.run_source and torch._C.TensorBase.view in entry.runner.names.values()
+    # where one would (a torch function mode on the stack), the OpOverload, as before
+    seen: list[object] = []
+
+    class Recording(torch.overrides.TorchFunctionMode):
+        def __torch_function__(
+            self, func: object, types: object, args: tuple[object, ...] = (), kwargs: dict[str, object] | None = None
+        ) -> object:
+            seen.append(func)
+            return func(*args, **(kwargs or {}))  # type: ignore[operator]
+
+    x = pair(2, 3)
+    with Recording():
+        out = entry.runner.run((x,), {})
+    assert torch.ops.aten.view.default in seen and torch._C.TensorBase.view not in seen
+    assert isinstance(out, PairTensor) and out._base is x and torch.equal(out.a, x.a.view(-1))
+    # an op without a public binding (aten.slice): the OpOverload
+    compiled = assert_matches_eager(lambda x: x[:, 1:], lambda: (pair(2, 3),), calls=2)
+    (entry,) = compiled.entries  # type: ignore[attr-defined]
+    assert entry.run_source is not None and "_Give(" in entry.run_source and "_htf(" not in entry.run_source
+
+
 def test_a_chain_of_views_of_a_wrapper_input_is_replayed_through_the_class() -> None:
     def two_steps(x: T) -> T:
         return x.t().unsqueeze(0)
