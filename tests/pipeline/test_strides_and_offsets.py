@@ -2581,6 +2581,26 @@ def test_write_through_unfold_of_an_input_sharing_storage(
     check_with_grad(f, make_inputs, compile_fn)
 
 
+@pytest.mark.parametrize("program", ["conj", "dtype"])
+def test_as_strided_of_a_view_with_other_bits_or_dtype_written_refused(
+    compile_fn: CompileFn | None, program: str
+) -> None:
+    # the chain's head reads the storage without the view's conjugate bit (or in another dtype): an as_strided() of it
+    # is not x's (conj: wrong values and is_conj(), at bd64982c), and functionalization writes an as_strided() view
+    # back only from the head of its chain
+    def f(x0: T) -> object:
+        t0 = x0 * 1.0
+        if program == "conj":
+            t0.conj().as_strided((2,), (1,), 1).mul_(1j)
+        else:
+            t0.view(torch.int32).as_strided((2,), (1,), 1).fill_(7)
+        return (t0,)
+
+    dtype = torch.complex64 if program == "conj" else torch.float32
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(6, dtype=dtype),), compile_fn, "not the first view of its chain")
+
+
 def _imag_of_conj(*shape: int) -> T:
     # a view with a negative bit (`c.conj().imag`): strides 2 apart in the complex storage's reals, not dense
     return (torch.randn(shape) * (1 + 0.5j)).conj().imag
