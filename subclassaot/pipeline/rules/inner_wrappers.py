@@ -28,7 +28,8 @@ Member = tuple[int, tuple[str, ...]]
 
 def inner_wrapper_classes(run: FunctionalRun, paths: Sequence[str]) -> tuple[InnerWrapperClass, ...]:
     """Note [Wrapper Storage]: the inner wrappers of each nested subclass input set_() at the wrapper level, and of each
-    output set_() (or a view of a tensor set_()) that is no input, by the wrapper storage they end on in the run."""
+    output set_() (or a view of a tensor set_()) or holding such an input's inner wrapper storage that is no input, by
+    the wrapper storage they end on in the run."""
     swaps = run.swaps
     if not swaps.wrapper_sets:
         return ()
@@ -49,9 +50,12 @@ def inner_wrapper_classes(run: FunctionalRun, paths: Sequence[str]) -> tuple[Inn
     for o, (kp, value) in enumerate(pytree.tree_flatten_with_path(run.output)[0]):
         if not isinstance(value, torch.Tensor) or any(value is u for u in run.user_tensors):
             continue
-        if not _set_in_chain(value, run):
-            continue
+        set_in_chain = _set_in_chain(value, run)
         for attrs, w in inner_wrappers(value, "out"):
+            # (an output an input was set_() onto, or a view of it: its inner wrappers hold the storage the input's
+            # inner wrappers took, eager's aliasing of the two)
+            if not set_in_chain and storage_key(w) not in classes:
+                continue
             _check(w, ".".join(("out" + pytree.keystr(kp), *attrs)), dense_keys)
             classes.setdefault(storage_key(w), ([], []))[1].append((o, attrs))
     return tuple(
