@@ -1069,7 +1069,12 @@ def _input_alias_leaf(
         hidden_key=None if hidden is None else id(leaf._base),
         hidden_shares_counter=hidden is not None and hidden_base_shares_counter(leaf, run, at),
         set_steps=steps,
-        from_base=not in_subclass and hidden is None and foreign is None and is_view(leaf) and _stale_at_end(leaf, run),
+        from_base=not in_subclass
+        and hidden is None
+        and foreign is None
+        and is_view(leaf)
+        and _stale_at_end(leaf, run)
+        and _reads_as_its_base(leaf),
         bits=_bits_apart(leaf, run.finals[at]),
     )
     return alias, key not in original and not input_layout and steps is None  # Note [Strides The Kernels Choose]
@@ -1079,6 +1084,15 @@ def _stale_at_end(view: torch.Tensor, run: FunctionalRun) -> bool:
     """Is `view`, a view the program took, stale when the program returns: its counter moved since autograd last set
     its history (Note [Views Of Inputs Whose History Raises])?"""
     return id(view) in run.swaps.views and last_bump(view, run) > history_set_at(run.swaps, view)
+
+
+def _reads_as_its_base(view: torch.Tensor) -> bool:
+    """Does as_strided() of `view`'s `._base` read its elements: the same dtype and conjugate and negative bits? Not
+    an `.imag` or view(dtype) of a complex base: the view is then rebuilt from the input it was taken of."""
+    base = view._base
+    return (
+        base is None or base.dtype == view.dtype and (base.is_conj(), base.is_neg()) == (view.is_conj(), view.is_neg())
+    )
 
 
 def _made_as_inference_tensor(t: torch.Tensor, run: FunctionalRun) -> bool:

@@ -213,13 +213,33 @@ def probe_eager_backward(
     `values`: positions in `flat.values` of inputs whose new values are roots too, where the program wrote them with
     grad and returns no output that is the input itself, each at position (number of output leaves) + its position
     in `flat.values`."""
+    errors: list[RuntimeError] = []
+    ends = _probed_ends(call, flat, returned, values, static_fake_copies, errors)
+    if ends is not None and any(SHAPE_CHECK_ERROR in str(e) for e in errors):
+        # Fakes are a subclass to autograd: a fake view's history, made again after a write, replays its view ops
+        # at its old size where eager's takes as_strided() at its size now (`x0.set_(x2)` of a view input), so
+        # their size check can fail where eager's passes, ahead of the node that raises in eager; meta copies
+        # run eager's own view handling (Note [Probing Eager's Backward]).
+        return _probed_ends(call, flat, returned, values, static_meta_copies, []) or ends
+    return ends
+
+
+def _probed_ends(
+    call: Callable[..., object],
+    flat: FlatInputs,
+    returned: frozenset[int],
+    values: frozenset[int],
+    copies: _Copies,
+    errors: list[RuntimeError],
+) -> Mapping[frozenset[int], BackwardEnd] | None:
+    """probe_eager_backward's answer, its programs run on `copies` of the inputs (the errors raised: `errors`)."""
     try:
-        grad_outputs, _ = _trial(call, flat, None, values=values)
+        grad_outputs, _ = _trial(call, flat, None, values=values, copies=copies)
         if not 0 < len(grad_outputs) <= MAX_PROBED_OUTPUTS:
             return None
         ends: dict[frozenset[int], BackwardEnd] = {}
         for chosen in _output_sets(grad_outputs):
-            _, end = _trial(call, flat, chosen, returned=returned, values=values)
+            _, end = _trial(call, flat, chosen, errors, returned=returned, values=values, copies=copies)
             if end is None:
                 return None
             ends[chosen] = end

@@ -4027,3 +4027,32 @@ def test_view_made_leaf_under_no_grad_raises_once_its_base_is_written(fn: Callab
         for make in (functools.partial(leaf, 3), functools.partial(nonleaf, 3)):
             assert_matches_eager(fn, lambda m=make: (m(),))  # type: ignore[misc]
             assert_matches_eager(fn, lambda m=make: (m(),), after_call=write_outputs)  # type: ignore[misc]
+
+
+def _imag_of_conj() -> tuple[object, ...]:
+    # a float view (negative bit) of a complex base
+    return ((torch.randn((), dtype=torch.complex64).conj().imag.unsqueeze(-1)),)
+
+
+def _conj() -> tuple[object, ...]:
+    return (torch.randn(2, 3, dtype=torch.complex64).conj(),)  # a view with the conjugate bit of a base without it
+
+
+def _unbound_grown(x0: T) -> tuple[T, ...]:
+    t0 = x0.unbind(0)[0]
+    t0.resize_((7,))
+    t0.fill_(3.0)
+    return (t0,)
+
+
+@pytest.mark.parametrize("make", [_imag_of_conj, _conj], ids=["imag", "conj"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_stale_view_of_a_view_input_that_reads_its_base_otherwise(
+    make: Callable[[], tuple[object, ...]], grad: bool
+) -> None:
+    """Fuzz seed 121008 program 1093: an unbind() view of x0, grown by resize_() and written, is stale at the end;
+    such an output is rebuilt by as_strided() of the input's `._base` (Note [Views Of Inputs Whose History Raises]).
+    Where x0 reads its base otherwise, an `.imag` of a complex base, that as_strided() took the complex dtype and
+    raised "setStorage: ... out of bounds"; a conj() view's output lost its conjugate bit. Rebuilt of x0 itself."""
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(_unbound_grown, make)

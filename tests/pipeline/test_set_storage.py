@@ -3482,3 +3482,58 @@ def test_write_through_a_set_onto_the_input_keeps_the_input_counter(
     with torch.enable_grad():
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, versions="exact")
         assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz seed 121008 #4475: `x0.set_(x2)` of a view input x0 under grad (its set_ node raises in eager's backward), and an
+# output of a leaf input x1 made after it: eager's engine runs x1's newer nodes and accumulates x1's gradient, then
+# raises at the set_ node. The probe's fakes said the backward raised before any gradient: a fake view's history,
+# made again after the set_(), replays its view ops at its old size, and their size check failed at the first node
+# where eager's passes. So the error was deferred and x1 got no gradient ("args[1].grad: None vs eager a tensor").
+# Where the fakes fail that check the probe runs on meta copies (eager's own view handling), and the program is refused.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+class _TwoViews(torch.autograd.Function):
+    """Returns two views of a tensor it made: autograd makes both views of it, of a node with several outputs."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_row: T) -> T:
+        return (g + g_row.squeeze(0)) * 2
+
+
+def _set_view_input_then_sorted(x0: T, x1: T, x2: T) -> object:
+    set_to(x0, x2)
+    t0, _ = _TwoViews.apply(x1)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+    t2, _ = x0.sort(0)
+    return (t2, t0)
+
+
+def _set_view_input_then_leaf_read(x0: T, x1: T, x2: T) -> object:
+    set_to(x0, x2)
+    t0 = x1 * 2  # (made before x0's read: eager's engine runs that read, the newest node, first)
+    return (x0 * 2, t0)
+
+
+def _view_leaf_and_base() -> tuple[object, ...]:
+    b0 = nonleaf()
+    return (b0.unsqueeze(0), b0.detach().requires_grad_(), b0)
+
+
+def _view_other_leaf_and_base() -> tuple[object, ...]:
+    b0 = nonleaf()
+    return (b0.unsqueeze(0), leaf(), b0)
+
+
+@pytest.mark.parametrize("make", [_view_leaf_and_base, _view_other_leaf_and_base], ids=["detach", "other"])
+@pytest.mark.parametrize("f", [_set_view_input_then_sorted, _set_view_input_then_leaf_read], ids=["sort", "mul"])
+def test_set_of_a_view_input_beside_a_leaf_read_after_is_refused(
+    f: Callable[[T, T, T], object], make: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    with torch.enable_grad():
+        assert_refused(f, make, compile_fn, "cannot raise for some outputs and run for others")

@@ -234,6 +234,21 @@ def _nested_set_to_a_computed_tensor(x0: T, x1: T) -> object:
     return (x1,)
 
 
+def _nested_set_to_a_computed_tensor_returned(x0: T, x1: T) -> object:
+    # fuzz seed 121008 #2081 (`t0 = x1.mul(x0); x1.set_(t0); return (t0,)`, x0 and x1 one nested TwoTensor):
+    # eager's t0.a is on the wrapper storage x1.a took; ours on its own ("args[1].a and output[0].a: unrelated")
+    t0 = x1.mul(x0)
+    set_to(x1, t0)
+    return (t0,)
+
+
+def _nested_set_to_a_computed_tensor_viewed(x0: T, x1: T) -> object:
+    t0 = x1 * 2
+    before = t0[1:]  # a view taken before the set_() and one after: their inner wrappers on that storage too
+    set_to(x1, t0)
+    return (before, t0.view(-1, 1), x0)
+
+
 def _two_views_of_nested() -> tuple[object, ...]:
     b0 = nested(2)
     return (b0.select(0, 0), b0.view((2, 1)).t())
@@ -254,6 +269,8 @@ NESTED_SETS: dict[str, Program] = {
     "view_of_input_set_to_input": (_nested_view_of_input_set_to_input, lambda: (nested(2, 3), nested(3, 2))),
     "set_then_viewed": (_nested_set_then_viewed, lambda: (nested(3), nested(2))),
     "set_to_a_computed_tensor": (_nested_set_to_a_computed_tensor, lambda: (nested(3), nested(2))),
+    "set_to_a_computed_tensor_returned": (_nested_set_to_a_computed_tensor_returned, _one_nested_twice),
+    "set_to_a_computed_tensor_viewed": (_nested_set_to_a_computed_tensor_viewed, lambda: (nested(3), nested(2))),
 }
 
 

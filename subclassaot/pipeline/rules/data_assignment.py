@@ -514,11 +514,8 @@ def wrapper_storage_classes(
         if outs or any(t != anchor for t in inputs):
             leaf = leaf_keys.get(key) if anchor is None else None
             output_leaf = output_keys.get(key) if anchor is None and leaf is None else None
-            classes.append(
-                WrapperStorageClass(
-                    anchor=anchor, inputs=tuple(inputs), outputs=tuple(outs), leaf=leaf, output_leaf=output_leaf
-                )
-            )
+            member = WrapperStorageClass(anchor, tuple(inputs), tuple(outs), leaf=leaf, output_leaf=output_leaf)
+            classes.append(member)
     return tuple(classes)
 
 
@@ -526,8 +523,8 @@ _InnerMember = tuple[int, tuple[str, ...]]
 
 
 def inner_wrapper_classes(run: FunctionalRun, paths: Sequence[str]) -> tuple[InnerWrapperClass, ...]:
-    """Note [Wrapper Storage]: the inner wrappers of each nested subclass input set_() at the wrapper level, and of each
-    output set_() (or a view of a tensor set_()) that is no input, by the wrapper storage they end on in the run."""
+    """Note [Wrapper Storage]: the inner wrappers of nested subclass inputs set_() at the wrapper level, and of outputs
+    (no input) set_(), views of one set_(), or holding such an input's inner storage, by the storage they end on."""
     swaps = run.swaps
     if not swaps.wrapper_sets:
         return ()
@@ -548,9 +545,10 @@ def inner_wrapper_classes(run: FunctionalRun, paths: Sequence[str]) -> tuple[Inn
     for o, (kp, value) in enumerate(pytree.tree_flatten_with_path(run.output)[0]):
         if not isinstance(value, torch.Tensor) or any(value is u for u in run.user_tensors):
             continue
-        if not _set_in_chain(value, run):
-            continue
+        set_in_chain = _set_in_chain(value, run)
         for attrs, w in inner_wrappers(value, "out"):
+            if not set_in_chain and storage_key(w) not in classes:  # (else it holds what an input's inner wrapper took)
+                continue
             _check(w, ".".join(("out" + pytree.keystr(kp), *attrs)), dense_keys)
             classes.setdefault(storage_key(w), ([], []))[1].append((o, attrs))
     return tuple(
