@@ -509,13 +509,15 @@ def wrapper_storage_classes(
             for pos, out_leaf in enumerate(leaves):
                 output_keys.setdefault(storage_key(out_leaf), (o, pos if tree is not None else -1))
     classes = []
-    for key, (inputs, outs) in members.items():
+    for key, (ins, outs) in members.items():
         anchor = anchors.get(key)
-        if outs or any(t != anchor for t in inputs):
+        if outs or any(t != anchor for t in ins):
             leaf = leaf_keys.get(key) if anchor is None else None
             output_leaf = output_keys.get(key) if anchor is None and leaf is None else None
-            member = WrapperStorageClass(anchor, tuple(inputs), tuple(outs), leaf=leaf, output_leaf=output_leaf)
-            classes.append(member)
+            ins_t, outs_t = tuple(ins), tuple(outs)
+            classes.append(
+                WrapperStorageClass(anchor=anchor, inputs=ins_t, outputs=outs_t, leaf=leaf, output_leaf=output_leaf)
+            )
     return tuple(classes)
 
 
