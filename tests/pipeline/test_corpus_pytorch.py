@@ -308,10 +308,6 @@ GAPS.update(
 # corpus_pytorch15.py (repros: /work/repros/open/hheld15_*.py)
 GAPS.update(
     {
-        "da_two_af_alias_id_input": (
-            "a schema op given alias(x) and x of a TwoTensor: eager's kernel gets two tensor objects, ours gets one "
-            "object twice (its `x is not y` assertion fails)"
-        ),
         "da_af_unbacked_op": (
             "an op whose fake kernel makes sizes with new_dynamic_size(): with static sizes the fake mode runs the "
             "real kernel in the trace, whose randn moves the generator, refused as the program seeding it"

@@ -194,7 +194,6 @@ GAPS = {
     "ti_two_fallback_mutable_op_on_inputs": "eager's TwoTensor wrappers keep version 0; ours advance to 1",
     # corpus_pytorch15.py, as directly (repros: /work/repros/open/hheld15_*.py); inside, Dynamo breaks at
     # autograd.grad and runs it on the compiled graph's TwoTensor output
-    "da_two_af_alias_id_input": "a schema op's kernel gets one TwoTensor member object twice (eager's gets two)",
 }
 
 
