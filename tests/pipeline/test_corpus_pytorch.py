@@ -310,7 +310,8 @@ GAPS.update(
     {
         "da_af_unbacked_op": (
             "an op whose fake kernel makes sizes with new_dynamic_size(): with static sizes the fake mode runs the "
-            "real kernel in the trace, whose randn moves the generator, refused as the program seeding it"
+            "real kernel in the trace, whose randn moves the generator; the compiled call runs (since hrng2), but its "
+            "randn image differs from eager's in every element"
         ),
     }
 )
