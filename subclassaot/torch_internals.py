@@ -206,9 +206,10 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
             # FSDP2's copy_ (Note [What A Backend Receives And Returns], "Unannotated writes")
             super().__torch_dispatch__(torch.ops.aten.copy_.default, types, args, kwargs)
             return None
+        apart: list[str] = []
         if _writes_args_auto_functionalized(func):
             _refuse_body_autograd_records(func, args, kwargs or {})
-            args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {})
+            args, kwargs = _one_operand_per_written_memory(func, args, kwargs or {}, apart)
         if func is torch.ops.aten.expand.default and _expands_to_itself(args):
             func, args, kwargs = torch.ops.aten.alias.default, args[:1], {}
         if func is torch.ops.aten.unfold.default and not resolved_in_another_layout(args[0]):
@@ -219,6 +220,8 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
         else:
             out = super().__torch_dispatch__(func, types, args, kwargs)
         _relayout_out_arguments(func, args, kwargs or {})
+        if apart:
+            _regenerated_apart(func, apart)
         if is_view_op(func) and isinstance(args[0], FunctionalTensor):
             root = self.view_roots.get(args[0].elem, args[0])  # type: ignore[no-untyped-call]  # unannotated in torch
             for view in out if isinstance(out, list | tuple) else (out,):
@@ -377,23 +380,30 @@ def _refuse_body_autograd_records(func: torch._ops.OpOverload, args: tuple[Any, 
 
 
 def _one_operand_per_written_memory(
-    func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]
+    func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], apart: list[str]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`func`'s operands with each written tensor that has the storage and layout of an earlier written one replaced
-    by that one (the comment above `_writes_args_auto_functionalized`: custom ops writing aliases inside a subclass)."""
+    by that one (the comment above `_writes_args_auto_functionalized`: custom ops writing aliases inside a subclass);
+    `apart` gets the auto_functionalized_v2 prefixes of those replaced (`_x`, `_xs_1`: another object in eager)."""
     seen: dict[tuple[object, ...], torch.Tensor] = {}
 
-    def one(t: object) -> object:
+    def one(t: object, name: str) -> object:
         if not isinstance(t, torch.Tensor):
             return t
         layout = (*t.shape, None, *t.stride(), None, t.storage_offset())
         key = (storage_key(t), t.dtype, *(v.node.expr if isinstance(v, torch.SymInt) else v for v in layout))
-        return seen.setdefault(key, t)
+        kept = seen.setdefault(key, t)
+        if kept is not t:
+            apart.append(name)
+        return kept
 
     def written(arg_schema: Any, value: object) -> object:
         if arg_schema.alias_info is None or not arg_schema.alias_info.is_write:
             return value
-        return [one(t) for t in value] if isinstance(value, list | tuple) else one(value)
+        name = arg_schema.name
+        if isinstance(value, list | tuple):
+            return [one(t, f"_{name}_{k}") for k, t in enumerate(value)]
+        return one(value, f"_{name}")
 
     new_args = list(args)
     new_kwargs = dict(kwargs)
@@ -403,6 +413,22 @@ def _one_operand_per_written_memory(
         elif arg_schema.name in kwargs:
             new_kwargs[arg_schema.name] = written(arg_schema, kwargs[arg_schema.name])
     return tuple(new_args), new_kwargs
+
+
+def _regenerated_apart(func: torch._ops.OpOverload, apart: Sequence[str]) -> None:
+    """The auto_functionalized_v2 node just traced for `func` regenerates its arguments `apart` (replaced by an earlier
+    one of the same memory: `_one_operand_per_written_memory`) as aliases of their base, as other tensor objects over
+    the same clone: eager's kernel gets `alias(x)` and `x` as two objects (its writes still meet)."""
+    mode = proxy_tensor.get_proxy_mode()
+    if mode is None:
+        return  # (a run on fakes alone: no graph)
+    hop = torch.ops.higher_order.auto_functionalized_v2
+    node = next((n for n in reversed(mode.tracer.graph.nodes) if n.target is hop), None)
+    if node is None or node.args[0] is not func:
+        return
+    # (one regenerated as a view of its base already is another object)
+    bases = [p for p in apart if not any(f"{p}_{k}" in node.kwargs for k in ("alias", "slice_dim", "size"))]
+    node.kwargs = {**node.kwargs, **{f"{p}_alias": True for p in bases}}
 
 
 def base_mode_rule(func: torch._ops.HigherOrderOperator, base: type, mode: object) -> Callable[..., object] | None:

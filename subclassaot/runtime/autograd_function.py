@@ -1405,6 +1405,21 @@ def _check_double_backward(s: _Step, primals: object) -> None:
             "recomputing them would draw again or read the inputs after the write (Note [Training Through "
             "A Joint Graph]). Differentiate an eager version of the program twice instead"
         )
+    # A subclass's primals are its dense leaves, which do not require grad (the wrapper does), and the joint graph
+    # reads a subclass's saved values through the detach() autograd's saving and unpacking dispatch to it: a rerun
+    # would give a gradient with no history to the wrapper, or one missing the terms through saved values.
+    layout, bw_meta = s.plan.layout, s.bw_meta
+    trees = [(f"input {i}", t) for i, t in enumerate(layout.trees)] + [
+        (f"the gradient of output {o}", t) for o, t in zip(bw_meta.diff_outputs, bw_meta.tangent_trees, strict=False)
+    ]
+    where = next(((what, t) for what, t in trees if t is not None), None)
+    if where is not None:
+        raise UnsupportedError(
+            f"double backward (create_graph=True) through a compiled backward of tensor subclasses ({where[0]} is "
+            f"a {where[1].cls.__name__}): the compiled backward differentiates the subclass's dense inner tensors, "
+            "which carry none of its autograd history, so its gradient cannot be differentiated again (Note "
+            "[Training Through A Joint Graph]). Differentiate an eager version of the program twice instead"
+        )
 
 
 def _run_variant(

@@ -36,8 +36,9 @@ What is compared, per call:
   inputs and fixed tangents are pushed back through those inputs alone, compared the same way: the caller holds them
   and may differentiate through them, so their histories are eager's to match even where the program does not return
   them (there, a compiled backward that refuses, UnsupportedError, gives no result to compare). If eager's
-  backward (or `after_call`) raises, the compiled one must raise an error of the same type too. `retain_grad` on non-leaf inputs is not used: together with an in-place
-  view op such as `t_()` it trips an internal assert in eager PyTorch.
+  backward (or `after_call`) raises, the compiled one must raise an error of the same type too; an UnsupportedError
+  in the compiled side's `after_call` is a refusal of the program. `retain_grad` on non-leaf inputs is not used:
+  together with an in-place view op such as `t_()` it trips an internal assert in eager PyTorch.
 
 Used by the fuzzer (`subclassaot.tools.fuzz`), the checker, and the tests' `assert_matches_eager` (tests/oracle.py).
 """
@@ -523,6 +524,8 @@ def _leaves_behind(root: torch.autograd.graph.Node) -> list[torch.Tensor]:
 def _compare_forward(got: _Run, want: _Run, tol: Tolerance, errors: list[str], versions: Versions) -> None:
     if got.grad_after != want.grad_after:
         errors.append(f"torch.is_grad_enabled() after the call: {got.grad_after} vs eager {want.grad_after}")
+    if isinstance(got.post_error, UnsupportedError) and str(got.post_error) != str(want.post_error):
+        raise got.post_error  # a refusal in what runs after the call (a backward there): the program is refused
     if type(want.post_error) is not type(got.post_error):
         errors.append(f"after_call raised {got.post_error!r} vs eager {want.post_error!r}")
     got_leaves, got_spec = pytree.tree_flatten(got.out)

@@ -144,6 +144,12 @@ REFUSED = {
         ("rp_as_strided_on_existing_view_train", "rp_two_as_strided_on_existing_view_train"),
         "a write with grad through as_strided of a diagonal (Note [as_strided On Inputs]), as directly",
     ),
+    # corpus_pytorch15.py, as directly; inside, Dynamo breaks at autograd.grad and runs it on the compiled graph's
+    # TwoTensor output
+    **dict.fromkeys(
+        ("da_two_double_backward_outside_train", "da_two_double_backward_inside_train"),
+        "a create_graph=True backward through a compiled TwoTensor backward (its gradient would have no history)",
+    ),
     "rp_trace_functional_tensor_with_train": (
         "Dynamo runs set_() under no_grad before the graph (a break): the graph's input is a view that requires grad "
         "over a storage set_() replaced, whose history the compiled call cannot lay out"
@@ -188,11 +194,6 @@ GAPS = {
     "ti_two_fallback_mutable_op_on_inputs": "eager's TwoTensor wrappers keep version 0; ours advance to 1",
     # corpus_pytorch15.py, as directly (repros: /work/repros/open/hheld15_*.py); inside, Dynamo breaks at
     # autograd.grad and runs it on the compiled graph's TwoTensor output
-    **dict.fromkeys(
-        ("da_two_double_backward_outside_train", "da_two_double_backward_inside_train"),
-        "a create_graph=True gradient through a compiled TwoTensor backward has no grad_fn (eager's has one)",
-    ),
-    "da_two_af_alias_id_input": "a schema op's kernel gets one TwoTensor member object twice (eager's gets two)",
 }
 
 
