@@ -1211,14 +1211,19 @@ def _inference_graph_call(
     ):
         in_place = backend is backends.eager_backend
         # (not into an inference tensor: outside inference_mode only the epilogue's copy inside one writes it; nor one
-        # with a negative bit, which inductor reads as a resolved copy)
+        # with a negative bit, which inductor reads as a resolved copy; nor one with a conjugate bit, whose copy_
+        # inductor may run before the fallback kernels writing the value: `x.as_strided(...).add_(1)` of `c.conj()`)
         examples = traced.example_inputs
-        writes = [(p, k) for p, k in graph_writes(plan) if not (examples[p].is_inference() or examples[p].is_neg())]
+        writes = [(p, k) for p, k in graph_writes(plan) if not _bit_or_inference(examples[p])]
         gm, written = backends.with_input_writes(gm, writes, in_place=in_place)
     kept = frozenset(p for p, k in writes if k in written)  # the graph inputs the backend's callable may write
     compiled = _compile_graph(backend, gm, traced.example_inputs, config, functional, written, kept)
     no_views = backends.never_views(gm) if backend is backends.eager_backend else frozenset[int]()
     return inference_call(compiled, inputs_grad, written, no_views)
+
+
+def _bit_or_inference(t: torch.Tensor) -> bool:
+    return t.is_inference() or t.is_neg() or t.is_conj()
 
 
 def _in_grad_mode(call: Callable[..., object], start: bool | None, ends: list[bool]) -> Callable[..., object]:

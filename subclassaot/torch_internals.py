@@ -555,6 +555,21 @@ def _elem(t: torch.Tensor) -> torch.Tensor:
     return t.elem
 
 
+def keep_neg_bit_of_written(x: torch.Tensor, views: object) -> None:
+    """Give the FunctionalTensors `views` a view op just took of FunctionalTensor `x` eager's negative bit. A write
+    into `x` replaces the value functionalization keeps for it with one without the bit (the math-bit fallback's
+    `copy_`), while `x` keeps its own; a view is made of that value and took its bits, where eager's view takes those
+    of `x` (`x.mul_(3)` of `c.conj().imag`, then `x[0].is_neg()`, or batch_norm's running stats in `x[0]`: the
+    fallback runs it on copies of them, its update discarded). Each view is toggled as `x` is off its value. Not the
+    conjugate bit: ops that read it toggle it (`x.imag` is `view_as_real(x._conj())`), and a `_conj` of the value
+    without it gave one that view_as_real() refuses (`x.mul_(2); x.imag` of `c.conj()` fails so in the trace)."""
+    value = torch._from_functional_tensor(x.elem)  # type: ignore[attr-defined]  # FunctionalTensor.elem, untyped
+    if x.is_neg() != value.is_neg():
+        for view in pytree.tree_leaves(views):
+            for t in (view, view.elem) if isinstance(view, FunctionalTensor) else ():
+                torch._C._set_neg(t, not t.is_neg())
+
+
 def has_view_chain(t: torch.Tensor) -> bool:
     """Did a view op, an in-place view op or a resize_() make FunctionalTensor `t` from (or into) a view of its
     storage's value (functionalization's chain of ViewMetas is not empty)?"""

@@ -211,7 +211,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     # is left alone: complex ops fall back to aten, which reads it, and ops of the graph such as `_conj` treat it.)
     bits = [k for k, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.is_neg()]
     _refuse_written(gm, bits)
-    _refuse_strided_over_neg_views(gm)
+    _refuse_strided_over_bit_views(gm)
     inputs = [_resolved(t) if k in bits else t for k, t in enumerate(inputs)]
     solved = _symbols_only_in_expressions(inputs)
     if solved:
@@ -246,20 +246,42 @@ def _resolved(t: _Value) -> _Value:
     return cast(_Value, raw.neg().as_strided(t.shape, t.stride(), offset))
 
 
-def _refuse_strided_over_neg_views(gm: torch.fx.GraphModule) -> None:
-    """Refuse an as_strided() of a negative-bit view the graph takes (`_neg_view`: the view of a member of an alias
-    group that has the bit, or of a tensor set_() over such a storage): inductor computes that view as a tensor of
-    its own and reads it at the storage's offsets."""
+def _refuse_strided_over_bit_views(gm: torch.fx.GraphModule) -> None:
+    """Refuse an as_strided() of a view with a bit the graph takes, through views of it: inductor computes the bit's
+    view (a fallback kernel) as a tensor of its own, and reads the as_strided() at the offset given from that tensor's
+    first element, where eager reads from its storage's. So for `_neg_view` (the view of a member of an alias group
+    that has the bit, or of a tensor set_() over such a storage) and for `_conj` at a storage offset (`x.real` of an
+    input `c.conj()[1:]`: `view_as_real(_conj(x))`)."""
     for node in gm.graph.nodes:
         source = node.args[0] if node.op == "call_function" and node.args else None
-        if node.target is torch.ops.aten.as_strided.default and isinstance(source, torch.fx.Node):
-            if source.target is torch.ops.aten._neg_view.default:
-                raise UnsupportedError(
-                    f"inductor: the graph takes as_strided() ({node.name}) of a view with a negative bit "
-                    "(`c.conj().imag`: an input over a storage shared with another input, or set_() over one); "
-                    "inductor reads such a view at the wrong elements. Pass x.resolve_neg(), or use "
-                    'backend="eager"'
-                )
+        if node.target is not torch.ops.aten.as_strided.default:
+            continue
+        while isinstance(source, torch.fx.Node) and source.target not in _BIT_VIEWS and _is_view_node(source):
+            source = source.args[0]
+        if not isinstance(source, torch.fx.Node) or source.target not in _BIT_VIEWS:
+            continue
+        neg = source.target is torch.ops.aten._neg_view.default
+        if neg or _at_an_offset(source):
+            bit = "a negative bit (`c.conj().imag`)" if neg else "a conjugate bit (`c.conj()`)"
+            raise UnsupportedError(
+                f"inductor: the graph takes as_strided() ({node.name}) of a view with {bit} ({source.name}: of an "
+                "input at a storage offset, over a storage another input shares, or set_() over one); inductor reads "
+                'such a view at the wrong elements. Pass x.resolve_neg() or x.resolve_conj(), or use backend="eager"'
+            )
+
+
+_BIT_VIEWS = (torch.ops.aten._neg_view.default, torch.ops.aten._conj.default)
+
+
+def _is_view_node(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and bool(node.args) and bool(getattr(node.target, "is_view", False))
+
+
+def _at_an_offset(node: torch.fx.Node) -> bool:
+    value = node.meta.get("val")
+    return not (
+        isinstance(value, torch.Tensor) and isinstance(value.storage_offset(), int) and value.storage_offset() == 0
+    )
 
 
 def _refuse_written(gm: torch.fx.GraphModule, bits: Sequence[int]) -> None:

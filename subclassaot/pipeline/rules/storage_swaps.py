@@ -192,6 +192,7 @@ from subclassaot.torch_internals import (
     is_nested_int,
     is_no_grad_view,
     is_view_op,
+    keep_neg_bit_of_written,
     mark_inference_mode_view,
     marks_dirty_noted,
     module_with_backward_hooks_applying,
@@ -384,6 +385,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
             out = self._dispatch(func, types, args, kwargs)
+            if is_view_op(func) and args and is_functional(args[0]):
+                keep_neg_bit_of_written(args[0], out)
         finally:
             self.record.dispatching -= 1
         check_out_resize(self.record, func, outs_before)
