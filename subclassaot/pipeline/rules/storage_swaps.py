@@ -704,10 +704,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
             self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
             if grad and source is not None:  # (its node's edge: a read of the source with grad)
-                note_set_source_read(self.record, args[0], source)
-                if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
-                    note_first_read(self.record, (source,), {})
-                    note_reads_after_layout(self.record, (source,), {}, False)
+                with no_torch_function():  # (the pipeline's reads, not the program's)
+                    note_set_source_read(self.record, args[0], source)
+                    if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
+                        note_first_read(self.record, (source,), {})
+                        note_reads_after_layout(self.record, (source,), {}, False)
         made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
         if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
             self.record.set_views.add(id(args[0]))  # Note [In-Place Ops As Eager Runs Them]
