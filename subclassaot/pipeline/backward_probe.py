@@ -31,10 +31,16 @@ from subclassaot.pipeline.inputs import unflatten_call
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, flag_read_args, turns_flag_on
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator, fresh_output
 from subclassaot.runtime.regenerate import intermediate_base, replay_from
-from subclassaot.runtime.steps import epilogue_write_hidden, graph_example_inputs, own_accumulator_inputs
+from subclassaot.runtime.steps import (
+    base_write_hidden,
+    epilogue_write_hidden,
+    graph_example_inputs,
+    own_accumulator_inputs,
+)
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
+    DenseIndex,
     DenseLayout,
     FlatInputs,
     GraphOutputs,
@@ -2345,8 +2351,12 @@ def records_as_eager(
         # same fakes where eager's run left each as it found it (`_as_found`: no copy made twice)
         as_passed = not _gained_inputs(flat, analysis) and _left_as_found(tensors, found, set(seen.written))
         graph_mode, graph_values = (mode, values) if as_passed else static_fake_copies(flat.values)
-        dense, graph_saved, mine_all = _graph_run(flat, layout, analysis, traced_graph, graph_mode, graph_values)
+        dense, graph_saved, mine_all, updates = _graph_run(
+            flat, layout, analysis, traced_graph, graph_mode, graph_values
+        )
     except Exception:  # a program the check cannot run: the Function stands
+        return False
+    if _updates_gain_history(flat, layout, analysis, updates):
         return False
     # (an input whose counter the runtime moves after the graph ran, where eager's program moved it before its reads
     # saved it, `x.set_(x)`: the graph's saved input would fail eager's version check in the backward)
@@ -2378,9 +2388,10 @@ def _graph_run(
     traced_graph: Callable[[], tuple[Callable[..., object], GraphOutputs]],
     mode: contextlib.AbstractContextManager[object],
     values: list[object],
-) -> tuple[list[torch.Tensor], list[tuple[torch.Tensor, int]], list[object]]:
+) -> tuple[list[torch.Tensor], list[tuple[torch.Tensor, int]], list[object], list[tuple[InputUpdate, object]]]:
     """`records_as_eager`'s run of the traced forward with grad on, over fakes `values` of the inputs as the call
-    passes them: the dense inputs, what it saved (with the counters then), and the compiled call's tensor outputs."""
+    passes them: the dense inputs, what it saved (with the counters then), the compiled call's tensor outputs, and
+    each input update with its value."""
     graph, graph_outputs = traced_graph()  # (traced in the compile's own fake mode, outside this one)
     saved: list[tuple[torch.Tensor, int]] = []
     with torch.random.fork_rng(devices=[]), mode, torch.enable_grad():
@@ -2394,7 +2405,31 @@ def _graph_run(
             graph_outs = list(cast(Sequence[object], graph(*graph_in)))
         fresh = graph_outs[len(graph_outputs.updates) :]
         bases = fresh[graph_outputs.num_fresh :]
-        return dense, saved, _compiled_outputs(analysis.outputs, (fresh, bases), values)
+        updates = list(zip(graph_outputs.updates, graph_outs, strict=False))
+        return dense, saved, _compiled_outputs(analysis.outputs, (fresh, bases), values), updates
+
+
+def _updates_gain_history(
+    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, updates: Sequence[tuple[InputUpdate, object]]
+) -> bool:
+    """Does the graph's run give an input update history (a value computed from a new leaf: the program wrote it
+    inside inference_mode, where autograd records nothing, grad mode on or off) where eager leaves every input it
+    writes requiring no grad (`_writes_outside_autograd` lets those through)? The epilogue's copy of it, made with grad
+    where a write of the program was (one that required no grad then), would give the inputs a history eager's have
+    not."""
+    for update, value in updates:
+        if not isinstance(value, torch.Tensor) or not value.requires_grad:
+            continue
+        target = layout.graph_inputs[update.target] if update.kind is UpdateKind.BASE else update.target
+        if isinstance(target, AliasGroupRef):
+            members = layout.groups[target.group].members
+            hidden = base_write_hidden(analysis.mutations, members)
+        else:
+            members, hidden = (DenseIndex(target),), epilogue_write_hidden(analysis.mutations[target], update.kind)
+        owners = {flat.tensor_indices.index(layout.leaves[j].owner) for j in members}
+        if not hidden and not any(analysis.requires_grad_after[i] for i in owners):
+            return True
+    return False
 
 
 def _as_found(t: torch.Tensor) -> tuple[object, ...]:

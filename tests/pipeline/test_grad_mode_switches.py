@@ -2189,6 +2189,20 @@ def no_grad_write_of_an_input_requiring_grad_after_a_save(x: T, w: T) -> object:
     return y * a, y
 
 
+def new_leaf_view_written_inside_inference_mode_with_grad(x0: T, x1: T) -> object:
+    t0 = x1.t()
+    t0.add_(3.0)  # a write with grad on, which autograd records nothing of (nothing requires grad yet)
+    t0.requires_grad_()  # a view of x0 made a leaf of its own
+    with torch.inference_mode(), torch.enable_grad():
+        t0.mul_(x1)  # recorded by no autograd: eager's x0 and x1 end without history
+    return (x0,)
+
+
+def _base_and_its_expand() -> tuple[T, T]:
+    b = torch.randn(2)
+    return b, b.expand(-1)
+
+
 @pytest.mark.parametrize(
     ("f", "make_inputs"),
     [
@@ -2224,6 +2238,17 @@ def test_new_leaf_through_a_written_input_refused(f: Callable[..., object], make
     eager's backward raises, the program making a new leaf stays refused."""
     with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* writes an input"):
         subclassaot.compile(f, backend="eager")(*make_inputs())
+
+
+def test_new_leaf_written_into_inputs_inside_inference_mode_with_grad_refused() -> None:
+    """fuzz seed 121008 #6941: the graph's run gave the base's update a history through the new leaf, and the
+    epilogue's copy, made with grad for the add_() before, gave x0 and x1 a grad_fn where eager's have none (autograd
+    records nothing inside inference_mode, grad mode on or off): refused as the other new leaves written into inputs
+    (backward_probe._updates_gain_history). Written under no_grad or inside inference_mode with grad off, the copy is
+    below autograd, as eager's writes are."""
+    f = new_leaf_view_written_inside_inference_mode_with_grad
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match="not an input .* writes an input"):
+        subclassaot.compile(f, backend="eager")(*_base_and_its_expand())
 
 
 def test_new_leaf_of_a_subclass_refused() -> None:

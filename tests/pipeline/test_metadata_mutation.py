@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import subclassaot
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
@@ -266,8 +267,6 @@ def _written_view_input(view: str) -> Callable[[], tuple[object, ...]]:
 def test_view_input_written_then_laid_out_anew_under_no_grad(
     compile_fn: CompileFn | None, program: str, relayout: str, view: str
 ) -> None:
-    from subclassaot.tools.parity import write_outputs
-
     def f(x0: T) -> object:
         x0.add_(2.0)
         with torch.no_grad():
@@ -1773,3 +1772,27 @@ def test_pair_view_input_relaid_under_no_grad_then_read_with_grad(compile_fn: Co
 
     with torch.enable_grad():
         assert_matches_eager(_relaid_t, make, compile_fn=compile_fn)
+
+
+def _set_onto_a_leaf_then_relaid(out: str) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        x0.set_(x1)  # type: ignore[call-overload]  # with grad: its node's edge holds x1's accumulator, of size ()
+        with torch.no_grad():
+            x1.unsqueeze_(0)
+        return (x1.transpose(0, 0),) if out == "view" else (x1 * 2,)
+
+    return f
+
+
+@pytest.mark.parametrize("out", ["view", "product"])
+def test_leaf_set_into_another_input_with_grad_then_relaid_under_no_grad(
+    compile_fn: CompileFn | None, out: str
+) -> None:
+    """fuzz seed 121008 #8027: `x0.set_(x1)` with grad is a read of the leaf x1 with grad (its node's edge made x1's
+    accumulator at size ()), so the accumulator eager's later reads find after the no_grad unsqueeze_ is that one, and
+    x1.grad comes in (); set_() dispatches below the torch-function mode, which noted no read, and x1.grad came in
+    (1,) (Note [Gradient Accumulators Of Leaves], Note [Leaves Laid Out Anew Under no_grad])."""
+    make = lambda: (torch.randn(()), leaf())  # noqa: E731
+    check_with_grad(_set_onto_a_leaf_then_relaid(out), make, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(_set_onto_a_leaf_then_relaid(out), make, compile_fn=compile_fn, after_call=write_outputs)

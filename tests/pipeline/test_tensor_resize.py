@@ -1882,6 +1882,13 @@ def leaf_grown_in_inference_mode_then_split(x: T) -> object:
     return (x.split_with_sizes([17, 9], 0)[1],)
 
 
+def leaf_grown_in_inference_mode_with_grad_on_then_read(x: T) -> object:
+    with torch.inference_mode(), torch.enable_grad():  # (autograd records nothing there, grad mode on or off)
+        x.resize_((3,))
+        x.fill_(3.0)
+    return (x.mul(2.0),)
+
+
 def view_taken_then_grown_in_inference_mode_then_read(x: T) -> object:
     v = x[:1]
     t = v.view((-1,))
@@ -1912,6 +1919,18 @@ def test_requiring_grad_grown_in_inference_mode_then_used_with_grad_refused(
             f, make, compile_fn, r"after resize_\(\) grew its storage with grad off \(inside a torch.inference_mode\(\)"
         )
         _check(grown_in_inference_mode_then_written, make, compile_fn)
+
+
+def test_leaf_grown_in_inference_mode_with_grad_on_then_used_with_grad_refused(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121008 #6552: grown with grad on inside inference_mode, which records no more than with grad off; the
+    # growth went unnoted and x.grad came in the size x came with, (), where eager's is (3,): refused as above
+    with torch.enable_grad():
+        assert_refused(
+            leaf_grown_in_inference_mode_with_grad_on_then_read,
+            lambda: (leaf(),),
+            compile_fn,
+            r"after resize_\(\) grew its storage with grad off \(inside a torch.inference_mode\(\)",
+        )
 
 
 def leaf_grown_in_inference_mode_then_written_into_an_input(x: T, y: T) -> object:

@@ -478,20 +478,33 @@ def note_grad_reads(
     view = all(t._is_view() for t in results)
     view_op = view and not any(r is a for r in results for a in read)  # not an in-place op on a view
     for a in read:
-        if not a.requires_grad:
-            continue
-        if not view_op:
-            _note_accumulator_read(record, a)  # Note [Gradient Accumulators Of Leaves]
-        if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
-            record.grad_read.add(id(a))
-        elif id(a) in record.late_grad and record.releafed.get(id(a), ()) is None:
-            # (assigned `.data =` before its flag: eager's accumulator is made here, at this size, Note [Leaves Laid
-            # Out Anew Under no_grad])
-            record.releafed[id(a)] = tuple(a.shape)
-        elif id(a) in record.wrapper_data and id(a) not in record.kept_accumulators:
-            record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Gradient Accumulators Of Leaves]
-        if not view and record.fresh_accumulators:
-            _note_read_after_assignment(record, a)
+        if a.requires_grad:
+            _note_read(record, a, view, view_op)
+
+
+def note_set_source_read(record: SwapRecord, x: torch.Tensor, source: object) -> None:
+    """`x.set_(source)` with grad on (not inside inference_mode), source requiring grad: autograd's set_ node has an
+    edge to source's history, a leaf's accumulator made now at its size now, so it is a read with grad (Note
+    [Gradient Accumulators Of Leaves]; set_() dispatches below the torch-function mode, which sees the other reads)."""
+    if isinstance(source, torch.Tensor) and source is not x and source.requires_grad:
+        _note_read(record, source, x._is_view(), False)
+
+
+def _note_read(record: SwapRecord, a: torch.Tensor, view: bool, view_op: bool) -> None:
+    """`a`, which requires grad, read by an op with grad (`view`: its results all views; `view_op`: it is a view op,
+    no in-place op on a view): what `note_grad_reads` notes of it."""
+    if not view_op:
+        _note_accumulator_read(record, a)  # Note [Gradient Accumulators Of Leaves]
+    if id(a) not in record.data_sets and id(a) not in record.wrapper_data:
+        record.grad_read.add(id(a))
+    elif id(a) in record.late_grad and record.releafed.get(id(a), ()) is None:
+        # (assigned `.data =` before its flag: eager's accumulator is made here, at this size, Note [Leaves Laid
+        # Out Anew Under no_grad])
+        record.releafed[id(a)] = tuple(a.shape)
+    elif id(a) in record.wrapper_data and id(a) not in record.kept_accumulators:
+        record.assigned_reads.setdefault(id(a), tuple(a.shape))  # Note [Gradient Accumulators Of Leaves]
+    if not view and record.fresh_accumulators:
+        _note_read_after_assignment(record, a)
 
 
 def _makes_node(

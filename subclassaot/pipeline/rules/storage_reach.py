@@ -253,8 +253,8 @@ def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any
     gradients against the grown size (a leaf's accumulator made at its next read, a view's history rebuilt), the
     compiled backward against the size the tensor came with. Noted for the program's call running now, whose results
     carry it (`note_grad_through_hidden_grow`). Not through a view taken inside inference_mode: eager's use of it
-    reaches no node."""
-    if not torch.is_grad_enabled() or record.hidden_grow_use is not None:
+    reaches no node, nor a use inside it, grad mode on or off (autograd records nothing there)."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled() or record.hidden_grow_use is not None:
         return
     for t in (t for a in args for t in _view_sources(record, a, through_inference=False)):
         if record.hidden_grows.get(id(t)) is t:
@@ -282,7 +282,7 @@ def note_grad_through_hidden_grow(
     (Note [Storage Swaps By Rebinding]); `refuse_grad_through_hidden_grow` refuses them where they reach the end."""
     message, record.hidden_grow_use = record.hidden_grow_use, None
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    if message is None and torch.is_grad_enabled():
+    if message is None and torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
         message = next(
             (m for t in tensors if t.requires_grad and (m := _carried_use(record, t)) is not None),
             None,

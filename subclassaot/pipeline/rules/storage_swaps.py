@@ -56,6 +56,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     note_grad_reads,
     note_retain_grad,
     note_self_set,
+    note_set_source_read,
     raising_history,
     read,
     refuse_flag_off_after_rebuild,
@@ -705,6 +706,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         if torch.is_grad_enabled() and (args[0].requires_grad or source_grad) and self.depth == 0:
             source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
             self._grad_set(args[0], source)  # autograd recorded a set_ it cannot differentiate
+            if grad and source is not None:  # (its node's edge: a read of the source with grad)
+                with no_torch_function():  # (the pipeline's reads, not the program's)
+                    note_set_source_read(self.record, args[0], source)
+                    if self.record.releafable:  # Note [Leaves Laid Out Anew Under no_grad]
+                        note_first_read(self.record, (source,), {})
+                        note_reads_after_layout(self.record, (source,), {}, False)
         made_here = id(args[0]) in self.record.views  # a view the program took (not an aliased input's)
         if torch.is_grad_enabled() and made_here and args[0]._is_view() and id(args[0]) not in self.record.hidden:
             self.record.set_views.add(id(args[0]))  # Note [In-Place Ops As Eager Runs Them]
@@ -881,7 +888,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self.record.grown_ids.add(id(x))
         self.record.seq += 1
         self.record.self_grown_ids[id(x)] = self.record.seq
-        if self.depth == 0 and not torch.is_grad_enabled() and x.requires_grad and (x._is_view() or x.is_leaf):
+        recorded = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()  # (autograd's kernels run)
+        if self.depth == 0 and not recorded and x.requires_grad and (x._is_view() or x.is_leaf):
             self.record.hidden_grows[id(x)] = x  # Note [Storage Swaps By Rebinding]
             if id(x) in self.record.input_positions and self.record.family_of(x) in self.record.visible_families:
                 raise UnsupportedError(
