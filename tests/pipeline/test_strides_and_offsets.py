@@ -2581,32 +2581,6 @@ def test_write_through_unfold_of_an_input_sharing_storage(
     check_with_grad(f, make_inputs, compile_fn)
 
 
-def test_as_strided_of_a_conj_view_of_an_intermediate_written_reads_through_its_bit(
-    compile_fn: CompileFn | None,
-) -> None:
-    # the chain's head reads the storage without the view's conjugate bit: the as_strided() is taken from it and read
-    # through x's own bit (at bd64982c: wrong values and is_conj(); hroot's first cut refused it, hbits2's `with_bits`
-    # makes it eager's)
-    def f(x0: T) -> object:
-        t0 = x0 * 1.0
-        t0.conj().as_strided((2,), (1,), 1).mul_(1j)
-        return (t0,)
-
-    check_no_grad(f, lambda: (torch.randn(6, dtype=torch.complex64),), compile_fn)
-
-
-def test_as_strided_of_a_view_in_another_dtype_written_refused(compile_fn: CompileFn | None) -> None:
-    # the chain's head reads the storage in another dtype: an as_strided() of it is not x's, and functionalization
-    # writes an as_strided() view back only from the head of its chain
-    def f(x0: T) -> object:
-        t0 = x0 * 1.0
-        t0.view(torch.int32).as_strided((2,), (1,), 1).fill_(7)
-        return (t0,)
-
-    with torch.no_grad():
-        assert_refused(f, lambda: (torch.randn(6),), compile_fn, "not the first view of its chain")
-
-
 def _imag_of_conj(*shape: int) -> T:
     # a view with a negative bit (`c.conj().imag`): strides 2 apart in the complex storage's reals, not dense
     return (torch.randn(shape) * (1 + 0.5j)).conj().imag

@@ -182,7 +182,6 @@ from subclassaot.torch_internals import (
     FunctionApplyNoted,
     autograd_sequence_nr,
     bumps_written_args,
-    chain_root,
     differentiates_inside_transform,
     dispatches_in_cpp,
     function_applies_noted,
@@ -632,11 +631,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # chain's root as one.
         strided, strided_kwargs = ((args[0], *unfold_layout(*args)), {}) if func is _UNFOLD else (args, kwargs)
         source = self._as_strided_source(strided)
-        resolved = func is _UNFOLD and resolved_in_another_layout(args[0])
-        if resolved or (func is _UNFOLD and (source is args[0] or source.is_neg() or source.is_conj())):
-            out = func(*args, **kwargs)  # (the functional mode's: Unfold as the as_strided view it is)
-            if resolved and not unfold_tiles(*args):
+        if func is _UNFOLD and resolved_in_another_layout(args[0]):
+            out = func(*args, **kwargs)  # (functionalization's unfold: Unfold as the as_strided view it is)
+            if not unfold_tiles(*args):
                 self.record.untiled_unfolds.add(id(out))
+        elif func is _UNFOLD and (source is args[0] or source.is_neg() or source.is_conj()):
+            out = torch.ops.aten.as_strided.default(*strided)  # (at x's own offset)
         else:
             rest, strided_kwargs = strided_call_args(self.record, args[0], source, strided[1:], strided_kwargs)
             out = torch.ops.aten.as_strided.default(source, *rest, **strided_kwargs)
@@ -829,12 +829,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
         x = args[0]
         check_strided_reach(self.record, args)
+        root = self.record.view_root(x)
         # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
         # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage
-        # are views of their synthetic base (Note [Synthetic Bases]), one resize_() grew of the grown tensor (Note
-        # [Storage Swaps By Rebinding]): the root of their chains (`chain_root`), read through x's own bits (`_as_strided`).
-        root = chain_root(x, same_bits=False)
-        return x if root is None else root
+        # are views of their synthetic base (Note [Synthetic Bases]): the root of their chains is that base.
+        root = self.record.alias_bases.get(storage_key(root), root)
+        same = root.dtype == x.dtype and storage_key(root) == storage_key(x)  # (`c.real`'s root reads complex)
+        return root if root is not x and is_functional(root) and same else x
 
     def _grows(self, args: tuple[Any, ...]) -> bool:
         x, size = args[0], list(args[1])
