@@ -1005,7 +1005,12 @@ def intermediate_bases(
             through = swaps.view_root(views[0], through_swaps=True)
             base = through if storage_key(through) == key else base
         if storage_key(base) != key:
-            raise left_storage_refusal(paths[key], base, views[0] if views else None, swaps)
+            moved_root = views and foreign_root(views[0], set(current), set(original)) is base
+            if not moved_root or id(base) in swaps.retyped:
+                raise left_storage_refusal(paths[key], base, views[0] if views else None, swaps)
+            # (its base moved away without grad and nothing else holds the storage: the view is its own storage's
+            # base, and its `._base` the moved root, Note [Outputs Over Another Storage])
+            base = views[0]
         bases[key] = (len(bases), base)
     for value in leaves:  # Note [Outputs Over Another Storage]
         root = foreign_root(value, set(current), set(original)) if isinstance(value, torch.Tensor) else None

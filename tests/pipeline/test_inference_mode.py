@@ -1983,3 +1983,27 @@ def test_fill_through_an_expand_to_the_same_size_writes_the_value_exactly(
 
     with torch.enable_grad():
         assert_matches_eager(_fill_through_expand(region, sizes), make)
+
+
+def _copy_inside_inference_mode(op: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        with torch.inference_mode():
+            t0 = x0.contiguous() if op == "contiguous" else x0.reshape((1, -1))
+        return (t0,)
+
+    return f
+
+
+@pytest.mark.parametrize(("op", "grad"), [("contiguous", False), ("reshape", False), ("reshape", True)])
+def test_copy_by_an_aliasing_op_inside_inference_mode_is_no_view(op: str, grad: bool) -> None:
+    """contiguous() and reshape() of a tensor whose layout allows no view, inside inference_mode: the op reaches the
+    swap mode undecomposed (autograd's keys are off) and copies; eager's result is no view. It was recorded as a view
+    of its source, then refused as "a view of an intermediate moved to another storage" (fuzz seed 121008, programs
+    7812 and 9431)."""
+
+    def make() -> tuple[T]:
+        with torch.enable_grad():
+            return (torch.randn((3, 3, 3), requires_grad=grad).clone().unbind(1)[2],)
+
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(_copy_inside_inference_mode(op), make)

@@ -1964,6 +1964,47 @@ def test_view_of_storage_an_intermediate_left_refused(compile_fn: CompileFn | No
         assert_refused(f, lambda: (torch.randn(1, 2, 3),), compile_fn, "moved to another storage")
 
 
+def _view_of_storage_left(view: str, root: bool) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        t0 = x0 * 2
+        t1 = t0[1:] if view == "slice" else t0.view(torch.int32)
+        t0.data = x0 * 3
+        return (t1, t0) if root else (t1,)
+
+    return f
+
+
+@pytest.mark.parametrize(("view", "root"), [("slice", False), ("dtype", False), ("dtype", True)])
+def test_view_of_storage_an_intermediate_left_for_another_intermediate(
+    compile_fn: CompileFn | None, view: str, root: bool
+) -> None:
+    # Fuzz seed 121008, program 4587 (with the root's dtype kept): `.data =` moved t0 onto another intermediate's
+    # storage; eager's t1 stays on the storage t0 left, with t0 (there) as its `._base`. Was refused ("moved to
+    # another storage"); the graph returns t1 as its storage's base and t1 is rebuilt as a view of t0 set_() onto it.
+    with torch.no_grad():
+        assert_matches_eager(_view_of_storage_left(view, root), lambda: (torch.randn(3),), compile_fn=compile_fn)
+
+
+def test_view_of_storage_an_output_left_refused(compile_fn: CompileFn | None) -> None:
+    # As above with t0 returned too: refused (t1's `._base` would be that output), not replayed from t0 where it
+    # ends (wrong values, sharing t0's storage)
+    with torch.no_grad():
+        f = _view_of_storage_left("slice", True)
+        assert_refused(f, lambda: (torch.randn(3),), compile_fn, "whose `.data` the program assigned")
+
+
+def test_view_of_storage_a_retyped_intermediate_left_refused(compile_fn: CompileFn | None) -> None:
+    # Fuzz seed 121008, program 4587: `.data =` gave t1 another dtype (the functional run keeps its own): refused.
+    def f(x0: T) -> object:
+        t1, t2 = x0.sort(0)
+        t3 = t1.expand((2,))
+        t1.data = t2
+        return (t3,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(2),), compile_fn, "moved to another storage")
+
+
 def test_detach_of_subclass_with_assigned_data(compile_fn: CompileFn | None) -> None:
     # Fuzz seed 2000, program 6801: detach() shares the wrapper storage `.data =` gave t0, like a view (Note
     # [Wrapper Storage]).

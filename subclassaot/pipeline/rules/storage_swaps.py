@@ -1025,7 +1025,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             multi = isinstance(out, list | tuple)
             src, meta, leaves = args[0], tensor_meta(args[0]), source_leaf_metas(args[0])
             for i, o in enumerate(out if multi else (out,)):
-                if isinstance(o, torch.Tensor) and o is not src:  # a no-op to() returns src itself: no view
+                # (a no-op to() returns src itself: no view; nor is the copy a composite op that may alias makes where
+                # it reaches the mode undecomposed, as under inference_mode: `x.t().contiguous()`, a reshape())
+                if isinstance(o, torch.Tensor) and o is not src and not _copied_at_top(self.depth, src, o):
                     self.record.seq += 1
                     self.record.views[id(o)] = self._view_record(func, args, kwargs, i if multi else None, meta, leaves)
                     self.record.note_view_made(src, o, root)
@@ -2129,3 +2131,11 @@ def _schema_operands(schema: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
         items = arg if isinstance(arg, list | tuple) and all(isinstance(a, torch.Tensor) for a in arg) else (arg,)
         pairs += [(arg_schema, a) for a in items]
     return pairs
+
+
+def _copied_at_top(depth: int, src: torch.Tensor, out: torch.Tensor) -> bool:
+    """A plain result of an op declared aliasing, called by the program (not inside a subclass's dispatch, where
+    `_copied_below_autograd` names such copies), on another storage than its source: eager's is no view."""
+    plain = not (is_traceable_subclass(src) or is_traceable_subclass(out))
+    strided = src.layout is torch.strided and out.layout is torch.strided
+    return depth == 0 and plain and strided and storage_key(out) != storage_key(src)

@@ -236,6 +236,9 @@ def _replay_of(
         return _from_changed_source(chain, run, input_by_id, bases, earlier)
     if id(t) in input_by_id:
         return _from_input(chain, run, input_by_id)
+    # (`.data =` or set_() moved the root after the chain viewed it: Note [Outputs Over Another Storage])
+    if id(t) in run.swaps.swapped_ids and not is_traceable_subclass(value) and storage_key(t) != storage_key(value):
+        return None
     if id(t) in earlier:
         return Replay(source=ReplaySource.OUTPUT, index=earlier[id(t)], steps=tuple(steps))
     if is_traceable_subclass(t):
