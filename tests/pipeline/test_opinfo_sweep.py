@@ -8,10 +8,13 @@ and compared with eager by the parity oracle (outputs, inputs after the call, al
 - `inference`: no input requires grad; `training`: the sample's differentiable tensors are leaves requiring grad;
 - `inplace` / `inplace_training`: `op.inplace_variant` writing the first input (a clone of a leaf in training);
 - `view_inplace` / `view_inplace_training`: the same, the first input given as a slice of a larger tensor;
-- `two_tensor`: every float input wrapped in torch's TwoTensor (two copies), for the ops in `TWO_TENSOR_OPS`.
+- `two_tensor` / `two_tensor_training`: every float input wrapped in torch's TwoTensor (of it and twice it), for
+  the ops in `TWO_TENSOR_OPS`.
 A sample eager itself rejects (an in-place op whose result would broadcast or change the input's dtype) is skipped.
-Each case that differs from eager is listed in `EXPECTED` with what it does and why; REFUSED ones must raise
-UnsupportedError naming the rule, XFAIL ones are strict expected failures.
+Random ops are compared value for value (the oracle seeds both calls alike); ops whose outputs are uninitialized
+memory (`UNINITIALIZED`) by everything but their values. Each case that differs from eager is listed with what it
+does and why: `REFUSED` (and `_SEEDED_OPS`) must raise UnsupportedError naming the rule, `XFAIL` are strict expected
+failures. The case id is `op key-mode-sample index`.
 
 The sweep is `slow` (run it with `pytest -m ''`); op_db is imported only when it runs (~4 s). CI runs `CI_CASES`, a
 fixed slice of ops with in-place variants, as one test so that one worker pays that import.
