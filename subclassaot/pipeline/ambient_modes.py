@@ -196,11 +196,14 @@ def check_trial(trial: TorchFunctionTrial, run: Callable[[Sequence[object]], obj
         )
 
 
-_FAKE_DATA_PTR = "Cannot access data pointer of Tensor"
+# (a kernel reading a fake tensor's memory: its data pointer, or its values, as tensor_split's C++ reads a tensor of
+# indices)
+_FAKE_DATA_PTR = ("Cannot access data pointer of Tensor", "its data is not allocated yet")
 _DATA_PTR_READ = (
-    "a kernel the program calls reads a tensor's data pointer (data_ptr()) while it is traced, where the trace holds "
-    "tensors without memory (eager's kernel runs on real ones). Declare the kernel an opaque op "
-    "(torch.library.custom_op), whose kernel the trace does not enter"
+    "a kernel the program calls reads a tensor's data pointer (data_ptr()) or its values (torch.tensor_split given a "
+    "tensor of indices) while it is traced, where the trace holds tensors without memory (eager's kernel runs on real "
+    "ones). Declare the kernel an opaque op (torch.library.custom_op), whose kernel the trace does not enter, or pass "
+    "such values as Python numbers (indices.tolist(), outside the compiled function)"
 )
 _TRACED_SUBCLASS = (
     "makes a tensor subclass of a tensor it computed (C(t), t.as_subclass(C), torch.Tensor._make_subclass(C, t)), "
@@ -223,7 +226,7 @@ def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[.
                 raise
             if isinstance(e, DATA_DEPENDENT_ERRORS) or (isinstance(e, TypeError) and is_value_read_type_error(e)):
                 raise  # (a read of a tensor's value: the run's own refusal names it)
-            if _FAKE_DATA_PTR in str(e):  # (a kernel traced through, e.g. a CompositeImplicitAutograd one)
+            if any(m in str(e) for m in _FAKE_DATA_PTR):  # (a kernel traced through: CompositeImplicitAutograd)
                 raise UnsupportedError(_DATA_PTR_READ) from e
             try:
                 with outside_current_modes():  # (eager's run, on real clones)

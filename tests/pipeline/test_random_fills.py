@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.random import fork_rng
+from torch.testing._utils import wrapper_set_seed
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
@@ -157,6 +158,13 @@ def seed_caught(x: T) -> T:
     return torch.rand(4) + x
 
 
+def seed_through_torch_testing(x: T) -> T:
+    # torch's OpInfos run random ops so (`wrapper_set_seed`: freeze_rng_state, manual_seed(42), the op); calls from
+    # torch.testing are the program's, not torch's own
+    seeded: Callable[..., T] = wrapper_set_seed  # (untyped)
+    return seeded(lambda: torch.rand(4) + x)
+
+
 def draw_from_made_generator(x: T) -> T:
     g = torch.Generator().manual_seed(5)  # eager: a fresh generator at each call, so the same numbers each call
     return torch.rand(4, generator=g) + x
@@ -174,6 +182,7 @@ GENERATOR_CALLS = (
     (seed_default_generator, "torch.default_generator.manual_seed"),
     (seed_cuda, "torch.cuda.manual_seed"),
     (seed_caught, "torch.manual_seed"),
+    (seed_through_torch_testing, "torch.get_rng_state"),
     (draw_from_made_generator, "rand with an explicit generator"),
     (draw_from_given_generator, r"args\[1\] is a torch.Generator"),
 )
