@@ -571,6 +571,30 @@ def keep_neg_bit_of_written(x: torch.Tensor, views: object) -> None:
                 torch._C._set_neg(t, not t.is_neg())
 
 
+def keep_conj_bit_of_written(args: object) -> None:
+    """Give each complex FunctionalTensor among `args` (an op's operands, before it runs) a value whose conjugate bit
+    is its own. A write into `x` with the bit (`c.conj()`) leaves functionalization a value of the same elements
+    without it (the math-bit fallback's `copy_`), and views replay onto that value: `x.imag`, which is
+    `view_as_real(x._conj())`, took view_as_real() of a tensor with the bit (eager's has none) and the trace crashed,
+    and `x[0].is_conj()` read False. The value is replaced (committed as the tensor's update, so views taken after
+    replay onto it) by one with the tensor's bit over the same elements. Not a view whose base lost the bit: its
+    sync replays onto the base first: writes through real views of it are not handled."""
+    from torch._subclasses.functional_tensor import disable_functional_mode
+
+    for x in pytree.tree_leaves(args):
+        if not (isinstance(x, FunctionalTensor) and x.is_complex()):
+            continue
+        torch._functionalize_sync(x.elem)
+        value = torch._from_functional_tensor(x.elem)
+        if value.is_conj() == x.is_conj():
+            continue
+        with disable_functional_mode():
+            fixed = torch._conj(torch.conj_physical(value)) if x.is_conj() else value.resolve_conj()
+        torch._functionalize_replace(x.elem, fixed)
+        torch._functionalize_commit_update(x.elem)
+        torch._functionalize_sync(x.elem)
+
+
 def has_view_chain(t: torch.Tensor) -> bool:
     """Did a view op, an in-place view op or a resize_() make FunctionalTensor `t` from (or into) a view of its
     storage's value (functionalization's chain of ViewMetas is not empty)?"""

@@ -984,6 +984,45 @@ def test_running_stats_in_a_written_input_with_the_negative_bit_with_grad() -> N
     assert_matches_eager(written_then_stats, lambda: (conj(2, 1).imag.as_strided((2, 2), (2, 1), 0),))
 
 
+# The same for the conjugate bit: after a write into an input `c.conj()`, the trace's value lost the bit while the
+# input kept it, so `x.imag` (`view_as_real(x._conj())`) took view_as_real() of a tensor with the bit and the compile
+# crashed, and `x[0].is_conj()` read False (hbits3's repro).
+def conj_written_then_parts_read(x: T) -> tuple[T, T, T]:
+    x.mul_(2)
+    return x.imag * 1, x.real * 1, torch.view_as_real(x.conj()) * 1
+
+
+def conj_written_then_bit_read(x: T) -> tuple[bool, T, bool, T]:
+    x.mul_(2)
+    return x[0].is_conj(), x[1:] * 1, x.conj().is_conj(), x.conj()
+
+
+def conj_view_written_then_parts_read(x: T) -> tuple[T, T, bool, T]:
+    x[1:].mul_(2)
+    return x[1:].imag * 1, x.imag * 1, x[0].is_conj(), x
+
+
+CONJ_WRITTEN = [
+    conj_written_then_parts_read,
+    conj_written_then_bit_read,
+    conj_view_written_then_parts_read,
+]
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("fn", CONJ_WRITTEN)
+def test_views_of_a_written_input_with_the_conjugate_bit_keep_it(fn: Callable[..., object], backend: str) -> None:
+    with torch.no_grad():
+        assert_matches_eager(fn, lambda: (conj(4),), backend=backend)
+
+
+@pytest.mark.parametrize(
+    "fn", CONJ_WRITTEN[1:]
+)  # (parts read with grad: /work/repros/open/hbits4_conj_written_part_views.py)
+def test_views_of_a_written_input_with_the_conjugate_bit_with_grad(fn: Callable[..., object]) -> None:
+    assert_matches_eager(fn, lambda: (grad(4, dtype=torch.complex64).clone().conj(),))
+
+
 # ----------------------------------------------------------------------------- conj/neg-bit inputs over one storage
 # Inputs over one storage that the program writes are traced as views of one synthetic base: the base was made from
 # the members' root (`c` of `c.conj()`) or from a member itself, bits and all, and each member was its as_strided(),
