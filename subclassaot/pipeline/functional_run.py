@@ -429,10 +429,11 @@ def _note_grad_inputs(
 
 
 def _flag_of_its_own(real: torch.Tensor) -> bool:
-    """Is the input `real` a view whose flag, where it requires grad, is its own, its base requiring none (eager's
-    views of it take requires_grad from that base)?"""
+    """Is the input `real` a view whose flag, where it requires grad, is its own or its history's, its base requiring
+    none (eager's views of it take requires_grad from that base)? One with history is a view taken with grad of such
+    a leaf view (`v[1:]` of `b[0].requires_grad_()`): its history leads to that view's accumulator, not its base."""
     base = real._base
-    return real._is_view() and is_leaf_before_base_write(real) and base is not None and not base.requires_grad
+    return real._is_view() and base is not None and not base.requires_grad
 
 
 def _note_inference_inputs(

@@ -4097,3 +4097,43 @@ def test_view_with_history_of_a_no_grad_view_with_a_flag_of_its_own(
     for mode in (torch.enable_grad(), torch.no_grad()):
         with mode:
             assert_matches_eager(g, make, compile_fn=compile_fn)
+
+
+# Such a view with history passed alone: its `._base` is the storage's root, which requires no grad, so eager's views
+# of it taken under no_grad require none, and a write into one with grad on records nothing (no operand requires
+# grad). Fuzz seed 121008 #3130 (CRASHED once the rule above was lifted): the run's view followed the input's stand-in,
+# which requires grad, and autograd refused its write ("A view was created in no_grad mode ...").
+def _unfold_resized_then_filled_with_grad(x: T) -> object:
+    t = x.unfold(0, 1, 3)
+    with torch.enable_grad():
+        t.resize_((2,))
+        t.fill_(3.0)
+    return ()
+
+
+def _slice_written_with_grad(x: T) -> object:
+    t = x[:]
+    with torch.enable_grad():
+        t.mul_(2.0)
+    return (t,)
+
+
+@pytest.mark.parametrize(
+    "f", [_unfold_resized_then_filled_with_grad, _slice_written_with_grad], ids=lambda f: f.__name__
+)
+@pytest.mark.parametrize("view", sorted(_OWN_FLAG_BASES))
+def test_no_grad_view_of_a_view_with_history_of_a_no_grad_view_with_a_flag_of_its_own(
+    f: Callable[[T], object], view: str, compile_fn: CompileFn | None
+) -> None:
+    """x = v.view(-1) taken with grad, v a no_grad view given requires_grad_(), passed alone; under no_grad the
+    program takes a view of x and writes it with grad on: eager's view requires no grad (its base, the storage's
+    root, requires none), so the write runs and records nothing, and so does the compiled call."""
+
+    def make() -> tuple[object, ...]:
+        b = torch.randn(1) * (1 + 0.5j) if view == "imag" else torch.randn(1, 2)  # (x of one element)
+        v = _under_no_grad(lambda: _OWN_FLAG_BASES[view](b)).requires_grad_()
+        with torch.enable_grad():
+            return (v.view(-1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
