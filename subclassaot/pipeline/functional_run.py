@@ -60,6 +60,7 @@ from subclassaot.torch_internals import (
     is_leaf_before_base_write,
     is_no_grad_view,
     is_value_read_type_error,
+    leaf_view_of_its_own,
     replay_view,
     skip_alias_name,
     skip_node_name,
@@ -428,10 +429,11 @@ def _note_grad_inputs(
 
 
 def _flag_of_its_own(real: torch.Tensor) -> bool:
-    """Is the input `real` a view whose flag, where it requires grad, is its own, its base requiring none (eager's
-    views of it take requires_grad from that base)?"""
+    """Is the input `real` a view whose flag, where it requires grad, is its own or its history's, its base requiring
+    none (eager's views of it take requires_grad from that base)? One with history is a view taken with grad of such
+    a leaf view (`v[1:]` of `b[0].requires_grad_()`): its history leads to that view's accumulator, not its base."""
     base = real._base
-    return real._is_view() and is_leaf_before_base_write(real) and base is not None and not base.requires_grad
+    return real._is_view() and base is not None and not base.requires_grad
 
 
 def _note_inference_inputs(
@@ -663,7 +665,9 @@ def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[to
     with no flag of its own (`flagless_no_grad_view`), is taken again under no_grad of its traced view of the
     synthetic base: it requires grad through that base and records no edge, as eager's does (Note [Aliased Inputs
     In Training]). One that requires_grad_() gave a flag of its own is a leaf with an accumulator of its own in eager:
-    a plain one runs as a stand-in of its own (runtime.steps.own_accumulator_inputs); any other is refused."""
+    a plain one runs as a stand-in of its own (runtime.steps.own_accumulator_inputs); any other is refused. Not a
+    view taken with grad of such a view: autograd gives it that view's NO_GRAD_MODE creation meta, but it has history
+    (a node to that view's accumulator) and no flag of its own, traced as any view with history."""
     owner = {j: i for i, leaves in enumerate(layout.leaves_of_input) for j in leaves}
     own = own_accumulator_inputs(layout, [flat.values[k] for k in flat.tensor_indices])
     for group in layout.groups:
@@ -674,7 +678,7 @@ def _retake_flagless_views(flat: FlatInputs, layout: DenseLayout, dense: list[to
                 with torch.no_grad():
                     dense[m] = dense[m].view_as(dense[m])
                 take_creation_meta(dense[m], real)  # (one taken inside inference_mode: eager's errors name it)
-            elif real.requires_grad and is_no_grad_view(real) and not flagless_no_grad_view(real) and i not in own:
+            elif is_no_grad_view(real) and leaf_view_of_its_own(real) and i not in own:
                 raise UnsupportedError(
                     f"{flat.leaves[flat.tensor_indices[i]].path}: a view taken under no_grad (or inside "
                     "inference_mode) that requires_grad_() gave a flag of its own, so eager's is a leaf with an "

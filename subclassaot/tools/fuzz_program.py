@@ -339,7 +339,9 @@ def _make_inputs_source(program: Program) -> list[str]:
     lines = ["@torch.enable_grad()", "def make_inputs():"]
     for k, base in enumerate(program.bases):
         kind = get_input_kind(base.kind)
-        lines.append(f"    b{k} = {kind.source(f'torch.randn({tuple_text(base.shape)})')}")
+        made = f"b{k} = {kind.source(f'torch.randn({tuple_text(base.shape)})')}"
+        # (`make_base` makes it under the call's grad mode: a view kind made under no_grad is a no_grad view)
+        lines.extend([f"    {made}"] if program.grad_mode else ["    with torch.no_grad():", f"        {made}"])
         if base.grad != "none":
             lines.append(f"    b{k}.requires_grad_()")
         if base.grad == "nonleaf":
@@ -357,7 +359,8 @@ def _make_inputs_source(program: Program) -> list[str]:
 
 
 def to_source(program: Program) -> str:
-    """`import`s, `make_inputs()` (call it with grad enabled, under a fixed seed) and `f(...)`."""
+    """`import`s, `make_inputs()` (call it under a fixed seed; it makes its bases under the program's grad mode, as
+    the fuzz's `make_inputs` does, called under it) and `f(...)`."""
     names = _names(program)
     imports = sorted({"import torch", *(i for b in program.bases for i in get_input_kind(b.kind).imports)})
     params = ", ".join(names[spec.var] for spec in program.inputs)

@@ -4056,3 +4056,113 @@ def test_stale_view_of_a_view_input_that_reads_its_base_otherwise(
     raised "setStorage: ... out of bounds"; a conj() view's output lost its conjugate bit. Rebuilt of x0 itself."""
     with torch.set_grad_enabled(grad):
         assert_matches_eager(_unbound_grown, make)
+
+
+# A view taken with grad of a no_grad view that requires_grad_() gave a flag of its own (the fuzz's input
+# `b.conj().imag` made under no_grad, then requires_grad_(), passed with a view of it): autograd gives the later view
+# the first's NO_GRAD_MODE creation meta, but it has history (its node leads to the first's accumulator), no flag of
+# its own. Fuzz seed 121008 #2265, #3130, #3435, #3587, #3917, #4833, #5327, #6268, #8119 (UNSUPPORTED): it was
+# refused as a no_grad view given a flag of its own, beside an input over the storage the program writes.
+_OWN_FLAG_BASES: dict[str, Callable[[T], T]] = {"slice": lambda b: b[:, 1], "imag": lambda b: b.conj().imag}
+
+
+def _own_flag_view_and_its_view(view: str, order: str) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(3, 2) * (1 + 0.5j) if view == "imag" else torch.randn(3, 2)
+        v = _under_no_grad(lambda: _OWN_FLAG_BASES[view](b)).requires_grad_()
+        with torch.enable_grad():
+            w = v[1:]
+        return (v, w) if order == "leaf_first" else (w, v)
+
+    return make
+
+
+def _leaf_written_under_no_grad(v: T, w: T) -> object:
+    with torch.no_grad():
+        v.add_(1.0)
+    return ()
+
+
+def _view_written_under_no_grad_then_leaf_read(v: T, w: T) -> object:
+    with torch.no_grad():
+        w.mul_(2.0)
+    return (v * 3.0,)
+
+
+def _view_read_then_leaf_written_under_no_grad(v: T, w: T) -> object:
+    y = w * 3.0
+    with torch.no_grad():
+        v.zero_()
+    return (y,)
+
+
+def _leaf_set_onto_itself_under_no_grad(v: T, w: T) -> object:
+    with torch.no_grad():
+        set_to(v, v)
+    return (v * 2.0,)
+
+
+@pytest.mark.parametrize("order", ["leaf_first", "view_first"])
+@pytest.mark.parametrize("view", sorted(_OWN_FLAG_BASES))
+@pytest.mark.parametrize(
+    "f",
+    [
+        _leaf_written_under_no_grad,
+        _view_written_under_no_grad_then_leaf_read,
+        _view_read_then_leaf_written_under_no_grad,
+        _leaf_set_onto_itself_under_no_grad,
+    ],
+    ids=lambda f: f.__name__.lstrip("_"),
+)
+def test_view_with_history_of_a_no_grad_view_with_a_flag_of_its_own(
+    f: Callable[[T, T], object], view: str, order: str, compile_fn: CompileFn | None
+) -> None:
+    """v a no_grad view given requires_grad_() (a leaf with its own accumulator), w = v[1:] taken with grad (history
+    to v's accumulator, v's NO_GRAD_MODE creation meta), both passed, the storage written below autograd: it matches
+    eager (v.grad through w's history too), in a call with grad and under no_grad. (A PairTensor v is refused by
+    the rule for a no_grad view with a flag of its own.)"""
+    make = _own_flag_view_and_its_view(view, order)
+    g = f if order == "leaf_first" else (lambda w, v: f(v, w))
+    for mode in (torch.enable_grad(), torch.no_grad()):
+        with mode:
+            assert_matches_eager(g, make, compile_fn=compile_fn)
+
+
+# Such a view with history passed alone: its `._base` is the storage's root, which requires no grad, so eager's views
+# of it taken under no_grad require none, and a write into one with grad on records nothing (no operand requires
+# grad). Fuzz seed 121008 #3130 (CRASHED once the rule above was lifted): the run's view followed the input's stand-in,
+# which requires grad, and autograd refused its write ("A view was created in no_grad mode ...").
+def _unfold_resized_then_filled_with_grad(x: T) -> object:
+    t = x.unfold(0, 1, 3)
+    with torch.enable_grad():
+        t.resize_((2,))
+        t.fill_(3.0)
+    return ()
+
+
+def _slice_written_with_grad(x: T) -> object:
+    t = x[:]
+    with torch.enable_grad():
+        t.mul_(2.0)
+    return (t,)
+
+
+@pytest.mark.parametrize(
+    "f", [_unfold_resized_then_filled_with_grad, _slice_written_with_grad], ids=lambda f: f.__name__
+)
+@pytest.mark.parametrize("view", sorted(_OWN_FLAG_BASES))
+def test_no_grad_view_of_a_view_with_history_of_a_no_grad_view_with_a_flag_of_its_own(
+    f: Callable[[T], object], view: str, compile_fn: CompileFn | None
+) -> None:
+    """x = v.view(-1) taken with grad, v a no_grad view given requires_grad_(), passed alone; under no_grad the
+    program takes a view of x and writes it with grad on: eager's view requires no grad (its base, the storage's
+    root, requires none), so the write runs and records nothing, and so does the compiled call."""
+
+    def make() -> tuple[object, ...]:
+        b = torch.randn(1) * (1 + 0.5j) if view == "imag" else torch.randn(1, 2)  # (x of one element)
+        v = _under_no_grad(lambda: _OWN_FLAG_BASES[view](b)).requires_grad_()
+        with torch.enable_grad():
+            return (v.view(-1),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)

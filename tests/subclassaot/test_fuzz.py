@@ -93,12 +93,40 @@ def _assert_printed_source_does_what_the_interpreter_does(program: Program) -> N
     with torch.set_grad_enabled(program.grad_mode):
         diffs = compare_with_eager(f, as_function(program), lambda: make_inputs(program))
     assert diffs == (), to_source(program)
-    printed_inputs, interpreted_inputs = fresh_call(make), fresh_call(lambda: make_inputs(program))
+    printed_inputs = fresh_call(make)
+    with torch.set_grad_enabled(program.grad_mode):  # (the fuzz makes its inputs under the call's grad mode)
+        interpreted_inputs = fresh_call(lambda: make_inputs(program))
     for p, i in zip(printed_inputs.args, interpreted_inputs.args, strict=True):
         assert isinstance(p, torch.Tensor) and isinstance(i, torch.Tensor)
+        assert _creation_meta(p) == _creation_meta(i), to_source(program)
         assert _freed(p) == _freed(i)
         if not _freed(p):  # (reading a freed storage's elements would read freed memory)
             torch.testing.assert_close(p.detach(), i.detach())
+
+
+def _creation_meta(t: torch.Tensor) -> object:
+    return torch._C._autograd._get_creation_meta(t) if t._is_view() else None
+
+
+def test_printed_inputs_of_an_inference_call_make_their_bases_under_no_grad() -> None:
+    """The fuzz makes an inference program's bases under the call's no_grad (`make_base`): a conj view's imag is a
+    no_grad view then, whose requires_grad_() gives it a flag of its own. The printed make_inputs (decorated with
+    enable_grad for its requires_grad_() calls) makes them so too, so that a shrunk program reproduces; a training
+    program's, with grad."""
+    base = BaseSpec(kind="conj_view_imag", shape=(3,), grad="leaf")
+    for grad_mode in (False, True):
+        program = Program(
+            bases=(base,), inputs=(InputSpec(var=0, base=0, views=()),), ops=(), outputs=(0,), grad_mode=grad_mode
+        )
+        make = _exec_source(program)["make_inputs"]
+        assert callable(make)
+        (printed,) = fresh_call(make).args
+        with torch.set_grad_enabled(grad_mode):
+            (interpreted,) = fresh_call(functools.partial(make_inputs, program)).args
+        assert isinstance(printed, torch.Tensor) and isinstance(interpreted, torch.Tensor)
+        meta = torch._C._autograd.CreationMeta.DEFAULT if grad_mode else torch._C._autograd.CreationMeta.NO_GRAD_MODE
+        assert _creation_meta(printed) == _creation_meta(interpreted) == meta, to_source(program)
+        assert printed.requires_grad and printed.is_leaf
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
