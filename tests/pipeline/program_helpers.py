@@ -216,6 +216,20 @@ class TransposeSaved(torch.autograd.Function):
         return g * 3
 
 
+class ViewAsAndRowOfOwnTensor(torch.autograd.Function):
+    """Returns a view_as and an unsqueeze of a tensor its forward made (both views of it, of a node with two
+    outputs)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_row: T) -> T:
+        return (g + g_row.squeeze(0)) * 2
+
+
 def backward_through(k: int) -> Callable[[object, tuple[object, ...]], None]:
     """An `after_call`: backward through the program's output `k` alone, the graph kept for the oracle's own
     backward through them all (eager's may complete through one output and raise through another)."""

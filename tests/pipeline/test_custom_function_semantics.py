@@ -22,6 +22,7 @@ from tests.pipeline.program_helpers import (
     DirtyAddSaved,
     DirtyScale,
     SinFunction,
+    ViewAsAndRowOfOwnTensor,
     assert_refused,
     nonleaf,
     pair,
@@ -2053,20 +2054,6 @@ def test_function_views_of_its_own_tensor_share_one_base_like_eager(name: str, a
         )
 
 
-class _ViewAsAndRowOfOwnTensor(torch.autograd.Function):
-    """Returns a view_as and an unsqueeze of a tensor its forward made (both views of it, of a node with two
-    outputs)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: Any, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
-
-
 def _empty_slice_unsqueezed() -> tuple[T]:
     with torch.enable_grad():
         return (torch.randn(1, 3, requires_grad=True)[:, 3:3].unsqueeze(-1),)
@@ -2078,7 +2065,7 @@ def test_function_views_of_its_own_empty_tensor_keep_the_kernels_strides(returne
     # (0, 0, 1, 0); the trace's fakes lay both out contiguously: the views rebuilt over the graph's base take the
     # layout the graph's own values have, not the trace's
     def f(x: T) -> tuple[T, ...]:
-        t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
+        t0, t1 = ViewAsAndRowOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]
         return {"both": (t0, t1), "view_as": (t0,), "unsqueezed": (t1,)}[returned]
 
     with torch.enable_grad():
@@ -2087,7 +2074,7 @@ def test_function_views_of_its_own_empty_tensor_keep_the_kernels_strides(returne
 
 
 def _two_views(x: T) -> tuple[T, T]:
-    return cast(tuple[T, T], _ViewAsAndRowOfOwnTensor.apply(x))  # type: ignore[no-untyped-call]
+    return cast(tuple[T, T], ViewAsAndRowOfOwnTensor.apply(x))  # type: ignore[no-untyped-call]
 
 
 def _written_view_returned(x: T) -> tuple[T, ...]:
@@ -2219,7 +2206,7 @@ def test_subclass_function_view_whose_base_the_program_wrote_refused(name: str, 
 
 def _input_data_onto_a_function_view(x0: T, x1: T, x2: T) -> tuple[T]:
     x2.copy_(x2)
-    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
+    t0, t1 = ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
     t1.data.zero_()
     x1.data = t0  # x1 moves onto the Function's tensor, which t1 views
     return (t1,)
@@ -2240,13 +2227,13 @@ def test_function_view_whose_base_an_input_is_moved_onto_refused() -> None:
 
 
 def _input_data_onto_a_subclass_function_view(x1: T) -> tuple[T, T]:
-    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
+    t0, t1 = ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
     x1.data = t0
     return t1, t1
 
 
 def _input_data_onto_a_clone_beside_a_subclass_function_view(x1: T) -> tuple[T]:
-    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
+    t0, t1 = ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]
     x1.data = t0.clone()
     return (t1,)
 
@@ -2265,7 +2252,7 @@ def test_subclass_function_view_of_its_own_tensor_refused(fn: Callable[..., tupl
 
 
 def _row_of_no_grad_apply_made_to_require_grad(x0: T) -> tuple[T, T]:
-    t0, t1 = _ViewAsAndRowOfOwnTensor.apply(x0)  # type: ignore[no-untyped-call]
+    t0, t1 = ViewAsAndRowOfOwnTensor.apply(x0)  # type: ignore[no-untyped-call]
     t1.requires_grad_()  # under the call's no_grad the apply recorded no node: t1 is a leaf view requiring grad
     with torch.enable_grad():
         t2 = t1.sum(0)

@@ -32,6 +32,7 @@ from tests.pipeline.program_helpers import (
     DirtyScale,
     SinFunction,
     TransposeSaved,
+    ViewAsAndRowOfOwnTensor,
     assert_refused,
     backward_through,
     check_no_grad,
@@ -3494,22 +3495,9 @@ def test_write_through_a_set_onto_the_input_keeps_the_input_counter(
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-class _TwoViews(torch.autograd.Function):
-    """Returns two views of a tensor it made: autograd makes both views of it, of a node with several outputs."""
-
-    @staticmethod
-    def forward(ctx: Any, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: Any, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
-
-
 def _set_view_input_then_sorted(x0: T, x1: T, x2: T) -> object:
     set_to(x0, x2)
-    t0, _ = _TwoViews.apply(x1)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+    t0, _ = ViewAsAndRowOfOwnTensor.apply(x1)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
     t2, _ = x0.sort(0)
     return (t2, t0)
 
