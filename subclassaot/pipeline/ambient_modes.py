@@ -16,6 +16,7 @@ Invariants: the trial runs on clones of the inputs under a forked RNG: the real 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -214,7 +215,8 @@ _TRACED_SUBCLASS = (
 def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[..., object]:
     """`call`, refusing a trace that raises because the trace holds plain tensors where eager has Python subclasses
     (Note [Ambient Modes]): a functional tensor where eager has a subclass made in the program, or a torch-function
-    subclass input's Python behaviour lost, eager's own run on clones not raising. Any other error raises as it is."""
+    subclass input's Python behaviour lost, eager's own run on clones not raising; an op torch's functionalization
+    cannot run as eager does (`_functionalization_refusal`). Any other error raises as it is."""
 
     def run(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         try:
@@ -233,10 +235,11 @@ def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[.
                     trial = torch_function_trial(call, flat)
             except UnsupportedError:  # (eager raises too: the program's own error)
                 raise e from None
-            if trial is None and "FunctionalTensor" in str(e):
-                raise UnsupportedError(f"the program {_TRACED_SUBCLASS}; the trace raised {e!r}") from e
             if trial is None:
-                raise
+                refusal = _functionalization_refusal(e)
+                if refusal is None:
+                    raise
+                raise refusal from e
             raise UnsupportedError(
                 f"{trial.subclass_input} is a torch-function subclass ({type(flat.values[_first(flat)]).__name__}), "
                 f"traced as the plain tensor it holds: the trace raised {e!r} where eager's run on clones did not "
@@ -245,6 +248,37 @@ def lost_subclasses(call: Callable[..., object], flat: FlatInputs) -> Callable[.
             ) from e
 
     return run
+
+
+# torch's functionalization of an in-place op that has no functional variant (aten.polygamma_, whose functional op
+# takes its arguments in another order): it names the op's schema
+_NO_FUNCTIONAL_VARIANT = re.compile(
+    r"Found a custom \(non-ATen\) operator whose output has alias annotations: (\w+)::(\w+)"
+)
+# the trace's errors that only a program making a tensor subclass of a traced tensor raises
+_SUBCLASS_OF_TRACED = ("Creating a new Tensor subclass", "Attempting to use FunctionalTensor on its own")
+
+
+def _functionalization_refusal(e: Exception) -> UnsupportedError | None:
+    """The refusal for a trace error that torch's functionalization raises where eager does not, or None."""
+    message = str(e)
+    op = _NO_FUNCTIONAL_VARIANT.search(message)
+    if op is not None:
+        name, method = f"{op[1]}.{op[2]}", op[2].removesuffix("_")
+        return UnsupportedError(
+            f"the program calls an in-place op with no functional variant ({name}): torch's functionalization, "
+            f"which the trace runs the program under, cannot rewrite it. Call the out-of-place op instead "
+            f"(x = x.{method}(...) for x.{method}_(...)), or call the function uncompiled"
+        )
+    if any(m in message for m in _SUBCLASS_OF_TRACED):
+        return UnsupportedError(f"the program {_TRACED_SUBCLASS}; the trace raised {e!r}")
+    if "FunctionalTensor" in message:
+        return UnsupportedError(
+            f"an op of the program does not run on the trace's functional tensors as it runs eagerly (an in-place op "
+            f"that resizes its input, as addbmm_ of a (1,) self; a kernel that takes a traced tensor for a Python "
+            f"number): the trace raised {e!r}. Write the op out of place, or call the function uncompiled"
+        )
+    return None
 
 
 def _first(flat: FlatInputs) -> int:

@@ -48,7 +48,7 @@ from subclassaot.pipeline.functional_run import (
     run_functional,
 )
 from subclassaot.pipeline.grad_scope import check_gained_after_read
-from subclassaot.pipeline.inputs import SameTensorAs
+from subclassaot.pipeline.inputs import SameTensorAs, refuse_sparse
 from subclassaot.pipeline.rules.autograd_state import (
     assigned_accumulator_size,
     check_retained_outputs,
@@ -1445,6 +1445,7 @@ def _output_info(
         return _non_tensor_info(path, value), graph_count
     if id(value) in input_by_id:
         return _info(path, OutputKind.IS_INPUT, input_index=input_by_id[id(value)]), graph_count
+    refuse_sparse(path, value)  # (a sparse output: to_sparse)
     # See Note [Wrapper Storage]: the wrapper's own metadata, given to it once it is built, where a `.data =` to
     # it set them (views taken after one from a tensor it was assigned to have their inner tensors' metadata)
     own = is_traceable_subclass(value) and id(value) in run.swaps.wrapper_data

@@ -497,15 +497,19 @@ _SPARSE_LAYOUTS = frozenset(
 
 
 def _refuse_sparse(values: Sequence[object], paths: Sequence[str]) -> None:
-    """Refuse a sparse (COO, CSR, ...) tensor input, naming its path: the pipeline traces dense tensors over
-    storages, and a sparse tensor has no storage nor strides."""
     for value, path in zip(values, paths, strict=True):
-        if isinstance(value, torch.Tensor) and value.layout in _SPARSE_LAYOUTS:
-            raise UnsupportedError(
-                f"{path} is a tensor of layout {value.layout}: subclassaot compiles strided (dense) tensors only. "
-                f"Pass {path}.to_dense() (torch.sparse.mm(s, w) is s.to_dense() @ w), or call the sparse part "
-                'outside the compiled function; torch.compile(fn, backend="subclassaot") runs it eagerly'
-            )
+        refuse_sparse(path, value)
+
+
+def refuse_sparse(path: str, value: object) -> None:
+    """Refuse a sparse (COO, CSR, ...) tensor, an input or an output, naming its path: the pipeline traces dense
+    tensors over storages, and a sparse tensor has no storage nor strides."""
+    if isinstance(value, torch.Tensor) and value.layout in _SPARSE_LAYOUTS:
+        raise UnsupportedError(
+            f"{path} is a tensor of layout {value.layout}: subclassaot compiles strided (dense) tensors only. "
+            f"Make it dense ({path}.to_dense(); torch.sparse.mm(s, w) is s.to_dense() @ w), or call the sparse part "
+            'outside the compiled function; torch.compile(fn, backend="subclassaot") runs it eagerly'
+        )
 
 
 def _check_state_kept(

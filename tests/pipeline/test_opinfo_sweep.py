@@ -239,28 +239,25 @@ _IN_PLACE = (  # the in-place modes' cases of an op (three samples; one as a vie
     "view_inplace_training-0",
 )
 # case id -> what differs from eager and why (strict xfail)
-XFAIL: dict[str, str] = {
-    # torch's own limitation (torch.compile's aot_eager raises the same)
-    **{
-        f"polygamma.polygamma_n_{n}-{mode}": "CRASH: torch's functionalization has no functional variant of "
-        "aten::polygamma_(Tensor(a!) self, int n) (polygamma takes n first): RuntimeError, not refused by name"
-        for n in range(5)
-        for mode in _IN_PLACE
-    },
-    **{
-        f"addbmm-{mode}-1": "eager's addbmm_ resizes a (1,) self to the (5, 10) result; refused with a message about "
-        "tensor subclasses (the trace: 'aten.addbmm.default gave FunctionalTensor of another shape'); torch.compile "
-        "raises too"
-        for mode in ("inplace", "inplace_training")
-    },
-    "square-inplace_training-1": "square_ of a (1, 0, 3) leaf clone in training: refused with a message about tensor "
-    "subclasses (the trace: aten::pow() expected a number, got a FunctionalTensor)",
-    **{
-        f"to_sparse-{mode}-0": "CRASH: a sparse COO output (to_sparse) raises NotImplementedError ('aten::copy' on "
-        "SparseMeta) where the pipeline should refuse it by name, as it refuses sparse inputs"
-        for mode in ("inference", "training")
-    },
-}
+XFAIL: dict[str, str] = {}
+# torch's functionalization has no functional variant of aten::polygamma_(Tensor(a!) self, int n) (polygamma takes n
+# first; torch.compile's aot_eager raises too), eager's addbmm_ resizes a (1,) self to the (5, 10) result, and square_
+# of a (1, 0, 3) leaf clone in training reaches aten::pow.Scalar with a traced tensor: refused by name, as is
+# to_sparse's sparse COO output (as sparse inputs are)
+REFUSED.update(
+    {
+        **{
+            f"polygamma.polygamma_n_{n}-{mode}": r"an in-place op with no functional variant \(aten\.polygamma_\)"
+            for n in range(5)
+            for mode in _IN_PLACE
+        },
+        **dict.fromkeys(
+            ("addbmm-inplace-1", "addbmm-inplace_training-1", "square-inplace_training-1"),
+            r"an op of the program does not run on the trace's functional tensors as it runs eagerly",
+        ),
+        **dict.fromkeys(_both("to_sparse"), r"out is a tensor of layout torch\.sparse_coo"),
+    }
+)
 
 
 def _refusal(case: str) -> str | None:
@@ -302,7 +299,7 @@ def all_cases() -> list[str]:
 
 
 # CI's share (one test, so that one worker imports op_db): ops with in-place variants, written as a program input
-# and as a view of one, with gradients; a few TwoTensor programs; a random op and two refusals
+# and as a view of one, with gradients; a few TwoTensor programs; a random op and five refusals
 CI_OPS = (
     "add", "mul", "div.no_rounding_mode", "clamp", "addcmul", "lerp", "index_add", "index_copy", "index_fill",
     "scatter", "masked_fill", "tril", "transpose", "squeeze", "unsqueeze", "t", "sigmoid", "pow", "atan2", "addmm",
@@ -315,6 +312,9 @@ CI_CASES = (
     "cauchy-inference-0",  # (refused: seeds the generator)
     "cauchy-inplace-0",  # (the compiled draws are eager's)
     "tensor_split-inference-0",  # (refused: aten's kernel reads a tensor of indices)
+    "polygamma.polygamma_n_0-inplace-0",  # (refused: functionalization has no aten.polygamma_)
+    "addbmm-inplace-1",  # (refused: addbmm_ resizes its input)
+    "to_sparse-inference-0",  # (refused: a sparse output)
 )
 
 
