@@ -18,6 +18,7 @@ from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     SinFunction,
+    ViewAsAndRowOfOwnTensor,
     assert_refused,
     check_no_grad,
     check_with_grad,
@@ -2636,26 +2637,13 @@ def test_view_input_set_under_no_grad_within_its_positions_then_read_with_grad(
         check_with_grad(f, make, compile_fn)
 
 
-class _TwoViews(torch.autograd.Function):
-    """Two views of one intermediate (a custom Function's outputs that alias each other)."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
-
-
 _RELAYOUTS: dict[str, Callable[[T], object]] = {
     "set_to_a_clone": lambda x: set_to(x, x.detach().clone()),  # (another storage, at offset 0)
     "set_to_own_transpose": lambda x: set_to(x, x.detach().t()),  # (the positions the view holds, transposed)
     "t_": lambda x: x.t_(),  # (a square view: the same size, the elements transposed)
 }
 _FUNCTION_READS: dict[str, Callable[[T], object]] = {
-    "two_views": lambda x: (_TwoViews.apply(x)[1],),  # type: ignore[no-untyped-call]  # untyped in torch
+    "two_views": lambda x: (ViewAsAndRowOfOwnTensor.apply(x)[1],),  # type: ignore[no-untyped-call]  # untyped in torch
     "sin": lambda x: (SinFunction.apply(x),),  # type: ignore[no-untyped-call]  # untyped in torch
 }
 
@@ -2700,7 +2688,7 @@ def test_view_input_set_under_no_grad_to_its_own_layout_then_read_by_a_custom_fu
     def f(x0: T) -> object:
         with torch.no_grad():
             set_to(x0, x0.detach())
-        return (_TwoViews.apply(x0)[1],)  # type: ignore[no-untyped-call]  # untyped in torch
+        return (ViewAsAndRowOfOwnTensor.apply(x0)[1],)  # type: ignore[no-untyped-call]  # untyped in torch
 
     check_with_grad(f, lambda: (nonleaf(4, 3, 3)[1],), compile_fn)
 

@@ -24,6 +24,7 @@ from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     SinFunction,
+    ViewAsAndRowOfOwnTensor,
     assert_refused,
     check_no_grad,
     check_with_grad,
@@ -2618,19 +2619,6 @@ def test_write_through_untiled_unfold_of_a_math_bit_input_refused(compile_fn: Co
         assert_refused(f, lambda: (_imag_of_conj(3, 4),), compile_fn, "unfold.. of a tensor with a negative")
 
 
-class _TwoViews(torch.autograd.Function):
-    """Returns two views of a tensor it made (eager: both views of it, of a node with two outputs)."""
-
-    @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
-
-
 def view_as_of_a_product_inside_inference_mode(x0: T) -> object:
     with torch.inference_mode():
         y = x0 * 2
@@ -2640,7 +2628,7 @@ def view_as_of_a_product_inside_inference_mode(x0: T) -> object:
 def function_views_inside_inference_mode(x0: T) -> object:
     t1 = x0.detach().mul(1.0)
     with torch.inference_mode():
-        t2, _ = _TwoViews.apply(t1)  # type: ignore[no-untyped-call]  # (Function.apply is untyped in torch)
+        t2, _ = ViewAsAndRowOfOwnTensor.apply(t1)  # type: ignore[no-untyped-call]  # (Function.apply is untyped in torch)
     return (t2,)
 
 

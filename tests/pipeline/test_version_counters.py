@@ -19,7 +19,14 @@ from tests.pipeline.corpus_pytorch9 import (
     custom_op_writes_out_and_returns,
     custom_op_writes_view_of_input,
 )
-from tests.pipeline.program_helpers import DirtyScale, TransposeSaved, nonleaf, pair, pair_nonleaf
+from tests.pipeline.program_helpers import (
+    DirtyScale,
+    TransposeSaved,
+    ViewAsAndRowOfOwnTensor,
+    nonleaf,
+    pair,
+    pair_nonleaf,
+)
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Fuzz regressions: one hand-minimized program per distinct bug the fuzzer found (`python -m subclassaot fuzz`).
@@ -936,19 +943,8 @@ def test_view_returned_twice_is_counted_once(
         assert_matches_eager(program, make, compile_fn=compile_fn, versions="exact")
 
 
-class _TwoViewsOfItsOwn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: object, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: object, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
-
-
 def _function_view_transposed_sliced_and_detached(x: T) -> object:
-    t0, _ = _TwoViewsOfItsOwn.apply(x)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
+    t0, _ = ViewAsAndRowOfOwnTensor.apply(x)  # type: ignore[no-untyped-call]  # torch leaves Function.apply unannotated
     t0.t_()
     return (t0[2:2:2], t0.detach())
 
