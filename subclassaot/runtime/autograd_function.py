@@ -1121,7 +1121,6 @@ class CompiledStep(torch.autograd.Function):
                 "double backward (create_graph=True) with a tangent of another type than the output's "
                 "(Note [Tangent Retrace]); pass tangents of the type of the outputs"
             )
-        retyped = any(tree is not _SAME for tree in trees)
         absent = frozenset(s.typed_by - present)  # Note [Tangent Retrace]
         try:
             found = (
