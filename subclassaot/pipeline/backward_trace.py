@@ -259,6 +259,7 @@ class BackwardGraph:
     # the forward: a rerun would draw other values); see Note [Training Through A Joint Graph]
     joint: torch.fx.GraphModule | None = None
     num_fw_outputs: int = 0  # the joint graph's outputs before the gradients
+    subclass_grads: bool = False  # TracedJoint.subclass_grads
     # Compile-time records for a tangent retrace (Note [Tangent Retrace]); the per-call path never reads them
     setup: JointSetup | None = None
     partition: Partition | None = None
@@ -670,6 +671,7 @@ def _partitioned(
     return BackwardGraph(
         joint=None if parts.has_random else joint.graph,
         num_fw_outputs=joint.num_fw_outputs,
+        subclass_grads=joint.subclass_grads,
         graph=parts.backward,
         forward=parts.forward,
         num_saved=parts.num_saved,
@@ -1477,6 +1479,7 @@ def backward_plan(
         forward_reads_grad_mode=meta.forward_reads_grad_mode,
         rerun=meta.joint.forward if meta.joint is not None else None,
         num_fw_outputs=meta.num_fw_outputs,
+        subclass_grads=meta.subclass_grads,
         retrace=retrace,
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -238,6 +238,9 @@ class TracedJoint:
     # per tensor input: the diff outputs from whose autograd graph its node as the program got it is reachable (the
     # value from before the call read with grad); None where it had no node
     read_reach: tuple[frozenset[int] | None, ...] = ()
+    # whether a gradient the backward took was a tensor subclass (an input's, an output's, or one the program made:
+    # a double backward's rerun of the dense joint would not differentiate as eager's wrappers do)
+    subclass_grads: bool = False
 
 
 def trace_joint(
@@ -261,6 +264,7 @@ def trace_joint(
     read_reach: list[frozenset[int] | None] = [] if read_sink is None else read_sink
     n_fw_outputs, clone, read_only = [0], frozenset(setup.grad_inputs), _read_only_leaves(setup)
     saves, stand_ins = _saves_as_eager(setup)  # (its comment above)
+    subclass_grads: list[bool] = []
 
     def joint_fn(*values: torch.Tensor) -> list[object]:
         primals, tangents = values[:n_primals], list(values[n_primals:])
@@ -285,11 +289,7 @@ def trace_joint(
             n_fw_outputs[0] = len(fw_outs)
             outs = forward_output_values(run, setup.traced, setup.analysis, setup.wrapper_updates)
             diff_outs = [differentiated_as_eager(run.swaps, outs[i]) for i in setup.diff]
-            ctxs = dict(setup.tangent_ctxs)
-            trees = (
-                tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
-            )
-            grad_outs = [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
+            grad_outs = _grad_outputs(setup, tangent_trees, tangents, diff_outs)
             wrt = _grad_wrt(setup, run)
             before = [mutation_counter(o) for o in run.originals]
             visited = [set(autograd_nodes([out.grad_fn])) for out in diff_outs]
@@ -297,9 +297,10 @@ def trace_joint(
             read_reach[:] = [_node_reach(visited, node) for node in run.initial_nodes]
             given = [k for k in range(len(diff_outs)) if k not in absent]
             every = setup.wrt_only is None  # (a trace for one input's gradient: only the failing node's own nodes run)
-            with backward_changes(
+            changes = backward_changes(
                 setup.flat, run.user_tensors, setup.user_fakes, run.swaps, diff_outs, reshapes, _grouped(setup.layout)
-            ):
+            )
+            with changes, _noting_subclass_grads(set().union(*visited), subclass_grads):
                 renewed = [k for k, x in enumerate(wrt) if id(x) in run.swaps.self_sets]
                 grads = _grads([diff_outs[k] for k in given], wrt, [grad_outs[k] for k in given], every, renewed)
             bw_mutated[:] = [DenseIndex(j) for j, o in enumerate(run.originals) if mutation_counter(o) != before[j]]
@@ -319,7 +320,25 @@ def trace_joint(
         backward_reshapes=tuple(reshapes),
         reach=tuple(reach),
         read_reach=tuple(read_reach),
+        subclass_grads=bool(subclass_grads),
     )
+
+
+@contextlib.contextmanager
+def _noting_subclass_grads(nodes: set[Any], sink: list[bool]) -> Iterator[None]:
+    """TracedJoint.subclass_grads: appends to `sink` where a gradient flowing into one of the autograd `nodes` is a
+    tensor subclass."""
+
+    def hook(grads: tuple[torch.Tensor | None, ...]) -> None:
+        if not sink and any(is_traceable_subclass(g) for g in grads):
+            sink.append(True)
+
+    handles = [n.register_prehook(hook) for n in nodes]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _read_only_leaves(setup: JointSetup) -> frozenset[int]:
@@ -536,6 +555,18 @@ def _run_function_ends(ends: Sequence[GradientEdge], into: Sequence[torch.Tensor
             if grad is not None and is_program_function(node._forward_cls):
                 with torch.no_grad():  # (eager's backward runs under no_grad)
                     node.apply(grad)
+
+
+def _grad_outputs(
+    setup: JointSetup,
+    tangent_trees: Sequence[SubclassNode | None] | None,
+    tangents: list[torch.Tensor],
+    diff_outs: list[torch.Tensor],
+) -> list[torch.Tensor]:
+    """The tangents as the diff outputs' gradients, rewrapped in each one's tangent structure (None: its own)."""
+    ctxs = dict(setup.tangent_ctxs)
+    trees = tangent_trees if tangent_trees is not None else [_tree_of(o, ctxs, k) for k, o in enumerate(diff_outs)]
+    return [_rewrap_tangent(tree, tangents, o) for tree, o in zip(trees, diff_outs, strict=True)]
 
 
 def _tree_of(t: torch.Tensor, ctxs: dict[int, object], k: int) -> SubclassNode | None:

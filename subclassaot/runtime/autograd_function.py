@@ -1411,11 +1411,13 @@ def _check_double_backward(s: _Step, primals: object) -> None:
     trees = [(f"input {i}", t) for i, t in enumerate(layout.trees)] + [
         (f"the gradient of output {o}", t) for o, t in zip(bw_meta.diff_outputs, bw_meta.tangent_trees, strict=False)
     ]
-    where = next(((what, t) for what, t in trees if t is not None), None)
+    where = next(((what, f"is a {t.cls.__name__}") for what, t in trees if t is not None), None)
+    if where is None and bw_meta.subclass_grads:  # (a subclass the program built, as plain outputs' gradients flow)
+        where = ("the program", "builds a tensor subclass its gradients flow through")
     if where is not None:
         raise UnsupportedError(
-            f"double backward (create_graph=True) through a compiled backward of tensor subclasses ({where[0]} is "
-            f"a {where[1].cls.__name__}): the compiled backward differentiates the subclass's dense inner tensors, "
+            f"double backward (create_graph=True) through a compiled backward of tensor subclasses ({where[0]} "
+            f"{where[1]}): the compiled backward differentiates the subclass's dense inner tensors, "
             "which carry none of its autograd history, so its gradient cannot be differentiated again (Note "
             "[Training Through A Joint Graph]). Differentiate an eager version of the program twice instead"
         )

@@ -192,6 +192,7 @@ class BackwardPlan:
     # see Note [Training Through A Joint Graph]
     rerun: Callable[..., object] | None
     num_fw_outputs: int  # the joint graph's outputs before the gradients
+    subclass_grads: bool  # a gradient the joint took was a tensor subclass (no double backward's rerun)
     retrace: RetraceBackward  # Note [Tangent Retrace]
 
 
