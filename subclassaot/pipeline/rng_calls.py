@@ -190,6 +190,9 @@ def captured_generators_kept(before: Sequence[Watched]) -> Iterator[None]:
         if g is not _DEFAULT:
             torch.Generator.manual_seed(g, _SENTINEL_SEED)
     marks = [torch.Generator.get_state(g) for _, g, _ in generators]
+    # The compile draws none of the caller's CPU generator's numbers: a fake kernel making sizes no static fake
+    # has (new_dynamic_size()) makes the fake mode run the op's real kernel, whose draws would move it
+    default = torch.Generator.get_state(_DEFAULT)
     try:
         yield
     finally:
@@ -197,6 +200,7 @@ def captured_generators_kept(before: Sequence[Watched]) -> Iterator[None]:
             changed = [label for (label, g, _), mark in zip(generators, marks, strict=True) if not _kept(g, mark)]
             for _, g, state in generators:
                 torch.Generator.set_state(g, state)
+            torch.Generator.set_state(_DEFAULT, default)
     if changed:
         raise UnsupportedError(
             _generator_message(f"a method of {changed[0]} (a torch.Generator) that changes its state")

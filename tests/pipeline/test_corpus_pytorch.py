@@ -283,20 +283,6 @@ GAPS: dict[str, str] = {
     ),
 }
 
-# corpus_pytorch15.py (repros: /work/repros/open/hheld15_*.py)
-GAPS.update(
-    {
-        "da_af_unbacked_op": (
-            "an op whose fake kernel makes sizes with new_dynamic_size(): with static sizes the fake mode runs the "
-            "real kernel in the trace, whose randn moves the generator; the compiled call runs (since hrng2), but its "
-            "randn image differs from eager's in every element"
-        ),
-    }
-)
-
-# (with symbolic sizes the fake kernel's dynamic sizes trace, and the op runs like eager)
-STATIC_ONLY_GAPS = frozenset({"da_af_unbacked_op"})
-
 # A few programs of each kind also run on inductor.
 INDUCTOR = frozenset(
     {
@@ -369,11 +355,10 @@ DYNAMIC = [dataclasses.replace(c, name=f"{c.name}_dynamic", compile_kwargs={"dyn
 
 
 DYNAMIC_REFUSED = {k: v for k, v in REFUSED.items() if k not in STATIC_ONLY_REFUSALS}
-DYNAMIC_GAPS = {k: v for k, v in GAPS.items() if k not in STATIC_ONLY_GAPS}
 
 
 @pytest.mark.parametrize(
-    ("case", "backend"), _params(DYNAMIC, inductor=False, gaps=DYNAMIC_GAPS, refused=DYNAMIC_REFUSED, slow=SIXTH)
+    ("case", "backend"), _params(DYNAMIC, inductor=False, gaps=GAPS, refused=DYNAMIC_REFUSED, slow=SIXTH)
 )
 def test_pytorch_program_dynamic(case: Case, backend: str, compile_fn: CompileFn | None) -> None:
     with torch.enable_grad():
