@@ -21,6 +21,7 @@ import sympy
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from policies import (
     AutomaticDynamicState,
@@ -348,10 +349,22 @@ def _off_base_alias(path: str, t: torch.Tensor) -> torch.Tensor:
     """A tensor over `t`'s storage with `t`'s layout and no view relation, to fakify in `t`'s place (the converter's
     storage memo then ties its fake to the other inputs over that storage)."""
     if t.requires_grad:
+        # (a plain view of a subclass's inner tensor, e.g. an NJT's values(), names the wrapper as its `._base`)
+        base = t._base
+        subclass_base = (
+            base is not None and is_traceable_wrapper_subclass(base) and not is_traceable_wrapper_subclass(t)
+        )
+        why, instead = (
+            (f"whose `._base` is a {type(base).__name__}, a tensor subclass holding its memory in inner tensors", "")
+            if subclass_base
+            else (
+                "whose storage set_() replaced before the call (its `._base` is over another storage)",
+                "a tensor made by set_() on a fresh tensor, or ",
+            )
+        )
         raise UnsupportedError(
-            f"{path}: a view that requires grad, whose storage set_() replaced before the call (its `._base` is "
-            "over another storage): its autograd history runs through a base it no longer shares memory with, "
-            "which the compiled call cannot lay out. Pass a tensor made by set_() on a fresh tensor, or a clone"
+            f"{path}: a view that requires grad, {why}: its autograd history runs through a base it does not share "
+            f"memory with, which the compiled call cannot lay out. Pass {instead}a clone"
         )
     with torch.no_grad():
         alias = torch.empty(0, dtype=t.dtype, device=t.device)

@@ -388,6 +388,14 @@ def _grad_state_restored_on_error() -> Iterator[None]:
         raise
 
 
+def _mark_parameters(state: Mapping[str, torch.Tensor], real: Mapping[str, torch.Tensor]) -> None:
+    """The trace's stand-in of a parameter answers `isinstance(t, nn.Parameter)` as eager's does (the parameter
+    metaclass's `_is_param` flag): a forward that branches on it took the other branch in the trace."""
+    for k, v in state.items():
+        if v is not real[k] and isinstance(real[k], torch.nn.Parameter) and not isinstance(v, torch.nn.Parameter):
+            v._is_param = True
+
+
 def flatten_call(
     fn: Callable[..., object],
     args: tuple[object, ...],
@@ -427,6 +435,7 @@ def flatten_call(
 
     def call(state: dict[str, torch.Tensor], args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         python_state.run_starts()  # See Note [State The Program Reads], "Writes"
+        _mark_parameters(state, real)
         # See Note [Checkpointed Regions Run Inline]
         lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
         leaves = pytree.tree_leaves((state, args, kwargs))

@@ -22,6 +22,7 @@ from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
 from tests.pipeline.corpus_pytorch15 import CASES15
+from tests.pipeline.corpus_pytorch16 import CASES16
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -42,4 +43,5 @@ ALL = (
     + CASES13
     + CASES14
     + CASES15
+    + CASES16
 )

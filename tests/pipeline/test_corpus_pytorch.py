@@ -27,6 +27,7 @@ from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
 from tests.pipeline.corpus_pytorch15 import CASES15
+from tests.pipeline.corpus_pytorch16 import CASES16
 
 GRAD_FACTORY = "a tensor made with requires_grad=True inside a program none of whose inputs requires grad is refused"
 CONTAINER_WRITE = "storing a new value into a dict passed as an input (d['a'] = ...) is refused"
@@ -340,9 +341,11 @@ def _params(
     return out
 
 
-# The sixth and eighth to fifteenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time:
+# The sixth and eighth to sixteenth parts' dynamic and no_grad variants run with `-m slow` only (CI's time:
 # their direct cases are enough).
-SIXTH = frozenset(c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11 + CASES12 + CASES13 + CASES14 + CASES15)
+SIXTH = frozenset(
+    c.name for c in CASES6 + CASES8 + CASES9 + CASES10 + CASES11 + CASES12 + CASES13 + CASES14 + CASES15 + CASES16
+)
 
 
 @pytest.mark.parametrize(("case", "backend"), _params(ALL))
@@ -495,3 +498,22 @@ def test_custom_op_writing_a_list_of_two_tensor_views() -> None:
     (case,) = [c for c in CASES14 if c.name == "ti_two_reinplace_lists"]
     with torch.enable_grad():
         run_case(case, "eager", None)
+
+
+class _BranchOnParameter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.linear.weight
+        return x + (w + 1 if isinstance(w, torch.nn.Parameter) else w + 2)
+
+
+def test_forward_branching_on_isinstance_parameter_takes_eagers_branch() -> None:
+    # ip_param_subclass_isinstance_input (corpus_pytorch16.py, a TwoTensor parameter) in every CI run, and a plain
+    # one: the trace's stand-in of a parameter answered isinstance(w, nn.Parameter) False (ours gave w + 2)
+    (case,) = [c for c in CASES16 if c.name == "ip_param_subclass_isinstance_input"]
+    with torch.enable_grad():
+        run_case(case, "eager", None)
+        run_case(Case(name="plain", fn=_BranchOnParameter(), make_inputs=lambda: (torch.randn(4, 4),)), "eager", None)

@@ -33,6 +33,7 @@ from tests.pipeline.corpus_pytorch12 import CASES12
 from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
 from tests.pipeline.corpus_pytorch15 import CASES15
+from tests.pipeline.corpus_pytorch16 import CASES16
 
 SLICE = ALL[::32]  # about 30 programs of every kind, in CI
 
@@ -284,6 +285,13 @@ def test_repros_programs_through_torch_compile(case: Case) -> None:
 def test_aot_autograd_test_programs_through_torch_compile(case: Case) -> None:
     # corpus_pytorch15.py (held out: dynamo/test_aot_autograd.py, test_auto_functionalize.py), a quarter of it here
     # (CI's slice of which runs), the whole in the slow sweep
+    _run(case)
+
+
+@pytest.mark.parametrize("case", _params([c for c in CASES16[::4] if c not in SLICE]))
+def test_inplacing_pass_programs_through_torch_compile(case: Case) -> None:
+    # corpus_pytorch16.py (held out: test_inplacing_pass.py, dynamo/test_subclasses.py's TestNestedTensor), a quarter
+    # of it here (CI's slice of which runs), the whole in the slow sweep
     _run(case)
 
 
