@@ -32,7 +32,6 @@ from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, flag
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator, fresh_output
 from subclassaot.runtime.regenerate import intermediate_base, replay_from
 from subclassaot.runtime.steps import (
-    base_write_hidden,
     epilogue_write_hidden,
     graph_example_inputs,
     own_accumulator_inputs,
@@ -40,7 +39,6 @@ from subclassaot.runtime.steps import (
 from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
-    DenseIndex,
     DenseLayout,
     FlatInputs,
     GraphOutputs,
@@ -2356,8 +2354,6 @@ def records_as_eager(
         )
     except Exception:  # a program the check cannot run: the Function stands
         return False
-    if _updates_gain_history(flat, layout, analysis, updates):
-        return False
     # (an input whose counter the runtime moves after the graph ran, where eager's program moved it before its reads
     # saved it, `x.set_(x)`: the graph's saved input would fail eager's version check in the backward)
     bumped = {storage_key(dense[j]) for j, m in enumerate(analysis.mutations) if m.version_bumped}
@@ -2407,29 +2403,6 @@ def _graph_run(
         bases = fresh[graph_outputs.num_fresh :]
         updates = list(zip(graph_outputs.updates, graph_outs, strict=False))
         return dense, saved, _compiled_outputs(analysis.outputs, (fresh, bases), values), updates
-
-
-def _updates_gain_history(
-    flat: FlatInputs, layout: DenseLayout, analysis: Analysis, updates: Sequence[tuple[InputUpdate, object]]
-) -> bool:
-    """Does the graph's run give an input update history (a value computed from a new leaf: the program wrote it
-    inside inference_mode, where autograd records nothing, grad mode on or off) where eager leaves every input it
-    writes requiring no grad (`_writes_outside_autograd` lets those through)? The epilogue's copy of it, made with grad
-    where a write of the program was (one that required no grad then), would give the inputs a history eager's have
-    not."""
-    for update, value in updates:
-        if not isinstance(value, torch.Tensor) or not value.requires_grad:
-            continue
-        target = layout.graph_inputs[update.target] if update.kind is UpdateKind.BASE else update.target
-        if isinstance(target, AliasGroupRef):
-            members = layout.groups[target.group].members
-            hidden = base_write_hidden(analysis.mutations, members)
-        else:
-            members, hidden = (DenseIndex(target),), epilogue_write_hidden(analysis.mutations[target], update.kind)
-        owners = {flat.tensor_indices.index(layout.leaves[j].owner) for j in members}
-        if not hidden and not any(analysis.requires_grad_after[i] for i in owners):
-            return True
-    return False
 
 
 def _as_found(t: torch.Tensor) -> tuple[object, ...]:

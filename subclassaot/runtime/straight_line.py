@@ -687,7 +687,9 @@ def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, fin
     after the copies (every written leaf is in `EpiloguePlan.versions`) sets the counter from the one read before the
     call, whatever the copy did to it, and nothing between reads it."""
     m = plan.analysis.mutations[j]
-    hidden = _hidden_write(m, final=final)
+    owner = plan.flat.tensor_indices.index(plan.layout.leaves[j].owner)
+    # (an input eager leaves requiring no grad: no write of its recorded history: call._ends_requiring_no_grad)
+    hidden = _hidden_write(m, final=final) or not plan.analysis.requires_grad_after[owner]
     size, stride, _ = m.final_meta
     # No metadata change: the leaf has the layout its guards checked, and no repeated location where its strides
     # are nonzero numbers.
@@ -702,7 +704,6 @@ def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, fin
     # not either a copy under grad mode records nothing, so it needs no no_grad (which costs as much as the copy). One
     # that trains natively (Note [Training Without A Function]) may take an input that requires grad throughout and is
     # written hidden from autograd: a copy into it with grad mode on would raise.
-    owner = plan.flat.tensor_indices.index(plan.layout.leaves[j].owner)
     if call.direct is not None and j in plan.layout.graph_inputs and not plan.input_requires_grad[owner]:
         w.line("if v.requires_grad:")
         w.without_grad("x.copy_(v)", 2)
