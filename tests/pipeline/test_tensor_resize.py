@@ -21,6 +21,7 @@ from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
     DirtyAddSaved,
     DirtyScale,
+    SinFunction,
     TransposeSaved,
     assert_refused,
     leaf,
@@ -1953,6 +1954,34 @@ def test_grown_in_inference_mode_then_written_with_grad_into_an_input_refused(co
             make,
             compile_fn,
             r"carries a gradient: .*after resize_\(\) grew its storage with grad off \(inside a torch.inference_mode\(\)",
+        )
+
+
+def grown_under_no_grad_then_flagged_into_a_function(x: T, function: type[torch.autograd.Function]) -> object:
+    with torch.no_grad():
+        x.resize_((2,))
+        x.fill_(3.0)
+    x.requires_grad_()
+    return (function.apply(x),)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+
+
+@pytest.mark.parametrize("function", [TransposeSaved, SinFunction])
+@pytest.mark.parametrize("kind", ["leaf", "expand"])
+def test_grown_under_no_grad_then_read_by_a_custom_function_refused(
+    kind: str, function: type[torch.autograd.Function], compile_fn: CompileFn | None
+) -> None:
+    # fuzz seed 121009 #8138 (DIVERGED: x.grad [9., 9.] where eager's is [3., 6.], or of the size x came with): a
+    # custom Function's apply reads its input with grad while its ops run with grad off inside, so the rule above
+    # never saw the use; the apply is now the use, its outputs carry it (as the plain `x * 3` is refused)
+    def make() -> tuple[object, ...]:
+        return (torch.randn(1) if kind == "leaf" else torch.randn(()).expand((1,)),)
+
+    with torch.enable_grad():
+        assert_refused(
+            lambda x: grown_under_no_grad_then_flagged_into_a_function(x, function),
+            make,
+            compile_fn,
+            r"carries a gradient: args\[0\]: .*\.apply: uses with grad .*after resize_\(\) grew its storage",
         )
 
 

@@ -248,18 +248,25 @@ def _view_sources(record: SwapRecord, a: object, through_inference: bool = True)
 
 
 def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
+    """`hidden_grow_use` of an op of the program, noted for its call running now, whose results carry it
+    (`note_grad_through_hidden_grow`)."""
+    if record.hidden_grow_use is None:
+        record.hidden_grow_use = hidden_grow_use(record, func, args)
+
+
+def hidden_grow_use(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> str | None:
     """Note [Storage Swaps By Rebinding]: a use with grad of a leaf or view that requires grad (or of a view of it)
     after resize_() grew it with grad off (inside inference_mode, where eager allows it): eager's autograd then checks
     gradients against the grown size (a leaf's accumulator made at its next read, a view's history rebuilt), the
-    compiled backward against the size the tensor came with. Noted for the program's call running now, whose results
-    carry it (`note_grad_through_hidden_grow`). Not through a view taken inside inference_mode: eager's use of it
-    reaches no node, nor a use inside it, grad mode on or off (autograd records nothing there)."""
-    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled() or record.hidden_grow_use is not None:
-        return
+    compiled backward against the size the tensor came with: the message, None where there is none. Not through a
+    view taken inside inference_mode: eager's use of it reaches no node, nor a use inside it, grad mode on or off
+    (autograd records nothing there)."""
+    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
+        return None
     for t in (t for a in args for t in _view_sources(record, a, through_inference=False)):
         if record.hidden_grows.get(id(t)) is t:
             paths = record.input_paths.get(record.grown_root(storage_key(t)), ())
-            record.hidden_grow_use = (
+            return (
                 f"{''.join(p + ': ' for p in paths[:1])}{func}: uses with grad a tensor that requires grad (a leaf "
                 "or a view), or a view of it, after resize_() grew its storage with grad off (inside a "
                 "torch.inference_mode() block, or before the program made it require grad): eager's autograd then takes its gradient in the grown size, the compiled backward in the "
@@ -267,7 +274,7 @@ def check_reads_after_hidden_grow(record: SwapRecord, func: Any, args: tuple[Any
                 "of it with grad reaches an output or an input. Resize a .detach() of it, or grow it outside the "
                 "function"
             )
-            return
+    return None
 
 
 # dunder methods starting "__i" that only read (the others are the in-place operators)

@@ -137,6 +137,7 @@ from subclassaot.pipeline.rules.storage_reach import (
     check_strided_reach,
     check_write_through_base_strided,
     functional_frame_offset,
+    hidden_grow_use,
     note_absolute_view,
     note_escaping_view,
     note_grad_through_hidden_grow,
@@ -1968,15 +1969,27 @@ def _apply_noted(
                     record.storages_read_with_grad.add(storage_key(a))
     if not torch.is_grad_enabled():
         return function_outputs_as_eager(record, cls, args, kwargs)  # Note [Grad Mode And Autograd Reads]
+    # (its ops run with grad off inside: the apply is the use with grad of a tensor resize_() grew hidden from
+    # autograd, and its outputs that require grad carry it, as an op's do: Note [Storage Swaps By Rebinding])
+    use = hidden_grow_use(record, f"{cls.__name__}.apply", (*args, *kwargs.values())) if record.hidden_grows else None
+    carry = None if use is None else functools.partial(_carry_hidden_grow_use, record, use)
     if not record.releafable:
-        return None
+        return carry
     with no_torch_function():  # (the pipeline's reads, not the program's: a run under no_grad makes none)
         for a in (*args, *kwargs.values()):
             if isinstance(a, torch.Tensor) and a.requires_grad and id(a) not in record.data_sets:
                 record.grad_read.add(id(a))
     note_first_read(record, args, kwargs)
     note_reads_after_layout(record, args, kwargs, False)
-    return None
+    return carry
+
+
+def _carry_hidden_grow_use(record: SwapRecord, use: str, out: object) -> object:
+    """The outputs of an apply that used a grown tensor with grad, marked as carrying that use (`_apply_noted`)."""
+    for o in pytree.tree_leaves(out):
+        if isinstance(o, torch.Tensor) and o.requires_grad:
+            record.grad_through_hidden_grow[id(o)] = use
+    return out
 
 
 def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tensor, ...], recorded: bool) -> None:
