@@ -883,7 +883,9 @@ def check_writes_after_hidden_set(
                 "compiled backward writes the base's gradient through the overlapping one it came with and raises "
                 "(Note [History Kept Through .data =]). Call set_() with grad enabled, or write into a clone"
             )
-        if (onto_input or moved) and written_after:
+        # (onto another input's storage, its last swap: the writes take the `.data =` path, LeafMutation.assigned_write)
+        taken = onto_input and all(mutations[j].assigned_write is not None for j in layout.leaves_of_input[i])
+        if (onto_input or moved) and written_after and not taken:
             onto = "another input's storage" if onto_input else "a tensor the program computed"
             raise UnsupportedError(
                 f"{flat.leaves[flat.tensor_indices[i]].path} requires grad, and the program set_() it under no_grad "

@@ -1524,6 +1524,25 @@ def test_write_after_data_assignment_whose_backward_raises(compile_fn: CompileFn
         check_no_grad(fn, make, compile_fn)
 
 
+def test_write_after_data_assignment_sums_back_under_dynamic_shapes(compile_fn: CompileFn | None) -> None:
+    # a (3,) input assigned a (2, 3) one, then written with grad: eager's backward sums the write's gradient back to
+    # (3,) (AssignedWrite.AFTER). Under dynamic=True each input's dims get their own symbol, (s1,) and (s0, s1'), which
+    # are not equal as expressions: the write was taken for one whose backward raises (AFTER_RAISING), and the
+    # compiled call gave the leaf behind x0 a zero gradient. Sizes are compared at their hints now, under a guard (a
+    # call whose sizes disagree compiles anew)
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        x0.mul_(2.0)
+        return (x0,)
+
+    def make_inputs(size: int, rows: int) -> Callable[[], tuple[object, ...]]:
+        return lambda: (nonleaf(size), torch.randn(rows, size))
+
+    for size, rows in ((3, 2), (5, 4)):
+        with torch.enable_grad():
+            assert_matches_eager(f, make_inputs(size, rows), compile_fn=compile_fn, compile_kwargs={"dynamic": True})
+
+
 def _write_after_data_from_a_self_set(x0: T, x1: T, x2: T, x3: T) -> object:
     del x3  # (passed, untouched: a leaf nothing holds back)
     x1.data = x0

@@ -17,6 +17,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyAddSaved,
     SinFunction,
     ViewAsAndRowOfOwnTensor,
     assert_refused,
@@ -120,20 +121,64 @@ def test_view_of_set_intermediate_used_by_the_graph(compile_fn: CompileFn | None
         assert_matches_eager(f, lambda: (nonleaf(4), torch.randn(4)), compile_fn=compile_fn)
 
 
-_WRITE_AFTER_SET_RULE = "set_\\(\\) it under no_grad to another input's storage and then wrote it with grad enabled"
+def _set_then_fill(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        set_to(x1, x0)
+    x1.fill_(2.0)
+    return (x1,)
 
 
-def test_write_with_grad_after_no_grad_set_is_refused(compile_fn: CompileFn | None) -> None:
-    # fuzz seed 7000 #29: eager's fill_ is recorded on args[1]'s history (its gradient is zeros); ours gave the
-    # leaf behind args[1] the output's gradient
-    def f(x0: T, x1: T) -> object:
-        with torch.no_grad():
-            set_to(x1, x0)
-        x1.fill_(2.0)
-        return (x1,)
+def _inference_set_then_mul(x0: T, x1: T) -> object:
+    with torch.inference_mode():
+        x1.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    x1.mul_(0.5)
+    return ()
 
-    with torch.enable_grad():
-        assert_refused(f, lambda: (torch.randn((3, 4)), nonleaf(4)), compile_fn, _WRITE_AFTER_SET_RULE)
+
+def _set_then_dirty_add(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        set_to(x1, x0)
+    DirtyAddSaved.apply(x1, x1)  # type: ignore[no-untyped-call]  # untyped in torch
+    return (x1,)
+
+
+def _set_then_write_through_view(x0: T, x1: T) -> object:
+    with torch.no_grad():
+        set_to(x1, x0)
+    x1[0].mul_(2.0)
+    return (x1 * x0,)
+
+
+_WRITES_AFTER_SET_ONTO_INPUT: list[tuple[Callable[..., object], tuple[int, ...], tuple[int, ...]]] = [
+    (_set_then_fill, (3, 4), (4,)),
+    (_inference_set_then_mul, (), ()),
+    (_set_then_dirty_add, (), ()),
+    (_set_then_dirty_add, (2, 3), (3,)),
+    (_set_then_write_through_view, (2, 3), (2, 3)),
+]
+
+
+def _onto_and_nonleaf(onto: tuple[int, ...], shape: tuple[int, ...]) -> Callable[[], tuple[object, ...]]:
+    return lambda: (torch.randn(onto), nonleaf(*shape))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_write_with_grad_after_no_grad_set_onto_input(compile_fn: CompileFn | None, dynamic: bool) -> None:
+    # fuzz seed 7000 #29 (fill), seed 121008 #8577 (inference_mode), #8437 (a mark_dirty Function): a plain input
+    # that requires grad, set_() under no_grad (or inference_mode) onto another input's storage, then written with
+    # grad. Eager records the write on the history the input came with (a gradient summed back to its size at entry)
+    # and the set_() bumps its counter. Before, refused ("set_() it under no_grad to another input's storage and then
+    # wrote it with grad enabled"); it takes the `.data =` path now (Note [History Kept Through .data =]), and
+    # dynamic=True sums the gradient back where the two inputs' sizes agree (a zero gradient before, with `.data =`
+    # too)
+    for f, onto, shape in _WRITES_AFTER_SET_ONTO_INPUT:
+        with torch.enable_grad():
+            assert_matches_eager(
+                f,
+                _onto_and_nonleaf(onto, shape),
+                compile_fn=compile_fn,
+                compile_kwargs={"dynamic": dynamic},
+            )
 
 
 @pytest.mark.parametrize("returned", [True, False])

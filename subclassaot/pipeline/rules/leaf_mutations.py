@@ -25,6 +25,7 @@ from dataclasses import replace
 
 import sympy
 import torch
+from torch.fx.experimental.symbolic_shapes import guard_bool
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
@@ -528,17 +529,19 @@ def _in_subclass(i: int, layout: DenseLayout) -> bool:
 #   found it (`Analysis.raising_write_blocks`, read from eager's graph on static fakes; runtime/steps.py's
 #   `blocking_holder`). Refused where that graph reaches an input apart from the raising node (a second write after
 #   it), whose gradient eager may accumulate before the raise.
+#   A set_() under no_grad onto another input's storage, the last swap, is one autograd sees no more than a `.data =`:
+#   writes with grad after it take this path too (it bumps x0's counter, as the epilogue's repeated set_() does).
 #   Writes with grad before the last `.data =` are on x0's history too, kept by the trace's stand-in across its
 #   rebinding as by eager's tensor: a FINAL update the same way (KEPT) where no in-place view op relaid x0 and its size
 #   at entry expands to its last. Where no write with grad follows the last `.data =` (LeafMutation.kept_at_entry)
 #   and the assigned layout repeats one memory location (`x0.add_(x0); x0.data = x0.expand(2, 3)`), eager's node is
 #   still the write's, at the entry layout: the epilogue copies the FINAL in with the input relaid, below autograd, at
 #   one element per location, not into a narrowing of it (a CopySlices over a repeated layout, whose backward raises).
-#   Refused: other writes before it (BEFORE), an in-place view op after it (RESHAPED),
-#   in-place view ops with grad and a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad set_()
-#   onto another storage (and subclass kin; through the input or any view of it, taken before the set_() or after:
-#   eager records each on the input's history by CopySlices, and an input that is a view has its history regenerated
-#   from its base's, which recorded the write at the view's new layout), and writes with grad before a no_grad set_()
+#   Refused: other writes before it (BEFORE), an in-place view op after it (RESHAPED), in-place view ops with grad and
+#   a `.data =` but no write with grad (VIEWED), writes with grad after a no_grad set_() onto a storage the program
+#   computed (and subclass kin; through the input or any view of it, taken before the set_() or after: eager records
+#   each on the input's history by CopySlices, and an input that is a view has its history regenerated from its base's,
+#   which recorded the write at the view's new layout), and writes with grad before a no_grad set_()
 #   onto another storage that is the last swap (SET_BEFORE: the epilogue's copy into the old storage runs below
 #   autograd, so the input kept the history it came with). Subclass inputs: Note [Inputs Written In Training].
 # - Plain views assigned after a write (`t0 = x0.diagonal(1, 0, 1); x1.mul_(-1.0); t0.data = x0; return t0`, x0 a view
@@ -554,20 +557,22 @@ def _in_subclass(i: int, layout: DenseLayout) -> bool:
 
 def assigned_write(i: int, run: FunctionalRun, in_subclass: bool, storage_changed: bool) -> AssignedWrite | None:
     """Note [History Kept Through .data =]: when plain input leaf `i`, which requires grad at the end and was
-    assigned `.data =`, was written with grad through itself or a view of it, against its last assignment; None
-    where it was not, or the rule does not apply."""
+    assigned `.data =` (or set_() under no_grad onto another storage, its last swap), was written with grad through
+    itself or a view of it, against its last assignment; None where it was not, or the rule does not apply."""
     final, swaps = run.finals[i], run.swaps
     if in_subclass or not final.requires_grad:
         return None
-    if id(final) not in swaps.swapped_by_data:
-        return _written_before_no_grad_set(final, swaps, storage_changed)
-    assigned, written = swaps.data_sets.get(id(final)), swaps.family_visible_seq.get(swaps.family_of(final))
+    by_data = id(final) in swaps.swapped_by_data
+    assigned = swaps.data_sets.get(id(final)) if by_data else _no_grad_set(final, swaps, storage_changed)
+    written = swaps.family_visible_seq.get(swaps.family_of(final))
     if assigned is None:
         return None
     if written is None:  # Note [History Kept Through .data =]
-        viewed = storage_changed and any(r.grad_enabled for r in swaps.inplace_views.get(id(final), []))
+        viewed = by_data and storage_changed and any(r.grad_enabled for r in swaps.inplace_views.get(id(final), []))
         return AssignedWrite.VIEWED if viewed else None
     if written < assigned[0]:
+        if not by_data:
+            return AssignedWrite.SET_BEFORE
         return AssignedWrite.KEPT if _history_at_entry_layout(i, run, final) else AssignedWrite.BEFORE
     if any(r.seq > assigned[0] for r in swaps.inplace_views.get(id(final), [])):
         return AssignedWrite.RESHAPED
@@ -584,14 +589,14 @@ def _history_at_entry_layout(i: int, run: FunctionalRun, final: torch.Tensor) ->
     return not run.swaps.inplace_views.get(id(final)) and _expands_to(run.originals[i].shape, final.shape)
 
 
-def _written_before_no_grad_set(final: torch.Tensor, swaps: SwapRecord, storage_changed: bool) -> AssignedWrite | None:
-    """Note [History Kept Through .data =]: SET_BEFORE where the last swap of `final` (a plain input leaf that requires
-    grad) was a set_() under no_grad onto another storage, after a write with grad through it or a view of it."""
+def _no_grad_set(final: torch.Tensor, swaps: SwapRecord, storage_changed: bool) -> tuple[int, bool] | None:
+    """Note [History Kept Through .data =]: the record of the last swap of `final` (a plain input leaf that requires
+    grad) where it was a set_() under no_grad onto another storage (none under grad): autograd sees it no more than a
+    `.data =`; eager's set_() bumps the counter, which the epilogue's repeated set_() does too."""
     last_set = swaps.plain_sets.get(id(final))
     if not storage_changed or last_set is None or last_set[1] or id(final) in swaps.grad_set_ids:
         return None
-    written = swaps.family_visible_seq.get(swaps.family_of(final))
-    return AssignedWrite.SET_BEFORE if written is not None and written < last_set[0] else None
+    return last_set
 
 
 def check_assigned_writes(
@@ -654,11 +659,13 @@ def _view_relaid(flat: FlatInputs, i: int, m: LeafMutation) -> bool:
 
 
 def _expands_to(recorded: Sequence[int | torch.SymInt], size: Sequence[int | torch.SymInt]) -> bool:
-    """Autograd sums a gradient of `size` back to `recorded` (dims compared as expressions: equal, or 1)."""
+    """Autograd sums a gradient of `size` back to `recorded` (each dim 1 or equal). Symbolic dims are compared at
+    their hints, under a guard: two symbols of one value (dynamic=True gives each input's dims their own) are not
+    equal as expressions, yet eager's engine sums back where their values agree."""
     if len(recorded) > len(size):
         return False
     pairs = zip(reversed(recorded), reversed(size), strict=False)
-    return all((r := symint_expr(d)) == 1 or r == symint_expr(n) for d, n in pairs)
+    return all(guard_bool(r == 1) or guard_bool(r == n) for r, n in pairs)
 
 
 def assigned_with_history(value: torch.Tensor, run: FunctionalRun) -> bool:
