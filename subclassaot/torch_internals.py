@@ -34,7 +34,7 @@ from torch._subclasses.fake_tensor import (
     _DispatchCacheKey,
     in_kernel_invocation_manager,
 )
-from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode, disable_functional_mode
 from torch._subclasses.meta_utils import MetaConverter
 from torch.autograd.graph import GradientEdge
 from torch.fx._lazy_graph_module import _LazyGraphModule, _use_lazy_graph_module
@@ -556,43 +556,40 @@ def _elem(t: torch.Tensor) -> torch.Tensor:
     return t.elem
 
 
-def keep_neg_bit_of_written(x: torch.Tensor, views: object) -> None:
-    """Give the FunctionalTensors `views` a view op just took of FunctionalTensor `x` eager's negative bit. A write
-    into `x` replaces the value functionalization keeps for it with one without the bit (the math-bit fallback's
-    `copy_`), while `x` keeps its own; a view is made of that value and took its bits, where eager's view takes those
-    of `x` (`x.mul_(3)` of `c.conj().imag`, then `x[0].is_neg()`, or batch_norm's running stats in `x[0]`: the
-    fallback runs it on copies of them, its update discarded). Each view is toggled as `x` is off its value. Not the
-    conjugate bit: ops that read it toggle it (`x.imag` is `view_as_real(x._conj())`), and a `_conj` of the value
-    without it gave one that view_as_real() refuses (`x.mul_(2); x.imag` of `c.conj()` fails so in the trace)."""
-    value = torch._from_functional_tensor(x.elem)  # type: ignore[attr-defined]  # FunctionalTensor.elem, untyped
-    if x.is_neg() != value.is_neg():
-        for view in pytree.tree_leaves(views):
-            for t in (view, view.elem) if isinstance(view, FunctionalTensor) else ():
-                torch._C._set_neg(t, not t.is_neg())
-
-
-def keep_conj_bit_of_written(args: object) -> None:
-    """Give each complex FunctionalTensor among `args` (an op's operands, before it runs) a value whose conjugate bit
-    is its own. A write into `x` with the bit (`c.conj()`) leaves functionalization a value of the same elements
-    without it (the math-bit fallback's `copy_`), and views replay onto that value: `x.imag`, which is
-    `view_as_real(x._conj())`, took view_as_real() of a tensor with the bit (eager's has none) and the trace crashed,
-    and `x[0].is_conj()` read False. The value is replaced (committed as the tensor's update, so views taken after
-    replay onto it) by one with the tensor's bit over the same elements. Not a view whose base lost the bit: its
-    sync replays onto the base first: writes through real views of it are not handled."""
-    from torch._subclasses.functional_tensor import disable_functional_mode
-
+def keep_bits_of_written(args: object) -> None:
+    """Give each FunctionalTensor among `args` (an op's operands, after it ran; the written first) a value with its own
+    conjugate and negative bits. A write into `x` with a bit leaves functionalization a value without it (the math-bit
+    fallback's `copy_`), which its views and base replay onto: `x.imag` (`view_as_real(x._conj())`) crashed, views'
+    is_conj()/is_neg() read False, batch_norm updated running stats in `x[0]` that eager's fallback copies. The value
+    is replaced by one with its bits over the same elements, committed as its update."""
     for x in pytree.tree_leaves(args):
-        if not (isinstance(x, FunctionalTensor) and x.is_complex()):
+        if not isinstance(x, FunctionalTensor):
             continue
         torch._functionalize_sync(x.elem)
         value = torch._from_functional_tensor(x.elem)
-        if value.is_conj() == x.is_conj():
-            continue
-        with disable_functional_mode():
-            fixed = torch._conj(torch.conj_physical(value)) if x.is_conj() else value.resolve_conj()
-        torch._functionalize_replace(x.elem, fixed)
-        torch._functionalize_commit_update(x.elem)
-        torch._functionalize_sync(x.elem)
+        if (value.is_conj(), value.is_neg()) != (x.is_conj(), x.is_neg()):
+            with disable_functional_mode():  # (clone() resolves the bits: a copy of the elements read through them)
+                fixed = with_bits(with_bits(value, x.is_conj(), x.is_neg()).clone(), x.is_conj(), x.is_neg())
+            torch._functionalize_replace(x.elem, fixed)
+            torch._functionalize_commit_update(x.elem)
+            torch._functionalize_sync(x.elem)
+
+
+# View ops functionalization writes back by a scatter into the viewed value, whose result has none of its bits.
+_SCATTERED_VIEWS = frozenset(getattr(torch.ops.aten, n) for n in ("slice", "select", "diagonal", "split", "unbind"))
+
+
+def view_keeping_bits(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """View op `func` of FunctionalTensor args[0] with a math bit, its write-back a scatter: taken of args[0] without
+    bits, its outputs given them back. The scatter into a value with a bit gave one without, and the toggles above it
+    gave the storage's value a bit (`x[1:].real.mul_(3)` of `x = c.conj()`: `x.imag` then crashed in view_as_real)."""
+    x = args[0] if args else None
+    if not (
+        isinstance(x, FunctionalTensor) and func.overloadpacket in _SCATTERED_VIEWS and (x.is_conj() or x.is_neg())
+    ):
+        return func(*args, **kwargs)
+    out = func(without_bits(x), *args[1:], **kwargs)
+    return pytree.tree_map_only(torch.Tensor, lambda o: with_bits(o, x.is_conj(), x.is_neg()), out)
 
 
 def has_view_chain(t: torch.Tensor) -> bool:

@@ -67,6 +67,8 @@ from subclassaot.torch_internals import (
     storage_key,
     take_creation_meta,
     to_functional,
+    with_bits,
+    without_bits,
 )
 
 DATA_DEPENDENT_MESSAGE = (
@@ -931,6 +933,8 @@ def _strided_clone(t: torch.Tensor, own_root: bool = False) -> torch.Tensor:
     A size-1 dim keeps its stride, 0 included: eager's views of the input show it (`x.transpose(0, 1)` of a (1, 2)
     input with strides (0, 2) has strides (2, 0)), and a subclass output viewing the input is rebuilt from the layout
     traced here."""
+    if t.is_conj() or t.is_neg():  # (clone() resolves them: x.conj() of a conj input read as its own conjugate)
+        return with_bits(_strided_clone(without_bits(t), own_root), t.is_conj(), t.is_neg())
     shape, stride = list(t.shape), list(t.stride())
     once = [1 if _known(st == 0) else s for s, st in zip(shape, stride, strict=True)]
     if _static(shape, stride) and once != shape:  # (an expanded input: its stride-0 dims are of size 1 in `once`)

@@ -193,8 +193,7 @@ from subclassaot.torch_internals import (
     is_nested_int,
     is_no_grad_view,
     is_view_op,
-    keep_conj_bit_of_written,
-    keep_neg_bit_of_written,
+    keep_bits_of_written,
     mark_inference_mode_view,
     marks_dirty_noted,
     module_with_backward_hooks_applying,
@@ -386,10 +385,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         outs_before = out_argument_sizes(func, args, kwargs) if counted is not None else []
         self.record.dispatching += 1  # its autograd reads are no program's (Note [Grad Mode And Autograd Reads])
         try:
-            keep_conj_bit_of_written((args, kwargs))
             out = self._dispatch(func, types, args, kwargs)
-            if is_view_op(func) and args and is_functional(args[0]):
-                keep_neg_bit_of_written(args[0], out)
+            keep_bits_of_written((args, kwargs))
         finally:
             self.record.dispatching -= 1
         check_out_resize(self.record, func, outs_before)

@@ -56,6 +56,7 @@ from subclassaot.torch_internals import (
     set_wrapper_metadata,
     storage_key,
     sym_min,
+    view_keeping_bits,
 )
 
 if TYPE_CHECKING:
@@ -321,7 +322,7 @@ def call_with_eager_layouts(func: Any, args: tuple[Any, ...], kwargs: dict[str, 
     if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten" or schema is None:
         return func(*args, **kwargs)
     if is_view_op(func) and not schema.is_mutable:
-        out = func(*args, **kwargs)
+        out = view_keeping_bits(func, args, kwargs)
         if args and _drifted(args[0]):
             _give_eager_view_strides(func, args, kwargs, out)
         return out
