@@ -804,7 +804,7 @@ class _NewLeafFlags(TorchFunctionMode):
         can reach takes them, so what they show of autograd the caller cannot see (Note [Training Without A
         Function])."""
         gc.collect()
-        return frozenset(k for k, refs in enumerate(self.results) if refs and all(r() is None for r in refs))
+        return frozenset(k for k, refs in enumerate(self.results) if refs and all(_shows_none(r()) for r in refs))
 
     def _makes_leaf(self, t: torch.Tensor) -> bool:
         """(a view requiring grad only through its base, never flagged before, gets a flag of its own: a new leaf)"""
@@ -813,6 +813,13 @@ class _NewLeafFlags(TorchFunctionMode):
         if any(t is i for i in self.inputs) or any(t is f for f in self.flagged):
             return False
         return not t.requires_grad or requires_grad_through_base(t)
+
+
+def _shows_none(t: torch.Tensor | None) -> bool:
+    """Is an op's result dead (`_NewLeafFlags.dead_entries`), or a tensor of a dtype autograd records no history of
+    (integer or bool: `max()`'s indices) that is no view? Such a tensor shows its values alone, which no flag changes,
+    and reaches no tensor of the program's (no `._base`, no history)."""
+    return t is None or not (t.is_floating_point() or t.is_complex() or t._is_view())
 
 
 def _held_back(args: tuple[Any, ...], setter: bool) -> object:

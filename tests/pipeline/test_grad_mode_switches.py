@@ -9476,3 +9476,78 @@ def test_subclass_input_set_onto_itself_with_grad_then_made_to_require_grad_refu
         return (x * 2,)
 
     refused_with_grad(f, lambda: (pair(2, 3),), compile_fn, "cannot order the write")
+
+
+def _contiguous_then_flag_then_resized_in_inference_mode(x: T) -> object:
+    # (seed 121008 #2408: x.contiguous() of a contiguous x is x itself)
+    t0 = x.contiguous()
+    t0.requires_grad = True
+    with torch.inference_mode():
+        t0.resize_((3,))
+        t0.fill_(0.5)
+    return ()
+
+
+def _contiguous_and_to_then_flag_then_read(x: T) -> object:
+    t0 = x.contiguous()
+    y = t0.to(torch.float32)
+    t0.requires_grad_()
+    return (t0 * 2, y)
+
+
+def _contiguous_view_then_base_flagged(x0: T, x1: T) -> object:
+    t0 = x1.contiguous()
+    x0.requires_grad_()
+    return (t0 * 2, x1.contiguous())
+
+
+_RETURNS_ITS_ARGUMENT: dict[str, tuple[Callable[..., object], Make]] = {
+    "resized-in-inference_mode": (_contiguous_then_flag_then_resized_in_inference_mode, lambda: (torch.randn(()),)),
+    "read": (_contiguous_and_to_then_flag_then_read, lambda: (torch.randn(3),)),
+    "view-input": (_contiguous_view_then_base_flagged, lambda: (lambda b: (b, b[:2]))(torch.randn(3))),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_RETURNS_ITS_ARGUMENT))
+def test_flag_after_a_call_that_returns_its_argument(compile_fn: CompileFn | None, program: str) -> None:
+    """requires_grad_() on an input after an op with grad on that returned that very tensor (contiguous() of a
+    contiguous tensor, to() its own dtype): eager computed nothing from it, the result is the input, so the flag is
+    no flag after a read with grad (was refused as computed from before the flag)."""
+    f, make = _RETURNS_ITS_ARGUMENT[program]
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, after_call=write_outputs, compile_fn=compile_fn)
+
+
+def _leaf_maxed_with_grad_in_a_no_grad_call(x: T) -> object:
+    # (seed 121008 #2530, called under no_grad)
+    t0 = x.unsqueeze(-2)
+    t0.requires_grad_()
+    with torch.set_grad_enabled(True):
+        _, t2 = t0.max(0, keepdim=True)
+    t3, _ = t0.sort(0, descending=True)
+    return (t3, t2)
+
+
+def _leaf_maxed_indices_returned(x: T) -> object:
+    t0 = x * 2
+    t0.requires_grad_()
+    _, i = t0.max(0)
+    return (i, x + 1)
+
+
+_INDICES_OF_A_NEW_LEAF: dict[str, tuple[Callable[[T], object], bool, str]] = {
+    "no_grad_call-eager": (_leaf_maxed_with_grad_in_a_no_grad_call, False, "eager"),
+    "grad_call-inductor": (_leaf_maxed_indices_returned, True, "inductor"),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_INDICES_OF_A_NEW_LEAF))
+def test_new_leaf_seen_only_through_integer_results(program: str) -> None:
+    """A new leaf (requires_grad_() on an intermediate with grad on) whose only results that outlive the program are
+    integer tensors no view (max()'s indices): autograd records no history of those, and their values are the same
+    with the flag or without, so the caller sees nothing of the leaf; the call is held back (Note [Training Without
+    A Function]). Was refused as a new leaf the graph's run must make."""
+    f, grad, backend = _INDICES_OF_A_NEW_LEAF[program]
+    with torch.set_grad_enabled(grad):
+        assert_matches_eager(f, lambda: (torch.randn(4),), backend=backend)
