@@ -51,6 +51,8 @@ from subclassaot.pipeline.analyze import (
     check_gained_grad,
     check_sets_before_gaining_grad,
     check_written_inputs_gaining_grad,
+    cloned_bases,
+    grouped_own_leaves,
 )
 from subclassaot.pipeline.analyze_training import (
     check_multi_output_view_inputs,
@@ -1285,16 +1287,21 @@ def _trace_inference(training: bool, prog: _Program, layout: DenseLayout, analys
             return _inference_of(prog, layout, analysis)
     except GradReenabledError as e:
         no_grad_error = e
+    # (as the analysis ran it: its non-leaf inputs, subclasses and synthetic bases that require grad, run as clones)
+    bases = cloned_bases(prog.flat, layout, prog.fakes, grouped_own_leaves(prog.flat, layout, own_leaves_of(analysis)))
     try:
         with torch.enable_grad():
-            return _inference_of(prog, layout, analysis)
+            return _inference_of(prog, layout, analysis, (prog.nonleaf, bases))
     except Exception:
         raise no_grad_error from no_grad_error.__cause__  # (the refusal names the no_grad trace's error)
 
 
-def _inference_of(prog: _Program, layout: DenseLayout, analysis: Analysis) -> TracedGraph:
+def _inference_of(
+    prog: _Program, layout: DenseLayout, analysis: Analysis, clones: tuple[frozenset[int], frozenset[int]] | None = None
+) -> TracedGraph:
     return trace_inference(
-        prog.call, prog.flat, layout, analysis, prog.dense_fakes, prog.fakes, prog.fake_mode, prog.decompositions
+        *(prog.call, prog.flat, layout, analysis, prog.dense_fakes, prog.fakes, prog.fake_mode, prog.decompositions),
+        clones=clones,
     )
 
 

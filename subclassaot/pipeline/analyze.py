@@ -245,17 +245,9 @@ def analyze(
             flat,
             lambda views: analyze(*args, own_base_views=views, hold=hold, own_leaves=own_leaves, eager=eager),
         )
-    # (of its layout's alias groups: an untouched group traced apart has none)
-    grouped = {layout.leaves[m].owner for g in layout.groups for m in g.members}
-    given = frozenset(i for i in own_leaves or () if flat.tensor_indices[i] in grouped)
+    given = grouped_own_leaves(flat, layout, own_leaves)
     graph_fakes = graph_example_inputs(layout, dense_fakes, own_stand_in_leaves(flat, layout, user_fakes, given))
-    # A synthetic base that requires grad runs as a clone, as in the backward trace (Note [Aliased Inputs In
-    # Training]): an in-place op on a member then happens to a non-leaf, as in eager.
-    grad_groups = frozenset(
-        grad_bases(layout, user_fakes, own_stand_ins(flat, layout, user_fakes, given))
-        if torch.is_grad_enabled()
-        else ()
-    )
+    grad_groups = cloned_bases(flat, layout, user_fakes, given) if torch.is_grad_enabled() else frozenset()
     with fake_mode:
         for k in grad_groups:
             graph_fakes[k] = graph_fakes[k].detach().requires_grad_(True)
@@ -286,6 +278,21 @@ def analyze(
         examples = _tangent_examples(layout, run, facts.mutations, user_fakes) if same else None
     analysis = _analysis(call, flat, layout, user_fakes, own_base_views, facts)
     return analysis if examples is None else replace(analysis, tangent_examples=examples)
+
+
+def grouped_own_leaves(flat: FlatInputs, layout: DenseLayout, own_leaves: frozenset[int] | None) -> frozenset[int]:
+    """`own_leaves` of the layout's alias groups (an untouched group traced apart has none)."""
+    grouped = {layout.leaves[m].owner for g in layout.groups for m in g.members}
+    return frozenset(i for i in own_leaves or () if flat.tensor_indices[i] in grouped)
+
+
+def cloned_bases(
+    flat: FlatInputs, layout: DenseLayout, user_fakes: Sequence[torch.Tensor], given: frozenset[int]
+) -> frozenset[int]:
+    """The synthetic bases that require grad, which a run with grad on takes as clones, as the backward trace
+    does (Note [Aliased Inputs In Training]): an in-place op on a member then happens to a non-leaf, as in eager.
+    `given`: `grouped_own_leaves`."""
+    return frozenset(grad_bases(layout, user_fakes, own_stand_ins(flat, layout, user_fakes, given)))
 
 
 def _tangent_examples(

@@ -71,7 +71,8 @@ if TYPE_CHECKING:
 #   for calls under no_grad. A training compile that needs its inference graph (Note [Training Through A Joint Graph])
 #   traces it under no_grad; where the program turns grad on inside and that trace fails so (a view it took there is a
 #   no_grad view, written through its base and then used with grad on), the graph is traced again with grad on, as
-#   eager runs the program and the analysis ran it; refused where that fails too.
+#   eager runs the program and the analysis ran it (subclass inputs and synthetic bases that require grad run as
+#   clones, non-leaves as eager's: a leaf stand-in raises on the first write); refused where that fails too.
 # - A program may switch grad mode for good (`torch.set_grad_enabled(False)` called, not entered): every run of it in
 #   the compile is put back in the compile's mode after it, and where the analysis's run left another mode than the
 #   caller's, the entry leaves that mode behind after each call, as eager's program does.

@@ -177,12 +177,19 @@ def trace_inference(
     user_fakes: Sequence[torch.Tensor],
     fake_mode: torch._subclasses.fake_tensor.FakeTensorMode,
     decompositions: Mapping[torch._ops.OperatorBase, Callable[..., object]] | None = None,
+    clones: tuple[frozenset[int], frozenset[int]] | None = None,
 ) -> TracedGraph:
+    """`clones`: the inputs and the synthetic bases (graph inputs, made leaves of their own first) the run takes as
+    clones, as the analysis with grad on does (non-leaves, as eager's are), and its groups' own base views."""
     outputs = inference_outputs(layout, analysis)
+    clone_inputs, clone_bases = clones or (frozenset(), frozenset())
     updates = outputs.updates
     counts = {"fresh": 0, "bases": 0, "symints": 0}
 
     def graph_fn(*graph_values: torch.Tensor) -> list[object]:
+        graph_values = tuple(
+            v.detach().requires_grad_(True) if k in clone_bases else v for k, v in enumerate(graph_values)
+        )
         with new_functional_mode():
             run = run_functional(
                 call,
@@ -190,6 +197,9 @@ def trace_inference(
                 layout,
                 graph_values,
                 requires_grad_like=user_fakes,
+                clone_inputs=clone_inputs,
+                clone_graph_inputs=clone_bases,
+                own_base_views=clones is not None and analysis.own_base_views,
                 replay_reads=analysis.autograd_reads,
                 new_leaves=analysis.new_leaves,
                 no_grad_leaf_views=analysis.no_grad_leaf_views,

@@ -4340,6 +4340,65 @@ def test_enable_grad_region_failing_in_the_no_grad_forward_trace_matches_eager(
         assert_matches_eager(f, make(pair))
 
 
+def _written_then_set_with_grad(x: T) -> object:
+    x.mul_(x)
+    with torch.set_grad_enabled(True):
+        x.set_(x)  # type: ignore[call-overload]  # eager's backward through set_ raises: values from the inference trace
+    return ()
+
+
+def _set_with_grad_then_grown_in_inference(x: T) -> object:
+    x.add_(-1.0)
+    with torch.enable_grad():
+        x.set_(x)  # type: ignore[call-overload]  # the stubs list only storage overloads
+    with torch.inference_mode():
+        x.resize_((2,))  # (its storage grows: the input runs as a view of its whole storage, a synthetic base)
+        x.fill_(0.5)
+    return ()
+
+
+def _dirty_apply_with_grad_over_shared_storage(x0: T, x1: T) -> object:
+    with torch.set_grad_enabled(True):
+        t0, _ = DirtyAddSaved.apply(x0, x1)  # type: ignore[no-untyped-call]
+    t0.mul_(0.5)
+    return ()
+
+
+def _nested_two_tensor_non_leaf() -> tuple[object, ...]:
+    t = torch.randn(())
+    pair = TwoTensor(TwoTensor(t, t * 2), TwoTensor(-t, t + 1))  # type: ignore[no-untyped-call]  # untyped in torch
+    return (pair.requires_grad_().clone(),)
+
+
+def _plain_non_leaf() -> tuple[object, ...]:
+    return (torch.randn((), requires_grad=True).clone(),)
+
+
+def _non_leaf_and_its_detach() -> tuple[object, ...]:
+    b0 = torch.randn((), requires_grad=True).clone()
+    return (b0, b0.detach())
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (_written_then_set_with_grad, _nested_two_tensor_non_leaf),
+        (_set_with_grad_then_grown_in_inference, _plain_non_leaf),
+        (_dirty_apply_with_grad_over_shared_storage, _non_leaf_and_its_detach),
+    ],
+    ids=["subclass_non_leaf", "synthetic_base", "dirty_apply_over_shared_storage"],
+)
+def test_enable_grad_region_traced_with_grad_runs_non_leaves_as_eager(f: Callable[..., object], make: Make) -> None:
+    """The forward's values traced again with grad on (the no_grad trace failed in the enable_grad() region, above)
+    run each input that is a non-leaf in eager as the analysis does: a subclass input, and a synthetic base that
+    requires grad, as clones. Their stand-ins were leaves there (the write raised "a leaf Variable that requires grad
+    is being used in an in-place operation"; a member that is a view of a base leaf was refused by a rule of leaves
+    and views grown under inference_mode), where eager's and the analysis's are not. Fuzz seed 121009 #394, #2477,
+    #6589 (refused: "turns grad mode on inside")."""
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+
+
 def requires_grad_turned_on_then_off(x: T) -> object:
     x.requires_grad = True
     x.requires_grad = False  # fuzz seed 37100, program 297: the input ended requiring grad
