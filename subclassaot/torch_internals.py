@@ -187,7 +187,7 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # each view's chain root (the tensor its first view op read): Unfold as the as_strided view it is
+        # each view's chain root by its inner tensor, which rebind_functional moves to the wrapper (`chain_root`)
         self.view_roots = WeakIdKeyDictionary()
 
     def __torch_dispatch__(
@@ -223,32 +223,32 @@ class _FunctionalMode(FunctionalTensorMode):  # type: ignore[no-untyped-call]  #
         if apart:
             _regenerated_apart(func, apart)
         if is_view_op(func) and isinstance(args[0], FunctionalTensor):
-            found = self._root_of(args[0])
-            root = args[0] if found is None else found
+            root = self.view_roots.get(args[0].elem, args[0])  # type: ignore[no-untyped-call]  # unannotated in torch
             for view in out if isinstance(out, list | tuple) else (out,):
                 if isinstance(view, FunctionalTensor) and view is not args[0]:
-                    self.view_roots[view] = root
+                    self.view_roots[view.elem] = root
         return out
-
-    def _root_of(self, t: torch.Tensor) -> torch.Tensor | None:
-        found: torch.Tensor | None = self.view_roots.get(t)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
-        return found
 
     def _unfold_as_strided(self, x: torch.Tensor, dim: int, size: Any, step: Any) -> tuple[Any, ...]:
         """aten.as_strided's arguments for `aten.unfold(x, dim, size, step)`: of x's chain root where x is a view
         (Unfold as the as_strided view it is)."""
         sizes, strides = unfold_layout(x, dim, size, step)
-        root = self._root_of(x) if isinstance(x, FunctionalTensor) and has_view_chain(x) else None
-        if (
-            not isinstance(root, FunctionalTensor)
-            or has_view_chain(root)
-            or root.dtype != x.dtype
-            or root.is_neg()
-            or root.is_conj()
-            or storage_key(root) != storage_key(x)
-        ):
+        root = chain_root(x, self)
+        if root is None or any(t.is_neg() or t.is_conj() for t in (x, root)):
             return x, sizes, strides
         return root, sizes, strides, inner_storage_offset(x)
+
+
+def chain_root(x: torch.Tensor, mode: object = None) -> torch.Tensor | None:
+    """The head of FunctionalTensor `x`'s view chain, which the functional mode (`mode`, or the active one) made: the
+    tensor to take an as_strided() view of `x` from (Note [as_strided On Inputs]), of x's storage and dtype (its own
+    math bits: `with_bits`)."""
+    mode = mode or torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FUNCTIONAL)
+    if not isinstance(mode, _FunctionalMode) or not isinstance(x, FunctionalTensor) or not has_view_chain(x):
+        return None
+    root = mode.view_roots.get(x.elem)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+    same = isinstance(root, FunctionalTensor) and (root.dtype, storage_key(root)) == (x.dtype, storage_key(x))
+    return root if same else None
 
 
 # Out arguments an out= op resized.
@@ -303,11 +303,11 @@ def _expands_to_itself(args: tuple[Any, ...]) -> bool:
 # view of the same layout at x's own offset (relative, as unfold is), whose write-back (as_strided_scatter, Note
 # [In-Place Ops As Eager Runs Them]) stores each location once and leaves the rest of the base alone. An unfold of a
 # view is the as_strided of its chain's root at x's offset (functionalization writes back through an as_strided only
-# at the head of a chain: Note [as_strided On Inputs]): in the program the storage-swap mode takes it so, from the
-# root its record knows; in a backward (CopySlices replays a written view's chain on the gradient) this mode, from
-# the roots of the views it made. Autograd above this mode recorded the unfold itself. Not where x has a negative or conjugate bit and is not dense: torch's math-bit fallback runs the
-# as_strided_scatter on a dense resolved copy of x, in whose frame x's strides name other elements; such an unfold
-# stays functionalization's, exact where its windows tile the dim (`unfold_tiles`), refused written otherwise.
+# at the head of a chain: Note [as_strided On Inputs]), `chain_root`, in the program and in a backward (CopySlices
+# replays a written view's chain on the gradient) alike. Autograd above this mode recorded the unfold itself. Not
+# where x has a negative or conjugate bit and is not dense: torch's math-bit fallback runs the as_strided_scatter on
+# a dense resolved copy of x, in whose frame x's strides name other elements; such an unfold stays
+# functionalization's, exact where its windows tile the dim (`unfold_tiles`), refused written otherwise.
 
 
 def unfold_layout(x: torch.Tensor, dim: int, size: Any, step: Any) -> tuple[list[Any], list[Any]]:

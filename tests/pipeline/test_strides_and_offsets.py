@@ -2582,6 +2582,35 @@ def test_write_through_unfold_of_an_input_sharing_storage(
     check_with_grad(f, make_inputs, compile_fn)
 
 
+def test_as_strided_of_a_conj_view_written(compile_fn: CompileFn | None) -> None:
+    # the chain's head (t0) reads the storage without the view's conjugate bit: the as_strided() view is taken from
+    # the head and given x's bit back (a head of the same bits only: wrong values and is_conj() at bd64982c, refused
+    # "not the first view of its chain" with a view-root tracker that required them)
+    def f(x0: T) -> object:
+        t0 = x0 * 1.0
+        v = t0.conj().as_strided((2,), (1,), 1)
+        v.mul_(1j)
+        return (t0, v)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(6, dtype=torch.complex64),)
+
+    check_no_grad(f, make_inputs, compile_fn)
+    check_with_grad(f, make_inputs, compile_fn)
+
+
+def test_as_strided_of_a_view_of_another_dtype_written_refused(compile_fn: CompileFn | None) -> None:
+    # the chain's head reads the storage in another dtype: an as_strided() of it is not x's, and functionalization
+    # writes an as_strided() view back only from the head of its chain
+    def f(x0: T) -> object:
+        t0 = x0 * 1.0
+        t0.view(torch.int32).as_strided((2,), (1,), 1).fill_(7)
+        return (t0,)
+
+    with torch.no_grad():
+        assert_refused(f, lambda: (torch.randn(6),), compile_fn, "not the first view of its chain")
+
+
 def _imag_of_conj(*shape: int) -> T:
     # a view with a negative bit (`c.conj().imag`): strides 2 apart in the complex storage's reals, not dense
     return (torch.randn(shape) * (1 + 0.5j)).conj().imag

@@ -3494,3 +3494,39 @@ def test_a_grown_view_of_a_pair_output_refused(grad: bool, compile_fn: CompileFn
             compile_fn,
             r"grows this input's storage with resize_\(\) through",
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# An as_strided() view of an input that resize_() grew (fuzz seed 121007 #1891: refused "not the first view of its
+# chain"): the growth rebinds the input as an as_strided() view of a fresh grown tensor, which no tracker knew as the
+# head of its chain; an unfold is traced as the as_strided() view it is, taken from that head too.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _strided_view_of_grown(program: str) -> Callable[[T], object]:
+    def f(x0: T) -> object:
+        x0.resize_((29,))
+        x0.fill_(2.0)
+        if program == "unfold":  # windows apart: the elements between them keep their value
+            x0.unfold(0, 5, 6).fill_(-1.0)
+        elif program == "as_strided":
+            x0.as_strided((3, 5), (6, 1)).mul_(-1.0)
+        elif program == "unfold_of_a_slice":  # and a remainder past the last window, at an offset
+            x0[2:].unfold(0, 5, 6).mul_(-1.0)
+        else:  # #1891 itself: windows that overlap, written as any overlapping view is (refused, grown or not)
+            x0.unfold(0, 25, 2).fill_(-1.0)
+        return (x0 * 1.0,)
+
+    return f
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("program", ["unfold", "as_strided", "unfold_of_a_slice"])
+def test_strided_view_of_a_grown_input_written(program: str, grad: bool, compile_fn: CompileFn | None) -> None:
+    with torch.set_grad_enabled(grad):
+        _check(_strided_view_of_grown(program), _plain(3, 3, 3), compile_fn)
+
+
+def test_overlapping_unfold_of_a_grown_input_written_refused(compile_fn: CompileFn | None) -> None:
+    with torch.no_grad():
+        assert_refused(_strided_view_of_grown("overlapping"), _plain(3, 3, 3), compile_fn, "elements overlap in memory")

@@ -183,6 +183,7 @@ from subclassaot.torch_internals import (
     FunctionApplyNoted,
     autograd_sequence_nr,
     bumps_written_args,
+    chain_root,
     differentiates_inside_transform,
     dispatches_in_cpp,
     function_applies_noted,
@@ -631,12 +632,11 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         # chain's root as one.
         strided, strided_kwargs = ((args[0], *unfold_layout(*args)), {}) if func is _UNFOLD else (args, kwargs)
         source = self._as_strided_source(strided)
-        if func is _UNFOLD and resolved_in_another_layout(args[0]):
-            out = func(*args, **kwargs)  # (functionalization's unfold: Unfold as the as_strided view it is)
-            if not unfold_tiles(*args):
+        resolved = func is _UNFOLD and resolved_in_another_layout(args[0])
+        if resolved or (func is _UNFOLD and (source is args[0] or source.is_neg() or source.is_conj())):
+            out = func(*args, **kwargs)  # (the functional mode's: Unfold as the as_strided view it is)
+            if resolved and not unfold_tiles(*args):
                 self.record.untiled_unfolds.add(id(out))
-        elif func is _UNFOLD and (source is args[0] or source.is_neg() or source.is_conj()):
-            out = torch.ops.aten.as_strided.default(*strided)  # (at x's own offset)
         else:
             rest, strided_kwargs = strided_call_args(self.record, args[0], source, strided[1:], strided_kwargs)
             out = torch.ops.aten.as_strided.default(source, *rest, **strided_kwargs)
@@ -733,8 +733,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         meta = (once, list(x.stride()), x.storage_offset())
         # See Note [In-Place Ops As Eager Runs Them]: as_strided from the chain's root, which functionalization writes
         # back by one as_strided_scatter (a narrow at the end of the chain would scatter through the repeats)
-        own_root = self.record.view_root(x) is x and storage_key(x) not in self.record.alias_bases
-        root = x if own_root else self._as_strided_source((x, *meta))
+        root = self._as_strided_source((x, *meta))
         check_overlapping_input(self.record, x)
         if overlaps(root) and storage_key(root) not in self.record.alias_bases:
             raise UnsupportedError(
@@ -829,13 +828,12 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         """Note [as_strided On Inputs]: the tensor to take an as_strided view of, checked against the input's span."""
         x = args[0]
         check_strided_reach(self.record, args)
-        root = self.record.view_root(x)
         # as_strided's offsets are absolute: a view of the chain's root is the same view in eager, and
         # functionalization cannot write through as_strided at the end of a longer chain. Inputs that share storage
-        # are views of their synthetic base (Note [Synthetic Bases]): the root of their chains is that base.
-        root = self.record.alias_bases.get(storage_key(root), root)
-        same = root.dtype == x.dtype and storage_key(root) == storage_key(x)  # (`c.real`'s root reads complex)
-        return root if root is not x and is_functional(root) and same else x
+        # are views of their synthetic base (Note [Synthetic Bases]), one resize_() grew of the grown tensor (Note
+        # [Storage Swaps By Rebinding]): the root of their chains (`chain_root`).
+        root = chain_root(x)
+        return x if root is None else root
 
     def _grows(self, args: tuple[Any, ...]) -> bool:
         x, size = args[0], list(args[1])
