@@ -19,7 +19,7 @@ import subclassaot.pipeline.analyze
 import subclassaot.pipeline.joint
 import subclassaot.pipeline.trace
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline import backward_probe, functional_run
+from subclassaot.pipeline import backward_probe, late_originals
 from subclassaot.pipeline.backward_probe import eager_saves
 from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.inputs import unflatten_call
@@ -408,9 +408,9 @@ def _returns_its_input(x: T, y: T) -> object:
 @pytest.mark.parametrize(
     ("program", "make", "clones", "aliases"),
     [
-        (_read, _grad_inputs("plain"), 0, 1),  # x only read: run as itself, its own original (y's an alias)
+        (_read, _grad_inputs("plain"), 0, 0),  # x only read: run as itself, its own original (y unchanged: itself too)
         (_read, lambda: (torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()), 0, 0),
-        (_returns_its_input, _grad_inputs("plain"), 1, 2),  # x returned: its clone makes the output a fresh tensor
+        (_returns_its_input, _grad_inputs("plain"), 1, 1),  # x returned: its clone makes the output a fresh tensor
         (_write, lambda: (nonleaf(2, 2), torch.randn(2, 2).requires_grad_()), 1, 1),  # x written (y read: itself)
     ],
     ids=["read", "two_read", "returned", "written"],
@@ -424,8 +424,9 @@ def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
 ) -> None:
     # The joint trace runs each input gradients are taken for as a clone (Note [Training Through A Joint Graph]) but a
     # plain leaf the program only reads, in a program returning no input nor a view of one: that clone was a copy the
-    # partition dropped (compile time, issue 29); such a leaf is its own original too, where every other dense leaf's
-    # is an alias the graph drops. The clones make_fx traces and the aliases the joint trace makes, the same graphs'
+    # partition dropped (compile time, issue 29); such a leaf is its own original too, and so is every other leaf the
+    # program changes nothing of but the data (late_originals.py), but for one that requires grad (its original an
+    # alias the graph drops, made before the program runs). The clones make_fx traces and the aliases the joint trace makes, the same graphs'
     # values as eager's
     traced: list[object] = []
     proxy_call = proxy_tensor.proxy_call
@@ -451,7 +452,7 @@ def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
             in_joint[0] = False
 
     monkeypatch.setattr(proxy_tensor, "proxy_call", counted)
-    monkeypatch.setattr(functional_run, "functional_alias", counted_alias)
+    monkeypatch.setattr(late_originals, "functional_alias", counted_alias)
     monkeypatch.setattr(subclassaot.pipeline.joint, "trace_joint", joint_traced)
     with torch.enable_grad():
         assert_matches_eager(program, make, calls=1, backend=_graph_as_is)
