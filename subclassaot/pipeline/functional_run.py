@@ -170,8 +170,7 @@ def run_functional(
     hold: NewLeafHold | None = None,
     function_returns: tuple[tuple[int, ...], ...] | None = None,
     own_leaves: frozenset[int] = frozenset(),  # the first analysis's Analysis.own_leaf_inputs (`own_leaf_inputs`)
-    read_only: frozenset[int] = frozenset(),  # of clone_inputs: run uncloned (joint.py `_read_only_leaves`)
-    joint: bool = False,  # a joint trace's run: its outputs are differentiated (late_originals.py)
+    read_only: frozenset[int] | None = None,  # a joint trace's (None: no joint): of clone_inputs, those run uncloned
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
@@ -183,7 +182,7 @@ def run_functional(
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
-    late = _originals(layout, dense, uncloned, read_only, joint)
+    originals = (late := _originals(layout, dense, uncloned, read_only)).originals
     initial_metas, initial_wrapper_keys, initial_inner_wrappers = _initial_layouts(layout, user_tensors)
     initial_nodes: list[object | None] = [t.grad_fn for t in user_tensors]
     tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
@@ -191,14 +190,12 @@ def run_functional(
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous, hold=hold)  # (Note [Training Without A Function])
     _give_replays(record, replay_reads, new_leaves, (no_grad_leaf_views, input_base_leaf_views), function_returns)
-    record.pin(
-        (graph_fun, dense, late.originals, user_tensors, grad_leaves, detached)
-    )  # Note [Storage Swaps By Rebinding]
+    record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, {*viewed, *view_clone_inputs}, own_leaves)
-    _note_input_storages(record, flat, layout, graph_fun, dense, late.originals, user_tensors, moved)
+    _note_input_storages(record, flat, layout, graph_fun, dense, originals, user_tensors, moved)
     record.program_start_mark = autograd_sequence_mark()  # Note [set_ Under Grad]
-    with swap_modes(record, late.arm(record)):
+    with late.armed(record, flat, layout) as known, swap_modes(record, known):
         try:
             output = call(state, args, kwargs)
         except DataDependentError as e:
@@ -215,7 +212,6 @@ def run_functional(
             check_absolute_frames(record)  # Note [as_strided On Inputs]: the outputs read them
         if record.unwritten_storages:  # Note [Storage Swaps By Rebinding]
             check_unwritten_at_end(record, [o for o in pytree.tree_leaves(output) if isinstance(o, torch.Tensor)])
-    late.check_unchanged(record, flat, layout)
     _check_containers_unchanged(flat, values, (state, args, kwargs))
     return FunctionalRun(
         graph_inputs=graph_fun,
@@ -224,7 +220,7 @@ def run_functional(
         dense=dense,
         grad_leaves=grad_leaves,
         user_tensors=user_tensors,
-        originals=late.originals,
+        originals=originals,
         finals=_finals(layout, user_tensors),
         initial_metas=initial_metas,
         initial_wrapper_keys=initial_wrapper_keys,
@@ -240,8 +236,7 @@ def _originals(
     layout: DenseLayout,
     dense: list[torch.Tensor],
     uncloned: list[torch.Tensor],
-    read_only: frozenset[int],
-    joint: bool,
+    read_only: frozenset[int] | None,
 ) -> LateOriginals:
     """Each dense leaf's value as the program found it (`FunctionalRun.originals`): an alias, which keeps the value
     and layout the leaf had whatever the program does to the leaf, made late (late_originals.py: until then the leaf
@@ -250,7 +245,8 @@ def _originals(
     and the fake mode whose node the graph drops, is left out (its node's name taken, so that later nodes keep theirs:
     Note [Training Through A Joint Graph]). In a joint trace, a leaf that requires grad gets its alias before the
     program runs, as its autograd node's place in the backward's order (the order its gradients are summed in)."""
-    own = {j for i in read_only for j in layout.leaves_of_input[i] if dense[j] is uncloned[j]}
+    own = {j for i in read_only or () for j in layout.leaves_of_input[i] if dense[j] is uncloned[j]}
+    joint = read_only is not None
     return LateOriginals.of(dense, own, frozenset(j for j, d in enumerate(dense) if joint and d.requires_grad))
 
 
@@ -313,7 +309,7 @@ def _clone_inputs(
     user_tensors: list[torch.Tensor],
     requires_grad_like: Sequence[torch.Tensor] | None,
     which: tuple[frozenset[int], frozenset[int], dict[int, int]],
-    read_only: frozenset[int] = frozenset(),
+    read_only: frozenset[int] | None,
 ) -> tuple[dict[int, int | torch.SymInt], set[int], list[int], set[int]]:
     """Put clones of the inputs that run as a clone (`which`: those, those whose clone is a view, and those traced
     as views of another input) in their place in `user_tensors`, and the clones' leaves in `dense`; returns the
@@ -332,7 +328,7 @@ def _clone_inputs(
         # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
         # that shares storage with another keeps its inner tensors (Note [Aliased Inputs In Training]).
         original = user_tensors[i]
-        if i in read_only and i not in viewed and i not in view_clone_inputs and _clones_plainly(original):
+        if i in (read_only or ()) and i not in viewed and i not in view_clone_inputs and _clones_plainly(original):
             skip_node_name("clone")  # (the graph's later clones keep their names)
             continue
         clone = clones.get(id(original))

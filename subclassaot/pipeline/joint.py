@@ -282,7 +282,6 @@ def trace_joint(
                 replay_reads=setup.analysis.autograd_reads,
                 own_leaves=own_leaves_of(setup.analysis),
                 read_only=read_only,
-                joint=True,
             )
             stand_ins.update(id(t) for t, f in zip(run.user_tensors, setup.user_fakes, strict=True) if f.is_leaf)
             fw_outs = graph_output_values(run, setup.traced.outputs.updates, setup.analysis)[0]

@@ -16,6 +16,8 @@ no mode sees) is refused at the end of the run rather than given a late original
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -91,13 +93,16 @@ class LateOriginals:
         states = {j: _leaf_state(dense[j]) for j in late}
         return LateOriginals(dense, originals, late, start, states)
 
-    def arm(self, record: SwapRecord) -> list[torch.Tensor]:
-        """Have `record` make the originals before the first op that may change a leaf (none where none is left);
-        the tensors whose storage a set_() may name, for the dispatch mode (its list, which `make` updates)."""
+    @contextlib.contextmanager
+    def armed(self, record: SwapRecord, flat: FlatInputs, layout: DenseLayout) -> Iterator[list[torch.Tensor]]:
+        """While the program runs, `record` makes the originals before the first op that may change a leaf (none
+        where none is left); gives the tensors whose storage a set_() may name, for the dispatch mode (its list,
+        which `make` updates). After the run (its modes left), `check_unchanged`."""
         self.known = [*self.dense, *self.originals]
         if self.names:
             record.unmade_originals = lambda: self.make(record)
-        return self.known
+        yield self.known
+        self.check_unchanged(record, flat, layout)
 
     def make(self, record: SwapRecord) -> None:
         """Each leaf's alias, as it would have been made before the program ran (the leaves are as they were then).
