@@ -761,6 +761,10 @@ class Analysis:
     # tensor positions of the view inputs the analysis read as views without history of a base it made require grad,
     # their counters unmoved (Note [Grad Mode And Autograd Reads])
     unbumped_view_reads: tuple[int, ...] = ()
+    # (tensor position, eager's count of bumps then) of the view inputs with history whose history eager rebuilt from
+    # their base before any op with grad read them, their counter moved by no op that records a node (Note [Views
+    # That Raise After A Bump]; autograd_state.rebuilt_before_read)
+    rebuilt_before_read: tuple[tuple[int, int], ...] = ()
     # torch functions that ran with grad mode turned back on (torch.enable_grad()) in a run begun under no_grad, on
     # tensors that require grad (Note [Grad Mode And Autograd Reads])
     grad_reenabled: tuple[str, ...] = ()

@@ -53,6 +53,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     assigned_accumulator_size,
     check_retained_outputs,
     history_set_at,
+    rebuilt_before_read,
     self_set_order,
 )
 from subclassaot.pipeline.rules.backward_errors import (
@@ -517,13 +518,15 @@ def _analysis(
 
 
 def _version_counts(run: FunctionalRun, outputs: Any) -> dict[str, Any]:
-    """`Analysis.output_versions`, `graded_output_versions`, `base_versions`, `root_versions` (outputs_counted_first)."""
+    """`Analysis.output_versions`, `graded_output_versions`, `base_versions`, `root_versions` (outputs_counted_first),
+    and the view inputs' counts at their first read with grad, `rebuilt_before_read`."""
     counts = outputs_counted_first(run.swaps, run.output, (*run.user_tensors, *run.dense), outputs)
     return {
         "output_versions": counts.outputs,
         "graded_output_versions": counts.graded,
         "base_versions": counts.bases,
         "root_versions": counts.roots,
+        "rebuilt_before_read": rebuilt_before_read(run.swaps),
     }
 
 

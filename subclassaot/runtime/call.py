@@ -209,6 +209,7 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         held = _write_holders(plan, values) if torch.is_grad_enabled() else {}  # Note [History Kept Through .data =]
         if early_sets and torch.is_grad_enabled():  # Note [set_ Under Grad]
             _early_self_sets(plan, epilogue, values, counters[0])
+        _rebuild_before_read(values, rebuilt_first)
         outs, prewrapped, wrapper_values, roots, after = graph_call.run(values, graph_in, dense, symbols)
         raise_early_bumps(early_heads, values, bumped)
         _turn_on(values, late_gains)
@@ -256,10 +257,35 @@ def generic_runner(plan: RuntimePlan, graph_call: GraphCall, epilogue: EpilogueP
         if plan.analysis.mutations[layout.leaves_of_input[t][0]].grad_set_node is GradSetNode.NUMBERED
     )
     counted_inputs = (bumped_input_sources(plan.analysis.outputs), kept_counter_bumps(plan))
-    output_versions = plan.analysis.output_versions
-    fresh_only = _fresh_only_outputs(plan)
-    has_size = has_size_spec(plan.analysis.output_spec)
+    output_versions, fresh_only = plan.analysis.output_versions, _fresh_only_outputs(plan)
+    has_size, rebuilt_first = has_size_spec(plan.analysis.output_spec), _rebuilt_before_read(plan)
     return _resizing(run, plan, ev) if plan.analysis.storage_resizes else run
+
+
+def _rebuilt_before_read(plan: RuntimePlan) -> list[tuple[int, int]]:
+    """(flat position, eager's bumps then) of Analysis.rebuilt_before_read where the graph takes the input itself (a
+    plain input in no alias group), no op that records a node moved its counter (the epilogue's own bumps make none),
+    and the node rebuilt at the layout it came with is eager's: it ends with that layout, or is stale at the end (a
+    later bump), as eager's is."""
+    layout = plan.layout
+    found: list[tuple[int, int]] = []
+    for t, n in plan.analysis.rebuilt_before_read:
+        j = layout.leaves_of_input[t][0]
+        m = plan.analysis.mutations[j]
+        if layout.trees[t] is not None or j not in layout.graph_inputs or m.bumps_after_grad != m.version_bumps:
+            continue
+        if n < m.version_bumps or not (m.metadata or m.storage_changed):
+            found.append((plan.flat.tensor_indices[t], n))
+    return found
+
+
+def _rebuild_before_read(values: Sequence[object], bumps: Sequence[tuple[int, int]]) -> None:
+    """Before the graph takes them: each input of `_rebuilt_before_read` at its count as eager's first read with grad
+    found it (the bumps before it), so that autograd rebuilds its history from its base as that read did, and the
+    graph's edge is that node (autograd_state.rebuilt_before_read); the epilogue's settle gives it eager's count."""
+    for i, n in bumps:
+        t = cast(torch.Tensor, values[i])
+        set_version(t, get_version(t) + n)
 
 
 def _storage_holders(

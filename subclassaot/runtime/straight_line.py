@@ -434,6 +434,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
         "wrapper storages": bool(analysis.wrapper_storage or analysis.inner_wrapper_storage),
         "storage resizes": bool(analysis.storage_resizes),
         "inputs' counters kept at entry": bool(bumped_input_sources(analysis.outputs)),
+        "view inputs' histories rebuilt before the graph reads them": bool(analysis.rebuilt_before_read),
         "aliased inputs": any(isinstance(g, AliasGroupRef) for g in layout.graph_inputs),
         "subclass inputs written in training": bool(call.wrapper_updates),
     }

@@ -4,6 +4,7 @@ returned, checked against eager through the oracle."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
@@ -2270,3 +2271,38 @@ def test_leaf_view_of_a_function_applied_under_no_grad_refused(compile_fn: Compi
             compile_fn,
             r"requires_grad_\(\) .* on a tensor that is not an input",
         )
+
+
+def _leaf_view_and_detach() -> tuple[object, ...]:
+    b0 = torch.randn(()).requires_grad_()
+    return (b0, b0.view(1, 1, 1), b0.detach())
+
+
+def _dirty_scale(x: T) -> object:
+    return DirtyScale.apply(x)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+
+
+def _mul_two(x: T) -> object:
+    return x.mul_(2)
+
+
+@pytest.mark.parametrize("write", [_dirty_scale, _mul_two], ids=["mark_dirty", "mul_"])
+@pytest.mark.parametrize("grad_view", [False, True], ids=["no_grad_view", "grad_view"])
+def test_write_with_grad_of_a_detach_input_set_under_grad_matches_eager(
+    write: Callable[[T], object], grad_view: bool
+) -> None:
+    # x2, a detach() of the leaf x0, set_() with grad to a view of x0, then written with grad: eager's x2 history is the
+    # write's node over the set_ node, numbered below x1's history regenerated after the call, so a backward through
+    # the written inputs gives x0 its gradient through x1 before the set_ node raises (where the set_'s source, a
+    # no_grad view, holds x0 back by no edge); the compiled x2's history was the set_ node alone, which ran first
+    # (fuzz seed 121009, program 9853).
+    def f(x0: T, x1: T, x2: T) -> tuple[()]:
+        with contextlib.nullcontext() if grad_view else torch.no_grad():
+            t0 = x0.view(())
+        set_to(x2, t0)
+        write(x2)
+        return ()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _leaf_view_and_detach)
+        assert_matches_eager(f, _leaf_view_and_detach, after_call=write_outputs)

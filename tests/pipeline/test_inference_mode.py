@@ -2077,3 +2077,37 @@ def test_copy_inside_inference_mode_into_a_view_of_aliased_inputs_records_no_his
     with torch.enable_grad():
         assert_matches_eager(_copy_into_an_aliased_view_inside, make)
         assert_matches_eager(_copy_into_an_aliased_view_inside, make, after_call=write_outputs)
+
+
+def _view_of_leaf() -> tuple[object, ...]:
+    return (torch.randn(3).requires_grad_().view(1, 3),)
+
+
+def _self_set(x: T) -> object:
+    return set_to(x, x)
+
+
+def _transposed_back(x: T) -> object:
+    return x.t_().t_()
+
+
+@pytest.mark.parametrize("block", [torch.inference_mode, torch.no_grad], ids=["inference", "no_grad"])
+@pytest.mark.parametrize("bump", [_self_set, _transposed_back], ids=["set_", "t_t_"])
+def test_view_input_bumped_without_grad_then_read_takes_eager_rebuilt_edge(
+    block: Callable[[], contextlib.AbstractContextManager[object]], bump: Callable[[T], object]
+) -> None:
+    # Eager: the bump (no node) makes the clone's read rebuild x's history from its base (AsStridedBackward0, whose
+    # backward makes a fresh gradient); the compiled call's edge was the ViewBackward0 x came with, so the leaf's .grad
+    # was a view of the caller's tangent (fuzz seed 121009, program 9607).
+    def f(x: T) -> tuple[T]:
+        with block():
+            bump(x)
+        return (x.clone(),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _view_of_leaf)
+        assert_matches_eager(f, _view_of_leaf, after_call=write_outputs)
+        x = cast(T, _view_of_leaf()[0])
+        (out,) = subclassaot.compile(f)(x)
+        assert out.grad_fn is not None and out.grad_fn.next_functions[0][0] is x.grad_fn
+        assert type(x.grad_fn).__name__ == "AsStridedBackward0"

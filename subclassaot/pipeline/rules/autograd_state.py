@@ -816,6 +816,20 @@ def note_base_rebuilds(record: SwapRecord, reads: Sequence[tuple[torch.Tensor, B
             record.base_rebuilds.setdefault(id(t), []).append(record.seq)
 
 
+def rebuilt_before_read(record: SwapRecord) -> tuple[tuple[int, int], ...]:
+    """(tensor position, eager's count of bumps then) of each view input with history, from its base, whose counter
+    the program moved before the first op with grad read it: eager's read rebuilt its history from its `._base` then
+    (AsStridedBackward0, whose backward makes a fresh gradient), and that read's edge is the rebuilt node, not the one
+    the input came with (Note [Views That Raise After A Bump], view inputs rebuilt from their base)."""
+    found = []
+    for t in record.run_inputs:
+        count = record.grad_read_counts.get(id(t), 0)
+        fact = base_rebuild(record, t) if count else None
+        if fact is not None and not fact.leaf and fact.history_from_base:
+            found.append((fact.position, count))
+    return tuple(found)
+
+
 def note_retain_grad(record: SwapRecord, func: Any, args: tuple[Any, ...]) -> None:
     """Note the program's `t.retain_grad()` (`check_retained_outputs`)."""
     if func is torch.Tensor.retain_grad and args and isinstance(args[0], torch.Tensor):

@@ -1129,9 +1129,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                     self.record.note_wrapper_bump(leaf_key, arg)
                 if bumps:
                     bump_family_wrappers(self.record, arg)
-        visible = (
-            id(arg) not in self.record.hidden and torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
-        )
+        # (through a detach() too: the write is hidden from the base's history, not from the alias's own)
+        grad_on = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        visible = id(arg) not in self.record.hidden and grad_on
         # (a write into an input the program makes require grad later, before that call: Note [Leaves Laid Out Anew
         # Under no_grad])
         visible = visible and not self.unrecorded_write and not self.record.unrecorded_before_grad(arg, operands)
@@ -1148,8 +1148,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.record.note_visible_write(arg, moves_data)
             if self.depth == 0 and moves_data:
                 note_write_after_grad_set(self.record, arg)  # Note [set_ Under Grad]
-        # (through a detach() too: the write is hidden from the base's history, not from the alias's own)
-        grad_on = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        elif self.depth == 0 and moves_data and grad_on and id(arg) in self.record.hidden:
+            note_write_after_grad_set(self.record, arg)  # (a detach() alias's own history: Note [set_ Under Grad])
         sources = (o for o in pytree.tree_leaves(operands) if isinstance(o, torch.Tensor) and o is not arg)
         if self.depth == 0 and moves_data and grad_on and any(o.requires_grad for o in sources):
             self.record.grad_written.add(id(arg))
@@ -1699,6 +1699,8 @@ class _DataMode(TorchFunctionMode):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
                     self.record.first_read_with_grad.setdefault(id(a), self.record.seq)
+                    if not torch.is_inference_mode_enabled():
+                        self.record.grad_read_counts.setdefault(id(a), self.record.bump_count(a))
                     regained = id(a) in self.record.requires_grad_dropped and a.requires_grad
                     if regained and func is not torch.Tensor.requires_grad_:  # (the flag's own call reads nothing)
                         self.record.read_after_regain.add(id(a))
@@ -1981,6 +1983,7 @@ def _apply_noted(
             if isinstance(a, torch.Tensor):
                 record.read_with_grad[id(a)] = record.seq
                 record.first_read_with_grad.setdefault(id(a), record.seq)
+                record.grad_read_counts.setdefault(id(a), record.bump_count(a))
                 if id(a) in record.requires_grad_dropped and a.requires_grad:
                     record.read_after_regain.add(id(a))
                 if not is_traceable_subclass(a) and not is_functorch_wrapped(a):
@@ -2024,6 +2027,7 @@ def _note_marked_dirty(record: SwapRecord, cls: type, tensors: tuple[torch.Tenso
         record.dirty_view_in_inference = cls
     for t in tensors:
         if id(t) in record.hidden:  # a detach() or `.data` alias: its own history only (Note [Custom Functions])
+            note_write_after_grad_set(record, t)  # (on that history: Note [set_ Under Grad])
             continue
         if is_traceable_subclass(t):
             record.note_visible_write(t, True)

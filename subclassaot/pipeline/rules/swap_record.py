@@ -274,6 +274,8 @@ class SwapRecord:
     read_with_grad: dict[int, int] = field(default_factory=dict)
     # ... -> `seq` at the first such read
     first_read_with_grad: dict[int, int] = field(default_factory=dict)
+    # ... -> eager's count of bumps of its counter then, outside inference_mode (autograd_state.rebuilt_before_read)
+    grad_read_counts: dict[int, int] = field(default_factory=dict)
     # ... the storages of the plain ones: a requires_grad_() after a read of another tensor over the storage (a view
     # the caller passed too) leaves eager's earlier results without history (Note [Grad Mode And Autograd Reads])
     storages_read_with_grad: set[object] = field(default_factory=set)
