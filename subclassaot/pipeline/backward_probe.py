@@ -261,16 +261,27 @@ def grad_output_count(call: Callable[..., object], flat: FlatInputs) -> int | No
 
 
 def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> RuntimeError | None:
-    """The error eager's backward through every output that requires grad raises on static fakes, if any (Note
-    [Probing Eager's Backward])."""
+    """The error eager's backward through every output that requires grad raises on static fakes, if any; where
+    theirs is autograd's size check, on meta copies, as probe_eager_backward answers (Note [Probing Eager's
+    Backward])."""
+    found = _full_backward_errors(call, flat, static_fake_copies) or []
+    if any(SHAPE_CHECK_ERROR in str(e) for e in found):
+        on_meta = _full_backward_errors(call, flat, static_meta_copies)
+        found = found if on_meta is None else on_meta
+    return found[0] if found else None
+
+
+def _full_backward_errors(call: Callable[..., object], flat: FlatInputs, copies: _Copies) -> list[RuntimeError] | None:
+    """The errors of eager's backward through every output that requires grad, the program run on `copies` of the
+    inputs; None where it does not run."""
     found: list[RuntimeError] = []
     try:
-        grad_outputs, _ = _trial(call, flat, None)
+        grad_outputs, _ = _trial(call, flat, None, copies=copies)
         if grad_outputs:
-            _trial(call, flat, frozenset(grad_outputs), found)
+            _trial(call, flat, frozenset(grad_outputs), found, copies=copies)
     except Exception:  # a program the probe cannot run
         return None
-    return found[0] if found else None
+    return found
 
 
 def eager_backward_errors(call: Callable[..., object], flat: FlatInputs) -> tuple[RuntimeError, ...] | None:

@@ -1226,12 +1226,13 @@ def _refuse_by_probe(patterns: TangentPatterns | None, error: Exception) -> None
         ) from error
 
 
-def _backward_failure(patterns: TangentPatterns | None, error: Exception) -> str:
+def _backward_failure(setup: JointSetup, patterns: TangentPatterns | None, error: Exception) -> str:
     """How the traced backward's failure `error` stands to eager's, in words: a refusal claims that eager's backward
-    fails only where the probe saw it fail (Note [Probing Eager's Backward])."""
+    fails only where the probe saw it fail, and quotes the probe's error where it has one (the traced one may be
+    another, a fake's size check: Note [Probing Eager's Backward])."""
     end = None if patterns is None else patterns.ends.get(patterns.full)
     if end in (BackwardEnd.RAISES, BackwardEnd.RAISES_AFTER_GRADS):
-        return f"the program's backward fails in eager ({error})"
+        return f"the program's backward fails in eager ({eager_backward_error(setup.call, setup.flat) or error})"
     if end is BackwardEnd.COMPLETES:
         # (the probe's fakes skip checks eager makes on real data: eager's may still fail there)
         return f"the program's traced backward fails ({error}; eager's, run on fakes of the inputs, did not)"
@@ -1271,7 +1272,7 @@ def _check_deferred_error(
         except RuntimeError:
             continue  # this input's gradient runs through the failing node: eager never accumulates it either
         raise UnsupportedError(
-            f"{_backward_failure(patterns, error)}, but the gradient of an input that requires grad does not depend "
+            f"{_backward_failure(setup, patterns, error)}, but the gradient of an input that requires grad does not depend "
             "on the failing step: the compiled backward, which raises once for all of its gradients, cannot give "
             "that gradient as eager's order of autograd's nodes does (Note [Backward Errors Are Deferred])"
         )
@@ -1298,7 +1299,7 @@ def _refuse_partial_failure(
         except RuntimeError:
             continue
         raise UnsupportedError(
-            f"{_backward_failure(patterns, error)} through some of its differentiable outputs but not through "
+            f"{_backward_failure(setup, patterns, error)} through some of its differentiable outputs but not through "
             f"forward output {d} alone: the compiled backward cannot raise for some outputs and run for others "
             "(Note [Backward Errors Are Deferred]). Return a clone, or do not write the tensor whose backward fails"
         )

@@ -587,6 +587,45 @@ def test_no_grad_view_of_an_intermediate_the_program_made_require_grad(
         assert_matches_eager(f, lambda: (torch.randn(3, 3),), compile_fn=compile_fn, after_call=write_first)
 
 
+_NEW_LEAVES: dict[str, Callable[[T], T]] = {
+    "detach_of_intermediate": lambda x: (x * 2).detach().requires_grad_(),
+    "clone_detach": lambda x: x.clone().detach().requires_grad_(),
+    "intermediate": lambda x: x.sin().requires_grad_(),
+    "zeros": lambda x: torch.zeros(2, 3, requires_grad=True),
+    "zeros_like": lambda x: torch.zeros_like(x, requires_grad=True),
+}
+_NEW_LEAF_VIEWS: dict[str, Callable[[T], T]] = {
+    "view": lambda t: t.view(-1),
+    "t": lambda t: t.t(),
+    "select": lambda t: t.select(0, 0),
+    "unbind": lambda t: t.unbind(0)[0],
+    "split": lambda t: t.split(1)[1],  # type: ignore[no-untyped-call]  # (Tensor.split is untyped in torch)
+    "view_t": lambda t: t.view(3, 2).t(),
+}
+
+
+@pytest.mark.parametrize("kind", ["plain", "pair"])
+@pytest.mark.parametrize("take", list(_NEW_LEAF_VIEWS))
+@pytest.mark.parametrize("make", list(_NEW_LEAVES))
+def test_no_grad_view_of_a_new_leaf_written_after_the_call(
+    compile_fn: CompileFn | None, make: str, take: str, kind: str
+) -> None:
+    # issue #27 (hwrong1, session 58; was a wrong result): a call under no_grad makes a new leaf (a detach() or an
+    # intermediate given requires_grad_(), a factory's requires_grad=True) and returns a view of it, taken under
+    # no_grad, which the caller then writes. Eager's view reads the flag through its `._base`, so once written its
+    # is_leaf / grad_fn raise ("A view was created in no_grad mode and its base ... modified inplace"). The compiled
+    # call gave the view a flag of its own (a detach() replayed as the graph's base, a PairTensor rebuilt from its
+    # leaves), which read fine, or no flag at all (a factory's requires_grad=True): its rebuilt `._base` is given the flag
+    def f(x0: T, x1: T) -> object:
+        return (_NEW_LEAF_VIEWS[take](_NEW_LEAVES[make](x1)), x0)
+
+    def make_inputs() -> tuple[T, T]:
+        return (torch.randn(2, 3), torch.randn(2, 3)) if kind == "plain" else (pair(2, 3), pair(2, 3))
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Views made by a multi-output op (unbind) and views whose grad_fn raises in eager (fuzz seeds 9000, 10000, 11000; Note
 # [Views That Raise After A Bump]).

@@ -294,6 +294,23 @@ def test_tensor_made_requiring_grad_without_grad_inputs_is_refused(compile_fn: C
         assert_refused(f, lambda: (torch.randn(3),), compile_fn, match="makes a tensor that requires grad itself")
 
 
+_GRAD_FACTORIES: dict[str, Callable[[T], object]] = {
+    "zeros": lambda x: torch.zeros(x.shape, requires_grad=True),
+    "ones_beside": lambda x: (torch.ones(2, 3, requires_grad=True), x + 1),
+    "tensor": lambda x: torch.tensor([1.0, 2.0], requires_grad=True),
+    "zeros_like": lambda x: torch.zeros_like(x, requires_grad=True),
+}
+
+
+@pytest.mark.parametrize("name", list(_GRAD_FACTORIES))
+def test_tensor_made_requiring_grad_under_no_grad(compile_fn: CompileFn | None, name: str) -> None:
+    # issue #27 (hwrong3, session 58; was a wrong result): under no_grad, `torch.zeros(..., requires_grad=True)` is
+    # eager's new leaf, which requires grad; the compiled call's output required none. The run takes the factory as
+    # the factory's result given requires_grad_(), whose rules give the output (or its `._base`) the flag
+    with torch.no_grad():
+        assert_matches_eager(_GRAD_FACTORIES[name], lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
+
+
 def test_set_onto_tensor_made_requiring_grad_is_refused(compile_fn: CompileFn | None) -> None:
     def f(a: T) -> object:
         a_view = a.view(-1)

@@ -69,7 +69,8 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
     if not torch.is_grad_enabled():
         # a call under no_grad: the detach() gained the flag by the program's requires_grad_(), a leaf's
         base = value._base
-        return base is not None and base.grad_fn is None and _flagged_detach_base(value, replay)
+        flagged = _flagged_detach_base(value, replay) or _flagged_intermediate_base(value, replay, run)
+        return base is not None and base.grad_fn is None and flagged
     try:
         if value.grad_fn is not None:
             return False
@@ -84,11 +85,12 @@ def base_gains_grad(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> 
 def _flagged_intermediate_base(value: torch.Tensor, replay: Replay, run: FunctionalRun) -> bool:
     """In a call under no_grad, `value` is a view taken under no_grad (or one of a multi-output op's views) of an
     intermediate the program made a leaf that requires grad (requires_grad_(), before the view or after it: a view
-    reads its base's flag whenever asked): it reads that flag from its `._base`, with no flag of its own. The replay's
-    base, made anew from the graph's value, requires none, and is given the flag: written since, the view's grad_fn
+    reads its base's flag whenever asked; a detach() of one, a factory's requires_grad=True): it reads that flag from
+    its `._base`, with no flag of its own. The replay's base, made anew from the graph's value (a subclass too,
+    rebuilt from its leaves), requires none, and is given the flag: written since, the view's grad_fn
     raises as eager's once the runtime advances its counter (Replay.bump_after); not written, it is eager's view that
     a write by the caller makes raise (a flag of the view's own would read fine after that write)."""
-    if torch.is_grad_enabled() or replay.source is not ReplaySource.BASE:
+    if torch.is_grad_enabled() or replay.source not in (ReplaySource.BASE, ReplaySource.WRAPPER):
         return False
     base = value._base
     if base is None or id(base) not in run.swaps.requires_grad_gained or any(base is u for u in run.user_tensors):

@@ -1260,11 +1260,26 @@ class _DataMode(TorchFunctionMode):
         check_unseen_histories(self.record, (args, kwargs))  # (views of gained bases: grad_scope.py)
         if self.record.late_gains:
             _note_touch_after_gain(self.record, func, args, kwargs)
-        out = self._function(func, args, kwargs)
+        out = (
+            self._leaf(func, args, kwargs)
+            if self._no_grad_factory(func, kwargs)
+            else self._function(func, args, kwargs)
+        )
         self.record.pin(out)
         if self.record.hidden_grows:  # Note [Storage Swaps By Rebinding]
             note_grad_through_hidden_grow(self.record, func, args, kwargs, out)
         return out
+
+    def _no_grad_factory(self, func: Any, kwargs: dict[str, Any]) -> bool:
+        """A factory's requires_grad=True in a call begun under no_grad (`_leaf`)."""
+        grad = kwargs.get("requires_grad") is True and not self.record.grad_at_start
+        return grad and func is not torch.Tensor.requires_grad_
+
+    def _leaf(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """`_no_grad_factory`'s call: eager's new leaf, run as the factory's result given requires_grad_(), whose rules
+        give the outputs over it eager's flag and view metadata (Note [Grad Mode And Autograd Reads])."""
+        made = self._function(func, args, {**kwargs, "requires_grad": False})
+        return self._function(torch.Tensor.requires_grad_, (made,), {})
 
     def held_call(self) -> None:
         """A mode above held back one of the program's calls (backward_probe.holding_back_flags): eager runs it."""
