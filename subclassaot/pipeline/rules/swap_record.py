@@ -179,8 +179,12 @@ class SwapRecord:
     # run's, each with its refusal: raised once the program reads a tensor over its storage again, or returns or leaves
     # one where the caller sees it (grad_scope.check_views_of_gained_bases)
     unseen_histories: list[tuple[torch.Tensor, Exception]] = field(default_factory=list)
-    # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start)
-    views_of_flagged_bases: set[int] = field(default_factory=set)
+    # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start),
+    # each with the `seq` of that flag (views taken with grad after it have a node in eager)
+    views_of_flagged_bases: dict[int, int] = field(default_factory=dict)
+    # ... and eager's views of those the program read the grad_fn of, in tensors of their own, by id() of the run's
+    # (autograd_state._flagged_base_view_mimic)
+    flagged_view_mimics: dict[int, torch.Tensor] = field(default_factory=dict)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
     # ... of those, the ones whose flag came before any op of the program changed their storage (relaid a tensor over
