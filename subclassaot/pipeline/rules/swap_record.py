@@ -182,9 +182,6 @@ class SwapRecord:
     # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start),
     # each with the `seq` of that flag (views taken with grad after it have a node in eager)
     views_of_flagged_bases: dict[int, int] = field(default_factory=dict)
-    # ... and eager's views of those the program read the grad_fn of, in tensors of their own, by id() of the run's
-    # (autograd_state._flagged_base_view_mimic)
-    flagged_view_mimics: dict[int, torch.Tensor] = field(default_factory=dict)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
     # ... of those, the ones whose flag came before any op of the program changed their storage (relaid a tensor over
@@ -328,6 +325,9 @@ class SwapRecord:
     # (the counter's last bump, that node): what later reads find until the counter moves again (Note [Views That
     # Raise After A Bump])
     regenerated_nodes: dict[int, tuple[int, object]] = field(default_factory=dict)
+    # eager's views of view inputs whose `._base`, another input, the program made require grad (views_of_flagged_bases),
+    # in tensors of their own, by id() of the run's: their nodes link as eager's (autograd_state._flagged_base_view_mimic)
+    flagged_view_mimics: dict[int, torch.Tensor] = field(default_factory=dict)
     # tensor positions of the view inputs read with grad through a throwaway leaf, their base made to require grad by
     # the program: eager's has no history only where no write moved its counter since it was taken (Note [Grad Mode
     # And Autograd Reads], views of gained bases)
