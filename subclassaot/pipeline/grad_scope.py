@@ -30,6 +30,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     raising_history,
     reads_unpassed_base,
     requires_grad_through_gained_base,
+    view_without_history,
 )
 from subclassaot.pipeline.rules.stale_views import input_named
 from subclassaot.pipeline.rules.storage_reach import reads_grad
@@ -732,24 +733,6 @@ def note_gain_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
 _HISTORY_CALLS = frozenset({"register_hook", "retain_grad", "register_post_accumulate_grad_hook", "backward"})
 
 
-def _view_without_history(record: SwapRecord, t: torch.Tensor) -> tuple[int, torch.Tensor] | None:
-    """(tensor position, real input) of the view input that `t` is, or is a view of, where eager's `t` requires grad
-    through that input's `._base`, which the program made require grad, and has no history of its own (Note [Grad
-    Mode And Autograd Reads], views of gained bases); None elsewhere."""
-    chain = [t, *(view.source for view in record.chain(t))]
-    if id(chain[-1]) not in record.views_of_flagged_bases or record.requires_grad_dropped:
-        return None
-    flagged = record.requires_grad_set | record.own_flags | record.moved()
-    if any(id(s) in flagged for s in chain):
-        return None
-    root = chain[-1]
-    found = record.input_positions.get(id(root))
-    if found is None or found[1]._version != 0:
-        return None  # (a counter moved before the call may have left the view stale: its history is regenerated)
-    bumped = any(record.family_last_bump.get(record.family_of(s)) is not None for s in (t, root))
-    return None if bumped or storage_key(root) in record.last_bump else found
-
-
 def _reads_through_leaf(name: str, kwargs: dict[str, Any]) -> bool:
     """Does the program's torch function `name` read its tensors' elements as an op that records history, without
     writing them or returning a view of them (Note [Grad Mode And Autograd Reads], views of gained bases)?"""
@@ -788,14 +771,14 @@ def _reads_views_without_history(record: SwapRecord, func: Any, args: tuple[Any,
         return False
     with no_torch_function():  # (the pipeline's reads, not the program's)
         tensors = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-        return any(_view_without_history(record, a) is not None for a in tensors)
+        return any(view_without_history(record, a) is not None for a in tensors)
 
 
 def gained_base_views_as_leaves(
     record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """`args`, `kwargs` of an op with grad on with each view eager's autograd gives requires_grad through a base the
-    program made require grad, and no history (`_view_without_history`), replaced by a throwaway leaf over its
+    program made require grad, and no history (`view_without_history`), replaced by a throwaway leaf over its
     elements (Note [Grad Mode And Autograd Reads], views of gained bases)."""
     if not _leaf_stand_ins_apply(record, func, kwargs):
         return args, kwargs
@@ -806,7 +789,7 @@ def gained_base_views_as_leaves(
             return a
         if id(a) not in made:
             with no_torch_function():  # (the pipeline's reads, not the program's)
-                found = _view_without_history(record, a)
+                found = view_without_history(record, a)
             if found is None:
                 return a
             record.unbumped_view_reads.append(found[0])  # (its counter guarded at 0: `guards._unbumped_guards`)
@@ -829,7 +812,7 @@ def note_flag_on_a_base(record: SwapRecord, t: torch.Tensor) -> None:
         return
     for key, (_, other) in record.input_positions.items():
         if other is not found[1] and other._is_view() and other._base is found[1]:
-            record.views_of_flagged_bases.add(key)
+            record.views_of_flagged_bases.setdefault(key, record.seq)
 
 
 def check_views_of_gained_bases(
@@ -851,7 +834,7 @@ def check_views_of_gained_bases(
     ]
     if read and _reads_through_leaf(name, kwargs):
         with no_torch_function():  # (the pipeline's reads, not the program's)
-            read = [t for t in read if _view_without_history(record, t) is None]  # (a throwaway leaf stood in)
+            read = [t for t in read if view_without_history(record, t) is None]  # (a throwaway leaf stood in)
     if not read:
         return
     writes = name.endswith("_") or name.startswith("__i") or name == "__setitem__"

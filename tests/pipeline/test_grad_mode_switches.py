@@ -3893,6 +3893,69 @@ def test_view_input_read_with_grad_after_its_base_flagged_matches_eager(f: Calla
         assert_matches_eager(f, _base_and_its_row, after_call=write_outputs)
 
 
+# Views the program takes of such a view input: eager's require grad through x0; one taken with grad after the flag
+# has its view op's node, whose edge for x1 goes nowhere (is_leaf False; a view of it links to that node), one taken
+# before it none (is_leaf True), and requires_grad_() on one with a node is a no-op. The run's stand-ins require none:
+# its reads answered requires_grad False / is_leaf True / grad_fn None, and seed 121008 #3681's requires_grad_() on
+# such a view was refused as making a new leaf.
+_VIEW_OPS: dict[str, Callable[[T], T]] = {
+    "diagonal": lambda v: v.diagonal(),
+    "select": lambda v: v.select(0, 1),
+    "view": lambda v: v.view(-1),
+    "t": lambda v: v.t(),
+}
+
+
+def _view_of_flagged_base_view(op: str, when: str, flag: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = _VIEW_OPS[op](x1) if when == "before" else x1
+        x0.requires_grad_()
+        t0 = _VIEW_OPS[op](x1) if when == "after" else t0
+        if flag:
+            t0.requires_grad_()
+        t1 = t0.unsqueeze(0)
+        linked = t1.grad_fn is not None and t1.grad_fn.next_functions[0][0] is t0.grad_fn
+        return (t0, t1 * 2, t0.requires_grad, t0.is_leaf, type(t0.grad_fn).__name__, t1.is_leaf, linked)
+
+    return f
+
+
+def _base_and_its_3x2_view() -> tuple[T, T]:
+    b0 = torch.randn(2, 3)
+    return (b0, b0.view(3, 2))
+
+
+@pytest.mark.parametrize("op", list(_VIEW_OPS))
+@pytest.mark.parametrize(("when", "flag"), [("after", False), ("before", False), ("after", True)])
+def test_view_of_a_view_input_after_its_base_flagged_matches_eager(op: str, when: str, flag: bool) -> None:
+    """hrefuse11's repro (DIVERGED: the reads inside the program answered is_leaf True, requires_grad False); the
+    outputs, replayed from the real input, carry eager's history, and backward reaches no input in either."""
+    f = _view_of_flagged_base_view(op, when, flag)
+    with torch.enable_grad():
+        eager = cast(tuple[T, ...], f(*_base_and_its_3x2_view()))
+        if when == "after":  # eager's facts
+            assert eager[0].grad_fn is not None and eager[0].grad_fn.next_functions == ((None, 0),)
+        assert_matches_eager(f, _base_and_its_3x2_view)
+        assert_matches_eager(f, _base_and_its_3x2_view, after_call=write_outputs)
+
+
+def diagonal_of_a_view_input_after_its_base_flagged(x0: T, x1: T) -> object:
+    x0.requires_grad_()
+    t0 = x1.diagonal(0, 1, 2)
+    return (t0, t0.requires_grad, t0.is_leaf)
+
+
+def test_diagonal_of_a_view_input_after_its_base_flagged_matches_eager() -> None:
+    """hrefuse11's repro as found (outside the sweep above, which CI slices)."""
+
+    def make_inputs() -> tuple[T, T]:
+        b0 = torch.randn((1, 1, 2))
+        return (b0, b0.view((-1, 2, 1)))
+
+    with torch.enable_grad():
+        assert_matches_eager(diagonal_of_a_view_input_after_its_base_flagged, make_inputs)
+
+
 def _view_read_after_a_write(write: str) -> Callable[[T, T], object]:
     def f(x0: T, x1: T) -> object:
         x0.requires_grad_()

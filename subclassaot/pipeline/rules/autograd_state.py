@@ -46,7 +46,7 @@ grad_scope's rule of view inputs with history and stale_views' rule of leaf view
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import sympy
@@ -126,6 +126,8 @@ def read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[]
         and (real.is_leaf or not record.grad_at_start or _as_passed(record, args[0], call))
     ):
         answer = real.grad_fn
+    elif not inside and args and (flagged := flagged_base_view_read(record, name, args[0])) is not None:
+        answer = flagged[0]  # Note [Grad Mode And Autograd Reads], views of gained bases
     elif name == "requires_grad" and not inside and args and reads_unpassed_base(record, args[0]):
         answer = False
     elif not inside and args and _flagless_at_read(record, args[0]):
@@ -295,6 +297,86 @@ def _as_strided_node(t: torch.Tensor) -> object:
         memory = torch.empty(extent, dtype=t.dtype, device="meta")
         root = memory.as_strided(*layouts[0]).detach().requires_grad_()
         return root.as_strided(*layouts[1]).grad_fn
+
+
+def view_without_history(record: SwapRecord, t: torch.Tensor) -> tuple[int, torch.Tensor] | None:
+    """(tensor position, real input) of the view input that `t` is, or is a view of, where eager's `t` requires grad
+    through that input's `._base`, which the program made require grad, and has no history of its own (Note [Grad
+    Mode And Autograd Reads], views of gained bases); None elsewhere."""
+    chain = [t, *(view.source for view in record.chain(t))]
+    if id(chain[-1]) not in record.views_of_flagged_bases or record.requires_grad_dropped:
+        return None
+    flagged = record.requires_grad_set | record.own_flags | record.moved()
+    if any(id(s) in flagged for s in chain):
+        return None
+    root = chain[-1]
+    found = record.input_positions.get(id(root))
+    if found is None or found[1]._version != 0:
+        return None  # (a counter moved before the call may have left the view stale: its history is regenerated)
+    bumped = any(record.family_last_bump.get(record.family_of(s)) is not None for s in (t, root))
+    return None if bumped or storage_key(root) in record.last_bump else found
+
+
+def flagged_base_view_read(record: SwapRecord, name: object, t: object) -> tuple[object] | None:
+    """Eager's answer (in a 1-tuple) to the program's read of `name` of `t`, a view it took of a view input whose
+    `._base`, another input, it made require grad, with no history to that input (`view_without_history`): the run's
+    stand-ins, laid out apart, require none. Eager's requires grad (its base's flag); it has a node where its own view
+    op ran with grad after the flag (is_leaf False), that op's, whose edge for the input goes nowhere (Note [Grad Mode
+    And Autograd Reads], views of gained bases). None elsewhere."""
+    view = (
+        record.views.get(id(t))
+        if isinstance(t, torch.Tensor) and name in _GRAD_FN_GETTERS | {"requires_grad"}
+        else None
+    )
+    if view is None or view.inference_mode or view.below_autograd or is_traceable_subclass(t):
+        return None
+    assert isinstance(t, torch.Tensor)
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        found = view_without_history(record, t)
+    if found is None:
+        return None
+    root = [*record.chain(t)][-1].source
+    node = view.grad_enabled and view.seq > record.views_of_flagged_bases[id(root)]
+    if name != "grad_fn":
+        return (not node,) if name == "is_leaf" else (True,)
+    return (_flagged_base_view_mimic(record, t, root, found).grad_fn if node else None,)
+
+
+def _flagged_base_view_mimic(
+    record: SwapRecord, t: torch.Tensor, root: torch.Tensor, found: tuple[int, torch.Tensor]
+) -> torch.Tensor:
+    """Eager's `t` (`flagged_base_view_read`) in tensors of their own (meta, outside every mode), one per tensor of
+    its chain of views (SwapRecord.flagged_view_mimics: the nodes link as eager's do): the layout of `found`'s real
+    input, `root`'s, as a view of a base that requires grad, with no history or accumulator of its own, and each view
+    op replayed over it as the program took it (without a node where taken before the flag), so the first node's
+    edge goes nowhere."""
+    chain = [t, *(v.source for v in record.chain(t))]
+    mimics, k = (
+        record.flagged_view_mimics,
+        next((k for k, s in enumerate(chain) if id(s) in record.flagged_view_mimics), None),
+    )
+    with outside_current_modes(), no_torch_function(), torch.inference_mode(False), torch.enable_grad():
+        if k is None:
+            real, k = found[1], len(chain) - 1
+            span = sum(max(n - 1, 0) * st for n, st in zip(real.shape, real.stride(), strict=True))
+            base = torch.empty(real.storage_offset() + span + 1, dtype=real.dtype, device="meta")
+            mimics[id(root)] = base.as_strided(real.shape, real.stride(), real.storage_offset())
+            base.requires_grad_()
+        for s in reversed(chain[:k]):
+            step = record.views[id(s)]
+            after = step.seq > record.views_of_flagged_bases[id(root)]
+            try:
+                mimics[id(s)] = _replayed_step(
+                    replace(step, grad_enabled=step.grad_enabled and after), mimics[id(step.source)]
+                )
+            except TypeError as e:
+                raise UnsupportedError(
+                    f"the program reads the grad_fn of a view it took of tensor input {found[0]} by a view op taking a "
+                    "tensor argument, after the input's `._base`, another input, was made to require grad: eager's node "
+                    "is that view op's, which the compiled run, laying the inputs out apart, does not make. Read it "
+                    "outside the compiled function"
+                ) from e
+    return mimics[id(t)]
 
 
 def requires_grad_through_gained_base(record: SwapRecord, t: object) -> bool:

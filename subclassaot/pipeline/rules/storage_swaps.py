@@ -46,6 +46,7 @@ from subclassaot.pipeline.opaque_ops import check_higher_order, traced_in_place_
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
     base_read,
+    flagged_base_view_read,
     is_autograd_read,
     is_base_read,
     is_program_function,
@@ -1470,6 +1471,8 @@ class _DataMode(TorchFunctionMode):
             new = False
         elif id(t) in record.input_positions:
             new = self._input_gains_after_read(t)
+        elif flagged_base_view_read(record, "is_leaf", t) == (False,):
+            new = False  # (eager's has a node and requires grad: `_flag_already_on`)
         else:
             # (a view of an input taken before the program made it require grad: check_view_taken_before_grad's;
             # and of a source that required grad when taken: it had history, whose replay after a `.data =` of its
@@ -1849,7 +1852,10 @@ def _flag_already_on(record: SwapRecord, t: torch.Tensor) -> bool:
     """Is requires_grad_() on `t`, the stand-in of an input that came requiring no grad, a no-op in eager? It is where
     the program wrote a value that requires grad into that input itself with grad on (SwapRecord.grad_written): eager's
     input is then no leaf and requires grad, which requires_grad_() leaves as it is. The run's stand-in, which requires
-    grad there too, is no input made to require grad from the start (Note [Grad Mode And Autograd Reads])."""
+    grad there too, is no input made to require grad from the start (Note [Grad Mode And Autograd Reads]). So too on
+    a view with a node of a view input whose base the program made require grad (`flagged_base_view_read`)."""
+    if flagged_base_view_read(record, "is_leaf", t) == (False,):
+        return True
     found = record.input_positions.get(id(t))
     return found is not None and not found[1].requires_grad and t.requires_grad and id(t) in record.grad_written
 

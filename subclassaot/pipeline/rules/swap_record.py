@@ -179,8 +179,9 @@ class SwapRecord:
     # run's, each with its refusal: raised once the program reads a tensor over its storage again, or returns or leaves
     # one where the caller sees it (grad_scope.check_views_of_gained_bases)
     unseen_histories: list[tuple[torch.Tensor, Exception]] = field(default_factory=list)
-    # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start)
-    views_of_flagged_bases: set[int] = field(default_factory=set)
+    # ... the same in every run, the stand-in's flag before the call aside (one that requires grad from the start),
+    # each with the `seq` of that flag (views taken with grad after it have a node in eager)
+    views_of_flagged_bases: dict[int, int] = field(default_factory=dict)
     # ... of those, the ones that did not require grad
     requires_grad_gained: set[int] = field(default_factory=set)
     # ... of those, the ones whose flag came before any op of the program changed their storage (relaid a tensor over
@@ -326,6 +327,9 @@ class SwapRecord:
     # (the counter's last bump, that node): what later reads find until the counter moves again (Note [Views That
     # Raise After A Bump])
     regenerated_nodes: dict[int, tuple[int, object]] = field(default_factory=dict)
+    # eager's views of view inputs whose `._base`, another input, the program made require grad (views_of_flagged_bases),
+    # in tensors of their own, by id() of the run's: their nodes link as eager's (autograd_state._flagged_base_view_mimic)
+    flagged_view_mimics: dict[int, torch.Tensor] = field(default_factory=dict)
     # tensor positions of the view inputs read with grad through a throwaway leaf, their base made to require grad by
     # the program: eager's has no history only where no write moved its counter since it was taken (Note [Grad Mode
     # And Autograd Reads], views of gained bases)
