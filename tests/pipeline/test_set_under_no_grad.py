@@ -2778,3 +2778,24 @@ def test_view_input_set_with_grad_then_its_flag_read(compile_fn: CompileFn | Non
 
     check_with_grad(set_with_grad, make, compile_fn)
     check_with_grad(flag_read, make, compile_fn)
+
+
+@pytest.mark.parametrize("returned", ["nothing", "another_input"])
+def test_view_input_set_under_no_grad_then_requires_grad_(returned: str, compile_fn: CompileFn | None) -> None:
+    # Issue #27 (fuzz seed 121008 #8078's sibling): requires_grad_() on a non-leaf reads no history (it checks
+    # `grad_fn_` itself, eager rebuilds no view's grad_fn there): refused before as a read with grad of a view input
+    # relaid under no_grad ("gets another layout from an in-place view op or a set_() under torch.no_grad()")
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        x0.requires_grad_()
+        return (x1 * 2,) if returned == "another_input" else ()
+
+    def unbind_output() -> tuple[T, ...]:
+        return (leaf(3).unbind(0)[1], torch.randn(2))
+
+    def transposed() -> tuple[T, ...]:
+        return (nonleaf(2, 3).t(), torch.randn(2, 3))
+
+    check_with_grad(f, unbind_output, compile_fn)
+    check_with_grad(f, transposed, compile_fn)
