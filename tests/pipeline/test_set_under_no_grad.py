@@ -2799,3 +2799,22 @@ def test_view_input_set_under_no_grad_then_requires_grad_(returned: str, compile
 
     check_with_grad(f, unbind_output, compile_fn)
     check_with_grad(f, transposed, compile_fn)
+
+
+@pytest.mark.parametrize("view", ["unbind", "t"])
+def test_view_input_set_in_inference_mode_then_its_data_written(view: str, compile_fn: CompileFn | None) -> None:
+    # Issue #27 (fuzz seed 121008 #2809): the `.data` getter reads no history (its alias has a counter of its own, and
+    # x1's grad_fn is not rebuilt): refused before as a read with grad of x1 after a set_() to another size ("gets
+    # another layout from an in-place view op or a set_() under torch.no_grad()")
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sum(1)
+        with torch.inference_mode():
+            set_to(x1, t0)
+        x1.data.mul_(x0)
+        return ()
+
+    def make() -> tuple[T, ...]:
+        b1 = nonleaf(1, 2, 4)
+        return (torch.randn(()), b1.unbind(0)[0] if view == "unbind" else b1[0].t())
+
+    check_with_grad(f, make, compile_fn)

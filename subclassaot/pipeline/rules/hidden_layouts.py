@@ -310,7 +310,7 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout, nam
 def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
     """After an op with grad: view inputs it read whose traced history is not eager's. Not a read inside an op's
     dispatch (the swap mode's own, of the tensor set_() changes): no program's (Note [Grad Mode And Autograd Reads])."""
-    if not torch.is_grad_enabled() or record.dispatching > 0 or not _reads_history(func):
+    if not torch.is_grad_enabled() or record.dispatching > 0 or not reads_history(func):
         return
     for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor) and id(a) in record.relaid_view_results:
@@ -384,7 +384,7 @@ _NO_HISTORY_GETTERS = frozenset(
 )
 
 
-def _reads_history(func: Any) -> bool:
+def reads_history(func: Any) -> bool:
     """Does the call read its tensors' histories? Not an attribute's setter (torch's set_() sets `_backward_hooks`),
     nor one of `_NO_HISTORY_GETTERS`."""
     name = getattr(func, "__name__", "")

@@ -73,6 +73,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     note_view_layout_op,
     note_view_reads,
     original_of,
+    reads_history,
     view_layout,
     with_eager_view_histories,
 )
@@ -1692,7 +1693,11 @@ class _DataMode(TorchFunctionMode):
                 if storage_key(o) in made - taken:
                     self.record.inference_tensors.add(id(o))
                     self.record.pin(o)
-        if torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out)):
+        if (
+            torch.is_grad_enabled()
+            and reads_history(func)
+            and any(isinstance(o, torch.Tensor) for o in pytree.tree_leaves(out))
+        ):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
