@@ -3755,3 +3755,52 @@ def test_write_with_grad_through_a_view_of_an_intermediate_of_another_dtype(comp
         return (t2,)
 
     check_with_grad(f, _scalar_leaf_and_matrix, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Issue #27 (fuzz seeds 121008 #8078, 121009 #9229): a view input assigned `.data =` a tensor of another layout, then
+# read with grad with no bump of its version counter since: the assignment bumps no version, so eager's read keeps the
+# history the view came with (UnbindBackward0, TransposeBackward0, ...; a gradient of another size is summed down to
+# it or fails its check, as in the compiled Function). requires_grad_() reads no history at all. Before, refused as
+# an in-place view op ("gets another layout from an in-place view op or a set_() under torch.no_grad()").
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _unbind_output_and_one() -> tuple[object, ...]:
+    with torch.enable_grad():
+        return (torch.randn(3, requires_grad=True).unbind(0)[1], torch.randn(1))
+
+
+def _transposed_clone_and_matrix() -> tuple[object, ...]:
+    with torch.enable_grad():
+        return (torch.randn(2, 3, requires_grad=True).clone().t(), torch.randn(3, 2))
+
+
+_ASSIGNED_VIEW_READS: dict[str, Callable[[T], object]] = {
+    "sin": lambda x: (x.sin(),),
+    "itself_and_mul": lambda x: (x * 2, x),
+    "unsqueeze": lambda x: (x.unsqueeze(0),),
+    "dead_read": lambda x: (x.sin(), ())[1],
+    "requires_grad_": lambda x: (x.requires_grad_(), ())[1],
+}
+
+
+@pytest.mark.parametrize("read", list(_ASSIGNED_VIEW_READS))
+@pytest.mark.parametrize("make", [_unbind_output_and_one, _transposed_clone_and_matrix])
+def test_view_input_assigned_another_layout_read_with_grad_keeps_its_history(
+    make: Callable[[], tuple[object, ...]], read: str, compile_fn: CompileFn | None
+) -> None:
+    def f(x0: T, x1: T) -> object:
+        x0.data = x1
+        return _ASSIGNED_VIEW_READS[read](x0)
+
+    check_with_grad(f, make, compile_fn)
+
+
+def test_view_input_read_then_assigned_another_layout_read_again(compile_fn: CompileFn | None) -> None:
+    def f(x0: T, x1: T) -> object:
+        y = x0.sin()
+        x0.data = x1
+        return (x0.cos() + y.sum(),)
+
+    check_with_grad(f, _transposed_clone_and_matrix, compile_fn)

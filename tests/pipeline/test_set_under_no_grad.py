@@ -2778,3 +2778,43 @@ def test_view_input_set_with_grad_then_its_flag_read(compile_fn: CompileFn | Non
 
     check_with_grad(set_with_grad, make, compile_fn)
     check_with_grad(flag_read, make, compile_fn)
+
+
+@pytest.mark.parametrize("returned", ["nothing", "another_input"])
+def test_view_input_set_under_no_grad_then_requires_grad_(returned: str, compile_fn: CompileFn | None) -> None:
+    # Issue #27 (fuzz seed 121008 #8078's sibling): requires_grad_() on a non-leaf reads no history (it checks
+    # `grad_fn_` itself, eager rebuilds no view's grad_fn there): refused before as a read with grad of a view input
+    # relaid under no_grad ("gets another layout from an in-place view op or a set_() under torch.no_grad()")
+    def f(x0: T, x1: T) -> object:
+        with torch.no_grad():
+            set_to(x0, x1)
+        x0.requires_grad_()
+        return (x1 * 2,) if returned == "another_input" else ()
+
+    def unbind_output() -> tuple[T, ...]:
+        return (leaf(3).unbind(0)[1], torch.randn(2))
+
+    def transposed() -> tuple[T, ...]:
+        return (nonleaf(2, 3).t(), torch.randn(2, 3))
+
+    check_with_grad(f, unbind_output, compile_fn)
+    check_with_grad(f, transposed, compile_fn)
+
+
+@pytest.mark.parametrize("view", ["unbind", "t"])
+def test_view_input_set_in_inference_mode_then_its_data_written(view: str, compile_fn: CompileFn | None) -> None:
+    # Issue #27 (fuzz seed 121008 #2809): the `.data` getter reads no history (its alias has a counter of its own, and
+    # x1's grad_fn is not rebuilt): refused before as a read with grad of x1 after a set_() to another size ("gets
+    # another layout from an in-place view op or a set_() under torch.no_grad()")
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.sum(1)
+        with torch.inference_mode():
+            set_to(x1, t0)
+        x1.data.mul_(x0)
+        return ()
+
+    def make() -> tuple[T, ...]:
+        b1 = nonleaf(1, 2, 4)
+        return (torch.randn(()), b1.unbind(0)[0] if view == "unbind" else b1[0].t())
+
+    check_with_grad(f, make, compile_fn)

@@ -260,6 +260,15 @@ def read_after_nograd_set(record: SwapRecord, t: torch.Tensor) -> bool:
     return relaid is not None and read is not None and read >= relaid
 
 
+def _assigned_only(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Did `.data =` alone (no in-place view op, no set_()) give `t`, a plain view input, its layout? The assignment
+    bumps no version, so eager's read with grad keeps the history `t` came with, as the compiled Function does, until
+    a bump (Note [Stale View Functions]: `check_assigned_view_inputs`)."""
+    return (
+        id(t) in record.assigned_view_inputs and not record.inplace_views.get(id(t)) and id(t) not in record.plain_sets
+    )
+
+
 def _squeezed(t: torch.Tensor) -> Layout:
     dims = [(n, s) for n, s in zip(t.shape, t.stride(), strict=True) if n != 1]
     return tuple(n for n, _ in dims), tuple(s for _, s in dims), t.storage_offset()
@@ -301,7 +310,7 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout, nam
 def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
     """After an op with grad: view inputs it read whose traced history is not eager's. Not a read inside an op's
     dispatch (the swap mode's own, of the tensor set_() changes): no program's (Note [Grad Mode And Autograd Reads])."""
-    if not torch.is_grad_enabled() or record.dispatching > 0 or not _reads_history(func):
+    if not torch.is_grad_enabled() or record.dispatching > 0 or not reads_history(func):
         return
     for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor) and id(a) in record.relaid_view_results:
@@ -325,6 +334,8 @@ def _note_read_as_traced(record: SwapRecord, a: torch.Tensor) -> None:
     elif subclass:
         if id(a) in record.dropped_view_nodes:
             record.stale_view_layouts.add(id(a))
+    elif _assigned_only(record, a):
+        return  # (eager rebuilds its history only after a bump: check_assigned_view_inputs refuses where it does)
     elif _squeezed(a) != expected and (_accepted(expected[0], _squeezed(a)[0]) or id(a) in record.view_sets):
         # (a set_() to another size: eager's as_strided history takes any size, where the traced one raises)
         record.stale_view_layouts.add(id(a))
@@ -373,12 +384,14 @@ _NO_HISTORY_GETTERS = frozenset(
 )
 
 
-def _reads_history(func: Any) -> bool:
+def reads_history(func: Any) -> bool:
     """Does the call read its tensors' histories? Not an attribute's setter (torch's set_() sets `_backward_hooks`),
     nor one of `_NO_HISTORY_GETTERS`."""
     name = getattr(func, "__name__", "")
     owner = getattr(getattr(func, "__self__", None), "__name__", None)
-    return name not in ("__set__", "__delete__") and (name != "__get__" or owner not in _NO_HISTORY_GETTERS)
+    return name not in ("__set__", "__delete__", "requires_grad_") and (
+        name != "__get__" or owner not in _NO_HISTORY_GETTERS
+    )
 
 
 def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:

@@ -75,6 +75,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     note_view_layout_op,
     note_view_reads,
     original_of,
+    reads_history,
     view_layout,
     with_eager_view_histories,
 )
@@ -1712,7 +1713,7 @@ class _DataMode(TorchFunctionMode):
                 if storage_key(o) in made - taken:
                     self.record.inference_tensors.add(id(o))
                     self.record.pin(o)
-        if torch.is_grad_enabled() and not _returns_an_argument(func, args, kwargs, out):
+        if torch.is_grad_enabled() and reads_history(func) and not _returns_an_argument(func, args, kwargs, out):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
