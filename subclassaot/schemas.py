@@ -198,15 +198,16 @@ class LeafMutation:
     # in-place op, which raises once it is a leaf that requires grad (Note [Inputs Written In Training])
     self_set_with_grad: bool = False
     set_under_grad: bool = False  # set_() was called on it with grad enabled while it or the source required grad
-    # ... and the last such set_() took an input that requires grad (or a view of one taken with grad): eager's node
-    # has an edge to that input's history (Note [set_ Under Grad])
+    # ... and the last such set_() took another input that requires grad (or a view of one taken with grad), over any
+    # storage for a plain input (`x0.set_(x0.detach().requires_grad_())` too): eager's node has an edge to that input's
+    # history (Note [set_ Under Grad])
     set_source_edge: bool = False
     # ... and how many times eager had advanced that source's version counter when the last such set_() read its
     # history (before the set_'s own advance; None: no source): the epilogue's repeat reads the source at that count
     # (Note [set_ Under Grad])
     source_bumps_at_set: int | None = None
-    # ... where it kept its storage: the dense input itself that the last such set_() took, if one (its node's edge goes
-    # to that input's history: Note [set_ Under Grad])
+    # ... where it kept its storage: the dense input that the last such set_() took, itself or as the root of views of
+    # it taken with grad, if one (its node's edge goes to that input's history: Note [set_ Under Grad])
     grad_set_input: DenseIndex | None = None
     # ... on a view of it, which rebased its history (Note [set_ Under Grad])
     view_set_under_grad: bool = False

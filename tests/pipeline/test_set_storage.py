@@ -3528,3 +3528,135 @@ def test_set_of_a_view_input_beside_a_leaf_read_after_is_refused(
     quoted = r"backward fails in eager \(derivative for set_ is not implemented\)"
     with torch.enable_grad():
         assert_refused(f, make, compile_fn, f"{quoted}.* cannot raise for some outputs and run for others")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz seed 123910 #3: `x0.set_(x1)` under grad, x1 a leaf of its own (`x0.detach().requires_grad_()`) over x0's
+# storage, so x0 keeps its storage. Eager's set_ node has an edge to x1's accumulator (through the view nodes where the
+# set_() took a view of x1 taken with grad), so a backward through x0, or through a view of x0 taken before the set_()
+# (whose history is regenerated onto that node), raises before x1 gets its gradient, even where x1 is returned itself.
+# The epilogue repeated `x0.set_(x0)`, whose node has no edge to x1: x1 got a gradient ("args[1].grad: a tensor vs
+# eager None").
+# ---------------------------------------------------------------------------------------------------------------------
+
+_VIEWS_BEFORE_THE_SET: dict[str, Callable[[T], T]] = {
+    "transpose_expand": lambda x: x.transpose(0, 0).expand(2, 3),
+    "view": lambda x: x.view(3, 2),
+    "t": lambda x: x.t(),
+    "select": lambda x: x.select(0, 1),
+}
+
+
+def _view_then_set_onto_the_leaf(view: Callable[[T], T], first: bool) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = view(x0)
+        set_to(x0, x1)
+        return (x1, t0) if first else (t0, x1)
+
+    return f
+
+
+def _nonleaf_and_its_detached_leaf() -> tuple[object, ...]:
+    b0 = nonleaf(2, 3)
+    return (b0, b0.detach().requires_grad_())
+
+
+def _plain_and_its_detached_leaf() -> tuple[object, ...]:
+    b0 = torch.randn(2, 3)
+    return (b0, b0.detach().requires_grad_())
+
+
+@pytest.mark.parametrize(
+    "make", [_nonleaf_and_its_detached_leaf, _plain_and_its_detached_leaf], ids=["nonleaf", "plain"]
+)
+@pytest.mark.parametrize("first", [True, False], ids=["leaf_first", "view_first"])
+@pytest.mark.parametrize("view", list(_VIEWS_BEFORE_THE_SET))
+def test_set_onto_a_leaf_over_its_storage_holds_that_leaf_back(
+    compile_fn: CompileFn | None, view: str, first: bool, make: Callable[[], tuple[object, ...]]
+) -> None:
+    f = _view_then_set_onto_the_leaf(_VIEWS_BEFORE_THE_SET[view], first)
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+def _set_then_return_it(x0: T, x1: T) -> object:
+    set_to(x0, x1)
+    return (x1, x0)
+
+
+def _set_then_view_it(x0: T, x1: T) -> object:
+    set_to(x0, x1)
+    return (x1, x0.t())
+
+
+def _set_then_set_to_itself(x0: T, x1: T) -> object:
+    t0 = x0.t()
+    set_to(x0, x1)
+    set_to(x0, x0)  # (its node's edge to x0's history reaches the first one's, and x1 behind it)
+    return (x1, t0)
+
+
+def _set_onto_a_view_of_it(x0: T, x1: T) -> object:
+    t0 = x0.t()
+    set_to(x0, x1.view(2, 3))
+    return (x1, t0)
+
+
+def _set_onto_a_view_of_it_returned(x0: T, x1: T) -> object:
+    set_to(x0, x1.view(2, 3))
+    return (x1, x0)
+
+
+def _set_onto_a_transpose_of_it(x0: T, x1: T) -> object:
+    t0 = x0[1]
+    set_to(x0, x1.t())
+    return (t0, x1)
+
+
+def _set_onto_a_row_of_it(x0: T, x1: T) -> object:
+    set_to(x0, x1[1])
+    return (x1, x0)
+
+
+_SETS_ONTO_THE_LEAF = {
+    f.__name__: f
+    for f in (
+        _set_then_return_it,
+        _set_then_view_it,
+        _set_then_set_to_itself,
+        _set_onto_a_view_of_it,
+        _set_onto_a_view_of_it_returned,
+        _set_onto_a_transpose_of_it,
+        _set_onto_a_row_of_it,
+    )
+}
+
+
+@pytest.mark.parametrize("program", list(_SETS_ONTO_THE_LEAF))
+def test_set_onto_a_leaf_over_its_storage_or_a_view_of_it(compile_fn: CompileFn | None, program: str) -> None:
+    """The set_() onto x1 itself, or onto a view of x1 taken with grad (eager's node reaches x1 through the view's),
+    with x0 returned or viewed after it: x1 gets no gradient before the set_ node raises."""
+    f = _SETS_ONTO_THE_LEAF[program]
+    with torch.enable_grad():
+        assert_matches_eager(f, _nonleaf_and_its_detached_leaf, compile_fn=compile_fn)
+        assert_matches_eager(f, _nonleaf_and_its_detached_leaf, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["leaf_first", "view_first"])
+def test_view_of_an_input_set_onto_another_leaf_storage_is_refused(compile_fn: CompileFn | None, first: bool) -> None:
+    """x1 a leaf over a storage of its own: x0 leaves its storage, and t0 (taken with grad) views the old one."""
+    f = _view_then_set_onto_the_leaf(lambda x: x.t(), first)
+    with torch.enable_grad():
+        assert_refused(f, lambda: (nonleaf(2, 3), leaf(2, 3)), compile_fn, "the storage that input 0 had before set_")
+
+
+def test_set_of_a_leaf_that_requires_grad_onto_its_detached_leaf_raises_as_eager(compile_fn: CompileFn | None) -> None:
+    """x0 a leaf that requires grad: eager's set_() raises (a leaf used in an in-place operation)."""
+
+    def make() -> tuple[object, ...]:
+        b0 = leaf(2, 3)
+        return (b0, b0.detach().requires_grad_())
+
+    with torch.enable_grad():
+        assert_raises_like_eager(_view_then_set_onto_the_leaf(lambda x: x.t(), True), make, compile_fn=compile_fn)

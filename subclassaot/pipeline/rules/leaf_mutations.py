@@ -281,7 +281,7 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         visible_through_self=swaps.family_of(run.dense[i]) in swaps.visible_families,
         self_set_with_grad=swaps.family_of(run.dense[i]) in swaps.grad_self_set_families,
         set_under_grad=id(final) in swaps.grad_set_ids,
-        set_source_edge=set_source is not None and _edge_to_input(final, run),
+        set_source_edge=_set_source_edge(i, run, layout, set_source, storage_changed),
         source_bumps_at_set=source_bumps_at_set(swaps, final),
         grad_set_input=None if storage_changed else _grad_set_input(final, run),
         view_set_under_grad=id(final) in swaps.view_set_bases,
@@ -457,6 +457,20 @@ def _edge_to_input(t: torch.Tensor, run: FunctionalRun) -> bool:
     return source is not None and any(source is u for u in run.user_tensors)
 
 
+def _set_source_edge(
+    i: int, run: FunctionalRun, layout: DenseLayout, set_source: DenseIndex | None, storage_changed: bool
+) -> bool:
+    """`LeafMutation.set_source_edge` of dense leaf `i`: set_() under grad onto another input's storage, or, a plain
+    input, onto another input over its own storage (`x0.set_(x1)`, x1 a `x0.detach().requires_grad_()`, or a view of
+    x1 taken with grad): eager's set_ node has an edge to that input's history, though the storage stays."""
+    if not _edge_to_input(run.finals[i], run):
+        return False
+    if set_source is not None:
+        return True
+    kept_onto = None if storage_changed else _grad_set_input(run.finals[i], run)
+    return kept_onto is not None and kept_onto != i and not _in_subclass(i, layout)
+
+
 def _grad_set_root(t: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
     """The tensor the last set_() of `t` under grad took, or the root of the views taken with grad it is one of (the
     tensor eager's set_ node has its edge to); None where none requires grad, or a view op ran without grad."""
@@ -471,8 +485,9 @@ def _grad_set_root(t: torch.Tensor, run: FunctionalRun) -> torch.Tensor | None:
 
 
 def _grad_set_input(t: torch.Tensor, run: FunctionalRun) -> DenseIndex | None:
-    """The dense input itself (not a view of one) that the last set_() of `t` under grad took, if one."""
-    source = run.swaps.grad_set_sources.get(id(t))
+    """The dense input that the last set_() of `t` under grad took, itself or as the root of views taken with grad
+    (`_grad_set_root`), if one."""
+    source = _grad_set_root(t, run)
     return next((DenseIndex(j) for j, d in enumerate(run.dense) if source is not None and d is source), None)
 
 

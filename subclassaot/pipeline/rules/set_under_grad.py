@@ -61,7 +61,9 @@ from subclassaot.torch_internals import (
 #   in eager. Where an input was set_() to another input that requires grad (or a view of it taken with grad: not a
 #   detach(), not a no_grad view) whose storage it still has, the epilogue's set_ takes that input (or a view of it) as
 #   its source: eager's node has an edge to the source's history, whose gradient then waits behind the raising node.
-#   That input, not another on the same storage (`x.detach()` passed beside x: `LeafMutation.set_source`).
+#   That input, not another on the same storage (`x.detach()` passed beside x: `LeafMutation.set_source`). So too
+#   where a plain input keeps its storage, set_() to another input over it (`x0.set_(x1)`, x1 a leaf of its own made
+#   by `x0.detach().requires_grad_()`, or a view of x1): `LeafMutation.grad_set_input`, `set_source_edge`.
 #   A view taken inside inference_mode requires grad but has no edge to its base's history: an input set_() to one
 #   (gaining grad so or not) gets a node that holds no input back (`LeafMutation.set_source_edge`).
 #   A later `x.set_(x)` under grad keeps that source (a subclass's, where no op wrote x between): its node's edge to
