@@ -2512,9 +2512,11 @@ def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool)
             'backend="eager" a program that leaves its inputs unwritten and returns no view, call requires_grad_() '
             "before the input's first use, or outside the compiled function"
         )
+    # (a factory's requires_grad=True is eager's factory result given requires_grad_(): storage_swaps._DataMode._leaf)
+    made = f"; here {analysis.grad_factories[0]}(..., requires_grad=True)" if analysis.grad_factories else ""
     raise UnsupportedError(
         "the program calls requires_grad_() (or sets `.requires_grad = True`) on a tensor that is not an input (a "
-        "view or an intermediate) in a call made with grad mode on: eager makes it a new autograd leaf, which the outputs' "
+        f"view or an intermediate{made}) in a call made with grad mode on: eager makes it a new autograd leaf, which the outputs' "
         "histories end in, and the compiled call makes that leaf only where autograd, recording the graph's run, "
         f"records the graph eager's program records (Note [Training Without A Function]); {why}. Compile with "
         'backend="eager" a program that leaves its inputs unwritten, use torch.compile(fn, backend="subclassaot"), '
@@ -2706,7 +2708,7 @@ def native_training_plan(flat: FlatInputs, layout: DenseLayout, analysis: Analys
         return False
     if _drops_requires_grad(flat, analysis):
         return False
-    if analysis.grad_factories or not _resizes_outside_autograd(flat, layout, analysis):
+    if not _resizes_outside_autograd(flat, layout, analysis):
         return False
     if not _self_sets_outside_autograd(flat, analysis):
         return False

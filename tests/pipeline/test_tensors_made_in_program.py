@@ -311,6 +311,69 @@ def test_tensor_made_requiring_grad_under_no_grad(compile_fn: CompileFn | None, 
         assert_matches_eager(_GRAD_FACTORIES[name], lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
 
 
+_LEAF_FACTORIES: dict[str, Callable[[T], T]] = {
+    "zeros": lambda x: torch.zeros(x.shape, requires_grad=True),
+    "ones": lambda x: torch.ones(x.shape, requires_grad=True),
+    "randn": lambda x: torch.randn(x.shape, requires_grad=True),
+    "full": lambda x: torch.full(x.shape, 0.5, requires_grad=True),
+}
+_LEAF_VIEWS: dict[str, Callable[[T], T]] = {
+    "view": lambda t: t.view(-1),
+    "t": lambda t: t.t(),
+    "select": lambda t: t.select(0, 1),
+}
+_BESIDE: dict[str, Callable[[T, T], object]] = {
+    "input": lambda v, x0: (v, x0),
+    "computed": lambda v, x0: (v, x0 * 2),
+    "nothing": lambda v, x0: v,
+}
+
+
+@pytest.mark.parametrize("beside", list(_BESIDE))
+@pytest.mark.parametrize("view", list(_LEAF_VIEWS))
+@pytest.mark.parametrize("factory", list(_LEAF_FACTORIES))
+def test_view_of_tensor_made_requiring_grad_in_training(
+    compile_fn: CompileFn | None, factory: str, view: str, beside: str
+) -> None:
+    # issue #27 (hwrong6, session 58; was a wrong result): with grad on, `torch.zeros(..., requires_grad=True)` is
+    # eager's new leaf (an AccumulateGrad) and its view returned has history to it (ViewBackward0); the compiled call's
+    # output required no grad, had no grad_fn, and an input returned beside it got another gradient. The factory now
+    # runs as its result given requires_grad_() with grad on too: the eager backend's native path makes eager's leaf
+    def f(x0: T, x1: T) -> object:
+        return _BESIDE[beside](_LEAF_VIEWS[view](_LEAF_FACTORIES[factory](x1)), x0)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (leaf(2, 3), leaf(2, 3)), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("view", list(_LEAF_VIEWS))
+def test_view_of_tensor_made_requiring_grad_filled_under_no_grad_is_refused(
+    compile_fn: CompileFn | None, view: str
+) -> None:
+    # issue #27 (hwrong6): as above, the leaf written under no_grad first (empty + fill_): was a wrong result as above;
+    # the native path cannot record eager's graph over the no_grad write, and the refusal names the factory
+    def f(x0: T, x1: T) -> object:
+        t0 = torch.empty(x1.shape, requires_grad=True)
+        with torch.no_grad():
+            t0.fill_(0.5)
+        return _LEAF_VIEWS[view](t0), x0
+
+    with torch.enable_grad():
+        assert_refused(
+            f, lambda: (leaf(2, 3), leaf(2, 3)), compile_fn, match=r"torch\.empty\(\.\.\., requires_grad=True\)"
+        )
+
+
+def test_view_of_tensor_made_requiring_grad_off_the_eager_backend_is_refused(compile_fn: CompileFn | None) -> None:
+    # issue #27 (hwrong6): only the eager backend's native path makes the new leaf (Note [Training Without A
+    # Function]); the default backend's compile refuses, naming the factory, where it was a wrong result
+    def f(x0: T, x1: T) -> object:
+        return torch.zeros(x1.shape, requires_grad=True).view(-1), x0
+
+    with torch.enable_grad():
+        assert_refused(f, lambda: (leaf(2, 3), leaf(2, 3)), compile_fn, match=r"here torch\.zeros\(.*the eager backend")
+
+
 def test_set_onto_tensor_made_requiring_grad_is_refused(compile_fn: CompileFn | None) -> None:
     def f(a: T) -> object:
         a_view = a.view(-1)

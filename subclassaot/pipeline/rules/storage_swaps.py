@@ -1264,7 +1264,7 @@ class _DataMode(TorchFunctionMode):
             _note_touch_after_gain(self.record, func, args, kwargs)
         out = (
             self._leaf(func, args, kwargs)
-            if self._no_grad_factory(func, kwargs)
+            if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_
             else self._function(func, args, kwargs)
         )
         self.record.pin(out)
@@ -1272,14 +1272,15 @@ class _DataMode(TorchFunctionMode):
             note_grad_through_hidden_grow(self.record, func, args, kwargs, out)
         return out
 
-    def _no_grad_factory(self, func: Any, kwargs: dict[str, Any]) -> bool:
-        """A factory's requires_grad=True in a call begun under no_grad (`_leaf`)."""
-        grad = kwargs.get("requires_grad") is True and not self.record.grad_at_start
-        return grad and func is not torch.Tensor.requires_grad_
-
     def _leaf(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """`_no_grad_factory`'s call: eager's new leaf, run as the factory's result given requires_grad_(), whose rules
-        give the outputs over it eager's flag and view metadata (Note [Grad Mode And Autograd Reads])."""
+        """A factory's requires_grad=True (`torch.zeros(..., requires_grad=True)`): eager's new leaf, run as the
+        factory's result given requires_grad_(), whose rules give the outputs over it eager's flag, view metadata and
+        history: under no_grad, Note [Grad Mode And Autograd Reads]; with grad on, the new leaf held back where eager's
+        run shows the caller nothing of it, else made by the native path or refused (Note [Training Without A
+        Function]), where the factory's result run with its flag lost a returned leaf's, or view's, flag and history."""
+        self.record.grad_factories.append(
+            f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__name__', '')}"
+        )
         made = self._function(func, args, {**kwargs, "requires_grad": False})
         return self._function(torch.Tensor.requires_grad_, (made,), {})
 
@@ -1356,8 +1357,6 @@ class _DataMode(TorchFunctionMode):
                 with torch.inference_mode(False), torch.set_grad_enabled(grad):
                     self._function(torch.Tensor.detach_, (args[0],), {})
             return None if setter else args[0]
-        if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_:
-            self.record.grad_factories.append(f"{getattr(func, '__module__', None) or 'torch'}.{name}")
         # (an attribute read, or a call inside inference_mode, makes no result that requires grad)
         computes = name != "__get__" and not torch.is_inference_mode_enabled()
         if computes:
