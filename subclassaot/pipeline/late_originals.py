@@ -10,9 +10,7 @@ under the grad mode and dispatch keys the run started with, before the first op 
 in-place view op (set_, resize_, as_strided_, t_(), detach_() ...), an op that resizes (resize_as_, storage resizes),
 an out= op, the `.data =` setter, requires_grad_() or its setter, detach_() (`may_change_leaves`,
 `changes_leaf_flags`). A program that writes only
-data (BatchNorm's buffer updates, optimizer steps) never makes them, except for leaves whose layout a data write
-changes as functionalization reports it (at an offset, strides not contiguous: `_layout_kept_by_writes`), made at
-once. A leaf changed without any of those (by a means
+data (BatchNorm's buffer updates, optimizer steps) never makes them. A leaf changed without any of those (by a means
 no mode sees) is refused at the end of the run rather than given a late original.
 """
 
@@ -25,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch._prims_common import make_contiguous_strides_for
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
@@ -67,16 +64,6 @@ def _leaf_state(t: torch.Tensor) -> tuple[object, Meta, bool, bool, torch.dtype]
     return storage_key(t), leaf_meta(t), t.is_conj(), t.is_neg(), t.dtype
 
 
-def _layout_kept_by_writes(t: torch.Tensor) -> bool:
-    """Does a data write leave the layout the leaf reports as it was? Functionalization reports the layout of the
-    value a write regenerates (offset 0, dense strides), so only a leaf at offset 0 with contiguous strides, known
-    statically, keeps it (a leaf at an offset, e.g. a select() of a larger tensor, gets its alias at once)."""
-    layout = (t.storage_offset(), *t.shape, *t.stride())
-    if not all(isinstance(v, int) for v in layout):
-        return False
-    return t.storage_offset() == 0 and tuple(t.stride()) == tuple(make_contiguous_strides_for(t.shape))
-
-
 @dataclass(slots=True)
 class LateOriginals:
     """The originals of one run, standing as their own leaves until `make` runs (from SwapRecord.make_originals)."""
@@ -95,7 +82,7 @@ class LateOriginals:
         good; `first`: leaves whose alias is made now (functional_run `_originals`)."""
         originals, late = list(dense), dict[int, str | None]()
         for j, d in enumerate(dense):  # (in order: each alias node, made or not, takes its name in turn)
-            if j not in own and (j in first or not _layout_kept_by_writes(d)):
+            if j in first and j not in own:
                 originals[j] = functional_alias(d)
             else:
                 name = skip_alias_name(d)
