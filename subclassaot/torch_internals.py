@@ -1807,15 +1807,14 @@ def trace_new_leaf(
     proxy_tensor.set_proxy_slot(value, tracer, proxy_tensor._ProxyTensor(proxy, None))
 
 
-def functional_alias(t: torch.Tensor, name: str | None = None) -> torch.Tensor:
+def functional_alias(t: torch.Tensor) -> torch.Tensor:
     """`aten.alias(t)` of FunctionalTensor `t` (a FunctionalTensorMode active), its graph node, under make_fx, the one
     make_fx's dispatch would make (same name, same metadata), made directly: the alias runs with make_fx's proxy mode
     off, and its value is given an `alias` node of `t`'s value's node. make_fx's dispatch of the op (its arguments'
     and result's pytree walks, its constant folding) costs about half the alias; the pipeline makes one per dense leaf
     (`run_functional`'s originals), and the node is dead code unless the graph reads that value. The plain call where
     no make_fx trace runs (or a pre-dispatch one), or where `t`'s value is untracked or a constant of the trace (make_fx
-    folds those). `name`: one `skip_alias_name` took earlier, which the node is given (every other node keeps its
-    name: the alias made late, `run_functional`'s lazy originals)."""
+    folds those)."""
     traced = _traced_alias_source(t)
     if traced is None:
         plain: torch.Tensor = torch.ops.aten.alias.default(t)
@@ -1824,14 +1823,8 @@ def functional_alias(t: torch.Tensor, name: str | None = None) -> torch.Tensor:
     with proxy_tensor.disable_proxy_modes_tracing():
         alias: torch.Tensor = torch.ops.aten.alias.default(t)
     inner = from_functional(alias)
-    namespace = tracer.graph._graph_namespace
-    count = namespace._base_count.get("alias", 0)
-    if name is not None and name in namespace._used_names:
-        namespace._used_names.discard(name)  # (taken back by the node below, its base count kept)
-    else:
-        name = tracer.graph._target_to_str("alias")  # make_fx names a node after its op's overload packet
+    name = tracer.graph._target_to_str("alias")  # make_fx names a node after its op's overload packet
     proxy = tracer.create_proxy("call_function", torch.ops.aten.alias.default, (source.proxy,), {}, name=name)
-    namespace._base_count["alias"] = max(count, namespace._base_count.get("alias", 0))
     proxy_tensor.set_meta(proxy, inner)
     proxy_tensor.set_proxy_slot(inner, tracer, proxy_tensor._ProxyTensor(proxy, None))
     return alias
@@ -1851,15 +1844,13 @@ def _traced_alias_source(t: torch.Tensor) -> tuple[proxy_tensor._ProxyTracer, pr
     return mode.tracer, source
 
 
-def skip_alias_name(t: torch.Tensor) -> str | None:
+def skip_alias_name(t: torch.Tensor) -> None:
     """Take the name `functional_alias(t)`'s node would take, making no alias: where the pipeline leaves an alias
-    out that the graph would drop as dead code, every later node keeps its name. Nothing where no node would be made
-    (None; else the name taken)."""
+    out that the graph would drop as dead code, every later node keeps its name. Nothing where no node would be made."""
     traced = _traced_alias_source(t)
-    if traced is None:
-        return None
-    graph = traced[0].graph
-    return graph._graph_namespace.create_name(graph._target_to_str("alias"), None)
+    if traced is not None:
+        graph = traced[0].graph
+        graph._graph_namespace.create_name(graph._target_to_str("alias"), None)
 
 
 def skip_node_name(op: str) -> None:

@@ -34,7 +34,6 @@ from subclassaot.pipeline.grad_scope import (
     check_unseen_histories,
 )
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.late_originals import LateOriginals
 from subclassaot.pipeline.rules.hidden_layouts import note_view_inputs
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.pipeline.rules.set_storage_rules import check_unwritten_at_end, note_freed_inputs
@@ -55,6 +54,7 @@ from subclassaot.torch_internals import (
     autograd_sequence_mark,
     clone_keeps_structure,
     flagless_no_grad_view,
+    functional_alias,
     grad_fn_raises,
     is_fake,
     is_leaf_before_base_write,
@@ -62,6 +62,7 @@ from subclassaot.torch_internals import (
     is_value_read_type_error,
     leaf_view_of_its_own,
     replay_view,
+    skip_alias_name,
     skip_node_name,
     storage_key,
     take_creation_meta,
@@ -172,7 +173,7 @@ def run_functional(
     hold: NewLeafHold | None = None,
     function_returns: tuple[tuple[int, ...], ...] | None = None,
     own_leaves: frozenset[int] = frozenset(),  # the first analysis's Analysis.own_leaf_inputs (`own_leaf_inputs`)
-    read_only: frozenset[int] | None = None,  # a joint trace's (None: no joint): of clone_inputs, those run uncloned
+    read_only: frozenset[int] = frozenset(),  # of clone_inputs: run uncloned (joint.py `_read_only_leaves`)
 ) -> FunctionalRun:
     """Run the program on functional views of `graph_values`; a FunctionalTensorMode must be active."""
     graph_fun, graph_grad_leaves, dense, detached, user_tensors = _functional_inputs(
@@ -184,7 +185,7 @@ def run_functional(
     shift, moved, restrided, copy_on_contiguous = _clone_inputs(
         flat, layout, dense, user_tensors, requires_grad_like, (clone_inputs, view_clone_inputs, viewed), read_only
     )
-    originals = (late := _originals(layout, dense, uncloned, read_only)).originals
+    originals = _originals(layout, dense, uncloned, read_only)
     initial_metas, initial_wrapper_keys, initial_inner_wrappers = _initial_layouts(layout, user_tensors)
     initial_nodes: list[object | None] = [t.grad_fn for t in user_tensors]
     tensor_at: dict[int, torch.Tensor] = dict(zip(flat.tensor_indices, user_tensors, strict=True))
@@ -197,7 +198,7 @@ def run_functional(
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, {*viewed, *view_clone_inputs}, own_leaves)
     _note_input_storages(record, flat, layout, graph_fun, dense, originals, user_tensors, moved)
     record.program_start_mark = autograd_sequence_mark()  # Note [set_ Under Grad]
-    with late.armed(record, flat, layout) as known, swap_modes(record, known):
+    with swap_modes(record, [*dense, *originals]):
         try:
             output = call(state, args, kwargs)
         except DataDependentError as e:
@@ -235,21 +236,22 @@ def run_functional(
 
 
 def _originals(
-    layout: DenseLayout,
-    dense: list[torch.Tensor],
-    uncloned: list[torch.Tensor],
-    read_only: frozenset[int] | None,
-) -> LateOriginals:
+    layout: DenseLayout, dense: list[torch.Tensor], uncloned: list[torch.Tensor], read_only: frozenset[int]
+) -> list[torch.Tensor]:
     """Each dense leaf's value as the program found it (`FunctionalRun.originals`): an alias, which keeps the value
-    and layout the leaf had whatever the program does to the leaf, made late (late_originals.py: until then the leaf
-    stands for it). A leaf of a read-only input (joint.py `_read_only_leaves`: the analysis found it only read) that
-    runs uncloned is its own original throughout: nothing changes it, so the alias, an op through functionalization
-    and the fake mode whose node the graph drops, is left out (its node's name taken, so that later nodes keep theirs:
-    Note [Training Through A Joint Graph]). In a joint trace, a leaf that requires grad gets its alias before the
-    program runs, as its autograd node's place in the backward's order (the order its gradients are summed in)."""
-    own = {j for i in read_only or () for j in layout.leaves_of_input[i] if dense[j] is uncloned[j]}
-    joint = read_only is not None
-    return LateOriginals.of(dense, own, frozenset(j for j, d in enumerate(dense) if joint and d.requires_grad))
+    and layout the leaf had whatever the program does to the leaf. A leaf of a read-only input (joint.py
+    `_read_only_leaves`: the analysis found it only read) that runs uncloned is its own original: nothing changes it,
+    so the alias, an op through functionalization and the fake mode whose node the graph drops, is left out (its
+    node's name taken, so that later nodes keep theirs: Note [Training Through A Joint Graph])."""
+    own = {j for i in read_only for j in layout.leaves_of_input[i] if dense[j] is uncloned[j]}
+    originals = []
+    for j, d in enumerate(dense):
+        if j in own:
+            skip_alias_name(d)
+            originals.append(d)
+        else:
+            originals.append(functional_alias(d))
+    return originals
 
 
 def _give_replays(
@@ -311,7 +313,7 @@ def _clone_inputs(
     user_tensors: list[torch.Tensor],
     requires_grad_like: Sequence[torch.Tensor] | None,
     which: tuple[frozenset[int], frozenset[int], dict[int, int]],
-    read_only: frozenset[int] | None,
+    read_only: frozenset[int] = frozenset(),
 ) -> tuple[dict[int, int | torch.SymInt], set[int], list[int], set[int]]:
     """Put clones of the inputs that run as a clone (`which`: those, those whose clone is a view, and those traced
     as views of another input) in their place in `user_tensors`, and the clones' leaves in `dense`; returns the
@@ -330,7 +332,7 @@ def _clone_inputs(
         # Through A Joint Graph]). The clone's leaves stand for the input's leaves from here on. A subclass input
         # that shares storage with another keeps its inner tensors (Note [Aliased Inputs In Training]).
         original = user_tensors[i]
-        if i in (read_only or ()) and i not in viewed and i not in view_clone_inputs and _clones_plainly(original):
+        if i in read_only and i not in viewed and i not in view_clone_inputs and _clones_plainly(original):
             skip_node_name("clone")  # (the graph's later clones keep their names)
             continue
         clone = clones.get(id(original))

@@ -45,7 +45,6 @@ from subclassaot.torch_internals import (
     autograd_nodes,
     differentiable_dtype,
     from_functional,
-    functional_alias,
     get_version,
     grad_fn_raises,
     mutation_counter,
@@ -139,10 +138,8 @@ def forward_output_values(
         if update.kind is UpdateKind.BASE:
             out.append(base_update(graph_inputs[update.target], run))
         elif update.kind is UpdateKind.ORIGINAL:
-            relaid, value = analysis.mutations[update.target].history_from_base, originals[update.target]
-            if value is run.dense[update.target] and value.requires_grad:  # (its grad gained late: late_originals.py)
-                value = functional_alias(value)  # (its history through an alias, as an early one's)
-            out.append(_original_value(value, finals[update.target], relaid))
+            relaid = analysis.mutations[update.target].history_from_base
+            out.append(_original_value(originals[update.target], finals[update.target], relaid))
         else:
             out.append(finals[DenseIndex(update.target)])
     leaves, _ = pytree.tree_flatten(run_output)

@@ -19,11 +19,10 @@ import subclassaot.pipeline.analyze
 import subclassaot.pipeline.joint
 import subclassaot.pipeline.trace
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline import backward_probe, late_originals
+from subclassaot.pipeline import backward_probe, functional_run
 from subclassaot.pipeline.backward_probe import eager_saves
 from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.rules import storage_swaps
 from subclassaot.torch_internals import functional_alias, static_fake_copies
 from tests.oracle import assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -409,9 +408,9 @@ def _returns_its_input(x: T, y: T) -> object:
 @pytest.mark.parametrize(
     ("program", "make", "clones", "aliases"),
     [
-        (_read, _grad_inputs("plain"), 0, 0),  # x only read: run as itself, its own original (y unchanged: itself too)
+        (_read, _grad_inputs("plain"), 0, 1),  # x only read: run as itself, its own original (y's an alias)
         (_read, lambda: (torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()), 0, 0),
-        (_returns_its_input, _grad_inputs("plain"), 1, 1),  # x returned: its clone makes the output a fresh tensor
+        (_returns_its_input, _grad_inputs("plain"), 1, 2),  # x returned: its clone makes the output a fresh tensor
         (_write, lambda: (nonleaf(2, 2), torch.randn(2, 2).requires_grad_()), 1, 1),  # x written (y read: itself)
     ],
     ids=["read", "two_read", "returned", "written"],
@@ -425,9 +424,8 @@ def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
 ) -> None:
     # The joint trace runs each input gradients are taken for as a clone (Note [Training Through A Joint Graph]) but a
     # plain leaf the program only reads, in a program returning no input nor a view of one: that clone was a copy the
-    # partition dropped (compile time, issue 29); such a leaf is its own original too, and so is every other leaf the
-    # program changes nothing of but the data (late_originals.py), but for one that requires grad (its original an
-    # alias the graph drops, made before the program runs). The clones make_fx traces and the aliases the joint trace makes, the same graphs'
+    # partition dropped (compile time, issue 29); such a leaf is its own original too, where every other dense leaf's
+    # is an alias the graph drops. The clones make_fx traces and the aliases the joint trace makes, the same graphs'
     # values as eager's
     traced: list[object] = []
     proxy_call = proxy_tensor.proxy_call
@@ -441,9 +439,9 @@ def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
     trace_joint = subclassaot.pipeline.joint.trace_joint
     in_joint = [False]
 
-    def counted_alias(t: T, name: str | None = None) -> T:
+    def counted_alias(t: T) -> T:
         made.append("joint" if in_joint[0] else "other")
-        return functional_alias(t, name)
+        return functional_alias(t)
 
     def joint_traced(*args: Any, **kwargs: Any) -> object:
         in_joint[0] = True
@@ -453,7 +451,7 @@ def test_the_joint_trace_runs_read_only_leaves_without_their_clones(
             in_joint[0] = False
 
     monkeypatch.setattr(proxy_tensor, "proxy_call", counted)
-    monkeypatch.setattr(late_originals, "functional_alias", counted_alias)
+    monkeypatch.setattr(functional_run, "functional_alias", counted_alias)
     monkeypatch.setattr(subclassaot.pipeline.joint, "trace_joint", joint_traced)
     with torch.enable_grad():
         assert_matches_eager(program, make, calls=1, backend=_graph_as_is)
@@ -513,83 +511,3 @@ def test_function_training_probes_its_saves_in_one_backward(monkeypatch: pytest.
         compiled = assert_matches_eager(model.train(), lambda: (torch.randn(2, 3, 4, 4),), calls=2)
     assert not cast(subclassaot.CompiledModule[nn.Sequential], compiled).entries[0].autograd_backward
     assert runs == [1] and backwards == [1], (runs, backwards)
-
-
-def _buffers_written(x: T, buf: T) -> object:
-    buf.mul_(0.9).add_(x.mean(0))  # (as BatchNorm's running statistics: data written, layout kept)
-    return x * 2
-
-
-@pytest.mark.parametrize("mode", ["eval", "train"])
-def test_a_program_that_writes_only_data_makes_no_originals(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
-    # Each dense leaf stands for its own original until the program may change a leaf's layout, storage or flags
-    # (late_originals.py): a program that writes only data (a BatchNorm in training, a buffer updated in place) makes
-    # no alias at all, and its graphs read the written values themselves (before: an alias node per written input)
-    made: list[T] = []
-
-    def counted_alias(t: T, name: str | None = None) -> T:
-        made.append(t)
-        return functional_alias(t, name)
-
-    codes: list[str] = []
-
-    def kept(gm: torch.fx.GraphModule, example_inputs: object) -> Callable[..., object]:
-        codes.append(gm.code)
-        return gm
-
-    monkeypatch.setattr(late_originals, "functional_alias", counted_alias)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4)).train()
-    with torch.set_grad_enabled(mode == "train"):
-        assert_matches_eager(model, lambda: (torch.randn(3, 4),), calls=2, backend=kept)
-        assert_matches_eager(_buffers_written, lambda: (torch.randn(3, 4), torch.zeros(4)), calls=2, backend=kept)
-    assert made == [] and codes and not any("aten.alias" in code for code in codes), codes
-
-
-def _written_then_relaid(x: T, y: T) -> object:
-    x.add_(y)  # (data first: the leaf still stands for its original)
-    x.t_()  # (an in-place view op: the originals are made here, of the leaves as they came)
-    return x * 2
-
-
-def _written_then_shrunk(x: T, y: T) -> object:
-    x.mul_(2)
-    x.resize_(3)
-    return x + y
-
-
-def _written_then_data_set(x: T, y: T) -> object:
-    x.mul_(2)
-    x.data = y.view(4)
-    return x * 3
-
-
-def _written_then_set(x: T, y: T) -> object:
-    x.sub_(1)
-    set_to(x, y)
-    return x.sum(0)
-
-
-@pytest.mark.parametrize(
-    ("program", "make"),
-    [
-        (_written_then_relaid, lambda: (torch.randn(2, 3), torch.randn(2, 3))),
-        (_written_then_shrunk, lambda: (torch.randn(2, 2), torch.randn(3))),
-        (_written_then_data_set, lambda: (torch.randn(4), torch.randn(2, 2))),
-        (_written_then_set, lambda: (torch.randn(2, 2), torch.randn(3, 2))),
-    ],
-    ids=["t_", "resize_", "data", "set_"],
-)
-def test_originals_are_made_before_an_op_that_changes_a_leaf(
-    monkeypatch: pytest.MonkeyPatch, program: Callable[..., object], make: Callable[[], tuple[object, ...]]
-) -> None:
-    # An op that may change a leaf's layout or storage makes every original first (late_originals.py), as they were
-    # when the program began: the inputs after the call and the outputs as eager's. Without it (no op counted as one),
-    # the leaf changed under its original: the run refuses it, or the compile reads the changed layout as the input's
-    for grad in (False, True):
-        with torch.set_grad_enabled(grad):
-            assert_matches_eager(program, make, calls=2)
-    monkeypatch.setattr(storage_swaps, "may_change_leaves", lambda func: False)
-    monkeypatch.setattr(storage_swaps, "changes_leaf_flags", lambda func: False)
-    with pytest.raises((UnsupportedError, AssertionError)):
-        assert_matches_eager(program, make, calls=2)

@@ -41,7 +41,6 @@ from subclassaot.pipeline.grad_scope import (
     regenerated_history_reads,
     resize_as_eager,
 )
-from subclassaot.pipeline.late_originals import changes_leaf_flags, may_change_leaves
 from subclassaot.pipeline.opaque_ops import check_higher_order, traced_in_place_of
 from subclassaot.pipeline.rules.autograd_state import (
     RaisingHistory,
@@ -375,13 +374,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        if self.record.making_originals:
-            return func(*args, **kwargs)  # (the pipeline's aliases, made from a call this mode does not see)
         if isinstance(func, torch._ops.HigherOrderOperator):  # (torch_internals.base_mode_rule)
             check_higher_order(func)
             return func(*args, **kwargs)  # one op to the record: its branches may neither write nor alias an operand
-        if self.record.unmade_originals is not None and may_change_leaves(func):
-            self.record.make_originals()  # (late_originals.py)
         func = traced_in_place_of(func, args)  # Note [What A Backend Receives And Returns], "Ordered effects"
         if self.native_pending is not None and func is self.native_pending:
             self.native_pending = None
@@ -1236,8 +1231,6 @@ class _DataMode(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        if self.record.unmade_originals is not None and changes_leaf_flags(func):
-            self.record.make_originals()  # (late_originals.py)
         if not self.record.dispatching and not is_query(func):  # (eager runs a held-back call: SwapRecord.call_seqs)
             self.record.call_seqs.append(self.record.seq)
         if self._held_back(func, args, kwargs):  # See Note [Training Without A Function]

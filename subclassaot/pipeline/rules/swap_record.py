@@ -7,7 +7,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -561,10 +561,6 @@ class SwapRecord:
     input_originals: dict[object, torch.Tensor] = field(default_factory=dict)
     # id() of every such alias, one per dense leaf (inputs in one alias group share a storage key): never rebound
     original_ids: set[int] = field(default_factory=set)
-    # makes the originals (`FunctionalRun.originals`) that stand as their own dense leaves until then: None once made,
-    # or where none is left to make (`make_originals`)
-    unmade_originals: Callable[[], None] | None = None
-    making_originals: bool = False  # ... running: the dispatch mode passes its ops down unrecorded
     # storage key of such a leaf -> the frame shifts at which the program took views of it at absolute offsets
     # (as_strided(), set_(storage, offset, ...)): Note [as_strided On Inputs]
     absolute_frames: dict[object, list[int | torch.SymInt]] = field(default_factory=dict)
@@ -638,17 +634,6 @@ class SwapRecord:
         if self.replayed_new_leaves is None and k < len(self.new_leaves):
             self.new_leaves[k] = False  # (the trace's run replays it: no leaf marked there either)
         return True
-
-    def make_originals(self) -> None:
-        """Before the first op or call that may change a dense leaf's layout, storage or autograd flags: each leaf's
-        original made as its alias (until then the leaf stands for it: late_originals.py)."""
-        make, self.unmade_originals = self.unmade_originals, None
-        if make is not None:
-            self.making_originals = True
-            try:
-                make()
-            finally:
-                self.making_originals = False
 
     def pin(self, tree: object) -> None:
         """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Storage Swaps By Rebinding])."""
