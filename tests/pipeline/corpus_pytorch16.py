@@ -30,6 +30,7 @@ from torch.autograd.function import FunctionCtx
 from torch.testing._internal.two_tensor import TwoTensor
 
 from tests.pipeline.corpus import Case, inp, ported_as
+from tests.pipeline.corpus_pytorch14 import sin_into  # (test_inplacing_pass.py's _reinplacing::sin too)
 
 T = torch.Tensor
 aten = torch.ops.aten
@@ -44,17 +45,6 @@ def boo(x: T) -> None:
 
 @boo.register_fake
 def _boo_fake(x: T) -> None:
-    return None
-
-
-@torch.library.custom_op("corpus16::sin_into", mutates_args={"result"})
-def sin_into(x: T, result: T) -> None:
-    # test_inplacing_pass.py's _reinplacing::sin
-    result.copy_(x.sin())
-
-
-@sin_into.register_fake
-def _sin_into_fake(x: T, result: T) -> None:
     return None
 
 
@@ -122,7 +112,7 @@ def v2_zero_dim_of_local(arg0_1: T) -> object:
 def v1_result_beside_buffer(x: T) -> object:
     # test_counters_functionalize_old (zeros_like for its empty_like)
     out = torch.zeros_like(x)
-    _, new_out = auto_functionalized(torch.ops.corpus16.sin_into.default, x=x, result=out)
+    _, new_out = auto_functionalized(torch.ops.corpus14.sin_into.default, x=x, result=out)
     y = out * new_out
     return new_out, y
 
@@ -131,7 +121,7 @@ def v2_result_beside_buffer(x: T) -> object:
     # test_counters_functionalize_v2 (zeros_like for its empty_like)
     out = torch.zeros_like(x)
     _, new_out = auto_functionalized_v2(
-        torch.ops.corpus16.sin_into.default,
+        torch.ops.corpus14.sin_into.default,
         x=x,
         _result_base_index=0,
         _result_size=(3,),
