@@ -107,7 +107,7 @@ from subclassaot.pipeline.rules.training_rules import (
 from subclassaot.pipeline.trace import TracedGraph, analyze_and_trace, trace_inference, untraced_inference
 from subclassaot.runtime.autograd_function import training_call
 from subclassaot.runtime.call import inference_call, make_runner, with_inference_copies
-from subclassaot.runtime.plan import GraphCall, RuntimePlan, leaf_attr_paths
+from subclassaot.runtime.plan import GraphCall, RuntimePlan, historyless_leaves, leaf_attr_paths
 from subclassaot.runtime.python_writes import PythonWrite, replaying
 from subclassaot.runtime.steps import own_accumulator_inputs
 from subclassaot.runtime.straight_line import MISS, EntryFn, EntryRunner, entry_function, graph_writes, with_writes
@@ -915,6 +915,7 @@ def _runtime_plan(
         input_requires_grad=tuple(t.requires_grad for t in prog.tensors),
         own_accumulators=own_accumulator_inputs(layout, prog.tensors),
         output_types=trial.output_types if trial is not None else (),
+        historyless_leaves=historyless_leaves(flat, layout, analysis),
     )
     return with_inference_copies(plan, prog.tensors)
 

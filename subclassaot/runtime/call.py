@@ -352,18 +352,9 @@ def _copy_leaf(
     step = CountedStep.FINAL_COPY if final else CountedStep.ORIGINAL_COPY
     inference = plan.inference_leaves[j] if j < len(plan.inference_leaves) else None
     mutation = plan.analysis.mutations[j]
-    if _ends_requiring_no_grad(plan, (j,)):
+    if j in plan.historyless_leaves:
         value = value.detach()
     copy_into(dense[j], value, mutation, final=final, count=counts.get((j, step)), inference=inference)
-
-
-def _ends_requiring_no_grad(plan: RuntimePlan, members: Sequence[int]) -> bool:
-    """Does eager's program leave every input owning these dense leaves requiring no grad? Then no write of theirs
-    recorded history (a value requiring grad written under no_grad or inside inference_mode, grad mode on or not,
-    records none), and the epilogue's copy of the graph's value, which may carry the history the graph's run gave
-    it, records none either."""
-    owners = {plan.flat.tensor_indices.index(plan.layout.leaves[j].owner) for j in members}
-    return not any(plan.analysis.requires_grad_after[i] for i in owners)
 
 
 def _turn_on(values: Sequence[object], positions: Sequence[int]) -> None:
@@ -548,7 +539,7 @@ def _copy_base(plan: RuntimePlan, base: torch.Tensor, value: torch.Tensor, g: in
     members = plan.layout.groups[cast(AliasGroupRef, plan.layout.graph_inputs[g]).group].members
     # hidden where written only through tensors set_() or `.data =`-assigned to its storage: Note [Input Updates]
     # (through the base's own views, a leaf that requires grad raises in eager, and so does this copy_)
-    hidden = base_write_hidden(mutations, members) or _ends_requiring_no_grad(plan, members)
+    hidden = base_write_hidden(mutations, members) or plan.historyless_leaves.issuperset(members)
     through_self = any(mutations[m].visible_through_self for m in members)
     before = get_version(base)
     if value.numel() > base.numel():  # the storage a resize_() grew under the base (trace.base_update)

@@ -83,6 +83,16 @@ class RuntimePlan:
     # per dense leaf the program writes (guarded likewise): whether it is an inference tensor, which decides its
     # copy's (steps.copy_into); None for another leaf (read per call, where one is copied into); () not decided
     inference_leaves: tuple[bool | None, ...] = ()
+    # dense leaves of inputs eager's program leaves requiring no grad (`historyless_leaves`): no write of theirs
+    # recorded history, so the epilogue's copy of the graph's value into them records none either
+    historyless_leaves: frozenset[int] = frozenset()
+
+
+def historyless_leaves(flat: FlatInputs, layout: DenseLayout, analysis: Analysis) -> frozenset[int]:
+    """The dense leaves whose owner eager's program leaves requiring no grad (a value requiring grad written under
+    no_grad or inside inference_mode, grad mode on or not, records no history), decided at compile time."""
+    ends = analysis.requires_grad_after
+    return frozenset(j for j, leaf in enumerate(layout.leaves) if not ends[flat.tensor_indices.index(leaf.owner)])
 
 
 def last_gains(plan: RuntimePlan) -> list[int]:

@@ -689,8 +689,7 @@ def _copy(w: _Writer, plan: RuntimePlan, call: GraphCall, j: int, k: int, *, fin
     call, whatever the copy did to it, and nothing between reads it."""
     m = plan.analysis.mutations[j]
     owner = plan.flat.tensor_indices.index(plan.layout.leaves[j].owner)
-    # (an input eager leaves requiring no grad: no write of its recorded history: call._ends_requiring_no_grad)
-    hidden = _hidden_write(m, final=final) or not plan.analysis.requires_grad_after[owner]
+    hidden = _hidden_write(m, final=final) or j in plan.historyless_leaves  # (RuntimePlan.historyless_leaves)
     size, stride, _ = m.final_meta
     # No metadata change: the leaf has the layout its guards checked, and no repeated location where its strides
     # are nonzero numbers.
