@@ -5,18 +5,8 @@ generator runs each op as it draws it, so shapes, strides and legality are known
 Output: `OPS`, a table from `OpName` to `OpDef`.
 Invariants: for every op, `apply` and `expr` agree: running `expr`'s Python text on the same tensors does what
 `apply` does (tests/subclassaot/test_fuzz.py execs printed programs and compares them with the interpreter).
-
-Also here: The custom autograd.Function templates the fuzzer draws, as user source.
-
-Input: nothing (the templates are fixed source text, `_SOURCES`).
-Output: one op per template in `OPS`: its class, built by executing its source, and that source as its preamble.
-Invariants: the interpreter calls the very class the printed program defines: both come from one source text, which
-`to_source` pastes into a printed program (subclassaot/tools/fuzz_program.py), so a regression test needs no import
-of the fuzzer. Each template is one thing users write: a plain Function saving its input; a Function that writes its
-input in place and returns it (`ctx.mark_dirty`); a Function whose backward changes a saved input's metadata in
-place (`t_()`, which eager's autograd lets through and the input keeps after the backward); Functions of two tensors
-that add the second into the first in place and return the first (`ctx.mark_dirty`), one also saving the second and
-returning a fresh tensor beside (the second operand may require grad where the first does not).
+The custom autograd.Function templates it draws (one op each, their source the op's preamble) live in
+subclassaot/tools/fuzz_functions.py.
 """
 
 from __future__ import annotations
@@ -32,102 +22,11 @@ import torch
 from subclassaot.authoring.protocol import dense_leaves
 from subclassaot.errors import tuple_text
 from subclassaot.pipeline.rules.swap_record import element_offsets, reads_elsewhere_written
+from subclassaot.tools.fuzz_functions import SOURCES, FunctionName, function_class
 
 Param = int | float | tuple[int, ...]
 Params = tuple[Param, ...]
 SCALARS: tuple[float, ...] = (2.0, -1.0, 0.5, 3.0)
-
-
-FunctionName = Literal["SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved", "TwoViews"]
-
-_SOURCES: dict[FunctionName, str] = {
-    "SinFn": '''
-class SinFn(torch.autograd.Function):
-    """A plain Function: saves its input, returns a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * x.cos()
-''',
-    "DirtyScale": '''
-class DirtyScale(torch.autograd.Function):
-    """Writes its input in place and returns it (ctx.mark_dirty)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
-''',
-    "TransposeSaved": '''
-class TransposeSaved(torch.autograd.Function):
-    """Its backward transposes the saved input in place (a metadata change the input keeps)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        x.t_()
-        return g * 3
-''',
-    "DirtyAdd": '''
-class DirtyAdd(torch.autograd.Function):
-    """Adds its second input into its first in place and returns the first (ctx.mark_dirty)."""
-
-    @staticmethod
-    def forward(ctx, x, y):
-        x.add_(y)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g, g
-''',
-    "DirtyAddSaved": '''
-class DirtyAddSaved(torch.autograd.Function):
-    """Saves its second input, adds it into its first in place, returns the first and a fresh tensor."""
-
-    @staticmethod
-    def forward(ctx, x, y):
-        ctx.save_for_backward(y)
-        x.add_(y)
-        ctx.mark_dirty(x)
-        return x, y.sin()
-
-    @staticmethod
-    def backward(ctx, g, g_fresh):
-        (y,) = ctx.saved_tensors
-        return g, g + g_fresh * y.cos()
-''',
-    "TwoViews": '''
-class TwoViews(torch.autograd.Function):
-    """Returns two views of a tensor it made: autograd makes both views of it, of a node with several outputs."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx, g, g_row):
-        return (g + g_row.squeeze(0)) * 2
-''',
-}
 
 
 class Chooser(Protocol):
@@ -554,12 +453,8 @@ def _refill_expr(t: str, o: str | None, p: Params) -> str:
 
 
 def _function(name: FunctionName, *, binary: bool) -> tuple[Apply, Expr]:
-    """The template's class, built by executing its source (which a printed program holds too), and its call (on the
-    op's source, and on its other tensor too where `binary`)."""
-    namespace: dict[str, object] = {"torch": torch, "__name__": "fuzz_functions"}
-    exec(compile(_SOURCES[name], f"<fuzz function {name}>", "exec"), namespace)
-    cls = namespace[name]
-    assert isinstance(cls, type) and issubclass(cls, torch.autograd.Function), f"BUG: {name} is not a Function"
+    """The template's call (on the op's source, and on its other tensor too where `binary`)."""
+    cls = function_class(name)
 
     def apply(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> Result:
         assert (o is not None) == binary, f"BUG: {name} takes {2 if binary else 1} tensors"
@@ -575,7 +470,7 @@ def _function_op(name: FunctionName, gen: Gen, *, binary: bool = False, outs: in
     """A template as an op: a binary one draws its second tensor from the program like `x.add_(y)` does."""
     return _op(
         name, Family.FUNCTIONAL, gen, _function(name, binary=binary), weight=1, vocabulary=Vocabulary.FUNCTIONS,
-        other="always" if binary else "never", outs=lambda p: outs, preamble=_SOURCES[name].strip() + "\n",
+        other="always" if binary else "never", outs=lambda p: outs, preamble=SOURCES[name].strip() + "\n",
     )  # fmt: skip
 
 
