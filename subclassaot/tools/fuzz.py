@@ -216,7 +216,8 @@ def _draw_ops(
         for _attempt in range(4):
             try:
                 set_before = {o.src for o in ops if o.name in _SETS}
-                op = _draw_op(choose, config, weighted, env, storages, next_var, set_before)
+                made = {v for o in ops if o.name == "grad_factory" for v in o.outs}
+                op = _draw_op(choose, config, weighted, env, storages, next_var, set_before, made)
             except Exception:  # reading the source's shape (`x.data` of a swapped subclass) can raise in eager
                 continue
             if op is not None and _legal(op, env, storages):
@@ -256,8 +257,10 @@ def _draw_op(
     storages: StorageLiveness,
     next_var: int,
     set_before: Collection[int] = frozenset(),
+    made: Collection[int] = frozenset(),
 ) -> Op | None:
-    """One op; `set_before`: the variables an earlier op set_()."""
+    """One op; `set_before`: the variables an earlier op set_(); `made`: the leaves factories made, which later ops
+    take as their source often (viewed, written, combined with another variable)."""
     op_def = weighted[choose.integer(0, len(weighted) - 1)]
     refill = op_def.name == "storage_refill"
     variables = [v for v in sorted(env) if storages.dead(env[v]) == refill]
@@ -272,6 +275,8 @@ def _draw_op(
         # a write the Function's node records over a set_ node, though its forward runs with grad off (Note [Epilogue
         # Nodes In Eager's Order]): rare where the Function draws any variable
         variables = [v for v in variables if v in set_before] or variables
+    if made and choose.chance(40):
+        variables = [v for v in variables if v in made] or variables
     live = variables if not refill else [v for v in sorted(env) if not storages.dead(env[v])]
     if not variables:
         return None

@@ -74,6 +74,9 @@ class Vocabulary(enum.Enum):
     WINDOWS = "windows"
     # rarely, a complex base passed as its lazy conj view (`c.conj()`, conj bit set) or that view's imag (neg bit set)
     COMPLEX = "complex"
+    # a new leaf made in the program: a factory's requires_grad=True (zeros, ones, full, randn, tensor, zeros_like,
+    # ones_like) or its fresh result given requires_grad_(), under whatever grad-mode scope is drawn
+    GRAD_FACTORIES = "grad_factories"
 
 
 OpName = Literal[
@@ -84,7 +87,7 @@ OpName = Literal[
     "data_assign",
     "requires_grad_", "requires_grad_set", "requires_grad_if_flagless", "mul_by_flags", "storage_free", "storage_refill", "resize_grow", "set_self",
     "SinFn", "DirtyScale", "TransposeSaved", "DirtyAdd", "DirtyAddSaved", "TwoViews",
-    "sort", "max_dim", "split_with_sizes", "batch_norm", "detached_leaf", "unfold",
+    "sort", "max_dim", "split_with_sizes", "batch_norm", "detached_leaf", "unfold", "grad_factory",
 ]  # fmt: skip
 
 Result = torch.Tensor | tuple[torch.Tensor, ...] | None  # a tuple binds one variable per element
@@ -474,6 +477,43 @@ def _function_op(name: FunctionName, gen: Gen, *, binary: bool = False, outs: in
     )  # fmt: skip
 
 
+# A new leaf: (factory, shape, fill value, form). The shape is the source's (so that the leaf meets it in the ops
+# drawn later), the source itself only for a `_like` factory; form 0 passes requires_grad=True, form 1 calls
+# requires_grad_() on the factory's fresh result. torch.tensor's values are fixed by the shape.
+_FACTORIES = ("zeros", "ones", "full", "randn", "tensor", "zeros_like", "ones_like")
+
+
+def _gen_grad_factory(choose: Chooser, t: torch.Tensor) -> Params | None:
+    k = choose.integer(0, len(_FACTORIES) - 1)
+    return (k, tuple(t.shape), _scalar(choose), int(choose.chance(30)))
+
+
+def _factory_values(shape: tuple[int, ...], start: int = 0) -> object:
+    """torch.tensor's nested list for `shape`: -1.0, -0.5, 0.0, ... in row-major order (plain Python: the
+    interpreter runs while the pipeline traces it, where a tensor's values are not there to read)."""
+    if not shape:
+        return start * 0.5 - 1.0
+    step = torch.Size(shape[1:]).numel()
+    return [_factory_values(shape[1:], start + k * step) for k in range(shape[0])]
+
+
+def _grad_factory(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
+    name, shape, value, form = _FACTORIES[_i(p[0])], _s(p[1]), _f(p[2]), _i(p[3])
+    first: object = {"full": shape, "tensor": _factory_values(shape)}.get(name, t if "_like" in name else shape)
+    args = (first, value) if name == "full" else (first,)
+    out: torch.Tensor = getattr(torch, name)(*args, requires_grad=form == 0)
+    return out.requires_grad_() if form else out
+
+
+def _grad_factory_expr(t: str, o: str | None, p: Params) -> str:
+    name, shape, value, form = _FACTORIES[_i(p[0])], _s(p[1]), _f(p[2]), _i(p[3])
+    first = {"full": tuple_text(shape), "tensor": repr(_factory_values(shape))}.get(
+        name, t if "_like" in name else tuple_text(shape)
+    )
+    args = f"{first}, {value!r}" if name == "full" else first
+    return f"torch.{name}({args}).requires_grad_()" if form else f"torch.{name}({args}, requires_grad=True)"
+
+
 def _unbind(t: torch.Tensor, o: torch.Tensor | None, p: Params) -> torch.Tensor:
     return t.unbind(_i(p[0]))[_i(p[1])]
 
@@ -617,6 +657,14 @@ _OPS: tuple[OpDef, ...] = (
         weight=3,
         other="always",
         vocabulary=Vocabulary.RUNNING_STATS,
+    ),
+    _op(
+        "grad_factory",
+        FUNC,
+        _gen_grad_factory,
+        (_grad_factory, _grad_factory_expr),
+        weight=2,
+        vocabulary=Vocabulary.GRAD_FACTORIES,
     ),
     # an input form only (weight 0: never a program's op): a leaf of its own beside its base (fuzz.py's _draw_input)
     _op(

@@ -33,8 +33,9 @@ from tests.pipeline.corpus_pytorch9 import (
 
 # (no nested inputs: torch's fake converter, which static_fake_copies uses, cannot copy a TwoTensor of TwoTensors
 # whose members require grad apart: TwoTensor's own assertion fails inside from_tensor; the pipeline fakifies those
-# itself); nor the groups added since (unfold windows, complex inputs), which redraw every seed's program
-_LATER = {Vocabulary.NESTED, Vocabulary.WINDOWS, Vocabulary.COMPLEX}
+# itself); nor the groups added since (unfold windows, complex inputs, new leaves from factories), which redraw every
+# seed's program
+_LATER = {Vocabulary.NESTED, Vocabulary.WINDOWS, Vocabulary.COMPLEX, Vocabulary.GRAD_FACTORIES}
 CONFIG = FuzzConfig(kinds=("plain", "subclasses.pair:example"), vocabulary=frozenset(Vocabulary) - _LATER)
 
 

@@ -35,7 +35,7 @@ from subclassaot.tools.fuzz import (
     shrink,
     storage_safe,
 )
-from subclassaot.tools.fuzz_ops import OPS, Family, Vocabulary
+from subclassaot.tools.fuzz_ops import _FACTORIES, OPS, Family, Vocabulary
 from subclassaot.tools.fuzz_program import (
     COMPLEX_KINDS,
     NESTED_KINDS,
@@ -475,7 +475,7 @@ def test_every_group_of_the_vocabulary_is_drawn() -> None:
         seen.update("several results" for op in program.ops if len(op.outs) > 1)
     wanted = {
         "requires_grad_", "storage_free", "storage_refill", "resize_grow", "SinFn", "DirtyScale", "TransposeSaved",
-        "TwoViews", "sort", "max_dim", "split_with_sizes", "freed input", "several results", "set_self",
+        "TwoViews", "sort", "max_dim", "split_with_sizes", "freed input", "several results", "set_self", "grad_factory",
         *(f"scope {s}" for s in ("no_grad", "enable_grad", "grad_off", "grad_on", "inference_mode")),
     }  # fmt: skip
     assert wanted - seen == set()
@@ -542,6 +542,42 @@ def test_the_classes_fixed_in_session_55_are_drawn_rarely_and_print_as_they_run(
     wanted = {"unfold overlapping", "unfold apart", "written through unfold", "batch_norm repeated row"}
     assert (wanted | set(COMPLEX_KINDS)) - found.keys() == set(), counts
     assert max(counts.values()) <= 50, counts  # 5% of 1000
+    for program in found.values():
+        _assert_printed_source_does_what_the_interpreter_does(program)
+
+
+def _new_leaf_classes(program: Program) -> set[str]:
+    made = {v: op for op in program.ops if op.name == "grad_factory" for v in op.outs}
+    users = [op for op in program.ops if op.src in made or op.other in made]
+    return {
+        *(f"factory {_FACTORIES[cast(int, op.params[0])]}" for op in made.values()),
+        *(f"form {op.params[3]}" for op in made.values()),
+        *(f"scope {s}" for op in made.values() for s in op.scopes),
+        *(f"in {'training' if program.grad_mode else 'inference'}" for _ in made.values()),
+        *(["returned"] if made.keys() & set(program.outputs) else []),
+        *(f"then {OPS[op.name].family.value}" for op in users),
+        *(["beside an input"] if any(op.other is not None for op in users) else []),
+    }
+
+
+def test_new_leaves_from_factories_are_drawn_rarely_and_print_as_they_run() -> None:
+    """A new leaf made in the program (torch.zeros(..., requires_grad=True) and the other factories, or a factory's
+    fresh result given requires_grad_()) occurs in a thousand default programs, in training and inference calls,
+    under no_grad, enable_grad and inference_mode scopes, returned, viewed, written and combined with another variable;
+    in a few percent of programs at most; the printed source of each does what the interpreter does."""
+    found: dict[str, Program] = {}
+    programs_with_one = 0
+    for seed in range(1000):
+        program = generate(RandomChooser(seed), FuzzConfig())
+        classes = _new_leaf_classes(program)
+        programs_with_one += bool(classes)
+        for name in classes:
+            found.setdefault(name, program)
+    wanted = {*(f"factory {name}" for name in _FACTORIES), "form 0", "form 1", "in training", "in inference"}
+    wanted |= {"scope no_grad", "scope enable_grad", "scope inference_mode", "returned", "beside an input"}
+    wanted |= {"then view", "then inplace", "then functional"}
+    assert wanted - found.keys() == set(), sorted(found)
+    assert programs_with_one <= 100, programs_with_one  # 10% of 1000
     for program in found.values():
         _assert_printed_source_does_what_the_interpreter_does(program)
 
