@@ -31,7 +31,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.autograd_state import is_autograd_read
+from subclassaot.pipeline.rules.autograd_state import is_autograd_read, reads_history
 from subclassaot.pipeline.rules.relaid_views import (
     NO_STAND_INS,
     PERMUTING_OPS,
@@ -376,22 +376,6 @@ def _note_relaid_view_result_read(
     viewed = views_of(v, out) and not note_relaid_view_results(record, func, args, out, v, root)
     if moved or first or is_autograd_read(func) or kwargs.get("out") is v or viewed:
         record.stale_view_layouts.add(root)
-
-
-# attributes whose getter reads no history (eager rebuilds no grad_fn there; `.T`, `.mT` and the like take views)
-_NO_HISTORY_GETTERS = frozenset(
-    {"requires_grad", "shape", "dtype", "device", "layout", "ndim", "data", "names", "is_cuda", "itemsize", "nbytes"}
-)
-
-
-def reads_history(func: Any) -> bool:
-    """Does the call read its tensors' histories? Not an attribute's setter (torch's set_() sets `_backward_hooks`),
-    nor one of `_NO_HISTORY_GETTERS`."""
-    name = getattr(func, "__name__", "")
-    owner = getattr(getattr(func, "__self__", None), "__name__", None)
-    return name not in ("__set__", "__delete__", "requires_grad_") and (
-        name != "__get__" or owner not in _NO_HISTORY_GETTERS
-    )
 
 
 def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
