@@ -154,7 +154,7 @@ from subclassaot.torch_internals import (
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save). Where the
 #   graph would be traced without the raising tangents (Note [Backward Errors Are Deferred]), such new values are
 #   probed too, as roots beside the outputs (`probe_eager_backward`'s `values`).
-# Saved values are checked as eager's (runtime/autograd_function.py):
+# Saved values are checked as eager's (runtime/autograd_function/):
 # Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
 # made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
 # with its own counter; the compiled Function saves what its backward graph reads, and those values need not use

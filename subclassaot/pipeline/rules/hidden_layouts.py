@@ -102,7 +102,7 @@ from subclassaot.torch_internals import (
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
 #   leaf. Writes hidden from autograd (`x.data.add_(1)`) give eager's input no history, so the new value the epilogue
-#   writes below autograd gets no tangent and is not differentiated (backward_trace._hidden_gain_updates): the run's
+#   writes below autograd gets no tangent and is not differentiated (backward_trace.joint_backward._hidden_gain_updates): the run's
 #   ORIGINAL alias of the input, taken of the clone before its detach_(), keeps the clone's history through the graph
 #   input where no write moved the counter (one that did rebuilds it from the leaf).
 #   Where an in-place view op relaid it (a resize_() within its storage too), or a set_() or `.data =` that autograd
