@@ -18,7 +18,7 @@ import gc
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, TypeVar, cast
 
 import torch
 from torch.autograd.graph import get_gradient_edge
@@ -154,7 +154,7 @@ from subclassaot.torch_internals import (
 #   node (a custom Function's backward unpacking a saved input that a copy_ into it bumped after the save). Where the
 #   graph would be traced without the raising tangents (Note [Backward Errors Are Deferred]), such new values are
 #   probed too, as roots beside the outputs (`probe_eager_backward`'s `values`).
-# Saved values are checked as eager's (runtime/autograd_function.py):
+# Saved values are checked as eager's (runtime/autograd_function/):
 # Autograd checks each tensor a node saved against the version its counter had at the save, and unpacking a view
 # made under no_grad whose base was written since raises too. Eager's nodes save what eager's formulas read, each
 # with its own counter; the compiled Function saves what its backward graph reads, and those values need not use
@@ -217,15 +217,25 @@ def probe_eager_backward(
     `values`: positions in `flat.values` of inputs whose new values are roots too, where the program wrote them with
     grad and returns no output that is the input itself, each at position (number of output leaves) + its position
     in `flat.values`."""
+    return _sized_as_eager(lambda copies, errors: _probed_ends(call, flat, returned, values, copies, errors))
+
+
+_T = TypeVar("_T")
+
+
+def _sized_as_eager(probe: Callable[[_Copies, list[RuntimeError]], _T | None]) -> _T | None:
+    """`probe`'s answer on static fakes (None: it did not run; the errors its backwards raised go into the list
+    given), or where one of those failed autograd's size check, its answer on meta copies where they run. Fakes are a
+    subclass to autograd: a fake view's history, made again after a write, replays its view ops at its old size where
+    eager's takes as_strided() at its size now (`x0.set_(x2)` of a view input), so their size check can fail where
+    eager's passes, ahead of the node that raises in eager; meta copies run eager's own view handling (Note [Probing
+    Eager's Backward])."""
     errors: list[RuntimeError] = []
-    ends = _probed_ends(call, flat, returned, values, static_fake_copies, errors)
-    if ends is not None and any(SHAPE_CHECK_ERROR in str(e) for e in errors):
-        # Fakes are a subclass to autograd: a fake view's history, made again after a write, replays its view ops
-        # at its old size where eager's takes as_strided() at its size now (`x0.set_(x2)` of a view input), so
-        # their size check can fail where eager's passes, ahead of the node that raises in eager; meta copies
-        # run eager's own view handling (Note [Probing Eager's Backward]).
-        return _probed_ends(call, flat, returned, values, static_meta_copies, []) or ends
-    return ends
+    found = probe(static_fake_copies, errors)
+    if found is None or not any(SHAPE_CHECK_ERROR in str(e) for e in errors):
+        return found
+    on_meta = probe(static_meta_copies, [])
+    return found if on_meta is None else on_meta
 
 
 def _probed_ends(
@@ -264,17 +274,15 @@ def eager_backward_error(call: Callable[..., object], flat: FlatInputs) -> Runti
     """The error eager's backward through every output that requires grad raises on static fakes, if any; where
     theirs is autograd's size check, on meta copies, as probe_eager_backward answers (Note [Probing Eager's
     Backward])."""
-    found = _full_backward_errors(call, flat, static_fake_copies) or []
-    if any(SHAPE_CHECK_ERROR in str(e) for e in found):
-        on_meta = _full_backward_errors(call, flat, static_meta_copies)
-        found = found if on_meta is None else on_meta
+    found = _sized_as_eager(lambda copies, errors: _full_backward_errors(call, flat, copies, errors))
     return found[0] if found else None
 
 
-def _full_backward_errors(call: Callable[..., object], flat: FlatInputs, copies: _Copies) -> list[RuntimeError] | None:
-    """The errors of eager's backward through every output that requires grad, the program run on `copies` of the
-    inputs; None where it does not run."""
-    found: list[RuntimeError] = []
+def _full_backward_errors(
+    call: Callable[..., object], flat: FlatInputs, copies: _Copies, found: list[RuntimeError]
+) -> list[RuntimeError] | None:
+    """`found`, given the errors of eager's backward through every output that requires grad, the program run on
+    `copies` of the inputs; None where it does not run."""
     try:
         grad_outputs, _ = _trial(call, flat, None, copies=copies)
         if grad_outputs:

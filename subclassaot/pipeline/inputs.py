@@ -487,7 +487,7 @@ def flatten_call(
 #   - a wrapper among the arguments: here, at compile; and at a warm entry, where its guards' storage read raises
 #     NotImplementedError (the call's `except`, zero-cost until raised: no check on the per-call path);
 #   - a compile while a transform is active (the trace would make the transform's wrappers);
-#   - the training runner's apply while a transform is active (runtime/autograd_function.py: the branch the runner
+#   - the training runner's apply while a transform is active (runtime/autograd_function/apply.py: the branch the runner
 #     takes only under transforms). An inference entry over untransformed tensors runs its graph as it is.
 
 

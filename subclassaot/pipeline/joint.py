@@ -1,5 +1,5 @@
 """Stage `trace` (training), the joint graph: one trace of the program's forward and of autograd's backward over
-it (Note [Training Through A Joint Graph]); backward_trace.py partitions it and handles the program's own backward
+it (Note [Training Through A Joint Graph]); backward_trace/ partitions it and handles the program's own backward
 errors.
 
 Input: `JointSetup` (the call, `FlatInputs`, `DenseLayout`, `Analysis`, the inference `TracedGraph`, fakes) and fake

@@ -3543,7 +3543,7 @@ def test_saved_tensor_behind_another_members_history_left_unchecked(make_inputs:
     # fuzz seed 121005 #3770 (whole, written after): sin saves x2 (x0 itself), and x1, a view of x0's detached alias
     # over the same storage, takes a history through it by copy_. Eager's backward through the output x0 never runs
     # sin's node; the compiled one checked sin's save where a tangent reached x0's group's new base, which carries x1's
-    # new value only where x1 has no copy of its own (runtime.autograd_function._new_values)
+    # new value only where x1 has no copy of its own (runtime.autograd_function.saved_checks._new_values)
     with torch.enable_grad():
         assert_matches_eager(_dirty_write_then_saved_read_copied_into_a_detached_view, make_inputs)
         assert_matches_eager(

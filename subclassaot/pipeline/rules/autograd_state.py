@@ -450,6 +450,43 @@ def is_base_read(func: Any) -> bool:
     return owner == "_base" and getattr(func, "__name__", "") == "__get__"
 
 
+# attributes whose getter reads no history (eager rebuilds no grad_fn there; `.T`, `.mT` and the like take views)
+_NO_HISTORY_GETTERS = frozenset(
+    {"requires_grad", "shape", "dtype", "device", "layout", "ndim", "data", "names", "is_cuda", "itemsize", "nbytes"}
+)
+
+
+def reads_history(func: Any) -> bool:
+    """May the call read its tensors' histories (eager rebuilds a view's grad_fn there: an op autograd records, or an
+    autograd read such as `t.grad_fn`)? Not an attribute's setter (torch's set_() sets `_backward_hooks`), nor
+    requires_grad_(), nor a getter of `_NO_HISTORY_GETTERS`."""
+    name = getattr(func, "__name__", "")
+    owner = getattr(getattr(func, "__self__", None), "__name__", None)
+    return name not in ("__set__", "__delete__", "requires_grad_") and (
+        name != "__get__" or owner not in _NO_HISTORY_GETTERS
+    )
+
+
+def is_read_with_grad(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> bool:
+    """Is the call a read with grad of the tensors it received (SwapRecord.read_with_grad): made with grad on, it
+    reads their histories (`reads_history`) into results autograd records? Not where it returns no tensor (an
+    autograd read among them), or only tensors it was passed and writes none (`x.contiguous()` of a contiguous x,
+    `x.to(x.dtype)`: the result is x itself, with x's history or none, so a requires_grad_() on x after it is no flag
+    after a read with grad, Note [Grad Mode And Autograd Reads]); an in-place op returns its argument too, and records
+    the write: a read."""
+    if not torch.is_grad_enabled() or not reads_history(func):
+        return False
+    outs = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not outs:
+        return False
+    name = getattr(func, "__name__", "").split(".")[0]  # (an OpOverload's: `as_strided_.default`)
+    schema = getattr(func, "_schema", None)
+    if name.endswith("_") or name == "__set__" or "out" in kwargs or (schema is not None and schema.is_mutable):
+        return True
+    passed = {id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
+    return not all(id(o) in passed for o in outs)
+
+
 def base_read(record: SwapRecord, func: Any, args: tuple[Any, ...], call: Callable[[], object]) -> object:
     """The answer of `args[0]._base` or `args[0]._is_view()` (Note [Grad Mode And Autograd Reads]); `call()` gives
     the run's own."""

@@ -31,7 +31,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.autograd_state import is_autograd_read
+from subclassaot.pipeline.rules.autograd_state import is_autograd_read, reads_history
 from subclassaot.pipeline.rules.relaid_views import (
     NO_STAND_INS,
     PERMUTING_OPS,
@@ -102,7 +102,7 @@ from subclassaot.torch_internals import (
 #   leaf without grad from the start (in training its clone, detach_()ed: `SwapRecord.late_grad`), so the program's
 #   call turns the flag on where eager's does, and the joint trace takes the input's gradient with respect to that
 #   leaf. Writes hidden from autograd (`x.data.add_(1)`) give eager's input no history, so the new value the epilogue
-#   writes below autograd gets no tangent and is not differentiated (backward_trace._hidden_gain_updates): the run's
+#   writes below autograd gets no tangent and is not differentiated (backward_trace.joint_backward._hidden_gain_updates): the run's
 #   ORIGINAL alias of the input, taken of the clone before its detach_(), keeps the clone's history through the graph
 #   input where no write moved the counter (one that did rebuilds it from the leaf).
 #   Where an in-place view op relaid it (a resize_() within its storage too), or a set_() or `.data =` that autograd
@@ -376,22 +376,6 @@ def _note_relaid_view_result_read(
     viewed = views_of(v, out) and not note_relaid_view_results(record, func, args, out, v, root)
     if moved or first or is_autograd_read(func) or kwargs.get("out") is v or viewed:
         record.stale_view_layouts.add(root)
-
-
-# attributes whose getter reads no history (eager rebuilds no grad_fn there; `.T`, `.mT` and the like take views)
-_NO_HISTORY_GETTERS = frozenset(
-    {"requires_grad", "shape", "dtype", "device", "layout", "ndim", "data", "names", "is_cuda", "itemsize", "nbytes"}
-)
-
-
-def reads_history(func: Any) -> bool:
-    """Does the call read its tensors' histories? Not an attribute's setter (torch's set_() sets `_backward_hooks`),
-    nor one of `_NO_HISTORY_GETTERS`."""
-    name = getattr(func, "__name__", "")
-    owner = getattr(getattr(func, "__self__", None), "__name__", None)
-    return name not in ("__set__", "__delete__", "requires_grad_") and (
-        name != "__get__" or owner not in _NO_HISTORY_GETTERS
-    )
 
 
 def _accepted(expected: tuple[Any, ...], got: tuple[Any, ...]) -> bool:

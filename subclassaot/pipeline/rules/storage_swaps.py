@@ -49,6 +49,7 @@ from subclassaot.pipeline.rules.autograd_state import (
     is_autograd_read,
     is_base_read,
     is_program_function,
+    is_read_with_grad,
     note_assignment_reads,
     note_data_assignment,
     note_detach,
@@ -74,7 +75,6 @@ from subclassaot.pipeline.rules.hidden_layouts import (
     note_view_layout_op,
     note_view_reads,
     original_of,
-    reads_history,
     view_layout,
     with_eager_view_histories,
 )
@@ -1705,7 +1705,7 @@ class _DataMode(TorchFunctionMode):
                 if storage_key(o) in made - taken:
                     self.record.inference_tensors.add(id(o))
                     self.record.pin(o)
-        if torch.is_grad_enabled() and reads_history(func) and not _returns_an_argument(func, args, kwargs, out):
+        if is_read_with_grad(func, args, kwargs, out):
             for a in pytree.tree_leaves((args, kwargs)):
                 if isinstance(a, torch.Tensor):
                     self.record.read_with_grad[id(a)] = self.record.seq
@@ -1823,22 +1823,6 @@ def _recording() -> bool:
 
 
 _INFERENCE_VIEW_ERROR = "Cannot set version_counter for inference tensor"
-
-
-def _returns_an_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> bool:
-    """Is the call no computation autograd records: it returns no tensor, or only tensors it was passed, and writes
-    none (`x.contiguous()` of a contiguous x, `x.to(x.dtype)`: the result is x itself, with x's history or none, so
-    a requires_grad_() on x after it is no flag after a read with grad, Note [Grad Mode And Autograd Reads])? An
-    in-place op returns its argument too, and records the write: a read."""
-    outs = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
-    if not outs:
-        return True
-    name = getattr(func, "__name__", "").split(".")[0]  # (an OpOverload's: `as_strided_.default`)
-    schema = getattr(func, "_schema", None)
-    if name.endswith("_") or name == "__set__" or "out" in kwargs or (schema is not None and schema.is_mutable):
-        return False
-    passed = {id(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
-    return all(id(o) in passed for o in outs)
 
 
 def _flag_already_on(record: SwapRecord, t: torch.Tensor) -> bool:
