@@ -727,6 +727,9 @@ class Analysis:
     # ... and of those that are views of an input requiring no grad then, whose node takes the leaf over the caller's
     # input (Note [Training Without A Function])
     input_base_leaf_views: tuple[int, ...] = ()
+    # where the program makes new leaves: its calls that ran with grad off returning fresh plain tensors, by count of
+    # calls, whose results the graph detaches (new_leaves.note_no_history_results)
+    no_history_calls: tuple[int, ...] = ()
     # per tensor input: one of those calls was on this input, a plain leaf that requires no grad, after
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])

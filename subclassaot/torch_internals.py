@@ -1776,6 +1776,27 @@ def new_autograd_leaf(
     return leaf
 
 
+def without_history(t: torch.Tensor) -> torch.Tensor:
+    """A traced graph's node (Note [Training Without A Function]): `t`, the result of an op the program ran with grad
+    off, detached: eager's autograd recorded no history of it, where the graph's run, with grad on throughout, would.
+    A detached alias shares its counter, as the graph's own value is no view."""
+    return t.detach()
+
+
+def trace_without_history(t: torch.Tensor) -> None:
+    """Under make_fx over functionalization: a `without_history` node on FunctionalTensor `t`'s current value, whose
+    result the nodes traced after it read for that value (`trace_new_leaf`'s way). Nothing where no make_fx trace is
+    running."""
+    mode = proxy_tensor.get_proxy_mode()
+    if mode is None:
+        return
+    value = from_functional(t)
+    before = proxy_tensor.get_proxy_slot(value, mode.tracer)
+    proxy = mode.tracer.create_proxy("call_function", without_history, (before.proxy,), {})
+    proxy_tensor.set_meta(proxy, value)
+    proxy_tensor.set_proxy_slot(value, mode.tracer, proxy_tensor._ProxyTensor(proxy, None))
+
+
 def as_parameter(t: torch.Tensor) -> None:
     """Make output `t` what the program's `nn.Parameter(...)` made in eager (new_leaves.made_parameter): a plain tensor
     of class Parameter, the same object (its history, accumulator and the outputs' histories ending in it kept); any

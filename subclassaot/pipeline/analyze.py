@@ -148,6 +148,7 @@ from subclassaot.pipeline.rules.storage_reach import (
 from subclassaot.pipeline.rules.strides_and_offsets import check_written_relaid_to_repeats, meta_overlaps
 from subclassaot.pipeline.rules.swap_record import (
     InplaceViewRecord,
+    SwapRecord,
     counter_keeping_replays,
     elements_of,
     output_input_counters,
@@ -496,9 +497,7 @@ def _analysis(
         grad_factories=tuple(run.swaps.grad_factories),
         autograd_reads=tuple(run.swaps.autograd_reads),
         function_returns=tuple(run.swaps.function_returns),
-        new_leaves=tuple(run.swaps.new_leaves),
-        no_grad_leaf_views=tuple(sorted(run.swaps.no_grad_leaf_views)),
-        input_base_leaf_views=tuple(sorted(run.swaps.input_base_leaf_views)),
+        **_new_leaf_facts(run.swaps),
         leaf_marked=tuple(id(t) in run.swaps.leaf_marked for t in run.user_tensors),
         gains_last=tuple(id(t) in run.swaps.gains_last for t in run.user_tensors),
         own_leaf_inputs=tuple(i in f.own_leaves for i in range(len(run.user_tensors))),
@@ -515,6 +514,18 @@ def _analysis(
         grad_outputs=any(isinstance(o, torch.Tensor) and o.requires_grad for o in pytree.tree_leaves(run.output)),
         output_input_counters=output_input_counters(run.swaps, run.output, run.user_tensors, flat.tensor_indices),
     )
+
+
+def _new_leaf_facts(record: SwapRecord) -> dict[str, Any]:
+    """`Analysis.new_leaves` and what the trace's nodes for them replay (Note [Training Without A Function]): the
+    places of the leaves that are no_grad views or views of an input, and, in a program making one, the calls run
+    with grad off whose results the graph detaches."""
+    return {
+        "new_leaves": tuple(record.new_leaves),
+        "no_grad_leaf_views": tuple(sorted(record.no_grad_leaf_views)),
+        "input_base_leaf_views": tuple(sorted(record.input_base_leaf_views)),
+        "no_history_calls": tuple(record.no_history_calls) if any(record.new_leaves) else (),
+    }
 
 
 def _version_counts(run: FunctionalRun, outputs: Any) -> dict[str, Any]:

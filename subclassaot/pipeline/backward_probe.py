@@ -1346,7 +1346,9 @@ class _FunctionReach:
 # - each tensor output's autograd graph (node types, the edges between them with their input numbers, and which input
 #   each AccumulateGrad accumulates into) is the same from eager's run of the program and from the graph's run, each
 #   on its own fakes of the inputs as passed (eager's run may change their autograd state). A custom
-#   autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all change it.
+#   autograd.Function, a no_grad or inference_mode region, a detach(), a checkpoint or a decomposed op all change it
+#   (but in a program making new leaves, the fresh results of a call it ran with grad off are detached in the graph:
+#   no history, as eager's; new_leaves.note_no_history_results).
 # Otherwise the joint graph and the Function stand (Note [Training Through A Joint Graph]).
 # New leaves: eager's requires_grad_() on a tensor that is no input (an intermediate, a view, a detach()), in a call
 # begun with grad on, makes it an autograd leaf the later results' histories end in, with no edge into the inputs.

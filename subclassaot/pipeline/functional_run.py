@@ -170,6 +170,7 @@ def run_functional(
     new_leaves: tuple[bool, ...] | None = None,
     no_grad_leaf_views: tuple[int, ...] = (),
     input_base_leaf_views: tuple[int, ...] = (),
+    no_history_calls: tuple[int, ...] = (),
     hold: NewLeafHold | None = None,
     function_returns: tuple[tuple[int, ...], ...] | None = None,
     own_leaves: frozenset[int] = frozenset(),  # the first analysis's Analysis.own_leaf_inputs (`own_leaf_inputs`)
@@ -192,7 +193,8 @@ def run_functional(
     values = [tensor_at.get(k, v) for k, v in enumerate(flat.values)]
     state, args, kwargs = unflatten_call(flat, values)
     record = SwapRecord(copy_on_contiguous=copy_on_contiguous, hold=hold)  # (Note [Training Without A Function])
-    _give_replays(record, replay_reads, new_leaves, (no_grad_leaf_views, input_base_leaf_views), function_returns)
+    leaf_views = (no_grad_leaf_views, input_base_leaf_views, no_history_calls)
+    _give_replays(record, replay_reads, new_leaves, leaf_views, function_returns)
     record.pin((graph_fun, dense, originals, user_tensors, grad_leaves, detached))  # Note [Storage Swaps By Rebinding]
     record.hidden.update(id(t) for t in detached)  # writes through them are hidden from autograd, as in eager
     _note_grad_inputs(record, flat, layout, user_tensors, requires_grad_like, {*viewed, *view_clone_inputs}, own_leaves)
@@ -258,7 +260,7 @@ def _give_replays(
     record: SwapRecord,
     reads: tuple[object, ...] | None,
     new_leaves: tuple[bool, ...] | None,
-    leaf_views: tuple[tuple[int, ...], tuple[int, ...]],
+    leaf_views: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
     function_returns: tuple[tuple[int, ...], ...] | None,
 ) -> None:
     """The answers of the analysis run that this run replays, in call order (None: this run is the analysis's)."""
@@ -266,6 +268,7 @@ def _give_replays(
     record.replayed_new_leaves = new_leaves  # Note [Training Without A Function]
     record.replayed_no_grad_leaf_views = frozenset(leaf_views[0])
     record.replayed_input_base_leaf_views = frozenset(leaf_views[1])
+    record.replayed_no_history_calls = frozenset(leaf_views[2])  # (and the calls whose results it detaches)
     record.replayed_function_returns = function_returns  # Note [Custom Functions]
 
 

@@ -204,6 +204,7 @@ def trace_inference(
                 new_leaves=analysis.new_leaves,
                 no_grad_leaf_views=analysis.no_grad_leaf_views,
                 input_base_leaf_views=analysis.input_base_leaf_views,
+                no_history_calls=analysis.no_history_calls,
                 function_returns=analysis.function_returns,
                 own_leaves=own_leaves_of(analysis),
             )

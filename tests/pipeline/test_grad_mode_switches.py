@@ -9676,3 +9676,68 @@ def test_new_leaf_seen_only_through_integer_results(program: str) -> None:
     f, grad, backend = _INDICES_OF_A_NEW_LEAF[program]
     with torch.set_grad_enabled(grad):
         assert_matches_eager(f, lambda: (torch.randn(4),), backend=backend)
+
+
+# Results computed from a new leaf under no_grad (Note [Training Without A Function]): eager records no history of
+# them, where the native path's graph, run with grad on throughout, recorded theirs from the leaf; the graph detaches
+# the results of each call the program ran with grad off (new_leaves.note_no_history_results). Refused before.
+
+
+def _leaf_flags_read_under_no_grad(x: T) -> object:
+    # fuzz seed 121009, program 3502
+    t = x.transpose(0, 0)
+    if not t.requires_grad:
+        t.requires_grad_()
+    with torch.no_grad():
+        u = t.mul(1.0 + t.requires_grad + 2 * t.is_leaf)
+    return (u,)
+
+
+def _leaf_used_under_no_grad_then_with_grad(x: T) -> object:
+    t = x.detach() * 2
+    t.requires_grad_()
+    with torch.no_grad():
+        u = t.exp()
+    return u * x, t * x  # the first's history reaches x alone; the second's the leaf too
+
+
+def _leaf_reduced_under_no_grad_and_returned_with_it(x: T) -> object:
+    t = x.sin()
+    t.requires_grad = True
+    with torch.set_grad_enabled(False):
+        s = t.sum(0)
+        m = t.max(0)  # (a named tuple of two fresh tensors)
+    return t, s + m.values, m.indices, t * s
+
+
+_NO_GRAD_FROM_A_NEW_LEAF = {
+    "flags read": (_leaf_flags_read_under_no_grad, False),
+    "used with grad after": (_leaf_used_under_no_grad_then_with_grad, True),
+    "reduced and returned": (_leaf_reduced_under_no_grad_and_returned_with_it, False),
+}
+
+
+@pytest.mark.parametrize("program", sorted(_NO_GRAD_FROM_A_NEW_LEAF))
+def test_results_computed_from_a_new_leaf_under_no_grad_match_eager(program: str) -> None:
+    f, grad = _NO_GRAD_FROM_A_NEW_LEAF[program]
+
+    def make() -> tuple[object, ...]:
+        return (torch.randn(2, 4, requires_grad=grad),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make)
+        assert_matches_eager(f, make, after_call=write_outputs)
+
+
+def _new_leaf_written_under_no_grad(x: T) -> object:
+    t = x.detach() * 2
+    t.requires_grad_()
+    with torch.no_grad():
+        t.mul_(3)  # (in place: eager's leaf stays the leaf, the graph's write is a new value of it)
+    return (t * x,)
+
+
+def test_new_leaf_written_under_no_grad_still_refused() -> None:
+    """An in-place write under no_grad is no fresh result: its value is not detached, and the refusal stands."""
+    with torch.enable_grad(), pytest.raises(UnsupportedError, match=NEW_LEAF_REFUSED):
+        subclassaot.compile(_new_leaf_written_under_no_grad, backend="eager")(torch.randn(3, requires_grad=True))

@@ -15,7 +15,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.schemas import OutputInfo, OutputKind
-from subclassaot.torch_internals import may_return_view
+from subclassaot.torch_internals import may_return_view, storage_key, trace_without_history
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,3 +281,44 @@ def constructor_flags_as_calls(flags: ConstructorFlags) -> Iterator[None]:
             _patched_runs -= 1
             if _patched_runs == 0:
                 delattr(torch.Tensor, "_make_wrapper_subclass")
+
+
+class _CallRecord(Protocol):
+    """What `note_no_history_results` reads and writes of a SwapRecord (which imports this module)."""
+
+    dispatching: int
+    calls: int
+    replayed_new_leaves: tuple[bool, ...] | None
+    no_history_calls: list[int]
+    replayed_no_history_calls: frozenset[int]
+
+
+def note_no_history_results(
+    record: _CallRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object
+) -> None:
+    """A call of the program's that ran with grad off (not inside inference_mode) and returned fresh plain tensors
+    (no view, in-place or `out=` result: none over an argument's storage): eager's autograd recorded no history of
+    them, where the native path's graph, run with grad on throughout, would record theirs from a new leaf (Note
+    [Training Without A Function]). The analysis run notes the call by its count (`record.calls`, the same in every
+    run of the program); the trace's run gives each result a `without_history` node, so that what the graph computes
+    from them has eager's history. A grad mode the trace's run may not share (a training compile traces under
+    no_grad throughout), so the analysis run's, whose grad modes are the program's, decides."""
+    if record.dispatching or torch.is_inference_mode_enabled():
+        return
+    if record.replayed_new_leaves is not None:
+        if record.calls in record.replayed_no_history_calls:
+            for t in pytree.tree_leaves(out):
+                trace_without_history(t)
+        return
+    if torch.is_grad_enabled() or "out" in kwargs or getattr(func, "__name__", "_").endswith("_"):
+        return
+    results = pytree.tree_leaves(out)
+    if not results or not all(_plain(t) and not t._is_view() for t in results):
+        return
+    read = {storage_key(a) for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
+    if all(storage_key(t) not in read for t in results):
+        record.no_history_calls.append(record.calls)
+
+
+def _plain(t: object) -> bool:
+    return isinstance(t, torch.Tensor) and not is_traceable_subclass(t)

@@ -80,6 +80,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
 )
 from subclassaot.pipeline.rules.new_leaves import (
     NewLeafKind,
+    note_no_history_results,
     note_parameter_detach,
     subclass_new_leaf_refusal,
     turns_flag_on,
@@ -1261,6 +1262,7 @@ class _DataMode(TorchFunctionMode):
             else self._function(func, args, kwargs)
         )
         self.record.pin(out)
+        note_no_history_results(self.record, func, args, kwargs, out)  # Note [Training Without A Function]
         if self.record.hidden_grows:  # Note [Storage Swaps By Rebinding]
             note_grad_through_hidden_grow(self.record, func, args, kwargs, out)
         return out

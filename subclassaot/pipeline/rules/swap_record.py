@@ -233,6 +233,11 @@ class SwapRecord:
     # Function])
     input_base_leaf_views: set[int] = field(default_factory=set)
     replayed_input_base_leaf_views: frozenset[int] = frozenset()
+    # the program's calls (`calls` after each) that ran with grad off and returned fresh plain tensors, eager's
+    # without history; and the trace's run's copy of the analysis run's, whose graph detaches those results
+    # (new_leaves.note_no_history_results)
+    no_history_calls: list[int] = field(default_factory=list)
+    replayed_no_history_calls: frozenset[int] = frozenset()
     new_leaf_cursor: int = 0
     # the compile's choice of the calls making new leaves it holds back; while undecided, this run holds back each
     # and notes it, counting the calls turning a flag on (`flag_calls`) as the held-back runs do (Note [Training
