@@ -677,10 +677,13 @@ def _repeat_grad_sets(
     dense: list[torch.Tensor],
     inputs: Sequence[int],
     counts: Mapping[int, int],
+    source_counts: Mapping[int, int],
 ) -> list[int]:
     """The epilogue's repeat of the set_() under grad of each of the tensor inputs `inputs` (of `epilogue.grad_sets`:
     Note [set_ Under Grad]); returns the subclass inputs set_() to another input whose storages they still have,
-    whose repeat waits for the wrapper's final metadata. `counts`: `_set_counts`."""
+    whose repeat waits for the wrapper's final metadata. `counts`: `_set_counts`; `source_counts`: per plain input
+    set_() onto a view of its own storage, its source's count when eager's set_ read it (`_grad_set_source_counts`:
+    the epilogue's copies moved a counter the two share past it, and a multi-output view read after raises)."""
     wrapper_sets = []
     for t in inputs:
         x = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
@@ -691,7 +694,8 @@ def _repeat_grad_sets(
             if not _source_edge(plan, t):
                 _set_to_self_holding_back(x, [values[k] for k in _blocks_of(plan.analysis, t)])
             elif plan.layout.trees[t] is None and source is not None and storage_key(source) == storage_key(x):
-                _repeat_swap_under_grad(x, source)
+                with _counter_at(source, source_counts.get(t)):
+                    _repeat_swap_under_grad(x, source)
             elif _holds_set_source_storages(plan, dense, t):
                 wrapper_sets.append(t)
             else:
@@ -711,6 +715,24 @@ def _counted(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int])
         return {}
     ends = _eager_counts(plan, epilogue, versions)
     return {(j, step): ends[j] for j, step in epilogue.counted}
+
+
+def _grad_set_source_counts(
+    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
+) -> dict[int, int]:
+    """Per plain input of `epilogue.grad_sets` set_() under grad onto another input, that source's count as the
+    call found it moved on by the program's advances of it before the set_() read it
+    (`LeafMutation.source_bumps_at_set`); read before the epilogue writes anything."""
+    if not (epilogue.grad_sets and torch.is_grad_enabled()):
+        return {}
+    counts = {}
+    for t in epilogue.grad_sets:
+        if plan.layout.trees[t] is None:
+            source = _grad_swap_pair(plan, values, dense, t)[1]
+            before = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].source_bumps_at_set
+            if source is not None and before is not None:
+                counts[t] = get_version(source) + before
+    return counts
 
 
 def _set_counts(counted: Mapping[tuple[int, CountedStep], int], plan: RuntimePlan) -> dict[int, int]:
@@ -863,6 +885,7 @@ def _epilogue(
     versions, wrapper_versions = counters
     counts = _counted(plan, epilogue, versions)
     counts_as_came = _swap_source_counts(plan, epilogue, values, dense)  # before a synthetic base's copy
+    grad_set_counts = _grad_set_source_counts(plan, epilogue, values, dense)
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g, _base_count(plan, counts, g))
     # See Note [Inputs Written In Training]: inputs whose view ops are replayed get their value after them.
@@ -886,7 +909,7 @@ def _epilogue(
     swap_counts = _swap_source_counts(plan, epilogue, values, dense, counts_as_came)
     set_counts = _set_counts(counts, plan)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
-        _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first, set_counts)
+        _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first, set_counts, grad_set_counts)
     _replay_layouts(plan, epilogue, ev, (dense, outs, symbols), sources)
     for t in epilogue.reshaped:
         wrapper = cast(torch.Tensor, values[plan.flat.tensor_indices[t]])
@@ -906,7 +929,7 @@ def _epilogue(
             _copy_leaf(plan, dense, j, value, counts, final=True)
     first = epilogue.grad_sets_first
     later = [t for t in epilogue.grad_sets if t not in first] if first else epilogue.grad_sets
-    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts)
+    wrapper_sets = _repeat_grad_sets(plan, epilogue, values, dense, later, set_counts, grad_set_counts)
     _repeat_swaps(plan, values, dense, swap_counts, set_counts)
     for j, before in zip(epilogue.versions, versions, strict=True):
         settle_version(dense[j], before, mutations[j].version_bumps, recorded=j in epilogue.recorded)

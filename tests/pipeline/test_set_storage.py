@@ -3367,6 +3367,31 @@ def test_write_then_detach_set_under_grad_onto_an_unbind_raises_as_eager(
         assert_raises_like_eager(_write_then_set_onto_a_view, make_inputs, compile_fn=compile_fn)
 
 
+def _set_onto_a_view_then_write(x0: T, x1: T) -> tuple[()]:
+    set_to(x1, x0)  # eager's set_() reads x0's history here, before any write
+    x1.mul_(3.0)  # advances the counter x1 keeps, which x0 (a view of x1 as it came) shares
+    return ()
+
+
+@pytest.mark.parametrize("multi", [True, False], ids=["unbind", "select"])
+def test_input_set_under_grad_onto_a_view_of_itself_then_written_reads_the_view_before_the_write(
+    compile_fn: CompileFn | None, multi: bool
+) -> None:
+    """Found by the fuzzer (seed 121010 #357, shrunk): x1 a non-leaf, x0 = x1.unbind(1)[1]; `x1.set_(x0)` under grad,
+    then `x1.mul_(3.0)`. Eager's set_() read x0's history before the write; the epilogue's copy of the written values
+    advanced the counter x0 shares before its repeat of the set_() read x0, and reading an unbind view's history
+    after a write raises autograd's view-after-write error (a CRASH, where eager runs). The repeat now reads x0 at its
+    count as the call found it, moved on by the program's advances of it before the set_()."""
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.enable_grad():
+            b0 = torch.randn(2, 4, requires_grad=True).clone()
+            return (b0.unbind(1)[1] if multi else b0.select(1, 1), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(_set_onto_a_view_then_write, make_inputs, compile_fn=compile_fn)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # A view of an input set_() under grad, then a view of the input taken under no_grad (fuzz seed 123284 #63)
 # ---------------------------------------------------------------------------------------------------------------------
