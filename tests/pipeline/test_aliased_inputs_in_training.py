@@ -2419,21 +2419,85 @@ def test_detached_leaf_data_set_to_its_base_at_its_own_layout(
         assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
-@pytest.mark.parametrize("written", [False, True])
-def test_detached_leaf_data_set_to_its_base_stays_refused(compile_fn: CompileFn | None, written: bool) -> None:
-    """At another layout of its storage, or over a storage the program writes (the epilogue would write the leaf
-    in place, which autograd rejects)."""
+def _data_set_elsewhere(x0: T, x1: T, o: T) -> object:
+    y = x1 * 2
+    x1.data = o  # (fuzz seed 121009 #1110: onto another input's storage)
+    return (y, x1 * 3, x0 * 2, x1, o)
 
-    def f(x0: T, x1: T) -> object:
-        if written:
+
+def _data_set_transposed(x0: T, x1: T, o: T) -> object:
+    x1.data = x0.t()  # (its own storage at another layout)
+    with torch.no_grad():
+        x1.mul_(2.0)
+    return (x1 * 2, x0 * 3)
+
+
+def _set_elsewhere_under_inference(x0: T, x1: T, o: T) -> object:
+    t0 = x1.add(x0)
+    with torch.inference_mode():
+        set_to(x1, o)  # (fuzz seed 121009 #5461: a set_() below autograd)
+    o.mul_(2.0)
+    return (t0, x1 * 2, x1)
+
+
+def _grown_under_inference(x0: T, x1: T, o: T) -> object:
+    y = x1 * 2
+    with torch.inference_mode():
+        x1.resize_((8,))  # (fuzz seed 121009 #2568: grown below autograd, its storage reallocated)
+        x1.fill_(3.0)
+    return (y, x0 * 2)
+
+
+_LEAF_CHANGES = [
+    _data_set_elsewhere,
+    _data_set_transposed,
+    _set_elsewhere_under_inference,
+    _grown_under_inference,
+]
+
+
+@pytest.mark.parametrize("f", _LEAF_CHANGES, ids=[f.__name__.strip("_") for f in _LEAF_CHANGES])
+@pytest.mark.parametrize("base", ["leaf", "nonleaf"])
+@pytest.mark.parametrize("order", ["base_first", "leaf_first"])
+def test_detached_leaf_whose_layout_or_storage_changes(
+    compile_fn: CompileFn | None, f: Callable[..., object], base: str, order: str
+) -> None:
+    """b.detach().requires_grad_() beside b, its layout or storage changed below autograd (`.data =`, set_() or
+    resize_() under inference_mode): eager's leaf keeps its flag,
+    counter and accumulator, autograd recording none of the change, as the compiled call's stand-in of its own (a
+    detached leaf, its change replayed by the epilogue) does. It was refused as a leaf of its own whose layout or
+    storage the program changes (issue #27)."""
+
+    def make() -> tuple[T, T, T]:
+        shape = (2, 2) if f is _data_set_transposed else (4,)
+        b = _leaf(*shape) if base == "leaf" else nonleaf(*shape)
+        d, o = b.detach().requires_grad_(), torch.randn(shape)
+        return (b, d, o) if order == "base_first" else (d, b, o)
+
+    def g(x0: T, x1: T, o: T) -> object:
+        return f(x0, x1, o) if order == "base_first" else f(x1, x0, o)
+
+    with torch.enable_grad():
+        assert_matches_eager(g, make, compile_fn=compile_fn)
+        assert_matches_eager(g, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+@pytest.mark.parametrize("change", ["data_set", "set_"])
+def test_detached_leaf_changed_beside_a_recorded_write_stays_refused(compile_fn: CompileFn | None, change: str) -> None:
+    """Its layout or storage changed, and a write autograd records over its storage (through b, a non-leaf): the
+    epilogue would update the leaf in place with grad on, which autograd rejects."""
+
+    def f(x0: T, x1: T, o: T) -> object:
+        if change == "data_set":
             x1.data = x0.detach()[:]
-            x0.mul_(2.0)
-            return (x1 * 3, x0)
-        x1.data = x0.t()
-        return (x1 * 2,)
+        else:
+            with torch.no_grad():
+                set_to(x1, o)
+        x0.mul_(2.0)
+        return (x1 * 3, x0)
 
-    def make() -> tuple[T, T]:
-        b = nonleaf(2, 2) if written else _leaf(2, 2)
-        return (b, b.detach().requires_grad_())
+    def make() -> tuple[T, T, T]:
+        b = nonleaf(2, 2)
+        return (b, b.detach().requires_grad_(), torch.randn(2, 2))
 
     refused_with_grad(f, make, compile_fn, "requires grad by a flag of its own")

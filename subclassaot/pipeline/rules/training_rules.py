@@ -221,7 +221,7 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   history (b, a non-leaf requiring grad), or beside another such leaf (b a leaf: the one the others' views are of,
 #   else the first passed, stays the group's root), runs as such a stand-in too (the group's root would be b's,
 #   sending its gradient to b's leaf): writes with grad through the others are fine there (eager's leaf takes their
-#   values, never a history); its own layout or storage changes stay refused.
+#   values, never a history); so do its own layout or storage changes, but beside a write autograd records.
 # - Data assignments to aliased inputs: a member whose layout changes only by `.data =` (its last storage swap) keeps
 #   the history it came with in eager (a leaf, its accumulator: Note [Gradient Accumulators Of Leaves]); the epilogue's
 #   as_strided_ below autograd gives it the new layout. So does a leaf beside other members that require grad (its
@@ -520,9 +520,10 @@ def _check_leaves_of_their_own(
     whose gradient reaches its accumulator (runtime.steps.own_accumulator_inputs): refused where a write with grad
     reaches its storage (eager's view, read after it, takes a history from its base or raises for it) or its layout or
     storage changes; one that is no view (b.detach().requires_grad_() beside b, a non-leaf, or beside another leaf
-    that is no view) only where its layout or storage changes. Two other leaves requiring grad (no views, of which
-    neither runs as a stand-in of its own: both with views of their own among the inputs) are traced over one
-    synthetic base, whose gradient reaches one accumulator: refused (Note [Aliased Inputs In Training])."""
+    that is no view) only where its layout or storage changes beside a write autograd records over its storage (the
+    epilogue would update it in place with grad on). Two other leaves requiring grad (no views, of which neither runs
+    as a stand-in of its own: both with views of their own among the inputs) are traced over one synthetic base, whose
+    gradient reaches one accumulator: refused (Note [Aliased Inputs In Training])."""
     if not any(analysis.mutations[m].any for m in members):
         return
     own = own_accumulator_inputs(layout, [flat.values[k] for k in flat.tensor_indices])
@@ -535,14 +536,14 @@ def _check_leaves_of_their_own(
         with_grad = mutation.version_bumps > mutation.bumps_after_grad
         # (a leaf no view, `b.detach().requires_grad_()`, takes no history from a write: its values alone change)
         view = real._is_view()
-        if input_of(m) in own and (
-            view
-            and (with_grad or any(analysis.mutations[k].autograd_visible for k in members))
-            or mutation.metadata
+        recorded = any(analysis.mutations[k].autograd_visible for k in members)
+        changed = (
+            mutation.metadata
             or mutation.storage_changed
             or (mutation.swapped and not data_set_in_place(mutation, real))
             or mutation.resized
-        ):
+        )
+        if input_of(m) in own and (view and (with_grad or recorded or changed) or changed and recorded):
             raise UnsupportedError(
                 f"{layout.leaves[m].path}: a view (or a detach()) that requires grad by a flag of its own (a leaf "
                 "with an accumulator of its own), over a storage the program writes with grad on (through any input over it, a detach() "
