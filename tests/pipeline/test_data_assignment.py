@@ -24,6 +24,7 @@ from tests.pipeline.program_helpers import (
     assert_refused,
     check_no_grad,
     check_with_grad,
+    ci_share,
     leaf,
     nonleaf,
     pair,
@@ -1914,37 +1915,74 @@ def _leaves(s0: tuple[int, ...], s1: tuple[int, ...]) -> Callable[[], tuple[obje
     return lambda: (pair(*s0, requires_grad=True), pair(*s1, requires_grad=True))
 
 
+def _read_after_data_at_the_new_size(x0: T, x1: T) -> object:
+    x0.data = x1
+    return (x0.sin(), x0)
+
+
+def _scaled_after_data(x0: T, x1: T) -> object:
+    x0.data = x1
+    return (x0.mul(2.0),)
+
+
+def _through_a_view_after_data(x0: T, x1: T) -> object:
+    x0.data = x1
+    return (x0.unsqueeze(0).cos(), x1)
+
+
+def _with_x1_after_data(x0: T, x1: T) -> object:
+    x0.data = x1
+    return (x0.sin() + x1, x0.unsqueeze(0))
+
+
+Check = Callable[[Callable[..., object], CompileFn | None], None]
+
+
+def _leaves_both_modes(s0: tuple[int, ...], s1: tuple[int, ...]) -> Check:
+    def run(fn: Callable[..., object], compile_fn: CompileFn | None) -> None:
+        check_with_grad(fn, _leaves(s0, s1), compile_fn)
+        check_no_grad(fn, _leaves(s0, s1), compile_fn)
+
+    return run
+
+
+def _pairs_with_grad(make: Callable[[], tuple[object, ...]]) -> Check:
+    return lambda fn, compile_fn: check_with_grad(fn, make, compile_fn)
+
+
+# programs x inputs (plain leaves of three size changes in both grad modes, PairTensor leaves and non-leaves with grad):
+# CI runs each program and each input kind once (`ci_share`), the rest in the slow sibling
+_NEW_SIZE_ACCUMULATORS = ci_share(
+    [_read_after_data_at_the_new_size, _scaled_after_data, _through_a_view_after_data, _with_x1_after_data],
+    [
+        _leaves_both_modes((4, 4), ()),
+        _leaves_both_modes((2, 3), (3,)),
+        _leaves_both_modes((4,), (1,)),
+        _pairs_with_grad(lambda: (pair(4, 4, requires_grad=True), pair_nonleaf())),
+        _pairs_with_grad(lambda: (pair(4, 4, requires_grad=True), pair())),
+        _pairs_with_grad(lambda: (pair_nonleaf(4, 4), pair(requires_grad=True))),
+    ],
+)
+
+
 def test_subclass_leaf_read_after_data_gets_its_accumulator_at_the_new_size(compile_fn: CompileFn | None) -> None:
     # Note [Gradient Accumulators Of Leaves] (the r14a helper's former strict xfail): eager makes x0's
     # accumulator at the first read with grad after the assignment, in the new wrapper size, and reduces the
     # gradients of the inner size to it; the Function took x0 attached at its old size ("output with shape []
     # doesn't match the broadcast shape [4, 4]" in our backward, or x0.grad of the old size)
-    def f(x0: T, x1: T) -> object:
-        x0.data = x1
-        return (x0.sin(), x0)
-
-    def scaled(x0: T, x1: T) -> object:
-        x0.data = x1
-        return (x0.mul(2.0),)
-
-    def through_a_view(x0: T, x1: T) -> object:
-        x0.data = x1
-        return (x0.unsqueeze(0).cos(), x1)
-
-    def with_x1(x0: T, x1: T) -> object:
-        x0.data = x1
-        return (x0.sin() + x1, x0.unsqueeze(0))
-
-    for fn in (f, scaled, through_a_view, with_x1):
-        for s0, s1 in (((4, 4), ()), ((2, 3), (3,)), ((4,), (1,))):
-            check_with_grad(fn, _leaves(s0, s1), compile_fn)
-            check_no_grad(fn, _leaves(s0, s1), compile_fn)
-        check_with_grad(fn, lambda: (pair(4, 4, requires_grad=True), pair_nonleaf()), compile_fn)
-        check_with_grad(fn, lambda: (pair(4, 4, requires_grad=True), pair()), compile_fn)
-        check_with_grad(fn, lambda: (pair_nonleaf(4, 4), pair(requires_grad=True)), compile_fn)
+    for fn, check in _NEW_SIZE_ACCUMULATORS[0]:
+        check(fn, compile_fn)
     # eager's backward fails at its size check (the inner size does not reduce to the new one), and so does ours
-    check_with_grad(f, _leaves((3,), (2, 3)), compile_fn)
-    check_with_grad(scaled, _leaves((2, 3), (3, 2)), compile_fn)
+    check_with_grad(_read_after_data_at_the_new_size, _leaves((3,), (2, 3)), compile_fn)
+    check_with_grad(_scaled_after_data, _leaves((2, 3), (3, 2)), compile_fn)
+
+
+@pytest.mark.slow
+def test_subclass_leaf_read_after_data_gets_its_accumulator_at_the_new_size_outside_ci(
+    compile_fn: CompileFn | None,
+) -> None:
+    for fn, check in _NEW_SIZE_ACCUMULATORS[1]:
+        check(fn, compile_fn)
 
 
 def test_subclass_leaf_read_after_data_by_a_size_reading_op_is_refused(compile_fn: CompileFn | None) -> None:
