@@ -3685,3 +3685,27 @@ def test_set_of_a_leaf_that_requires_grad_onto_its_detached_leaf_raises_as_eager
 
     with torch.enable_grad():
         assert_raises_like_eager(_view_then_set_onto_the_leaf(lambda x: x.t(), True), make, compile_fn=compile_fn)
+
+
+def _nonleaf_expanded_leaf_and_its_detach() -> tuple[object, ...]:
+    b0 = torch.randn(()).requires_grad_().clone()
+    b1 = torch.randn((4, 3, 2)).requires_grad_()
+    return (b0, b1.expand((4, -1, 2)), b1.detach())
+
+
+def test_set_under_grad_holds_back_a_view_input_whose_node_a_later_bump_remade(compile_fn: CompileFn | None) -> None:
+    """x0 set_() with grad to a value read from x1 (a view of a leaf), then x1's leaf written through x2 (its detach)
+    and x0 written with grad: eager's set_ node reaches the leaf through x1's node as it was read, which the bump
+    replaced (x1's history is rebuilt from its base after the call), so the leaf's gradient through x1 waits behind
+    the raising set_ node. The epilogue's set_ of x0 held back only inputs whose current node it reached, not x1, and
+    the leaf got a gradient through x1 before the raise."""
+
+    def f(x0: T, x1: T, x2: T) -> tuple[()]:
+        set_to(x0, (x1 * x0).sum())
+        x2.mul_(2)
+        x0.mul_(3)
+        return ()
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _nonleaf_expanded_leaf_and_its_detach, compile_fn=compile_fn)
+        assert_matches_eager(f, _nonleaf_expanded_leaf_and_its_detach, compile_fn=compile_fn, after_call=write_outputs)

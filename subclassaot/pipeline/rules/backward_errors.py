@@ -327,12 +327,15 @@ def inputs_behind_raising_nodes(
 ) -> frozenset[int]:
     """Positions in `user_tensors` of the inputs whose node (an input's grad_fn, or a leaf's AccumulateGrad) the
     history of `value` reaches through a NotImplemented node, or a CopySlices numbered in `view_sets` (a view's set_
-    node, which holds a NotImplemented one: Note [set_ Under Grad])."""
-    nodes: dict[int, int] = {}
+    node, which holds a NotImplemented one: Note [set_ Under Grad]). A view input counts where its base's node is
+    reached: its own node may be one eager remade after a bump (x1 = b.expand(...); b.detach().set_(x1 * x0)), the
+    node read then no longer its grad_fn, while the gradient it gives still waits on its base's."""
+    nodes: dict[int, list[int]] = {}
     for k, u in enumerate(user_tensors):
-        fn = grad_fn_or_none(u)
-        if fn is not None:
-            nodes[id(fn)] = k
+        for t in (u, u._base):
+            fn = None if t is None else grad_fn_or_none(t)
+            if fn is not None:
+                nodes.setdefault(id(fn), []).append(k)
     found: set[int] = set()
     seen: set[tuple[int, bool]] = set()
     stack: list[tuple[Any, bool]] = [(grad_fn_or_none(value), False)]
@@ -341,11 +344,11 @@ def inputs_behind_raising_nodes(
         if node is None or (id(node), behind) in seen:
             continue
         seen.add((id(node), behind))
-        if behind and id(node) in nodes:
-            found.add(nodes[id(node)])
+        if behind:
+            found.update(nodes.get(id(node), ()))
         variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
         if behind and variable is not None:
-            found.update(k for k, u in enumerate(user_tensors) if u is variable)
+            found.update(k for k, u in enumerate(user_tensors) if u is variable or u._base is variable)
         name = type(node).__name__
         behind = behind or name == "NotImplemented" or (name == "CopySlices" and node._sequence_nr() in view_sets)
         stack.extend((child, behind) for child, _ in node.next_functions)

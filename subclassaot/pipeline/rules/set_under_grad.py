@@ -512,18 +512,16 @@ def note_write_after_grad_set(record: SwapRecord, t: torch.Tensor) -> None:
     write of `t` marked dirty; an in-place view op, such as a t_() after the set_(), keeps its own path, the
     epilogue's replay): where it rebases the history of a tensor set_() under grad as itself (`t` or the root of its
     view chain taken with grad), that tensor's node is the write's, numbered as the program made it, no longer its
-    set_ node (Note [set_ Under Grad]). So too for a detach() alias set_() under grad itself (`x.detach()` passed)
-    to a tensor with no history eager's node has an edge to: the write is hidden from its base's history, not from
-    the alias's own, which the set_ gave it. (Where that node has an edge, the epilogue's set_ has none to the
-    history the alias's source came from, on the storage the alias already had; its node, numbered above all, stays
-    the last, so the leaves behind eager's get no gradient before it raises in either.)"""
+    set_ node (Note [set_ Under Grad]). So too for a detach() alias set_() under grad itself (`x.detach()` passed),
+    whether or not eager's set_ node has an edge to its source's history: the write is hidden from its base's
+    history, not from the alias's own, which the set_ gave it; its node, numbered below the histories the caller
+    regenerates after the call (a view of the base, whose counter the set_ bumped), lets the leaves behind those
+    alone take their gradient before the set_ node raises."""
     with no_torch_function():  # (the pipeline's read, no autograd read of the program's: those are replayed in order)
         if not t.requires_grad:
             return
     if id(t) in record.hidden:
-        source = record.grad_set_sources.get(id(t))
-        edge = source is not None and all(view.grad_enabled for view in record.chain(source))
-        if id(t) in record.plain_grad_sets and not edge:
+        if id(t) in record.plain_grad_sets:
             record.grad_set_nodes[id(t)] = GradSetNode.NUMBERED
         return
     root = t
