@@ -634,6 +634,11 @@ def with_bits(t: torch.Tensor, conj: bool, neg: bool) -> torch.Tensor:
     return torch._neg_view(t) if neg else t
 
 
+def with_bits_of(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A view of `t` that reads its storage through `like`'s conjugate and negative bits."""
+    return with_bits(t, like.is_conj() != t.is_conj(), like.is_neg() != t.is_neg())
+
+
 def without_bits(t: torch.Tensor) -> torch.Tensor:
     """A view of `t` that reads its storage as it is: its conjugate and negative bits cleared."""
     return with_bits(t, t.is_conj(), t.is_neg())
@@ -2250,7 +2255,7 @@ def rebind_functional(
     else:
         new = torch.ops.aten.as_strided.default(src, meta[0], meta[1], meta[2])
     if own_bits:  # (x.conj().set_(t) reads t's storage conjugated)
-        new = with_bits(new, x.is_conj() != src.is_conj(), x.is_neg() != src.is_neg())
+        new = with_bits_of(new, x)
     else:  # (the wrapper too: `x.data = y.conj()` leaves x reporting is_conj(), as the program may ask)
         torch._C._set_conj(x, src.is_conj())
         torch._C._set_neg(x, src.is_neg())

@@ -212,6 +212,7 @@ def inductor_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[object])
     bits = [k for k, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.is_neg()]
     _refuse_written(gm, bits)
     _refuse_strided_over_bit_views(gm)
+    _conjugates_as_copies(gm)
     inputs = [_resolved(t) if k in bits else t for k, t in enumerate(inputs)]
     solved = _symbols_only_in_expressions(inputs)
     if solved:
@@ -271,6 +272,25 @@ def _refuse_strided_over_bit_views(gm: torch.fx.GraphModule) -> None:
 
 
 _BIT_VIEWS = (torch.ops.aten._neg_view.default, torch.ops.aten._conj.default)
+
+
+def _conjugates_as_copies(gm: torch.fx.GraphModule) -> None:
+    """`clone(_conj(x))` as `conj_physical(x)`: inductor runs the `_conj` fallback kernel, a view, out of order with the
+    copy_ its as_strided_scatter lowering writes a complex value with (`x.as_strided(...).add_(1)` of an expand() of
+    `c.conj()`, read again: it read the elements before the write)."""
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten._conj.default:
+            continue
+        if not node.users or any(u.target is not torch.ops.aten.clone.default or u.kwargs for u in node.users):
+            continue
+        for user in list(node.users):
+            with gm.graph.inserting_before(user):
+                copy = gm.graph.call_function(torch.ops.aten.conj_physical.default, (node.args[0],))
+            copy.meta = dict(user.meta)
+            user.replace_all_uses_with(copy)
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+    gm.recompile()
 
 
 def _is_view_node(node: torch.fx.Node) -> bool:

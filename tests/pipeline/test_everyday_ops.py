@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import torch
@@ -1177,6 +1177,101 @@ def test_set_keeps_the_bits_of_the_tensor_set_as_eager_does(name: str, fn: Calla
         return
     with torch.no_grad():
         assert_matches_eager(fn, SET_BITS[name], backend=backend)
+
+
+# A copy_ between a tensor and a view of its very elements through other bits is a write: eager's copy_ returns at
+# once only where the bits match too (`t.copy_(t.conj())` conjugates t). After `x.set_(t)` of a conj/neg-bit x, x
+# reads t's storage through its bits, and ours took `t.copy_(x)` for a copy of t's data onto itself and dropped it
+# (fuzz seed 121010 program 7058: x and the view of it returned read the storage un-conjugated).
+def set_then_copied_back(x: T) -> tuple[T, T]:  # (121010 #7058, shrunk)
+    t = x.mul(x)
+    x.set_(t)  # type: ignore[call-overload]  # torch's stubs list only the storage overloads of set_
+    v = x.view((1, 3, 1))
+    t.copy_(x)
+    return v, t
+
+
+def copied_from_its_own_bits(x: T) -> tuple[T, T]:
+    t = x * 2
+    t.copy_(torch._neg_view(t) if x.is_floating_point() else t.conj())
+    x.copy_(torch._neg_view(x) if x.is_floating_point() else x.conj())
+    return t, x
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("fn", [set_then_copied_back, copied_from_its_own_bits])
+@pytest.mark.parametrize("make", [lambda: (conj(3),), lambda: (neg(3),)], ids=["conj", "neg"])
+def test_a_copy_from_the_same_elements_through_other_bits_matches_eager(
+    make: Make, fn: Callable[..., object], backend: str
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(fn, make, backend=backend)
+
+
+def test_a_conj_input_set_to_its_square_then_copied_back_matches_eager() -> None:
+    # (fuzz seed 121010 program 7058 as the fuzzer drew it: an unbind() piece of a t() of a conj() tensor)
+    with torch.no_grad():
+        assert_matches_eager(set_then_copied_back, lambda: (conj(4, 3).t().unbind(1)[2],))
+
+
+# A write into an as_strided() view of a conj/neg-bit input whose chain overlaps (an expand() of `c.conj().imag`) runs
+# on the as_strided() of the synthetic base the inputs are traced over: that view read the storage bit-free, and the
+# write stored its values un-negated (fuzz seed 121010 program 3557: the output's sign and an element of the base).
+# It takes the written tensor's bits now, as the program's as_strided() view does.
+class DirtyAddSaved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
+        ctx.save_for_backward(y)
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x, y.sin()
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
+        (y,) = ctx.saved_tensors
+        return g, g + g_fresh * y.cos()
+
+
+def strided_scalar_added(x: T) -> tuple[T, T]:
+    t = x.as_strided((), (), 2)
+    t.add_(t)
+    return t.sin(), x * 1
+
+
+def strided_pair_through_a_function(x: T) -> tuple[T]:  # (121010 #3557, shrunk)
+    t = x.as_strided((), (), 2)
+    _, fresh = DirtyAddSaved.apply(t, t)  # type: ignore[no-untyped-call]
+    return (fresh,)
+
+
+def strided_row_copied(x: T) -> tuple[T, T]:
+    x.as_strided((2,), (2,), 1).copy_(torch.ones(2, dtype=x.dtype))
+    return x * 1, x
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("fn", [strided_scalar_added, strided_pair_through_a_function, strided_row_copied])
+@pytest.mark.parametrize(
+    "make", [lambda: (neg(3, 4, 1).expand(3, 4, 3),), lambda: (conj(3, 4, 1).expand(3, 4, 3),)], ids=["neg", "conj"]
+)
+def test_a_write_through_as_strided_of_an_expanded_math_bit_input_matches_eager(
+    make: Make, fn: Callable[..., object], backend: str
+) -> None:
+    with torch.no_grad():
+        assert_matches_eager(fn, make, backend=backend)
+
+
+@pytest.mark.parametrize(("bit", "backend"), [("neg", "eager"), ("conj", "eager"), ("conj", "inductor")])
+def test_a_function_writing_a_strided_scalar_of_an_expanded_math_bit_input_matches_eager(
+    bit: str, backend: str
+) -> None:
+    # (fuzz seed 121010 program 3557 as the fuzzer drew it, neg; on inductor the conj one read the scattered element
+    # before its write: inductor ran the `_conj` view kernel out of order with the copy_ writing it)
+    make = neg if bit == "neg" else conj
+    with torch.no_grad():
+        assert_matches_eager(
+            strided_pair_through_a_function, lambda: (make(3, 4, 1).expand((3, 4, 3)),), backend=backend
+        )
 
 
 # `.data =` gives the tensor the assigned one's dispatch keys, its bits among them (set_() keeps its own): after

@@ -216,7 +216,7 @@ from subclassaot.torch_internals import (
     unfold_layout,
     unfold_tiles,
     untyped_storage_key,
-    with_bits,
+    with_bits_of,
     wrapper_on_scratch,
 )
 
@@ -477,7 +477,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             root = self._as_strided_source((x, *meta))
             if storage_key(root) in self.record.alias_bases:
                 with as_strided_chain_refused(self.record, func, args, kwargs):
-                    func(root.as_strided(*meta), *args[1:], **kwargs)
+                    func(with_bits_of(root.as_strided(*meta), x), *args[1:], **kwargs)
                 self._track(func, args, args[0], kwargs)
                 return args[0]
         with as_strided_chain_refused(self.record, func, args, kwargs), self._retyped_wrapper(func, args):
@@ -643,7 +643,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
         else:
             rest, strided_kwargs = strided_call_args(self.record, args[0], source, strided[1:], strided_kwargs)
             out = torch.ops.aten.as_strided.default(source, *rest, **strided_kwargs)
-            out = with_bits(out, args[0].is_conj() != source.is_conj(), args[0].is_neg() != source.is_neg())
+            out = with_bits_of(out, args[0])
         self._track(func, args, out, kwargs)
         if any(source is base for base in self.record.alias_bases.values()):
             self.record.base_strided_views.add(id(out))  # Note [as_strided On Inputs]
@@ -753,7 +753,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 "into a clone"
             )
         with as_strided_chain_refused(self.record, func, args, kwargs):
-            func(root.as_strided(*meta), *args[1:], **kwargs)
+            func(with_bits_of(root.as_strided(*meta), x), *args[1:], **kwargs)
         self._track(func, args, args[0], kwargs)
 
     def _note_wrapper_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

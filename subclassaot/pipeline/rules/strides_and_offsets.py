@@ -431,8 +431,9 @@ def check_write_after_set(func: Any, args: tuple[Any, ...], kwargs: dict[str, An
 
 
 def copy_to_same_data(func: Any, args: tuple[Any, ...], hidden: bool) -> bool:
-    """`dst.copy_(src)` where src views exactly dst's data: eager's copy_ returns at once (even through an expand,
-    where a real copy would be refused) and only the version counter moves. Not where autograd records it (eager's
+    """`dst.copy_(src)` where src views exactly dst's data, read through the same conjugate and negative bits:
+    eager's copy_ returns at once (even through an expand, where a real copy would be refused) and only the version
+    counter moves (`t.copy_(t._conj())` conjugates t's elements). Not where autograd records it (eager's
     backward of a copy into overlapping memory raises)."""
     if func is not torch.ops.aten.copy_.default or len(args) < 2:
         return False
@@ -463,6 +464,7 @@ def _same_functional_data(dst: torch.Tensor, src: torch.Tensor) -> bool:
         and is_functional(dst)
         and storage_key(src) == storage_key(dst)
         and src.dtype == dst.dtype
+        and (src.is_conj(), src.is_neg()) == (dst.is_conj(), dst.is_neg())
         and tensor_meta(src) == tensor_meta(dst)
     )
 
