@@ -79,7 +79,7 @@ from subclassaot.pipeline.desugar import (
 )
 from subclassaot.pipeline.fakify import FakifyResult, SymbolCache, fakify_inputs
 from subclassaot.pipeline.functional_run import own_leaves_of
-from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_factories, check_grad_reenabled
+from subclassaot.pipeline.grad_scope import GradReenabledError, check_grad_reenabled
 from subclassaot.pipeline.inputs import (
     CaptureRef,
     argument_modules,
@@ -1022,7 +1022,6 @@ def _analyzed(
             with torch.enable_grad() if training else _ambient_grad():
                 analysis = prog.analyze(layout, replay, own_leaves)
             traced = None
-    check_grad_factories(analysis.grad_factories, training=training)
     check_grad_reenabled(analysis.grad_reenabled, training=training)
     if training:
         check_gained_grad(flat, layout, analysis, fakes)

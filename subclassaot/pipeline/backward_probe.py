@@ -28,7 +28,13 @@ from torch.utils import _pytree as pytree
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.pipeline.rules.new_leaves import NewLeafHold, ShownLeaves, flag_read_args, turns_flag_on
+from subclassaot.pipeline.rules.new_leaves import (
+    NewLeafHold,
+    ShownLeaves,
+    flag_read_args,
+    makes_leaf_itself,
+    turns_flag_on,
+)
 from subclassaot.runtime.plan import EagerSave, EagerSaves, MetaEvaluator, fresh_output
 from subclassaot.runtime.regenerate import intermediate_base, replay_from
 from subclassaot.runtime.steps import (
@@ -775,6 +781,8 @@ class _NewLeafFlags(TorchFunctionMode):
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        if makes_leaf_itself(func, kwargs):
+            return self._factory(func, types, args, kwargs)
         on, setter = turns_flag_on(func, args, kwargs)
         if on:
             place, self.calls = self.calls, self.calls + 1
@@ -809,6 +817,16 @@ class _NewLeafFlags(TorchFunctionMode):
             shown = [_autograd_shape(args[0], self.inputs)]
         self._note((name, computes, flags, shown), touches, out)
         return out
+
+    def _factory(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A factory's requires_grad=True, the factory's result given requires_grad_() (`makes_leaf_itself`): a flag
+        call held back as that form's is; made, the call goes on as called (one call of the program's, as eager's
+        record counts it), or, logging, as the two calls of that form."""
+        if self.logging:
+            made = self.__torch_function__(func, types, args, {**kwargs, "requires_grad": False})
+            return self.__torch_function__(torch.Tensor.requires_grad_, types, (made,), {})
+        place, self.calls = self.calls, self.calls + 1
+        return func(*args, **{**kwargs, "requires_grad": place not in self.held})
 
     def _note(self, entry: object, touches: bool, out: object) -> None:
         results = pytree.tree_leaves(out)

@@ -892,16 +892,6 @@ def _gained_base_view_refusal(record: SwapRecord, t: torch.Tensor, name: str) ->
     )
 
 
-def check_grad_factories(factories: Sequence[str], *, training: bool) -> None:
-    """Refuse factory calls with requires_grad=True in a program compiled for inference with grad mode on."""
-    if factories and not training and torch.is_grad_enabled():
-        raise UnsupportedError(
-            f"the program makes a tensor that requires grad itself ({factories[0]}(..., requires_grad=True)) while "
-            "no input requires grad; eager's outputs computed from it require grad, the compiled inference graph's "
-            "cannot (Note [Grad Mode And Autograd Reads]). Pass that tensor as an input instead"
-        )
-
-
 def function_outputs_as_eager(
     record: SwapRecord, cls: type, args: tuple[object, ...], kwargs: dict[str, object]
 ) -> Callable[[object], object] | None:

@@ -6,6 +6,7 @@ inputs, containers passed in) written, returned or differentiated; regressions f
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 import torch
@@ -283,15 +284,101 @@ def test_expanded_tangent_dynamic_inductor(program: str, kind: str, compile_fn: 
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def test_tensor_made_requiring_grad_without_grad_inputs_is_refused(compile_fn: CompileFn | None) -> None:
-    # test_aotdispatch.py test_set__and_data_mutation_bad (inference): eager's output of a value computed from
-    # `torch.ones(..., requires_grad=True)` requires grad and has a grad_fn; the inference graph's had neither.
-    def f(x: T) -> object:
-        t = torch.ones(3, requires_grad=True)
-        return x + t
+def _ones_leaf_added(x: T) -> object:
+    t = torch.ones(3, requires_grad=True)
+    return x + t
 
+
+def test_tensor_made_requiring_grad_without_grad_inputs_off_the_eager_backend_is_refused(
+    compile_fn: CompileFn | None,
+) -> None:
+    # test_aotdispatch.py test_set__and_data_mutation_bad (inference): eager's output of a value computed from
+    # `torch.ones(..., requires_grad=True)` requires grad and has a grad_fn (AddBackward0 to the new leaf); only the
+    # eager backend's native path records that history (Note [Training Without A Function]): the default backend
+    # refuses, naming the factory
     with torch.enable_grad():
-        assert_refused(f, lambda: (torch.randn(3),), compile_fn, match="makes a tensor that requires grad itself")
+        assert_refused(_ones_leaf_added, lambda: (torch.randn(3),), compile_fn, match=r"here torch\.ones\(")
+
+
+def _zeros_like_beside(x: T) -> object:
+    return torch.zeros_like(x, requires_grad=True), x * 2
+
+
+def _view_and_leaf(x: T) -> object:
+    t = torch.full(x.shape, 0.5, requires_grad=True)
+    return t.view(-1), t
+
+
+def _in_place_on_computed(x: T) -> object:
+    u = torch.ones(x.shape, requires_grad=True) * 2
+    u.add_(x)
+    return u
+
+
+def _made_under_no_grad(x: T) -> object:
+    with torch.no_grad():
+        t = torch.ones(x.shape, requires_grad=True)
+    return x * t, t
+
+
+# issue #27 (hfactory, session 59; was refused: "makes a tensor that requires grad itself"): a call with grad on, no
+# input requiring grad, making its own leaf by a factory's requires_grad=True. Eager's is a new AccumulateGrad leaf, the
+# results computed from it carry history to it, and its .grad fills where the caller holds it; on the eager backend the
+# native path makes it (as the requires_grad_() form), called with grad on
+_OWN_LEAF_PROGRAMS: dict[str, Callable[[T], object]] = {
+    "zeros_like": lambda x: torch.zeros_like(x, requires_grad=True),
+    "zeros_like_beside": _zeros_like_beside,
+    "input_beside": lambda x: (torch.ones(x.shape, requires_grad=True), x),
+    "added": lambda x: x + torch.ones(x.shape, requires_grad=True),
+    "summed_product": lambda x: (torch.ones(x.shape, requires_grad=True) * x).sum(),
+    "tensor": lambda x: torch.tensor([1.0, 2.0], requires_grad=True) * 3,
+    "view": lambda x: torch.zeros(x.shape, requires_grad=True).view(-1),
+    "view_and_leaf": _view_and_leaf,
+    "clone": lambda x: torch.ones(x.shape, requires_grad=True).clone(),
+    "in_place_on_computed": _in_place_on_computed,
+    "made_under_no_grad": _made_under_no_grad,
+    "unused": lambda x: (torch.ones(3, requires_grad=True), x * 2)[1],
+    "detached": lambda x: x * torch.ones(x.shape, requires_grad=True).detach(),
+}
+
+
+@pytest.mark.parametrize("name", list(_OWN_LEAF_PROGRAMS))
+def test_tensor_made_requiring_grad_without_grad_inputs(compile_fn: CompileFn | None, name: str) -> None:
+    with torch.enable_grad():
+        assert_matches_eager(_OWN_LEAF_PROGRAMS[name], lambda: (torch.randn(2, 3),), compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "zeros_like_beside", "input_beside", "unused", "detached"])
+def test_tensor_made_requiring_grad_without_grad_inputs_inductor(compile_fn: CompileFn | None, name: str) -> None:
+    # as above, off the eager backend: where the caller sees the new leaf by its flag alone (returned as itself) or not
+    # at all, the factory's flag is held back as the requires_grad_() form's is and the output given it after the call
+    with torch.enable_grad():
+        assert_matches_eager(
+            _OWN_LEAF_PROGRAMS[name], lambda: (torch.randn(2, 3),), backend="inductor", compile_fn=compile_fn
+        )
+
+
+def test_tensor_made_requiring_grad_returned_beside_grad_input_inductor(compile_fn: CompileFn | None) -> None:
+    # the flag held back in a training compile too (the Function path): the leaf returned as itself beside a result
+    # with history to an input that requires grad
+    with torch.enable_grad():
+        assert_matches_eager(_zeros_like_beside, lambda: (leaf(2, 3),), backend="inductor", compile_fn=compile_fn)
+
+
+def test_tensor_made_requiring_grad_leaf_grad_through_returned_view(compile_fn: CompileFn | None) -> None:
+    # eager's leaf, reached through the returned view's `._base`, gets its .grad from the backward through the view
+    def f(x: T) -> object:
+        return torch.ones(x.shape, requires_grad=True).t(), x
+
+    do_compile = compile_fn if compile_fn is not None else subclassaot.compile
+    grads = []
+    for run in (f, do_compile(f, backend="eager")):
+        with torch.enable_grad():
+            view, _ = cast(tuple[T, T], run(torch.randn(2, 3)))
+            (view * torch.arange(6.0).view(3, 2)).sum().backward()  # type: ignore[no-untyped-call]
+        assert view._base is not None and view._base.is_leaf
+        grads.append(view._base.grad)
+    torch.testing.assert_close(grads[1], grads[0])
 
 
 _GRAD_FACTORIES: dict[str, Callable[[T], object]] = {

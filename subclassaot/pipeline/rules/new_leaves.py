@@ -92,6 +92,13 @@ def turns_flag_on(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
     return flag and bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True)), setter
 
 
+def makes_leaf_itself(func: Any, kwargs: dict[str, Any]) -> bool:
+    """Is a torch-function call a factory asked for requires_grad=True (`torch.zeros(..., requires_grad=True)`)? Eager's
+    result is the factory's result given requires_grad_(), and the pipeline's modes take it as that call of the
+    requires_grad_() form, counted among the calls turning a flag on (so held back alike)."""
+    return kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_
+
+
 def flag_read_args(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> object:
     """The arguments of a torch-function call whose requires_grad its behaviour may depend on: all of them, but for the
     `.data` setter (`x.data = y`, set_data), which keeps x's own flag and history and reads none of y's: y's flag, a

@@ -80,6 +80,7 @@ from subclassaot.pipeline.rules.hidden_layouts import (
 )
 from subclassaot.pipeline.rules.new_leaves import (
     NewLeafKind,
+    makes_leaf_itself,
     note_no_history_results,
     note_parameter_detach,
     subclass_new_leaf_refusal,
@@ -1256,11 +1257,7 @@ class _DataMode(TorchFunctionMode):
         check_unseen_histories(self.record, (args, kwargs))  # (views of gained bases: grad_scope.py)
         if self.record.late_gains:
             _note_touch_after_gain(self.record, func, args, kwargs)
-        out = (
-            self._leaf(func, args, kwargs)
-            if kwargs.get("requires_grad") is True and func is not torch.Tensor.requires_grad_
-            else self._function(func, args, kwargs)
-        )
+        out = self._leaf(func, args, kwargs) if makes_leaf_itself(func, kwargs) else self._function(func, args, kwargs)
         self.record.pin(out)
         note_no_history_results(self.record, func, args, kwargs, out)  # Note [Training Without A Function]
         if self.record.hidden_grows:  # Note [Storage Swaps By Rebinding]
@@ -1277,6 +1274,8 @@ class _DataMode(TorchFunctionMode):
             f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__name__', '')}"
         )
         made = self._function(func, args, {**kwargs, "requires_grad": False})
+        if self._held_back(torch.Tensor.requires_grad_, (made,), {}):
+            return made
         return self._function(torch.Tensor.requires_grad_, (made,), {})
 
     def held_call(self) -> None:
