@@ -251,6 +251,11 @@ class LeafMutation:
     # a plain view input assigned `.data =`, whose history eager rebuilt at the layout it came with after its counter
     # last moved, and keeps: the runtime rebuilds it once the counter has its final count (Note [Stale View Functions])
     rebuilt_at_entry_layout: bool = False
+    # the last op to advance its counter was an in-place view op run on it with grad: eager's history ends on that
+    # op's node, over the history it had, whether the layout changed or not (its view function, as_strided() of the
+    # base at the layout, may reach elements its chain does not), which the epilogue's relayout with grad makes too
+    # (Note [Epilogue Nodes In Eager's Order])
+    relaid_last: bool = False
 
     @property
     def any(self) -> bool:

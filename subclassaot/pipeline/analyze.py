@@ -82,6 +82,7 @@ from subclassaot.pipeline.rules.changed_views import (
     input_rooted_bumped_views,
     input_view_raises_in_eager,
     late_build_seq,
+    refuse_early_view_after_grad_set,
     regenerated_view_raises_in_eager,
     steps_before_last_write,
 )
@@ -1324,6 +1325,7 @@ def _replay_counters(
     After A Bump]), and whether eager's grad_fn of `value` raises; refused where it raises and the replay cannot,
     unless it is a view the program's Function made, built through FunctionOutputs and bumped (FunctionSlot.bumped)."""
     if replay is not None and replay.before_epilogue:
+        refuse_early_view_after_grad_set(path, value, replay, run, input_by_id)
         replay = counter_at_end(replace(replay, made=made_seq(value, run)), value, run, input_by_id)
     elif replay is not None and replay.source is ReplaySource.INPUT and torch.is_grad_enabled():
         replay = replace(replay, split_made=split_seq(value, run, input_by_id))

@@ -47,6 +47,7 @@ from subclassaot.schemas import (
     AliasGroupRef,
     Analysis,
     AssignedWrite,
+    DenseIndex,
     DenseLayout,
     GradSetNode,
     LeafMutation,
@@ -631,6 +632,7 @@ def epilogue_plan(plan: RuntimePlan) -> EpiloguePlan:
     )
     grad_swaps, early, first = _grad_swaps(plan), early_grad_sets(analysis, plan.layout), _grad_sets_first(plan)
     layout_nodes = frozenset(plan.layout.leaves_of_input[t][0] for t in _relaid_after_grad_sets(plan))
+    layout_nodes |= _relaid_last(plan)  # (a plain view input's own in-place view op too: LeafMutation.relaid_last)
     return EpiloguePlan(
         base_copies=by_kind[UpdateKind.BASE],
         original_copies=by_kind[UpdateKind.ORIGINAL],
@@ -700,6 +702,17 @@ def _relaid_after_grad_sets(plan: RuntimePlan) -> tuple[int, ...]:
     )
 
 
+def _relaid_last(plan: RuntimePlan) -> frozenset[DenseIndex]:
+    """The dense leaves of plain inputs whose history ends on the node of an in-place view op with grad
+    (LeafMutation.relaid_last), relaid by the epilogue with grad whether the layout changed or not."""
+    layout, mutations = plan.layout, plan.analysis.mutations
+    return frozenset(
+        j
+        for t, leaves in enumerate(layout.leaves_of_input)
+        if layout.trees[t] is None and (m := mutations[j := leaves[0]]).relaid_last and not m.storage_changed
+    )
+
+
 def _grad_swaps(plan: RuntimePlan) -> tuple[int, ...]:
     """Tensor inputs that gain grad by a storage swap (Note [Inputs Written In Training])."""
     analysis, layout = plan.analysis, plan.layout
@@ -724,7 +737,7 @@ def _counted_steps(
     copies = {
         (u.target, u.kind is UpdateKind.FINAL) for u in updates if u.kind in (UpdateKind.ORIGINAL, UpdateKind.FINAL)
     }
-    based, relaid = _base_copied(plan), set(_relaid_after_grad_sets(plan))
+    based, relaid, relaid_last = _base_copied(plan), set(_relaid_after_grad_sets(plan)), _relaid_last(plan)
     found = set()
     for t, leaves in enumerate(layout.leaves_of_input):
         j = leaves[0] if leaves else None
@@ -740,6 +753,7 @@ def _counted_steps(
         layout_step = (
             t in first
             or t in relaid
+            or j in relaid_last
             or t in replayed
             or m.metadata
             or m.storage_changed

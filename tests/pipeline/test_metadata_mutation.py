@@ -1796,3 +1796,58 @@ def test_leaf_set_into_another_input_with_grad_then_relaid_under_no_grad(
     check_with_grad(_set_onto_a_leaf_then_relaid(out), make, compile_fn)
     with torch.enable_grad():
         assert_matches_eager(_set_onto_a_leaf_then_relaid(out), make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper hfz59c): an in-place view op with grad on a view input whose view function (as_strided()
+# of its base at its layout) reaches elements its own chain does not, the layout kept (t_() of one dim, unsqueeze_()
+# then squeeze_()): eager's history ends on the op's node over the chain; ours was rebuilt from the base.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _as_strided_of_empty_diagonal(size: tuple[int, ...], stride: tuple[int, ...]) -> Callable[[], tuple[T]]:
+    # the diagonal is empty: as_strided() reaches base elements that the chain sends no gradient to
+    def make() -> tuple[T]:
+        base = torch.randn((3, 2, 1), requires_grad=True).clone()
+        return (base.diagonal(-1, 2, 1).as_strided(size, stride, 2),)
+
+    return make
+
+
+def _kept_by_t_(x0: T) -> tuple[()]:
+    x0.t_()
+    return ()
+
+
+def _kept_by_unsqueeze_squeeze_(x0: T) -> tuple[()]:
+    x0.unsqueeze_(0)
+    x0.squeeze_(0)
+    return ()
+
+
+def _kept_by_t_twice_then_read(x0: T) -> tuple[T]:
+    x0.t_()
+    x0.t_()
+    return (x0.transpose(0, 0),)
+
+
+@pytest.mark.parametrize(
+    ("fn", "size", "stride"),
+    [
+        (_kept_by_t_, (3,), (0,)),
+        (_kept_by_unsqueeze_squeeze_, (2, 2), (0, 1)),
+        (_kept_by_t_twice_then_read, (2, 2), (0, 1)),
+    ],
+    ids=["t_", "unsqueeze_squeeze_", "t_twice_read"],
+)
+def test_layout_kept_by_inplace_view_ops_of_lossy_as_strided_view(
+    fn: Callable[[T], tuple[T, ...]], size: tuple[int, ...], stride: tuple[int, ...], compile_fn: CompileFn | None
+) -> None:
+    """fuzz seed 121010 #8843: eager's x0.grad_fn after `x0.t_()` of a 1-D view is TBackward1 over its chain (the
+    as_strided() of an empty diagonal: no gradient to the base); the epilogue, the layout unchanged, only advanced the
+    counter, and autograd rebuilt the history from the base, as_strided() at offset 2: a gradient there. Now it relays
+    the input with grad (Note [Epilogue Nodes In Eager's Order])."""
+    make = _as_strided_of_empty_diagonal(size, stride)
+    check_with_grad(fn, make, compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(fn, make, compile_fn=compile_fn, after_call=write_outputs)

@@ -393,6 +393,30 @@ def counter_at_end(
     return replace(replay, counter_at_end=run.swaps.bump_count(sources[0]))
 
 
+def refuse_early_view_after_grad_set(
+    path: str, value: torch.Tensor, replay: Replay, run: FunctionalRun, input_by_id: dict[int, InputIndex]
+) -> None:
+    """An output view of an input taken after the input's last set_() under grad, replayed before the epilogue (a
+    `.data =` moved the input after it) and fresh at the end: eager's view is over the set_ node (its backward
+    raises), ours, taken before the runtime repeats that set_(), would be over the history the input came with, or
+    stale once the set_() moves the counter (Note [set_ Under Grad]). Refused."""
+    if not replay.before_epilogue or replay.source is not ReplaySource.INPUT:
+        return
+    source = next((t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index), None)
+    bumps = None if source is None else run.swaps.grad_set_bumps.get(id(source))
+    t, first = value, None
+    while source is not None and t is not source and (record := run.swaps.views.get(id(t))) is not None:
+        t, first = record.source, record
+    # (one the program's later write or in-place view op moved the counter of is stale, in eager's and ours alike)
+    if bumps is None or t is not source or first is None or not bumps < first.bumps == run.swaps.bump_count(t):
+        return
+    raise UnsupportedError(
+        f"{path} is a view of an input taken after the program set_() that input with grad enabled, and the program "
+        "then moves the input (`.data =`): eager's view holds the set_ node, whose backward raises, while the compiled "
+        "call builds the view before it repeats the set_(); not supported. Return a clone of the view"
+    )
+
+
 def _first_view_seq(value: torch.Tensor, source: torch.Tensor, run: FunctionalRun) -> int:
     """When the program took the first view of `value`'s chain back to `source` (0 where the chain is not found)."""
     t, seq = value, 0

@@ -292,7 +292,14 @@ def _leaf_mutation(i: int, run: FunctionalRun, layout: DenseLayout) -> LeafMutat
         grown_under_it=grown and not _resized_itself(run, final),
         left_grown=left_grown,
         assigned_write=assigned_write(i, run, _in_subclass(i, layout), storage_changed),
+        relaid_last=_relaid_last(swaps, final),
     )
+
+
+def _relaid_last(swaps: SwapRecord, final: torch.Tensor) -> bool:
+    """LeafMutation.relaid_last: the last bump of `final`'s counter was its own in-place view op, run with grad."""
+    ops, bump = swaps.inplace_views.get(id(final), []), swaps.inplace_view_bumps.get(id(final))
+    return bool(ops) and ops[-1].grad_enabled and bump == swaps.family_last_bump.get(swaps.family_of(final))
 
 
 def _written_before_data_only(swaps: SwapRecord, final: torch.Tensor) -> bool:

@@ -790,6 +790,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 "outside the compiled function"
             )
         self.record.grad_set_ids.add(id(x))
+        self.record.grad_set_bumps[id(x)] = self.record.bump_count(x)
         taken = source if source is not None and source.requires_grad else None
         earlier = self.record.grad_set_sources.get(id(x))
         if (source is None or source is x) and earlier is not None:

@@ -153,6 +153,9 @@ class SwapRecord:
     grown_from: dict[object, object] = field(default_factory=dict)
     # id() of tensors set_() with grad on while they or the source required grad (autograd recorded a set_ node)
     grad_set_ids: set[int] = field(default_factory=set)
+    # ... -> `bump_count` of the tensor set_() just before its last such set_() advanced it (a view taken after it has
+    # ViewRecord.bumps above this)
+    grad_set_bumps: dict[int, int] = field(default_factory=dict)
     # ... of those, the bases a set_() of their view rebased (Note [set_ Under Grad])
     view_set_bases: set[int] = field(default_factory=set)
     # ... of those, by id() (of the tensor set_() or the base of the view set_()), the node eager's history ends on,
