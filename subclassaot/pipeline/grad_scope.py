@@ -644,7 +644,7 @@ def resize_as_eager(record: SwapRecord, name: str, args: tuple[Any, ...]) -> con
     t = args[0] if args else None
     if name not in _RESIZES or not isinstance(t, torch.Tensor) or torch.is_inference_mode_enabled():
         return contextlib.nullcontext()  # (inside inference_mode autograd's kernels, and their check, are skipped)
-    eager = _eager_requires_grad(record, t)
+    eager = eager_requires_grad(record, t)
     if eager and not t.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if eager is not False or not t.requires_grad:
@@ -671,7 +671,25 @@ def _resized_unrecorded(record: SwapRecord) -> Iterator[None]:
         record.resizing_unrecorded = False
 
 
-def _eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:
+def flagged_before_eager(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Does the run's `t`, an input passed requiring no grad or a view of one, require grad where eager's does not
+    yet: the input is a view of another input, which the program flags later and a compile that moves that flag to
+    the start flagged first (ViewRecord.source_requires_grad)? Not once a set_() or a write reached `t`'s storage
+    (eager's may then require grad by its history)."""
+    with no_torch_function():  # (the pipeline's reads, not the program's)
+        found = record.input_positions.get(id(record.view_root(t)))
+        if not t.requires_grad or found is None or found[1].requires_grad or record.bump_count(t):
+            return False
+        if id(t) in record.requires_grad_set or any(id(v.source) in record.requires_grad_set for v in record.chain(t)):
+            return False
+        base = found[1]._base
+        for position, real in record.input_positions.values():
+            if base is not None and real is base:
+                return not real.requires_grad and id(record.run_inputs[position]) not in record.requires_grad_set
+        return False
+
+
+def eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:
     """Does eager's `t`, an input or a view of one, require grad now? None where the record cannot tell (Note
     [resize_ And requires_grad])."""
     root = record.view_root(t, through_swaps=True)

@@ -458,17 +458,27 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
             made[id(value)] = rebuilt = _inference_copy(value, info.inference_leaves, copies, info.inference)
             if info.inference_counter:  # eager's detach() after the block: an inference tensor with a counter
                 made[id(value)] = rebuilt = rebuilt.detach()
-            if is_traceable_subclass(value):
-                # wrappers sharing a storage (a view and its base: return_and_correct_aliasing) still do, one kept
-                # as it is (given inference leaves in place) and one rebuilt as an inference wrapper too
-                try:
-                    key: object = storage_key(value)
-                except (RuntimeError, NotImplementedError):  # a wrapper with no storage to name
-                    key = None
-                first = wrappers.setdefault(key, rebuilt) if key is not None else rebuilt
-                if first is not rebuilt:
-                    torch._functionalize_unsafe_set(rebuilt, first)
+            _share_wrapper_storages(value, rebuilt, wrappers)
         result[o] = made[id(value)]
+
+
+def _share_wrapper_storages(value: torch.Tensor, rebuilt: torch.Tensor, wrappers: dict[object, torch.Tensor]) -> None:
+    """Wrappers sharing a storage (a view and its base: return_and_correct_aliasing) still do once `value` is rebuilt
+    as `rebuilt`, one kept as it is (given inference leaves in place) and one rebuilt as an inference wrapper too; so
+    do the wrappers nested in them (a TwoTensor of TwoTensors), which the rebuild makes anew."""
+    if not is_traceable_subclass(value) or not is_traceable_subclass(rebuilt):
+        return
+    try:
+        key: object = storage_key(value)
+    except (RuntimeError, NotImplementedError):  # a wrapper with no storage to name
+        key = None
+    first = wrappers.setdefault(key, rebuilt) if key is not None else rebuilt
+    if first is not rebuilt:
+        torch._functionalize_unsafe_set(rebuilt, first)
+    for attr in value.__tensor_flatten__()[0]:
+        inner, inner_rebuilt = getattr(value, attr), getattr(rebuilt, attr)
+        if isinstance(inner, torch.Tensor) and isinstance(inner_rebuilt, torch.Tensor):
+            _share_wrapper_storages(inner, inner_rebuilt, wrappers)
 
 
 def _without_counter(value: torch.Tensor) -> torch.Tensor:

@@ -3957,6 +3957,37 @@ def test_diagonal_of_a_view_input_after_its_base_flagged_matches_eager() -> None
         assert_matches_eager(diagonal_of_a_view_input_after_its_base_flagged, make_inputs)
 
 
+def _view_before_the_flag_then_viewed(op: str) -> Callable[[T, T], object]:
+    def f(x0: T, x1: T) -> object:
+        t0 = _VIEW_OPS[op](x1) if op != "reshape" else x1.reshape((1, 1, 3))
+        x0.requires_grad_()
+        t1 = t0.unfold(1 if op == "reshape" else 0, 1, 1)  # (a view of it taken after the flag, returned)
+        return (t0, t1)
+
+    return f
+
+
+def _base_and_its_column() -> tuple[T, T]:
+    b0 = torch.randn((3, 3))
+    return (b0, b0.select(1, 2))
+
+
+@pytest.mark.parametrize("op", ["reshape", "select", "t"])
+def test_view_of_a_view_input_taken_before_its_base_flagged_then_viewed_matches_eager(op: str) -> None:
+    """Fuzz seed 121010, program 6568 (DIVERGED: out[0] is_leaf False, a ReshapeAliasBackward0, and backward ran
+    where eager's raised). Eager's t0, taken of x1 before x0's flag, has no history and reads requires_grad from x0;
+    t1, a view of t0 taken after, has a node whose edge goes nowhere. The compile sets x0's flag from the start (a
+    read with grad follows it), so its run's x1 required grad when t0 was taken, and t0's replay recorded history:
+    the view record now keeps eager's flag of its source (ViewStep.without_history)."""
+    f = _view_before_the_flag_then_viewed(op)
+    with torch.enable_grad():
+        eager = cast(tuple[T, ...], f(*_base_and_its_column()))
+        assert eager[0].is_leaf and eager[0].grad_fn is None and eager[0].requires_grad  # eager's facts
+        assert eager[1].grad_fn is not None and eager[1].grad_fn.next_functions == ((None, 0),)
+        assert_matches_eager(f, _base_and_its_column)
+        assert_matches_eager(f, _base_and_its_column, after_call=write_outputs)
+
+
 def _view_read_after_a_write(write: str) -> Callable[[T, T], object]:
     def f(x0: T, x1: T) -> object:
         x0.requires_grad_()

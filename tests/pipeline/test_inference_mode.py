@@ -2111,3 +2111,84 @@ def test_view_input_bumped_without_grad_then_read_takes_eager_rebuilt_edge(
         (out,) = subclassaot.compile(f)(x)
         assert out.grad_fn is not None and out.grad_fn.next_functions[0][0] is x.grad_fn
         assert type(x.grad_fn).__name__ == "AsStridedBackward0"
+
+
+class TwoViews(torch.autograd.Function):
+    """The fuzzer's TwoViews: two views of a tensor its forward made."""
+
+    @staticmethod
+    def forward(ctx: object, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: object, g: T, g_row: T) -> T:
+        return (g + g_row.squeeze(0)) * 2
+
+
+def _two_tensor(a: T, b: T) -> T:
+    return cast(T, TwoTensor(a, b))  # type: ignore[no-untyped-call]  # untyped in torch
+
+
+_TWO_TENSOR_INPUTS: dict[str, Callable[[], T]] = {
+    "two": lambda: _two_tensor(torch.randn(2, 2), torch.randn(2, 2)),
+    "nested": lambda: _two_tensor(
+        _two_tensor(torch.randn(()), torch.randn(())), _two_tensor(torch.randn(()), torch.randn(()))
+    ),
+    "nested_leaves": lambda: _two_tensor(
+        _two_tensor(torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()),
+        _two_tensor(torch.randn(2, 2).requires_grad_(), torch.randn(2, 2).requires_grad_()),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(_TWO_TENSOR_INPUTS))
+def test_two_views_function_inside_inference_mode_of_a_two_tensor_share_storage(kind: str) -> None:
+    """Fuzz seed 121010, programs 9502 and 9673 (DIVERGED: out[0] and out[1], and their inner tensors, unrelated where
+    eager's share storage). Inside inference_mode `y.view_as(y)` reaches the subclass's dispatch whole (no autograd
+    decomposition there): its record held a tensor argument, so no chain replayed it and the output was rebuilt from
+    its leaves, a wrapper of its own; it is replayed as view(y.shape). The inference copies then rebuilt the nested
+    wrappers anew: those that shared a storage still do."""
+
+    def f(x0: T) -> tuple[T, T]:
+        with torch.inference_mode():
+            t0, t1 = TwoViews.apply(x0)  # type: ignore[no-untyped-call]  # Function.apply is untyped in torch
+        return (t1, t0)
+
+    def make_inputs() -> tuple[T]:
+        with torch.no_grad():
+            return (_TWO_TENSOR_INPUTS[kind](),)
+
+    with torch.no_grad():
+        assert_matches_eager(f, make_inputs)
+
+
+def _view_as_and_unsqueeze(y: T) -> tuple[T, T]:
+    return y.view_as(y), y.unsqueeze(0)
+
+
+def _expand_as_and_unsqueeze(y: T) -> tuple[T, T]:
+    return y.expand_as(y.unsqueeze(0)), y.unsqueeze(0)
+
+
+def _itself_and_unsqueeze(y: T) -> tuple[T, T]:
+    return y, y.unsqueeze(0)
+
+
+@pytest.mark.parametrize(
+    ("views", "kind"),
+    [(_view_as_and_unsqueeze, "two"), (_expand_as_and_unsqueeze, "two"), (_itself_and_unsqueeze, "nested")],
+    ids=["view_as", "expand_as", "nested_itself"],
+)
+def test_views_of_a_two_tensor_computed_inside_inference_mode_share_storage(
+    views: Callable[[T], tuple[T, T]], kind: str
+) -> None:
+    """The same without a custom Function, in a call with grad on: view_as() and expand_as() of a TwoTensor inside
+    inference_mode (outputs unrelated before), and a nested TwoTensor's inner wrappers (unrelated before)."""
+
+    def f(x0: T) -> tuple[T, T]:
+        with torch.inference_mode():
+            return views(x0 * 2)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (_TWO_TENSOR_INPUTS[kind](),))

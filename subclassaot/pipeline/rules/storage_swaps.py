@@ -30,6 +30,7 @@ from subclassaot.pipeline.grad_scope import (
     check_regenerated_view_reads,
     check_unseen_histories,
     check_views_of_gained_bases,
+    flagged_before_eager,
     flagless_view_history_raises,
     flagless_views_detached,
     function_outputs_as_eager,
@@ -1010,7 +1011,9 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             leaves,
             self.depth > 0,
             self.depth == 0 and self.record.retaking_inference_view,
-            source_requires_grad=src.requires_grad,
+            # (eager's: a view input taken before the program flagged its base requires none, where the stand-in
+            # of a compile that sets that flag from the start does)
+            source_requires_grad=src.requires_grad and not flagged_before_eager(self.record, src),
             source_inference=src.is_inference(),
             source_base_gained=self.record.base_gained(src),
             bumps=self.record.bump_count(src),

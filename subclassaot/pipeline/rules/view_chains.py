@@ -1139,10 +1139,21 @@ def set_source_steps(
     return tuple(s for s in steps if s is not None)
 
 
+# A view op that reads only another tensor's size (view_as, expand_as) is replayed as the op taking that size: it
+# reaches a subclass's dispatch whole where autograd's decomposition does not run (inside inference_mode)
+_OF_OTHERS_SIZE = {
+    torch.ops.aten.view_as.default: torch.ops.aten.view.default,
+    torch.ops.aten.expand_as.default: torch.ops.aten.expand.default,
+}
+
+
 def view_step(record: ViewRecord) -> ViewStep | None:
     """The recorded view op as a step to replay; None where one of its arguments is a tensor."""
     size = record.source_meta[0]
-    step = _make_step(record.func, record.args, record.kwargs, record.index, record.grad_enabled, size)
+    func, args = record.func, record.args
+    if func in _OF_OTHERS_SIZE and len(args) == 1 and isinstance(args[0], torch.Tensor) and not record.kwargs:
+        func, args = _OF_OTHERS_SIZE[func], (list(args[0].shape),)
+    step = _make_step(func, args, record.kwargs, record.index, record.grad_enabled, size)
     if step is not None and record.index is not None:  # (one seq per output of the call: the first's names it)
         step = replace(step, call=record.seq - record.index)
     if step is not None and record.reshape and not is_traceable_subclass(record.source):
