@@ -2136,34 +2136,104 @@ def test_two_leaf_views_over_a_written_storage(inputs: str, read: str, write: st
         assert_matches_eager(f, make, compile_fn=compile_fn)
 
 
-@pytest.mark.parametrize("case", ["base_written_with_grad", "two_leaves_no_views"])
-def test_leaves_of_their_own_over_a_written_storage_refused(case: str) -> None:
-    """What stand-ins of their own do not cover, refused by name: a write with grad on into the storage of a leaf
-    view of its own (eager's view, read after it, takes its history from its base), and two leaves requiring grad
-    that are no views, each with a view of its own among the inputs (x, x.detach().requires_grad_(), a view of each:
-    neither can run as a stand-in of its own; traced over one base, whose gradient reaches one of them)."""
+def test_two_leaves_no_views_over_a_written_storage_refused() -> None:
+    """What stand-ins of their own do not cover, refused by name: two leaves requiring grad that are no views, each
+    with a view of its own among the inputs (x, x.detach().requires_grad_(), a view of each: neither can run as a
+    stand-in of its own; traced over one base, whose gradient reaches one of them)."""
 
     def f(x0: torch.Tensor, y0: torch.Tensor, *base: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        if case == "base_written_with_grad":
-            base[0].mul_(2.0)
-        else:
-            with torch.no_grad():
-                x0.mul_(-1.0)
+        with torch.no_grad():
+            x0.mul_(-1.0)
         return (x0 * y0, *(b * 2 for b in base))
 
     def make() -> tuple[torch.Tensor, ...]:
-        if case == "two_leaves_no_views":
-            x = torch.randn(3, 3, requires_grad=True)
-            y = x.detach().requires_grad_()
-            return x, y, x[0], y[1]
-        b = torch.randn(4, 3, 3)
-        return b[0].requires_grad_(), b[1].requires_grad_(), b
+        x = torch.randn(3, 3, requires_grad=True)
+        y = x.detach().requires_grad_()
+        return x, y, x[0], y[1]
 
-    rule = "each a leaf that requires grad and no view" if case == "two_leaves_no_views" else "writes with grad on"
     with torch.enable_grad():
         f(*make())  # legal in eager
-        with pytest.raises(subclassaot.UnsupportedError, match=rule):
+        with pytest.raises(subclassaot.UnsupportedError, match="each a leaf that requires grad and no view"):
             subclassaot.compile(f)(*make())
+
+
+def _own_view(kind: str, b: T) -> T:
+    """A view of `b` (which requires no grad) made to require grad: a leaf with an accumulator of its own."""
+    if kind == "no_grad_view":
+        with torch.no_grad():
+            return b[1].requires_grad_()
+    return {"select": lambda: b[1], "t": b.t, "conj": b.conj}[kind]().requires_grad_()
+
+
+_WRITES_KEEPING_THE_BASE_GRAD_FREE: dict[str, Callable[..., object]] = {
+    "base": lambda v, b, d, w: b.mul_(2.0),
+    "sibling": lambda v, b, d, w: b[2:].add_(1.0),
+    "detach": lambda v, b, d, w: d.add_(2.0),
+    "detach_gaining_grad": lambda v, b, d, w: d.mul_(w),
+    "view_under_no_grad": lambda v, b, d, w: torch.no_grad()(lambda: v.mul_(2.0))(),
+    "base_twice": lambda v, b, d, w: (b.add_(1.0), torch.no_grad()(lambda: b.mul_(3.0))()),
+}
+
+
+@pytest.mark.parametrize("write", list(_WRITES_KEEPING_THE_BASE_GRAD_FREE))
+@pytest.mark.parametrize("kind", ["select", "t", "conj", "no_grad_view"])
+@pytest.mark.parametrize("beside", ["detached_leaf", "leaf_view"])
+def test_leaf_view_of_its_own_written_with_grad_over_a_base_requiring_none(
+    compile_fn: CompileFn | None, write: str, kind: str, beside: str
+) -> None:
+    """A leaf view of its own (`b[1].requires_grad_()`, b requiring no grad) beside another leaf requiring grad over
+    the storage (so it runs as a stand-in of its own), the storage written with grad on (through b, a view of b, a
+    detach(), or the view itself under no_grad): eager reads the view's grad_fn after the write, rebuilding its
+    history only from a base that requires grad; b requires none, so the view stays a leaf with its accumulator, as
+    the stand-in of its own. It was refused as a view of its own over a storage written with grad on (fuzz seed
+    121009 #9560: a .conj() view, written through a detach(); issue #27)."""
+
+    def make() -> tuple[T, ...]:
+        b = torch.randn(4, 4) * (1 + 0.5j) if kind == "conj" else torch.randn(4, 4)
+        other = b.detach().requires_grad_() if beside == "detached_leaf" else b[3].requires_grad_()
+        w = torch.tensor(2.0, requires_grad=True) * ((1 + 0j) if kind == "conj" else 1)
+        return (_own_view(kind, b), b, b.detach(), other, w)
+
+    def f(v: T, b: T, d: T, other: T, w: T) -> object:
+        _WRITES_KEEPING_THE_BASE_GRAD_FREE[write](v, b, d, w)
+        return (v * 3, other * 2, b + 1)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, make, compile_fn=compile_fn)
+        assert_matches_eager(f, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+_WRITES_GIVING_THE_BASE_GRAD: dict[str, Callable[..., object]] = {
+    "base": lambda b, w: b.mul_(w),
+    "sibling": lambda b, w: b[2:].copy_(w.expand(2, 4)),
+    "flag_after_write_under_no_grad": lambda b, w: (torch.no_grad()(lambda: b.add_(1.0))(), b.requires_grad_()),
+    "flag_before_write_under_no_grad": lambda b, w: (b.requires_grad_(), torch.no_grad()(lambda: b.add_(1.0))()),
+}
+
+
+@pytest.mark.parametrize("write", list(_WRITES_GIVING_THE_BASE_GRAD))
+@pytest.mark.parametrize("beside", ["detached_leaf", "leaf_view", "nothing"])
+def test_leaf_view_of_its_own_whose_base_gains_grad_stays_refused(
+    compile_fn: CompileFn | None, write: str, beside: str
+) -> None:
+    """The storage written (with grad on or not) where the view's base requires grad by the program's end (a write
+    of a value requiring grad through the base or a view of it, the base's requires_grad_()): eager's view, read
+    after it, takes a history from its base (AsStridedBackward0), which the stand-in of its own does not. With the
+    flag before a write under no_grad, the compiled backward raised ('leaf variable has been moved into the graph
+    interior') where eager's ran, as it did with nothing else over the storage requiring grad (the view the group's
+    root): refused now."""
+
+    def make() -> tuple[T, ...]:
+        b = torch.randn(4, 4)
+        other = {"detached_leaf": b.detach(), "leaf_view": b[3], "nothing": torch.randn(4)}[beside].requires_grad_()
+        return (b[1].requires_grad_(), b, other, torch.tensor(2.0, requires_grad=True))
+
+    def f(v: T, b: T, other: T, w: T) -> object:
+        _WRITES_GIVING_THE_BASE_GRAD[write](b, w)
+        return (v * 3, other * 2, b + 1)
+
+    gains = "writes a value that requires grad into it"  # (b beside its detach(): refused by that rule first)
+    refused_with_grad(f, make, compile_fn, f"requires grad by a flag of its own|{gains}")
 
 
 @pytest.mark.parametrize("write", ["no_grad", "inference_view", "data"])

@@ -1347,8 +1347,8 @@ def test_no_grad_view_input_with_a_flag_of_its_own_gets_its_gradient(
 @pytest.mark.parametrize(
     ("f", "kind", "rule"),
     [
-        (_read_then_other_written, "plain", "over a storage the program writes with grad on"),
-        (_read_then_detach_write, "plain", "over a storage the program writes with grad on"),
+        (_read_then_other_written, "plain", "over a storage the program writes where the view.s base requires grad"),
+        (_read_then_detach_write, "plain", "over a storage the program writes where the view.s base requires grad"),
         (_data_write_then_read, "pair", "requires_grad_\\(\\) gave a flag of its own"),
     ],
     ids=["written_with_grad", "detach_written_with_grad", "pair"],

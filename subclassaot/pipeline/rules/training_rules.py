@@ -37,6 +37,7 @@ from subclassaot.schemas import (
     OutputKind,
     ReplaySource,
 )
+from subclassaot.torch_internals import leaf_view_of_its_own
 
 # Note [Inputs Written In Training]
 # Autograd sees a subclass at the wrapper level (Note [Autograd Sees The Wrapper]), and a plain input's writes through
@@ -214,8 +215,12 @@ def _recorded_view_ops(analysis: Analysis, i: int, muts: Sequence[LeafMutation],
 #   own in eager, its `._base` no autograd ancestor. Where it would not be the group's autograd root (its base requires
 #   grad, or another input of the group does), it runs as a stand-in of its own as above, a Function input whose
 #   gradient reaches that accumulator (runtime.steps.own_accumulator_inputs; two such views of one base leave the
-#   group's base requiring none). Refused where a write with grad on reaches its version-counter family (eager's
-#   view, read after it, takes a history from its base or raises) or its layout or storage changes; so is a tensor
+#   group's base requiring none). Eager rebuilds its history from its `._base` when read after its counter moved,
+#   only where that base requires grad then: refused where a write with grad on reaches its version-counter family
+#   and its base requires grad as passed (a view taken under no_grad: the read raises), where any write does and its
+#   base gains grad in the call (a value requiring grad written into it or a view of it, its requires_grad_(): the
+#   group's root view too), and where its layout or storage changes; over a base requiring none throughout it stays
+#   a leaf whatever writes the storage (`b.mul_(2)`, a detach()'s write, with grad on). So is a tensor
 #   subclass member of that kind, and two leaves requiring grad over one storage that are no views and each have
 #   views among the inputs. A plain leaf that is no view (`b.detach().requires_grad_()`) beside a member with a
 #   history (b, a non-leaf requiring grad), or beside another such leaf (b a leaf: the one the others' views are of,
@@ -517,9 +522,9 @@ def _check_leaves_of_their_own(
 ) -> None:
     """Inputs over one written storage that are each a leaf requiring grad. A plain leaf view with a flag of its own
     (`b[0].requires_grad_()`, a no_grad view given requires_grad_()) runs as a stand-in of its own, a Function input
-    whose gradient reaches its accumulator (runtime.steps.own_accumulator_inputs): refused where a write with grad
-    reaches its storage (eager's view, read after it, takes a history from its base or raises for it) or its layout or
-    storage changes; one that is no view (b.detach().requires_grad_() beside b, a non-leaf, or beside another leaf
+    whose gradient reaches its accumulator (runtime.steps.own_accumulator_inputs): refused where a write reaches its
+    storage where its base requires grad (`_history_rebuilt`: eager's view, read after it, takes a history from its
+    base or raises for it) or its layout or storage changes; one that is no view (b.detach().requires_grad_() beside b, a non-leaf, or beside another leaf
     that is no view) only where its layout or storage changes beside a write autograd records over its storage (the
     epilogue would update it in place with grad on). Two other leaves requiring grad (no views, of which neither runs
     as a stand-in of its own: both with views of their own among the inputs) are traced over one synthetic base, whose
@@ -543,14 +548,23 @@ def _check_leaves_of_their_own(
             or (mutation.swapped and not data_set_in_place(mutation, real))
             or mutation.resized
         )
-        if input_of(m) in own and (view and (with_grad or recorded or changed) or changed and recorded):
+        # (a leaf view of its own that is the group's root, `b[1].requires_grad_()` beside b alone: the same rule)
+        stand_in = input_of(m) in own or layout.trees[input_of(m)] is None and leaf_view_of_its_own(real)
+        rebuilt = (
+            stand_in
+            and view
+            and _history_rebuilt(flat, layout, analysis, (members, m), input_of, own, with_grad or recorded)
+        )
+        if rebuilt or input_of(m) in own and (view and changed or changed and recorded):
             raise UnsupportedError(
                 f"{layout.leaves[m].path}: a view (or a detach()) that requires grad by a flag of its own (a leaf "
-                "with an accumulator of its own), over a storage the program writes with grad on (through any input over it, a detach() "
-                "too), or whose layout or storage the program changes (in-place view ops, set_(), resize_()): in "
-                "eager, its reads after a write with grad take a history from its base (or raise), which the "
-                "compiled call, running it as a leaf of its own, does not give. Pass a .clone() of it, or write "
-                "under torch.no_grad()"
+                "with an accumulator of its own), over a storage the program writes where the view's base requires "
+                "grad (as passed: a write with grad on, through any input over it, a detach() too; or gained in the "
+                "call, by a value that requires grad written into it or a view of it, or its requires_grad_(): any "
+                "write), or whose layout or storage the program changes (in-place view ops, set_(), resize_()): in "
+                "eager, its reads after such a write take a history from its base (or raise), which the compiled "
+                "call, running it as a leaf of its own, does not give. Pass a .clone() of it, or write under "
+                "torch.no_grad() into a base that requires no grad"
             )
         if layout.trees[input_of(m)] is None and real.is_leaf and real.requires_grad and input_of(m) not in own:
             leaves.setdefault(input_of(m), layout.leaves[m].path)
@@ -561,6 +575,37 @@ def _check_leaves_of_their_own(
             "compiled call traces them over one base, whose gradient would reach one of them only. Pass clones of "
             "them, or pass one of them and take the other inside the function"
         )
+
+
+def _history_rebuilt(
+    flat: FlatInputs,
+    layout: DenseLayout,
+    analysis: Analysis,
+    group: tuple[Sequence[DenseIndex], DenseIndex],
+    input_of: Callable[[DenseIndex], int],
+    own: Container[int],
+    with_grad: bool,
+) -> bool:
+    """Eager's leaf view of its own (member `group[1]`), read after the call, takes a history from its `._base` (or
+    raises): its counter moved and the base requires grad at the read. A base that requires grad as passed (a view
+    taken under no_grad): refused for a write with grad on (`with_grad`; below autograd, the no_grad views' rules
+    apply). A base requiring none that gains grad in the call (an input autograd relates to it, the base or a view of
+    it with a history, requires grad at the end: a value requiring grad written in, the base's requires_grad_()):
+    any write. Over a base that requires none throughout, the view stays a leaf whatever writes its storage."""
+    members, m = group
+    base = cast(torch.Tensor, flat.values[layout.leaves[m].owner])._base
+    if base is None or base.requires_grad:
+        return with_grad
+    for k in members:
+        t = input_of(k)
+        other = cast(torch.Tensor, flat.values[layout.leaves[k].owner])
+        # (requires_grad_after as traced: a root view makes its group's traced members require grad, so only
+        # the program's requires_grad_() counts there; a view requiring grad as passed has it from a leaf view of its
+        # own, `v[1:]` of this one, not from the base)
+        gained = analysis.requires_grad_set[t] or input_of(m) in own and analysis.requires_grad_after[t]
+        if t not in own and (other is base or other._base is base) and gained and not other.requires_grad:
+            return with_grad or analysis.mutations[m].version_bumped
+    return False
 
 
 def _set_under_grad_inputs(layout: DenseLayout, analysis: Analysis) -> tuple[int, ...]:
