@@ -319,6 +319,8 @@ def note_no_history_results(
         return
     if torch.is_grad_enabled() or "out" in kwargs or getattr(func, "__name__", "_").endswith("_"):
         return
+    if makes_leaf_itself(func, kwargs):
+        return  # (a factory's requires_grad=True makes eager's new leaf under no_grad too: its flag is its history)
     results = pytree.tree_leaves(out)
     if not results or not all(_plain(t) and not t._is_view() for t in results):
         return
