@@ -1071,7 +1071,7 @@ def _input_alias_leaf(
     regrad = not in_subclass and run.swaps.grad_set_view_of(leaf, run.user_tensors)
     if not in_subclass and not regrad:
         check_grad_view_of_moved_input(path, leaf, run.finals)
-    hidden = hidden_base(leaf, run, at, input_by_id, earlier)
+    hidden = hidden_base(leaf, run, at, input_by_id, earlier, original.get(key))
     meta = alias_meta(leaf, run, at, original.get(key))  # Note [as_strided On Inputs]
     input_layout = key not in original and meta == leaf_meta(run.finals[at])
     foreign = None if in_subclass else foreign_base(leaf, run.finals, set(original), bases, regrad)

@@ -29,6 +29,7 @@ from subclasses.pair import PairTensor, nested_example
 from tests.oracle import CompileFn, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import (
+    DirtyAddSaved,
     DirtyScale,
     SinFunction,
     TransposeSaved,
@@ -3709,3 +3710,70 @@ def test_set_under_grad_holds_back_a_view_input_whose_node_a_later_bump_remade(c
     with torch.enable_grad():
         assert_matches_eager(f, _nonleaf_expanded_leaf_and_its_detach, compile_fn=compile_fn)
         assert_matches_eager(f, _nonleaf_expanded_leaf_and_its_detach, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A view of a detach() of an intermediate set_() onto an input's storage: eager's `._base` is that detach, with the
+# intermediate's own version counter and no history, not the input (chain_facts.hidden_base).
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _scalar_view_of_nonleaf() -> tuple[T]:
+    with torch.enable_grad():
+        return (torch.randn((4, 2), requires_grad=True).clone().as_strided((), (), 1),)
+
+
+def _dirty_apply_under_no_grad_then_viewed(x0: T) -> tuple[T]:
+    # fuzz seed 121011 #596: under no_grad a custom Function returns its dirty input that requires grad as a detach()
+    t0 = x0.mul(x0)
+    set_to(t0, x0)
+    with torch.no_grad():
+        t1, _ = DirtyAddSaved.apply(t0, t0)  # type: ignore[no-untyped-call]  # untyped in torch
+    return (t1.expand(()),)
+
+
+def _detach_of_set_intermediate_written_then_viewed(x0: T) -> tuple[T]:
+    t0 = x0.mul(x0)
+    set_to(t0, x0)
+    with torch.no_grad():
+        t0.add_(1)
+    return (t0.detach().expand(()),)
+
+
+def _detach_of_data_assigned_intermediate_viewed(x0: T) -> tuple[T]:
+    t0 = x0.mul(x0)
+    t0.data = x0
+    return (t0.detach().expand(()),)
+
+
+def _view_of_detach_of_a_view_of_set_intermediate(x0: T, x1: T) -> tuple[T, T]:
+    t0 = x0.mul(2)
+    set_to(t0, x1)
+    return (t0.t().detach()[0], x1)
+
+
+def test_view_of_a_dirty_apply_under_no_grad_of_an_intermediate_set_onto_an_input_matches_eager(
+    compile_fn: CompileFn | None,
+) -> None:
+    """Eager: under no_grad the Function returns its dirty input, which requires grad, as a detach(): the output's
+    `._base`, sharing t0's own counter (set_() leaves it its own), with no history. We rebuilt the output as a view
+    of x0: with history, a gradient into x0's leaf, and x0's counter moved 0 -> 3 by the output's version."""
+    check_with_grad(_dirty_apply_under_no_grad_then_viewed, _scalar_view_of_nonleaf, compile_fn)
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [
+        (_detach_of_set_intermediate_written_then_viewed, _scalar_view_of_nonleaf),
+        (_detach_of_data_assigned_intermediate_viewed, _scalar_view_of_nonleaf),
+        (_view_of_detach_of_a_view_of_set_intermediate, lambda: (torch.randn(2, 3), nonleaf(2, 3))),
+    ],
+)
+def test_view_of_a_detach_of_an_intermediate_set_onto_an_input_matches_eager(
+    f: Callable[..., tuple[T, ...]], make: Callable[[], tuple[object, ...]], compile_fn: CompileFn | None
+) -> None:
+    """Eager: the output's `._base` is the detach(), which shares the intermediate's counter (set_() and `.data =`
+    leave it its own) and has no history. We rebuilt the output as a view of the input, with history, and moved the
+    input's counter by the output's version. (The written one checks the detach's offset: eager's terms, as the
+    output's.)"""
+    check_with_grad(f, make, compile_fn)

@@ -21,6 +21,7 @@ from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.autograd_state import is_program_function
+from subclassaot.pipeline.rules.leaf_mutations import alias_meta
 from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
 from subclassaot.torch_internals import (
     custom_function_of,
@@ -143,12 +144,27 @@ def dispatch_view_root(leaf: torch.Tensor, run: FunctionalRun) -> torch.Tensor:
     return leaf
 
 
+def _set_onto_storage(root: torch.Tensor, run: FunctionalRun, inputs: dict[int, InputIndex]) -> bool:
+    """Did a set_() (or `.data =`) put `root` on its storage, or the intermediate it is a detach() (or a view's
+    detach()) of (`t0.set_(x); t1 = t0.detach()`, a custom Function's output under no_grad included)? Then `root` is
+    no input's: a detach() shares the counter of its source, which set_() leaves its own. (A detach() of an input
+    set_() is the input's: replayed on it.)"""
+    t: torch.Tensor | None = root
+    while t is not None and id(t) not in inputs:
+        if id(t) in run.swaps.swapped_ids:
+            return True
+        record = run.swaps.views.get(id(t))
+        t = None if record is None else record.source
+    return False
+
+
 def hidden_base(
     leaf: torch.Tensor,
     run: FunctionalRun,
     j: DenseIndex,
     input_by_id: dict[int, InputIndex],
     earlier: dict[int, int],
+    original: DenseIndex | None,
 ) -> Meta | None:
     """A plain view of input `j`'s storage whose view chain starts at an intermediate that set_() made share it
     (`t1 = t0.t(); x.set_(t0)`), or one whose view chain passes a tensor a resize_() grew, which no replay remakes
@@ -162,7 +178,7 @@ def hidden_base(
     # (a synthetic base is eager's input: Note [Synthetic Bases])
     made = not any(root is base for base in run.graph_inputs)
     grown = made and any(id(t) in run.swaps.grown_ids for t in _chain_tensors(leaf, run))
-    moved = id(root) in run.swaps.swapped_ids or grown
+    moved = _set_onto_storage(root, run, input_by_id) or grown
     # (a detach() of the input whose layout the input then left, by resize_() or an in-place view op: eager's
     # `._base` keeps the layout the input had at the detach, which the input no longer has)
     detached = run.swaps.views.get(id(root))
@@ -180,7 +196,8 @@ def hidden_base(
         # an input's own storage (a synthetic base of aliased inputs, ...) that no set_() put the root on (after
         # `t0.set_(x)`, t0 is) and no resize_() grew in the chain (which then replays)
         return None
-    return leaf_meta(root) if storage_key(root) == storage_key(leaf) else None
+    # (`original`: as alias_meta's, the base's metadata in eager's terms, as the output's own)
+    return alias_meta(root, run, j, original) if storage_key(root) == storage_key(leaf) else None
 
 
 # In-place view ops under mixed grad modes: an in-place view op (t_, unsqueeze_) on a tensor that requires grad
