@@ -549,13 +549,15 @@ def _refuse_run_error(
     inputs: tuple[FlatInputs, DenseLayout, Sequence[torch.Tensor]],
     restrided: Sequence[int],
 ) -> None:
-    """The refusal, if any, that an error the program's run raised stands for (the rule the program broke before
-    the failing op, or the rule that op's failure shows); returns where the error is the program's own."""
+    """The refusal, if any, that an error the program's run raised stands for: the rule the failing op broke (a
+    refusal the run raised, or one its failure shows), else one the program broke before it; returns where the error
+    is the program's own (or a refusal already)."""
     flat, layout, user_tensors = inputs
     # A program called under no_grad that turned grad back on and computed on tensors requiring grad is
     # refused whatever happened next (an in-place write of a subclass input's leaf fake raised here)
     check_grad_reenabled(record.grad_reenabled, training=False)
-    check_gained_after_read(record.gained_after_read, user_tensors, flat)  # (refused first, as below)
+    if isinstance(e, UnsupportedError):  # (a rule the failing op broke: named over an earlier gain's, below)
+        return
     raised_with_grad = (
         "a leaf Variable that requires grad is being used in an in-place",
         "with grad mode enabled",
@@ -574,22 +576,7 @@ def _refuse_run_error(
     check_flagless_view_set(record, e)  # (a set_() with grad on, which the record sees no call of)
     if "a leaf Variable that requires grad is being used in an in-place" in str(e):
         _refuse_flagged_stand_in_written(flat, user_tensors, e)
-    if "a leaf Variable that requires grad has been used in an in-place" in str(e) and record.marked_dirty:
-        raise UnsupportedError(
-            "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "
-            "out as an autograd leaf where eager's is a view (of an input made to require grad by requires_grad_(), "
-            "or of a tensor subclass input): autograd refuses the dirty leaf. Pass the Function a clone"
-        ) from e
-    if _DIRTY_VIEW_OF_MANY in str(e):
-        _refuse_dirty_member(record, flat, e)
-    if record.dirty_view_in_inference is not None and any(m in str(e) for m in _REBASE_IN_INFERENCE):
-        raise UnsupportedError(
-            f"the custom autograd.Function {record.dirty_view_in_inference.__name__} is applied with grad mode on "
-            "inside a torch.inference_mode() block and marks dirty (ctx.mark_dirty) a view that requires grad: "
-            "eager rebases the history of the view's base there (a CopySlices node), which the functionalized run "
-            f"cannot do inside inference mode ({type(e).__name__}: {str(e).splitlines()[0][:80]}). Apply the "
-            "Function outside the inference_mode block, pass it a clone, or use torch.no_grad() there"
-        ) from e
+    _refuse_dirty_function(record, flat, e)
     if "Could not set tensor of type" in str(e) and record.swapped_by_data:
         raise UnsupportedError(
             "the program set_()s a tensor whose dtype a `.data =` changed: the run's tensor keeps the dtype it "
@@ -619,6 +606,29 @@ def _refuse_run_error(
             f"and a view of it fails there that eager's strides allow ({type(e).__name__}: "
             f"{str(e).splitlines()[0]}). Pass the tensor before expand() and expand it inside the function, "
             "or use reshape()"
+        ) from e
+    # (an input made to require grad after a read with grad, where no rule names the failing op: the analysis may
+    # let such a gain pass, but a run that failed has no end at which to judge it)
+    check_gained_after_read(record.gained_after_read, user_tensors, flat)
+
+
+def _refuse_dirty_function(record: SwapRecord, flat: FlatInputs, e: RuntimeError | ValueError) -> None:
+    """Refuse a custom autograd.Function's mark_dirty() that autograd raised on in the run, where eager's ran."""
+    if "a leaf Variable that requires grad has been used in an in-place" in str(e) and record.marked_dirty:
+        raise UnsupportedError(
+            "a custom autograd.Function writes in place and marks dirty (ctx.mark_dirty) a tensor that the run lays "
+            "out as an autograd leaf where eager's is a view (of an input made to require grad by requires_grad_(), "
+            "or of a tensor subclass input): autograd refuses the dirty leaf. Pass the Function a clone"
+        ) from e
+    if _DIRTY_VIEW_OF_MANY in str(e):
+        _refuse_dirty_member(record, flat, e)
+    if record.dirty_view_in_inference is not None and any(m in str(e) for m in _REBASE_IN_INFERENCE):
+        raise UnsupportedError(
+            f"the custom autograd.Function {record.dirty_view_in_inference.__name__} is applied with grad mode on "
+            "inside a torch.inference_mode() block and marks dirty (ctx.mark_dirty) a view that requires grad: "
+            "eager rebases the history of the view's base there (a CopySlices node), which the functionalized run "
+            f"cannot do inside inference mode ({type(e).__name__}: {str(e).splitlines()[0][:80]}). Apply the "
+            "Function outside the inference_mode block, pass it a clone, or use torch.no_grad() there"
         ) from e
 
 

@@ -3204,6 +3204,12 @@ def requires_grad_after_its_own_read_result_used_under_no_grad(x0: T, x1: T) -> 
     return z, x1 * 3
 
 
+def requires_grad_after_its_own_read_result_returned(x0: T, x1: T) -> object:
+    y = x1 * 2  # eager's has no history, the compiled call's would
+    x1.requires_grad_()
+    return x1 * 3, y
+
+
 def requires_grad_after_its_own_read_result_written_into_an_input(x0: T, x1: T) -> object:
     y = x1 * 2
     x1.requires_grad_()
@@ -3235,11 +3241,14 @@ def test_requires_grad_on_a_storage_sharing_input_after_an_unobserved_read_match
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
 def test_requires_grad_after_its_own_read_written_into_an_input(pair: bool) -> None:
     """The earlier result reaches an input (a copy_ into it): eager's input has no history from it, the compiled
-    call's would. (A PairTensor input read before is refused also where nothing sees the read: the run's check.) A
-    plain half runs as a leaf of its own, whose group may be written (functional_run.own_leaf_inputs): the earlier
-    result has no history there either, and it matches."""
+    call's would. A plain half runs as a leaf of its own, whose group may be written (functional_run.own_leaf_inputs):
+    the earlier result has no history there either, and it matches. A PairTensor half is refused where the earlier
+    result is returned; where the program then uses the other half with grad (the copy_, `x0 + 1`), the refusal is
+    the rule that op breaks (subclass inputs over one storage, one flagged), not the earlier gain's: the run's
+    refusal names the failing op's rule first."""
     f = requires_grad_after_its_own_read_result_written_into_an_input
     refusal = "calls requires_grad_\\(\\) on this input after computing from it"
+    other_used = "share storage and do not require grad; a write with grad"
 
     def halves() -> tuple[T, T]:
         return cast(tuple[T, T], _disjoint_halves(pair)())
@@ -3249,10 +3258,12 @@ def test_requires_grad_after_its_own_read_written_into_an_input(pair: bool) -> N
         if not pair:
             assert_matches_eager(f, _disjoint_halves(pair), versions="exact")
         else:
-            with pytest.raises(UnsupportedError, match=refusal):
+            with pytest.raises(UnsupportedError, match=other_used):
                 subclassaot.compile(f)(*halves())
-            with pytest.raises(UnsupportedError, match=refusal):
+            with pytest.raises(UnsupportedError, match=other_used):
                 subclassaot.compile(requires_grad_after_its_own_read_result_unused)(*halves())
+            with pytest.raises(UnsupportedError, match=refusal):
+                subclassaot.compile(requires_grad_after_its_own_read_result_returned)(*halves())
     with torch.no_grad():
         assert_matches_eager(f, _disjoint_halves(pair))
 
@@ -3278,9 +3289,10 @@ def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_writ
     """fuzz seed 117100, program 9067 (CRASHED: "new_fn INTERNAL ASSERT"): backward_probe.gain_unobserved's run with
     the view input requiring grad from the start read the returned view's history after its base was written; on a
     fake, autograd replays the view over a base that requires no grad and asserts. The probe now takes a history it
-    cannot read as one it cannot compare: refused as any earlier read the caller sees (a PairTensor). A plain view
-    input of a passed base runs as a leaf of its own, whose group may be written (functional_run.own_leaf_inputs),
-    and matches."""
+    cannot read as one it cannot compare. A PairTensor is refused by the rule its base's write (`x0.zero_()`) with
+    grad after the view input's flag breaks (subclass inputs over one storage, one flagged: the run's refusal names
+    the failing op's rule before the earlier read's). A plain view input of a passed base runs as a leaf of its own,
+    whose group may be written (functional_run.own_leaf_inputs), and matches."""
 
     def make() -> tuple[T, T]:
         b = torch.randn(3, 2)
@@ -3293,9 +3305,7 @@ def test_requires_grad_on_a_view_input_after_its_view_is_returned_then_base_writ
         if not pair:
             assert_matches_eager(f, make)
         else:
-            with pytest.raises(
-                UnsupportedError, match="calls requires_grad_\\(\\) on this input after computing from it"
-            ):
+            with pytest.raises(UnsupportedError, match="share storage and do not require grad; a write with grad"):
                 assert_matches_eager(f, make)
     with torch.no_grad():
         assert_matches_eager(f, make)
@@ -8478,6 +8488,12 @@ def requires_grad_after_its_read_beside_an_alias(x0: T, x1: T) -> object:
     return t, x1 * 2, v.exp(), x0.cos()
 
 
+def requires_grad_after_its_read_alone(x0: T, x1: T) -> object:
+    t = x1.sin()  # eager's t has no history: x1 requires no grad yet
+    x1.requires_grad_()
+    return t, x1[1:].exp()
+
+
 _OWN_LEAF_ALIASES: dict[str, Callable[[bool], tuple[T, T]]] = {
     # (the second input is the one the program flags: in eager a leaf of its own, the other and the base flagless)
     "sibling_views": lambda pair: cast(tuple[T, T], tuple(_pair_or_plain(torch.randn(2, 3), pair).unbind(0))),
@@ -8507,12 +8523,100 @@ def test_requires_grad_after_its_read_on_an_input_beside_an_alias(alias: str) ->
 
 @pytest.mark.parametrize("alias", list(_OWN_LEAF_ALIASES))
 def test_requires_grad_after_its_read_on_a_pair_input_beside_an_alias_refused(alias: str) -> None:
-    """The PairTensor variants stay refused by name (a subclass member has no stand-in of its own)."""
-    f = requires_grad_after_its_read_beside_an_alias
+    """The PairTensor variants stay refused by name (a subclass member has no stand-in of its own): the earlier read
+    where the program reads only the flagged input after; where it then reads the other with grad (`x0.cos()`), the
+    rule that read breaks (subclass inputs over one storage, one flagged), not the earlier read's."""
     with torch.enable_grad():
+        f = requires_grad_after_its_read_beside_an_alias
         f(*_OWN_LEAF_ALIASES[alias](True))  # eager runs it
-        with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
+        with pytest.raises(UnsupportedError, match="share storage and do not require grad; a write with grad"):
             subclassaot.compile(f)(*_OWN_LEAF_ALIASES[alias](True))
+        with pytest.raises(UnsupportedError, match=r"calls requires_grad_\(\) on this input after computing from it"):
+            subclassaot.compile(requires_grad_after_its_read_alone)(*_OWN_LEAF_ALIASES[alias](True))
+
+
+# A program that reads an input with grad, calls requires_grad_() on it (or on its base), then runs an op that breaks
+# another rule: the run's refusal names that op's rule, not the earlier read's (fuzz seed 121009 programs 6913, 9105,
+# 5220, 8714 were refused as "calls requires_grad_() on this input after computing from it", checked first).
+
+
+def base_read_flagged_then_its_view_input_viewed(x0: T, x1: T) -> object:
+    y = x1 * 2  # eager's y has no history
+    x1.requires_grad_()
+    t0 = x0.select(1, 0)  # x0 = x1.t(): eager's view takes requires_grad from x1
+    return y, t0[1:]
+
+
+def view_input_read_flagged_then_its_earlier_view_written(x0: T, x1: T) -> object:
+    t0 = x0.view((1, 1, 1))  # taken before the flag: requires none in eager, from x0's base x1
+    y = x0 * 2
+    x0.requires_grad_()
+    t0.mul_(0.5)
+    return (y,)
+
+
+def view_input_read_flagged_then_its_detach_viewed_and_written(x0: T, x1: T) -> object:
+    t0 = x0.detach()
+    y = x0 * 2
+    x0.requires_grad_()
+    t0.unfold(0, 1, 1).add_(2.0)
+    return (y,)
+
+
+def set_onto_a_view_input_read_flagged_then_grown_and_written(x0: T, x1: T) -> object:
+    t0 = x1.view((1, 2, 2))
+    set_to(x0, t0)
+    y = x1 * 2
+    x1.requires_grad_()
+    t0.resize_((8,))
+    t0.fill_(-1.0)
+    return (y,)
+
+
+def _base_t_and_base() -> tuple[T, T]:
+    b0 = torch.randn((2, 1))
+    return (b0.t(), b0)
+
+
+def _view_of_a_0d_base() -> tuple[T, T]:
+    b0 = torch.randn(())
+    return (b0.reshape((1, 1)), b0)
+
+
+def _whole_view_and_its_base() -> tuple[T, T]:
+    b0 = torch.randn((3,))
+    return (b0.view((3,)), b0)
+
+
+def _plain_and_a_view() -> tuple[T, T]:
+    return (torch.randn((3,)), torch.randn((1, 4, 1)).view((2, 2, 1)))
+
+
+def test_base_read_then_flagged_then_its_view_input_viewed_refused_by_the_view_rule(
+    compile_fn: CompileFn | None,
+) -> None:
+    """Eager runs it; the view input's read with grad after its base's flag breaks a rule of its own, which the
+    refusal names, as it does without the earlier read of the base."""
+    refused_with_grad(
+        base_read_flagged_then_its_view_input_viewed, _base_t_and_base, compile_fn, r"another input is a view of"
+    )
+
+
+@pytest.mark.parametrize(
+    ("f", "make", "written"),
+    [
+        (view_input_read_flagged_then_its_earlier_view_written, _view_of_a_0d_base, "mul_"),
+        (view_input_read_flagged_then_its_detach_viewed_and_written, _whole_view_and_its_base, "add_"),
+        (set_onto_a_view_input_read_flagged_then_grown_and_written, _plain_and_a_view, "fill_"),
+    ],
+    ids=["earlier_view", "detach", "set_then_grown"],
+)
+def test_view_input_read_then_flagged_then_an_earlier_view_written_refused_by_the_view_rule(
+    f: Callable[[T, T], object], make: Callable[[], tuple[T, T]], written: str, compile_fn: CompileFn | None
+) -> None:
+    """Eager runs each; the write with grad into a view taken before the flag (or of a detach()) breaks a rule of
+    its own, which the refusal names (the op too), as it does without the earlier read."""
+    refused_with_grad(f, make, compile_fn, FLAGLESS_VIEW_READ + rf" \({written}\)")
 
 
 def base_flagged_after_its_view_input_read(x: T, v: T) -> object:

@@ -2818,3 +2818,61 @@ def test_view_input_set_in_inference_mode_then_its_data_written(view: str, compi
         return (torch.randn(()), b1.unbind(0)[0] if view == "unbind" else b1[0].t())
 
     check_with_grad(f, make, compile_fn)
+
+
+# A view input set_() under no_grad to positions of its own storage, then relaid by t_() (no `_Relaid` stand-in: the
+# first set_() is not the last layout change), then read with grad by a call at which eager rebuilds no history: a
+# size, stride or contiguity query returns no tensor and records no node (hrec4, #28). Before, each was taken as a read
+# of the stale history, refused ("gets another layout from an in-place view op or a set_() under torch.no_grad()");
+# a read that records a node (sum(), a view by indexing) or reads `.grad_fn` stays refused.
+_SIZE_READS: dict[str, Callable[[T], object]] = {
+    "size": lambda x: x.size(0),
+    "numel": lambda x: x.numel(),
+    "dim": lambda x: x.dim(),
+    "stride": lambda x: x.stride(0),
+    "storage_offset": lambda x: x.storage_offset(),
+    "is_contiguous": lambda x: x.is_contiguous(),
+}
+
+
+def _set_in_place_then_transposed(x: T) -> None:
+    with torch.no_grad():
+        x.set_(x.untyped_storage(), x.storage_offset(), (2, 2), (1, 3))
+        x.t_()
+
+
+def _view_of_a_nonleaf() -> tuple[T]:
+    return (nonleaf(3, 3)[:, 1:],)
+
+
+@pytest.mark.parametrize("read", sorted(_SIZE_READS))
+def test_view_input_set_and_relaid_under_no_grad_then_size_read_with_grad_matches_eager(
+    read: str, compile_fn: CompileFn | None
+) -> None:
+    def f(x: T) -> object:
+        _set_in_place_then_transposed(x)
+        n = _SIZE_READS[read](x)
+        return (torch.full((2,), float(cast(int, n))),)
+
+    with torch.enable_grad():
+        assert_matches_eager(f, _view_of_a_nonleaf, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize("read", ["sum", "getitem", "grad_fn"])
+def test_view_input_set_and_relaid_under_no_grad_then_read_through_its_history_refused(
+    read: str, compile_fn: CompileFn | None
+) -> None:
+    reads: dict[str, Callable[[T], object]] = {
+        "sum": lambda x: x.sum(),
+        "getitem": lambda x: x[0],
+        "grad_fn": lambda x: x.grad_fn,
+    }
+
+    def f(x: T) -> object:
+        _set_in_place_then_transposed(x)
+        reads[read](x)
+        return ()
+
+    refused_with_grad(
+        f, _view_of_a_nonleaf, compile_fn, "an input that is a view and requires grad gets another layout"
+    )

@@ -2094,6 +2094,32 @@ def test_input_written_with_grad_then_grown_in_inference_mode_refused(compile_fn
         _check(read_with_grad_then_grown_in_inference_mode, make, compile_fn)
 
 
+def written_read_flagged_then_grown_in_inference_mode(x0: T, x1: T) -> object:
+    x1.add_(x1)
+    y = x1 * 2  # eager's y has no history: x1 requires no grad yet
+    x1.requires_grad = True
+    with torch.inference_mode():
+        x1.resize_((4,))
+        x1.fill_(3.0)
+    return (y,)
+
+
+def test_input_read_then_flagged_then_grown_in_inference_mode_refused_by_the_growth_rule(
+    compile_fn: CompileFn | None,
+) -> None:
+    # fuzz seed 121009 #4562 (refused as "calls requires_grad_() on this input after computing from it", the run's
+    # check of the earlier read made first): the growth inside inference_mode of an input written with grad breaks a
+    # rule of its own, which the refusal names
+    def make() -> tuple[object, ...]:
+        b0 = torch.randn(())
+        return (b0, b0.t())
+
+    with torch.enable_grad():
+        assert_refused(
+            written_read_flagged_then_grown_in_inference_mode, make, compile_fn, r"after the program wrote it"
+        )
+
+
 def view_grown_past_the_input_returned(x0: T) -> object:
     t0 = x0.view((-1, 1))
     with torch.no_grad():

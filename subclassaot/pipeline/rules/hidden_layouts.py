@@ -31,7 +31,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.pipeline.rules.autograd_state import is_autograd_read, reads_history
+from subclassaot.pipeline.rules.autograd_state import is_autograd_read, is_read_with_grad, reads_history
 from subclassaot.pipeline.rules.relaid_views import (
     NO_STAND_INS,
     PERMUTING_OPS,
@@ -307,10 +307,33 @@ def note_view_layout_op(record: SwapRecord, t: torch.Tensor, before: Layout, nam
         record.dropped_view_nodes.add(id(t))
 
 
+# calls returning no tensor at which eager rebuilds no tensor's history (a size, value or storage read)
+_NO_HISTORY_QUERIES = frozenset(
+    {"size", "stride", "dim", "ndimension", "numel", "nelement", "storage_offset", "is_contiguous", "is_complex",
+     "is_floating_point", "element_size", "item", "tolist", "__len__", "__bool__", "__int__", "__float__", "__index__",
+     "__contains__", "untyped_storage", "data_ptr", "get_device", "is_set_to", "is_same_size", "equal", "allclose"}
+)  # fmt: skip
+
+
+def _rebuilds_history(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> bool:
+    """Does eager's call, made with grad on, rebuild the grad_fn of a view among its tensors whose counter moved? Where
+    autograd records a node (a result it made or wrote requires grad), at an autograd read (`.grad_fn`, `.is_leaf`)
+    and a call on the history (register_hook(), retain_grad(), backward(), `__setitem__`); not at a size or value read
+    (`_NO_HISTORY_QUERIES`), a detach(), an op whose results require no grad (`x == 0`, `argmax()`), nor a
+    contiguous() that returns the view itself."""
+    if not reads_history(func):
+        return False
+    outs = [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
+    if not outs:
+        return getattr(func, "__name__", "") not in _NO_HISTORY_QUERIES
+    return is_read_with_grad(func, args, kwargs, out) and any(o.requires_grad for o in outs)
+
+
 def note_view_reads(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
-    """After an op with grad: view inputs it read whose traced history is not eager's. Not a read inside an op's
-    dispatch (the swap mode's own, of the tensor set_() changes): no program's (Note [Grad Mode And Autograd Reads])."""
-    if not torch.is_grad_enabled() or record.dispatching > 0 or not reads_history(func):
+    """After an op with grad: view inputs it read whose traced history is not eager's, where eager rebuilds it
+    (`_rebuilds_history`). Not a read inside an op's dispatch (the swap mode's own, of the tensor set_() changes): no
+    program's (Note [Grad Mode And Autograd Reads])."""
+    if not torch.is_grad_enabled() or record.dispatching > 0 or not _rebuilds_history(func, args, kwargs, out):
         return
     for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor) and id(a) in record.relaid_view_results:
