@@ -3900,3 +3900,65 @@ def _view_after_self_set_then_written(x0: T) -> tuple[T]:
 def test_view_stale_after_self_set(fn: Callable[[T], tuple[T]], compile_fn: CompileFn | None) -> None:
     # taken before the set_(), or written after it (fuzz seed 124003 #2): eager's is stale at the end, as ours is
     check_with_grad(fn, _self_set_clone, compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regression (seed 121011 #4699): a view with grad of an input, taken after a write autograd records on the input
+# (through it, or through a view of it: an empty one too) and fresh at the end, before a `.data =` relays the input on
+# its own storage (`x0.data = x0.t()`). Eager's view is over the write's node; ours was built before the epilogue over
+# the history the input came with, went stale when the epilogue moved the counter, and autograd rebuilt it over the
+# transposed input: a silently transposed gradient (12 of 16 elements). Refused now; views taken before the write
+# (stale at the end in eager's too) or with no recorded write stay supported.
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _empty_view_written_then_t_assigned(x0: T, x1: T, x2: T) -> tuple[T]:
+    x1.copy_(x1)
+    with torch.no_grad():
+        x1.add_(x2)
+    t0 = x0.t()
+    x0.data = t0
+    return (t0,)
+
+
+def _written_then_flat_view_assigned_t(x0: T, x1: T, x2: T) -> tuple[T]:
+    x0.mul_(2.0)
+    t0 = x0.view(16)
+    x0.data = x0.t()
+    return (t0,)
+
+
+def _three_views() -> tuple[object, ...]:
+    b0 = nonleaf(4, 4)
+    return (b0, b0[3:3:2], b0.diagonal(0, 1, 0))
+
+
+@pytest.mark.parametrize(
+    "fn", [_empty_view_written_then_t_assigned, _written_then_flat_view_assigned_t], ids=["empty_view", "flat"]
+)
+def test_view_after_recorded_write_then_input_relaid_refused(
+    fn: Callable[..., tuple[T]], compile_fn: CompileFn | None
+) -> None:
+    refused_with_grad(fn, _three_views, compile_fn, "a view with grad of an input taken after the program wrote")
+
+
+def _view_before_write_then_t_assigned(x0: T, x1: T, x2: T) -> tuple[T]:
+    t0 = x0.t()
+    x0.mul_(2.0)
+    x0.data = t0
+    return (t0,)
+
+
+def _no_grad_write_then_t_assigned(x0: T, x1: T, x2: T) -> tuple[T]:
+    with torch.no_grad():
+        x1.add_(x2)
+    t0 = x0.t()
+    x0.data = t0
+    return (t0,)
+
+
+@pytest.mark.parametrize(
+    "fn", [_view_before_write_then_t_assigned, _no_grad_write_then_t_assigned], ids=["before_write", "no_grad_write"]
+)
+def test_view_around_writes_then_input_relaid(fn: Callable[..., tuple[T]], compile_fn: CompileFn | None) -> None:
+    check_with_grad(fn, _three_views, compile_fn)

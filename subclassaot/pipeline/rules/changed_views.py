@@ -399,10 +399,23 @@ def refuse_early_view_after_grad_set(
     """An output view of an input taken after the input's last set_() under grad, replayed before the epilogue (a
     `.data =` moved the input after it) and fresh at the end: eager's view is over the set_ node (its backward
     raises), ours, taken before the runtime repeats that set_(), would be over the history the input came with, or
-    stale once the set_() moves the counter (Note [set_ Under Grad]). Refused."""
+    stale once the set_() moves the counter (Note [set_ Under Grad]). Refused. So is one taken with grad after a
+    write autograd records on the input (through it or a view of it), fresh at the end: eager's view is over that
+    write's node, ours over the history the input came with, and stale once the epilogue moves the counter, when
+    autograd rebuilds it over the input in the layout the `.data =` gave it (another gradient, silently)."""
     if not replay.before_epilogue or replay.source is not ReplaySource.INPUT:
         return
     source = next((t for t in run.user_tensors if input_by_id.get(id(t)) == replay.index), None)
+    if source is not None and value.requires_grad and any(s.grad_enabled for s in replay.steps):
+        family, taken = run.swaps.family_of(source), _first_view_seq(value, source, run)
+        written = run.swaps.family_visible_seq.get(family)
+        if written is not None and written < taken and run.swaps.family_last_bump.get(family, 0) < taken:
+            raise UnsupportedError(
+                f"{path} is a view with grad of an input taken after the program wrote that input where autograd "
+                "records it, and the program then assigns the input's `.data`: eager's view holds the write's node, "
+                "while the compiled call builds the view before it repeats the write (its gradient would not be "
+                "eager's; Note [History Kept Through .data =]); not supported in training. Return a clone of the view"
+            )
     bumps = None if source is None else run.swaps.grad_set_bumps.get(id(source))
     t, first = value, None
     while source is not None and t is not source and (record := run.swaps.views.get(id(t))) is not None:
