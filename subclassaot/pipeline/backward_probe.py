@@ -1278,10 +1278,13 @@ class _FunctionReach:
         same = [j for j, k in enumerate(flat.tensor_indices) if flat.values[k] is real]
         found = {wrappers_at + k for k, w in enumerate(self.wrapper_updates) if w in same}
         own = {leaf for j in same for leaf in layout.leaves_of_input[j]}
+        # a member apart in autograd that gains history by a write (its FINAL copied in with grad, after the BASE
+        # copy) had none through the base, which its new value does not reach (LeafMutation.history_of_its_own)
+        apart = any(self.analysis.mutations[leaf].history_of_its_own for leaf in own)
         for k, u in enumerate(updates):
             if u.kind is UpdateKind.BASE:
                 item = layout.graph_inputs[u.target]
-                if isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
+                if not apart and isinstance(item, AliasGroupRef) and own & set(layout.groups[item.group].members):
                     found.add(k)
             elif u.target in own and not epilogue_write_hidden(self.analysis.mutations[u.target], u.kind):
                 found.add(k)

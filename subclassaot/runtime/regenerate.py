@@ -175,7 +175,8 @@ from subclassaot.torch_internals import (
 # t0 covers, where one taken of x would give b only x's (a resize_() can give t0 elements past x's). Such an output
 # (OutputLeaf.from_base) is rebuilt by as_strided() of the input's `._base`: eager's node, and eager's `._base`. Not
 # where the input was set_() (or `.data =`) off its base's storage (`x1.set_(x0)`): its base no longer holds the
-# output's elements, which are then taken from the input itself (a view of the same `._base` still).
+# output's elements, which are then taken from the input itself (a view of the same `._base` still). Nor where the
+# input's `._base` has another dtype (`c.imag`, `view_as_real(c)`): the output's meta counts the input's elements.
 
 
 def build_outputs(
@@ -783,7 +784,8 @@ def _from_leaves(
         if leaf.input_layout:  # Note [Strides The Kernels Choose]; a view too
             meta = set_target_layout(meta, dense[leaf.index])
         base = source._base if leaf.from_base else None
-        if base is not None and storage_key(base) == storage_key(source) and not grad_fn_raises(source):
+        same_dtype = base is not None and base.dtype == source.dtype  # (a real view of a complex base: from itself)
+        if base is not None and same_dtype and storage_key(base) == storage_key(source) and not grad_fn_raises(source):
             # Note [Views Of Inputs Whose History Raises]
             source = base
         leaves.append(regenerate_alias(source, meta, leaf.is_view, own, leaf.bits))

@@ -1313,6 +1313,24 @@ def test_input_apart_from_its_aliases_gains_grad(compile_fn: CompileFn | None) -
         )
 
 
+def test_view_of_an_input_apart_beside_a_member_whose_backward_raises(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121011 #5237: x0, a detach() of x1, gains its history by `x0.mul_(x1)`; `x1.mul_(x1)` then makes
+    # eager's backward through x1 raise (it saved the x1 it overwrote), but not through a view of x0, whose new history
+    # does not reach the group's base write. The probe took x0's view to reach it and the compiled backward raised.
+    def written(x0: T, x1: T) -> object:
+        x0.mul_(x1)
+        x1.mul_(x1)
+        return (x0.view((3, 1, -1))[:, :, 4:4:1], x0[1:] * 1)
+
+    def inputs() -> tuple[object, ...]:
+        b0 = nonleaf(4, 3, 3)
+        return (b0.detach(), b0)
+
+    with torch.enable_grad():
+        assert_matches_eager(written, inputs, compile_fn=compile_fn)
+        assert_matches_eager(written, inputs, compile_fn=compile_fn, after_call=write_outputs)
+
+
 def test_input_apart_from_aliases_without_grad_gains_grad(compile_fn: CompileFn | None) -> None:
     # no member of the group requires grad: the written one still gains the write's history alone (seed 119000 #7292,
     # #7865), and a view of a detach() gains it through its own base, which no input is (#9686)

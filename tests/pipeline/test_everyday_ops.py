@@ -1179,6 +1179,26 @@ def test_set_keeps_the_bits_of_the_tensor_set_as_eager_does(name: str, fn: Calla
         assert_matches_eager(fn, SET_BITS[name], backend=backend)
 
 
+# A view of a real view of a complex input (`x = c.conj().imag`, whose `._base` is complex) set_() to that input is
+# returned as eager's view of the same `._base`, rebuilt from x in x's dtype: rebuilt from the complex `._base` with
+# x's float meta it crashed in as_strided() (fuzz seed 121011 program 7219).
+def view_set_to_its_input(x: T) -> tuple[T]:
+    t = x.transpose(0, 0)
+    with torch.enable_grad():
+        t.set_(x)  # type: ignore[call-overload]  # (as above)
+    return (t,)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: (neg(1),), lambda: (conj(3, 2).real[1:],), lambda: (torch.randn(4).view(torch.int32),)],
+    ids=["neg_imag", "real_rows", "int_view"],
+)
+def test_a_view_set_to_an_input_over_another_dtype_is_eagers_view(make: Make) -> None:
+    with torch.no_grad():
+        assert_matches_eager(view_set_to_its_input, make)
+
+
 # A copy_ between a tensor and a view of its very elements through other bits is a write: eager's copy_ returns at
 # once only where the bits match too (`t.copy_(t.conj())` conjugates t). After `x.set_(t)` of a conj/neg-bit x, x
 # reads t's storage through its bits, and ours took `t.copy_(x)` for a copy of t's data onto itself and dropped it
