@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import pytest
 import torch
@@ -25,6 +25,7 @@ import subclassaot
 from subclassaot.errors import UnsupportedError
 from subclassaot.tools.dynamo_backend import recording, subclassaot_backend
 from tests.oracle import CompileFn, assert_call_matches_eager, assert_matches_eager
+from tests.pipeline.program_helpers import DirtyAddSaved
 
 T = torch.Tensor
 Make = Callable[[], tuple[object, ...]]
@@ -1238,18 +1239,7 @@ def test_a_conj_input_set_to_its_square_then_copied_back_matches_eager() -> None
 # on the as_strided() of the synthetic base the inputs are traced over: that view read the storage bit-free, and the
 # write stored its values un-negated (fuzz seed 121010 program 3557: the output's sign and an element of the base).
 # It takes the written tensor's bits now, as the program's as_strided() view does.
-class DirtyAddSaved(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: T, y: T) -> tuple[T, T]:
-        ctx.save_for_backward(y)
-        x.add_(y)
-        ctx.mark_dirty(x)
-        return x, y.sin()
-
-    @staticmethod
-    def backward(ctx: Any, g: T, g_fresh: T) -> tuple[T, T]:
-        (y,) = ctx.saved_tensors
-        return g, g + g_fresh * y.cos()
+# (DirtyAddSaved: tests/pipeline/program_helpers.py, the fuzzer's template)
 
 
 def strided_scalar_added(x: T) -> tuple[T, T]:
