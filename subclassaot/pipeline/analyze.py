@@ -992,8 +992,9 @@ def _analyze_outputs(
 
 def check_inference_output(path: str, value: torch.Tensor) -> None:
     """An output eager computed inside a torch.inference_mode() block, or a view of one, is an inference tensor, with no
-    view relation; the runtime makes it so (Note [Grad Mode And Autograd Reads]), though not one with history."""
-    if value.requires_grad:
+    view relation; the runtime makes it so (Note [Grad Mode And Autograd Reads]), a leaf made to require grad there
+    too (given the flag inside inference_mode: OutputInfo.gains_grad), though not one with history."""
+    if value.grad_fn is not None:
         raise UnsupportedError(
             f"{path}: eager's is an inference tensor (computed inside a torch.inference_mode() block) and it has "
             "autograd history (a custom autograd.Function applied there with grad on records one); the compiled call "

@@ -341,7 +341,9 @@ def _give_autograd_state(info: OutputInfo, value: object) -> None:
 def _give_flag(value: torch.Tensor) -> None:
     """OutputInfo.gains_grad: `value` made to require grad, where it does not, or only through its base."""
     if not value.requires_grad or requires_grad_through_base(value) or _reads_base_flag(value):
-        value.requires_grad_()
+        # (an inference tensor takes the flag only inside inference_mode, where eager's program gave it)
+        with torch.inference_mode() if value.is_inference() else contextlib.nullcontext():
+            value.requires_grad_()
 
 
 def _reads_base_flag(value: torch.Tensor) -> bool:
@@ -460,6 +462,8 @@ def _as_inference_tensors(infos: Sequence[OutputInfo], result: list[object]) -> 
             if info.inference_counter:  # eager's detach() after the block: an inference tensor with a counter
                 made[id(value)] = rebuilt = rebuilt.detach()
             _share_wrapper_storages(value, rebuilt, wrappers)
+            if info.gains_grad:  # a leaf made inside the block that requires grad (the copy has no flag)
+                _give_flag(rebuilt)
         result[o] = made[id(value)]
 
 

@@ -360,6 +360,55 @@ def test_custom_function_with_grad_inside_inference_mode_refused(grad: bool) -> 
             subclassaot.compile(_function_with_grad_inside_inference_mode)(torch.randn(3, requires_grad=True))
 
 
+def _factory_leaf_inside(x0: T) -> object:
+    with torch.inference_mode():
+        t0 = torch.ones((2,), requires_grad=True)
+    return (t0,)
+
+
+def _flagged_leaf_inside(x0: T) -> object:
+    t = x0.sin()
+    with torch.inference_mode():
+        t1 = torch.ones((4, 1, 1)).requires_grad_()
+    return (t1, t)
+
+
+def _flag_set_on_a_clone_inside(x0: T) -> object:
+    with torch.inference_mode():
+        t1 = x0.clone()
+        t1.requires_grad = True
+    return (t1,)
+
+
+def _leaf_inside_viewed_and_used_after(x0: T) -> object:
+    with torch.inference_mode():
+        t0 = torch.full((4,), 2.0, requires_grad=True)
+        v = t0[1:]
+    return (t0, v, t0[:2], t0 * x0)
+
+
+@pytest.mark.parametrize("x_grad", [True, False], ids=["x_requires_grad", "x_plain"])
+@pytest.mark.parametrize(
+    "f",
+    [_factory_leaf_inside, _flagged_leaf_inside, _flag_set_on_a_clone_inside, _leaf_inside_viewed_and_used_after],
+    ids=["factory", "requires_grad_", "flag_attr", "viewed_and_used"],
+)
+def test_leaf_that_requires_grad_made_inside_inference_mode_matches_eager(
+    f: Callable[..., object], x_grad: bool
+) -> None:
+    """A tensor made inside the block and given requires_grad there (a factory's requires_grad=True, requires_grad_(),
+    `.requires_grad = True`) is an inference tensor that is an autograd leaf requiring grad: the caller's backward
+    through a result computed from it after the call fills its `.grad`; its views are inference tensors that require
+    no grad. The compiled call, made under no_grad, gives its rebuilt inference tensor the flag inside inference_mode
+    (fuzz seed 121011, programs 450, 908, 3069, 3147 and nine more: refused as having a custom Function's history;
+    refused before the flag was told from history, and without the flag once it was)."""
+    with torch.no_grad():
+        eager = f(torch.randn(4))
+    assert isinstance(eager, tuple) and eager[0].is_inference() and eager[0].requires_grad and eager[0].is_leaf
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(4).requires_grad_(x_grad),), versions="counted")
+
+
 def _input_set_onto_an_inference_result(x0: T, x1: T) -> object:
     with torch.inference_mode():
         t0 = x1.mul(0.5)
