@@ -670,6 +670,36 @@ def test_mark_dirty_without_a_write_refused(make: Callable[[], T]) -> None:
         subclassaot.compile(mark_only)(make())
 
 
+def dirty_empty_input(x: T) -> object:
+    DirtyReturned.apply(x)  # type: ignore[no-untyped-call]
+    return ()
+
+
+def dirty_empty_view(x: T) -> object:
+    DirtyReturned.apply(x[:, 1:1])  # type: ignore[no-untyped-call]
+    return ()
+
+
+@pytest.mark.parametrize(
+    ("f", "make"),
+    [(dirty_empty_input, lambda: _nonleaf(4, 2)[:, 0:0]), (dirty_empty_view, lambda: _nonleaf(4, 2))],
+    ids=["empty_input", "empty_view"],
+)
+def test_mark_dirty_after_a_write_to_no_element_refused_by_its_rule(
+    f: Callable[..., object], make: Callable[[], T]
+) -> None:
+    """The forward writes the tensor it marks dirty, which has no element: eager's input takes the Function's node
+    (its base CopySlices), whose backward runs, with an empty gradient; the trace keeps such a write as a version bump
+    alone, with no new value to take that history. Refused naming the empty write, not as a mark without a write
+    (fuzz seed 121011, programs 2012, 2448, 2480, 5683 and 6866)."""
+    x = make()
+    base = x._base if x._base is not None else x
+    f(x)
+    assert type(base.grad_fn).__name__ == "CopySlices"
+    with pytest.raises(UnsupportedError, match=r"dirty \(ctx.mark_dirty\) after an in-place write that reaches no el"):
+        subclassaot.compile(f)(make())
+
+
 # ctx.mark_dirty where the apply records a node: the write, run with grad off inside the forward, is one autograd
 # records, so the epilogue copies the input's new value in with grad from the compiled Function's update. Fuzz seed
 # 78000, programs 216 and 222 (training) were refused.

@@ -312,12 +312,7 @@ def check_dirty_inputs(flat: FlatInputs, layout: DenseLayout, run: FunctionalRun
         # (moved since by set_() or `.data =`: the storage it ends on need not be the one written; other rules)
         written = any(storage_key(leaf) in run.swaps.moved_storages for leaf in leaves)
         if not written and id(t) not in run.swaps.swapped_ids:
-            raise UnsupportedError(
-                f"{path}: a custom autograd.Function ({cls.__name__}) marks this input (or a view of it) dirty "
-                "(ctx.mark_dirty) without writing it, so that eager's input takes the Function's backward as its "
-                "history; the compiled program has no new value of the input to give that history (Note [Custom "
-                "Functions]). Mark dirty only the tensors the forward writes in place"
-            )
+            raise UnsupportedError(_unwritten_dirty_refusal(path, t, cls, run))
         # (another input that requires grad and shares t's wrapper-level version counter, a view of t or of t's
         # base: the caller holds it, returned or not, and eager rebuilds its history from t's; the compiled call
         # gives it the history it came with)
@@ -358,6 +353,25 @@ def _group_partner(p: int, layout: DenseLayout) -> int | None:
             if others:
                 return others[0]
     return None
+
+
+def _unwritten_dirty_refusal(path: str, t: torch.Tensor, cls: type, run: FunctionalRun) -> str:
+    """check_dirty_inputs: `t` (or a view of it) marked dirty with no new value: unwritten, or written with no
+    element (an empty write is traced as a version bump alone: storage_swaps._unrecorded_empty_write)."""
+    marked = [t] if id(t) in run.swaps.marked_dirty else [v for v, _ in _dirty_views_of(t, run)]
+    how = (
+        "after an in-place write that reaches no element (the tensor marked has none: the trace records such a write "
+        "as a version bump alone)"
+        if any(v.numel() == 0 for v in marked)
+        else "without writing it"
+    )
+    return (
+        f"{path}: a custom autograd.Function ({cls.__name__}) marks this input (or a view of it) dirty "
+        f"(ctx.mark_dirty) {how}, so that eager's input takes the Function's backward as its history (a backward "
+        "run for it, an empty one's too); the compiled program has no new value of the input to give that history "
+        "(Note [Custom Functions]). Mark dirty only the tensors the forward writes in place, or skip the Function "
+        "for an empty tensor"
+    )
 
 
 def _dirty_function_of(t: torch.Tensor, run: FunctionalRun) -> type | None:
