@@ -1851,3 +1851,55 @@ def test_layout_kept_by_inplace_view_ops_of_lossy_as_strided_view(
     check_with_grad(fn, make, compile_fn)
     with torch.enable_grad():
         assert_matches_eager(fn, make, compile_fn=compile_fn, after_call=write_outputs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Fuzz regressions (helper hwrong8): the in-place view op is on a VIEW of such an input, the view returned. Eager's
+# view is over the input's history as it came (its op's node, then its view's, then the as_strided() of the empty
+# diagonal: no gradient to the base); the input's own history, its counter moved, is rebuilt from the base. Ours
+# replayed the view after the epilogue, over that rebuilt history: a gradient at elements eager gives none.
+# ---------------------------------------------------------------------------------------------------------------------
+
+_VIEWS_OF_INPUT: dict[str, Callable[[T], T]] = {
+    "view": lambda x: x.view(x.shape),
+    "reshape": lambda x: x.reshape(x.shape),
+    "unsqueeze": lambda x: x.unsqueeze(0),
+    "expand": lambda x: x.expand(x.shape),
+    "select": lambda x: x.select(0, 1),
+    "slice": lambda x: x[:],
+}
+
+
+def _relay_in_place(op: str, v: T) -> None:
+    if op == "t_":
+        v.t_() if v.dim() <= 2 else v.transpose_(0, 2)
+    elif op == "transpose_":
+        v.transpose_(0, -1)
+    elif op == "unsqueeze_squeeze_":
+        v.unsqueeze_(0)
+        v.squeeze_(0)
+    else:
+        v.unsqueeze_(0)
+
+
+def _view_relaid(view: str, op: str, also_input: bool) -> Callable[[T], tuple[T, ...]]:
+    def f(x0: T) -> tuple[T, ...]:
+        v = _VIEWS_OF_INPUT[view](x0)
+        _relay_in_place(op, v)
+        return (v, x0) if also_input else (v,)
+
+    return f
+
+
+@pytest.mark.parametrize("op", ["t_", "transpose_", "unsqueeze_squeeze_", "unsqueeze_"])
+@pytest.mark.parametrize("view", sorted(_VIEWS_OF_INPUT))
+def test_view_of_lossy_as_strided_view_relaid_in_place(view: str, op: str, compile_fn: CompileFn | None) -> None:
+    """fuzz (session 59, hfz59c): `v = x0.view(x0.shape); v.t_(); return v`, x0 an as_strided() of an empty
+    diagonal: eager's v is TBackward1 -> ViewBackward0 -> x0's AsStridedBackward0 as it came (no gradient to the base);
+    ours replayed v from x0 after the epilogue, over x0's history rebuilt from the base. Now v is replayed before the
+    epilogue, its in-place view op advancing the counter as eager's did."""
+    check_with_grad(
+        _view_relaid(view, op, also_input=view in ("view", "select")),
+        _as_strided_of_empty_diagonal((2, 2), (0, 1)),
+        compile_fn,
+    )

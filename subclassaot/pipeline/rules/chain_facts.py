@@ -22,6 +22,7 @@ from subclassaot.pipeline.desugar import leaf_meta
 from subclassaot.pipeline.functional_run import FunctionalRun, dense_leaves_of
 from subclassaot.pipeline.rules.autograd_state import is_program_function
 from subclassaot.pipeline.rules.leaf_mutations import alias_meta
+from subclassaot.pipeline.rules.swap_record import ViewRecord
 from subclassaot.schemas import DenseIndex, FlatInputs, InputIndex, Meta, Replay, ReplaySource, ViewStep
 from subclassaot.torch_internals import (
     custom_function_of,
@@ -283,6 +284,19 @@ def root_requires_grad_as_eager(
         return t.requires_grad
     root = next((run.swaps.run_inputs[j] for j, real in run.swaps.input_positions.values() if real is base), None)
     return root is not None and root.requires_grad
+
+
+def relaid_last_over_entry_history(
+    value: torch.Tensor, t: torch.Tensor, first: ViewRecord, run: FunctionalRun, bump: int
+) -> bool:
+    """Is the last bump (`bump`) of plain input `t`'s counter `value`'s own in-place view op, on a chain whose first
+    view the program took before any bump of `t`? Eager's `value` is then over `t`'s history as received, not stale
+    at the end, where `t`'s own is rebuilt from its base (as_strided() at its layout, which may reach elements its
+    chain does not: Note [as_strided On Inputs]); replayed after the epilogue it would take that rebuilt one, so it is
+    replayed before, its in-place view op advancing the counter as eager's did (Note [Views That Raise After A
+    Bump])."""
+    own = run.swaps.inplace_view_bumps.get(id(value))
+    return not is_traceable_subclass(t) and own is not None and own == bump and first.bumps == 0
 
 
 def history_after_received(value: torch.Tensor, t: torch.Tensor, run: FunctionalRun) -> bool:

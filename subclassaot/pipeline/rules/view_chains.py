@@ -27,6 +27,7 @@ from subclassaot.pipeline.rules.chain_facts import (
     detached_before_change,
     history_after_received,
     input_bumps,
+    relaid_last_over_entry_history,
     requires_grad_as_eager,
 )
 from subclassaot.pipeline.rules.changed_views import early_marks, final_pass_marks
@@ -503,12 +504,12 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
         )
     # the chain's last view, or its own last in-place view op's bump (Note [Views That Raise After A Bump])
     made = max(run.swaps.views[id(value)].seq, run.swaps.inplace_view_bumps.get(id(value), 0))
-    requires_grad = requires_grad_as_eager(value, t, steps, run)
+    requires_grad, bump = requires_grad_as_eager(value, t, steps, run), last_bump(t, run)
     early = (
         requires_grad
         # A subclass input: where eager advanced its wrapper's own version counter (a wrapper-level write)
         and (not is_traceable_subclass(t) or run.swaps.bumps(t))
-        and last_bump(t, run) > made
+        and (bump > made or relaid_last_over_entry_history(value, t, first, run, bump))
         and _as_received(t, first, run)  # before the epilogue the input is as the program got it
         and not history_after_received(value, t, run)  # ... with no history eager's view took
     )
@@ -527,8 +528,7 @@ def _from_input(chain: _Chain, run: FunctionalRun, input_by_id: dict[int, InputI
     # made before a write to any input: the input may share an eager base with the one written, traced apart
     # (Note [Views That Raise After A Bump])
     # (by the chain's views: an in-place view op of its own at the end comes after them, as in eager)
-    created = run.swaps.views[id(value)].seq
-    before_bump = not early and created < max(input_bumps(run, t), default=0)
+    before_bump = not early and run.swaps.views[id(value)].seq < max(input_bumps(run, t), default=0)
     if not early and requires_grad:
         steps = _regenerated_steps(chain, run) or steps
     return Replay(
