@@ -597,32 +597,33 @@ def _source_edge(plan: RuntimePlan, t: int) -> bool:
     return plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].set_source_edge
 
 
-def _swap_source_counts(
-    plan: RuntimePlan,
-    epilogue: EpiloguePlan,
-    values: Sequence[object],
-    dense: list[torch.Tensor],
-    as_came: Mapping[int, int | None] | None = None,
+def _source_counts(
+    plan: RuntimePlan, inputs: Sequence[int], values: Sequence[object], dense: list[torch.Tensor]
 ) -> dict[int, int | None]:
-    """The plain inputs of `epilogue.grad_swaps` (when grad is enabled), each with its set_ source's version count
-    before the epilogue replays layouts (None without a source), which `_counter_at` reads it at.
-
-    With `as_came` (these counts before the epilogue wrote anything): the source's count as it came, moved on by the
-    program's advances of it before the set_() read it (`LeafMutation.source_bumps_at_set`). The epilogue's copies
-    (to a synthetic base of both: Note [Aliased Inputs In Training]; into a storage the source shares) advanced it
-    before the layout step, where eager read the source before any later write (a multi-output view's history read
-    after one raises)."""
-    if not (epilogue.grad_swaps and torch.is_grad_enabled()):
+    """Per plain input of `inputs` (`epilogue.grad_swaps` or `grad_sets`, when grad is enabled), its set_ source's
+    version count now (None without a source, or where eager's set_ node has no edge to it: `_grad_swap_edge`),
+    which `_counter_at` reads it at."""
+    if not torch.is_grad_enabled():
         return {}
     counts: dict[int, int | None] = {}
-    for t in epilogue.grad_swaps:
+    for t in inputs:
         if plan.layout.trees[t] is None:
             source = _grad_swap_edge(plan, values, dense, t)[1]
             counts[t] = None if source is None else get_version(source)
-            came = None if as_came is None else as_came.get(t)
-            before = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].source_bumps_at_set
-            if came is not None and before is not None:
-                counts[t] = came + before
+    return counts
+
+
+def _at_set(plan: RuntimePlan, as_came: Mapping[int, int | None]) -> dict[int, int]:
+    """Of `_source_counts` read before the epilogue wrote anything, each source's count as it came moved on by the
+    program's advances of it before the set_() read it (`LeafMutation.source_bumps_at_set`). The epilogue's copies
+    (to a synthetic base of both: Note [Aliased Inputs In Training]; into a storage the source shares) advance it
+    before the layout step, where eager read the source before any later write (a multi-output view's history read
+    after one raises)."""
+    counts = {}
+    for t, came in as_came.items():
+        before = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].source_bumps_at_set
+        if came is not None and before is not None:
+            counts[t] = came + before
     return counts
 
 
@@ -682,7 +683,7 @@ def _repeat_grad_sets(
     """The epilogue's repeat of the set_() under grad of each of the tensor inputs `inputs` (of `epilogue.grad_sets`:
     Note [set_ Under Grad]); returns the subclass inputs set_() to another input whose storages they still have,
     whose repeat waits for the wrapper's final metadata. `counts`: `_set_counts`; `source_counts`: per plain input
-    set_() onto a view of its own storage, its source's count when eager's set_ read it (`_grad_set_source_counts`:
+    set_() onto a view of its own storage, its source's count when eager's set_ read it (`_at_set`:
     the epilogue's copies moved a counter the two share past it, and a multi-output view read after raises)."""
     wrapper_sets = []
     for t in inputs:
@@ -717,24 +718,6 @@ def _counted(plan: RuntimePlan, epilogue: EpiloguePlan, versions: Sequence[int])
     return {(j, step): ends[j] for j, step in epilogue.counted}
 
 
-def _grad_set_source_counts(
-    plan: RuntimePlan, epilogue: EpiloguePlan, values: Sequence[object], dense: list[torch.Tensor]
-) -> dict[int, int]:
-    """Per plain input of `epilogue.grad_sets` set_() under grad onto another input, that source's count as the
-    call found it moved on by the program's advances of it before the set_() read it
-    (`LeafMutation.source_bumps_at_set`); read before the epilogue writes anything."""
-    if not (epilogue.grad_sets and torch.is_grad_enabled()):
-        return {}
-    counts = {}
-    for t in epilogue.grad_sets:
-        if plan.layout.trees[t] is None:
-            source = _grad_swap_pair(plan, values, dense, t)[1]
-            before = plan.analysis.mutations[plan.layout.leaves_of_input[t][0]].source_bumps_at_set
-            if source is not None and before is not None:
-                counts[t] = get_version(source) + before
-    return counts
-
-
 def _set_counts(counted: Mapping[tuple[int, CountedStep], int], plan: RuntimePlan) -> dict[int, int]:
     """Of `counted` (`_counted`), per plain tensor input, the count its set_()'s repeat after the copies lands on."""
     return {
@@ -751,7 +734,7 @@ def _repeat_swaps(
     swap_counts: Mapping[int, int | None],
     set_counts: Mapping[int, int],
 ) -> None:
-    """The epilogue's repeat under grad of the set_() of each plain input of `swap_counts` (`_swap_source_counts`),
+    """The epilogue's repeat under grad of the set_() of each plain input of `swap_counts` (`_source_counts`),
     its source read at its count there; `set_counts`: `_set_counts`."""
     for t, count in swap_counts.items():
         x, source = _grad_swap_edge(plan, values, dense, t)
@@ -884,8 +867,8 @@ def _epilogue(
     mutations = plan.analysis.mutations
     versions, wrapper_versions = counters
     counts = _counted(plan, epilogue, versions)
-    counts_as_came = _swap_source_counts(plan, epilogue, values, dense)  # before a synthetic base's copy
-    grad_set_counts = _grad_set_source_counts(plan, epilogue, values, dense)
+    counts_as_came = _source_counts(plan, epilogue.grad_swaps, values, dense)  # before a synthetic base's copy
+    grad_set_counts = _at_set(plan, _source_counts(plan, epilogue.grad_sets, values, dense))
     for g, k in epilogue.base_copies:
         _copy_base(plan, graph_in[g], cast(torch.Tensor, outs[k]), g, _base_count(plan, counts, g))
     # See Note [Inputs Written In Training]: inputs whose view ops are replayed get their value after them.
@@ -906,7 +889,7 @@ def _epilogue(
         for j in epilogue.metadata
         if (m := mutations[j]).set_source is not None
     }
-    swap_counts = _swap_source_counts(plan, epilogue, values, dense, counts_as_came)
+    swap_counts = _source_counts(plan, epilogue.grad_swaps, values, dense) | _at_set(plan, counts_as_came)
     set_counts = _set_counts(counts, plan)
     if epilogue.grad_sets_first:  # Note [set_ Under Grad]: eager's layout op made its node above the set_'s
         _repeat_grad_sets(plan, epilogue, values, dense, epilogue.grad_sets_first, set_counts, grad_set_counts)

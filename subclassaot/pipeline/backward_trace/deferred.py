@@ -53,7 +53,6 @@ from subclassaot.pipeline.joint import (
 )
 from subclassaot.pipeline.rules.backward_errors import (
     raises_outside_program,
-    refuse_set_node_eager_skips,
 )
 from subclassaot.schemas import (
     OutputKind,
@@ -217,7 +216,6 @@ def _with_deferred_error(
         found = _backward_without_raising_tangents(setup, tangents.fakes, reach, patterns, exact=False)
         if found is not None:
             return (*found, None)
-        refuse_set_node_eager_skips(setup, patterns, e)  # Note [set_ Under Grad]
         _refuse_values_completing_alone(setup, tangents.leaves, e, patterns)
         early = _early_beside_unverified(setup, patterns, reach, e)
     return _error_graph(setup, e, reach, tangents.trees, verified, early, patterns)

@@ -67,10 +67,8 @@ import torch
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.backward_probe import (
     MAX_PROBED_OUTPUTS,
-    SET_BACKWARD_ERROR,
     SHAPE_CHECK_ERROR,
     BackwardEnd,
-    TangentPatterns,
     _trial,
     cut_by_no_grad,
     eager_run,
@@ -513,29 +511,6 @@ def _cut_from_its_source(analysis: Analysis, info: OutputInfo) -> bool:
     if cut_by_no_grad(r):
         return True
     return r.source is ReplaySource.OUTPUT and _cut_from_its_source(analysis, analysis.outputs[r.index])
-
-
-def refuse_set_node_eager_skips(setup: JointSetup, patterns: TangentPatterns | None, error: Exception) -> None:
-    """Refuse deferring set_'s error (Note [set_ Under Grad]) where eager's backward through all of the outputs, probed
-    on fakes, completes: its node raises whatever the data, so eager's backward never reaches it, while the traced one
-    does (a synthetic base over inputs sharing storage, `x1 = x0.detach()` written with grad from x0 and x0 then set_()
-    under grad: the outputs' tangents are taken to reach the group's written base, whose history runs through the
-    set_). Deferred, the compiled backward would raise where eager's completes."""
-    if SET_BACKWARD_ERROR not in str(error) or patterns is None:
-        return
-    analysis = setup.analysis
-    if analysis.grad_set_intermediate_read or any(o.set_under_grad or o.set_under_grad_view for o in analysis.outputs):
-        return  # (a set_() node of an output or intermediate: the probe leaves such outputs out of its patterns)
-    if patterns.ends.get(patterns.full) is not BackwardEnd.COMPLETES:
-        return
-    raise UnsupportedError(
-        f"the program's traced backward reaches set_'s node ({error}), but eager's backward through its outputs, "
-        "run on fakes of the inputs, completes: the compiled backward would raise where eager's does not. Seen where "
-        "inputs share storage (an input and its detach()) and one is set_() with grad enabled after another was "
-        "written with grad: the trace takes their shared storage as one tensor, whose history runs through the set_ "
-        "(Note [set_ Under Grad]); not supported in training. Call that set_() under torch.no_grad(), or pass a clone "
-        "instead of the alias"
-    ) from error
 
 
 def refuse_returned_view_behind_raise(setup: JointSetup, attached: Set[int]) -> None:

@@ -20,7 +20,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.errors import UnsupportedError
 from subclassaot.pipeline.rules.autograd_state import is_autograd_read
-from subclassaot.pipeline.rules.swap_record import SwapRecord
+from subclassaot.pipeline.rules.swap_record import SwapRecord, layout_offsets
 from subclassaot.torch_internals import may_return_view, no_torch_function, storage_key
 
 Layout = tuple[tuple[Any, ...], tuple[Any, ...], Any]
@@ -82,26 +82,10 @@ def non_overlapping(found: Layout) -> bool:
     return True
 
 
-def _positions(found: Layout) -> set[int] | None:
-    """The storage positions of the elements of `found`, None where not decidable here (symbolic, or too many)."""
-    size, stride, offset = found
-    if not all(isinstance(v, int) for v in (*size, *stride, offset)):
-        return None
-    numel = 1
-    for n in size:
-        numel *= n
-    if numel > _MOST_POSITIONS:
-        return None
-    positions = {offset}
-    for n, st in zip(size, stride, strict=True):
-        positions = {p + i * st for p in positions for i in range(n)} if n else set()
-    return positions
-
-
 def _within(now: Layout, before: Layout) -> bool:
     """Are the storage positions of `now` among those of `before` (decidably)?"""
-    mine, theirs = _positions(now), _positions(before)
-    return mine is not None and theirs is not None and mine <= theirs
+    mine, theirs = layout_offsets(*now, most=_MOST_POSITIONS), layout_offsets(*before, most=_MOST_POSITIONS)
+    return mine is not None and theirs is not None and set(mine) <= set(theirs)
 
 
 def _relaid(record: SwapRecord, t: torch.Tensor) -> bool:

@@ -6,6 +6,7 @@ of views, in-place view ops and `.data =` assignments, and `Elements`, the stora
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -1088,21 +1089,22 @@ def elements_of(size: list[Any], stride: list[Any], offset: Any) -> Elements | N
     hi = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True) if st > 0)
     if dense_strides(size, stride):
         return Elements(lo, hi, None)
-    numel = 1
-    for s in size:
-        numel *= s
-    if numel > _MAX_ENUMERATED:
+    addresses = layout_offsets(size, stride, offset)
+    if addresses is None:
         return None
-    addresses = {offset}
-    for s, st in zip(size, stride, strict=True):
-        addresses = {a + k * st for a in addresses for k in range(s)}
     return Elements(lo, hi, frozenset(addresses))
 
 
 def element_offsets(t: torch.Tensor) -> list[int] | None:
     """The storage offset of each element of `t`, in index order; None when symbolic or too many to list."""
-    size, stride, offset = list(t.shape), list(t.stride()), t.storage_offset()
-    if not all(isinstance(v, int) for v in (*size, *stride, offset)) or t.numel() > _MAX_ENUMERATED:
+    return layout_offsets(list(t.shape), list(t.stride()), t.storage_offset())
+
+
+def layout_offsets(
+    size: Sequence[Any], stride: Sequence[Any], offset: Any, most: int = _MAX_ENUMERATED
+) -> list[int] | None:
+    """The storage offset of each element of a layout, in index order; None when symbolic or more than `most`."""
+    if not all(isinstance(v, int) for v in (*size, *stride, offset)) or math.prod(size) > most:
         return None
     offsets = [int(offset)]
     for s, st in zip(size, stride, strict=True):
