@@ -31,6 +31,7 @@ from typing import cast
 import torch
 from torch.utils import _pytree as pytree
 
+from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
 from subclassaot.runtime.python_writes import PythonWrite, WriteHow, apply_writes
 from subclassaot.runtime.straight_line import Checks, Fails, check_function
@@ -569,11 +570,38 @@ def _walked(fn: Callable[..., object], args: Sequence[object], kwargs: dict[str,
             walk.value(fn, getattr(fn, "__qualname__", "fn"))
         leaves, _ = pytree.tree_flatten_with_path((tuple(args), kwargs))
         for path, leaf in leaves:
+            head, *rest = path
+            root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
             if isinstance(leaf, torch.nn.Module):
-                head, *rest = path
-                root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
                 walk.module(leaf, root + pytree.keystr(tuple(rest)))
+            elif attrs := _attributes_set_by_caller(leaf):
+                # the trace's stand-in lacks them (hasattr(x, "test") answered False), and the guards compare no
+                # tensor input's attribute: refused (under torch.compile, Dynamo reads and guards them itself)
+                raise UnsupportedError(
+                    f"{root}{pytree.keystr(tuple(rest))}: this tensor argument carries Python attributes "
+                    f"({', '.join(sorted(attrs))}) that the compiled program could read (hasattr, x.attr) but the "
+                    "trace does not see; pass their values as arguments instead"
+                )
     return walk
+
+
+def tensor_attributes(t: object) -> frozenset[str]:
+    """The public Python attributes set on a tensor object (`x.test = None`), not those a library marks privately."""
+    return frozenset(k for k in getattr(t, "__dict__", {}) if not k.startswith("_"))
+
+
+def _attributes_set_by_caller(t: object) -> frozenset[str]:
+    """A tensor argument's public attributes its type does not carry: all of a plain tensor's; of a subclass, those
+    a copy rebuilt from its flattening lacks (its inner tensors and context carry the rest)."""
+    attrs = tensor_attributes(t)
+    if not attrs or type(t) in (torch.Tensor, torch.nn.Parameter):
+        return attrs
+    if not is_traceable_subclass(t):
+        return frozenset()
+    names, ctx = t.__tensor_flatten__()
+    inner = {n: getattr(t, n) for n in names}
+    rebuilt = type(t).__tensor_unflatten__(inner, ctx, cast(torch.Tensor, t).size(), cast(torch.Tensor, t).stride())
+    return attrs - tensor_attributes(rebuilt)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -890,6 +918,8 @@ def _changes(before: Sequence[Watched]) -> _Changes:
             if new is old or types.ModuleType in (type(new), type(old)):
                 continue
             reason = _differs(old, new, how, label, lenient=True)
+            if reason is None and how is Compare.TENSOR:  # a lifted tensor rebound by the run: the graph cannot
+                reason = f"{label}: rebound to another {_show(new)}"  # rebind it (eager's name holds the new one)
             if reason is None:
                 continue
             plain = how is Compare.VALUE and new is not _MISSING and is_atom(new)

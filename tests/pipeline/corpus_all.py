@@ -23,6 +23,7 @@ from tests.pipeline.corpus_pytorch13 import CASES13
 from tests.pipeline.corpus_pytorch14 import CASES14
 from tests.pipeline.corpus_pytorch15 import CASES15
 from tests.pipeline.corpus_pytorch16 import CASES16
+from tests.pipeline.corpus_pytorch17 import CASES17
 from tests.pipeline.corpus_pytorch_subclass import MODULE_CASES, SUBCLASS_CASES
 
 ALL = (
@@ -44,4 +45,5 @@ ALL = (
     + CASES14
     + CASES15
     + CASES16
+    + CASES17
 )

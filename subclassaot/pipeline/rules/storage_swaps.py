@@ -434,7 +434,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 check_escaping_reads(self.record, func, args)  # Note [as_strided On Inputs]
             if self.record.hidden_grows:
                 check_reads_after_hidden_grow(self.record, func, args)  # Note [Storage Swaps By Rebinding]
-        subclass = _subclass_operand(func, args)
+        subclass = _subclass_operand(func, args, kwargs)
         if (
             subclass is not None
             and copy_to_same_data(func, args, id(args[0]) in self.record.hidden)
@@ -1255,7 +1255,7 @@ class _DataMode(TorchFunctionMode):
                     self.record.written_families.pop(family, None)
                     set_version(t, version)
             del self.record.call_seqs[logged:]  # (one call of the program's, however it runs here)
-            return None
+            return args[0]  # (eager's returns its first list itself)
         self.record.pin((args, kwargs))  # Note [Storage Swaps By Rebinding]
         self.record.calls += 1
         check_unseen_histories(self.record, (args, kwargs))  # (views of gained bases: grad_scope.py)
@@ -2152,13 +2152,15 @@ def _backward_hooks_refusal(module: torch.nn.Module, hooks: str) -> UnsupportedE
     )
 
 
-def _subclass_operand(func: Any, args: tuple[Any, ...]) -> Any:
-    """The first traceable subclass among an op's positional operands; for a custom op that writes (not aten's: cat
-    and the foreach ops keep their handling), one inside a tensor list too (its `Tensor(a!)[]` of TwoTensors: handled
-    as a subclass's op, its inner writes are seen, as with a tensor argument); None if none."""
+def _subclass_operand(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The first traceable subclass among an op's positional operands, then its keyword ones (an out= tensor: the
+    subclass's op however plain its inputs, else its inner writes went unseen); for a custom op that writes (not
+    aten's: cat and the foreach ops keep their handling), one inside a tensor list too (its `Tensor(a!)[]` of
+    TwoTensors: handled as a subclass's op, its inner writes are seen, as with a tensor argument); None if none."""
     schema = getattr(func, "_schema", None)
     custom_write = getattr(func, "namespace", "aten") != "aten" and schema is not None and schema.is_mutable
-    listed = (t for a in args for t in (a if custom_write and isinstance(a, list | tuple) else (a,)))
+    operands = (*args, *kwargs.values())
+    listed = (t for a in operands for t in (a if custom_write and isinstance(a, list | tuple) else (a,)))
     return next((a for a in listed if is_traceable_subclass(a) and not is_functional(a)), None)
 
 
