@@ -187,8 +187,9 @@ def check_gained_after_read(
 # records its own history only). The run's view follows the input's stand-in, which requires grad (the program's call,
 # or a training compile setting the flag from the start), and would record the input's history. So an op with grad on
 # reads each such view (`flagless_view_source`) through a detach() of it (`flagless_views_detached`): the same
-# elements, version counter and storage, no history. Not for an op that may return a view (`_may_alias`: view ops,
-# reshape(), contiguous(), indexing): its view would be a view of the detach(), whose `._base` eager's is not; a view
+# elements, version counter and storage, no history. So too, before the flag, an input viewing another input the
+# program flags later, whose stand-in the compile flags from the start (`flagged_before_eager`): eager's requires none
+# yet. Not for an op that may return a view (`_may_alias`: view ops, reshape(), contiguous(), indexing): its view would be a view of the detach(), whose `._base` eager's is not; a view
 # op's result is replayed from the real input, and one of these that copies is refused after it, by name. Not for what
 # is no read of the elements (attribute getters, autograd reads, `._base`, storage getters, in-place view ops and
 # requires_grad_()). A write into such a view where no other operand requires grad records nothing in eager: it too goes
@@ -238,10 +239,12 @@ def flagless_views_detached(
             with no_torch_function():  # (the pipeline's reads, not the program's)
                 source = flagless_view_source(record, a) if a.requires_grad else None
             found = None if source is None else record.input_positions.get(id(source))
-            if found is None:
+            # (eager's view requires none because the input is a view of a base that requires none, or none yet: the
+            # input of a base it flags later, which the run flags first: guarded)
+            guard = (found[0], -1) if found is not None else flagged_before_eager(record, a)
+            if guard is None:
                 return a
-            # (eager's view requires none because the input is a view of a base that requires none: guarded)
-            record.base_reads.append((found[0], -1))
+            record.base_reads.append(guard)
             with torch.no_grad():
                 made[id(a)] = a.detach()
         return made[id(a)]
@@ -671,22 +674,23 @@ def _resized_unrecorded(record: SwapRecord) -> Iterator[None]:
         record.resizing_unrecorded = False
 
 
-def flagged_before_eager(record: SwapRecord, t: torch.Tensor) -> bool:
+def flagged_before_eager(record: SwapRecord, t: torch.Tensor) -> tuple[int, int] | None:
     """Does the run's `t`, an input passed requiring no grad or a view of one, require grad where eager's does not
     yet: the input is a view of another input, which the program flags later and a compile that moves that flag to
     the start flagged first (ViewRecord.source_requires_grad)? Not once a set_() or a write reached `t`'s storage
-    (eager's may then require grad by its history)."""
+    (eager's may then require grad by its history). Where so, the positions of the input and of its `._base`."""
     with no_torch_function():  # (the pipeline's reads, not the program's)
         found = record.input_positions.get(id(record.view_root(t)))
         if not t.requires_grad or found is None or found[1].requires_grad or record.bump_count(t):
-            return False
+            return None
         if id(t) in record.requires_grad_set or any(id(v.source) in record.requires_grad_set for v in record.chain(t)):
-            return False
+            return None
         base = found[1]._base
         for position, real in record.input_positions.values():
             if base is not None and real is base:
-                return not real.requires_grad and id(record.run_inputs[position]) not in record.requires_grad_set
-        return False
+                early = not real.requires_grad and id(record.run_inputs[position]) not in record.requires_grad_set
+                return (found[0], position) if early else None
+        return None
 
 
 def eager_requires_grad(record: SwapRecord, t: torch.Tensor) -> bool | None:

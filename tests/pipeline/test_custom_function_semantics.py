@@ -2374,3 +2374,108 @@ def test_write_with_grad_of_a_detach_input_set_under_grad_to_a_computed_value_ma
     # node x1 had before the set_ bumped its counter), whose gradient waits behind it: the epilogue's set_ holds x1
     # back as well.
     _check_set_then_write(lambda x0, x1: (x1 * x0).sum() if reads_x1 else x0 * 2, _dirty_scale)
+
+
+class _TwoViewsOfOwnProduct(torch.autograd.Function):
+    """Two views of a tensor its forward made, the second with a new leading dimension."""
+
+    @staticmethod
+    def forward(ctx: Any, x: T) -> tuple[T, T]:
+        y = x * 2
+        return y.view_as(y), y.unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: Any, g: T, g_row: T) -> T:
+        return (g + g_row.squeeze(0)) * 2
+
+
+class _OneViewOfOwnProduct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: T) -> T:
+        return (x * 2).unsqueeze(0)
+
+    @staticmethod
+    def backward(ctx: Any, g: T) -> T:
+        return g.squeeze(0) * 2
+
+
+def _second_view_transposed_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    _, t1 = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    x1.requires_grad_()
+    t1.transpose(0, 4).add_(3.0)
+    return (x0.as_strided((2,), (3,), 1),)
+
+
+def _first_view_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    t0, _ = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    x1.requires_grad_()
+    t0.add_(3.0)
+    return t0, x0 * 1
+
+
+def _views_returned(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    t0, t1 = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    x1.requires_grad_()
+    return t0, t1, x0 * 1
+
+
+def _one_view_transposed_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    t = _OneViewOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    x1.requires_grad_()
+    t.transpose(0, 1).add_(3.0)
+    return t, x0 * 1
+
+
+def _flagged_then_second_view_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
+    x1.requires_grad_()  # (before the apply: eager's outputs are views of a multi-output node, whose write raises)
+    _, t1 = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    t1.transpose(0, 4).add_(3.0)
+    return (x0 * 1,)
+
+
+_APPLIES_BEFORE_A_BASE_FLAG = {
+    "second_view_transposed_written": _second_view_transposed_written,
+    "first_view_written": _first_view_written,
+    "views_returned": _views_returned,
+    "one_view_transposed_written": _one_view_transposed_written,
+}
+
+
+def _base_twice_and_its_view(apart: bool) -> Make:
+    def make() -> tuple[object, ...]:
+        b = torch.randn(3, 4, 3)
+        return (b, b.clone(), b.unsqueeze(0).clone()) if apart else (b, b, b.unsqueeze(0))
+
+    return make
+
+
+def test_function_view_of_a_view_input_written_after_its_base_flagged_matches_eager() -> None:
+    # (fuzz seed 121012 #1956: crashed) the apply reads x2, a view of x0 (x1 the same tensor), which the program makes
+    # require grad after it: eager's outputs require no grad, so writing a view of one records nothing. The compile
+    # runs x0 as a leaf of its own until the flag, and x2's stand-in requires grad from the start: its apply recorded
+    # a node, its outputs were views of it, and the write raised autograd's view+inplace error in our run alone. The
+    # apply now reads x2 through a detach() (no history) until the flag, as an op does
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(
+                _second_view_transposed_written, _base_twice_and_its_view(False), after_call=after_call
+            )
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["aliased", "apart"])
+@pytest.mark.parametrize("name", list(_APPLIES_BEFORE_A_BASE_FLAG))
+def test_function_views_of_a_view_input_read_before_its_base_flagged_match_eager(name: str, apart: bool) -> None:
+    # the class of the test above: either output, written directly or through a view, returned, a Function of one
+    # view (its write raises as a view made inside a custom Function where the apply recorded a node); inputs apart
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(
+                _APPLIES_BEFORE_A_BASE_FLAG[name], _base_twice_and_its_view(apart), after_call=after_call
+            )
+
+
+def test_function_views_written_after_the_base_flagged_first_raise_like_eager() -> None:
+    # the flag before the apply: eager's x2 requires grad through its base, the outputs are views of the apply's
+    # multi-output node, and the write raises in eager too
+    with torch.enable_grad():
+        assert_raises_like_eager(_flagged_then_second_view_written, _base_twice_and_its_view(False))

@@ -8708,6 +8708,41 @@ def test_requires_grad_on_a_pair_base_input_after_a_read_of_its_view_input(f: st
             subclassaot.compile(program)(*cast(tuple[T, T], make()))
 
 
+def base_flagged_after_its_view_input_read_into_pieces_written(x: T, v: T) -> object:
+    pieces = (v * 2).unbind(0)  # eager's: plain views of a tensor without history
+    x.requires_grad_()
+    pieces[0].add_(3.0)
+    return pieces[0], x.sin()
+
+
+def base_flagged_after_its_view_input_read_into_a_no_grad_view_written(x: T, v: T) -> object:
+    y = v * 2
+    with torch.no_grad():
+        row = y[0]
+    x.requires_grad_()
+    row.add_(3.0)  # (with grad on: eager's y requires none, so the no_grad view's write records nothing)
+    return y, x.cos()
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        base_flagged_after_its_view_input_read_into_pieces_written,
+        base_flagged_after_its_view_input_read_into_a_no_grad_view_written,
+    ],
+    ids=["unbind_piece", "no_grad_view"],
+)
+def test_base_flagged_after_its_view_input_read_writes_a_result_as_eager(f: Callable[[T, T], object]) -> None:
+    """As test_requires_grad_on_a_base_input_after_a_read_of_its_view_input: eager's result of the read before the
+    flag has no history, so writing a multi-output view of it, or a no_grad view of it with grad on, records nothing;
+    the compile's view input requires grad from the start (its base a leaf of its own until the flag), where its read
+    recorded history and the write raised autograd's view+inplace error (unbind_piece), or was refused (no_grad_view).
+    An op with grad reads it through a detach() until the flag (fuzz seed 121012 #1956, a custom Function's apply)."""
+    with torch.enable_grad():
+        assert_matches_eager(f, _base_and_its_row_view(False), versions="exact")
+        assert_matches_eager(f, _base_and_its_row_view(False), after_call=write_outputs)
+
+
 def base_flagged_after_a_write_then_its_view_input_read(x: T, v: T) -> object:
     x.add_(1.0)
     t = v * 2

@@ -1013,7 +1013,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             self.depth == 0 and self.record.retaking_inference_view,
             # (eager's: a view input taken before the program flagged its base requires none, where the stand-in
             # of a compile that sets that flag from the start does)
-            source_requires_grad=src.requires_grad and not flagged_before_eager(self.record, src),
+            source_requires_grad=src.requires_grad and flagged_before_eager(self.record, src) is None,
             source_inference=src.is_inference(),
             source_base_gained=self.record.base_gained(src),
             bumps=self.record.bump_count(src),
