@@ -764,14 +764,16 @@ class _NewLeafFlags(TorchFunctionMode):
         self.calls = 0
         self.log: list[object] = []
         self.candidates: set[int] = set()
-        self.made: list[torch.Tensor] = []  # (held alive: identity, not id(), tells them apart)
-        self.flagged: list[object] = []  # what every call turning a flag on was made on
+        # (held weakly, so that a leaf nothing of the program's holds once it returned is dead to `dead_entries`;
+        # identity, not id(), tells them apart)
+        self.made: list[weakref.ref[torch.Tensor]] = []
+        self.flagged: list[weakref.ref[torch.Tensor]] = []  # what every call turning a flag on was made on
         self.inputs: list[torch.Tensor] = []
         self.fake_mode: object = None  # the probe's fake mode: on top of the dispatch stack in the program's own calls
         # leaves made of views requiring grad through their base, and whether anything took one after: the same flag
         # before and after, where only the leaf's own accumulator tells the runs apart; so is any view made a leaf,
         # whose base may come to require grad after (its requires_grad_() then: the view reports the flag either way)
-        self.quiet: list[torch.Tensor] = []
+        self.quiet: list[weakref.ref[torch.Tensor]] = []
         # per entry of `log`: whether the op took one of `quiet`, and its results where all are tensors (weakly
         # held: `dead_entries`); a flag call's entry has neither
         self.touches: list[bool] = []
@@ -787,12 +789,13 @@ class _NewLeafFlags(TorchFunctionMode):
         if on:
             place, self.calls = self.calls, self.calls + 1
             leaf = self.logging and isinstance(args[0], torch.Tensor) and self._makes_leaf(args[0])
-            self.flagged.append(args[0])
+            if isinstance(args[0], torch.Tensor):
+                self.flagged.append(weakref.ref(args[0]))
             if leaf:
                 self.candidates.add(place)
-                self.made.append(args[0])
+                self.made.append(weakref.ref(args[0]))
                 if args[0].requires_grad or args[0]._is_view():  # (through its base: see `quiet`)
-                    self.quiet.append(args[0])
+                    self.quiet.append(weakref.ref(args[0]))
                 self._note(("flag", place), False, None)
                 if place in self.held:
                     return _held_back(args, setter)
@@ -803,19 +806,21 @@ class _NewLeafFlags(TorchFunctionMode):
         if not self.logging or innermost_dispatch_mode() is not self.fake_mode:
             return func(*args, **kwargs)
         name = getattr(func, "__name__", str(func))
-        # (an attribute read, `t.shape`, reads no flag: a flag read's answer is what it returns)
-        computes = torch.is_grad_enabled() and name != "__get__"
+        # (an attribute read, `t.shape`, reads no flag: a flag read's answer is what it returns; nor does a read of
+        # the storage or the layout, which records no history)
+        computes = torch.is_grad_enabled() and name != "__get__" and name not in _LAYOUT_READS
         leaves = pytree.tree_leaves((args, kwargs))
         read = pytree.tree_leaves(flag_read_args(func, args, kwargs))
         flags = tuple(t.requires_grad for t in read if isinstance(t, torch.Tensor)) if computes else ()
         # (with grad off, an op records no history: a quiet leaf shows its own accumulator to none)
-        touches = torch.is_grad_enabled() and any(t is q for t in leaves for q in self.quiet)
+        touches = torch.is_grad_enabled() and any(t is q() for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
         shown = _shown(out, torch.is_grad_enabled())
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "grad_fn" and isinstance(args[0], torch.Tensor):  # (the history read, not just its last node)
             shown = [_autograd_shape(args[0], self.inputs)]
-        self._note((name, computes, flags, shown), touches, out)
+        # (`x.data = y` changes x alone, which `dead_entries` takes as its result)
+        self._note((name, computes, flags, shown), touches, args[0] if owner == "data" and name == "__set__" else out)
         return out
 
     def _factory(self, func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -845,11 +850,16 @@ class _NewLeafFlags(TorchFunctionMode):
 
     def _makes_leaf(self, t: torch.Tensor) -> bool:
         """(a view requiring grad only through its base, never flagged before, gets a flag of its own: a new leaf)"""
-        if any(t is made for made in self.made):
+        if any(t is made() for made in self.made):
             return True
-        if any(t is i for i in self.inputs) or any(t is f for f in self.flagged):
+        if any(t is i for i in self.inputs) or any(t is f() for f in self.flagged):
             return False
         return not t.requires_grad or requires_grad_through_base(t)
+
+
+_LAYOUT_READS = frozenset(
+    ("untyped_storage", "size", "stride", "dim", "numel", "storage_offset", "data_ptr", "is_contiguous", "element_size")
+)
 
 
 def _shows_none(t: torch.Tensor | None) -> bool:
@@ -929,14 +939,14 @@ def _leaf_run(
         return None
     finally:
         gc.unfreeze()
-    made = frozenset(k for k, o in enumerate(outs) if any(o is m for m in flags.made))
-    quiet = frozenset(k for k, o in enumerate(outs) if any(o is q for q in flags.quiet))
+    made = frozenset(k for k, o in enumerate(outs) if any(o is m() for m in flags.made))
+    quiet = frozenset(k for k, o in enumerate(outs) if any(o is q() for q in flags.quiet))
     based = frozenset(
         k
         for k, o in enumerate(outs)
         if isinstance(o, torch.Tensor)
         and (base := o._base) is not None
-        and any(base is m for m in flags.made)
+        and any(base is m() for m in flags.made)
         and not any(base is p for p in outs)
     )
     return _LeafRun(flags, shapes, made, quiet, dead, based)

@@ -8036,6 +8036,28 @@ def _leaf_of_a_view_set_to_a_sort(x: T) -> object:
     return x, t0, t3
 
 
+def _leaf_read_by_an_op_returning_it(x: T) -> object:
+    """fuzz seed 121011 #222: an op taking the leaf with grad on returns the leaf itself, which nothing holds once the
+    program returned (the probe held it alive itself, and took it as observed)."""
+    t = torch.full((3, 2), 3.0, requires_grad=True)
+    t.contiguous()
+    return x.sin(), SinFunction.apply(x)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+def _leaf_storage_resized(x: T) -> object:
+    """fuzz seed 121011 #5856: the leaf's storage read (and resized) with grad on, a read of no flag."""
+    t = torch.ones(3, 2).requires_grad_()
+    t.untyped_storage().resize_(0)
+    return x.sin(), SinFunction.apply(x)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
+def _leaf_data_assigned(x: T) -> object:
+    """fuzz seed 121011 #9995: `.data =` of the leaf, which nothing holds after."""
+    t = torch.ones(2, requires_grad=True)
+    t.data = torch.zeros(3)
+    return x.sin(), SinFunction.apply(x)  # type: ignore[no-untyped-call]  # (a custom Function: no native path)
+
+
 _UNOBSERVED = {
     "dropped": _leaf_dropped,
     "read under no_grad": _leaf_read_under_no_grad,
@@ -8069,6 +8091,18 @@ def test_unobserved_new_leaf_matches_eager(compile_fn: CompileFn | None, name: s
         with torch.enable_grad():
             make = _leaf_input(kind, needs_grad)
         assert_matches_eager(f, make, compile_fn=compile_fn)
+
+
+@pytest.mark.parametrize(
+    "f", [_leaf_read_by_an_op_returning_it, _leaf_storage_resized, _leaf_data_assigned], ids=lambda f: f.__name__
+)
+def test_new_leaf_nothing_holds_after_matches_eager(compile_fn: CompileFn | None, f: Callable[[T], object]) -> None:
+    """A new leaf made with grad on, given to ops whose results (the leaf itself, its storage, the leaf by its `.data`
+    setter) nothing holds once the program returned: unobserved (Note [Training Without A Function]), compiled
+    without the flag, as eager. They were refused (the probe took the op's answers as seen), as a pair input too."""
+    for kind in ("plain", "pair"):
+        with torch.enable_grad():
+            assert_matches_eager(f, _leaf_input(kind, False), compile_fn=compile_fn)
 
 
 def _leaf_returned(x: T) -> object:
