@@ -523,9 +523,14 @@ def _refuse_writing_branches(mode: FunctionalTensorMode, func: object, args: tup
             _check_alias_and_mutation(branch, unwrapped, name, False)  # type: ignore[no-untyped-call]  # untyped in torch
 
 
-def _in_place_on_symbolic_size(func: object, args: Sequence[object]) -> bool:
+@functools.cache
+def _writes_first_argument(func: object) -> bool:
     schema = getattr(func, "_schema", None)
-    if schema is None or not schema.arguments or not schema.arguments[0].is_write or not args:
+    return schema is not None and bool(schema.arguments) and bool(schema.arguments[0].is_write)
+
+
+def _in_place_on_symbolic_size(func: object, args: Sequence[object]) -> bool:
+    if not args or not _writes_first_argument(func):
         return False
     first = args[0]
     return isinstance(first, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in first.shape)
@@ -562,7 +567,7 @@ def keep_bits_of_written(args: object) -> None:
     fallback's `copy_`), which its views and base replay onto: `x.imag` (`view_as_real(x._conj())`) crashed, views'
     is_conj()/is_neg() read False, batch_norm updated running stats in `x[0]` that eager's fallback copies. The value
     is replaced by one with its bits over the same elements, committed as its update."""
-    for x in pytree.tree_leaves(args):
+    for x in tensors_in(args):
         if not isinstance(x, FunctionalTensor):
             continue
         torch._functionalize_sync(x.elem)
@@ -620,6 +625,26 @@ def inner_storage_offset(t: torch.Tensor) -> int | torch.SymInt:
 # ---------------------------------------------------------------------------------------------------------------
 # Storages, versions, dispatch
 # ---------------------------------------------------------------------------------------------------------------
+
+
+def tensors_in(tree: object) -> list[torch.Tensor]:
+    """The tensors among `tree`'s pytree leaves, in pytree order: `[t for t in pytree.tree_leaves(tree) if
+    isinstance(t, torch.Tensor)]`, with exact tuples, lists and dicts (an op's arguments and results) walked here and
+    any other pytree node by pytree (the per-op rules' walk, run for every op of every run)."""
+    found: list[torch.Tensor] = []
+    todo = [tree]
+    while todo:
+        x = todo.pop()
+        kind = type(x)
+        if kind is tuple or kind is list:
+            todo.extend(reversed(cast(Sequence[object], x)))
+        elif kind is dict:
+            todo.extend(reversed(list(cast(dict[object, object], x).values())))
+        elif kind in pytree.SUPPORTED_NODES or isinstance(x, tuple):  # (a namedtuple or structseq: pytree's call)
+            found.extend(t for t in pytree.tree_leaves(x) if isinstance(t, torch.Tensor))
+        elif isinstance(x, torch.Tensor):
+            found.append(x)
+    return found
 
 
 def storage_key(t: torch.Tensor) -> object:

@@ -36,7 +36,7 @@ from torch.fx.experimental.symbolic_shapes import guard_int
 from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
-from subclassaot.torch_internals import bumps_written_args, hint_of, outside_current_modes
+from subclassaot.torch_internals import bumps_written_args, hint_of, outside_current_modes, tensors_in
 
 _PROBE_NUMEL = 1 << 16  # the most elements a tensor eager's kernel is asked about may cover
 # the dispatch keys a call from the user's code runs with (a mode's __torch_dispatch__ runs below autograd)
@@ -56,9 +56,11 @@ def inference_read_counts(
         return []
     if any(r.alias_info is not None for r in schema.returns) or torch.Tag.nondeterministic_seeded in func.tags:
         return []
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
-    if not results or not any(not is_traceable_subclass(t) and inference(t) for t in tensors):
+    tensors = tensors_in((args, kwargs))
+    if not any(not is_traceable_subclass(t) and inference(t) for t in tensors):
+        return []
+    results = tensors_in(out)
+    if not results:
         return []
     if any(is_traceable_subclass(t) for t in (*tensors, *results)):
         return []

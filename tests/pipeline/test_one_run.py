@@ -5,6 +5,8 @@ the compile runs it as before."""
 
 from __future__ import annotations
 
+import collections
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
@@ -13,6 +15,7 @@ import torch
 from torch import nn
 from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.experimental import proxy_tensor
+from torch.utils import _pytree as pytree
 
 import subclassaot
 import subclassaot.pipeline.analyze
@@ -23,7 +26,9 @@ from subclassaot.pipeline import backward_probe, functional_run
 from subclassaot.pipeline.backward_probe import eager_saves
 from subclassaot.pipeline.functional_run import run_functional
 from subclassaot.pipeline.inputs import unflatten_call
-from subclassaot.torch_internals import functional_alias, static_fake_copies
+from subclassaot.pipeline.rules import swap_record
+from subclassaot.tools.parity import write_outputs
+from subclassaot.torch_internals import functional_alias, static_fake_copies, tensors_in
 from tests.oracle import assert_matches_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import nonleaf, pair, pair_nonleaf
@@ -511,3 +516,40 @@ def test_function_training_probes_its_saves_in_one_backward(monkeypatch: pytest.
         compiled = assert_matches_eager(model.train(), lambda: (torch.randn(2, 3, 4, 4),), calls=2)
     assert not cast(subclassaot.CompiledModule[nn.Sequential], compiled).entries[0].autograd_backward
     assert runs == [1] and backwards == [1], (runs, backwards)
+
+
+def _inner_of_view_written(x: Any) -> object:
+    a = x[1:].a  # (PairTensor's dispatch makes the view's inner tensor below autograd: a counter of its own)
+    a[0].mul_(2)
+    return a, x.t().b
+
+
+def test_the_per_op_walks_read_what_pytree_reads_and_skip_what_no_rule_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Compile time (issue 29): the swap mode's per-op rules find an op's tensors by `tensors_in` (exact tuples, lists
+    # and dicts walked directly, any other pytree node by pytree), in pytree's order; and the walk for plain tensors a
+    # subclass's dispatch took out (SwapRecord.note_taken_out) runs only once such a view was made, the compiled call
+    # matching eager's either way
+    a, b, c = torch.ones(1), torch.zeros(2), nn.Parameter(torch.ones(3))
+    point = collections.namedtuple("point", "x y")
+    trees = [(), a, None, 3, ((a, 1, None), {"x": b, "y": [c, 2.0]}), {"k": point(a, (b,))}, torch.ones(2, 3).max(1)]
+    trees += [collections.OrderedDict(z=a, y=b), {2: a, 1: b}, (torch.float32, [None, {"q": (c, pair(2))}])]
+    for tree in trees:
+        expected = [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
+        found = tensors_in(tree)
+        assert len(found) == len(expected) and all(f is e for f, e in zip(found, expected, strict=True)), tree
+    walks: list[str] = []
+
+    def walked(tree: object) -> list[torch.Tensor]:
+        walks.append(sys._getframe(1).f_code.co_name)
+        return tensors_in(tree)
+
+    monkeypatch.setattr(swap_record, "tensors_in", walked)
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(_write, lambda: (torch.randn(2, 2), torch.randn(2, 2)), calls=2)
+        assert "pin" in walks and "note_taken_out" not in walks, walks
+        walks.clear()
+        with torch.set_grad_enabled(grad):
+            assert_matches_eager(_inner_of_view_written, lambda: (pair(3, 2),), after_call=write_outputs)
+        assert "note_taken_out" in walks
+        walks.clear()

@@ -47,6 +47,7 @@ from subclassaot.torch_internals import (
     inner_storage_offset,
     memory_format_strides,
     storage_key,
+    tensors_in,
 )
 
 if TYPE_CHECKING:
@@ -720,9 +721,8 @@ def note_kernel_layout(record: SwapRecord, func: Any, args: tuple[Any, ...], kwa
     schema = getattr(func, "_schema", None)
     if schema is None or schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
         return
-    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor) and _has_unit_dim(r)]
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    if results and not all(_canonical(t) for t in tensors):
+    results = [r for r in tensors_in(out) if _has_unit_dim(r)]
+    if results and not all(_canonical(t) for t in tensors_in((args, kwargs))):
         record.kernel_chosen.update(id(r) for r in results)
 
 
@@ -794,9 +794,9 @@ def note_kernel_counts(record: SwapRecord, func: Any, args: tuple[Any, ...], kwa
     """The program's op advanced, in eager, counters that no run under a mode shows advancing (eager/kernel_counts.py:
     a read of an inference tensor, a custom op's body writing its argument): their families count those bumps
     (runtime/steps.py: Version Counters As Eager's)."""
-    results = [r for r in pytree.tree_leaves(out) if isinstance(r, torch.Tensor)]
     counts = inference_read_counts(func, args, kwargs, out, record.stays_inference)
     written = custom_op_body_bumps(func, args, kwargs, record.stays_inference)
-    for t, n in [*(zip(results, counts, strict=True) if counts else ()), *written]:
+    results = tensors_in(out) if counts else []
+    for t, n in [*zip(results, counts, strict=True), *written]:
         for _ in range(n):
             record.note_bump(t)

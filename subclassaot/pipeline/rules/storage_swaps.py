@@ -297,20 +297,30 @@ _INFERENCE_WRITE = (
 )
 
 
+@functools.cache
+def _counted_writes(func: Any) -> tuple[tuple[int, str], ...]:
+    """The (position, name) of each argument aten op `func` writes whose write advances eager's version counter (an
+    in-place op's written arguments, an out= op's outputs; not detach_()'s), from its schema (a fact of the op)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None or func is torch.ops.aten.detach_.default:
+        return ()
+    return tuple(
+        (i, a.name) for i, a in enumerate(schema.arguments) if a.is_write and (schema.name.endswith("_") or a.is_out)
+    )
+
+
 def check_inference_write(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """An op of the program that writes (data, layout or storage), outside inference_mode, a plain tensor whose eager
     version counter is absent (SwapRecord.counter_absent) raises in eager. The run's view of an inference tensor taken
     after the block is none and has a counter, so its write would pass: raise eager's error (detach_() bumps no
     counter and passes in eager too; so does a kernel's write of an argument of an op neither in-place nor out=, which
     has no ADInplaceOrView kernel to advance it: batch norm's running stats)."""
-    schema = getattr(func, "_schema", None)
-    if torch.is_inference_mode_enabled() or schema is None or func is torch.ops.aten.detach_.default:
+    written = _counted_writes(func)
+    if not written or torch.is_inference_mode_enabled():
         return
-    for i, arg_schema in enumerate(schema.arguments):
-        arg = args[i] if i < len(args) else kwargs.get(arg_schema.name)
-        if not (arg_schema.is_write and isinstance(arg, torch.Tensor)) or is_traceable_subclass(arg):
-            continue
-        if not schema.name.endswith("_") and not arg_schema.is_out:
+    for i, name in written:
+        arg = args[i] if i < len(args) else kwargs.get(name)
+        if not isinstance(arg, torch.Tensor) or is_traceable_subclass(arg):
             continue
         if not arg.is_inference() and record.counter_absent(arg):  # (the run's inference tensor raises itself)
             record.inference_write_raised = True
@@ -1036,6 +1046,7 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                 if isinstance(o, torch.Tensor) and o is not src and not _copied_at_top(self.depth, src, o):
                     self.record.seq += 1
                     self.record.views[id(o)] = self._view_record(func, args, kwargs, i if multi else None, meta, leaves)
+                    self.record.below_autograd_views |= self.depth > 0
                     self.record.note_view_made(src, o, root)
                     if func is torch.ops.aten.detach.default and self.depth == 0:
                         self.record.note_detach(src, o)

@@ -20,7 +20,14 @@ from subclassaot.eager.record import EagerAsk
 from subclassaot.pipeline.rules.new_leaves import NewLeafHold
 from subclassaot.runtime.steps import build_order, use_only_tokens
 from subclassaot.schemas import DenseIndex, GradSetNode, OutputInfo, OutputKind, Replay, ReplaySource
-from subclassaot.torch_internals import DataDependentError, get_version, set_version, storage_key, untyped_storage_key
+from subclassaot.torch_internals import (
+    DataDependentError,
+    get_version,
+    set_version,
+    storage_key,
+    tensors_in,
+    untyped_storage_key,
+)
 
 # The SwapRecord facts a requires_grad_() gain changes (SwapRecord.open_gain)
 _GAIN_FACTS = (
@@ -534,6 +541,7 @@ class SwapRecord:
     # the view was taken (Note [Stale View Functions]: eager's rebuilds it over the input's base)
     rebuilt_over_assignment: set[int] = field(default_factory=set)
     views: dict[int, ViewRecord] = field(default_factory=dict)  # id() of a view op's output -> how it was made
+    below_autograd_views: bool = False  # some record of `views` is below_autograd (`note_taken_out` reads one)
     # id() of a tensor whose last set_() or `.data =` gave it another tensor's storage and layout -> that tensor (Note
     # [Strides The Kernels Choose])
     layout_sources: dict[int, torch.Tensor] = field(default_factory=dict)
@@ -646,9 +654,8 @@ class SwapRecord:
 
     def pin(self, tree: object) -> None:
         """Keep every tensor in `tree` (a pytree) alive as long as this record (Note [Storage Swaps By Rebinding])."""
-        for t in pytree.tree_leaves(tree):
-            if isinstance(t, torch.Tensor):
-                self.pinned.setdefault(id(t), t)
+        for t in tensors_in(tree):
+            self.pinned.setdefault(id(t), t)
 
     def grad_set_view_of(self, value: torch.Tensor, inputs: Sequence[torch.Tensor]) -> bool:
         """`value` is a chain of views, all taken with grad on (none by a multi-output op, .data or detach()), of one
@@ -857,8 +864,10 @@ class SwapRecord:
     def note_taken_out(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Note [Autograd Sees The Wrapper]: a plain tensor a subclass's dispatch made (below ADInplaceOrView) that
         the program holds (`x[1:].a`, a DTensor split piece's to_local() under no_grad) has a counter of its own."""
-        for a in pytree.tree_leaves((args, kwargs)):
-            if isinstance(a, torch.Tensor) and (record := self.views.get(id(a))) is not None and record.below_autograd:
+        if not self.below_autograd_views:
+            return  # (no view made below autograd yet: no operand to walk for)
+        for a in tensors_in((args, kwargs)):
+            if (record := self.views.get(id(a))) is not None and record.below_autograd:
                 if not is_traceable_subclass(a):
                     self.family[id(a)] = id(a)
 
