@@ -2769,6 +2769,36 @@ def test_requires_grad_on_input_after_its_last_use_over_shared_storage(
         assert_matches_eager(f, make(pair), backend="inductor")
 
 
+def grow_then_unset_flag_then_gain(x0: T) -> object:
+    x0.resize_((5,))  # grows its storage: the input runs as a view of its whole storage (no leaf laid out anew)
+    x0.fill_(0.5)  # a write with grad on, recorded on nothing: x0 requires no grad yet
+    x0.requires_grad = False  # changes nothing: x0 requires no grad
+    x0.requires_grad_()
+    return ()
+
+
+def unset_flag_then_gain_after_a_read(x0: T) -> object:
+    y = x0 * 2  # no history in eager
+    x0.requires_grad_(False)  # changes nothing
+    x0.requires_grad_()
+    return (y,)
+
+
+@pytest.mark.parametrize("f", [grow_then_unset_flag_then_gain, unset_flag_then_gain_after_a_read])
+def test_requires_grad_off_on_an_input_without_it_then_on_gains_last(f: Callable[[T], object]) -> None:
+    """fuzz seed 121012, program 7280 (UNSUPPORTED, 'on this input, which does not require grad, after computing from
+    it'): `.requires_grad = False` on an input that requires grad neither as passed nor by the program's flag is a
+    no-op in eager; the analysis counted it as a drop (SwapRecord.requires_grad_dropped), which bars the flag from
+    coming last (Analysis.gains_last), so the input grown by resize_() (no leaf laid out anew) was marked in the graph
+    and refused. The no-op is no drop now: the flag comes last and the call matches eager, with grad and under
+    no_grad."""
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(()),), backend="eager")
+        assert_matches_eager(f, lambda: (torch.randn(()),), backend="inductor")
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(()),), backend="eager")
+
+
 def gain_after_a_read_then_read_itself_again(x0: T, x1: T) -> object:
     y = x1 * 2
     x0.requires_grad_()

@@ -1213,6 +1213,15 @@ def _stands_for_leaf_input(record: SwapRecord, args: tuple[Any, ...]) -> bool:
     return leaf and args[0].requires_grad and not args[0].is_leaf
 
 
+def _input_flag_unset(record: SwapRecord, t: torch.Tensor) -> bool:
+    """Is `t` the stand-in, requiring no grad, of an input that requires grad neither as passed nor by the program's
+    flag? Turning its flag off changes nothing, in eager as in the run: no drop (SwapRecord.requires_grad_dropped), so
+    a later flag may still come last (Analysis.gains_last)."""
+    found = record.input_positions.get(id(t))
+    unset = found is not None and not found[1].requires_grad and id(t) not in record.requires_grad_set
+    return unset and not t.requires_grad
+
+
 def _note_touch_after_gain(record: SwapRecord, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """A torch function that takes the storage of an input made to require grad before it (SwapRecord.late_gains),
     with grad on (autograd would record the input there), or that may write, move or resize what it takes (an
@@ -1557,11 +1566,11 @@ class _DataMode(TorchFunctionMode):
     def _requires_grad_change(self, args: tuple[Any, ...], turns_on: bool) -> None:
         """requires_grad_() or the `.requires_grad =` setter of `args[0]`: what eager does with it, noted or refused."""
         if isinstance(args[0], torch.Tensor):
-            if not turns_on:
+            found = self.record.input_positions.get(id(args[0]))
+            if not turns_on and not _input_flag_unset(self.record, args[0]):
                 self.record.requires_grad_dropped.add(id(args[0]))
                 self.record.dropped_at.setdefault(id(args[0]), self.record.seq)
                 self.record.own_flags.discard(id(args[0]))
-            found = self.record.input_positions.get(id(args[0]))
             passed = [real for _, real in self.record.input_positions.values()]
             changes = args[0].requires_grad != turns_on
             if found is not None and changes and sum(r is found[1] for r in passed) > 1:
