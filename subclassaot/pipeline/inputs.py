@@ -396,15 +396,26 @@ def _mark_parameters(state: Mapping[str, torch.Tensor], real: Mapping[str, torch
             v._is_param = True
 
 
-def _refuse_attributes_set(args: tuple[object, ...], kwargs: dict[str, object], before: list[frozenset[str]]) -> None:
-    """A program that sets a Python attribute on a tensor argument (`x.flag = True`) set it on the trace's stand-in:
-    the caller's tensor would not have it after the call, as eager's does. Refused by name."""
-    keyed, _ = pytree.tree_flatten_with_path((args, kwargs))
-    for (key_path, value), had in zip(keyed, before, strict=True):
-        if isinstance(value, torch.Tensor) and (added := python_state.tensor_attributes(value) - had):
+def _tensor_arguments(
+    args: tuple[object, ...], kwargs: dict[str, object]
+) -> list[tuple[str, torch.Tensor, frozenset[str]]]:
+    """Each tensor argument as the call got it: its path, the tensor, its public Python attributes then."""
+    found = []
+    for key_path, value in pytree.tree_flatten_with_path((args, kwargs))[0]:
+        if isinstance(value, torch.Tensor):
             root = ("args", "kwargs")[cast(pytree.SequenceKey[object], key_path[0]).idx]
+            found.append((f"{root}{pytree.keystr(tuple(key_path[1:]))}", value, python_state.tensor_attributes(value)))
+    return found
+
+
+def _refuse_attributes_set(before: list[tuple[str, torch.Tensor, frozenset[str]]]) -> None:
+    """A program that sets a Python attribute on a tensor argument (`x.flag = True`) set it on the trace's stand-in:
+    the caller's tensor would not have it after the call, as eager's does. Refused by name. (The arguments as the call
+    got them: a program may add or replace a container's entries, which another rule refuses.)"""
+    for path, value, had in before:
+        if added := python_state.tensor_attributes(value) - had:
             raise UnsupportedError(
-                f"{root}{pytree.keystr(tuple(key_path[1:]))}: the program sets Python attributes on this tensor "
+                f"{path}: the program sets Python attributes on this tensor "
                 f"argument ({', '.join(sorted(added))}), which the compiled call does not make on the caller's "
                 "tensor; set them outside the compiled function"
             )
@@ -455,13 +466,13 @@ def flatten_call(
         leaves = pytree.tree_leaves((state, args, kwargs))
         with outside_current_modes(), no_torch_function():  # (the pipeline's read, not the program's)
             lift.made.grad_inputs = any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
-        attrs = [python_state.tensor_attributes(v) for v in pytree.tree_leaves((args, kwargs))]
+        attrs = _tensor_arguments(args, kwargs)
         with _grad_state_restored_on_error(), lift, regions_run_inline(), generator_calls_refused():
             with constructor_flags_as_calls(lift.made):
                 out = run(state, args, kwargs)
             lift.made.flag_all()  # See Note [Training Without A Function], constructor flags
             lift.made.refuse_returned(out)
-        _refuse_attributes_set(args, kwargs, attrs)
+        _refuse_attributes_set(attrs)
         out = lift.lift_outputs(out)
         python_state.run_completed()
         return out

@@ -281,6 +281,7 @@ class _Walk:
         self.seen: set[int] = set()
         self.keep: list[object] = []  # keeps walked objects alive so their ids stay unique during the walk
         self.count = 0
+        self.code_words: set[str] = set()  # the names and string constants of the user code walked
 
     def value(self, value: object, label: str) -> Compare:
         """Classify one value read from a watched container, and watch what it holds."""
@@ -466,6 +467,7 @@ class _Walk:
             return
         self.seen.add(id(fn))
         self.keep.append(fn)
+        self.code_words.update(code_words(fn.__code__))
         cells = fn.__closure__ or ()
         if cells:
             got = tuple(_cell_value(c) for c in cells)
@@ -537,6 +539,17 @@ def global_names(code: types.CodeType) -> Iterator[str]:
             yield from global_names(const)
 
 
+def code_words(code: types.CodeType) -> Iterator[str]:
+    """The names `code` and the code objects nested in it look up, and their string constants (`x.attr`,
+    `hasattr(x, "attr")`)."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, str):
+            yield const
+        elif isinstance(const, types.CodeType):
+            yield from code_words(const)
+
+
 def snapshot(
     fn: Callable[..., object],
     args: Sequence[object],
@@ -569,14 +582,18 @@ def _walked(fn: Callable[..., object], args: Sequence[object], kwargs: dict[str,
         elif isinstance(fn, types.MethodType | functools.partial):
             walk.value(fn, getattr(fn, "__qualname__", "fn"))
         leaves, _ = pytree.tree_flatten_with_path((tuple(args), kwargs))
-        for path, leaf in leaves:
-            head, *rest = path
-            root = ("args", "kwargs")[cast(pytree.SequenceKey[object], head).idx]
+        labelled = [
+            (("args", "kwargs")[cast(pytree.SequenceKey[object], path[0]).idx], path[1:], leaf) for path, leaf in leaves
+        ]
+        for root, rest, leaf in labelled:
             if isinstance(leaf, torch.nn.Module):
                 walk.module(leaf, root + pytree.keystr(tuple(rest)))
-            elif attrs := _attributes_set_by_caller(leaf):
+        for root, rest, leaf in labelled:
+            if attrs := _attributes_set_by_caller(leaf) & walk.code_words:
                 # the trace's stand-in lacks them (hasattr(x, "test") answered False), and the guards compare no
-                # tensor input's attribute: refused (under torch.compile, Dynamo reads and guards them itself)
+                # tensor input's attribute: refused where the user code walked names one (under torch.compile,
+                # Dynamo reads and guards them itself); attributes no code names (library code reads none of a
+                # caller's public ones) are left as they are
                 raise UnsupportedError(
                     f"{root}{pytree.keystr(tuple(rest))}: this tensor argument carries Python attributes "
                     f"({', '.join(sorted(attrs))}) that the compiled program could read (hasattr, x.attr) but the "
