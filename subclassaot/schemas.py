@@ -735,6 +735,9 @@ class Analysis:
     # where the program makes new leaves: its calls that ran with grad off returning fresh plain tensors, by count of
     # calls, whose results the graph detaches (new_leaves.note_no_history_results)
     no_history_calls: tuple[int, ...] = ()
+    # the places among those of the leaves eager makes inside a torch.inference_mode() block: inference tensors
+    # requiring grad, leaves that results computed from them after the block with grad on have history to
+    inference_new_leaves: tuple[int, ...] = ()
     # per tensor input: one of those calls was on this input, a plain leaf that requires no grad, after
     # an op with grad on read it; the graph's run makes the caller's input require grad there (Note [Training Without
     # A Function])

@@ -524,6 +524,7 @@ def _new_leaf_facts(record: SwapRecord) -> dict[str, Any]:
     return {
         "new_leaves": tuple(record.new_leaves),
         "no_grad_leaf_views": tuple(sorted(record.no_grad_leaf_views)),
+        "inference_new_leaves": tuple(sorted(record.inference_new_leaves)),
         "input_base_leaf_views": tuple(sorted(record.input_base_leaf_views)),
         "no_history_calls": tuple(record.no_history_calls) if any(record.new_leaves) else (),
     }

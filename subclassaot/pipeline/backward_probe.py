@@ -815,6 +815,8 @@ class _NewLeafFlags(TorchFunctionMode):
         # (with grad off, an op records no history: a quiet leaf shows its own accumulator to none)
         touches = torch.is_grad_enabled() and any(t is q() for t in leaves for q in self.quiet)
         out = func(*args, **kwargs)
+        if _inference_views(out):  # (a view of an inference tensor outside the block: one too, with no history)
+            flags = ()
         shown = _shown(out, torch.is_grad_enabled())
         owner = getattr(getattr(func, "__self__", None), "__name__", None)
         if owner == "grad_fn" and isinstance(args[0], torch.Tensor):  # (the history read, not just its last node)
@@ -860,6 +862,18 @@ class _NewLeafFlags(TorchFunctionMode):
 _LAYOUT_READS = frozenset(
     ("untyped_storage", "size", "stride", "dim", "numel", "storage_offset", "data_ptr", "is_contiguous", "element_size")
 )
+
+
+def _inference_views(out: object) -> bool:
+    """Are an op's results, run outside inference_mode, all inference tensors: views of one, which eager makes
+    inference tensors requiring no grad and with no history whatever the flag of what they view (a new leaf made inside
+    the block among them)?"""
+    results = pytree.tree_leaves(out)
+    return (
+        bool(results)
+        and not torch.is_inference_mode_enabled()
+        and all(isinstance(r, torch.Tensor) and r.is_inference() for r in results)
+    )
 
 
 def _shows_none(t: torch.Tensor | None) -> bool:
@@ -2552,6 +2566,16 @@ def refuse_new_leaves(flat: FlatInputs, analysis: Analysis, eager_backend: bool)
             f"takes autograd recording the graph's run (Note [Training Without A Function]); {why}. Compile with "
             'backend="eager" a program that leaves its inputs unwritten and returns no view, call requires_grad_() '
             "before the input's first use, or outside the compiled function"
+        )
+    if any(analysis.new_leaves[k] for k in analysis.inference_new_leaves):
+        raise UnsupportedError(
+            "the program makes a tensor inside a torch.inference_mode() block require grad (requires_grad_(), "
+            "`.requires_grad = True` or a factory's requires_grad=True) in a call made with grad mode on, and uses it "
+            "after the block other than by returning it (computes from it with grad on, reads its flag or history): "
+            "eager's is an inference tensor that is a new autograd leaf, which the histories of what the program "
+            "computes from it with grad on end in; the compiled call gives an inference tensor the flag only once "
+            "returned, where nothing else shows it. Compute from it inside the block, make it under torch.no_grad() "
+            "instead, or call requires_grad_() on the output after the call"
         )
     # (a factory's requires_grad=True is eager's factory result given requires_grad_(): storage_swaps._DataMode._leaf)
     made = f"; here {analysis.grad_factories[0]}(..., requires_grad=True)" if analysis.grad_factories else ""

@@ -126,19 +126,19 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
     differs from the tensor the program returns without the call, and the other outputs, views of it among them, show
     the same either way (Note [Training Without A Function]). Those at `shown.bases`, views replayed after the graph
     ran, get the flag on their rebuilt `._base` (OutputInfo.base_gains_grad), a leaf as eager's is, once every output is
-    built. None where one is
-    no tensor the runtime can give the flag (an inference tensor, whose flag only the block it was made in may set;
-    for a base, a view the runtime does not replay)."""
+    built (an inference tensor, the leaf itself, takes it inside inference_mode, as eager's program gave it). None
+    where one is no tensor the runtime can give the flag (for a base, a view the runtime does not replay, or an
+    inference tensor)."""
     given = list(outputs)
     for k in sorted(shown.own | shown.bases):
         info = outputs[k] if k < len(outputs) else None
         if info is not None and info.kind is OutputKind.SAME_AS:
             continue  # (the same tensor as an earlier output, flagged there)
-        if info is None or info.kind is not OutputKind.TENSOR or info.inference or info.inference_leaves:
+        if info is None or info.kind is not OutputKind.TENSOR:
             return None
         if k in shown.own:
             given[k] = replace(info, gains_grad=True, gains_grad_last=True)
-        elif info.replay is None or info.base_gains_grad or info.gains_grad:
+        elif info.replay is None or info.base_gains_grad or info.gains_grad or info.inference or info.inference_leaves:
             return None
         else:
             given[k] = replace(info, base_gains_grad=True, gains_grad_last=True)

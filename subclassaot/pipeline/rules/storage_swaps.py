@@ -1512,6 +1512,8 @@ class _DataMode(TorchFunctionMode):
                 record.pin(t)
                 if isinstance(t, torch.Tensor) and id(t) not in record.input_positions:
                     self._note_leaf_view(t, len(record.new_leaves) - 1)
+                if isinstance(t, torch.Tensor) and record.eager_inference(t):
+                    record.inference_new_leaves.add(len(record.new_leaves) - 1)
         if new and id(t) in record.input_positions:
             record.leaf_marked.add(id(t))
         return new

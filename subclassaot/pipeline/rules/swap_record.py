@@ -238,6 +238,7 @@ class SwapRecord:
     # copy of the analysis run's, whose graph's node gives its leaf that creation meta (Note [Training Without A
     # Function])
     no_grad_leaf_views: set[int] = field(default_factory=set)
+    inference_new_leaves: set[int] = field(default_factory=set)  # (Analysis.inference_new_leaves)
     replayed_no_grad_leaf_views: frozenset[int] = frozenset()
     # ... and of the leaves that are views of an input (eager's `._base`) requiring no grad when made the leaf: the
     # node takes its leaf over the caller's input itself, whose flag the program turns on (Note [Training Without A
