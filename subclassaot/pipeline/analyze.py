@@ -69,6 +69,7 @@ from subclassaot.pipeline.rules.chain_facts import (
     from_program_function,
     hidden_base,
     hidden_base_shares_counter,
+    history_kept_over_swap,
     made_seq,
     set_after_viewed,
     split_seq,
@@ -1771,12 +1772,15 @@ def _check_replay(
         check_unreplayed_assigned_view(path, value, run, onto_base or of_input, leaves)
         check_view_of_input_set_off_it(path, value, run.user_tensors, onto_base)
     early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
-    if replaced is not None and (not early or (torch.is_grad_enabled() and value.requires_grad)):
+    with_history = torch.is_grad_enabled() and value.requires_grad
+    if replaced is not None and (not early or (with_history and not history_kept_over_swap(run.dense[replaced], run))):
         # (with autograd history: the epilogue's writes and swaps come after it, in eager they came before)
         raise UnsupportedError(
             f"{path} is a view of the storage that input {replaced} had before set_() replaced it; such a view is "
-            "supported only without autograd history and taken of the input as it came (it is rebuilt before the "
-            "epilogue swaps the input). Return a clone (.clone()) instead"
+            "supported only taken of the input as it came (it is rebuilt before the epilogue swaps the input), and "
+            "with autograd history only where the input came requiring grad and no write or set_() moved its version "
+            "counter (eager's view is then stale, or has history the epilogue gives after). Return a clone (.clone()) "
+            "instead"
         )
 
 

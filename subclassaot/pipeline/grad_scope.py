@@ -1199,14 +1199,15 @@ def backward_reshapes(
         replayable = (
             static
             and not is_traceable_subclass(user_fakes[i])
-            and _surely_same(meta, tensor_meta(user_fakes[i]))
+            # (an input traced as a clone at another offset: the runtime's as_strided_() keeps the input's own)
+            and _surely_same((*meta[:2], 0), (*tensor_meta(user_fakes[i])[:2], 0))
             and after[2] == meta[2]
         )
         if not replayable:
             raise UnsupportedError(
                 f"{path}: the program's backward (a custom autograd.Function) changes this input's metadata "
                 "(transpose_, unsqueeze_, ... on a saved tensor) where the runtime cannot replay it exactly (a tensor "
-                "subclass, symbolic sizes, a changed offset, or an input traced as a clone) (Note [Custom "
+                "subclass, symbolic sizes, a changed offset, or an input traced as a clone of other strides) (Note [Custom "
                 "Functions]). Change the metadata of a clone in the backward instead"
             )
         size = tuple(int(v) for v in after[0])

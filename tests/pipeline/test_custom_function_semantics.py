@@ -512,6 +512,25 @@ def test_backward_of_a_function_ending_a_path_runs_like_eager(compile_fn: Compil
     assert_matches_eager(transpose_saved_no_grad_view, make, compile_fn=compile_fn, check_grads=True)
 
 
+def _offset_view_of_a_leaf(start: int, stop: int) -> Callable[[], tuple[object, ...]]:
+    def make() -> tuple[object, ...]:
+        with torch.enable_grad():
+            return (torch.randn(8, requires_grad=True)[start:stop].unsqueeze(-2),)
+
+    return make
+
+
+@pytest.mark.parametrize("span", [(3, 7), (3, 3)], ids=["four", "empty"])
+def test_backward_transposing_an_input_traced_as_a_clone_at_another_offset(
+    compile_fn: CompileFn | None, span: tuple[int, int]
+) -> None:
+    """x0, a view at offset 3 of a leaf, runs as a clone at offset 0; the backward's t_() of the saved input keeps its
+    offset, which the runtime's as_strided_() keeps too: eager's input ends transposed, its counter bumped. Refused as
+    an input 'traced as a clone' before (fuzz seed 121012 #5612, the empty span)."""
+    with torch.enable_grad():
+        assert_matches_eager(transpose_saved, _offset_view_of_a_leaf(*span), compile_fn=compile_fn)
+
+
 def transpose_saved_leaf_beside_another(x0: T, x1: T) -> object:
     t0 = x0.expand((3, -1))
     return TransposeSaved.apply(x1), t0  # type: ignore[no-untyped-call]

@@ -532,6 +532,32 @@ def test_leaf_assigned_data_of_another_size_before_a_use_with_grad_is_refused(co
                 assert_refused(fn, make_inputs, compile_fn, _DATA_RESIZE_RULE)
 
 
+def _sorted_after_data(x0: T, x1: T) -> tuple[T, ...]:
+    x1.data = x0
+    return x1.sort(1)
+
+
+def _selected_set_then_split(x0: T) -> object:
+    t0 = x0.select(0, -1)
+    with torch.no_grad():
+        set_to(x0, t0)
+    t0.split_with_sizes([3, 0], 0)
+    return ()
+
+
+def test_leaf_laid_out_anew_and_read_with_grad_where_no_gradient_can_reach_it(compile_fn: CompileFn | None) -> None:
+    """Eager makes the accumulator at the new size, but no tensor returned or written has history (the results of the
+    reads die, or only sort()'s indices come back): no backward reaches the leaf, and the call matches eager (fuzz
+    seed 121012 #7463, #9723: refused by the rule above). Returning sort()'s values, which have history, stays
+    refused."""
+    make = lambda: (torch.randn(3, 1), leaf())  # noqa: E731
+    with torch.enable_grad():
+        assert_matches_eager(lambda x0, x1: (_sorted_after_data(x0, x1), ())[1], make, compile_fn=compile_fn)
+        assert_matches_eager(lambda x0, x1: (_sorted_after_data(x0, x1)[1],), make, compile_fn=compile_fn)
+        assert_matches_eager(_selected_set_then_split, lambda: (leaf(3, 3, 2),), compile_fn=compile_fn)
+        assert_refused(lambda x0, x1: (_sorted_after_data(x0, x1)[0],), make, compile_fn, _DATA_RESIZE_RULE)
+
+
 def test_leaf_assigned_data_after_a_use_with_grad_keeps_its_accumulator(compile_fn: CompileFn | None) -> None:
     # read with grad first: eager's accumulator keeps the size it had then, as ours (Note [Gradient Accumulators Of
     # Leaves]); a non-leaf's gradient goes through its own history; a same-size assignment is no resize

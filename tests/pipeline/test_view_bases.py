@@ -13,6 +13,7 @@ import torch
 
 import subclassaot
 from subclassaot.pipeline.rules.strides_and_offsets import eager_view_strides
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -2122,7 +2123,90 @@ def test_view_of_input_before_set_with_history_refused(compile_fn: CompileFn | N
         return (t0.unbind(0)[0],)
 
     with torch.enable_grad():
-        assert_refused(f, lambda: (nonleaf(2),), compile_fn, "such a view is supported only without autograd history")
+        assert_refused(f, lambda: (nonleaf(2),), compile_fn, "with autograd history only where the input came")
+
+
+def _input_and_tensor() -> tuple[object, ...]:
+    with torch.enable_grad():
+        return (torch.randn(4, requires_grad=True).clone(), torch.randn(1, 4, 3))
+
+
+def _view_then_data_assigned(x0: T, x1: T) -> object:
+    t0 = x0.expand((2, -1))
+    x0.data = x1
+    return (t0,)
+
+
+def _view_then_set_under_no_grad(x0: T, x1: T) -> object:
+    t0 = x0[1:]
+    with torch.no_grad():
+        set_to(x0, x1)
+    return (t0, x0)
+
+
+def _written_then_viewed_then_data_assigned(x0: T, x1: T) -> object:
+    x0.mul_(2)
+    t0 = x0[1:]
+    x0.data = x1
+    return (t0,)
+
+
+def test_view_with_history_of_input_then_moved_by_data_assignment(compile_fn: CompileFn | None) -> None:
+    """t0, taken with grad of x0 as it came (requiring grad), keeps the old storage and ExpandBackward0 over x0's
+    grad_fn after `.data =` moves x0 (no counter bump): the replay before the epilogue gives it that history (fuzz seed
+    121012 #6006, #9757: refused). A set_() bumps the counter (eager's view then stale), and a write before the view
+    puts a node in eager's history that the epilogue gives only after: both stay refused."""
+    with torch.enable_grad():
+        assert_matches_eager(
+            _view_then_data_assigned, _input_and_tensor, compile_fn=compile_fn, after_call=write_outputs
+        )
+    rule = "with autograd history only where the input came requiring grad"
+    refused_with_grad(_view_then_set_under_no_grad, _input_and_tensor, compile_fn, rule)
+    refused_with_grad(_written_then_viewed_then_data_assigned, _input_and_tensor, compile_fn, rule)
+
+
+def _input_and_its_view() -> tuple[object, ...]:
+    with torch.no_grad():
+        b0 = torch.randn(4, 3, 2)
+    b0.requires_grad_()
+    with torch.enable_grad():
+        b0 = b0.clone()
+    return (b0, b0.select(1, 0))
+
+
+def _view_of_an_input_view_moved_by_data(x0: T, x1: T) -> object:
+    x1.data = x0.mul(3.0)
+    return (x1.reshape((2, 3, 4)),)
+
+
+def _view_of_an_input_view_taken_then_moved(x0: T, x1: T) -> object:
+    t1 = x1[1]
+    y = x0.mul(3.0)
+    x1.data = y
+    t1.data = y[2]
+    return (t1,)
+
+
+def _view_of_a_view_set_off_its_base(x0: T, x1: T) -> object:
+    t1 = x1[1]
+    set_to(t1, x0.mul(2.0))
+    return (t1.view(-1),)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [_view_of_an_input_view_moved_by_data, _view_of_an_input_view_taken_then_moved, _view_of_a_view_set_off_its_base],
+    ids=["viewed_after_data", "moved_with_its_input", "set_off_its_base"],
+)
+def test_view_requiring_grad_on_another_storage_than_its_base_without_grad(
+    compile_fn: CompileFn | None, f: Callable[..., object]
+) -> None:
+    """In a call without grad, an output view requiring grad through its `._base` x0 (x1's base, which is no view of
+    it in storage) has no history: rebuilt onto its base as a view that requires none is (fuzz seed 121012 #2184,
+    #2971, #6942, #7520: refused as a view 'that requires grad of input 0, on another storage'; the set_() of a view
+    taken of x1: DIVERGED, no grad and another `._base`)."""
+    with torch.no_grad():
+        assert_matches_eager(f, _input_and_its_view, compile_fn=compile_fn, after_call=write_outputs)
 
 
 def test_detach_of_input_written_with_grad(compile_fn: CompileFn | None) -> None:

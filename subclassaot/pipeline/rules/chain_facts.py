@@ -379,3 +379,16 @@ def detached_before_change(
         return Replay(source=ReplaySource.OUTPUT, index=output, steps=rebuilt, then_set=True, runtime_set=True)
     root = root_replay(rebuilt)
     return None if root is None else replace(root, then_set=True, runtime_set=True)
+
+
+def history_kept_over_swap(t: torch.Tensor, run: FunctionalRun) -> bool:
+    """May a view with history of plain input `t`, taken with grad of `t` as received and then moved off by set_() or
+    `.data =`, be rebuilt before the epilogue swaps the input? Eager's history is the view ops' backward over the
+    grad_fn `t` came with, which the early replay on the real input takes too, where nothing bumped a counter of `t`'s
+    storage (a write before the view gives eager's history a node the epilogue makes only after the replay; one
+    after it, or a set_() under grad, leaves eager's view stale, rebuilt from `t` in its new layout) and `t` came
+    requiring grad (not made to by the program: Note [Leaves Laid Out Anew Under no_grad])."""
+    received = run.swaps.input_positions.get(id(t))
+    if is_traceable_subclass(t) or received is None or not received[1].requires_grad or id(t) in run.swaps.late_grad:
+        return False
+    return not input_bumps(run, t)

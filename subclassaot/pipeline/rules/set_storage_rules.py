@@ -482,6 +482,8 @@ def refuse_leaves_resized_under_no_grad(
     """Note [Leaves Laid Out Anew Under no_grad];
     for `.data =`, Note [Gradient Accumulators Of Leaves]. A leaf the program makes require grad counts as one that
     requires it (its fake does: Note [Inputs Written In Training])."""
+    if not analysis.grad_outputs and not any(m.autograd_visible for m in analysis.mutations):
+        return  # (no tensor returned or written with history: no gradient ever reaches a leaf's accumulator)
     for i, (tree, index) in enumerate(zip(layout.trees, flat.tensor_indices, strict=True)):
         real = flat.values[index]
         if not isinstance(real, torch.Tensor) or not (real.is_leaf and user_fakes[i].requires_grad):

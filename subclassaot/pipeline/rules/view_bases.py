@@ -222,7 +222,8 @@ def foreign_base(
     (INPUT_ALIAS, its DenseIndex: the leaf's autograd root, `input_root`) or an intermediate base (INTERMEDIATE_ALIAS, its number); None when it is neither
     or the view is on its base's storage (Note [Outputs Over Another Storage]). `grad_set`: a view of an input the
     program set_() there with grad on, which requires grad (Note [set_ Under Grad])."""
-    root = None if leaf.requires_grad and not grad_set else _moved_root(leaf)
+    # (a call without grad makes no history: a view requiring grad through its base is rebuilt as one that does not)
+    root = None if leaf.requires_grad and not grad_set and torch.is_grad_enabled() else _moved_root(leaf)
     if root is None:
         return None
     # the input itself, or the base an input is a view of: its autograd root
@@ -244,7 +245,12 @@ def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequen
     the view's `._base`: the view, set_() onto another storage (under no_grad: `._base` kept), would be rebuilt from
     that storage's tensor, no view of the input. (An input moved off the storage, or covering part of it, is no
     base in eager: the view's `._base` is a tensor not passed.)"""
-    root = _moved_root(leaf) if leaf.requires_grad else None
+    root = _moved_root(leaf) if leaf.requires_grad and torch.is_grad_enabled() else None
+    if root is not None:
+        # a call without grad makes no history: a view of an input view moved onto the leaf's storage is rebuilt from
+        # that input, whose `._base` (`root`) it takes, requiring grad through it, as eager's
+        key = storage_key(leaf)
+        root = None if any(f._base is root and storage_key(f) == key for f in finals) else root
     found = _index_of(root, finals)
     if found is None and root is not None:
         found = next((k for k, t in enumerate(finals) if t._base is root and _covers(t, root)), None)
