@@ -139,6 +139,40 @@ def test_wrong_value_is_reported() -> None:
         assert_matches_eager(lambda x: x * 2, one_input, compile_fn=on_output(lambda o: o + 1))
 
 
+def test_a_dropped_python_attribute_is_reported() -> None:
+    # hcorpus17: a program that sets `y.flag = 1` on a tensor it returns, or on an input, passed where the compiled
+    # call's tensor lacked it (the oracle compared no `__dict__` entry)
+    def set_flag(x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        y.flag = 1  # type: ignore[attr-defined]
+        x.flag = "on"  # type: ignore[attr-defined]
+        return y
+
+    def dropped(fn: Fn) -> Fn:
+        def run(*args: object) -> object:
+            (x,) = args
+            assert isinstance(x, torch.Tensor)
+            return x * 2
+
+        return run
+
+    with pytest.raises(
+        AssertionError, match=r"(?s)output: Python attributes \[\] vs eager \['flag'\].*args\[0\] after"
+    ):
+        assert_matches_eager(set_flag, one_input, compile_fn=fake_compile(dropped))
+    with pytest.raises(AssertionError, match=r"output.flag: int 2 vs eager int 1"):
+        assert_matches_eager(set_flag, one_input, compile_fn=on_output(_flagged(2)))
+    assert_matches_eager(set_flag, one_input, compile_fn=identity_compile)
+
+
+def _flagged(value: object) -> Callable[[torch.Tensor], object]:
+    def transform(o: torch.Tensor) -> object:
+        o.flag = value  # type: ignore[attr-defined]
+        return o
+
+    return transform
+
+
 def test_wrong_stride_is_reported() -> None:
     with pytest.raises(AssertionError, match=r"output: stride \(1, 3\) vs eager \(4, 1\)"):
         assert_matches_eager(lambda x: x * 2, one_input, compile_fn=on_output(lambda o: o.t().contiguous().t()))

@@ -278,11 +278,13 @@ class _LiftCaptured(TorchFunctionMode):
     """While the program is traced: every op given a captured real tensor gets its traced stand-in instead; a real
     tensor that was not lifted is refused (Note [State The Program Reads])."""
 
-    def __init__(self, table: dict[int, torch.Tensor], fn: Callable[..., object]) -> None:
+    def __init__(self, table: dict[int, torch.Tensor], fn: Callable[..., object], leaves: list[object]) -> None:
         super().__init__()
         self.table = table
         self.fn = fn
         self.made = ConstructorFlags()  # wrappers built with requires_grad=True, not yet flagged
+        # the ids of the traced arguments and captured tensors (`_share_memory`)
+        self.arguments = {id(t) for t in (*leaves, *table.values()) if isinstance(t, torch.Tensor)}
 
     def __torch_function__(
         self,
@@ -292,6 +294,10 @@ class _LiftCaptured(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
+        if func is torch.Tensor.share_memory_:
+            return self._share_memory(args[0])
+        if func is torch.ops.aten.lift_fresh.default:  # (a constant C++ made of a Python number: `x.real = 10`)
+            return func(*args, **kwargs)
         if self.made.pending or self.made.read_only:
             self.made.flag_taken(func, (args, kwargs))
         leaves, spec = pytree.tree_flatten((args, kwargs))  # (one walk: rebuilt only where a tensor is swapped)
@@ -306,6 +312,19 @@ class _LiftCaptured(TorchFunctionMode):
                     self._refuse_built_around_captured(t)
         is_cond, out = _call_cond_lifting_reads(func, args, kwargs, self._swap)
         return out if is_cond else func(*args, **kwargs)
+
+    def _share_memory(self, t: torch.Tensor) -> torch.Tensor:
+        """`share_memory_()` moves a CPU storage into shared memory, its values, layout, aliasing and version counter
+        unchanged (on an accelerator it does nothing): of a tensor the program made, no op the compiled call must
+        run. Of an argument or captured tensor, or a view of one, the caller's storage would be shared afterwards
+        (`is_shared()`): refused."""
+        if id(t) in self.arguments or (t._base is not None and id(t._base) in self.arguments):
+            raise UnsupportedError(
+                f"{getattr(self.fn, '__qualname__', type(self.fn).__name__)} calls share_memory_() on an argument or "
+                "captured tensor (or a view of one): eager moves the caller's storage into shared memory, which the "
+                "compiled call does not do; call share_memory_() before calling the compiled function"
+            )
+        return t
 
     def _swap(self, t: torch.Tensor) -> torch.Tensor:
         lifted = self.table.get(id(t))
@@ -408,16 +427,29 @@ def _tensor_arguments(
     return found
 
 
-def _refuse_attributes_set(before: list[tuple[str, torch.Tensor, frozenset[str]]]) -> None:
+def _refuse_attributes_set(before: list[tuple[str, torch.Tensor, frozenset[str]]], out: object) -> None:
     """A program that sets a Python attribute on a tensor argument (`x.flag = True`) set it on the trace's stand-in:
     the caller's tensor would not have it after the call, as eager's does. Refused by name. (The arguments as the call
-    got them: a program may add or replace a container's entries, which another rule refuses.)"""
+    got them: a program may add or replace a container's entries, which another rule refuses.) Then the outputs'."""
     for path, value, had in before:
         if added := python_state.tensor_attributes(value) - had:
             raise UnsupportedError(
                 f"{path}: the program sets Python attributes on this tensor "
                 f"argument ({', '.join(sorted(added))}), which the compiled call does not make on the caller's "
                 "tensor; set them outside the compiled function"
+            )
+    _refuse_output_attributes(out)
+
+
+def _refuse_output_attributes(out: object) -> None:
+    """A program that sets a Python attribute on a tensor it returns (`y.flag = True`) set it on the trace's tensor:
+    the compiled call's result would not have it, as eager's does. Refused by name."""
+    for key_path, value in pytree.tree_flatten_with_path(out)[0]:
+        if isinstance(value, torch.Tensor) and (added := python_state.attributes_set_in_trace(value)):
+            raise UnsupportedError(
+                f"output{pytree.keystr(key_path)}: the program sets Python attributes on this tensor output "
+                f"({', '.join(sorted(added))}), which the compiled call does not make on its result; set them on "
+                "the compiled function's result instead"
             )
 
 
@@ -462,8 +494,8 @@ def flatten_call(
         python_state.run_starts()  # See Note [State The Program Reads], "Writes"
         _mark_parameters(state, real)
         # See Note [Checkpointed Regions Run Inline]
-        lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn)
         leaves = pytree.tree_leaves((state, args, kwargs))
+        lift = _LiftCaptured({id(real[k]): v for k, v in state.items() if v is not real[k]}, fn, leaves)
         with outside_current_modes(), no_torch_function():  # (the pipeline's read, not the program's)
             lift.made.grad_inputs = any(isinstance(t, torch.Tensor) and t.requires_grad for t in leaves)
         attrs = _tensor_arguments(args, kwargs)
@@ -472,7 +504,7 @@ def flatten_call(
                 out = run(state, args, kwargs)
             lift.made.flag_all()  # See Note [Training Without A Function], constructor flags
             lift.made.refuse_returned(out)
-        _refuse_attributes_set(attrs)
+        _refuse_attributes_set(attrs, out)
         out = lift.lift_outputs(out)
         python_state.run_completed()
         return out

@@ -607,6 +607,19 @@ def tensor_attributes(t: object) -> frozenset[str]:
     return frozenset(k for k in getattr(t, "__dict__", {}) if not k.startswith("_"))
 
 
+def attributes_set_in_trace(t: object) -> frozenset[str]:
+    """The public Python attributes the program set on a tensor it traced (`out.flag = 1`): a tracer's stand-in (a
+    FunctionalTensor, a FakeTensor) carries its own (`elem`, `fake_mode`, ...), the same names on every one."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if isinstance(t, FunctionalTensor):
+        return tensor_attributes(t) - {"elem"}
+    if isinstance(t, FakeTensor):
+        return tensor_attributes(t) - {"fake_mode", "constant", "pytype", "dispatch_keys", "real_tensor"}
+    return _attributes_set_by_caller(t)
+
+
 def _attributes_set_by_caller(t: object) -> frozenset[str]:
     """A tensor argument's public attributes its type does not carry: all of a plain tensor's; of a subclass, those
     a copy rebuilt from its flattening lacks (its inner tensors and context carry the rest)."""

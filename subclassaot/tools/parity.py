@@ -327,6 +327,8 @@ def _compare_tensor(
             elif got_inner is not want_inner and got_inner != want_inner:
                 errors.append(f"{where}.{attr}{when}: {got_inner!r} vs eager {want_inner!r}")
         return
+    if not values_only:
+        _compare_attributes(where, got, want, tol, errors, when=when)
     freed = False in (want_meta.get("storage holds its elements"), got_meta.get("storage holds its elements"))
     if _strided_nested(want) and _strided_nested(got) and got_meta["shape"] == want_meta["shape"]:
         got, want = torch.nested.to_padded_tensor(got, 0.0), torch.nested.to_padded_tensor(want, 0.0)
@@ -340,6 +342,57 @@ def _compare_tensor(
         )
     except AssertionError as e:
         errors.append(f"{where}{when}: values differ from eager: {_first_line_block(str(e))}")
+
+
+def _python_attributes(t: torch.Tensor) -> dict[str, object]:
+    """The public entries of `t.__dict__` (`x.test = 1`), less a subclass's flatten attrs (compared as inner values)."""
+    flattened = {attr for attr, _ in _inner_values(t)}
+    return {k: v for k, v in getattr(t, "__dict__", {}).items() if not k.startswith("_") and k not in flattened}
+
+
+def _compare_attributes(
+    where: str, got: torch.Tensor, want: torch.Tensor, tol: Tolerance, errors: list[str], *, when: str
+) -> None:
+    """Python attributes: the same names, and the same value under each (`_compare_value`)."""
+    got_attrs, want_attrs = _python_attributes(got), _python_attributes(want)
+    if sorted(got_attrs) != sorted(want_attrs):
+        errors.append(f"{where}{when}: Python attributes {sorted(got_attrs)} vs eager {sorted(want_attrs)}")
+    for name in sorted(set(got_attrs) & set(want_attrs)):
+        _compare_value(f"{where}.{name}", got_attrs[name], want_attrs[name], (got, want), tol, errors, when=when)
+
+
+def _compare_value(
+    where: str,
+    g: object,
+    w: object,
+    owners: tuple[torch.Tensor, torch.Tensor],
+    tol: Tolerance,
+    errors: list[str],
+    *,
+    when: str,
+) -> None:
+    """An attribute's value: the tensor that holds it as itself; another tensor compared as a tensor (values only, its
+    attributes not again, so that a cycle ends); a list, tuple or dict (each side's inputs are made fresh) item by
+    item; a number or string by equality; any other object by identity."""
+    if isinstance(w, torch.Tensor) and isinstance(g, torch.Tensor) and (g is owners[0]) == (w is owners[1]):
+        if w is not owners[1]:
+            _compare_tensor(where, g, w, tol, errors, when=when, values_only=True)
+    elif isinstance(w, (list, tuple, dict)) and type(g) is type(w):
+        g_items, w_items = _items(g), _items(w)
+        if [k for k, _ in g_items] != [k for k, _ in w_items]:
+            errors.append(f"{where}{when}: keys {[k for k, _ in g_items]} vs eager {[k for k, _ in w_items]}")
+            return
+        for (k, gv), (_, wv) in zip(g_items, w_items, strict=True):
+            _compare_value(f"{where}[{k!r}]", gv, wv, owners, tol, errors, when=when)
+    elif g is not w and not (type(g) is type(w) and isinstance(w, (int, float, complex, str)) and g == w):
+        errors.append(f"{where}{when}: {type(g).__name__} {g!r} vs eager {type(w).__name__} {w!r}")
+
+
+def _items(container: object) -> list[tuple[object, object]]:
+    if isinstance(container, dict):
+        return list(container.items())
+    assert isinstance(container, (list, tuple))
+    return list(enumerate(container))
 
 
 def _first_line_block(message: str) -> str:

@@ -283,10 +283,9 @@ FUNCTIONS_MISC_REFUSALS: dict[str, str] = {
     "fm_default_tensor_args": "default_tensor_args uses a tensor of shape (2, 2)",
     "fm_meth_default_tensor_args": "DefaultTensorArgsWrapper uses a tensor of shape (2, 2)",
     **{f"fm_{p}write_then_contains_list": VALUE_READ for p in ("", "two_")},
-    **{f"fm_{p}set_real_of_complex": "set_real_of_complex uses a tensor of shape ()" for p in ("", "two_")},
     **{f"fm_{p}grad_and_attr_on_intermediate": "the program assigns a tensor's .grad" for p in ("", "two_")},
-    "fm_share_memory": "set_(storage, ...) with a storage that belongs to no input or intermediate",
     **{f"fm_{p}cell_output": REBOUND_CELL for p in ("", "two_")},
+    "fm_attr_on_intermediate": "output: the program sets Python attributes on this tensor output",
     **{f"fm_{p}attr_on_input": "the program sets Python attributes on this tensor argument" for p in ("", "two_")},
     **{f"fm_{p}hasattr_of_input_with_attr": ATTRIBUTE_READ for p in ("", "two_")},
 }

@@ -624,3 +624,53 @@ def test_tensor_literal_made_in_program_matches_eager(
 ) -> None:
     check_no_grad(program, lambda: (leaf(2),), compile_fn)
     check_with_grad(program, lambda: (leaf(2),), compile_fn)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# hcorpus17 (test_misc.py test_tensor_share_memory, test_tensor_setattr_getset_descriptor): share_memory_() of a tensor
+# the program made was refused as a set_ with a storage of no input's, `x.real = 10` as a use of a tensor of shape ()
+# that is not an argument (the setter lifts a real scalar below Python); a Python attribute set on an output was
+# dropped silently.
+
+
+def shared_fresh(x: T) -> object:
+    h = torch.zeros(2, x.size(0), 4).share_memory_()  # type: ignore[no-untyped-call]
+    return x + h.sum(), h[0]
+
+
+def set_real(x: T) -> object:
+    x.real = 10  # type: ignore[assignment]
+    return x + 1
+
+
+def set_imag_of_view(x: T) -> object:
+    y = x[1:]
+    y.imag = 2.5  # type: ignore[assignment]
+    return y * 2
+
+
+def complex_nonleaf() -> tuple[T]:
+    return (torch.randn(5, dtype=torch.cfloat, requires_grad=True).clone(),)
+
+
+def test_share_memory_of_a_made_tensor_and_real_imag_setters_match_eager(compile_fn: CompileFn | None) -> None:
+    check_no_grad(shared_fresh, lambda: (leaf(3),), compile_fn)
+    check_with_grad(shared_fresh, lambda: (leaf(3),), compile_fn)
+    check_no_grad(set_real, lambda: (torch.ones(5, dtype=torch.cfloat),), compile_fn)
+    with torch.enable_grad():
+        assert_matches_eager(set_imag_of_view, complex_nonleaf, compile_fn=compile_fn)
+
+
+def test_share_memory_of_an_input_and_attributes_on_outputs_are_refused(compile_fn: CompileFn | None) -> None:
+    def shared_input(x: T) -> object:
+        x.share_memory_()  # type: ignore[no-untyped-call]
+        return x + 1
+
+    def flagged_output(x: T) -> object:
+        y = x + 1
+        y.flag = 1  # type: ignore[attr-defined]
+        return x * 2, y
+
+    assert_refused(shared_input, lambda: (leaf(3),), compile_fn, match="calls share_memory_\\(\\) on an argument")
+    for make in (lambda: (leaf(3),), lambda: (pair(3),)):
+        assert_refused(flagged_output, make, compile_fn, match=r"output\[1\]: the program sets Python attributes")

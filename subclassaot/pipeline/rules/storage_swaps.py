@@ -433,7 +433,8 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
             if getattr(func, "overloadpacket", None) is torch.ops.aten.set_:
                 self.record.note_set()  # (its place, where the eager record logs it)
             first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            self.entry_version = None if first is None else (first, get_version(first))
+            with no_torch_function():  # (the pipeline's read: `x.real = 10` lifts a real scalar made below Python)
+                self.entry_version = None if first is None else (first, get_version(first))
             if self.record.absolute_frames:
                 check_absolute_frames(self.record)  # Note [as_strided On Inputs]
             note_before(self.record, func, args, kwargs)  # Note [Stale View Functions]
