@@ -626,10 +626,6 @@ class OutputInfo:
     # program made of it as the program without that flag makes them (the other outputs show the same autograd state
     # either way: Note [Training Without A Function]); with base_gains_grad, the flag its `._base` is given
     gains_grad_last: bool = False
-    # TENSOR replayed from an intermediate base with grad on, a view of a new leaf held back that eager's program took
-    # after the flag: the base is given the flag before the replay, so the view has eager's view nodes over the leaf's
-    # accumulator (Note [Training Without A Function])
-    base_flagged_first: bool = False
     # TENSOR, a view with history that the program gave requires_grad_() all the same: eager keeps the flag, which no read
     # shows until its grad_fn is rebuilt as None (a view remade by its view function over a base that requires no
     # grad); the runtime gives it once built (runtime.plan.last_gains: the same for inputs)

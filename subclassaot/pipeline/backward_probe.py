@@ -955,26 +955,15 @@ def _leaf_run(
         gc.unfreeze()
     made = frozenset(k for k, o in enumerate(outs) if any(o is m() for m in flags.made))
     quiet = frozenset(k for k, o in enumerate(outs) if any(o is q() for q in flags.quiet))
-    viewing = frozenset(
+    based = frozenset(
         k
         for k, o in enumerate(outs)
-        if isinstance(o, torch.Tensor) and (base := o._base) is not None and any(base is m() for m in flags.made)
+        if isinstance(o, torch.Tensor)
+        and (base := o._base) is not None
+        and any(base is m() for m in flags.made)
+        and not any(base is p for p in outs)
     )
-    based = frozenset(k for k in viewing if not any(cast(torch.Tensor, outs[k])._base is p for p in outs))
-    return _LeafRun(flags, shapes, made, quiet, dead, based, _entries_returning(flags, outs, viewing))
-
-
-def _entries_returning(
-    flags: _NewLeafFlags, outs: Sequence[object], viewing: frozenset[int]
-) -> dict[int, frozenset[int]]:
-    """The entries of `flags.log` whose results are outputs at positions of `viewing` (views of a new leaf) or dead
-    (a multi-output view's other pieces; call it after `dead_entries`' collection) -> those positions."""
-    found: dict[int, frozenset[int]] = {}
-    for k, refs in enumerate(flags.results):
-        at = frozenset(o for o in viewing for r in refs if r() is outs[o])
-        if at and all(r() is None or any(r() is outs[o] for o in at) for r in refs):
-            found[k] = at
-    return found
+    return _LeafRun(flags, shapes, made, quiet, dead, based)
 
 
 class _LeafRun(NamedTuple):
@@ -989,7 +978,6 @@ class _LeafRun(NamedTuple):
     quiet: frozenset[int]
     dead: frozenset[int]
     based: frozenset[int]
-    returning: dict[int, frozenset[int]]  # (`_entries_returning`)
 
 
 # An output that is a new leaf, as eager's run as called leaves it and as the run with the flag call skipped does:
@@ -1026,12 +1014,7 @@ def unobserved_new_leaves(
     # (an op whose results are dead in both runs once the program returned shows the caller nothing)
     dead = as_called.dead & skipped.dead
     live = [k for k in range(len(as_called.flags.log)) if k not in dead]
-    if any(as_called.flags.touches[k] for k in live):
-        return None
-    # (an op whose log differs only in the flags it read and showed, whose result is a returned view of a new leaf:
-    # it took the view after the flag, which the output's own picture below must show as taken after it)
-    taken_after = _views_taken_after(as_called, skipped, live)
-    if taken_after is None:
+    if any(as_called.flags.touches[k] or skipped.flags.log[k] != as_called.flags.log[k] for k in live):
         return None
     shapes, made, quiet, skipped_shapes = as_called.shapes, as_called.made, as_called.quiet, skipped.shapes
     differ = frozenset(k for k, (a, b) in enumerate(zip(shapes, skipped_shapes, strict=True)) if a != b)
@@ -1044,53 +1027,16 @@ def unobserved_new_leaves(
     if not quiet <= differ | through_base | raising:
         return None
     bases: set[int] = set()
-    after: set[int] = set()
     for k in differ:
         mine, theirs = cast(tuple[object, ...], shapes[k]), cast(tuple[object, ...], skipped_shapes[k])
         if k in as_called.based - made and mine[:3] in (_FLAGGED_LEAF, _THROUGH_BASE) and theirs[:3] == _UNFLAGGED:
             bases.add(k)  # (a view of the leaf, with no history, which reads its flag through its base)
             continue
-        if k in taken_after and mine[:2] == (True, False) and _views_of_a_new_leaf(mine[2]) and theirs == _PLAIN_VIEW:
-            after.add(k)  # (a view of the leaf taken after its flag with grad on: view nodes over its accumulator)
-            continue  # (its base returned too: given the flag at once, before the view's replay from it)
         # (a view made under no_grad reads as requiring grad through its base once flagged, whatever its base's)
         flagged = (_FLAGGED_LEAF, _THROUGH_BASE) if k in quiet else (_FLAGGED_LEAF,)
         if k not in made or mine[:3] not in flagged or theirs[:3] != _UNFLAGGED or mine[3] != theirs[3]:
             return None
-    if taken_after - after or (after and bases):  # (one base flagged before its views are replayed, or after)
-        return None
-    return ShownLeaves((differ | through_base) - bases - after, frozenset(bases), frozenset(after))
-
-
-_PLAIN_VIEW = (False, False, None, True)  # (a view requiring no grad: the one taken after the flag, held back)
-
-
-def _views_taken_after(as_called: _LeafRun, skipped: _LeafRun, live: Sequence[int]) -> frozenset[int] | None:
-    """The outputs made by the live entries whose logs differ between eager's run as called and the run with the flag
-    calls held back, where each is an op of the same name and grad mode in both returning the same output, a view of a
-    new leaf (`_LeafRun.returning`); None where another entry differs."""
-    found: set[int] = set()
-    for k in live:
-        mine, theirs = as_called.flags.log[k], skipped.flags.log[k]
-        if mine == theirs:
-            continue
-        at = as_called.returning.get(k)
-        if at is None or skipped.returning.get(k) != at or not isinstance(mine, tuple) or not isinstance(theirs, tuple):
-            return None
-        if mine[:2] != theirs[:2] or mine[0] == "flag":
-            return None
-        found |= at
-    return frozenset(found)
-
-
-def _views_of_a_new_leaf(history: object) -> bool:
-    """Is an `_autograd_shape` history a chain of view nodes (one edge each) ending in the accumulator of a tensor
-    that is no input (a new leaf)?"""
-    while isinstance(history, tuple) and len(history) == 3 and isinstance(history[2], tuple):
-        if len(history[2]) != 1 or not str(history[0]).endswith("Backward0"):
-            return False
-        history = history[2][0]
-    return isinstance(history, tuple) and len(history) == 3 and history[:2] == ("leaf", -1)
+    return ShownLeaves((differ | through_base) - bases, frozenset(bases))
 
 
 def _history_raises(shape: object) -> bool:

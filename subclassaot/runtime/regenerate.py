@@ -654,8 +654,6 @@ def _tensor_output(
             # a view with history is made at eager's count at the end less the bumps its replay repeats, landing on
             # eager's count (given back afterwards it would go stale): runtime/steps.py: Version Counters As Eager's
             set_version(source, ends[info.replay.index] - own)
-        if info.base_flagged_first:
-            _give_flag(cast(torch.Tensor, bases[info.replay.index]))
         value = replay_view(info.replay, ev, values, bases_and_roots, symbols, earlier, dense, shared)
         if isinstance(source, torch.Tensor) and came is not None and not value.requires_grad:
             set_version(source, came)  # runtime/steps.py: Version Counters As Eager's

@@ -477,13 +477,7 @@ def _unsupported(plan: RuntimePlan, epilogue: EpiloguePlan, call: GraphCall) -> 
 
 def _unsupported_output(info: OutputInfo, prewrapped: bool) -> str | None:
     first = info.leaves[0] if info.leaves else None
-    if (
-        info.set_under_grad
-        or info.base_gains_grad
-        or info.base_flagged_first
-        or info.data_from is not None
-        or info.data_meta is not None
-    ):
+    if info.set_under_grad or info.base_gains_grad or info.data_from is not None or info.data_meta is not None:
         return "set_() or .data = on it"
     if first is not None and (first.onto_input is not None or first.storage_of is not None):
         return "set_() onto an input"

@@ -22,7 +22,7 @@ from torch.utils import _pytree as pytree
 
 from subclassaot.authoring.protocol import is_traceable_subclass
 from subclassaot.errors import UnsupportedError
-from subclassaot.schemas import OutputInfo, OutputKind, ReplaySource
+from subclassaot.schemas import OutputInfo, OutputKind
 from subclassaot.torch_internals import may_return_view, storage_key, trace_without_history
 
 
@@ -34,7 +34,6 @@ class ShownLeaves:
 
     own: frozenset[int] = frozenset()
     bases: frozenset[int] = frozenset()
-    after: frozenset[int] = frozenset()  # views of a leaf taken after its flag with grad on (their history its own)
 
 
 class NewLeafKind(enum.Enum):
@@ -127,13 +126,11 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
     differs from the tensor the program returns without the call, and the other outputs, views of it among them, show
     the same either way (Note [Training Without A Function]). Those at `shown.bases`, views replayed after the graph
     ran, get the flag on their rebuilt `._base` (OutputInfo.base_gains_grad), a leaf as eager's is, once every output is
-    built (an inference tensor, the leaf itself, takes it inside inference_mode, as eager's program gave it); those at
-    `shown.after`, views taken after the flag, get it on that base before their replay with grad on
-    (OutputInfo.base_flagged_first), which gives them eager's view nodes. None where one is no tensor the runtime can
-    give the flag (for a base, a view the runtime does not replay, or an inference tensor)."""
+    built (an inference tensor, the leaf itself, takes it inside inference_mode, as eager's program gave it). None
+    where one is no tensor the runtime can give the flag (for a base, a view the runtime does not replay, or an
+    inference tensor)."""
     given = list(outputs)
-    BASE = ReplaySource.BASE
-    for k in sorted(shown.own | shown.bases) + sorted(shown.after):
+    for k in sorted(shown.own | shown.bases):
         info = outputs[k] if k < len(outputs) else None
         if info is not None and info.kind is OutputKind.SAME_AS:
             continue  # (the same tensor as an earlier output, flagged there)
@@ -141,26 +138,8 @@ def outputs_given_their_flag(outputs: tuple[OutputInfo, ...], shown: ShownLeaves
             return None
         if k in shown.own:
             given[k] = replace(info, gains_grad=True, gains_grad_last=True)
-        elif (
-            info.replay is None
-            or info.base_gains_grad
-            or info.gains_grad
-            or info.base_flagged_first
-            or info.inference
-            or info.inference_leaves
-        ):
+        elif info.replay is None or info.base_gains_grad or info.gains_grad or info.inference or info.inference_leaves:
             return None
-        elif k in shown.after:
-            source, at = info.replay.source, info.replay.index
-            if not all(s.grad_enabled for s in info.replay.steps):
-                return None
-            # (taken of the leaf without the flag, the view had no history: with it, eager's has)
-            steps = tuple(replace(s, without_history=False) for s in info.replay.steps)
-            given[k] = replace(info, replay=replace(info.replay, steps=steps), base_flagged_first=source is BASE)
-            if source is not BASE and (source is not ReplaySource.OUTPUT or at not in shown.own):
-                return None
-            if source is not BASE:  # (the leaf returned too: its flag given once built, before the views replayed)
-                given[at] = replace(outputs[at], gains_grad=True)
         else:
             given[k] = replace(info, base_gains_grad=True, gains_grad_last=True)
     return tuple(given)
