@@ -589,7 +589,7 @@ def _walked(fn: Callable[..., object], args: Sequence[object], kwargs: dict[str,
             if isinstance(leaf, torch.nn.Module):
                 walk.module(leaf, root + pytree.keystr(tuple(rest)))
         for root, rest, leaf in labelled:
-            if attrs := _attributes_set_by_caller(leaf) & walk.code_words:
+            if attrs := _attributes_set_by_caller(leaf, walk.code_words):
                 # the trace's stand-in lacks them (hasattr(x, "test") answered False), and the guards compare no
                 # tensor input's attribute: refused where the user code walked names one (under torch.compile,
                 # Dynamo reads and guards them itself); attributes no code names (library code reads none of a
@@ -620,17 +620,23 @@ def attributes_set_in_trace(t: object) -> frozenset[str]:
     return _attributes_set_by_caller(t)
 
 
-def _attributes_set_by_caller(t: object) -> frozenset[str]:
-    """A tensor argument's public attributes its type does not carry: all of a plain tensor's; of a subclass, those
-    a copy rebuilt from its flattening lacks (its inner tensors and context carry the rest)."""
-    attrs = tensor_attributes(t)
+def _attributes_set_by_caller(t: object, words: set[str] | None = None) -> frozenset[str]:
+    """A tensor argument's public attributes that the user code names (`words`) and its type does not carry: all of a
+    plain tensor's; of a subclass, those a copy rebuilt from its flattening lacks (its inner tensors and context carry
+    the rest; a subclass whose flattening fails is the protocol check's to name, which runs later). `words` None:
+    every attribute."""
+    attrs = tensor_attributes(t) if words is None else tensor_attributes(t) & words
     if not attrs or type(t) in (torch.Tensor, torch.nn.Parameter):
         return attrs
     if not is_traceable_subclass(t):
         return frozenset()
-    names, ctx = t.__tensor_flatten__()
-    inner = {n: getattr(t, n) for n in names}
-    rebuilt = type(t).__tensor_unflatten__(inner, ctx, cast(torch.Tensor, t).size(), cast(torch.Tensor, t).stride())
+    try:
+        names, ctx = t.__tensor_flatten__()
+        inner = {n: getattr(t, n) for n in names}
+        size, stride = cast(torch.Tensor, t).size(), cast(torch.Tensor, t).stride()
+        rebuilt = type(t).__tensor_unflatten__(inner, ctx, size, stride)
+    except Exception:
+        return frozenset()
     return attrs - tensor_attributes(rebuilt)
 
 

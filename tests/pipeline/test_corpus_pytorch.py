@@ -285,7 +285,10 @@ FUNCTIONS_MISC_REFUSALS: dict[str, str] = {
     **{f"fm_{p}write_then_contains_list": VALUE_READ for p in ("", "two_")},
     **{f"fm_{p}grad_and_attr_on_intermediate": "the program assigns a tensor's .grad" for p in ("", "two_")},
     **{f"fm_{p}cell_output": REBOUND_CELL for p in ("", "two_")},
-    "fm_attr_on_intermediate": "output: the program sets Python attributes on this tensor output",
+    **{
+        f"fm_{p}attr_on_intermediate": "output: the program sets Python attributes on this tensor output"
+        for p in ("", "two_")
+    },
     **{f"fm_{p}attr_on_input": "the program sets Python attributes on this tensor argument" for p in ("", "two_")},
     **{f"fm_{p}hasattr_of_input_with_attr": ATTRIBUTE_READ for p in ("", "two_")},
 }
