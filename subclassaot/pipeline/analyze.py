@@ -167,6 +167,7 @@ from subclassaot.pipeline.rules.view_bases import (
     check_moved_view_of_grad_intermediate,
     check_own_base_run,
     check_view_of_input_set_off_it,
+    eager_base_input_off,
     foreign_base,
     with_own_base_views,
 )
@@ -1770,7 +1771,8 @@ def _check_replay(
         root = run.swaps.view_root(value, through_swaps=True)
         of_input = of_input and (root is value or any(root is u for u in run.user_tensors))
         check_unreplayed_assigned_view(path, value, run, onto_base or of_input, leaves)
-        check_view_of_input_set_off_it(path, value, run.user_tensors, onto_base)
+        eager_base = eager_base_input_off(run.swaps, value, pytree.tree_leaves(run.output), run.user_tensors)
+        check_view_of_input_set_off_it(path, value, run.user_tensors, onto_base, eager_base)
     early = replay is not None and replay.source is ReplaySource.INPUT and replay.before_epilogue
     with_history = torch.is_grad_enabled() and value.requires_grad
     if replaced is not None and (not early or (with_history and not history_kept_over_swap(run.dense[replaced], run))):

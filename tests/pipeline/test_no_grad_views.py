@@ -2709,6 +2709,28 @@ def test_as_strided_input_leaving_its_view_unread_beside_writes_without_grad(com
         assert_refused(read_before, leaf_base, compile_fn, r"args\[1\]: an as_strided\(\) view that reaches elements")
 
 
+def test_escaping_as_strided_view_set_in_inference_mode_then_read_names_the_op(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121012 #2330 (Note [as_strided On Inputs]): t2 reaches an element of b0 that x0 does not cover, and a
+    # set_() in inference_mode bumps their counter before sort() reads t2 with grad. The refusal named the pipeline's
+    # stand-in Function read in t2's place ("_EagerHistory.apply uses ..."); it names the program's op
+    def f(x0: torch.Tensor, x1: torch.Tensor) -> object:
+        t0, _ = x0.sort(0, descending=True)
+        t2 = x0.as_strided((), (), 2)
+        with torch.inference_mode():
+            t2.set_(t0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        t2.sort(0, descending=True)
+        return ()
+
+    def make_inputs() -> tuple[object, ...]:
+        b0 = torch.randn((2, 4), requires_grad=True)
+        return (b0.select(1, -1), b0)
+
+    with torch.enable_grad():
+        assert_refused(
+            f, make_inputs, compile_fn, r"args\[0\], args\[1\]: aten\.sort\.default uses, with grad, an as_s"
+        )
+
+
 def test_view_input_read_after_it_is_set_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 39000 #3399 (DIVERGED, Note [Stale View Functions]): x0 = b0.unsqueeze(-2), set_() under no_grad to
     # a tensor of another size, then read with grad: eager rebuilds x0's history on the new geometry, the compiled

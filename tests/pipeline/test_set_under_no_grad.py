@@ -750,6 +750,25 @@ def test_view_of_a_view_set_to_another_input_returned_is_refused(compile_fn: Com
     refused_with_grad(f, lambda: (nonleaf(4, 4), nonleaf(4, 4)), compile_fn, SET_OFF)
 
 
+def test_view_of_an_input_view_moved_by_data_then_set_off_names_that_rule(compile_fn: CompileFn | None) -> None:
+    # hrefuse19 k2: x1 a view of input 0; `x1.data = y` moves x1, t1 = x1[1] set_() under no_grad: eager's output
+    # is a view whose `._base` is input 0, on y's storage. The run's stand-in for t1 (a pipeline Function's view)
+    # made this a custom Function's view; refused with that Function's message, now with the rule it breaks
+    def inputs() -> tuple[T, T]:
+        b0 = nonleaf(4, 3, 2)
+        return (b0, b0.select(1, 0))
+
+    def f(x0: T, x1: T) -> object:
+        t1 = x1[1]
+        y = x0.mul(3.0)
+        x1.data = y
+        with torch.no_grad():
+            set_to(t1, y[2])
+        return (t1.view(-1),)
+
+    refused_with_grad(f, inputs, compile_fn, SET_OFF.replace("input 1", "input 0"))
+
+
 def test_view_of_an_aliased_input_set_to_another_input_under_no_grad(compile_fn: CompileFn | None) -> None:
     # fuzz seed 118700 program 9161 (issue #27): x0 shares its storage with x2, so the run lays both out as views of
     # one synthetic base, the root it found for t2; eager's t2 (taken under no_grad, requiring grad as a view of a

@@ -19,6 +19,7 @@ import torch
 
 import subclassaot
 from subclassaot.errors import UnsupportedError
+from subclassaot.tools.parity import write_outputs
 from subclasses.pair import PairTensor
 from tests.oracle import CompileFn, assert_matches_eager
 from tests.pipeline.corpus import set_to
@@ -2725,3 +2726,48 @@ def test_wrapper_with_a_stride_of_three_symbols_rebuilt_in_dynamic_training(comp
             compile_fn=compile_fn,
             compile_kwargs={"dynamic": True},
         )
+
+
+def test_inplace_view_op_on_a_view_set_to_another_tensor_is_no_write(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121012 #2110 and #8190 (refused before, as "an in-place write with grad into a tensor that was a view
+    # and then set_()"): t_() changes t0's layout, not its data, so the write rule does not apply; eager's result,
+    # read and returned with grad, is ours. A real write after (mul_) stays refused
+    def f(x0: T, x1: T) -> object:
+        t0 = x1.view(2, 3)
+        t0.set_(x0)  # type: ignore[call-overload]  # the stubs list only storage overloads
+        t0.t_()
+        return (t0.sum(), t0, x1)
+
+    def written(x0: T, x1: T) -> object:
+        t0 = x1.view(2, 3)
+        t0.set_(x0)  # type: ignore[call-overload]
+        t0.t_()
+        t0.mul_(2.0)
+        return (t0, x1)
+
+    def make_inputs() -> tuple[object, ...]:
+        return (torch.randn(2, 3), torch.randn(6, requires_grad=True).clone())
+
+    with torch.enable_grad():
+        for after_call in (None, write_outputs):
+            assert_matches_eager(f, make_inputs, after_call=after_call, compile_fn=compile_fn)
+        with pytest.raises(UnsupportedError, match=r"aten\.mul_\.Tensor: an in-place write with grad into a tensor"):
+            assert_matches_eager(written, make_inputs, compile_fn=compile_fn)
+
+
+def test_inplace_view_op_on_an_untiled_unfold_of_a_neg_bit_tensor_is_no_write(compile_fn: CompileFn | None) -> None:
+    # fuzz seed 121012 #1066 (refused before, as "an in-place write through an unfold() of a tensor with a negative or
+    # conjugate bit"): t_() of such an unfold writes nothing back; eager's result is ours
+    def f(x0: T) -> object:
+        t1 = x0.transpose(0, 0).unfold(0, 2, 3)
+        t1.t_()
+        return (t1, t1 * 2.0, x0)
+
+    def make_inputs() -> tuple[object, ...]:
+        with torch.no_grad():
+            return ((torch.randn(3) * (1 + 0.5j)).conj().imag,)
+
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            for after_call in (None, write_outputs):
+                assert_matches_eager(f, make_inputs, after_call=after_call, compile_fn=compile_fn)

@@ -212,18 +212,21 @@ def _check_written_bases(infos: Sequence[OutputInfo], leaves: Sequence[object]) 
 
 def made_as_function_view(leaf: torch.Tensor, run: FunctionalRun) -> bool:
     """Is plain `leaf` a view the program's custom Function returned, or a view the program took of one (one of several
-    views that apply returned: its creation meta MULTI_OUTPUT_NODE carried on)? Note [Custom Functions]."""
-    if _is_function_view(leaf):
-        return True
-    if not is_multi_output_view(leaf) or _function_of(leaf) is not None:
+    views that apply returned: its creation meta MULTI_OUTPUT_NODE carried on)? Note [Custom Functions]. A view made
+    in the forward of one of the pipeline's own Functions (a stand-in the analysis run reads in a tensor's place) has
+    creation meta IN_CUSTOM_FUNCTION too, where eager's has none: the Function nearest up the chain names the maker."""
+    direct = _is_function_view(leaf)
+    if not direct and (not is_multi_output_view(leaf) or _function_of(leaf) is not None):
         return False
-    t = leaf
-    while (record := run.swaps.views.get(id(t))) is not None:
-        t = record.source
+    t, pipeline = leaf, False
+    while True:
         cls = _function_of(t)
-        if cls is not None:
-            return is_program_function(cls) and _is_function_view(t)
-    return False
+        if cls is not None and is_program_function(cls):
+            return direct or _is_function_view(t)
+        pipeline = pipeline or cls is not None
+        if (record := run.swaps.views.get(id(t))) is None:
+            return direct and not pipeline
+        t = record.source
 
 
 def _function_of(t: torch.Tensor) -> type | None:

@@ -1086,13 +1086,13 @@ class _SwapDispatchMode(TorchDispatchMode):  # type: ignore[no-untyped-call]  # 
                         "or a zero stride) cannot be functionalized faithfully; write into the base tensor, or "
                         "call .contiguous()/.clone() before writing"
                     )
-                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.set_views:
+                if moves_data and arg_schema.is_write and id(arg) in self.record.set_views:  # (ids of tensors)
                     check_write_after_set(func, args, kwargs)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data and self.depth == 0:
                     check_nograd_set_write(self.record, arg, [*args, *kwargs.values()])
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.base_strided_views:
                     check_write_through_base_strided(func, arg)
-                if arg_schema.is_write and isinstance(arg, torch.Tensor) and id(arg) in self.record.untiled_unfolds:
+                if moves_data and arg_schema.is_write and id(arg) in self.record.untiled_unfolds:
                     refuse_write_through_untiled_unfold(func)
                 if arg_schema.is_write and isinstance(arg, torch.Tensor) and moves_data:
                     check_no_overlapping_read(func, arg, args, kwargs)
@@ -2002,7 +2002,9 @@ def _apply_noted(
     # Note [Views That Raise After A Bump], histories regenerated over a base without grad
     check_regenerated_history_applies(record, f"{cls.__name__}.apply", (*args, *kwargs.values()))
     check_gained_base_view_applies(record, f"{cls.__name__}.apply", (*args, *kwargs.values()))
-    if record.escaping_strided:  # (its ops run with grad off inside: the apply is the read with grad)
+    # (its ops run with grad off inside: the apply is the read with grad; a pipeline Function's stand-in is read by the
+    # program's op that follows, which names it)
+    if record.escaping_strided and is_program_function(cls):
         check_escaping_reads(record, f"{cls.__name__}.apply", tuple(pytree.tree_leaves((args, kwargs))))
     if torch.is_grad_enabled():  # (a read with grad, as a torch function's: its ops run with grad off inside)
         for a in pytree.tree_leaves((args, kwargs)):

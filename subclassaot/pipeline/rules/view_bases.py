@@ -264,12 +264,18 @@ def check_grad_view_of_moved_input(path: str, leaf: torch.Tensor, finals: Sequen
 
 
 def check_view_of_input_set_off_it(
-    path: str, value: torch.Tensor, user_tensors: Sequence[torch.Tensor], rebuilt_onto_base: bool
+    path: str,
+    value: torch.Tensor,
+    user_tensors: Sequence[torch.Tensor],
+    rebuilt_onto_base: bool,
+    eager_base: int | None,
 ) -> None:
     """Refuse a plain output view with no replay that requires grad and whose eager `._base` is an input on another
     storage than the view (`t1 = x.view(16); with no_grad(): t1.set_(y); return t1.view(-1)`): rebuilt from its
-    storage, it would be no view of the input, or a view of another (Note [Outputs Over Another Storage])."""
+    storage, it would be no view of the input, or a view of another (Note [Outputs Over Another Storage]).
+    `eager_base`: `eager_base_input_off`, where the run's `._base` is not eager's."""
     found = _index_of(_moved_root(value) if value.requires_grad and not rebuilt_onto_base else None, user_tensors)
+    found = eager_base if found is None and not rebuilt_onto_base else found
     if found is not None:
         raise UnsupportedError(
             f"{path} is a view that requires grad of tensor input {found}, taken from a view of it that the program "
@@ -277,6 +283,25 @@ def check_view_of_input_set_off_it(
             "than the view, which a compiled output rebuilt with autograd history cannot be (Note [Outputs Over Another "
             "Storage]). Return the set_() view itself, or a clone"
         )
+
+
+def eager_base_input_off(
+    swaps: SwapRecord, value: torch.Tensor, outputs: Sequence[object], user_tensors: Sequence[torch.Tensor]
+) -> int | None:
+    """The input (tensor position) that eager's `._base` of output `value` is, on another storage than `value`, where
+    the run's view chain of `value` ends at an input view the program moved (`.data =` or set_()): eager's view of it
+    keeps that input's `._base`, the run's chain stops at the input (the record's fact, asked only there)."""
+    root = swaps.view_root(value, through_swaps=True)
+    moved_input = id(root) in swaps.moved() and any(root is u for u in user_tensors)
+    record = swaps.eager.record() if moved_input and value.requires_grad and swaps.eager is not None else None
+    k = next((k for k, v in enumerate(outputs) if v is value), None)
+    if record is None or k is None or k >= len(record.outputs) or (node := record.outputs[k]) is None:
+        return None
+    facts = record.try_get_final(node)
+    base = None if facts is None or facts.base is None else record.try_get_final(facts.base)
+    if facts is None or base is None or base.storage == facts.storage or base.node not in record.inputs:
+        return None
+    return [n for n in record.inputs if n is not None].index(base.node)
 
 
 def check_moved_view_of_grad_intermediate(
