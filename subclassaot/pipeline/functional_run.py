@@ -47,7 +47,7 @@ from subclassaot.pipeline.rules.view_bases import (
     foreign_root,
     left_storage_refusal,
 )
-from subclassaot.runtime.steps import own_accumulator_inputs, own_stand_in_inputs
+from subclassaot.runtime.steps import grown_alone, own_accumulator_inputs, own_stand_in_inputs
 from subclassaot.schemas import AliasGroupRef, Analysis, DenseIndex, DenseLayout, FlatInputs, Meta
 from subclassaot.torch_internals import (
     DataDependentError,
@@ -303,8 +303,11 @@ def _functional_inputs(
     user_tensors = rebuild_user_tensors(layout, dense)
     if requires_grad_like is not None:
         # Rebuilt wrappers are fresh leaves: give them the requires_grad of the input they stand for.
-        for t, like in zip(user_tensors, requires_grad_like, strict=True):
-            if like.requires_grad and not t.requires_grad:
+        # (not one alone over its whole storage that requires none as passed: the leaf without grad it stands for
+        # gets its accumulator at the flag, at the size the program gave it: `_leaf_inputs`)
+        late = set(_leaf_inputs(flat, layout, set(), requires_grad=False)) if torch.is_grad_enabled() else set()
+        for i, (t, like) in enumerate(zip(user_tensors, requires_grad_like, strict=True)):
+            if like.requires_grad and not t.requires_grad and not (i in late and _alone_over_storage(layout, i)):
                 t.requires_grad_(True)
     return graph_fun, graph_grad_leaves, dense, detached, user_tensors
 
@@ -1097,9 +1100,16 @@ def _leaf_inputs(flat: FlatInputs, layout: DenseLayout, as_views: set[int], *, r
             or real.requires_grad != requires_grad
         ):
             continue
-        if i not in as_views and not any(j in grouped for j in leaves):
+        # (an input without grad alone over a storage that resize_() grows, too: runtime.steps.own_stand_in_inputs)
+        alone = not requires_grad and layout.trees[i] is None and _alone_over_storage(layout, i)
+        if i not in as_views and (alone or not any(j in grouped for j in leaves)):
             found.append(i)
     return found
+
+
+def _alone_over_storage(layout: DenseLayout, i: int) -> bool:
+    """Is input `i` alone over a storage that resize_() grows (`grown_alone`)?"""
+    return any(grown_alone(g) and tuple(layout.leaves_of_input[i]) == g.members for g in layout.groups)
 
 
 def _view_inputs(flat: FlatInputs, layout: DenseLayout, user_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:

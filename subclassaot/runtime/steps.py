@@ -33,6 +33,7 @@ records and the states the runtime reads are one encoding.
 from __future__ import annotations
 
 import enum
+import math
 from collections import Counter
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from torch.autograd.graph import GradientEdge, get_gradient_edge
 from subclassaot.authoring.protocol import flatten_subclass, is_traceable_subclass
 from subclassaot.runtime.plan import MetaEvaluator, RuntimePlan, requires_grad_changes
 from subclassaot.schemas import (
+    AliasGroup,
     AliasGroupRef,
     Analysis,
     AssignedWrite,
@@ -155,7 +157,8 @@ def own_stand_in_inputs(
     for g in layout.groups:
         members = {position[layout.leaves[m].owner] for m in g.members}
         gained = [i for i in members if i in gaining and not passed[i] and layout.trees[i] is None]
-        beside.append(any(passed[i] for i in members) or len(gained) > 1)
+        # (or alone over a storage that resize_() grows: a leaf of its own over the storage, its flag at the new size)
+        beside.append(any(passed[i] for i in members) or len(gained) > 1 or grown_alone(g))
     return frozenset(
         i
         for i, leaves in enumerate(layout.leaves_of_input)
@@ -164,6 +167,19 @@ def own_stand_in_inputs(
         and layout.trees[i] is None
         and any(leaves[0] in g.members and b for g, b in zip(layout.groups, beside, strict=True))
     )
+
+
+def grown_alone(group: AliasGroup) -> bool:
+    """Is `group` one input over its whole storage that it covers, element for element: nothing lies outside it
+    for the program to reach but the tail a resize_() grows (Note [as_strided On Inputs])?"""
+    if not group.whole_storage or group.freed or len(group.members) != 1:
+        return False
+    size, stride, offset = group.member_meta[0]
+    if not all(isinstance(d, int) for d in (*size, *stride, offset)):
+        return False
+    numel = math.prod(cast("tuple[int, ...]", size))
+    extent = 1 + sum((n - 1) * abs(cast(int, st)) for n, st in zip(size, stride, strict=True)) if numel else 0
+    return offset == 0 and numel == extent == group.base_numel
 
 
 def own_accumulator_inputs(layout: DenseLayout, values: Sequence[object]) -> frozenset[int]:

@@ -2799,6 +2799,37 @@ def test_requires_grad_off_on_an_input_without_it_then_on_gains_last(f: Callable
         assert_matches_eager(f, lambda: (torch.randn(()),), backend="eager")
 
 
+def grow_then_gain(x0: T) -> object:
+    x0.resize_((8,))
+    x0.fill_(2.0)
+    x0.requires_grad_()
+    return x0 * 2, x0.t(), x0[1:3]
+
+
+def grow_then_gain_nothing_returned(x0: T) -> object:
+    x0.resize_((5,))
+    x0.fill_(0.5)
+    x0.requires_grad_()
+    return ()
+
+
+@pytest.mark.parametrize("f", [grow_then_gain, grow_then_gain_nothing_returned], ids=["returned", "none"])
+@pytest.mark.parametrize("shape", [(2,), (4, 1), ()], ids=["vector", "matrix", "scalar"])
+def test_requires_grad_after_a_growing_resize_of_an_input_without_it(f: Callable[[T], object], shape: Any) -> None:
+    """fuzz seed 121012, programs 1088, 8280, 7280 (UNSUPPORTED, 'on this input, which does not require grad, after
+    computing from it'): resize_() growing an input's storage runs it as a view of its whole storage in a group of one
+    (Note [as_strided On Inputs]), which kept it out of the inputs made to require grad (a leaf without grad until the
+    flag), so the fill_ with grad counted as a read before the flag and was refused. Eager's input is then a leaf
+    requiring grad at the new size, the later results' history ending in it; ours now runs it as a leaf of its own
+    over the storage (runtime.steps.grown_alone: it covers the storage it came with, so nothing but the grown tail
+    lies outside it), its accumulator made at the grown size. (Nothing returned: passed before too.)"""
+    with torch.enable_grad():
+        assert_matches_eager(f, lambda: (torch.randn(shape),), backend="eager")
+        assert_matches_eager(f, lambda: (torch.randn(shape),), backend="inductor")
+    with torch.no_grad():
+        assert_matches_eager(f, lambda: (torch.randn(shape),), backend="eager")
+
+
 def gain_after_a_read_then_read_itself_again(x0: T, x1: T) -> object:
     y = x1 * 2
     x0.requires_grad_()
@@ -2940,6 +2971,15 @@ def grow_a_view_then_gain(x0: T) -> object:
     return (t0,)
 
 
+def grow_a_view_set_its_tail_then_gain(x0: T) -> object:
+    t0 = x0.reshape((1, 1, 4))
+    t0.resize_((7,))
+    with torch.no_grad():
+        t0[4:].fill_(0.5)  # (eager leaves the grown elements unset; the oracle compares values)
+    x0.requires_grad_()
+    return (t0,)
+
+
 def grow_and_write_a_view_then_gain(x0: T) -> object:
     t0 = x0.reshape((1, 1, 4))
     t0.resize_((7,))
@@ -2951,25 +2991,27 @@ def grow_and_write_a_view_then_gain(x0: T) -> object:
 
 @pytest.mark.parametrize("pair", [False, True], ids=["plain", "pair"])
 @pytest.mark.parametrize("f", [grow_a_view_then_gain, grow_and_write_a_view_then_gain], ids=["grow", "grow_write"])
-def test_requires_grad_on_input_after_a_view_of_it_grew_refused(f: Callable[[T], object], pair: bool) -> None:
+def test_requires_grad_on_input_after_a_view_of_it_grew_matches_eager(f: Callable[[T], object], pair: bool) -> None:
     """fuzz seed 117400, program 3624 (refused by name at 6e43d2c, DIVERGED since the flag may come last: out[0]
     is_leaf True vs eager False): a view of the input that resize_() grew, returned, rebuilds its history from the
     input in eager once the input requires grad, where the runtime's, replayed on the grown input after the graph,
-    has none. The flag does not come last over a grown storage: refused by name (or, for a PairTensor, matched by the
-    subclass's own rule)."""
+    had none. The plain input, alone over the storage it grows, now runs as a leaf made to require grad at the flag
+    (runtime.steps.grown_alone), the view replayed from it with history, as eager's (a PairTensor, refused by name or
+    matched by the subclass's own rule)."""
 
     def make() -> tuple[object, ...]:
         b = torch.randn(1, 4)
         return (PairTensor.from_tensor(b) if pair else b,)
 
+    f = grow_a_view_set_its_tail_then_gain if f is grow_a_view_then_gain and not pair else f
     with torch.enable_grad():
         f(*cast(tuple[T], make()))  # eager runs it
         try:
             subclassaot.compile(f, backend="eager")(*cast(tuple[T], make()))
         except UnsupportedError as e:
+            assert pair, f"plain inputs must compile: {e}"
             assert re.search(GAINED_AFTER_READ, str(e)), str(e)
             return
-        assert pair, "plain inputs: refused by name"
         assert_matches_eager(f, make, backend="eager")
 
 
@@ -3032,6 +3074,8 @@ def grow_view_then_grow_again_then_gain(x0: T) -> object:
     x0.fill_(1.0)
     t0 = x0[2:4]
     x0.resize_((20,))
+    with torch.no_grad():
+        x0[9:].fill_(2.0)  # (eager leaves the grown elements unset)
     x0.requires_grad_()
     return (t0,)
 
@@ -3053,11 +3097,15 @@ def grow_view_then_view_op_in_place_then_gain(x0: T) -> object:
 def test_requires_grad_on_a_grown_input_after_its_view_went_stale_refused(f: Callable[[T], object]) -> None:
     """A view of a grown input taken after its last write, then a resize_() or an in-place view op moves the counter
     before the flag: eager's view rebuilds its history from the input (not a leaf), the runtime's, replayed on the
-    input after the graph ran, would have none. The flag does not come last: refused by name (a check of the counter
-    by the program's writes alone let them compile, with a leaf where eager's has history)."""
+    input after the graph ran, would have none: refused by name (a check of the counter by the program's writes alone
+    let them compile, with a leaf where eager's has history). Grown again, the input stays alone over the storage it
+    grows and runs as a leaf made to require grad at the flag (runtime.steps.grown_alone): its view matches eager's."""
     with torch.enable_grad():
+        if f is grow_view_then_grow_again_then_gain:
+            assert_matches_eager(f, lambda: (torch.randn(1, 4),), backend="eager")
+            return
         f(torch.randn(1, 4))  # eager runs it
-        with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ):
+        with pytest.raises(UnsupportedError, match=GAINED_AFTER_READ + "|is written in place and made to require grad"):
             subclassaot.compile(f, backend="eager")(torch.randn(1, 4))
 
 
