@@ -41,6 +41,8 @@ from subclassaot.torch_internals import (
     deterministic_warn_only,
     float32_matmul_precision,
     global_state_check,
+    no_torch_function,
+    outside_current_modes,
     view_replay_enabled,
 )
 
@@ -615,9 +617,12 @@ def attributes_set_in_trace(t: object) -> frozenset[str]:
 
     if isinstance(t, FunctionalTensor):
         return tensor_attributes(t) - {"elem"}
+    tracers = {"fake_mode", "constant", "pytype", "dispatch_keys", "real_tensor", "fake_device"}
     if isinstance(t, FakeTensor):
-        return tensor_attributes(t) - {"fake_mode", "constant", "pytype", "dispatch_keys", "real_tensor"}
-    return _attributes_set_by_caller(t)
+        return tensor_attributes(t) - tracers
+    if not (tensor_attributes(t) - tracers):
+        return frozenset()  # (a subclass traced with only the tracer's own: none set, no wrapper rebuilt)
+    return _attributes_set_by_caller(t, set(tensor_attributes(t) - tracers))
 
 
 def _attributes_set_by_caller(t: object, words: set[str] | None = None) -> frozenset[str]:
@@ -630,11 +635,14 @@ def _attributes_set_by_caller(t: object, words: set[str] | None = None) -> froze
         return attrs
     if not is_traceable_subclass(t):
         return frozenset()
-    try:
+    try:  # (outside the trace's modes and grad: a rebuilt wrapper is the pipeline's, no op or leaf of the program's)
         names, ctx = t.__tensor_flatten__()
-        inner = {n: getattr(t, n) for n in names}
-        size, stride = cast(torch.Tensor, t).size(), cast(torch.Tensor, t).stride()
-        rebuilt = type(t).__tensor_unflatten__(inner, ctx, size, stride)
+        if not (attrs := attrs - set(names)):
+            return attrs  # (its inner tensors' names alone: no wrapper rebuilt)
+        with outside_current_modes(), no_torch_function(), torch.no_grad():
+            inner = {n: getattr(t, n) for n in names}
+            size, stride = cast(torch.Tensor, t).size(), cast(torch.Tensor, t).stride()
+            rebuilt = type(t).__tensor_unflatten__(inner, ctx, size, stride)
     except Exception:
         return frozenset()
     return attrs - tensor_attributes(rebuilt)
