@@ -2395,19 +2395,6 @@ def test_write_with_grad_of_a_detach_input_set_under_grad_to_a_computed_value_ma
     _check_set_then_write(lambda x0, x1: (x1 * x0).sum() if reads_x1 else x0 * 2, _dirty_scale)
 
 
-class _TwoViewsOfOwnProduct(torch.autograd.Function):
-    """Two views of a tensor its forward made, the second with a new leading dimension."""
-
-    @staticmethod
-    def forward(ctx: Any, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: Any, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
-
-
 class _OneViewOfOwnProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: T) -> T:
@@ -2419,21 +2406,21 @@ class _OneViewOfOwnProduct(torch.autograd.Function):
 
 
 def _second_view_transposed_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
-    _, t1 = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    _, t1 = ViewAsAndRowOfOwnTensor.apply(x2)  # type: ignore[no-untyped-call]
     x1.requires_grad_()
     t1.transpose(0, 4).add_(3.0)
     return (x0.as_strided((2,), (3,), 1),)
 
 
 def _first_view_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
-    t0, _ = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    t0, _ = ViewAsAndRowOfOwnTensor.apply(x2)  # type: ignore[no-untyped-call]
     x1.requires_grad_()
     t0.add_(3.0)
     return t0, x0 * 1
 
 
 def _views_returned(x0: T, x1: T, x2: T) -> tuple[T, ...]:
-    t0, t1 = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    t0, t1 = ViewAsAndRowOfOwnTensor.apply(x2)  # type: ignore[no-untyped-call]
     x1.requires_grad_()
     return t0, t1, x0 * 1
 
@@ -2447,7 +2434,7 @@ def _one_view_transposed_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
 
 def _flagged_then_second_view_written(x0: T, x1: T, x2: T) -> tuple[T, ...]:
     x1.requires_grad_()  # (before the apply: eager's outputs are views of a multi-output node, whose write raises)
-    _, t1 = _TwoViewsOfOwnProduct.apply(x2)  # type: ignore[no-untyped-call]
+    _, t1 = ViewAsAndRowOfOwnTensor.apply(x2)  # type: ignore[no-untyped-call]
     t1.transpose(0, 4).add_(3.0)
     return (x0 * 1,)
 
