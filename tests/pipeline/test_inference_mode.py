@@ -20,6 +20,7 @@ from subclasses.pair import PairTensor
 from tests.oracle import assert_call_matches_eager, assert_matches_eager, assert_raises_like_eager
 from tests.pipeline.corpus import set_to
 from tests.pipeline.program_helpers import ENTRIES, SinFunction, TransposeSaved, real_subclass
+from tests.pipeline.program_helpers import ViewAsAndRowOfOwnTensor as TwoViews  # (the fuzzer's TwoViews)
 
 T = torch.Tensor
 
@@ -2200,19 +2201,6 @@ def test_view_input_bumped_without_grad_then_read_takes_eager_rebuilt_edge(
         (out,) = subclassaot.compile(f)(x)
         assert out.grad_fn is not None and out.grad_fn.next_functions[0][0] is x.grad_fn
         assert type(x.grad_fn).__name__ == "AsStridedBackward0"
-
-
-class TwoViews(torch.autograd.Function):
-    """The fuzzer's TwoViews: two views of a tensor its forward made."""
-
-    @staticmethod
-    def forward(ctx: object, x: T) -> tuple[T, T]:
-        y = x * 2
-        return y.view_as(y), y.unsqueeze(0)
-
-    @staticmethod
-    def backward(ctx: object, g: T, g_row: T) -> T:
-        return (g + g_row.squeeze(0)) * 2
 
 
 def _two_tensor(a: T, b: T) -> T:
